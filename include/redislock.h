@@ -1,0 +1,200 @@
+/*
+ * libredislock: distributed locks on Redis.
+ *
+ * This is the only public header. Every type is opaque; every fallible call
+ * returns a redislock_err; the library never prints, exits or aborts.
+ *
+ * Threads: a redislock_client may be shared by any number of threads (it
+ * keeps a small pool of connections, one per concurrent call). A
+ * redislock_lock handle is used by one thread at a time.
+ */
+#ifndef REDISLOCK_H
+#define REDISLOCK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define REDISLOCK_VERSION_MAJOR 0
+#define REDISLOCK_VERSION_MINOR 1
+#define REDISLOCK_VERSION_PATCH 0
+#define REDISLOCK_VERSION_NUM                                                 \
+    ((REDISLOCK_VERSION_MAJOR << 16) | (REDISLOCK_VERSION_MINOR << 8) |       \
+     REDISLOCK_VERSION_PATCH)
+
+#if defined(REDISLOCK_BUILDING) && defined(__GNUC__)
+#define REDISLOCK_API __attribute__((visibility("default")))
+#else
+#define REDISLOCK_API
+#endif
+
+/*
+ * Every error code, once: XX(name, value, message). Values are stable.
+ */
+#define REDISLOCK_ERR_MAP(XX)                                                 \
+    XX(OK, 0, "success")                                                      \
+    XX(EHELD, 1, "lock is held by another owner")                             \
+    XX(EEXPIRED, 2, "lock had expired and is free")                           \
+    XX(ELOST, 3, "lock was lost: another owner holds it")                     \
+    XX(EINVAL, 4, "invalid argument")                                         \
+    XX(ECONNECT, 5, "cannot connect to Redis")                                \
+    XX(ETIMEDOUT, 6, "Redis did not answer in time")                          \
+    XX(EIO, 7, "connection to Redis failed")                                  \
+    XX(EAUTH, 8, "Redis refused authentication")                              \
+    XX(EPROTOCOL, 9, "unexpected reply from Redis")                           \
+    XX(ESERVER, 10, "Redis returned an error")                                \
+    XX(ENOMEM, 11, "out of memory")                                           \
+    XX(ENOTLS, 12, "TLS is not available in this build")                      \
+    XX(ERANDOM, 13, "cannot read random bytes from the kernel")
+
+typedef enum redislock_err {
+#define REDISLOCK_ERR_ENUM_(name, value, msg) REDISLOCK_##name = value,
+    REDISLOCK_ERR_MAP(REDISLOCK_ERR_ENUM_)
+#undef REDISLOCK_ERR_ENUM_
+        REDISLOCK_ERR_COUNT_
+} redislock_err;
+
+/* Defaults and limits, in milliseconds unless the name says otherwise. */
+#define REDISLOCK_DEFAULT_TTL_MS 30000
+#define REDISLOCK_DEFAULT_RETRY_DELAY_MS 100
+#define REDISLOCK_DEFAULT_CONNECT_TIMEOUT_MS 2000
+#define REDISLOCK_DEFAULT_COMMAND_TIMEOUT_MS 2000
+#define REDISLOCK_DEFAULT_MAX_CONNECTIONS 8
+/* The longest lease accepted: 30 days. Longer is almost surely a unit bug. */
+#define REDISLOCK_TTL_MAX_MS (30LL * 24 * 3600 * 1000)
+/* The longest key accepted, in bytes. */
+#define REDISLOCK_KEY_MAX 4096
+/* Values of redislock_acquire_options.wait_ms. */
+#define REDISLOCK_NO_WAIT 0
+#define REDISLOCK_WAIT_FOREVER (-1)
+/* Values redislock_ttl() reports besides a remaining time. */
+#define REDISLOCK_TTL_FREE (-2)
+#define REDISLOCK_TTL_NO_EXPIRY (-1)
+
+typedef struct redislock_client redislock_client;
+typedef struct redislock_lock redislock_lock;
+
+/*
+ * Client options. All-zero means defaults; the struct is copied, never kept.
+ * Fields are only ever appended.
+ */
+typedef struct redislock_options {
+    /* Time for TCP connect plus AUTH and SELECT. Default 2000 ms. */
+    int64_t connect_timeout_ms;
+    /* Time for one command's reply. Default 2000 ms. */
+    int64_t command_timeout_ms;
+    /* Connections the client opens at most, one per concurrent call.
+     * Default 8. */
+    int max_connections;
+    /* Password; overrides the URL's. Default NULL: the URL's, else the
+     * REDISCLI_AUTH environment variable, else none. Copied. */
+    const char *password;
+} redislock_options;
+
+/* Options of one acquire call. All-zero means defaults. */
+typedef struct redislock_acquire_options {
+    /* Lease length, 1 .. REDISLOCK_TTL_MAX_MS. Default 30000 ms. */
+    int64_t ttl_ms;
+    /* How long to wait for a held lock: REDISLOCK_NO_WAIT (0, default) tries
+     * once, REDISLOCK_WAIT_FOREVER waits without a deadline. */
+    int64_t wait_ms;
+    /* Upper bound of the pause between attempts; each pause is drawn
+     * uniformly from [delay/2, delay] and never outlasts the holder's
+     * remaining TTL or the deadline. Default 100 ms. */
+    int64_t retry_delay_ms;
+} redislock_acquire_options;
+
+/*
+ * Connects to the Redis server named by url and returns a client in *out.
+ * URLs: redis://[user[:password]@]host[:port][/db] and
+ * unix:///path/to.sock[?db=N]; rediss:// gives REDISLOCK_ENOTLS.
+ * One connection is opened now, so a wrong address or password fails here.
+ * On failure *out is NULL. Free with redislock_client_free().
+ */
+REDISLOCK_API redislock_err redislock_client_new(redislock_client **out,
+                                                 const char *url,
+                                                 const redislock_options *opts);
+
+/* Closes the client's connections and frees it. NULL is a no-op. Every lock
+ * handle made from the client must be freed first. */
+REDISLOCK_API void redislock_client_free(redislock_client *c);
+
+/*
+ * Makes a lock handle for key (keylen bytes, binary-safe, 1 ..
+ * REDISLOCK_KEY_MAX). The key is copied. Nothing is sent to Redis.
+ */
+REDISLOCK_API redislock_err redislock_lock_new(redislock_client *c,
+                                               const void *key, size_t keylen,
+                                               redislock_lock **out);
+
+/* Frees the handle without releasing the lock (it then expires by its TTL).
+ * NULL is a no-op. */
+REDISLOCK_API void redislock_lock_free(redislock_lock *l);
+
+/*
+ * Acquires the lock with a fresh random token: one round trip when it is
+ * free. REDISLOCK_EHELD when another owner holds it past the wait.
+ * opts may be NULL for defaults.
+ */
+REDISLOCK_API redislock_err
+redislock_acquire(redislock_lock *l, const redislock_acquire_options *opts);
+
+/*
+ * Releases the lock if this handle's token still owns it. REDISLOCK_OK:
+ * released; REDISLOCK_EEXPIRED: it had expired and is free; REDISLOCK_ELOST:
+ * another owner holds it (left untouched). After any of these the handle no
+ * longer holds a token.
+ */
+REDISLOCK_API redislock_err redislock_release(redislock_lock *l);
+
+/*
+ * Resets the lock's TTL to ttl_ms if this handle still owns it. Outcomes as
+ * for redislock_release(); an expired lock is never re-created.
+ */
+REDISLOCK_API redislock_err redislock_extend(redislock_lock *l, int64_t ttl_ms);
+
+/*
+ * Makes the handle act for token, obtained elsewhere (another process, the
+ * CLI's acquire), so that it can be released or extended. Nothing is sent.
+ */
+REDISLOCK_API redislock_err redislock_adopt(redislock_lock *l,
+                                            const char *token);
+
+/*
+ * Stores in *ttl_ms the key's remaining TTL, whoever holds it:
+ * REDISLOCK_TTL_FREE when the lock is free, REDISLOCK_TTL_NO_EXPIRY when the
+ * key has no expiry.
+ */
+REDISLOCK_API redislock_err redislock_ttl(redislock_lock *l, int64_t *ttl_ms);
+
+/* The handle's key; its length in *len when len is not NULL. Borrowed. */
+REDISLOCK_API const void *redislock_key(const redislock_lock *l, size_t *len);
+
+/* The token this handle holds, or NULL. Borrowed: valid until the next call
+ * on the handle. */
+REDISLOCK_API const char *redislock_token(const redislock_lock *l);
+
+/* A static message for any value, unknown ones too. Never allocates. */
+REDISLOCK_API const char *redislock_strerror(redislock_err err);
+
+/* The name of the code ("REDISLOCK_EHELD"), or "REDISLOCK_UNKNOWN". */
+REDISLOCK_API const char *redislock_errname(redislock_err err);
+
+/*
+ * Text that names the problem behind the calling thread's most recent
+ * failed call (the detail is per thread because a client is shared by
+ * threads). Borrowed: valid until the thread's next call. Never NULL.
+ */
+REDISLOCK_API const char *redislock_errdetail(void);
+
+/* The library's version as "MAJOR.MINOR.PATCH". */
+REDISLOCK_API const char *redislock_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* REDISLOCK_H */

@@ -1,0 +1,278 @@
+#include "conn.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+
+#include "error.h"
+
+struct rl__conn {
+    redisContext *ctx;
+    int broken;
+};
+
+static struct timeval to_timeval(int64_t ms)
+{
+    struct timeval tv;
+
+    tv.tv_sec = (time_t)(ms / 1000);
+    tv.tv_usec = (suseconds_t)(ms % 1000) * 1000;
+    return tv;
+}
+
+static int is_timeout(const redisContext *ctx, int saved_errno)
+{
+#ifdef REDIS_ERR_TIMEOUT
+    if (ctx->err == REDIS_ERR_TIMEOUT)
+        return 1;
+#endif
+    return ctx->err == REDIS_ERR_IO &&
+           (saved_errno == EAGAIN || saved_errno == EWOULDBLOCK ||
+            saved_errno == ETIMEDOUT);
+}
+
+/* Marks the connection broken and maps hiredis's error. */
+static redislock_err io_failure(rl__conn *c, int saved_errno,
+                                const char *what)
+{
+    redisContext *ctx = c->ctx;
+
+    c->broken = 1;
+    if (is_timeout(ctx, saved_errno))
+        return rl__err(REDISLOCK_ETIMEDOUT, "%s: Redis did not answer in time",
+                       what);
+    switch (ctx->err) {
+    case REDIS_ERR_EOF:
+        return rl__err(REDISLOCK_EIO, "%s: Redis closed the connection",
+                       what);
+    case REDIS_ERR_PROTOCOL:
+        return rl__err(REDISLOCK_EPROTOCOL, "%s: bad reply: %s", what,
+                       ctx->errstr);
+    case REDIS_ERR_OOM:
+        return rl__err(REDISLOCK_ENOMEM, "%s: out of memory", what);
+    default:
+        return rl__err(REDISLOCK_EIO, "%s: %s", what,
+                       ctx->errstr[0] ? ctx->errstr : "I/O error");
+    }
+}
+
+/* "host:port" or the socket path, for messages. */
+static const char *endpoint(const rl__url *u, char *buf, size_t len)
+{
+    if (u->path != NULL)
+        return u->path;
+    snprintf(buf, len, "%s:%d", u->host, u->port);
+    return buf;
+}
+
+static redislock_err connect_socket(const rl__conn_cfg *cfg, rl__conn *c)
+{
+    struct timeval tv = to_timeval(cfg->connect_timeout_ms);
+    const rl__url *u = cfg->url;
+    char buf[300];
+    int saved;
+
+    if (u->path != NULL)
+        c->ctx = redisConnectUnixWithTimeout(u->path, tv);
+    else
+        c->ctx = redisConnectWithTimeout(u->host, u->port, tv);
+    saved = errno;
+    if (c->ctx == NULL)
+        return rl__err(REDISLOCK_ENOMEM, "out of memory connecting");
+    if (c->ctx->err == 0)
+        return redisSetTimeout(c->ctx, tv) == REDIS_OK
+                   ? REDISLOCK_OK
+                   : rl__err(REDISLOCK_EIO, "cannot set socket timeout");
+    if (is_timeout(c->ctx, saved))
+        return rl__err(REDISLOCK_ETIMEDOUT, "connecting to %s: timed out",
+                       endpoint(u, buf, sizeof buf));
+    return rl__err(REDISLOCK_ECONNECT, "cannot connect to %s: %s",
+                   endpoint(u, buf, sizeof buf), c->ctx->errstr);
+}
+
+/* Whether an AUTH error only says the server has no password: a password
+ * from the environment meant for other servers is then no reason to fail
+ * (redis-cli goes on too). */
+static int auth_not_needed(const rl__reply *r)
+{
+    return r->type == REDIS_REPLY_ERROR &&
+           strstr(r->str, "without any password configured") != NULL;
+}
+
+/* AUTH and SELECT, pipelined in one round trip. */
+static redislock_err handshake(const rl__conn_cfg *cfg, rl__conn *c)
+{
+    const char *auth[3], *sel[2], *names[2];
+    rl__cmd cmds[2];
+    rl__reply *replies[2];
+    char db[16];
+    int n = 0, i;
+    redislock_err err;
+
+    if (cfg->password != NULL) {
+        int has_user = cfg->url->user != NULL;
+        auth[0] = "AUTH";
+        auth[1] = has_user ? cfg->url->user : cfg->password;
+        auth[2] = cfg->password;
+        names[n] = "AUTH";
+        cmds[n++] = (rl__cmd){has_user ? 3 : 2, auth, NULL};
+    }
+    if (cfg->url->db != 0) {
+        snprintf(db, sizeof db, "%d", cfg->url->db);
+        sel[0] = "SELECT";
+        sel[1] = db;
+        names[n] = "SELECT";
+        cmds[n++] = (rl__cmd){2, sel, NULL};
+    }
+    if (n == 0)
+        return REDISLOCK_OK;
+    err = rl__conn_exec(c, n, cmds, replies);
+    if (err != REDISLOCK_OK)
+        return err;
+    for (i = 0; i < n && err == REDISLOCK_OK; i++)
+        if (!auth_not_needed(replies[i]))
+            err = rl__reply_check(replies[i], names[i]);
+    if (err == REDISLOCK_ESERVER && cfg->url->db != 0) {
+        char said[256];
+        snprintf(said, sizeof said, "%s", redislock_errdetail());
+        err = rl__err(REDISLOCK_EINVAL, "cannot select database %d: %s",
+                      cfg->url->db, said);
+    }
+    for (i = 0; i < n; i++)
+        rl__reply_free(replies[i]);
+    return err;
+}
+
+redislock_err rl__conn_open(const rl__conn_cfg *cfg, rl__conn **out)
+{
+    rl__conn *c = calloc(1, sizeof *c);
+    redislock_err err;
+
+    *out = NULL;
+    if (c == NULL)
+        return rl__err(REDISLOCK_ENOMEM, "out of memory connecting");
+    err = connect_socket(cfg, c);
+    if (err == REDISLOCK_OK)
+        err = handshake(cfg, c);
+    if (err == REDISLOCK_OK &&
+        redisSetTimeout(c->ctx, to_timeval(cfg->command_timeout_ms)) !=
+            REDIS_OK)
+        err = rl__err(REDISLOCK_EIO, "cannot set socket timeout");
+    if (err != REDISLOCK_OK) {
+        rl__conn_close(c);
+        return err;
+    }
+    *out = c;
+    return REDISLOCK_OK;
+}
+
+void rl__conn_close(rl__conn *c)
+{
+    if (c == NULL)
+        return;
+    if (c->ctx != NULL)
+        redisFree(c->ctx);
+    free(c);
+}
+
+int rl__conn_broken(const rl__conn *c)
+{
+    return c->broken;
+}
+
+/*
+ * A write to a socket the server closed raises SIGPIPE, whose default
+ * action kills the process; a library must not. SIGPIPE is blocked in this
+ * thread while the command runs, and a SIGPIPE it caused is consumed.
+ */
+static void sigpipe_block(sigset_t *old)
+{
+    sigset_t set;
+
+    sigemptyset(&set);
+    sigaddset(&set, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &set, old);
+}
+
+static void sigpipe_restore(const sigset_t *old, int failed)
+{
+    sigset_t set, pending;
+
+    /* Only a failed write can have raised one; if the caller had SIGPIPE
+     * blocked already, a pending one may be theirs, so leave it. */
+    if (failed && !sigismember(old, SIGPIPE) && sigpending(&pending) == 0 &&
+        sigismember(&pending, SIGPIPE)) {
+        struct timespec zero = {0, 0};
+        sigemptyset(&set);
+        sigaddset(&set, SIGPIPE);
+        sigtimedwait(&set, NULL, &zero);
+    }
+    pthread_sigmask(SIG_SETMASK, old, NULL);
+}
+
+static redislock_err exec_blocked(rl__conn *c, int n, const rl__cmd *cmds,
+                                  rl__reply **out)
+{
+    int i, got = 0;
+
+    for (i = 0; i < n; i++)
+        if (redisAppendCommandArgv(c->ctx, cmds[i].argc, cmds[i].argv,
+                                   cmds[i].lens) != REDIS_OK)
+            return io_failure(c, errno, "sending a command");
+    for (got = 0; got < n; got++) {
+        void *reply = NULL;
+        if (redisGetReply(c->ctx, &reply) != REDIS_OK || reply == NULL) {
+            redislock_err err = io_failure(c, errno, cmds[got].argv[0]);
+            while (got-- > 0)
+                rl__reply_free(out[got]);
+            return err;
+        }
+        out[got] = reply;
+    }
+    return REDISLOCK_OK;
+}
+
+redislock_err rl__conn_exec(rl__conn *c, int n, const rl__cmd *cmds,
+                            rl__reply **out)
+{
+    sigset_t old;
+    redislock_err err;
+
+    if (c->broken)
+        return rl__err(REDISLOCK_EIO, "connection is broken");
+    sigpipe_block(&old);
+    err = exec_blocked(c, n, cmds, out);
+    sigpipe_restore(&old, err != REDISLOCK_OK);
+    return err;
+}
+
+redislock_err rl__conn_command(rl__conn *c, int argc, const char **argv,
+                               const size_t *lens, rl__reply **out)
+{
+    rl__cmd cmd = {argc, argv, lens};
+
+    return rl__conn_exec(c, 1, &cmd, out);
+}
+
+void rl__reply_free(rl__reply *r)
+{
+    if (r != NULL)
+        freeReplyObject(r);
+}
+
+redislock_err rl__reply_check(const rl__reply *r, const char *what)
+{
+    if (r->type != REDIS_REPLY_ERROR)
+        return REDISLOCK_OK;
+    if (strncmp(r->str, "NOAUTH", 6) == 0 ||
+        strncmp(r->str, "WRONGPASS", 9) == 0 ||
+        strstr(r->str, "invalid password") != NULL ||
+        strstr(r->str, "invalid username-password") != NULL)
+        return rl__err(REDISLOCK_EAUTH, "%s: Redis refused: %s", what,
+                       r->str);
+    return rl__err(REDISLOCK_ESERVER, "%s: Redis error: %s", what, r->str);
+}

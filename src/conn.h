@@ -1,0 +1,63 @@
+/*
+ * One connection to one Redis server: the only module that calls hiredis.
+ * It connects with a timeout, authenticates, selects the database, sends
+ * argv-style commands (binary-safe, never format strings) and maps every
+ * failure to a redislock_err with a detail. A connection that failed is
+ * marked broken and must be closed; the client opens a new one.
+ */
+#ifndef RL_CONN_H
+#define RL_CONN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <hiredis/hiredis.h>
+
+#include "redislock.h"
+#include "url.h"
+
+typedef struct redisReply rl__reply;
+typedef struct rl__conn rl__conn;
+
+typedef struct rl__conn_cfg {
+    const rl__url *url;       /* borrowed */
+    const char *password;     /* borrowed; NULL for no AUTH */
+    int64_t connect_timeout_ms;
+    int64_t command_timeout_ms;
+} rl__conn_cfg;
+
+/* One command of a pipeline. */
+typedef struct rl__cmd {
+    int argc;
+    const char **argv;
+    const size_t *lens;
+} rl__cmd;
+
+/* Connects, authenticates and selects the database within the connect
+ * timeout. */
+redislock_err rl__conn_open(const rl__conn_cfg *cfg, rl__conn **out);
+
+void rl__conn_close(rl__conn *c);
+
+/* Whether an I/O or protocol failure has made the connection unusable. */
+int rl__conn_broken(const rl__conn *c);
+
+/*
+ * Sends n commands in one write and reads their n replies into out[]
+ * (which the caller frees with rl__reply_free). Error replies are returned
+ * as replies, not as failures; a failure frees whatever was read.
+ */
+redislock_err rl__conn_exec(rl__conn *c, int n, const rl__cmd *cmds,
+                            rl__reply **out);
+
+/* Sends one command and reads its reply. */
+redislock_err rl__conn_command(rl__conn *c, int argc, const char **argv,
+                               const size_t *lens, rl__reply **out);
+
+void rl__reply_free(rl__reply *r);
+
+/* REDISLOCK_OK unless r is an error reply, which it maps (NOAUTH and
+ * WRONGPASS to EAUTH, others to ESERVER) with the server's words as detail. */
+redislock_err rl__reply_check(const rl__reply *r, const char *what);
+
+#endif

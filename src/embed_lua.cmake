@@ -1,0 +1,15 @@
+# Writes OUT: one rl__script per NAMES entry, with the source of DIR/NAME.lua
+# as a C string and its SHA1 (what EVALSHA names it by).
+set(_c "/* Generated from src/lua by embed_lua.cmake. Do not edit. */\n")
+string(APPEND _c "#include \"script.h\"\n\n")
+string(REPLACE "," ";" NAMES "${NAMES}")
+foreach(_name ${NAMES})
+    file(READ ${DIR}/${_name}.lua _src)
+    string(SHA1 _sha "${_src}")
+    string(REPLACE "\\" "\\\\" _esc "${_src}")
+    string(REPLACE "\"" "\\\"" _esc "${_esc}")
+    string(REPLACE "\n" "\\n\"\n    \"" _esc "${_esc}")
+    string(APPEND _c "const rl__script rl__script_${_name} = {\n")
+    string(APPEND _c "    \"${_name}\",\n    \"${_sha}\",\n    \"${_esc}\"\n};\n\n")
+endforeach()
+file(WRITE ${OUT} "${_c}")

@@ -1,0 +1,23 @@
+/* Randomness: tokens from getrandom(2), and a cheap per-thread generator for
+ * jitter that is seeded from it. */
+#ifndef RL_RAND_H
+#define RL_RAND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Token length in random bytes (128 bits) and as lowercase hex. */
+#define RL_TOKEN_BYTES 16
+#define RL_TOKEN_HEXLEN (2 * RL_TOKEN_BYTES)
+
+/* Fills buf with len bytes from getrandom(2). Returns 0, or -1 with errno. */
+int rl__random_bytes(void *buf, size_t len);
+
+/* Writes a fresh token of RL_TOKEN_HEXLEN hex digits plus NUL into out.
+ * Returns 0, or -1 with errno. */
+int rl__token(char out[RL_TOKEN_HEXLEN + 1]);
+
+/* A jitter value; not for secrets. */
+uint64_t rl__jitter_rand(void);
+
+#endif

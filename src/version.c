@@ -1,0 +1,10 @@
+#include "redislock.h"
+
+#define RL_STR_(x) #x
+#define RL_XSTR_(x) RL_STR_(x)
+
+const char *redislock_version(void)
+{
+    return RL_XSTR_(REDISLOCK_VERSION_MAJOR) "." RL_XSTR_(
+        REDISLOCK_VERSION_MINOR) "." RL_XSTR_(REDISLOCK_VERSION_PATCH);
+}
