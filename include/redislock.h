@@ -94,6 +94,10 @@ typedef struct redislock_options {
     const char *password;
 } redislock_options;
 
+/* A loss notification: the lock, why it was lost, the caller's argument. */
+typedef void (*redislock_lost_cb)(redislock_lock *l, redislock_err why,
+                                  void *arg);
+
 /* Options of one acquire call. All-zero means defaults. */
 typedef struct redislock_acquire_options {
     /* Lease length, 1 .. REDISLOCK_TTL_MAX_MS. Default 30000 ms. */
@@ -105,6 +109,23 @@ typedef struct redislock_acquire_options {
      * uniformly from [delay/2, delay] and never outlasts the holder's
      * remaining TTL or the deadline. Default 100 ms. */
     int64_t retry_delay_ms;
+    /* Nonzero: the client's watchdog thread renews the lease every ttl/3
+     * until release, and reports a loss (see on_lost, redislock_lost_fd,
+     * redislock_check). Default 0: no renewal. */
+    int watchdog;
+    /* With watchdog: called once, from the watchdog thread, when renewal
+     * finds the lock expired (REDISLOCK_EEXPIRED) or taken (REDISLOCK_ELOST),
+     * or cannot confirm it before its validity ends (the error that stopped
+     * it). It must not call into the lock handle. Default NULL. */
+    redislock_lost_cb on_lost;
+    void *on_lost_arg;
+    /* With watchdog: stop renewing after this many renewals, or once the
+     * lock has been held this long; the lease then runs out. 0: no cap. */
+    int max_renewals;
+    int64_t max_hold_ms;
+    /* Subtracted from the validity to allow for clock drift between this
+     * host and Redis. Default 0.01 * ttl_ms + 2 ms. */
+    int64_t drift_ms;
 } redislock_acquire_options;
 
 /*
@@ -176,6 +197,29 @@ REDISLOCK_API const void *redislock_key(const redislock_lock *l, size_t *len);
 /* The token this handle holds, or NULL. Borrowed: valid until the next call
  * on the handle. */
 REDISLOCK_API const char *redislock_token(const redislock_lock *l);
+
+/*
+ * Milliseconds the lock is still known to be valid: counted on
+ * CLOCK_MONOTONIC from the moment the acquiring or last renewing request was
+ * sent, minus the drift allowance. 0 when the handle holds nothing, the
+ * lease has run out or the lock was lost. Safe to call from any thread.
+ */
+REDISLOCK_API int64_t redislock_valid_ms(const redislock_lock *l);
+
+/*
+ * REDISLOCK_OK while the handle holds the lock and its validity has not
+ * run out; otherwise why not (REDISLOCK_EEXPIRED, REDISLOCK_ELOST, the
+ * error that stopped renewal, or REDISLOCK_EINVAL when nothing is held).
+ * Local: sends nothing. Safe to call from any thread.
+ */
+REDISLOCK_API redislock_err redislock_check(const redislock_lock *l);
+
+/*
+ * A file descriptor that becomes readable when the watchdog finds the lock
+ * lost, for poll/epoll loops; -1 when the lock is not watched. Owned by the
+ * handle: do not close it; valid until release or free.
+ */
+REDISLOCK_API int redislock_lost_fd(const redislock_lock *l);
 
 /* A static message for any value, unknown ones too. Never allocates. */
 REDISLOCK_API const char *redislock_strerror(redislock_err err);

@@ -16,6 +16,7 @@ struct redislock_client {
     int nidle;
     int nopen; /* idle plus borrowed */
     int max;
+    rl__watchdog *watchdog; /* made on first use, under mu */
 };
 
 static int64_t or_default(int64_t v, int64_t dflt)
@@ -104,6 +105,8 @@ void redislock_client_free(redislock_client *c)
 
     if (c == NULL)
         return;
+    /* The watchdog borrows connections: stop it first. */
+    rl__watchdog_free(c->watchdog);
     for (i = 0; i < c->nidle; i++)
         rl__conn_close(c->idle[i]);
     free(c->idle);
@@ -186,5 +189,17 @@ redislock_err rl__client_script(redislock_client *c, const rl__script *s,
         return err;
     err = rl__script_run(conn, s, key, keylen, nargs, args, lens, out);
     give_back(c, conn);
+    return err;
+}
+
+redislock_err rl__client_watchdog(redislock_client *c, rl__watchdog **out)
+{
+    redislock_err err = REDISLOCK_OK;
+
+    pthread_mutex_lock(&c->mu);
+    if (c->watchdog == NULL)
+        err = rl__watchdog_new(c, &c->watchdog);
+    *out = c->watchdog;
+    pthread_mutex_unlock(&c->mu);
     return err;
 }

@@ -9,6 +9,7 @@
 
 #include "conn.h"
 #include "script.h"
+#include "watchdog.h"
 
 /* Runs n pipelined commands on a pooled connection. */
 redislock_err rl__client_exec(redislock_client *c, int n, const rl__cmd *cmds,
@@ -19,5 +20,8 @@ redislock_err rl__client_script(redislock_client *c, const rl__script *s,
                                 const char *key, size_t keylen, int nargs,
                                 const char **args, const size_t *lens,
                                 rl__reply **out);
+
+/* The client's watchdog, started on first use. */
+redislock_err rl__client_watchdog(redislock_client *c, rl__watchdog **out);
 
 #endif

@@ -1,0 +1,260 @@
+#include "watchdog.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "client.h"
+#include "clock.h"
+#include "error.h"
+#include "lock.h"
+
+/* A failed renewal is retried after a tenth of the TTL (at least this),
+ * until the lease's validity runs out. */
+#define RL_RETRY_MIN_US 5000
+
+struct rl__watch {
+    redislock_lock *lock;
+    rl__watchdog *wd;
+    int64_t next_us;    /* when to renew next */
+    int64_t started_us; /* when the lock was acquired */
+    int64_t max_hold_us;
+    int renewals;
+    int max_renewals;
+    int linked; /* still in the watchdog's list */
+    int busy;   /* the thread is renewing it right now */
+    int efd;
+    redislock_lost_cb cb;
+    void *cb_arg;
+    struct rl__watch *next;
+};
+
+struct rl__watchdog {
+    redislock_client *client;
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv; /* on CLOCK_MONOTONIC */
+    struct rl__watch *head;
+    int stop;
+};
+
+/* What one renewal attempt decided. */
+typedef enum { KEEP, DROP } verdict;
+
+static void unlink_watch(rl__watchdog *wd, struct rl__watch *w)
+{
+    struct rl__watch **p;
+
+    for (p = &wd->head; *p != NULL; p = &(*p)->next)
+        if (*p == w) {
+            *p = w->next;
+            break;
+        }
+    w->linked = 0;
+}
+
+static struct rl__watch *earliest(const rl__watchdog *wd)
+{
+    struct rl__watch *w, *best = NULL;
+
+    for (w = wd->head; w != NULL; w = w->next)
+        if (!w->busy && (best == NULL || w->next_us < best->next_us))
+            best = w;
+    return best;
+}
+
+/* Tells the holder, once: state (redislock_check, redislock_valid_ms),
+ * the eventfd, then the callback. */
+static void report_loss(struct rl__watch *w, redislock_err why)
+{
+    uint64_t one = 1;
+
+    if (!rl__lock_mark_lost(w->lock, why))
+        return;
+    while (write(w->efd, &one, sizeof one) < 0 && errno == EINTR)
+        ;
+    if (w->cb != NULL)
+        w->cb(w->lock, why, w->cb_arg);
+}
+
+static int capped(const struct rl__watch *w, int64_t now)
+{
+    return (w->max_renewals > 0 && w->renewals >= w->max_renewals) ||
+           (w->max_hold_us > 0 && now - w->started_us >= w->max_hold_us);
+}
+
+/* One due renewal, run without the watchdog's mutex. */
+static verdict renew(struct rl__watch *w)
+{
+    redislock_lock *l = w->lock;
+    int64_t now = rl__now_us(), valid = atomic_load(&l->valid_until_us);
+    int64_t period = l->ttl_ms * 1000 / 3, retry;
+    redislock_err err;
+
+    if (capped(w, now)) {
+        /* No more renewals: the lease runs out at its validity. */
+        if (now < valid) {
+            w->next_us = valid;
+            return KEEP;
+        }
+        report_loss(w, REDISLOCK_EEXPIRED);
+        return DROP;
+    }
+    err = rl__lock_renew(l);
+    now = rl__now_us();
+    if (err == REDISLOCK_OK) {
+        w->renewals++;
+        w->next_us = now + period;
+        return KEEP;
+    }
+    if (err == REDISLOCK_EEXPIRED || err == REDISLOCK_ELOST ||
+        now >= atomic_load(&l->valid_until_us)) {
+        report_loss(w, err);
+        return DROP;
+    }
+    /* A transient failure: try again soon, but not past the validity, at
+     * which point the lock counts as lost. */
+    retry = l->ttl_ms * 100;
+    w->next_us = now + (retry > RL_RETRY_MIN_US ? retry : RL_RETRY_MIN_US);
+    if (w->next_us > atomic_load(&l->valid_until_us))
+        w->next_us = atomic_load(&l->valid_until_us);
+    return KEEP;
+}
+
+static void wait_until(rl__watchdog *wd, int64_t when_us)
+{
+    struct timespec ts;
+
+    ts.tv_sec = (time_t)(when_us / 1000000);
+    ts.tv_nsec = (long)(when_us % 1000000) * 1000;
+    pthread_cond_timedwait(&wd->cv, &wd->mu, &ts);
+}
+
+static void *run(void *arg)
+{
+    rl__watchdog *wd = arg;
+    struct rl__watch *w;
+
+    pthread_mutex_lock(&wd->mu);
+    while (!wd->stop) {
+        w = earliest(wd);
+        if (w == NULL) {
+            pthread_cond_wait(&wd->cv, &wd->mu);
+            continue;
+        }
+        if (w->next_us > rl__now_us()) {
+            wait_until(wd, w->next_us);
+            continue;
+        }
+        w->busy = 1;
+        pthread_mutex_unlock(&wd->mu);
+        verdict v = renew(w);
+        pthread_mutex_lock(&wd->mu);
+        w->busy = 0;
+        if (v == DROP)
+            unlink_watch(wd, w);
+        pthread_cond_broadcast(&wd->cv);
+    }
+    pthread_mutex_unlock(&wd->mu);
+    return NULL;
+}
+
+redislock_err rl__watchdog_new(redislock_client *c, rl__watchdog **out)
+{
+    rl__watchdog *wd = calloc(1, sizeof *wd);
+    pthread_condattr_t attr;
+
+    *out = NULL;
+    if (wd == NULL)
+        return rl__err(REDISLOCK_ENOMEM, "out of memory");
+    wd->client = c;
+    pthread_mutex_init(&wd->mu, NULL);
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&wd->cv, &attr);
+    pthread_condattr_destroy(&attr);
+    if (pthread_create(&wd->thread, NULL, run, wd) != 0) {
+        pthread_cond_destroy(&wd->cv);
+        pthread_mutex_destroy(&wd->mu);
+        free(wd);
+        return rl__err(REDISLOCK_ENOMEM, "cannot start the watchdog thread");
+    }
+    *out = wd;
+    return REDISLOCK_OK;
+}
+
+void rl__watchdog_free(rl__watchdog *wd)
+{
+    if (wd == NULL)
+        return;
+    pthread_mutex_lock(&wd->mu);
+    wd->stop = 1;
+    pthread_cond_broadcast(&wd->cv);
+    pthread_mutex_unlock(&wd->mu);
+    pthread_join(wd->thread, NULL);
+    pthread_cond_destroy(&wd->cv);
+    pthread_mutex_destroy(&wd->mu);
+    free(wd);
+}
+
+redislock_err rl__watch(redislock_lock *l, const redislock_acquire_options *o,
+                        int64_t sent_us)
+{
+    struct rl__watch *w;
+    rl__watchdog *wd;
+    redislock_err err = rl__client_watchdog(l->client, &wd);
+
+    if (err != REDISLOCK_OK)
+        return err;
+    w = calloc(1, sizeof *w);
+    if (w == NULL)
+        return rl__err(REDISLOCK_ENOMEM, "out of memory");
+    w->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (w->efd < 0) {
+        free(w);
+        return rl__err(REDISLOCK_ENOMEM, "cannot make an eventfd");
+    }
+    w->lock = l;
+    w->wd = wd;
+    w->started_us = sent_us;
+    w->next_us = sent_us + l->ttl_ms * 1000 / 3;
+    w->max_hold_us = o->max_hold_ms * 1000;
+    w->max_renewals = o->max_renewals;
+    w->cb = o->on_lost;
+    w->cb_arg = o->on_lost_arg;
+    w->linked = 1;
+    l->watch = w;
+    pthread_mutex_lock(&wd->mu);
+    w->next = wd->head;
+    wd->head = w;
+    pthread_cond_broadcast(&wd->cv);
+    pthread_mutex_unlock(&wd->mu);
+    return REDISLOCK_OK;
+}
+
+void rl__unwatch(redislock_lock *l)
+{
+    struct rl__watch *w = l->watch;
+    rl__watchdog *wd;
+
+    if (w == NULL)
+        return;
+    wd = w->wd;
+    pthread_mutex_lock(&wd->mu);
+    while (w->busy)
+        pthread_cond_wait(&wd->cv, &wd->mu);
+    if (w->linked)
+        unlink_watch(wd, w);
+    pthread_mutex_unlock(&wd->mu);
+    close(w->efd);
+    free(w);
+    l->watch = NULL;
+}
+
+int rl__watch_fd(const redislock_lock *l)
+{
+    return l->watch != NULL ? l->watch->efd : -1;
+}

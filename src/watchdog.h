@@ -1,0 +1,33 @@
+/*
+ * The watchdog: one renewal thread per client (made on first use), not one
+ * per lock. It renews each watched lock every ttl/3 through the client's
+ * connection pool, never re-creates a key that has gone (the extend script
+ * compares the token), and reports a loss through the lock's state, an
+ * eventfd and the caller's callback. Unwatching waits for a renewal in
+ * flight, so no renewal is ever sent after release.
+ */
+#ifndef RL_WATCHDOG_H
+#define RL_WATCHDOG_H
+
+#include "redislock.h"
+
+typedef struct rl__watchdog rl__watchdog;
+
+/* Starts the renewal thread for client c. */
+redislock_err rl__watchdog_new(redislock_client *c, rl__watchdog **out);
+
+/* Stops and joins the thread. Every lock must have been unwatched. */
+void rl__watchdog_free(rl__watchdog *wd);
+
+/* Starts renewing l, acquired by a request sent at sent_us. */
+redislock_err rl__watch(redislock_lock *l,
+                        const redislock_acquire_options *o, int64_t sent_us);
+
+/* Stops renewing l, waiting for a renewal in flight. No-op if unwatched.
+ * Called from the lock's owner thread. */
+void rl__unwatch(redislock_lock *l);
+
+/* The loss eventfd of a watched lock, or -1. */
+int rl__watch_fd(const redislock_lock *l);
+
+#endif
