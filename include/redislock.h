@@ -48,7 +48,8 @@ extern "C" {
     XX(ESERVER, 10, "Redis returned an error")                                \
     XX(ENOMEM, 11, "out of memory")                                           \
     XX(ENOTLS, 12, "TLS is not available in this build")                      \
-    XX(ERANDOM, 13, "cannot read random bytes from the kernel")
+    XX(ERANDOM, 13, "cannot read random bytes from the kernel")           \
+    XX(ECANCELED, 14, "the wait for the lock was cancelled")
 
 typedef enum redislock_err {
 #define REDISLOCK_ERR_ENUM_(name, value, msg) REDISLOCK_##name = value,
@@ -92,7 +93,26 @@ typedef struct redislock_options {
     /* Password; overrides the URL's. Default NULL: the URL's, else the
      * REDISCLI_AUTH environment variable, else none. Copied. */
     const char *password;
+    /* Prepended to every lock key, as in "lock@": "--prefix lock@" with
+     * key "job" locks the Redis key "lock@job". Copied. Default "". */
+    const char *prefix;
 } redislock_options;
+
+/* How the pause between two attempts grows. Every pause is drawn
+ * uniformly from [d/2, d] (jitter, so waiters spread out) and never
+ * outlasts the holder's remaining TTL or the deadline. */
+typedef enum redislock_retry {
+    REDISLOCK_RETRY_CONSTANT = 0, /* d = retry_delay_ms (the default) */
+    REDISLOCK_RETRY_LINEAR,       /* d = retry_delay_ms * attempt */
+    REDISLOCK_RETRY_EXPONENTIAL,  /* d = retry_delay_ms * 2^(attempt-1) */
+    REDISLOCK_RETRY_NONE          /* one attempt, whatever wait_ms says */
+} redislock_retry;
+
+/* A caller-supplied strategy: the pause in ms before attempt + 1 (no
+ * jitter is added), or a negative value to give up. holder_ttl_ms is the
+ * holder's remaining TTL, or -1 when unknown. */
+typedef int64_t (*redislock_retry_fn)(void *arg, int attempt,
+                                      int64_t holder_ttl_ms);
 
 /* A loss notification: the lock, why it was lost, the caller's argument. */
 typedef void (*redislock_lost_cb)(redislock_lock *l, redislock_err why,
@@ -126,6 +146,30 @@ typedef struct redislock_acquire_options {
     /* Subtracted from the validity to allow for clock drift between this
      * host and Redis. Default 0.01 * ttl_ms + 2 ms. */
     int64_t drift_ms;
+    /* How pauses grow between attempts. Default REDISLOCK_RETRY_CONSTANT. */
+    redislock_retry retry;
+    /* Cap on one pause for the growing strategies. Default 2000 ms (or
+     * retry_delay_ms when that is larger). */
+    int64_t retry_max_delay_ms;
+    /* Give up after this many attempts. 0: no limit but the deadline. */
+    int max_attempts;
+    /* A caller-supplied strategy; overrides retry when set. */
+    redislock_retry_fn retry_fn;
+    void *retry_arg;
+    /* Nonzero: when the holder's remaining TTL outlasts the wait (or the
+     * key has no expiry), return REDISLOCK_EHELD at once instead of
+     * waiting for nothing. */
+    int fail_fast;
+    /* Nonzero: the same owner may acquire the lock again while holding it;
+     * each acquire needs its own release, and each refreshes the TTL. */
+    int reentrant;
+    /* The owner's identity (copied), shared by every handle that names
+     * it. Default: for reentrant locks and locks with metadata, one made
+     * per handle as "host:pid:random"; otherwise a random token. */
+    const char *owner;
+    /* A string stored with the lock that anyone can read (host, job id,
+     * start time). Copied. Default NULL: none. */
+    const char *metadata;
 } redislock_acquire_options;
 
 /*
@@ -138,6 +182,16 @@ typedef struct redislock_acquire_options {
 REDISLOCK_API redislock_err redislock_client_new(redislock_client **out,
                                                  const char *url,
                                                  const redislock_options *opts);
+
+/*
+ * A client over n independent servers in sharded mode: each key is routed
+ * to one server by a consistent hash of the key, so adding a server moves
+ * about 1/n of the keys. Every server is connected to now. A URL naming
+ * the same server twice is REDISLOCK_EINVAL.
+ */
+REDISLOCK_API redislock_err
+redislock_client_new_sharded(redislock_client **out, const char *const *urls,
+                             size_t n, const redislock_options *opts);
 
 /* Closes the client's connections and frees it. NULL is a no-op. Every lock
  * handle made from the client must be freed first. */
@@ -172,6 +226,23 @@ redislock_acquire(redislock_lock *l, const redislock_acquire_options *opts);
 REDISLOCK_API redislock_err redislock_release(redislock_lock *l);
 
 /*
+ * Like redislock_release(), but the lock stays reserved for hold_after_ms
+ * after release (a cooldown: nobody can take it), then frees itself.
+ * hold_after_ms 0 is a plain release. For a reentrant lock the hold
+ * applies when the last hold is released.
+ */
+REDISLOCK_API redislock_err redislock_release_hold(redislock_lock *l,
+                                                   int64_t hold_after_ms);
+
+/*
+ * Makes a blocked redislock_acquire() on l return REDISLOCK_ECANCELED at
+ * once. The one call that may be made from another thread while l is in
+ * use. Sticky: with no acquire running, the next one returns
+ * REDISLOCK_ECANCELED; that return clears it.
+ */
+REDISLOCK_API void redislock_cancel(redislock_lock *l);
+
+/*
  * Resets the lock's TTL to ttl_ms if this handle still owns it. Outcomes as
  * for redislock_release(); an expired lock is never re-created.
  */
@@ -190,6 +261,42 @@ REDISLOCK_API redislock_err redislock_adopt(redislock_lock *l,
  * key has no expiry.
  */
 REDISLOCK_API redislock_err redislock_ttl(redislock_lock *l, int64_t *ttl_ms);
+
+/* What anyone can read of a lock. Strings are borrowed from the handle
+ * and valid until its next call; absent ones are NULL. */
+typedef struct redislock_info {
+    int held;              /* the key exists */
+    int64_t ttl_ms;        /* remaining TTL, or REDISLOCK_TTL_NO_EXPIRY */
+    int64_t holds;         /* 1 for a plain lock; the count if reentrant */
+    const char *owner;     /* the owner id; NULL for a plain (token) lock */
+    const char *metadata;  /* NULL when none */
+    const char *key;       /* the key without the client's prefix */
+    size_t keylen;
+} redislock_info;
+
+/* Reads the lock's state, whoever holds it, in one round trip. */
+REDISLOCK_API redislock_err redislock_inspect(redislock_lock *l,
+                                              redislock_info *info);
+
+/* Called by redislock_list() for each lock; nonzero stops the listing. */
+typedef int (*redislock_list_cb)(const redislock_info *info, void *arg);
+
+/*
+ * Lists the locks whose key (after the client's prefix) matches the glob
+ * pattern (NULL: all), on every server, with SCAN (never KEYS). Keys that
+ * are not locks (no TTL) are skipped. info's strings are valid during the
+ * callback only.
+ */
+REDISLOCK_API redislock_err redislock_list(redislock_client *c,
+                                           const char *pattern,
+                                           redislock_list_cb cb, void *arg);
+
+/* How many holds this handle has (0 when it holds nothing). */
+REDISLOCK_API int64_t redislock_holds(const redislock_lock *l);
+
+/* After REDISLOCK_EHELD: the holder's remaining TTL seen by the last
+ * attempt, REDISLOCK_TTL_NO_EXPIRY, or -2 when unknown. */
+REDISLOCK_API int64_t redislock_holder_ttl(const redislock_lock *l);
 
 /* The handle's key; its length in *len when len is not NULL. Borrowed. */
 REDISLOCK_API const void *redislock_key(const redislock_lock *l, size_t *len);

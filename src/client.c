@@ -5,93 +5,104 @@
 #include <string.h>
 
 #include "error.h"
+#include "shard.h"
+
+/* The most servers a sharded client takes. */
+#define RL_MAX_SERVERS 1024
 
 struct redislock_client {
-    rl__url url;
-    char *password; /* the effective one, or NULL */
-    rl__conn_cfg cfg;
-    pthread_mutex_t mu;
-    pthread_cond_t freed;
-    rl__conn **idle; /* max_connections slots */
-    int nidle;
-    int nopen; /* idle plus borrowed */
-    int max;
-    rl__watchdog *watchdog; /* made on first use, under mu */
+    rl__pool *pools;
+    size_t npools;
+    rl__ring ring; /* only with more than one server */
+    char *prefix;
+    size_t prefixlen;
+    pthread_mutex_t mu;     /* guards watchdog creation */
+    rl__watchdog *watchdog; /* made on first use */
 };
 
-static int64_t or_default(int64_t v, int64_t dflt)
+static redislock_err check_options(const redislock_options *o)
 {
-    return v > 0 ? v : dflt;
-}
-
-static redislock_err set_options(redislock_client *c,
-                                 const redislock_options *o)
-{
-    static const redislock_options zero;
-    const char *pw;
-
-    if (o == NULL)
-        o = &zero;
     if (o->connect_timeout_ms < 0 || o->command_timeout_ms < 0 ||
         o->max_connections < 0)
         return rl__err(REDISLOCK_EINVAL,
                        "negative timeout or connection count in options");
-    c->cfg.url = &c->url;
-    c->cfg.connect_timeout_ms =
-        or_default(o->connect_timeout_ms, REDISLOCK_DEFAULT_CONNECT_TIMEOUT_MS);
-    c->cfg.command_timeout_ms =
-        or_default(o->command_timeout_ms, REDISLOCK_DEFAULT_COMMAND_TIMEOUT_MS);
-    c->max = o->max_connections > 0 ? o->max_connections
-                                    : REDISLOCK_DEFAULT_MAX_CONNECTIONS;
-    pw = o->password ? o->password
-                     : c->url.password ? c->url.password
-                                       : getenv("REDISCLI_AUTH");
-    if (pw != NULL && (c->password = strdup(pw)) == NULL)
-        return rl__err(REDISLOCK_ENOMEM, "out of memory");
-    c->cfg.password = c->password;
-    c->idle = calloc((size_t)c->max, sizeof *c->idle);
-    if (c->idle == NULL)
-        return rl__err(REDISLOCK_ENOMEM, "out of memory");
+    if (o->prefix != NULL && strlen(o->prefix) > REDISLOCK_KEY_MAX)
+        return rl__err(REDISLOCK_EINVAL, "key prefix longer than %d bytes",
+                       REDISLOCK_KEY_MAX);
     return REDISLOCK_OK;
 }
 
-/* A first connection, checked with PING, so a wrong address, password or
- * database fails here rather than at the first lock. */
-static redislock_err first_connection(redislock_client *c)
+static redislock_err check_distinct(const redislock_client *c)
 {
-    const char *ping[] = {"PING"};
-    rl__cmd cmd = {1, ping, NULL};
-    rl__reply *r;
-    redislock_err err;
+    size_t i, j;
 
-    err = rl__client_exec(c, 1, &cmd, &r);
-    if (err != REDISLOCK_OK)
-        return err;
-    err = rl__reply_check(r, "PING");
-    rl__reply_free(r);
-    return err;
+    for (i = 0; i < c->npools; i++)
+        for (j = 0; j < i; j++)
+            if (strcmp(c->pools[i].name, c->pools[j].name) == 0 &&
+                c->pools[i].url.db == c->pools[j].url.db)
+                return rl__err(REDISLOCK_EINVAL,
+                               "server %s is listed twice",
+                               c->pools[i].name);
+    return REDISLOCK_OK;
 }
 
-redislock_err redislock_client_new(redislock_client **out, const char *url,
-                                   const redislock_options *opts)
+/* Sets up every server's pool and the ring, then connects to each. */
+static redislock_err setup(redislock_client *c, const char *const *urls,
+                           const redislock_options *o)
 {
+    const char *names[RL_MAX_SERVERS];
+    redislock_err err;
+    size_t i;
+
+    c->prefix = strdup(o->prefix ? o->prefix : "");
+    if (c->prefix == NULL)
+        return rl__err(REDISLOCK_ENOMEM, "out of memory");
+    c->prefixlen = strlen(c->prefix);
+    for (i = 0; i < c->npools; i++)
+        if ((err = rl__pool_init(&c->pools[i], urls[i], o)) != REDISLOCK_OK)
+            return err;
+    if ((err = check_distinct(c)) != REDISLOCK_OK)
+        return err;
+    for (i = 0; i < c->npools; i++)
+        names[i] = c->pools[i].name;
+    if (c->npools > 1 && rl__ring_build(&c->ring, names, c->npools) != 0)
+        return rl__err(REDISLOCK_ENOMEM, "out of memory");
+    for (i = 0; i < c->npools; i++)
+        if ((err = rl__pool_check(&c->pools[i])) != REDISLOCK_OK)
+            return err;
+    return REDISLOCK_OK;
+}
+
+redislock_err redislock_client_new_sharded(redislock_client **out,
+                                           const char *const *urls, size_t n,
+                                           const redislock_options *opts)
+{
+    static const redislock_options zero;
     redislock_client *c;
     redislock_err err;
+    size_t i;
 
-    if (out == NULL)
-        return rl__err(REDISLOCK_EINVAL, "NULL output pointer");
+    if (out == NULL || urls == NULL)
+        return rl__err(REDISLOCK_EINVAL, "NULL output pointer or URL list");
     *out = NULL;
+    if (n == 0 || n > RL_MAX_SERVERS)
+        return rl__err(REDISLOCK_EINVAL, "%zu servers: want 1 to %d", n,
+                       RL_MAX_SERVERS);
+    for (i = 0; i < n; i++)
+        if (urls[i] == NULL)
+            return rl__err(REDISLOCK_EINVAL, "URL %zu is NULL", i);
+    if (opts == NULL)
+        opts = &zero;
+    if ((err = check_options(opts)) != REDISLOCK_OK)
+        return err;
     c = calloc(1, sizeof *c);
-    if (c == NULL)
+    if (c == NULL || (c->pools = calloc(n, sizeof *c->pools)) == NULL) {
+        free(c);
         return rl__err(REDISLOCK_ENOMEM, "out of memory");
+    }
+    c->npools = n;
     pthread_mutex_init(&c->mu, NULL);
-    pthread_cond_init(&c->freed, NULL);
-    err = rl__url_parse(url, &c->url);
-    if (err == REDISLOCK_OK)
-        err = set_options(c, opts);
-    if (err == REDISLOCK_OK)
-        err = first_connection(c);
-    if (err != REDISLOCK_OK) {
+    if ((err = setup(c, urls, opts)) != REDISLOCK_OK) {
         redislock_client_free(c);
         return err;
     }
@@ -99,97 +110,50 @@ redislock_err redislock_client_new(redislock_client **out, const char *url,
     return REDISLOCK_OK;
 }
 
+redislock_err redislock_client_new(redislock_client **out, const char *url,
+                                   const redislock_options *opts)
+{
+    return redislock_client_new_sharded(out, &url, 1, opts);
+}
+
 void redislock_client_free(redislock_client *c)
 {
-    int i;
+    size_t i;
 
     if (c == NULL)
         return;
     /* The watchdog borrows connections: stop it first. */
     rl__watchdog_free(c->watchdog);
-    for (i = 0; i < c->nidle; i++)
-        rl__conn_close(c->idle[i]);
-    free(c->idle);
-    rl__url_free(&c->url);
-    if (c->password != NULL) {
-        memset(c->password, 0, strlen(c->password));
-        free(c->password);
-    }
-    pthread_cond_destroy(&c->freed);
+    for (i = 0; i < c->npools; i++)
+        rl__pool_fini(&c->pools[i]);
+    free(c->pools);
+    rl__ring_free(&c->ring);
+    free(c->prefix);
     pthread_mutex_destroy(&c->mu);
     free(c);
 }
 
-/* Borrows an idle connection, or opens one if fewer than max are open,
- * or waits for one to be returned. */
-static redislock_err borrow(redislock_client *c, rl__conn **out)
+rl__pool *rl__client_route(redislock_client *c, const void *key, size_t len)
 {
-    redislock_err err;
-
-    pthread_mutex_lock(&c->mu);
-    while (c->nidle == 0 && c->nopen >= c->max)
-        pthread_cond_wait(&c->freed, &c->mu);
-    if (c->nidle > 0) {
-        *out = c->idle[--c->nidle];
-        pthread_mutex_unlock(&c->mu);
-        return REDISLOCK_OK;
-    }
-    c->nopen++;
-    pthread_mutex_unlock(&c->mu);
-    /* Connect outside the mutex: other threads keep their connections. */
-    err = rl__conn_open(&c->cfg, out);
-    if (err != REDISLOCK_OK) {
-        pthread_mutex_lock(&c->mu);
-        c->nopen--;
-        pthread_cond_signal(&c->freed);
-        pthread_mutex_unlock(&c->mu);
-    }
-    return err;
+    if (c->npools == 1)
+        return &c->pools[0];
+    return &c->pools[rl__ring_lookup(&c->ring, key, len)];
 }
 
-/* Returns a connection; a broken one is closed, and the next borrower
- * opens a fresh one: that is how a dropped connection is re-established. */
-static void give_back(redislock_client *c, rl__conn *conn)
+size_t rl__client_servers(const redislock_client *c)
 {
-    int broken = rl__conn_broken(conn);
-
-    if (broken)
-        rl__conn_close(conn);
-    pthread_mutex_lock(&c->mu);
-    if (broken)
-        c->nopen--;
-    else
-        c->idle[c->nidle++] = conn;
-    pthread_cond_signal(&c->freed);
-    pthread_mutex_unlock(&c->mu);
+    return c->npools;
 }
 
-redislock_err rl__client_exec(redislock_client *c, int n, const rl__cmd *cmds,
-                              rl__reply **out)
+rl__pool *rl__client_pool(redislock_client *c, size_t i)
 {
-    rl__conn *conn;
-    redislock_err err = borrow(c, &conn);
-
-    if (err != REDISLOCK_OK)
-        return err;
-    err = rl__conn_exec(conn, n, cmds, out);
-    give_back(c, conn);
-    return err;
+    return &c->pools[i];
 }
 
-redislock_err rl__client_script(redislock_client *c, const rl__script *s,
-                                const char *key, size_t keylen, int nargs,
-                                const char **args, const size_t *lens,
-                                rl__reply **out)
+const char *rl__client_prefix(const redislock_client *c, size_t *len)
 {
-    rl__conn *conn;
-    redislock_err err = borrow(c, &conn);
-
-    if (err != REDISLOCK_OK)
-        return err;
-    err = rl__script_run(conn, s, key, keylen, nargs, args, lens, out);
-    give_back(c, conn);
-    return err;
+    *len = c->prefixlen;
+    return c->prefix;
 }
 
 redislock_err rl__client_watchdog(redislock_client *c, rl__watchdog **out)

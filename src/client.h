@@ -1,25 +1,22 @@
 /*
- * The client: a parsed URL, the options, and a small pool of connections
- * so that threads sharing the client never share a hiredis context (which
- * is not thread-safe). A call borrows one connection for its duration;
- * the pool opens up to max_connections and makes further callers wait.
+ * The client: one server or several (sharded by key), the key prefix, and
+ * the watchdog shared by all of the client's locks.
  */
 #ifndef RL_CLIENT_H
 #define RL_CLIENT_H
 
-#include "conn.h"
-#include "script.h"
+#include "pool.h"
 #include "watchdog.h"
 
-/* Runs n pipelined commands on a pooled connection. */
-redislock_err rl__client_exec(redislock_client *c, int n, const rl__cmd *cmds,
-                              rl__reply **out);
+/* The server that holds key (the full Redis key, prefix included). */
+rl__pool *rl__client_route(redislock_client *c, const void *key, size_t len);
 
-/* Runs a script on a pooled connection (see rl__script_run). */
-redislock_err rl__client_script(redislock_client *c, const rl__script *s,
-                                const char *key, size_t keylen, int nargs,
-                                const char **args, const size_t *lens,
-                                rl__reply **out);
+/* The number of servers, and server i. */
+size_t rl__client_servers(const redislock_client *c);
+rl__pool *rl__client_pool(redislock_client *c, size_t i);
+
+/* The key prefix and its length. */
+const char *rl__client_prefix(const redislock_client *c, size_t *len);
 
 /* The client's watchdog, started on first use. */
 redislock_err rl__client_watchdog(redislock_client *c, rl__watchdog **out);

@@ -1,26 +1,29 @@
 /*
- * Lock semantics on one server: the key holds a random token as a plain
- * string with a server-side TTL (SET key token NX PX ttl), the format
- * redis-py's Lock, node-redlock and bsm/redislock use too. Release and
- * extend compare the token first, atomically, in Lua.
+ * The lock handle, release and extend. A plain lock's key holds a random
+ * token as a string with a server-side TTL (SET key token NX PX ttl), the
+ * format redis-py's Lock, node-redlock and bsm/redislock use too; a lock
+ * with an owner id (reentrant, or with metadata) is a hash. Release and
+ * extend compare the token or owner first, atomically, in Lua, and work on
+ * both formats.
  */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "backoff.h"
 #include "client.h"
 #include "clock.h"
 #include "error.h"
 #include "lock.h"
-#include "rand.h"
 #include "watchdog.h"
 
 redislock_err redislock_lock_new(redislock_client *c, const void *key,
                                  size_t keylen, redislock_lock **out)
 {
     redislock_lock *l;
+    pthread_condattr_t attr;
+    const char *prefix;
+    size_t plen;
 
     if (out != NULL)
         *out = NULL;
@@ -32,14 +35,24 @@ redislock_err redislock_lock_new(redislock_client *c, const void *key,
         return rl__err(REDISLOCK_EINVAL,
                        "lock key of %zu bytes is longer than the limit of %d",
                        keylen, REDISLOCK_KEY_MAX);
+    prefix = rl__client_prefix(c, &plen);
     l = calloc(1, sizeof *l);
-    if (l == NULL || (l->key = malloc(keylen)) == NULL) {
+    if (l == NULL || (l->key = malloc(plen + keylen)) == NULL) {
         free(l);
         return rl__err(REDISLOCK_ENOMEM, "out of memory");
     }
-    memcpy(l->key, key, keylen);
-    l->keylen = keylen;
+    memcpy(l->key, prefix, plen);
+    memcpy(l->key + plen, key, keylen);
+    l->keylen = plen + keylen;
+    l->prefixlen = plen;
     l->client = c;
+    l->pool = rl__client_route(c, l->key, l->keylen);
+    l->holder_ttl = -2;
+    pthread_mutex_init(&l->mu, NULL);
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&l->wake, &attr);
+    pthread_condattr_destroy(&attr);
     *out = l;
     return REDISLOCK_OK;
 }
@@ -49,279 +62,58 @@ void redislock_lock_free(redislock_lock *l)
     if (l == NULL)
         return;
     rl__unwatch(l);
+    pthread_cond_destroy(&l->wake);
+    pthread_mutex_destroy(&l->mu);
+    free(l->default_owner);
+    free(l->info_buf);
     free(l->key);
     free(l);
 }
 
-static redislock_err check_ttl(int64_t ttl_ms)
+redislock_err rl__check_ttl(int64_t ttl_ms, const char *what)
 {
     if (ttl_ms <= 0)
         return rl__err(REDISLOCK_EINVAL,
-                       "TTL of %" PRId64 " ms: it must be positive", ttl_ms);
+                       "%s of %" PRId64 " ms: it must be positive", what,
+                       ttl_ms);
     if (ttl_ms > REDISLOCK_TTL_MAX_MS)
         return rl__err(REDISLOCK_EINVAL,
-                       "TTL of %" PRId64 " ms is over the limit of %lld ms "
+                       "%s of %" PRId64 " ms is over the limit of %lld ms "
                        "(30 days)",
-                       ttl_ms, (long long)REDISLOCK_TTL_MAX_MS);
+                       what, ttl_ms, (long long)REDISLOCK_TTL_MAX_MS);
     return REDISLOCK_OK;
 }
 
-/* Runs one command on the lock's client and checks for an error reply. */
-static redislock_err command(redislock_lock *l, int argc, const char **argv,
-                             const size_t *lens, rl__reply **out)
+redislock_err rl__lock_command(redislock_lock *l, int n, const rl__cmd *cmds,
+                               rl__reply **out)
 {
-    rl__cmd cmd = {argc, argv, lens};
-    redislock_err err = rl__client_exec(l->client, 1, &cmd, out);
+    redislock_err err = rl__pool_exec(l->pool, n, cmds, out);
+    int i;
 
-    if (err == REDISLOCK_OK && (err = rl__reply_check(*out, argv[0])) != 0) {
-        rl__reply_free(*out);
-        *out = NULL;
-    }
+    for (i = 0; err == REDISLOCK_OK && i < n; i++)
+        err = rl__reply_check(out[i], cmds[i].argv[0]);
+    if (err != REDISLOCK_OK && i > 0)
+        while (n-- > 0)
+            rl__reply_free(out[n]);
     return err;
 }
 
-/* One SET NX PX attempt: REDISLOCK_OK when set, EHELD when the key
- * exists. */
-static redislock_err try_set(redislock_lock *l, const char *token,
-                             int64_t ttl_ms, int64_t *sent_us)
-{
-    char ttl[24];
-    const char *argv[6] = {"SET", l->key, token, "NX", "PX", ttl};
-    size_t lens[6] = {3, l->keylen, strlen(token), 2, 2, 0};
-    rl__reply *r;
-    redislock_err err;
-
-    lens[5] = (size_t)snprintf(ttl, sizeof ttl, "%" PRId64, ttl_ms);
-    *sent_us = rl__now_us();
-    err = command(l, 6, argv, lens, &r);
-    if (err != REDISLOCK_OK)
-        return err;
-    if (r->type == REDIS_REPLY_NIL)
-        err = REDISLOCK_EHELD;
-    else if (r->type != REDIS_REPLY_STATUS || strcmp(r->str, "OK") != 0)
-        err = rl__err(REDISLOCK_EPROTOCOL, "SET answered type %d", r->type);
-    rl__reply_free(r);
-    return err;
-}
-
-static redislock_err pttl(redislock_lock *l, int64_t *ttl_ms)
-{
-    const char *argv[2] = {"PTTL", l->key};
-    size_t lens[2] = {4, l->keylen};
-    rl__reply *r;
-    redislock_err err = command(l, 2, argv, lens, &r);
-
-    if (err != REDISLOCK_OK)
-        return err;
-    if (r->type != REDIS_REPLY_INTEGER)
-        err = rl__err(REDISLOCK_EPROTOCOL, "PTTL answered type %d", r->type);
-    else
-        *ttl_ms = r->integer;
-    rl__reply_free(r);
-    return err;
-}
-
-static redislock_err check_acquire_options(const redislock_acquire_options *o)
-{
-    if (o->ttl_ms < 0)
-        return check_ttl(o->ttl_ms);
-    if (o->ttl_ms > 0 && check_ttl(o->ttl_ms) != REDISLOCK_OK)
-        return REDISLOCK_EINVAL;
-    if (o->wait_ms < REDISLOCK_WAIT_FOREVER)
-        return rl__err(REDISLOCK_EINVAL,
-                       "wait of %" PRId64 " ms: use 0, a positive time or "
-                       "REDISLOCK_WAIT_FOREVER",
-                       o->wait_ms);
-    if (o->retry_delay_ms < 0)
-        return rl__err(REDISLOCK_EINVAL, "negative retry delay");
-    if (o->drift_ms < 0 || o->max_renewals < 0 || o->max_hold_ms < 0)
-        return rl__err(REDISLOCK_EINVAL,
-                       "negative drift, renewal cap or hold cap");
-    if (o->drift_ms >= (o->ttl_ms ? o->ttl_ms : REDISLOCK_DEFAULT_TTL_MS))
-        return rl__err(REDISLOCK_EINVAL,
-                       "drift of %" PRId64 " ms leaves no validity: it must "
-                       "be less than the TTL",
-                       o->drift_ms);
-    if (!o->watchdog && (o->on_lost || o->max_renewals || o->max_hold_ms))
-        return rl__err(REDISLOCK_EINVAL,
-                       "on_lost, max_renewals and max_hold_ms need watchdog");
-    return REDISLOCK_OK;
-}
-
-/* The wait loop: try, and while the lock is held and the deadline allows,
- * pause (jittered, capped by the holder's TTL and the deadline) and try
- * again. Only a contended attempt costs a PTTL round trip. */
-static redislock_err acquire_loop(redislock_lock *l, const char *token,
-                                  int64_t ttl_ms,
-                                  const redislock_acquire_options *o,
-                                  int64_t *sent_us)
-{
-    int64_t delay = o->retry_delay_ms > 0 ? o->retry_delay_ms
-                                          : REDISLOCK_DEFAULT_RETRY_DELAY_MS;
-    int64_t start = rl__now_ms(), now, holder_ttl;
-    int64_t deadline = rl__deadline(start, o->wait_ms);
-    redislock_err err;
-
-    for (;;) {
-        err = try_set(l, token, ttl_ms, sent_us);
-        if (err != REDISLOCK_EHELD)
-            return err;
-        now = rl__now_ms();
-        if (now >= deadline)
-            break;
-        err = pttl(l, &holder_ttl);
-        if (err != REDISLOCK_OK)
-            return err;
-        if (holder_ttl == REDISLOCK_TTL_FREE)
-            continue; /* released in between: try at once */
-        rl__sleep_ms(rl__backoff_pause(delay, rl__jitter_rand(), holder_ttl,
-                                       rl__now_ms(), deadline));
-    }
-    if (o->wait_ms == REDISLOCK_NO_WAIT)
-        return rl__err(REDISLOCK_EHELD, "lock is held by another owner");
-    return rl__err(REDISLOCK_EHELD,
-                   "lock still held by another owner after waiting %" PRId64
-                   " ms",
-                   now - start);
-}
-
-/* The validity a request sent at sent_us grants. */
-static void set_validity(redislock_lock *l, int64_t sent_us, int64_t ttl_ms)
+void rl__lock_set_validity(redislock_lock *l, int64_t sent_us, int64_t ttl_ms)
 {
     atomic_store(&l->valid_until_us, sent_us + (ttl_ms - l->drift_ms) * 1000);
 }
 
-static void take_token(redislock_lock *l, const char *token, int64_t ttl_ms,
-                       int64_t drift_ms)
+void rl__lock_take(redislock_lock *l, const char *token, int64_t ttl_ms,
+                   int64_t drift_ms, int64_t sent_us)
 {
-    snprintf(l->token, sizeof l->token, "%s", token);
-    l->held = 1;
+    if (l->own == 0) {
+        snprintf(l->token, sizeof l->token, "%s", token);
+        atomic_store(&l->lost, 0);
+    }
+    l->own++;
     l->ttl_ms = ttl_ms;
     l->drift_ms = drift_ms >= 0 ? drift_ms : ttl_ms / 100 + 2;
-    atomic_store(&l->lost, 0);
-}
-
-redislock_err redislock_acquire(redislock_lock *l,
-                                const redislock_acquire_options *opts)
-{
-    static const redislock_acquire_options defaults;
-    char token[RL_TOKEN_HEXLEN + 1];
-    int64_t ttl, sent_us = 0;
-    redislock_err err;
-
-    if (l == NULL)
-        return rl__err(REDISLOCK_EINVAL, "NULL lock handle");
-    if (opts == NULL)
-        opts = &defaults;
-    if ((err = check_acquire_options(opts)) != REDISLOCK_OK)
-        return err;
-    if (l->held)
-        return rl__err(REDISLOCK_EINVAL,
-                       "this handle already holds the lock; release it "
-                       "first");
-    if (rl__token(token) != 0)
-        return rl__err(REDISLOCK_ERANDOM, "getrandom failed");
-    ttl = opts->ttl_ms ? opts->ttl_ms : REDISLOCK_DEFAULT_TTL_MS;
-    err = acquire_loop(l, token, ttl, opts, &sent_us);
-    if (err != REDISLOCK_OK)
-        return err;
-    take_token(l, token, ttl, opts->drift_ms ? opts->drift_ms : -1);
-    set_validity(l, sent_us, ttl);
-    if (opts->watchdog && (err = rl__watch(l, opts, sent_us)) != 0) {
-        /* Without its watchdog the caller would hold a lease nobody
-         * renews: give it back. */
-        redislock_release(l);
-        return err;
-    }
-    return REDISLOCK_OK;
-}
-
-/* Runs a compare-and-X script and maps its 1 / 0 / -1 answer. */
-static redislock_err owner_script(redislock_lock *l, const rl__script *s,
-                                  int nargs, const char **args,
-                                  const size_t *lens)
-{
-    rl__reply *r;
-    redislock_err err;
-
-    err = rl__client_script(l->client, s, l->key, l->keylen, nargs, args,
-                            lens, &r);
-    if (err != REDISLOCK_OK)
-        return err;
-    if (r->type != REDIS_REPLY_INTEGER)
-        err = rl__err(REDISLOCK_EPROTOCOL, "%s script answered type %d",
-                      s->name, r->type);
-    else if (r->integer == 0)
-        err = rl__err(REDISLOCK_EEXPIRED, "lock had expired and is free");
-    else if (r->integer < 0)
-        err = rl__err(REDISLOCK_ELOST, "lock is now held by another owner");
-    rl__reply_free(r);
-    return err;
-}
-
-static redislock_err check_held(const redislock_lock *l)
-{
-    if (l == NULL)
-        return rl__err(REDISLOCK_EINVAL, "NULL lock handle");
-    if (!l->held)
-        return rl__err(REDISLOCK_EINVAL,
-                       "this handle holds no lock (acquire or adopt first)");
-    return REDISLOCK_OK;
-}
-
-/* Forgets the token after a definite answer; an unknown outcome (the
- * connection failed) keeps it so the caller can try again. */
-static void settle(redislock_lock *l, redislock_err err, int keep_on_success)
-{
-    if (err == REDISLOCK_EEXPIRED || err == REDISLOCK_ELOST) {
-        rl__lock_mark_lost(l, err);
-        l->held = 0;
-    } else if (err == REDISLOCK_OK && !keep_on_success) {
-        l->held = 0;
-    }
-    if (!l->held)
-        atomic_store(&l->valid_until_us, 0);
-}
-
-redislock_err redislock_release(redislock_lock *l)
-{
-    const char *args[1];
-    size_t lens[1];
-    redislock_err err = check_held(l);
-
-    if (err != REDISLOCK_OK)
-        return err;
-    /* Stop renewals first, and wait for one in flight: after release no
-     * renewal is ever sent. */
-    rl__unwatch(l);
-    args[0] = l->token;
-    lens[0] = strlen(l->token);
-    err = owner_script(l, &rl__script_release, 1, args, lens);
-    settle(l, err, 0);
-    return err;
-}
-
-/* The extend request itself, for redislock_extend and the watchdog. */
-static redislock_err send_extend(redislock_lock *l, int64_t ttl_ms)
-{
-    char ttl[24];
-    const char *args[2] = {l->token, ttl};
-    size_t lens[2];
-    int64_t sent_us;
-    redislock_err err;
-
-    lens[0] = strlen(l->token);
-    lens[1] = (size_t)snprintf(ttl, sizeof ttl, "%" PRId64, ttl_ms);
-    sent_us = rl__now_us();
-    err = owner_script(l, &rl__script_extend, 2, args, lens);
-    if (err == REDISLOCK_OK)
-        set_validity(l, sent_us, ttl_ms);
-    return err;
-}
-
-redislock_err rl__lock_renew(redislock_lock *l)
-{
-    return send_extend(l, l->ttl_ms);
+    rl__lock_set_validity(l, sent_us, ttl_ms);
 }
 
 int rl__lock_mark_lost(redislock_lock *l, redislock_err why)
@@ -334,23 +126,115 @@ int rl__lock_mark_lost(redislock_lock *l, redislock_err why)
     return 1;
 }
 
+/* Runs a compare-and-X script for l's token; *n gets its integer answer,
+ * which is mapped: -1 ELOST, 0 EEXPIRED, positive OK. */
+static redislock_err owner_script(redislock_lock *l, const rl__script *s,
+                                  const char *arg2, long long *n)
+{
+    const char *args[2] = {l->token, arg2};
+    size_t lens[2] = {strlen(l->token), strlen(arg2)};
+    rl__reply *r;
+    redislock_err err;
+
+    err = rl__pool_script(l->pool, s, l->key, l->keylen, 2, args, lens, &r);
+    if (err != REDISLOCK_OK)
+        return err;
+    if (r->type != REDIS_REPLY_INTEGER)
+        err = rl__err(REDISLOCK_EPROTOCOL, "%s script answered type %d",
+                      s->name, r->type);
+    else if ((*n = r->integer) == 0)
+        err = rl__err(REDISLOCK_EEXPIRED, "lock had expired and is free");
+    else if (*n < 0)
+        err = rl__err(REDISLOCK_ELOST, "lock is now held by another owner");
+    rl__reply_free(r);
+    return err;
+}
+
+static redislock_err check_held(const redislock_lock *l)
+{
+    if (l == NULL)
+        return rl__err(REDISLOCK_EINVAL, "NULL lock handle");
+    if (l->own == 0)
+        return rl__err(REDISLOCK_EINVAL,
+                       "this handle holds no lock (acquire or adopt first)");
+    return REDISLOCK_OK;
+}
+
+/* After a definite "expired" or "lost" the handle holds nothing. */
+static void forget(redislock_lock *l, redislock_err why)
+{
+    rl__unwatch(l);
+    if (why != REDISLOCK_OK)
+        rl__lock_mark_lost(l, why);
+    l->own = 0;
+    atomic_store(&l->valid_until_us, 0);
+}
+
+redislock_err redislock_release_hold(redislock_lock *l, int64_t hold_after_ms)
+{
+    char hold[24];
+    long long n = 0;
+    redislock_err err = check_held(l);
+
+    if (err != REDISLOCK_OK)
+        return err;
+    if (hold_after_ms != 0 &&
+        (err = rl__check_ttl(hold_after_ms, "hold-after")) != REDISLOCK_OK)
+        return err;
+    /* The last hold: stop renewals first, and wait for one in flight, so
+     * that no renewal is ever sent after release. */
+    if (l->own == 1)
+        rl__unwatch(l);
+    snprintf(hold, sizeof hold, "%" PRId64, hold_after_ms);
+    err = owner_script(l, &rl__script_release, hold, &n);
+    if (err == REDISLOCK_EEXPIRED || err == REDISLOCK_ELOST)
+        forget(l, err);
+    else if (err == REDISLOCK_OK && (n == 1 || --l->own == 0))
+        forget(l, REDISLOCK_OK); /* n == 1: the server's last hold went */
+    return err;
+}
+
+redislock_err redislock_release(redislock_lock *l)
+{
+    return redislock_release_hold(l, 0);
+}
+
+/* The extend request itself, for redislock_extend and the watchdog. */
+static redislock_err send_extend(redislock_lock *l, int64_t ttl_ms)
+{
+    char ttl[24];
+    int64_t sent_us;
+    long long n;
+    redislock_err err;
+
+    snprintf(ttl, sizeof ttl, "%" PRId64, ttl_ms);
+    sent_us = rl__now_us();
+    err = owner_script(l, &rl__script_extend, ttl, &n);
+    if (err == REDISLOCK_OK)
+        rl__lock_set_validity(l, sent_us, ttl_ms);
+    return err;
+}
+
+redislock_err rl__lock_renew(redislock_lock *l)
+{
+    return send_extend(l, l->ttl_ms);
+}
+
 redislock_err redislock_extend(redislock_lock *l, int64_t ttl_ms)
 {
     redislock_err err = check_held(l);
 
     if (err != REDISLOCK_OK)
         return err;
-    if ((err = check_ttl(ttl_ms)) != REDISLOCK_OK)
+    if ((err = rl__check_ttl(ttl_ms, "TTL")) != REDISLOCK_OK)
         return err;
-    if (l->watch == NULL) {
-        /* A watched lock keeps the lease length it was acquired with. */
+    /* A watched lock keeps the lease length it was acquired with; the
+     * watchdog thread reads it. */
+    if (l->watch == NULL)
         l->ttl_ms = ttl_ms;
-        l->drift_ms = ttl_ms / 100 + 2;
-    }
     err = send_extend(l, ttl_ms);
     if (err == REDISLOCK_EEXPIRED || err == REDISLOCK_ELOST)
-        rl__unwatch(l);
-    settle(l, err, 1);
+        forget(l, err);
     return err;
 }
 
@@ -360,7 +244,7 @@ redislock_err redislock_adopt(redislock_lock *l, const char *token)
 
     if (l == NULL || token == NULL)
         return rl__err(REDISLOCK_EINVAL, "NULL lock handle or token");
-    if (l->held)
+    if (l->own != 0)
         return rl__err(REDISLOCK_EINVAL,
                        "this handle already holds a lock; release it first");
     n = strlen(token);
@@ -373,16 +257,33 @@ redislock_err redislock_adopt(redislock_lock *l, const char *token)
             return rl__err(REDISLOCK_EINVAL,
                            "token has a control character at byte %zu", i);
     /* Nothing is known of this lease's age: no validity until an extend. */
-    take_token(l, token, REDISLOCK_DEFAULT_TTL_MS, -1);
+    rl__lock_take(l, token, REDISLOCK_DEFAULT_TTL_MS, -1, 0);
     atomic_store(&l->valid_until_us, 0);
     return REDISLOCK_OK;
 }
 
 redislock_err redislock_ttl(redislock_lock *l, int64_t *ttl_ms)
 {
+    const char *argv[2];
+    size_t lens[2];
+    rl__cmd cmd = {2, argv, lens};
+    rl__reply *r;
+    redislock_err err;
+
     if (l == NULL || ttl_ms == NULL)
         return rl__err(REDISLOCK_EINVAL, "NULL lock handle or output");
-    return pttl(l, ttl_ms);
+    argv[0] = "PTTL";
+    lens[0] = 4;
+    argv[1] = l->key;
+    lens[1] = l->keylen;
+    if ((err = rl__lock_command(l, 1, &cmd, &r)) != REDISLOCK_OK)
+        return err;
+    if (r->type != REDIS_REPLY_INTEGER)
+        err = rl__err(REDISLOCK_EPROTOCOL, "PTTL answered type %d", r->type);
+    else
+        *ttl_ms = r->integer;
+    rl__reply_free(r);
+    return err;
 }
 
 int64_t redislock_valid_ms(const redislock_lock *l)
@@ -404,7 +305,7 @@ redislock_err redislock_check(const redislock_lock *l)
     lost = atomic_load(&l->lost);
     if (lost != 0)
         return rl__err((redislock_err)lost, "the lock was lost");
-    if (!l->held)
+    if (l->own == 0)
         return rl__err(REDISLOCK_EINVAL, "this handle holds no lock");
     if (redislock_valid_ms(l) <= 0)
         return rl__err(REDISLOCK_EEXPIRED,
@@ -417,16 +318,26 @@ int redislock_lost_fd(const redislock_lock *l)
     return l != NULL ? rl__watch_fd(l) : -1;
 }
 
+int64_t redislock_holds(const redislock_lock *l)
+{
+    return l != NULL ? l->own : 0;
+}
+
+int64_t redislock_holder_ttl(const redislock_lock *l)
+{
+    return l != NULL ? l->holder_ttl : -2;
+}
+
 const void *redislock_key(const redislock_lock *l, size_t *len)
 {
     if (l == NULL)
         return NULL;
     if (len != NULL)
-        *len = l->keylen;
-    return l->key;
+        *len = l->keylen - l->prefixlen;
+    return l->key + l->prefixlen;
 }
 
 const char *redislock_token(const redislock_lock *l)
 {
-    return l != NULL && l->held ? l->token : NULL;
+    return l != NULL && l->own > 0 ? l->token : NULL;
 }

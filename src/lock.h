@@ -1,42 +1,71 @@
-/* The lock handle's state, shared by lock.c (its owner's thread) and
- * watchdog.c (the renewal thread). */
+/* The lock handle's state, shared by the modules that act on it:
+ * lock.c (handle, release, extend), acquire.c (the wait loop), inspect.c
+ * (reading a lock's state) and watchdog.c (the renewal thread). */
 #ifndef RL_LOCK_H
 #define RL_LOCK_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "redislock.h"
+#include "pool.h"
 
-/* Longest token accepted by redislock_adopt() (other libraries' tokens
- * are UUIDs or base64 strings well below this). */
+/* Longest token or owner id (other libraries' tokens are UUIDs or base64
+ * strings well below this). */
 #define RL_TOKEN_MAX 256
 
 struct rl__watch;
 
 struct redislock_lock {
     redislock_client *client;
-    /* Key and token do not change while the lock is watched, so the
-     * watchdog thread reads them without locking. */
-    char *key;
+    rl__pool *pool;  /* the server the key lives on */
+    char *key;       /* the Redis key: the client's prefix, then the key */
     size_t keylen;
+    size_t prefixlen;
+    /* The token (plain lock) or owner id (hash lock). It and the key do
+     * not change while the lock is watched, so the watchdog thread reads
+     * them without locking. */
     char token[RL_TOKEN_MAX + 1];
-    int held;           /* owner thread only */
-    int64_t ttl_ms;     /* the lease length renewals use */
-    int64_t drift_ms;   /* subtracted from every validity */
+    char *default_owner; /* "host:pid:random", made on first use */
+    int64_t own;         /* this handle's holds; 0 when not held */
+    int rich;            /* held in the hash format (owner id) */
+    int64_t ttl_ms;      /* the lease length renewals use */
+    int64_t drift_ms;    /* subtracted from every validity */
+    int64_t holder_ttl;  /* seen by the last contended attempt */
     /* Set by either thread, read by any. */
     _Atomic int64_t valid_until_us; /* CLOCK_MONOTONIC; 0: none */
     _Atomic int lost;               /* a redislock_err; 0 while not lost */
-    struct rl__watch *watch;        /* non-NULL while watched */
+    /* Cancellation of a wait, from any thread. */
+    pthread_mutex_t mu;
+    pthread_cond_t wake; /* on CLOCK_MONOTONIC */
+    int cancelled;
+    struct rl__watch *watch; /* non-NULL while watched */
+    char *info_buf;          /* backs the strings of redislock_inspect */
 };
+
+/* Runs one command on the lock's server, mapping error replies. */
+redislock_err rl__lock_command(redislock_lock *l, int n, const rl__cmd *cmds,
+                               rl__reply **out);
+
+/* Records that l holds token (a token or owner id) from a request sent
+ * at sent_us with a TTL of ttl_ms; drift_ms < 0 means the default. */
+void rl__lock_take(redislock_lock *l, const char *token, int64_t ttl_ms,
+                   int64_t drift_ms, int64_t sent_us);
+
+/* The validity a request sent at sent_us with ttl_ms grants. */
+void rl__lock_set_validity(redislock_lock *l, int64_t sent_us,
+                           int64_t ttl_ms);
 
 /* Sends the extend script for l's token with l->ttl_ms, and on success
  * moves the validity forward from the moment the request was sent. Does
- * not touch l->held, so the watchdog thread may call it. */
+ * not touch the handle's holds, so the watchdog thread may call it. */
 redislock_err rl__lock_renew(redislock_lock *l);
 
 /* Records a loss (first one wins); returns whether this call recorded it. */
 int rl__lock_mark_lost(redislock_lock *l, redislock_err why);
+
+/* Checks a TTL: 1 .. REDISLOCK_TTL_MAX_MS. */
+redislock_err rl__check_ttl(int64_t ttl_ms, const char *what);
 
 #endif

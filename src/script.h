@@ -16,8 +16,10 @@ typedef struct rl__script {
     const char *source;
 } rl__script;
 
+extern const rl__script rl__script_acquire;
 extern const rl__script rl__script_release;
 extern const rl__script rl__script_extend;
+extern const rl__script rl__script_inspect;
 
 #define RL_SCRIPT_MAX_ARGS 8
 

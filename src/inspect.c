@@ -1,0 +1,176 @@
+/* Reading locks anyone holds: one lock's state, and the listing of locks
+ * by pattern with SCAN (never KEYS, which blocks the server). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "client.h"
+#include "error.h"
+#include "lock.h"
+
+/* Strings of one inspect reply, copied into one buffer. */
+static char *copy_field(const rl__reply *r, char **at)
+{
+    char *s = *at;
+
+    if (r->type != REDIS_REPLY_STRING)
+        return NULL;
+    memcpy(s, r->str, (size_t)r->len);
+    s[r->len] = '\0';
+    *at += r->len + 1;
+    return s;
+}
+
+/* Fills info from the inspect script's reply; strings go into *buf. */
+static redislock_err decode(const rl__reply *r, redislock_info *info,
+                            char **buf)
+{
+    size_t i, need = 1;
+    char *at;
+
+    memset(info, 0, sizeof *info);
+    /* Lua hands the type name back as a bulk string. */
+    if (r->type != REDIS_REPLY_ARRAY || r->elements < 2 ||
+        r->element[0]->type != REDIS_REPLY_STRING ||
+        r->element[1]->type != REDIS_REPLY_INTEGER)
+        return rl__err(REDISLOCK_EPROTOCOL, "inspect script answered type %d",
+                       r->type);
+    info->held = strcmp(r->element[0]->str, "none") != 0;
+    info->ttl_ms = info->held ? r->element[1]->integer : REDISLOCK_TTL_FREE;
+    info->holds = info->held ? 1 : 0;
+    if (r->elements < 5)
+        return REDISLOCK_OK;
+    for (i = 2; i < 5; i++)
+        need += (size_t)r->element[i]->len + 1;
+    free(*buf);
+    if ((*buf = at = malloc(need)) == NULL)
+        return rl__err(REDISLOCK_ENOMEM, "out of memory");
+    info->owner = copy_field(r->element[2], &at);
+    if (r->element[3]->type == REDIS_REPLY_STRING)
+        info->holds = strtoll(r->element[3]->str, NULL, 10);
+    info->metadata = copy_field(r->element[4], &at);
+    return REDISLOCK_OK;
+}
+
+static redislock_err inspect_key(rl__pool *p, const char *key, size_t keylen,
+                                 redislock_info *info, char **buf)
+{
+    rl__reply *r;
+    redislock_err err = rl__pool_script(p, &rl__script_inspect, key, keylen,
+                                        0, NULL, NULL, &r);
+
+    if (err != REDISLOCK_OK)
+        return err;
+    err = decode(r, info, buf);
+    rl__reply_free(r);
+    return err;
+}
+
+redislock_err redislock_inspect(redislock_lock *l, redislock_info *info)
+{
+    redislock_err err;
+
+    if (l == NULL || info == NULL)
+        return rl__err(REDISLOCK_EINVAL, "NULL lock handle or output");
+    err = inspect_key(l->pool, l->key, l->keylen, info, &l->info_buf);
+    info->key = l->key + l->prefixlen;
+    info->keylen = l->keylen - l->prefixlen;
+    return err;
+}
+
+/* One SCAN step on one server: the next cursor into *cursor, the keys
+ * in *out (an array reply the caller frees). */
+static redislock_err scan_step(rl__pool *p, char *cursor, const char *match,
+                               rl__reply **out)
+{
+    const char *argv[6] = {"SCAN", cursor, "MATCH", match, "COUNT", "500"};
+    rl__cmd cmd = {6, argv, NULL};
+    rl__reply *r;
+    redislock_err err = rl__pool_exec(p, 1, &cmd, &r);
+
+    if (err == REDISLOCK_OK && (err = rl__reply_check(r, "SCAN")) != 0)
+        rl__reply_free(r);
+    if (err != REDISLOCK_OK)
+        return err;
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+        r->element[0]->type != REDIS_REPLY_STRING ||
+        r->element[1]->type != REDIS_REPLY_ARRAY || r->element[0]->len > 20) {
+        rl__reply_free(r);
+        return rl__err(REDISLOCK_EPROTOCOL, "SCAN answered type %d",
+                       r->type);
+    }
+    memcpy(cursor, r->element[0]->str, (size_t)r->element[0]->len);
+    cursor[r->element[0]->len] = '\0';
+    *out = r;
+    return REDISLOCK_OK;
+}
+
+/* Reports each lock among one SCAN batch; 1 when the callback stopped. */
+static int report_batch(rl__pool *p, const rl__reply *keys, size_t plen,
+                        redislock_list_cb cb, void *arg, redislock_err *err)
+{
+    redislock_info info;
+    char *buf = NULL;
+    size_t i;
+    int stop = 0;
+
+    for (i = 0; i < keys->elements && !stop && *err == REDISLOCK_OK; i++) {
+        const rl__reply *k = keys->element[i];
+        if (k->type != REDIS_REPLY_STRING || (size_t)k->len < plen)
+            continue;
+        *err = inspect_key(p, k->str, (size_t)k->len, &info, &buf);
+        /* Only keys with a TTL are locks; others merely match. */
+        if (*err != REDISLOCK_OK || !info.held || info.ttl_ms < 0)
+            continue;
+        info.key = k->str + plen;
+        info.keylen = (size_t)k->len - plen;
+        stop = cb(&info, arg) != 0;
+    }
+    free(buf);
+    return stop;
+}
+
+static redislock_err list_server(rl__pool *p, const char *match, size_t plen,
+                                 redislock_list_cb cb, void *arg, int *stop)
+{
+    char cursor[24] = "0";
+    rl__reply *r;
+    redislock_err err;
+
+    do {
+        if ((err = scan_step(p, cursor, match, &r)) != REDISLOCK_OK)
+            return err;
+        *stop = report_batch(p, r->element[1], plen, cb, arg, &err);
+        rl__reply_free(r);
+    } while (err == REDISLOCK_OK && !*stop && strcmp(cursor, "0") != 0);
+    return err;
+}
+
+redislock_err redislock_list(redislock_client *c, const char *pattern,
+                             redislock_list_cb cb, void *arg)
+{
+    size_t plen, i, n;
+    const char *prefix;
+    char *match;
+    redislock_err err = REDISLOCK_OK;
+    int stop = 0;
+
+    if (c == NULL || cb == NULL)
+        return rl__err(REDISLOCK_EINVAL, "NULL client or callback");
+    prefix = rl__client_prefix(c, &plen);
+    if (pattern == NULL)
+        pattern = "*";
+    /* The prefix is matched literally: escape glob characters in it. */
+    if ((match = malloc(2 * plen + strlen(pattern) + 1)) == NULL)
+        return rl__err(REDISLOCK_ENOMEM, "out of memory");
+    for (i = 0, n = 0; i < plen; i++) {
+        if (strchr("*?[]\\", prefix[i]) != NULL)
+            match[n++] = '\\';
+        match[n++] = prefix[i];
+    }
+    strcpy(match + n, pattern);
+    for (i = 0; err == REDISLOCK_OK && !stop && i < rl__client_servers(c);
+         i++)
+        err = list_server(rl__client_pool(c, i), match, plen, cb, arg, &stop);
+    free(match);
+    return err;
+}

@@ -1,0 +1,162 @@
+#include "pool.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+
+static int64_t or_default(int64_t v, int64_t dflt)
+{
+    return v > 0 ? v : dflt;
+}
+
+static redislock_err set_name(rl__pool *p)
+{
+    size_t n;
+
+    if (p->url.path != NULL) {
+        p->name = strdup(p->url.path);
+    } else {
+        n = strlen(p->url.host) + 16;
+        if ((p->name = malloc(n)) != NULL)
+            snprintf(p->name, n, "%s:%d", p->url.host, p->url.port);
+    }
+    return p->name ? REDISLOCK_OK
+                   : rl__err(REDISLOCK_ENOMEM, "out of memory");
+}
+
+redislock_err rl__pool_init(rl__pool *p, const char *url,
+                            const redislock_options *o)
+{
+    const char *pw;
+    redislock_err err;
+
+    memset(p, 0, sizeof *p);
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->freed, NULL);
+    if ((err = rl__url_parse(url, &p->url)) != REDISLOCK_OK)
+        return err;
+    p->cfg.url = &p->url;
+    p->cfg.connect_timeout_ms = or_default(
+        o->connect_timeout_ms, REDISLOCK_DEFAULT_CONNECT_TIMEOUT_MS);
+    p->cfg.command_timeout_ms = or_default(
+        o->command_timeout_ms, REDISLOCK_DEFAULT_COMMAND_TIMEOUT_MS);
+    p->max = o->max_connections > 0 ? o->max_connections
+                                    : REDISLOCK_DEFAULT_MAX_CONNECTIONS;
+    pw = o->password        ? o->password
+         : p->url.password ? p->url.password
+                           : getenv("REDISCLI_AUTH");
+    if (pw != NULL && (p->password = strdup(pw)) == NULL)
+        return rl__err(REDISLOCK_ENOMEM, "out of memory");
+    p->cfg.password = p->password;
+    p->idle = calloc((size_t)p->max, sizeof *p->idle);
+    if (p->idle == NULL)
+        return rl__err(REDISLOCK_ENOMEM, "out of memory");
+    return set_name(p);
+}
+
+void rl__pool_fini(rl__pool *p)
+{
+    int i;
+
+    for (i = 0; i < p->nidle; i++)
+        rl__conn_close(p->idle[i]);
+    free(p->idle);
+    free(p->name);
+    rl__url_free(&p->url);
+    if (p->password != NULL) {
+        memset(p->password, 0, strlen(p->password));
+        free(p->password);
+    }
+    pthread_cond_destroy(&p->freed);
+    pthread_mutex_destroy(&p->mu);
+    memset(p, 0, sizeof *p);
+}
+
+/* Borrows an idle connection, or opens one if fewer than max are open,
+ * or waits for one to be returned. */
+static redislock_err borrow(rl__pool *p, rl__conn **out)
+{
+    redislock_err err;
+
+    pthread_mutex_lock(&p->mu);
+    while (p->nidle == 0 && p->nopen >= p->max)
+        pthread_cond_wait(&p->freed, &p->mu);
+    if (p->nidle > 0) {
+        *out = p->idle[--p->nidle];
+        pthread_mutex_unlock(&p->mu);
+        return REDISLOCK_OK;
+    }
+    p->nopen++;
+    pthread_mutex_unlock(&p->mu);
+    /* Connect outside the mutex: other threads keep their connections. */
+    err = rl__conn_open(&p->cfg, out);
+    if (err != REDISLOCK_OK) {
+        pthread_mutex_lock(&p->mu);
+        p->nopen--;
+        pthread_cond_signal(&p->freed);
+        pthread_mutex_unlock(&p->mu);
+    }
+    return err;
+}
+
+/* Returns a connection; a broken one is closed, and the next borrower
+ * opens a fresh one: that is how a dropped connection is re-established. */
+static void give_back(rl__pool *p, rl__conn *conn)
+{
+    int broken = rl__conn_broken(conn);
+
+    if (broken)
+        rl__conn_close(conn);
+    pthread_mutex_lock(&p->mu);
+    if (broken)
+        p->nopen--;
+    else
+        p->idle[p->nidle++] = conn;
+    pthread_cond_signal(&p->freed);
+    pthread_mutex_unlock(&p->mu);
+}
+
+redislock_err rl__pool_exec(rl__pool *p, int n, const rl__cmd *cmds,
+                            rl__reply **out)
+{
+    rl__conn *conn;
+    redislock_err err = borrow(p, &conn);
+
+    if (err != REDISLOCK_OK)
+        return err;
+    err = rl__conn_exec(conn, n, cmds, out);
+    give_back(p, conn);
+    return err;
+}
+
+redislock_err rl__pool_script(rl__pool *p, const rl__script *s,
+                              const char *key, size_t keylen, int nargs,
+                              const char **args, const size_t *lens,
+                              rl__reply **out)
+{
+    rl__conn *conn;
+    redislock_err err = borrow(p, &conn);
+
+    if (err != REDISLOCK_OK)
+        return err;
+    err = rl__script_run(conn, s, key, keylen, nargs, args, lens, out);
+    give_back(p, conn);
+    return err;
+}
+
+redislock_err rl__pool_check(rl__pool *p)
+{
+    const char *ping[] = {"PING"};
+    rl__cmd cmd = {1, ping, NULL};
+    rl__reply *r;
+    redislock_err err;
+
+    err = rl__pool_exec(p, 1, &cmd, &r);
+    if (err != REDISLOCK_OK)
+        return err;
+    err = rl__reply_check(r, "PING");
+    rl__reply_free(r);
+    return err;
+}

@@ -1,0 +1,50 @@
+/*
+ * One Redis server: its parsed URL, the effective password and timeouts,
+ * and a small pool of connections, so that threads sharing a client never
+ * share a hiredis context (which is not thread-safe). A call borrows one
+ * connection for its duration; the pool opens up to max connections and
+ * makes further callers wait.
+ */
+#ifndef RL_POOL_H
+#define RL_POOL_H
+
+#include <pthread.h>
+
+#include "conn.h"
+#include "script.h"
+
+typedef struct rl__pool {
+    rl__url url;
+    char *password; /* the effective one, or NULL */
+    char *name;     /* "host:port" or the socket path: the server's identity */
+    rl__conn_cfg cfg;
+    pthread_mutex_t mu;
+    pthread_cond_t freed;
+    rl__conn **idle; /* max slots */
+    int nidle;
+    int nopen; /* idle plus borrowed */
+    int max;
+} rl__pool;
+
+/* Parses url and sets the pool up; opens nothing. The pool is cleaned up
+ * by rl__pool_fini even on failure. */
+redislock_err rl__pool_init(rl__pool *p, const char *url,
+                            const redislock_options *o);
+
+void rl__pool_fini(rl__pool *p);
+
+/* Runs n pipelined commands on a borrowed connection. */
+redislock_err rl__pool_exec(rl__pool *p, int n, const rl__cmd *cmds,
+                            rl__reply **out);
+
+/* Runs a script on a borrowed connection (see rl__script_run). */
+redislock_err rl__pool_script(rl__pool *p, const rl__script *s,
+                              const char *key, size_t keylen, int nargs,
+                              const char **args, const size_t *lens,
+                              rl__reply **out);
+
+/* Opens a connection now and checks it with PING, so that a wrong
+ * address, password or database fails at once. */
+redislock_err rl__pool_check(rl__pool *p);
+
+#endif
