@@ -179,6 +179,14 @@ void rl__conn_close(rl__conn *c)
     free(c);
 }
 
+redislock_err rl__conn_timeout(rl__conn *c, int64_t ms)
+{
+    if (redisSetTimeout(c->ctx, to_timeval(ms)) == REDIS_OK)
+        return REDISLOCK_OK;
+    c->broken = 1;
+    return rl__err(REDISLOCK_EIO, "cannot set socket timeout");
+}
+
 int rl__conn_broken(const rl__conn *c)
 {
     return c->broken;

@@ -54,6 +54,9 @@ redislock_err rl__conn_exec(rl__conn *c, int n, const rl__cmd *cmds,
 redislock_err rl__conn_command(rl__conn *c, int argc, const char **argv,
                                const size_t *lens, rl__reply **out);
 
+/* Sets the reply timeout for the following commands. */
+redislock_err rl__conn_timeout(rl__conn *c, int64_t ms);
+
 void rl__reply_free(rl__reply *r);
 
 /* REDISLOCK_OK unless r is an error reply, which it maps (NOAUTH and

@@ -129,14 +129,16 @@ int rl__lock_mark_lost(redislock_lock *l, redislock_err why)
 /* Runs a compare-and-X script for l's token; *n gets its integer answer,
  * which is mapped: -1 ELOST, 0 EEXPIRED, positive OK. */
 static redislock_err owner_script(redislock_lock *l, const rl__script *s,
-                                  const char *arg2, long long *n)
+                                  const char *arg2, int64_t timeout_ms,
+                                  long long *n)
 {
     const char *args[2] = {l->token, arg2};
     size_t lens[2] = {strlen(l->token), strlen(arg2)};
     rl__reply *r;
     redislock_err err;
 
-    err = rl__pool_script(l->pool, s, l->key, l->keylen, 2, args, lens, &r);
+    err = rl__pool_script_within(l->pool, timeout_ms, s, l->key, l->keylen, 2,
+                                 args, lens, &r);
     if (err != REDISLOCK_OK)
         return err;
     if (r->type != REDIS_REPLY_INTEGER)
@@ -186,7 +188,7 @@ redislock_err redislock_release_hold(redislock_lock *l, int64_t hold_after_ms)
     if (l->own == 1)
         rl__unwatch(l);
     snprintf(hold, sizeof hold, "%" PRId64, hold_after_ms);
-    err = owner_script(l, &rl__script_release, hold, &n);
+    err = owner_script(l, &rl__script_release, hold, 0, &n);
     if (err == REDISLOCK_EEXPIRED || err == REDISLOCK_ELOST)
         forget(l, err);
     else if (err == REDISLOCK_OK && (n == 1 || --l->own == 0))
@@ -199,8 +201,10 @@ redislock_err redislock_release(redislock_lock *l)
     return redislock_release_hold(l, 0);
 }
 
-/* The extend request itself, for redislock_extend and the watchdog. */
-static redislock_err send_extend(redislock_lock *l, int64_t ttl_ms)
+/* The extend request itself, for redislock_extend and the watchdog;
+ * timeout_ms > 0 bounds the wait for the reply. */
+static redislock_err send_extend(redislock_lock *l, int64_t ttl_ms,
+                                 int64_t timeout_ms)
 {
     char ttl[24];
     int64_t sent_us;
@@ -209,7 +213,7 @@ static redislock_err send_extend(redislock_lock *l, int64_t ttl_ms)
 
     snprintf(ttl, sizeof ttl, "%" PRId64, ttl_ms);
     sent_us = rl__now_us();
-    err = owner_script(l, &rl__script_extend, ttl, &n);
+    err = owner_script(l, &rl__script_extend, ttl, timeout_ms, &n);
     if (err == REDISLOCK_OK)
         rl__lock_set_validity(l, sent_us, ttl_ms);
     return err;
@@ -217,7 +221,11 @@ static redislock_err send_extend(redislock_lock *l, int64_t ttl_ms)
 
 redislock_err rl__lock_renew(redislock_lock *l)
 {
-    return send_extend(l, l->ttl_ms);
+    /* An answer after the validity has run out comes too late to matter:
+     * wait no longer than that. */
+    int64_t left = (atomic_load(&l->valid_until_us) - rl__now_us()) / 1000;
+
+    return send_extend(l, l->ttl_ms, left > 1 ? left : 1);
 }
 
 redislock_err redislock_extend(redislock_lock *l, int64_t ttl_ms)
@@ -232,7 +240,7 @@ redislock_err redislock_extend(redislock_lock *l, int64_t ttl_ms)
      * watchdog thread reads it. */
     if (l->watch == NULL)
         l->ttl_ms = ttl_ms;
-    err = send_extend(l, ttl_ms);
+    err = send_extend(l, ttl_ms, 0);
     if (err == REDISLOCK_EEXPIRED || err == REDISLOCK_ELOST)
         forget(l, err);
     return err;

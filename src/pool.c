@@ -131,19 +131,35 @@ redislock_err rl__pool_exec(rl__pool *p, int n, const rl__cmd *cmds,
     return err;
 }
 
-redislock_err rl__pool_script(rl__pool *p, const rl__script *s,
-                              const char *key, size_t keylen, int nargs,
-                              const char **args, const size_t *lens,
-                              rl__reply **out)
+redislock_err rl__pool_script_within(rl__pool *p, int64_t timeout_ms,
+                                     const rl__script *s, const char *key,
+                                     size_t keylen, int nargs,
+                                     const char **args, const size_t *lens,
+                                     rl__reply **out)
 {
+    int tighter = timeout_ms > 0 && timeout_ms < p->cfg.command_timeout_ms;
     rl__conn *conn;
     redislock_err err = borrow(p, &conn);
 
     if (err != REDISLOCK_OK)
         return err;
-    err = rl__script_run(conn, s, key, keylen, nargs, args, lens, out);
+    if (tighter)
+        err = rl__conn_timeout(conn, timeout_ms);
+    if (err == REDISLOCK_OK)
+        err = rl__script_run(conn, s, key, keylen, nargs, args, lens, out);
+    if (tighter && !rl__conn_broken(conn))
+        rl__conn_timeout(conn, p->cfg.command_timeout_ms);
     give_back(p, conn);
     return err;
+}
+
+redislock_err rl__pool_script(rl__pool *p, const rl__script *s,
+                              const char *key, size_t keylen, int nargs,
+                              const char **args, const size_t *lens,
+                              rl__reply **out)
+{
+    return rl__pool_script_within(p, 0, s, key, keylen, nargs, args, lens,
+                                  out);
 }
 
 redislock_err rl__pool_check(rl__pool *p)

@@ -43,6 +43,15 @@ redislock_err rl__pool_script(rl__pool *p, const rl__script *s,
                               const char **args, const size_t *lens,
                               rl__reply **out);
 
+/* The same, with the reply timeout lowered to timeout_ms for this call
+ * when that is shorter than the pool's (the watchdog must know before a
+ * lease runs out, not a full command timeout later). */
+redislock_err rl__pool_script_within(rl__pool *p, int64_t timeout_ms,
+                                     const rl__script *s, const char *key,
+                                     size_t keylen, int nargs,
+                                     const char **args, const size_t *lens,
+                                     rl__reply **out);
+
 /* Opens a connection now and checks it with PING, so that a wrong
  * address, password or database fails at once. */
 redislock_err rl__pool_check(rl__pool *p);
