@@ -186,8 +186,10 @@ REDISLOCK_API redislock_err redislock_client_new(redislock_client **out,
 /*
  * A client over n independent servers in sharded mode: each key is routed
  * to one server by a consistent hash of the key, so adding a server moves
- * about 1/n of the keys. Every server is connected to now. A URL naming
- * the same server twice is REDISLOCK_EINVAL.
+ * about 1/n of the keys, and the order of urls does not matter (a server
+ * is known by host and port, or socket path, and database). Every server
+ * is connected to now. The same server listed twice (spelt the same: the
+ * library does not resolve names) is REDISLOCK_EINVAL.
  */
 REDISLOCK_API redislock_err
 redislock_client_new_sharded(redislock_client **out, const char *const *urls,

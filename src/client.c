@@ -1,6 +1,7 @@
 #include "client.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -50,9 +51,12 @@ static redislock_err check_distinct(const redislock_client *c)
 static redislock_err setup(redislock_client *c, const char *const *urls,
                            const redislock_options *o)
 {
-    const char *names[RL_MAX_SERVERS];
+    static const size_t namelen = 320;
+    char *names;
+    const char *ptrs[RL_MAX_SERVERS];
     redislock_err err;
     size_t i;
+    int built;
 
     c->prefix = strdup(o->prefix ? o->prefix : "");
     if (c->prefix == NULL)
@@ -63,10 +67,21 @@ static redislock_err setup(redislock_client *c, const char *const *urls,
             return err;
     if ((err = check_distinct(c)) != REDISLOCK_OK)
         return err;
-    for (i = 0; i < c->npools; i++)
-        names[i] = c->pools[i].name;
-    if (c->npools > 1 && rl__ring_build(&c->ring, names, c->npools) != 0)
-        return rl__err(REDISLOCK_ENOMEM, "out of memory");
+    /* Ring points are named by server and database, so two databases of
+     * one server are two shards, placed the same whatever the URL order. */
+    if (c->npools > 1) {
+        if ((names = malloc(c->npools * namelen)) == NULL)
+            return rl__err(REDISLOCK_ENOMEM, "out of memory");
+        for (i = 0; i < c->npools; i++) {
+            ptrs[i] = names + i * namelen;
+            snprintf(names + i * namelen, namelen, "%s/%d",
+                     c->pools[i].name, c->pools[i].url.db);
+        }
+        built = rl__ring_build(&c->ring, ptrs, c->npools);
+        free(names);
+        if (built != 0)
+            return rl__err(REDISLOCK_ENOMEM, "out of memory");
+    }
     for (i = 0; i < c->npools; i++)
         if ((err = rl__pool_check(&c->pools[i])) != REDISLOCK_OK)
             return err;
