@@ -1,6 +1,7 @@
 #include "conn.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -83,10 +84,14 @@ static redislock_err connect_socket(const rl__conn_cfg *cfg, rl__conn *c)
     saved = errno;
     if (c->ctx == NULL)
         return rl__err(REDISLOCK_ENOMEM, "out of memory connecting");
-    if (c->ctx->err == 0)
+    if (c->ctx->err == 0) {
+        /* A child the caller runs (redislock run's command) must not
+         * inherit the connection and keep it open. */
+        fcntl(c->ctx->fd, F_SETFD, fcntl(c->ctx->fd, F_GETFD) | FD_CLOEXEC);
         return redisSetTimeout(c->ctx, tv) == REDIS_OK
                    ? REDISLOCK_OK
                    : rl__err(REDISLOCK_EIO, "cannot set socket timeout");
+    }
     if (is_timeout(c->ctx, saved))
         return rl__err(REDISLOCK_ETIMEDOUT, "connecting to %s: timed out",
                        endpoint(u, buf, sizeof buf));

@@ -133,7 +133,7 @@ static redislock_err list_server(rl__pool *p, const char *match, size_t plen,
                                  redislock_list_cb cb, void *arg, int *stop)
 {
     char cursor[24] = "0";
-    rl__reply *r;
+    rl__reply *r = NULL;
     redislock_err err;
 
     do {

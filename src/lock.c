@@ -112,6 +112,7 @@ void rl__lock_take(redislock_lock *l, const char *token, int64_t ttl_ms,
     }
     l->own++;
     l->ttl_ms = ttl_ms;
+    l->drift_fixed = drift_ms >= 0;
     l->drift_ms = drift_ms >= 0 ? drift_ms : ttl_ms / 100 + 2;
     rl__lock_set_validity(l, sent_us, ttl_ms);
 }
@@ -238,8 +239,11 @@ redislock_err redislock_extend(redislock_lock *l, int64_t ttl_ms)
         return err;
     /* A watched lock keeps the lease length it was acquired with; the
      * watchdog thread reads it. */
-    if (l->watch == NULL)
+    if (l->watch == NULL) {
         l->ttl_ms = ttl_ms;
+        if (!l->drift_fixed)
+            l->drift_ms = ttl_ms / 100 + 2;
+    }
     err = send_extend(l, ttl_ms, 0);
     if (err == REDISLOCK_EEXPIRED || err == REDISLOCK_ELOST)
         forget(l, err);

@@ -32,6 +32,7 @@ struct redislock_lock {
     int rich;            /* held in the hash format (owner id) */
     int64_t ttl_ms;      /* the lease length renewals use */
     int64_t drift_ms;    /* subtracted from every validity */
+    int drift_fixed;     /* drift_ms was given, not derived from the TTL */
     int64_t holder_ttl;  /* seen by the last contended attempt */
     /* Set by either thread, read by any. */
     _Atomic int64_t valid_until_us; /* CLOCK_MONOTONIC; 0: none */
