@@ -1,0 +1,231 @@
+#include "cli.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "duration.h"
+
+const char *cli_quote(const char *s, char *buf, size_t size)
+{
+    size_t i;
+
+    for (i = 0; s[i] != '\0' && i + 4 < size; i++) {
+        unsigned char c = (unsigned char)s[i];
+        buf[i] = (c < 0x20 || c == 0x7f) ? '?' : (char)c;
+    }
+    if (s[i] != '\0' && i >= 3)
+        memcpy(buf + i - 3, "...", 3);
+    buf[i] = '\0';
+    return buf;
+}
+
+static void vreport(const char *ctx, const char *fmt, va_list ap,
+                    const char *suffix)
+{
+    char msg[1024];
+
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    if (ctx != NULL)
+        fprintf(stderr, "redislock: %s: %s%s\n", ctx, msg, suffix);
+    else
+        fprintf(stderr, "redislock: %s%s\n", msg, suffix);
+}
+
+void cli_err(const char *ctx, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vreport(ctx, fmt, ap, "");
+    va_end(ap);
+}
+
+int cli_usage(const char *ctx, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vreport(ctx, fmt, ap, " (see 'redislock --help')");
+    va_end(ap);
+    return CLI_EXIT_USAGE;
+}
+
+int cli_exit_for(redislock_err err)
+{
+    switch (err) {
+    case REDISLOCK_OK:
+        return CLI_EXIT_OK;
+    case REDISLOCK_EHELD:
+        return CLI_EXIT_NOT_OBTAINED;
+    case REDISLOCK_EINVAL:
+    case REDISLOCK_ENOTLS:
+        return CLI_EXIT_USAGE;
+    case REDISLOCK_ECONNECT:
+    case REDISLOCK_ETIMEDOUT:
+    case REDISLOCK_EIO:
+        return CLI_EXIT_UNAVAILABLE;
+    case REDISLOCK_EAUTH:
+        return CLI_EXIT_NOPERM;
+    default:
+        return CLI_EXIT_SOFTWARE;
+    }
+}
+
+const char *cli_detail(char *buf, size_t size)
+{
+    return cli_quote(redislock_errdetail(), buf, size);
+}
+
+int cli_fail(const char *ctx, redislock_err err, const char *what)
+{
+    char detail[CLI_DETAIL_MAX];
+    const char *msg;
+
+    /* Copy the detail first: it is only valid until the next call. */
+    cli_detail(detail, sizeof detail);
+    msg = redislock_strerror(err);
+    if (detail[0] == '\0' || strcmp(detail, msg) == 0)
+        cli_err(ctx, "%s: %s", what, msg);
+    else
+        cli_err(ctx, "%s: %s (%s)", what, msg, detail);
+    return cli_exit_for(err);
+}
+
+static int parse_duration(const char *ctx, const char *name, const char *s,
+                          int64_t *ms)
+{
+    char q[CLI_QUOTE_MAX];
+    cli_dur_err e = cli_parse_duration(s, ms);
+
+    if (e == CLI_DUR_OK)
+        return 0;
+    return cli_usage(ctx, "invalid %s '%s': %s", name,
+                     cli_quote(s, q, sizeof q), cli_dur_strerror(e));
+}
+
+int cli_parse_ttl(const char *ctx, const char *s, int64_t *ttl_ms)
+{
+    char q[CLI_QUOTE_MAX];
+    int64_t ms = 0;
+
+    if (parse_duration(ctx, "TTL", s, &ms) != 0)
+        return CLI_EXIT_USAGE;
+    if (ms == 0)
+        return cli_usage(ctx, "invalid TTL '%s': must be greater than zero",
+                         cli_quote(s, q, sizeof q));
+    if (ms > REDISLOCK_TTL_MAX_MS)
+        return cli_usage(ctx, "invalid TTL '%s': longer than 30 days",
+                         cli_quote(s, q, sizeof q));
+    *ttl_ms = ms;
+    return 0;
+}
+
+int cli_parse_wait(const char *ctx, const char *s, int64_t *wait_ms)
+{
+    return parse_duration(ctx, "wait time", s, wait_ms);
+}
+
+int cli_parse_code(const char *ctx, const char *s, int *code)
+{
+    char q[CLI_QUOTE_MAX];
+    char *end;
+    long v;
+
+    errno = 0;
+    v = strtol(s, &end, 10);
+    if (*s < '0' || *s > '9' || *end != '\0' || errno != 0 || v > 255)
+        return cli_usage(ctx, "invalid exit code '%s': must be 0 to 255",
+                         cli_quote(s, q, sizeof q));
+    *code = (int)v;
+    return 0;
+}
+
+int cli_check_key(const char *ctx, const char *key)
+{
+    size_t i, n = strlen(key);
+
+    if (n == 0)
+        return cli_usage(ctx, "the key is empty");
+    if (n > REDISLOCK_KEY_MAX)
+        return cli_usage(ctx, "the key is longer than %d bytes",
+                         REDISLOCK_KEY_MAX);
+    for (i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)key[i];
+        /* Keys are printed in messages and status lines; a CR or LF would
+         * split them. */
+        if (c < 0x20 || c == 0x7f)
+            return cli_usage(ctx,
+                             "the key contains control character 0x%02x "
+                             "at byte %zu",
+                             c, i);
+    }
+    return 0;
+}
+
+static int check_operands(const char *ctx, int have, char **ops, int min_ops,
+                          int max_ops, const char *const *names)
+{
+    char q[CLI_QUOTE_MAX];
+
+    if (have < min_ops)
+        return cli_usage(ctx, "missing %s", names[have]);
+    if (max_ops >= 0 && have > max_ops)
+        return cli_usage(ctx, "unexpected argument '%s'",
+                         cli_quote(ops[max_ops], q, sizeof q));
+    return CLI_CONTINUE;
+}
+
+static int apply_option(const char *ctx, int id, const char *val,
+                        cli_cmdopts *o)
+{
+    switch (id) {
+    case 'u':
+        o->g.url = val;
+        return 0;
+    case 't':
+        return cli_parse_ttl(ctx, val, &o->ttl_ms);
+    case 'w':
+        return cli_parse_wait(ctx, val, &o->wait_ms);
+    case 'n':
+        o->wait_ms = REDISLOCK_NO_WAIT;
+        return 0;
+    case 'E':
+        return cli_parse_code(ctx, val, &o->conflict_code);
+    case CLI_ID_JSON:
+        o->json = 1;
+        return 0;
+    }
+    return CLI_EXIT_SOFTWARE;
+}
+
+int cli_cmd_options(int argc, char **argv, const cli_global *g,
+                    const cli_optdef *defs, int min_ops, int max_ops,
+                    const char *const *names, cli_cmdopts *o)
+{
+    cli_args a = {argc, argv, 1, 0, argv[0]};
+    const char *val;
+    int id, rc;
+
+    memset(o, 0, sizeof *o);
+    o->g = *g;
+    o->ttl_ms = REDISLOCK_DEFAULT_TTL_MS;
+    o->wait_ms = REDISLOCK_WAIT_FOREVER;
+    o->conflict_code = CLI_EXIT_NOT_OBTAINED;
+    while ((id = cli_getopt(&a, defs, &val)) > 0) {
+        if (id == 'h') {
+            cli_print_help();
+            return CLI_EXIT_OK;
+        }
+        rc = apply_option(argv[0], id, val, o);
+        if (rc != 0)
+            return rc;
+    }
+    if (id < 0)
+        return CLI_EXIT_USAGE;
+    o->operand = a.i;
+    return check_operands(argv[0], argc - a.i, argv + a.i, min_ops, max_ops,
+                          names);
+}

@@ -1,0 +1,79 @@
+#!/bin/sh
+# run renews the lease while the command runs, and stops the command with
+# exit status 75 when the lock is lost.
+set -eu
+. "$(dirname "$0")/lib.inc"
+
+# A 1 s lease outlived threefold: nobody else gets in meanwhile.
+bg renew "$RL" run -t 1s renew-key -- sleep 3
+wait_until 10 key_exists renew-key || fail "run did not take the lock"
+tries=0
+while [ ! -f "$TEST_TMPDIR/renew.status" ]; do
+    run_rl "$RL" run -n renew-key -- true
+    if [ ! -f "$TEST_TMPDIR/renew.status" ]; then
+        [ "$rc" = 1 ] || fail "a second run got exit $rc during the lease"
+    fi
+    tries=$((tries + 1))
+    [ "$tries" -lt 200 ] || fail "the first run did not end"
+    sleep 0.1
+done
+[ "$tries" -ge 10 ] || fail "only $tries attempts were made"
+bg_wait renew 10
+[ "$rc" = 0 ] || fail "the renewing run exited $rc"
+key_gone renew-key || fail "the lock was not released"
+
+# The TTL is reset to the full lease, not left to run down.
+bg ttl "$RL" run -t 2s renew-key -- sleep 2
+sleep 1.5
+ttl=$(rcli pttl renew-key)
+[ "$ttl" -gt 1000 ] || fail "pttl is $ttl ms 1.5 s into a renewed 2 s lease"
+bg_wait ttl 10
+[ "$rc" = 0 ] || fail "the run with -t 2s exited $rc"
+
+# Lost lock: another value replaces the token. The command gets SIGTERM
+# and run exits 75 long before the command would have ended.
+marker=$TEST_TMPDIR/lost.term
+bg lost "$RL" run -t 1s renew-key -- sh -c \
+    'trap "echo term >\"\$1\"; exit 0" TERM; '"$SPIN" sh "$marker"
+wait_until 10 key_exists renew-key || fail "run did not take the lock"
+t0=$(now_ms)
+rcli set renew-key other >/dev/null
+bg_wait lost 15
+t1=$(now_ms)
+[ "$rc" = 75 ] || fail "run exited $rc after losing the lock, want 75"
+[ "$((t1 - t0))" -lt 5000 ] || fail "run took $((t1 - t0)) ms to give up"
+[ -s "$marker" ] || fail "the command did not get SIGTERM"
+one_error_line_in "$TEST_TMPDIR/lost.err"
+[ "$(rcli get renew-key)" = other ] || fail "the new owner's value changed"
+rcli del renew-key >/dev/null
+
+# Lost lock by expiry (the key disappears): 75 as well, and a command
+# that ignores SIGTERM is killed after the grace period.
+bg gone "$RL" run -t 1s renew-key -- sh -c \
+    'trap "" TERM; '"$SPIN"
+wait_until 10 key_exists renew-key || fail "run did not take the lock"
+rcli del renew-key >/dev/null
+t0=$(now_ms)
+bg_wait gone 20
+t1=$(now_ms)
+[ "$rc" = 75 ] || fail "run exited $rc after the key vanished, want 75"
+# SIGTERM is ignored, so SIGKILL follows after the 5 s grace period.
+[ "$((t1 - t0))" -ge 4000 ] || fail "no grace period: $((t1 - t0)) ms"
+one_error_line_in "$TEST_TMPDIR/gone.err"
+
+# Renewals that keep failing: CLIENT PAUSE WRITE holds them past their
+# timeout. The command must get SIGTERM while the lease still has time
+# left (it notes the key's PTTL then), and run exits 75.
+marker=$TEST_TMPDIR/stalled.pttl
+bg stalled "$RL" run -t 3s renew-key -- sh -c \
+    'trap "\"\$1\" -s \"\$2\" pttl renew-key >\"\$3\"; exit 0" TERM; '"$SPIN" \
+    sh "$REDIS_CLI" "$REDIS_SOCK" "$marker"
+wait_until 10 key_exists renew-key || fail "run did not take the lock"
+rcli client pause 8000 write >/dev/null
+bg_wait stalled 15
+rcli client unpause >/dev/null
+[ "$rc" = 75 ] || fail "run exited $rc when renewals stalled, want 75"
+[ -s "$marker" ] || fail "the command did not get SIGTERM"
+between 1 3000 "$(cat "$marker")" "pttl when the command was stopped"
+one_error_line_in "$TEST_TMPDIR/stalled.err"
+exit 0
