@@ -1,0 +1,68 @@
+#include "fixture.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "../test.h"
+
+redislock_client *th_client_url_at_(const char *file, int line,
+                                    const char *url,
+                                    const redislock_options *opts)
+{
+    redislock_client *c = NULL;
+    redislock_err e = redislock_client_new(&c, url, opts);
+
+    if (e != REDISLOCK_OK || c == NULL)
+        test_fail_(file, line, "redislock_client_new(\"%s\"): %s; %s", url,
+                   redislock_errname(e), redislock_errdetail());
+    return c;
+}
+
+redislock_lock *th_lock_at_(const char *file, int line, redislock_client *c,
+                            const char *key)
+{
+    redislock_lock *l = NULL;
+    redislock_err e = redislock_lock_new(c, key, strlen(key), &l);
+
+    if (e != REDISLOCK_OK || l == NULL)
+        test_fail_(file, line, "redislock_lock_new(\"%s\"): %s; %s", key,
+                   redislock_errname(e), redislock_errdetail());
+    return l;
+}
+
+redislock_acquire_options th_aopts(int64_t ttl_ms, int64_t wait_ms,
+                                   int64_t retry_delay_ms)
+{
+    redislock_acquire_options o = {0};
+
+    o.ttl_ms = ttl_ms;
+    o.wait_ms = wait_ms;
+    o.retry_delay_ms = retry_delay_ms;
+    return o;
+}
+
+void th_assert_key_at_(const char *file, int line, redisContext *c,
+                       const char *key, const char *value)
+{
+    char *got = th_cmd_str_at_(file, line, c, NULL, "GET %s", key);
+
+    if (got == NULL ? value != NULL : value == NULL || strcmp(got, value))
+        test_fail_(file, line, "key %s holds %s%s%s, want %s%s%s", key,
+                   got ? "\"" : "", got ? got : "(nil)", got ? "\"" : "",
+                   value ? "\"" : "", value ? value : "(nil)",
+                   value ? "\"" : "");
+    free(got);
+}
+
+void th_assert_token_at_(const char *file, int line, const char *t)
+{
+    size_t i;
+
+    if (t == NULL)
+        test_fail_(file, line, "token is NULL");
+    for (i = 0; t[i] != '\0'; i++)
+        if (!((t[i] >= '0' && t[i] <= '9') || (t[i] >= 'a' && t[i] <= 'f')))
+            break;
+    if (i != 32 || t[i] != '\0')
+        test_fail_(file, line, "\"%s\" is not 32 lowercase hex digits", t);
+}

@@ -1,0 +1,51 @@
+/*
+ * Shorthands for integration tests: library objects that fail the test
+ * instead of returning errors, and checks of a lock key's state through a
+ * separate hiredis connection.
+ */
+#ifndef TH_FIXTURE_H
+#define TH_FIXTURE_H
+
+#include <hiredis/hiredis.h>
+#include <stdint.h>
+
+#include <redislock.h>
+
+#include "server.h"
+
+/* A client for url (opts may be NULL). */
+#define th_client_url(url, opts)                                              \
+    th_client_url_at_(__FILE__, __LINE__, url, opts)
+redislock_client *th_client_url_at_(const char *file, int line,
+                                    const char *url,
+                                    const redislock_options *opts);
+
+/* A client on s's unix socket with default options. */
+#define th_client(s) th_client_url_at_(__FILE__, __LINE__, (s)->unix_url, NULL)
+
+/* A lock handle for the NUL-terminated key. */
+#define th_lock(c, key) th_lock_at_(__FILE__, __LINE__, c, key)
+redislock_lock *th_lock_at_(const char *file, int line, redislock_client *c,
+                            const char *key);
+
+/* Acquire options with ttl_ms and wait_ms, and a retry delay. */
+redislock_acquire_options th_aopts(int64_t ttl_ms, int64_t wait_ms,
+                                   int64_t retry_delay_ms);
+
+/* PTTL of key: ms left, -1 no expiry, -2 no key. */
+#define th_pttl(c, key) th_cmd_int(c, "PTTL %s", key)
+
+/* Asserts that key holds exactly value (NULL: no such key). */
+#define ASSERT_KEY(c, key, value)                                             \
+    th_assert_key_at_(__FILE__, __LINE__, c, key, value)
+void th_assert_key_at_(const char *file, int line, redisContext *c,
+                       const char *key, const char *value);
+
+/* Asserts that t is a token: 32 lowercase hex digits. */
+#define ASSERT_TOKEN(t) th_assert_token_at_(__FILE__, __LINE__, t)
+void th_assert_token_at_(const char *file, int line, const char *t);
+
+/* A token nobody holds, for adopting. */
+#define TH_WRONG_TOKEN "0123456789abcdef0123456789abcdef"
+
+#endif

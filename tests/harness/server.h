@@ -1,0 +1,123 @@
+/*
+ * A private redis-server per test: a temp dir with a generated config
+ * (loopback only, no persistence, a unix socket, a probed TCP port), a
+ * PING-bounded start and a stop by pid. Several may run at once.
+ *
+ * Every function fails the calling test (test_fail_) on error, so tests
+ * need not check results. Servers still running when the process that
+ * started them exits are stopped by an atexit handler; the runner also
+ * kills the test's process group, which the server belongs to.
+ */
+#ifndef TH_SERVER_H
+#define TH_SERVER_H
+
+#include <hiredis/hiredis.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+typedef struct th_server_opts {
+    /* The default user's password (requirepass). NULL: none. */
+    const char *requirepass;
+    /* An extra ACL user with every right, and its password. NULL: none. */
+    const char *acl_user;
+    const char *acl_pass;
+} th_server_opts;
+
+typedef struct th_server {
+    pid_t pid;
+    pid_t owner; /* The process that started it; only it stops it. */
+    int port;
+    int paused;
+    char dir[128];
+    char sock[160];
+    char unix_url[200];
+    char tcp_url[64];
+    char password[128]; /* requirepass, or "". */
+    struct th_server *next;
+} th_server;
+
+/* Starts a server; opts may be NULL. The database is checked empty. On
+ * Linux the server gets SIGKILL when the starting thread exits, so start
+ * servers from a thread that outlives their use (normally the main one). */
+th_server *th_server_start(const th_server_opts *opts);
+
+/* Stops the server (SIGTERM, then SIGKILL), removes its dir, frees s.
+ * NULL is a no-op. */
+void th_server_stop(th_server *s);
+
+/* SIGSTOP / SIGCONT: the server keeps its sockets but does not answer. */
+void th_server_pause(th_server *s);
+void th_server_resume(th_server *s);
+
+/* A new hiredis connection over the unix socket, authenticated as the
+ * default user, with a 5 s timeout. Free with redisFree(). */
+redisContext *th_server_redis(const th_server *s);
+
+/*
+ * Runs a command; fails the test, naming the caller's file:line, on an I/O
+ * error or (except th_cmd_raw) an error reply. Free replies with
+ * freeReplyObject().
+ */
+#define th_cmd(c, ...) th_cmd_at_(__FILE__, __LINE__, 0, c, __VA_ARGS__)
+#define th_cmd_raw(c, ...) th_cmd_at_(__FILE__, __LINE__, 1, c, __VA_ARGS__)
+redisReply *th_cmd_at_(const char *file, int line, int raw, redisContext *c,
+                       const char *fmt, ...);
+
+/* A command whose reply must be an integer. */
+#define th_cmd_int(c, ...) th_cmd_int_at_(__FILE__, __LINE__, c, __VA_ARGS__)
+long long th_cmd_int_at_(const char *file, int line, redisContext *c,
+                         const char *fmt, ...);
+
+/* A command whose reply is a bulk string or nil: malloc'ed NUL-terminated
+ * copy, or NULL for nil. *len gets the length when len is not NULL. */
+#define th_cmd_str(c, len, ...)                                               \
+    th_cmd_str_at_(__FILE__, __LINE__, c, len, __VA_ARGS__)
+char *th_cmd_str_at_(const char *file, int line, redisContext *c,
+                     size_t *len, const char *fmt, ...);
+
+/* One INFO commandstats snapshot. */
+#define TH_CMDSTATS_MAX 256
+typedef struct th_cmdstats {
+    int n;
+    struct {
+        char name[64]; /* "set", "client|setname" */
+        long long calls;
+    } e[TH_CMDSTATS_MAX];
+} th_cmdstats;
+
+void th_cmdstats_read(redisContext *c, th_cmdstats *out);
+
+/* Calls of cmd in a snapshot; 0 when absent. */
+long long th_cmdstats_calls(const th_cmdstats *st, const char *cmd);
+
+/* INFO commandstats calls of cmd (lowercase, e.g. "evalsha"). */
+long long th_server_calls(redisContext *c, const char *cmd);
+
+/*
+ * MONITOR on its own connection: what other clients send, in order. Lines
+ * from Lua scripts ("[0 lua]") are kept apart, so a test can count the
+ * commands a client really sent (commandstats counts both).
+ */
+typedef struct th_monitor {
+    redisContext *c;
+} th_monitor;
+
+#define TH_MONITOR_MAX 64
+typedef struct th_monitor_log {
+    int n; /* Commands sent by clients. */
+    char cmd[TH_MONITOR_MAX][32]; /* Their names, lowercase. */
+    int nlua; /* Commands run by scripts; not listed. */
+} th_monitor_log;
+
+void th_monitor_start(th_monitor *m, const th_server *s);
+
+/* Ends the recording: sends a marker through r (an ECHO, not recorded) and
+ * reads the monitor up to it. Closes the monitor. */
+void th_monitor_stop(th_monitor *m, redisContext *r, th_monitor_log *log);
+
+/* Polls (every 5 ms, at most timeout_ms) until key is gone. Returns 1 if it
+ * went away, 0 on timeout. */
+int th_wait_key_gone(redisContext *c, const void *key, size_t len,
+                     int64_t timeout_ms);
+
+#endif

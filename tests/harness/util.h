@@ -1,0 +1,31 @@
+/* Small helpers shared by the runner, the harness and the tests. */
+#ifndef TH_UTIL_H
+#define TH_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Milliseconds on CLOCK_MONOTONIC, independent of the library's clock. */
+int64_t th_now_ms(void);
+
+/* Sleeps ms milliseconds, resuming after signals. */
+void th_sleep_ms(int64_t ms);
+
+/* $TMPDIR when set and short enough for a unix socket path, else /tmp. */
+const char *th_tmpdir(void);
+
+/* Creates a fresh directory th_tmpdir()/<prefix>.XXXXXX; malloc'ed path,
+ * or NULL with errno. */
+char *th_mkdtemp(const char *prefix);
+
+/* Removes path and everything below it. Returns 0 or -1. */
+int th_rmtree(const char *path);
+
+/* A TCP port on 127.0.0.1 that nobody listened on a moment ago (bound with
+ * port 0, then closed). Returns the port or -1. */
+int th_free_port(void);
+
+/* Finds an executable by name in $PATH; malloc'ed path, or NULL. */
+char *th_which(const char *name);
+
+#endif

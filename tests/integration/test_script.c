@@ -1,0 +1,154 @@
+/*
+ * script: release and extend run Lua by SHA and must survive a server that
+ * forgot the script (SCRIPT FLUSH, a restart, a failover). And the promise
+ * of the API: an uncontended acquire plus release costs two commands.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/fixture.h"
+#include "harness/server.h"
+#include "test.h"
+
+typedef struct env {
+    th_server *s;
+    redisContext *r;
+    redislock_client *c;
+    redislock_lock *l;
+} env;
+
+static env env_start(const char *key)
+{
+    env e;
+
+    e.s = th_server_start(NULL);
+    e.r = th_server_redis(e.s);
+    e.c = th_client(e.s);
+    e.l = th_lock(e.c, key);
+    return e;
+}
+
+static void env_stop(env *e)
+{
+    redislock_lock_free(e->l);
+    redislock_client_free(e->c);
+    redisFree(e->r);
+    th_server_stop(e->s);
+}
+
+/* One acquire, extend and release, so that the server has the scripts. */
+static void warm_up(env *e)
+{
+    ASSERT_OK(redislock_acquire(e->l, NULL));
+    ASSERT_OK(redislock_extend(e->l, 10000));
+    ASSERT_OK(redislock_release(e->l));
+}
+
+static void script_flush(env *e)
+{
+    freeReplyObject(th_cmd(e->r, "SCRIPT FLUSH"));
+}
+
+void test_script_noscript_release_fallback(void)
+{
+    env e = env_start("sc:r");
+
+    warm_up(&e);
+    ASSERT_OK(redislock_acquire(e.l, NULL));
+    script_flush(&e);
+    ASSERT_OK(redislock_release(e.l));
+    ASSERT_EQ_INT(th_cmd_int(e.r, "EXISTS sc:r"), 0);
+    /* And once more, now that the script is back. */
+    ASSERT_OK(redislock_acquire(e.l, NULL));
+    ASSERT_OK(redislock_release(e.l));
+    ASSERT_EQ_INT(th_cmd_int(e.r, "EXISTS sc:r"), 0);
+    env_stop(&e);
+}
+
+void test_script_noscript_extend_fallback(void)
+{
+    env e = env_start("sc:x");
+    redislock_acquire_options o = th_aopts(2000, 0, 0);
+
+    warm_up(&e);
+    ASSERT_OK(redislock_acquire(e.l, &o));
+    script_flush(&e);
+    ASSERT_OK(redislock_extend(e.l, 20000));
+    ASSERT_GT(th_pttl(e.r, "sc:x"), 19000);
+    ASSERT_KEY(e.r, "sc:x", redislock_token(e.l));
+    script_flush(&e);
+    ASSERT_OK(redislock_release(e.l));
+    ASSERT_EQ_INT(th_cmd_int(e.r, "EXISTS sc:x"), 0);
+    env_stop(&e);
+}
+
+/* Commandstats deltas of SET and EVALSHA between two snapshots. */
+static void assert_calls(const th_cmdstats *before, const th_cmdstats *after,
+                         long long set, long long evalsha)
+{
+    ASSERT_EQ_INT(th_cmdstats_calls(after, "set") -
+                      th_cmdstats_calls(before, "set"),
+                  set);
+    ASSERT_EQ_INT(th_cmdstats_calls(after, "evalsha") -
+                      th_cmdstats_calls(before, "evalsha"),
+                  evalsha);
+}
+
+/*
+ * The commands the library sent, in order, must be exactly want (space
+ * separated). Commandstats alone cannot say "nothing else": it also counts
+ * the GET/DEL/PEXPIRE that the scripts run inside the server.
+ */
+static void assert_sent(const th_monitor_log *log, const char *want)
+{
+    char got[512] = "";
+    int i;
+
+    for (i = 0; i < log->n; i++) {
+        strcat(got, i ? " " : "");
+        strcat(got, log->cmd[i]);
+    }
+    test_log("sent: %s (plus %d from scripts)", got, log->nlua);
+    ASSERT_EQ_STR(got, want);
+}
+
+/* Records what one lock cycle (acquire, extends, release) sends. */
+static void cycle(env *e, int extends, th_cmdstats *before,
+                  th_cmdstats *after, th_monitor_log *log)
+{
+    th_monitor m;
+    int i;
+
+    th_cmdstats_read(e->r, before);
+    th_monitor_start(&m, e->s);
+    ASSERT_OK(redislock_acquire(e->l, NULL));
+    for (i = 0; i < extends; i++)
+        ASSERT_OK(redislock_extend(e->l, 10000));
+    ASSERT_OK(redislock_release(e->l));
+    th_monitor_stop(&m, e->r, log);
+    th_cmdstats_read(e->r, after);
+}
+
+void test_script_round_trips(void)
+{
+    env e = env_start("sc:rt");
+    th_cmdstats *before = malloc(sizeof *before);
+    th_cmdstats *after = malloc(sizeof *after);
+    th_monitor_log log;
+
+    ASSERT(before != NULL && after != NULL);
+    warm_up(&e);
+
+    cycle(&e, 0, before, after, &log);
+    assert_calls(before, after, 1, 1);
+    assert_sent(&log, "set evalsha");
+
+    cycle(&e, 1, before, after, &log);
+    assert_calls(before, after, 1, 2);
+    assert_sent(&log, "set evalsha evalsha");
+
+    ASSERT_EQ_INT(th_cmd_int(e.r, "DBSIZE"), 0);
+    free(before);
+    free(after);
+    env_stop(&e);
+}

@@ -1,0 +1,392 @@
+/*
+ * shard: a client over several independent servers routes each key to one
+ * of them by consistent hashing. Where a key went is read back from the
+ * servers themselves (EXISTS on each), never from the library, so these
+ * tests check the placement a second client or process would see.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/fixture.h"
+#include "harness/server.h"
+#include "harness/util.h"
+#include "test.h"
+
+#define NKEYS 300
+#define MAX_SERVERS 4
+#define SLACK_MS 300
+
+typedef struct env {
+    int n;
+    th_server *s[MAX_SERVERS];
+    redisContext *r[MAX_SERVERS];
+    const char *urls[MAX_SERVERS];
+} env;
+
+static env env_start(int n)
+{
+    env e;
+    int i;
+
+    memset(&e, 0, sizeof e);
+    e.n = n;
+    for (i = 0; i < n; i++) {
+        e.s[i] = th_server_start(NULL);
+        e.r[i] = th_server_redis(e.s[i]);
+        e.urls[i] = e.s[i]->unix_url;
+    }
+    return e;
+}
+
+static void env_stop(env *e)
+{
+    int i;
+
+    for (i = 0; i < e->n; i++) {
+        redisFree(e->r[i]);
+        th_server_stop(e->s[i]);
+    }
+}
+
+static redislock_client *sharded(const char *const *urls, int n)
+{
+    redislock_client *c = NULL;
+
+    ASSERT_OK(redislock_client_new_sharded(&c, urls, (size_t)n, NULL));
+    ASSERT(c != NULL);
+    return c;
+}
+
+/* The index of the one server among the first n that has key; fails the
+ * test when none or several have it. */
+static int where(const env *e, int n, const char *key)
+{
+    int i, at = -1;
+
+    for (i = 0; i < n; i++)
+        if (th_cmd_int(e->r[i], "EXISTS %s", key) != 0) {
+            if (at >= 0)
+                test_fail_(__FILE__, __LINE__,
+                           "%s is on servers %d and %d", key, at, i);
+            at = i;
+        }
+    if (at < 0)
+        test_fail_(__FILE__, __LINE__, "%s is on no server", key);
+    return at;
+}
+
+static void key_name(int i, char *buf, size_t size)
+{
+    snprintf(buf, size, "sk:%d", i);
+}
+
+/* Acquires every key with c, records its server in at[], releases it. */
+static void place_all(const env *e, int n, redislock_client *c, int *at)
+{
+    redislock_acquire_options o = th_aopts(30000, 0, 0);
+    redislock_lock *l;
+    char key[32];
+    int i;
+
+    for (i = 0; i < NKEYS; i++) {
+        key_name(i, key, sizeof key);
+        l = th_lock(c, key);
+        ASSERT_OK(redislock_acquire(l, &o));
+        at[i] = where(e, n, key);
+        ASSERT_OK(redislock_release(l));
+        redislock_lock_free(l);
+    }
+}
+
+static int count_listed(const redislock_info *info, void *arg)
+{
+    int *n = arg;
+
+    ASSERT_EQ_INT(info->held, 1);
+    (*n)++;
+    return 0;
+}
+
+void test_shard_spread_one_server_each(void)
+{
+    env e = env_start(3);
+    redislock_client *c = sharded(e.urls, 3);
+    redislock_lock *l[NKEYS];
+    int count[3] = {0, 0, 0};
+    char key[32];
+    int i, listed;
+
+    for (i = 0; i < NKEYS; i++) {
+        key_name(i, key, sizeof key);
+        l[i] = th_lock(c, key);
+        ASSERT_OK(redislock_acquire(l[i], NULL));
+    }
+    /* All held at once: each on exactly one server. */
+    for (i = 0; i < NKEYS; i++) {
+        key_name(i, key, sizeof key);
+        count[where(&e, 3, key)]++;
+    }
+    test_log("%d keys over 3 servers: %d %d %d", NKEYS, count[0], count[1],
+             count[2]);
+    for (i = 0; i < 3; i++) {
+        ASSERT_GE(count[i] * 100, 15 * NKEYS);
+        ASSERT_LE(count[i] * 100, 55 * NKEYS);
+        ASSERT_EQ_INT(th_cmd_int(e.r[i], "DBSIZE"), count[i]);
+    }
+    /* A listing covers every server. */
+    listed = 0;
+    ASSERT_OK(redislock_list(c, "sk:*", count_listed, &listed));
+    ASSERT_EQ_INT(listed, NKEYS);
+    for (i = 0; i < NKEYS; i++) {
+        ASSERT_OK(redislock_release(l[i]));
+        redislock_lock_free(l[i]);
+    }
+    for (i = 0; i < 3; i++)
+        ASSERT_EQ_INT(th_cmd_int(e.r[i], "DBSIZE"), 0);
+    redislock_client_free(c);
+    env_stop(&e);
+}
+
+void test_shard_order_independent(void)
+{
+    env e = env_start(3);
+    const char *reordered[3];
+    redislock_client *a, *b;
+    redislock_lock *la[NKEYS], *lb;
+    int at[NKEYS];
+    char key[32];
+    int i;
+
+    reordered[0] = e.urls[2];
+    reordered[1] = e.urls[0];
+    reordered[2] = e.urls[1];
+    a = sharded(e.urls, 3);
+    b = sharded(reordered, 3);
+    for (i = 0; i < NKEYS; i++) {
+        key_name(i, key, sizeof key);
+        la[i] = th_lock(a, key);
+        ASSERT_OK(redislock_acquire(la[i], NULL));
+        at[i] = where(&e, 3, key);
+    }
+    /* b looks on the same server for every key, so it finds each held
+     * (routed elsewhere, it would have taken a second copy). */
+    for (i = 0; i < NKEYS; i++) {
+        key_name(i, key, sizeof key);
+        lb = th_lock(b, key);
+        ASSERT_ERR(redislock_acquire(lb, NULL), REDISLOCK_EHELD);
+        redislock_lock_free(lb);
+        ASSERT_OK(redislock_release(la[i]));
+        redislock_lock_free(la[i]);
+    }
+    /* And what b takes lands where a put it. */
+    for (i = 0; i < NKEYS; i++) {
+        key_name(i, key, sizeof key);
+        lb = th_lock(b, key);
+        ASSERT_OK(redislock_acquire(lb, NULL));
+        ASSERT_EQ_INT(where(&e, 3, key), at[i]);
+        ASSERT_OK(redislock_release(lb));
+        redislock_lock_free(lb);
+    }
+    redislock_client_free(a);
+    redislock_client_free(b);
+    env_stop(&e);
+}
+
+/*
+ * Two databases of one server are two shards (the client accepts them as
+ * distinct), so their order in the list must not matter either: clients
+ * listing them differently must still agree on every key.
+ */
+void test_shard_order_independent_same_server_dbs(void)
+{
+    env e = env_start(1);
+    char db0[256], db1[256];
+    const char *ab[2], *ba[2];
+    redislock_client *a, *b;
+    redislock_lock *la, *lb;
+    char key[32];
+    int i, both = 0;
+
+    snprintf(db0, sizeof db0, "%s?db=0", e.urls[0]);
+    snprintf(db1, sizeof db1, "%s?db=1", e.urls[0]);
+    ab[0] = ba[1] = db0;
+    ab[1] = ba[0] = db1;
+    a = sharded(ab, 2);
+    b = sharded(ba, 2);
+    for (i = 0; i < 100; i++) {
+        key_name(i, key, sizeof key);
+        la = th_lock(a, key);
+        lb = th_lock(b, key);
+        ASSERT_OK(redislock_acquire(la, NULL));
+        both += redislock_acquire(lb, NULL) == REDISLOCK_OK;
+        redislock_lock_free(la);
+        redislock_lock_free(lb);
+    }
+    if (both != 0)
+        test_fail_(__FILE__, __LINE__,
+                   "%d of 100 keys were taken by both clients", both);
+    redislock_client_free(a);
+    redislock_client_free(b);
+    env_stop(&e);
+}
+
+void test_shard_added_server_moves_few(void)
+{
+    env e = env_start(4);
+    redislock_client *c3 = sharded(e.urls, 3);
+    redislock_client *c4 = sharded(e.urls, 4);
+    int before[NKEYS], after[NKEYS];
+    int moved = 0, i;
+
+    place_all(&e, 3, c3, before);
+    place_all(&e, 4, c4, after);
+    for (i = 0; i < NKEYS; i++) {
+        if (after[i] == before[i])
+            continue;
+        moved++;
+        /* Keys only move to the newcomer, never between old servers. */
+        if (after[i] != 3)
+            test_fail_(__FILE__, __LINE__,
+                       "sk:%d moved from server %d to old server %d", i,
+                       before[i], after[i]);
+    }
+    test_log("adding a 4th server moved %d of %d keys (%.1f%%, ideal 25%%)",
+             moved, NKEYS, 100.0 * moved / NKEYS);
+    ASSERT_GE(moved * 10, NKEYS * 1);
+    ASSERT_LE(moved * 10, NKEYS * 4);
+    redislock_client_free(c3);
+    redislock_client_free(c4);
+    env_stop(&e);
+}
+
+/* client_new_sharded(urls) fails with want, *out NULL, and a detail that
+ * contains needle. */
+static void assert_refused(const char *const *urls, size_t n,
+                           redislock_err want, const char *needle)
+{
+    /* Not NULL beforehand, so that the check below means something. */
+    redislock_client *c = (redislock_client *)&c;
+    const char *detail;
+
+    ASSERT_ERR(redislock_client_new_sharded(&c, urls, n, NULL), want);
+    detail = redislock_errdetail();
+    ASSERT(c == NULL);
+    if (strstr(detail, needle) == NULL)
+        test_fail_(__FILE__, __LINE__, "detail \"%s\" does not name %s",
+                   detail, needle);
+}
+
+void test_shard_duplicate_server_einval(void)
+{
+    env e = env_start(2);
+    char db0[256], tcp[64];
+    const char *urls[3];
+    redislock_client *c = NULL;
+
+    urls[0] = e.urls[0];
+    urls[1] = e.urls[1];
+    urls[2] = e.urls[0];
+    assert_refused(urls, 3, REDISLOCK_EINVAL, e.s[0]->sock);
+
+    /* The same socket, spelt differently: still the same database. */
+    snprintf(db0, sizeof db0, "%s?db=0", e.urls[1]);
+    urls[2] = db0;
+    assert_refused(urls, 3, REDISLOCK_EINVAL, e.s[1]->sock);
+
+    /* The same TCP address twice. */
+    snprintf(tcp, sizeof tcp, "127.0.0.1:%d", e.s[0]->port);
+    urls[0] = e.s[0]->tcp_url;
+    urls[2] = e.s[0]->tcp_url;
+    assert_refused(urls, 3, REDISLOCK_EINVAL, tcp);
+
+    /* The same list without the repeat is fine. */
+    ASSERT_OK(redislock_client_new_sharded(&c, urls, 2, NULL));
+    redislock_client_free(c);
+    env_stop(&e);
+}
+
+void test_shard_dead_server_econnect(void)
+{
+    env e = env_start(3);
+    th_server *gone = th_server_start(NULL);
+    char dead_tcp[64], dead_unix[256], where_tcp[64];
+    const char *urls[3];
+    int port = th_free_port();
+
+    ASSERT_GT(port, 0);
+    snprintf(dead_tcp, sizeof dead_tcp, "redis://127.0.0.1:%d", port);
+    snprintf(where_tcp, sizeof where_tcp, "127.0.0.1:%d", port);
+    urls[0] = e.urls[0];
+    urls[1] = dead_tcp;
+    urls[2] = e.urls[2];
+    assert_refused(urls, 3, REDISLOCK_ECONNECT, where_tcp);
+
+    /* A socket whose server has gone. */
+    snprintf(dead_unix, sizeof dead_unix, "%s", gone->unix_url);
+    th_server_stop(gone);
+    urls[1] = e.urls[1];
+    urls[2] = dead_unix;
+    assert_refused(urls, 3, REDISLOCK_ECONNECT,
+                   dead_unix + strlen("unix://"));
+    env_stop(&e);
+}
+
+/* A key that c routes to server want, found by trying names. */
+static void key_on(const env *e, redislock_client *c, int want, char *key,
+                   size_t size)
+{
+    redislock_lock *l;
+    int i, at;
+
+    for (i = 0; i < 1000; i++) {
+        snprintf(key, size, "pick:%d", i);
+        l = th_lock(c, key);
+        ASSERT_OK(redislock_acquire(l, NULL));
+        at = where(e, e->n, key);
+        ASSERT_OK(redislock_release(l));
+        redislock_lock_free(l);
+        if (at == want)
+            return;
+    }
+    test_fail_(__FILE__, __LINE__, "no key of 1000 routes to server %d",
+               want);
+}
+
+void test_shard_release_extend_watchdog(void)
+{
+    env e = env_start(3);
+    redislock_client *c = sharded(e.urls, 3);
+    redislock_acquire_options o = th_aopts(2000, 0, 0);
+    redislock_lock *l;
+    char key[32];
+    int i;
+
+    key_on(&e, c, 1, key, sizeof key);
+    l = th_lock(c, key);
+    ASSERT_OK(redislock_acquire(l, &o));
+    ASSERT_KEY(e.r[1], key, redislock_token(l));
+    ASSERT_OK(redislock_extend(l, 10000));
+    ASSERT_GT(th_pttl(e.r[1], key), 10000 - SLACK_MS);
+    ASSERT_OK(redislock_release(l));
+    for (i = 0; i < 3; i++)
+        ASSERT_EQ_INT(th_cmd_int(e.r[i], "EXISTS %s", key), 0);
+
+    /* The watchdog renews on the key's own server: after several lease
+     * lengths the lock is still there and still ours. */
+    o = th_aopts(600, 0, 0);
+    o.watchdog = 1;
+    ASSERT_OK(redislock_acquire(l, &o));
+    th_sleep_ms(1800);
+    ASSERT_OK(redislock_check(l));
+    ASSERT_KEY(e.r[1], key, redislock_token(l));
+    ASSERT_GT(th_pttl(e.r[1], key), 0);
+    ASSERT_EQ_INT(th_cmd_int(e.r[0], "EXISTS %s", key), 0);
+    ASSERT_EQ_INT(th_cmd_int(e.r[2], "EXISTS %s", key), 0);
+    ASSERT_OK(redislock_release(l));
+    for (i = 0; i < 3; i++)
+        ASSERT_EQ_INT(th_cmd_int(e.r[i], "EXISTS %s", key), 0);
+    redislock_lock_free(l);
+    redislock_client_free(c);
+    env_stop(&e);
+}

@@ -1,0 +1,168 @@
+/*
+ * url: the connection string. Malformed ones fail fast with EINVAL and a
+ * detail that names the problem; a database number is honoured or refused;
+ * TLS is refused plainly; nobody listening is ECONNECT, at once.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "harness/fixture.h"
+#include "harness/server.h"
+#include "harness/util.h"
+#include "test.h"
+
+/* Refusals that need no network must not wait for any timeout. */
+#define FAST_MS 500
+
+/* Whether the detail mentions one of the '|'-separated words. */
+static int mentions(const char *detail, const char *words)
+{
+    char w[64];
+    const char *p = words, *bar;
+    size_t n;
+
+    for (;;) {
+        bar = strchr(p, '|');
+        n = bar ? (size_t)(bar - p) : strlen(p);
+        snprintf(w, sizeof w, "%.*s", (int)n, p);
+        if (strcasestr(detail, w) != NULL)
+            return 1;
+        if (bar == NULL)
+            return 0;
+        p = bar + 1;
+    }
+}
+
+/* client_new(url) fails with want, soon, with a detail naming words. */
+static void assert_refused(const char *url, redislock_err want,
+                           const char *words)
+{
+    redislock_client *c = NULL;
+    int64_t t0 = th_now_ms();
+    const char *d;
+
+    ASSERT_ERR(redislock_client_new(&c, url, NULL), want);
+    d = redislock_errdetail();
+    test_log("%s -> %s: %s", url, redislock_errname(want), d);
+    ASSERT(c == NULL);
+    ASSERT_LT(th_now_ms() - t0, FAST_MS);
+    if (!mentions(d, words))
+        test_fail_(__FILE__, __LINE__, "detail for \"%s\" is \"%s\"; want "
+                   "it to mention %s", url, d, words);
+}
+
+void test_url_malformed_einval(void)
+{
+    static const struct {
+        const char *url, *words;
+    } bad[] = {
+        {"redis://127.0.0.1:99999", "port"},
+        {"redis://127.0.0.1:abc", "port"},
+        {"redis://127.0.0.1:-1", "port"},
+        {"redis://:@", "host"},
+        {"redis://", "host"},
+        {"http://x", "scheme"},
+        {"redis://h:6379/abc", "db|database"},
+        {"redis://h/-1", "db|database"},
+        {"unix://", "path"},
+        {"unix:///tmp/x.sock?db=abc", "db|database"},
+        {"", "url|scheme|empty"},
+    };
+    size_t i;
+
+    for (i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        assert_refused(bad[i].url, REDISLOCK_EINVAL, bad[i].words);
+}
+
+void test_url_db_out_of_range(void)
+{
+    th_server *s = th_server_start(NULL);
+    char url[3][256];
+    redislock_client *c = NULL;
+    redislock_err e;
+    const char *d;
+    int i;
+
+    /* A syntactically fine number the server refuses (16 databases). */
+    snprintf(url[0], sizeof url[0], "%s/99999", s->tcp_url);
+    snprintf(url[1], sizeof url[1], "%s/16", s->tcp_url);
+    snprintf(url[2], sizeof url[2], "%s?db=99999", s->unix_url);
+    for (i = 0; i < 3; i++) {
+        e = redislock_client_new(&c, url[i], NULL);
+        d = redislock_errdetail();
+        test_log("%s -> %s: %s", url[i], redislock_errname(e), d);
+        ASSERT(e == REDISLOCK_EINVAL || e == REDISLOCK_ESERVER);
+        ASSERT(c == NULL);
+        ASSERT(mentions(d, "db|database"));
+    }
+    th_server_stop(s);
+}
+
+/* Acquires key through url and checks it landed in database db only. */
+static void assert_in_db(th_server *s, const char *url, const char *key,
+                         int db)
+{
+    redislock_client *c = th_client_url(url, NULL);
+    redislock_lock *l = th_lock(c, key);
+    redisContext *r = th_server_redis(s);
+
+    ASSERT_OK(redislock_acquire(l, NULL));
+    freeReplyObject(th_cmd(r, "SELECT %d", db));
+    ASSERT_KEY(r, key, redislock_token(l));
+    freeReplyObject(th_cmd(r, "SELECT %d", db == 0 ? 1 : 0));
+    ASSERT_EQ_INT(th_cmd_int(r, "EXISTS %s", key), 0);
+    ASSERT_OK(redislock_release(l));
+    redislock_lock_free(l);
+    redislock_client_free(c);
+    redisFree(r);
+}
+
+void test_url_db_selects(void)
+{
+    th_server *s = th_server_start(NULL);
+    char url[256];
+
+    snprintf(url, sizeof url, "%s/3", s->tcp_url);
+    assert_in_db(s, url, "db:three", 3);
+    snprintf(url, sizeof url, "%s?db=5", s->unix_url);
+    assert_in_db(s, url, "db:five", 5);
+    snprintf(url, sizeof url, "%s/15", s->tcp_url);
+    assert_in_db(s, url, "db:fifteen", 15);
+    assert_in_db(s, s->tcp_url, "db:zero", 0);
+    assert_in_db(s, s->unix_url, "db:zero", 0);
+    th_server_stop(s);
+}
+
+void test_url_rediss_enotls(void)
+{
+    th_server *s = th_server_start(NULL);
+    char url[256];
+
+    /* Even with a server at that address: no plain-text fallback. */
+    snprintf(url, sizeof url, "rediss://127.0.0.1:%d", s->port);
+    assert_refused(url, REDISLOCK_ENOTLS, "tls");
+    assert_refused("rediss://127.0.0.1:6379/0", REDISLOCK_ENOTLS, "tls");
+    th_server_stop(s);
+}
+
+void test_url_refused_econnect(void)
+{
+    int port = th_free_port();
+    char url[256];
+    redislock_client *c = NULL;
+    int64_t t0;
+
+    ASSERT_GT(port, 0);
+    snprintf(url, sizeof url, "redis://127.0.0.1:%d", port);
+    t0 = th_now_ms();
+    ASSERT_ERR(redislock_client_new(&c, url, NULL), REDISLOCK_ECONNECT);
+    ASSERT(c == NULL);
+    ASSERT_LT(th_now_ms() - t0, FAST_MS);
+    test_log("%s: %s", url, redislock_errdetail());
+
+    t0 = th_now_ms();
+    ASSERT_ERR(redislock_client_new(&c, "unix:///nonexistent/redis.sock", NULL),
+               REDISLOCK_ECONNECT);
+    ASSERT(c == NULL);
+    ASSERT_LT(th_now_ms() - t0, FAST_MS);
+}
