@@ -110,7 +110,8 @@ typedef enum redislock_retry {
 
 /* A caller-supplied strategy: the pause in ms before attempt + 1 (no
  * jitter is added), or a negative value to give up. holder_ttl_ms is the
- * holder's remaining TTL, or -1 when unknown. */
+ * holder's remaining TTL, REDISLOCK_TTL_NO_EXPIRY (-1) for a key without
+ * expiry, or -2 when unknown. */
 typedef int64_t (*redislock_retry_fn)(void *arg, int attempt,
                                       int64_t holder_ttl_ms);
 
@@ -144,7 +145,8 @@ typedef struct redislock_acquire_options {
     int max_renewals;
     int64_t max_hold_ms;
     /* Subtracted from the validity to allow for clock drift between this
-     * host and Redis. Default 0.01 * ttl_ms + 2 ms. */
+     * host and Redis. Default (0): 0.01 * ttl_ms + 2 ms, recomputed when
+     * redislock_extend() changes the TTL. */
     int64_t drift_ms;
     /* How pauses grow between attempts. Default REDISLOCK_RETRY_CONSTANT. */
     redislock_retry retry;
@@ -221,9 +223,11 @@ redislock_acquire(redislock_lock *l, const redislock_acquire_options *opts);
 
 /*
  * Releases the lock if this handle's token still owns it. REDISLOCK_OK:
- * released; REDISLOCK_EEXPIRED: it had expired and is free; REDISLOCK_ELOST:
- * another owner holds it (left untouched). After any of these the handle no
- * longer holds a token.
+ * released (for a reentrant lock: one hold dropped, see redislock_holds);
+ * REDISLOCK_EEXPIRED: it had expired and is free; REDISLOCK_ELOST: another
+ * owner holds it (left untouched). After EEXPIRED, ELOST or the last hold's
+ * release the handle holds nothing; after any other error (the connection
+ * failed) the outcome is unknown and the handle keeps its token.
  */
 REDISLOCK_API redislock_err redislock_release(redislock_lock *l);
 
