@@ -2,7 +2,6 @@
 # set-up on a fresh Debian 12 machine (packages are installed when run as
 # root).
 BUILD ?= build
-CHECK_BUILD ?= build-check
 JOBS ?= 2
 
 .PHONY: all deps build demo check clean
@@ -19,13 +18,11 @@ build: deps
 demo: build
 	scripts/with-redis.sh $(BUILD)/examples/points_demo
 
-# Every test, under ASan+UBSan with warnings as errors. The runner starts
-# its own redis-server instances and ends with "N passed, N failed".
+# Every test under ASan+UBSan, the threaded ones again under TSan, all
+# with warnings as errors. The runner starts its own redis-server
+# instances; the last line is "N passed, N failed".
 check: deps
-	cmake -S . -B $(CHECK_BUILD) -DCMAKE_BUILD_TYPE=Debug \
-	    -DREDISLOCK_WERROR=ON -DREDISLOCK_SANITIZE=address,undefined >/dev/null
-	cmake --build $(CHECK_BUILD) -j$(JOBS)
-	$(CHECK_BUILD)/tests/rl-tests
+	JOBS=$(JOBS) scripts/check.sh
 
 clean:
-	rm -rf $(BUILD) $(CHECK_BUILD)
+	rm -rf $(BUILD) build-check build-tsan

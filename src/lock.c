@@ -111,9 +111,13 @@ void rl__lock_take(redislock_lock *l, const char *token, int64_t ttl_ms,
         atomic_store(&l->lost, 0);
     }
     l->own++;
-    l->ttl_ms = ttl_ms;
-    l->drift_fixed = drift_ms >= 0;
-    l->drift_ms = drift_ms >= 0 ? drift_ms : ttl_ms / 100 + 2;
+    /* The watchdog thread reads the lease settings of a watched lock: a
+     * re-entry keeps those it was first acquired with. */
+    if (l->watch == NULL) {
+        l->ttl_ms = ttl_ms;
+        l->drift_fixed = drift_ms >= 0;
+        l->drift_ms = drift_ms >= 0 ? drift_ms : ttl_ms / 100 + 2;
+    }
     rl__lock_set_validity(l, sent_us, ttl_ms);
 }
 

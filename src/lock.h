@@ -28,7 +28,9 @@ struct redislock_lock {
      * them without locking. */
     char token[RL_TOKEN_MAX + 1];
     char *default_owner; /* "host:pid:random", made on first use */
-    int64_t own;         /* this handle's holds; 0 when not held */
+    /* This handle's holds; 0 when not held. Written by the owner thread,
+     * read by redislock_check() from any thread. */
+    _Atomic int64_t own;
     int rich;            /* held in the hash format (owner id) */
     int64_t ttl_ms;      /* the lease length renewals use */
     int64_t drift_ms;    /* subtracted from every validity */

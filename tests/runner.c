@@ -12,6 +12,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -419,10 +420,26 @@ static int parse_args(int argc, char **argv, int *njobs)
     return nnames;
 }
 
-/* The tests to run, in order: the named ones, or all. */
+/* Adds every test whose name matches the glob pattern; how many. */
+static int add_matching(const char *pattern, const test_case **sel, int *nsel)
+{
+    size_t k;
+    int found = 0;
+
+    for (k = 0; k < nall; k++)
+        if (fnmatch(pattern, all[k].name, 0) == 0) {
+            sel[(*nsel)++] = &all[k];
+            found++;
+        }
+    return found;
+}
+
+/* The tests to run, in order: the named ones (a name may be a glob such
+ * as 'watchdog_*'), or all. */
 static const test_case **select_tests(int argc, char **argv, int *nsel)
 {
-    const test_case **sel = calloc(nall + (size_t)argc + 1, sizeof *sel);
+    const test_case **sel = calloc(nall * ((size_t)argc + 1) + 1,
+                                   sizeof *sel);
     int i;
 
     if (sel == NULL)
@@ -432,6 +449,9 @@ static const test_case **select_tests(int argc, char **argv, int *nsel)
         for (i = 0; i < (int)nall; i++)
             sel[(*nsel)++] = &all[i];
     for (i = 0; i < argc; i++) {
+        if (strpbrk(argv[i], "*?[") != NULL &&
+            add_matching(argv[i], sel, nsel) > 0)
+            continue;
         sel[*nsel] = find_test(argv[i]);
         if (sel[(*nsel)++] == NULL) {
             fprintf(stderr, "rl-tests: no test named %s\n", argv[i]);

@@ -1,0 +1,40 @@
+#!/bin/sh
+# make check: every test under ASan+UBSan, then the threaded tests again
+# under TSan, each build with warnings as errors. Ends with one line
+# "N passed, N failed" for both runs together; exits non-zero on any
+# failure.
+set -u
+
+jobs=${JOBS:-2}
+asan=${CHECK_BUILD:-build-check}
+tsan=${TSAN_BUILD:-build-tsan}
+# The tests that run threads: the watchdog, cancellation, shared clients.
+threaded="watchdog_* reentrant_* retry_* concurrency_* shard_*
+legacy_fixed_delay_herd"
+
+build() {
+    cmake -S . -B "$1" -DCMAKE_BUILD_TYPE=Debug -DREDISLOCK_WERROR=ON \
+        -DREDISLOCK_SANITIZE="$2" >/dev/null &&
+        cmake --build "$1" -j"$jobs" >/dev/null
+}
+
+count() {
+    sed -n "s/^\([0-9]*\) passed, \([0-9]*\) failed$/\\$2/p" "$1" | tail -n 1
+}
+
+build "$asan" address,undefined || { echo "check: ASan build failed"; exit 1; }
+build "$tsan" thread || { echo "check: TSan build failed"; exit 1; }
+
+log=$(mktemp -d)
+trap 'rm -rf "$log"' EXIT
+"$asan/tests/rl-tests" -j"$jobs" | tee "$log/asan"
+echo "== the threaded tests again, under ThreadSanitizer =="
+# shellcheck disable=SC2086  # the globs are the runner's to match
+"$tsan/tests/rl-tests" -j"$jobs" $threaded | tee "$log/tsan"
+
+passed=$(($(count "$log/asan" 1) + $(count "$log/tsan" 1)))
+failed=$(($(count "$log/asan" 2) + $(count "$log/tsan" 2)))
+[ -n "$(count "$log/asan" 1)" ] && [ -n "$(count "$log/tsan" 1)" ] ||
+    failed=$((failed + 1))
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
