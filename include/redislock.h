@@ -172,6 +172,10 @@ typedef struct redislock_acquire_options {
     /* A string stored with the lock that anyone can read (host, job id,
      * start time). Copied. Default NULL: none. */
     const char *metadata;
+    /* Nonzero: waiters queue in arrival order and each release hands the
+     * lock straight to the longest-waiting live waiter (FIFO). Default 0:
+     * a release wakes one waiter, which then competes with newcomers. */
+    int fair;
 } redislock_acquire_options;
 
 /*

@@ -16,16 +16,29 @@
 #include "error.h"
 #include "lock.h"
 #include "rand.h"
+#include "wait.h"
 #include "watchdog.h"
 
 #define RL_DEFAULT_RETRY_MAX_DELAY_MS 2000
+/* A waiter not heard from for this long is dead: it can stall a fair
+ * queue no longer than this. Fair waiters renew it every heartbeat. */
+#define RL_FAIR_ALIVE_MS 5000
+#define RL_FAIR_HEARTBEAT_MS 2000
+/* Pause when the holder's TTL is unknown or it has none. */
+#define RL_UNKNOWN_TTL_PAUSE_MS 1000
+/* The longest a waiting marker is set for, per attempt. */
+#define RL_MARK_MAX_MS 86400000
 
 /* One acquire call's settings, defaults filled in. */
 typedef struct attempt_cfg {
     const redislock_acquire_options *o;
     const char *id;  /* token or owner id */
+    const char *fmt; /* "plain", "hash" or "reentrant" */
     int rich;        /* hash format */
-    int need_ttl;    /* a contended attempt should learn the holder's TTL */
+    int waits;       /* more than one attempt may be made */
+    int first;       /* no attempt made yet */
+    int strategy;    /* the caller chose how pauses grow */
+    int queued;      /* a fair waiter in the queue */
     int64_t ttl_ms;
     int64_t delay_ms, cap_ms;
     char ttl[24];
@@ -85,42 +98,49 @@ static const char *default_owner(redislock_lock *l)
     return l->default_owner;
 }
 
-/* SET NX PX, with PTTL in the same round trip when the caller will wait. */
-static redislock_err try_plain(redislock_lock *l, attempt_cfg *a)
+/* SET NX PX: the fast path, one command, when the lock is free. */
+static redislock_err try_set(redislock_lock *l, attempt_cfg *a)
 {
     const char *set[6] = {"SET", l->key, a->id, "NX", "PX", a->ttl};
     size_t setl[6] = {3, l->keylen, strlen(a->id), 2, 2, strlen(a->ttl)};
-    const char *pttl[2] = {"PTTL", l->key};
-    size_t pttll[2] = {4, l->keylen};
-    rl__cmd cmds[2] = {{6, set, setl}, {2, pttl, pttll}};
-    rl__reply *r[2];
-    int n = a->need_ttl ? 2 : 1;
-    redislock_err err = rl__lock_command(l, n, cmds, r);
+    rl__cmd cmd = {6, set, setl};
+    rl__reply *r;
+    redislock_err err = rl__lock_command(l, 1, &cmd, &r);
 
     if (err != REDISLOCK_OK)
         return err;
-    if (r[0]->type == REDIS_REPLY_NIL)
+    if (r->type == REDIS_REPLY_NIL)
         err = REDISLOCK_EHELD;
-    else if (r[0]->type != REDIS_REPLY_STATUS)
-        err = rl__err(REDISLOCK_EPROTOCOL, "SET answered type %d",
-                      r[0]->type);
-    if (err == REDISLOCK_EHELD && n == 2 && r[1]->type == REDIS_REPLY_INTEGER)
-        l->holder_ttl = r[1]->integer;
-    while (n-- > 0)
-        rl__reply_free(r[n]);
+    else if (r->type != REDIS_REPLY_STATUS)
+        err = rl__err(REDISLOCK_EPROTOCOL, "SET answered type %d", r->type);
+    rl__reply_free(r);
     return err;
 }
 
-/* The acquire script: {1, holds} taken, {0, pttl} held by another. */
-static redislock_err try_rich(redislock_lock *l, attempt_cfg *a)
+/* Runs the acquire or fair script: {1, holds} taken, {0, pttl} held. */
+static redislock_err try_script(redislock_lock *l, attempt_cfg *a,
+                                int64_t now_ms, int64_t deadline)
 {
     const char *meta = a->o->metadata ? a->o->metadata : "";
-    const char *args[4] = {a->id, a->ttl, a->o->reentrant ? "1" : "0", meta};
-    size_t lens[4] = {strlen(a->id), strlen(a->ttl), 1, strlen(meta)};
+    char wait[24];
+    const char *args[6] = {a->id, a->ttl, a->fmt, meta, wait, l->base};
+    size_t lens[6] = {strlen(a->id), strlen(a->ttl), strlen(a->fmt),
+                      strlen(meta), 0, l->baselen};
+    int64_t left = deadline - now_ms;
     rl__reply *r;
-    redislock_err err = rl__pool_script(l->pool, &rl__script_acquire, l->key,
-                                        l->keylen, 4, args, lens, &r);
+    redislock_err err;
 
+    /* Fair waiters pass their alive window, others how long they may
+     * block (0 for a single try: no wake-up wanted). */
+    if (left > RL_MARK_MAX_MS)
+        left = RL_MARK_MAX_MS;
+    lens[4] = (size_t)snprintf(wait, sizeof wait, "%lld",
+                               a->o->fair ? (long long)RL_FAIR_ALIVE_MS
+                               : a->waits ? (long long)left
+                                          : 0LL);
+    err = rl__pool_script(l->pool, a->o->fair ? &rl__script_fair
+                                              : &rl__script_acquire,
+                          l->key, l->keylen, 6, args, lens, &r);
     if (err != REDISLOCK_OK)
         return err;
     if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
@@ -130,38 +150,50 @@ static redislock_err try_rich(redislock_lock *l, attempt_cfg *a)
                       r->type);
     else if (r->element[0]->integer != 1) {
         l->holder_ttl = r->element[1]->integer;
+        a->queued = a->o->fair;
         err = REDISLOCK_EHELD;
     }
     rl__reply_free(r);
     return err;
 }
 
+/* One attempt. A plain lock tries SET first (free: one round trip); a
+ * waiter that finds it held goes on at once with the script, which tells
+ * the release that it waits and returns the holder's TTL. */
 static redislock_err attempt(redislock_lock *l, attempt_cfg *a,
-                             int64_t *sent_us)
+                             int64_t deadline, int64_t *sent_us)
 {
+    redislock_err err;
+
     l->holder_ttl = -2;
     *sent_us = rl__now_us();
-    return a->rich ? try_rich(l, a) : try_plain(l, a);
+    if (!a->rich && !a->o->fair && (a->first || !a->waits)) {
+        a->first = 0;
+        err = try_set(l, a);
+        if (err != REDISLOCK_EHELD || !a->waits)
+            return err;
+        *sent_us = rl__now_us();
+    }
+    return try_script(l, a, rl__now_ms(), deadline);
 }
 
-/* Sleeps ms unless cancelled; returns whether it was cancelled. */
-static int pause_or_cancel(redislock_lock *l, int64_t ms)
+/* A fair waiter that gives up leaves the queue; if a release handed it
+ * the lock meanwhile, the lock goes on to the next waiter. */
+static void leave_queue(redislock_lock *l, attempt_cfg *a)
 {
-    int64_t until = rl__now_us() + ms * 1000;
-    struct timespec ts = {(time_t)(until / 1000000),
-                          (long)(until % 1000000) * 1000};
-    int cancelled;
+    const char *args[2] = {a->id, l->base};
+    size_t lens[2] = {strlen(a->id), l->baselen};
+    rl__reply *r;
 
-    pthread_mutex_lock(&l->mu);
-    while (!l->cancelled && rl__now_us() < until)
-        pthread_cond_timedwait(&l->wake, &l->mu, &ts);
-    cancelled = l->cancelled;
-    l->cancelled = 0;
-    pthread_mutex_unlock(&l->mu);
-    return cancelled;
+    if (rl__pool_script(l->pool, &rl__script_leave, l->key, l->keylen, 2,
+                        args, lens, &r) == REDISLOCK_OK)
+        rl__reply_free(r);
+    a->queued = 0;
 }
 
-/* The pause before attempt + 1, or -1 to give up. */
+/* The pause before attempt + 1, or -1 to give up. Without a strategy of
+ * the caller's, a waiter blocks until a release wakes it or the holder's
+ * lease ends (and a fair waiter at least once per heartbeat). */
 static int64_t next_pause(redislock_lock *l, const attempt_cfg *a,
                           int attempt_no, int64_t now, int64_t deadline)
 {
@@ -174,11 +206,15 @@ static int64_t next_pause(redislock_lock *l, const attempt_cfg *a,
         d = o->retry_fn(o->retry_arg, attempt_no, l->holder_ttl);
         if (d < 0)
             return -1;
-    } else {
+    } else if (a->strategy) {
         d = rl__jitter(rl__retry_delay((int)o->retry, a->delay_ms, a->cap_ms,
                                        attempt_no),
                        rl__jitter_rand());
+    } else {
+        d = l->holder_ttl >= 0 ? l->holder_ttl : RL_UNKNOWN_TTL_PAUSE_MS;
     }
+    if (o->fair && d > RL_FAIR_HEARTBEAT_MS)
+        d = RL_FAIR_HEARTBEAT_MS;
     return rl__backoff_cap(d, l->holder_ttl, now, deadline);
 }
 
@@ -198,8 +234,7 @@ static redislock_err gave_up(redislock_lock *l, int64_t waited, int tries,
                    "lock is held by another owner (holder's TTL %" PRId64
                    " ms; %d attempt%s in %" PRId64 " ms%s%s)",
                    l->holder_ttl, tries, tries == 1 ? "" : "s", waited,
-                   why ? "; " : "",
-                   why ? why : "");
+                   why ? "; " : "", why ? why : "");
 }
 
 static int take_cancel(redislock_lock *l)
@@ -213,46 +248,80 @@ static int take_cancel(redislock_lock *l)
     return c;
 }
 
+static redislock_err cancelled(redislock_lock *l)
+{
+    take_cancel(l);
+    return rl__err(REDISLOCK_ECANCELED, "the wait was cancelled");
+}
+
+/* After a held attempt: whether and how long to pause, or why not. */
+static redislock_err plan_pause(redislock_lock *l, attempt_cfg *a, int tries,
+                                int64_t start, int64_t deadline,
+                                int64_t *pause)
+{
+    int64_t now = rl__now_ms();
+
+    if (now >= deadline)
+        return gave_up(l, now - start, tries, NULL);
+    if (a->o->fail_fast && hopeless(l, now, deadline))
+        return gave_up(l, now - start, tries,
+                       "fail-fast: it outlasts the wait");
+    *pause = next_pause(l, a, tries, now, deadline);
+    if (*pause < 0)
+        return gave_up(l, now - start, tries, "attempts exhausted");
+    if (l->holder_ttl == REDISLOCK_TTL_FREE)
+        *pause = 0; /* released in between: try at once */
+    return REDISLOCK_OK;
+}
+
 static redislock_err wait_loop(redislock_lock *l, attempt_cfg *a,
                                int64_t *sent_us)
 {
-    const redislock_acquire_options *o = a->o;
-    int64_t start = rl__now_ms(), now, pause;
-    int64_t deadline = o->retry == REDISLOCK_RETRY_NONE
-                           ? start
-                           : rl__deadline(start, o->wait_ms);
+    int64_t start = rl__now_ms(), pause = 0;
+    int64_t deadline = a->waits ? rl__deadline(start, a->o->wait_ms) : start;
+    rl__wait_result res = RL_WAIT_TIMEOUT;
     int tries = 0;
     redislock_err err;
 
     for (;;) {
-        if (take_cancel(l))
-            return rl__err(REDISLOCK_ECANCELED, "the wait was cancelled");
-        err = attempt(l, a, sent_us);
+        if (take_cancel(l)) {
+            err = rl__err(REDISLOCK_ECANCELED, "the wait was cancelled");
+            break;
+        }
+        err = attempt(l, a, deadline, sent_us);
         tries++;
         if (err != REDISLOCK_EHELD)
-            return err;
-        now = rl__now_ms();
-        if (now >= deadline)
-            return gave_up(l, now - start, tries, NULL);
-        if (o->fail_fast && hopeless(l, now, deadline))
-            return gave_up(l, now - start, tries,
-                           "fail-fast: it outlasts the wait");
-        pause = next_pause(l, a, tries, now, deadline);
-        if (pause < 0)
-            return gave_up(l, now - start, tries, "attempts exhausted");
-        if (l->holder_ttl == REDISLOCK_TTL_FREE)
-            pause = 0; /* released in between: try at once */
-        if (pause > 0 && pause_or_cancel(l, pause))
-            return rl__err(REDISLOCK_ECANCELED, "the wait was cancelled");
+            break;
+        if ((err = plan_pause(l, a, tries, start, deadline, &pause)) != 0)
+            break;
+        if ((err = rl__wait(l, a->id, a->o->fair, pause, &res)) != 0)
+            break;
+        if (res == RL_WAIT_CANCELLED) {
+            err = cancelled(l);
+            break;
+        }
+        if (res == RL_WAIT_HANDOFF) {
+            /* Handed over after our last attempt ran: the lease started
+             * no earlier than that attempt was sent. */
+            a->queued = 0;
+            break;
+        }
     }
+    if (a->queued)
+        leave_queue(l, a);
+    return err;
 }
 
 static redislock_err setup(redislock_lock *l, const redislock_acquire_options *o,
                            attempt_cfg *a, char *tok)
 {
+    memset(a, 0, sizeof *a);
     a->o = o;
     a->rich = o->reentrant || o->owner != NULL || o->metadata != NULL;
-    a->need_ttl = o->wait_ms != REDISLOCK_NO_WAIT || o->fail_fast;
+    a->fmt = o->reentrant ? "reentrant" : a->rich ? "hash" : "plain";
+    a->waits = o->wait_ms != REDISLOCK_NO_WAIT && o->retry != REDISLOCK_RETRY_NONE;
+    a->first = 1;
+    a->strategy = o->retry != REDISLOCK_RETRY_CONSTANT || o->retry_delay_ms;
     a->ttl_ms = o->ttl_ms ? o->ttl_ms : REDISLOCK_DEFAULT_TTL_MS;
     snprintf(a->ttl, sizeof a->ttl, "%" PRId64, a->ttl_ms);
     a->delay_ms = o->retry_delay_ms ? o->retry_delay_ms
@@ -323,4 +392,6 @@ void redislock_cancel(redislock_lock *l)
     l->cancelled = 1;
     pthread_cond_broadcast(&l->wake);
     pthread_mutex_unlock(&l->mu);
+    /* A waiter blocked on the server is woken through its own list. */
+    rl__wait_interrupt(l);
 }

@@ -1,10 +1,15 @@
-# Writes OUT: one rl__script per NAMES entry, with the source of DIR/NAME.lua
-# as a C string and its SHA1 (what EVALSHA names it by).
+# Writes OUT: one rl__script per NAMES entry, with the source of
+# DIR/lib.lua followed by DIR/NAME.lua as a C string and its SHA1 (what
+# EVALSHA names it by).
 set(_c "/* Generated from src/lua by embed_lua.cmake. Do not edit. */\n")
 string(APPEND _c "#include \"script.h\"\n\n")
 string(REPLACE "," ";" NAMES "${NAMES}")
+# lib.lua holds the functions several scripts share; it goes in front of
+# each script, so every script is still sent (and cached) whole.
+file(READ ${DIR}/lib.lua _lib)
 foreach(_name ${NAMES})
-    file(READ ${DIR}/${_name}.lua _src)
+    file(READ ${DIR}/${_name}.lua _body)
+    set(_src "${_lib}${_body}")
     string(SHA1 _sha "${_src}")
     string(REPLACE "\\" "\\\\" _esc "${_src}")
     string(REPLACE "\"" "\\\"" _esc "${_esc}")

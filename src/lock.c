@@ -17,6 +17,46 @@
 #include "lock.h"
 #include "watchdog.h"
 
+/* Whether key has a Redis Cluster hash tag: a '{' followed later by a
+ * '}' with at least one byte between. */
+static int has_hash_tag(const char *key, size_t len)
+{
+    const char *open = memchr(key, '{', len), *close;
+
+    if (open == NULL)
+        return 0;
+    close = memchr(open + 1, '}', len - (size_t)(open + 1 - key));
+    return close != NULL && close > open + 1;
+}
+
+/*
+ * The prefix of the lock's helper keys. They start with the key itself, so
+ * an ACL that lets a user at "jobs:*" covers them, and carry a hash tag
+ * naming the key's own slot ("K{K}:rl-"; a key with a tag of its own
+ * keeps it: "K:rl-"), so a cluster keeps them on the lock key's node.
+ */
+static char *helper_base(const char *key, size_t len, size_t *outlen)
+{
+    static const char suffix[] = ":rl-";
+    int tagged = has_hash_tag(key, len);
+    char *b = malloc(2 * len + sizeof suffix + 2), *p = b;
+
+    if (b == NULL)
+        return NULL;
+    memcpy(p, key, len);
+    p += len;
+    if (!tagged) {
+        *p++ = '{';
+        memcpy(p, key, len);
+        p += len;
+        *p++ = '}';
+    }
+    memcpy(p, suffix, sizeof suffix - 1);
+    p += sizeof suffix - 1;
+    *outlen = (size_t)(p - b);
+    return b;
+}
+
 redislock_err redislock_lock_new(redislock_client *c, const void *key,
                                  size_t keylen, redislock_lock **out)
 {
@@ -47,6 +87,11 @@ redislock_err redislock_lock_new(redislock_client *c, const void *key,
     l->prefixlen = plen;
     l->client = c;
     l->pool = rl__client_route(c, l->key, l->keylen);
+    if ((l->base = helper_base(l->key, l->keylen, &l->baselen)) == NULL) {
+        free(l->key);
+        free(l);
+        return rl__err(REDISLOCK_ENOMEM, "out of memory");
+    }
     l->holder_ttl = -2;
     pthread_mutex_init(&l->mu, NULL);
     pthread_condattr_init(&attr);
@@ -62,10 +107,12 @@ void redislock_lock_free(redislock_lock *l)
     if (l == NULL)
         return;
     rl__unwatch(l);
+    rl__conn_close(l->waitconn);
     pthread_cond_destroy(&l->wake);
     pthread_mutex_destroy(&l->mu);
     free(l->default_owner);
     free(l->info_buf);
+    free(l->base);
     free(l->key);
     free(l);
 }
@@ -137,12 +184,12 @@ static redislock_err owner_script(redislock_lock *l, const rl__script *s,
                                   const char *arg2, int64_t timeout_ms,
                                   long long *n)
 {
-    const char *args[2] = {l->token, arg2};
-    size_t lens[2] = {strlen(l->token), strlen(arg2)};
+    const char *args[3] = {l->token, arg2, l->base};
+    size_t lens[3] = {strlen(l->token), strlen(arg2), l->baselen};
     rl__reply *r;
     redislock_err err;
 
-    err = rl__pool_script_within(l->pool, timeout_ms, s, l->key, l->keylen, 2,
+    err = rl__pool_script_within(l->pool, timeout_ms, s, l->key, l->keylen, 3,
                                  args, lens, &r);
     if (err != REDISLOCK_OK)
         return err;

@@ -23,6 +23,10 @@ struct redislock_lock {
     char *key;       /* the Redis key: the client's prefix, then the key */
     size_t keylen;
     size_t prefixlen;
+    /* Prefix of the lock's helper keys (wake list, fair queue), see
+     * helper_base() in lock.c. Binary like the key. */
+    char *base;
+    size_t baselen;
     /* The token (plain lock) or owner id (hash lock). It and the key do
      * not change while the lock is watched, so the watchdog thread reads
      * them without locking. */
@@ -41,8 +45,11 @@ struct redislock_lock {
     _Atomic int lost;               /* a redislock_err; 0 while not lost */
     /* Cancellation of a wait, from any thread. */
     pthread_mutex_t mu;
-    pthread_cond_t wake; /* on CLOCK_MONOTONIC */
+    pthread_cond_t wake; /* a short pause sleeps on it; CLOCK_MONOTONIC */
     int cancelled;
+    char *wait_list;     /* the waiter's own list while it blocks, or NULL */
+    size_t wait_list_len;
+    rl__conn *waitconn;  /* the connection a waiter blocks on (BLPOP) */
     struct rl__watch *watch; /* non-NULL while watched */
     char *info_buf;          /* backs the strings of redislock_inspect */
 };

@@ -17,6 +17,8 @@ typedef struct rl__script {
 } rl__script;
 
 extern const rl__script rl__script_acquire;
+extern const rl__script rl__script_fair;
+extern const rl__script rl__script_leave;
 extern const rl__script rl__script_release;
 extern const rl__script rl__script_extend;
 extern const rl__script rl__script_inspect;

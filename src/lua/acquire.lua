@@ -1,21 +1,31 @@
--- Acquire for locks with an owner id (reentrant, or carrying metadata),
--- kept as a hash: owner, holds, and meta when given.
--- KEYS[1] the lock. ARGV[1] owner id, ARGV[2] TTL in ms, ARGV[3] "1" when
--- the owner may take it again, ARGV[4] metadata ("" for none).
+-- Acquire for any format, with the waiting marker.
+-- KEYS[1] the lock. ARGV[1] token or owner id, ARGV[2] TTL in ms,
+-- ARGV[3] format: 'plain', 'hash' or 'reentrant' (a hash its owner may
+-- take again), ARGV[4] metadata ('' for none), ARGV[5] the most the caller
+-- will wait in ms ('0': it will not, so no marker), ARGV[6] helper base.
 -- Returns {1, holds} when taken, {0, PTTL} when another owner holds it.
-local kind = redis.call('TYPE', KEYS[1]).ok
+local key, id, fmt = KEYS[1], ARGV[1], ARGV[3]
+local kind, holder = rl_holder(key)
 if kind == 'none' then
-    redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'holds', 1)
-    if ARGV[4] ~= '' then
-        redis.call('HSET', KEYS[1], 'meta', ARGV[4])
-    end
-    redis.call('PEXPIRE', KEYS[1], ARGV[2])
+    rl_create(key, id, ARGV[2], fmt, ARGV[4])
     return {1, 1}
 end
-if ARGV[3] == '1' and kind == 'hash' and
-        redis.call('HGET', KEYS[1], 'owner') == ARGV[1] then
-    local holds = redis.call('HINCRBY', KEYS[1], 'holds', 1)
-    redis.call('PEXPIRE', KEYS[1], ARGV[2])
+if fmt == 'reentrant' and kind == 'hash' and holder == id then
+    local holds = redis.call('HINCRBY', key, 'holds', 1)
+    redis.call('PEXPIRE', key, ARGV[2])
     return {1, holds}
 end
-return {0, redis.call('PTTL', KEYS[1])}
+local ttl = redis.call('PTTL', key)
+local wait = tonumber(ARGV[5])
+if wait > 0 then
+    -- Tell the release that someone waits, for as long as this waiter
+    -- may block: until the holder's lease ends or the caller's deadline.
+    if ttl >= 0 and ttl < wait then
+        wait = ttl
+    end
+    local marker = ARGV[6] .. 'waiting'
+    if redis.call('PTTL', marker) < wait + 1000 then
+        redis.call('SET', marker, '1', 'PX', wait + 1000)
+    end
+end
+return {0, ttl}

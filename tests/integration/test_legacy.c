@@ -497,7 +497,7 @@ static void *waiter(void *arg)
     return NULL;
 }
 
-/* Server times, in us, of the attempts (SET lg:herd) MONITOR saw. */
+/* Server times, in us, of the attempts MONITOR saw. */
 typedef struct attempts {
     int n;
     int64_t t[MAX_SEEN];
@@ -512,12 +512,29 @@ static int64_t monitor_time(const char *line)
     return (int64_t)sec * 1000000 + strtoll(end + 1, NULL, 10);
 }
 
+/* What a MONITOR line is: 1 an attempt (the plain SET of a first try, or
+ * an acquire script call, whose arguments carry the "plain" format), 2 a
+ * release script call, 0 anything else (commands a script runs inside the
+ * server show "lua]"). */
+static int classify_line(const char *line)
+{
+    if (strstr(line, "lua]") != NULL)
+        return 0;
+    if (strstr(line, "\"SET\" \"lg:herd\"") != NULL)
+        return 1;
+    if (strstr(line, "\"EVALSHA\"") == NULL ||
+        strstr(line, "\"1\" \"lg:herd\"") == NULL)
+        return 0;
+    return strstr(line, "\"plain\"") != NULL ? 1 : 2;
+}
+
 /* Reads what MONITOR on m recorded, up to a mark sent now on r. */
 static void monitor_drain(redisContext *m, redisContext *r, attempts *a)
 {
     char mark[64];
     redisReply *rep;
     void *reply;
+    int kind, released = 0;
 
     snprintf(mark, sizeof mark, "lg-herd-mark-%d", (int)getpid());
     freeReplyObject(th_cmd(r, "ECHO %s", mark));
@@ -531,7 +548,11 @@ static void monitor_drain(redisContext *m, redisContext *r, attempts *a)
             freeReplyObject(rep);
             return;
         }
-        if (strstr(rep->str, "\"SET\" \"lg:herd\"") != NULL) {
+        /* Only the polling while the holder keeps the lock: after its
+         * release, waiters are woken one by one and no longer poll. */
+        kind = released ? 0 : classify_line(rep->str);
+        released = released || kind == 2;
+        if (kind == 1) {
             ASSERT_LT(a->n, MAX_SEEN);
             a->t[a->n++] = monitor_time(rep->str);
         }

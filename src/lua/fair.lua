@@ -1,0 +1,42 @@
+-- A fair (FIFO) waiter's attempt, also its heartbeat.
+-- KEYS[1] the lock. ARGV[1] token or owner id, ARGV[2] TTL in ms,
+-- ARGV[3] format, ARGV[4] metadata, ARGV[5] alive window in ms (the
+-- waiter counts as dead when it has not been heard from for that long),
+-- ARGV[6] helper base.
+-- Returns {1, 1} when the caller holds the lock (taken now, or handed to
+-- it by a release), {0, PTTL} when it is queued.
+local key, id, base = KEYS[1], ARGV[1], ARGV[6]
+local q, alive = base .. 'q', base .. 'w:' .. id
+local kind, holder = rl_holder(key)
+if holder == id then
+    redis.call('ZREM', q, id)
+    redis.call('DEL', alive, base .. 'h:' .. id)
+    return {1, 1}
+end
+if kind == 'none' then
+    -- Free: drop dead waiters ahead (bounded), then take it unless a live
+    -- waiter came first.
+    local head
+    for _ = 1, 16 do
+        head = redis.call('ZRANGE', q, 0, 0)[1]
+        if head == nil or head == id or
+                redis.call('EXISTS', base .. 'w:' .. head) == 1 then
+            break
+        end
+        redis.call('ZREM', q, head)
+    end
+    if head == nil or head == id then
+        redis.call('ZREM', q, id)
+        redis.call('DEL', alive)
+        rl_create(key, id, ARGV[2], ARGV[3], ARGV[4])
+        return {1, 1}
+    end
+end
+if not redis.call('ZSCORE', q, id) then
+    redis.call('ZADD', q, redis.call('INCR', base .. 'seq'), id)
+end
+redis.call('SET', alive, ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. ARGV[4],
+           'PX', ARGV[5])
+redis.call('PEXPIRE', q, ARGV[5])
+redis.call('PEXPIRE', base .. 'seq', ARGV[5])
+return {0, redis.call('PTTL', key)}

@@ -1,0 +1,61 @@
+-- Shared by every script: embed_lua.cmake puts this file in front of each
+-- one (so each is still a single script with its own SHA1).
+
+-- The kind of the lock key and who holds it: the string's value (a plain
+-- lock's token) or the hash's owner field; false when there is none.
+local function rl_holder(key)
+    local kind = redis.call('TYPE', key).ok
+    if kind == 'string' then
+        return kind, redis.call('GET', key)
+    elseif kind == 'hash' then
+        return kind, redis.call('HGET', key, 'owner')
+    end
+    return kind, false
+end
+
+-- Creates the lock for id: a string for the 'plain' format, a hash with
+-- owner, holds and meta for 'hash' and 'reentrant'.
+local function rl_create(key, id, ttl, fmt, meta)
+    if fmt == 'plain' then
+        redis.call('SET', key, id, 'PX', ttl)
+        return
+    end
+    redis.call('HSET', key, 'owner', id, 'holds', 1)
+    if meta ~= '' then
+        redis.call('HSET', key, 'meta', meta)
+    end
+    redis.call('PEXPIRE', key, ttl)
+end
+
+-- After the lock at key was freed: hands it to the longest-waiting live
+-- fair waiter, or else wakes one ordinary waiter. base is the prefix of
+-- the lock's helper keys (same cluster slot as key). Waiters whose alive
+-- key has expired are dead and skipped, a bounded number per call.
+local function rl_handoff(key, base)
+    local q = base .. 'q'
+    for _ = 1, 16 do
+        local head = redis.call('ZPOPMIN', q)[1]
+        if head == nil then
+            break
+        end
+        local spec = redis.call('GET', base .. 'w:' .. head)
+        if spec then
+            local ttl, fmt, meta = string.match(spec, '^(%d+) (%a+) (.*)$')
+            redis.call('DEL', base .. 'w:' .. head)
+            rl_create(key, head, ttl, fmt, meta)
+            redis.call('LPUSH', base .. 'h:' .. head, 'handoff')
+            redis.call('PEXPIRE', base .. 'h:' .. head, 10000)
+            return true
+        end
+    end
+    local marker = redis.call('PTTL', base .. 'waiting')
+    if marker > 0 then
+        local wake = base .. 'wake'
+        if redis.call('LLEN', wake) == 0 then
+            redis.call('LPUSH', wake, 'wake')
+        end
+        redis.call('PEXPIRE', wake, marker)
+    end
+    return false
+end
+

@@ -1,0 +1,188 @@
+#include "wait.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "clock.h"
+#include "error.h"
+
+/* Helper list names: the base, then a suffix, then maybe a token. */
+static char *helper_name(const redislock_lock *l, const char *suffix,
+                         const char *token, size_t *len)
+{
+    size_t s = strlen(suffix), t = token ? strlen(token) : 0;
+    char *name = malloc(l->baselen + s + t + 1);
+
+    if (name == NULL)
+        return NULL;
+    memcpy(name, l->base, l->baselen);
+    memcpy(name + l->baselen, suffix, s);
+    if (t > 0)
+        memcpy(name + l->baselen + s, token, t);
+    *len = l->baselen + s + t;
+    name[*len] = '\0';
+    return name;
+}
+
+/* Publishes the waiter's own list so that a cancel can push to it; or
+ * says that a cancel came first. */
+static int start_blocking(redislock_lock *l, char *own, size_t ownlen)
+{
+    int cancelled;
+
+    pthread_mutex_lock(&l->mu);
+    cancelled = l->cancelled;
+    if (!cancelled) {
+        l->wait_list = own;
+        l->wait_list_len = ownlen;
+    }
+    pthread_mutex_unlock(&l->mu);
+    return cancelled;
+}
+
+static void stop_blocking(redislock_lock *l)
+{
+    pthread_mutex_lock(&l->mu);
+    l->wait_list = NULL;
+    pthread_mutex_unlock(&l->mu);
+}
+
+static redislock_err blpop(redislock_lock *l, int nkeys, const char **keys,
+                           const size_t *lens, int64_t pause_ms,
+                           rl__reply **r)
+{
+    const char *argv[4] = {"BLPOP", keys[0], keys[1], NULL};
+    size_t argl[4] = {5, lens[0], lens[1], 0};
+    char secs[32];
+    redislock_err err = REDISLOCK_OK;
+
+    if (l->waitconn == NULL)
+        err = rl__conn_open(&l->pool->cfg, &l->waitconn);
+    /* The reply may take the whole pause, plus a command's time. */
+    if (err == REDISLOCK_OK)
+        err = rl__conn_timeout(l->waitconn,
+                               pause_ms + l->pool->cfg.command_timeout_ms);
+    if (err != REDISLOCK_OK)
+        return err;
+    argl[1 + nkeys] = (size_t)snprintf(secs, sizeof secs, "%lld.%03lld",
+                                       (long long)(pause_ms / 1000),
+                                       (long long)(pause_ms % 1000));
+    argv[1 + nkeys] = secs;
+    err = rl__conn_command(l->waitconn, 2 + nkeys, argv, argl, r);
+    if (err == REDISLOCK_OK && (err = rl__reply_check(*r, "BLPOP")) != 0)
+        rl__reply_free(*r);
+    if (rl__conn_broken(l->waitconn)) {
+        rl__conn_close(l->waitconn);
+        l->waitconn = NULL;
+    }
+    return err;
+}
+
+static redislock_err classify(const rl__reply *r, rl__wait_result *res)
+{
+    const rl__reply *v;
+
+    if (r->type == REDIS_REPLY_NIL) {
+        *res = RL_WAIT_TIMEOUT;
+        return REDISLOCK_OK;
+    }
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+        r->element[1]->type != REDIS_REPLY_STRING)
+        return rl__err(REDISLOCK_EPROTOCOL, "BLPOP answered type %d",
+                       r->type);
+    v = r->element[1];
+    if (strcmp(v->str, "handoff") == 0)
+        *res = RL_WAIT_HANDOFF;
+    else if (strcmp(v->str, "cancel") == 0)
+        *res = RL_WAIT_CANCELLED;
+    else
+        *res = RL_WAIT_WOKEN;
+    return REDISLOCK_OK;
+}
+
+/* Sleeps ms unless cancelled first. */
+static rl__wait_result sleep_or_cancel(redislock_lock *l, int64_t ms)
+{
+    int64_t until = rl__now_us() + ms * 1000;
+    struct timespec ts = {(time_t)(until / 1000000),
+                          (long)(until % 1000000) * 1000};
+    int cancelled;
+
+    pthread_mutex_lock(&l->mu);
+    while (!l->cancelled && rl__now_us() < until)
+        pthread_cond_timedwait(&l->wake, &l->mu, &ts);
+    cancelled = l->cancelled;
+    pthread_mutex_unlock(&l->mu);
+    return cancelled ? RL_WAIT_CANCELLED : RL_WAIT_TIMEOUT;
+}
+
+redislock_err rl__wait(redislock_lock *l, const char *token, int fair,
+                       int64_t pause_ms, rl__wait_result *res)
+{
+    const char *keys[2];
+    size_t lens[2];
+    char *own, *shared = NULL;
+    rl__reply *r;
+    redislock_err err;
+
+    *res = RL_WAIT_TIMEOUT;
+    if (pause_ms < 1)
+        return REDISLOCK_OK;
+    if (pause_ms < RL_BLOCK_MIN_MS) {
+        *res = sleep_or_cancel(l, pause_ms);
+        return REDISLOCK_OK;
+    }
+    own = helper_name(l, "h:", token, &lens[fair ? 0 : 1]);
+    if (!fair)
+        shared = helper_name(l, "wake", NULL, &lens[0]);
+    if (own == NULL || (!fair && shared == NULL)) {
+        free(own);
+        return rl__err(REDISLOCK_ENOMEM, "out of memory");
+    }
+    keys[0] = fair ? own : shared;
+    keys[1] = own;
+    if (start_blocking(l, own, lens[fair ? 0 : 1])) {
+        *res = RL_WAIT_CANCELLED;
+        err = REDISLOCK_OK;
+    } else {
+        err = blpop(l, fair ? 1 : 2, keys, lens, pause_ms, &r);
+        stop_blocking(l);
+        if (err == REDISLOCK_OK) {
+            err = classify(r, res);
+            rl__reply_free(r);
+        }
+    }
+    free(own);
+    free(shared);
+    return err;
+}
+
+void rl__wait_interrupt(redislock_lock *l)
+{
+    const char *push[3] = {"LPUSH", NULL, "cancel"};
+    const char *expire[3] = {"PEXPIRE", NULL, "10000"};
+    size_t pushl[3] = {5, 0, 6}, expl[3] = {7, 0, 5};
+    rl__cmd cmds[2] = {{3, push, pushl}, {3, expire, expl}};
+    rl__reply *r[2];
+    char *name = NULL;
+    size_t len = 0;
+
+    pthread_mutex_lock(&l->mu);
+    if (l->wait_list != NULL && (name = malloc(l->wait_list_len)) != NULL) {
+        memcpy(name, l->wait_list, l->wait_list_len);
+        len = l->wait_list_len;
+    }
+    pthread_mutex_unlock(&l->mu);
+    if (name == NULL)
+        return;
+    /* The waiter's own list expires soon, whoever pops it. */
+    push[1] = expire[1] = name;
+    pushl[1] = expl[1] = len;
+    if (rl__pool_exec(l->pool, 2, cmds, r) == REDISLOCK_OK) {
+        rl__reply_free(r[0]);
+        rl__reply_free(r[1]);
+    }
+    free(name);
+}
