@@ -49,7 +49,8 @@ extern "C" {
     XX(ENOMEM, 11, "out of memory")                                           \
     XX(ENOTLS, 12, "TLS is not available in this build")                      \
     XX(ERANDOM, 13, "cannot read random bytes from the kernel")           \
-    XX(ECANCELED, 14, "the wait for the lock was cancelled")
+    XX(ECANCELED, 14, "the wait for the lock was cancelled")               \
+    XX(ESTALE, 15, "a newer fencing token has already written")
 
 typedef enum redislock_err {
 #define REDISLOCK_ERR_ENUM_(name, value, msg) REDISLOCK_##name = value,
@@ -300,6 +301,28 @@ typedef int (*redislock_list_cb)(const redislock_info *info, void *arg);
 REDISLOCK_API redislock_err redislock_list(redislock_client *c,
                                            const char *pattern,
                                            redislock_list_cb cb, void *arg);
+
+/*
+ * The fencing token of the handle's current hold: a 64-bit number greater
+ * than every token issued before for the key, across owners, expiries,
+ * releases and restarts of a server without persistence (it is the larger
+ * of a counter and the server's clock in microseconds). Pass it to the
+ * protected resource, which refuses older ones (redislock_fenced_set).
+ * 0 when the handle holds nothing or adopted its token.
+ */
+REDISLOCK_API int64_t redislock_fence(const redislock_lock *l);
+
+/*
+ * A Redis-backed resource that refuses stale writers: sets key (no client
+ * prefix) to value unless a write with a larger fencing token has already
+ * been made, in which case REDISLOCK_ESTALE and nothing is written. The
+ * highest token seen is kept in a helper key next to key.
+ */
+REDISLOCK_API redislock_err redislock_fenced_set(redislock_client *c,
+                                                 const void *key,
+                                                 size_t keylen,
+                                                 const void *value,
+                                                 size_t vlen, int64_t fence);
 
 /* How many holds this handle has (0 when it holds nothing). */
 REDISLOCK_API int64_t redislock_holds(const redislock_lock *l);

@@ -36,7 +36,6 @@ typedef struct attempt_cfg {
     const char *fmt; /* "plain", "hash" or "reentrant" */
     int rich;        /* hash format */
     int waits;       /* more than one attempt may be made */
-    int first;       /* no attempt made yet */
     int strategy;    /* the caller chose how pauses grow */
     int queued;      /* a fair waiter in the queue */
     int64_t ttl_ms;
@@ -98,26 +97,8 @@ static const char *default_owner(redislock_lock *l)
     return l->default_owner;
 }
 
-/* SET NX PX: the fast path, one command, when the lock is free. */
-static redislock_err try_set(redislock_lock *l, attempt_cfg *a)
-{
-    const char *set[6] = {"SET", l->key, a->id, "NX", "PX", a->ttl};
-    size_t setl[6] = {3, l->keylen, strlen(a->id), 2, 2, strlen(a->ttl)};
-    rl__cmd cmd = {6, set, setl};
-    rl__reply *r;
-    redislock_err err = rl__lock_command(l, 1, &cmd, &r);
-
-    if (err != REDISLOCK_OK)
-        return err;
-    if (r->type == REDIS_REPLY_NIL)
-        err = REDISLOCK_EHELD;
-    else if (r->type != REDIS_REPLY_STATUS)
-        err = rl__err(REDISLOCK_EPROTOCOL, "SET answered type %d", r->type);
-    rl__reply_free(r);
-    return err;
-}
-
-/* Runs the acquire or fair script: {1, holds} taken, {0, pttl} held. */
+/* Runs the acquire or fair script: {1, holds, fence} taken, {0, pttl}
+ * held by another. One round trip when the lock is free. */
 static redislock_err try_script(redislock_lock *l, attempt_cfg *a,
                                 int64_t now_ms, int64_t deadline)
 {
@@ -143,12 +124,16 @@ static redislock_err try_script(redislock_lock *l, attempt_cfg *a,
                           l->key, l->keylen, 6, args, lens, &r);
     if (err != REDISLOCK_OK)
         return err;
-    if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+    if (r->type != REDIS_REPLY_ARRAY || r->elements < 2 ||
         r->element[0]->type != REDIS_REPLY_INTEGER ||
-        r->element[1]->type != REDIS_REPLY_INTEGER)
+        r->element[1]->type != REDIS_REPLY_INTEGER ||
+        (r->element[0]->integer == 1 &&
+         (r->elements != 3 || r->element[2]->type != REDIS_REPLY_INTEGER)))
         err = rl__err(REDISLOCK_EPROTOCOL, "acquire script answered type %d",
                       r->type);
-    else if (r->element[0]->integer != 1) {
+    else if (r->element[0]->integer == 1) {
+        l->fence = r->element[2]->integer;
+    } else {
         l->holder_ttl = r->element[1]->integer;
         a->queued = a->o->fair;
         err = REDISLOCK_EHELD;
@@ -157,23 +142,12 @@ static redislock_err try_script(redislock_lock *l, attempt_cfg *a,
     return err;
 }
 
-/* One attempt. A plain lock tries SET first (free: one round trip); a
- * waiter that finds it held goes on at once with the script, which tells
- * the release that it waits and returns the holder's TTL. */
+/* One attempt, sent at *sent_us. */
 static redislock_err attempt(redislock_lock *l, attempt_cfg *a,
                              int64_t deadline, int64_t *sent_us)
 {
-    redislock_err err;
-
     l->holder_ttl = -2;
     *sent_us = rl__now_us();
-    if (!a->rich && !a->o->fair && (a->first || !a->waits)) {
-        a->first = 0;
-        err = try_set(l, a);
-        if (err != REDISLOCK_EHELD || !a->waits)
-            return err;
-        *sent_us = rl__now_us();
-    }
     return try_script(l, a, rl__now_ms(), deadline);
 }
 
@@ -320,7 +294,6 @@ static redislock_err setup(redislock_lock *l, const redislock_acquire_options *o
     a->rich = o->reentrant || o->owner != NULL || o->metadata != NULL;
     a->fmt = o->reentrant ? "reentrant" : a->rich ? "hash" : "plain";
     a->waits = o->wait_ms != REDISLOCK_NO_WAIT && o->retry != REDISLOCK_RETRY_NONE;
-    a->first = 1;
     a->strategy = o->retry != REDISLOCK_RETRY_CONSTANT || o->retry_delay_ms;
     a->ttl_ms = o->ttl_ms ? o->ttl_ms : REDISLOCK_DEFAULT_TTL_MS;
     snprintf(a->ttl, sizeof a->ttl, "%" PRId64, a->ttl_ms);

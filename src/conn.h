@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <hiredis/hiredis.h>
+#include <hiredis.h>
 
 #include "redislock.h"
 #include "url.h"

@@ -115,7 +115,8 @@ static int report_batch(rl__pool *p, const rl__reply *keys, size_t plen,
 
     for (i = 0; i < keys->elements && !stop && *err == REDISLOCK_OK; i++) {
         const rl__reply *k = keys->element[i];
-        if (k->type != REDIS_REPLY_STRING || (size_t)k->len < plen)
+        if (k->type != REDIS_REPLY_STRING || (size_t)k->len < plen ||
+            rl__is_helper_key(k->str, (size_t)k->len))
             continue;
         *err = inspect_key(p, k->str, (size_t)k->len, &info, &buf);
         /* Only keys with a TTL are locks; others merely match. */

@@ -25,21 +25,23 @@ static int has_hash_tag(const char *key, size_t len)
 
     if (open == NULL)
         return 0;
-    close = memchr(open + 1, '}', len - (size_t)(open + 1 - key));
+    close = memchr(open + 1, '}', len - (size_t)(open + 1 - (const char *)key));
     return close != NULL && close > open + 1;
 }
 
 /*
- * The prefix of the lock's helper keys. They start with the key itself, so
- * an ACL that lets a user at "jobs:*" covers them, and carry a hash tag
- * naming the key's own slot ("K{K}:rl-"; a key with a tag of its own
- * keeps it: "K:rl-"), so a cluster keeps them on the lock key's node.
+ * Helper key names. They start with the key itself, so an ACL that lets a
+ * user at "jobs:*" covers them, and carry a hash tag naming the key's own
+ * slot ("K{K}:rl-<suffix>"; a key with a tag of its own keeps it:
+ * "K:rl-<suffix>"), so a cluster keeps them on the lock key's node.
  */
-static char *helper_base(const char *key, size_t len, size_t *outlen)
+char *rl__helper_name(const void *key, size_t len, const char *suffix,
+                      size_t *outlen)
 {
-    static const char suffix[] = ":rl-";
+    static const char mark[] = ":rl-";
+    size_t slen = strlen(suffix);
     int tagged = has_hash_tag(key, len);
-    char *b = malloc(2 * len + sizeof suffix + 2), *p = b;
+    char *b = malloc(2 * len + sizeof mark + slen + 2), *p = b;
 
     if (b == NULL)
         return NULL;
@@ -51,10 +53,43 @@ static char *helper_base(const char *key, size_t len, size_t *outlen)
         p += len;
         *p++ = '}';
     }
-    memcpy(p, suffix, sizeof suffix - 1);
-    p += sizeof suffix - 1;
+    memcpy(p, mark, sizeof mark - 1);
+    p += sizeof mark - 1;
+    memcpy(p, suffix, slen);
+    p += slen;
     *outlen = (size_t)(p - b);
     return b;
+}
+
+/* Whether suffix names one of the helper keys the library makes. */
+static int helper_suffix(const char *s, size_t n)
+{
+    static const char *const names[] = {"fence", "fenced", "waiting", "wake",
+                                        "q", "seq"};
+    size_t i;
+
+    if (n > 2 && (memcmp(s, "w:", 2) == 0 || memcmp(s, "h:", 2) == 0))
+        return 1;
+    for (i = 0; i < sizeof names / sizeof *names; i++)
+        if (strlen(names[i]) == n && memcmp(s, names[i], n) == 0)
+            return 1;
+    return 0;
+}
+
+int rl__is_helper_key(const char *k, size_t len)
+{
+    const char *at = NULL, *p;
+    size_t plen;
+
+    /* The last ":rl-" separates the lock key's part from the suffix. */
+    for (p = k; p + 4 <= k + len; p++)
+        if (memcmp(p, ":rl-", 4) == 0)
+            at = p;
+    if (at == NULL || !helper_suffix(at + 4, len - (size_t)(at + 4 - k)))
+        return 0;
+    /* Both forms, "X{X}" and a key with a tag of its own, have a tag. */
+    plen = (size_t)(at - k);
+    return has_hash_tag(k, plen);
 }
 
 redislock_err redislock_lock_new(redislock_client *c, const void *key,
@@ -87,7 +122,8 @@ redislock_err redislock_lock_new(redislock_client *c, const void *key,
     l->prefixlen = plen;
     l->client = c;
     l->pool = rl__client_route(c, l->key, l->keylen);
-    if ((l->base = helper_base(l->key, l->keylen, &l->baselen)) == NULL) {
+    l->base = rl__helper_name(l->key, l->keylen, "", &l->baselen);
+    if (l->base == NULL) {
         free(l->key);
         free(l);
         return rl__err(REDISLOCK_ENOMEM, "out of memory");

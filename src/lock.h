@@ -40,6 +40,7 @@ struct redislock_lock {
     int64_t drift_ms;    /* subtracted from every validity */
     int drift_fixed;     /* drift_ms was given, not derived from the TTL */
     int64_t holder_ttl;  /* seen by the last contended attempt */
+    int64_t fence;       /* fencing token of the last acquisition */
     /* Set by either thread, read by any. */
     _Atomic int64_t valid_until_us; /* CLOCK_MONOTONIC; 0: none */
     _Atomic int lost;               /* a redislock_err; 0 while not lost */
@@ -74,6 +75,14 @@ redislock_err rl__lock_renew(redislock_lock *l);
 
 /* Records a loss (first one wins); returns whether this call recorded it. */
 int rl__lock_mark_lost(redislock_lock *l, redislock_err why);
+
+/* The name of the helper key with suffix for key (malloc'ed, binary,
+ * length in *outlen); see lock.c for the naming and why. */
+char *rl__helper_name(const void *key, size_t len, const char *suffix,
+                      size_t *outlen);
+
+/* Whether the Redis key k is one of the library's helper keys. */
+int rl__is_helper_key(const char *k, size_t len);
 
 /* Checks a TTL: 1 .. REDISLOCK_TTL_MAX_MS. */
 redislock_err rl__check_ttl(int64_t ttl_ms, const char *what);

@@ -153,6 +153,23 @@ redislock_err rl__pool_script_within(rl__pool *p, int64_t timeout_ms,
     return err;
 }
 
+redislock_err rl__pool_script_keys(rl__pool *p, const rl__script *s,
+                                   int nkeys, const char **keys,
+                                   const size_t *klens, int nargs,
+                                   const char **args, const size_t *lens,
+                                   rl__reply **out)
+{
+    rl__conn *conn;
+    redislock_err err = borrow(p, &conn);
+
+    if (err != REDISLOCK_OK)
+        return err;
+    err = rl__script_run_n(conn, s, nkeys, keys, klens, nargs, args, lens,
+                           out);
+    give_back(p, conn);
+    return err;
+}
+
 redislock_err rl__pool_script(rl__pool *p, const rl__script *s,
                               const char *key, size_t keylen, int nargs,
                               const char **args, const size_t *lens,

@@ -52,6 +52,13 @@ redislock_err rl__pool_script_within(rl__pool *p, int64_t timeout_ms,
                                      const char **args, const size_t *lens,
                                      rl__reply **out);
 
+/* Runs a script with several keys (see rl__script_run_n). */
+redislock_err rl__pool_script_keys(rl__pool *p, const rl__script *s,
+                                   int nkeys, const char **keys,
+                                   const size_t *klens, int nargs,
+                                   const char **args, const size_t *lens,
+                                   rl__reply **out);
+
 /* Opens a connection now and checks it with PING, so that a wrong
  * address, password or database fails at once. */
 redislock_err rl__pool_check(rl__pool *p);

@@ -1,5 +1,6 @@
 #include "script.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "error.h"
@@ -9,31 +10,34 @@ static int is_noscript(const rl__reply *r)
     return r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOSCRIPT", 8) == 0;
 }
 
-redislock_err rl__script_run(rl__conn *c, const rl__script *s,
-                             const char *key, size_t keylen, int nargs,
-                             const char **args, const size_t *lens,
-                             rl__reply **out)
+redislock_err rl__script_run_n(rl__conn *c, const rl__script *s, int nkeys,
+                               const char **keys, const size_t *klens,
+                               int nargs, const char **args,
+                               const size_t *lens, rl__reply **out)
 {
-    const char *argv[4 + RL_SCRIPT_MAX_ARGS];
-    size_t argl[4 + RL_SCRIPT_MAX_ARGS];
+    const char *argv[3 + RL_SCRIPT_MAX_ARGS];
+    size_t argl[3 + RL_SCRIPT_MAX_ARGS];
+    char nk[8];
     redislock_err err;
     int i;
 
-    if (nargs > RL_SCRIPT_MAX_ARGS)
+    if (nkeys + nargs > RL_SCRIPT_MAX_ARGS || nkeys > 9)
         return rl__err(REDISLOCK_EINVAL, "too many script arguments");
     argv[0] = "EVALSHA";
     argv[1] = s->sha1;
-    argv[2] = "1";
-    argv[3] = key;
+    argv[2] = nk;
     argl[0] = 7;
     argl[1] = strlen(s->sha1);
-    argl[2] = 1;
-    argl[3] = keylen;
-    for (i = 0; i < nargs; i++) {
-        argv[4 + i] = args[i];
-        argl[4 + i] = lens[i];
+    argl[2] = (size_t)snprintf(nk, sizeof nk, "%d", nkeys);
+    for (i = 0; i < nkeys; i++) {
+        argv[3 + i] = keys[i];
+        argl[3 + i] = klens[i];
     }
-    err = rl__conn_command(c, 4 + nargs, argv, argl, out);
+    for (i = 0; i < nargs; i++) {
+        argv[3 + nkeys + i] = args[i];
+        argl[3 + nkeys + i] = lens[i];
+    }
+    err = rl__conn_command(c, 3 + nkeys + nargs, argv, argl, out);
     if (err != REDISLOCK_OK || !is_noscript(*out))
         goto check;
     rl__reply_free(*out);
@@ -41,11 +45,19 @@ redislock_err rl__script_run(rl__conn *c, const rl__script *s,
     argl[0] = 4;
     argv[1] = s->source;
     argl[1] = strlen(s->source);
-    err = rl__conn_command(c, 4 + nargs, argv, argl, out);
+    err = rl__conn_command(c, 3 + nkeys + nargs, argv, argl, out);
 check:
     if (err == REDISLOCK_OK && (err = rl__reply_check(*out, s->name)) != 0) {
         rl__reply_free(*out);
         *out = NULL;
     }
     return err;
+}
+
+redislock_err rl__script_run(rl__conn *c, const rl__script *s,
+                             const char *key, size_t keylen, int nargs,
+                             const char **args, const size_t *lens,
+                             rl__reply **out)
+{
+    return rl__script_run_n(c, s, 1, &key, &keylen, nargs, args, lens, out);
 }

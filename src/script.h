@@ -22,11 +22,19 @@ extern const rl__script rl__script_leave;
 extern const rl__script rl__script_release;
 extern const rl__script rl__script_extend;
 extern const rl__script rl__script_inspect;
+extern const rl__script rl__script_fenced_set;
 
-#define RL_SCRIPT_MAX_ARGS 8
+#define RL_SCRIPT_MAX_ARGS 12
 
-/* Runs s with one key and nargs arguments (binary-safe) and returns its
- * reply, or an error for an error reply. */
+/* Runs s with nkeys keys and nargs arguments (binary-safe, at most
+ * RL_SCRIPT_MAX_ARGS in all) and returns its reply, or an error for an
+ * error reply. */
+redislock_err rl__script_run_n(rl__conn *c, const rl__script *s, int nkeys,
+                               const char **keys, const size_t *klens,
+                               int nargs, const char **args,
+                               const size_t *lens, rl__reply **out);
+
+/* The same with one key. */
 redislock_err rl__script_run(rl__conn *c, const rl__script *s,
                              const char *key, size_t keylen, int nargs,
                              const char **args, const size_t *lens,

@@ -80,7 +80,8 @@ static redislock_err blpop(redislock_lock *l, int nkeys, const char **keys,
     return err;
 }
 
-static redislock_err classify(const rl__reply *r, rl__wait_result *res)
+static redislock_err classify(redislock_lock *l, const rl__reply *r,
+                              rl__wait_result *res)
 {
     const rl__reply *v;
 
@@ -93,8 +94,10 @@ static redislock_err classify(const rl__reply *r, rl__wait_result *res)
         return rl__err(REDISLOCK_EPROTOCOL, "BLPOP answered type %d",
                        r->type);
     v = r->element[1];
-    if (strcmp(v->str, "handoff") == 0)
+    if (strncmp(v->str, "handoff ", 8) == 0) {
         *res = RL_WAIT_HANDOFF;
+        l->fence = strtoll(v->str + 8, NULL, 10);
+    }
     else if (strcmp(v->str, "cancel") == 0)
         *res = RL_WAIT_CANCELLED;
     else
@@ -150,7 +153,7 @@ redislock_err rl__wait(redislock_lock *l, const char *token, int fair,
         err = blpop(l, fair ? 1 : 2, keys, lens, pause_ms, &r);
         stop_blocking(l);
         if (err == REDISLOCK_OK) {
-            err = classify(r, res);
+            err = classify(l, r, res);
             rl__reply_free(r);
         }
     }

@@ -3,17 +3,17 @@
 -- ARGV[3] format: 'plain', 'hash' or 'reentrant' (a hash its owner may
 -- take again), ARGV[4] metadata ('' for none), ARGV[5] the most the caller
 -- will wait in ms ('0': it will not, so no marker), ARGV[6] helper base.
--- Returns {1, holds} when taken, {0, PTTL} when another owner holds it.
+-- Returns {1, holds, fence} when taken, {0, PTTL} when another owner
+-- holds it.
 local key, id, fmt = KEYS[1], ARGV[1], ARGV[3]
 local kind, holder = rl_holder(key)
 if kind == 'none' then
-    rl_create(key, id, ARGV[2], fmt, ARGV[4])
-    return {1, 1}
+    return {1, 1, rl_create(key, id, ARGV[2], fmt, ARGV[4], ARGV[6])}
 end
 if fmt == 'reentrant' and kind == 'hash' and holder == id then
     local holds = redis.call('HINCRBY', key, 'holds', 1)
     redis.call('PEXPIRE', key, ARGV[2])
-    return {1, holds}
+    return {1, holds, rl_fence(ARGV[6], ARGV[2])}
 end
 local ttl = redis.call('PTTL', key)
 local wait = tonumber(ARGV[5])

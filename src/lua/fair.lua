@@ -3,15 +3,16 @@
 -- ARGV[3] format, ARGV[4] metadata, ARGV[5] alive window in ms (the
 -- waiter counts as dead when it has not been heard from for that long),
 -- ARGV[6] helper base.
--- Returns {1, 1} when the caller holds the lock (taken now, or handed to
--- it by a release), {0, PTTL} when it is queued.
+-- Returns {1, 1, fence} when the caller holds the lock (taken now, or
+-- handed to it by a release), {0, PTTL} when it is queued.
 local key, id, base = KEYS[1], ARGV[1], ARGV[6]
 local q, alive = base .. 'q', base .. 'w:' .. id
 local kind, holder = rl_holder(key)
 if holder == id then
+    -- Handed over already: the hand-off issued this fencing token.
     redis.call('ZREM', q, id)
     redis.call('DEL', alive, base .. 'h:' .. id)
-    return {1, 1}
+    return {1, 1, tonumber(redis.call('GET', base .. 'fence') or '0')}
 end
 if kind == 'none' then
     -- Free: drop dead waiters ahead (bounded), then take it unless a live
@@ -28,8 +29,7 @@ if kind == 'none' then
     if head == nil or head == id then
         redis.call('ZREM', q, id)
         redis.call('DEL', alive)
-        rl_create(key, id, ARGV[2], ARGV[3], ARGV[4])
-        return {1, 1}
+        return {1, 1, rl_create(key, id, ARGV[2], ARGV[3], ARGV[4], base)}
     end
 end
 if not redis.call('ZSCORE', q, id) then

@@ -13,18 +13,42 @@ local function rl_holder(key)
     return kind, false
 end
 
+-- The next fencing token for the lock whose helper keys start with base:
+-- greater than every token issued before for the key. It is the larger of
+-- the last token + 1 and the server's clock in microseconds, so the
+-- counter key need only live as long as a lock might (lock TTL + 1 s):
+-- once it has gone, the clock has moved past every token it counted,
+-- unless the server's clock stepped back by more than that idle time.
+local function rl_fence(base, ttl)
+    local key = base .. 'fence'
+    local t = redis.call('TIME')
+    local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+    local f = tonumber(redis.call('GET', key) or '0') + 1
+    if now > f then
+        f = now
+    end
+    local keep = tonumber(ttl) + 1000
+    if redis.call('PTTL', key) > keep then
+        keep = redis.call('PTTL', key)
+    end
+    redis.call('SET', key, string.format('%d', f), 'PX', keep)
+    return f
+end
+
 -- Creates the lock for id: a string for the 'plain' format, a hash with
--- owner, holds and meta for 'hash' and 'reentrant'.
-local function rl_create(key, id, ttl, fmt, meta)
+-- owner, holds and meta for 'hash' and 'reentrant'. Returns its fencing
+-- token.
+local function rl_create(key, id, ttl, fmt, meta, base)
     if fmt == 'plain' then
         redis.call('SET', key, id, 'PX', ttl)
-        return
+    else
+        redis.call('HSET', key, 'owner', id, 'holds', 1)
+        if meta ~= '' then
+            redis.call('HSET', key, 'meta', meta)
+        end
+        redis.call('PEXPIRE', key, ttl)
     end
-    redis.call('HSET', key, 'owner', id, 'holds', 1)
-    if meta ~= '' then
-        redis.call('HSET', key, 'meta', meta)
-    end
-    redis.call('PEXPIRE', key, ttl)
+    return rl_fence(base, ttl)
 end
 
 -- After the lock at key was freed: hands it to the longest-waiting live
@@ -42,8 +66,9 @@ local function rl_handoff(key, base)
         if spec then
             local ttl, fmt, meta = string.match(spec, '^(%d+) (%a+) (.*)$')
             redis.call('DEL', base .. 'w:' .. head)
-            rl_create(key, head, ttl, fmt, meta)
-            redis.call('LPUSH', base .. 'h:' .. head, 'handoff')
+            local fence = rl_create(key, head, ttl, fmt, meta, base)
+            redis.call('LPUSH', base .. 'h:' .. head,
+                       'handoff ' .. string.format('%d', fence))
             redis.call('PEXPIRE', base .. 'h:' .. head, 10000)
             return true
         end

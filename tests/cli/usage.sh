@@ -49,8 +49,17 @@ usage release k
 usage frobnicate
 usage
 usage -Z status k
+usage --prefix
+usage --prefix "$(printf 'p\tq')" status k
+usage --shard
+usage --shard=yes status k
+usage -u "$REDISLOCK_URL" -u "$REDISLOCK_URL" status k
+usage list a b
+usage acquire --retry never k
+usage acquire --max-attempts 0 k
+usage release --owner '' k
 key_gone k || fail "a usage error touched the server"
-[ "$(rcli dbsize)" = 0 ] || fail "usage errors left keys behind"
+[ "$(lock_keys)" = 0 ] || fail "usage errors left keys behind"
 
 # The message names the problem.
 expect 64 "$RL" run -t 0 k -- true
@@ -72,8 +81,12 @@ done
 for h in -h --help; do
     expect 0 "$RL" "$h"
     grep -q 'Exit status' "$TEST_TMPDIR/out" || fail "$h has no exit codes"
-    for word in run acquire release extend status 64 69 70 75 77; do
-        grep -q "$word" "$TEST_TMPDIR/out" || fail "$h does not mention $word"
+    for word in run acquire release extend status list --shard --prefix \
+        --owner --metadata --fail-fast --retry --retry-delay \
+        --retry-max-delay --max-attempts --hold-after --json \
+        64 69 70 75 77; do
+        grep -q -e "$word" "$TEST_TMPDIR/out" ||
+            fail "$h does not mention $word"
     done
 done
 expect 0 "$RL" run --help

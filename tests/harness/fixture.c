@@ -1,5 +1,6 @@
 #include "fixture.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -65,4 +66,24 @@ void th_assert_token_at_(const char *file, int line, const char *t)
             break;
     if (i != 32 || t[i] != '\0')
         test_fail_(file, line, "\"%s\" is not 32 lowercase hex digits", t);
+}
+
+long long th_lock_keys(redisContext *c)
+{
+    char cursor[32] = "0";
+    long long n = 0;
+    size_t i;
+
+    do {
+        redisReply *r = th_cmd(c, "SCAN %s COUNT 1000", cursor);
+        ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 2);
+        snprintf(cursor, sizeof cursor, "%s", r->element[0]->str);
+        for (i = 0; i < r->element[1]->elements; i++) {
+            const redisReply *k = r->element[1]->element[i];
+            if (memmem(k->str, (size_t)k->len, ":rl-", 4) == NULL)
+                n++;
+        }
+        freeReplyObject(r);
+    } while (strcmp(cursor, "0") != 0);
+    return n;
 }

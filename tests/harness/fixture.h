@@ -6,7 +6,7 @@
 #ifndef TH_FIXTURE_H
 #define TH_FIXTURE_H
 
-#include <hiredis/hiredis.h>
+#include <hiredis.h>
 #include <stdint.h>
 
 #include <redislock.h>
@@ -34,6 +34,11 @@ redislock_acquire_options th_aopts(int64_t ttl_ms, int64_t wait_ms,
 
 /* PTTL of key: ms left, -1 no expiry, -2 no key. */
 #define th_pttl(c, key) th_cmd_int(c, "PTTL %s", key)
+
+/* The number of keys that are not the library's helper keys (wake lists,
+ * fair queues, fencing counters: their names contain ":rl-"), by SCAN.
+ * Helper keys expire on their own shortly after the lock's last use. */
+long long th_lock_keys(redisContext *c);
 
 /* Asserts that key holds exactly value (NULL: no such key). */
 #define ASSERT_KEY(c, key, value)                                             \

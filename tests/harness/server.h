@@ -11,7 +11,7 @@
 #ifndef TH_SERVER_H
 #define TH_SERVER_H
 
-#include <hiredis/hiredis.h>
+#include <hiredis.h>
 #include <stdint.h>
 #include <sys/types.h>
 

@@ -55,9 +55,9 @@ void test_input_key_length(void)
     ASSERT_OK(redislock_acquire(l, NULL));
     ASSERT_EQ_INT(th_cmd_int(e.r, "EXISTS %b", big, (size_t)REDISLOCK_KEY_MAX),
                   1);
-    ASSERT_EQ_INT(th_cmd_int(e.r, "DBSIZE"), 1);
+    ASSERT_EQ_INT(th_lock_keys(e.r), 1);
     ASSERT_OK(redislock_release(l));
-    ASSERT_EQ_INT(th_cmd_int(e.r, "DBSIZE"), 0);
+    ASSERT_EQ_INT(th_lock_keys(e.r), 0);
     redislock_lock_free(l);
     free(big);
     env_stop(&e);
@@ -88,7 +88,7 @@ void test_input_null_args(void)
     redislock_client_free(NULL);
 
     /* None of it reached the server or broke the handle. */
-    ASSERT_EQ_INT(th_cmd_int(e.r, "DBSIZE"), 0);
+    ASSERT_EQ_INT(th_lock_keys(e.r), 0);
     ASSERT_OK(redislock_acquire(l, NULL));
     ASSERT_OK(redislock_release(l));
     redislock_lock_free(l);
@@ -116,12 +116,12 @@ void test_input_key_binary_safe(void)
     ASSERT_EQ_STR(v, redislock_token(l));
     free(v);
     ASSERT_KEY(e.r, "victim", "alive");
-    ASSERT_EQ_INT(th_cmd_int(e.r, "DBSIZE"), 2);
+    ASSERT_EQ_INT(th_lock_keys(e.r), 2);
 
     /* The key up to the NUL is a different key, and free. */
     prefix = th_lock(e.c, key);
     ASSERT_OK(redislock_acquire(prefix, NULL));
-    ASSERT_EQ_INT(th_cmd_int(e.r, "DBSIZE"), 3);
+    ASSERT_EQ_INT(th_lock_keys(e.r), 3);
     ASSERT_OK(redislock_release(prefix));
 
     ASSERT_OK(redislock_extend(l, 20000));
@@ -129,7 +129,7 @@ void test_input_key_binary_safe(void)
     ASSERT_OK(redislock_release(l));
     ASSERT_EQ_INT(th_cmd_int(e.r, "EXISTS %b", key, len), 0);
     ASSERT_KEY(e.r, "victim", "alive");
-    ASSERT_EQ_INT(th_cmd_int(e.r, "DBSIZE"), 1);
+    ASSERT_EQ_INT(th_lock_keys(e.r), 1);
     redislock_lock_free(l);
     redislock_lock_free(prefix);
     env_stop(&e);
@@ -149,7 +149,7 @@ void test_input_acquire_ttl_range(void)
         ASSERT_ERR(redislock_acquire(l, &o), REDISLOCK_EINVAL);
         ASSERT(redislock_token(l) == NULL);
     }
-    ASSERT_EQ_INT(th_cmd_int(e.r, "DBSIZE"), 0);
+    ASSERT_EQ_INT(th_lock_keys(e.r), 0);
 
     /* 0 is not "no lease": all-zero options mean the default 30 s. */
     o.ttl_ms = 0;

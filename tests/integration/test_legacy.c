@@ -512,16 +512,13 @@ static int64_t monitor_time(const char *line)
     return (int64_t)sec * 1000000 + strtoll(end + 1, NULL, 10);
 }
 
-/* What a MONITOR line is: 1 an attempt (the plain SET of a first try, or
- * an acquire script call, whose arguments carry the "plain" format), 2 a
- * release script call, 0 anything else (commands a script runs inside the
- * server show "lua]"). */
+/* What a MONITOR line is: 1 an attempt (an acquire script call, whose
+ * arguments carry the "plain" format), 2 a release script call, 0
+ * anything else (commands a script runs inside the server show "lua]"). */
 static int classify_line(const char *line)
 {
     if (strstr(line, "lua]") != NULL)
         return 0;
-    if (strstr(line, "\"SET\" \"lg:herd\"") != NULL)
-        return 1;
     if (strstr(line, "\"EVALSHA\"") == NULL ||
         strstr(line, "\"1\" \"lg:herd\"") == NULL)
         return 0;

@@ -69,7 +69,7 @@ void test_lock_acquire_sets_token_and_ttl(void)
     ASSERT_GT(th_pttl(e.r, "lk:default"), REDISLOCK_DEFAULT_TTL_MS - SLACK_MS);
     ASSERT_LE(th_pttl(e.r, "lk:default"), REDISLOCK_DEFAULT_TTL_MS);
     ASSERT(strcmp(redislock_token(l), redislock_token(d)) != 0);
-    ASSERT_EQ_INT(th_cmd_int(e.r, "DBSIZE"), 2);
+    ASSERT_EQ_INT(th_lock_keys(e.r), 2);
 
     ASSERT_OK(redislock_release(l));
     ASSERT_OK(redislock_release(d));
@@ -133,7 +133,7 @@ void test_lock_release_frees_key(void)
     ASSERT(strcmp(redislock_token(l), tok) != 0);
     ASSERT_KEY(e.r, "lk:r", redislock_token(l));
     ASSERT_OK(redislock_release(l));
-    ASSERT_EQ_INT(th_cmd_int(e.r, "DBSIZE"), 0);
+    ASSERT_EQ_INT(th_lock_keys(e.r), 0);
     redislock_lock_free(l);
     env_stop(&e);
 }
@@ -375,7 +375,7 @@ void test_lock_release_without_token_einval(void)
     /* After a release the handle holds no token either. */
     ASSERT_OK(redislock_release(h));
     ASSERT_ERR(redislock_release(h), REDISLOCK_EINVAL);
-    ASSERT_EQ_INT(th_cmd_int(e.r, "DBSIZE"), 0);
+    ASSERT_EQ_INT(th_lock_keys(e.r), 0);
     redislock_lock_free(h);
     redislock_lock_free(l);
     env_stop(&e);

@@ -201,7 +201,7 @@ void test_meta_prefix_applied_to_key(void)
     ASSERT_OK(redislock_acquire(l, &o));
     ASSERT_EQ_INT(th_cmd_int(e.r, "EXISTS lock@job"), 1);
     ASSERT_EQ_INT(th_cmd_int(e.r, "EXISTS job"), 0);
-    ASSERT_EQ_INT(th_cmd_int(e.r, "DBSIZE"), 1);
+    ASSERT_EQ_INT(th_lock_keys(e.r), 1);
     ASSERT_KEY(e.r, "lock@job", redislock_token(l));
     key = redislock_key(l, &len);
     ASSERT_EQ_INT(len, 3);
@@ -492,7 +492,7 @@ void test_meta_list_many_exactly_once(void)
         /* Freeing the handle leaves the lock to its TTL. */
         redislock_lock_free(l);
     }
-    ASSERT_EQ_INT(th_cmd_int(e.r, "DBSIZE"), MANY);
+    ASSERT_EQ_INT(th_lock_keys(e.r), MANY);
     scans = th_server_calls(e.r, "scan");
     ASSERT_OK(redislock_list(p, NULL, count_many, hits));
     for (i = 0; i < MANY; i++)

@@ -89,10 +89,9 @@ static calls read_calls(redisContext *r)
 /*
  * Waits behind the holder with a strategy, at most max_attempts attempts
  * and a wait far longer than they take. Asserts EHELD after exactly that
- * many attempts and returns the time it took. A waiting attempt is one
- * acquire script call (the first is preceded by a plain SET, the fast
- * path for a free lock); commandstats also counts the commands scripts
- * run inside the server, so only script calls are counted.
+ * many attempts and returns the time it took. An attempt is one acquire
+ * script call; commandstats also counts the commands scripts run inside
+ * the server, so only script calls are counted.
  */
 static int64_t wait_attempts(env *e, redislock_retry strategy, int64_t delay,
                              int64_t cap, int max_attempts)
@@ -194,7 +193,7 @@ void test_retry_max_attempts_hash_lock(void)
     c0 = read_calls(e.r);
     ASSERT_ERR(redislock_acquire(w, &o), REDISLOCK_EHELD);
     c1 = read_calls(e.r);
-    /* One script call per attempt (a hash lock has no SET fast path). */
+    /* One script call per attempt. */
     ASSERT_EQ_INT(c1.script - c0.script, 3);
     ASSERT_GT(redislock_holder_ttl(w), 60000 - SLACK_MS);
     ASSERT_LE(redislock_holder_ttl(w), 60000);
@@ -288,9 +287,8 @@ void test_retry_none_returns_at_once(void)
     c1 = read_calls(e.r);
     test_log("RETRY_NONE with wait 5000: EHELD after %lld ms", (long long)ms);
     ASSERT_LT(ms, 100);
-    /* A single try is the plain SET alone. */
-    ASSERT_EQ_INT(c1.set - c0.set, 1);
-    ASSERT_EQ_INT(c1.script - c0.script, 0);
+    /* A single try: one script call. */
+    ASSERT_EQ_INT(c1.script - c0.script, 1);
     redislock_lock_free(l);
     env_stop(&e);
 }
@@ -309,7 +307,7 @@ void test_retry_fail_fast(void)
     c0 = read_calls(e.r);
     fast = timed_acquire(l, &o, REDISLOCK_EHELD);
     c1 = read_calls(e.r);
-    /* One attempt: the SET, then the script that learns the holder's TTL. */
+    /* One attempt, which also learns the holder's TTL. */
     ASSERT_EQ_INT(c1.script - c0.script, 1);
     ASSERT_LT(fast, 100);
     ASSERT_GT(redislock_holder_ttl(l), 10000 - SLACK_MS);
@@ -443,9 +441,9 @@ void test_retry_cancel_wakes_waiter(void)
     ASSERT_EQ_INT(pthread_create(&t, NULL, wait_for_lock, &w), 0);
     /* The first attempt reaching the server means it is waiting now. */
     deadline = th_now_ms() + 5000;
-    while (read_calls(e.r).set == c0.set && th_now_ms() < deadline)
+    while (read_calls(e.r).script == c0.script && th_now_ms() < deadline)
         th_sleep_ms(2);
-    ASSERT_GT(read_calls(e.r).set, c0.set);
+    ASSERT_GT(read_calls(e.r).script, c0.script);
     t_cancel = th_now_ms();
     redislock_cancel(w.l);
     join_within(t, 2000);
@@ -476,7 +474,7 @@ void test_retry_cancel_before_acquire(void)
     c1 = read_calls(e.r);
     ASSERT_LT(ms, 100);
     /* Free as it is, the lock is not even tried. */
-    ASSERT_EQ_INT(c1.set - c0.set, 0);
+    ASSERT_EQ_INT(c1.script - c0.script, 0);
     ASSERT_EQ_INT(th_cmd_int(e.r, "EXISTS rt:free"), 0);
     ASSERT_EQ_INT(redislock_holds(l), 0);
     ASSERT_OK(redislock_acquire(l, &o));

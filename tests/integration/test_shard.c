@@ -132,7 +132,7 @@ void test_shard_spread_one_server_each(void)
     for (i = 0; i < 3; i++) {
         ASSERT_GE(count[i] * 100, 15 * NKEYS);
         ASSERT_LE(count[i] * 100, 55 * NKEYS);
-        ASSERT_EQ_INT(th_cmd_int(e.r[i], "DBSIZE"), count[i]);
+        ASSERT_EQ_INT(th_lock_keys(e.r[i]), count[i]);
     }
     /* A listing covers every server. */
     listed = 0;
@@ -143,7 +143,7 @@ void test_shard_spread_one_server_each(void)
         redislock_lock_free(l[i]);
     }
     for (i = 0; i < 3; i++)
-        ASSERT_EQ_INT(th_cmd_int(e.r[i], "DBSIZE"), 0);
+        ASSERT_EQ_INT(th_lock_keys(e.r[i]), 0);
     redislock_client_free(c);
     env_stop(&e);
 }

@@ -1,0 +1,69 @@
+/* Fencing on the resource side: a Redis-backed resource that refuses
+ * writes carrying a stale fencing token (see src/lua/fenced_set.lua). */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "client.h"
+#include "error.h"
+#include "lock.h"
+
+int64_t redislock_fence(const redislock_lock *l)
+{
+    return l != NULL && l->own > 0 ? l->fence : 0;
+}
+
+static redislock_err run_fenced_set(rl__pool *p, const char **keys,
+                                    const size_t *klens, const void *value,
+                                    size_t vlen, int64_t fence)
+{
+    char f[24];
+    const char *args[2] = {value, f};
+    size_t lens[2] = {vlen, 0};
+    rl__reply *r;
+    redislock_err err;
+
+    lens[1] = (size_t)snprintf(f, sizeof f, "%" PRId64, fence);
+    err = rl__pool_script_keys(p, &rl__script_fenced_set, 2, keys, klens, 2,
+                               args, lens, &r);
+    if (err != REDISLOCK_OK)
+        return err;
+    if (r->type != REDIS_REPLY_INTEGER)
+        err = rl__err(REDISLOCK_EPROTOCOL, "fenced write answered type %d",
+                      r->type);
+    else if (r->integer == 0)
+        err = rl__err(REDISLOCK_ESTALE,
+                      "fencing token %" PRId64 " is older than one that "
+                      "already wrote this key",
+                      fence);
+    rl__reply_free(r);
+    return err;
+}
+
+redislock_err redislock_fenced_set(redislock_client *c, const void *key,
+                                   size_t keylen, const void *value,
+                                   size_t vlen, int64_t fence)
+{
+    const char *keys[2];
+    size_t klens[2];
+    char *hw;
+    redislock_err err;
+
+    if (c == NULL || key == NULL || (value == NULL && vlen > 0))
+        return rl__err(REDISLOCK_EINVAL, "NULL client, key or value");
+    if (keylen == 0 || keylen > REDISLOCK_KEY_MAX)
+        return rl__err(REDISLOCK_EINVAL, "key must be 1 to %d bytes",
+                       REDISLOCK_KEY_MAX);
+    if (fence <= 0)
+        return rl__err(REDISLOCK_EINVAL, "fencing token must be positive");
+    /* The high-water mark is a helper key of the resource's own. */
+    if ((hw = rl__helper_name(key, keylen, "fenced", &klens[1])) == NULL)
+        return rl__err(REDISLOCK_ENOMEM, "out of memory");
+    keys[0] = key;
+    klens[0] = keylen;
+    keys[1] = hw;
+    err = run_fenced_set(rl__client_route(c, key, keylen), keys, klens,
+                         value == NULL ? "" : value, vlen, fence);
+    free(hw);
+    return err;
+}
