@@ -23,9 +23,16 @@ enum {
     CLI_EXIT_NOPERM = 77
 };
 
+/* The most -u options one command line may give. */
+#define CLI_URLS_MAX 64
+
 /* Options that every subcommand understands. */
 typedef struct cli_global {
-    const char *url; /* from -u, or NULL to consult the environment */
+    /* From -u, in order; none: consult the environment. */
+    const char *urls[CLI_URLS_MAX];
+    size_t nurls;
+    int shard;          /* --shard: the URLs are independent shards */
+    const char *prefix; /* --prefix, or NULL */
     /* SIGPIPE's disposition on entry. The CLI ignores SIGPIPE so that a
      * dropped Redis connection is an error rather than death; run's
      * command gets the original back. */
@@ -51,8 +58,20 @@ typedef struct cli_args {
     const char *ctx; /* subcommand name for messages, or NULL */
 } cli_args;
 
-/* The id of --json, which has no short form. */
-#define CLI_ID_JSON 256
+/* The ids of the options that have no short form. */
+enum {
+    CLI_ID_JSON = 256,
+    CLI_ID_PREFIX,
+    CLI_ID_SHARD,
+    CLI_ID_OWNER,
+    CLI_ID_METADATA,
+    CLI_ID_FAIL_FAST,
+    CLI_ID_RETRY,
+    CLI_ID_RETRY_DELAY,
+    CLI_ID_RETRY_MAX_DELAY,
+    CLI_ID_MAX_ATTEMPTS,
+    CLI_ID_HOLD_AFTER
+};
 
 /* Returns the next option's id, storing its value in *val; 0 when the
  * options end (a->i then indexes the first operand); -1 after printing a
@@ -69,13 +88,33 @@ const char *cli_quote(const char *s, char *buf, size_t size);
 
 /* A subcommand's options, defaults filled in. */
 typedef struct cli_cmdopts {
-    cli_global g;      /* with -u applied */
-    int64_t ttl_ms;    /* -t; REDISLOCK_DEFAULT_TTL_MS */
-    int64_t wait_ms;   /* -w, -n; REDISLOCK_WAIT_FOREVER */
-    int conflict_code; /* -E; CLI_EXIT_NOT_OBTAINED */
-    int json;          /* --json */
-    int operand;       /* index in argv of the first operand */
+    cli_global g; /* with -u applied */
+    /* What acquire and run ask the library for: ttl_ms (-t, default
+     * REDISLOCK_DEFAULT_TTL_MS), wait_ms (-w, -n; default
+     * REDISLOCK_WAIT_FOREVER), the retry settings, fail_fast, owner
+     * (--owner, which also sets reentrant) and metadata. release and
+     * extend read ttl_ms and owner. */
+    redislock_acquire_options acq;
+    int64_t hold_after_ms; /* --hold-after; 0 */
+    int conflict_code;     /* -E; CLI_EXIT_NOT_OBTAINED */
+    int json;              /* --json */
+    int operand;           /* index in argv of the first operand */
 } cli_cmdopts;
+
+/* Entries of a cli_optdef table: those of every subcommand, and those of
+ * the subcommands that take a lock (acquire, run). */
+/* clang-format off */
+#define CLI_OPTS_COMMON {'u', "url", 1}, {'h', "help", 0}
+#define CLI_OPTS_TAKE                                                         \
+    {'t', "ttl", 1}, {'w', "wait", 1}, {'w', "timeout", 1},                   \
+    {'n', "nonblock", 0}, {'n', "no-wait", 0},                                \
+    {'E', "conflict-exit-code", 1},                                           \
+    {CLI_ID_OWNER, "owner", 1}, {CLI_ID_METADATA, "metadata", 1},             \
+    {CLI_ID_FAIL_FAST, "fail-fast", 0}, {CLI_ID_RETRY, "retry", 1},           \
+    {CLI_ID_RETRY_DELAY, "retry-delay", 1},                                   \
+    {CLI_ID_RETRY_MAX_DELAY, "retry-max-delay", 1},                           \
+    {CLI_ID_MAX_ATTEMPTS, "max-attempts", 1}
+/* clang-format on */
 
 /* What cli_cmd_options() returns when the subcommand should go on. */
 #define CLI_CONTINUE (-1)
@@ -126,18 +165,43 @@ int cli_parse_ttl(const char *ctx, const char *s, int64_t *ttl_ms);
 /* Parses a wait (>= 0) like cli_parse_ttl. */
 int cli_parse_wait(const char *ctx, const char *s, int64_t *wait_ms);
 
+/* Parses a positive delay (what name calls it in messages) like
+ * cli_parse_ttl. */
+int cli_parse_delay(const char *ctx, const char *name, const char *s,
+                    int64_t *ms);
+
+/* Parses a hold-after time (>= 0) like cli_parse_ttl. */
+int cli_parse_hold(const char *ctx, const char *s, int64_t *ms);
+
 /* Parses an exit code 0..255 like cli_parse_ttl. */
 int cli_parse_code(const char *ctx, const char *s, int *code);
+
+/* Parses the value of option name (for messages) as a whole number from
+ * 1 to max, like cli_parse_ttl. */
+int cli_parse_count(const char *ctx, const char *name, const char *s, int max,
+                    int *n);
 
 /* Checks that key is usable on the command line: non-empty, short enough,
  * without control characters. Prints why not and returns CLI_EXIT_USAGE. */
 int cli_check_key(const char *ctx, const char *key);
 
+/* Checks a token or owner id (what names it in messages) like
+ * cli_check_key: non-empty, without control characters. */
+int cli_check_token(const char *ctx, const char *what, const char *token);
+
+/* Adds url to g's list for -u, or prints why not and returns
+ * CLI_EXIT_USAGE. */
+int cli_add_url(const char *ctx, cli_global *g, const char *url);
+
 /*
- * Connects to the server from g (or the environment) and makes a handle
- * for key. timeout_ms > 0 overrides the connect and command timeouts.
+ * Connects to the server or, with --shard, the servers from g (or the
+ * environment). timeout_ms > 0 overrides the connect and command timeouts.
  * Returns 0, or an exit status after printing the error.
  */
+int cli_connect(const char *ctx, const cli_global *g, int64_t timeout_ms,
+                redislock_client **c);
+
+/* cli_connect, then a handle for key. */
 int cli_open(const char *ctx, const cli_global *g, const char *key,
              int64_t timeout_ms, redislock_client **c, redislock_lock **l);
 
@@ -145,15 +209,16 @@ int cli_open(const char *ctx, const cli_global *g, const char *key,
 void cli_close(redislock_client *c, redislock_lock *l);
 
 /*
- * Acquires l for ttl_ms, waiting wait_ms (REDISLOCK_WAIT_FOREVER for no
- * limit). The signals in stop (blocked by the caller; may be NULL) end the
- * wait: *sig is then the signal's number, the result REDISLOCK_EHELD and
- * nothing is held; otherwise *sig is 0. On success *start_ms is
- * the CLOCK_MONOTONIC time before the request that took the lock, so the
- * lease lasts at least until *start_ms + ttl_ms.
+ * Takes the lock with acq: one redislock_acquire() call, so that the retry
+ * strategy, the attempt cap and fail-fast see the whole wait. The signals
+ * in stop (blocked by the caller; may be NULL) end the wait, and nothing
+ * is then held. Returns 0 with the lock held; 128+N after signal N;
+ * conflict_code after a message when the lock is not obtained; or another
+ * exit status after a message.
  */
-redislock_err cli_acquire(redislock_lock *l, int64_t ttl_ms, int64_t wait_ms,
-                          const sigset_t *stop, int *sig, int64_t *start_ms);
+int cli_take(const char *ctx, redislock_lock *l,
+             const redislock_acquire_options *acq, const sigset_t *stop,
+             int conflict_code);
 
 /* Fills set with the signals that the CLI passes on to its command (HUP,
  * INT, QUIT, TERM, USR1, USR2), leaving out those ignored on entry: a
@@ -163,12 +228,22 @@ void cli_signal_set(sigset_t *set);
 /* Milliseconds on CLOCK_MONOTONIC. */
 int64_t cli_now_ms(void);
 
+/*
+ * Prints one lock's state: with_key as a line of list ("KEY ttl_ms=N
+ * ..."), otherwise as status's line ("held ttl_ms=N ..." or "free"); with
+ * json, as a JSON object and no newline. key (keylen bytes) is the key
+ * without the prefix.
+ */
+void cli_print_lock(const char *key, size_t keylen, const redislock_info *info,
+                    int json, int with_key);
+
 /* The subcommands. argv[0] is the subcommand name. */
 int cli_cmd_run(int argc, char **argv, const cli_global *g);
 int cli_cmd_acquire(int argc, char **argv, const cli_global *g);
 int cli_cmd_release(int argc, char **argv, const cli_global *g);
 int cli_cmd_extend(int argc, char **argv, const cli_global *g);
 int cli_cmd_status(int argc, char **argv, const cli_global *g);
+int cli_cmd_list(int argc, char **argv, const cli_global *g);
 
 /* Prints the full help on stdout. */
 void cli_print_help(void);

@@ -106,21 +106,40 @@ static int parse_duration(const char *ctx, const char *name, const char *s,
                      cli_quote(s, q, sizeof q), cli_dur_strerror(e));
 }
 
-int cli_parse_ttl(const char *ctx, const char *s, int64_t *ttl_ms)
+/* A duration up to REDISLOCK_TTL_MAX_MS, the library's limit for every
+ * lease-like time; zero only where zero_ok. */
+static int parse_span(const char *ctx, const char *name, const char *s,
+                      int zero_ok, int64_t *out_ms)
 {
     char q[CLI_QUOTE_MAX];
     int64_t ms = 0;
 
-    if (parse_duration(ctx, "TTL", s, &ms) != 0)
+    if (parse_duration(ctx, name, s, &ms) != 0)
         return CLI_EXIT_USAGE;
-    if (ms == 0)
-        return cli_usage(ctx, "invalid TTL '%s': must be greater than zero",
-                         cli_quote(s, q, sizeof q));
+    if (ms == 0 && !zero_ok)
+        return cli_usage(ctx, "invalid %s '%s': must be greater than zero",
+                         name, cli_quote(s, q, sizeof q));
     if (ms > REDISLOCK_TTL_MAX_MS)
-        return cli_usage(ctx, "invalid TTL '%s': longer than 30 days",
+        return cli_usage(ctx, "invalid %s '%s': longer than 30 days", name,
                          cli_quote(s, q, sizeof q));
-    *ttl_ms = ms;
+    *out_ms = ms;
     return 0;
+}
+
+int cli_parse_ttl(const char *ctx, const char *s, int64_t *ttl_ms)
+{
+    return parse_span(ctx, "TTL", s, 0, ttl_ms);
+}
+
+int cli_parse_delay(const char *ctx, const char *name, const char *s,
+                    int64_t *ms)
+{
+    return parse_span(ctx, name, s, 0, ms);
+}
+
+int cli_parse_hold(const char *ctx, const char *s, int64_t *ms)
+{
+    return parse_span(ctx, "hold-after time", s, 1, ms);
 }
 
 int cli_parse_wait(const char *ctx, const char *s, int64_t *wait_ms)
@@ -128,18 +147,41 @@ int cli_parse_wait(const char *ctx, const char *s, int64_t *wait_ms)
     return parse_duration(ctx, "wait time", s, wait_ms);
 }
 
-int cli_parse_code(const char *ctx, const char *s, int *code)
+/* A whole number from 0 to max, or -1. */
+static long parse_uint(const char *s, long max)
 {
-    char q[CLI_QUOTE_MAX];
     char *end;
     long v;
 
     errno = 0;
     v = strtol(s, &end, 10);
-    if (*s < '0' || *s > '9' || *end != '\0' || errno != 0 || v > 255)
+    if (*s < '0' || *s > '9' || *end != '\0' || errno != 0 || v > max)
+        return -1;
+    return v;
+}
+
+int cli_parse_code(const char *ctx, const char *s, int *code)
+{
+    char q[CLI_QUOTE_MAX];
+    long v = parse_uint(s, 255);
+
+    if (v < 0)
         return cli_usage(ctx, "invalid exit code '%s': must be 0 to 255",
                          cli_quote(s, q, sizeof q));
     *code = (int)v;
+    return 0;
+}
+
+int cli_parse_count(const char *ctx, const char *name, const char *s, int max,
+                    int *n)
+{
+    char q[CLI_QUOTE_MAX];
+    long v = parse_uint(s, max);
+
+    if (v < 1)
+        return cli_usage(ctx, "invalid %s '%s': must be 1 to %d", name,
+                         cli_quote(s, q, sizeof q), max);
+    *n = (int)v;
     return 0;
 }
 
@@ -165,67 +207,16 @@ int cli_check_key(const char *ctx, const char *key)
     return 0;
 }
 
-static int check_operands(const char *ctx, int have, char **ops, int min_ops,
-                          int max_ops, const char *const *names)
+int cli_check_token(const char *ctx, const char *what, const char *token)
 {
-    char q[CLI_QUOTE_MAX];
+    const char *p;
 
-    if (have < min_ops)
-        return cli_usage(ctx, "missing %s", names[have]);
-    if (max_ops >= 0 && have > max_ops)
-        return cli_usage(ctx, "unexpected argument '%s'",
-                         cli_quote(ops[max_ops], q, sizeof q));
-    return CLI_CONTINUE;
-}
-
-static int apply_option(const char *ctx, int id, const char *val,
-                        cli_cmdopts *o)
-{
-    switch (id) {
-    case 'u':
-        o->g.url = val;
-        return 0;
-    case 't':
-        return cli_parse_ttl(ctx, val, &o->ttl_ms);
-    case 'w':
-        return cli_parse_wait(ctx, val, &o->wait_ms);
-    case 'n':
-        o->wait_ms = REDISLOCK_NO_WAIT;
-        return 0;
-    case 'E':
-        return cli_parse_code(ctx, val, &o->conflict_code);
-    case CLI_ID_JSON:
-        o->json = 1;
-        return 0;
-    }
-    return CLI_EXIT_SOFTWARE;
-}
-
-int cli_cmd_options(int argc, char **argv, const cli_global *g,
-                    const cli_optdef *defs, int min_ops, int max_ops,
-                    const char *const *names, cli_cmdopts *o)
-{
-    cli_args a = {argc, argv, 1, 0, argv[0]};
-    const char *val;
-    int id, rc;
-
-    memset(o, 0, sizeof *o);
-    o->g = *g;
-    o->ttl_ms = REDISLOCK_DEFAULT_TTL_MS;
-    o->wait_ms = REDISLOCK_WAIT_FOREVER;
-    o->conflict_code = CLI_EXIT_NOT_OBTAINED;
-    while ((id = cli_getopt(&a, defs, &val)) > 0) {
-        if (id == 'h') {
-            cli_print_help();
-            return CLI_EXIT_OK;
-        }
-        rc = apply_option(argv[0], id, val, o);
-        if (rc != 0)
-            return rc;
-    }
-    if (id < 0)
-        return CLI_EXIT_USAGE;
-    o->operand = a.i;
-    return check_operands(argv[0], argc - a.i, argv + a.i, min_ops, max_ops,
-                          names);
+    if (*token == '\0')
+        return cli_usage(ctx, "the %s is empty", what);
+    /* A token travels through environment variables and shell scripts,
+     * where a control character would only be a trap. */
+    for (p = token; *p != '\0'; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f)
+            return cli_usage(ctx, "the %s contains a control character", what);
+    return 0;
 }

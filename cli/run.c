@@ -31,8 +31,8 @@ typedef struct run_state {
     int64_t renew_every_ms; /* TTL/3 */
     int64_t retry_ms;       /* pause after a failed renewal */
     int64_t op_ms;          /* connect and command timeout */
-    int64_t safety_ms;      /* lease left over when giving up */
-    int64_t last_ok_ms;     /* start of the last request that held it */
+    int64_t safety_ms;      /* validity left over when giving up */
+    int64_t hold_after_ms;  /* --hold-after */
     int64_t next_renew_ms;
     int64_t kill_at_ms; /* SIGKILL then, or -1 */
     pid_t pid;
@@ -163,8 +163,6 @@ static void renew(run_state *st)
 
     now = cli_now_ms();
     if (err == REDISLOCK_OK) {
-        /* The new lease started no earlier than the request did. */
-        st->last_ok_ms = start;
         st->next_renew_ms = start + st->renew_every_ms;
         return;
     }
@@ -172,11 +170,16 @@ static void renew(run_state *st)
         give_up(st, err, now);
         return;
     }
-    /* Retry only while one more attempt, taking up to two timeouts, would
-     * still end before the lease (less a margin) does. */
+    /*
+     * Retry only while one more attempt, taking up to two timeouts, would
+     * still end, with a margin, before the lease's validity does. The
+     * library counts the validity from when the last request that held
+     * the lock was sent, less an allowance for clock drift, so the
+     * command is stopped before the server can expire the key.
+     */
     st->next_renew_ms = now + st->retry_ms;
-    if (st->next_renew_ms + 2 * st->op_ms >
-        st->last_ok_ms + st->ttl_ms - st->safety_ms)
+    if (st->retry_ms + 2 * st->op_ms + st->safety_ms >
+        redislock_valid_ms(st->l))
         give_up(st, err, now);
 }
 
@@ -280,7 +283,7 @@ static int finish(run_state *st)
             (void)redislock_release(st->l);
         return CLI_EXIT_LOST;
     }
-    err = redislock_release(st->l);
+    err = redislock_release_hold(st->l, st->hold_after_ms);
     if (err == REDISLOCK_ELOST || err == REDISLOCK_EEXPIRED) {
         cli_err(st->ctx, "lock '%s' lost before the command ended: %s", st->key,
                 loss_reason(err));
@@ -316,20 +319,12 @@ static void block_signals(run_state *st, const cli_global *g)
 static int hold_and_run(run_state *st, const cli_cmdopts *o, const char *key,
                         char **cmd)
 {
-    redislock_err err;
-    int sig, rc;
+    int rc;
 
-    err = cli_acquire(st->l, o->ttl_ms, o->wait_ms, &st->fwd, &sig,
-                      &st->last_ok_ms);
-    if (sig != 0)
-        return 128 + sig;
-    if (err == REDISLOCK_EHELD) {
-        cli_err(st->ctx, "lock '%s' is held by another owner", st->key);
-        return o->conflict_code;
-    }
-    if (err != REDISLOCK_OK)
-        return cli_fail(st->ctx, err, "cannot acquire lock");
-    st->next_renew_ms = st->last_ok_ms + st->renew_every_ms;
+    rc = cli_take(st->ctx, st->l, &o->acq, &st->fwd, o->conflict_code);
+    if (rc != 0)
+        return rc;
+    st->next_renew_ms = cli_now_ms() + st->renew_every_ms;
     /* Set here rather than in the child, where only async-signal-safe
      * calls belong. */
     if (setenv("REDISLOCK_KEY", key, 1) != 0 ||
@@ -350,10 +345,9 @@ static int hold_and_run(run_state *st, const cli_cmdopts *o, const char *key,
 int cli_cmd_run(int argc, char **argv, const cli_global *g)
 {
     static const cli_optdef defs[] = {
-        {'u', "url", 1},     {'h', "help", 0},
-        {'t', "ttl", 1},     {'w', "wait", 1},
-        {'w', "timeout", 1}, {'n', "nonblock", 0},
-        {'n', "no-wait", 0}, {'E', "conflict-exit-code", 1},
+        CLI_OPTS_COMMON,
+        CLI_OPTS_TAKE,
+        {CLI_ID_HOLD_AFTER, "hold-after", 1},
         {0, NULL, 0},
     };
     static const char *const names[] = {"KEY", "COMMAND"};
@@ -377,7 +371,8 @@ int cli_cmd_run(int argc, char **argv, const cli_global *g)
     memset(&st, 0, sizeof st);
     st.ctx = argv[0];
     cli_quote(key, st.key, sizeof st.key);
-    set_timing(&st, o.ttl_ms);
+    set_timing(&st, o.acq.ttl_ms);
+    st.hold_after_ms = o.hold_after_ms;
     rc = cli_open(st.ctx, &o.g, key, st.op_ms, &c, &st.l);
     if (rc != 0)
         return rc;

@@ -1,3 +1,4 @@
+/* Connecting: the Redis URLs, the client and the lock handle. */
 #include "cli.h"
 
 #include <stdio.h>
@@ -5,17 +6,11 @@
 #include <string.h>
 #include <time.h>
 
-/* The slice of one acquire call while waiting, so that a pending signal
- * is noticed within this time even when waiting forever. */
-#define CLI_ACQUIRE_SLICE_MS 200
-
-static const char *pick_url(const cli_global *g)
+static const char *env_url(void)
 {
     static const char *const vars[] = {"REDISLOCK_URL", "REDIS_URL"};
     size_t i;
 
-    if (g->url != NULL)
-        return g->url;
     /* An empty variable counts as unset, as shells make that easy. */
     for (i = 0; i < sizeof vars / sizeof vars[0]; i++) {
         const char *v = getenv(vars[i]);
@@ -67,26 +62,88 @@ static int fail_url(const char *ctx, redislock_err err, const char *url)
     return cli_fail(ctx, err, what);
 }
 
-int cli_open(const char *ctx, const cli_global *g, const char *key,
-             int64_t timeout_ms, redislock_client **c, redislock_lock **l)
+/* A sharded client failed: the library's detail names the server (or the
+ * problem with the list), so the URLs are not repeated. */
+static int fail_shards(const char *ctx, redislock_err err)
+{
+    char detail[CLI_DETAIL_MAX];
+
+    if (err == REDISLOCK_EINVAL) {
+        cli_detail(detail, sizeof detail);
+        cli_err(ctx, "invalid Redis URLs for --shard: %s",
+                detail[0] != '\0' ? detail : redislock_strerror(err));
+        return CLI_EXIT_USAGE;
+    }
+    return cli_fail(ctx, err, "Redis shards");
+}
+
+/* Usage errors in the URL list and the prefix, found before connecting. */
+static int check_global(const char *ctx, const cli_global *g)
+{
+    char q[CLI_QUOTE_MAX];
+    size_t i, j;
+
+    if (g->nurls > 1 && !g->shard)
+        return cli_usage(ctx, "several Redis URLs need --shard (Redlock "
+                              "quorums and Redis Cluster are not supported "
+                              "yet)");
+    for (i = 0; i < g->nurls; i++) {
+        if (*g->urls[i] == '\0')
+            return cli_usage(ctx, "the Redis URL is empty");
+        for (j = 0; j < i; j++)
+            if (strcmp(g->urls[i], g->urls[j]) == 0)
+                return cli_usage(ctx, "Redis URL '%s' is given twice",
+                                 redact_url(g->urls[i], q, sizeof q));
+    }
+    if (g->prefix == NULL)
+        return 0;
+    if (strlen(g->prefix) > REDISLOCK_KEY_MAX)
+        return cli_usage(ctx, "the prefix is longer than %d bytes",
+                         REDISLOCK_KEY_MAX);
+    /* Part of every key, so held to the keys' rule. */
+    for (i = 0; g->prefix[i] != '\0'; i++)
+        if ((unsigned char)g->prefix[i] < 0x20 || g->prefix[i] == 0x7f)
+            return cli_usage(ctx, "the prefix contains a control character");
+    return 0;
+}
+
+int cli_connect(const char *ctx, const cli_global *g, int64_t timeout_ms,
+                redislock_client **c)
 {
     redislock_options o;
-    const char *url = pick_url(g);
+    const char *url = g->nurls > 0 ? g->urls[0] : env_url();
     redislock_err err;
     int rc;
 
     *c = NULL;
-    *l = NULL;
-    if (*url == '\0')
-        return cli_usage(ctx, "the Redis URL is empty");
+    if ((rc = check_global(ctx, g)) != 0)
+        return rc;
     memset(&o, 0, sizeof o);
     o.connect_timeout_ms = timeout_ms > 0 ? timeout_ms : 0;
     o.command_timeout_ms = timeout_ms > 0 ? timeout_ms : 0;
-    /* One connection is all a single-threaded tool ever uses. */
+    /* One connection per server is all a single-threaded tool uses. */
     o.max_connections = 1;
-    err = redislock_client_new(c, url, &o);
-    if (err != REDISLOCK_OK)
-        return fail_url(ctx, err, url);
+    o.prefix = g->prefix;
+    if (!g->shard) {
+        err = redislock_client_new(c, url, &o);
+        return err == REDISLOCK_OK ? 0 : fail_url(ctx, err, url);
+    }
+    if (g->nurls == 0)
+        err = redislock_client_new_sharded(c, &url, 1, &o);
+    else
+        err = redislock_client_new_sharded(c, g->urls, g->nurls, &o);
+    return err == REDISLOCK_OK ? 0 : fail_shards(ctx, err);
+}
+
+int cli_open(const char *ctx, const cli_global *g, const char *key,
+             int64_t timeout_ms, redislock_client **c, redislock_lock **l)
+{
+    redislock_err err;
+    int rc;
+
+    *l = NULL;
+    if ((rc = cli_connect(ctx, g, timeout_ms, c)) != 0)
+        return rc;
     err = redislock_lock_new(*c, key, strlen(key), l);
     if (err != REDISLOCK_OK) {
         rc = cli_fail(ctx, err, "cannot make a lock handle");
@@ -101,51 +158,6 @@ void cli_close(redislock_client *c, redislock_lock *l)
 {
     redislock_lock_free(l);
     redislock_client_free(c);
-}
-
-/* Takes one pending signal of set (blocked by the caller), or returns 0. */
-static int take_signal(const sigset_t *set)
-{
-    struct timespec zero = {0, 0};
-    int sig;
-
-    if (set == NULL)
-        return 0;
-    sig = sigtimedwait(set, NULL, &zero);
-    return sig > 0 ? sig : 0;
-}
-
-redislock_err cli_acquire(redislock_lock *l, int64_t ttl_ms, int64_t wait_ms,
-                          const sigset_t *stop, int *sig, int64_t *start_ms)
-{
-    redislock_acquire_options o;
-    redislock_err err;
-    int64_t now = cli_now_ms();
-    /* A wait past any plausible lifetime is a wait forever; this also keeps
-     * the sum below from overflowing. */
-    int64_t deadline =
-        wait_ms < 0 || wait_ms > INT64_MAX / 4 ? -1 : now + wait_ms;
-
-    *sig = 0;
-    for (;;) {
-        memset(&o, 0, sizeof o);
-        o.ttl_ms = ttl_ms;
-        o.wait_ms = CLI_ACQUIRE_SLICE_MS;
-        if (deadline >= 0 && deadline - now < o.wait_ms)
-            o.wait_ms = deadline > now ? deadline - now : REDISLOCK_NO_WAIT;
-        *start_ms = now;
-        err = redislock_acquire(l, &o);
-        *sig = take_signal(stop);
-        if (*sig != 0) {
-            /* Best effort: if this fails the lease ends by its TTL. */
-            if (err == REDISLOCK_OK)
-                (void)redislock_release(l);
-            return REDISLOCK_EHELD;
-        }
-        now = cli_now_ms();
-        if (err != REDISLOCK_EHELD || (deadline >= 0 && now >= deadline))
-            return err;
-    }
 }
 
 void cli_signal_set(sigset_t *set)

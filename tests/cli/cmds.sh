@@ -24,7 +24,9 @@ grep -Eq '^held ttl_ms=[0-9]+$' "$TEST_TMPDIR/out" ||
 n=$(sed 's/^held ttl_ms=//' "$TEST_TMPDIR/out")
 between 15000 20000 "$n" "status ttl_ms"
 expect 0 "$RL" status --json cmd-key
-grep -Eq '^\{"key":"cmd-key","held":true,"ttl_ms":[0-9]+\}$' \
+# A plain token lock: one hold, no owner id, no metadata.
+grep -Eq '^\{"key":"cmd-key","held":true,"ttl_ms":[0-9]+,"holds":1,'\
+'"owner":null,"metadata":null\}$' \
     "$TEST_TMPDIR/out" || fail "status --json: $(cat "$TEST_TMPDIR/out")"
 
 # A second acquire does not get it.

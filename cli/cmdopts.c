@@ -1,0 +1,136 @@
+/* The options of the subcommands: one table of meanings for every
+ * subcommand, each of which lists the options it accepts. */
+#include "cli.h"
+
+#include <limits.h>
+#include <string.h>
+
+int cli_add_url(const char *ctx, cli_global *g, const char *url)
+{
+    if (g->nurls >= CLI_URLS_MAX)
+        return cli_usage(ctx, "more than %d Redis URLs", CLI_URLS_MAX);
+    g->urls[g->nurls++] = url;
+    return 0;
+}
+
+static int check_operands(const char *ctx, int have, char **ops, int min_ops,
+                          int max_ops, const char *const *names)
+{
+    char q[CLI_QUOTE_MAX];
+
+    if (have < min_ops)
+        return cli_usage(ctx, "missing %s", names[have]);
+    if (max_ops >= 0 && have > max_ops)
+        return cli_usage(ctx, "unexpected argument '%s'",
+                         cli_quote(ops[max_ops], q, sizeof q));
+    return CLI_CONTINUE;
+}
+
+static int parse_retry(const char *ctx, const char *val,
+                       redislock_acquire_options *acq)
+{
+    static const struct {
+        const char *name;
+        redislock_retry retry;
+    } kinds[] = {
+        {"constant", REDISLOCK_RETRY_CONSTANT},
+        {"linear", REDISLOCK_RETRY_LINEAR},
+        {"exponential", REDISLOCK_RETRY_EXPONENTIAL},
+    };
+    char q[CLI_QUOTE_MAX];
+    size_t i;
+
+    for (i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+        if (strcmp(val, kinds[i].name) == 0) {
+            acq->retry = kinds[i].retry;
+            return 0;
+        }
+    return cli_usage(ctx,
+                     "invalid retry strategy '%s': use constant, linear "
+                     "or exponential",
+                     cli_quote(val, q, sizeof q));
+}
+
+/* The options that shape the wait for a held lock. */
+static int apply_wait_option(const char *ctx, int id, const char *val,
+                             redislock_acquire_options *acq)
+{
+    switch (id) {
+    case 'w':
+        return cli_parse_wait(ctx, val, &acq->wait_ms);
+    case 'n':
+        acq->wait_ms = REDISLOCK_NO_WAIT;
+        return 0;
+    case CLI_ID_FAIL_FAST:
+        acq->fail_fast = 1;
+        return 0;
+    case CLI_ID_RETRY:
+        return parse_retry(ctx, val, acq);
+    case CLI_ID_RETRY_DELAY:
+        return cli_parse_delay(ctx, "retry delay", val, &acq->retry_delay_ms);
+    case CLI_ID_RETRY_MAX_DELAY:
+        return cli_parse_delay(ctx, "maximum retry delay", val,
+                               &acq->retry_max_delay_ms);
+    case CLI_ID_MAX_ATTEMPTS:
+        return cli_parse_count(ctx, "attempt count", val, INT_MAX,
+                               &acq->max_attempts);
+    }
+    return CLI_EXIT_SOFTWARE;
+}
+
+static int apply_option(const char *ctx, int id, const char *val,
+                        cli_cmdopts *o)
+{
+    switch (id) {
+    case 'u':
+        return cli_add_url(ctx, &o->g, val);
+    case 't':
+        return cli_parse_ttl(ctx, val, &o->acq.ttl_ms);
+    case 'E':
+        return cli_parse_code(ctx, val, &o->conflict_code);
+    case CLI_ID_JSON:
+        o->json = 1;
+        return 0;
+    case CLI_ID_OWNER:
+        /* An owner id names a reentrant lock: each acquire with it
+         * adds a hold, each release drops one. */
+        o->acq.owner = val;
+        o->acq.reentrant = 1;
+        return cli_check_token(ctx, "owner id", val);
+    case CLI_ID_METADATA:
+        o->acq.metadata = val;
+        return 0;
+    case CLI_ID_HOLD_AFTER:
+        return cli_parse_hold(ctx, val, &o->hold_after_ms);
+    }
+    return apply_wait_option(ctx, id, val, &o->acq);
+}
+
+int cli_cmd_options(int argc, char **argv, const cli_global *g,
+                    const cli_optdef *defs, int min_ops, int max_ops,
+                    const char *const *names, cli_cmdopts *o)
+{
+    cli_args a = {argc, argv, 1, 0, argv[0]};
+    const char *val;
+    int id, rc;
+
+    memset(o, 0, sizeof *o);
+    o->g = *g;
+    o->acq.ttl_ms = REDISLOCK_DEFAULT_TTL_MS;
+    o->acq.wait_ms = REDISLOCK_WAIT_FOREVER;
+    o->conflict_code = CLI_EXIT_NOT_OBTAINED;
+    while ((id = cli_getopt(&a, defs, &val)) > 0) {
+        if (id == 'h') {
+            cli_print_help();
+            return CLI_EXIT_OK;
+        }
+        rc = apply_option(argv[0], id, val, o);
+        if (rc != 0)
+            return rc;
+    }
+    if (id < 0)
+        return CLI_EXIT_USAGE;
+    o->operand = a.i;
+    return check_operands(argv[0], argc - a.i, argv + a.i, min_ops, max_ops,
+                          names);
+}

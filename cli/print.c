@@ -1,0 +1,153 @@
+/*
+ * Printing a lock's state, for status and list: plain text for people and
+ * line-based tools, JSON for programs. Keys, owner ids and metadata come
+ * from Redis and may hold any byte, so both forms escape them.
+ */
+#include "cli.h"
+
+#include <stdio.h>
+
+/* The length of a valid UTF-8 sequence at p (n bytes left), or 0. */
+static size_t utf8_len(const unsigned char *p, size_t n)
+{
+    unsigned long cp;
+    size_t len, i;
+
+    if (p[0] < 0x80)
+        return 1;
+    if (p[0] >= 0xc2 && p[0] <= 0xdf)
+        len = 2, cp = p[0] & 0x1fUL;
+    else if (p[0] >= 0xe0 && p[0] <= 0xef)
+        len = 3, cp = p[0] & 0x0fUL;
+    else if (p[0] >= 0xf0 && p[0] <= 0xf4)
+        len = 4, cp = p[0] & 0x07UL;
+    else
+        return 0;
+    if (len > n)
+        return 0;
+    for (i = 1; i < len; i++) {
+        if ((p[i] & 0xc0) != 0x80)
+            return 0;
+        cp = (cp << 6) | (p[i] & 0x3fUL);
+    }
+    if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
+        cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+        return 0;
+    return len;
+}
+
+/* Prints n bytes of s as a JSON string. JSON text is UTF-8: a byte that
+ * is not part of valid UTF-8 becomes U+FFFD. */
+static void json_string(const char *s, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    const unsigned char *end = p + n;
+    size_t len;
+
+    putchar('"');
+    while (p < end) {
+        if (*p == '"' || *p == '\\') {
+            printf("\\%c", *p++);
+        } else if (*p < 0x20 || *p == 0x7f) {
+            printf("\\u%04x", *p++);
+        } else if ((len = utf8_len(p, (size_t)(end - p))) > 0) {
+            fwrite(p, 1, len, stdout);
+            p += len;
+        } else {
+            fputs("\\ufffd", stdout);
+            p++;
+        }
+    }
+    putchar('"');
+}
+
+/* A JSON string, or null for NULL. */
+static void json_or_null(const char *s)
+{
+    size_t n = 0;
+
+    if (s == NULL) {
+        fputs("null", stdout);
+        return;
+    }
+    while (s[n] != '\0')
+        n++;
+    json_string(s, n);
+}
+
+/*
+ * Prints n bytes of s for a plain line: control bytes and backslash
+ * become \xNN, so that one lock is one line and the escapes can be told
+ * from the text. With space_too, spaces do as well, so that the line
+ * still splits into its fields on spaces.
+ */
+static void plain_text(const char *s, size_t n, int space_too)
+{
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c < 0x20 || c == 0x7f || c == '\\' || (c == ' ' && space_too))
+            printf("\\x%02x", c);
+        else
+            putchar(c);
+    }
+}
+
+static void plain_field(const char *name, const char *s, int space_too)
+{
+    size_t n = 0;
+
+    while (s[n] != '\0')
+        n++;
+    printf(" %s=", name);
+    plain_text(s, n, space_too);
+}
+
+static void print_plain(const char *key, size_t keylen,
+                        const redislock_info *info, int with_key)
+{
+    if (with_key)
+        plain_text(key, keylen, 1);
+    else if (!info->held) {
+        puts("free");
+        return;
+    } else
+        fputs("held", stdout);
+    printf(" ttl_ms=%lld", (long long)info->ttl_ms);
+    /* A plain token lock has one hold and no owner id: nothing to add. */
+    if (info->owner != NULL || info->holds != 1)
+        printf(" holds=%lld", (long long)info->holds);
+    if (info->owner != NULL)
+        plain_field("owner", info->owner, 1);
+    /* The last field: its spaces cannot be mistaken for a separator. */
+    if (info->metadata != NULL)
+        plain_field("metadata", info->metadata, 0);
+    putchar('\n');
+}
+
+static void print_json(const char *key, size_t keylen,
+                       const redislock_info *info)
+{
+    fputs("{\"key\":", stdout);
+    json_string(key, keylen);
+    if (!info->held) {
+        fputs(",\"held\":false}", stdout);
+        return;
+    }
+    printf(",\"held\":true,\"ttl_ms\":%lld,\"holds\":%lld,\"owner\":",
+           (long long)info->ttl_ms, (long long)info->holds);
+    json_or_null(info->owner);
+    fputs(",\"metadata\":", stdout);
+    json_or_null(info->metadata);
+    putchar('}');
+}
+
+void cli_print_lock(const char *key, size_t keylen, const redislock_info *info,
+                    int json, int with_key)
+{
+    if (json)
+        print_json(key, keylen, info);
+    else
+        print_plain(key, keylen, info, with_key);
+}

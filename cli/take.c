@@ -1,0 +1,191 @@
+/*
+ * Taking a lock while staying responsive to signals.
+ *
+ * The wait is one redislock_acquire() call, so that the library's retry
+ * strategy, attempt cap and fail-fast judge the whole wait rather than
+ * slices of it. That call blocks, so a helper thread reads the signals
+ * that should end the wait from a signalfd and cancels it with
+ * redislock_cancel(), the one call the library allows from another thread
+ * while a handle is in use.
+ */
+#include "cli.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <time.h>
+#include <unistd.h>
+
+typedef struct watcher {
+    redislock_lock *l;
+    int sfd;     /* signalfd for the signals that end the wait */
+    int done[2]; /* a pipe: the main thread's "the wait is over" */
+    int sig;     /* the signal taken, or 0; read after the join */
+    pthread_t th;
+} watcher;
+
+static void *watch_main(void *arg)
+{
+    watcher *w = arg;
+    struct pollfd p[2];
+    struct signalfd_siginfo si;
+
+    p[0].fd = w->sfd;
+    p[0].events = POLLIN;
+    p[1].fd = w->done[0];
+    p[1].events = POLLIN;
+    for (;;) {
+        if (poll(p, 2, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            return NULL;
+        }
+        if (p[1].revents != 0)
+            return NULL;
+        if (read(w->sfd, &si, sizeof si) == (ssize_t)sizeof si) {
+            w->sig = (int)si.ssi_signo;
+            redislock_cancel(w->l);
+            return NULL;
+        }
+    }
+}
+
+static void watch_close(watcher *w)
+{
+    if (w->sfd >= 0)
+        close(w->sfd);
+    if (w->done[0] >= 0)
+        close(w->done[0]);
+    if (w->done[1] >= 0)
+        close(w->done[1]);
+}
+
+/* Starts the helper thread; returns 0 or an errno value. */
+static int watch_start(watcher *w, redislock_lock *l, const sigset_t *stop)
+{
+    sigset_t all, old;
+    int err;
+
+    w->l = l;
+    w->sig = 0;
+    w->done[0] = w->done[1] = -1;
+    /* Close-on-exec: run forks its command later. */
+    w->sfd = signalfd(-1, stop, SFD_CLOEXEC);
+    if (w->sfd < 0 || pipe(w->done) != 0 ||
+        fcntl(w->done[0], F_SETFD, FD_CLOEXEC) != 0 ||
+        fcntl(w->done[1], F_SETFD, FD_CLOEXEC) != 0) {
+        err = errno;
+        watch_close(w);
+        return err;
+    }
+    /* The helper takes no asynchronous signal: they all stay with the
+     * main thread, as in a single-threaded program. */
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    err = pthread_create(&w->th, NULL, watch_main, w);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (err != 0)
+        watch_close(w);
+    return err;
+}
+
+/* Ends the helper thread and returns the signal it took, or 0. */
+static int watch_stop(watcher *w)
+{
+    char c = 0;
+    ssize_t n;
+
+    do
+        n = write(w->done[1], &c, 1);
+    while (n < 0 && errno == EINTR);
+    pthread_join(w->th, NULL);
+    watch_close(w);
+    return w->sig;
+}
+
+/* Takes one pending signal of set (blocked by the caller), or returns 0. */
+static int take_signal(const sigset_t *set)
+{
+    struct timespec zero = {0, 0};
+    int sig;
+
+    if (set == NULL)
+        return 0;
+    sig = sigtimedwait(set, NULL, &zero);
+    return sig > 0 ? sig : 0;
+}
+
+/* The acquire call, cancelled by the signals in stop; *sig gets the
+ * signal that came, or 0. Returns -1 when the watch cannot start. */
+static int acquire(const char *ctx, redislock_lock *l,
+                   const redislock_acquire_options *acq, const sigset_t *stop,
+                   int *sig, redislock_err *err)
+{
+    watcher w;
+    int e, watched = stop != NULL && acq->wait_ms != REDISLOCK_NO_WAIT;
+
+    /* A single attempt is one round trip: no thread for that. */
+    if (watched && (e = watch_start(&w, l, stop)) != 0) {
+        cli_err(ctx, "cannot watch for signals while waiting: %s", strerror(e));
+        return -1;
+    }
+    *err = redislock_acquire(l, acq);
+    *sig = watched ? watch_stop(&w) : 0;
+    /* A signal that came as the lock was taken still means "stop". */
+    if (*sig == 0)
+        *sig = take_signal(stop);
+    return 0;
+}
+
+/* "lock 'k' is held by another owner", with the holder's remaining lease
+ * when the library saw it. */
+static int held(const char *ctx, redislock_lock *l, int conflict_code)
+{
+    char raw[REDISLOCK_KEY_MAX + 1], q[CLI_QUOTE_MAX];
+    size_t len;
+    const char *key = redislock_key(l, &len);
+    int64_t ttl = redislock_holder_ttl(l);
+
+    /* The CLI's keys have no NUL byte (they come from argv). */
+    snprintf(raw, sizeof raw, "%.*s", (int)len, key);
+    cli_quote(raw, q, sizeof q);
+    if (ttl >= 0)
+        cli_err(ctx,
+                "lock '%s' is held by another owner (its lease ends "
+                "in %lld ms)",
+                q, (long long)ttl);
+    else if (ttl == REDISLOCK_TTL_NO_EXPIRY)
+        cli_err(ctx,
+                "lock '%s' is held by another owner (its key has no "
+                "expiry)",
+                q);
+    else
+        cli_err(ctx, "lock '%s' is held by another owner", q);
+    return conflict_code;
+}
+
+int cli_take(const char *ctx, redislock_lock *l,
+             const redislock_acquire_options *acq, const sigset_t *stop,
+             int conflict_code)
+{
+    redislock_err err;
+    int sig;
+
+    if (acquire(ctx, l, acq, stop, &sig, &err) != 0)
+        return CLI_EXIT_SOFTWARE;
+    if (sig != 0) {
+        /* Best effort: if this fails the lease ends by its TTL. */
+        if (err == REDISLOCK_OK)
+            (void)redislock_release(l);
+        return 128 + sig;
+    }
+    if (err == REDISLOCK_EHELD)
+        return held(ctx, l, conflict_code);
+    if (err != REDISLOCK_OK)
+        return cli_fail(ctx, err, "cannot acquire lock");
+    return 0;
+}

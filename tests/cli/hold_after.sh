@@ -1,0 +1,70 @@
+#!/bin/sh
+# --hold-after: a released lock stays reserved that long (a cooldown),
+# then frees itself.
+set -eu
+. "$(dirname "$0")/lib.inc"
+
+# release --hold-after 1s: nobody gets in at once, anyone after ~1.2 s.
+expect 0 "$RL" acquire -t 20s ha-key
+token=$(cat "$TEST_TMPDIR/out")
+expect 0 "$RL" release --hold-after 1s ha-key "$token"
+expect 1 "$RL" run -n ha-key -- touch "$TEST_TMPDIR/ran"
+one_error_line
+[ ! -e "$TEST_TMPDIR/ran" ] || fail "the command ran during the hold"
+sleep 1.2
+expect 0 "$RL" run -n ha-key -- touch "$TEST_TMPDIR/ran"
+[ -e "$TEST_TMPDIR/ran" ] || fail "the command did not run after the hold"
+key_gone ha-key || fail "run left the lock"
+
+# The hold is a lease of its own that nobody owns: the old token can
+# neither extend nor release it, and status shows it held.
+expect 0 "$RL" acquire -t 20s ha-key
+token=$(cat "$TEST_TMPDIR/out")
+expect 0 "$RL" release --hold-after 20s ha-key "$token"
+between 15000 20000 "$(rcli pttl ha-key)" "pttl during a 20 s hold"
+expect 2 "$RL" release ha-key "$token"
+expect 2 "$RL" extend ha-key "$token"
+expect 0 "$RL" status ha-key
+grep -Eq '^held ttl_ms=[0-9]+$' "$TEST_TMPDIR/out" ||
+    fail "status during the hold: $(cat "$TEST_TMPDIR/out")"
+rcli del ha-key >/dev/null
+
+# run --hold-after 1s: the hold starts when the command ends, and a
+# waiter gets in once it is over.
+expect 0 "$RL" run --hold-after 1s ha-key -- true
+expect 1 "$RL" run -n ha-key -- true
+t0=$(now_ms)
+expect 0 "$RL" run -w 5 ha-key -- true
+t1=$(now_ms)
+between 1 3000 "$((t1 - t0))" "ms waited for the hold to end"
+key_gone ha-key || fail "run left the lock"
+
+# A command that fails still leaves the hold; run passes its status on.
+expect 3 "$RL" run --hold-after 20s ha-key -- sh -c 'exit 3'
+between 15000 20000 "$(rcli pttl ha-key)" "pttl after a failed command"
+rcli del ha-key >/dev/null
+
+# With --owner, the hold follows the last hold's release only.
+expect 0 "$RL" acquire --owner o1 ha-key
+expect 0 "$RL" acquire --owner o1 ha-key
+expect 0 "$RL" release --hold-after 20s --owner o1 ha-key
+expect 0 "$RL" status --json ha-key
+grep -q '"holds":1,"owner":"o1"' "$TEST_TMPDIR/out" ||
+    fail "status after one release: $(cat "$TEST_TMPDIR/out")"
+expect 0 "$RL" release --hold-after 20s --owner o1 ha-key
+expect 1 "$RL" acquire -n --owner o1 ha-key
+between 15000 20000 "$(rcli pttl ha-key)" "pttl after the last release"
+rcli del ha-key >/dev/null
+
+# --hold-after 0 is a plain release; bad values are usage errors.
+expect 0 "$RL" acquire ha-key
+token=$(cat "$TEST_TMPDIR/out")
+expect 0 "$RL" release --hold-after 0 ha-key "$token"
+key_gone ha-key || fail "--hold-after 0 kept the lock"
+for bad in -1s soon 1000h; do
+    expect 64 "$RL" release --hold-after "$bad" ha-key tok
+    one_error_line
+    expect 64 "$RL" run --hold-after "$bad" ha-key -- true
+done
+expect 64 "$RL" acquire --hold-after 1s ha-key
+exit 0

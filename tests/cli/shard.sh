@@ -1,0 +1,107 @@
+#!/bin/sh
+# --shard: several -u URLs are independent servers and each key lives on
+# one of them, chosen by a consistent hash; without --shard, more than
+# one URL is a usage error, and so is a server given twice.
+set -eu
+. "$(dirname "$0")/lib.inc"
+
+# A second private server, killed by pid when the test ends.
+server=${REDIS_SERVER:-$(dirname "$REDIS_CLI")/redis-server}
+[ -x "$server" ] || server=redis-server
+dir=$TEST_TMPDIR
+# A unix socket path must stay short (108 bytes on Linux).
+[ "${#dir}" -lt 80 ] || dir=$(mktemp -d /tmp/rlshard.XXXXXX)
+sock2=$dir/shard2.sock
+"$server" --port 0 --unixsocket "$sock2" --save '' --appendonly no \
+    --dir "$dir" >"$TEST_TMPDIR/shard2.log" 2>&1 &
+pid2=$!
+trap 'kill "$pid2" 2>/dev/null || true
+    [ "$dir" = "$TEST_TMPDIR" ] || rm -rf "$dir"
+    cleanup' EXIT
+wait_until 10 test -S "$sock2" || fail "the second server did not start"
+wait_until 10 sh -c '[ "$("$0" -s "$1" ping 2>/dev/null)" = PONG ]' \
+    "$REDIS_CLI" "$sock2" || fail "the second server does not answer"
+url1=$REDISLOCK_URL
+url2=unix://$sock2
+
+rcli2() {
+    "$REDIS_CLI" -s "$sock2" "$@"
+}
+
+# on_server KEY: 1 or 2, the server that holds KEY; fails if both or
+# neither do.
+on_server() {
+    a=$(rcli exists "$1")
+    b=$(rcli2 exists "$1")
+    [ "$a$b" = 10 ] && echo 1 && return
+    [ "$a$b" = 01 ] && echo 2 && return
+    fail "key $1 is on server 1: $a, server 2: $b"
+}
+
+# Sixteen keys spread over both servers.
+i=0
+while [ $i -lt 16 ]; do
+    expect 0 "$RL" --shard -u "$url1" -u "$url2" acquire -t 30s "sk$i"
+    cp "$TEST_TMPDIR/out" "$TEST_TMPDIR/sk$i.token"
+    on_server "sk$i" >>"$TEST_TMPDIR/placed"
+    i=$((i + 1))
+done
+n1=$(grep -c 1 "$TEST_TMPDIR/placed" || true)
+n2=$(grep -c 2 "$TEST_TMPDIR/placed" || true)
+[ "$n1" -gt 0 ] && [ "$n2" -gt 0 ] ||
+    fail "16 keys went $n1 to server 1 and $n2 to server 2"
+
+# The same key goes to the same server whatever the order of the URLs:
+# the lock is seen held, and its owner can extend and release it.
+i=0
+while [ $i -lt 16 ]; do
+    expect 1 "$RL" --shard -u "$url2" -u "$url1" acquire -n "sk$i"
+    expect 0 "$RL" --shard -u "$url2" -u "$url1" status "sk$i"
+    grep -q '^held ' "$TEST_TMPDIR/out" || fail "sk$i seen free"
+    i=$((i + 1))
+done
+expect 0 "$RL" --shard -u "$url2" -u "$url1" extend -t 40s sk0 \
+    "$(cat "$TEST_TMPDIR/sk0.token")"
+where=$(on_server sk0)
+expect 0 "$RL" --shard -u "$url1" -u "$url2" release sk0 \
+    "$(cat "$TEST_TMPDIR/sk0.token")"
+[ "$(rcli exists sk0)$(rcli2 exists sk0)" = 00 ] ||
+    fail "release left sk0 on server $where"
+# The key comes back to the same server.
+expect 0 "$RL" --shard -u "$url1" -u "$url2" run -n sk0 -- sh -c \
+    '"$0" -s "$1" exists sk0' "$REDIS_CLI" "$([ "$where" = 1 ] &&
+        echo "$REDIS_SOCK" || echo "$sock2")"
+out_is 1
+
+# list covers every server; -u may follow the subcommand too.
+expect 0 "$RL" --shard -u "$url1" list -u "$url2" 'sk*'
+[ "$(wc -l <"$TEST_TMPDIR/out")" -eq 15 ] ||
+    fail "list over both servers: $(cat "$TEST_TMPDIR/out")"
+expect 0 "$RL" --shard -u "$url1" -u "$url2" list --json
+"$PYTHON" -c '
+import json, sys
+keys = sorted(d["key"] for d in json.load(sys.stdin))
+assert keys == sorted("sk%d" % i for i in range(1, 16)), keys
+' <"$TEST_TMPDIR/out" || fail "list --json: $(cat "$TEST_TMPDIR/out")"
+
+# --shard with one server is that server: it sees the keys placed there.
+i=$(awk '$1 == 1 && NR > 1 { print NR - 1; exit }' "$TEST_TMPDIR/placed")
+[ -n "$i" ] || fail "no key from sk1 on went to server 1"
+expect 1 "$RL" --shard acquire -n "sk$i"
+
+# More than one URL without --shard: 64, nothing sent.
+expect 64 "$RL" -u "$url1" -u "$url2" acquire new-key
+one_error_line
+err_has shard
+expect 64 "$RL" -u "$url1" status -u "$url2" new-key
+one_error_line
+# A server given twice: 64, spelt the same or not.
+expect 64 "$RL" --shard -u "$url1" -u "$url1" status new-key
+one_error_line
+expect 64 "$RL" --shard -u "$url1" -u "$url2" -u "$url1?db=0" status new-key
+one_error_line
+key_gone new-key || fail "a usage error took a lock"
+# An unreachable shard: 69.
+expect 69 "$RL" --shard -u "$url1" -u redis://127.0.0.1:1 status new-key
+one_error_line
+exit 0
