@@ -1,0 +1,134 @@
+#!/bin/sh
+# The programs of examples/ run against the private server and do what
+# their comments say: reentrant, watchdog (its job outlives the TTL; a
+# loss, simulated by the example or done here with redis-cli, stops it),
+# cron.sh (two at once: one runs the job) and points_demo (exact with the
+# lock). The binaries are in <build>/examples, next to <build>/cli.
+set -eu
+. "$(dirname "$0")/lib.inc"
+
+: "${SRCDIR:?}"
+ex=$(cd "$(dirname "$RL")/.." && pwd)/examples
+for b in reentrant watchdog points_demo; do
+    [ -x "$ex/$b" ] || fail "$ex/$b is not built" \
+        "(configure with -DREDISLOCK_BUILD_EXAMPLES=ON)"
+done
+
+# out_has REGEX: a line of stdout of the last run_rl matches.
+out_has() {
+    grep -Eq "$1" "$TEST_TMPDIR/out" ||
+        fail "stdout does not match '$1': $(cat "$TEST_TMPDIR/out")"
+}
+
+# --- reentrant: nested holds, then a free lock.
+expect 0 "$ex/reentrant" -k ex:account
+out_is "transfer: acquired, holds 1 (in Redis: 1)
+  debit: acquired, holds 2 (in Redis: 2)
+  debit: released, holds 1 (in Redis: 1)
+  credit: acquired, holds 2 (in Redis: 2)
+    another owner tries: REDISLOCK_EHELD
+  credit: released, holds 1 (in Redis: 1)
+transfer: released, holds 0 (in Redis: 0)
+the lock is free again"
+key_gone ex:account || fail "reentrant left ex:account behind"
+# Held by someone else: it waits its 2 s, then fails cleanly.
+rcli set ex:taken someone px 20000 >/dev/null
+expect 1 "$ex/reentrant" -k ex:taken
+err_has '^reentrant: transfer: lock is held by another owner'
+[ "$(rcli get ex:taken)" = someone ] || fail "reentrant touched ex:taken"
+
+# --- watchdog: 6 steps of 300 ms under a 1000 ms lease.
+bg wd "$ex/watchdog" -k ex:wd -t 1000 -n 6 -s 300
+# Past one TTL the key must still be there: the watchdog renewed it.
+sleep 1.3
+key_exists ex:wd || fail "the lease ran out under the job"
+pttl=$(rcli pttl ex:wd)
+between 1 1000 "$pttl" "PTTL of ex:wd at 1.3 s"
+bg_wait wd 15
+[ "$rc" = 0 ] || fail "watchdog exited $rc: $(cat "$TEST_TMPDIR/wd.out" \
+    "$TEST_TMPDIR/wd.err")"
+grep -q '^job done: 1800 ms of work under a 1000 ms lease$' \
+    "$TEST_TMPDIR/wd.out" || fail "no 'job done': $(cat "$TEST_TMPDIR/wd.out")"
+grep -q '^release: REDISLOCK_OK$' "$TEST_TMPDIR/wd.out" ||
+    fail "no clean release: $(cat "$TEST_TMPDIR/wd.out")"
+[ "$(grep -c '^step [0-9]/6 done$' "$TEST_TMPDIR/wd.out")" = 6 ] ||
+    fail "not 6 steps: $(cat "$TEST_TMPDIR/wd.out")"
+if grep -q on_lost "$TEST_TMPDIR/wd.out"; then
+    fail "on_lost ran without a loss: $(cat "$TEST_TMPDIR/wd.out")"
+fi
+key_gone ex:wd || fail "watchdog left ex:wd behind"
+
+# -x 2: the example overwrites its own key after step 2; the lost fd, the
+# check and the callback all report REDISLOCK_ELOST, and exit status 3.
+expect 3 "$ex/watchdog" -k ex:wdx -t 600 -n 20 -s 200 -x 2
+out_has '^intruder: overwrote ex:wdx from another connection$'
+out_has '^lost fd readable during step [0-9]+/20: stopping$'
+out_has '^check: REDISLOCK_ELOST$'
+out_has '^release: REDISLOCK_ELOST$'
+out_has '^on_lost was called: REDISLOCK_ELOST$'
+if grep -q '^step 1[0-9]/20 done$' "$TEST_TMPDIR/out"; then
+    fail "the job went on after the loss: $(cat "$TEST_TMPDIR/out")"
+fi
+[ "$(rcli get ex:wdx)" = intruder ] ||
+    fail "the release removed the intruder's key"
+
+# The loss done from outside, with redis-cli: DEL, so REDISLOCK_EEXPIRED.
+bg wdd "$ex/watchdog" -k ex:wdd -t 600 -n 50 -s 200
+wait_until 10 key_exists ex:wdd || fail "watchdog did not take ex:wdd"
+sleep 0.3
+rcli del ex:wdd >/dev/null
+bg_wait wdd 10
+[ "$rc" = 3 ] || fail "watchdog after DEL exited $rc, want 3: $(cat \
+    "$TEST_TMPDIR/wdd.out" "$TEST_TMPDIR/wdd.err")"
+for line in '^lost fd readable during step [0-9]+/50: stopping$' \
+    '^check: REDISLOCK_EEXPIRED$' '^release: REDISLOCK_EEXPIRED$' \
+    '^on_lost was called: REDISLOCK_EEXPIRED$'; do
+    grep -Eq "$line" "$TEST_TMPDIR/wdd.out" ||
+        fail "no '$line': $(cat "$TEST_TMPDIR/wdd.out")"
+done
+
+# Bad usage: status 2.
+expect 2 "$ex/watchdog" -t 0
+
+# --- cron.sh: two instances at once, the job runs once.
+cron=$SRCDIR/examples/cron.sh
+REDISLOCK=$RL
+export REDISLOCK
+# shellcheck disable=SC2016 # $1 is for the job's shell
+job='echo ran >>"$1"; sleep 1'
+ran=$TEST_TMPDIR/ran
+bg cron1 env CRON_LOCK_VERBOSE=1 sh "$cron" report sh -c "$job" sh "$ran"
+bg cron2 env CRON_LOCK_VERBOSE=1 sh "$cron" report sh -c "$job" sh "$ran"
+bg_wait cron1 15
+rc1=$rc
+bg_wait cron2 15
+if [ "$rc1" != 0 ] || [ "$rc" != 0 ]; then
+    fail "cron.sh exited $rc1 and $rc"
+fi
+[ "$(wc -l <"$ran")" -eq 1 ] || fail "the job ran $(wc -l <"$ran") times"
+skips=$(cat "$TEST_TMPDIR/cron1.err" "$TEST_TMPDIR/cron2.err" |
+    grep -c '^cron.sh: report is running elsewhere; skipped$' || true)
+[ "$skips" = 1 ] || fail "want one 'skipped' message, got $skips:" \
+    "$(cat "$TEST_TMPDIR/cron1.err" "$TEST_TMPDIR/cron2.err")"
+key_gone cron:report || fail "cron.sh left cron:report behind"
+
+# The job's status is passed through; a skip is silent by default.
+expect 7 sh "$cron" fails sh -c 'exit 7'
+expect 0 "$RL" acquire -t 20s cron:busy
+expect 0 sh "$cron" busy touch "$TEST_TMPDIR/busy-ran"
+[ ! -e "$TEST_TMPDIR/busy-ran" ] || fail "cron.sh ran a held job"
+[ ! -s "$TEST_TMPDIR/err" ] || fail "a quiet skip printed: $(cat \
+    "$TEST_TMPDIR/err")"
+# COMMAND's stderr comes through at once; redislock's own errors too.
+expect 0 sh "$cron" talks sh -c 'echo oops >&2'
+[ "$(cat "$TEST_TMPDIR/err")" = oops ] ||
+    fail "the job's stderr is '$(cat "$TEST_TMPDIR/err")', want 'oops'"
+expect 69 env REDISLOCK_URL="unix://$TEST_TMPDIR/none.sock" sh "$cron" \
+    nowhere true
+err_has '^redislock: '
+expect 64 sh "$cron" onlyname
+
+# --- points_demo: the locked round is exact.
+expect 0 "$ex/points_demo"
+out_has '^redislock +\|.*\| exact$'
+exit 0

@@ -1,0 +1,209 @@
+#!/bin/sh
+# Installation, as a packager and a user see it. A fresh build of SRCDIR
+# (no tests, no examples) is installed three ways: `make install` with
+# PREFIX and DESTDIR, `cmake --install --prefix`, and `cmake --install` with
+# DESTDIR. Each tree must hold the header, the libraries with their
+# symlinks and SONAME, redislock.pc, the CMake package, the CLI and the man
+# pages. Then examples/reentrant.c is built outside the project against the
+# installed tree: with pkg-config (shared; from a moved copy of the tree;
+# static with --static) and with find_package(redislock), and each binary
+# must take and release its lock on the private server. Last, when
+# dpkg-deb is there, `cpack -G DEB` makes a .deb whose unpacked tree passes
+# the same pkg-config build.
+set -eu
+. "$(dirname "$0")/lib.inc"
+
+: "${SRCDIR:?}"
+SRCDIR=$(cd "$SRCDIR" && pwd)
+T=$TEST_TMPDIR
+B=$T/build
+CC=${CC:-cc}
+example=$SRCDIR/examples/reentrant.c
+for tool in cmake make pkg-config readelf "$CC"; do
+    command -v "$tool" >/dev/null 2>&1 || fail "'$tool' is not installed"
+done
+# The version, as the build reads it: from the public header.
+v() {
+    sed -n "s/^#define REDISLOCK_VERSION_$1 \([0-9]*\)$/\1/p" \
+        "$SRCDIR/include/redislock.h"
+}
+version=$(v MAJOR).$(v MINOR).$(v PATCH)
+soname=libredislock.so.$(v MAJOR)
+
+# step NAME CMD...: runs CMD (at most 50 s), its output in $T/NAME.log,
+# which is shown when it fails.
+step() {
+    name=$1
+    shift
+    if ! timeout 50 "$@" >"$T/$name.log" 2>&1; then
+        tail -n 40 "$T/$name.log" >&2
+        fail "$name failed: $*"
+    fi
+}
+
+# The build type is the one `make build` uses, so that `make install`
+# below reuses this build instead of starting over.
+step configure cmake -S "$SRCDIR" -B "$B" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DREDISLOCK_BUILD_TESTS=OFF -DREDISLOCK_BUILD_EXAMPLES=OFF \
+    -DCMAKE_INSTALL_LIBDIR=lib
+# make install builds (as make build does) and installs. -o deps: the
+# packages are the caller's business, and a test must not install any.
+step make-install make -o deps -C "$SRCDIR" install BUILD="$B" JOBS=2 \
+    PREFIX=/opt/redislock DESTDIR="$T/mk"
+step install-prefix cmake --install "$B" --prefix "$T/prefix"
+DESTDIR=$T/dest
+export DESTDIR
+step install-destdir cmake --install "$B"
+unset DESTDIR
+
+# check_tree ROOT: the installed files under the prefix ROOT.
+check_tree() {
+    r=$1
+    cmp -s "$SRCDIR/include/redislock.h" "$r/include/redislock.h" ||
+        fail "$r/include/redislock.h is missing or differs"
+    [ "$(readlink "$r/lib/libredislock.so")" = "$soname" ] ||
+        fail "$r/lib/libredislock.so does not link to $soname"
+    [ "$(readlink "$r/lib/$soname")" = "libredislock.so.$version" ] ||
+        fail "$r/lib/$soname does not link to libredislock.so.$version"
+    so=$r/lib/libredislock.so.$version
+    if [ ! -f "$so" ] || [ -h "$so" ]; then
+        fail "$so is not a file"
+    fi
+    readelf -d "$so" | grep -q "(SONAME) .*\[$soname\]" ||
+        fail "SONAME of $so: $(readelf -d "$so" | grep SONAME)"
+    for f in libredislock.a pkgconfig/redislock.pc \
+        cmake/redislock/redislockConfig.cmake \
+        cmake/redislock/redislockConfigVersion.cmake \
+        cmake/redislock/redislockTargets.cmake; do
+        [ -f "$r/lib/$f" ] || fail "$r/lib/$f is missing"
+    done
+    ls "$r"/lib/cmake/redislock/redislockTargets-*.cmake >/dev/null 2>&1 ||
+        fail "no redislockTargets-<config>.cmake in $r/lib/cmake/redislock"
+    [ -x "$r/bin/redislock" ] || fail "$r/bin/redislock is missing"
+    set -- "$r"/bin/*
+    [ "$*" = "$r/bin/redislock" ] || fail "$r/bin holds more than redislock: $*"
+    for page in "$SRCDIR"/docs/man/*.[13]; do
+        sec=${page##*.}
+        [ -f "$r/share/man/man$sec/${page##*/}" ] ||
+            fail "$r/share/man/man$sec/${page##*/} is missing"
+    done
+    [ -f "$r/share/man/man3/redislock.3" ] || fail "no redislock(3) in $r"
+}
+check_tree "$T/prefix"
+check_tree "$T/mk/opt/redislock"
+check_tree "$T/dest/opt/redislock"
+"$T/prefix/bin/redislock" --version >"$T/version.out" 2>&1 ||
+    fail "the installed CLI: $(cat "$T/version.out")"
+grep -q "$version" "$T/version.out" ||
+    fail "redislock --version says '$(cat "$T/version.out")', want $version"
+
+# run_example NAME KEY LIBDIR: runs the binary $T/NAME with LIBDIR as
+# LD_LIBRARY_PATH ("" for none); it must exit 0 with a free lock after.
+run_example() {
+    expect 0 env LD_LIBRARY_PATH="$3" "$T/$1" -k "$2"
+    [ "$(tail -n 1 "$T/out")" = "the lock is free again" ] ||
+        fail "$1 printed: $(cat "$T/out")"
+    grep -q '^  debit: acquired, holds 2 (in Redis: 2)$' "$T/out" ||
+        fail "$1 did not nest its holds: $(cat "$T/out")"
+    key_gone "$2" || fail "$1 left $2 behind"
+}
+
+# links_to BINARY LIBDIR: BINARY loads libredislock from LIBDIR.
+links_to() {
+    LD_LIBRARY_PATH=$2 ldd "$1" >"$T/ldd.out" 2>&1 || true
+    grep -q "$soname => $2/$soname " "$T/ldd.out" ||
+        fail "$1 does not load $2/$soname: $(cat "$T/ldd.out")"
+}
+
+# pc_build NAME PCDIR [--static]: compiles the example with the flags of
+# PCDIR/redislock.pc.
+pc_build() {
+    PKG_CONFIG_PATH=$2
+    export PKG_CONFIG_PATH
+    pv=$(pkg-config --modversion redislock) || fail "pkg-config: no redislock"
+    [ "$pv" = "$version" ] || fail "redislock.pc says $pv, want $version"
+    cflags=$(pkg-config --cflags redislock)
+    if [ "${3:-}" = --static ]; then
+        # Static for libredislock and hiredis, the rest as usual.
+        libs=$(pkg-config --static --libs redislock)
+        libs="-Wl,-Bstatic $libs -Wl,-Bdynamic"
+    else
+        libs=$(pkg-config --libs redislock)
+    fi
+    unset PKG_CONFIG_PATH
+    # shellcheck disable=SC2086 # the flags are lists
+    step "cc-$1" "$CC" -std=c11 -Wall -Wextra -Werror $cflags \
+        -o "$T/$1" "$example" $libs
+}
+
+pc_build ex-pc "$T/prefix/lib/pkgconfig"
+links_to "$T/ex-pc" "$T/prefix/lib"
+run_example ex-pc inst:pc "$T/prefix/lib"
+
+# The .pc file finds its prefix from its own place: a moved tree works.
+cp -R -P "$T/prefix" "$T/moved"
+pc_build ex-moved "$T/moved/lib/pkgconfig"
+links_to "$T/ex-moved" "$T/moved/lib"
+run_example ex-moved inst:moved "$T/moved/lib"
+
+pc_build ex-static "$T/prefix/lib/pkgconfig" --static
+if readelf -d "$T/ex-static" | grep -Eq 'NEEDED.*(redislock|hiredis)'; then
+    fail "ex-static needs: $(readelf -d "$T/ex-static" | grep NEEDED)"
+fi
+run_example ex-static inst:static ""
+
+# A CMake project outside the tree: find_package and the imported targets.
+mkdir -p "$T/consumer"
+cat >"$T/consumer/CMakeLists.txt" <<EOF
+cmake_minimum_required(VERSION 3.13)
+project(consumer C)
+find_package(redislock $version CONFIG REQUIRED)
+add_executable(ex-shared "$example")
+target_link_libraries(ex-shared PRIVATE redislock::redislock)
+add_executable(ex-static-cmake "$example")
+target_link_libraries(ex-static-cmake PRIVATE redislock::redislock_static)
+EOF
+step consumer-configure cmake -S "$T/consumer" -B "$T/consumer/build" \
+    -DCMAKE_PREFIX_PATH="$T/prefix" -DCMAKE_BUILD_TYPE=Release
+grep -q "^redislock_DIR:PATH=$T/prefix/lib/cmake/redislock$" \
+    "$T/consumer/build/CMakeCache.txt" ||
+    fail "find_package found another redislock: $(grep redislock_DIR \
+        "$T/consumer/build/CMakeCache.txt")"
+step consumer-build cmake --build "$T/consumer/build"
+cp "$T/consumer/build/ex-shared" "$T/consumer/build/ex-static-cmake" "$T/"
+links_to "$T/ex-shared" "$T/prefix/lib"
+run_example ex-shared inst:cmake "$T/prefix/lib"
+run_example ex-static-cmake inst:cmake-static ""
+
+# A Debian package, from the same build configured for /usr.
+if ! command -v dpkg-deb >/dev/null 2>&1; then
+    echo "install: no dpkg-deb; the .deb is not checked"
+    exit 0
+fi
+step deb-configure cmake -S "$SRCDIR" -B "$B" -DCMAKE_INSTALL_PREFIX=/usr \
+    -UCMAKE_INSTALL_LIBDIR
+# shellcheck disable=SC2016 # $1 is for the inner shell
+step cpack sh -c 'cd "$1" && cpack -G DEB -B "$1/deb"' sh "$B"
+set -- "$B"/deb/redislock_"$version"*.deb
+[ -f "$1" ] || fail "cpack made no redislock_$version*.deb: $(ls "$B/deb")"
+deb=$1
+# Lines are "MODE OWNER SIZE DATE TIME ./PATH[ -> TARGET]".
+dpkg-deb -c "$deb" | awk '{ print $6 }' | sed 's,^\./,/,' >"$T/deb.list"
+for f in /usr/include/redislock.h /usr/bin/redislock \
+    /usr/share/man/man3/redislock.3; do
+    grep -qx "$f" "$T/deb.list" || fail "$deb lacks $f"
+done
+libdir=$(sed -n 's,^\(/usr/lib.*\)/libredislock\.a$,\1,p' "$T/deb.list")
+[ -n "$libdir" ] || fail "$deb has no libredislock.a"
+for f in "$soname" "libredislock.so.$version" pkgconfig/redislock.pc \
+    cmake/redislock/redislockConfig.cmake; do
+    grep -qx "$libdir/$f" "$T/deb.list" || fail "$deb lacks $libdir/$f"
+done
+dpkg-deb -f "$deb" Package Version Depends >"$T/deb.fields"
+grep -q '^Depends:.*libhiredis' "$T/deb.fields" ||
+    fail "the .deb does not depend on hiredis: $(cat "$T/deb.fields")"
+dpkg-deb -x "$deb" "$T/debroot"
+pc_build ex-deb "$T/debroot$libdir/pkgconfig"
+links_to "$T/ex-deb" "$T/debroot$libdir"
+run_example ex-deb inst:deb "$T/debroot$libdir"
+echo "install: all checks passed"
