@@ -283,6 +283,10 @@ typedef struct redislock_info {
     const char *metadata;  /* NULL when none */
     const char *key;       /* the key without the client's prefix */
     size_t keylen;
+    int64_t fence;         /* the last fencing token issued for the key */
+    int reserved;          /* a hold-after reservation, not a lock */
+    size_t owner_len;      /* lengths of owner and metadata, which may */
+    size_t metadata_len;   /* hold NUL bytes written by other clients */
 } redislock_info;
 
 /* Reads the lock's state, whoever holds it, in one round trip. */

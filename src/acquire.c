@@ -38,6 +38,7 @@ typedef struct attempt_cfg {
     int waits;       /* more than one attempt may be made */
     int strategy;    /* the caller chose how pauses grow */
     int queued;      /* a fair waiter in the queue */
+    int handed;      /* a release handed the lock over */
     int64_t ttl_ms;
     int64_t delay_ms, cap_ms;
     char ttl[24];
@@ -278,6 +279,7 @@ static redislock_err wait_loop(redislock_lock *l, attempt_cfg *a,
             /* Handed over after our last attempt ran: the lease started
              * no earlier than that attempt was sent. */
             a->queued = 0;
+            a->handed = 1;
             break;
         }
     }
@@ -328,6 +330,7 @@ redislock_err redislock_acquire(redislock_lock *l,
     char tok[RL_TOKEN_HEXLEN + 1];
     attempt_cfg a;
     int64_t sent_us = 0;
+    int short_lease;
     redislock_err err;
 
     if (l == NULL)
@@ -347,8 +350,14 @@ redislock_err redislock_acquire(redislock_lock *l,
     rl__lock_take(l, a.id, a.ttl_ms, opts->drift_ms ? opts->drift_ms : -1,
                   sent_us);
     l->rich = a.rich;
-    if (opts->watchdog && l->watch == NULL &&
-        (err = rl__watch(l, opts, sent_us)) != REDISLOCK_OK) {
+    /* A hand-off may grant less than the TTL (see rl_handoff in lib.lua):
+     * the watchdog thread extends it at once, so the caller need not
+     * wait for that round trip. */
+    short_lease = a.handed && l->handoff_lease < a.ttl_ms;
+    if (short_lease)
+        rl__lock_set_validity(l, sent_us, l->handoff_lease);
+    if ((opts->watchdog || short_lease) && l->watch == NULL &&
+        (err = rl__watch(l, opts, sent_us, short_lease)) != REDISLOCK_OK) {
         /* Without its watchdog the caller would hold a lease nobody
          * renews: give it back. */
         redislock_release(l);

@@ -7,17 +7,28 @@
 #include "error.h"
 #include "lock.h"
 
-/* Strings of one inspect reply, copied into one buffer. */
-static char *copy_field(const rl__reply *r, char **at)
+/* A string of one inspect reply, copied into the buffer at *at. */
+static char *copy_field(const rl__reply *r, char **at, size_t *len)
 {
     char *s = *at;
 
+    *len = 0;
     if (r->type != REDIS_REPLY_STRING)
         return NULL;
     memcpy(s, r->str, (size_t)r->len);
     s[r->len] = '\0';
+    *len = (size_t)r->len;
     *at += r->len + 1;
     return s;
+}
+
+static int well_formed(const rl__reply *r)
+{
+    return r->type == REDIS_REPLY_ARRAY && r->elements == 7 &&
+           r->element[0]->type == REDIS_REPLY_STRING &&
+           r->element[1]->type == REDIS_REPLY_INTEGER &&
+           r->element[5]->type == REDIS_REPLY_INTEGER &&
+           r->element[6]->type == REDIS_REPLY_INTEGER;
 }
 
 /* Fills info from the inspect script's reply; strings go into *buf. */
@@ -29,35 +40,40 @@ static redislock_err decode(const rl__reply *r, redislock_info *info,
 
     memset(info, 0, sizeof *info);
     /* Lua hands the type name back as a bulk string. */
-    if (r->type != REDIS_REPLY_ARRAY || r->elements < 2 ||
-        r->element[0]->type != REDIS_REPLY_STRING ||
-        r->element[1]->type != REDIS_REPLY_INTEGER)
+    if (!well_formed(r))
         return rl__err(REDISLOCK_EPROTOCOL, "inspect script answered type %d",
                        r->type);
     info->held = strcmp(r->element[0]->str, "none") != 0;
     info->ttl_ms = info->held ? r->element[1]->integer : REDISLOCK_TTL_FREE;
     info->holds = info->held ? 1 : 0;
-    if (r->elements < 5)
-        return REDISLOCK_OK;
+    info->fence = r->element[5]->integer;
+    info->reserved = r->element[6]->integer == 1;
     for (i = 2; i < 5; i++)
         need += (size_t)r->element[i]->len + 1;
     free(*buf);
     if ((*buf = at = malloc(need)) == NULL)
         return rl__err(REDISLOCK_ENOMEM, "out of memory");
-    info->owner = copy_field(r->element[2], &at);
+    info->owner = copy_field(r->element[2], &at, &info->owner_len);
     if (r->element[3]->type == REDIS_REPLY_STRING)
         info->holds = strtoll(r->element[3]->str, NULL, 10);
-    info->metadata = copy_field(r->element[4], &at);
+    info->metadata = copy_field(r->element[4], &at, &info->metadata_len);
     return REDISLOCK_OK;
 }
 
 static redislock_err inspect_key(rl__pool *p, const char *key, size_t keylen,
                                  redislock_info *info, char **buf)
 {
+    size_t baselen;
+    char *base = rl__helper_name(key, keylen, "", &baselen);
+    const char *args[1] = {base};
     rl__reply *r;
-    redislock_err err = rl__pool_script(p, &rl__script_inspect, key, keylen,
-                                        0, NULL, NULL, &r);
+    redislock_err err;
 
+    if (base == NULL)
+        return rl__err(REDISLOCK_ENOMEM, "out of memory");
+    err = rl__pool_script(p, &rl__script_inspect, key, keylen, 1, args,
+                          &baselen, &r);
+    free(base);
     if (err != REDISLOCK_OK)
         return err;
     err = decode(r, info, buf);

@@ -41,6 +41,7 @@ struct redislock_lock {
     int drift_fixed;     /* drift_ms was given, not derived from the TTL */
     int64_t holder_ttl;  /* seen by the last contended attempt */
     int64_t fence;       /* fencing token of the last acquisition */
+    int64_t handoff_lease; /* the lease a fair hand-off granted, in ms */
     /* Set by either thread, read by any. */
     _Atomic int64_t valid_until_us; /* CLOCK_MONOTONIC; 0: none */
     _Atomic int lost;               /* a redislock_err; 0 while not lost */

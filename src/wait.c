@@ -95,8 +95,10 @@ static redislock_err classify(redislock_lock *l, const rl__reply *r,
                        r->type);
     v = r->element[1];
     if (strncmp(v->str, "handoff ", 8) == 0) {
+        char *end;
         *res = RL_WAIT_HANDOFF;
-        l->fence = strtoll(v->str + 8, NULL, 10);
+        l->fence = strtoll(v->str + 8, &end, 10);
+        l->handoff_lease = strtoll(end, NULL, 10);
     }
     else if (strcmp(v->str, "cancel") == 0)
         *res = RL_WAIT_CANCELLED;

@@ -29,7 +29,8 @@ typedef enum rl__wait_result {
 redislock_err rl__wait(redislock_lock *l, const char *token, int fair,
                        int64_t pause_ms, rl__wait_result *res);
 
-/* The fencing token of the last RL_WAIT_HANDOFF is stored in l->fence. */
+/* The fencing token and the lease granted by the last RL_WAIT_HANDOFF are
+ * stored in l->fence and l->handoff_lease. */
 
 /* Wakes a waiter blocked in rl__wait on l (any thread). */
 void rl__wait_interrupt(redislock_lock *l);

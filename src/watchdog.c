@@ -25,6 +25,7 @@ struct rl__watch {
     int renewals;
     int max_renewals;
     int linked; /* still in the watchdog's list */
+    int oneshot; /* one renewal, then done (and no loss report after) */
     int busy;   /* the thread is renewing it right now */
     int efd;
     redislock_lost_cb cb;
@@ -108,7 +109,7 @@ static verdict renew(struct rl__watch *w)
     if (err == REDISLOCK_OK) {
         w->renewals++;
         w->next_us = now + period;
-        return KEEP;
+        return w->oneshot ? DROP : KEEP;
     }
     if (err == REDISLOCK_EEXPIRED || err == REDISLOCK_ELOST ||
         now >= atomic_load(&l->valid_until_us)) {
@@ -201,7 +202,7 @@ void rl__watchdog_free(rl__watchdog *wd)
 }
 
 redislock_err rl__watch(redislock_lock *l, const redislock_acquire_options *o,
-                        int64_t sent_us)
+                        int64_t sent_us, int now)
 {
     struct rl__watch *w;
     rl__watchdog *wd;
@@ -220,7 +221,8 @@ redislock_err rl__watch(redislock_lock *l, const redislock_acquire_options *o,
     w->lock = l;
     w->wd = wd;
     w->started_us = sent_us;
-    w->next_us = sent_us + l->ttl_ms * 1000 / 3;
+    w->next_us = now ? rl__now_us() : sent_us + l->ttl_ms * 1000 / 3;
+    w->oneshot = !o->watchdog;
     w->max_hold_us = o->max_hold_ms * 1000;
     w->max_renewals = o->max_renewals;
     w->cb = o->on_lost;

@@ -6,14 +6,19 @@
 -- Returns {1, holds, fence} when taken, {0, PTTL} when another owner
 -- holds it.
 local key, id, fmt = KEYS[1], ARGV[1], ARGV[3]
-local kind, holder = rl_holder(key)
-if kind == 'none' then
-    return {1, 1, rl_create(key, id, ARGV[2], fmt, ARGV[4], ARGV[6])}
-end
-if fmt == 'reentrant' and kind == 'hash' and holder == id then
-    local holds = redis.call('HINCRBY', key, 'holds', 1)
-    redis.call('PEXPIRE', key, ARGV[2])
-    return {1, holds, rl_fence(ARGV[6], ARGV[2])}
+if fmt == 'plain' then
+    -- The common case in one call: taken, or held by someone.
+    if redis.call('SET', key, id, 'NX', 'PX', ARGV[2]) then
+        return {1, 1, rl_fence(ARGV[6], ARGV[2])}
+    end
+else
+    local kind, holder = rl_holder(key)
+    if kind == 'none' then
+        return {1, 1, rl_create(key, id, ARGV[2], fmt, ARGV[4], ARGV[6])}
+    end
+    if fmt == 'reentrant' and kind == 'hash' and holder == id then
+        return rl_reenter(key, ARGV[2], ARGV[6])
+    end
 end
 local ttl = redis.call('PTTL', key)
 local wait = tonumber(ARGV[5])

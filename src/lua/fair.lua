@@ -6,13 +6,23 @@
 -- Returns {1, 1, fence} when the caller holds the lock (taken now, or
 -- handed to it by a release), {0, PTTL} when it is queued.
 local key, id, base = KEYS[1], ARGV[1], ARGV[6]
-local q, alive = base .. 'q', base .. 'w:' .. id
+local q, alive, own = base .. 'q', base .. 'w:' .. id, base .. 'h:' .. id
 local kind, holder = rl_holder(key)
 if holder == id then
-    -- Handed over already: the hand-off issued this fencing token.
-    redis.call('ZREM', q, id)
-    redis.call('DEL', alive, base .. 'h:' .. id)
-    return {1, 1, tonumber(redis.call('GET', base .. 'fence') or '0')}
+    -- Handed over already (its message still waits in the caller's own
+    -- list): the hand-off issued the last fencing token. Otherwise the
+    -- caller holds it already: a reentrant lock is taken again, any other
+    -- is held (by the same owner id, but held).
+    local fence = rl_handed(base, id)
+    if fence then
+        redis.call('ZREM', q, id)
+        redis.call('DEL', alive, own)
+        return {1, 1, fence}
+    end
+    if ARGV[3] == 'reentrant' and kind == 'hash' then
+        return rl_reenter(key, ARGV[2], base)
+    end
+    return {0, redis.call('PTTL', key)}
 end
 if kind == 'none' then
     -- Free: drop dead waiters ahead (bounded), then take it unless a live

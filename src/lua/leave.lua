@@ -4,9 +4,10 @@
 -- Returns 1 when it had been handed the lock (now passed on), else 0.
 local key, id, base = KEYS[1], ARGV[1], ARGV[2]
 local _, holder = rl_holder(key)
+local handed = holder == id and rl_handed(base, id)
 redis.call('ZREM', base .. 'q', id)
 redis.call('DEL', base .. 'w:' .. id, base .. 'h:' .. id)
-if holder == id then
+if handed then
     redis.call('DEL', key)
     rl_handoff(key, base)
     return 1

@@ -27,11 +27,8 @@ local function rl_fence(base, ttl)
     if now > f then
         f = now
     end
-    local keep = tonumber(ttl) + 1000
-    if redis.call('PTTL', key) > keep then
-        keep = redis.call('PTTL', key)
-    end
-    redis.call('SET', key, string.format('%d', f), 'PX', keep)
+    -- Shortening the counter's life is harmless: the clock covers it.
+    redis.call('SET', key, string.format('%d', f), 'PX', tonumber(ttl) + 1000)
     return f
 end
 
@@ -51,10 +48,34 @@ local function rl_create(key, id, ttl, fmt, meta, base)
     return rl_fence(base, ttl)
 end
 
+-- The fencing token of a hand-off to waiter id that it has not picked up
+-- yet (the message waits in its own list), or nil. The lock's holder
+-- being id is not enough: another handle may use the same owner id.
+local function rl_handed(base, id)
+    for _, m in ipairs(redis.call('LRANGE', base .. 'h:' .. id, 0, -1)) do
+        local fence = string.match(m, '^handoff (%d+)')
+        if fence then
+            return tonumber(fence)
+        end
+    end
+    return nil
+end
+
+-- A reentrant owner takes its lock again: one more hold, the TTL
+-- refreshed, a new fencing token. Returns {1, holds, fence}.
+local function rl_reenter(key, ttl, base)
+    local holds = redis.call('HINCRBY', key, 'holds', 1)
+    redis.call('PEXPIRE', key, ttl)
+    return {1, holds, rl_fence(base, ttl)}
+end
+
 -- After the lock at key was freed: hands it to the longest-waiting live
 -- fair waiter, or else wakes one ordinary waiter. base is the prefix of
 -- the lock's helper keys (same cluster slot as key). Waiters whose alive
--- key has expired are dead and skipped, a bounded number per call.
+-- key has expired are dead and skipped, a bounded number per call. The
+-- lease handed over lasts no longer than the waiter's alive key would
+-- have: a waiter that died just before cannot hold the queue up for
+-- longer than that; a live one extends it to its TTL at once.
 local function rl_handoff(key, base)
     local q = base .. 'q'
     for _ = 1, 16 do
@@ -65,10 +86,14 @@ local function rl_handoff(key, base)
         local spec = redis.call('GET', base .. 'w:' .. head)
         if spec then
             local ttl, fmt, meta = string.match(spec, '^(%d+) (%a+) (.*)$')
+            local lease = redis.call('PTTL', base .. 'w:' .. head)
+            if lease < 1 or lease > tonumber(ttl) then
+                lease = tonumber(ttl)
+            end
             redis.call('DEL', base .. 'w:' .. head)
-            local fence = rl_create(key, head, ttl, fmt, meta, base)
+            local fence = rl_create(key, head, lease, fmt, meta, base)
             redis.call('LPUSH', base .. 'h:' .. head,
-                       'handoff ' .. string.format('%d', fence))
+                       'handoff ' .. string.format('%d %d', fence, lease))
             redis.call('PEXPIRE', base .. 'h:' .. head, 10000)
             return true
         end
