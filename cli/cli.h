@@ -70,7 +70,8 @@ enum {
     CLI_ID_RETRY_DELAY,
     CLI_ID_RETRY_MAX_DELAY,
     CLI_ID_MAX_ATTEMPTS,
-    CLI_ID_HOLD_AFTER
+    CLI_ID_HOLD_AFTER,
+    CLI_ID_FAIR
 };
 
 /* Returns the next option's id, storing its value in *val; 0 when the
@@ -113,7 +114,7 @@ typedef struct cli_cmdopts {
     {CLI_ID_FAIL_FAST, "fail-fast", 0}, {CLI_ID_RETRY, "retry", 1},           \
     {CLI_ID_RETRY_DELAY, "retry-delay", 1},                                   \
     {CLI_ID_RETRY_MAX_DELAY, "retry-max-delay", 1},                           \
-    {CLI_ID_MAX_ATTEMPTS, "max-attempts", 1}
+    {CLI_ID_MAX_ATTEMPTS, "max-attempts", 1}, {CLI_ID_FAIR, "fair", 0}
 /* clang-format on */
 
 /* What cli_cmd_options() returns when the subcommand should go on. */

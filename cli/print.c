@@ -118,6 +118,7 @@ static void print_plain(const char *key, size_t keylen,
     /* A plain token lock has one hold and no owner id: nothing to add. */
     if (info->owner != NULL || info->holds != 1)
         printf(" holds=%lld", (long long)info->holds);
+
     if (info->owner != NULL)
         plain_field("owner", info->owner, 1);
     /* The last field: its spaces cannot be mistaken for a separator. */
@@ -140,7 +141,8 @@ static void print_json(const char *key, size_t keylen,
     json_or_null(info->owner);
     fputs(",\"metadata\":", stdout);
     json_or_null(info->metadata);
-    putchar('}');
+    printf(",\"fence\":%lld,\"reserved\":%s}", (long long)info->fence,
+           info->reserved ? "true" : "false");
 }
 
 void cli_print_lock(const char *key, size_t keylen, const redislock_info *info,

@@ -319,6 +319,7 @@ static void block_signals(run_state *st, const cli_global *g)
 static int hold_and_run(run_state *st, const cli_cmdopts *o, const char *key,
                         char **cmd)
 {
+    char fence[24];
     int rc;
 
     rc = cli_take(st->ctx, st->l, &o->acq, &st->fwd, o->conflict_code);
@@ -327,8 +328,10 @@ static int hold_and_run(run_state *st, const cli_cmdopts *o, const char *key,
     st->next_renew_ms = cli_now_ms() + st->renew_every_ms;
     /* Set here rather than in the child, where only async-signal-safe
      * calls belong. */
+    snprintf(fence, sizeof fence, "%lld", (long long)redislock_fence(st->l));
     if (setenv("REDISLOCK_KEY", key, 1) != 0 ||
-        setenv("REDISLOCK_TOKEN", redislock_token(st->l), 1) != 0) {
+        setenv("REDISLOCK_TOKEN", redislock_token(st->l), 1) != 0 ||
+        setenv("REDISLOCK_FENCE", fence, 1) != 0) {
         cli_err(st->ctx, "cannot set the environment: %s", strerror(errno));
         rc = CLI_EXIT_SOFTWARE;
     } else {
