@@ -142,3 +142,59 @@ TEST_ENTRY(legacy_fixed_delay_herd, 90)
 TEST_ENTRY(shard_order_independent_same_server_dbs, 30)
 TEST_ENTRY(reentrant_watched_reacquire, 30)
 TEST_ENTRY(watchdog_check_from_other_thread, 30)
+
+/* A misbehaving server (harness/fakeserver.c): no crash, no hang past the
+ * timeout, no false success, bounded memory. */
+TEST_ENTRY(badserver_ok_to_everything, 60)
+TEST_ENTRY(badserver_wrong_reply_types, 60)
+TEST_ENTRY(badserver_bad_lengths, 90)
+TEST_ENTRY(badserver_partial_then_silence, 90)
+TEST_ENTRY(badserver_close_mid_reply, 60)
+TEST_ENTRY(badserver_slow_valid_reply, 60)
+TEST_ENTRY(badserver_slow_reply_bounded, 90)
+TEST_ENTRY(badserver_error_replies, 60)
+TEST_ENTRY(badserver_noperm_eauth, 60)
+TEST_ENTRY(badserver_noscript_forever, 60)
+TEST_ENTRY(badserver_reconnects_after_failure, 60)
+TEST_ENTRY(badserver_unsolicited_reply, 60)
+TEST_ENTRY(badserver_set_status_not_ok, 60)
+TEST_ENTRY(badserver_extreme_holder_ttl, 60)
+TEST_ENTRY(badserver_stream_bounded, 90)
+
+/* Waiting without polling: woken by the release, bounded by the holder's
+ * lease, one waiter per release, no leftovers (test_wake.c). */
+TEST_ENTRY(wake_release_wakes_waiter, 60)
+TEST_ENTRY(wake_blocked_waiter_is_silent, 30)
+TEST_ENTRY(wake_one_release_one_waiter, 60)
+TEST_ENTRY(wake_killed_holder_costs_ttl, 30)
+TEST_ENTRY(wake_missed_wakeup_bounded, 30)
+TEST_ENTRY(wake_no_leftovers, 90)
+TEST_ENTRY(wake_cancel_blocked_waiter, 30)
+TEST_ENTRY(wake_waiters_leave_pool_free, 30)
+
+/* Fair (FIFO) waiting: order, direct hand-off, dead and departing
+ * waiters, hash locks, alternation, no leftovers (test_fair.c). */
+TEST_ENTRY(fair_fifo_order, 60)
+TEST_ENTRY(fair_handoff_is_direct, 30)
+TEST_ENTRY(fair_dead_waiter_bounded, 60)
+TEST_ENTRY(fair_timeout_leaves_queue, 30)
+TEST_ENTRY(fair_leave_passes_handoff_on, 30)
+TEST_ENTRY(fair_metadata_handoff, 30)
+TEST_ENTRY(fair_same_owner_not_reentrant, 30)
+TEST_ENTRY(fair_holders_alternate, 150)
+TEST_ENTRY(fair_no_leftovers, 90)
+TEST_ENTRY(badserver_huge_array_count, 60)
+
+/* Faults around a real server: a killed holder, stalls, wall-clock jumps
+ * (libfaketime), restarts with and without an append-only file. */
+TEST_ENTRY(faults_killed_holder_next_waiter, 60)
+TEST_ENTRY(faults_server_sigstop, 60)
+TEST_ENTRY(faults_client_pause, 60)
+TEST_ENTRY(faults_debug_sleep, 60)
+TEST_ENTRY(faults_clock_probe, 60)
+TEST_ENTRY(faults_wallclock_plus2d, 60)
+TEST_ENTRY(faults_wallclock_minus1h, 60)
+TEST_ENTRY(faults_wallclock_jump_forward, 60)
+TEST_ENTRY(faults_wallclock_jump_back, 60)
+TEST_ENTRY(faults_restart_no_persistence, 60)
+TEST_ENTRY(faults_restart_aof, 60)

@@ -1,0 +1,688 @@
+/*
+ * wake: waiting without polling. A waiter that finds the lock held blocks
+ * (BLPOP on the lock's helper lists, on a connection of its own) until a
+ * release wakes it or the holder's lease ends. These tests time the wake-up
+ * against holders with long TTLs, count what a blocked waiter sends
+ * (INFO commandstats), check that one release wakes one waiter, that a
+ * dead holder or a missed wake-up costs no more than the holder's lease,
+ * that the helper keys go away, that a cancel reaches a blocked waiter,
+ * and that blocked waiters leave the client's pool to its other users.
+ *
+ * "Blocked" is read from the server: INFO clients blocked_clients.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "harness/fixture.h"
+#include "harness/server.h"
+#include "harness/util.h"
+#include "test.h"
+
+#define KEY "wk:k"
+/* The lock's helper keys: "<key>{<key>}:rl-<suffix>" (lock.c). */
+#define BASE KEY "{" KEY "}:rl-"
+/* Round trips, thread wake-ups and Redis's 100 ms timeout tick, on a
+ * loaded 2-core box under ASan. */
+#define SLACK_MS 250
+/* How soon a release must wake a waiter: the holder's TTL is 10 s. */
+#define WAKE_MEDIAN_MS 50
+#define WAKE_MAX_MS 250
+/* How long a setup step (a thread blocking, a key showing up) may take. */
+#define SETUP_MS 5000
+
+typedef struct env {
+    th_server *s;
+    redisContext *r;
+    redislock_client *c;
+    redislock_lock *holder;
+} env;
+
+/* A server, a client, and (ttl_ms > 0) a holder of KEY with that TTL. */
+static env env_start(int64_t ttl_ms)
+{
+    redislock_acquire_options o = th_aopts(ttl_ms, 0, 0);
+    env e;
+
+    e.s = th_server_start(NULL);
+    e.r = th_server_redis(e.s);
+    e.c = th_client(e.s);
+    e.holder = th_lock(e.c, KEY);
+    if (ttl_ms > 0)
+        ASSERT_OK(redislock_acquire(e.holder, &o));
+    return e;
+}
+
+static void env_stop(env *e)
+{
+    redislock_lock_free(e->holder);
+    redislock_client_free(e->c);
+    redisFree(e->r);
+    th_server_stop(e->s);
+}
+
+static int64_t now_us(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* A numeric field of an INFO section, e.g. ("clients", "blocked_clients"). */
+static long long info_field(redisContext *r, const char *section,
+                            const char *field)
+{
+    redisReply *rep = th_cmd(r, "INFO %s", section);
+    char pat[64];
+    const char *p;
+    long long v;
+
+    snprintf(pat, sizeof pat, "\n%s:", field);
+    p = strstr(rep->str, pat);
+    if (p == NULL)
+        test_fail_(__FILE__, __LINE__, "INFO %s has no %s", section, field);
+    v = strtoll(p + strlen(pat), NULL, 10);
+    freeReplyObject(rep);
+    return v;
+}
+
+static long long blocked_clients(redisContext *r)
+{
+    return info_field(r, "clients", "blocked_clients");
+}
+
+/* Polls until n clients are blocked; fails the test after ms. */
+static void wait_blocked(redisContext *r, long long n, int64_t ms)
+{
+    int64_t deadline = th_now_ms() + ms;
+    long long got;
+
+    while ((got = blocked_clients(r)) != n && th_now_ms() < deadline)
+        th_sleep_ms(2);
+    if (got != n)
+        test_fail_(__FILE__, __LINE__,
+                   "%lld clients blocked after %lld ms, want %lld", got,
+                   (long long)ms, n);
+}
+
+/* Calls of every command, and of INFO and the scripts, in one snapshot. */
+typedef struct calls {
+    long long total, info, script;
+} calls;
+
+static calls read_calls(redisContext *r)
+{
+    th_cmdstats *st = malloc(sizeof *st);
+    calls n = {0, 0, 0};
+    int i;
+
+    ASSERT(st != NULL);
+    th_cmdstats_read(r, st);
+    for (i = 0; i < st->n; i++)
+        n.total += st->e[i].calls;
+    n.info = th_cmdstats_calls(st, "info");
+    n.script = th_cmdstats_calls(st, "evalsha") + th_cmdstats_calls(st, "eval");
+    free(st);
+    return n;
+}
+
+/* Joins t within ms, or fails the test. */
+static void join_within(pthread_t t, int64_t ms)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += (time_t)(ms / 1000);
+    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    if (pthread_timedjoin_np(t, NULL, &ts) != 0)
+        test_fail_(__FILE__, __LINE__, "thread not done within %lld ms",
+                   (long long)ms);
+}
+
+/* One acquire on another thread, with when it returned and the token. */
+typedef struct waiter {
+    pthread_t t;
+    redislock_lock *l;
+    redislock_acquire_options o;
+    redislock_err err;
+    int64_t done_us;
+    char token[300];
+    char detail[256];
+} waiter;
+
+static void *wait_thread(void *arg)
+{
+    waiter *w = arg;
+
+    w->err = redislock_acquire(w->l, &w->o);
+    w->done_us = now_us();
+    snprintf(w->detail, sizeof w->detail, "%s", redislock_errdetail());
+    if (w->err == REDISLOCK_OK)
+        snprintf(w->token, sizeof w->token, "%s", redislock_token(w->l));
+    return NULL;
+}
+
+/* Starts a waiter on key that waits forever with default options. */
+static void waiter_start(waiter *w, redislock_client *c, const char *key)
+{
+    memset(w, 0, sizeof *w);
+    w->l = th_lock(c, key);
+    w->o.wait_ms = REDISLOCK_WAIT_FOREVER;
+    ASSERT_EQ_INT(pthread_create(&w->t, NULL, wait_thread, w), 0);
+}
+
+/* Joins the waiter and asserts that it got the lock. */
+static void waiter_join_ok(waiter *w, int64_t ms)
+{
+    join_within(w->t, ms);
+    if (w->err != REDISLOCK_OK)
+        test_fail_(__FILE__, __LINE__, "waiter: %s; %s",
+                   redislock_errname(w->err), w->detail);
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+    return (x > y) - (x < y);
+}
+
+#define WAKE_ROUNDS 5
+
+void test_wake_release_wakes_waiter(void)
+{
+    env e = env_start(0);
+    redislock_acquire_options ho = th_aopts(10000, 0, 0);
+    int64_t lat[WAKE_ROUNDS], t0;
+    waiter w;
+    int i;
+
+    for (i = 0; i < WAKE_ROUNDS; i++) {
+        ASSERT_OK(redislock_acquire(e.holder, &ho));
+        waiter_start(&w, e.c, KEY);
+        wait_blocked(e.r, 1, SETUP_MS);
+        th_sleep_ms(20);
+        t0 = now_us();
+        ASSERT_OK(redislock_release(e.holder));
+        /* Unwoken, it would sleep out the holder's 10 s. */
+        waiter_join_ok(&w, 3000);
+        lat[i] = w.done_us - t0;
+        ASSERT_KEY(e.r, KEY, w.token);
+        ASSERT_LE(lat[i] / 1000, WAKE_MAX_MS);
+        ASSERT_OK(redislock_release(w.l));
+        redislock_lock_free(w.l);
+    }
+    test_log("release start to waiter's acquire return (us): %lld %lld "
+             "%lld %lld %lld; holder TTL 10 s",
+             (long long)lat[0], (long long)lat[1], (long long)lat[2],
+             (long long)lat[3], (long long)lat[4]);
+    qsort(lat, WAKE_ROUNDS, sizeof lat[0], cmp_i64);
+    test_log("median %lld us", (long long)lat[WAKE_ROUNDS / 2]);
+    ASSERT_LE(lat[WAKE_ROUNDS / 2] / 1000, WAKE_MEDIAN_MS);
+    env_stop(&e);
+}
+
+void test_wake_blocked_waiter_is_silent(void)
+{
+    env e = env_start(60000);
+    calls c0, c1;
+    waiter w;
+
+    waiter_start(&w, e.c, KEY);
+    wait_blocked(e.r, 1, SETUP_MS);
+    th_sleep_ms(300);
+    c0 = read_calls(e.r);
+    th_sleep_ms(1000);
+    c1 = read_calls(e.r);
+    test_log("1 s while blocked: %lld commands in all, %lld of them our "
+             "INFO",
+             c1.total - c0.total, c1.info - c0.info);
+    /* Only the INFO of the first snapshot ran in the window. */
+    ASSERT_EQ_INT(c1.total - c0.total, c1.info - c0.info);
+    ASSERT_EQ_INT(c1.info - c0.info, 1);
+    ASSERT_EQ_INT(blocked_clients(e.r), 1);
+    ASSERT_OK(redislock_release(e.holder));
+    waiter_join_ok(&w, 3000);
+    ASSERT_OK(redislock_release(w.l));
+    redislock_lock_free(w.l);
+    env_stop(&e);
+}
+
+/*
+ * Four waiters on threads; each records the order in which it got the
+ * lock, then holds it until told to release.
+ */
+#define NHERD 4
+
+typedef struct herd_waiter {
+    pthread_t t;
+    redislock_lock *l;
+    _Atomic int *got; /* acquisitions so far, shared */
+    _Atomic int order; /* 1-based; 0 while waiting */
+    _Atomic int release; /* set by the main thread */
+    _Atomic int released;
+    redislock_err err;
+    char detail[256];
+} herd_waiter;
+
+static void *herd_thread(void *arg)
+{
+    herd_waiter *w = arg;
+    redislock_acquire_options o = th_aopts(30000, REDISLOCK_WAIT_FOREVER, 0);
+    int64_t deadline;
+
+    w->err = redislock_acquire(w->l, &o);
+    if (w->err == REDISLOCK_OK) {
+        atomic_store(&w->order, atomic_fetch_add(w->got, 1) + 1);
+        deadline = th_now_ms() + 20000;
+        while (!atomic_load(&w->release) && th_now_ms() < deadline)
+            th_sleep_ms(1);
+        w->err = redislock_release(w->l);
+    }
+    snprintf(w->detail, sizeof w->detail, "%s", redislock_errdetail());
+    atomic_store(&w->released, 1);
+    return NULL;
+}
+
+/* Waits until got reaches n; fails the test after ms. */
+static void wait_got(_Atomic int *got, int n, int64_t ms)
+{
+    int64_t deadline = th_now_ms() + ms;
+
+    while (atomic_load(got) < n && th_now_ms() < deadline)
+        th_sleep_ms(1);
+    ASSERT_EQ_INT(atomic_load(got), n);
+}
+
+static int herd_holder(herd_waiter *w, int order)
+{
+    int i;
+
+    for (i = 0; i < NHERD; i++)
+        if (atomic_load(&w[i].order) == order)
+            return i;
+    test_fail_(__FILE__, __LINE__, "no waiter got the lock as #%d", order);
+}
+
+void test_wake_one_release_one_waiter(void)
+{
+    env e = env_start(30000);
+    herd_waiter w[NHERD];
+    redislock_lock *warm;
+    _Atomic int got = 0;
+    int64_t deadline, t_rel;
+    calls c0, c1;
+    int i, k, cur = -1;
+
+    /* The release script is loaded now, so that the count below is not
+     * thrown off by a NOSCRIPT and its EVAL. */
+    warm = th_lock(e.c, "wk:warm");
+    ASSERT_OK(redislock_acquire(warm, NULL));
+    ASSERT_OK(redislock_release(warm));
+    redislock_lock_free(warm);
+    memset(w, 0, sizeof w);
+    for (i = 0; i < NHERD; i++) {
+        w[i].l = th_lock(e.c, KEY);
+        w[i].got = &got;
+        ASSERT_EQ_INT(pthread_create(&w[i].t, NULL, herd_thread, &w[i]), 0);
+    }
+    wait_blocked(e.r, NHERD, SETUP_MS);
+    for (k = 1; k <= NHERD; k++) {
+        /* The window takes in the release itself: one script call. */
+        c0 = read_calls(e.r);
+        if (k == 1) {
+            ASSERT_OK(redislock_release(e.holder));
+        } else {
+            atomic_store(&w[cur].release, 1);
+            deadline = th_now_ms() + SETUP_MS;
+            while (!atomic_load(&w[cur].released) && th_now_ms() < deadline)
+                th_sleep_ms(1);
+            ASSERT(atomic_load(&w[cur].released));
+            ASSERT_ERR(w[cur].err, REDISLOCK_OK);
+        }
+        t_rel = th_now_ms();
+        wait_got(&got, k, SETUP_MS);
+        th_sleep_ms(t_rel + 200 - th_now_ms());
+        c1 = read_calls(e.r);
+        test_log("release %d: %lld acquire attempts in 200 ms, %d of %d "
+                 "waiters have had the lock, %lld still blocked",
+                 k, c1.script - c0.script - 1, atomic_load(&got), NHERD,
+                 blocked_clients(e.r));
+        /* Exactly one more waiter got it; the others sleep on. */
+        ASSERT_EQ_INT(atomic_load(&got), k);
+        ASSERT_LE(c1.script - c0.script - 1, 2);
+        ASSERT_EQ_INT(blocked_clients(e.r), NHERD - k);
+        cur = herd_holder(w, k);
+    }
+    atomic_store(&w[cur].release, 1);
+    for (i = 0; i < NHERD; i++) {
+        join_within(w[i].t, SETUP_MS);
+        if (w[i].err != REDISLOCK_OK)
+            test_fail_(__FILE__, __LINE__, "waiter %d: %s; %s", i,
+                       redislock_errname(w[i].err), w[i].detail);
+        redislock_lock_free(w[i].l);
+    }
+    ASSERT_EQ_INT(th_cmd_int(e.r, "EXISTS " KEY), 0);
+    env_stop(&e);
+}
+
+/* A forked holder: takes KEY for ttl_ms, writes its token to fd, then
+ * waits to be killed. */
+static void doomed_holder(const th_server *s, int fd, int64_t ttl_ms)
+{
+    redislock_acquire_options o = th_aopts(ttl_ms, 0, 0);
+    redislock_client *c = NULL;
+    redislock_lock *l = NULL;
+    const char *t;
+    int i;
+
+    if (redislock_client_new(&c, s->unix_url, NULL) != REDISLOCK_OK ||
+        redislock_lock_new(c, KEY, strlen(KEY), &l) != REDISLOCK_OK ||
+        redislock_acquire(l, &o) != REDISLOCK_OK)
+        _exit(1);
+    t = redislock_token(l);
+    if (write(fd, t, strlen(t) + 1) != (ssize_t)strlen(t) + 1)
+        _exit(1);
+    for (i = 0; i < 600; i++)
+        th_sleep_ms(100);
+    _exit(0);
+}
+
+void test_wake_killed_holder_costs_ttl(void)
+{
+    env e = env_start(0);
+    char tok[300] = "";
+    int64_t t_fork, t_tok;
+    size_t got = 0;
+    ssize_t n;
+    int fds[2], st;
+    waiter w;
+    pid_t pid;
+
+    ASSERT_EQ_INT(pipe(fds), 0);
+    fflush(NULL);
+    t_fork = now_us();
+    pid = fork();
+    ASSERT(pid >= 0);
+    if (pid == 0)
+        doomed_holder(e.s, fds[1], 800);
+    close(fds[1]);
+    while (got < sizeof tok - 1 && (got == 0 || tok[got - 1] != '\0')) {
+        n = read(fds[0], tok + got, sizeof tok - 1 - got);
+        ASSERT_GT(n, 0);
+        got += (size_t)n;
+    }
+    t_tok = now_us();
+    close(fds[0]);
+    ASSERT_KEY(e.r, KEY, tok);
+    waiter_start(&w, e.c, KEY);
+    wait_blocked(e.r, 1, 500);
+    ASSERT_EQ_INT(kill(pid, SIGKILL), 0);
+    while (waitpid(pid, &st, 0) < 0)
+        ASSERT_EQ_INT(errno, EINTR);
+    ASSERT(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+    waiter_join_ok(&w, 3000);
+    test_log("holder TTL 800 ms, SIGKILLed: the waiter got the lock %lld ms "
+             "after the holder's acquire returned (%lld ms after fork)",
+             (long long)(w.done_us - t_tok) / 1000,
+             (long long)(w.done_us - t_fork) / 1000);
+    /* Not before the dead holder's lease ended, and soon after. */
+    ASSERT_GE((w.done_us - t_fork) / 1000, 800 - 2);
+    ASSERT_LE((w.done_us - t_tok) / 1000, 800 + SLACK_MS);
+    ASSERT_KEY(e.r, KEY, w.token);
+    ASSERT_OK(redislock_release(w.l));
+    redislock_lock_free(w.l);
+    env_stop(&e);
+}
+
+void test_wake_missed_wakeup_bounded(void)
+{
+    env e = env_start(0);
+    redislock_acquire_options ho = th_aopts(2000, 0, 0);
+    int64_t t_acq, t_got, t_rel;
+    waiter w;
+
+    t_acq = now_us();
+    ASSERT_OK(redislock_acquire(e.holder, &ho));
+    t_got = now_us();
+    waiter_start(&w, e.c, KEY);
+    wait_blocked(e.r, 1, 1000);
+    /* The wake-up is lost: the release sees nobody waiting. */
+    ASSERT_EQ_INT(th_cmd_int(e.r, "DEL " BASE "waiting"), 1);
+    th_sleep_ms(100);
+    t_rel = now_us();
+    ASSERT_OK(redislock_release(e.holder));
+    ASSERT_EQ_INT(th_cmd_int(e.r, "EXISTS " BASE "wake"), 0);
+    waiter_join_ok(&w, 5000);
+    test_log("wake-up lost: the waiter got the lock %lld ms after the "
+             "release, %lld ms after the 2000 ms holder's acquire returned",
+             (long long)(w.done_us - t_rel) / 1000,
+             (long long)(w.done_us - t_got) / 1000);
+    /* It slept out the holder's lease, and no longer. */
+    ASSERT_GE((w.done_us - t_acq) / 1000, 2000 - 50);
+    ASSERT_LE((w.done_us - t_got) / 1000, 2000 + SLACK_MS);
+    ASSERT_KEY(e.r, KEY, w.token);
+    ASSERT_OK(redislock_release(w.l));
+    redislock_lock_free(w.l);
+    env_stop(&e);
+}
+
+/* Threads taking KEY in turn, each checking that it really holds it. */
+#define NCYCLERS 4
+#define NCYCLES 20
+
+typedef struct cycler {
+    pthread_t t;
+    redislock_client *c;
+    const th_server *s;
+    const char *err;
+    char detail[256];
+} cycler;
+
+static const char *one_cycle(redislock_lock *l, redisContext *r)
+{
+    redislock_acquire_options o = th_aopts(500, REDISLOCK_WAIT_FOREVER, 0);
+    redisReply *rep;
+    int mine;
+
+    if (redislock_acquire(l, &o) != REDISLOCK_OK)
+        return "acquire";
+    rep = redisCommand(r, "GET " KEY);
+    if (rep == NULL)
+        return "GET";
+    mine = rep->type == REDIS_REPLY_STRING &&
+           strcmp(rep->str, redislock_token(l)) == 0;
+    freeReplyObject(rep);
+    if (!mine)
+        return "GET: the key is not this holder's token";
+    th_sleep_ms(1);
+    if (redislock_release(l) != REDISLOCK_OK)
+        return "release";
+    return NULL;
+}
+
+static void *cycle_thread(void *arg)
+{
+    cycler *w = arg;
+    redisContext *r = redisConnectUnix(w->s->sock);
+    redislock_lock *l = NULL;
+    int i;
+
+    w->err = "connect";
+    if (r != NULL && !r->err &&
+        redislock_lock_new(w->c, KEY, strlen(KEY), &l) == REDISLOCK_OK)
+        for (w->err = NULL, i = 0; w->err == NULL && i < NCYCLES; i++)
+            w->err = one_cycle(l, r);
+    snprintf(w->detail, sizeof w->detail, "%s", redislock_errdetail());
+    redislock_lock_free(l);
+    if (r != NULL)
+        redisFree(r);
+    return NULL;
+}
+
+void test_wake_no_leftovers(void)
+{
+    env e = env_start(0);
+    cycler w[NCYCLERS];
+    int64_t t0, t_done, t_empty;
+    long long n;
+    int i;
+
+    memset(w, 0, sizeof w);
+    t0 = th_now_ms();
+    for (i = 0; i < NCYCLERS; i++) {
+        w[i].c = e.c;
+        w[i].s = e.s;
+        ASSERT_EQ_INT(pthread_create(&w[i].t, NULL, cycle_thread, &w[i]), 0);
+    }
+    for (i = 0; i < NCYCLERS; i++)
+        join_within(w[i].t, 60000);
+    t_done = th_now_ms();
+    for (i = 0; i < NCYCLERS; i++)
+        if (w[i].err != NULL)
+            test_fail_(__FILE__, __LINE__, "thread %d: %s failed: %s", i,
+                       w[i].err, w[i].detail);
+    while ((n = th_cmd_int(e.r, "DBSIZE")) != 0 &&
+           th_now_ms() < t_done + 3000)
+        th_sleep_ms(10);
+    t_empty = th_now_ms();
+    test_log("%d threads x %d cycles (TTL 500 ms) in %lld ms; DBSIZE 0 "
+             "%lld ms after the last release",
+             NCYCLERS, NCYCLES, (long long)(t_done - t0),
+             (long long)(t_empty - t_done));
+    ASSERT_EQ_INT(n, 0);
+    env_stop(&e);
+}
+
+void test_wake_cancel_blocked_waiter(void)
+{
+    env e = env_start(30000);
+    redisReply *rep;
+    int64_t t0;
+    waiter w;
+
+    waiter_start(&w, e.c, KEY);
+    wait_blocked(e.r, 1, SETUP_MS);
+    t0 = now_us();
+    redislock_cancel(w.l);
+    join_within(w.t, 3000);
+    test_log("cancel of a waiter blocked behind a 30 s holder: ECANCELED "
+             "in %lld us",
+             (long long)(w.done_us - t0));
+    ASSERT_ERR(w.err, REDISLOCK_ECANCELED);
+    ASSERT_LE((w.done_us - t0) / 1000, 100);
+    ASSERT_EQ_INT(redislock_holds(w.l), 0);
+    ASSERT_EQ_INT(blocked_clients(e.r), 0);
+    /* The cancel's push was consumed: no per-waiter list is left. */
+    rep = th_cmd(e.r, "KEYS %s", BASE "h:*");
+    ASSERT_EQ_INT(rep->elements, 0);
+    freeReplyObject(rep);
+    ASSERT_KEY(e.r, KEY, redislock_token(e.holder));
+    redislock_lock_free(w.l);
+    env_stop(&e);
+}
+
+/* A third thread sharing the waiters' client: acquire and release a free
+ * key NUSES times, recording the slowest round. */
+#define NUSES 20
+
+typedef struct user {
+    pthread_t t;
+    redislock_client *c;
+    redislock_err err;
+    int64_t worst_us;
+    char detail[256];
+} user;
+
+static void *use_thread(void *arg)
+{
+    user *u = arg;
+    redislock_acquire_options o = th_aopts(5000, 0, 0);
+    redislock_lock *l = NULL;
+    int64_t t0;
+    int i;
+
+    u->err = redislock_lock_new(u->c, "wk:free", 7, &l);
+    for (i = 0; u->err == REDISLOCK_OK && i < NUSES; i++) {
+        t0 = now_us();
+        u->err = redislock_acquire(l, &o);
+        if (u->err == REDISLOCK_OK)
+            u->err = redislock_release(l);
+        if (now_us() - t0 > u->worst_us)
+            u->worst_us = now_us() - t0;
+    }
+    snprintf(u->detail, sizeof u->detail, "%s", redislock_errdetail());
+    redislock_lock_free(l);
+    return NULL;
+}
+
+void test_wake_waiters_leave_pool_free(void)
+{
+    env e = env_start(0);
+    redislock_options co = {0};
+    redislock_acquire_options ho = th_aopts(30000, 0, 0);
+    redislock_client *shared;
+    redislock_lock *ha = th_lock(e.c, "wk:a"), *hb = th_lock(e.c, "wk:b");
+    long long base, waiting, after, freed;
+    waiter wa, wb;
+    user u;
+
+    ASSERT_OK(redislock_acquire(ha, &ho));
+    ASSERT_OK(redislock_acquire(hb, &ho));
+    co.max_connections = 2;
+    shared = th_client_url(e.s->unix_url, &co);
+    base = info_field(e.r, "clients", "connected_clients");
+    waiter_start(&wa, shared, "wk:a");
+    waiter_start(&wb, shared, "wk:b");
+    wait_blocked(e.r, 2, SETUP_MS);
+    waiting = info_field(e.r, "clients", "connected_clients");
+
+    memset(&u, 0, sizeof u);
+    u.c = shared;
+    ASSERT_EQ_INT(pthread_create(&u.t, NULL, use_thread, &u), 0);
+    /* With the pool taken by the waiters this would never end. */
+    join_within(u.t, 5000);
+    if (u.err != REDISLOCK_OK)
+        test_fail_(__FILE__, __LINE__, "third thread: %s; %s",
+                   redislock_errname(u.err), u.detail);
+    ASSERT_EQ_INT(blocked_clients(e.r), 2);
+
+    ASSERT_OK(redislock_release(ha));
+    ASSERT_OK(redislock_release(hb));
+    waiter_join_ok(&wa, 3000);
+    waiter_join_ok(&wb, 3000);
+    ASSERT_OK(redislock_release(wa.l));
+    ASSERT_OK(redislock_release(wb.l));
+    after = info_field(e.r, "clients", "connected_clients");
+    redislock_lock_free(wa.l);
+    redislock_lock_free(wb.l);
+    freed = info_field(e.r, "clients", "connected_clients");
+    test_log("max_connections 2: %d acquire+release rounds beside 2 "
+             "blocked waiters, slowest %lld us",
+             NUSES, (long long)u.worst_us);
+    test_log("connections: %lld before the waits, %lld while 2 wait, "
+             "%lld after the waits ended, %lld after the handles were "
+             "freed",
+             base, waiting, after, freed);
+    ASSERT_LE(u.worst_us / 1000, 100);
+    /* Each blocked waiter costs one connection of its own, outside the
+     * pool (which may have opened its second one meanwhile). */
+    ASSERT_GE(waiting - base, 2);
+    ASSERT_LE(waiting - base, 2 + co.max_connections - 1);
+    redislock_client_free(shared);
+    redislock_lock_free(ha);
+    redislock_lock_free(hb);
+    env_stop(&e);
+}
