@@ -351,13 +351,16 @@ redislock_err redislock_acquire(redislock_lock *l,
                   sent_us);
     l->rich = a.rich;
     /* A hand-off may grant less than the TTL (see rl_handoff in lib.lua):
-     * the watchdog thread extends it at once, so the caller need not
-     * wait for that round trip. */
+     * the watchdog thread extends it after a third of that lease, off the
+     * caller's path; a lock released sooner (the common case) costs no
+     * extension at all. */
     short_lease = a.handed && l->handoff_lease < a.ttl_ms;
     if (short_lease)
         rl__lock_set_validity(l, sent_us, l->handoff_lease);
     if ((opts->watchdog || short_lease) && l->watch == NULL &&
-        (err = rl__watch(l, opts, sent_us, short_lease)) != REDISLOCK_OK) {
+        (err = rl__watch(l, opts, sent_us,
+                         short_lease ? sent_us + l->handoff_lease * 1000 / 3
+                                     : 0)) != REDISLOCK_OK) {
         /* Without its watchdog the caller would hold a lease nobody
          * renews: give it back. */
         redislock_release(l);

@@ -202,7 +202,7 @@ void rl__watchdog_free(rl__watchdog *wd)
 }
 
 redislock_err rl__watch(redislock_lock *l, const redislock_acquire_options *o,
-                        int64_t sent_us, int now)
+                        int64_t sent_us, int64_t first_us)
 {
     struct rl__watch *w;
     rl__watchdog *wd;
@@ -221,7 +221,7 @@ redislock_err rl__watch(redislock_lock *l, const redislock_acquire_options *o,
     w->lock = l;
     w->wd = wd;
     w->started_us = sent_us;
-    w->next_us = now ? rl__now_us() : sent_us + l->ttl_ms * 1000 / 3;
+    w->next_us = first_us ? first_us : sent_us + l->ttl_ms * 1000 / 3;
     w->oneshot = !o->watchdog;
     w->max_hold_us = o->max_hold_ms * 1000;
     w->max_renewals = o->max_renewals;

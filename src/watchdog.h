@@ -19,12 +19,13 @@ redislock_err rl__watchdog_new(redislock_client *c, rl__watchdog **out);
 /* Stops and joins the thread. Every lock must have been unwatched. */
 void rl__watchdog_free(rl__watchdog *wd);
 
-/* Starts renewing l, acquired by a request sent at sent_us. now: renew at
- * once rather than after a third of the TTL. Without o->watchdog the
- * watch is one renewal only (the extension of a short hand-off lease). */
+/* Starts renewing l, acquired by a request sent at sent_us; the first
+ * renewal at first_us (0: a third of the TTL after sent_us). Without
+ * o->watchdog the watch is one renewal only (the extension of a short
+ * hand-off lease). */
 redislock_err rl__watch(redislock_lock *l,
                         const redislock_acquire_options *o, int64_t sent_us,
-                        int now);
+                        int64_t first_us);
 
 /* Stops renewing l, waiting for a renewal in flight. No-op if unwatched.
  * Called from the lock's owner thread. */

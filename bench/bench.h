@@ -1,0 +1,133 @@
+/*
+ * lockbench: the pieces of the lock benchmark share these declarations.
+ *
+ * Every time is CLOCK_MONOTONIC in nanoseconds, so that stamps taken in
+ * different processes (C workers, Python, Node) can be merged by time.
+ */
+#ifndef LOCKBENCH_H
+#define LOCKBENCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <hiredis/hiredis.h>
+
+#define LB_LOCK_KEY "bench:lock"
+#define LB_COUNTER_KEY "bench:counter"
+/* Lease of every benchmark lock: far longer than any critical section, so
+ * that no lock ever expires during a run. */
+#define LB_TTL_MS 10000
+
+/* One critical section as its holder saw it. */
+typedef struct lb_cycle {
+    int64_t acq_ret;   /* the acquire call returned */
+    int64_t rel_start; /* the release call began */
+    int64_t rel_end;   /* the release call returned */
+} lb_cycle;
+
+/* What every phase needs. */
+typedef struct lb_env {
+    const char *sock;      /* redis-server's unix socket */
+    char url[300];         /* "unix://" sock, for the library */
+    const char *peers_dir; /* bench/peers: the Python and Node workers */
+    const char *python;    /* interpreter with the redis package */
+    const char *node;
+    const char *out_dir;   /* data files, the plot and results.md */
+    int timeout_s;         /* a contention run longer than this fails */
+    redisContext *ctl;     /* the benchmark's own control connection */
+} lb_env;
+
+typedef enum lb_lib { LB_REDISLOCK, LB_REDIS_PY, LB_REDLOCK } lb_lib;
+
+/* One contention run: K processes, M cycles each, one library setting. */
+typedef struct lb_series {
+    const char *name;  /* as printed in the table */
+    const char *slug;  /* file-name safe */
+    lb_lib lib;
+    int fair;          /* LB_REDISLOCK: .fair = 1 */
+    const char *arg1;  /* redis-py: sleep (s); redlock: retryDelay (ms) */
+    const char *arg2;  /* redlock: retryJitter (ms) */
+    int k, m;
+    /* Results. */
+    int ran;           /* the workers started and all finished */
+    int counter_ok;    /* the counter read k * m */
+    int clock_ok;      /* the workers' stamps are CLOCK_MONOTONIC */
+    long long counter;
+    long overlaps;     /* acquisitions that returned before the previous
+                        * holder began its release: exclusion broken */
+    double cycles_s;
+    double h50, h99;   /* hand-off (next acquire return - release start), us */
+    double x50, x99;   /* the same over holder changes only, us */
+    double sw;         /* share of acquisitions that change holder */
+    double cmds_acq;   /* server calls per acquisition */
+    int64_t *hand;     /* sorted hand-offs, ns (for the plot) */
+    size_t nhand;
+    int64_t *xhand;    /* sorted hand-offs that changed holder, ns */
+    size_t nxhand;
+    double seconds;    /* wall time of the run, start-up included */
+    char err[200];
+} lb_series;
+
+/* util.c */
+int64_t lb_now_ns(void);
+void lb_sleep_ms(int ms);
+void lb_sort_i64(int64_t *v, size_t n);
+/* The p-th percentile (0..100) of sorted v, nearest rank. */
+int64_t lb_pct(const int64_t *v, size_t n, double p);
+double lb_median(double *v, size_t n);
+redisContext *lb_connect(const char *sock);
+/* Runs a command and dies on a connection failure or an error reply. */
+redisReply *lb_cmd(redisContext *c, const char *fmt, ...);
+/* Sum of every command's calls in INFO commandstats, INFO itself left
+ * out. Redis counts the commands a Lua script runs too. */
+long long lb_server_calls(redisContext *c);
+/* Reads a whole file of lb_cycle records; returns how many, -1 on error. */
+long lb_read_cycles(const char *path, lb_cycle *out, long max);
+/* "CPU 1" style text for the affinity of pid (0: this process). */
+void lb_affinity(pid_t pid, char *buf, size_t len);
+void lb_die(const char *fmt, ...);
+/* Waits for every pid; after timeout_s seconds kills (SIGKILL) and reaps
+ * those left. status[i] is waitpid's, -1 for a killed one. Returns 0 when
+ * all ended in time, -1 otherwise. */
+int lb_wait_all(const pid_t *pids, int n, int timeout_s, int *status);
+/* Reads "ready <ns>\n" from fd within timeout_ms; returns the stamp, or
+ * -1 on EOF, garbage or timeout. */
+int64_t lb_read_ready(int fd, int timeout_ms);
+
+/* micro.c: the single-client measurements. */
+typedef struct lb_micro {
+    double ping_p50, ping_p99, ping_ops; /* us, us, ops/s */
+    /* Uncontended acquire+release: 0 raw hiredis, 1 redislock default,
+     * 2 redislock fair. Rates are medians over the rounds. */
+    double rate[3], p50[3], p99[3];
+    double ratio[3]; /* median over rounds of rate[i] / raw rate */
+    int rounds;
+    double calls_cycle[3]; /* server calls per cycle */
+} lb_micro;
+
+void lb_run_ping(const lb_env *e, lb_micro *m, int ms);
+void lb_run_uncontended(const lb_env *e, lb_micro *m, int rounds, int ms);
+
+/* A blocked waiter's traffic over a one-second window. */
+typedef struct lb_idle {
+    int fair;
+    int ok;            /* the waiter blocked, then got the lock */
+    double sent;       /* commands the waiter sent (SLOWLOG), per second */
+    double calls;      /* server calls (commandstats), per second */
+    double wake_us;    /* release start to the waiter's acquire return */
+    char err[200];
+} lb_idle;
+
+void lb_run_idle(const lb_env *e, lb_idle *r);
+
+/* contend.c */
+void lb_run_series(const lb_env *e, lb_series *s);
+
+/* report.c */
+void lb_report(const lb_env *e, const lb_micro *m, const lb_idle *idle,
+               int nidle, lb_series *s, size_t ns, const char *machine);
+/* The exit status: 1 when any counter check or exclusion check failed. */
+int lb_failed(const lb_series *s, size_t ns, const lb_idle *idle, int nidle);
+
+#endif

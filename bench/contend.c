@@ -1,0 +1,319 @@
+/*
+ * lockbench, contention: K worker processes on one lock, each doing M
+ * cycles of acquire (waiting as long as it takes), a non-atomic GET/SET
+ * increment of a counter, release. Workers stamp every cycle on
+ * CLOCK_MONOTONIC; the parent merges the stamps by time.
+ *
+ * Workers are forked children running the library (their stamps go to a
+ * MAP_SHARED array made before fork) or redis-py / node-redlock scripts
+ * (their stamps go to a file each). All follow one start protocol: print
+ * "ready <CLOCK_MONOTONIC ns>" on stdout once connected, then start when
+ * stdin reaches EOF, which the parent causes for all at once by closing
+ * the pipe's write end.
+ */
+#define _GNU_SOURCE
+
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <redislock.h>
+
+#include "bench.h"
+
+#define MAX_K 64
+
+typedef struct worker {
+    pid_t pid;
+    int ready_fd;
+    int64_t spawned, ready;
+    char file[PATH_MAX];
+} worker;
+
+/* One merged cycle. */
+typedef struct merged {
+    lb_cycle c;
+    int who;
+} merged;
+
+static void child_fail(const char *what, redislock_err err)
+{
+    fprintf(stderr, "lockbench worker %d: %s: %s (%s)\n", (int)getpid(),
+            what, redislock_strerror(err), redislock_errdetail());
+    _exit(2);
+}
+
+static long long counter_bump(redisContext *c)
+{
+    redisReply *r = redisCommand(c, "GET " LB_COUNTER_KEY);
+    long long v;
+
+    if (r == NULL || (r->type != REDIS_REPLY_STRING &&
+                      r->type != REDIS_REPLY_NIL))
+        _exit(3);
+    v = r->type == REDIS_REPLY_STRING ? strtoll(r->str, NULL, 10) : 0;
+    freeReplyObject(r);
+    r = redisCommand(c, "SET " LB_COUNTER_KEY " %lld", v + 1);
+    if (r == NULL || r->type != REDIS_REPLY_STATUS)
+        _exit(3);
+    freeReplyObject(r);
+    return v + 1;
+}
+
+/* A library worker, in a forked child: never returns. */
+static void rl_worker(const lb_env *e, const lb_series *s, lb_cycle *rec,
+                      int go_fd, int ready_fd)
+{
+    redislock_client *cl;
+    redislock_lock *l;
+    redislock_acquire_options o = {0};
+    redisContext *data = lb_connect(e->sock);
+    redislock_err err;
+    char b;
+    int i;
+
+    if (data == NULL)
+        _exit(3);
+    if ((err = redislock_client_new(&cl, e->url, NULL)) != REDISLOCK_OK)
+        child_fail("connect", err);
+    err = redislock_lock_new(cl, LB_LOCK_KEY, strlen(LB_LOCK_KEY), &l);
+    if (err != REDISLOCK_OK)
+        child_fail("lock_new", err);
+    o.ttl_ms = LB_TTL_MS;
+    o.wait_ms = REDISLOCK_WAIT_FOREVER;
+    o.fair = s->fair;
+    dprintf(ready_fd, "ready %lld\n", (long long)lb_now_ns());
+    close(ready_fd);
+    while (read(go_fd, &b, 1) > 0) /* EOF is the start signal */
+        ;
+    for (i = 0; i < s->m; i++) {
+        if ((err = redislock_acquire(l, &o)) != REDISLOCK_OK)
+            child_fail("acquire", err);
+        rec[i].acq_ret = lb_now_ns();
+        counter_bump(data);
+        rec[i].rel_start = lb_now_ns();
+        if ((err = redislock_release(l)) != REDISLOCK_OK)
+            child_fail("release", err);
+        rec[i].rel_end = lb_now_ns();
+    }
+    redislock_lock_free(l);
+    redislock_client_free(cl);
+    redisFree(data);
+    _exit(0);
+}
+
+/* A peer worker: exec of the Python or Node script. Never returns. */
+static void peer_worker(const lb_env *e, const lb_series *s,
+                        const char *file)
+{
+    char script[PATH_MAX], m[16], ttl[16];
+
+    snprintf(m, sizeof m, "%d", s->m);
+    snprintf(ttl, sizeof ttl, "%d", LB_TTL_MS);
+    if (s->lib == LB_REDIS_PY) {
+        snprintf(script, sizeof script, "%s/pyworker.py", e->peers_dir);
+        execlp(e->python, e->python, script, e->sock, LB_LOCK_KEY,
+              LB_COUNTER_KEY, m, ttl, file, s->arg1, (char *)NULL);
+        fprintf(stderr, "lockbench: cannot run %s\n", e->python);
+    } else {
+        snprintf(script, sizeof script, "%s/nodeworker.js", e->peers_dir);
+        execlp(e->node, e->node, script, e->sock, LB_LOCK_KEY,
+              LB_COUNTER_KEY, m, ttl, file, s->arg1, s->arg2,
+              (char *)NULL);
+        fprintf(stderr, "lockbench: cannot run %s\n", e->node);
+    }
+    _exit(127);
+}
+
+static int spawn(const lb_env *e, const lb_series *s, int idx, worker *w,
+                 lb_cycle *shm, int go[2])
+{
+    int rp[2];
+
+    if (pipe2(rp, O_CLOEXEC) != 0)
+        return -1;
+    snprintf(w->file, sizeof w->file, "%s/cycles-%s-k%d-%d.bin", e->out_dir,
+             s->slug, s->k, idx);
+    unlink(w->file);
+    w->spawned = lb_now_ns();
+    fflush(stdout);
+    fflush(stderr);
+    if ((w->pid = fork()) < 0)
+        return -1;
+    if (w->pid == 0) {
+        /* The start signal is EOF on go[0]: no copy of go[1] may stay
+         * open in a worker. */
+        close(go[1]);
+        close(rp[0]);
+        if (s->lib == LB_REDISLOCK)
+            rl_worker(e, s, shm + (size_t)idx * s->m, go[0], rp[1]);
+        if (dup2(go[0], 0) < 0 || dup2(rp[1], 1) < 0)
+            _exit(127);
+        peer_worker(e, s, w->file);
+    }
+    close(rp[1]);
+    w->ready_fd = rp[0];
+    return 0;
+}
+
+static int cmp_merged(const void *a, const void *b)
+{
+    const merged *x = a, *y = b;
+
+    return (x->c.acq_ret > y->c.acq_ret) - (x->c.acq_ret < y->c.acq_ret);
+}
+
+/* Hand-offs, holder changes and exclusion, from cycles sorted by the
+ * moment each acquire returned. */
+static void handoffs(lb_series *s, const merged *v, size_t n)
+{
+    int64_t *x = malloc((n ? n : 1) * sizeof *x);
+    size_t i, nx = 0, switches = 0;
+
+    s->hand = malloc((n ? n : 1) * sizeof *s->hand);
+    if (x == NULL || s->hand == NULL)
+        lb_die("out of memory");
+    s->nhand = 0;
+    s->overlaps = 0;
+    for (i = 1; i < n; i++) {
+        int64_t h = v[i].c.acq_ret - v[i - 1].c.rel_start;
+
+        if (h < 0)
+            s->overlaps++;
+        s->hand[s->nhand++] = h;
+        if (v[i].who != v[i - 1].who) {
+            switches++;
+            x[nx++] = h;
+        }
+    }
+    lb_sort_i64(s->hand, s->nhand);
+    lb_sort_i64(x, nx);
+    s->xhand = x;
+    s->nxhand = nx;
+    s->h50 = (double)lb_pct(s->hand, s->nhand, 50) / 1e3;
+    s->h99 = (double)lb_pct(s->hand, s->nhand, 99) / 1e3;
+    s->x50 = nx ? (double)lb_pct(x, nx, 50) / 1e3 : -1;
+    s->x99 = nx ? (double)lb_pct(x, nx, 99) / 1e3 : -1;
+    s->sw = n > 1 ? (double)switches / (double)(n - 1) : 0;
+}
+
+/* Gathers every worker's cycles, merges them and computes the results. */
+static void analyse(lb_series *s, worker *w, lb_cycle *shm, int64_t go)
+{
+    size_t n = (size_t)s->k * s->m, i;
+    merged *v = malloc(n * sizeof *v);
+    int64_t last = go;
+    int j;
+
+    if (v == NULL)
+        lb_die("out of memory");
+    for (j = 0; j < s->k; j++) {
+        lb_cycle *rec = shm + (size_t)j * s->m;
+
+        if (s->lib != LB_REDISLOCK &&
+            lb_read_cycles(w[j].file, rec, s->m) != s->m) {
+            snprintf(s->err, sizeof s->err, "worker %d wrote no cycles",
+                     j);
+            s->ran = 0;
+            free(v);
+            return;
+        }
+        for (i = 0; i < (size_t)s->m; i++) {
+            v[(size_t)j * s->m + i].c = rec[i];
+            v[(size_t)j * s->m + i].who = j;
+            if (rec[i].rel_end > last)
+                last = rec[i].rel_end;
+        }
+    }
+    qsort(v, n, sizeof *v, cmp_merged);
+    s->cycles_s = (double)n / ((double)(last - go) / 1e9);
+    handoffs(s, v, n);
+    free(v);
+}
+
+/* Starts the workers and waits for every "ready"; 0 when all are. */
+static int start_all(const lb_env *e, lb_series *s, worker *w, lb_cycle *shm,
+                     int go[2])
+{
+    int j;
+
+    for (j = 0; j < s->k; j++)
+        if (spawn(e, s, j, &w[j], shm, go) != 0)
+            lb_die("cannot start a worker");
+    s->clock_ok = 1;
+    for (j = 0; j < s->k; j++) {
+        w[j].ready = lb_read_ready(w[j].ready_fd, 30000);
+        if (w[j].ready < 0) {
+            snprintf(s->err, sizeof s->err,
+                     "worker %d did not report ready", j);
+            return -1;
+        }
+        /* A stamp taken between our spawn and our read of it is on our
+         * clock: CLOCK_MONOTONIC. */
+        if (w[j].ready < w[j].spawned || w[j].ready > lb_now_ns())
+            s->clock_ok = 0;
+    }
+    return 0;
+}
+
+static void check_counter(const lb_env *e, lb_series *s)
+{
+    redisReply *r = lb_cmd(e->ctl, "GET " LB_COUNTER_KEY);
+
+    s->counter = r->type == REDIS_REPLY_STRING ? strtoll(r->str, NULL, 10)
+                                               : 0;
+    freeReplyObject(r);
+    s->counter_ok = s->counter == (long long)s->k * s->m;
+}
+
+void lb_run_series(const lb_env *e, lb_series *s)
+{
+    size_t n = (size_t)s->k * s->m;
+    lb_cycle *shm;
+    worker w[MAX_K];
+    pid_t pids[MAX_K];
+    int status[MAX_K], go[2], j, started;
+    long long c0, c1;
+    int64_t t_go, t_start = lb_now_ns();
+
+    if (s->k > MAX_K)
+        lb_die("K of %d is over %d", s->k, MAX_K);
+    freeReplyObject(lb_cmd(e->ctl, "FLUSHALL"));
+    shm = mmap(NULL, n * sizeof *shm, PROT_READ | PROT_WRITE,
+               MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (shm == MAP_FAILED || pipe2(go, O_CLOEXEC) != 0)
+        lb_die("mmap or pipe failed");
+    memset(w, 0, sizeof w);
+    started = start_all(e, s, w, shm, go) == 0;
+    c0 = lb_server_calls(e->ctl);
+    t_go = lb_now_ns();
+    close(go[1]); /* all workers start now */
+    close(go[0]);
+    for (j = 0; j < s->k; j++) {
+        pids[j] = w[j].pid;
+        close(w[j].ready_fd);
+    }
+    if (lb_wait_all(pids, s->k, e->timeout_s, status) != 0 && started)
+        snprintf(s->err, sizeof s->err, "timed out after %d s",
+                 e->timeout_s);
+    c1 = lb_server_calls(e->ctl);
+    for (j = 0; j < s->k && s->err[0] == '\0'; j++)
+        if (!WIFEXITED(status[j]) || WEXITSTATUS(status[j]) != 0)
+            snprintf(s->err, sizeof s->err, "worker %d failed (status %d)",
+                     j, status[j]);
+    check_counter(e, s);
+    s->ran = s->err[0] == '\0';
+    /* The counter's GET and SET are the work, not the lock's cost. */
+    s->cmds_acq = (double)(c1 - c0 - 2 * (long long)n) / (double)n;
+    if (s->ran)
+        analyse(s, w, shm, t_go);
+    for (j = 0; j < s->k; j++)
+        unlink(w[j].file);
+    munmap(shm, n * sizeof *shm);
+    s->seconds = (double)(lb_now_ns() - t_start) / 1e9;
+}

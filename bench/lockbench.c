@@ -1,0 +1,285 @@
+/*
+ * lockbench: how fast libredislock hands a lock over, against the limit
+ * (a PING round trip), a raw hiredis loop of the same commands, redis-py's
+ * Lock and node-redlock, all in one run on one private redis-server.
+ * bench/run.sh builds it, starts the server pinned to one CPU and runs
+ * this pinned to another; see docs/BENCHMARKS.md.
+ *
+ * lockbench --sock PATH [--out DIR] [--peers DIR] [--python PATH]
+ *           [--node PATH] [--redis-pid PID] [--ks 2,4,8] [--peer-ks 2,4,8]
+ *           [--scale F] [--timeout S] [--no-peers]
+ *
+ * The last line of output is machine-readable (our fair mode at K=8):
+ * rtt_p50_us=... cycle_ratio=... handoff_p50_us=... handoff_p99_us=...
+ * k8_cycles_per_s=... k8_switch=...
+ * Exit status 1 when a counter check, the exclusion check or a run failed.
+ */
+#define _GNU_SOURCE
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <redislock.h>
+
+#include "bench.h"
+
+#define MAX_SERIES 64
+
+typedef struct opts {
+    int ks[8], nks, peer_ks[8], npeer_ks;
+    double scale;
+    int peers;
+    long redis_pid;
+} opts;
+
+static int parse_ks(const char *s, int *ks)
+{
+    int n = 0;
+    char *end;
+
+    while (*s != '\0' && n < 8) {
+        long k = strtol(s, &end, 10);
+
+        if (end == s || k < 1 || k > 64)
+            lb_die("bad K list: %s", s);
+        ks[n++] = (int)k;
+        s = *end == ',' ? end + 1 : end;
+    }
+    return n;
+}
+
+static void usage(void)
+{
+    fprintf(stderr,
+            "usage: lockbench --sock PATH [--out DIR] [--peers DIR] "
+            "[--python PATH] [--node PATH] [--redis-pid PID] [--ks 2,4,8] "
+            "[--peer-ks 2,4,8] [--scale F] [--timeout S] [--no-peers]\n");
+    exit(2);
+}
+
+static void parse(int argc, char **argv, lb_env *e, opts *o)
+{
+    int i;
+
+    for (i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+
+        if (strcmp(a, "--no-peers") == 0) {
+            o->peers = 0;
+            continue;
+        }
+        if (v == NULL)
+            usage();
+        i++;
+        if (strcmp(a, "--sock") == 0)
+            e->sock = v;
+        else if (strcmp(a, "--out") == 0)
+            e->out_dir = v;
+        else if (strcmp(a, "--peers") == 0)
+            e->peers_dir = v;
+        else if (strcmp(a, "--python") == 0)
+            e->python = v;
+        else if (strcmp(a, "--node") == 0)
+            e->node = v;
+        else if (strcmp(a, "--redis-pid") == 0)
+            o->redis_pid = strtol(v, NULL, 10);
+        else if (strcmp(a, "--ks") == 0)
+            o->nks = parse_ks(v, o->ks);
+        else if (strcmp(a, "--peer-ks") == 0)
+            o->npeer_ks = parse_ks(v, o->peer_ks);
+        else if (strcmp(a, "--scale") == 0)
+            o->scale = strtod(v, NULL);
+        else if (strcmp(a, "--timeout") == 0)
+            e->timeout_s = atoi(v);
+        else
+            usage();
+    }
+    if (e->sock == NULL || o->scale <= 0)
+        usage();
+}
+
+static int scaled(int m, double scale)
+{
+    int v = (int)(m * scale);
+
+    return v < 10 ? 10 : v;
+}
+
+static void add(lb_series *s, size_t *n, lb_series proto, int k, int m)
+{
+    if (*n == MAX_SERIES)
+        lb_die("too many runs");
+    proto.k = k;
+    proto.m = m;
+    s[(*n)++] = proto;
+}
+
+/* Rows by K, then library and mode. Cycles per process: enough for a
+ * p99 of the hand-off at K=2 yet a run of a few seconds at most. */
+static size_t plan(const opts *o, lb_series *s)
+{
+    static const lb_series rl = {.name = "redislock", .slug = "rl",
+                                 .lib = LB_REDISLOCK};
+    static const lb_series rlf = {.name = "redislock fair",
+                                  .slug = "rl-fair", .lib = LB_REDISLOCK,
+                                  .fair = 1};
+    static const lb_series py = {
+        .name = "redis-py Lock, sleep 0.1 s (default)", .slug = "py-0.1",
+        .lib = LB_REDIS_PY, .arg1 = "0.1"};
+    static const lb_series py1 = {.name = "redis-py Lock, sleep 0.001 s",
+                                  .slug = "py-0.001", .lib = LB_REDIS_PY,
+                                  .arg1 = "0.001"};
+    static const lb_series nd = {
+        .name = "node-redlock, retryDelay 200 jitter 100 (default)",
+        .slug = "redlock-200", .lib = LB_REDLOCK, .arg1 = "200",
+        .arg2 = "100"};
+    static const lb_series nd1 = {
+        .name = "node-redlock, retryDelay 1 jitter 0", .slug = "redlock-1",
+        .lib = LB_REDLOCK, .arg1 = "1", .arg2 = "0"};
+    size_t n = 0;
+    int i, j, k;
+
+    for (i = 0; i < 64; i++) {
+        int mine = 0, peer = 0;
+
+        for (j = 0; j < o->nks; j++)
+            mine |= o->ks[j] == i;
+        for (j = 0; j < o->npeer_ks; j++)
+            peer |= o->peer_ks[j] == i && o->peers;
+        k = i;
+        if (mine) {
+            add(s, &n, rl, k, scaled(1000, o->scale));
+            add(s, &n, rlf, k, scaled(1000, o->scale));
+        }
+        if (peer) {
+            add(s, &n, py, k, scaled(300, o->scale));
+            add(s, &n, py1, k, scaled(300, o->scale));
+            add(s, &n, nd, k, scaled(300, o->scale));
+            add(s, &n, nd1, k, scaled(300, o->scale));
+        }
+    }
+    return n;
+}
+
+static void cpu_model(char *buf, size_t len)
+{
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    char line[256];
+
+    snprintf(buf, len, "unknown CPU");
+    while (f != NULL && fgets(line, sizeof line, f) != NULL) {
+        char *c = strchr(line, ':');
+
+        if (strncmp(line, "model name", 10) == 0 && c != NULL) {
+            snprintf(buf, len, "%s", c + 2);
+            buf[strcspn(buf, "\n")] = '\0';
+            break;
+        }
+    }
+    if (f != NULL)
+        fclose(f);
+}
+
+static void redis_version(redisContext *c, char *buf, size_t len)
+{
+    redisReply *r = lb_cmd(c, "INFO server");
+    const char *v = strstr(r->str, "redis_version:");
+
+    snprintf(buf, len, "%.*s", v ? (int)strcspn(v + 14, "\r\n") : 1,
+             v ? v + 14 : "?");
+    freeReplyObject(r);
+}
+
+/* Says what runs where, and builds the one-line machine description. */
+static void header(const lb_env *e, const opts *o, char *machine,
+                   size_t len)
+{
+    char cpu[200], rv[32], mine[64], srv[64], date[64], load[64] = "?";
+    struct utsname u;
+    time_t t = time(NULL);
+    const char *git = getenv("BENCH_GIT");
+    FILE *f = fopen("/proc/loadavg", "r");
+
+    if (f != NULL) {
+        double a, b, c;
+
+        /* The three averages; the run-queue and last-pid fields go. */
+        if (fscanf(f, "%lf %lf %lf", &a, &b, &c) == 3)
+            snprintf(load, sizeof load, "%.2f %.2f %.2f", a, b, c);
+        fclose(f);
+    }
+    strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", gmtime(&t));
+    uname(&u);
+    cpu_model(cpu, sizeof cpu);
+    redis_version(e->ctl, rv, sizeof rv);
+    lb_affinity(0, mine, sizeof mine);
+    if (o->redis_pid > 0)
+        lb_affinity((pid_t)o->redis_pid, srv, sizeof srv);
+    else
+        snprintf(srv, sizeof srv, "unknown CPUs");
+    snprintf(machine, len,
+             "%s; %ld CPUs (%s), Linux %s; redis-server %s over a unix "
+             "socket; libredislock %s (git %s); load average at start %s",
+             date, sysconf(_SC_NPROCESSORS_ONLN), cpu, u.release, rv,
+             redislock_version(), git ? git : "unknown", load);
+    printf("lockbench: %s\n", machine);
+    if (strtod(load, NULL) > 1.0)
+        printf("lockbench: WARNING: load average %.2f: other work on this "
+               "machine will show in the figures\n",
+               strtod(load, NULL));
+    printf("lockbench: redis-server (pid %ld) runs on %s; the benchmark "
+           "clients (this process and every worker) run on %s%s\n",
+           o->redis_pid, srv, mine,
+           strchr(mine, ',') || strchr(srv, ',') ? " (NOT pinned)"
+                                                 : " (pinned with taskset)");
+}
+
+int main(int argc, char **argv)
+{
+    static lb_series s[MAX_SERIES];
+    lb_env e = {0};
+    opts o = {{2, 4, 8}, 3, {2, 4, 8}, 3, 1.0, 1, 0};
+    lb_micro m = {0};
+    lb_idle idle[2] = {{.fair = 0}, {.fair = 1}};
+    char machine[1024];
+    size_t ns, i;
+
+    e.out_dir = "bench/out";
+    e.peers_dir = "bench/peers";
+    e.python = "/usr/bin/python3";
+    e.node = "node";
+    e.timeout_s = 60;
+    parse(argc, argv, &e, &o);
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    snprintf(e.url, sizeof e.url, "unix://%s", e.sock);
+    mkdir(e.out_dir, 0777);
+    if ((e.ctl = lb_connect(e.sock)) == NULL)
+        return 2;
+    header(&e, &o, machine, sizeof machine);
+    ns = plan(&o, s);
+
+    printf("lockbench: PING loop ...\n");
+    lb_run_ping(&e, &m, 1000);
+    printf("lockbench: uncontended, raw loop vs library, 7 rounds ...\n");
+    lb_run_uncontended(&e, &m, 7, 300);
+    for (i = 0; i < 2; i++) {
+        printf("lockbench: blocked waiter (%s) ...\n",
+               idle[i].fair ? "fair" : "default");
+        lb_run_idle(&e, &idle[i]);
+    }
+    for (i = 0; i < ns; i++) {
+        printf("lockbench: %s, K=%d, M=%d ...", s[i].name, s[i].k, s[i].m);
+        fflush(stdout);
+        lb_run_series(&e, &s[i]);
+        printf(" %.1f s%s%s\n", s[i].seconds, s[i].ran ? "" : ", FAILED: ",
+               s[i].err);
+    }
+    lb_report(&e, &m, idle, 2, s, ns, machine);
+    redisFree(e.ctl);
+    return lb_failed(s, ns, idle, 2);
+}

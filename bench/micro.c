@@ -1,0 +1,347 @@
+/*
+ * lockbench, one client at a time: the PING round trip (the limit), the
+ * uncontended acquire+release against a raw hiredis loop of the same two
+ * commands, and the traffic of a waiter blocked behind a long lease.
+ */
+#define _GNU_SOURCE
+
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <redislock.h>
+
+#include "bench.h"
+#include "script.h" /* the scripts and SHAs the library calls */
+
+#define SOLO_KEY "bench:solo"
+/* The release script's helper-key base for SOLO_KEY, as the library
+ * derives it: the key in braces (a cluster hash tag), then ':'. Scripts
+ * that take no such argument ignore it. */
+#define SOLO_BASE "{" SOLO_KEY "}:"
+
+/* A growable array of latencies. */
+typedef struct lat {
+    int64_t *v;
+    size_t n, cap;
+} lat;
+
+static void lat_push(lat *l, int64_t x)
+{
+    if (l->n == l->cap) {
+        l->cap = l->cap ? 2 * l->cap : 65536;
+        l->v = realloc(l->v, l->cap * sizeof *l->v);
+        if (l->v == NULL)
+            lb_die("out of memory");
+    }
+    l->v[l->n++] = x;
+}
+
+void lb_run_ping(const lb_env *e, lb_micro *m, int ms)
+{
+    redisContext *c = lb_connect(e->sock);
+    const char *argv[1] = {"PING"};
+    size_t lens[1] = {4};
+    lat l = {0};
+    int64_t start, end, t0, t1;
+
+    if (c == NULL)
+        lb_die("no connection for PING");
+    start = lb_now_ns();
+    end = start + (int64_t)ms * 1000000;
+    for (t0 = start; t0 < end; t0 = t1) {
+        redisReply *r = redisCommandArgv(c, 1, argv, lens);
+
+        if (r == NULL || r->type != REDIS_REPLY_STATUS)
+            lb_die("PING failed");
+        freeReplyObject(r);
+        t1 = lb_now_ns();
+        lat_push(&l, t1 - t0);
+    }
+    lb_sort_i64(l.v, l.n);
+    m->ping_p50 = (double)lb_pct(l.v, l.n, 50) / 1e3;
+    m->ping_p99 = (double)lb_pct(l.v, l.n, 99) / 1e3;
+    m->ping_ops = (double)l.n / ((double)(t0 - start) / 1e9);
+    free(l.v);
+    redisFree(c);
+}
+
+/* A fresh 32-hex-digit token per cycle, as long as the library's. */
+static void raw_token(char out[33])
+{
+    static uint64_t s = 0x9e3779b97f4a7c15u;
+    static const char hex[] = "0123456789abcdef";
+    int i;
+
+    for (i = 0; i < 32; i++) {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        out[i] = hex[s & 15];
+    }
+    out[32] = '\0';
+}
+
+/* EVALSHA acquire (the library's acquire script, whose SET NX PX also
+ * issues the fencing token), then EVALSHA release: the same two commands
+ * the library sends, written by hand. */
+static void raw_cycle(redisContext *c)
+{
+    char tok[33], ttl[16];
+    const char *acq[10] = {"EVALSHA", rl__script_acquire.sha1, "1",
+                           SOLO_KEY, tok, ttl, "plain", "", "86400000",
+                           SOLO_BASE};
+    const char *rel[7] = {"EVALSHA", rl__script_release.sha1, "1",
+                          SOLO_KEY, tok, "0", SOLO_BASE};
+    redisReply *r;
+
+    raw_token(tok);
+    snprintf(ttl, sizeof ttl, "%d", LB_TTL_MS);
+    r = redisCommandArgv(c, 10, acq, NULL);
+    if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements != 3)
+        lb_die("raw EVALSHA acquire failed%s%s",
+               r && r->type == REDIS_REPLY_ERROR ? ": " : "",
+               r && r->type == REDIS_REPLY_ERROR ? r->str : "");
+    freeReplyObject(r);
+    r = redisCommandArgv(c, 7, rel, NULL);
+    if (r == NULL || r->type != REDIS_REPLY_INTEGER || r->integer != 1)
+        lb_die("raw EVALSHA release failed%s%s",
+               r && r->type == REDIS_REPLY_ERROR ? ": " : "",
+               r && r->type == REDIS_REPLY_ERROR ? r->str : "");
+    freeReplyObject(r);
+}
+
+static void lib_cycle(redislock_lock *l, int fair)
+{
+    redislock_acquire_options o = {0};
+    redislock_err err;
+
+    o.ttl_ms = LB_TTL_MS;
+    o.wait_ms = REDISLOCK_WAIT_FOREVER;
+    o.fair = fair;
+    if ((err = redislock_acquire(l, &o)) != REDISLOCK_OK)
+        lb_die("uncontended acquire: %s (%s)", redislock_strerror(err),
+               redislock_errdetail());
+    if ((err = redislock_release(l)) != REDISLOCK_OK)
+        lb_die("uncontended release: %s (%s)", redislock_strerror(err),
+               redislock_errdetail());
+}
+
+/* Runs variant v for ms; returns cycles per second. */
+static double run_variant(int v, int ms, redisContext *raw,
+                          redislock_lock *l, lat *out, long long *cycles)
+{
+    int64_t start = lb_now_ns(), end = start + (int64_t)ms * 1000000;
+    int64_t t0, t1;
+    long long n = 0;
+
+    for (t0 = start; t0 < end; t0 = t1, n++) {
+        if (v == 0)
+            raw_cycle(raw);
+        else
+            lib_cycle(l, v == 2);
+        t1 = lb_now_ns();
+        lat_push(out, t1 - t0);
+    }
+    *cycles += n;
+    return (double)n / ((double)(t0 - start) / 1e9);
+}
+
+static void load_script(redisContext *c, const rl__script *s)
+{
+    redisReply *r = lb_cmd(c, "SCRIPT LOAD %s", s->source);
+
+    if (r->type != REDIS_REPLY_STRING || strcmp(r->str, s->sha1) != 0)
+        lb_die("SCRIPT LOAD gave %s, the library says %s",
+               r->type == REDIS_REPLY_STRING ? r->str : "no SHA", s->sha1);
+    freeReplyObject(r);
+}
+
+/*
+ * Rounds of the three variants in rotating order, so that drift on a
+ * shared machine hits each alike; the ratio is taken within each round
+ * and the median ratio reported.
+ */
+void lb_run_uncontended(const lb_env *e, lb_micro *m, int rounds, int ms)
+{
+    redisContext *raw = lb_connect(e->sock);
+    redislock_client *cl = NULL;
+    redislock_lock *l = NULL;
+    lat lats[3] = {{0}};
+    double rate[3][32], ratio[3][32];
+    long long calls[3] = {0}, cycles[3] = {0}, c0;
+    int r, j, v;
+
+    if (rounds > 32)
+        rounds = 32;
+    if (raw == NULL || redislock_client_new(&cl, e->url, NULL) != 0 ||
+        redislock_lock_new(cl, SOLO_KEY, strlen(SOLO_KEY), &l) != 0)
+        lb_die("uncontended: cannot connect: %s", redislock_errdetail());
+    load_script(raw, &rl__script_acquire);
+    load_script(raw, &rl__script_release);
+    for (v = 0; v < 3; v++) /* warm up: connections, script cache */
+        run_variant(v, 20, raw, l, &lats[v], &cycles[v]);
+    for (v = 0; v < 3; v++)
+        lats[v].n = 0, cycles[v] = 0;
+    for (r = 0; r < rounds; r++) {
+        for (j = 0; j < 3; j++) {
+            v = (r + j) % 3;
+            c0 = lb_server_calls(e->ctl);
+            rate[v][r] = run_variant(v, ms, raw, l, &lats[v], &cycles[v]);
+            calls[v] += lb_server_calls(e->ctl) - c0;
+        }
+        for (v = 0; v < 3; v++)
+            ratio[v][r] = rate[v][r] / rate[0][r];
+    }
+    m->rounds = rounds;
+    for (v = 0; v < 3; v++) {
+        lb_sort_i64(lats[v].v, lats[v].n);
+        m->p50[v] = (double)lb_pct(lats[v].v, lats[v].n, 50) / 1e3;
+        m->p99[v] = (double)lb_pct(lats[v].v, lats[v].n, 99) / 1e3;
+        m->rate[v] = lb_median(rate[v], (size_t)rounds);
+        m->ratio[v] = lb_median(ratio[v], (size_t)rounds);
+        m->calls_cycle[v] = cycles[v] ? (double)calls[v] / cycles[v] : 0;
+        free(lats[v].v);
+    }
+    redislock_lock_free(l);
+    redislock_client_free(cl);
+    redisFree(raw);
+}
+
+#define CTL_NAME "lockbench-ctl"
+
+/* The waiter: blocks on the held lock, stamps the moment it gets it. */
+static void idle_child(const lb_env *e, int fair, int ready_fd,
+                       volatile int64_t *got)
+{
+    redislock_client *cl;
+    redislock_lock *l;
+    redislock_acquire_options o = {0};
+    int rc = 0;
+
+    if (redislock_client_new(&cl, e->url, NULL) != REDISLOCK_OK ||
+        redislock_lock_new(cl, LB_LOCK_KEY, strlen(LB_LOCK_KEY), &l) !=
+            REDISLOCK_OK)
+        _exit(3);
+    o.ttl_ms = LB_TTL_MS;
+    o.wait_ms = REDISLOCK_WAIT_FOREVER;
+    o.fair = fair;
+    dprintf(ready_fd, "ready %lld\n", (long long)lb_now_ns());
+    if (redislock_acquire(l, &o) != REDISLOCK_OK)
+        _exit(4);
+    *got = lb_now_ns();
+    if (redislock_release(l) != REDISLOCK_OK)
+        rc = 5;
+    redislock_lock_free(l);
+    redislock_client_free(cl);
+    _exit(rc);
+}
+
+/* Top-level commands in the slow log (everything is logged while the
+ * threshold is 0) that came from a client other than ours; commands run
+ * by a Lua script show the address "?:0" and are left out. */
+static long long count_sent(redisContext *c)
+{
+    redisReply *r = lb_cmd(c, "SLOWLOG GET 1000000");
+    long long n = 0;
+    size_t i;
+
+    for (i = 0; i < r->elements; i++) {
+        redisReply *ent = r->element[i];
+
+        if (ent->type != REDIS_REPLY_ARRAY || ent->elements < 6)
+            continue;
+        if (strcmp(ent->element[4]->str, "?:0") == 0 ||
+            strcmp(ent->element[5]->str, CTL_NAME) == 0)
+            continue;
+        n++;
+    }
+    freeReplyObject(r);
+    return n;
+}
+
+/* The one-second window while the waiter blocks. */
+static void idle_window(const lb_env *e, lb_idle *r)
+{
+    long long c0, c1;
+    int64_t t0, t1;
+
+    freeReplyObject(lb_cmd(e->ctl, "CONFIG SET slowlog-max-len 100000"));
+    freeReplyObject(lb_cmd(e->ctl, "CONFIG SET slowlog-log-slower-than 0"));
+    freeReplyObject(lb_cmd(e->ctl, "SLOWLOG RESET"));
+    c0 = lb_server_calls(e->ctl);
+    t0 = lb_now_ns();
+    lb_sleep_ms(1000);
+    c1 = lb_server_calls(e->ctl);
+    t1 = lb_now_ns();
+    r->sent = (double)count_sent(e->ctl) / ((double)(t1 - t0) / 1e9);
+    r->calls = (double)(c1 - c0) / ((double)(t1 - t0) / 1e9);
+    freeReplyObject(
+        lb_cmd(e->ctl, "CONFIG SET slowlog-log-slower-than 10000"));
+    freeReplyObject(lb_cmd(e->ctl, "SLOWLOG RESET"));
+}
+
+/*
+ * A holder takes the lock with a long lease; one waiter (fair or not)
+ * blocks behind it. After the waiter has settled, count what reaches the
+ * server in one second; then release and time the waiter's wake-up.
+ */
+void lb_run_idle(const lb_env *e, lb_idle *r)
+{
+    redislock_client *cl;
+    redislock_lock *l;
+    redislock_acquire_options o = {0};
+    volatile int64_t *got;
+    int fds[2], st;
+    pid_t pid;
+    int64_t rel;
+
+    freeReplyObject(lb_cmd(e->ctl, "FLUSHALL"));
+    freeReplyObject(lb_cmd(e->ctl, "CLIENT SETNAME " CTL_NAME));
+    got = mmap(NULL, sizeof *got, PROT_READ | PROT_WRITE,
+               MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (got == MAP_FAILED || pipe2(fds, O_CLOEXEC) != 0)
+        lb_die("idle: mmap or pipe failed");
+    *got = 0;
+    o.ttl_ms = 60000;
+    if (redislock_client_new(&cl, e->url, NULL) != REDISLOCK_OK ||
+        redislock_lock_new(cl, LB_LOCK_KEY, strlen(LB_LOCK_KEY), &l) !=
+            REDISLOCK_OK ||
+        redislock_acquire(l, &o) != REDISLOCK_OK)
+        lb_die("idle: holder cannot take the lock: %s",
+               redislock_errdetail());
+    fflush(stdout);
+    if ((pid = fork()) == 0) {
+        close(fds[0]);
+        idle_child(e, r->fair, fds[1], got);
+    }
+    close(fds[1]);
+    if (pid < 0 || lb_read_ready(fds[0], 10000) < 0)
+        snprintf(r->err, sizeof r->err, "the waiter did not start");
+    close(fds[0]);
+    lb_sleep_ms(300); /* its first attempts and set-up are done by now */
+    idle_window(e, r);
+    if (*got != 0 && r->err[0] == '\0')
+        snprintf(r->err, sizeof r->err,
+                 "the waiter got the lock while it was held");
+    rel = lb_now_ns();
+    redislock_release(l);
+    if (pid > 0 && lb_wait_all(&pid, 1, 10, &st) != 0 &&
+        r->err[0] == '\0')
+        snprintf(r->err, sizeof r->err,
+                 "the waiter did not get the lock within 10 s of release");
+    else if (pid > 0 && r->err[0] == '\0' &&
+             (!WIFEXITED(st) || WEXITSTATUS(st) != 0))
+        snprintf(r->err, sizeof r->err, "the waiter failed (status %d)",
+                 st);
+    r->ok = r->err[0] == '\0';
+    r->wake_us = *got ? (double)(*got - rel) / 1e3 : -1;
+    redislock_lock_free(l);
+    redislock_client_free(cl);
+    munmap((void *)got, sizeof *got);
+}

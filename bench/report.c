@@ -1,0 +1,304 @@
+/*
+ * lockbench output: the markdown table (also written to results.md), the
+ * hand-off CDF plot through gnuplot, the targets with PASS/MISS, and the
+ * machine-readable last line.
+ */
+#define _GNU_SOURCE
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+
+static const char *yes(int pass)
+{
+    return pass ? "PASS" : "MISS";
+}
+
+static void row_micro(FILE *f, const char *name, double ops, double p50,
+                      double p99, double calls, const char *note)
+{
+    fprintf(f, "| %s | 1 | %.0f%s | %.1f | %.1f | - | - | %.2f | - |\n",
+            name, ops, note, p50, p99, calls);
+}
+
+static void row_series(FILE *f, const lb_series *s)
+{
+    char x[48], c[48];
+
+    if (!s->ran) {
+        fprintf(f, "| %s | %d | FAILED: %s | | | | | | **FAIL** |\n",
+                s->name, s->k, s->err);
+        return;
+    }
+    snprintf(c, sizeof c, "%s %lld/%lld",
+             s->counter_ok && s->overlaps == 0 ? "OK" : "**FAIL**",
+             s->counter, (long long)s->k * s->m);
+    if (s->x50 >= 0)
+        snprintf(x, sizeof x, "%.1f / %.1f", s->x50, s->x99);
+    else
+        snprintf(x, sizeof x, "none");
+    if (!s->clock_ok)
+        fprintf(f, "| %s | %d | %.0f | n/a (clock) | n/a | n/a | %.3f | "
+                   "%.2f | %s |\n",
+                s->name, s->k, s->cycles_s, s->sw, s->cmds_acq, c);
+    else
+        fprintf(f, "| %s | %d | %.0f | %.1f | %.1f | %s | %.3f | %.2f | "
+                   "%s |\n",
+                s->name, s->k, s->cycles_s, s->h50, s->h99, x, s->sw,
+                s->cmds_acq, c);
+}
+
+static void table(FILE *f, const lb_micro *m, const lb_series *s, size_t ns)
+{
+    char note[64];
+    size_t i;
+
+    fprintf(f, "| case | K | ops/s | p50 us | p99 us | "
+               "holder-change p50 / p99 us | switch | cmds/acq | "
+               "counter |\n");
+    fprintf(f, "|---|---|---|---|---|---|---|---|---|\n");
+    row_micro(f, "PING round trip (the limit)", m->ping_ops, m->ping_p50,
+              m->ping_p99, 1, "");
+    row_micro(f, "raw EVALSHA acquire + EVALSHA release (hiredis)", m->rate[0],
+              m->p50[0], m->p99[0], m->calls_cycle[0], "");
+    snprintf(note, sizeof note, " (%.3f x raw)", m->ratio[1]);
+    row_micro(f, "redislock uncontended", m->rate[1], m->p50[1], m->p99[1],
+              m->calls_cycle[1], note);
+    snprintf(note, sizeof note, " (%.3f x raw)", m->ratio[2]);
+    row_micro(f, "redislock uncontended, fair", m->rate[2], m->p50[2],
+              m->p99[2], m->calls_cycle[2], note);
+    for (i = 0; i < ns; i++)
+        row_series(f, &s[i]);
+    fprintf(f, "\nFirst four rows: one client; ops/s are round trips or "
+               "acquire+release cycles, p50/p99 the time of one (median "
+               "over %d interleaved rounds for the uncontended rates, the "
+               "ratio is the median of per-round ratios). Other rows: K "
+               "processes on one lock, cycles/s over the whole run, p50/p99 "
+               "the hand-off (next acquire returns - previous release "
+               "starts), over all acquisitions and over those that change "
+               "holder. cmds/acq: INFO commandstats calls per acquisition "
+               "(commands Lua scripts run included; the counter's GET and "
+               "SET left out).\n",
+            m->rounds);
+}
+
+static const lb_series *find(const lb_series *s, size_t ns, lb_lib lib,
+                             int fair, int k)
+{
+    size_t i;
+
+    for (i = 0; i < ns; i++)
+        if (s[i].lib == lib && s[i].fair == fair && s[i].k == k && s[i].ran)
+            return &s[i];
+    return NULL;
+}
+
+/* The K the targets and the plot use: 8, else the largest one run. */
+static int target_k(const lb_series *s, size_t ns)
+{
+    int k = 0;
+    size_t i;
+
+    for (i = 0; i < ns; i++) {
+        if (s[i].k == 8)
+            return 8;
+        if (s[i].k > k)
+            k = s[i].k;
+    }
+    return k;
+}
+
+/* One CDF data file of v (sorted, ns), at most ~1000 points. */
+static int write_cdf(const char *path, const int64_t *v, size_t n)
+{
+    FILE *f = fopen(path, "w");
+    size_t i, step = n / 1000 + 1;
+
+    if (f == NULL)
+        return -1;
+    for (i = 0; i < n; i += step) {
+        double us = (double)v[i] / 1e3;
+
+        /* A log axis has no room for 0: clamp to 0.1 us. */
+        fprintf(f, "%.3f %.5f\n", us < 0.1 ? 0.1 : us,
+                (double)(i + 1) / (double)n);
+    }
+    if (n > 0)
+        fprintf(f, "%.3f 1\n", (double)v[n - 1] / 1e3);
+    fclose(f);
+    return 0;
+}
+
+/* The settings both panels share: axes and the RTT marks. */
+static void plot_axes(FILE *f, const lb_micro *m)
+{
+    double r2 = 2 * m->ping_p50, r10 = 10 * m->ping_p50;
+
+    fprintf(f, "set logscale x\nset grid\nset yrange [0:1]\n"
+               "set xlabel 'hand-off (us, log scale)'\n"
+               "set ylabel 'share of hand-offs <= x'\n"
+               "unset arrow\nunset label\n"
+               "set arrow from %.2f, graph 0 to %.2f, graph 1 nohead "
+               "dt 2 lc rgb 'gray40'\n"
+               "set label ' 2 x RTT' at %.2f, graph 0.97 tc rgb 'gray40'\n"
+               "set arrow from %.2f, graph 0 to %.2f, graph 1 nohead "
+               "dt 3 lc rgb 'gray40'\n"
+               "set label ' 10 x RTT' at %.2f, graph 0.92 tc rgb "
+               "'gray40'\n",
+            r2, r2, r2, r10, r10, r10);
+}
+
+/* One panel: a curve per series at K, from the data files of kind. */
+static int plot_panel(FILE *f, const lb_env *e, const lb_series *s,
+                      size_t ns, int k, int changes)
+{
+    char dat[1024];
+    size_t i;
+    int n = 0;
+
+    for (i = 0; i < ns; i++) {
+        const lb_series *x = &s[i];
+
+        if (x->k != k || !x->ran || !x->clock_ok ||
+            (changes ? x->nxhand : x->nhand) == 0)
+            continue;
+        snprintf(dat, sizeof dat, "%s/cdf-%s-k%d-%s.dat", e->out_dir,
+                 x->slug, k, changes ? "changes" : "all");
+        if (write_cdf(dat, changes ? x->xhand : x->hand,
+                      changes ? x->nxhand : x->nhand) != 0)
+            continue;
+        /* Ours solid, the peers dashed. */
+        fprintf(f, "%s '%s' using 1:2 with lines lw %s dt %d title '%s'",
+                n ? ", \\\n    " : "plot", dat,
+                x->lib == LB_REDISLOCK ? "2.5" : "1.5",
+                x->lib == LB_REDISLOCK ? 1 : 2, x->name);
+        n++;
+    }
+    fprintf(f, "\n");
+    return n;
+}
+
+/* Two CDFs side by side: every hand-off, and those to another holder. */
+static void plot(const lb_env *e, const lb_micro *m, const lb_series *s,
+                 size_t ns, int k)
+{
+    char gp[1024], cmd[1100];
+    FILE *f;
+    int n;
+
+    snprintf(gp, sizeof gp, "%s/handoff.gp", e->out_dir);
+    if ((f = fopen(gp, "w")) == NULL)
+        return;
+    fprintf(f, "set terminal pngcairo size 1400,650 noenhanced\n"
+               "set output '%s/handoff.png'\n"
+               "set multiplot layout 1,2 title 'Lock hand-off, K=%d "
+               "processes on one key: next acquire returns - previous "
+               "release starts (PING p50 %.1f us)'\n"
+               "set key bottom right font ',9'\n",
+            e->out_dir, k, m->ping_p50);
+    plot_axes(f, m);
+    fprintf(f, "set title 'every acquisition'\n");
+    n = plot_panel(f, e, s, ns, k, 0);
+    fprintf(f, "set title 'acquisitions by another holder'\n");
+    plot_panel(f, e, s, ns, k, 1);
+    fprintf(f, "unset multiplot\n");
+    fclose(f);
+    if (n == 0)
+        return;
+    snprintf(cmd, sizeof cmd, "gnuplot '%s'", gp);
+    if (system(cmd) != 0)
+        printf("lockbench: gnuplot failed; the plot is missing\n");
+    else
+        printf("Plot: %s/handoff.png\n", e->out_dir);
+}
+
+static void targets(const lb_micro *m, const lb_idle *idle, int nidle,
+                    const lb_series *fair, const lb_series *def, int k)
+{
+    double rtt = m->ping_p50, need = 0.8 / (3 * rtt / 1e6);
+    int i;
+
+    printf("\nTargets (against this run's PING p50 = %.1f us):\n", rtt);
+    printf("  uncontended >= 0.95 x raw loop: default %.3f %s, fair %.3f "
+           "%s\n",
+           m->ratio[1], yes(m->ratio[1] >= 0.95), m->ratio[2],
+           yes(m->ratio[2] >= 0.95));
+    if (fair == NULL) {
+        printf("  K=%d fair run missing: contention targets MISS\n", k);
+        return;
+    }
+    printf("  K=%d fair hand-off p50 <= 2 x RTT (%.1f us): %.1f us %s "
+           "(default mode %.1f)\n",
+           k, 2 * rtt, fair->h50, yes(fair->h50 <= 2 * rtt),
+           def ? def->h50 : -1);
+    printf("  K=%d fair hand-off p99 <= 10 x RTT (%.1f us): %.1f us %s "
+           "(default mode %.1f)\n",
+           k, 10 * rtt, fair->h99, yes(fair->h99 <= 10 * rtt),
+           def ? def->h99 : -1);
+    printf("  K=%d fair switch share >= 0.9: %.3f %s (default mode %.3f)\n",
+           k, fair->sw, yes(fair->sw >= 0.9), def ? def->sw : -1);
+    printf("  K=%d fair cycles/s >= 0.8 / (3 x RTT) = %.0f: %.0f %s "
+           "(default mode %.0f)\n",
+           k, need, fair->cycles_s, yes(fair->cycles_s >= need),
+           def ? def->cycles_s : -1);
+    for (i = 0; i < nidle; i++)
+        printf("  blocked waiter (%s) sends 0 commands/s: %.1f sent/s, "
+               "%.1f server calls/s %s%s%s\n",
+               idle[i].fair ? "fair" : "default", idle[i].sent,
+               idle[i].calls, yes(idle[i].ok && idle[i].sent == 0),
+               idle[i].ok ? "" : " -- ", idle[i].err);
+}
+
+void lb_report(const lb_env *e, const lb_micro *m, const lb_idle *idle,
+               int nidle, lb_series *s, size_t ns, const char *machine)
+{
+    char path[1024];
+    int k = target_k(s, ns);
+    const lb_series *fair = find(s, ns, LB_REDISLOCK, 1, k);
+    const lb_series *def = find(s, ns, LB_REDISLOCK, 0, k);
+    FILE *f;
+    int i;
+
+    printf("\n");
+    table(stdout, m, s, ns);
+    snprintf(path, sizeof path, "%s/results.md", e->out_dir);
+    if ((f = fopen(path, "w")) != NULL) {
+        fprintf(f, "%s\n\n", machine);
+        table(f, m, s, ns);
+        fclose(f);
+    }
+    printf("\n");
+    for (i = 0; i < nidle; i++)
+        printf("Blocked waiter (%s mode) behind a 60 s lease, over 1 s: "
+               "%.1f commands sent, %.1f server calls; woke %.1f us after "
+               "the release began%s%s\n",
+               idle[i].fair ? "fair" : "default", idle[i].sent,
+               idle[i].calls, idle[i].wake_us, idle[i].ok ? "" : "; FAIL: ",
+               idle[i].err);
+    plot(e, m, s, ns, k);
+    targets(m, idle, nidle, fair, def, k);
+    if (lb_failed(s, ns, idle, nidle))
+        printf("\n*** FAIL: a counter check, the exclusion check or a run "
+               "failed (see the table) ***\n");
+    printf("rtt_p50_us=%.1f cycle_ratio=%.3f handoff_p50_us=%.1f "
+           "handoff_p99_us=%.1f k8_cycles_per_s=%.0f k8_switch=%.3f\n",
+           m->ping_p50, m->ratio[2], fair ? fair->h50 : -1,
+           fair ? fair->h99 : -1, fair ? fair->cycles_s : 0,
+           fair ? fair->sw : 0);
+}
+
+int lb_failed(const lb_series *s, size_t ns, const lb_idle *idle, int nidle)
+{
+    size_t i;
+    int j;
+
+    for (i = 0; i < ns; i++)
+        if (!s[i].ran || !s[i].counter_ok || s[i].overlaps != 0)
+            return 1;
+    for (j = 0; j < nidle; j++)
+        if (!idle[j].ok)
+            return 1;
+    return 0;
+}

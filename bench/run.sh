@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+#
+# bench/run.sh [LOCKBENCH-OPTION...]
+#
+# Runs the lock benchmark (bench/lockbench.c) once: installs what it needs
+# (Debian packages when root, the Node peers into bench/peers with npm ci),
+# compiles lockbench against the static library in $BUILD, starts a private
+# redis-server pinned to one CPU and runs lockbench pinned to another. The
+# output ends with lockbench's machine-readable line; results.md, the data
+# and handoff.png go to $BENCH_OUT. `make bench` builds the library first.
+#
+# Environment:
+#   BUILD             the CMake build directory holding src/libredislock.a
+#                     (default build)
+#   BENCH_OUT         output directory (default bench/out)
+#   BENCH_PYTHON      interpreter with Debian's python3-redis
+#                     (default /usr/bin/python3, not a pyenv shim)
+#   BENCH_SERVER_CPU  CPU for redis-server (default 0)
+#   BENCH_CLIENT_CPU  CPU for the clients (default 1)
+#   REDIS_SERVER, REDIS_CLI  the binaries (default from PATH)
+# Options are passed to lockbench: --ks 2,4,8, --peer-ks 8, --scale 0.5,
+# --no-peers, --timeout 60.
+#
+# shellcheck disable=SC2317  # cleanup and on_exit are only run by traps.
+set -eu
+
+me=bench/run.sh
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(dirname "$here")
+cd "$root"
+build=${BUILD:-build}
+out=${BENCH_OUT:-bench/out}
+python=${BENCH_PYTHON:-/usr/bin/python3}
+server=${REDIS_SERVER:-redis-server}
+cli=${REDIS_CLI:-redis-cli}
+scpu=${BENCH_SERVER_CPU:-0}
+ccpu=${BENCH_CLIENT_CPU:-1}
+
+die() {
+    printf '%s: %s\n' "$me" "$*" >&2
+    exit 1
+}
+
+"$here/install-deps.sh"
+lib=$build/src/libredislock.a
+[ -f "$lib" ] || die "no $lib: build the library first (make bench does)"
+
+# The Node peers, pinned by package-lock.json; reinstalled only when the
+# lock file changed since the last install.
+peers=$here/peers
+stamp=$peers/node_modules/.package-lock.json
+if [ ! -f "$stamp" ] || [ "$peers/package-lock.json" -nt "$stamp" ]; then
+    echo "$me: installing the Node peers (npm ci) into bench/peers"
+    (cd "$peers" && npm ci --no-audit --no-fund --loglevel=error) ||
+        die "npm ci failed in bench/peers"
+fi
+
+# lockbench links the static library, and its rl__script_release (the SHA
+# and source of the release script the raw loop sends), hence -Isrc.
+mkdir -p "$out" "$build/bench"
+rm -f "$out"/cdf-*.dat "$out"/cycles-*.bin "$out"/handoff.png
+bin=$build/bench/lockbench
+# shellcheck disable=SC2046  # pkg-config prints several words.
+cc -std=c11 -O2 -g -Wall -Wextra -Wstrict-prototypes -Wwrite-strings \
+    -Iinclude -Isrc $(pkg-config --cflags hiredis) \
+    -o "$bin" bench/lockbench.c bench/micro.c bench/contend.c \
+    bench/report.c bench/util.c \
+    "$lib" $(pkg-config --libs hiredis) -lpthread ||
+    die "cannot compile lockbench"
+
+# Pinning: the server on one CPU, every client on another, so that neither
+# steals the other's time. Without two CPUs or taskset, run unpinned.
+spin=() cpin=()
+if command -v taskset >/dev/null 2>&1 &&
+    [ "$(getconf _NPROCESSORS_ONLN)" -ge 2 ]; then
+    spin=(taskset -c "$scpu")
+    cpin=(taskset -c "$ccpu")
+else
+    echo "$me: WARNING: fewer than 2 CPUs or no taskset: nothing pinned"
+fi
+
+dir=
+pid=
+cleanup() {
+    if [ -n "$pid" ]; then
+        kill "$pid" 2>/dev/null || true
+        i=0
+        while kill -0 "$pid" 2>/dev/null && [ "$i" -lt 50 ]; do
+            sleep 0.1
+            i=$((i + 1))
+        done
+        kill -9 "$pid" 2>/dev/null || true
+        wait "$pid" 2>/dev/null || true
+        pid=
+    fi
+    if [ -n "$dir" ]; then
+        rm -rf -- "$dir"
+        dir=
+    fi
+}
+on_exit() {
+    st=$?
+    cleanup
+    exit "$st"
+}
+trap on_exit EXIT
+trap 'cleanup; exit 130' INT
+trap 'cleanup; exit 143' TERM
+
+dir=$(mktemp -d "${TMPDIR:-/tmp}/lockbench.XXXXXX") ||
+    die "cannot create a temporary directory"
+sock=$dir/redis.sock
+"${spin[@]}" "$server" --port 0 --unixsocket "$sock" --unixsocketperm 700 \
+    --dir "$dir" --pidfile "$dir/redis.pid" --logfile "$dir/redis.log" \
+    --save '' --appendonly no --daemonize no </dev/null &
+pid=$!
+i=0
+until [ "$("$cli" -s "$sock" ping 2>/dev/null || true)" = PONG ]; do
+    i=$((i + 1))
+    if ! kill -0 "$pid" 2>/dev/null || [ "$i" -ge 50 ]; then
+        tail -n 20 "$dir/redis.log" >&2 2>/dev/null || true
+        die "redis-server did not answer PING on $sock"
+    fi
+    sleep 0.1
+done
+
+# The versions of the peers, for the record.
+version() { # NAME: the version of the Node package NAME in bench/peers
+    node -p "require('$peers/node_modules/$1/package.json').version" \
+        2>/dev/null || echo '?'
+}
+pyv=$("$python" -c 'import redis; print(redis.__version__)' 2>/dev/null) ||
+    pyv='?'
+echo "$me: peers: redis-py $pyv ($python), node $(node --version)," \
+    "redlock $(version redlock), ioredis $(version ioredis)"
+
+# Which source the library was built from, for the record.
+BENCH_GIT=$(git describe --always --dirty 2>/dev/null || echo unknown)
+export BENCH_GIT
+
+status=0
+"${cpin[@]}" "$bin" --sock "$sock" --redis-pid "$pid" --out "$out" \
+    --peers "$peers" --python "$python" "$@" || status=$?
+exit "$status"

@@ -1,0 +1,245 @@
+/*
+ * lockbench helpers: the clock, percentiles, the control connection and
+ * INFO commandstats.
+ */
+#define _GNU_SOURCE
+
+#include <errno.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench.h"
+
+void lb_die(const char *fmt, ...)
+{
+    va_list ap;
+
+    fflush(stdout);
+    fputs("lockbench: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    exit(2);
+}
+
+int64_t lb_now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+void lb_sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
+
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+    return (x > y) - (x < y);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+
+    return (x > y) - (x < y);
+}
+
+void lb_sort_i64(int64_t *v, size_t n)
+{
+    qsort(v, n, sizeof *v, cmp_i64);
+}
+
+int64_t lb_pct(const int64_t *v, size_t n, double p)
+{
+    size_t rank;
+
+    if (n == 0)
+        return 0;
+    /* Nearest rank: the smallest value with at least p% at or below it. */
+    rank = (size_t)(p / 100.0 * (double)n + 0.999999);
+    if (rank < 1)
+        rank = 1;
+    if (rank > n)
+        rank = n;
+    return v[rank - 1];
+}
+
+double lb_median(double *v, size_t n)
+{
+    if (n == 0)
+        return 0;
+    qsort(v, n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+redisContext *lb_connect(const char *sock)
+{
+    struct timeval tv = {5, 0};
+    redisContext *c = redisConnectUnixWithTimeout(sock, tv);
+
+    if (c == NULL || c->err) {
+        fprintf(stderr, "lockbench: cannot connect to %s: %s\n", sock,
+                c ? c->errstr : "out of memory");
+        redisFree(c);
+        return NULL;
+    }
+    return c;
+}
+
+redisReply *lb_cmd(redisContext *c, const char *fmt, ...)
+{
+    va_list ap;
+    redisReply *r;
+
+    va_start(ap, fmt);
+    r = redisvCommand(c, fmt, ap);
+    va_end(ap);
+    if (r == NULL)
+        lb_die("command \"%s\" failed: %s", fmt, c->errstr);
+    if (r->type == REDIS_REPLY_ERROR)
+        lb_die("command \"%s\" answered: %s", fmt, r->str);
+    return r;
+}
+
+long long lb_server_calls(redisContext *c)
+{
+    redisReply *r = lb_cmd(c, "INFO commandstats");
+    long long total = 0;
+    const char *p = r->str, *calls;
+
+    /* Lines look like "cmdstat_set:calls=12,usec=...". */
+    while ((p = strstr(p, "cmdstat_")) != NULL) {
+        const char *eol = strchr(p, '\n');
+
+        calls = strstr(p, ":calls=");
+        if (calls != NULL && (eol == NULL || calls < eol) &&
+            strncmp(p, "cmdstat_info:", 13) != 0)
+            total += strtoll(calls + 7, NULL, 10);
+        p += 8;
+    }
+    freeReplyObject(r);
+    return total;
+}
+
+long lb_read_cycles(const char *path, lb_cycle *out, long max)
+{
+    FILE *f = fopen(path, "rb");
+    long n;
+
+    if (f == NULL)
+        return -1;
+    n = (long)fread(out, sizeof *out, (size_t)max, f);
+    fclose(f);
+    return n;
+}
+
+void lb_affinity(pid_t pid, char *buf, size_t len)
+{
+    cpu_set_t set;
+    size_t used = 0;
+    int cpu, first = 1;
+
+    if (sched_getaffinity(pid, sizeof set, &set) != 0) {
+        snprintf(buf, len, "unknown CPUs");
+        return;
+    }
+    used += (size_t)snprintf(buf, len, "CPU%s ",
+                             CPU_COUNT(&set) > 1 ? "s" : "");
+    for (cpu = 0; cpu < CPU_SETSIZE && used < len; cpu++) {
+        if (!CPU_ISSET(cpu, &set))
+            continue;
+        used += (size_t)snprintf(buf + used, len - used, "%s%d",
+                                 first ? "" : ",", cpu);
+        first = 0;
+    }
+}
+
+static volatile sig_atomic_t alarmed;
+
+static void on_alarm(int sig)
+{
+    (void)sig;
+    alarmed = 1;
+}
+
+int lb_wait_all(const pid_t *pids, int n, int timeout_s, int *status)
+{
+    struct sigaction sa, old;
+    int i, late = 0;
+
+    /* No SA_RESTART: the alarm interrupts a blocking waitpid, which costs
+     * the busy CPU nothing while the workers run. */
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_alarm;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGALRM, &sa, &old);
+    alarmed = 0;
+    alarm((unsigned)timeout_s);
+    for (i = 0; i < n; i++) {
+        status[i] = -1;
+        while (waitpid(pids[i], &status[i], 0) < 0) {
+            if (errno != EINTR || alarmed) {
+                late = 1;
+                break;
+            }
+        }
+        if (late)
+            break;
+    }
+    alarm(0);
+    sigaction(SIGALRM, &old, NULL);
+    if (!late)
+        return 0;
+    /* Out of time: stop the rest, by pid, and reap them. */
+    for (; i < n; i++) {
+        kill(pids[i], SIGKILL);
+        waitpid(pids[i], &status[i], 0);
+        status[i] = -1;
+    }
+    return -1;
+}
+
+int64_t lb_read_ready(int fd, int timeout_ms)
+{
+    char line[64];
+    size_t n = 0;
+    int64_t deadline = lb_now_ns() + (int64_t)timeout_ms * 1000000;
+    long long ns;
+
+    /* Byte by byte: the line is short, and nothing after it is ours. */
+    while (n < sizeof line - 1) {
+        struct pollfd p = {fd, POLLIN, 0};
+        int64_t left = (deadline - lb_now_ns()) / 1000000;
+        ssize_t got;
+
+        if (left <= 0 || poll(&p, 1, (int)left) <= 0)
+            return -1;
+        got = read(fd, line + n, 1);
+        if (got <= 0)
+            return -1;
+        if (line[n] == '\n')
+            break;
+        n++;
+    }
+    line[n] = '\0';
+    if (sscanf(line, "ready %lld", &ns) != 1)
+        return -1;
+    return (int64_t)ns;
+}
