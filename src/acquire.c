@@ -249,6 +249,26 @@ static redislock_err plan_pause(redislock_lock *l, attempt_cfg *a, int tries,
     return REDISLOCK_OK;
 }
 
+/* Whether err leaves an attempt's outcome unknown: the request may have
+ * run without its reply reaching us. */
+static int lost_reply(redislock_err err)
+{
+    return err == REDISLOCK_ETIMEDOUT || err == REDISLOCK_EIO ||
+           err == REDISLOCK_EPROTOCOL;
+}
+
+/* The attempt's token must not hold the lock, now or if the request
+ * arrives late: the client's watchdog thread sees to it, retrying until
+ * the server answers, so the caller's call is not made any longer. */
+static void abandon(redislock_lock *l, const attempt_cfg *a)
+{
+    rl__watchdog *wd;
+
+    if (rl__client_watchdog(l->client, &wd) == REDISLOCK_OK)
+        rl__janitor_abandon(wd, l->pool, l->key, l->keylen, l->base,
+                            l->baselen, a->id, a->ttl_ms);
+}
+
 static redislock_err wait_loop(redislock_lock *l, attempt_cfg *a,
                                int64_t *sent_us)
 {
@@ -265,8 +285,11 @@ static redislock_err wait_loop(redislock_lock *l, attempt_cfg *a,
         }
         err = attempt(l, a, deadline, sent_us);
         tries++;
-        if (err != REDISLOCK_EHELD)
+        if (err != REDISLOCK_EHELD) {
+            if (err != REDISLOCK_OK && lost_reply(err) && !a->rich)
+                abandon(l, a);
             break;
+        }
         if ((err = plan_pause(l, a, tries, start, deadline, &pause)) != 0)
             break;
         if ((err = rl__wait(l, a->id, a->o->fair, pause, &res)) != 0)

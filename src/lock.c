@@ -70,6 +70,8 @@ static int helper_suffix(const char *s, size_t n)
 
     if (n > 2 && (memcmp(s, "w:", 2) == 0 || memcmp(s, "h:", 2) == 0))
         return 1;
+    if (n > 5 && memcmp(s, "void:", 5) == 0)
+        return 1;
     for (i = 0; i < sizeof names / sizeof *names; i++)
         if (strlen(names[i]) == n && memcmp(s, names[i], n) == 0)
             return 1;
@@ -151,6 +153,26 @@ void redislock_lock_free(redislock_lock *l)
     free(l->base);
     free(l->key);
     free(l);
+}
+
+redislock_err rl__abandon(rl__pool *p, const char *key, size_t keylen,
+                          const char *base, size_t baselen, const char *token,
+                          int64_t ttl_ms, int64_t timeout_ms)
+{
+    char ttl[24];
+    const char *args[3] = {token, ttl, base};
+    size_t lens[3] = {strlen(token), 0, baselen};
+    rl__reply *r;
+    redislock_err err;
+
+    /* Void the token for a minute past its TTL: a request held up in a
+     * network queue (TCP retransmissions) may arrive that late. */
+    lens[1] = (size_t)snprintf(ttl, sizeof ttl, "%" PRId64, ttl_ms + 60000);
+    err = rl__pool_script_within(p, timeout_ms, &rl__script_abandon, key,
+                                 keylen, 3, args, lens, &r);
+    if (err == REDISLOCK_OK)
+        rl__reply_free(r);
+    return err;
 }
 
 redislock_err rl__check_ttl(int64_t ttl_ms, const char *what)

@@ -56,6 +56,13 @@ struct redislock_lock {
     char *info_buf;          /* backs the strings of redislock_inspect */
 };
 
+/* One try at making sure a plain acquire of token with ttl_ms, whose
+ * reply was lost, does not hold the lock at key on p, now or when it
+ * arrives late (abandon.lua); waits at most timeout_ms. */
+redislock_err rl__abandon(rl__pool *p, const char *key, size_t keylen,
+                          const char *base, size_t baselen, const char *token,
+                          int64_t ttl_ms, int64_t timeout_ms);
+
 /* Runs one command on the lock's server, mapping error replies. */
 redislock_err rl__lock_command(redislock_lock *l, int n, const rl__cmd *cmds,
                                rl__reply **out);

@@ -19,6 +19,7 @@ typedef struct rl__script {
 extern const rl__script rl__script_acquire;
 extern const rl__script rl__script_fair;
 extern const rl__script rl__script_leave;
+extern const rl__script rl__script_abandon;
 extern const rl__script rl__script_release;
 extern const rl__script rl__script_extend;
 extern const rl__script rl__script_inspect;

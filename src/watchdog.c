@@ -2,7 +2,9 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -33,12 +35,28 @@ struct rl__watch {
     struct rl__watch *next;
 };
 
+/* A clean-up job: see rl__janitor_abandon. Owned by the watchdog. */
+struct rl__job {
+    rl__pool *pool;
+    int64_t next_us, give_up_us, ttl_ms;
+    char *key, *base; /* in the same allocation */
+    size_t keylen, baselen;
+    char token[RL_TOKEN_MAX + 1];
+    struct rl__job *next;
+};
+
+/* A job's try waits no longer than this: a stalled server must not hold up
+ * the renewals of other locks on the same thread. */
+#define RL_JOB_TIMEOUT_MS 100
+#define RL_JOB_RETRY_US 50000
+
 struct rl__watchdog {
     redislock_client *client;
     pthread_t thread;
     pthread_mutex_t mu;
     pthread_cond_t cv; /* on CLOCK_MONOTONIC */
     struct rl__watch *head;
+    struct rl__job *jobs;
     int stop;
 };
 
@@ -134,14 +152,55 @@ static void wait_until(rl__watchdog *wd, int64_t when_us)
     pthread_cond_timedwait(&wd->cv, &wd->mu, &ts);
 }
 
+static struct rl__job *earliest_job(const rl__watchdog *wd)
+{
+    struct rl__job *j, *best = NULL;
+
+    for (j = wd->jobs; j != NULL; j = j->next)
+        if (best == NULL || j->next_us < best->next_us)
+            best = j;
+    return best;
+}
+
+/* Runs a due job without the mutex; puts it back to retry, or frees it. */
+static void run_job(rl__watchdog *wd, struct rl__job *j)
+{
+    struct rl__job **p;
+    redislock_err err;
+
+    for (p = &wd->jobs; *p != j; p = &(*p)->next)
+        ;
+    *p = j->next;
+    pthread_mutex_unlock(&wd->mu);
+    err = rl__abandon(j->pool, j->key, j->keylen, j->base, j->baselen,
+                      j->token, j->ttl_ms, RL_JOB_TIMEOUT_MS);
+    pthread_mutex_lock(&wd->mu);
+    if (err == REDISLOCK_OK || rl__now_us() >= j->give_up_us) {
+        free(j);
+        return;
+    }
+    j->next_us = rl__now_us() + RL_JOB_RETRY_US;
+    j->next = wd->jobs;
+    wd->jobs = j;
+}
+
 static void *run(void *arg)
 {
     rl__watchdog *wd = arg;
     struct rl__watch *w;
+    struct rl__job *j;
 
     pthread_mutex_lock(&wd->mu);
     while (!wd->stop) {
         w = earliest(wd);
+        j = earliest_job(wd);
+        if (j != NULL && (w == NULL || j->next_us < w->next_us)) {
+            if (j->next_us > rl__now_us())
+                wait_until(wd, j->next_us);
+            else
+                run_job(wd, j);
+            continue;
+        }
         if (w == NULL) {
             pthread_cond_wait(&wd->cv, &wd->mu);
             continue;
@@ -196,6 +255,11 @@ void rl__watchdog_free(rl__watchdog *wd)
     pthread_cond_broadcast(&wd->cv);
     pthread_mutex_unlock(&wd->mu);
     pthread_join(wd->thread, NULL);
+    while (wd->jobs != NULL) {
+        struct rl__job *j = wd->jobs;
+        wd->jobs = j->next;
+        free(j);
+    }
     pthread_cond_destroy(&wd->cv);
     pthread_mutex_destroy(&wd->mu);
     free(wd);
@@ -259,4 +323,30 @@ void rl__unwatch(redislock_lock *l)
 int rl__watch_fd(const redislock_lock *l)
 {
     return l->watch != NULL ? l->watch->efd : -1;
+}
+
+void rl__janitor_abandon(rl__watchdog *wd, struct rl__pool *p,
+                         const char *key, size_t keylen, const char *base,
+                         size_t baselen, const char *token, int64_t ttl_ms)
+{
+    struct rl__job *j = calloc(1, sizeof *j + keylen + baselen);
+
+    if (j == NULL)
+        return;
+    j->pool = p;
+    j->key = (char *)(j + 1);
+    j->base = j->key + keylen;
+    memcpy(j->key, key, keylen);
+    memcpy(j->base, base, baselen);
+    j->keylen = keylen;
+    j->baselen = baselen;
+    snprintf(j->token, sizeof j->token, "%s", token);
+    j->ttl_ms = ttl_ms;
+    j->next_us = rl__now_us();
+    j->give_up_us = j->next_us + (ttl_ms + 60000) * 1000;
+    pthread_mutex_lock(&wd->mu);
+    j->next = wd->jobs;
+    wd->jobs = j;
+    pthread_cond_broadcast(&wd->cv);
+    pthread_mutex_unlock(&wd->mu);
 }

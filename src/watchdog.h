@@ -12,6 +12,7 @@
 #include "redislock.h"
 
 typedef struct rl__watchdog rl__watchdog;
+struct rl__pool;
 
 /* Starts the renewal thread for client c. */
 redislock_err rl__watchdog_new(redislock_client *c, rl__watchdog **out);
@@ -30,6 +31,17 @@ redislock_err rl__watch(redislock_lock *l,
 /* Stops renewing l, waiting for a renewal in flight. No-op if unwatched.
  * Called from the lock's owner thread. */
 void rl__unwatch(redislock_lock *l);
+
+/*
+ * Hands the watchdog thread the clean-up of a plain acquire whose reply was
+ * lost (see rl__abandon): tried at once and again every 50 ms until the
+ * server answers, for at most the TTL plus a minute. Copies what it needs;
+ * the lock handle may be freed meanwhile. Best effort: on memory
+ * exhaustion the lock expires by its TTL.
+ */
+void rl__janitor_abandon(rl__watchdog *wd, struct rl__pool *p,
+                         const char *key, size_t keylen, const char *base,
+                         size_t baselen, const char *token, int64_t ttl_ms);
 
 /* The loss eventfd of a watched lock, or -1. */
 int rl__watch_fd(const redislock_lock *l);

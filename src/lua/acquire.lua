@@ -7,6 +7,10 @@
 -- holds it.
 local key, id, fmt = KEYS[1], ARGV[1], ARGV[3]
 if fmt == 'plain' then
+    -- A request its sender gave up on (see abandon.lua) takes nothing.
+    if redis.call('EXISTS', ARGV[6] .. 'void:' .. id) == 1 then
+        return {0, -2}
+    end
     -- The common case in one call: taken, or held by someone.
     if redis.call('SET', key, id, 'NX', 'PX', ARGV[2]) then
         return {1, 1, rl_fence(ARGV[6], ARGV[2])}

@@ -7,6 +7,11 @@
 -- handed to it by a release), {0, PTTL} when it is queued.
 local key, id, base = KEYS[1], ARGV[1], ARGV[6]
 local q, alive, own = base .. 'q', base .. 'w:' .. id, base .. 'h:' .. id
+-- A request its sender gave up on (see abandon.lua) takes nothing.
+if ARGV[3] == 'plain' and redis.call('EXISTS', base .. 'void:' .. id) == 1
+then
+    return {0, -2}
+end
 -- Nobody queued and a plain lock: the common case, as cheap as unfair.
 if ARGV[3] == 'plain' and redis.call('EXISTS', q) == 0 and
         redis.call('SET', key, id, 'NX', 'PX', ARGV[2]) then
