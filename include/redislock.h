@@ -21,8 +21,8 @@ extern "C" {
 #define REDISLOCK_VERSION_MAJOR 0
 #define REDISLOCK_VERSION_MINOR 1
 #define REDISLOCK_VERSION_PATCH 0
-#define REDISLOCK_VERSION_NUM                                                 \
-    ((REDISLOCK_VERSION_MAJOR << 16) | (REDISLOCK_VERSION_MINOR << 8) |       \
+#define REDISLOCK_VERSION_NUM                                                  \
+    ((REDISLOCK_VERSION_MAJOR << 16) | (REDISLOCK_VERSION_MINOR << 8) |        \
      REDISLOCK_VERSION_PATCH)
 
 #if defined(REDISLOCK_BUILDING) && defined(__GNUC__)
@@ -34,22 +34,22 @@ extern "C" {
 /*
  * Every error code, once: XX(name, value, message). Values are stable.
  */
-#define REDISLOCK_ERR_MAP(XX)                                                 \
-    XX(OK, 0, "success")                                                      \
-    XX(EHELD, 1, "lock is held by another owner")                             \
-    XX(EEXPIRED, 2, "lock had expired and is free")                           \
-    XX(ELOST, 3, "lock was lost: another owner holds it")                     \
-    XX(EINVAL, 4, "invalid argument")                                         \
-    XX(ECONNECT, 5, "cannot connect to Redis")                                \
-    XX(ETIMEDOUT, 6, "Redis did not answer in time")                          \
-    XX(EIO, 7, "connection to Redis failed")                                  \
-    XX(EAUTH, 8, "Redis refused authentication")                              \
-    XX(EPROTOCOL, 9, "unexpected reply from Redis")                           \
-    XX(ESERVER, 10, "Redis returned an error")                                \
-    XX(ENOMEM, 11, "out of memory")                                           \
-    XX(ENOTLS, 12, "TLS is not available in this build")                      \
-    XX(ERANDOM, 13, "cannot read random bytes from the kernel")           \
-    XX(ECANCELED, 14, "the wait for the lock was cancelled")               \
+#define REDISLOCK_ERR_MAP(XX)                                                  \
+    XX(OK, 0, "success")                                                       \
+    XX(EHELD, 1, "lock is held by another owner")                              \
+    XX(EEXPIRED, 2, "lock had expired and is free")                            \
+    XX(ELOST, 3, "lock was lost: another owner holds it")                      \
+    XX(EINVAL, 4, "invalid argument")                                          \
+    XX(ECONNECT, 5, "cannot connect to Redis")                                 \
+    XX(ETIMEDOUT, 6, "Redis did not answer in time")                           \
+    XX(EIO, 7, "connection to Redis failed")                                   \
+    XX(EAUTH, 8, "Redis refused authentication")                               \
+    XX(EPROTOCOL, 9, "unexpected reply from Redis")                            \
+    XX(ESERVER, 10, "Redis returned an error")                                 \
+    XX(ENOMEM, 11, "out of memory")                                            \
+    XX(ENOTLS, 12, "TLS is not available in this build")                       \
+    XX(ERANDOM, 13, "cannot read random bytes from the kernel")                \
+    XX(ECANCELED, 14, "the wait for the lock was cancelled")                   \
     XX(ESTALE, 15, "a newer fencing token has already written")
 
 typedef enum redislock_err {
@@ -276,17 +276,17 @@ REDISLOCK_API redislock_err redislock_ttl(redislock_lock *l, int64_t *ttl_ms);
 /* What anyone can read of a lock. Strings are borrowed from the handle
  * and valid until its next call; absent ones are NULL. */
 typedef struct redislock_info {
-    int held;              /* the key exists */
-    int64_t ttl_ms;        /* remaining TTL, or REDISLOCK_TTL_NO_EXPIRY */
-    int64_t holds;         /* 1 for a plain lock; the count if reentrant */
-    const char *owner;     /* the owner id; NULL for a plain (token) lock */
-    const char *metadata;  /* NULL when none */
-    const char *key;       /* the key without the client's prefix */
+    int held;             /* the key exists */
+    int64_t ttl_ms;       /* remaining TTL, or REDISLOCK_TTL_NO_EXPIRY */
+    int64_t holds;        /* 1 for a plain lock; the count if reentrant */
+    const char *owner;    /* the owner id; NULL for a plain (token) lock */
+    const char *metadata; /* NULL when none */
+    const char *key;      /* the key without the client's prefix */
     size_t keylen;
-    int64_t fence;         /* the last fencing token issued for the key */
-    int reserved;          /* a hold-after reservation, not a lock */
-    size_t owner_len;      /* lengths of owner and metadata, which may */
-    size_t metadata_len;   /* hold NUL bytes written by other clients */
+    int64_t fence;       /* the last fencing token issued for the key */
+    int reserved;        /* a hold-after reservation, not a lock */
+    size_t owner_len;    /* lengths of owner and metadata, which may */
+    size_t metadata_len; /* hold NUL bytes written by other clients */
 } redislock_info;
 
 /* Reads the lock's state, whoever holds it, in one round trip. */
@@ -323,10 +323,9 @@ REDISLOCK_API int64_t redislock_fence(const redislock_lock *l);
  * highest token seen is kept in a helper key next to key.
  */
 REDISLOCK_API redislock_err redislock_fenced_set(redislock_client *c,
-                                                 const void *key,
-                                                 size_t keylen,
-                                                 const void *value,
-                                                 size_t vlen, int64_t fence);
+                                                 const void *key, size_t keylen,
+                                                 const void *value, size_t vlen,
+                                                 int64_t fence);
 
 /* How many holds this handle has (0 when it holds nothing). */
 REDISLOCK_API int64_t redislock_holds(const redislock_lock *l);

@@ -72,8 +72,8 @@ static redislock_err check_options(const redislock_acquire_options *o)
     if (!o->watchdog && (o->on_lost || o->max_renewals || o->max_hold_ms))
         return rl__err(REDISLOCK_EINVAL,
                        "on_lost, max_renewals and max_hold_ms need watchdog");
-    if (o->owner != NULL && (*o->owner == '\0' ||
-                             strlen(o->owner) > RL_TOKEN_MAX))
+    if (o->owner != NULL &&
+        (*o->owner == '\0' || strlen(o->owner) > RL_TOKEN_MAX))
         return rl__err(REDISLOCK_EINVAL, "owner id must be 1 to %d bytes",
                        RL_TOKEN_MAX);
     if (o->metadata != NULL && strlen(o->metadata) > 65536)
@@ -106,8 +106,9 @@ static redislock_err try_script(redislock_lock *l, attempt_cfg *a,
     const char *meta = a->o->metadata ? a->o->metadata : "";
     char wait[24];
     const char *args[6] = {a->id, a->ttl, a->fmt, meta, wait, l->base};
-    size_t lens[6] = {strlen(a->id), strlen(a->ttl), strlen(a->fmt),
-                      strlen(meta), 0, l->baselen};
+    size_t lens[6] = {
+        strlen(a->id), strlen(a->ttl), strlen(a->fmt), strlen(meta), 0,
+        l->baselen};
     int64_t left = deadline - now_ms;
     rl__reply *r;
     redislock_err err;
@@ -120,8 +121,8 @@ static redislock_err try_script(redislock_lock *l, attempt_cfg *a,
                                a->o->fair ? (long long)RL_FAIR_ALIVE_MS
                                : a->waits ? (long long)left
                                           : 0LL);
-    err = rl__pool_script(l->pool, a->o->fair ? &rl__script_fair
-                                              : &rl__script_acquire,
+    err = rl__pool_script(l->pool,
+                          a->o->fair ? &rl__script_fair : &rl__script_acquire,
                           l->key, l->keylen, 6, args, lens, &r);
     if (err != REDISLOCK_OK)
         return err;
@@ -160,8 +161,8 @@ static void leave_queue(redislock_lock *l, attempt_cfg *a)
     size_t lens[2] = {strlen(a->id), l->baselen};
     rl__reply *r;
 
-    if (rl__pool_script(l->pool, &rl__script_leave, l->key, l->keylen, 2,
-                        args, lens, &r) == REDISLOCK_OK)
+    if (rl__pool_script(l->pool, &rl__script_leave, l->key, l->keylen, 2, args,
+                        lens, &r) == REDISLOCK_OK)
         rl__reply_free(r);
     a->queued = 0;
 }
@@ -182,9 +183,9 @@ static int64_t next_pause(redislock_lock *l, const attempt_cfg *a,
         if (d < 0)
             return -1;
     } else if (a->strategy) {
-        d = rl__jitter(rl__retry_delay((int)o->retry, a->delay_ms, a->cap_ms,
-                                       attempt_no),
-                       rl__jitter_rand());
+        d = rl__jitter(
+            rl__retry_delay((int)o->retry, a->delay_ms, a->cap_ms, attempt_no),
+            rl__jitter_rand());
     } else {
         d = l->holder_ttl >= 0 ? l->holder_ttl : RL_UNKNOWN_TTL_PAUSE_MS;
     }
@@ -231,8 +232,7 @@ static redislock_err cancelled(redislock_lock *l)
 
 /* After a held attempt: whether and how long to pause, or why not. */
 static redislock_err plan_pause(redislock_lock *l, attempt_cfg *a, int tries,
-                                int64_t start, int64_t deadline,
-                                int64_t *pause)
+                                int64_t start, int64_t deadline, int64_t *pause)
 {
     int64_t now = rl__now_ms();
 
@@ -265,8 +265,8 @@ static void abandon(redislock_lock *l, const attempt_cfg *a)
     rl__watchdog *wd;
 
     if (rl__client_watchdog(l->client, &wd) == REDISLOCK_OK)
-        rl__janitor_abandon(wd, l->pool, l->key, l->keylen, l->base,
-                            l->baselen, a->id, a->ttl_ms);
+        rl__janitor_abandon(wd, l->pool, l->key, l->keylen, l->base, l->baselen,
+                            a->id, a->ttl_ms);
 }
 
 static redislock_err wait_loop(redislock_lock *l, attempt_cfg *a,
@@ -311,14 +311,16 @@ static redislock_err wait_loop(redislock_lock *l, attempt_cfg *a,
     return err;
 }
 
-static redislock_err setup(redislock_lock *l, const redislock_acquire_options *o,
-                           attempt_cfg *a, char *tok)
+static redislock_err setup(redislock_lock *l,
+                           const redislock_acquire_options *o, attempt_cfg *a,
+                           char *tok)
 {
     memset(a, 0, sizeof *a);
     a->o = o;
     a->rich = o->reentrant || o->owner != NULL || o->metadata != NULL;
     a->fmt = o->reentrant ? "reentrant" : a->rich ? "hash" : "plain";
-    a->waits = o->wait_ms != REDISLOCK_NO_WAIT && o->retry != REDISLOCK_RETRY_NONE;
+    a->waits =
+        o->wait_ms != REDISLOCK_NO_WAIT && o->retry != REDISLOCK_RETRY_NONE;
     a->strategy = o->retry != REDISLOCK_RETRY_CONSTANT || o->retry_delay_ms;
     a->ttl_ms = o->ttl_ms ? o->ttl_ms : REDISLOCK_DEFAULT_TTL_MS;
     snprintf(a->ttl, sizeof a->ttl, "%" PRId64, a->ttl_ms);

@@ -9,8 +9,7 @@ int64_t rl__deadline(int64_t now_ms, int64_t wait_ms)
     return now_ms + wait_ms;
 }
 
-int64_t rl__retry_delay(int kind, int64_t base_ms, int64_t cap_ms,
-                        int attempt)
+int64_t rl__retry_delay(int kind, int64_t base_ms, int64_t cap_ms, int attempt)
 {
     int64_t d = base_ms < 1 ? 1 : base_ms;
 

@@ -41,8 +41,7 @@ static redislock_err check_distinct(const redislock_client *c)
         for (j = 0; j < i; j++)
             if (strcmp(c->pools[i].name, c->pools[j].name) == 0 &&
                 c->pools[i].url.db == c->pools[j].url.db)
-                return rl__err(REDISLOCK_EINVAL,
-                               "server %s is listed twice",
+                return rl__err(REDISLOCK_EINVAL, "server %s is listed twice",
                                c->pools[i].name);
     return REDISLOCK_OK;
 }
@@ -74,8 +73,8 @@ static redislock_err setup(redislock_client *c, const char *const *urls,
             return rl__err(REDISLOCK_ENOMEM, "out of memory");
         for (i = 0; i < c->npools; i++) {
             ptrs[i] = names + i * namelen;
-            snprintf(names + i * namelen, namelen, "%s/%d",
-                     c->pools[i].name, c->pools[i].url.db);
+            snprintf(names + i * namelen, namelen, "%s/%d", c->pools[i].name,
+                     c->pools[i].url.db);
         }
         built = rl__ring_build(&c->ring, ptrs, c->npools);
         free(names);

@@ -37,8 +37,7 @@ static int is_timeout(const redisContext *ctx, int saved_errno)
 }
 
 /* Marks the connection broken and maps hiredis's error. */
-static redislock_err io_failure(rl__conn *c, int saved_errno,
-                                const char *what)
+static redislock_err io_failure(rl__conn *c, int saved_errno, const char *what)
 {
     redisContext *ctx = c->ctx;
 
@@ -48,8 +47,7 @@ static redislock_err io_failure(rl__conn *c, int saved_errno,
                        what);
     switch (ctx->err) {
     case REDIS_ERR_EOF:
-        return rl__err(REDISLOCK_EIO, "%s: Redis closed the connection",
-                       what);
+        return rl__err(REDISLOCK_EIO, "%s: Redis closed the connection", what);
     case REDIS_ERR_PROTOCOL:
         return rl__err(REDISLOCK_EPROTOCOL, "%s: bad reply: %s", what,
                        ctx->errstr);
@@ -285,7 +283,6 @@ redislock_err rl__reply_check(const rl__reply *r, const char *what)
         strncmp(r->str, "WRONGPASS", 9) == 0 ||
         strstr(r->str, "invalid password") != NULL ||
         strstr(r->str, "invalid username-password") != NULL)
-        return rl__err(REDISLOCK_EAUTH, "%s: Redis refused: %s", what,
-                       r->str);
+        return rl__err(REDISLOCK_EAUTH, "%s: Redis refused: %s", what, r->str);
     return rl__err(REDISLOCK_ESERVER, "%s: Redis error: %s", what, r->str);
 }

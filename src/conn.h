@@ -20,8 +20,8 @@ typedef struct redisReply rl__reply;
 typedef struct rl__conn rl__conn;
 
 typedef struct rl__conn_cfg {
-    const rl__url *url;       /* borrowed */
-    const char *password;     /* borrowed; NULL for no AUTH */
+    const rl__url *url;   /* borrowed */
+    const char *password; /* borrowed; NULL for no AUTH */
     int64_t connect_timeout_ms;
     int64_t command_timeout_ms;
 } rl__conn_cfg;

@@ -24,8 +24,8 @@ const char *redislock_errdetail(void)
 const char *redislock_strerror(redislock_err err)
 {
     switch (err) {
-#define RL_STRERROR_(name, value, msg)                                        \
-    case REDISLOCK_##name:                                                    \
+#define RL_STRERROR_(name, value, msg)                                         \
+    case REDISLOCK_##name:                                                     \
         return msg;
         REDISLOCK_ERR_MAP(RL_STRERROR_)
 #undef RL_STRERROR_
@@ -37,8 +37,8 @@ const char *redislock_strerror(redislock_err err)
 const char *redislock_errname(redislock_err err)
 {
     switch (err) {
-#define RL_ERRNAME_(name, value, msg)                                         \
-    case REDISLOCK_##name:                                                    \
+#define RL_ERRNAME_(name, value, msg)                                          \
+    case REDISLOCK_##name:                                                     \
         return "REDISLOCK_" #name;
         REDISLOCK_ERR_MAP(RL_ERRNAME_)
 #undef RL_ERRNAME_

@@ -111,8 +111,7 @@ static redislock_err scan_step(rl__pool *p, char *cursor, const char *match,
         r->element[0]->type != REDIS_REPLY_STRING ||
         r->element[1]->type != REDIS_REPLY_ARRAY || r->element[0]->len > 20) {
         rl__reply_free(r);
-        return rl__err(REDISLOCK_EPROTOCOL, "SCAN answered type %d",
-                       r->type);
+        return rl__err(REDISLOCK_EPROTOCOL, "SCAN answered type %d", r->type);
     }
     memcpy(cursor, r->element[0]->str, (size_t)r->element[0]->len);
     cursor[r->element[0]->len] = '\0';
@@ -185,8 +184,7 @@ redislock_err redislock_list(redislock_client *c, const char *pattern,
         match[n++] = prefix[i];
     }
     strcpy(match + n, pattern);
-    for (i = 0; err == REDISLOCK_OK && !stop && i < rl__client_servers(c);
-         i++)
+    for (i = 0; err == REDISLOCK_OK && !stop && i < rl__client_servers(c); i++)
         err = list_server(rl__client_pool(c, i), match, plen, cb, arg, &stop);
     free(match);
     return err;

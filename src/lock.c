@@ -64,8 +64,8 @@ char *rl__helper_name(const void *key, size_t len, const char *suffix,
 /* Whether suffix names one of the helper keys the library makes. */
 static int helper_suffix(const char *s, size_t n)
 {
-    static const char *const names[] = {"fence", "fenced", "waiting", "wake",
-                                        "q", "seq"};
+    static const char *const names[] = {"fence", "fenced", "waiting",
+                                        "wake",  "q",      "seq"};
     size_t i;
 
     if (n > 2 && (memcmp(s, "w:", 2) == 0 || memcmp(s, "h:", 2) == 0))
@@ -429,8 +429,7 @@ redislock_err redislock_check(const redislock_lock *l)
     if (l->own == 0)
         return rl__err(REDISLOCK_EINVAL, "this handle holds no lock");
     if (redislock_valid_ms(l) <= 0)
-        return rl__err(REDISLOCK_EEXPIRED,
-                       "the lease's validity has run out");
+        return rl__err(REDISLOCK_EEXPIRED, "the lease's validity has run out");
     return REDISLOCK_OK;
 }
 

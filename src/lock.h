@@ -19,8 +19,8 @@ struct rl__watch;
 
 struct redislock_lock {
     redislock_client *client;
-    rl__pool *pool;  /* the server the key lives on */
-    char *key;       /* the Redis key: the client's prefix, then the key */
+    rl__pool *pool; /* the server the key lives on */
+    char *key;      /* the Redis key: the client's prefix, then the key */
     size_t keylen;
     size_t prefixlen;
     /* Prefix of the lock's helper keys (wake list, fair queue), see
@@ -35,12 +35,12 @@ struct redislock_lock {
     /* This handle's holds; 0 when not held. Written by the owner thread,
      * read by redislock_check() from any thread. */
     _Atomic int64_t own;
-    int rich;            /* held in the hash format (owner id) */
-    int64_t ttl_ms;      /* the lease length renewals use */
-    int64_t drift_ms;    /* subtracted from every validity */
-    int drift_fixed;     /* drift_ms was given, not derived from the TTL */
-    int64_t holder_ttl;  /* seen by the last contended attempt */
-    int64_t fence;       /* fencing token of the last acquisition */
+    int rich;              /* held in the hash format (owner id) */
+    int64_t ttl_ms;        /* the lease length renewals use */
+    int64_t drift_ms;      /* subtracted from every validity */
+    int drift_fixed;       /* drift_ms was given, not derived from the TTL */
+    int64_t holder_ttl;    /* seen by the last contended attempt */
+    int64_t fence;         /* fencing token of the last acquisition */
     int64_t handoff_lease; /* the lease a fair hand-off granted, in ms */
     /* Set by either thread, read by any. */
     _Atomic int64_t valid_until_us; /* CLOCK_MONOTONIC; 0: none */
@@ -49,9 +49,9 @@ struct redislock_lock {
     pthread_mutex_t mu;
     pthread_cond_t wake; /* a short pause sleeps on it; CLOCK_MONOTONIC */
     int cancelled;
-    char *wait_list;     /* the waiter's own list while it blocks, or NULL */
+    char *wait_list; /* the waiter's own list while it blocks, or NULL */
     size_t wait_list_len;
-    rl__conn *waitconn;  /* the connection a waiter blocks on (BLPOP) */
+    rl__conn *waitconn;      /* the connection a waiter blocks on (BLPOP) */
     struct rl__watch *watch; /* non-NULL while watched */
     char *info_buf;          /* backs the strings of redislock_inspect */
 };
@@ -73,8 +73,7 @@ void rl__lock_take(redislock_lock *l, const char *token, int64_t ttl_ms,
                    int64_t drift_ms, int64_t sent_us);
 
 /* The validity a request sent at sent_us with ttl_ms grants. */
-void rl__lock_set_validity(redislock_lock *l, int64_t sent_us,
-                           int64_t ttl_ms);
+void rl__lock_set_validity(redislock_lock *l, int64_t sent_us, int64_t ttl_ms);
 
 /* Sends the extend script for l's token with l->ttl_ms, and on success
  * moves the validity forward from the moment the request was sent. Does

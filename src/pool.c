@@ -22,8 +22,7 @@ static redislock_err set_name(rl__pool *p)
         if ((p->name = malloc(n)) != NULL)
             snprintf(p->name, n, "%s:%d", p->url.host, p->url.port);
     }
-    return p->name ? REDISLOCK_OK
-                   : rl__err(REDISLOCK_ENOMEM, "out of memory");
+    return p->name ? REDISLOCK_OK : rl__err(REDISLOCK_ENOMEM, "out of memory");
 }
 
 redislock_err rl__pool_init(rl__pool *p, const char *url,
@@ -38,13 +37,13 @@ redislock_err rl__pool_init(rl__pool *p, const char *url,
     if ((err = rl__url_parse(url, &p->url)) != REDISLOCK_OK)
         return err;
     p->cfg.url = &p->url;
-    p->cfg.connect_timeout_ms = or_default(
-        o->connect_timeout_ms, REDISLOCK_DEFAULT_CONNECT_TIMEOUT_MS);
-    p->cfg.command_timeout_ms = or_default(
-        o->command_timeout_ms, REDISLOCK_DEFAULT_COMMAND_TIMEOUT_MS);
+    p->cfg.connect_timeout_ms =
+        or_default(o->connect_timeout_ms, REDISLOCK_DEFAULT_CONNECT_TIMEOUT_MS);
+    p->cfg.command_timeout_ms =
+        or_default(o->command_timeout_ms, REDISLOCK_DEFAULT_COMMAND_TIMEOUT_MS);
     p->max = o->max_connections > 0 ? o->max_connections
                                     : REDISLOCK_DEFAULT_MAX_CONNECTIONS;
-    pw = o->password        ? o->password
+    pw = o->password       ? o->password
          : p->url.password ? p->url.password
                            : getenv("REDISCLI_AUTH");
     if (pw != NULL && (p->password = strdup(pw)) == NULL)
@@ -153,30 +152,26 @@ redislock_err rl__pool_script_within(rl__pool *p, int64_t timeout_ms,
     return err;
 }
 
-redislock_err rl__pool_script_keys(rl__pool *p, const rl__script *s,
-                                   int nkeys, const char **keys,
-                                   const size_t *klens, int nargs,
-                                   const char **args, const size_t *lens,
-                                   rl__reply **out)
+redislock_err rl__pool_script_keys(rl__pool *p, const rl__script *s, int nkeys,
+                                   const char **keys, const size_t *klens,
+                                   int nargs, const char **args,
+                                   const size_t *lens, rl__reply **out)
 {
     rl__conn *conn;
     redislock_err err = borrow(p, &conn);
 
     if (err != REDISLOCK_OK)
         return err;
-    err = rl__script_run_n(conn, s, nkeys, keys, klens, nargs, args, lens,
-                           out);
+    err = rl__script_run_n(conn, s, nkeys, keys, klens, nargs, args, lens, out);
     give_back(p, conn);
     return err;
 }
 
-redislock_err rl__pool_script(rl__pool *p, const rl__script *s,
-                              const char *key, size_t keylen, int nargs,
-                              const char **args, const size_t *lens,
-                              rl__reply **out)
+redislock_err rl__pool_script(rl__pool *p, const rl__script *s, const char *key,
+                              size_t keylen, int nargs, const char **args,
+                              const size_t *lens, rl__reply **out)
 {
-    return rl__pool_script_within(p, 0, s, key, keylen, nargs, args, lens,
-                                  out);
+    return rl__pool_script_within(p, 0, s, key, keylen, nargs, args, lens, out);
 }
 
 redislock_err rl__pool_check(rl__pool *p)

@@ -38,10 +38,9 @@ redislock_err rl__pool_exec(rl__pool *p, int n, const rl__cmd *cmds,
                             rl__reply **out);
 
 /* Runs a script on a borrowed connection (see rl__script_run). */
-redislock_err rl__pool_script(rl__pool *p, const rl__script *s,
-                              const char *key, size_t keylen, int nargs,
-                              const char **args, const size_t *lens,
-                              rl__reply **out);
+redislock_err rl__pool_script(rl__pool *p, const rl__script *s, const char *key,
+                              size_t keylen, int nargs, const char **args,
+                              const size_t *lens, rl__reply **out);
 
 /* The same, with the reply timeout lowered to timeout_ms for this call
  * when that is shorter than the pool's (the watchdog must know before a
@@ -53,11 +52,10 @@ redislock_err rl__pool_script_within(rl__pool *p, int64_t timeout_ms,
                                      rl__reply **out);
 
 /* Runs a script with several keys (see rl__script_run_n). */
-redislock_err rl__pool_script_keys(rl__pool *p, const rl__script *s,
-                                   int nkeys, const char **keys,
-                                   const size_t *klens, int nargs,
-                                   const char **args, const size_t *lens,
-                                   rl__reply **out);
+redislock_err rl__pool_script_keys(rl__pool *p, const rl__script *s, int nkeys,
+                                   const char **keys, const size_t *klens,
+                                   int nargs, const char **args,
+                                   const size_t *lens, rl__reply **out);
 
 /* Opens a connection now and checks it with PING, so that a wrong
  * address, password or database fails at once. */

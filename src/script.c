@@ -12,8 +12,8 @@ static int is_noscript(const rl__reply *r)
 
 redislock_err rl__script_run_n(rl__conn *c, const rl__script *s, int nkeys,
                                const char **keys, const size_t *klens,
-                               int nargs, const char **args,
-                               const size_t *lens, rl__reply **out)
+                               int nargs, const char **args, const size_t *lens,
+                               rl__reply **out)
 {
     const char *argv[3 + RL_SCRIPT_MAX_ARGS];
     size_t argl[3 + RL_SCRIPT_MAX_ARGS];
@@ -54,10 +54,9 @@ check:
     return err;
 }
 
-redislock_err rl__script_run(rl__conn *c, const rl__script *s,
-                             const char *key, size_t keylen, int nargs,
-                             const char **args, const size_t *lens,
-                             rl__reply **out)
+redislock_err rl__script_run(rl__conn *c, const rl__script *s, const char *key,
+                             size_t keylen, int nargs, const char **args,
+                             const size_t *lens, rl__reply **out)
 {
     return rl__script_run_n(c, s, 1, &key, &keylen, nargs, args, lens, out);
 }

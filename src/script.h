@@ -32,13 +32,12 @@ extern const rl__script rl__script_fenced_set;
  * error reply. */
 redislock_err rl__script_run_n(rl__conn *c, const rl__script *s, int nkeys,
                                const char **keys, const size_t *klens,
-                               int nargs, const char **args,
-                               const size_t *lens, rl__reply **out);
+                               int nargs, const char **args, const size_t *lens,
+                               rl__reply **out);
 
 /* The same with one key. */
-redislock_err rl__script_run(rl__conn *c, const rl__script *s,
-                             const char *key, size_t keylen, int nargs,
-                             const char **args, const size_t *lens,
-                             rl__reply **out);
+redislock_err rl__script_run(rl__conn *c, const rl__script *s, const char *key,
+                             size_t keylen, int nargs, const char **args,
+                             const size_t *lens, rl__reply **out);
 
 #endif

@@ -54,9 +54,8 @@ int rl__ring_build(rl__ring *r, const char *const *names, size_t nnames)
     for (i = 0; i < nnames; i++)
         for (v = 0; v < RL_RING_VNODES; v++) {
             int len = snprintf(buf, sizeof buf, "%s#%zu", names[i], v);
-            pts[i * RL_RING_VNODES + v].at =
-                rl__hash64(buf, (size_t)len < sizeof buf ? (size_t)len
-                                                         : sizeof buf - 1);
+            pts[i * RL_RING_VNODES + v].at = rl__hash64(
+                buf, (size_t)len < sizeof buf ? (size_t)len : sizeof buf - 1);
             pts[i * RL_RING_VNODES + v].server = (uint32_t)i;
         }
     qsort(pts, n, sizeof *pts, by_position);

@@ -130,8 +130,8 @@ static redislock_err parse_db(const char *s, size_t n, rl__url *u)
     db = number(s, n, 0, RL_DB_MAX);
     if (db < 0)
         return rl__err(REDISLOCK_EINVAL,
-                       "bad database '%.*s' in the URL (want 0-%d)", (int)n,
-                       s, RL_DB_MAX);
+                       "bad database '%.*s' in the URL (want 0-%d)", (int)n, s,
+                       RL_DB_MAX);
     u->db = (int)db;
     return REDISLOCK_OK;
 }

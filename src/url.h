@@ -5,10 +5,10 @@
 #include "redislock.h"
 
 typedef struct rl__url {
-    char *host;     /* TCP host (brackets of an IPv6 literal removed), or NULL */
-    int port;       /* TCP port, 1..65535 */
-    char *path;     /* unix socket path, or NULL */
-    char *user;     /* ACL user, or NULL */
+    char *host; /* TCP host (brackets of an IPv6 literal removed), or NULL */
+    int port;   /* TCP port, 1..65535 */
+    char *path; /* unix socket path, or NULL */
+    char *user; /* ACL user, or NULL */
     char *password; /* NULL when the URL has none */
     int db;         /* SELECT index; 0 needs no SELECT */
 } rl__url;

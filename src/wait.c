@@ -50,8 +50,7 @@ static void stop_blocking(redislock_lock *l)
 }
 
 static redislock_err blpop(redislock_lock *l, int nkeys, const char **keys,
-                           const size_t *lens, int64_t pause_ms,
-                           rl__reply **r)
+                           const size_t *lens, int64_t pause_ms, rl__reply **r)
 {
     const char *argv[4] = {"BLPOP", keys[0], keys[1], NULL};
     size_t argl[4] = {5, lens[0], lens[1], 0};
@@ -91,16 +90,14 @@ static redislock_err classify(redislock_lock *l, const rl__reply *r,
     }
     if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
         r->element[1]->type != REDIS_REPLY_STRING)
-        return rl__err(REDISLOCK_EPROTOCOL, "BLPOP answered type %d",
-                       r->type);
+        return rl__err(REDISLOCK_EPROTOCOL, "BLPOP answered type %d", r->type);
     v = r->element[1];
     if (strncmp(v->str, "handoff ", 8) == 0) {
         char *end;
         *res = RL_WAIT_HANDOFF;
         l->fence = strtoll(v->str + 8, &end, 10);
         l->handoff_lease = strtoll(end, NULL, 10);
-    }
-    else if (strcmp(v->str, "cancel") == 0)
+    } else if (strcmp(v->str, "cancel") == 0)
         *res = RL_WAIT_CANCELLED;
     else
         *res = RL_WAIT_WOKEN;

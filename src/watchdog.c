@@ -26,9 +26,9 @@ struct rl__watch {
     int64_t max_hold_us;
     int renewals;
     int max_renewals;
-    int linked; /* still in the watchdog's list */
+    int linked;  /* still in the watchdog's list */
     int oneshot; /* one renewal, then done (and no loss report after) */
-    int busy;   /* the thread is renewing it right now */
+    int busy;    /* the thread is renewing it right now */
     int efd;
     redislock_lost_cb cb;
     void *cb_arg;
@@ -172,8 +172,8 @@ static void run_job(rl__watchdog *wd, struct rl__job *j)
         ;
     *p = j->next;
     pthread_mutex_unlock(&wd->mu);
-    err = rl__abandon(j->pool, j->key, j->keylen, j->base, j->baselen,
-                      j->token, j->ttl_ms, RL_JOB_TIMEOUT_MS);
+    err = rl__abandon(j->pool, j->key, j->keylen, j->base, j->baselen, j->token,
+                      j->ttl_ms, RL_JOB_TIMEOUT_MS);
     pthread_mutex_lock(&wd->mu);
     if (err == REDISLOCK_OK || rl__now_us() >= j->give_up_us) {
         free(j);
@@ -325,9 +325,9 @@ int rl__watch_fd(const redislock_lock *l)
     return l->watch != NULL ? l->watch->efd : -1;
 }
 
-void rl__janitor_abandon(rl__watchdog *wd, struct rl__pool *p,
-                         const char *key, size_t keylen, const char *base,
-                         size_t baselen, const char *token, int64_t ttl_ms)
+void rl__janitor_abandon(rl__watchdog *wd, struct rl__pool *p, const char *key,
+                         size_t keylen, const char *base, size_t baselen,
+                         const char *token, int64_t ttl_ms)
 {
     struct rl__job *j = calloc(1, sizeof *j + keylen + baselen);
 

@@ -24,9 +24,8 @@ void rl__watchdog_free(rl__watchdog *wd);
  * renewal at first_us (0: a third of the TTL after sent_us). Without
  * o->watchdog the watch is one renewal only (the extension of a short
  * hand-off lease). */
-redislock_err rl__watch(redislock_lock *l,
-                        const redislock_acquire_options *o, int64_t sent_us,
-                        int64_t first_us);
+redislock_err rl__watch(redislock_lock *l, const redislock_acquire_options *o,
+                        int64_t sent_us, int64_t first_us);
 
 /* Stops renewing l, waiting for a renewal in flight. No-op if unwatched.
  * Called from the lock's owner thread. */
@@ -39,9 +38,9 @@ void rl__unwatch(redislock_lock *l);
  * the lock handle may be freed meanwhile. Best effort: on memory
  * exhaustion the lock expires by its TTL.
  */
-void rl__janitor_abandon(rl__watchdog *wd, struct rl__pool *p,
-                         const char *key, size_t keylen, const char *base,
-                         size_t baselen, const char *token, int64_t ttl_ms);
+void rl__janitor_abandon(rl__watchdog *wd, struct rl__pool *p, const char *key,
+                         size_t keylen, const char *base, size_t baselen,
+                         const char *token, int64_t ttl_ms);
 
 /* The loss eventfd of a watched lock, or -1. */
 int rl__watch_fd(const redislock_lock *l);
