@@ -41,6 +41,10 @@ typedef struct fs_rule {
     const char *fill; /* FS_STREAM: what is repeated; NULL: "x" */
 } fs_rule;
 
+/* Shorthands: reply at once to every match, or to the first only. */
+#define FS_ALWAYS(cmd, reply) {(cmd), (reply), FS_REPLY, 0, 0, NULL}
+#define FS_ONCE(cmd, reply) {(cmd), (reply), FS_REPLY, 0, 1, NULL}
+
 typedef struct fs_stats fs_stats; /* shared with the server process */
 
 typedef struct fs_server {

@@ -87,3 +87,20 @@ long long th_lock_keys(redisContext *c)
     } while (strcmp(cursor, "0") != 0);
     return n;
 }
+
+th_env th_env_start(void)
+{
+    th_env e;
+
+    e.s = th_server_start(NULL);
+    e.r = th_server_redis(e.s);
+    e.c = th_client(e.s);
+    return e;
+}
+
+void th_env_stop(th_env *e)
+{
+    redislock_client_free(e->c);
+    redisFree(e->r);
+    th_server_stop(e->s);
+}

@@ -33,6 +33,17 @@ redislock_acquire_options th_aopts(int64_t ttl_ms, int64_t wait_ms,
                                    int64_t retry_delay_ms);
 
 /* PTTL of key: ms left, -1 no expiry, -2 no key. */
+/* A test's server, inspection connection and client, made and freed in
+ * one call each. */
+typedef struct th_env {
+    th_server *s;
+    redisContext *r;
+    redislock_client *c;
+} th_env;
+
+th_env th_env_start(void);
+void th_env_stop(th_env *e);
+
 #define th_pttl(c, key) th_cmd_int(c, "PTTL %s", key)
 
 /* The number of keys that are not the library's helper keys (wake lists,

@@ -174,3 +174,27 @@ const char *test_escape_(const void *p, size_t n, char *buf, size_t size)
     snprintf(buf + o, size - o, "\"");
     return buf;
 }
+
+int64_t th_now_us(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+void th_join_within_at_(const char *file, int line, pthread_t t, int64_t ms)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += (time_t)(ms / 1000);
+    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    if (pthread_timedjoin_np(t, NULL, &ts) != 0)
+        test_fail_(file, line, "thread not done within %lld ms",
+                   (long long)ms);
+}

@@ -2,11 +2,19 @@
 #ifndef TH_UTIL_H
 #define TH_UTIL_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
 /* Milliseconds on CLOCK_MONOTONIC, independent of the library's clock. */
 int64_t th_now_ms(void);
+
+/* Microseconds on CLOCK_MONOTONIC. */
+int64_t th_now_us(void);
+
+/* Joins thread t within ms, or fails the test. */
+#define th_join_within(t, ms) th_join_within_at_(__FILE__, __LINE__, t, ms)
+void th_join_within_at_(const char *file, int line, pthread_t t, int64_t ms);
 
 /* Sleeps ms milliseconds, resuming after signals. */
 void th_sleep_ms(int64_t ms);

@@ -75,30 +75,6 @@ static void env_stop(env *e)
     th_server_stop(e->s);
 }
 
-static int64_t now_us(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
-static void join_within(pthread_t t, int64_t ms)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_sec += (time_t)(ms / 1000);
-    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
-    if (pthread_timedjoin_np(t, NULL, &ts) != 0)
-        test_fail_(__FILE__, __LINE__, "thread not done within %lld ms",
-                   (long long)ms);
-}
-
 static long long blocked_clients(redisContext *r)
 {
     redisReply *rep = th_cmd(r, "INFO clients");
@@ -170,7 +146,7 @@ static void *wait_thread(void *arg)
     waiter *w = arg;
 
     w->err = redislock_acquire(w->l, &w->o);
-    w->done_us = now_us();
+    w->done_us = th_now_us();
     snprintf(w->detail, sizeof w->detail, "%s", redislock_errdetail());
     if (w->err != REDISLOCK_OK)
         return NULL;
@@ -206,7 +182,7 @@ static void waiter_start(waiter *w, redislock_client *c,
 
 static void waiter_join(waiter *w, int64_t ms, redislock_err want)
 {
-    join_within(w->t, ms);
+    th_join_within(w->t, ms);
     if (w->err != want)
         test_fail_(__FILE__, __LINE__, "waiter: %s, want %s; %s",
                    redislock_errname(w->err), redislock_errname(want),
@@ -312,7 +288,7 @@ void test_fair_handoff_is_direct(void)
     wait_queued(e.r, 1, queued);
     wait_blocked(e.r, 1);
     m = mon_start(e.s);
-    t0 = now_us();
+    t0 = th_now_us();
     ASSERT_OK(redislock_release(e.holder));
     /* Straight after the release: the lock is already the waiter's. */
     v = th_cmd_str(e.r, NULL, "GET " KEY);
@@ -395,11 +371,11 @@ void test_fair_dead_waiter_bounded(void)
     waiter_start(&w2, e.c, fair_opts(30000, 15000), -1);
     wait_queued(e.r, 2, tok2);
     ASSERT_EQ_INT(kill(pid, SIGKILL), 0);
-    t_kill = now_us();
+    t_kill = th_now_us();
     while (waitpid(pid, &st, 0) < 0)
         ASSERT_EQ_INT(errno, EINTR);
     alive_left = th_cmd_int(e.r, "PTTL " BASE "w:%s", tok1);
-    t_rel = now_us();
+    t_rel = th_now_us();
     ASSERT_OK(redislock_release(e.holder));
     now = th_cmd_str(e.r, NULL, "GET " KEY);
     test_log("release %lld ms after W1's SIGKILL, its alive key had %lld ms "
@@ -408,7 +384,7 @@ void test_fair_dead_waiter_bounded(void)
              now && strcmp(now, tok1) == 0   ? "the dead W1"
              : now && strcmp(now, tok2) == 0 ? "W2 (W1 skipped)"
                                              : "nobody");
-    join_within(w2.t, 20000);
+    th_join_within(w2.t, 20000);
     got_after = (w2.done_us - t_kill) / 1000;
     test_log("W2: %s %lld ms after W1's SIGKILL (alive window %d ms)",
              redislock_errname(w2.err), (long long)got_after, ALIVE_MS);
@@ -438,7 +414,7 @@ void test_fair_timeout_leaves_queue(void)
     int64_t t0;
     waiter w;
 
-    t0 = now_us();
+    t0 = th_now_us();
     waiter_start(&w, e.c, fair_opts(30000, 500), -1);
     wait_queued(e.r, 1, tok);
     ASSERT_EQ_INT(th_cmd_int(e.r, "EXISTS " BASE "w:%s", tok), 1);
@@ -535,10 +511,10 @@ void test_fair_leave_passes_handoff_on(void)
     rel.l = e.holder;
     ASSERT_EQ_INT(pthread_create(&tr, NULL, release_thread, &rel), 0);
     wait_postponed(e.r, "evalsha");
-    t_go = now_us();
+    t_go = th_now_us();
     freeReplyObject(th_cmd(e.r, "CLIENT UNPAUSE"));
-    join_within(tc, 3000);
-    join_within(tr, 3000);
+    th_join_within(tc, 3000);
+    th_join_within(tr, 3000);
     ASSERT_ERR(rel.err, REDISLOCK_OK);
     waiter_join(&w1, 3000, REDISLOCK_ECANCELED);
     waiter_join(&w2, 3000, REDISLOCK_OK);
@@ -576,9 +552,9 @@ void test_fair_leave_passes_handoff_on(void)
  * the watchdog thread does a third of the way into it. */
 static void extended(redisContext *r, int64_t ttl)
 {
-    int64_t deadline = now_us() + 3000000;
+    int64_t deadline = th_now_us() + 3000000;
 
-    while (th_pttl(r, KEY) < ttl - SLACK_MS && now_us() < deadline)
+    while (th_pttl(r, KEY) < ttl - SLACK_MS && th_now_us() < deadline)
         th_sleep_ms(2);
     ASSERT_GT(th_pttl(r, KEY), ttl - SLACK_MS);
 }

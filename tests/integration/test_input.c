@@ -14,32 +14,10 @@
 
 #define SLACK_MS 300
 
-typedef struct env {
-    th_server *s;
-    redisContext *r;
-    redislock_client *c;
-} env;
-
-static env env_start(void)
-{
-    env e;
-
-    e.s = th_server_start(NULL);
-    e.r = th_server_redis(e.s);
-    e.c = th_client(e.s);
-    return e;
-}
-
-static void env_stop(env *e)
-{
-    redislock_client_free(e->c);
-    redisFree(e->r);
-    th_server_stop(e->s);
-}
 
 void test_input_key_length(void)
 {
-    env e = env_start();
+    th_env e = th_env_start();
     char *big = malloc(REDISLOCK_KEY_MAX + 1);
     redislock_lock *l = NULL;
 
@@ -60,12 +38,12 @@ void test_input_key_length(void)
     ASSERT_EQ_INT(th_lock_keys(e.r), 0);
     redislock_lock_free(l);
     free(big);
-    env_stop(&e);
+    th_env_stop(&e);
 }
 
 void test_input_null_args(void)
 {
-    env e = env_start();
+    th_env e = th_env_start();
     redislock_client *c = e.c;
     redislock_lock *l = th_lock(e.c, "in:null"), *out = NULL;
     int64_t ttl;
@@ -92,14 +70,14 @@ void test_input_null_args(void)
     ASSERT_OK(redislock_acquire(l, NULL));
     ASSERT_OK(redislock_release(l));
     redislock_lock_free(l);
-    env_stop(&e);
+    th_env_stop(&e);
 }
 
 void test_input_key_binary_safe(void)
 {
     static const char key[] = "a\r\nDEL victim\r\n\0x";
     const size_t len = sizeof key - 1;
-    env e = env_start();
+    th_env e = th_env_start();
     redislock_lock *l = NULL, *prefix;
     const void *k;
     size_t klen = 0;
@@ -132,14 +110,14 @@ void test_input_key_binary_safe(void)
     ASSERT_EQ_INT(th_lock_keys(e.r), 1);
     redislock_lock_free(l);
     redislock_lock_free(prefix);
-    env_stop(&e);
+    th_env_stop(&e);
 }
 
 void test_input_acquire_ttl_range(void)
 {
     static const int64_t bad[] = {-1, -1000, INT64_MIN,
                                   REDISLOCK_TTL_MAX_MS + 1, INT64_MAX};
-    env e = env_start();
+    th_env e = th_env_start();
     redislock_lock *l = th_lock(e.c, "in:ttl");
     redislock_acquire_options o = th_aopts(0, 0, 0);
     size_t i;
@@ -166,14 +144,14 @@ void test_input_acquire_ttl_range(void)
     o.ttl_ms = 1;
     ASSERT_OK(redislock_acquire(l, &o));
     redislock_lock_free(l);
-    env_stop(&e);
+    th_env_stop(&e);
 }
 
 void test_input_extend_ttl_range(void)
 {
     static const int64_t bad[] = {0, -1, INT64_MIN, REDISLOCK_TTL_MAX_MS + 1,
                                   INT64_MAX};
-    env e = env_start();
+    th_env e = th_env_start();
     redislock_lock *l = th_lock(e.c, "in:ext");
     redislock_acquire_options o = th_aopts(10000, 0, 0);
     char tok[64];
@@ -190,12 +168,12 @@ void test_input_extend_ttl_range(void)
     ASSERT_LE(th_pttl(e.r, "in:ext"), 10000);
     ASSERT_OK(redislock_release(l));
     redislock_lock_free(l);
-    env_stop(&e);
+    th_env_stop(&e);
 }
 
 void test_input_wrong_token_elost(void)
 {
-    env e = env_start();
+    th_env e = th_env_start();
     redislock_lock *a = th_lock(e.c, "in:w");
     redislock_lock *b = th_lock(e.c, "in:w");
     redislock_acquire_options o = th_aopts(10000, 0, 0);
@@ -218,5 +196,5 @@ void test_input_wrong_token_elost(void)
     ASSERT_OK(redislock_release(a));
     redislock_lock_free(a);
     redislock_lock_free(b);
-    env_stop(&e);
+    th_env_stop(&e);
 }

@@ -24,34 +24,12 @@
 /* Scheduling and round trips on a loaded 2-core box under ASan. */
 #define SLACK_MS 300
 
-typedef struct env {
-    th_server *s;
-    redisContext *r;
-    redislock_client *c;
-} env;
-
-static env env_start(void)
-{
-    env e;
-
-    e.s = th_server_start(NULL);
-    e.r = th_server_redis(e.s);
-    e.c = th_client(e.s);
-    return e;
-}
-
-static void env_stop(env *e)
-{
-    redislock_client_free(e->c);
-    redisFree(e->r);
-    th_server_stop(e->s);
-}
 
 /* ---- 1. SETNX, then EXPIRE ------------------------------------------ */
 
 void test_legacy_setnx_expire_eternal_lock(void)
 {
-    env e = env_start();
+    th_env e = th_env_start();
     redislock_lock *l = th_lock(e.c, "lg:eternal");
     redislock_acquire_options o = th_aopts(1000, 2000, 50);
     int64_t t0, ttl = 0;
@@ -74,7 +52,7 @@ void test_legacy_setnx_expire_eternal_lock(void)
     ASSERT_EQ_INT(ttl, REDISLOCK_TTL_NO_EXPIRY);
     ASSERT_EQ_INT(th_pttl(e.r, "lg:eternal"), -1);
     redislock_lock_free(l);
-    env_stop(&e);
+    th_env_stop(&e);
 }
 
 /* Watches the key's PTTL from its own connection while the main thread
@@ -106,7 +84,7 @@ static void *observe(void *arg)
 
 void test_legacy_acquire_always_sets_ttl(void)
 {
-    env e = env_start();
+    th_env e = th_env_start();
     redislock_lock *l = th_lock(e.c, "lg:ttl");
     redislock_acquire_options o;
     observer ob;
@@ -134,7 +112,7 @@ void test_legacy_acquire_always_sets_ttl(void)
              ob.looks, ob.seen_held, ob.seen_eternal);
     ASSERT_EQ_INT(ob.seen_eternal, 0);
     redislock_lock_free(l);
-    env_stop(&e);
+    th_env_stop(&e);
 }
 
 /* A child that takes key and dies holding it: by SIGKILL, or by _exit()
@@ -197,7 +175,7 @@ static void reap(pid_t pid, int *status)
 void test_legacy_killed_holder_expires(void)
 {
     static const char *const keys[2] = {"lg:killed", "lg:exited"};
-    env e = env_start();
+    th_env e = th_env_start();
     redislock_lock *l;
     char tok[64];
     int fds[2], st, i;
@@ -231,7 +209,7 @@ void test_legacy_killed_holder_expires(void)
     }
     close(fds[0]);
     close(fds[1]);
-    env_stop(&e);
+    th_env_stop(&e);
 }
 
 /* ---- 2. Timestamps and GETSET ---------------------------------------- */
@@ -271,7 +249,7 @@ static long long wall_ms(void)
 
 void test_legacy_getset_skewed_clocks(void)
 {
-    env e = env_start();
+    th_env e = th_env_start();
     long long now = wall_ms(), timeout = 2000;
     int slow_won, fast_won;
 
@@ -286,7 +264,7 @@ void test_legacy_getset_skewed_clocks(void)
      * clock: two winners at once. */
     ASSERT_EQ_INT(slow_won, 1);
     ASSERT_EQ_INT(fast_won, 1);
-    env_stop(&e);
+    th_env_stop(&e);
 }
 
 /* Two contenders released together onto one key. */
@@ -333,7 +311,7 @@ static void assert_value_is_token(redisContext *r, const char *key)
 }
 
 /* ROUNDS races between two clients; each round must have one winner. */
-static void run_races(env *e, redislock_client *c[2])
+static void run_races(th_env *e, redislock_client *c[2])
 {
     pthread_barrier_t start, done;
     racer *rc = calloc(2, sizeof *rc);
@@ -371,7 +349,7 @@ static void run_races(env *e, redislock_client *c[2])
 }
 
 /* The lease is the server's TTL, not the holder's nor anyone's clock. */
-static void assert_server_judges_lease(env *e, redislock_client *other)
+static void assert_server_judges_lease(th_env *e, redislock_client *other)
 {
     redislock_lock *h = th_lock(e->c, "lg:lease");
     redislock_lock *x = th_lock(other, "lg:lease");
@@ -396,7 +374,7 @@ static void assert_server_judges_lease(env *e, redislock_client *other)
 
 void test_legacy_one_winner_server_ttl(void)
 {
-    env e = env_start();
+    th_env e = th_env_start();
     redislock_client *c[2];
 
     c[0] = th_client(e.s);
@@ -405,14 +383,14 @@ void test_legacy_one_winner_server_ttl(void)
     assert_server_judges_lease(&e, c[1]);
     redislock_client_free(c[0]);
     redislock_client_free(c[1]);
-    env_stop(&e);
+    th_env_stop(&e);
 }
 
 /* ---- 3. Unlock by DEL ------------------------------------------------- */
 
 void test_legacy_del_unlock(void)
 {
-    env e = env_start();
+    th_env e = th_env_start();
     redislock_client *cb = th_client(e.s);
     redislock_lock *a = th_lock(e.c, "lg:del");
     redislock_lock *b = th_lock(cb, "lg:del");
@@ -445,7 +423,7 @@ void test_legacy_del_unlock(void)
     redislock_lock_free(b);
     redislock_lock_free(c3);
     redislock_client_free(cb);
-    env_stop(&e);
+    th_env_stop(&e);
 }
 
 /* ---- 4. A fixed retry delay ------------------------------------------ */

@@ -15,33 +15,10 @@
 /* Scheduling and round trips on a loaded 2-core box under ASan. */
 #define SLACK_MS 300
 
-/* A test's server, inspection connection and client. */
-typedef struct env {
-    th_server *s;
-    redisContext *r;
-    redislock_client *c;
-} env;
-
-static env env_start(void)
-{
-    env e;
-
-    e.s = th_server_start(NULL);
-    e.r = th_server_redis(e.s);
-    e.c = th_client(e.s);
-    return e;
-}
-
-static void env_stop(env *e)
-{
-    redislock_client_free(e->c);
-    redisFree(e->r);
-    th_server_stop(e->s);
-}
 
 void test_lock_acquire_sets_token_and_ttl(void)
 {
-    env e = env_start();
+    th_env e = th_env_start();
     redislock_lock *l = th_lock(e.c, "lk:basic");
     redislock_lock *d = th_lock(e.c, "lk:default");
     redislock_acquire_options o = th_aopts(5000, 0, 0);
@@ -75,12 +52,12 @@ void test_lock_acquire_sets_token_and_ttl(void)
     ASSERT_OK(redislock_release(d));
     redislock_lock_free(l);
     redislock_lock_free(d);
-    env_stop(&e);
+    th_env_stop(&e);
 }
 
 void test_lock_second_handle_gets_eheld(void)
 {
-    env e = env_start();
+    th_env e = th_env_start();
     redislock_client *c2 = th_client(e.s);
     redislock_lock *a = th_lock(e.c, "lk:c");
     redislock_lock *b = th_lock(e.c, "lk:c");
@@ -109,12 +86,12 @@ void test_lock_second_handle_gets_eheld(void)
     redislock_lock_free(b);
     redislock_lock_free(x);
     redislock_client_free(c2);
-    env_stop(&e);
+    th_env_stop(&e);
 }
 
 void test_lock_release_frees_key(void)
 {
-    env e = env_start();
+    th_env e = th_env_start();
     redislock_lock *l = th_lock(e.c, "lk:r");
     char tok[64];
     int64_t ttl = 0;
@@ -135,12 +112,12 @@ void test_lock_release_frees_key(void)
     ASSERT_OK(redislock_release(l));
     ASSERT_EQ_INT(th_lock_keys(e.r), 0);
     redislock_lock_free(l);
-    env_stop(&e);
+    th_env_stop(&e);
 }
 
 void test_lock_extend_resets_ttl(void)
 {
-    env e = env_start();
+    th_env e = th_env_start();
     redislock_lock *l = th_lock(e.c, "lk:x");
     redislock_acquire_options o = th_aopts(1000, 0, 0);
     char tok[64];
@@ -163,12 +140,12 @@ void test_lock_extend_resets_ttl(void)
     ASSERT_GT(ttl, 3000 - SLACK_MS);
     ASSERT_OK(redislock_release(l));
     redislock_lock_free(l);
-    env_stop(&e);
+    th_env_stop(&e);
 }
 
 void test_lock_ttl_reports_state(void)
 {
-    env e = env_start();
+    th_env e = th_env_start();
     redislock_lock *l = th_lock(e.c, "lk:t");
     redislock_lock *other = th_lock(e.c, "lk:t");
     redislock_acquire_options o = th_aopts(8000, 0, 0);
@@ -193,12 +170,12 @@ void test_lock_ttl_reports_state(void)
     ASSERT_KEY(e.r, "lk:t", "forever");
     redislock_lock_free(l);
     redislock_lock_free(other);
-    env_stop(&e);
+    th_env_stop(&e);
 }
 
 void test_lock_adopt_acts_for_token(void)
 {
-    env e = env_start();
+    th_env e = th_env_start();
     redislock_client *c2 = th_client(e.s);
     redislock_lock *a = th_lock(e.c, "lk:a");
     redislock_lock *b = th_lock(c2, "lk:a");
@@ -223,12 +200,12 @@ void test_lock_adopt_acts_for_token(void)
     redislock_lock_free(a);
     redislock_lock_free(b);
     redislock_client_free(c2);
-    env_stop(&e);
+    th_env_stop(&e);
 }
 
 void test_lock_wait_deadline_returns_eheld(void)
 {
-    env e = env_start();
+    th_env e = th_env_start();
     redislock_lock *h = th_lock(e.c, "lk:w");
     redislock_lock *w = th_lock(e.c, "lk:w");
     redislock_acquire_options ho = th_aopts(20000, 0, 0);
@@ -255,7 +232,7 @@ void test_lock_wait_deadline_returns_eheld(void)
     ASSERT_OK(redislock_release(h));
     redislock_lock_free(h);
     redislock_lock_free(w);
-    env_stop(&e);
+    th_env_stop(&e);
 }
 
 /* Releases a lock after a delay, from another thread and client. */
@@ -278,7 +255,7 @@ static void *release_later(void *arg)
 }
 
 /* Waits (wait_ms, retry_ms) while the holder releases after 300 ms. */
-static void wait_for_release(env *e, int64_t wait_ms, int64_t retry_ms)
+static void wait_for_release(th_env *e, int64_t wait_ms, int64_t retry_ms)
 {
     redislock_client *c2 = th_client(e->s);
     releaser rel = {0};
@@ -308,14 +285,14 @@ static void wait_for_release(env *e, int64_t wait_ms, int64_t retry_ms)
 
 void test_lock_wait_succeeds_on_release(void)
 {
-    env e = env_start();
+    th_env e = th_env_start();
 
     wait_for_release(&e, 5000, 100);
-    env_stop(&e);
+    th_env_stop(&e);
 }
 
 /* The holder never releases; its 700 ms lease runs out. */
-static void wait_for_expiry(env *e, int64_t wait_ms, int64_t retry_ms)
+static void wait_for_expiry(th_env *e, int64_t wait_ms, int64_t retry_ms)
 {
     redislock_lock *h = th_lock(e->c, "lk:we");
     redislock_lock *w = th_lock(e->c, "lk:we");
@@ -339,25 +316,25 @@ static void wait_for_expiry(env *e, int64_t wait_ms, int64_t retry_ms)
 
 void test_lock_wait_succeeds_on_expiry(void)
 {
-    env e = env_start();
+    th_env e = th_env_start();
 
     wait_for_expiry(&e, 5000, 10000);
-    env_stop(&e);
+    th_env_stop(&e);
 }
 
 void test_lock_wait_forever_succeeds(void)
 {
-    env e = env_start();
+    th_env e = th_env_start();
 
     wait_for_expiry(&e, REDISLOCK_WAIT_FOREVER, 10000);
     wait_for_expiry(&e, REDISLOCK_WAIT_FOREVER, 50);
     wait_for_release(&e, REDISLOCK_WAIT_FOREVER, 100);
-    env_stop(&e);
+    th_env_stop(&e);
 }
 
 void test_lock_release_without_token_einval(void)
 {
-    env e = env_start();
+    th_env e = th_env_start();
     redislock_lock *h = th_lock(e.c, "lk:n");
     redislock_lock *l = th_lock(e.c, "lk:n");
     char tok[64];
@@ -378,5 +355,5 @@ void test_lock_release_without_token_einval(void)
     ASSERT_EQ_INT(th_lock_keys(e.r), 0);
     redislock_lock_free(h);
     redislock_lock_free(l);
-    env_stop(&e);
+    th_env_stop(&e);
 }

@@ -21,28 +21,6 @@
 /* Scheduling and round trips on a loaded 2-core box under ASan. */
 #define SLACK_MS 300
 
-typedef struct env {
-    th_server *s;
-    redisContext *r;
-    redislock_client *c;
-} env;
-
-static env env_start(void)
-{
-    env e;
-
-    e.s = th_server_start(NULL);
-    e.r = th_server_redis(e.s);
-    e.c = th_client(e.s);
-    return e;
-}
-
-static void env_stop(env *e)
-{
-    redislock_client_free(e->c);
-    redisFree(e->r);
-    th_server_stop(e->s);
-}
 
 /* Reentrant acquire options: no wait, the given TTL and owner id. */
 static redislock_acquire_options reopts(int64_t ttl_ms, const char *owner)
@@ -91,7 +69,7 @@ static size_t hash_pairs(redisContext *c, const char *key)
 
 void test_reentrant_acquire_twice_holds_two(void)
 {
-    env e = env_start();
+    th_env e = th_env_start();
     redislock_lock *l = th_lock(e.c, "re:twice");
     redislock_lock *other = th_lock(e.c, "re:twice");
     redislock_lock *plain = th_lock(e.c, "re:twice");
@@ -138,12 +116,12 @@ void test_reentrant_acquire_twice_holds_two(void)
     redislock_lock_free(l);
     redislock_lock_free(other);
     redislock_lock_free(plain);
-    env_stop(&e);
+    th_env_stop(&e);
 }
 
 void test_reentrant_shared_owner_id(void)
 {
-    env e = env_start();
+    th_env e = th_env_start();
     redislock_lock *a = th_lock(e.c, "re:job");
     redislock_lock *b = th_lock(e.c, "re:job");
     redislock_lock *x = th_lock(e.c, "re:job");
@@ -177,7 +155,7 @@ void test_reentrant_shared_owner_id(void)
     redislock_lock_free(a);
     redislock_lock_free(b);
     redislock_lock_free(x);
-    env_stop(&e);
+    th_env_stop(&e);
 }
 
 /* One step run on another thread: an acquire or a release of l. */
@@ -210,7 +188,7 @@ static redislock_err on_thread(redislock_lock *l,
 
 void test_reentrant_release_on_other_thread(void)
 {
-    env e = env_start();
+    th_env e = th_env_start();
     redislock_lock *l = th_lock(e.c, "re:thr");
     redislock_acquire_options o = reopts(5000, NULL);
 
@@ -233,12 +211,12 @@ void test_reentrant_release_on_other_thread(void)
     ASSERT_EQ_INT(th_cmd_int(e.r, "EXISTS re:thr"), 0);
 
     redislock_lock_free(l);
-    env_stop(&e);
+    th_env_stop(&e);
 }
 
 void test_reentrant_plain_acquire_twice_einval(void)
 {
-    env e = env_start();
+    th_env e = th_env_start();
     redislock_lock *l = th_lock(e.c, "re:plain");
     redislock_lock *r = th_lock(e.c, "re:rich");
     redislock_acquire_options o = th_aopts(5000, 0, 0);
@@ -265,12 +243,12 @@ void test_reentrant_plain_acquire_twice_einval(void)
     ASSERT_EQ_INT(th_lock_keys(e.r), 0);
     redislock_lock_free(l);
     redislock_lock_free(r);
-    env_stop(&e);
+    th_env_stop(&e);
 }
 
 void test_reentrant_wrong_token_release_elost(void)
 {
-    env e = env_start();
+    th_env e = th_env_start();
     redislock_lock *h = th_lock(e.c, "re:h");
     redislock_lock *p = th_lock(e.c, "re:h");
     redislock_acquire_options o = reopts(20000, "job-1");
@@ -296,12 +274,12 @@ void test_reentrant_wrong_token_release_elost(void)
     ASSERT_EQ_INT(th_cmd_int(e.r, "EXISTS re:h"), 0);
     redislock_lock_free(h);
     redislock_lock_free(p);
-    env_stop(&e);
+    th_env_stop(&e);
 }
 
 void test_reentrant_metadata_inspect(void)
 {
-    env e = env_start();
+    th_env e = th_env_start();
     redislock_lock *l = th_lock(e.c, "re:meta");
     redislock_lock *look = th_lock(e.c, "re:meta");
     redislock_acquire_options o = th_aopts(5000, 0, 0);
@@ -346,12 +324,12 @@ void test_reentrant_metadata_inspect(void)
     ASSERT(info.metadata == NULL);
     redislock_lock_free(l);
     redislock_lock_free(look);
-    env_stop(&e);
+    th_env_stop(&e);
 }
 
 void test_reentrant_watched_reacquire(void)
 {
-    env e = env_start();
+    th_env e = th_env_start();
     redislock_lock *l = th_lock(e.c, "re:wd");
     redislock_acquire_options o = reopts(300, "w-1");
     int64_t t0;
@@ -378,7 +356,7 @@ void test_reentrant_watched_reacquire(void)
     ASSERT_OK(redislock_release(l));
     ASSERT_EQ_INT(th_cmd_int(e.r, "EXISTS re:wd"), 0);
     redislock_lock_free(l);
-    env_stop(&e);
+    th_env_stop(&e);
 }
 
 /*
@@ -490,7 +468,7 @@ static void prop_check(prop *p, const model *m)
 
 void test_reentrant_property_random_ops(void)
 {
-    env e = env_start();
+    th_env e = th_env_start();
     model m = {-1, {0, 0}};
     prop p;
     uint64_t rng;
@@ -530,5 +508,5 @@ void test_reentrant_property_random_ops(void)
     ASSERT_EQ_INT(th_cmd_int(e.r, "EXISTS " PROP_KEY), 0);
     redislock_lock_free(p.h[0]);
     redislock_lock_free(p.h[1]);
-    env_stop(&e);
+    th_env_stop(&e);
 }

@@ -410,21 +410,6 @@ static void *wait_for_lock(void *arg)
     return NULL;
 }
 
-/* Joins t within ms, or fails the test. */
-static void join_within(pthread_t t, int64_t ms)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_sec += (time_t)(ms / 1000);
-    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
-    ASSERT_EQ_INT(pthread_timedjoin_np(t, NULL, &ts), 0);
-}
-
 void test_retry_cancel_wakes_waiter(void)
 {
     env e = env_start("rt:k", 60000);
@@ -446,7 +431,7 @@ void test_retry_cancel_wakes_waiter(void)
     ASSERT_GT(read_calls(e.r).script, c0.script);
     t_cancel = th_now_ms();
     redislock_cancel(w.l);
-    join_within(t, 2000);
+    th_join_within(t, 2000);
     test_log("cancel to ECANCELED: %lld ms", (long long)(w.done_ms - t_cancel));
     ASSERT_ERR(w.err, REDISLOCK_ECANCELED);
     ASSERT_LT(w.done_ms - t_cancel, 100);
@@ -559,7 +544,7 @@ void test_retry_shared_client_counter(void)
         ASSERT_EQ_INT(pthread_create(&w[i].t, NULL, count_up, &w[i]), 0);
     }
     for (i = 0; i < NCOUNTERS; i++)
-        join_within(w[i].t, 100000);
+        th_join_within(w[i].t, 100000);
     for (i = 0; i < NCOUNTERS; i++)
         if (w[i].err != NULL)
             test_fail_(__FILE__, __LINE__, "thread %d: %s failed: %s", i,

@@ -68,14 +68,6 @@ static void env_stop(env *e)
     th_server_stop(e->s);
 }
 
-static int64_t now_us(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 /* A numeric field of an INFO section, e.g. ("clients", "blocked_clients"). */
 static long long info_field(redisContext *r, const char *section,
                             const char *field)
@@ -134,23 +126,6 @@ static calls read_calls(redisContext *r)
     return n;
 }
 
-/* Joins t within ms, or fails the test. */
-static void join_within(pthread_t t, int64_t ms)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_sec += (time_t)(ms / 1000);
-    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
-    if (pthread_timedjoin_np(t, NULL, &ts) != 0)
-        test_fail_(__FILE__, __LINE__, "thread not done within %lld ms",
-                   (long long)ms);
-}
-
 /* One acquire on another thread, with when it returned and the token. */
 typedef struct waiter {
     pthread_t t;
@@ -167,7 +142,7 @@ static void *wait_thread(void *arg)
     waiter *w = arg;
 
     w->err = redislock_acquire(w->l, &w->o);
-    w->done_us = now_us();
+    w->done_us = th_now_us();
     snprintf(w->detail, sizeof w->detail, "%s", redislock_errdetail());
     if (w->err == REDISLOCK_OK)
         snprintf(w->token, sizeof w->token, "%s", redislock_token(w->l));
@@ -186,7 +161,7 @@ static void waiter_start(waiter *w, redislock_client *c, const char *key)
 /* Joins the waiter and asserts that it got the lock. */
 static void waiter_join_ok(waiter *w, int64_t ms)
 {
-    join_within(w->t, ms);
+    th_join_within(w->t, ms);
     if (w->err != REDISLOCK_OK)
         test_fail_(__FILE__, __LINE__, "waiter: %s; %s",
                    redislock_errname(w->err), w->detail);
@@ -214,7 +189,7 @@ void test_wake_release_wakes_waiter(void)
         waiter_start(&w, e.c, KEY);
         wait_blocked(e.r, 1, SETUP_MS);
         th_sleep_ms(20);
-        t0 = now_us();
+        t0 = th_now_us();
         ASSERT_OK(redislock_release(e.holder));
         /* Unwoken, it would sleep out the holder's 10 s. */
         waiter_join_ok(&w, 3000);
@@ -368,7 +343,7 @@ void test_wake_one_release_one_waiter(void)
     }
     atomic_store(&w[cur].release, 1);
     for (i = 0; i < NHERD; i++) {
-        join_within(w[i].t, SETUP_MS);
+        th_join_within(w[i].t, SETUP_MS);
         if (w[i].err != REDISLOCK_OK)
             test_fail_(__FILE__, __LINE__, "waiter %d: %s; %s", i,
                        redislock_errname(w[i].err), w[i].detail);
@@ -413,7 +388,7 @@ void test_wake_killed_holder_costs_ttl(void)
 
     ASSERT_EQ_INT(pipe(fds), 0);
     fflush(NULL);
-    t_fork = now_us();
+    t_fork = th_now_us();
     pid = fork();
     ASSERT(pid >= 0);
     if (pid == 0)
@@ -424,7 +399,7 @@ void test_wake_killed_holder_costs_ttl(void)
         ASSERT_GT(n, 0);
         got += (size_t)n;
     }
-    t_tok = now_us();
+    t_tok = th_now_us();
     close(fds[0]);
     ASSERT_KEY(e.r, KEY, tok);
     waiter_start(&w, e.c, KEY);
@@ -454,15 +429,15 @@ void test_wake_missed_wakeup_bounded(void)
     int64_t t_acq, t_got, t_rel;
     waiter w;
 
-    t_acq = now_us();
+    t_acq = th_now_us();
     ASSERT_OK(redislock_acquire(e.holder, &ho));
-    t_got = now_us();
+    t_got = th_now_us();
     waiter_start(&w, e.c, KEY);
     wait_blocked(e.r, 1, 1000);
     /* The wake-up is lost: the release sees nobody waiting. */
     ASSERT_EQ_INT(th_cmd_int(e.r, "DEL " BASE "waiting"), 1);
     th_sleep_ms(100);
-    t_rel = now_us();
+    t_rel = th_now_us();
     ASSERT_OK(redislock_release(e.holder));
     ASSERT_EQ_INT(th_cmd_int(e.r, "EXISTS " BASE "wake"), 0);
     waiter_join_ok(&w, 5000);
@@ -548,7 +523,7 @@ void test_wake_no_leftovers(void)
         ASSERT_EQ_INT(pthread_create(&w[i].t, NULL, cycle_thread, &w[i]), 0);
     }
     for (i = 0; i < NCYCLERS; i++)
-        join_within(w[i].t, 60000);
+        th_join_within(w[i].t, 60000);
     t_done = th_now_ms();
     for (i = 0; i < NCYCLERS; i++)
         if (w[i].err != NULL)
@@ -575,9 +550,9 @@ void test_wake_cancel_blocked_waiter(void)
 
     waiter_start(&w, e.c, KEY);
     wait_blocked(e.r, 1, SETUP_MS);
-    t0 = now_us();
+    t0 = th_now_us();
     redislock_cancel(w.l);
-    join_within(w.t, 3000);
+    th_join_within(w.t, 3000);
     test_log("cancel of a waiter blocked behind a 30 s holder: ECANCELED "
              "in %lld us",
              (long long)(w.done_us - t0));
@@ -616,12 +591,12 @@ static void *use_thread(void *arg)
 
     u->err = redislock_lock_new(u->c, "wk:free", 7, &l);
     for (i = 0; u->err == REDISLOCK_OK && i < NUSES; i++) {
-        t0 = now_us();
+        t0 = th_now_us();
         u->err = redislock_acquire(l, &o);
         if (u->err == REDISLOCK_OK)
             u->err = redislock_release(l);
-        if (now_us() - t0 > u->worst_us)
-            u->worst_us = now_us() - t0;
+        if (th_now_us() - t0 > u->worst_us)
+            u->worst_us = th_now_us() - t0;
     }
     snprintf(u->detail, sizeof u->detail, "%s", redislock_errdetail());
     redislock_lock_free(l);
@@ -653,7 +628,7 @@ void test_wake_waiters_leave_pool_free(void)
     u.c = shared;
     ASSERT_EQ_INT(pthread_create(&u.t, NULL, use_thread, &u), 0);
     /* With the pool taken by the waiters this would never end. */
-    join_within(u.t, 5000);
+    th_join_within(u.t, 5000);
     if (u.err != REDISLOCK_OK)
         test_fail_(__FILE__, __LINE__, "third thread: %s; %s",
                    redislock_errname(u.err), u.detail);
