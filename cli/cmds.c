@@ -98,7 +98,7 @@ static int act_for_token(int argc, char **argv, const cli_global *g,
                          const cli_optdef *defs)
 {
     const char *ctx = argv[0];
-    const char *key, *token;
+    const char *key, *token = NULL;
     redislock_client *c;
     redislock_lock *l;
     cli_cmdopts o;
