@@ -24,6 +24,11 @@ count() {
 
 build "$asan" address,undefined || { echo "check: ASan build failed"; exit 1; }
 build "$tsan" thread || { echo "check: TSan build failed"; exit 1; }
+# Optimisation finds warnings a Debug build does not (maybe-uninitialized).
+cmake -S . -B "${RELEASE_BUILD:-build-release}" -DCMAKE_BUILD_TYPE=Release \
+    -DREDISLOCK_WERROR=ON -DREDISLOCK_BUILD_TESTS=OFF >/dev/null &&
+    cmake --build "${RELEASE_BUILD:-build-release}" -j"$jobs" >/dev/null ||
+    { echo "check: Release build with -Werror failed"; exit 1; }
 
 log=$(mktemp -d)
 trap 'rm -rf "$log"' EXIT
