@@ -24,6 +24,18 @@ demo: build
 check: deps
 	JOBS=$(JOBS) scripts/check.sh
 
+# The libFuzzer targets in fuzz/ (clang, ASan, UBSan): a million
+# executions each, then one line per target with its executions and
+# crashes. `scripts/fuzz.sh --smoke` is the 10-second run CI does.
+.PHONY: fuzz check-valgrind
+fuzz: deps
+	scripts/fuzz.sh --runs 1000000
+
+# The tests that do not hinge on timing, under valgrind's memcheck, from a
+# build without sanitizers (-O1 -g); scripts/check-valgrind.sh lists them.
+check-valgrind: deps
+	JOBS=$(JOBS) scripts/check-valgrind.sh
+
 # make install [PREFIX=/usr/local] [DESTDIR=/staging]: builds as `make build`
 # does, then installs the header, the libraries, redislock.pc, the CMake
 # package, the CLI and the man pages under $(DESTDIR)$(PREFIX). The prefix
@@ -36,7 +48,7 @@ install: build
 	DESTDIR="$(DESTDIR)" cmake --install $(BUILD)
 
 clean:
-	rm -rf $(BUILD) build-check build-tsan
+	rm -rf $(BUILD) build-check build-tsan build-fuzz build-valgrind
 
 # The lock benchmark (bench/, not part of check): one run of about two
 # minutes on a private redis-server, against redis-py and node-redlock.

@@ -4,7 +4,7 @@
 set -eu
 
 PKGS="gcc make cmake pkg-config libhiredis-dev redis-server redis-tools
-python3 python3-redis man-db groff-base clang-format"
+python3 python3-redis man-db groff-base clang-format libfaketime"
 
 missing=""
 for p in $PKGS; do

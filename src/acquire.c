@@ -24,6 +24,8 @@
  * queue no longer than this. Fair waiters renew it every heartbeat. */
 #define RL_FAIR_ALIVE_MS 5000
 #define RL_FAIR_HEARTBEAT_MS 2000
+/* Pause between attempts that keep finding the lock free (or expiring). */
+#define RL_FREE_RETRY_MS 5
 /* Pause when the holder's TTL is unknown or it has none. */
 #define RL_UNKNOWN_TTL_PAUSE_MS 1000
 /* The longest a waiting marker is set for, per attempt. */
@@ -32,13 +34,14 @@
 /* One acquire call's settings, defaults filled in. */
 typedef struct attempt_cfg {
     const redislock_acquire_options *o;
-    const char *id;  /* token or owner id */
-    const char *fmt; /* "plain", "hash" or "reentrant" */
-    int rich;        /* hash format */
-    int waits;       /* more than one attempt may be made */
-    int strategy;    /* the caller chose how pauses grow */
-    int queued;      /* a fair waiter in the queue */
-    int handed;      /* a release handed the lock over */
+    const char *id;   /* token or owner id */
+    const char *fmt;  /* "plain", "hash" or "reentrant" */
+    int rich;         /* hash format */
+    int waits;        /* more than one attempt may be made */
+    int strategy;     /* the caller chose how pauses grow */
+    int queued;       /* a fair waiter in the queue */
+    int handed;       /* a release handed the lock over */
+    int free_retries; /* attempts in a row that found the lock free */
     int64_t ttl_ms;
     int64_t delay_ms, cap_ms;
     char ttl[24];
@@ -200,7 +203,7 @@ static int hopeless(const redislock_lock *l, int64_t now, int64_t deadline)
     if (l->holder_ttl == REDISLOCK_TTL_NO_EXPIRY)
         return 1;
     return deadline != RL_NO_DEADLINE && l->holder_ttl >= 0 &&
-           now + l->holder_ttl > deadline;
+           l->holder_ttl > deadline - now;
 }
 
 static redislock_err gave_up(redislock_lock *l, int64_t waited, int tries,
@@ -244,8 +247,13 @@ static redislock_err plan_pause(redislock_lock *l, attempt_cfg *a, int tries,
     *pause = next_pause(l, a, tries, now, deadline);
     if (*pause < 0)
         return gave_up(l, now - start, tries, "attempts exhausted");
-    if (l->holder_ttl == REDISLOCK_TTL_FREE)
-        *pause = 0; /* released in between: try at once */
+    /* Released in between, or about to expire: try again at once, but
+     * only once in a row (a server that keeps saying so is not to be
+     * hammered). */
+    if (l->holder_ttl == REDISLOCK_TTL_FREE || l->holder_ttl == 0)
+        *pause = a->free_retries++ == 0 ? 0 : RL_FREE_RETRY_MS;
+    else
+        a->free_retries = 0;
     return REDISLOCK_OK;
 }
 

@@ -2,19 +2,68 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/time.h>
 
+#include "clock.h"
 #include "error.h"
 
 struct rl__conn {
     redisContext *ctx;
     int broken;
+    int64_t timeout_ms; /* the whole of one call's reply wait */
 };
+
+/* Bounds on what a misbehaving server can make us hold: the library's
+ * replies have a handful of elements (SCAN batches a few hundred) and are
+ * small. */
+#define RL_MAX_ELEMENTS 100000
+#define RL_MAX_PENDING (2 * 1024 * 1024)
+
+#if HIREDIS_MAJOR >= 1
+static void limit_reader(redisReader *r)
+{
+    r->maxelements = RL_MAX_ELEMENTS;
+}
+#else
+/* hiredis 0.14 has no element limit: wrap its array constructor, whose
+ * refusal the reader reports as out of memory before allocating. */
+static redisReplyObjectFunctions limited_fns;
+static void *(*default_create_array)(const redisReadTask *, int);
+static pthread_once_t limited_once = PTHREAD_ONCE_INIT;
+
+static void *create_array_limited(const redisReadTask *t, int elements)
+{
+    if (elements < 0 || elements > RL_MAX_ELEMENTS)
+        return NULL;
+    return default_create_array(t, elements);
+}
+
+static void init_limited_fns(void)
+{
+    redisReader *r = redisReaderCreate();
+
+    if (r == NULL)
+        return;
+    limited_fns = *r->fn;
+    default_create_array = limited_fns.createArray;
+    limited_fns.createArray = create_array_limited;
+    redisReaderFree(r);
+}
+
+static void limit_reader(redisReader *r)
+{
+    pthread_once(&limited_once, init_limited_fns);
+    if (default_create_array != NULL)
+        r->fn = &limited_fns;
+}
+#endif
 
 static struct timeval to_timeval(int64_t ms)
 {
@@ -86,6 +135,8 @@ static redislock_err connect_socket(const rl__conn_cfg *cfg, rl__conn *c)
         /* A child the caller runs (redislock run's command) must not
          * inherit the connection and keep it open. */
         fcntl(c->ctx->fd, F_SETFD, fcntl(c->ctx->fd, F_GETFD) | FD_CLOEXEC);
+        limit_reader(c->ctx->reader);
+        c->timeout_ms = cfg->connect_timeout_ms;
         return redisSetTimeout(c->ctx, tv) == REDIS_OK
                    ? REDISLOCK_OK
                    : rl__err(REDISLOCK_EIO, "cannot set socket timeout");
@@ -161,10 +212,8 @@ redislock_err rl__conn_open(const rl__conn_cfg *cfg, rl__conn **out)
     err = connect_socket(cfg, c);
     if (err == REDISLOCK_OK)
         err = handshake(cfg, c);
-    if (err == REDISLOCK_OK &&
-        redisSetTimeout(c->ctx, to_timeval(cfg->command_timeout_ms)) !=
-            REDIS_OK)
-        err = rl__err(REDISLOCK_EIO, "cannot set socket timeout");
+    if (err == REDISLOCK_OK)
+        err = rl__conn_timeout(c, cfg->command_timeout_ms);
     if (err != REDISLOCK_OK) {
         rl__conn_close(c);
         return err;
@@ -184,10 +233,20 @@ void rl__conn_close(rl__conn *c)
 
 redislock_err rl__conn_timeout(rl__conn *c, int64_t ms)
 {
-    if (redisSetTimeout(c->ctx, to_timeval(ms)) == REDIS_OK)
+    if (redisSetTimeout(c->ctx, to_timeval(ms)) == REDIS_OK) {
+        c->timeout_ms = ms;
         return REDISLOCK_OK;
+    }
     c->broken = 1;
     return rl__err(REDISLOCK_EIO, "cannot set socket timeout");
+}
+
+int rl__conn_stale(const rl__conn *c)
+{
+    char b;
+
+    return c->ctx->reader->len > c->ctx->reader->pos ||
+           recv(c->ctx->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) >= 0;
 }
 
 int rl__conn_broken(const rl__conn *c)
@@ -225,26 +284,86 @@ static void sigpipe_restore(const sigset_t *old, int failed)
     pthread_sigmask(SIG_SETMASK, old, NULL);
 }
 
+/* Fails the connection for a reason of our own (not hiredis's). */
+static redislock_err fail(rl__conn *c, redislock_err err, const char *what,
+                          const char *why)
+{
+    c->broken = 1;
+    return rl__err(err, "%s: %s", what, why);
+}
+
+static redislock_err flush(rl__conn *c)
+{
+    int done = 0;
+
+    while (!done)
+        if (redisBufferWrite(c->ctx, &done) != REDIS_OK)
+            return io_failure(c, errno, "sending a command");
+    return REDISLOCK_OK;
+}
+
+/*
+ * Reads one reply, all of it by deadline_us: the socket timeout bounds a
+ * single read, and a server that drips a byte at a time would otherwise
+ * keep the call going for ever. The first read is a plain blocking one
+ * (the common case: the whole reply at once); later ones wait in poll()
+ * for the time left.
+ */
+static redislock_err read_reply(rl__conn *c, void **reply, int64_t deadline_us,
+                                const char *what)
+{
+    int first = 1;
+
+    for (;;) {
+        if (redisGetReplyFromReader(c->ctx, reply) != REDIS_OK)
+            return c->ctx->err == REDIS_ERR_OOM
+                       ? fail(c, REDISLOCK_EPROTOCOL, what,
+                              "reply with too many elements")
+                       : io_failure(c, errno, what);
+        if (*reply != NULL)
+            return REDISLOCK_OK;
+        if (!first) {
+            int64_t left = (deadline_us - rl__now_us() + 999) / 1000;
+            struct pollfd p = {c->ctx->fd, POLLIN, 0};
+            if (left <= 0 || poll(&p, 1, (int)left) == 0)
+                return fail(c, REDISLOCK_ETIMEDOUT, what,
+                            "Redis did not answer in time");
+        }
+        first = 0;
+        if (redisBufferRead(c->ctx) != REDIS_OK)
+            return io_failure(c, errno, what);
+        if (c->ctx->reader->len - c->ctx->reader->pos > RL_MAX_PENDING)
+            return fail(c, REDISLOCK_EPROTOCOL, what, "reply too large");
+    }
+}
+
 static redislock_err exec_blocked(rl__conn *c, int n, const rl__cmd *cmds,
                                   rl__reply **out)
 {
-    int i, got = 0;
+    int64_t deadline = rl__now_us() + c->timeout_ms * 1000;
+    redislock_err err = REDISLOCK_OK;
+    int i, got;
 
     for (i = 0; i < n; i++)
         if (redisAppendCommandArgv(c->ctx, cmds[i].argc, cmds[i].argv,
                                    cmds[i].lens) != REDIS_OK)
             return io_failure(c, errno, "sending a command");
-    for (got = 0; got < n; got++) {
+    if ((err = flush(c)) != REDISLOCK_OK)
+        return err;
+    for (got = 0; got < n && err == REDISLOCK_OK; got++) {
         void *reply = NULL;
-        if (redisGetReply(c->ctx, &reply) != REDIS_OK || reply == NULL) {
-            redislock_err err = io_failure(c, errno, cmds[got].argv[0]);
-            while (got-- > 0)
-                rl__reply_free(out[got]);
-            return err;
-        }
+        err = read_reply(c, &reply, deadline, cmds[got].argv[0]);
         out[got] = reply;
     }
-    return REDISLOCK_OK;
+    /* Bytes beyond the replies we asked for: a confused or lying server.
+     * Nothing more may be read from this connection. */
+    if (err == REDISLOCK_OK && c->ctx->reader->len > c->ctx->reader->pos)
+        err = fail(c, REDISLOCK_EPROTOCOL, cmds[0].argv[0],
+                   "unsolicited bytes after the reply");
+    if (err != REDISLOCK_OK)
+        while (got-- > 0)
+            rl__reply_free(out[got]);
+    return err;
 }
 
 redislock_err rl__conn_exec(rl__conn *c, int n, const rl__cmd *cmds,
@@ -280,6 +399,7 @@ redislock_err rl__reply_check(const rl__reply *r, const char *what)
     if (r->type != REDIS_REPLY_ERROR)
         return REDISLOCK_OK;
     if (strncmp(r->str, "NOAUTH", 6) == 0 ||
+        strncmp(r->str, "NOPERM", 6) == 0 ||
         strncmp(r->str, "WRONGPASS", 9) == 0 ||
         strstr(r->str, "invalid password") != NULL ||
         strstr(r->str, "invalid username-password") != NULL)

@@ -39,6 +39,10 @@ redislock_err rl__conn_open(const rl__conn_cfg *cfg, rl__conn **out);
 
 void rl__conn_close(rl__conn *c);
 
+/* Whether an idle connection has something waiting that nobody asked
+ * for: bytes, or the server's close. */
+int rl__conn_stale(const rl__conn *c);
+
 /* Whether an I/O or protocol failure has made the connection unusable. */
 int rl__conn_broken(const rl__conn *c);
 

@@ -98,7 +98,7 @@ redislock_err redislock_inspect(redislock_lock *l, redislock_info *info)
 static redislock_err scan_step(rl__pool *p, char *cursor, const char *match,
                                rl__reply **out)
 {
-    const char *argv[6] = {"SCAN", cursor, "MATCH", match, "COUNT", "500"};
+    const char *argv[6] = {"SCAN", cursor, "MATCH", match, "COUNT", "200"};
     rl__cmd cmd = {6, argv, NULL};
     rl__reply *r;
     redislock_err err = rl__pool_exec(p, 1, &cmd, &r);
@@ -110,8 +110,9 @@ static redislock_err scan_step(rl__pool *p, char *cursor, const char *match,
     if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
         r->element[0]->type != REDIS_REPLY_STRING ||
         r->element[1]->type != REDIS_REPLY_ARRAY || r->element[0]->len > 20) {
+        int type = r->type;
         rl__reply_free(r);
-        return rl__err(REDISLOCK_EPROTOCOL, "SCAN answered type %d", r->type);
+        return rl__err(REDISLOCK_EPROTOCOL, "SCAN answered type %d", type);
     }
     memcpy(cursor, r->element[0]->str, (size_t)r->element[0]->len);
     cursor[r->element[0]->len] = '\0';

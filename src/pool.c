@@ -73,6 +73,15 @@ void rl__pool_fini(rl__pool *p)
     memset(p, 0, sizeof *p);
 }
 
+/* A connection slot whose connection could not be (re)opened. */
+static void forget_one(rl__pool *p)
+{
+    pthread_mutex_lock(&p->mu);
+    p->nopen--;
+    pthread_cond_signal(&p->freed);
+    pthread_mutex_unlock(&p->mu);
+}
+
 /* Borrows an idle connection, or opens one if fewer than max are open,
  * or waits for one to be returned. */
 static redislock_err borrow(rl__pool *p, rl__conn **out)
@@ -85,18 +94,22 @@ static redislock_err borrow(rl__pool *p, rl__conn **out)
     if (p->nidle > 0) {
         *out = p->idle[--p->nidle];
         pthread_mutex_unlock(&p->mu);
-        return REDISLOCK_OK;
+        /* Bytes nobody asked for, or the server's close, arrived while it
+         * sat idle: a fresh connection rather than a false reply. */
+        if (!rl__conn_stale(*out))
+            return REDISLOCK_OK;
+        rl__conn_close(*out);
+        err = rl__conn_open(&p->cfg, out);
+        if (err != REDISLOCK_OK)
+            forget_one(p);
+        return err;
     }
     p->nopen++;
     pthread_mutex_unlock(&p->mu);
     /* Connect outside the mutex: other threads keep their connections. */
     err = rl__conn_open(&p->cfg, out);
-    if (err != REDISLOCK_OK) {
-        pthread_mutex_lock(&p->mu);
-        p->nopen--;
-        pthread_cond_signal(&p->freed);
-        pthread_mutex_unlock(&p->mu);
-    }
+    if (err != REDISLOCK_OK)
+        forget_one(p);
     return err;
 }
 
@@ -185,6 +198,11 @@ redislock_err rl__pool_check(rl__pool *p)
     if (err != REDISLOCK_OK)
         return err;
     err = rl__reply_check(r, "PING");
+    if (err == REDISLOCK_OK &&
+        (r->type != REDIS_REPLY_STATUS || strcmp(r->str, "PONG") != 0))
+        err = rl__err(REDISLOCK_EPROTOCOL,
+                      "PING answered something other than PONG: is this "
+                      "a Redis server?");
     rl__reply_free(r);
     return err;
 }

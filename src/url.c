@@ -112,10 +112,13 @@ static redislock_err parse_hostport(const char *s, size_t n, rl__url *u)
     u->port = 6379;
     if (colon != NULL) {
         long p = number(colon + 1, (size_t)(end - colon - 1), 1, 65535);
+        /* The text is not echoed: with an unescaped '/' in a password,
+         * what looks like the port is part of the password. */
         if (p < 0)
             return rl__err(REDISLOCK_EINVAL,
-                           "bad port '%.*s' in the URL (want 1-65535)",
-                           (int)(end - colon - 1), colon + 1);
+                           "bad port in the URL: want a number from 1 to "
+                           "65535 (a '/' or '@' in a password must be "
+                           "written %%2F or %%40)");
         u->port = (int)p;
     }
     return REDISLOCK_OK;

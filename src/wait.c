@@ -126,6 +126,7 @@ redislock_err rl__wait(redislock_lock *l, const char *token, int fair,
     const char *keys[2];
     size_t lens[2];
     char *own, *shared = NULL;
+    int64_t end_us;
     rl__reply *r;
     redislock_err err;
 
@@ -136,6 +137,10 @@ redislock_err rl__wait(redislock_lock *l, const char *token, int fair,
         *res = sleep_or_cancel(l, pause_ms);
         return REDISLOCK_OK;
     }
+    /* Block until a tick before the pause ends, and sleep the rest here:
+     * the server's timeout would come up to a tick late. */
+    end_us = rl__now_us() + pause_ms * 1000;
+    pause_ms -= RL_SERVER_TICK_MS;
     own = helper_name(l, "h:", token, &lens[fair ? 0 : 1]);
     if (!fair)
         shared = helper_name(l, "wake", NULL, &lens[0]);
@@ -155,6 +160,9 @@ redislock_err rl__wait(redislock_lock *l, const char *token, int fair,
             err = classify(l, r, res);
             rl__reply_free(r);
         }
+        if (err == REDISLOCK_OK && *res == RL_WAIT_TIMEOUT &&
+            end_us > rl__now_us())
+            *res = sleep_or_cancel(l, (end_us - rl__now_us() + 999) / 1000);
     }
     free(own);
     free(shared);

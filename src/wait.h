@@ -26,6 +26,8 @@ typedef enum rl__wait_result {
  * here instead, precisely, and is not cut short by a release.
  */
 #define RL_BLOCK_MIN_MS 250
+/* The server's default tick (hz 10). */
+#define RL_SERVER_TICK_MS 100
 redislock_err rl__wait(redislock_lock *l, const char *token, int fair,
                        int64_t pause_ms, rl__wait_result *res);
 

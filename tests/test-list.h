@@ -203,3 +203,20 @@ TEST_ENTRY(fence_reentry_and_restart, 30)
 TEST_ENTRY(fence_fenced_set, 30)
 TEST_ENTRY(fence_paused_holder_unfenced_loses_updates, 60)
 TEST_ENTRY(fence_paused_holder_fenced_refused, 60)
+
+/* The minimal ACL of docs/ACL.md: every feature as a restricted user,
+ * each command needed, keys outside the pattern refused; no password in
+ * any error's detail (test_acl.c). */
+TEST_ENTRY(acl_minimal_lifecycle, 60)
+TEST_ENTRY(acl_each_command_needed, 240)
+TEST_ENTRY(acl_key_outside_pattern_eauth, 30)
+TEST_ENTRY(acl_select_nonzero_db, 30)
+TEST_ENTRY(acl_errdetail_hides_password, 30)
+TEST_ENTRY(acl_url_slash_password_hidden, 30)
+
+/* An acquire held up in the network past its timeout: the ghost lock it
+ * takes on arrival is freed by the abandon, or refused (test_ghost.c). */
+TEST_ENTRY(ghost_proxy_delays_requests, 30)
+TEST_ENTRY(ghost_acquire_freed_after_delay, 30)
+TEST_ENTRY(ghost_arrives_before_abandon, 30)
+TEST_ENTRY(ghost_arrives_after_abandon, 30)

@@ -189,12 +189,17 @@ static void stall_test(stall k, const char *name)
     redislock_client *c = short_client(s->unix_url);
     redislock_lock *s1 = th_lock(c, "flt:s1"), *s2 = th_lock(c, "flt:s2");
     redislock_lock *lg = th_lock(c, "flt:long"), *x = th_lock(c, "flt:x");
+    redislock_lock *wd = th_lock(c, "flt:dog");
     redislock_acquire_options so = th_aopts(SHORT_TTL_MS, 0, 0);
+    redislock_acquire_options dog = th_aopts(SHORT_TTL_MS, 0, 0);
     redislock_acquire_options lo = th_aopts(LONG_TTL_MS, 0, 0);
     redislock_acquire_options wo = th_aopts(LONG_TTL_MS, 1000, 0);
     redislock_info info;
     int64_t t0, ttl;
+    redislock_err e;
 
+    dog.watchdog = 1;
+    ASSERT_OK(redislock_acquire(wd, &dog));
     ASSERT_OK(redislock_acquire(s1, &so));
     ASSERT_OK(redislock_acquire(s2, &so));
     ASSERT_OK(redislock_acquire(lg, &lo));
@@ -216,12 +221,22 @@ static void stall_test(stall k, const char *name)
     ASSERT_ERR(redislock_check(s1), REDISLOCK_EEXPIRED);
     ASSERT_ERR(redislock_check(s2), REDISLOCK_EEXPIRED);
     ASSERT_OK(redislock_check(lg));
+    /* A watched lease whose renewals cannot get through ends too. */
+    e = redislock_check(wd);
+    test_log("  watched %d ms lease during the stall: check() says %s",
+             SHORT_TTL_MS, redislock_errname(e));
+    ASSERT_NE_INT(e, REDISLOCK_OK);
     stall_end(k, s, r, t0);
 
     ASSERT_TIMED(redislock_extend(s1, SHORT_TTL_MS), REDISLOCK_EEXPIRED);
     ASSERT_TIMED(redislock_release(s2), REDISLOCK_EEXPIRED);
     ASSERT_ERR(redislock_check(s1), REDISLOCK_EEXPIRED);
     ASSERT_ERR(redislock_check(s2), REDISLOCK_EEXPIRED);
+    ASSERT_NE_INT(redislock_check(wd), REDISLOCK_OK);
+    e = redislock_release(wd);
+    test_log("  release of the watched lease after the stall: %s",
+             redislock_errname(e));
+    ASSERT(e == REDISLOCK_EEXPIRED || e == REDISLOCK_ELOST);
     ASSERT_TIMED(redislock_extend(lg, LONG_TTL_MS), REDISLOCK_OK);
     ASSERT_OK(redislock_check(lg));
     /* A timed-out acquire's outcome is unknown: the server may run the
@@ -235,6 +250,7 @@ static void stall_test(stall k, const char *name)
     redislock_lock_free(s2);
     redislock_lock_free(lg);
     redislock_lock_free(x);
+    redislock_lock_free(wd);
     redislock_client_free(c);
     redisFree(r);
     th_server_stop(s);
