@@ -33,6 +33,10 @@ typedef struct cli_global {
     size_t nurls;
     int shard;          /* --shard: the URLs are independent shards */
     const char *prefix; /* --prefix, or NULL */
+    /* --password-file's name, and the password read from it (owned, wiped
+     * by cli_drop_password()); NULL: the URL's or the environment's. */
+    const char *password_file;
+    char *password;
     /* SIGPIPE's disposition on entry. The CLI ignores SIGPIPE so that a
      * dropped Redis connection is an error rather than death; run's
      * command gets the original back. */
@@ -71,7 +75,8 @@ enum {
     CLI_ID_RETRY_MAX_DELAY,
     CLI_ID_MAX_ATTEMPTS,
     CLI_ID_HOLD_AFTER,
-    CLI_ID_FAIR
+    CLI_ID_FAIR,
+    CLI_ID_PASSWORD_FILE
 };
 
 /* Returns the next option's id, storing its value in *val; 0 when the
@@ -201,6 +206,17 @@ int cli_add_url(const char *ctx, cli_global *g, const char *url);
  */
 int cli_connect(const char *ctx, const cli_global *g, int64_t timeout_ms,
                 redislock_client **c);
+
+/* The longest password --password-file takes, in bytes. */
+#define CLI_PASSWORD_MAX 4096
+
+/* Reads g->password from the first line of g->password_file ("-":
+ * standard input), if one was given. Returns 0, or CLI_EXIT_USAGE after a
+ * message that names the file (never what is in it). */
+int cli_load_password(cli_global *g);
+
+/* Wipes and frees g->password. */
+void cli_drop_password(cli_global *g);
 
 /* cli_connect, then a handle for key. */
 int cli_open(const char *ctx, const cli_global *g, const char *key,

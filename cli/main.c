@@ -87,6 +87,7 @@ static int global_options(cli_args *a, cli_global *g)
         {'V', "version", 0},
         {CLI_ID_PREFIX, "prefix", 1},
         {CLI_ID_SHARD, "shard", 0},
+        {CLI_ID_PASSWORD_FILE, "password-file", 1},
         {0, NULL, 0},
     };
     const char *val;
@@ -99,6 +100,8 @@ static int global_options(cli_args *a, cli_global *g)
             g->prefix = val;
         if (id == CLI_ID_SHARD)
             g->shard = 1;
+        if (id == CLI_ID_PASSWORD_FILE)
+            g->password_file = val;
         if (id == 'h')
             cli_print_help();
         if (id == 'V')
@@ -120,9 +123,13 @@ int main(int argc, char **argv)
     memset(&g, 0, sizeof g);
     if ((rc = global_options(&a, &g)) != CLI_CONTINUE)
         return rc;
+    if ((rc = cli_load_password(&g)) != 0)
+        return rc;
     memset(&ign, 0, sizeof ign);
     ign.sa_handler = SIG_IGN;
     sigemptyset(&ign.sa_mask);
     sigaction(SIGPIPE, &ign, &g.sigpipe_orig);
-    return finish(dispatch(argc - a.i, argv + a.i, &g));
+    rc = finish(dispatch(argc - a.i, argv + a.i, &g));
+    cli_drop_password(&g);
+    return rc;
 }

@@ -1,10 +1,13 @@
 /* Connecting: the Redis URLs, the client and the lock handle. */
 #include "cli.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static const char *env_url(void)
 {
@@ -20,43 +23,90 @@ static const char *env_url(void)
     return "redis://127.0.0.1:6379";
 }
 
-/* Copies url for a message with its password, if any, replaced by "***". */
+/*
+ * Where a URL's password may be: from after the user name (or, with no
+ * ':' before the last '@', from the start of the user part) up to the
+ * last '@'. The last one, because a password with an unescaped '@', '/',
+ * '?' or '#' in it moves the first '@' or ends the host part early: the
+ * URL is then misread, and whatever the library quotes of it may be part
+ * of the password. Returns 0 when there is no such place (no '@', or a
+ * unix:// socket path, which takes no credentials).
+ */
+static int secret_span(const char *url, size_t *start, size_t *end)
+{
+    const char *at = strrchr(url, '@'), *auth = strstr(url, "://");
+    const char *colon;
+
+    if (at == NULL || (strncmp(url, "unix://", 7) == 0 && url[7] == '/'))
+        return 0;
+    auth = auth != NULL && auth < at ? auth + 3 : url;
+    colon = memchr(auth, ':', (size_t)(at - auth));
+    *start = (size_t)((colon != NULL ? colon + 1 : auth) - url);
+    *end = (size_t)(at - url);
+    return 1;
+}
+
+/* Whether the library may have misread url's credentials (see
+ * secret_span): no "scheme://" before them, or a '/', '?' or '#' among
+ * them. Its error detail may then quote part of the password. */
+static int ambiguous_url(const char *url)
+{
+    const char *auth = strstr(url, "://");
+    size_t start, end;
+
+    if (!secret_span(url, &start, &end))
+        return 0;
+    if (auth == NULL || (size_t)(auth - url) + 3 > end)
+        return 1;
+    auth += 3;
+    return strcspn(auth, "/?#") < (size_t)(url + end - auth);
+}
+
+/* Copies url for a message with its password, if any, replaced by "***".
+ * "user:secret@" keeps the user; a lone "secret@" may be a password too,
+ * so all of it goes. */
 static const char *redact_url(const char *url, char *buf, size_t size)
 {
     char tmp[CLI_QUOTE_MAX];
-    const char *auth = strstr(url, "://");
-    const char *end, *at = NULL, *keep, *p;
+    size_t start, end;
 
-    if (auth == NULL)
+    if (!secret_span(url, &start, &end))
         return cli_quote(url, buf, size);
-    auth += 3;
-    end = auth + strcspn(auth, "/?#");
-    for (p = auth; p < end; p++)
-        if (*p == '@')
-            at = p;
-    if (at == NULL)
-        return cli_quote(url, buf, size);
-    /* "user:secret@" keeps the user; a lone "secret@" may be a password
-     * too, so all of it goes. */
-    keep = memchr(auth, ':', (size_t)(at - auth));
-    keep = keep != NULL ? keep + 1 : auth;
-    snprintf(tmp, sizeof tmp, "%.*s***%s", (int)(keep - url), url, at);
+    snprintf(tmp, sizeof tmp, "%.*s***%s", (int)start, url, url + end);
     return cli_quote(tmp, buf, size);
+}
+
+/* Said instead of the library's detail when that may quote a password. */
+#define ESCAPE_HINT                                                            \
+    "a '/', '?', '#' or '@' in a user name or password must be written "       \
+    "%2F, %3F, %23 or %40"
+
+/* The message for a URL the library could not read. */
+static int bad_url(const char *ctx, const char *shown, const char *url)
+{
+    char detail[CLI_DETAIL_MAX];
+
+    if (ambiguous_url(url)) {
+        cli_err(ctx, "invalid Redis URL '%s': %s", shown,
+                strstr(url, "://") == NULL
+                    ? "it needs a scheme: redis://, unix:// or rediss://"
+                    : ESCAPE_HINT);
+        return CLI_EXIT_USAGE;
+    }
+    /* "invalid argument" says less than the detail alone. */
+    cli_detail(detail, sizeof detail);
+    cli_err(ctx, "invalid Redis URL '%s': %s", shown,
+            detail[0] != '\0' ? detail : redislock_strerror(REDISLOCK_EINVAL));
+    return CLI_EXIT_USAGE;
 }
 
 static int fail_url(const char *ctx, redislock_err err, const char *url)
 {
     char shown[CLI_QUOTE_MAX], what[CLI_QUOTE_MAX + 32];
-    char detail[CLI_DETAIL_MAX];
 
     redact_url(url, shown, sizeof shown);
-    if (err == REDISLOCK_EINVAL) {
-        /* "invalid argument" says less than the detail alone. */
-        cli_detail(detail, sizeof detail);
-        cli_err(ctx, "invalid Redis URL '%s': %s", shown,
-                detail[0] != '\0' ? detail : redislock_strerror(err));
-        return CLI_EXIT_USAGE;
-    }
+    if (err == REDISLOCK_EINVAL)
+        return bad_url(ctx, shown, url);
     snprintf(what, sizeof what, "Redis %s '%s'",
              err == REDISLOCK_ENOTLS ? "URL" : "at", shown);
     return cli_fail(ctx, err, what);
@@ -64,10 +114,17 @@ static int fail_url(const char *ctx, redislock_err err, const char *url)
 
 /* A sharded client failed: the library's detail names the server (or the
  * problem with the list), so the URLs are not repeated. */
-static int fail_shards(const char *ctx, redislock_err err)
+static int fail_shards(const char *ctx, const char *const *urls, size_t n,
+                       redislock_err err)
 {
     char detail[CLI_DETAIL_MAX];
+    size_t i;
 
+    for (i = 0; err == REDISLOCK_EINVAL && i < n; i++)
+        if (ambiguous_url(urls[i])) {
+            cli_err(ctx, "invalid Redis URLs for --shard: %s", ESCAPE_HINT);
+            return CLI_EXIT_USAGE;
+        }
     if (err == REDISLOCK_EINVAL) {
         cli_detail(detail, sizeof detail);
         cli_err(ctx, "invalid Redis URLs for --shard: %s",
@@ -124,15 +181,106 @@ int cli_connect(const char *ctx, const cli_global *g, int64_t timeout_ms,
     /* One connection per server is all a single-threaded tool uses. */
     o.max_connections = 1;
     o.prefix = g->prefix;
+    o.password = g->password;
     if (!g->shard) {
         err = redislock_client_new(c, url, &o);
         return err == REDISLOCK_OK ? 0 : fail_url(ctx, err, url);
     }
-    if (g->nurls == 0)
+    if (g->nurls == 0) {
         err = redislock_client_new_sharded(c, &url, 1, &o);
+        return err == REDISLOCK_OK ? 0 : fail_shards(ctx, &url, 1, err);
+    }
+    err = redislock_client_new_sharded(c, g->urls, g->nurls, &o);
+    return err == REDISLOCK_OK ? 0 : fail_shards(ctx, g->urls, g->nurls, err);
+}
+
+/* Reads the first line of the file at fd into buf (size bytes, at most
+ * CLI_PASSWORD_MAX + 1), byte by byte: nothing after the line is
+ * consumed, so that standard input ("-") keeps the rest for run's
+ * command. Returns its length, or -1 with errno, or -2 when too long. */
+static ssize_t read_line(int fd, char *buf, size_t size)
+{
+    size_t n = 0;
+    ssize_t got;
+    char c;
+
+    while ((got = read(fd, &c, 1)) != 0) {
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0)
+            return -1;
+        if (c == '\n')
+            break;
+        if (n + 1 >= size)
+            return -2;
+        buf[n++] = c;
+    }
+    /* A file written on Windows ends its lines with CR LF. */
+    if (n > 0 && buf[n - 1] == '\r')
+        n--;
+    buf[n] = '\0';
+    return (ssize_t)n;
+}
+
+int cli_load_password(cli_global *g)
+{
+    char q[CLI_QUOTE_MAX];
+    const char *f = g->password_file;
+    ssize_t n;
+    int fd, saved;
+
+    if (f == NULL)
+        return 0;
+    cli_quote(f, q, sizeof q);
+    g->password = calloc(1, CLI_PASSWORD_MAX + 1);
+    if (g->password == NULL)
+        return cli_usage(NULL, "out of memory reading password file '%s'", q);
+    /* "-": standard input itself, not a new open of it, which would start
+     * a regular file over from its beginning. */
+    if (strcmp(f, "-") == 0)
+        fd = dup(STDIN_FILENO);
     else
-        err = redislock_client_new_sharded(c, g->urls, g->nurls, &o);
-    return err == REDISLOCK_OK ? 0 : fail_shards(ctx, err);
+        fd = open(f, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        saved = errno;
+        cli_drop_password(g);
+        return cli_usage(NULL, "cannot open password file '%s': %s", q,
+                         strerror(saved));
+    }
+    n = read_line(fd, g->password, CLI_PASSWORD_MAX + 1);
+    saved = errno;
+    close(fd);
+    if (n > 0 && strlen(g->password) == (size_t)n)
+        return 0;
+    cli_drop_password(g);
+    if (n == -1)
+        return cli_usage(NULL, "cannot read password file '%s': %s", q,
+                         strerror(saved));
+    if (n == -2)
+        return cli_usage(NULL,
+                         "the first line of password file '%s' is longer "
+                         "than %d bytes",
+                         q, CLI_PASSWORD_MAX);
+    if (n == 0)
+        return cli_usage(NULL, "the first line of password file '%s' is empty",
+                         q);
+    return cli_usage(NULL,
+                     "password file '%s' has a NUL byte in its first line", q);
+}
+
+void cli_drop_password(cli_global *g)
+{
+    volatile char *p = g->password;
+    size_t i;
+
+    if (p == NULL)
+        return;
+    /* All of the buffer (a refused line may hold bytes past a NUL), and
+     * through volatile, so that the wipe is not dropped before free(). */
+    for (i = 0; i <= CLI_PASSWORD_MAX; i++)
+        p[i] = '\0';
+    free(g->password);
+    g->password = NULL;
 }
 
 int cli_open(const char *ctx, const cli_global *g, const char *key,

@@ -157,7 +157,9 @@ redislock_err rl__pool_script_within(rl__pool *p, int64_t timeout_ms,
         return err;
     if (tighter)
         err = rl__conn_timeout(conn, timeout_ms);
-    if (err == REDISLOCK_OK)
+    if (err == REDISLOCK_OK && s->eval_only)
+        err = rl__script_eval(conn, s, key, keylen, nargs, args, lens, out);
+    else if (err == REDISLOCK_OK)
         err = rl__script_run(conn, s, key, keylen, nargs, args, lens, out);
     if (tighter && !rl__conn_broken(conn))
         rl__conn_timeout(conn, p->cfg.command_timeout_ms);

@@ -10,10 +10,11 @@ static int is_noscript(const rl__reply *r)
     return r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOSCRIPT", 8) == 0;
 }
 
-redislock_err rl__script_run_n(rl__conn *c, const rl__script *s, int nkeys,
-                               const char **keys, const size_t *klens,
-                               int nargs, const char **args, const size_t *lens,
-                               rl__reply **out)
+/* EVALSHA, falling back to EVAL on NOSCRIPT; or EVAL at once. */
+static redislock_err run(rl__conn *c, const rl__script *s, int eval_first,
+                         int nkeys, const char **keys, const size_t *klens,
+                         int nargs, const char **args, const size_t *lens,
+                         rl__reply **out)
 {
     const char *argv[3 + RL_SCRIPT_MAX_ARGS];
     size_t argl[3 + RL_SCRIPT_MAX_ARGS];
@@ -37,10 +38,13 @@ redislock_err rl__script_run_n(rl__conn *c, const rl__script *s, int nkeys,
         argv[3 + nkeys + i] = args[i];
         argl[3 + nkeys + i] = lens[i];
     }
+    if (eval_first)
+        goto eval;
     err = rl__conn_command(c, 3 + nkeys + nargs, argv, argl, out);
     if (err != REDISLOCK_OK || !is_noscript(*out))
         goto check;
     rl__reply_free(*out);
+eval:
     argv[0] = "EVAL";
     argl[0] = 4;
     argv[1] = s->source;
@@ -52,6 +56,21 @@ check:
         *out = NULL;
     }
     return err;
+}
+
+redislock_err rl__script_run_n(rl__conn *c, const rl__script *s, int nkeys,
+                               const char **keys, const size_t *klens,
+                               int nargs, const char **args, const size_t *lens,
+                               rl__reply **out)
+{
+    return run(c, s, 0, nkeys, keys, klens, nargs, args, lens, out);
+}
+
+redislock_err rl__script_eval(rl__conn *c, const rl__script *s, const char *key,
+                              size_t keylen, int nargs, const char **args,
+                              const size_t *lens, rl__reply **out)
+{
+    return run(c, s, 1, 1, &key, &keylen, nargs, args, lens, out);
 }
 
 redislock_err rl__script_run(rl__conn *c, const rl__script *s, const char *key,

@@ -14,6 +14,7 @@ typedef struct rl__script {
     const char *name;
     const char *sha1;
     const char *source;
+    int eval_only; /* always sent whole (see rl__script_eval) */
 } rl__script;
 
 extern const rl__script rl__script_acquire;
@@ -34,6 +35,12 @@ redislock_err rl__script_run_n(rl__conn *c, const rl__script *s, int nkeys,
                                const char **keys, const size_t *klens,
                                int nargs, const char **args, const size_t *lens,
                                rl__reply **out);
+
+/* With one key, by EVAL at once: for a rare call that must not spend a
+ * round trip on NOSCRIPT (the abandon after a lost reply). */
+redislock_err rl__script_eval(rl__conn *c, const rl__script *s, const char *key,
+                              size_t keylen, int nargs, const char **args,
+                              const size_t *lens, rl__reply **out);
 
 /* The same with one key. */
 redislock_err rl__script_run(rl__conn *c, const rl__script *s, const char *key,

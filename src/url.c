@@ -132,8 +132,11 @@ static redislock_err parse_db(const char *s, size_t n, rl__url *u)
         return REDISLOCK_OK;
     db = number(s, n, 0, RL_DB_MAX);
     if (db < 0)
+        /* Not echoed either: it may be part of a password (see the port). */
         return rl__err(REDISLOCK_EINVAL,
-                       "bad database '%.*s' in the URL (want 0-%d)", (int)n, s,
+                       "bad database in the URL: want a number from 0 to %d "
+                       "(a '/' or '@' in a password must be written %%2F or "
+                       "%%40)",
                        RL_DB_MAX);
     u->db = (int)db;
     return REDISLOCK_OK;

@@ -175,7 +175,10 @@ static void run_job(rl__watchdog *wd, struct rl__job *j)
     err = rl__abandon(j->pool, j->key, j->keylen, j->base, j->baselen, j->token,
                       j->ttl_ms, RL_JOB_TIMEOUT_MS);
     pthread_mutex_lock(&wd->mu);
-    if (err == REDISLOCK_OK || rl__now_us() >= j->give_up_us) {
+    /* Only a failure to reach the server is worth another try. */
+    if ((err != REDISLOCK_ETIMEDOUT && err != REDISLOCK_EIO &&
+         err != REDISLOCK_ECONNECT) ||
+        rl__now_us() >= j->give_up_us) {
         free(j);
         return;
     }
