@@ -18,7 +18,12 @@ struct rl__conn {
     redisContext *ctx;
     int broken;
     int64_t timeout_ms; /* the whole of one call's reply wait */
+    int64_t used_us;    /* when the last call on it ended */
 };
+
+/* A connection idle for less than this is not checked before reuse: what
+ * the check finds (a server's close, stray bytes) comes with idleness. */
+#define RL_STALE_AFTER_US 100000
 
 /* Bounds on what a misbehaving server can make us hold: the library's
  * replies have a handful of elements (SCAN batches a few hundred) and are
@@ -245,7 +250,9 @@ int rl__conn_stale(const rl__conn *c)
 {
     char b;
 
-    return c->ctx->reader->len > c->ctx->reader->pos ||
+    if (c->ctx->reader->len > c->ctx->reader->pos)
+        return 1;
+    return rl__now_us() - c->used_us > RL_STALE_AFTER_US &&
            recv(c->ctx->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) >= 0;
 }
 
@@ -377,6 +384,7 @@ redislock_err rl__conn_exec(rl__conn *c, int n, const rl__cmd *cmds,
     sigpipe_block(&old);
     err = exec_blocked(c, n, cmds, out);
     sigpipe_restore(&old, err != REDISLOCK_OK);
+    c->used_us = rl__now_us();
     return err;
 }
 

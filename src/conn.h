@@ -40,7 +40,8 @@ redislock_err rl__conn_open(const rl__conn_cfg *cfg, rl__conn **out);
 void rl__conn_close(rl__conn *c);
 
 /* Whether an idle connection has something waiting that nobody asked
- * for: bytes, or the server's close. */
+ * for: bytes, or the server's close (looked for once it has been idle a
+ * while: a syscall saved on the hot path). */
 int rl__conn_stale(const rl__conn *c);
 
 /* Whether an I/O or protocol failure has made the connection unusable. */

@@ -57,6 +57,10 @@ struct rl__watchdog {
     pthread_cond_t cv; /* on CLOCK_MONOTONIC */
     struct rl__watch *head;
     struct rl__job *jobs;
+    /* When the sleeping thread wakes by itself (INT64_MAX: only when
+     * signalled; 0: it is awake). New work due later needs no wake-up: a
+     * hand-off's one-renewal watch must not cost a context switch. */
+    int64_t sleep_until;
     int stop;
 };
 
@@ -93,7 +97,7 @@ static void report_loss(struct rl__watch *w, redislock_err why)
 
     if (!rl__lock_mark_lost(w->lock, why))
         return;
-    while (write(w->efd, &one, sizeof one) < 0 && errno == EINTR)
+    while (w->efd >= 0 && write(w->efd, &one, sizeof one) < 0 && errno == EINTR)
         ;
     if (w->cb != NULL)
         w->cb(w->lock, why, w->cb_arg);
@@ -149,7 +153,9 @@ static void wait_until(rl__watchdog *wd, int64_t when_us)
 
     ts.tv_sec = (time_t)(when_us / 1000000);
     ts.tv_nsec = (long)(when_us % 1000000) * 1000;
+    wd->sleep_until = when_us;
     pthread_cond_timedwait(&wd->cv, &wd->mu, &ts);
+    wd->sleep_until = 0;
 }
 
 static struct rl__job *earliest_job(const rl__watchdog *wd)
@@ -205,7 +211,9 @@ static void *run(void *arg)
             continue;
         }
         if (w == NULL) {
+            wd->sleep_until = INT64_MAX;
             pthread_cond_wait(&wd->cv, &wd->mu);
+            wd->sleep_until = 0;
             continue;
         }
         if (w->next_us > rl__now_us()) {
@@ -280,8 +288,9 @@ redislock_err rl__watch(redislock_lock *l, const redislock_acquire_options *o,
     w = calloc(1, sizeof *w);
     if (w == NULL)
         return rl__err(REDISLOCK_ENOMEM, "out of memory");
-    w->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (w->efd < 0) {
+    /* A one-renewal watch (a short hand-off lease) reports no loss. */
+    w->efd = o->watchdog ? eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK) : -1;
+    if (o->watchdog && w->efd < 0) {
         free(w);
         return rl__err(REDISLOCK_ENOMEM, "cannot make an eventfd");
     }
@@ -299,7 +308,8 @@ redislock_err rl__watch(redislock_lock *l, const redislock_acquire_options *o,
     pthread_mutex_lock(&wd->mu);
     w->next = wd->head;
     wd->head = w;
-    pthread_cond_broadcast(&wd->cv);
+    if (w->next_us < wd->sleep_until)
+        pthread_cond_broadcast(&wd->cv);
     pthread_mutex_unlock(&wd->mu);
     return REDISLOCK_OK;
 }
@@ -318,7 +328,8 @@ void rl__unwatch(redislock_lock *l)
     if (w->linked)
         unlink_watch(wd, w);
     pthread_mutex_unlock(&wd->mu);
-    close(w->efd);
+    if (w->efd >= 0)
+        close(w->efd);
     free(w);
     l->watch = NULL;
 }
