@@ -99,6 +99,11 @@ static void parse(int argc, char **argv, lb_env *e, opts *o)
         else
             usage();
     }
+    /* Started by scripts/with-redis.sh, the server is in the environment. */
+    if (e->sock == NULL)
+        e->sock = getenv("REDIS_SOCK");
+    if (o->redis_pid == 0 && getenv("REDIS_PID") != NULL)
+        o->redis_pid = strtol(getenv("REDIS_PID"), NULL, 10);
     if (e->sock == NULL || o->scale <= 0)
         usage();
 }

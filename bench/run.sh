@@ -4,8 +4,9 @@
 #
 # Runs the lock benchmark (bench/lockbench.c) once: installs what it needs
 # (Debian packages when root, the Node peers into bench/peers with npm ci),
-# compiles lockbench against the static library in $BUILD, starts a private
-# redis-server pinned to one CPU and runs lockbench pinned to another. The
+# compiles lockbench against the static library in $BUILD, and runs it
+# pinned to one CPU against a private redis-server (scripts/with-redis.sh)
+# pinned to another. The
 # output ends with lockbench's machine-readable line; results.md, the data
 # and handoff.png go to $BENCH_OUT. `make bench` builds the library first.
 #
@@ -21,7 +22,6 @@
 # Options are passed to lockbench: --ks 2,4,8, --peer-ks 8, --scale 0.5,
 # --no-peers, --timeout 60.
 #
-# shellcheck disable=SC2317  # cleanup and on_exit are only run by traps.
 set -eu
 
 me=bench/run.sh
@@ -79,51 +79,6 @@ else
     echo "$me: WARNING: fewer than 2 CPUs or no taskset: nothing pinned"
 fi
 
-dir=
-pid=
-cleanup() {
-    if [ -n "$pid" ]; then
-        kill "$pid" 2>/dev/null || true
-        i=0
-        while kill -0 "$pid" 2>/dev/null && [ "$i" -lt 50 ]; do
-            sleep 0.1
-            i=$((i + 1))
-        done
-        kill -9 "$pid" 2>/dev/null || true
-        wait "$pid" 2>/dev/null || true
-        pid=
-    fi
-    if [ -n "$dir" ]; then
-        rm -rf -- "$dir"
-        dir=
-    fi
-}
-on_exit() {
-    st=$?
-    cleanup
-    exit "$st"
-}
-trap on_exit EXIT
-trap 'cleanup; exit 130' INT
-trap 'cleanup; exit 143' TERM
-
-dir=$(mktemp -d "${TMPDIR:-/tmp}/lockbench.XXXXXX") ||
-    die "cannot create a temporary directory"
-sock=$dir/redis.sock
-"${spin[@]}" "$server" --port 0 --unixsocket "$sock" --unixsocketperm 700 \
-    --dir "$dir" --pidfile "$dir/redis.pid" --logfile "$dir/redis.log" \
-    --save '' --appendonly no --daemonize no </dev/null &
-pid=$!
-i=0
-until [ "$("$cli" -s "$sock" ping 2>/dev/null || true)" = PONG ]; do
-    i=$((i + 1))
-    if ! kill -0 "$pid" 2>/dev/null || [ "$i" -ge 50 ]; then
-        tail -n 20 "$dir/redis.log" >&2 2>/dev/null || true
-        die "redis-server did not answer PING on $sock"
-    fi
-    sleep 0.1
-done
-
 # The versions of the peers, for the record.
 version() { # NAME: the version of the Node package NAME in bench/peers
     node -p "require('$peers/node_modules/$1/package.json').version" \
@@ -138,7 +93,8 @@ echo "$me: peers: redis-py $pyv ($python), node $(node --version)," \
 BENCH_GIT=$(git describe --always --dirty 2>/dev/null || echo unknown)
 export BENCH_GIT
 
-status=0
-"${cpin[@]}" "$bin" --sock "$sock" --redis-pid "$pid" --out "$out" \
-    --peers "$peers" --python "$python" "$@" || status=$?
-exit "$status"
+# The private server (scripts/with-redis.sh starts it, pinned, and stops
+# it by pid); lockbench finds it through REDIS_SOCK and REDIS_PID.
+REDIS_SERVER_PREFIX="${spin[*]}" REDIS_SERVER=$server REDIS_CLI=$cli \
+    exec scripts/with-redis.sh "${cpin[@]}" "$bin" --out "$out" \
+    --peers "$peers" --python "$python" "$@"

@@ -5,7 +5,7 @@
 # Runs COMMAND against a private, throw-away redis-server: unix socket only
 # (no TCP port, so parallel runs never collide and nothing is exposed), no
 # persistence, everything in a fresh temporary directory. COMMAND sees
-# REDISLOCK_URL=unix://SOCK and REDIS_SOCK=SOCK. The server is stopped and
+# REDISLOCK_URL=unix://SOCK, REDIS_SOCK=SOCK and REDIS_PID. The server is stopped and
 # the directory removed however the script ends; the exit status is
 # COMMAND's.
 #
@@ -86,9 +86,12 @@ log=$dir/redis.log
 # No --daemonize: the server stays our child, so $! is its pid and we can
 # wait for it. A non-interactive shell starts it with SIGINT ignored, so a
 # ^C reaches COMMAND and the trap, and the trap stops the server.
-"$server" --port 0 --unixsocket "$sock" --unixsocketperm 700 \
-    --dir "$dir" --pidfile "$dir/redis.pid" --logfile "$log" \
-    --save '' --appendonly no --daemonize no </dev/null &
+# REDIS_SERVER_PREFIX, if set, is a command the server runs under (the
+# benchmark pins it to a CPU with "taskset -c 0"); it must exec.
+# shellcheck disable=SC2086  # the prefix is words
+${REDIS_SERVER_PREFIX:-} "$server" --port 0 --unixsocket "$sock" \
+    --unixsocketperm 700 --dir "$dir" --pidfile "$dir/redis.pid" \
+    --logfile "$log" --save '' --appendonly no --daemonize no </dev/null &
 pid=$!
 
 i=0
@@ -105,6 +108,7 @@ done
 
 export REDISLOCK_URL="unix://$sock"
 export REDIS_SOCK="$sock"
+export REDIS_PID="$pid"
 
 # Not exec: the trap must outlive COMMAND to stop the server.
 status=0
