@@ -97,6 +97,15 @@ typedef struct redislock_options {
     /* Prepended to every lock key, as in "lock@": "--prefix lock@" with
      * key "job" locks the Redis key "lock@job". Copied. Default "". */
     const char *prefix;
+    /* For rediss:// URLs (builds with TLS only, see redislock_has_tls):
+     * the CA certificate file that verifies the server (default NULL: the
+     * system's default CAs), a client certificate and its key for servers
+     * that ask for one, and the name to verify the server's certificate
+     * against (default: the URL's host). Copied. */
+    const char *tls_ca_file;
+    const char *tls_cert_file;
+    const char *tls_key_file;
+    const char *tls_server_name;
 } redislock_options;
 
 /* How the pause between two attempts grows. Every pause is drawn
@@ -376,6 +385,11 @@ REDISLOCK_API const char *redislock_errname(redislock_err err);
  * threads). Borrowed: valid until the thread's next call. Never NULL.
  */
 REDISLOCK_API const char *redislock_errdetail(void);
+
+/* 1 when this build can speak TLS (rediss://): built against a hiredis
+ * with TLS support (hiredis 1.x with hiredis_ssl). Debian 12's hiredis 0.14
+ * has none: there, 0, and rediss:// gives REDISLOCK_ENOTLS. */
+REDISLOCK_API int redislock_has_tls(void);
 
 /* The library's version as "MAJOR.MINOR.PATCH". */
 REDISLOCK_API const char *redislock_version(void);

@@ -1,5 +1,6 @@
 #!/bin/sh
-# Builds libredislock against hiredis 1.x and runs the lock tests on it.
+# Builds libredislock against hiredis 1.x (with TLS) and runs the lock
+# tests on it, rediss:// included.
 #
 # Debian 12 ships hiredis 0.14 only. Debian's own source package of
 # redis-server carries a hiredis 1.x tree (deps/hiredis), so it is fetched
@@ -13,7 +14,7 @@ top=$(pwd)
 work=${HIREDIS1_DIR:-$top/build-hiredis1}
 build=$work/build
 tests="lock_* expiry_* script_* input_* url_* auth_* concurrency_* wake_*
-fair_* fence_* reentrant_* holdafter_* meta_* interop_*"
+fair_* fence_* reentrant_* holdafter_* meta_* interop_* tls_*"
 
 mkdir -p "$work/apt/lists/partial" "$work/apt/cache/archives/partial"
 # deb-src twins of the system's deb sources (deb822 .sources files and
@@ -39,8 +40,10 @@ if [ ! -d redis-src ]; then
 fi
 cd redis-src/deps/hiredis
 # LIBRARY_PATH in the environment would become hiredis's install dir.
-env -u LIBRARY_PATH make -s PREFIX="$work/prefix" >/dev/null
-env -u LIBRARY_PATH make -s PREFIX="$work/prefix" install >/dev/null
+# USE_SSL builds hiredis_ssl too (OpenSSL, Debian's libssl-dev): rediss://.
+env -u LIBRARY_PATH make -s USE_SSL=1 PREFIX="$work/prefix" >/dev/null
+env -u LIBRARY_PATH make -s USE_SSL=1 PREFIX="$work/prefix" install \
+    >/dev/null
 version=$(sed -n 's/^#define HIREDIS_\(MAJOR\|MINOR\|PATCH\) //p' hiredis.h |
     paste -sd.)
 echo "check-hiredis1: hiredis $version from Debian's redis source package"
@@ -53,5 +56,7 @@ cmake --build "$build" -j"$jobs" >/dev/null
 LD_LIBRARY_PATH=$work/prefix/lib ldd "$build/cli/redislock" |
     grep -q "$work/prefix/lib/libhiredis" ||
     { echo "check-hiredis1: the CLI is not linked to hiredis $version"; exit 1; }
+# The TLS tests must find TLS in this build (RL_EXPECT_TLS).
 # shellcheck disable=SC2086  # the globs are the runner's to match
-LD_LIBRARY_PATH=$work/prefix/lib "$build/tests/rl-tests" -j"$jobs" $tests
+RL_EXPECT_TLS=1 LD_LIBRARY_PATH=$work/prefix/lib \
+    "$build/tests/rl-tests" -j"$jobs" $tests

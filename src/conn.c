@@ -11,6 +11,19 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 
+#ifdef REDISLOCK_HAVE_TLS
+#include <hiredis_ssl.h>
+#include <openssl/ssl.h>
+
+/* The TLS settings of one server: hiredis 1.0's own context checks the
+ * certificate chain but not the host name, so the OpenSSL objects are
+ * made here and each connection's SSL is told the name to verify. */
+typedef struct rl__tls {
+    SSL_CTX *ctx;
+    char *name;
+} rl__tls;
+#endif
+
 #include "clock.h"
 #include "error.h"
 
@@ -18,6 +31,8 @@ struct rl__conn {
     redisContext *ctx;
     int broken;
     int64_t timeout_ms; /* the whole of one call's reply wait */
+    int tls;            /* reads go through TLS: the socket alone does not
+                           say whether decrypted bytes are waiting */
     int64_t used_us;    /* when the last call on it ended */
 };
 
@@ -122,6 +137,37 @@ static const char *endpoint(const rl__url *u, char *buf, size_t len)
     return buf;
 }
 
+/* The TLS handshake on a fresh connection, for rediss://. */
+static redislock_err start_tls(const rl__conn_cfg *cfg, rl__conn *c, char *buf,
+                               size_t len)
+{
+    if (cfg->tls == NULL)
+        return REDISLOCK_OK;
+#ifdef REDISLOCK_HAVE_TLS
+    const rl__tls *t = cfg->tls;
+    SSL *ssl = SSL_new(t->ctx);
+
+    c->tls = 1;
+    if (ssl == NULL || SSL_set_tlsext_host_name(ssl, t->name) != 1 ||
+        SSL_set1_host(ssl, t->name) != 1) {
+        SSL_free(ssl);
+        return rl__err(REDISLOCK_ENOMEM, "cannot set up a TLS session");
+    }
+    /* hiredis owns ssl once the handshake succeeds; a failed one leaves
+     * it to us (hiredis 1.0 frees only its own wrapper). */
+    if (redisInitiateSSL(c->ctx, ssl) == REDIS_OK)
+        return REDISLOCK_OK;
+    SSL_free(ssl);
+    return rl__err(REDISLOCK_ECONNECT, "TLS handshake with %s failed: %s",
+                   endpoint(cfg->url, buf, len), c->ctx->errstr);
+#else
+    (void)c;
+    (void)buf;
+    (void)len;
+    return rl__err(REDISLOCK_ENOTLS, "TLS is not available in this build");
+#endif
+}
+
 static redislock_err connect_socket(const rl__conn_cfg *cfg, rl__conn *c)
 {
     struct timeval tv = to_timeval(cfg->connect_timeout_ms);
@@ -142,9 +188,9 @@ static redislock_err connect_socket(const rl__conn_cfg *cfg, rl__conn *c)
         fcntl(c->ctx->fd, F_SETFD, fcntl(c->ctx->fd, F_GETFD) | FD_CLOEXEC);
         limit_reader(c->ctx->reader);
         c->timeout_ms = cfg->connect_timeout_ms;
-        return redisSetTimeout(c->ctx, tv) == REDIS_OK
-                   ? REDISLOCK_OK
-                   : rl__err(REDISLOCK_EIO, "cannot set socket timeout");
+        if (redisSetTimeout(c->ctx, tv) != REDIS_OK)
+            return rl__err(REDISLOCK_EIO, "cannot set socket timeout");
+        return start_tls(cfg, c, buf, sizeof buf);
     }
     if (is_timeout(c->ctx, saved))
         return rl__err(REDISLOCK_ETIMEDOUT, "connecting to %s: timed out",
@@ -252,7 +298,9 @@ int rl__conn_stale(const rl__conn *c)
 
     if (c->ctx->reader->len > c->ctx->reader->pos)
         return 1;
-    return rl__now_us() - c->used_us > RL_STALE_AFTER_US &&
+    /* Over TLS the peer sends records of its own (session tickets): only
+     * the reader's buffer can be judged there. */
+    return !c->tls && rl__now_us() - c->used_us > RL_STALE_AFTER_US &&
            recv(c->ctx->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) >= 0;
 }
 
@@ -332,7 +380,10 @@ static redislock_err read_reply(rl__conn *c, void **reply, int64_t deadline_us,
         if (!first) {
             int64_t left = (deadline_us - rl__now_us() + 999) / 1000;
             struct pollfd p = {c->ctx->fd, POLLIN, 0};
-            if (left <= 0 || poll(&p, 1, (int)left) == 0)
+            /* Over TLS, decrypted bytes may wait in the library while the
+             * socket is quiet: there only the deadline is checked, and
+             * each read is bounded by the socket timeout. */
+            if (left <= 0 || (!c->tls && poll(&p, 1, (int)left) == 0))
                 return fail(c, REDISLOCK_ETIMEDOUT, what,
                             "Redis did not answer in time");
         }
@@ -414,4 +465,82 @@ redislock_err rl__reply_check(const rl__reply *r, const char *what)
         strstr(r->str, "invalid username-password") != NULL)
         return rl__err(REDISLOCK_EAUTH, "%s: Redis refused: %s", what, r->str);
     return rl__err(REDISLOCK_ESERVER, "%s: Redis error: %s", what, r->str);
+}
+
+#ifdef REDISLOCK_HAVE_TLS
+/* An SSL_CTX that verifies the server against ca (or the system's CAs)
+ * and presents cert and key when given. */
+static SSL_CTX *tls_ctx(const redislock_options *o, const char **why)
+{
+    SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+
+    *why = "cannot create a TLS context";
+    if (ctx == NULL)
+        return NULL;
+    SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+    *why = "cannot load the CA certificates";
+    if ((o->tls_ca_file != NULL
+             ? SSL_CTX_load_verify_locations(ctx, o->tls_ca_file, NULL)
+             : SSL_CTX_set_default_verify_paths(ctx)) != 1)
+        goto fail;
+    *why = "cannot load the client certificate or key";
+    if (o->tls_cert_file != NULL &&
+        (SSL_CTX_use_certificate_chain_file(ctx, o->tls_cert_file) != 1 ||
+         o->tls_key_file == NULL ||
+         SSL_CTX_use_PrivateKey_file(ctx, o->tls_key_file, SSL_FILETYPE_PEM) !=
+             1))
+        goto fail;
+    return ctx;
+fail:
+    SSL_CTX_free(ctx);
+    return NULL;
+}
+#endif
+
+redislock_err rl__conn_tls_new(const rl__url *u, const redislock_options *o,
+                               void **out)
+{
+    *out = NULL;
+    if (!u->tls)
+        return REDISLOCK_OK;
+#ifdef REDISLOCK_HAVE_TLS
+    {
+        static pthread_once_t once = PTHREAD_ONCE_INIT;
+        const char *why;
+        rl__tls *t = calloc(1, sizeof *t);
+
+        pthread_once(&once, (void (*)(void))redisInitOpenSSL);
+        if (t == NULL ||
+            (t->name = strdup(o->tls_server_name ? o->tls_server_name
+                                                 : u->host)) == NULL) {
+            free(t);
+            return rl__err(REDISLOCK_ENOMEM, "out of memory");
+        }
+        if ((t->ctx = tls_ctx(o, &why)) == NULL) {
+            free(t->name);
+            free(t);
+            return rl__err(REDISLOCK_EINVAL, "TLS: %s", why);
+        }
+        *out = t;
+        return REDISLOCK_OK;
+    }
+#else
+    (void)o;
+    return rl__err(REDISLOCK_ENOTLS, "TLS is not available in this build");
+#endif
+}
+
+void rl__conn_tls_free(void *ctx)
+{
+#ifdef REDISLOCK_HAVE_TLS
+    rl__tls *t = ctx;
+
+    if (t == NULL)
+        return;
+    SSL_CTX_free(t->ctx);
+    free(t->name);
+    free(t);
+#else
+    (void)ctx;
+#endif
 }

@@ -24,6 +24,7 @@ typedef struct rl__conn_cfg {
     const char *password; /* borrowed; NULL for no AUTH */
     int64_t connect_timeout_ms;
     int64_t command_timeout_ms;
+    void *tls; /* a redisSSLContext for rediss://, or NULL */
 } rl__conn_cfg;
 
 /* One command of a pipeline. */
@@ -32,6 +33,12 @@ typedef struct rl__cmd {
     const char **argv;
     const size_t *lens;
 } rl__cmd;
+
+/* The TLS context for a rediss:// URL (NULL for others), from the
+ * options' certificate files; free with rl__conn_tls_free. */
+redislock_err rl__conn_tls_new(const rl__url *u, const redislock_options *o,
+                               void **out);
+void rl__conn_tls_free(void *ctx);
 
 /* Connects, authenticates and selects the database within the connect
  * timeout. */

@@ -49,6 +49,8 @@ redislock_err rl__pool_init(rl__pool *p, const char *url,
     if (pw != NULL && (p->password = strdup(pw)) == NULL)
         return rl__err(REDISLOCK_ENOMEM, "out of memory");
     p->cfg.password = p->password;
+    if ((err = rl__conn_tls_new(&p->url, o, &p->cfg.tls)) != REDISLOCK_OK)
+        return err;
     p->idle = calloc((size_t)p->max, sizeof *p->idle);
     if (p->idle == NULL)
         return rl__err(REDISLOCK_ENOMEM, "out of memory");
@@ -62,6 +64,7 @@ void rl__pool_fini(rl__pool *p)
     for (i = 0; i < p->nidle; i++)
         rl__conn_close(p->idle[i]);
     free(p->idle);
+    rl__conn_tls_free(p->cfg.tls);
     free(p->name);
     rl__url_free(&p->url);
     if (p->password != NULL) {

@@ -196,10 +196,16 @@ redislock_err rl__url_parse(const char *s, rl__url *u)
         return parse_tcp(s + 8, u);
     if (strncmp(s, "unix://", 7) == 0)
         return parse_unix(s + 7, u);
-    if (strncmp(s, "rediss://", 9) == 0)
+    if (strncmp(s, "rediss://", 9) == 0) {
+#ifdef REDISLOCK_HAVE_TLS
+        u->tls = 1;
+        return parse_tcp(s + 9, u);
+#else
         return rl__err(REDISLOCK_ENOTLS,
                        "rediss:// needs TLS, which this build lacks (the "
                        "hiredis it was built against has no TLS support)");
+#endif
+    }
     /* Name only the scheme: the rest may hold a password. */
     return rl__err(REDISLOCK_EINVAL,
                    "unknown URL scheme '%.*s' (want redis://, unix:// or "

@@ -11,6 +11,7 @@ typedef struct rl__url {
     char *user; /* ACL user, or NULL */
     char *password; /* NULL when the URL has none */
     int db;         /* SELECT index; 0 needs no SELECT */
+    int tls;        /* rediss:// */
 } rl__url;
 
 /* Parses s into u (which the caller frees with rl__url_free even on

@@ -82,6 +82,8 @@ static int write_config(const th_server *s, const th_server_opts *o)
     if (o->acl_user != NULL)
         fprintf(f, "user %s on >%s ~* &* +@all\n", o->acl_user,
                 o->acl_pass ? o->acl_pass : "");
+    if (o->extra_config != NULL)
+        fprintf(f, "%s\n", o->extra_config);
     return fclose(f) == 0 ? 0 : -1;
 }
 

@@ -21,6 +21,8 @@ typedef struct th_server_opts {
     /* An extra ACL user with every right, and its password. NULL: none. */
     const char *acl_user;
     const char *acl_pass;
+    /* More configuration lines (TLS, say), appended as they are. */
+    const char *extra_config;
 } th_server_opts;
 
 typedef struct th_server {
