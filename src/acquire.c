@@ -216,21 +216,18 @@ static redislock_err gave_up(redislock_lock *l, int64_t waited, int tries,
                    why ? "; " : "", why ? why : "");
 }
 
-static int take_cancel(redislock_lock *l)
+/* REDISLOCK_ECANCELED if redislock_cancel() came (and clears it), else
+ * REDISLOCK_OK. force: the wait already saw the cancel. */
+static redislock_err cancelled(redislock_lock *l, int force)
 {
     int c;
 
     pthread_mutex_lock(&l->mu);
-    c = l->cancelled;
+    c = l->cancelled || force;
     l->cancelled = 0;
     pthread_mutex_unlock(&l->mu);
-    return c;
-}
-
-static redislock_err cancelled(redislock_lock *l)
-{
-    take_cancel(l);
-    return rl__err(REDISLOCK_ECANCELED, "the wait was cancelled");
+    return c ? rl__err(REDISLOCK_ECANCELED, "the wait was cancelled")
+             : REDISLOCK_OK;
 }
 
 /* After a held attempt: whether and how long to pause, or why not. */
@@ -287,10 +284,8 @@ static redislock_err wait_loop(redislock_lock *l, attempt_cfg *a,
     redislock_err err;
 
     for (;;) {
-        if (take_cancel(l)) {
-            err = rl__err(REDISLOCK_ECANCELED, "the wait was cancelled");
+        if ((err = cancelled(l, 0)) != REDISLOCK_OK)
             break;
-        }
         err = attempt(l, a, deadline, sent_us);
         tries++;
         if (err != REDISLOCK_EHELD) {
@@ -303,7 +298,7 @@ static redislock_err wait_loop(redislock_lock *l, attempt_cfg *a,
         if ((err = rl__wait(l, a->id, a->o->fair, pause, &res)) != 0)
             break;
         if (res == RL_WAIT_CANCELLED) {
-            err = cancelled(l);
+            err = cancelled(l, 1);
             break;
         }
         if (res == RL_WAIT_HANDOFF) {
