@@ -50,7 +50,9 @@ extern "C" {
     XX(ENOTLS, 12, "TLS is not available in this build")                       \
     XX(ERANDOM, 13, "cannot read random bytes from the kernel")                \
     XX(ECANCELED, 14, "the wait for the lock was cancelled")                   \
-    XX(ESTALE, 15, "a newer fencing token has already written")
+    XX(ESTALE, 15, "a newer fencing token has already written")                \
+    XX(ENOQUORUM, 16, "too few Redis servers answered to reach a quorum")      \
+    XX(ENOTDURABLE, 17, "no replica confirmed the lock in time")
 
 typedef enum redislock_err {
 #define REDISLOCK_ERR_ENUM_(name, value, msg) REDISLOCK_##name = value,
@@ -106,6 +108,22 @@ typedef struct redislock_options {
     const char *tls_cert_file;
     const char *tls_key_file;
     const char *tls_server_name;
+    /* Redlock (redislock_client_new_redlock): how long one request waits
+     * for each server's reply, all servers being asked at once, so that a
+     * server that is down or stopped costs little of the lease. Default 0:
+     * a tenth of the request's TTL, at least 10 ms and at most
+     * command_timeout_ms. */
+    int64_t server_timeout_ms;
+    /* Replica-sync guard: after every acquire and extend, WAIT until this
+     * many replicas of the lock's master have the write, for at most
+     * wait_replicas_timeout_ms (default 0: 100 ms). Default 0: off. */
+    int wait_replicas;
+    int64_t wait_replicas_timeout_ms;
+    /* With wait_replicas: 0 (default): an acquisition fewer replicas
+     * confirm is given back and fails with REDISLOCK_ENOTDURABLE (an
+     * extend fails with it and keeps the lock); nonzero: it succeeds, and
+     * redislock_replicas() tells how many confirmed (a warning). */
+    int wait_replicas_lenient;
 } redislock_options;
 
 /* How the pause between two attempts grows. Every pause is drawn
@@ -209,6 +227,34 @@ REDISLOCK_API redislock_err redislock_client_new(redislock_client **out,
  */
 REDISLOCK_API redislock_err
 redislock_client_new_sharded(redislock_client **out, const char *const *urls,
+                             size_t n, const redislock_options *opts);
+
+/*
+ * A client for the Redlock algorithm over n independent masters (n odd,
+ * at least 3; the same server twice is REDISLOCK_EINVAL). Every request
+ * goes to all servers at once, each reply waited for at most
+ * server_timeout_ms. A lock is acquired only when a majority (n/2 + 1)
+ * grant it and validity remains: TTL minus the time the round took minus
+ * the drift allowance. A failed round is undone on every server, answered
+ * or not, before the next. Too few servers answering to decide is
+ * REDISLOCK_ENOQUORUM; a majority's refusal is REDISLOCK_EHELD. Extend
+ * counts only with a majority within the validity; release goes to all.
+ * Fair mode and redislock_fenced_set are single-server features
+ * (REDISLOCK_EINVAL here).
+ */
+REDISLOCK_API redislock_err
+redislock_client_new_redlock(redislock_client **out, const char *const *urls,
+                             size_t n, const redislock_options *opts);
+
+/*
+ * A client for a Redis Cluster, from one or more seed nodes' URLs: the
+ * slot map is read (CLUSTER SLOTS), each lock goes to the master of its
+ * key's hash slot, and MOVED, ASK, TRYAGAIN and CLUSTERDOWN are followed
+ * or retried within the call's time. Every helper key of a lock hashes to
+ * the lock key's slot.
+ */
+REDISLOCK_API redislock_err
+redislock_client_new_cluster(redislock_client **out, const char *const *seeds,
                              size_t n, const redislock_options *opts);
 
 /* Closes the client's connections and frees it. NULL is a no-op. Every lock
@@ -335,6 +381,21 @@ REDISLOCK_API redislock_err redislock_fenced_set(redislock_client *c,
                                                  const void *key, size_t keylen,
                                                  const void *value, size_t vlen,
                                                  int64_t fence);
+
+/*
+ * Per-server outcomes of the handle's last request on a Redlock client, in
+ * the order the URLs were given: REDISLOCK_OK (granted or done),
+ * REDISLOCK_EHELD (busy: another owner holds it there), REDISLOCK_ECONNECT
+ * (down), REDISLOCK_ETIMEDOUT (no answer in time), or another error. Fills
+ * at most n entries of out and returns the number of servers (1 for other
+ * clients, with the last request's result).
+ */
+REDISLOCK_API size_t redislock_outcomes(const redislock_lock *l,
+                                        redislock_err *out, size_t n);
+
+/* With the replica-sync guard (wait_replicas): how many replicas
+ * confirmed the last acquire or extend; -1 when the guard is off. */
+REDISLOCK_API int redislock_replicas(const redislock_lock *l);
 
 /* How many holds this handle has (0 when it holds nothing). */
 REDISLOCK_API int64_t redislock_holds(const redislock_lock *l);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cluster.h"
 #include "error.h"
 #include "shard.h"
 
@@ -12,9 +13,13 @@
 #define RL_MAX_SERVERS 1024
 
 struct redislock_client {
-    rl__pool *pools;
+    rl__mode mode;
+    rl__pool *pools; /* none in cluster mode: the cluster has its own */
     size_t npools;
-    rl__ring ring; /* only with more than one server */
+    rl__cluster *cluster;      /* cluster mode only */
+    int64_t server_timeout_ms; /* Redlock; 0: derived from the TTL */
+    rl__replicas replicas;     /* the replica-sync guard */
+    rl__ring ring;             /* only with more than one server */
     char *prefix;
     size_t prefixlen;
     pthread_mutex_t mu;     /* guards watchdog creation */
@@ -27,6 +32,10 @@ static redislock_err check_options(const redislock_options *o)
         o->max_connections < 0)
         return rl__err(REDISLOCK_EINVAL,
                        "negative timeout or connection count in options");
+    if (o->server_timeout_ms < 0 || o->wait_replicas < 0 ||
+        o->wait_replicas_timeout_ms < 0)
+        return rl__err(REDISLOCK_EINVAL,
+                       "negative server timeout or replica-sync setting");
     if (o->prefix != NULL && strlen(o->prefix) > REDISLOCK_KEY_MAX)
         return rl__err(REDISLOCK_EINVAL, "key prefix longer than %d bytes",
                        REDISLOCK_KEY_MAX);
@@ -57,10 +66,6 @@ static redislock_err setup(redislock_client *c, const char *const *urls,
     size_t i;
     int built;
 
-    c->prefix = strdup(o->prefix ? o->prefix : "");
-    if (c->prefix == NULL)
-        return rl__err(REDISLOCK_ENOMEM, "out of memory");
-    c->prefixlen = strlen(c->prefix);
     for (i = 0; i < c->npools; i++)
         if ((err = rl__pool_init(&c->pools[i], urls[i], o)) != REDISLOCK_OK)
             return err;
@@ -68,7 +73,7 @@ static redislock_err setup(redislock_client *c, const char *const *urls,
         return err;
     /* Ring points are named by server and database, so two databases of
      * one server are two shards, placed the same whatever the URL order. */
-    if (c->npools > 1) {
+    if (c->mode == RL_MODE_SHARDED) {
         if ((names = malloc(c->npools * namelen)) == NULL)
             return rl__err(REDISLOCK_ENOMEM, "out of memory");
         for (i = 0; i < c->npools; i++) {
@@ -87,36 +92,109 @@ static redislock_err setup(redislock_client *c, const char *const *urls,
     return REDISLOCK_OK;
 }
 
-redislock_err redislock_client_new_sharded(redislock_client **out,
-                                           const char *const *urls, size_t n,
-                                           const redislock_options *opts)
+/* The parts every kind of client shares; *out is NULL on failure. */
+static redislock_err client_alloc(redislock_client **out, rl__mode mode,
+                                  const char *const *urls, size_t n,
+                                  const redislock_options **opts)
 {
     static const redislock_options zero;
     redislock_client *c;
     redislock_err err;
     size_t i;
 
-    if (out == NULL || urls == NULL)
-        return rl__err(REDISLOCK_EINVAL, "NULL output pointer or URL list");
     *out = NULL;
+    if (urls == NULL)
+        return rl__err(REDISLOCK_EINVAL, "NULL URL list");
     if (n == 0 || n > RL_MAX_SERVERS)
         return rl__err(REDISLOCK_EINVAL, "%zu servers: want 1 to %d", n,
                        RL_MAX_SERVERS);
     for (i = 0; i < n; i++)
         if (urls[i] == NULL)
             return rl__err(REDISLOCK_EINVAL, "URL %zu is NULL", i);
-    if (opts == NULL)
-        opts = &zero;
-    if ((err = check_options(opts)) != REDISLOCK_OK)
+    if (*opts == NULL)
+        *opts = &zero;
+    if ((err = check_options(*opts)) != REDISLOCK_OK)
         return err;
-    c = calloc(1, sizeof *c);
-    if (c == NULL || (c->pools = calloc(n, sizeof *c->pools)) == NULL) {
-        free(c);
+    if ((c = calloc(1, sizeof *c)) == NULL)
+        return rl__err(REDISLOCK_ENOMEM, "out of memory");
+    c->mode = mode;
+    c->server_timeout_ms = (*opts)->server_timeout_ms;
+    c->replicas.want = (*opts)->wait_replicas;
+    c->replicas.timeout_ms = (*opts)->wait_replicas_timeout_ms
+                                 ? (*opts)->wait_replicas_timeout_ms
+                                 : RL_DEFAULT_WAIT_REPLICAS_MS;
+    c->replicas.lenient = (*opts)->wait_replicas_lenient;
+    pthread_mutex_init(&c->mu, NULL);
+    c->prefix = strdup((*opts)->prefix ? (*opts)->prefix : "");
+    if (c->prefix == NULL) {
+        redislock_client_free(c);
+        return rl__err(REDISLOCK_ENOMEM, "out of memory");
+    }
+    c->prefixlen = strlen(c->prefix);
+    *out = c;
+    return REDISLOCK_OK;
+}
+
+static redislock_err new_with_pools(redislock_client **out, rl__mode mode,
+                                    const char *const *urls, size_t n,
+                                    const redislock_options *opts)
+{
+    redislock_client *c;
+    redislock_err err;
+
+    if (out == NULL)
+        return rl__err(REDISLOCK_EINVAL, "NULL output pointer");
+    *out = NULL;
+    if ((err = client_alloc(&c, mode, urls, n, &opts)) != REDISLOCK_OK)
+        return err;
+    if ((c->pools = calloc(n, sizeof *c->pools)) == NULL) {
+        redislock_client_free(c);
         return rl__err(REDISLOCK_ENOMEM, "out of memory");
     }
     c->npools = n;
-    pthread_mutex_init(&c->mu, NULL);
     if ((err = setup(c, urls, opts)) != REDISLOCK_OK) {
+        redislock_client_free(c);
+        return err;
+    }
+    *out = c;
+    return REDISLOCK_OK;
+}
+
+redislock_err redislock_client_new_sharded(redislock_client **out,
+                                           const char *const *urls, size_t n,
+                                           const redislock_options *opts)
+{
+    return new_with_pools(out, n == 1 ? RL_MODE_SINGLE : RL_MODE_SHARDED, urls,
+                          n, opts);
+}
+
+redislock_err redislock_client_new_redlock(redislock_client **out,
+                                           const char *const *urls, size_t n,
+                                           const redislock_options *opts)
+{
+    if (out != NULL)
+        *out = NULL;
+    if (n < 3 || n % 2 == 0 || n > RL_MAX_QUORUM)
+        return rl__err(REDISLOCK_EINVAL,
+                       "Redlock needs an odd number of independent servers, "
+                       "3 to %d, not %zu",
+                       RL_MAX_QUORUM, n);
+    return new_with_pools(out, RL_MODE_REDLOCK, urls, n, opts);
+}
+
+redislock_err redislock_client_new_cluster(redislock_client **out,
+                                           const char *const *seeds, size_t n,
+                                           const redislock_options *opts)
+{
+    redislock_client *c;
+    redislock_err err;
+
+    if (out == NULL)
+        return rl__err(REDISLOCK_EINVAL, "NULL output pointer");
+    *out = NULL;
+    if ((err = client_alloc(&c, RL_MODE_CLUSTER, seeds, n, &opts)) != 0)
+        return err;
+    if ((err = rl__cluster_new(seeds, n, opts, &c->cluster)) != REDISLOCK_OK) {
         redislock_client_free(c);
         return err;
     }
@@ -141,6 +219,7 @@ void redislock_client_free(redislock_client *c)
     for (i = 0; i < c->npools; i++)
         rl__pool_fini(&c->pools[i]);
     free(c->pools);
+    rl__cluster_free(c->cluster);
     rl__ring_free(&c->ring);
     free(c->prefix);
     pthread_mutex_destroy(&c->mu);
@@ -149,9 +228,40 @@ void redislock_client_free(redislock_client *c)
 
 rl__pool *rl__client_route(redislock_client *c, const void *key, size_t len)
 {
-    if (c->npools == 1)
+    if (c->mode == RL_MODE_CLUSTER)
+        return rl__cluster_route(c->cluster, key, len);
+    if (c->mode != RL_MODE_SHARDED)
         return &c->pools[0];
     return &c->pools[rl__ring_lookup(&c->ring, key, len)];
+}
+
+rl__mode rl__client_mode(const redislock_client *c)
+{
+    return c->mode;
+}
+
+rl__cluster *rl__client_cluster(const redislock_client *c)
+{
+    return c->cluster;
+}
+
+const rl__replicas *rl__client_replicas(const redislock_client *c)
+{
+    return &c->replicas;
+}
+
+int64_t rl__client_server_timeout(const redislock_client *c, int64_t ttl_ms)
+{
+    int64_t t = c->server_timeout_ms;
+    int64_t cap = c->npools > 0 ? c->pools[0].cfg.command_timeout_ms
+                                : REDISLOCK_DEFAULT_COMMAND_TIMEOUT_MS;
+
+    if (t > 0)
+        return t;
+    t = ttl_ms / 10;
+    if (t < RL_MIN_SERVER_TIMEOUT_MS)
+        t = RL_MIN_SERVER_TIMEOUT_MS;
+    return t < cap ? t : cap;
 }
 
 size_t rl__client_servers(const redislock_client *c)

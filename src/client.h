@@ -1,6 +1,7 @@
 /*
- * The client: one server or several (sharded by key), the key prefix, and
- * the watchdog shared by all of the client's locks.
+ * The client: one server, several (sharded by key, or a Redlock quorum)
+ * or a Redis Cluster; the key prefix, the replica-sync guard, and the
+ * watchdog shared by all of the client's locks.
  */
 #ifndef RL_CLIENT_H
 #define RL_CLIENT_H
@@ -8,10 +9,43 @@
 #include "pool.h"
 #include "watchdog.h"
 
+struct rl__cluster;
+
+typedef enum rl__mode {
+    RL_MODE_SINGLE,
+    RL_MODE_SHARDED, /* each key on one server, by a consistent hash */
+    RL_MODE_REDLOCK, /* each key on every server, a majority deciding */
+    RL_MODE_CLUSTER  /* each key on its slot's master */
+} rl__mode;
+
+/* The most servers of a Redlock quorum. */
+#define RL_MAX_QUORUM 15
+/* The least per-server reply timeout Redlock derives from a TTL. */
+#define RL_MIN_SERVER_TIMEOUT_MS 10
+#define RL_DEFAULT_WAIT_REPLICAS_MS 100
+
+/* The replica-sync guard's settings (want 0: off). */
+typedef struct rl__replicas {
+    int want;
+    int64_t timeout_ms;
+    int lenient;
+} rl__replicas;
+
+rl__mode rl__client_mode(const redislock_client *c);
+
+/* The cluster of a cluster-mode client, else NULL. */
+struct rl__cluster *rl__client_cluster(const redislock_client *c);
+
+const rl__replicas *rl__client_replicas(const redislock_client *c);
+
+/* Redlock's per-server reply timeout for a request with ttl_ms. */
+int64_t rl__client_server_timeout(const redislock_client *c, int64_t ttl_ms);
+
 /* The server that holds key (the full Redis key, prefix included). */
 rl__pool *rl__client_route(redislock_client *c, const void *key, size_t len);
 
-/* The number of servers, and server i. */
+/* The number of servers, and server i (for a cluster: none; see
+ * cluster.h). */
 size_t rl__client_servers(const redislock_client *c);
 rl__pool *rl__client_pool(redislock_client *c, size_t i);
 

@@ -131,6 +131,7 @@ redislock_err redislock_lock_new(redislock_client *c, const void *key,
         return rl__err(REDISLOCK_ENOMEM, "out of memory");
     }
     l->holder_ttl = -2;
+    l->replicas = -1;
     pthread_mutex_init(&l->mu, NULL);
     pthread_condattr_init(&attr);
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
@@ -460,4 +461,20 @@ const void *redislock_key(const redislock_lock *l, size_t *len)
 const char *redislock_token(const redislock_lock *l)
 {
     return l != NULL && l->own > 0 ? l->token : NULL;
+}
+
+size_t redislock_outcomes(const redislock_lock *l, redislock_err *out, size_t n)
+{
+    size_t i;
+
+    if (l == NULL)
+        return 0;
+    for (i = 0; out != NULL && i < n && i < l->noutcomes; i++)
+        out[i] = l->outcomes[i];
+    return l->noutcomes;
+}
+
+int redislock_replicas(const redislock_lock *l)
+{
+    return l != NULL ? l->replicas : -1;
 }

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "client.h"
 #include "pool.h"
 
 /* Longest token or owner id (other libraries' tokens are UUIDs or base64
@@ -54,6 +55,11 @@ struct redislock_lock {
     rl__conn *waitconn;      /* the connection a waiter blocks on (BLPOP) */
     struct rl__watch *watch; /* non-NULL while watched */
     char *info_buf;          /* backs the strings of redislock_inspect */
+    /* Per-server results of the last request (Redlock: one per server,
+     * in URL order; otherwise one). */
+    redislock_err outcomes[RL_MAX_QUORUM];
+    size_t noutcomes;
+    int replicas; /* confirmed the last acquire or extend; -1: not asked */
 };
 
 /* One try at making sure a plain acquire of token with ttl_ms, whose

@@ -85,9 +85,7 @@ static void forget_one(rl__pool *p)
     pthread_mutex_unlock(&p->mu);
 }
 
-/* Borrows an idle connection, or opens one if fewer than max are open,
- * or waits for one to be returned. */
-static redislock_err borrow(rl__pool *p, rl__conn **out)
+redislock_err rl__pool_borrow(rl__pool *p, rl__conn **out)
 {
     redislock_err err;
 
@@ -116,9 +114,7 @@ static redislock_err borrow(rl__pool *p, rl__conn **out)
     return err;
 }
 
-/* Returns a connection; a broken one is closed, and the next borrower
- * opens a fresh one: that is how a dropped connection is re-established. */
-static void give_back(rl__pool *p, rl__conn *conn)
+void rl__pool_give_back(rl__pool *p, rl__conn *conn)
 {
     int broken = rl__conn_broken(conn);
 
@@ -137,12 +133,12 @@ redislock_err rl__pool_exec(rl__pool *p, int n, const rl__cmd *cmds,
                             rl__reply **out)
 {
     rl__conn *conn;
-    redislock_err err = borrow(p, &conn);
+    redislock_err err = rl__pool_borrow(p, &conn);
 
     if (err != REDISLOCK_OK)
         return err;
     err = rl__conn_exec(conn, n, cmds, out);
-    give_back(p, conn);
+    rl__pool_give_back(p, conn);
     return err;
 }
 
@@ -154,7 +150,7 @@ redislock_err rl__pool_script_within(rl__pool *p, int64_t timeout_ms,
 {
     int tighter = timeout_ms > 0 && timeout_ms < p->cfg.command_timeout_ms;
     rl__conn *conn;
-    redislock_err err = borrow(p, &conn);
+    redislock_err err = rl__pool_borrow(p, &conn);
 
     if (err != REDISLOCK_OK)
         return err;
@@ -166,7 +162,7 @@ redislock_err rl__pool_script_within(rl__pool *p, int64_t timeout_ms,
         err = rl__script_run(conn, s, key, keylen, nargs, args, lens, out);
     if (tighter && !rl__conn_broken(conn))
         rl__conn_timeout(conn, p->cfg.command_timeout_ms);
-    give_back(p, conn);
+    rl__pool_give_back(p, conn);
     return err;
 }
 
@@ -176,12 +172,12 @@ redislock_err rl__pool_script_keys(rl__pool *p, const rl__script *s, int nkeys,
                                    const size_t *lens, rl__reply **out)
 {
     rl__conn *conn;
-    redislock_err err = borrow(p, &conn);
+    redislock_err err = rl__pool_borrow(p, &conn);
 
     if (err != REDISLOCK_OK)
         return err;
     err = rl__script_run_n(conn, s, nkeys, keys, klens, nargs, args, lens, out);
-    give_back(p, conn);
+    rl__pool_give_back(p, conn);
     return err;
 }
 

@@ -33,6 +33,14 @@ redislock_err rl__pool_init(rl__pool *p, const char *url,
 
 void rl__pool_fini(rl__pool *p);
 
+/* Borrows an idle connection, or opens one if fewer than max are open,
+ * or waits for one to be returned. */
+redislock_err rl__pool_borrow(rl__pool *p, rl__conn **out);
+
+/* Returns a connection; a broken one is closed, and the next borrower
+ * opens a fresh one: that is how a dropped connection is re-established. */
+void rl__pool_give_back(rl__pool *p, rl__conn *conn);
+
 /* Runs n pipelined commands on a borrowed connection. */
 redislock_err rl__pool_exec(rl__pool *p, int n, const rl__cmd *cmds,
                             rl__reply **out);

@@ -5,31 +5,26 @@
 
 #include "error.h"
 
-static int is_noscript(const rl__reply *r)
+int rl__script_is_noscript(const rl__reply *r)
 {
     return r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOSCRIPT", 8) == 0;
 }
 
-/* EVALSHA, falling back to EVAL on NOSCRIPT; or EVAL at once. */
-static redislock_err run(rl__conn *c, const rl__script *s, int eval_first,
-                         int nkeys, const char **keys, const size_t *klens,
-                         int nargs, const char **args, const size_t *lens,
-                         rl__reply **out)
+int rl__script_argv(const rl__script *s, int eval, int nkeys, const char **keys,
+                    const size_t *klens, int nargs, const char **args,
+                    const size_t *lens, char nk[8], const char **argv,
+                    size_t *argl)
 {
-    const char *argv[3 + RL_SCRIPT_MAX_ARGS];
-    size_t argl[3 + RL_SCRIPT_MAX_ARGS];
-    char nk[8];
-    redislock_err err;
     int i;
 
     if (nkeys + nargs > RL_SCRIPT_MAX_ARGS || nkeys > 9)
-        return rl__err(REDISLOCK_EINVAL, "too many script arguments");
-    argv[0] = "EVALSHA";
-    argv[1] = s->sha1;
+        return -1;
+    argv[0] = eval ? "EVAL" : "EVALSHA";
+    argl[0] = eval ? 4 : 7;
+    argv[1] = eval ? s->source : s->sha1;
+    argl[1] = strlen(argv[1]);
     argv[2] = nk;
-    argl[0] = 7;
-    argl[1] = strlen(s->sha1);
-    argl[2] = (size_t)snprintf(nk, sizeof nk, "%d", nkeys);
+    argl[2] = (size_t)snprintf(nk, 8, "%d", nkeys);
     for (i = 0; i < nkeys; i++) {
         argv[3 + i] = keys[i];
         argl[3 + i] = klens[i];
@@ -38,19 +33,31 @@ static redislock_err run(rl__conn *c, const rl__script *s, int eval_first,
         argv[3 + nkeys + i] = args[i];
         argl[3 + nkeys + i] = lens[i];
     }
-    if (eval_first)
-        goto eval;
-    err = rl__conn_command(c, 3 + nkeys + nargs, argv, argl, out);
-    if (err != REDISLOCK_OK || !is_noscript(*out))
-        goto check;
-    rl__reply_free(*out);
-eval:
-    argv[0] = "EVAL";
-    argl[0] = 4;
-    argv[1] = s->source;
-    argl[1] = strlen(s->source);
-    err = rl__conn_command(c, 3 + nkeys + nargs, argv, argl, out);
-check:
+    return 3 + nkeys + nargs;
+}
+
+/* EVALSHA, falling back to EVAL on NOSCRIPT; or EVAL at once. */
+static redislock_err run(rl__conn *c, const rl__script *s, int eval_first,
+                         int nkeys, const char **keys, const size_t *klens,
+                         int nargs, const char **args, const size_t *lens,
+                         rl__reply **out)
+{
+    const char *argv[RL_SCRIPT_ARGV_MAX];
+    size_t argl[RL_SCRIPT_ARGV_MAX];
+    char nk[8];
+    redislock_err err;
+    int argc = rl__script_argv(s, eval_first, nkeys, keys, klens, nargs, args,
+                               lens, nk, argv, argl);
+
+    if (argc < 0)
+        return rl__err(REDISLOCK_EINVAL, "too many script arguments");
+    err = rl__conn_command(c, argc, argv, argl, out);
+    if (!eval_first && err == REDISLOCK_OK && rl__script_is_noscript(*out)) {
+        rl__reply_free(*out);
+        rl__script_argv(s, 1, nkeys, keys, klens, nargs, args, lens, nk, argv,
+                        argl);
+        err = rl__conn_command(c, argc, argv, argl, out);
+    }
     if (err == REDISLOCK_OK && (err = rl__reply_check(*out, s->name)) != 0) {
         rl__reply_free(*out);
         *out = NULL;

@@ -27,6 +27,19 @@ extern const rl__script rl__script_inspect;
 extern const rl__script rl__script_fenced_set;
 
 #define RL_SCRIPT_MAX_ARGS 12
+#define RL_SCRIPT_ARGV_MAX (3 + RL_SCRIPT_MAX_ARGS)
+
+/* Fills argv/argl (RL_SCRIPT_ARGV_MAX slots) with EVALSHA of s, or EVAL
+ * when eval is set; nk holds the key count's text. Returns argc, or -1
+ * for too many arguments. For callers that send a script themselves
+ * (several servers at once, a pipeline after ASKING). */
+int rl__script_argv(const rl__script *s, int eval, int nkeys, const char **keys,
+                    const size_t *klens, int nargs, const char **args,
+                    const size_t *lens, char nk[8], const char **argv,
+                    size_t *argl);
+
+/* Whether r is the NOSCRIPT error: the server lacks the script. */
+int rl__script_is_noscript(const rl__reply *r);
 
 /* Runs s with nkeys keys and nargs arguments (binary-safe, at most
  * RL_SCRIPT_MAX_ARGS in all) and returns its reply, or an error for an
