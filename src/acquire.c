@@ -15,7 +15,9 @@
 #include "clock.h"
 #include "error.h"
 #include "lock.h"
+#include "quorum.h"
 #include "rand.h"
+#include "redlock.h"
 #include "wait.h"
 #include "watchdog.h"
 
@@ -42,9 +44,11 @@ typedef struct attempt_cfg {
     int queued;       /* a fair waiter in the queue */
     int handed;       /* a release handed the lock over */
     int free_retries; /* attempts in a row that found the lock free */
+    int redlock;      /* a quorum of servers decides */
     int64_t ttl_ms;
     int64_t delay_ms, cap_ms;
     char ttl[24];
+    char tok[RL_TOKEN_HEXLEN + 1]; /* a plain lock's token */
 } attempt_cfg;
 
 static redislock_err check_options(const redislock_acquire_options *o)
@@ -147,13 +151,33 @@ static redislock_err try_script(redislock_lock *l, attempt_cfg *a,
     return err;
 }
 
+/* One Redlock attempt. A plain lock takes a fresh token each time: the
+ * last one was voided on every server when its round failed. */
+static redislock_err try_quorum(redislock_lock *l, attempt_cfg *a, int tries,
+                                int64_t *sent_us)
+{
+    int64_t drift = a->o->drift_ms ? a->o->drift_ms : a->ttl_ms / 100 + 2;
+
+    if (!a->rich && tries > 0 && rl__token(a->tok) != 0)
+        return rl__err(REDISLOCK_ERANDOM, "getrandom failed");
+    return rl__redlock_attempt(l, a->id, a->fmt, a->ttl_ms, drift,
+                               a->o->metadata ? a->o->metadata : "", sent_us);
+}
+
 /* One attempt, sent at *sent_us. */
-static redislock_err attempt(redislock_lock *l, attempt_cfg *a,
+static redislock_err attempt(redislock_lock *l, attempt_cfg *a, int tries,
                              int64_t deadline, int64_t *sent_us)
 {
+    redislock_err err;
+
     l->holder_ttl = -2;
+    if (a->redlock)
+        return try_quorum(l, a, tries, sent_us);
     *sent_us = rl__now_us();
-    return try_script(l, a, rl__now_ms(), deadline);
+    err = try_script(l, a, rl__now_ms(), deadline);
+    l->noutcomes = 1;
+    l->outcomes[0] = err;
+    return err;
 }
 
 /* A fair waiter that gives up leaves the queue; if a release handed it
@@ -185,7 +209,8 @@ static int64_t next_pause(redislock_lock *l, const attempt_cfg *a,
         d = o->retry_fn(o->retry_arg, attempt_no, l->holder_ttl);
         if (d < 0)
             return -1;
-    } else if (a->strategy) {
+    } else if (a->strategy || a->redlock) {
+        /* Redlock has no wake-ups: waiters retry after a random pause. */
         d = rl__jitter(
             rl__retry_delay((int)o->retry, a->delay_ms, a->cap_ms, attempt_no),
             rl__jitter_rand());
@@ -209,11 +234,19 @@ static int hopeless(const redislock_lock *l, int64_t now, int64_t deadline)
 static redislock_err gave_up(redislock_lock *l, int64_t waited, int tries,
                              const char *why)
 {
+    char who[512] = "";
+
+    /* Redlock: which servers said what in the last round. */
+    if (l->noutcomes > 1) {
+        memcpy(who, "; last round: ", 14);
+        rl__outcomes_describe(l->client, l->outcomes, l->noutcomes, who + 14,
+                              sizeof who - 14);
+    }
     return rl__err(REDISLOCK_EHELD,
                    "lock is held by another owner (holder's TTL %" PRId64
-                   " ms; %d attempt%s in %" PRId64 " ms%s%s)",
+                   " ms; %d attempt%s in %" PRId64 " ms%s%s%s)",
                    l->holder_ttl, tries, tries == 1 ? "" : "s", waited,
-                   why ? "; " : "", why ? why : "");
+                   why ? "; " : "", why ? why : "", who);
 }
 
 /* REDISLOCK_ECANCELED if redislock_cancel() came (and clears it), else
@@ -286,10 +319,12 @@ static redislock_err wait_loop(redislock_lock *l, attempt_cfg *a,
     for (;;) {
         if ((err = cancelled(l, 0)) != REDISLOCK_OK)
             break;
-        err = attempt(l, a, deadline, sent_us);
+        err = attempt(l, a, tries, deadline, sent_us);
         tries++;
         if (err != REDISLOCK_EHELD) {
-            if (err != REDISLOCK_OK && lost_reply(err) && !a->rich)
+            /* A failed Redlock round has been undone already. */
+            if (err != REDISLOCK_OK && lost_reply(err) && !a->rich &&
+                !a->redlock)
                 abandon(l, a);
             break;
         }
@@ -315,8 +350,7 @@ static redislock_err wait_loop(redislock_lock *l, attempt_cfg *a,
 }
 
 static redislock_err setup(redislock_lock *l,
-                           const redislock_acquire_options *o, attempt_cfg *a,
-                           char *tok)
+                           const redislock_acquire_options *o, attempt_cfg *a)
 {
     memset(a, 0, sizeof *a);
     a->o = o;
@@ -325,6 +359,7 @@ static redislock_err setup(redislock_lock *l,
     a->waits =
         o->wait_ms != REDISLOCK_NO_WAIT && o->retry != REDISLOCK_RETRY_NONE;
     a->strategy = o->retry != REDISLOCK_RETRY_CONSTANT || o->retry_delay_ms;
+    a->redlock = rl__client_mode(l->client) == RL_MODE_REDLOCK;
     a->ttl_ms = o->ttl_ms ? o->ttl_ms : REDISLOCK_DEFAULT_TTL_MS;
     snprintf(a->ttl, sizeof a->ttl, "%" PRId64, a->ttl_ms);
     a->delay_ms = o->retry_delay_ms ? o->retry_delay_ms
@@ -344,9 +379,9 @@ static redislock_err setup(redislock_lock *l,
         if ((a->id = default_owner(l)) == NULL)
             return rl__err(REDISLOCK_ERANDOM, "cannot make an owner id");
     } else {
-        if (rl__token(tok) != 0)
+        if (rl__token(a->tok) != 0)
             return rl__err(REDISLOCK_ERANDOM, "getrandom failed");
-        a->id = tok;
+        a->id = a->tok;
     }
     return REDISLOCK_OK;
 }
@@ -355,7 +390,6 @@ redislock_err redislock_acquire(redislock_lock *l,
                                 const redislock_acquire_options *opts)
 {
     static const redislock_acquire_options defaults;
-    char tok[RL_TOKEN_HEXLEN + 1];
     attempt_cfg a;
     int64_t sent_us = 0;
     int short_lease;
@@ -371,8 +405,12 @@ redislock_err redislock_acquire(redislock_lock *l,
         return rl__err(REDISLOCK_EINVAL,
                        "this handle already holds the lock (only a lock "
                        "acquired reentrant can be taken again)");
-    if ((err = setup(l, opts, &a, tok)) != REDISLOCK_OK)
+    if ((err = setup(l, opts, &a)) != REDISLOCK_OK)
         return err;
+    if (a.redlock && opts->fair)
+        return rl__err(REDISLOCK_EINVAL,
+                       "fair mode needs one server: a Redlock quorum has no "
+                       "single queue to hand the lock down");
     if ((err = wait_loop(l, &a, &sent_us)) != REDISLOCK_OK)
         return err;
     rl__lock_take(l, a.id, a.ttl_ms, opts->drift_ms ? opts->drift_ms : -1,

@@ -439,6 +439,141 @@ redislock_err rl__conn_exec(rl__conn *c, int n, const rl__cmd *cmds,
     return err;
 }
 
+/* Sends a part's commands; the reading comes later. */
+static void par_send(rl__par *p)
+{
+    int i;
+
+    p->got = 0;
+    if (p->c->broken) {
+        p->err = rl__err(REDISLOCK_EIO, "connection is broken");
+        return;
+    }
+    for (i = 0; i < p->n; i++)
+        if (redisAppendCommandArgv(p->c->ctx, p->cmds[i].argc, p->cmds[i].argv,
+                                   p->cmds[i].lens) != REDIS_OK) {
+            p->err = io_failure(p->c, errno, "sending a command");
+            return;
+        }
+    p->err = flush(p->c);
+}
+
+/* Takes the replies a part's reader holds; whether it wants more. */
+static int par_take(rl__par *p)
+{
+    void *reply;
+
+    while (p->err == REDISLOCK_OK && p->got < p->n) {
+        reply = NULL;
+        if (redisGetReplyFromReader(p->c->ctx, &reply) != REDIS_OK)
+            p->err = p->c->ctx->err == REDIS_ERR_OOM
+                         ? fail(p->c, REDISLOCK_EPROTOCOL, "reading a reply",
+                                "reply with too many elements")
+                         : io_failure(p->c, errno, "reading a reply");
+        else if (reply == NULL)
+            return 1;
+        else
+            p->out[p->got++] = reply;
+    }
+    return 0;
+}
+
+/* Reads what arrived on a part's socket. */
+static void par_read(rl__par *p)
+{
+    if (redisBufferRead(p->c->ctx) != REDIS_OK)
+        p->err = io_failure(p->c, errno, "reading a reply");
+    else if (p->c->ctx->reader->len - p->c->ctx->reader->pos > RL_MAX_PENDING)
+        p->err = fail(p->c, REDISLOCK_EPROTOCOL, "reading a reply",
+                      "reply too large");
+    else
+        par_take(p);
+}
+
+/* Whether a part still waits on its socket (TLS parts are read after,
+ * since decrypted bytes may wait where poll cannot see them). */
+static int par_pending(const rl__par *p)
+{
+    return p->c != NULL && p->err == REDISLOCK_OK && p->got < p->n &&
+           !p->c->tls;
+}
+
+/* One poll over the pending parts; fails those past their deadline.
+ * Returns how many were pending. */
+static size_t par_poll(rl__par *parts, size_t n)
+{
+    struct pollfd fds[64];
+    size_t idx[64], k = 0, i;
+    int64_t now = rl__now_us(), wait = -1, left;
+
+    for (i = 0; i < n && k < 64; i++) {
+        if (!par_pending(&parts[i]))
+            continue;
+        left = parts[i].deadline_us - now;
+        if (left <= 0) {
+            parts[i].err =
+                fail(parts[i].c, REDISLOCK_ETIMEDOUT, "reading a reply",
+                     "Redis did not answer in time");
+            continue;
+        }
+        if (wait < 0 || left < wait)
+            wait = left;
+        fds[k] = (struct pollfd){parts[i].c->ctx->fd, POLLIN, 0};
+        idx[k++] = i;
+    }
+    if (k == 0)
+        return 0;
+    if (poll(fds, (nfds_t)k, (int)((wait + 999) / 1000)) > 0)
+        for (i = 0; i < k; i++)
+            if (fds[i].revents != 0)
+                par_read(&parts[idx[i]]);
+    return k;
+}
+
+/* After the replies: a part with bytes beyond them is not to be trusted,
+ * and a failed part gives back what it read. */
+static void par_finish(rl__par *p)
+{
+    if (p->err == REDISLOCK_OK &&
+        p->c->ctx->reader->len > p->c->ctx->reader->pos)
+        p->err = fail(p->c, REDISLOCK_EPROTOCOL, p->cmds[0].argv[0],
+                      "unsolicited bytes after the reply");
+    if (p->err != REDISLOCK_OK)
+        while (p->got > 0)
+            rl__reply_free(p->out[--p->got]);
+    p->c->used_us = rl__now_us();
+}
+
+void rl__conn_exec_par(rl__par *parts, size_t n)
+{
+    sigset_t old;
+    int failed = 0;
+    size_t i;
+
+    sigpipe_block(&old);
+    for (i = 0; i < n; i++)
+        if (parts[i].c != NULL)
+            par_send(&parts[i]);
+    while (par_poll(parts, n) > 0)
+        ;
+    for (i = 0; i < n; i++) {
+        rl__par *p = &parts[i];
+        if (p->c == NULL)
+            continue;
+        /* TLS parts: read in turn, each by its own deadline. */
+        while (p->err == REDISLOCK_OK && p->got < p->n) {
+            void *reply = NULL;
+            p->err =
+                read_reply(p->c, &reply, p->deadline_us, "reading a reply");
+            if (p->err == REDISLOCK_OK)
+                p->out[p->got++] = reply;
+        }
+        par_finish(p);
+        failed |= p->err != REDISLOCK_OK;
+    }
+    sigpipe_restore(&old, failed);
+}
+
 redislock_err rl__conn_command(rl__conn *c, int argc, const char **argv,
                                const size_t *lens, rl__reply **out)
 {

@@ -56,6 +56,10 @@ redislock_err redislock_fenced_set(redislock_client *c, const void *key,
                        REDISLOCK_KEY_MAX);
     if (fence <= 0)
         return rl__err(REDISLOCK_EINVAL, "fencing token must be positive");
+    if (rl__client_mode(c) == RL_MODE_REDLOCK)
+        return rl__err(REDISLOCK_EINVAL,
+                       "a fenced resource lives on one server: use a client "
+                       "of the resource's own server, not the Redlock one");
     /* The high-water mark is a helper key of the resource's own. */
     if ((hw = rl__helper_name(key, keylen, "fenced", &klens[1])) == NULL)
         return rl__err(REDISLOCK_ENOMEM, "out of memory");

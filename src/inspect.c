@@ -1,11 +1,13 @@
 /* Reading locks anyone holds: one lock's state, and the listing of locks
  * by pattern with SCAN (never KEYS, which blocks the server). */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "client.h"
 #include "error.h"
 #include "lock.h"
+#include "quorum.h"
 
 /* A string of one inspect reply, copied into the buffer at *at. */
 static char *copy_field(const rl__reply *r, char **at, size_t *len)
@@ -60,20 +62,14 @@ static redislock_err decode(const rl__reply *r, redislock_info *info,
     return REDISLOCK_OK;
 }
 
-static redislock_err inspect_key(rl__pool *p, const char *key, size_t keylen,
+static redislock_err inspect_one(rl__pool *p, const char *key, size_t keylen,
+                                 const char *base, size_t baselen,
                                  redislock_info *info, char **buf)
 {
-    size_t baselen;
-    char *base = rl__helper_name(key, keylen, "", &baselen);
-    const char *args[1] = {base};
     rl__reply *r;
-    redislock_err err;
+    redislock_err err = rl__pool_script(p, &rl__script_inspect, key, keylen, 1,
+                                        &base, &baselen, &r);
 
-    if (base == NULL)
-        return rl__err(REDISLOCK_ENOMEM, "out of memory");
-    err = rl__pool_script(p, &rl__script_inspect, key, keylen, 1, args,
-                          &baselen, &r);
-    free(base);
     if (err != REDISLOCK_OK)
         return err;
     err = decode(r, info, buf);
@@ -81,13 +77,96 @@ static redislock_err inspect_key(rl__pool *p, const char *key, size_t keylen,
     return err;
 }
 
+/* The TTL a majority of q still holds the lock for: the q-th longest of
+ * the held servers' TTLs (-1, no expiry, counting as the longest). */
+static int64_t quorum_ttl(int64_t *ttls, size_t n, size_t q)
+{
+    size_t i, j;
+    int64_t t;
+
+    for (i = 1; i < n; i++)
+        for (j = i; j > 0 && (ttls[j] < 0 ? INT64_MAX : ttls[j]) >
+                                 (ttls[j - 1] < 0 ? INT64_MAX : ttls[j - 1]);
+             j--) {
+            t = ttls[j];
+            ttls[j] = ttls[j - 1];
+            ttls[j - 1] = t;
+        }
+    return ttls[q - 1];
+}
+
+/* Redlock: the majority's view (see redislock_client_new_redlock), and in
+ * *first the lowest-numbered server that has the key. */
+static redislock_err inspect_quorum(redislock_client *c, const char *key,
+                                    size_t keylen, const char *base,
+                                    size_t baselen, redislock_info *info,
+                                    char **buf, size_t *first)
+{
+    int64_t ttls[RL_MAX_QUORUM], fence = 0;
+    size_t i, held = 0, answered = 0, q;
+    redislock_err err = REDISLOCK_OK;
+    rl__round r;
+
+    rl__quorum_script(c, NULL,
+                      rl__client_server_timeout(c, REDISLOCK_TTL_MAX_MS),
+                      &rl__script_inspect, key, keylen, 1, &base, &baselen, &r);
+    q = RL_QUORUM(r.n);
+    *first = r.n;
+    for (i = 0; i < r.n; i++) {
+        if (r.reply[i] == NULL || !well_formed(r.reply[i]))
+            continue;
+        answered++;
+        if (r.reply[i]->element[5]->integer > fence)
+            fence = r.reply[i]->element[5]->integer;
+        if (strcmp(r.reply[i]->element[0]->str, "none") == 0)
+            continue;
+        ttls[held++] = r.reply[i]->element[1]->integer;
+        *first = *first < r.n ? *first : i;
+    }
+    if (answered < q)
+        err = rl__err(REDISLOCK_ENOQUORUM,
+                      "only %zu of %zu servers answered, %zu needed", answered,
+                      r.n, q);
+    else if (held >= q && (err = decode(r.reply[*first], info, buf)) == 0)
+        info->ttl_ms = quorum_ttl(ttls, held, q);
+    else if (held < q) {
+        memset(info, 0, sizeof *info);
+        info->ttl_ms = REDISLOCK_TTL_FREE;
+    }
+    info->fence = fence;
+    rl__round_free(&r);
+    return err;
+}
+
+static redislock_err inspect_key(redislock_client *c, rl__pool *p,
+                                 const char *key, size_t keylen,
+                                 redislock_info *info, char **buf,
+                                 size_t *first)
+{
+    size_t baselen;
+    char *base = rl__helper_name(key, keylen, "", &baselen);
+    redislock_err err;
+
+    if (base == NULL)
+        return rl__err(REDISLOCK_ENOMEM, "out of memory");
+    *first = 0;
+    if (rl__client_mode(c) == RL_MODE_REDLOCK)
+        err = inspect_quorum(c, key, keylen, base, baselen, info, buf, first);
+    else
+        err = inspect_one(p, key, keylen, base, baselen, info, buf);
+    free(base);
+    return err;
+}
+
 redislock_err redislock_inspect(redislock_lock *l, redislock_info *info)
 {
     redislock_err err;
+    size_t first;
 
     if (l == NULL || info == NULL)
         return rl__err(REDISLOCK_EINVAL, "NULL lock handle or output");
-    err = inspect_key(l->pool, l->key, l->keylen, info, &l->info_buf);
+    err = inspect_key(l->client, l->pool, l->key, l->keylen, info, &l->info_buf,
+                      &first);
     info->key = l->key + l->prefixlen;
     info->keylen = l->keylen - l->prefixlen;
     return err;
@@ -120,13 +199,16 @@ static redislock_err scan_step(rl__pool *p, char *cursor, const char *match,
     return REDISLOCK_OK;
 }
 
-/* Reports each lock among one SCAN batch; 1 when the callback stopped. */
-static int report_batch(rl__pool *p, const rl__reply *keys, size_t plen,
-                        redislock_list_cb cb, void *arg, redislock_err *err)
+/* Reports each lock among one SCAN batch of server n; 1 when the
+ * callback stopped. A Redlock lock is reported once, by the first server
+ * that has it, and only when a majority hold it. */
+static int report_batch(redislock_client *c, size_t n, const rl__reply *keys,
+                        size_t plen, redislock_list_cb cb, void *arg,
+                        redislock_err *err)
 {
     redislock_info info;
     char *buf = NULL;
-    size_t i;
+    size_t i, first;
     int stop = 0;
 
     for (i = 0; i < keys->elements && !stop && *err == REDISLOCK_OK; i++) {
@@ -134,9 +216,10 @@ static int report_batch(rl__pool *p, const rl__reply *keys, size_t plen,
         if (k->type != REDIS_REPLY_STRING || (size_t)k->len < plen ||
             rl__is_helper_key(k->str, (size_t)k->len))
             continue;
-        *err = inspect_key(p, k->str, (size_t)k->len, &info, &buf);
+        *err = inspect_key(c, rl__client_pool(c, n), k->str, (size_t)k->len,
+                           &info, &buf, &first);
         /* Only keys with a TTL are locks; others merely match. */
-        if (*err != REDISLOCK_OK || !info.held || info.ttl_ms < 0)
+        if (*err != REDISLOCK_OK || !info.held || info.ttl_ms < 0 || first != n)
             continue;
         info.key = k->str + plen;
         info.keylen = (size_t)k->len - plen;
@@ -146,9 +229,11 @@ static int report_batch(rl__pool *p, const rl__reply *keys, size_t plen,
     return stop;
 }
 
-static redislock_err list_server(rl__pool *p, const char *match, size_t plen,
+static redislock_err list_server(redislock_client *c, size_t n,
+                                 const char *match, size_t plen,
                                  redislock_list_cb cb, void *arg, int *stop)
 {
+    rl__pool *p = rl__client_pool(c, n);
     char cursor[24] = "0";
     rl__reply *r = NULL;
     redislock_err err;
@@ -156,7 +241,7 @@ static redislock_err list_server(rl__pool *p, const char *match, size_t plen,
     do {
         if ((err = scan_step(p, cursor, match, &r)) != REDISLOCK_OK)
             return err;
-        *stop = report_batch(p, r->element[1], plen, cb, arg, &err);
+        *stop = report_batch(c, n, r->element[1], plen, cb, arg, &err);
         rl__reply_free(r);
     } while (err == REDISLOCK_OK && !*stop && strcmp(cursor, "0") != 0);
     return err;
@@ -186,7 +271,7 @@ redislock_err redislock_list(redislock_client *c, const char *pattern,
     }
     strcpy(match + n, pattern);
     for (i = 0; err == REDISLOCK_OK && !stop && i < rl__client_servers(c); i++)
-        err = list_server(rl__client_pool(c, i), match, plen, cb, arg, &stop);
+        err = list_server(c, i, match, plen, cb, arg, &stop);
     free(match);
     return err;
 }

@@ -15,6 +15,7 @@
 #include "clock.h"
 #include "error.h"
 #include "lock.h"
+#include "redlock.h"
 #include "watchdog.h"
 
 /* Whether key has a Redis Cluster hash tag: a '{' followed later by a
@@ -248,8 +249,12 @@ static redislock_err owner_script(redislock_lock *l, const rl__script *s,
     rl__reply *r;
     redislock_err err;
 
+    if (rl__client_mode(l->client) == RL_MODE_REDLOCK)
+        return rl__redlock_owner(l, s, arg2, timeout_ms, n);
     err = rl__pool_script_within(l->pool, timeout_ms, s, l->key, l->keylen, 3,
                                  args, lens, &r);
+    l->noutcomes = 1;
+    l->outcomes[0] = err;
     if (err != REDISLOCK_OK)
         return err;
     if (r->type != REDIS_REPLY_INTEGER)
@@ -394,6 +399,13 @@ redislock_err redislock_ttl(redislock_lock *l, int64_t *ttl_ms)
 
     if (l == NULL || ttl_ms == NULL)
         return rl__err(REDISLOCK_EINVAL, "NULL lock handle or output");
+    if (rl__client_mode(l->client) == RL_MODE_REDLOCK) {
+        /* No one server's PTTL answers for a quorum. */
+        redislock_info info;
+        if ((err = redislock_inspect(l, &info)) == REDISLOCK_OK)
+            *ttl_ms = info.ttl_ms;
+        return err;
+    }
     argv[0] = "PTTL";
     lens[0] = 4;
     argv[1] = l->key;

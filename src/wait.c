@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "client.h"
 #include "clock.h"
 #include "error.h"
 
@@ -133,7 +134,9 @@ redislock_err rl__wait(redislock_lock *l, const char *token, int fair,
     *res = RL_WAIT_TIMEOUT;
     if (pause_ms < 1)
         return REDISLOCK_OK;
-    if (pause_ms < RL_BLOCK_MIN_MS) {
+    /* A Redlock quorum has no one server whose release could wake us. */
+    if (pause_ms < RL_BLOCK_MIN_MS ||
+        rl__client_mode(l->client) == RL_MODE_REDLOCK) {
         *res = sleep_or_cancel(l, pause_ms);
         return REDISLOCK_OK;
     }

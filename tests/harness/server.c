@@ -297,6 +297,15 @@ static int wait_exit(pid_t pid, int64_t ms)
     return 0;
 }
 
+void th_server_kill(th_server *s)
+{
+    if (s->pid <= 0)
+        return;
+    kill(s->pid, SIGKILL);
+    waitpid(s->pid, NULL, 0);
+    s->pid = 0;
+}
+
 void th_server_stop(th_server *s)
 {
     if (s == NULL)
@@ -310,8 +319,9 @@ void th_server_stop(th_server *s)
             kill(s->pid, SIGKILL);
             waitpid(s->pid, NULL, 0);
         }
-        th_rmtree(s->dir);
     }
+    if (s->owner == getpid())
+        th_rmtree(s->dir);
     free(s);
 }
 

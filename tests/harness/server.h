@@ -47,6 +47,10 @@ th_server *th_server_start(const th_server_opts *opts);
  * NULL is a no-op. */
 void th_server_stop(th_server *s);
 
+/* kill -9, and reaped: the server is gone, its sockets refuse. s must
+ * still be passed to th_server_stop, which then only cleans up. */
+void th_server_kill(th_server *s);
+
 /* SIGSTOP / SIGCONT: the server keeps its sockets but does not answer. */
 void th_server_pause(th_server *s);
 void th_server_resume(th_server *s);

@@ -1,0 +1,561 @@
+/*
+ * redlock: a lock decided by a majority of independent servers. What each
+ * server holds is read back from the servers themselves (EXISTS, GET on
+ * separate connections), so the tests check what another client would
+ * see, not what the library believes.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness/fixture.h"
+#include "harness/proxy.h"
+#include "harness/server.h"
+#include "harness/util.h"
+#include "test.h"
+
+#define MAXN 5
+#define KEY "rl:job"
+
+typedef struct env {
+    int n;
+    th_server *s[MAXN];
+    redisContext *r[MAXN];
+    const char *urls[MAXN];
+} env;
+
+static env env_start(int n)
+{
+    env e;
+    int i;
+
+    memset(&e, 0, sizeof e);
+    e.n = n;
+    for (i = 0; i < n; i++) {
+        e.s[i] = th_server_start(NULL);
+        e.r[i] = th_server_redis(e.s[i]);
+        e.urls[i] = e.s[i]->unix_url;
+    }
+    return e;
+}
+
+static void env_stop(env *e)
+{
+    int i;
+
+    for (i = 0; i < e->n; i++) {
+        if (e->r[i] != NULL)
+            redisFree(e->r[i]);
+        th_server_stop(e->s[i]);
+    }
+}
+
+/* Kills server i with SIGKILL; its inspection connection goes too. */
+static void env_kill(env *e, int i)
+{
+    redisFree(e->r[i]);
+    e->r[i] = NULL;
+    th_server_kill(e->s[i]);
+}
+
+static redislock_client *redlock(const env *e, const redislock_options *o)
+{
+    redislock_client *c = NULL;
+
+    ASSERT_OK(redislock_client_new_redlock(&c, e->urls, (size_t)e->n, o));
+    ASSERT(c != NULL);
+    return c;
+}
+
+/* How many of the live servers have key. */
+static int holders(const env *e, const char *key)
+{
+    int i, n = 0;
+
+    for (i = 0; i < e->n; i++)
+        if (e->r[i] != NULL)
+            n += (int)th_cmd_int(e->r[i], "EXISTS %s", key);
+    return n;
+}
+
+/* Lock keys (not helper keys) on all live servers. */
+static long long lock_keys(const env *e)
+{
+    long long n = 0;
+    int i;
+
+    for (i = 0; i < e->n; i++)
+        if (e->r[i] != NULL)
+            n += th_lock_keys(e->r[i]);
+    return n;
+}
+
+void test_redlock_acquire_release_everywhere(void)
+{
+    env e = env_start(3);
+    redislock_client *c = redlock(&e, NULL);
+    redislock_lock *l = th_lock(c, KEY);
+    redislock_acquire_options o = th_aopts(10000, 0, 0);
+    redislock_err out[MAXN];
+    char *v;
+    int i;
+
+    ASSERT_OK(redislock_acquire(l, &o));
+    ASSERT_EQ_INT(redislock_outcomes(l, out, MAXN), 3);
+    for (i = 0; i < 3; i++) {
+        ASSERT_EQ_INT(out[i], REDISLOCK_OK);
+        /* The same token on every server, with the lease's TTL. */
+        v = th_cmd_str(e.r[i], NULL, "GET " KEY);
+        ASSERT_EQ_STR(v, redislock_token(l));
+        free(v);
+        ASSERT_GT(th_pttl(e.r[i], KEY), 9000);
+    }
+    ASSERT_GT(redislock_fence(l), 0);
+    ASSERT_GT(redislock_valid_ms(l), 9000);
+    ASSERT_OK(redislock_check(l));
+    ASSERT_OK(redislock_extend(l, 20000));
+    for (i = 0; i < 3; i++)
+        ASSERT_GT(th_pttl(e.r[i], KEY), 19000);
+    ASSERT_OK(redislock_release(l));
+    ASSERT_EQ_INT(holders(&e, KEY), 0);
+    ASSERT_EQ_INT(lock_keys(&e), 0);
+    redislock_lock_free(l);
+    redislock_client_free(c);
+    env_stop(&e);
+}
+
+void test_redlock_bad_setups_einval(void)
+{
+    env e = env_start(3);
+    const char *dup[3];
+    redislock_client *c = NULL;
+    redislock_lock *l;
+    redislock_acquire_options o = th_aopts(1000, 0, 0);
+
+    ASSERT_ERR(redislock_client_new_redlock(&c, e.urls, 2, NULL),
+               REDISLOCK_EINVAL);
+    ASSERT(strstr(redislock_errdetail(), "odd") != NULL);
+    ASSERT_ERR(redislock_client_new_redlock(&c, e.urls, 1, NULL),
+               REDISLOCK_EINVAL);
+    ASSERT(c == NULL);
+    dup[0] = e.urls[0];
+    dup[1] = e.urls[1];
+    dup[2] = e.urls[0];
+    ASSERT_ERR(redislock_client_new_redlock(&c, dup, 3, NULL),
+               REDISLOCK_EINVAL);
+    ASSERT(strstr(redislock_errdetail(), "twice") != NULL);
+    ASSERT(c == NULL);
+    c = redlock(&e, NULL);
+    l = th_lock(c, KEY);
+    o.fair = 1;
+    ASSERT_ERR(redislock_acquire(l, &o), REDISLOCK_EINVAL);
+    ASSERT_ERR(redislock_fenced_set(c, "res", 3, "v", 1, 5), REDISLOCK_EINVAL);
+    ASSERT_EQ_INT(holders(&e, KEY), 0);
+    redislock_lock_free(l);
+    redislock_client_free(c);
+    env_stop(&e);
+}
+
+/* Another owner on one server of three: a majority still grants it. */
+void test_redlock_minority_busy_still_granted(void)
+{
+    env e = env_start(3);
+    redislock_client *c = redlock(&e, NULL);
+    redislock_lock *l = th_lock(c, KEY);
+    redislock_acquire_options o = th_aopts(10000, 0, 0);
+    redislock_err out[MAXN];
+
+    freeReplyObject(th_cmd(e.r[1], "SET " KEY " other PX 60000"));
+    ASSERT_OK(redislock_acquire(l, &o));
+    redislock_outcomes(l, out, MAXN);
+    ASSERT_EQ_INT(out[0], REDISLOCK_OK);
+    ASSERT_EQ_INT(out[1], REDISLOCK_EHELD);
+    ASSERT_EQ_INT(out[2], REDISLOCK_OK);
+    ASSERT_OK(redislock_release(l));
+    /* Release goes to all, and leaves the other owner's key alone. */
+    ASSERT_KEY(e.r[0], KEY, NULL);
+    ASSERT_KEY(e.r[1], KEY, "other");
+    ASSERT_KEY(e.r[2], KEY, NULL);
+    redislock_lock_free(l);
+    redislock_client_free(c);
+    env_stop(&e);
+}
+
+/* A majority busy: EHELD, and the vote won on the third server is
+ * undone at once, not left to expire. */
+void test_redlock_majority_busy_undone(void)
+{
+    env e = env_start(3);
+    redislock_client *c = redlock(&e, NULL);
+    redislock_lock *l = th_lock(c, KEY);
+    redislock_acquire_options o = th_aopts(60000, 0, 0);
+    redislock_err out[MAXN];
+
+    freeReplyObject(th_cmd(e.r[0], "SET " KEY " other PX 5000"));
+    freeReplyObject(th_cmd(e.r[2], "SET " KEY " other PX 5000"));
+    ASSERT_ERR(redislock_acquire(l, &o), REDISLOCK_EHELD);
+    ASSERT(strstr(redislock_errdetail(), "granted") != NULL);
+    ASSERT(strstr(redislock_errdetail(), "busy") != NULL);
+    redislock_outcomes(l, out, MAXN);
+    ASSERT_EQ_INT(out[0], REDISLOCK_EHELD);
+    ASSERT_EQ_INT(out[1], REDISLOCK_OK);
+    ASSERT_KEY(e.r[1], KEY, NULL);
+    ASSERT_KEY(e.r[0], KEY, "other");
+    ASSERT_GT(redislock_holder_ttl(l), 0);
+    ASSERT_LE(redislock_holder_ttl(l), 5000);
+    ASSERT(redislock_token(l) == NULL);
+    /* Waiting: the other owner's leases run out, then it is ours. */
+    o = th_aopts(60000, 10000, 50);
+    freeReplyObject(th_cmd(e.r[0], "PEXPIRE " KEY " 300"));
+    freeReplyObject(th_cmd(e.r[2], "PEXPIRE " KEY " 300"));
+    ASSERT_OK(redislock_acquire(l, &o));
+    ASSERT_EQ_INT(holders(&e, KEY), 3);
+    ASSERT_OK(redislock_release(l));
+    redislock_lock_free(l);
+    redislock_client_free(c);
+    env_stop(&e);
+}
+
+/* Two of three servers killed: a quorum error, quickly, never success. */
+void test_redlock_majority_down_noquorum(void)
+{
+    env e = env_start(3);
+    redislock_client *c = redlock(&e, NULL);
+    redislock_lock *l = th_lock(c, KEY);
+    redislock_acquire_options o = th_aopts(10000, 2000, 20);
+    redislock_err out[MAXN];
+    int64_t t0, took;
+    int i;
+
+    ASSERT_OK(redislock_acquire(l, &o));
+    ASSERT_OK(redislock_release(l));
+    env_kill(&e, 0);
+    env_kill(&e, 2);
+    for (i = 0; i < 20; i++) {
+        t0 = th_now_ms();
+        ASSERT_ERR(redislock_acquire(l, &o), REDISLOCK_ENOQUORUM);
+        took = th_now_ms() - t0;
+        /* Fails fast: not the 2 s wait, not a retry loop. */
+        ASSERT_LT(took, 500);
+    }
+    test_log("majority down: ENOQUORUM in %lld ms (%s)", (long long)took,
+             redislock_errdetail());
+    redislock_outcomes(l, out, MAXN);
+    ASSERT_EQ_INT(out[0], REDISLOCK_ECONNECT);
+    ASSERT_EQ_INT(out[1], REDISLOCK_OK);
+    ASSERT_EQ_INT(out[2], REDISLOCK_ECONNECT);
+    /* The one vote won was given back. */
+    ASSERT_EQ_INT(holders(&e, KEY), 0);
+    ASSERT_EQ_INT(redislock_check(l), REDISLOCK_EINVAL);
+    redislock_lock_free(l);
+    redislock_client_free(c);
+    env_stop(&e);
+}
+
+/* One server stopped: each acquire costs at most the per-server timeout
+ * and still succeeds on the other two. */
+void test_redlock_stopped_server_bounded(void)
+{
+    env e = env_start(3);
+    redislock_options co = {0};
+    redislock_client *c;
+    redislock_lock *l;
+    redislock_acquire_options o = th_aopts(3000, 0, 0);
+    redislock_err out[MAXN];
+    int64_t t0, took, worst = 0;
+    int i;
+
+    co.server_timeout_ms = 100;
+    c = redlock(&e, &co);
+    l = th_lock(c, KEY);
+    th_server_pause(e.s[1]);
+    for (i = 0; i < 10; i++) {
+        t0 = th_now_ms();
+        ASSERT_OK(redislock_acquire(l, &o));
+        took = th_now_ms() - t0;
+        worst = took > worst ? took : worst;
+        redislock_outcomes(l, out, MAXN);
+        ASSERT_EQ_INT(out[1], REDISLOCK_ETIMEDOUT);
+        /* Validity is what is left of the TTL after the round. */
+        ASSERT_LE(redislock_valid_ms(l), 3000 - took + 1);
+        ASSERT_OK(redislock_release(l));
+    }
+    test_log("one of 3 stopped, server timeout 100 ms: slowest acquire "
+             "%lld ms",
+             (long long)worst);
+    ASSERT_LT(worst, 100 + 150);
+    th_server_resume(e.s[1]);
+    /* What the stopped server took while stopped is undone or expires:
+     * none of it may stay held. */
+    ASSERT(th_wait_key_gone(e.r[1], KEY, strlen(KEY), 5000));
+    redislock_lock_free(l);
+    redislock_client_free(c);
+    env_stop(&e);
+}
+
+/* Two of three servers reached through a proxy that holds requests back
+ * longer than the TTL: no lock may come out of such a round, and what
+ * the late requests take is cleaned up. */
+void test_redlock_delayed_past_ttl_no_validity(void)
+{
+    env e = env_start(3);
+    th_proxy *p[2];
+    char url[2][64];
+    const char *urls[3];
+    redislock_options co = {0};
+    redislock_client *c = NULL;
+    redislock_lock *l;
+    redislock_acquire_options o = th_aopts(200, 0, 0);
+    redislock_err err;
+    int i, ok = 0;
+
+    for (i = 0; i < 2; i++) {
+        p[i] = th_proxy_start(e.s[i]->port);
+        snprintf(url[i], sizeof url[i], "redis://127.0.0.1:%d",
+                 th_proxy_port(p[i]));
+        urls[i] = url[i];
+    }
+    urls[2] = e.urls[2];
+    /* A per-server timeout longer than the TTL: only the validity check
+     * stands between a late majority and a lock with no time left. */
+    co.server_timeout_ms = 1000;
+    ASSERT_OK(redislock_client_new_redlock(&c, urls, 3, &co));
+    l = th_lock(c, KEY);
+    for (i = 0; i < 2; i++)
+        th_proxy_set_delay(p[i], 300);
+    for (i = 0; i < 5; i++) {
+        err = redislock_acquire(l, &o);
+        if (err == REDISLOCK_OK) {
+            ok++;
+            ASSERT_GT(redislock_valid_ms(l), 0);
+        }
+        ASSERT(err == REDISLOCK_ETIMEDOUT || err == REDISLOCK_OK);
+    }
+    test_log("delay 300 ms > TTL 200 ms: %d of 5 rounds gave a lock (%s)", ok,
+             redislock_errdetail());
+    ASSERT_EQ_INT(ok, 0);
+    for (i = 0; i < 2; i++)
+        th_proxy_set_delay(p[i], 0);
+    /* No key left behind once the late requests have landed. */
+    for (i = 0; i < 3; i++)
+        ASSERT(th_wait_key_gone(e.r[i], KEY, strlen(KEY), 3000));
+    ASSERT_EQ_INT(lock_keys(&e), 0);
+    redislock_lock_free(l);
+    redislock_client_free(c);
+    for (i = 0; i < 2; i++)
+        th_proxy_stop(p[i]);
+    env_stop(&e);
+}
+
+/* ---- A contended counter while servers die ------------------------- */
+
+#define NPROCS 4
+#define NINCR 150
+#define COUNTER "rl:counter"
+
+static int worker(const env *e, const th_server *res)
+{
+    redislock_client *c = NULL;
+    redislock_lock *l = NULL;
+    redislock_options co = {0};
+    redislock_acquire_options o = th_aopts(5000, 20000, 5);
+    redisContext *r = redisConnectUnix(res->sock);
+    const char *why = NULL;
+    redisReply *rep;
+    long long n;
+    int i;
+
+    co.server_timeout_ms = 200;
+    if (r == NULL || r->err ||
+        redislock_client_new_redlock(&c, e->urls, (size_t)e->n, &co) != 0 ||
+        redislock_lock_new(c, KEY, strlen(KEY), &l) != 0)
+        why = "setup";
+    for (i = 0; why == NULL && i < NINCR; i++) {
+        if (redislock_acquire(l, &o) != REDISLOCK_OK) {
+            why = "acquire";
+            break;
+        }
+        rep = redisCommand(r, "GET " COUNTER);
+        n = rep && rep->type == REDIS_REPLY_STRING ? atoll(rep->str) : 0;
+        freeReplyObject(rep);
+        freeReplyObject(redisCommand(r, "SET " COUNTER " %lld", n + 1));
+        if (redislock_release(l) != REDISLOCK_OK)
+            why = "release";
+    }
+    if (why != NULL)
+        fprintf(stderr, "worker %d: %s: %s\n", (int)getpid(), why,
+                redislock_errdetail());
+    redislock_lock_free(l);
+    redislock_client_free(c);
+    if (r != NULL)
+        redisFree(r);
+    return why == NULL ? 0 : 1;
+}
+
+static void counter_with_kills(int n, int kills)
+{
+    env e = env_start(n);
+    th_server *res = th_server_start(NULL);
+    redisContext *rr = th_server_redis(res);
+    pid_t pids[NPROCS];
+    int64_t t0 = th_now_ms();
+    int i, st, killed = 0;
+    char *v;
+
+    fflush(NULL);
+    for (i = 0; i < NPROCS; i++) {
+        pids[i] = fork();
+        ASSERT(pids[i] >= 0);
+        if (pids[i] == 0)
+            _exit(worker(&e, res));
+    }
+    /* Kill a minority, one by one, once the run is under way. */
+    while (killed < kills) {
+        v = th_cmd_str(rr, NULL, "GET " COUNTER);
+        if (v != NULL && atoll(v) >= (killed + 1) * NPROCS * NINCR / 4) {
+            env_kill(&e, killed * 2);
+            killed++;
+        }
+        free(v);
+        ASSERT_LT(th_now_ms() - t0, 60000);
+        th_sleep_ms(2);
+    }
+    for (i = 0; i < NPROCS; i++) {
+        while (waitpid(pids[i], &st, 0) < 0)
+            ASSERT_EQ_INT(errno, EINTR);
+        ASSERT(WIFEXITED(st));
+        ASSERT_EQ_INT(WEXITSTATUS(st), 0);
+    }
+    v = th_cmd_str(rr, NULL, "GET " COUNTER);
+    test_log("%d servers, %d killed mid-run: counter %s of %d in %lld ms", n,
+             kills, v, NPROCS * NINCR, (long long)(th_now_ms() - t0));
+    ASSERT_EQ_INT(atoll(v), NPROCS * NINCR);
+    free(v);
+    ASSERT_EQ_INT(holders(&e, KEY), 0);
+    redisFree(rr);
+    th_server_stop(res);
+    env_stop(&e);
+}
+
+void test_redlock_counter_3_kill_1(void)
+{
+    counter_with_kills(3, 1);
+}
+
+void test_redlock_counter_5_kill_2(void)
+{
+    counter_with_kills(5, 2);
+}
+
+/* ---- Re-entry, metadata, the watchdog ------------------------------ */
+
+void test_redlock_reentrant_metadata(void)
+{
+    env e = env_start(3);
+    redislock_client *c = redlock(&e, NULL);
+    redislock_lock *l = th_lock(c, KEY), *other = th_lock(c, KEY);
+    redislock_acquire_options o = th_aopts(10000, 0, 0);
+    redislock_info info;
+    int i;
+
+    o.reentrant = 1;
+    o.metadata = "host=a job=7";
+    ASSERT_OK(redislock_acquire(l, &o));
+    ASSERT_OK(redislock_acquire(l, &o));
+    ASSERT_EQ_INT(redislock_holds(l), 2);
+    for (i = 0; i < 3; i++) {
+        char *h = th_cmd_str(e.r[i], NULL, "HGET " KEY " holds");
+        ASSERT_EQ_STR(h, "2");
+        free(h);
+    }
+    ASSERT_OK(redislock_inspect(other, &info));
+    ASSERT_EQ_INT(info.held, 1);
+    ASSERT_EQ_INT(info.holds, 2);
+    ASSERT_EQ_STR(info.metadata, "host=a job=7");
+    ASSERT_GT(info.ttl_ms, 9000);
+    ASSERT_ERR(redislock_acquire(other, &o), REDISLOCK_EHELD);
+    ASSERT_OK(redislock_release(l));
+    ASSERT_EQ_INT(holders(&e, KEY), 3);
+    ASSERT_OK(redislock_release(l));
+    ASSERT_EQ_INT(holders(&e, KEY), 0);
+    ASSERT_OK(redislock_inspect(other, &info));
+    ASSERT_EQ_INT(info.held, 0);
+    redislock_lock_free(other);
+    redislock_lock_free(l);
+    redislock_client_free(c);
+    env_stop(&e);
+}
+
+/* Held on a majority of servers only if a majority hold it: inspect and
+ * ttl report the quorum's view. */
+void test_redlock_inspect_majority_view(void)
+{
+    env e = env_start(3);
+    redislock_client *c = redlock(&e, NULL);
+    redislock_lock *l = th_lock(c, KEY);
+    redislock_info info;
+    int64_t ttl;
+
+    freeReplyObject(th_cmd(e.r[0], "SET " KEY " x PX 8000"));
+    ASSERT_OK(redislock_inspect(l, &info));
+    ASSERT_EQ_INT(info.held, 0);
+    ASSERT_OK(redislock_ttl(l, &ttl));
+    ASSERT_EQ_INT(ttl, REDISLOCK_TTL_FREE);
+    freeReplyObject(th_cmd(e.r[1], "SET " KEY " x PX 5000"));
+    ASSERT_OK(redislock_inspect(l, &info));
+    ASSERT_EQ_INT(info.held, 1);
+    /* Held by a majority until the second-longest lease ends. */
+    ASSERT_GT(info.ttl_ms, 4000);
+    ASSERT_LE(info.ttl_ms, 5000);
+    ASSERT_OK(redislock_ttl(l, &ttl));
+    ASSERT_LE(ttl, 5000);
+    redislock_lock_free(l);
+    redislock_client_free(c);
+    env_stop(&e);
+}
+
+static void on_lost(redislock_lock *l, redislock_err why, void *arg)
+{
+    (void)l;
+    *(volatile int *)arg = (int)why;
+}
+
+void test_redlock_watchdog_renews_and_signals(void)
+{
+    env e = env_start(3);
+    redislock_client *c = redlock(&e, NULL);
+    redislock_lock *l = th_lock(c, KEY);
+    redislock_acquire_options o = th_aopts(600, 0, 0);
+    volatile int lost = 0;
+    int64_t t0;
+    int i;
+
+    o.watchdog = 1;
+    o.on_lost = on_lost;
+    o.on_lost_arg = (void *)&lost;
+    ASSERT_OK(redislock_acquire(l, &o));
+    /* Renewed past several TTLs on every server. */
+    th_sleep_ms(1500);
+    ASSERT_OK(redislock_check(l));
+    for (i = 0; i < 3; i++)
+        ASSERT_GT(th_pttl(e.r[i], KEY), 0);
+    ASSERT_EQ_INT(lost, 0);
+    /* A majority taken by someone else: the loss is signalled. */
+    freeReplyObject(th_cmd(e.r[0], "SET " KEY " thief PX 60000"));
+    freeReplyObject(th_cmd(e.r[1], "SET " KEY " thief PX 60000"));
+    t0 = th_now_ms();
+    while (lost == 0 && th_now_ms() - t0 < 2000)
+        th_sleep_ms(5);
+    test_log("majority taken: loss signalled after %lld ms (TTL 600)",
+             (long long)(th_now_ms() - t0));
+    ASSERT_EQ_INT(lost, REDISLOCK_ELOST);
+    ASSERT_ERR(redislock_check(l), REDISLOCK_ELOST);
+    ASSERT_KEY(e.r[0], KEY, "thief");
+    redislock_lock_free(l);
+    redislock_client_free(c);
+    env_stop(&e);
+}
