@@ -128,9 +128,9 @@ static redislock_err try_script(redislock_lock *l, attempt_cfg *a,
                                a->o->fair ? (long long)RL_FAIR_ALIVE_MS
                                : a->waits ? (long long)left
                                           : 0LL);
-    err = rl__pool_script(l->pool,
-                          a->o->fair ? &rl__script_fair : &rl__script_acquire,
-                          l->key, l->keylen, 6, args, lens, &r);
+    err = rl__lock_write_script(
+        l, 0, a->o->fair ? &rl__script_fair : &rl__script_acquire, 6, args,
+        lens, &r);
     if (err != REDISLOCK_OK)
         return err;
     if (r->type != REDIS_REPLY_ARRAY || r->elements < 2 ||
@@ -416,6 +416,13 @@ redislock_err redislock_acquire(redislock_lock *l,
     rl__lock_take(l, a.id, a.ttl_ms, opts->drift_ms ? opts->drift_ms : -1,
                   sent_us);
     l->rich = a.rich;
+    if (!a.handed && (err = rl__lock_durable(l, "acquire")) != 0) {
+        /* A lock only the master knows of dies with it: give it back. */
+        char said[256];
+        snprintf(said, sizeof said, "%s", redislock_errdetail());
+        redislock_release(l);
+        return rl__err(REDISLOCK_ENOTDURABLE, "%s; released", said);
+    }
     /* A hand-off may grant less than the TTL (see rl_handoff in lib.lua):
      * the watchdog thread extends it after a third of that lease, off the
      * caller's path; a lock released sooner (the common case) costs no

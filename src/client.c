@@ -179,6 +179,10 @@ redislock_err redislock_client_new_redlock(redislock_client **out,
                        "Redlock needs an odd number of independent servers, "
                        "3 to %d, not %zu",
                        RL_MAX_QUORUM, n);
+    if (opts != NULL && opts->wait_replicas > 0)
+        return rl__err(REDISLOCK_EINVAL,
+                       "wait_replicas is for a master with replicas; a "
+                       "Redlock quorum's safety comes from its majority");
     return new_with_pools(out, RL_MODE_REDLOCK, urls, n, opts);
 }
 

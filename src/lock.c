@@ -205,6 +205,36 @@ redislock_err rl__lock_command(redislock_lock *l, int n, const rl__cmd *cmds,
     return err;
 }
 
+redislock_err rl__lock_write_script(redislock_lock *l, int64_t timeout_ms,
+                                    const rl__script *s, int nargs,
+                                    const char **args, const size_t *lens,
+                                    rl__reply **out)
+{
+    const rl__replicas *g = rl__client_replicas(l->client);
+    long long acked = -1;
+    redislock_err err;
+
+    if (g->want == 0)
+        return rl__pool_script_within(l->pool, timeout_ms, s, l->key, l->keylen,
+                                      nargs, args, lens, out);
+    err = rl__pool_script_wait(l->pool, timeout_ms, s, l->key, l->keylen, nargs,
+                               args, lens, g->want, g->timeout_ms, out, &acked);
+    l->replicas = err == REDISLOCK_OK ? (int)acked : -1;
+    return err;
+}
+
+redislock_err rl__lock_durable(const redislock_lock *l, const char *what)
+{
+    const rl__replicas *g = rl__client_replicas(l->client);
+
+    if (g->want == 0 || g->lenient || l->replicas >= g->want)
+        return REDISLOCK_OK;
+    return rl__err(REDISLOCK_ENOTDURABLE,
+                   "%s: %d of %d replicas confirmed the write within %lld ms",
+                   what, l->replicas < 0 ? 0 : l->replicas, g->want,
+                   (long long)g->timeout_ms);
+}
+
 void rl__lock_set_validity(redislock_lock *l, int64_t sent_us, int64_t ttl_ms)
 {
     atomic_store(&l->valid_until_us, sent_us + (ttl_ms - l->drift_ms) * 1000);
@@ -251,8 +281,10 @@ static redislock_err owner_script(redislock_lock *l, const rl__script *s,
 
     if (rl__client_mode(l->client) == RL_MODE_REDLOCK)
         return rl__redlock_owner(l, s, arg2, timeout_ms, n);
-    err = rl__pool_script_within(l->pool, timeout_ms, s, l->key, l->keylen, 3,
-                                 args, lens, &r);
+    err = s == &rl__script_extend
+              ? rl__lock_write_script(l, timeout_ms, s, 3, args, lens, &r)
+              : rl__pool_script_within(l->pool, timeout_ms, s, l->key,
+                                       l->keylen, 3, args, lens, &r);
     l->noutcomes = 1;
     l->outcomes[0] = err;
     if (err != REDISLOCK_OK)
@@ -330,6 +362,10 @@ static redislock_err send_extend(redislock_lock *l, int64_t ttl_ms,
     snprintf(ttl, sizeof ttl, "%" PRId64, ttl_ms);
     sent_us = rl__now_us();
     err = owner_script(l, &rl__script_extend, ttl, timeout_ms, &n);
+    if (err == REDISLOCK_OK)
+        err = rl__lock_durable(l, "extend");
+    /* Not durable: the master has the new lease, a promoted replica may
+     * not; the validity stays where the last confirmed one left it. */
     if (err == REDISLOCK_OK)
         rl__lock_set_validity(l, sent_us, ttl_ms);
     return err;

@@ -69,6 +69,18 @@ redislock_err rl__abandon(rl__pool *p, const char *key, size_t keylen,
                           const char *base, size_t baselen, const char *token,
                           int64_t ttl_ms, int64_t timeout_ms);
 
+/* Runs a script that writes the lock (acquire, extend) on its server,
+ * then, with the replica-sync guard on, WAITs for the replicas on the same
+ * connection and records their count in l->replicas. */
+redislock_err rl__lock_write_script(redislock_lock *l, int64_t timeout_ms,
+                                    const rl__script *s, int nargs,
+                                    const char **args, const size_t *lens,
+                                    rl__reply **out);
+
+/* REDISLOCK_ENOTDURABLE (what names the call) when the guard is strict
+ * and fewer replicas than wanted confirmed the last write; else OK. */
+redislock_err rl__lock_durable(const redislock_lock *l, const char *what);
+
 /* Runs one command on the lock's server, mapping error replies. */
 redislock_err rl__lock_command(redislock_lock *l, int n, const rl__cmd *cmds,
                                rl__reply **out);

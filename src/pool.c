@@ -166,6 +166,71 @@ redislock_err rl__pool_script_within(rl__pool *p, int64_t timeout_ms,
     return err;
 }
 
+/* The script, then WAIT, in one write; EVAL again on NOSCRIPT. */
+static redislock_err script_then_wait(rl__conn *conn, int eval,
+                                      const rl__script *s, const char *key,
+                                      size_t keylen, int nargs,
+                                      const char **args, const size_t *lens,
+                                      const char **wait, rl__reply **r)
+{
+    const char *argv[RL_SCRIPT_ARGV_MAX];
+    size_t argl[RL_SCRIPT_ARGV_MAX];
+    char nk[8];
+    rl__cmd cmds[2];
+
+    cmds[0].argc = rl__script_argv(s, eval, 1, &key, &keylen, nargs, args, lens,
+                                   nk, argv, argl);
+    cmds[0].argv = argv;
+    cmds[0].lens = argl;
+    cmds[1] = (rl__cmd){3, wait, NULL};
+    if (cmds[0].argc < 0)
+        return rl__err(REDISLOCK_EINVAL, "too many script arguments");
+    return rl__conn_exec(conn, 2, cmds, r);
+}
+
+redislock_err rl__pool_script_wait(rl__pool *p, int64_t timeout_ms,
+                                   const rl__script *s, const char *key,
+                                   size_t keylen, int nargs, const char **args,
+                                   const size_t *lens, int replicas,
+                                   int64_t wait_ms, rl__reply **out,
+                                   long long *acked)
+{
+    char n[16], ms[24];
+    const char *wait[3] = {"WAIT", n, ms};
+    int64_t t = timeout_ms > 0 ? timeout_ms : p->cfg.command_timeout_ms;
+    rl__reply *r[2];
+    rl__conn *conn;
+    redislock_err err = rl__pool_borrow(p, &conn);
+    int eval = s->eval_only;
+
+    if (err != REDISLOCK_OK)
+        return err;
+    snprintf(n, sizeof n, "%d", replicas);
+    snprintf(ms, sizeof ms, "%lld", (long long)wait_ms);
+    /* The reply may take the WAIT's time on top of a command's. */
+    err = rl__conn_timeout(conn, t + wait_ms);
+    while (err == REDISLOCK_OK &&
+           (err = script_then_wait(conn, eval, s, key, keylen, nargs, args,
+                                   lens, wait, r)) == REDISLOCK_OK &&
+           !eval && rl__script_is_noscript(r[0])) {
+        rl__reply_free(r[0]);
+        rl__reply_free(r[1]);
+        eval = 1;
+    }
+    if (err == REDISLOCK_OK) {
+        *acked = r[1]->type == REDIS_REPLY_INTEGER ? r[1]->integer : -1;
+        rl__reply_free(r[1]);
+        if ((err = rl__reply_check(r[0], s->name)) != REDISLOCK_OK)
+            rl__reply_free(r[0]);
+        else
+            *out = r[0];
+    }
+    if (!rl__conn_broken(conn))
+        rl__conn_timeout(conn, p->cfg.command_timeout_ms);
+    rl__pool_give_back(p, conn);
+    return err;
+}
+
 redislock_err rl__pool_script_keys(rl__pool *p, const rl__script *s, int nkeys,
                                    const char **keys, const size_t *klens,
                                    int nargs, const char **args,

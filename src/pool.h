@@ -59,6 +59,16 @@ redislock_err rl__pool_script_within(rl__pool *p, int64_t timeout_ms,
                                      const char **args, const size_t *lens,
                                      rl__reply **out);
 
+/* rl__pool_script_within followed, on the same connection and in the same
+ * write, by WAIT replicas wait_ms (WAIT counts the replicas that have this
+ * connection's writes). *acked gets WAIT's answer. */
+redislock_err rl__pool_script_wait(rl__pool *p, int64_t timeout_ms,
+                                   const rl__script *s, const char *key,
+                                   size_t keylen, int nargs, const char **args,
+                                   const size_t *lens, int replicas,
+                                   int64_t wait_ms, rl__reply **out,
+                                   long long *acked);
+
 /* Runs a script with several keys (see rl__script_run_n). */
 redislock_err rl__pool_script_keys(rl__pool *p, const rl__script *s, int nkeys,
                                    const char **keys, const size_t *klens,
