@@ -31,7 +31,12 @@ typedef struct cli_global {
     /* From -u, in order; none: consult the environment. */
     const char *urls[CLI_URLS_MAX];
     size_t nurls;
-    int shard;          /* --shard: the URLs are independent shards */
+    /* How several URLs are used: --shard (each key on one server),
+     * --redlock (a majority of independent servers), --cluster (seed
+     * nodes of a Redis Cluster). At most one is set. */
+    int shard;
+    int redlock;
+    int cluster;
     const char *prefix; /* --prefix, or NULL */
     /* --password-file's name, and the password read from it (owned, wiped
      * by cli_drop_password()); NULL: the URL's or the environment's. */
@@ -67,6 +72,8 @@ enum {
     CLI_ID_JSON = 256,
     CLI_ID_PREFIX,
     CLI_ID_SHARD,
+    CLI_ID_REDLOCK,
+    CLI_ID_CLUSTER,
     CLI_ID_OWNER,
     CLI_ID_METADATA,
     CLI_ID_FAIL_FAST,

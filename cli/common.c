@@ -66,6 +66,8 @@ int cli_exit_for(redislock_err err)
     case REDISLOCK_ECONNECT:
     case REDISLOCK_ETIMEDOUT:
     case REDISLOCK_EIO:
+    case REDISLOCK_ENOQUORUM:
+    case REDISLOCK_ENOTDURABLE:
         return CLI_EXIT_UNAVAILABLE;
     case REDISLOCK_EAUTH:
         return CLI_EXIT_NOPERM;

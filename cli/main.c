@@ -87,6 +87,8 @@ static int global_options(cli_args *a, cli_global *g)
         {'V', "version", 0},
         {CLI_ID_PREFIX, "prefix", 1},
         {CLI_ID_SHARD, "shard", 0},
+        {CLI_ID_REDLOCK, "redlock", 0},
+        {CLI_ID_CLUSTER, "cluster", 0},
         {CLI_ID_PASSWORD_FILE, "password-file", 1},
         {0, NULL, 0},
     };
@@ -100,6 +102,10 @@ static int global_options(cli_args *a, cli_global *g)
             g->prefix = val;
         if (id == CLI_ID_SHARD)
             g->shard = 1;
+        if (id == CLI_ID_REDLOCK)
+            g->redlock = 1;
+        if (id == CLI_ID_CLUSTER)
+            g->cluster = 1;
         if (id == CLI_ID_PASSWORD_FILE)
             g->password_file = val;
         if (id == 'h')

@@ -112,26 +112,36 @@ static int fail_url(const char *ctx, redislock_err err, const char *url)
     return cli_fail(ctx, err, what);
 }
 
-/* A sharded client failed: the library's detail names the server (or the
- * problem with the list), so the URLs are not repeated. */
-static int fail_shards(const char *ctx, const char *const *urls, size_t n,
-                       redislock_err err)
+/* The option that says how several URLs are used, for messages. */
+static const char *mode_option(const cli_global *g)
+{
+    return g->redlock ? "--redlock" : g->cluster ? "--cluster" : "--shard";
+}
+
+/* A client over several servers failed: the library's detail names the
+ * server (or the problem with the list), so the URLs are not repeated. */
+static int fail_servers(const char *ctx, const cli_global *g,
+                        const char *const *urls, size_t n, redislock_err err)
 {
     char detail[CLI_DETAIL_MAX];
     size_t i;
 
     for (i = 0; err == REDISLOCK_EINVAL && i < n; i++)
         if (ambiguous_url(urls[i])) {
-            cli_err(ctx, "invalid Redis URLs for --shard: %s", ESCAPE_HINT);
+            cli_err(ctx, "invalid Redis URLs for %s: %s", mode_option(g),
+                    ESCAPE_HINT);
             return CLI_EXIT_USAGE;
         }
     if (err == REDISLOCK_EINVAL) {
         cli_detail(detail, sizeof detail);
-        cli_err(ctx, "invalid Redis URLs for --shard: %s",
+        cli_err(ctx, "invalid Redis URLs for %s: %s", mode_option(g),
                 detail[0] != '\0' ? detail : redislock_strerror(err));
         return CLI_EXIT_USAGE;
     }
-    return cli_fail(ctx, err, "Redis shards");
+    return cli_fail(ctx, err,
+                    g->redlock   ? "Redlock servers"
+                    : g->cluster ? "Redis Cluster"
+                                 : "Redis shards");
 }
 
 /* Usage errors in the URL list and the prefix, found before connecting. */
@@ -140,10 +150,12 @@ static int check_global(const char *ctx, const cli_global *g)
     char q[CLI_QUOTE_MAX];
     size_t i, j;
 
-    if (g->nurls > 1 && !g->shard)
-        return cli_usage(ctx, "several Redis URLs need --shard (Redlock "
-                              "quorums and Redis Cluster are not supported "
-                              "yet)");
+    if (g->shard + g->redlock + g->cluster > 1)
+        return cli_usage(ctx, "--shard, --redlock and --cluster exclude "
+                              "one another");
+    if (g->nurls > 1 && !g->shard && !g->redlock && !g->cluster)
+        return cli_usage(ctx, "several Redis URLs need --shard, --redlock or "
+                              "--cluster");
     for (i = 0; i < g->nurls; i++) {
         if (*g->urls[i] == '\0')
             return cli_usage(ctx, "the Redis URL is empty");
@@ -169,6 +181,8 @@ int cli_connect(const char *ctx, const cli_global *g, int64_t timeout_ms,
 {
     redislock_options o;
     const char *url = g->nurls > 0 ? g->urls[0] : env_url();
+    const char *const *urls;
+    size_t n;
     redislock_err err;
     int rc;
 
@@ -182,16 +196,16 @@ int cli_connect(const char *ctx, const cli_global *g, int64_t timeout_ms,
     o.max_connections = 1;
     o.prefix = g->prefix;
     o.password = g->password;
-    if (!g->shard) {
+    if (!g->shard && !g->redlock && !g->cluster) {
         err = redislock_client_new(c, url, &o);
         return err == REDISLOCK_OK ? 0 : fail_url(ctx, err, url);
     }
-    if (g->nurls == 0) {
-        err = redislock_client_new_sharded(c, &url, 1, &o);
-        return err == REDISLOCK_OK ? 0 : fail_shards(ctx, &url, 1, err);
-    }
-    err = redislock_client_new_sharded(c, g->urls, g->nurls, &o);
-    return err == REDISLOCK_OK ? 0 : fail_shards(ctx, g->urls, g->nurls, err);
+    urls = g->nurls > 0 ? g->urls : &url;
+    n = g->nurls > 0 ? g->nurls : 1;
+    err = g->redlock   ? redislock_client_new_redlock(c, urls, n, &o)
+          : g->cluster ? redislock_client_new_cluster(c, urls, n, &o)
+                       : redislock_client_new_sharded(c, urls, n, &o);
+    return err == REDISLOCK_OK ? 0 : fail_servers(ctx, g, urls, n, err);
 }
 
 /* Reads the first line of the file at fd into buf (size bytes, at most

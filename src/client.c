@@ -55,6 +55,33 @@ static redislock_err check_distinct(const redislock_client *c)
     return REDISLOCK_OK;
 }
 
+/* Redlock tolerates a minority of servers down, from the start too: a
+ * client is made when a majority answer. */
+static redislock_err check_majority(redislock_client *c)
+{
+    size_t i, up = 0;
+    redislock_err err, first = REDISLOCK_OK;
+    char said[256] = "";
+
+    for (i = 0; i < c->npools; i++) {
+        err = rl__pool_check(&c->pools[i]);
+        if (err == REDISLOCK_OK)
+            up++;
+        else if (first == REDISLOCK_OK) {
+            first = err;
+            snprintf(said, sizeof said, "%s", redislock_errdetail());
+        }
+    }
+    if (up >= c->npools / 2 + 1)
+        return REDISLOCK_OK;
+    /* Wrong passwords everywhere say more than "no quorum". */
+    if (first == REDISLOCK_EAUTH || first == REDISLOCK_EINVAL)
+        return rl__err(first, "%s", said);
+    return rl__err(REDISLOCK_ENOQUORUM,
+                   "only %zu of %zu servers answered, %zu needed (%s)", up,
+                   c->npools, c->npools / 2 + 1, said);
+}
+
 /* Sets up every server's pool and the ring, then connects to each. */
 static redislock_err setup(redislock_client *c, const char *const *urls,
                            const redislock_options *o)
@@ -86,6 +113,8 @@ static redislock_err setup(redislock_client *c, const char *const *urls,
         if (built != 0)
             return rl__err(REDISLOCK_ENOMEM, "out of memory");
     }
+    if (c->mode == RL_MODE_REDLOCK)
+        return check_majority(c);
     for (i = 0; i < c->npools; i++)
         if ((err = rl__pool_check(&c->pools[i])) != REDISLOCK_OK)
             return err;

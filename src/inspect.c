@@ -219,7 +219,8 @@ static int report_batch(redislock_client *c, size_t n, const rl__reply *keys,
         *err = inspect_key(c, rl__client_pool(c, n), k->str, (size_t)k->len,
                            &info, &buf, &first);
         /* Only keys with a TTL are locks; others merely match. */
-        if (*err != REDISLOCK_OK || !info.held || info.ttl_ms < 0 || first != n)
+        if (*err != REDISLOCK_OK || !info.held || info.ttl_ms < 0 ||
+            (rl__client_mode(c) == RL_MODE_REDLOCK && first != n))
             continue;
         info.key = k->str + plen;
         info.keylen = (size_t)k->len - plen;

@@ -1,0 +1,70 @@
+#!/bin/sh
+# --redlock: the -u URLs are independent servers and a lock is held when a
+# majority grant it. run works with one server of three dead; with two
+# dead it exits 69 (quorum failure) without running the command; an even
+# count or a server given twice is a usage error (64).
+set -eu
+. "$(dirname "$0")/lib.inc"
+
+server=${REDIS_SERVER:-$(dirname "$REDIS_CLI")/redis-server}
+[ -x "$server" ] || server=redis-server
+dir=$TEST_TMPDIR
+[ "${#dir}" -lt 80 ] || dir=$(mktemp -d /tmp/rlredlock.XXXXXX)
+pids=
+for i in 2 3; do
+    "$server" --port 0 --unixsocket "$dir/rl$i.sock" --save '' \
+        --appendonly no --dir "$dir" >"$TEST_TMPDIR/rl$i.log" 2>&1 &
+    pids="$pids $!"
+done
+trap 'kill $pids 2>/dev/null || true
+    [ "$dir" = "$TEST_TMPDIR" ] || rm -rf "$dir"
+    cleanup' EXIT
+for i in 2 3; do
+    wait_until 10 sh -c '[ "$("$0" -s "$1" ping 2>/dev/null)" = PONG ]' \
+        "$REDIS_CLI" "$dir/rl$i.sock" || fail "server $i does not answer"
+done
+u1=$REDISLOCK_URL
+u2=unix://$dir/rl2.sock
+u3=unix://$dir/rl3.sock
+RL=$REDISLOCK_BIN
+set -- --redlock -u "$u1" -u "$u2" -u "$u3"
+
+# The command runs while all three servers hold the key.
+expect 0 "$RL" "$@" run -n rk -- sh -c \
+    'for s in "$1" "$2" "$3"; do "$0" -s "$s" exists rk; done' "$REDIS_CLI" \
+    "$REDIS_SOCK" "$dir/rl2.sock" "$dir/rl3.sock"
+out_is "1
+1
+1"
+[ "$(rcli exists rk)" = 0 ] || fail "run left rk behind"
+
+# Held on a majority: the second taker gets 1 at once.
+expect 0 "$RL" "$@" acquire -t 30s rk
+tok=$(cat "$TEST_TMPDIR/out")
+expect 1 "$RL" "$@" run -n rk -- true
+err_has 'held by another owner'
+expect 0 "$RL" "$@" status rk
+grep -q '^held ttl_ms=' "$TEST_TMPDIR/out" || fail "status: $(cat "$TEST_TMPDIR/out")"
+expect 0 "$RL" "$@" release rk "$tok"
+expect 0 "$RL" "$@" status rk
+out_is free
+
+# Usage errors: even count, duplicate server, two modes.
+expect 64 "$RL" --redlock -u "$u1" -u "$u2" run rk -- true
+err_has 'odd'
+expect 64 "$RL" --redlock -u "$u1" -u "$u2" -u "$u1" run rk -- true
+expect 64 "$RL" --redlock --shard -u "$u1" -u "$u2" -u "$u3" run rk -- true
+expect 64 "$RL" -u "$u1" -u "$u2" run rk -- true
+
+# One server of three dead: still locks.
+set -- $pids
+kill -9 "$1"
+expect 0 "$RL" --redlock -u "$u1" -u "$u2" -u "$u3" run -n rk -- echo ran
+out_is ran
+# Two dead: quorum failure, 69, and the command does not run.
+kill -9 "$2"
+expect 69 "$RL" --redlock -u "$u1" -u "$u2" -u "$u3" run -n rk -- echo ran
+out_is ""
+err_has 'servers answered'
+one_error_line
+[ "$(rcli exists rk)" = 0 ] || fail "a failed quorum left rk on server 1"
