@@ -58,3 +58,10 @@ bench: deps
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	cmake --build $(BUILD) -j$(JOBS) --target redislock_static
 	BUILD=$(BUILD) bench/run.sh $(BENCH_ARGS)
+
+# Redlock over 3 and 5 servers against one server, in the same run.
+.PHONY: bench-redlock
+bench-redlock: deps
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	cmake --build $(BUILD) -j$(JOBS) --target redislock_static
+	BUILD=$(BUILD) bench/redlock.sh

@@ -208,7 +208,7 @@ redislock_err rl__redlock_owner(redislock_lock *l, const rl__script *s,
     int64_t ttl = extend ? strtoll(arg2, NULL, 10) : l->ttl_ms;
     int64_t timeout = rl__client_server_timeout(l->client, ttl);
     int64_t start = rl__now_us();
-    long long least = 0, one;
+    long long least = 0, one = 0;
     rl__round r;
     redislock_err err;
 
