@@ -9,7 +9,7 @@ set -eu
 
 : "${SRCDIR:?}"
 ex=$(cd "$(dirname "$RL")/.." && pwd)/examples
-for b in reentrant watchdog points_demo; do
+for b in reentrant watchdog points_demo redlock; do
     [ -x "$ex/$b" ] || fail "$ex/$b is not built" \
         "(configure with -DREDISLOCK_BUILD_EXAMPLES=ON)"
 done
@@ -132,3 +132,25 @@ expect 64 sh "$cron" onlyname
 expect 0 "$ex/points_demo"
 out_has '^redislock +\|.*\| exact$'
 exit 0
+
+# --- redlock: a job under a quorum of three servers.
+more_servers 2
+# shellcheck disable=SC2154  # set by more_servers
+set -- -u "$REDISLOCK_URL" -u "unix://$xdir/x1.sock" -u "unix://$xdir/x2.sock"
+expect 0 "$ex/redlock" "$@" -k ex:rl
+out_has '^acquire ex:rl: REDISLOCK_OK$'
+out_has 'x2.sock: REDISLOCK_OK$'
+out_has '^step 3, [0-9]+ ms of validity left$'
+out_has '^released$'
+key_gone ex:rl || fail "redlock left ex:rl behind"
+# Held elsewhere on two of three: another owner holds it (exit 1).
+"$REDIS_CLI" -s "$xdir/x1.sock" set ex:rl other px 60000 >/dev/null
+"$REDIS_CLI" -s "$xdir/x2.sock" set ex:rl other px 60000 >/dev/null
+expect 1 "$ex/redlock" "$@" -k ex:rl
+out_has 'x1.sock: REDISLOCK_EHELD$'
+key_gone ex:rl || fail "a refused round left ex:rl on the first server"
+# Two servers down: no quorum (exit 69).
+# shellcheck disable=SC2154
+kill -9 "$xpid1" "$xpid2"
+expect 69 "$ex/redlock" "$@" -k ex:rl
+err_has 'servers answered'

@@ -6,33 +6,18 @@
 set -eu
 . "$(dirname "$0")/lib.inc"
 
-server=${REDIS_SERVER:-$(dirname "$REDIS_CLI")/redis-server}
-[ -x "$server" ] || server=redis-server
-dir=$TEST_TMPDIR
-[ "${#dir}" -lt 80 ] || dir=$(mktemp -d /tmp/rlredlock.XXXXXX)
-pids=
-for i in 2 3; do
-    "$server" --port 0 --unixsocket "$dir/rl$i.sock" --save '' \
-        --appendonly no --dir "$dir" >"$TEST_TMPDIR/rl$i.log" 2>&1 &
-    pids="$pids $!"
-done
-trap 'kill $pids 2>/dev/null || true
-    [ "$dir" = "$TEST_TMPDIR" ] || rm -rf "$dir"
-    cleanup' EXIT
-for i in 2 3; do
-    wait_until 10 sh -c '[ "$("$0" -s "$1" ping 2>/dev/null)" = PONG ]' \
-        "$REDIS_CLI" "$dir/rl$i.sock" || fail "server $i does not answer"
-done
+more_servers 2
+dir=$xdir
 u1=$REDISLOCK_URL
-u2=unix://$dir/rl2.sock
-u3=unix://$dir/rl3.sock
+u2=unix://$dir/x1.sock
+u3=unix://$dir/x2.sock
 RL=$REDISLOCK_BIN
 set -- --redlock -u "$u1" -u "$u2" -u "$u3"
 
 # The command runs while all three servers hold the key.
 expect 0 "$RL" "$@" run -n rk -- sh -c \
     'for s in "$1" "$2" "$3"; do "$0" -s "$s" exists rk; done' "$REDIS_CLI" \
-    "$REDIS_SOCK" "$dir/rl2.sock" "$dir/rl3.sock"
+    "$REDIS_SOCK" "$dir/x1.sock" "$dir/x2.sock"
 out_is "1
 1
 1"
@@ -57,12 +42,12 @@ expect 64 "$RL" --redlock --shard -u "$u1" -u "$u2" -u "$u3" run rk -- true
 expect 64 "$RL" -u "$u1" -u "$u2" run rk -- true
 
 # One server of three dead: still locks.
-set -- $pids
-kill -9 "$1"
+# shellcheck disable=SC2154  # set by more_servers
+kill -9 "$xpid1"
 expect 0 "$RL" --redlock -u "$u1" -u "$u2" -u "$u3" run -n rk -- echo ran
 out_is ran
 # Two dead: quorum failure, 69, and the command does not run.
-kill -9 "$2"
+kill -9 "$xpid2"
 expect 69 "$RL" --redlock -u "$u1" -u "$u2" -u "$u3" run -n rk -- echo ran
 out_is ""
 err_has 'servers answered'
