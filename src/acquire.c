@@ -175,8 +175,7 @@ static redislock_err attempt(redislock_lock *l, attempt_cfg *a, int tries,
         return try_quorum(l, a, tries, sent_us);
     *sent_us = rl__now_us();
     err = try_script(l, a, rl__now_ms(), deadline);
-    l->noutcomes = 1;
-    l->outcomes[0] = err;
+    rl__lock_set_outcomes(l, &err, 1);
     return err;
 }
 
@@ -235,12 +234,13 @@ static redislock_err gave_up(redislock_lock *l, int64_t waited, int tries,
                              const char *why)
 {
     char who[512] = "";
+    redislock_err o[RL_MAX_QUORUM];
+    size_t n = redislock_outcomes(l, o, RL_MAX_QUORUM);
 
     /* Redlock: which servers said what in the last round. */
-    if (l->noutcomes > 1) {
+    if (n > 1) {
         memcpy(who, "; last round: ", 14);
-        rl__outcomes_describe(l->client, l->outcomes, l->noutcomes, who + 14,
-                              sizeof who - 14);
+        rl__outcomes_describe(l->client, o, n, who + 14, sizeof who - 14);
     }
     return rl__err(REDISLOCK_EHELD,
                    "lock is held by another owner (holder's TTL %" PRId64

@@ -285,8 +285,7 @@ static redislock_err owner_script(redislock_lock *l, const rl__script *s,
               ? rl__lock_write_script(l, timeout_ms, s, 3, args, lens, &r)
               : rl__pool_script_within(l->pool, timeout_ms, s, l->key,
                                        l->keylen, 3, args, lens, &r);
-    l->noutcomes = 1;
-    l->outcomes[0] = err;
+    rl__lock_set_outcomes(l, &err, 1);
     if (err != REDISLOCK_OK)
         return err;
     if (r->type != REDIS_REPLY_INTEGER)
@@ -511,15 +510,28 @@ const char *redislock_token(const redislock_lock *l)
     return l != NULL && l->own > 0 ? l->token : NULL;
 }
 
+void rl__lock_set_outcomes(redislock_lock *l, const redislock_err *o, size_t n)
+{
+    pthread_mutex_lock(&l->mu);
+    memcpy(l->outcomes, o, n * sizeof *o);
+    l->noutcomes = n;
+    pthread_mutex_unlock(&l->mu);
+}
+
 size_t redislock_outcomes(const redislock_lock *l, redislock_err *out, size_t n)
 {
-    size_t i;
+    pthread_mutex_t *mu;
+    size_t i, all;
 
     if (l == NULL)
         return 0;
+    mu = (pthread_mutex_t *)&l->mu; /* only the outcomes' guard */
+    pthread_mutex_lock(mu);
     for (i = 0; out != NULL && i < n && i < l->noutcomes; i++)
         out[i] = l->outcomes[i];
-    return l->noutcomes;
+    all = l->noutcomes;
+    pthread_mutex_unlock(mu);
+    return all;
 }
 
 int redislock_replicas(const redislock_lock *l)

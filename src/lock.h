@@ -56,7 +56,7 @@ struct redislock_lock {
     struct rl__watch *watch; /* non-NULL while watched */
     char *info_buf;          /* backs the strings of redislock_inspect */
     /* Per-server results of the last request (Redlock: one per server,
-     * in URL order; otherwise one). */
+     * in URL order; otherwise one). Guarded by mu. */
     redislock_err outcomes[RL_MAX_QUORUM];
     size_t noutcomes;
     int replicas; /* confirmed the last acquire or extend; -1: not asked */
@@ -68,6 +68,10 @@ struct redislock_lock {
 redislock_err rl__abandon(rl__pool *p, const char *key, size_t keylen,
                           const char *base, size_t baselen, const char *token,
                           int64_t ttl_ms, int64_t timeout_ms);
+
+/* Records the per-server results of a request (any thread: the watchdog's
+ * renewals are requests too). */
+void rl__lock_set_outcomes(redislock_lock *l, const redislock_err *o, size_t n);
 
 /* Runs a script that writes the lock (acquire, extend) on its server,
  * then, with the replica-sync guard on, WAITs for the replicas on the same

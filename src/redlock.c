@@ -43,17 +43,16 @@ static redislock_err count_vote(const rl__reply *r, votes *v)
     return REDISLOCK_EHELD;
 }
 
-static void tally(redislock_lock *l, rl__round *round, votes *v)
+/* Each server's outcome into oc, and the votes into v. */
+static void tally(const rl__round *round, redislock_err *oc, votes *v)
 {
     size_t i;
 
     memset(v, 0, sizeof *v);
     v->holder_ttl = -2;
-    l->noutcomes = round->n;
     for (i = 0; i < round->n; i++)
-        l->outcomes[i] = round->reply[i] != NULL
-                             ? count_vote(round->reply[i], v)
-                             : round->err[i];
+        oc[i] = round->reply[i] != NULL ? count_vote(round->reply[i], v)
+                                        : round->err[i];
 }
 
 /* A plain token must not hold the lock on any server, now or when a
@@ -85,7 +84,7 @@ static void undo_plain(redislock_lock *l, const char *id, int64_t ttl_ms,
  * reentrant, where the outcome is unknown too (a release never touches
  * another owner's lock). */
 static void undo_owner(redislock_lock *l, const char *id, const char *fmt,
-                       int64_t timeout_ms)
+                       const redislock_err *oc, size_t n, int64_t timeout_ms)
 {
     const char *args[3] = {id, "0", l->base};
     size_t lens[3] = {strlen(id), 1, l->baselen}, i;
@@ -93,20 +92,20 @@ static void undo_owner(redislock_lock *l, const char *id, const char *fmt,
     int fresh = l->own == 0 && strcmp(fmt, "reentrant") != 0;
     rl__round r;
 
-    for (i = 0; i < l->noutcomes; i++)
-        only[i] = l->outcomes[i] == REDISLOCK_OK ||
-                  (fresh && l->outcomes[i] != REDISLOCK_EHELD);
+    for (i = 0; i < n; i++)
+        only[i] = oc[i] == REDISLOCK_OK || (fresh && oc[i] != REDISLOCK_EHELD);
     rl__quorum_script(l->client, only, timeout_ms, &rl__script_release, l->key,
                       l->keylen, 3, args, lens, &r);
     rl__round_free(&r);
 }
 
-static redislock_err refused(redislock_lock *l, const votes *v, int64_t took)
+static redislock_err refused(redislock_lock *l, const redislock_err *oc,
+                             size_t n, const votes *v, int64_t took)
 {
     char who[512];
-    size_t n = l->noutcomes, q = RL_QUORUM(n);
+    size_t q = RL_QUORUM(n);
 
-    rl__outcomes_describe(l->client, l->outcomes, n, who, sizeof who);
+    rl__outcomes_describe(l->client, oc, n, who, sizeof who);
     if (v->granted >= q)
         return rl__err(REDISLOCK_ETIMEDOUT,
                        "a majority granted the lock but the round took %" PRId64
@@ -133,6 +132,7 @@ redislock_err rl__redlock_attempt(redislock_lock *l, const char *id,
     const char *args[6] = {id, ttl, fmt, meta, "0", l->base};
     size_t lens[6] = {strlen(id), 0, strlen(fmt), strlen(meta), 1, l->baselen};
     int64_t timeout = rl__client_server_timeout(l->client, ttl_ms), took;
+    redislock_err oc[RL_MAX_QUORUM];
     rl__round r;
     votes v;
 
@@ -140,7 +140,8 @@ redislock_err rl__redlock_attempt(redislock_lock *l, const char *id,
     *sent_us = rl__now_us();
     rl__quorum_script(l->client, NULL, timeout, &rl__script_acquire, l->key,
                       l->keylen, 6, args, lens, &r);
-    tally(l, &r, &v);
+    tally(&r, oc, &v);
+    rl__lock_set_outcomes(l, oc, r.n);
     rl__round_free(&r);
     /* Validity counts from before the first send; the ceiling keeps a
      * round of 0.9 ms from being taken for free. */
@@ -152,8 +153,8 @@ redislock_err rl__redlock_attempt(redislock_lock *l, const char *id,
     if (strcmp(fmt, "plain") == 0)
         undo_plain(l, id, ttl_ms, timeout);
     else
-        undo_owner(l, id, fmt, timeout);
-    return refused(l, &v, took);
+        undo_owner(l, id, fmt, oc, r.n, timeout);
+    return refused(l, oc, r.n, &v, took);
 }
 
 /* Maps one server's answer to an owner script as owner_script does. */
@@ -170,14 +171,15 @@ static redislock_err owner_outcome(const rl__reply *r, long long *n)
 
 /* The outcome a majority gives, or, where none is definite, the first
  * failure that leaves it unknown. */
-static redislock_err majority(redislock_lock *l, const char *what)
+static redislock_err majority(redislock_lock *l, const redislock_err *oc,
+                              size_t n, const char *what)
 {
-    size_t i, q = RL_QUORUM(l->noutcomes), ok = 0, gone = 0, lost = 0;
+    size_t i, q = RL_QUORUM(n), ok = 0, gone = 0, lost = 0;
     redislock_err unknown = REDISLOCK_OK;
     char who[512];
 
-    for (i = 0; i < l->noutcomes; i++) {
-        redislock_err e = l->outcomes[i];
+    for (i = 0; i < n; i++) {
+        redislock_err e = oc[i];
         ok += e == REDISLOCK_OK;
         gone += e == REDISLOCK_EEXPIRED;
         lost += e == REDISLOCK_ELOST;
@@ -187,13 +189,12 @@ static redislock_err majority(redislock_lock *l, const char *what)
     }
     if (ok >= q)
         return REDISLOCK_OK;
-    rl__outcomes_describe(l->client, l->outcomes, l->noutcomes, who,
-                          sizeof who);
-    if (ok + (l->noutcomes - ok - gone - lost) >= q)
+    rl__outcomes_describe(l->client, oc, n, who, sizeof who);
+    if (ok + (n - ok - gone - lost) >= q)
         return rl__err(unknown,
                        "%s confirmed by %zu of %zu servers, %zu "
                        "needed; the others' outcome is unknown (%s)",
-                       what, ok, l->noutcomes, q, who);
+                       what, ok, n, q, who);
     return rl__err(lost > 0 ? REDISLOCK_ELOST : REDISLOCK_EEXPIRED,
                    "%s: a majority no longer hold the lock (%s)", what, who);
 }
@@ -209,23 +210,23 @@ redislock_err rl__redlock_owner(redislock_lock *l, const rl__script *s,
     int64_t timeout = rl__client_server_timeout(l->client, ttl);
     int64_t start = rl__now_us();
     long long least = 0, one = 0;
+    redislock_err oc[RL_MAX_QUORUM], err;
     rl__round r;
-    redislock_err err;
 
     if (timeout_ms > 0 && timeout_ms < timeout)
         timeout = timeout_ms;
     rl__quorum_script(l->client, NULL, timeout, s, l->key, l->keylen, 3, args,
                       lens, &r);
-    l->noutcomes = r.n;
     for (i = 0; i < r.n; i++) {
-        l->outcomes[i] = r.err[i];
+        oc[i] = r.err[i];
         if (r.reply[i] != NULL &&
-            (l->outcomes[i] = owner_outcome(r.reply[i], &one)) == 0 &&
+            (oc[i] = owner_outcome(r.reply[i], &one)) == 0 &&
             (least == 0 || one < least))
             least = one;
     }
+    rl__lock_set_outcomes(l, oc, r.n);
     rl__round_free(&r);
-    err = majority(l, s->name);
+    err = majority(l, oc, r.n, s->name);
     *n = least;
     if (err == REDISLOCK_OK && extend &&
         rl__now_us() - start >= (ttl - l->drift_ms) * 1000)

@@ -54,12 +54,12 @@ static void pair_stop(pair *p)
     th_server_stop(p->master);
 }
 
-static redislock_client *guarded(const pair *p, int lenient)
+static redislock_client *guarded(const pair *p, int lenient, int64_t ms)
 {
     redislock_options o = {0};
 
     o.wait_replicas = 1;
-    o.wait_replicas_timeout_ms = 200;
+    o.wait_replicas_timeout_ms = ms;
     o.wait_replicas_lenient = lenient;
     return th_client_url(p->master->unix_url, &o);
 }
@@ -67,7 +67,8 @@ static redislock_client *guarded(const pair *p, int lenient)
 void test_replicas_confirmed(void)
 {
     pair p = pair_start();
-    redislock_client *c = guarded(&p, 0), *plain = th_client(p.master);
+    /* Generous: a loaded machine may take a while to ack. */
+    redislock_client *c = guarded(&p, 0, 3000), *plain = th_client(p.master);
     redislock_lock *l = th_lock(c, KEY), *u = th_lock(plain, KEY);
     redislock_acquire_options o = th_aopts(10000, 0, 0);
     char *v;
@@ -98,7 +99,8 @@ void test_replicas_confirmed(void)
 void test_replicas_unconfirmed(void)
 {
     pair p = pair_start();
-    redislock_client *strict = guarded(&p, 0), *lenient = guarded(&p, 1);
+    redislock_client *strict = guarded(&p, 0, 200);
+    redislock_client *lenient = guarded(&p, 1, 200);
     redislock_lock *l = th_lock(strict, KEY), *w = th_lock(lenient, KEY);
     redislock_acquire_options o = th_aopts(10000, 0, 0);
     int64_t t0, took;
