@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "client.h"
+#include "cluster.h"
 #include "error.h"
 #include "lock.h"
 
@@ -162,10 +163,25 @@ static redislock_err list_server(rl__pool *p, const char *match, size_t plen,
     return err;
 }
 
+/* Server i of those to SCAN, or NULL past the last: in a cluster every
+ * master, by a map read afresh (a failover or a resharding may have made
+ * or retired one since the last). */
+static rl__pool *server(redislock_client *c, size_t i)
+{
+    rl__cluster *cl = rl__client_cluster(c);
+
+    if (cl == NULL)
+        return i < rl__client_servers(c) ? rl__client_pool(c, i) : NULL;
+    if (i == 0)
+        rl__cluster_reload(cl, rl__cluster_epoch(cl));
+    return rl__cluster_master(cl, i);
+}
+
 redislock_err redislock_list(redislock_client *c, const char *pattern,
                              redislock_list_cb cb, void *arg)
 {
     size_t plen, i, n;
+    rl__pool *p;
     const char *prefix;
     char *match;
     redislock_err err = REDISLOCK_OK;
@@ -185,8 +201,8 @@ redislock_err redislock_list(redislock_client *c, const char *pattern,
         match[n++] = prefix[i];
     }
     strcpy(match + n, pattern);
-    for (i = 0; err == REDISLOCK_OK && !stop && i < rl__client_servers(c); i++)
-        err = list_server(rl__client_pool(c, i), match, plen, cb, arg, &stop);
+    for (i = 0; err == REDISLOCK_OK && !stop && (p = server(c, i)) != NULL; i++)
+        err = list_server(p, match, plen, cb, arg, &stop);
     free(match);
     return err;
 }
