@@ -223,3 +223,11 @@ TEST_ENTRY(ghost_arrives_after_abandon, 30)
 TEST_ENTRY(ghost_abandon_script_not_cached, 30)
 TEST_ENTRY(tls_lock_over_rediss, 60)
 TEST_ENTRY(tls_refuses_unverified_server, 60)
+
+/* Redis Cluster: each test starts a cluster of its own. */
+TEST_ENTRY(cluster_keys_spread_over_slots, 120)
+TEST_ENTRY(cluster_lock_features, 60)
+TEST_ENTRY(cluster_key_refused, 60)
+TEST_ENTRY(cluster_counter_processes, 120)
+TEST_ENTRY(cluster_slot_migration, 90)
+TEST_ENTRY(cluster_failover, 90)
