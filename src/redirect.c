@@ -56,14 +56,14 @@ static redislock_err send_asking(rl__conn *c, int asking, int n,
                                  const rl__cmd *cmds, rl__reply **out)
 {
     static const char *const askv[1] = {"ASKING"};
-    rl__cmd v[2 * RL_MAX_PIPELINE];
+    rl__cmd v[2 * RL_MAX_PIPELINE] = {{0, NULL, NULL}};
     rl__reply *r[2 * RL_MAX_PIPELINE];
     redislock_err err;
     int i;
 
     if (!asking)
         return rl__conn_exec(c, n, cmds, out);
-    if (n > RL_MAX_PIPELINE)
+    if (n < 1 || n > RL_MAX_PIPELINE)
         return rl__err(REDISLOCK_EINVAL, "pipeline too long to redirect");
     for (i = 0; i < n; i++) {
         v[2 * i] = (rl__cmd){1, (const char **)askv, NULL};
