@@ -24,8 +24,11 @@ if ARGV[2] ~= '0' then
 end
 -- On a cluster slot being migrated away, a helper key that has already
 -- left (or was never made) cannot be touched: let that fail the script
--- here, before the DEL, so that it can be sent again whole.
-redis.call('EXISTS', ARGV[3] .. 'q', ARGV[3] .. 'waiting', ARGV[3] .. 'wake')
+-- here, before the DEL, so that it can be sent again whole. One key per
+-- call: the importing node refuses a multi-key call it has only part of.
+for _, suffix in ipairs({'q', 'waiting', 'wake'}) do
+    redis.call('EXISTS', ARGV[3] .. suffix)
+end
 redis.call('DEL', key)
 rl_handoff(key, ARGV[3])
 return 1
