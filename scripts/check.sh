@@ -10,7 +10,8 @@ asan=${CHECK_BUILD:-build-check}
 tsan=${TSAN_BUILD:-build-tsan}
 # The tests that run threads: the watchdog, cancellation, shared clients.
 threaded="watchdog_* reentrant_* retry_* concurrency_* shard_*
-legacy_fixed_delay_herd"
+legacy_fixed_delay_herd cluster_lock_features cluster_slot_migration cluster_failover
+redlock_watchdog_renews_and_signals"
 
 build() {
     cmake -S . -B "$1" -DCMAKE_BUILD_TYPE=Debug -DREDISLOCK_WERROR=ON \

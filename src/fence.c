@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "client.h"
+#include "cluster.h"
 #include "error.h"
 #include "lock.h"
 
@@ -66,6 +67,15 @@ redislock_err redislock_fenced_set(redislock_client *c, const void *key,
     keys[0] = key;
     klens[0] = keylen;
     keys[1] = hw;
+    /* One script, one slot: a cluster refuses a key whose helper would
+     * hash elsewhere, as redislock_lock_new does. */
+    if (rl__client_mode(c) == RL_MODE_CLUSTER &&
+        rl__cluster_slot(key, keylen) != rl__cluster_slot(hw, klens[1])) {
+        free(hw);
+        return rl__err(REDISLOCK_EINVAL,
+                       "in a Redis Cluster this key's helper key would hash "
+                       "to another slot: give it a non-empty {hash tag}");
+    }
     err = run_fenced_set(rl__client_route(c, key, keylen), keys, klens,
                          value == NULL ? "" : value, vlen, fence);
     free(hw);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "client.h"
+#include "cluster.h"
 #include "error.h"
 #include "lock.h"
 #include "quorum.h"
@@ -199,12 +200,12 @@ static redislock_err scan_step(rl__pool *p, char *cursor, const char *match,
     return REDISLOCK_OK;
 }
 
-/* Reports each lock among one SCAN batch of server n; 1 when the
- * callback stopped. A Redlock lock is reported once, by the first server
- * that has it, and only when a majority hold it. */
-static int report_batch(redislock_client *c, size_t n, const rl__reply *keys,
-                        size_t plen, redislock_list_cb cb, void *arg,
-                        redislock_err *err)
+/* Reports each lock among one SCAN batch of server p (number n); 1 when
+ * the callback stopped. A Redlock lock is reported once, by the first
+ * server that has it, and only when a majority hold it. */
+static int report_batch(redislock_client *c, rl__pool *p, size_t n,
+                        const rl__reply *keys, size_t plen,
+                        redislock_list_cb cb, void *arg, redislock_err *err)
 {
     redislock_info info;
     char *buf = NULL;
@@ -216,8 +217,7 @@ static int report_batch(redislock_client *c, size_t n, const rl__reply *keys,
         if (k->type != REDIS_REPLY_STRING || (size_t)k->len < plen ||
             rl__is_helper_key(k->str, (size_t)k->len))
             continue;
-        *err = inspect_key(c, rl__client_pool(c, n), k->str, (size_t)k->len,
-                           &info, &buf, &first);
+        *err = inspect_key(c, p, k->str, (size_t)k->len, &info, &buf, &first);
         /* Only keys with a TTL are locks; others merely match. */
         if (*err != REDISLOCK_OK || !info.held || info.ttl_ms < 0 ||
             (rl__client_mode(c) == RL_MODE_REDLOCK && first != n))
@@ -230,11 +230,10 @@ static int report_batch(redislock_client *c, size_t n, const rl__reply *keys,
     return stop;
 }
 
-static redislock_err list_server(redislock_client *c, size_t n,
+static redislock_err list_server(redislock_client *c, rl__pool *p, size_t n,
                                  const char *match, size_t plen,
                                  redislock_list_cb cb, void *arg, int *stop)
 {
-    rl__pool *p = rl__client_pool(c, n);
     char cursor[24] = "0";
     rl__reply *r = NULL;
     redislock_err err;
@@ -242,16 +241,31 @@ static redislock_err list_server(redislock_client *c, size_t n,
     do {
         if ((err = scan_step(p, cursor, match, &r)) != REDISLOCK_OK)
             return err;
-        *stop = report_batch(c, n, r->element[1], plen, cb, arg, &err);
+        *stop = report_batch(c, p, n, r->element[1], plen, cb, arg, &err);
         rl__reply_free(r);
     } while (err == REDISLOCK_OK && !*stop && strcmp(cursor, "0") != 0);
     return err;
+}
+
+/* Server i of those to SCAN, or NULL past the last: in a cluster every
+ * master, by a map read afresh (a failover or a resharding may have made
+ * or retired one since the last). */
+static rl__pool *server(redislock_client *c, size_t i)
+{
+    rl__cluster *cl = rl__client_cluster(c);
+
+    if (cl == NULL)
+        return i < rl__client_servers(c) ? rl__client_pool(c, i) : NULL;
+    if (i == 0)
+        rl__cluster_reload(cl, rl__cluster_epoch(cl));
+    return rl__cluster_master(cl, i);
 }
 
 redislock_err redislock_list(redislock_client *c, const char *pattern,
                              redislock_list_cb cb, void *arg)
 {
     size_t plen, i, n;
+    rl__pool *p;
     const char *prefix;
     char *match;
     redislock_err err = REDISLOCK_OK;
@@ -271,8 +285,8 @@ redislock_err redislock_list(redislock_client *c, const char *pattern,
         match[n++] = prefix[i];
     }
     strcpy(match + n, pattern);
-    for (i = 0; err == REDISLOCK_OK && !stop && i < rl__client_servers(c); i++)
-        err = list_server(c, i, match, plen, cb, arg, &stop);
+    for (i = 0; err == REDISLOCK_OK && !stop && (p = server(c, i)) != NULL; i++)
+        err = list_server(c, p, i, match, plen, cb, arg, &stop);
     free(match);
     return err;
 }

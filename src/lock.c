@@ -13,6 +13,7 @@
 
 #include "client.h"
 #include "clock.h"
+#include "cluster.h"
 #include "error.h"
 #include "lock.h"
 #include "redlock.h"
@@ -95,6 +96,16 @@ int rl__is_helper_key(const char *k, size_t len)
     return has_hash_tag(k, plen);
 }
 
+/* Whether the lock's helper keys share its slot, as every script that
+ * touches both needs in a cluster. A key whose braces make no valid tag
+ * ("a{}b", "x{y") may not: computed, not reasoned about. */
+static int same_slot(redislock_client *c, const redislock_lock *l)
+{
+    return rl__client_mode(c) != RL_MODE_CLUSTER ||
+           rl__cluster_slot(l->key, l->keylen) ==
+               rl__cluster_slot(l->base, l->baselen);
+}
+
 redislock_err redislock_lock_new(redislock_client *c, const void *key,
                                  size_t keylen, redislock_lock **out)
 {
@@ -126,10 +137,18 @@ redislock_err redislock_lock_new(redislock_client *c, const void *key,
     l->client = c;
     l->pool = rl__client_route(c, l->key, l->keylen);
     l->base = rl__helper_name(l->key, l->keylen, "", &l->baselen);
-    if (l->base == NULL) {
+    if (l->base == NULL || !same_slot(c, l)) {
+        redislock_err err =
+            l->base == NULL
+                ? rl__err(REDISLOCK_ENOMEM, "out of memory")
+                : rl__err(REDISLOCK_EINVAL,
+                          "in a Redis Cluster this key's helper keys would "
+                          "hash to another slot than the key: give it a "
+                          "non-empty {hash tag}");
+        free(l->base);
         free(l->key);
         free(l);
-        return rl__err(REDISLOCK_ENOMEM, "out of memory");
+        return err;
     }
     l->holder_ttl = -2;
     l->replicas = -1;
@@ -194,7 +213,8 @@ redislock_err rl__check_ttl(int64_t ttl_ms, const char *what)
 redislock_err rl__lock_command(redislock_lock *l, int n, const rl__cmd *cmds,
                                rl__reply **out)
 {
-    redislock_err err = rl__pool_exec(l->pool, n, cmds, out);
+    redislock_err err =
+        rl__pool_exec_key(l->pool, l->key, l->keylen, n, cmds, out);
     int i;
 
     for (i = 0; err == REDISLOCK_OK && i < n; i++)

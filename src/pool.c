@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cluster.h"
 #include "error.h"
 
 static int64_t or_default(int64_t v, int64_t dflt)
@@ -129,8 +130,8 @@ void rl__pool_give_back(rl__pool *p, rl__conn *conn)
     pthread_mutex_unlock(&p->mu);
 }
 
-redislock_err rl__pool_exec(rl__pool *p, int n, const rl__cmd *cmds,
-                            rl__reply **out)
+redislock_err rl__pool_exec_here(rl__pool *p, int n, const rl__cmd *cmds,
+                                 rl__reply **out)
 {
     rl__conn *conn;
     redislock_err err = rl__pool_borrow(p, &conn);
@@ -142,6 +143,22 @@ redislock_err rl__pool_exec(rl__pool *p, int n, const rl__cmd *cmds,
     return err;
 }
 
+redislock_err rl__pool_exec(rl__pool *p, int n, const rl__cmd *cmds,
+                            rl__reply **out)
+{
+    if (p->cluster != NULL)
+        return rl__cluster_exec(p->cluster, p, NULL, 0, n, cmds, out);
+    return rl__pool_exec_here(p, n, cmds, out);
+}
+
+redislock_err rl__pool_exec_key(rl__pool *p, const char *key, size_t keylen,
+                                int n, const rl__cmd *cmds, rl__reply **out)
+{
+    if (p->cluster != NULL)
+        return rl__cluster_exec(p->cluster, p, key, keylen, n, cmds, out);
+    return rl__pool_exec_here(p, n, cmds, out);
+}
+
 redislock_err rl__pool_script_within(rl__pool *p, int64_t timeout_ms,
                                      const rl__script *s, const char *key,
                                      size_t keylen, int nargs,
@@ -150,9 +167,12 @@ redislock_err rl__pool_script_within(rl__pool *p, int64_t timeout_ms,
 {
     int tighter = timeout_ms > 0 && timeout_ms < p->cfg.command_timeout_ms;
     rl__conn *conn;
-    redislock_err err = rl__pool_borrow(p, &conn);
+    redislock_err err;
 
-    if (err != REDISLOCK_OK)
+    if (p->cluster != NULL)
+        return rl__cluster_script(p->cluster, timeout_ms, s, 1, &key, &keylen,
+                                  nargs, args, lens, out);
+    if ((err = rl__pool_borrow(p, &conn)) != REDISLOCK_OK)
         return err;
     if (tighter)
         err = rl__conn_timeout(conn, timeout_ms);
@@ -200,8 +220,16 @@ redislock_err rl__pool_script_wait(rl__pool *p, int64_t timeout_ms,
     int64_t t = timeout_ms > 0 ? timeout_ms : p->cfg.command_timeout_ms;
     rl__reply *r[2];
     rl__conn *conn;
-    redislock_err err = rl__pool_borrow(p, &conn);
+    redislock_err err;
     int eval = s->eval_only;
+
+    /* In a cluster, the slot's master by the current map. (A redirection
+     * on the way fails the call: the WAIT must follow the write on one
+     * connection.) */
+    if (p->cluster != NULL)
+        p = rl__cluster_route(p->cluster, key, keylen);
+    if ((err = rl__pool_borrow(p, &conn)) != REDISLOCK_OK)
+        return err;
 
     if (err != REDISLOCK_OK)
         return err;
@@ -237,9 +265,12 @@ redislock_err rl__pool_script_keys(rl__pool *p, const rl__script *s, int nkeys,
                                    const size_t *lens, rl__reply **out)
 {
     rl__conn *conn;
-    redislock_err err = rl__pool_borrow(p, &conn);
+    redislock_err err;
 
-    if (err != REDISLOCK_OK)
+    if (p->cluster != NULL)
+        return rl__cluster_script(p->cluster, 0, s, nkeys, keys, klens, nargs,
+                                  args, lens, out);
+    if ((err = rl__pool_borrow(p, &conn)) != REDISLOCK_OK)
         return err;
     err = rl__script_run_n(conn, s, nkeys, keys, klens, nargs, args, lens, out);
     rl__pool_give_back(p, conn);
@@ -260,7 +291,7 @@ redislock_err rl__pool_check(rl__pool *p)
     rl__reply *r;
     redislock_err err;
 
-    err = rl__pool_exec(p, 1, &cmd, &r);
+    err = rl__pool_exec_here(p, 1, &cmd, &r);
     if (err != REDISLOCK_OK)
         return err;
     err = rl__reply_check(r, "PING");

@@ -13,6 +13,8 @@
 #include "conn.h"
 #include "script.h"
 
+struct rl__cluster;
+
 typedef struct rl__pool {
     rl__url url;
     char *password; /* the effective one, or NULL */
@@ -24,6 +26,10 @@ typedef struct rl__pool {
     int nidle;
     int nopen; /* idle plus borrowed */
     int max;
+    /* The cluster this node belongs to, or NULL outside cluster mode. In
+     * cluster mode the calls below go where the cluster's map and
+     * redirections say: the pool they are given is only the first guess. */
+    struct rl__cluster *cluster;
 } rl__pool;
 
 /* Parses url and sets the pool up; opens nothing. The pool is cleaned up
@@ -41,9 +47,20 @@ redislock_err rl__pool_borrow(rl__pool *p, rl__conn **out);
  * opens a fresh one: that is how a dropped connection is re-established. */
 void rl__pool_give_back(rl__pool *p, rl__conn *conn);
 
-/* Runs n pipelined commands on a borrowed connection. */
+/* Runs n pipelined commands on a borrowed connection. In cluster mode
+ * they go to p (a command without a key, like SCAN, is for that node) and
+ * follow MOVED and ASK replies. */
 redislock_err rl__pool_exec(rl__pool *p, int n, const rl__cmd *cmds,
                             rl__reply **out);
+
+/* The same for commands on key (or its helper keys): in cluster mode they
+ * go to the master of key's slot by the current map. */
+redislock_err rl__pool_exec_key(rl__pool *p, const char *key, size_t keylen,
+                                int n, const rl__cmd *cmds, rl__reply **out);
+
+/* The same on p itself, following nothing, in any mode. */
+redislock_err rl__pool_exec_here(rl__pool *p, int n, const rl__cmd *cmds,
+                                 rl__reply **out);
 
 /* Runs a script on a borrowed connection (see rl__script_run). */
 redislock_err rl__pool_script(rl__pool *p, const rl__script *s, const char *key,

@@ -9,6 +9,10 @@
 #include "clock.h"
 #include "error.h"
 
+/* The pause before a waiter whose BLPOP met a cluster's change tries
+ * again: enough for a slot's hand-over, short against a failover. */
+#define RL_REROUTE_PAUSE_MS 20
+
 /* Helper list names: the base, then a suffix, then maybe a token. */
 static char *helper_name(const redislock_lock *l, const char *suffix,
                          const char *token, size_t *len)
@@ -50,20 +54,46 @@ static void stop_blocking(redislock_lock *l)
     pthread_mutex_unlock(&l->mu);
 }
 
+/* In a cluster: whether a BLPOP met a slot that moved or a master that
+ * failed. The waiter then makes its attempt again (which follows the
+ * cluster) and blocks on the slot's current master, not failing the
+ * acquire. */
+static int must_reroute(const redislock_lock *l, redislock_err err,
+                        const rl__reply *r)
+{
+    if (rl__client_mode(l->client) != RL_MODE_CLUSTER)
+        return 0;
+    if (err == REDISLOCK_ECONNECT || err == REDISLOCK_EIO ||
+        err == REDISLOCK_ETIMEDOUT)
+        return 1;
+    return err == REDISLOCK_OK && r != NULL && r->type == REDIS_REPLY_ERROR &&
+           (strncmp(r->str, "MOVED ", 6) == 0 ||
+            strncmp(r->str, "ASK ", 4) == 0 ||
+            strncmp(r->str, "TRYAGAIN", 8) == 0 ||
+            strncmp(r->str, "CLUSTERDOWN", 11) == 0);
+}
+
 static redislock_err blpop(redislock_lock *l, int nkeys, const char **keys,
-                           const size_t *lens, int64_t pause_ms, rl__reply **r)
+                           const size_t *lens, int64_t pause_ms, rl__reply **r,
+                           int *reroute)
 {
     const char *argv[4] = {"BLPOP", keys[0], keys[1], NULL};
     size_t argl[4] = {5, lens[0], lens[1], 0};
     char secs[32];
     redislock_err err = REDISLOCK_OK;
 
+    /* In a cluster, on the slot's master now, which may have changed. */
     if (l->waitconn == NULL)
-        err = rl__conn_open(&l->pool->cfg, &l->waitconn);
+        err = rl__conn_open(
+            &rl__client_route(l->client, l->key, l->keylen)->cfg, &l->waitconn);
     /* The reply may take the whole pause, plus a command's time. */
     if (err == REDISLOCK_OK)
         err = rl__conn_timeout(l->waitconn,
                                pause_ms + l->pool->cfg.command_timeout_ms);
+    if ((*reroute = must_reroute(l, err, NULL)) != 0 && l->waitconn) {
+        rl__conn_close(l->waitconn);
+        l->waitconn = NULL;
+    }
     if (err != REDISLOCK_OK)
         return err;
     argl[1 + nkeys] = (size_t)snprintf(secs, sizeof secs, "%lld.%03lld",
@@ -71,9 +101,11 @@ static redislock_err blpop(redislock_lock *l, int nkeys, const char **keys,
                                        (long long)(pause_ms % 1000));
     argv[1 + nkeys] = secs;
     err = rl__conn_command(l->waitconn, 2 + nkeys, argv, argl, r);
-    if (err == REDISLOCK_OK && (err = rl__reply_check(*r, "BLPOP")) != 0)
+    if ((*reroute = must_reroute(l, err, err ? NULL : *r)) != 0 && err == 0)
         rl__reply_free(*r);
-    if (rl__conn_broken(l->waitconn)) {
+    else if (err == REDISLOCK_OK && (err = rl__reply_check(*r, "BLPOP")) != 0)
+        rl__reply_free(*r);
+    if (*reroute || rl__conn_broken(l->waitconn)) {
         rl__conn_close(l->waitconn);
         l->waitconn = NULL;
     }
@@ -130,6 +162,7 @@ redislock_err rl__wait(redislock_lock *l, const char *token, int fair,
     int64_t end_us;
     rl__reply *r;
     redislock_err err;
+    int reroute = 0;
 
     *res = RL_WAIT_TIMEOUT;
     if (pause_ms < 1)
@@ -157,9 +190,12 @@ redislock_err rl__wait(redislock_lock *l, const char *token, int fair,
         *res = RL_WAIT_CANCELLED;
         err = REDISLOCK_OK;
     } else {
-        err = blpop(l, fair ? 1 : 2, keys, lens, pause_ms, &r);
+        err = blpop(l, fair ? 1 : 2, keys, lens, pause_ms, &r, &reroute);
         stop_blocking(l);
-        if (err == REDISLOCK_OK) {
+        if (reroute) {
+            err = REDISLOCK_OK;
+            *res = sleep_or_cancel(l, RL_REROUTE_PAUSE_MS);
+        } else if (err == REDISLOCK_OK) {
             err = classify(l, r, res);
             rl__reply_free(r);
         }
@@ -193,7 +229,8 @@ void rl__wait_interrupt(redislock_lock *l)
     /* The waiter's own list expires soon, whoever pops it. */
     push[1] = expire[1] = name;
     pushl[1] = expl[1] = len;
-    if (rl__pool_exec(l->pool, 2, cmds, r) == REDISLOCK_OK) {
+    if (rl__pool_exec_key(l->pool, l->key, l->keylen, 2, cmds, r) ==
+        REDISLOCK_OK) {
         rl__reply_free(r[0]);
         rl__reply_free(r[1]);
     }

@@ -237,3 +237,11 @@ TEST_ENTRY(redlock_inspect_majority_view, 30)
 TEST_ENTRY(redlock_watchdog_renews_and_signals, 30)
 TEST_ENTRY(replicas_confirmed, 30)
 TEST_ENTRY(replicas_unconfirmed, 30)
+
+/* Redis Cluster: each test starts a cluster of its own. */
+TEST_ENTRY(cluster_keys_spread_over_slots, 120)
+TEST_ENTRY(cluster_lock_features, 60)
+TEST_ENTRY(cluster_key_refused, 60)
+TEST_ENTRY(cluster_counter_processes, 120)
+TEST_ENTRY(cluster_slot_migration, 90)
+TEST_ENTRY(cluster_failover, 90)

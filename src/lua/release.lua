@@ -22,6 +22,13 @@ if ARGV[2] ~= '0' then
     redis.call('SET', key, 'redislock:hold-after', 'PX', ARGV[2])
     return 1
 end
+-- On a cluster slot being migrated away, a helper key that has already
+-- left (or was never made) cannot be touched: let that fail the script
+-- here, before the DEL, so that it can be sent again whole. One key per
+-- call: the importing node refuses a multi-key call it has only part of.
+for _, suffix in ipairs({'q', 'waiting', 'wake'}) do
+    redis.call('EXISTS', ARGV[3] .. suffix)
+end
 redis.call('DEL', key)
 rl_handoff(key, ARGV[3])
 return 1

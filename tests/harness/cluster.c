@@ -1,0 +1,315 @@
+#include "cluster.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../test.h"
+#include "util.h"
+
+#define FAIL(...) test_fail_(__FILE__, __LINE__, __VA_ARGS__)
+#define TH_CREATE_TIMEOUT_MS 30000
+#define TH_JOIN_TIMEOUT_MS 20000
+#define NSLOTS 16384
+
+/* Waits up to ms for pid; its exit status, or -1 after killing it. */
+static int wait_child(pid_t pid, int64_t ms)
+{
+    int64_t deadline = th_now_ms() + ms;
+    int st;
+
+    /* A child's exit has no descriptor to wait on: polling is the way. */
+    while (waitpid(pid, &st, WNOHANG) != pid) {
+        if (th_now_ms() >= deadline) {
+            kill(pid, SIGKILL);
+            waitpid(pid, NULL, 0);
+            return -1;
+        }
+        th_sleep_ms(20);
+    }
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* redis-cli --cluster create over every server; its output goes to
+ * create.log in the first server's dir. */
+static void create_with_cli(th_cluster *c, int replicas)
+{
+    char addr[TH_CLUSTER_MAX][32], reps[16], log[256];
+    const char *argv[TH_CLUSTER_MAX + 8];
+    int i, argc = 0, fd, rc;
+    pid_t pid;
+
+    argv[argc++] = "redis-cli";
+    argv[argc++] = "--cluster";
+    argv[argc++] = "create";
+    for (i = 0; i < c->n; i++) {
+        snprintf(addr[i], sizeof addr[i], "127.0.0.1:%d", c->s[i]->port);
+        argv[argc++] = addr[i];
+    }
+    snprintf(reps, sizeof reps, "%d", replicas);
+    argv[argc++] = "--cluster-replicas";
+    argv[argc++] = reps;
+    argv[argc++] = "--cluster-yes";
+    argv[argc] = NULL;
+    snprintf(log, sizeof log, "%s/create.log", c->s[0]->dir);
+    fflush(NULL);
+    if ((pid = fork()) < 0)
+        FAIL("fork: %s", strerror(errno));
+    if (pid == 0) {
+        fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        if (fd >= 0) {
+            dup2(fd, STDOUT_FILENO);
+            dup2(fd, STDERR_FILENO);
+        }
+        execvp(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    if ((rc = wait_child(pid, TH_CREATE_TIMEOUT_MS)) != 0)
+        FAIL("redis-cli --cluster create failed (%d); see %s", rc, log);
+}
+
+/* One master with every slot: redis-cli wants three at least. */
+static void create_single(th_cluster *c)
+{
+    redisContext *r = th_cluster_redis(c, 0);
+
+    freeReplyObject(th_cmd(r, "CLUSTER ADDSLOTSRANGE 0 %d", NSLOTS - 1));
+    redisFree(r);
+}
+
+th_cluster *th_cluster_start(int masters, int replicas)
+{
+    th_server_opts o = {0};
+    char conf[256];
+    th_cluster *c = calloc(1, sizeof *c);
+    int i;
+
+    if (c == NULL)
+        FAIL("out of memory");
+    c->n = masters * (1 + replicas);
+    c->masters = masters;
+    if (c->n > TH_CLUSTER_MAX || (masters != 1 && masters < 3) ||
+        (masters == 1 && replicas != 0))
+        FAIL("unsupported cluster: %d masters, %d replicas", masters,
+             replicas);
+    o.extra_config = conf;
+    for (i = 0; i < c->n; i++) {
+        /* The bus port is probed too: port + 10000 may be taken, or past
+         * 65535. Full coverage is not required, so that the masters that
+         * still run keep serving while a failed one is replaced. The
+         * config file is relative to the server's dir. */
+        snprintf(conf, sizeof conf,
+                 "cluster-enabled yes\ncluster-config-file nodes.conf\n"
+                 "cluster-node-timeout %d\ncluster-port %d\n"
+                 "cluster-require-full-coverage no",
+                 TH_CLUSTER_NODE_TIMEOUT_MS, th_free_port());
+        c->s[i] = th_server_start(&o);
+        c->seeds[i] = c->s[i]->tcp_url;
+    }
+    if (masters == 1)
+        create_single(c);
+    else
+        create_with_cli(c, replicas);
+    th_cluster_wait_ok(c, TH_JOIN_TIMEOUT_MS);
+    return c;
+}
+
+void th_cluster_stop(th_cluster *c)
+{
+    int i;
+
+    if (c == NULL)
+        return;
+    for (i = 0; i < c->n; i++)
+        th_server_stop(c->s[i]);
+    free(c);
+}
+
+redisContext *th_cluster_redis(th_cluster *c, int i)
+{
+    if (i < 0 || i >= c->n || c->s[i] == NULL)
+        FAIL("cluster server %d is not running", i);
+    return th_server_redis(c->s[i]);
+}
+
+/* Fills owner[] with the master's port of every slot (0: none), by
+ * CLUSTER SLOTS of r. */
+static void slot_ports(redisContext *r, int *owner)
+{
+    redisReply *rep = th_cmd(r, "CLUSTER SLOTS");
+    size_t i;
+    long long s;
+
+    memset(owner, 0, NSLOTS * sizeof *owner);
+    for (i = 0; i < rep->elements; i++) {
+        redisReply *e = rep->element[i];
+        if (e->elements < 3 || e->element[2]->elements < 2)
+            FAIL("malformed CLUSTER SLOTS entry");
+        for (s = e->element[0]->integer; s <= e->element[1]->integer; s++)
+            owner[s] = (int)e->element[2]->element[1]->integer;
+    }
+    freeReplyObject(rep);
+}
+
+/* The index of the running server on port, or -1. */
+static int by_port(const th_cluster *c, int port)
+{
+    int i;
+
+    for (i = 0; i < c->n; i++)
+        if (c->s[i] != NULL && c->s[i]->port == port)
+            return i;
+    return -1;
+}
+
+/* Whether node i is settled: state ok, and in sync if a replica. Its
+ * slot map goes into owner[]. */
+static int node_ok(th_cluster *c, int i, int *owner)
+{
+    redisContext *r = th_cluster_redis(c, i);
+    redisReply *info = th_cmd(r, "CLUSTER INFO");
+    redisReply *repl = th_cmd(r, "INFO replication");
+    int ok = strstr(info->str, "cluster_state:ok") != NULL &&
+             (strstr(repl->str, "role:slave") == NULL ||
+              strstr(repl->str, "master_link_status:up") != NULL);
+
+    freeReplyObject(info);
+    freeReplyObject(repl);
+    if (ok)
+        slot_ports(r, owner);
+    redisFree(r);
+    return ok;
+}
+
+/* Whether every running node is settled and all agree, with every slot
+ * served by a running master. */
+static int agreed(th_cluster *c, int *first, int *other)
+{
+    int i, s, seen = 0;
+
+    for (i = 0; i < c->n; i++) {
+        if (c->s[i] == NULL)
+            continue;
+        if (!node_ok(c, i, seen ? other : first))
+            return 0;
+        if (seen && memcmp(first, other, NSLOTS * sizeof *first) != 0)
+            return 0;
+        seen = 1;
+    }
+    for (s = 0; s < NSLOTS; s++)
+        if (by_port(c, first[s]) < 0)
+            return 0;
+    return seen;
+}
+
+void th_cluster_wait_ok(th_cluster *c, int64_t timeout_ms)
+{
+    int64_t deadline = th_now_ms() + timeout_ms;
+    int *first = malloc(2 * NSLOTS * sizeof *first);
+
+    if (first == NULL)
+        FAIL("out of memory");
+    /* Gossip has no event to wait on: poll, within the bound. */
+    while (!agreed(c, first, first + NSLOTS)) {
+        if (th_now_ms() >= deadline)
+            FAIL("the cluster did not settle in %lld ms",
+                 (long long)timeout_ms);
+        th_sleep_ms(50);
+    }
+    free(first);
+}
+
+int th_cluster_owner(th_cluster *c, unsigned slot)
+{
+    int *owner = malloc(NSLOTS * sizeof *owner), i, at;
+    redisContext *r;
+
+    if (owner == NULL)
+        FAIL("out of memory");
+    for (i = 0; i < c->n && c->s[i] == NULL; i++)
+        ;
+    r = th_cluster_redis(c, i);
+    slot_ports(r, owner);
+    redisFree(r);
+    at = by_port(c, owner[slot % NSLOTS]);
+    free(owner);
+    return at;
+}
+
+unsigned th_cluster_keyslot(th_cluster *c, const char *key)
+{
+    redisContext *r;
+    int i;
+    long long n;
+
+    for (i = 0; i < c->n && c->s[i] == NULL; i++)
+        ;
+    r = th_cluster_redis(c, i);
+    n = th_cmd_int(r, "CLUSTER KEYSLOT %s", key);
+    redisFree(r);
+    return (unsigned)n;
+}
+
+void th_cluster_kill(th_cluster *c, int i)
+{
+    th_server *s = c->s[i];
+    char dir[sizeof s->dir];
+
+    snprintf(dir, sizeof dir, "%s", s->dir);
+    if (kill(s->pid, SIGKILL) != 0)
+        FAIL("SIGKILL %d: %s", (int)s->pid, strerror(errno));
+    waitpid(s->pid, NULL, 0);
+    /* Reaped: th_server_stop must not signal the pid again. */
+    s->pid = -1;
+    th_server_stop(s);
+    th_rmtree(dir);
+    c->s[i] = NULL;
+}
+
+long long th_cluster_errorstat(th_cluster *c, int i, const char *name)
+{
+    redisContext *r = th_cluster_redis(c, i);
+    redisReply *rep = th_cmd(r, "INFO errorstats");
+    char needle[64];
+    const char *p;
+    long long n = 0;
+
+    snprintf(needle, sizeof needle, "errorstat_%s:count=", name);
+    if ((p = strstr(rep->str, needle)) != NULL)
+        n = strtoll(p + strlen(needle), NULL, 10);
+    freeReplyObject(rep);
+    redisFree(r);
+    return n;
+}
+
+int th_cluster_incr(redisContext *r, const char *counter)
+{
+    redisReply *rep = redisCommand(r, "GET %s", counter);
+    long long n;
+
+    if (rep == NULL ||
+        (rep->type != REDIS_REPLY_NIL && rep->type != REDIS_REPLY_STRING)) {
+        freeReplyObject(rep);
+        return -1;
+    }
+    n = rep->type == REDIS_REPLY_NIL ? 0 : strtoll(rep->str, NULL, 10);
+    freeReplyObject(rep);
+    rep = redisCommand(r, "SET %s %lld", counter, n + 1);
+    n = rep != NULL && rep->type == REDIS_REPLY_STATUS ? 0 : -1;
+    freeReplyObject(rep);
+    return (int)n;
+}
+
+long long th_cluster_counter(redisContext *r, const char *counter)
+{
+    char *v = th_cmd_str(r, NULL, "GET %s", counter);
+    long long n = v ? strtoll(v, NULL, 10) : 0;
+
+    free(v);
+    return n;
+}

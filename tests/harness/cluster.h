@@ -1,0 +1,65 @@
+/*
+ * A private Redis Cluster per test: cluster-enabled servers from the
+ * server harness, joined by `redis-cli --cluster create` (three masters or
+ * more) or by hand (one master), then waited for, within a bound, until
+ * every node reports cluster_state:ok, knows every other node and agrees
+ * on which master serves each slot, and every replica is in sync.
+ *
+ * Every function fails the calling test on error.
+ */
+#ifndef TH_CLUSTER_H
+#define TH_CLUSTER_H
+
+#include <hiredis.h>
+#include <stdint.h>
+
+#include "server.h"
+
+#define TH_CLUSTER_MAX 9
+/* cluster-node-timeout: short, so that a failover takes about 2 s. */
+#define TH_CLUSTER_NODE_TIMEOUT_MS 1000
+
+typedef struct th_cluster {
+    int n;       /* servers: the masters, then their replicas */
+    int masters; /* as created; a failover may change which are */
+    th_server *s[TH_CLUSTER_MAX];
+    const char *seeds[TH_CLUSTER_MAX]; /* their redis://127.0.0.1:port */
+} th_cluster;
+
+/* Starts masters masters (1, or 3 and more) with replicas replicas each. */
+th_cluster *th_cluster_start(int masters, int replicas);
+
+/* Stops every server (by pid) and frees c. NULL is a no-op. */
+void th_cluster_stop(th_cluster *c);
+
+/* Waits up to timeout_ms until the servers that still run agree (see
+ * above); servers killed by the test (s[i] NULL) are left out. */
+void th_cluster_wait_ok(th_cluster *c, int64_t timeout_ms);
+
+/* The index of the server that serves slot, by CLUSTER SLOTS of a
+ * running one; -1 when none does. */
+int th_cluster_owner(th_cluster *c, unsigned slot);
+
+/* CLUSTER KEYSLOT of key, asked of a running server. */
+unsigned th_cluster_keyslot(th_cluster *c, const char *key);
+
+/* A connection (unix socket) to server i. Free with redisFree(). */
+redisContext *th_cluster_redis(th_cluster *c, int i);
+
+/* SIGKILLs server i (the real fault: no goodbye to the cluster) and
+ * forgets it: s[i] becomes NULL. */
+void th_cluster_kill(th_cluster *c, int i);
+
+/* errorstat_<name> count (MOVED, ASK, ...) of server i, from INFO
+ * errorstats: how many times it answered that error. */
+long long th_cluster_errorstat(th_cluster *c, int i, const char *name);
+
+/* One deliberately non-atomic increment (GET, then SET n + 1) of counter
+ * on r, meant to run under a lock: any overlap of two holders loses one.
+ * Returns 0, or -1 when Redis failed. */
+int th_cluster_incr(redisContext *r, const char *counter);
+
+/* The counter's value (0 when unset). */
+long long th_cluster_counter(redisContext *r, const char *counter);
+
+#endif

@@ -1,0 +1,285 @@
+/*
+ * cluster: a client of a Redis Cluster routes each lock to the master of
+ * its key's hash slot. Where a key went is read back from the servers
+ * (CLUSTER KEYSLOT, CLUSTER SLOTS, EXISTS on the owner), never from the
+ * library. Each test starts a cluster of its own (tests/harness/cluster.h);
+ * the faults (a slot migrated, a master killed) are in test_cluster_faults.c.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cluster.h"
+#include "harness/cluster.h"
+#include "harness/fixture.h"
+#include "harness/util.h"
+#include "test.h"
+
+#define NKEYS 2000
+#define NPROCS 4
+#define NINCR 150
+#define NLOCKS 3
+/* How soon a release must wake a waiter whose holder has a 10 s TTL. */
+#define WAKE_MAX_MS 1000
+
+static redislock_client *cluster_client(const th_cluster *tc,
+                                        const redislock_options *o)
+{
+    redislock_client *c = NULL;
+
+    ASSERT_OK(redislock_client_new_cluster(&c, tc->seeds, (size_t)tc->n, o));
+    ASSERT(c != NULL);
+    return c;
+}
+
+void test_cluster_keys_spread_over_slots(void)
+{
+    th_cluster *tc = th_cluster_start(3, 0);
+    redislock_client *c = cluster_client(tc, NULL);
+    redislock_acquire_options o = th_aopts(30000, 0, 0);
+    redisContext *r[3];
+    int per_master[3] = {0, 0, 0}, i, at;
+    unsigned slot;
+    char key[32];
+
+    for (i = 0; i < 3; i++)
+        r[i] = th_cluster_redis(tc, i);
+    /* The spec's check value, and the server's own answer. */
+    ASSERT_EQ_INT(rl__cluster_slot("123456789", 9), 0x31C3);
+    ASSERT_EQ_INT(rl__cluster_slot("a{user1}b", 9),
+                  th_cluster_keyslot(tc, "a{user1}b"));
+    for (i = 0; i < NKEYS; i++) {
+        redislock_lock *l;
+        snprintf(key, sizeof key, "ck:%d", i);
+        slot = th_cluster_keyslot(tc, key);
+        ASSERT_EQ_INT(rl__cluster_slot(key, strlen(key)), slot);
+        at = th_cluster_owner(tc, slot);
+        ASSERT(at >= 0 && at < 3);
+        l = th_lock(c, key);
+        ASSERT_OK(redislock_acquire(l, &o));
+        ASSERT_EQ_INT(th_cmd_int(r[at], "EXISTS %s", key), 1);
+        ASSERT_OK(redislock_release(l));
+        ASSERT_EQ_INT(th_cmd_int(r[at], "EXISTS %s", key), 0);
+        redislock_lock_free(l);
+        per_master[at]++;
+    }
+    test_log("%d keys: %d, %d and %d on the three masters", NKEYS,
+             per_master[0], per_master[1], per_master[2]);
+    for (i = 0; i < 3; i++) {
+        ASSERT_GT(per_master[i], NKEYS / 5);
+        redisFree(r[i]);
+    }
+    redislock_client_free(c);
+    th_cluster_stop(tc);
+}
+
+typedef struct waiter {
+    pthread_t t;
+    redislock_lock *l;
+    int fair;
+    redislock_err err;
+    int64_t got_ms;
+} waiter;
+
+static void *wait_for_lock(void *arg)
+{
+    waiter *w = arg;
+    redislock_acquire_options o = th_aopts(10000, 8000, 0);
+
+    o.fair = w->fair;
+    w->err = redislock_acquire(w->l, &o);
+    w->got_ms = th_now_ms();
+    return NULL;
+}
+
+/* A holder with a 10 s lease releases; a waiter (fair: handed the lock,
+ * else woken) must have it long before the lease would end. */
+static int64_t wake_after_release(redislock_client *c, const char *key,
+                                  int fair)
+{
+    redislock_acquire_options o = th_aopts(10000, 0, 0);
+    redislock_lock *holder = th_lock(c, key);
+    waiter w = {0};
+    int64_t released;
+
+    o.fair = fair;
+    w.l = th_lock(c, key);
+    w.fair = fair;
+    ASSERT_OK(redislock_acquire(holder, &o));
+    ASSERT_EQ_INT(pthread_create(&w.t, NULL, wait_for_lock, &w), 0);
+    /* Long enough for the waiter to block on the server (BLPOP). */
+    th_sleep_ms(400);
+    released = th_now_ms();
+    ASSERT_OK(redislock_release(holder));
+    th_join_within(w.t, 9000);
+    ASSERT_OK(w.err);
+    ASSERT_OK(redislock_release(w.l));
+    redislock_lock_free(w.l);
+    redislock_lock_free(holder);
+    return w.got_ms - released;
+}
+
+static int count_lock(const redislock_info *info, void *arg)
+{
+    (void)info;
+    (*(int *)arg)++;
+    return 0;
+}
+
+/* Reentrant and metadata locks, fair hand-off, wake-up, listing and
+ * fencing: every script touches its helper keys in the key's slot. */
+void test_cluster_lock_features(void)
+{
+    th_cluster *tc = th_cluster_start(3, 0);
+    redislock_client *c = cluster_client(tc, NULL);
+    redislock_acquire_options o = th_aopts(30000, 0, 0);
+    redislock_lock *l[3];
+    redislock_info info;
+    int64_t woke, handed;
+    int i, listed = 0;
+
+    o.reentrant = 1;
+    o.metadata = "job 42";
+    l[0] = th_lock(c, "feat:re");
+    ASSERT_OK(redislock_acquire(l[0], &o));
+    ASSERT_OK(redislock_acquire(l[0], &o));
+    ASSERT_EQ_INT(redislock_holds(l[0]), 2);
+    ASSERT_OK(redislock_inspect(l[0], &info));
+    ASSERT_EQ_STR(info.metadata, "job 42");
+    ASSERT_EQ_INT(info.holds, 2);
+    ASSERT_OK(redislock_release(l[0]));
+    /* Locks on keys of other masters, listed from every master. */
+    o = th_aopts(30000, 0, 0);
+    l[1] = th_lock(c, "feat:a");
+    l[2] = th_lock(c, "feat:bb");
+    ASSERT_OK(redislock_acquire(l[1], &o));
+    ASSERT_OK(redislock_acquire(l[2], &o));
+    ASSERT_OK(redislock_list(c, "feat:*", count_lock, &listed));
+    ASSERT_EQ_INT(listed, 3);
+    ASSERT_OK(redislock_fenced_set(c, "feat:res", 8, "v", 1,
+                                   redislock_fence(l[1])));
+    ASSERT_ERR(redislock_fenced_set(c, "feat:res", 8, "v", 1, 1),
+               REDISLOCK_ESTALE);
+    for (i = 0; i < 3; i++) {
+        ASSERT_OK(redislock_release(l[i]));
+        redislock_lock_free(l[i]);
+    }
+    woke = wake_after_release(c, "feat:wake", 0);
+    handed = wake_after_release(c, "feat:fair", 1);
+    test_log("woken %lld ms, handed over %lld ms after release (TTL 10 s)",
+             (long long)woke, (long long)handed);
+    ASSERT_LT(woke, WAKE_MAX_MS);
+    ASSERT_LT(handed, WAKE_MAX_MS);
+    redislock_client_free(c);
+    th_cluster_stop(tc);
+}
+
+void test_cluster_key_refused(void)
+{
+    static const char *const bad[] = {"a{}b", "x{y", "}{", "p{}{q}"};
+    static const char *const good[] = {"plain", "a{b}c", "}x{y}", "{t}"};
+    th_cluster *tc = th_cluster_start(1, 0);
+    redislock_client *c = cluster_client(tc, NULL), *pc;
+    redislock_options po = {0};
+    redislock_lock *l = NULL;
+    size_t i;
+
+    for (i = 0; i < sizeof bad / sizeof *bad; i++) {
+        ASSERT_ERR(redislock_lock_new(c, bad[i], strlen(bad[i]), &l),
+                   REDISLOCK_EINVAL);
+        ASSERT(l == NULL);
+        ASSERT(strstr(redislock_errdetail(), "hash tag") != NULL);
+        ASSERT_ERR(redislock_fenced_set(c, bad[i], strlen(bad[i]), "v", 1, 1),
+                   REDISLOCK_EINVAL);
+    }
+    test_log("refused: %s", redislock_errdetail());
+    for (i = 0; i < sizeof good / sizeof *good; i++) {
+        l = th_lock(c, good[i]);
+        ASSERT_OK(redislock_acquire(l, NULL));
+        ASSERT_OK(redislock_release(l));
+        redislock_lock_free(l);
+    }
+    /* The prefix is part of the key: "{" makes "{}" of key "}". */
+    po.prefix = "{";
+    pc = cluster_client(tc, &po);
+    ASSERT_ERR(redislock_lock_new(pc, "}", 1, &l), REDISLOCK_EINVAL);
+    redislock_client_free(pc);
+    redislock_client_free(c);
+    th_cluster_stop(tc);
+}
+
+/* A forked worker: its own client; NINCR increments spread over NLOCKS
+ * locks, each counter in its lock's slot, on that slot's master. */
+static int process_worker(th_cluster *tc, const int *owner)
+{
+    redislock_acquire_options o = th_aopts(10000, REDISLOCK_WAIT_FOREVER, 5);
+    redislock_client *c = NULL;
+    redislock_lock *l[NLOCKS] = {NULL};
+    redisContext *r[NLOCKS] = {NULL};
+    char key[32], counter[32];
+    int i, ok = redislock_client_new_cluster(&c, tc->seeds, (size_t)tc->n,
+                                             NULL) == REDISLOCK_OK;
+
+    for (i = 0; ok && i < NLOCKS; i++) {
+        snprintf(key, sizeof key, "{cnt%d}lock", i);
+        r[i] = redisConnectUnix(tc->s[owner[i]]->sock);
+        ok = r[i] != NULL && !r[i]->err &&
+             redislock_lock_new(c, key, strlen(key), &l[i]) == REDISLOCK_OK;
+    }
+    for (i = 0; ok && i < NINCR * NLOCKS; i++) {
+        snprintf(counter, sizeof counter, "{cnt%d}n", i % NLOCKS);
+        ok = redislock_acquire(l[i % NLOCKS], &o) == REDISLOCK_OK &&
+             th_cluster_incr(r[i % NLOCKS], counter) == 0 &&
+             redislock_release(l[i % NLOCKS]) == REDISLOCK_OK;
+    }
+    if (!ok)
+        fprintf(stderr, "worker %d: %s\n", (int)getpid(),
+                redislock_errdetail());
+    for (i = 0; i < NLOCKS; i++) {
+        redislock_lock_free(l[i]);
+        if (r[i] != NULL)
+            redisFree(r[i]);
+    }
+    redislock_client_free(c);
+    return ok ? 0 : 1;
+}
+
+void test_cluster_counter_processes(void)
+{
+    th_cluster *tc = th_cluster_start(3, 0);
+    int owner[NLOCKS], i, st;
+    pid_t pids[NPROCS];
+    int64_t start = th_now_ms();
+    char counter[32];
+
+    for (i = 0; i < NLOCKS; i++) {
+        snprintf(counter, sizeof counter, "{cnt%d}n", i);
+        owner[i] = th_cluster_owner(tc, th_cluster_keyslot(tc, counter));
+    }
+    fflush(NULL);
+    for (i = 0; i < NPROCS; i++) {
+        pids[i] = fork();
+        ASSERT(pids[i] >= 0);
+        if (pids[i] == 0)
+            _exit(process_worker(tc, owner));
+    }
+    for (i = 0; i < NPROCS; i++) {
+        while (waitpid(pids[i], &st, 0) < 0)
+            ASSERT_EQ_INT(errno, EINTR);
+        ASSERT(WIFEXITED(st));
+        ASSERT_EQ_INT(WEXITSTATUS(st), 0);
+    }
+    test_log("%d processes x %d increments on each of %d locks in %lld ms",
+             NPROCS, NINCR, NLOCKS, (long long)(th_now_ms() - start));
+    for (i = 0; i < NLOCKS; i++) {
+        redisContext *r = th_cluster_redis(tc, owner[i]);
+        snprintf(counter, sizeof counter, "{cnt%d}n", i);
+        ASSERT_EQ_INT(th_cluster_counter(r, counter), NPROCS * NINCR);
+        redisFree(r);
+    }
+    th_cluster_stop(tc);
+}

@@ -1,0 +1,255 @@
+/*
+ * cluster faults: threads sharing one cluster client run a contended
+ * counter under a lock while the cluster changes under them: the lock's
+ * slot is migrated to another master (the client meets ASK, then MOVED),
+ * or the lock's master is killed and its replica promoted. The counter
+ * lives on a master that is not touched, so what it shows is the lock's
+ * doing. Redirections are counted by the servers (INFO errorstats).
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/cluster.h"
+#include "harness/fixture.h"
+#include "harness/util.h"
+#include "test.h"
+
+#define NTHREADS 4
+#define LOCKKEY "{fl}lock"
+#define TAGS_TRIED 64
+/* Long enough for a request to ride out a failover (about 2-3 s with a
+ * 1 s node timeout) rather than fail. */
+#define COMMAND_TIMEOUT_MS 5000
+
+typedef struct run {
+    th_cluster *tc;
+    redislock_client *c;
+    int counter_at; /* the server of the counter */
+    char counter[32];
+    atomic_int stop;
+    atomic_long done;     /* increments made under the lock */
+    atomic_long errors;   /* acquire or release calls that failed */
+    atomic_long lost;     /* releases that found the lock gone */
+    atomic_long starved;  /* waits that ran out (EHELD) */
+    atomic_llong last_error_ms;
+} run;
+
+typedef struct worker {
+    pthread_t t;
+    run *run;
+} worker;
+
+static void note_error(run *u, const char *what, redislock_err e)
+{
+    atomic_fetch_add(&u->errors, 1);
+    atomic_store(&u->last_error_ms, th_now_ms());
+    /* The first few are shown: they tell what the window looked like. */
+    if (atomic_load(&u->errors) <= 5)
+        test_log("%s: %s: %s", what, redislock_errname(e),
+                 redislock_errdetail());
+}
+
+/* One locked increment; a failure is counted, not fatal. */
+static void one_round(run *u, redislock_lock **l, redisContext *r)
+{
+    redislock_acquire_options o = th_aopts(5000, 8000, 5);
+    redislock_err e = redislock_acquire(*l, &o);
+
+    /* A wait that ran out under contention is no failure of the
+     * cluster's handling: counted apart. */
+    if (e == REDISLOCK_EHELD) {
+        atomic_fetch_add(&u->starved, 1);
+        return;
+    }
+    if (e != REDISLOCK_OK) {
+        note_error(u, "acquire", e);
+        return;
+    }
+    if (th_cluster_incr(r, u->counter) != 0)
+        test_fail_(__FILE__, __LINE__, "counter write failed");
+    atomic_fetch_add(&u->done, 1);
+    e = redislock_release(*l);
+    if (e == REDISLOCK_EEXPIRED || e == REDISLOCK_ELOST)
+        atomic_fetch_add(&u->lost, 1);
+    if (e == REDISLOCK_OK || e == REDISLOCK_EEXPIRED || e == REDISLOCK_ELOST)
+        return;
+    /* Released or not: the handle keeps its token. A fresh one; the
+     * lease, if it is still there, runs out. */
+    note_error(u, "release", e);
+    redislock_lock_free(*l);
+    *l = th_lock(u->c, LOCKKEY);
+}
+
+static void *work(void *arg)
+{
+    worker *w = arg;
+    run *u = w->run;
+    redisContext *r = th_server_redis(u->tc->s[u->counter_at]);
+    redislock_lock *l = th_lock(u->c, LOCKKEY);
+
+    while (!atomic_load(&u->stop))
+        one_round(u, &l, r);
+    redislock_lock_free(l);
+    redisFree(r);
+    return NULL;
+}
+
+/* Starts the workers on a client of tc; the counter goes on a master
+ * other than avoid's. */
+static void start(run *u, worker *w, th_cluster *tc, int avoid)
+{
+    redislock_options o = {0};
+    int i;
+
+    memset(u, 0, sizeof *u);
+    u->tc = tc;
+    o.command_timeout_ms = COMMAND_TIMEOUT_MS;
+    ASSERT_OK(redislock_client_new_cluster(&u->c, tc->seeds, (size_t)tc->n,
+                                           &o));
+    for (i = 0; i < TAGS_TRIED; i++) {
+        snprintf(u->counter, sizeof u->counter, "{ctr%d}n", i);
+        u->counter_at =
+            th_cluster_owner(tc, th_cluster_keyslot(tc, u->counter));
+        if (u->counter_at != avoid)
+            break;
+    }
+    ASSERT_NE_INT(u->counter_at, avoid);
+    for (i = 0; i < NTHREADS; i++) {
+        w[i].run = u;
+        ASSERT_EQ_INT(pthread_create(&w[i].t, NULL, work, &w[i]), 0);
+    }
+}
+
+static void stop(run *u, worker *w)
+{
+    int i;
+
+    atomic_store(&u->stop, 1);
+    for (i = 0; i < NTHREADS; i++)
+        th_join_within(w[i].t, 20000);
+    redislock_client_free(u->c);
+}
+
+/* A node's id (CLUSTER MYID); malloc'ed. */
+static char *node_id(th_cluster *tc, int i)
+{
+    redisContext *r = th_cluster_redis(tc, i);
+    char *id = th_cmd_str(r, NULL, "CLUSTER MYID");
+
+    redisFree(r);
+    return id;
+}
+
+/* Moves every key of slot from src (r[0]) to dst's port; the slot is
+ * MIGRATING on src and IMPORTING on dst. */
+static void migrate_keys(redisContext *src, int dport, unsigned slot)
+{
+    redisReply *keys, *m;
+    size_t i;
+
+    for (;;) {
+        keys = th_cmd(src, "CLUSTER GETKEYSINSLOT %u 100", slot);
+        if (keys->elements == 0) {
+            freeReplyObject(keys);
+            return;
+        }
+        for (i = 0; i < keys->elements; i++) {
+            m = th_cmd_raw(src, "MIGRATE 127.0.0.1 %d %s 0 5000", dport,
+                           keys->element[i]->str);
+            freeReplyObject(m);
+        }
+        freeReplyObject(keys);
+    }
+}
+
+void test_cluster_slot_migration(void)
+{
+    th_cluster *tc = th_cluster_start(3, 0);
+    unsigned slot = th_cluster_keyslot(tc, LOCKKEY);
+    int src = th_cluster_owner(tc, slot), dst = (src + 1) % 3, i;
+    char *sid = node_id(tc, src), *did = node_id(tc, dst);
+    redisContext *rs = th_cluster_redis(tc, src), *rd;
+    long long ask, moved;
+    worker w[NTHREADS];
+    run u;
+
+    rd = th_cluster_redis(tc, dst);
+    start(&u, w, tc, src);
+    th_sleep_ms(300);
+    freeReplyObject(th_cmd(rd, "CLUSTER SETSLOT %u IMPORTING %s", slot, sid));
+    freeReplyObject(th_cmd(rs, "CLUSTER SETSLOT %u MIGRATING %s", slot, did));
+    /* While migrating, a free lock's key is not on src: ASK. */
+    th_sleep_ms(300);
+    migrate_keys(rs, tc->s[dst]->port, slot);
+    th_sleep_ms(300);
+    migrate_keys(rs, tc->s[dst]->port, slot);
+    for (i = 0; i < 3; i++) {
+        redisContext *r = th_cluster_redis(tc, i);
+        freeReplyObject(th_cmd(r, "CLUSTER SETSLOT %u NODE %s", slot, did));
+        redisFree(r);
+    }
+    /* Now the workers' map is wrong: MOVED, once. */
+    th_sleep_ms(500);
+    stop(&u, w);
+    ask = th_cluster_errorstat(tc, src, "ASK");
+    moved = th_cluster_errorstat(tc, src, "MOVED");
+    test_log("slot %u moved under %d threads: %ld increments, %lld ASK, "
+             "%lld MOVED, %ld errors, %ld waits ran out",
+             slot, NTHREADS, atomic_load(&u.done), ask, moved,
+             atomic_load(&u.errors), atomic_load(&u.starved));
+    ASSERT_GT(ask, 0);
+    ASSERT_GT(moved, 0);
+    ASSERT_EQ_INT(atomic_load(&u.errors), 0);
+    ASSERT_EQ_INT(atomic_load(&u.lost), 0);
+    redisFree(rd);
+    rd = th_cluster_redis(tc, u.counter_at);
+    ASSERT_EQ_INT(th_cluster_counter(rd, u.counter), atomic_load(&u.done));
+    free(sid);
+    free(did);
+    redisFree(rs);
+    redisFree(rd);
+    th_cluster_stop(tc);
+}
+
+/* SIGKILL of the lock's master while the threads run; its replica takes
+ * over. The errors seen are counted and timed, and the counter checked:
+ * without WAIT a lock the master granted but had not yet replicated is
+ * gone after the failover, and another thread may take it meanwhile. */
+void test_cluster_failover(void)
+{
+    th_cluster *tc = th_cluster_start(3, 1);
+    int victim = th_cluster_owner(tc, th_cluster_keyslot(tc, LOCKKEY));
+    int64_t killed, settled;
+    long long last, counted;
+    worker w[NTHREADS];
+    redisContext *r;
+    run u;
+
+    start(&u, w, tc, victim);
+    th_sleep_ms(500);
+    killed = th_now_ms();
+    th_cluster_kill(tc, victim);
+    th_cluster_wait_ok(tc, 15000);
+    settled = th_now_ms();
+    /* Some more rounds on the promoted replica. */
+    th_sleep_ms(1000);
+    stop(&u, w);
+    r = th_server_redis(tc->s[u.counter_at]);
+    counted = th_cluster_counter(r, u.counter);
+    last = atomic_load(&u.last_error_ms);
+    test_log("failover in %lld ms: %ld errors, the last %lld ms after the "
+             "kill; %ld increments, counter %lld, %ld locks lost",
+             (long long)(settled - killed), atomic_load(&u.errors),
+             last ? last - (long long)killed : 0LL, atomic_load(&u.done),
+             counted, atomic_load(&u.lost));
+    ASSERT_GT(th_cluster_owner(tc, th_cluster_keyslot(tc, LOCKKEY)), -1);
+    ASSERT_LE(atomic_load(&u.errors), 2 * NTHREADS);
+    ASSERT(last == 0 || last <= settled + 1000);
+    /* Overlaps only where a lock was lost with its master. */
+    ASSERT_LE(atomic_load(&u.done) - counted, atomic_load(&u.lost));
+    redisFree(r);
+    th_cluster_stop(tc);
+}
