@@ -172,7 +172,7 @@ static redislock_err owner_outcome(const rl__reply *r, long long *n)
 /* The outcome a majority gives, or, where none is definite, the first
  * failure that leaves it unknown. */
 static redislock_err majority(redislock_lock *l, const redislock_err *oc,
-                              size_t n, const char *what)
+                              size_t n, int release, const char *what)
 {
     size_t i, q = RL_QUORUM(n), ok = 0, gone = 0, lost = 0;
     redislock_err unknown = REDISLOCK_OK;
@@ -187,7 +187,9 @@ static redislock_err majority(redislock_lock *l, const redislock_err *oc,
             e != REDISLOCK_EEXPIRED && e != REDISLOCK_ELOST)
             unknown = e;
     }
-    if (ok >= q)
+    /* A release is done once a majority no longer hold the token: what it
+     * freed, and what had gone already. */
+    if (ok >= q || (release && ok > 0 && ok + gone >= q))
         return REDISLOCK_OK;
     rl__outcomes_describe(l->client, oc, n, who, sizeof who);
     if (ok + (n - ok - gone - lost) >= q)
@@ -226,7 +228,7 @@ redislock_err rl__redlock_owner(redislock_lock *l, const rl__script *s,
     }
     rl__lock_set_outcomes(l, oc, r.n);
     rl__round_free(&r);
-    err = majority(l, oc, r.n, s->name);
+    err = majority(l, oc, r.n, s == &rl__script_release, s->name);
     *n = least;
     if (err == REDISLOCK_OK && extend &&
         rl__now_us() - start >= (ttl - l->drift_ms) * 1000)

@@ -521,7 +521,7 @@ void test_redlock_inspect_majority_view(void)
 static void on_lost(redislock_lock *l, redislock_err why, void *arg)
 {
     (void)l;
-    *(volatile int *)arg = (int)why;
+    __atomic_store_n((int *)arg, (int)why, __ATOMIC_SEQ_CST);
 }
 
 void test_redlock_watchdog_renews_and_signals(void)
@@ -530,29 +530,30 @@ void test_redlock_watchdog_renews_and_signals(void)
     redislock_client *c = redlock(&e, NULL);
     redislock_lock *l = th_lock(c, KEY);
     redislock_acquire_options o = th_aopts(600, 0, 0);
-    volatile int lost = 0;
+    int lost = 0;
     int64_t t0;
     int i;
 
     o.watchdog = 1;
     o.on_lost = on_lost;
-    o.on_lost_arg = (void *)&lost;
+    o.on_lost_arg = &lost;
     ASSERT_OK(redislock_acquire(l, &o));
     /* Renewed past several TTLs on every server. */
     th_sleep_ms(1500);
     ASSERT_OK(redislock_check(l));
     for (i = 0; i < 3; i++)
         ASSERT_GT(th_pttl(e.r[i], KEY), 0);
-    ASSERT_EQ_INT(lost, 0);
+    ASSERT_EQ_INT(__atomic_load_n(&lost, __ATOMIC_SEQ_CST), 0);
     /* A majority taken by someone else: the loss is signalled. */
     freeReplyObject(th_cmd(e.r[0], "SET " KEY " thief PX 60000"));
     freeReplyObject(th_cmd(e.r[1], "SET " KEY " thief PX 60000"));
     t0 = th_now_ms();
-    while (lost == 0 && th_now_ms() - t0 < 2000)
+    while (__atomic_load_n(&lost, __ATOMIC_SEQ_CST) == 0 &&
+           th_now_ms() - t0 < 2000)
         th_sleep_ms(5);
     test_log("majority taken: loss signalled after %lld ms (TTL 600)",
              (long long)(th_now_ms() - t0));
-    ASSERT_EQ_INT(lost, REDISLOCK_ELOST);
+    ASSERT_EQ_INT(__atomic_load_n(&lost, __ATOMIC_SEQ_CST), REDISLOCK_ELOST);
     ASSERT_ERR(redislock_check(l), REDISLOCK_ELOST);
     ASSERT_KEY(e.r[0], KEY, "thief");
     redislock_lock_free(l);
