@@ -131,6 +131,8 @@ static redislock_err client_alloc(redislock_client **out, rl__mode mode,
     redislock_err err;
     size_t i;
 
+    if (out == NULL)
+        return rl__err(REDISLOCK_EINVAL, "NULL output pointer");
     *out = NULL;
     if (urls == NULL)
         return rl__err(REDISLOCK_EINVAL, "NULL URL list");
@@ -164,28 +166,27 @@ static redislock_err client_alloc(redislock_client **out, rl__mode mode,
     return REDISLOCK_OK;
 }
 
+/* A client whose setup failed: freed, and *out NULL again. */
+static redislock_err undo(redislock_client **out, redislock_err err)
+{
+    redislock_client_free(*out);
+    *out = NULL;
+    return err;
+}
+
 static redislock_err new_with_pools(redislock_client **out, rl__mode mode,
                                     const char *const *urls, size_t n,
                                     const redislock_options *opts)
 {
-    redislock_client *c;
-    redislock_err err;
+    redislock_err err = client_alloc(out, mode, urls, n, &opts);
 
-    if (out == NULL)
-        return rl__err(REDISLOCK_EINVAL, "NULL output pointer");
-    *out = NULL;
-    if ((err = client_alloc(&c, mode, urls, n, &opts)) != REDISLOCK_OK)
+    if (err != REDISLOCK_OK)
         return err;
-    if ((c->pools = calloc(n, sizeof *c->pools)) == NULL) {
-        redislock_client_free(c);
-        return rl__err(REDISLOCK_ENOMEM, "out of memory");
-    }
-    c->npools = n;
-    if ((err = setup(c, urls, opts)) != REDISLOCK_OK) {
-        redislock_client_free(c);
-        return err;
-    }
-    *out = c;
+    if (((*out)->pools = calloc(n, sizeof *(*out)->pools)) == NULL)
+        return undo(out, rl__err(REDISLOCK_ENOMEM, "out of memory"));
+    (*out)->npools = n;
+    if ((err = setup(*out, urls, opts)) != REDISLOCK_OK)
+        return undo(out, err);
     return REDISLOCK_OK;
 }
 
@@ -219,20 +220,12 @@ redislock_err redislock_client_new_cluster(redislock_client **out,
                                            const char *const *seeds, size_t n,
                                            const redislock_options *opts)
 {
-    redislock_client *c;
-    redislock_err err;
+    redislock_err err = client_alloc(out, RL_MODE_CLUSTER, seeds, n, &opts);
 
-    if (out == NULL)
-        return rl__err(REDISLOCK_EINVAL, "NULL output pointer");
-    *out = NULL;
-    if ((err = client_alloc(&c, RL_MODE_CLUSTER, seeds, n, &opts)) != 0)
-        return err;
-    if ((err = rl__cluster_new(seeds, n, opts, &c->cluster)) != REDISLOCK_OK) {
-        redislock_client_free(c);
-        return err;
-    }
-    *out = c;
-    return REDISLOCK_OK;
+    if (err == REDISLOCK_OK &&
+        (err = rl__cluster_new(seeds, n, opts, &(*out)->cluster)) != 0)
+        return undo(out, err);
+    return err;
 }
 
 redislock_err redislock_client_new(redislock_client **out, const char *url,

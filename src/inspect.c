@@ -78,21 +78,21 @@ static redislock_err inspect_one(rl__pool *p, const char *key, size_t keylen,
     return err;
 }
 
+/* Longest TTL first; -1 (no expiry) is the longest of all. */
+static int longer_first(const void *x, const void *y)
+{
+    int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+
+    a = a < 0 ? INT64_MAX : a;
+    b = b < 0 ? INT64_MAX : b;
+    return (a < b) - (a > b);
+}
+
 /* The TTL a majority of q still holds the lock for: the q-th longest of
- * the held servers' TTLs (-1, no expiry, counting as the longest). */
+ * the held servers' TTLs. */
 static int64_t quorum_ttl(int64_t *ttls, size_t n, size_t q)
 {
-    size_t i, j;
-    int64_t t;
-
-    for (i = 1; i < n; i++)
-        for (j = i; j > 0 && (ttls[j] < 0 ? INT64_MAX : ttls[j]) >
-                                 (ttls[j - 1] < 0 ? INT64_MAX : ttls[j - 1]);
-             j--) {
-            t = ttls[j];
-            ttls[j] = ttls[j - 1];
-            ttls[j - 1] = t;
-        }
+    qsort(ttls, n, sizeof *ttls, longer_first);
     return ttls[q - 1];
 }
 

@@ -69,6 +69,7 @@ static void send_round(rl__round *r, rl__conn **conns, const int *eval,
  * failures. Returns whether any server needs the script sent again. */
 static int sort_replies(rl__round *r, const rl__script *s, int *eval)
 {
+    redislock_err err;
     int again = 0;
     size_t i;
 
@@ -79,8 +80,8 @@ static int sort_replies(rl__round *r, const rl__script *s, int *eval)
             rl__reply_free(r->reply[i]);
             r->reply[i] = NULL;
             eval[i] = again = 1;
-        } else if (rl__reply_check(r->reply[i], s->name) != REDISLOCK_OK) {
-            set_failure(r, i, rl__reply_check(r->reply[i], s->name));
+        } else if ((err = rl__reply_check(r->reply[i], s->name)) != 0) {
+            set_failure(r, i, err);
             rl__reply_free(r->reply[i]);
             r->reply[i] = NULL;
         }

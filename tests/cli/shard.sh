@@ -6,21 +6,9 @@ set -eu
 . "$(dirname "$0")/lib.inc"
 
 # A second private server, killed by pid when the test ends.
-server=${REDIS_SERVER:-$(dirname "$REDIS_CLI")/redis-server}
-[ -x "$server" ] || server=redis-server
-dir=$TEST_TMPDIR
-# A unix socket path must stay short (108 bytes on Linux).
-[ "${#dir}" -lt 80 ] || dir=$(mktemp -d /tmp/rlshard.XXXXXX)
-sock2=$dir/shard2.sock
-"$server" --port 0 --unixsocket "$sock2" --save '' --appendonly no \
-    --dir "$dir" >"$TEST_TMPDIR/shard2.log" 2>&1 &
-pid2=$!
-trap 'kill "$pid2" 2>/dev/null || true
-    [ "$dir" = "$TEST_TMPDIR" ] || rm -rf "$dir"
-    cleanup' EXIT
-wait_until 10 test -S "$sock2" || fail "the second server did not start"
-wait_until 10 sh -c '[ "$("$0" -s "$1" ping 2>/dev/null)" = PONG ]' \
-    "$REDIS_CLI" "$sock2" || fail "the second server does not answer"
+more_servers 1
+# shellcheck disable=SC2154  # set by more_servers
+sock2=$xdir/x1.sock
 url1=$REDISLOCK_URL
 url2=unix://$sock2
 

@@ -6,8 +6,7 @@
 
 #include "../test.h"
 
-redislock_client *th_client_url_at_(const char *file, int line,
-                                    const char *url,
+redislock_client *th_client_url_at_(const char *file, int line, const char *url,
                                     const redislock_options *opts)
 {
     redislock_client *c = NULL;
@@ -103,4 +102,38 @@ void th_env_stop(th_env *e)
     redislock_client_free(e->c);
     redisFree(e->r);
     th_server_stop(e->s);
+}
+
+th_servers th_servers_start(int n)
+{
+    th_servers e;
+    int i;
+
+    memset(&e, 0, sizeof e);
+    ASSERT_LE(n, TH_SERVERS_MAX);
+    e.n = n;
+    for (i = 0; i < n; i++) {
+        e.s[i] = th_server_start(NULL);
+        e.r[i] = th_server_redis(e.s[i]);
+        e.urls[i] = e.s[i]->unix_url;
+    }
+    return e;
+}
+
+void th_servers_kill(th_servers *e, int i)
+{
+    redisFree(e->r[i]);
+    e->r[i] = NULL;
+    th_server_kill(e->s[i]);
+}
+
+void th_servers_stop(th_servers *e)
+{
+    int i;
+
+    for (i = 0; i < e->n; i++) {
+        if (e->r[i] != NULL)
+            redisFree(e->r[i]);
+        th_server_stop(e->s[i]);
+    }
 }

@@ -14,10 +14,9 @@
 #include "server.h"
 
 /* A client for url (opts may be NULL). */
-#define th_client_url(url, opts)                                              \
+#define th_client_url(url, opts)                                               \
     th_client_url_at_(__FILE__, __LINE__, url, opts)
-redislock_client *th_client_url_at_(const char *file, int line,
-                                    const char *url,
+redislock_client *th_client_url_at_(const char *file, int line, const char *url,
                                     const redislock_options *opts);
 
 /* A client on s's unix socket with default options. */
@@ -44,6 +43,23 @@ typedef struct th_env {
 th_env th_env_start(void);
 void th_env_stop(th_env *e);
 
+/* Several private servers at once (sharding, Redlock), each with an
+ * inspection connection and its unix URL. */
+#define TH_SERVERS_MAX 6
+typedef struct th_servers {
+    int n;
+    th_server *s[TH_SERVERS_MAX];
+    redisContext *r[TH_SERVERS_MAX]; /* NULL once killed */
+    const char *urls[TH_SERVERS_MAX];
+} th_servers;
+
+th_servers th_servers_start(int n);
+
+/* kill -9 of server i (see th_server_kill); its connection goes too. */
+void th_servers_kill(th_servers *e, int i);
+
+void th_servers_stop(th_servers *e);
+
 #define th_pttl(c, key) th_cmd_int(c, "PTTL %s", key)
 
 /* The number of keys that are not the library's helper keys (wake lists,
@@ -52,7 +68,7 @@ void th_env_stop(th_env *e);
 long long th_lock_keys(redisContext *c);
 
 /* Asserts that key holds exactly value (NULL: no such key). */
-#define ASSERT_KEY(c, key, value)                                             \
+#define ASSERT_KEY(c, key, value)                                              \
     th_assert_key_at_(__FILE__, __LINE__, c, key, value)
 void th_assert_key_at_(const char *file, int line, redisContext *c,
                        const char *key, const char *value);

@@ -21,48 +21,8 @@
 #define MAXN 5
 #define KEY "rl:job"
 
-typedef struct env {
-    int n;
-    th_server *s[MAXN];
-    redisContext *r[MAXN];
-    const char *urls[MAXN];
-} env;
-
-static env env_start(int n)
-{
-    env e;
-    int i;
-
-    memset(&e, 0, sizeof e);
-    e.n = n;
-    for (i = 0; i < n; i++) {
-        e.s[i] = th_server_start(NULL);
-        e.r[i] = th_server_redis(e.s[i]);
-        e.urls[i] = e.s[i]->unix_url;
-    }
-    return e;
-}
-
-static void env_stop(env *e)
-{
-    int i;
-
-    for (i = 0; i < e->n; i++) {
-        if (e->r[i] != NULL)
-            redisFree(e->r[i]);
-        th_server_stop(e->s[i]);
-    }
-}
-
-/* Kills server i with SIGKILL; its inspection connection goes too. */
-static void env_kill(env *e, int i)
-{
-    redisFree(e->r[i]);
-    e->r[i] = NULL;
-    th_server_kill(e->s[i]);
-}
-
-static redislock_client *redlock(const env *e, const redislock_options *o)
+static redislock_client *redlock(const th_servers *e,
+                                 const redislock_options *o)
 {
     redislock_client *c = NULL;
 
@@ -72,7 +32,7 @@ static redislock_client *redlock(const env *e, const redislock_options *o)
 }
 
 /* How many of the live servers have key. */
-static int holders(const env *e, const char *key)
+static int holders(const th_servers *e, const char *key)
 {
     int i, n = 0;
 
@@ -83,7 +43,7 @@ static int holders(const env *e, const char *key)
 }
 
 /* Lock keys (not helper keys) on all live servers. */
-static long long lock_keys(const env *e)
+static long long lock_keys(const th_servers *e)
 {
     long long n = 0;
     int i;
@@ -96,7 +56,7 @@ static long long lock_keys(const env *e)
 
 void test_redlock_acquire_release_everywhere(void)
 {
-    env e = env_start(3);
+    th_servers e = th_servers_start(3);
     redislock_client *c = redlock(&e, NULL);
     redislock_lock *l = th_lock(c, KEY);
     redislock_acquire_options o = th_aopts(10000, 0, 0);
@@ -125,12 +85,12 @@ void test_redlock_acquire_release_everywhere(void)
     ASSERT_EQ_INT(lock_keys(&e), 0);
     redislock_lock_free(l);
     redislock_client_free(c);
-    env_stop(&e);
+    th_servers_stop(&e);
 }
 
 void test_redlock_bad_setups_einval(void)
 {
-    env e = env_start(3);
+    th_servers e = th_servers_start(3);
     const char *dup[3];
     redislock_client *c = NULL;
     redislock_lock *l;
@@ -157,13 +117,13 @@ void test_redlock_bad_setups_einval(void)
     ASSERT_EQ_INT(holders(&e, KEY), 0);
     redislock_lock_free(l);
     redislock_client_free(c);
-    env_stop(&e);
+    th_servers_stop(&e);
 }
 
 /* Another owner on one server of three: a majority still grants it. */
 void test_redlock_minority_busy_still_granted(void)
 {
-    env e = env_start(3);
+    th_servers e = th_servers_start(3);
     redislock_client *c = redlock(&e, NULL);
     redislock_lock *l = th_lock(c, KEY);
     redislock_acquire_options o = th_aopts(10000, 0, 0);
@@ -182,14 +142,14 @@ void test_redlock_minority_busy_still_granted(void)
     ASSERT_KEY(e.r[2], KEY, NULL);
     redislock_lock_free(l);
     redislock_client_free(c);
-    env_stop(&e);
+    th_servers_stop(&e);
 }
 
 /* A majority busy: EHELD, and the vote won on the third server is
  * undone at once, not left to expire. */
 void test_redlock_majority_busy_undone(void)
 {
-    env e = env_start(3);
+    th_servers e = th_servers_start(3);
     redislock_client *c = redlock(&e, NULL);
     redislock_lock *l = th_lock(c, KEY);
     redislock_acquire_options o = th_aopts(60000, 0, 0);
@@ -217,13 +177,13 @@ void test_redlock_majority_busy_undone(void)
     ASSERT_OK(redislock_release(l));
     redislock_lock_free(l);
     redislock_client_free(c);
-    env_stop(&e);
+    th_servers_stop(&e);
 }
 
 /* Two of three servers killed: a quorum error, quickly, never success. */
 void test_redlock_majority_down_noquorum(void)
 {
-    env e = env_start(3);
+    th_servers e = th_servers_start(3);
     redislock_client *c = redlock(&e, NULL);
     redislock_lock *l = th_lock(c, KEY);
     redislock_acquire_options o = th_aopts(10000, 2000, 20);
@@ -233,8 +193,8 @@ void test_redlock_majority_down_noquorum(void)
 
     ASSERT_OK(redislock_acquire(l, &o));
     ASSERT_OK(redislock_release(l));
-    env_kill(&e, 0);
-    env_kill(&e, 2);
+    th_servers_kill(&e, 0);
+    th_servers_kill(&e, 2);
     for (i = 0; i < 20; i++) {
         t0 = th_now_ms();
         ASSERT_ERR(redislock_acquire(l, &o), REDISLOCK_ENOQUORUM);
@@ -253,14 +213,14 @@ void test_redlock_majority_down_noquorum(void)
     ASSERT_EQ_INT(redislock_check(l), REDISLOCK_EINVAL);
     redislock_lock_free(l);
     redislock_client_free(c);
-    env_stop(&e);
+    th_servers_stop(&e);
 }
 
 /* One server stopped: each acquire costs at most the per-server timeout
  * and still succeeds on the other two. */
 void test_redlock_stopped_server_bounded(void)
 {
-    env e = env_start(3);
+    th_servers e = th_servers_start(3);
     redislock_options co = {0};
     redislock_client *c;
     redislock_lock *l;
@@ -294,7 +254,7 @@ void test_redlock_stopped_server_bounded(void)
     ASSERT(th_wait_key_gone(e.r[1], KEY, strlen(KEY), 5000));
     redislock_lock_free(l);
     redislock_client_free(c);
-    env_stop(&e);
+    th_servers_stop(&e);
 }
 
 /* Two of three servers reached through a proxy that holds requests back
@@ -302,7 +262,7 @@ void test_redlock_stopped_server_bounded(void)
  * the late requests take is cleaned up. */
 void test_redlock_delayed_past_ttl_no_validity(void)
 {
-    env e = env_start(3);
+    th_servers e = th_servers_start(3);
     th_proxy *p[2];
     char url[2][64];
     const char *urls[3];
@@ -348,7 +308,7 @@ void test_redlock_delayed_past_ttl_no_validity(void)
     redislock_client_free(c);
     for (i = 0; i < 2; i++)
         th_proxy_stop(p[i]);
-    env_stop(&e);
+    th_servers_stop(&e);
 }
 
 /* ---- A contended counter while servers die ------------------------- */
@@ -357,7 +317,7 @@ void test_redlock_delayed_past_ttl_no_validity(void)
 #define NINCR 150
 #define COUNTER "rl:counter"
 
-static int worker(const env *e, const th_server *res)
+static int worker(const th_servers *e, const th_server *res)
 {
     redislock_client *c = NULL;
     redislock_lock *l = NULL;
@@ -398,7 +358,7 @@ static int worker(const env *e, const th_server *res)
 
 static void counter_with_kills(int n, int kills)
 {
-    env e = env_start(n);
+    th_servers e = th_servers_start(n);
     th_server *res = th_server_start(NULL);
     redisContext *rr = th_server_redis(res);
     pid_t pids[NPROCS];
@@ -417,7 +377,7 @@ static void counter_with_kills(int n, int kills)
     while (killed < kills) {
         v = th_cmd_str(rr, NULL, "GET " COUNTER);
         if (v != NULL && atoll(v) >= (killed + 1) * NPROCS * NINCR / 4) {
-            env_kill(&e, killed * 2);
+            th_servers_kill(&e, killed * 2);
             killed++;
         }
         free(v);
@@ -438,7 +398,7 @@ static void counter_with_kills(int n, int kills)
     ASSERT_EQ_INT(holders(&e, KEY), 0);
     redisFree(rr);
     th_server_stop(res);
-    env_stop(&e);
+    th_servers_stop(&e);
 }
 
 void test_redlock_counter_3_kill_1(void)
@@ -455,7 +415,7 @@ void test_redlock_counter_5_kill_2(void)
 
 void test_redlock_reentrant_metadata(void)
 {
-    env e = env_start(3);
+    th_servers e = th_servers_start(3);
     redislock_client *c = redlock(&e, NULL);
     redislock_lock *l = th_lock(c, KEY), *other = th_lock(c, KEY);
     redislock_acquire_options o = th_aopts(10000, 0, 0);
@@ -487,14 +447,14 @@ void test_redlock_reentrant_metadata(void)
     redislock_lock_free(other);
     redislock_lock_free(l);
     redislock_client_free(c);
-    env_stop(&e);
+    th_servers_stop(&e);
 }
 
 /* Held on a majority of servers only if a majority hold it: inspect and
  * ttl report the quorum's view. */
 void test_redlock_inspect_majority_view(void)
 {
-    env e = env_start(3);
+    th_servers e = th_servers_start(3);
     redislock_client *c = redlock(&e, NULL);
     redislock_lock *l = th_lock(c, KEY);
     redislock_info info;
@@ -515,7 +475,7 @@ void test_redlock_inspect_majority_view(void)
     ASSERT_LE(ttl, 5000);
     redislock_lock_free(l);
     redislock_client_free(c);
-    env_stop(&e);
+    th_servers_stop(&e);
 }
 
 static void on_lost(redislock_lock *l, redislock_err why, void *arg)
@@ -526,7 +486,7 @@ static void on_lost(redislock_lock *l, redislock_err why, void *arg)
 
 void test_redlock_watchdog_renews_and_signals(void)
 {
-    env e = env_start(3);
+    th_servers e = th_servers_start(3);
     redislock_client *c = redlock(&e, NULL);
     redislock_lock *l = th_lock(c, KEY);
     redislock_acquire_options o = th_aopts(600, 0, 0);
@@ -558,5 +518,5 @@ void test_redlock_watchdog_renews_and_signals(void)
     ASSERT_KEY(e.r[0], KEY, "thief");
     redislock_lock_free(l);
     redislock_client_free(c);
-    env_stop(&e);
+    th_servers_stop(&e);
 }

@@ -14,40 +14,7 @@
 #include "test.h"
 
 #define NKEYS 300
-#define MAX_SERVERS 4
 #define SLACK_MS 300
-
-typedef struct env {
-    int n;
-    th_server *s[MAX_SERVERS];
-    redisContext *r[MAX_SERVERS];
-    const char *urls[MAX_SERVERS];
-} env;
-
-static env env_start(int n)
-{
-    env e;
-    int i;
-
-    memset(&e, 0, sizeof e);
-    e.n = n;
-    for (i = 0; i < n; i++) {
-        e.s[i] = th_server_start(NULL);
-        e.r[i] = th_server_redis(e.s[i]);
-        e.urls[i] = e.s[i]->unix_url;
-    }
-    return e;
-}
-
-static void env_stop(env *e)
-{
-    int i;
-
-    for (i = 0; i < e->n; i++) {
-        redisFree(e->r[i]);
-        th_server_stop(e->s[i]);
-    }
-}
 
 static redislock_client *sharded(const char *const *urls, int n)
 {
@@ -60,15 +27,15 @@ static redislock_client *sharded(const char *const *urls, int n)
 
 /* The index of the one server among the first n that has key; fails the
  * test when none or several have it. */
-static int where(const env *e, int n, const char *key)
+static int where(const th_servers *e, int n, const char *key)
 {
     int i, at = -1;
 
     for (i = 0; i < n; i++)
         if (th_cmd_int(e->r[i], "EXISTS %s", key) != 0) {
             if (at >= 0)
-                test_fail_(__FILE__, __LINE__,
-                           "%s is on servers %d and %d", key, at, i);
+                test_fail_(__FILE__, __LINE__, "%s is on servers %d and %d",
+                           key, at, i);
             at = i;
         }
     if (at < 0)
@@ -82,7 +49,7 @@ static void key_name(int i, char *buf, size_t size)
 }
 
 /* Acquires every key with c, records its server in at[], releases it. */
-static void place_all(const env *e, int n, redislock_client *c, int *at)
+static void place_all(const th_servers *e, int n, redislock_client *c, int *at)
 {
     redislock_acquire_options o = th_aopts(30000, 0, 0);
     redislock_lock *l;
@@ -110,7 +77,7 @@ static int count_listed(const redislock_info *info, void *arg)
 
 void test_shard_spread_one_server_each(void)
 {
-    env e = env_start(3);
+    th_servers e = th_servers_start(3);
     redislock_client *c = sharded(e.urls, 3);
     redislock_lock *l[NKEYS];
     int count[3] = {0, 0, 0};
@@ -145,12 +112,12 @@ void test_shard_spread_one_server_each(void)
     for (i = 0; i < 3; i++)
         ASSERT_EQ_INT(th_lock_keys(e.r[i]), 0);
     redislock_client_free(c);
-    env_stop(&e);
+    th_servers_stop(&e);
 }
 
 void test_shard_order_independent(void)
 {
-    env e = env_start(3);
+    th_servers e = th_servers_start(3);
     const char *reordered[3];
     redislock_client *a, *b;
     redislock_lock *la[NKEYS], *lb;
@@ -190,7 +157,7 @@ void test_shard_order_independent(void)
     }
     redislock_client_free(a);
     redislock_client_free(b);
-    env_stop(&e);
+    th_servers_stop(&e);
 }
 
 /*
@@ -200,7 +167,7 @@ void test_shard_order_independent(void)
  */
 void test_shard_order_independent_same_server_dbs(void)
 {
-    env e = env_start(1);
+    th_servers e = th_servers_start(1);
     char db0[256], db1[256];
     const char *ab[2], *ba[2];
     redislock_client *a, *b;
@@ -228,12 +195,12 @@ void test_shard_order_independent_same_server_dbs(void)
                    "%d of 100 keys were taken by both clients", both);
     redislock_client_free(a);
     redislock_client_free(b);
-    env_stop(&e);
+    th_servers_stop(&e);
 }
 
 void test_shard_added_server_moves_few(void)
 {
-    env e = env_start(4);
+    th_servers e = th_servers_start(4);
     redislock_client *c3 = sharded(e.urls, 3);
     redislock_client *c4 = sharded(e.urls, 4);
     int before[NKEYS], after[NKEYS];
@@ -257,7 +224,7 @@ void test_shard_added_server_moves_few(void)
     ASSERT_LE(moved * 10, NKEYS * 4);
     redislock_client_free(c3);
     redislock_client_free(c4);
-    env_stop(&e);
+    th_servers_stop(&e);
 }
 
 /* client_new_sharded(urls) fails with want, *out NULL, and a detail that
@@ -273,13 +240,13 @@ static void assert_refused(const char *const *urls, size_t n,
     detail = redislock_errdetail();
     ASSERT(c == NULL);
     if (strstr(detail, needle) == NULL)
-        test_fail_(__FILE__, __LINE__, "detail \"%s\" does not name %s",
-                   detail, needle);
+        test_fail_(__FILE__, __LINE__, "detail \"%s\" does not name %s", detail,
+                   needle);
 }
 
 void test_shard_duplicate_server_einval(void)
 {
-    env e = env_start(2);
+    th_servers e = th_servers_start(2);
     char db0[256], tcp[64];
     const char *urls[3];
     redislock_client *c = NULL;
@@ -303,12 +270,12 @@ void test_shard_duplicate_server_einval(void)
     /* The same list without the repeat is fine. */
     ASSERT_OK(redislock_client_new_sharded(&c, urls, 2, NULL));
     redislock_client_free(c);
-    env_stop(&e);
+    th_servers_stop(&e);
 }
 
 void test_shard_dead_server_econnect(void)
 {
-    env e = env_start(3);
+    th_servers e = th_servers_start(3);
     th_server *gone = th_server_start(NULL);
     char dead_tcp[64], dead_unix[256], where_tcp[64];
     const char *urls[3];
@@ -327,14 +294,13 @@ void test_shard_dead_server_econnect(void)
     th_server_stop(gone);
     urls[1] = e.urls[1];
     urls[2] = dead_unix;
-    assert_refused(urls, 3, REDISLOCK_ECONNECT,
-                   dead_unix + strlen("unix://"));
-    env_stop(&e);
+    assert_refused(urls, 3, REDISLOCK_ECONNECT, dead_unix + strlen("unix://"));
+    th_servers_stop(&e);
 }
 
 /* A key that c routes to server want, found by trying names. */
-static void key_on(const env *e, redislock_client *c, int want, char *key,
-                   size_t size)
+static void key_on(const th_servers *e, redislock_client *c, int want,
+                   char *key, size_t size)
 {
     redislock_lock *l;
     int i, at;
@@ -349,13 +315,12 @@ static void key_on(const env *e, redislock_client *c, int want, char *key,
         if (at == want)
             return;
     }
-    test_fail_(__FILE__, __LINE__, "no key of 1000 routes to server %d",
-               want);
+    test_fail_(__FILE__, __LINE__, "no key of 1000 routes to server %d", want);
 }
 
 void test_shard_release_extend_watchdog(void)
 {
-    env e = env_start(3);
+    th_servers e = th_servers_start(3);
     redislock_client *c = sharded(e.urls, 3);
     redislock_acquire_options o = th_aopts(2000, 0, 0);
     redislock_lock *l;
@@ -388,5 +353,5 @@ void test_shard_release_extend_watchdog(void)
         ASSERT_EQ_INT(th_cmd_int(e.r[i], "EXISTS %s", key), 0);
     redislock_lock_free(l);
     redislock_client_free(c);
-    env_stop(&e);
+    th_servers_stop(&e);
 }
