@@ -382,8 +382,12 @@ static redislock_err read_reply(rl__conn *c, void **reply, int64_t deadline_us,
             struct pollfd p = {c->ctx->fd, POLLIN, 0};
             /* Over TLS, decrypted bytes may wait in the library while the
              * socket is quiet: there only the deadline is checked, and
-             * each read is bounded by the socket timeout. */
-            if (left <= 0 || (!c->tls && poll(&p, 1, (int)left) == 0))
+             * each read is bounded by the socket timeout. Past the
+             * deadline a reply that is already there is still taken: a
+             * process stopped (SIGSTOP) in a read comes back with EINTR
+             * and the deadline gone, its reply waiting in the socket. */
+            if ((c->tls && left <= 0) ||
+                (!c->tls && poll(&p, 1, left > 0 ? (int)left : 0) == 0))
                 return fail(c, REDISLOCK_ETIMEDOUT, what,
                             "Redis did not answer in time");
         }
