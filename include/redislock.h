@@ -309,8 +309,9 @@ REDISLOCK_API redislock_err redislock_release_hold(redislock_lock *l,
 REDISLOCK_API void redislock_cancel(redislock_lock *l);
 
 /*
- * Resets the lock's TTL to ttl_ms if this handle still owns it. Outcomes as
- * for redislock_release(); an expired lock is never re-created.
+ * Makes the lock's TTL at least ttl_ms from now (never shorter than what
+ * it has left) if this handle still owns it. Outcomes as for
+ * redislock_release(); an expired lock is never re-created.
  */
 REDISLOCK_API redislock_err redislock_extend(redislock_lock *l, int64_t ttl_ms);
 

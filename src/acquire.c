@@ -37,6 +37,7 @@
 typedef struct attempt_cfg {
     const redislock_acquire_options *o;
     const char *id;   /* token or owner id */
+    const char *req;  /* this call's requests' id (abandon.lua) */
     const char *fmt;  /* "plain", "hash" or "reentrant" */
     int rich;         /* hash format */
     int waits;        /* more than one attempt may be made */
@@ -48,7 +49,8 @@ typedef struct attempt_cfg {
     int64_t ttl_ms;
     int64_t delay_ms, cap_ms;
     char ttl[24];
-    char tok[RL_TOKEN_HEXLEN + 1]; /* a plain lock's token */
+    char tok[RL_TOKEN_HEXLEN + 1];   /* a plain lock's token */
+    char nonce[RL_TOKEN_HEXLEN + 1]; /* req for a lock with an owner id */
 } attempt_cfg;
 
 static redislock_err check_options(const redislock_acquire_options *o)
@@ -83,6 +85,11 @@ static redislock_err check_options(const redislock_acquire_options *o)
         (*o->owner == '\0' || strlen(o->owner) > RL_TOKEN_MAX))
         return rl__err(REDISLOCK_EINVAL, "owner id must be 1 to %d bytes",
                        RL_TOKEN_MAX);
+    if (o->owner != NULL && strcmp(o->owner, RL_RESERVED_VALUE) == 0)
+        return rl__err(REDISLOCK_EINVAL,
+                       "owner id '%s' is what marks a hold-after "
+                       "reservation: choose another",
+                       RL_RESERVED_VALUE);
     if (o->metadata != NULL && strlen(o->metadata) > 65536)
         return rl__err(REDISLOCK_EINVAL, "metadata longer than 64 KiB");
     return REDISLOCK_OK;
@@ -112,10 +119,10 @@ static redislock_err try_script(redislock_lock *l, attempt_cfg *a,
 {
     const char *meta = a->o->metadata ? a->o->metadata : "";
     char wait[24];
-    const char *args[6] = {a->id, a->ttl, a->fmt, meta, wait, l->base};
-    size_t lens[6] = {
+    const char *args[7] = {a->id, a->ttl, a->fmt, meta, wait, l->base, a->req};
+    size_t lens[7] = {
         strlen(a->id), strlen(a->ttl), strlen(a->fmt), strlen(meta), 0,
-        l->baselen};
+        l->baselen,    strlen(a->req)};
     int64_t left = deadline - now_ms;
     rl__reply *r;
     redislock_err err;
@@ -129,7 +136,7 @@ static redislock_err try_script(redislock_lock *l, attempt_cfg *a,
                                : a->waits ? (long long)left
                                           : 0LL);
     err = rl__lock_write_script(
-        l, 0, a->o->fair ? &rl__script_fair : &rl__script_acquire, 6, args,
+        l, 0, a->o->fair ? &rl__script_fair : &rl__script_acquire, 7, args,
         lens, &r);
     if (err != REDISLOCK_OK)
         return err;
@@ -142,6 +149,7 @@ static redislock_err try_script(redislock_lock *l, attempt_cfg *a,
                       r->type);
     else if (r->element[0]->integer == 1) {
         l->fence = r->element[2]->integer;
+        err = rl__check_fence(l->fence, "acquire");
     } else {
         l->holder_ttl = r->element[1]->integer;
         a->queued = a->o->fair;
@@ -158,9 +166,9 @@ static redislock_err try_quorum(redislock_lock *l, attempt_cfg *a, int tries,
 {
     int64_t drift = a->o->drift_ms ? a->o->drift_ms : a->ttl_ms / 100 + 2;
 
-    if (!a->rich && tries > 0 && rl__token(a->tok) != 0)
+    if (tries > 0 && rl__token(a->rich ? a->nonce : a->tok) != 0)
         return rl__err(REDISLOCK_ERANDOM, "getrandom failed");
-    return rl__redlock_attempt(l, a->id, a->fmt, a->ttl_ms, drift,
+    return rl__redlock_attempt(l, a->id, a->req, a->fmt, a->ttl_ms, drift,
                                a->o->metadata ? a->o->metadata : "", sent_us);
 }
 
@@ -295,16 +303,30 @@ static int lost_reply(redislock_err err)
            err == REDISLOCK_EPROTOCOL;
 }
 
-/* The attempt's token must not hold the lock, now or if the request
- * arrives late: the client's watchdog thread sees to it, retrying until
- * the server answers, so the caller's call is not made any longer. */
+/* The attempt must not hold the lock, now or if the request arrives
+ * late, whatever the lock's format: the client's watchdog thread sees to
+ * it, retrying until the server answers, so the caller's call is not made
+ * any longer (and redislock_client_free() finishes it first). */
 static void abandon(redislock_lock *l, const attempt_cfg *a)
 {
     rl__watchdog *wd;
 
     if (rl__client_watchdog(l->client, &wd) == REDISLOCK_OK)
         rl__janitor_abandon(wd, l->pool, l->key, l->keylen, l->base, l->baselen,
-                            a->id, a->ttl_ms);
+                            a->id, a->req, a->ttl_ms);
+}
+
+/* Whether a hand-off popped from the waiter's list still leaves validity:
+ * its lease began after the waiter's last attempt was sent (that attempt
+ * dropped older messages, see fair.lua), so counting it from then is
+ * safe; a waiter that was paused past it has nothing, and tries again. */
+static int handoff_valid(const redislock_lock *l, const attempt_cfg *a,
+                         int64_t sent_us)
+{
+    int64_t drift = a->o->drift_ms ? a->o->drift_ms : a->ttl_ms / 100 + 2;
+    int64_t lease = l->handoff_lease < a->ttl_ms ? l->handoff_lease : a->ttl_ms;
+
+    return sent_us + (lease - drift) * 1000 > rl__now_us();
 }
 
 static redislock_err wait_loop(redislock_lock *l, attempt_cfg *a,
@@ -323,8 +345,7 @@ static redislock_err wait_loop(redislock_lock *l, attempt_cfg *a,
         tries++;
         if (err != REDISLOCK_EHELD) {
             /* A failed Redlock round has been undone already. */
-            if (err != REDISLOCK_OK && lost_reply(err) && !a->rich &&
-                !a->redlock)
+            if (err != REDISLOCK_OK && lost_reply(err) && !a->redlock)
                 abandon(l, a);
             break;
         }
@@ -336,7 +357,7 @@ static redislock_err wait_loop(redislock_lock *l, attempt_cfg *a,
             err = cancelled(l, 1);
             break;
         }
-        if (res == RL_WAIT_HANDOFF) {
+        if (res == RL_WAIT_HANDOFF && handoff_valid(l, a, *sent_us)) {
             /* Handed over after our last attempt ran: the lease started
              * no earlier than that attempt was sent. */
             a->queued = 0;
@@ -347,6 +368,21 @@ static redislock_err wait_loop(redislock_lock *l, attempt_cfg *a,
     if (a->queued)
         leave_queue(l, a);
     return err;
+}
+
+/* The id of this call's requests: a plain lock's token is unique to the
+ * call already; an owner id is not, so its requests get one of their
+ * own. */
+static redislock_err set_req(attempt_cfg *a)
+{
+    if (!a->rich) {
+        a->req = a->id;
+        return REDISLOCK_OK;
+    }
+    if (rl__token(a->nonce) != 0)
+        return rl__err(REDISLOCK_ERANDOM, "getrandom failed");
+    a->req = a->nonce;
+    return REDISLOCK_OK;
 }
 
 static redislock_err setup(redislock_lock *l,
@@ -371,7 +407,7 @@ static redislock_err setup(redislock_lock *l,
     if (l->own > 0) {
         /* Re-entry: the owner id this handle already holds with. */
         a->id = l->token;
-        return REDISLOCK_OK;
+        return set_req(a);
     }
     if (o->owner != NULL) {
         a->id = o->owner;
@@ -383,7 +419,7 @@ static redislock_err setup(redislock_lock *l,
             return rl__err(REDISLOCK_ERANDOM, "getrandom failed");
         a->id = a->tok;
     }
-    return REDISLOCK_OK;
+    return set_req(a);
 }
 
 redislock_err redislock_acquire(redislock_lock *l,
@@ -413,8 +449,13 @@ redislock_err redislock_acquire(redislock_lock *l,
                        "single queue to hand the lock down");
     if ((err = wait_loop(l, &a, &sent_us)) != REDISLOCK_OK)
         return err;
+    /* A hand-off may grant less than the TTL (see rl_handoff in lib.lua):
+     * the watchdog thread extends it after a third of that lease, off the
+     * caller's path; a lock released sooner (the common case) costs no
+     * extension at all. */
+    short_lease = a.handed && l->handoff_lease < a.ttl_ms;
     rl__lock_take(l, a.id, a.ttl_ms, opts->drift_ms ? opts->drift_ms : -1,
-                  sent_us);
+                  sent_us, short_lease ? l->handoff_lease : a.ttl_ms);
     l->rich = a.rich;
     if (!a.handed && (err = rl__lock_durable(l, "acquire")) != 0) {
         /* A lock only the master knows of dies with it: give it back. */
@@ -423,13 +464,6 @@ redislock_err redislock_acquire(redislock_lock *l,
         redislock_release(l);
         return rl__err(REDISLOCK_ENOTDURABLE, "%s; released", said);
     }
-    /* A hand-off may grant less than the TTL (see rl_handoff in lib.lua):
-     * the watchdog thread extends it after a third of that lease, off the
-     * caller's path; a lock released sooner (the common case) costs no
-     * extension at all. */
-    short_lease = a.handed && l->handoff_lease < a.ttl_ms;
-    if (short_lease)
-        rl__lock_set_validity(l, sent_us, l->handoff_lease);
     if ((opts->watchdog || short_lease) && l->watch == NULL &&
         (err = rl__watch(l, opts, sent_us,
                          short_lease ? sent_us + l->handoff_lease * 1000 / 3

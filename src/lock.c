@@ -178,11 +178,11 @@ void redislock_lock_free(redislock_lock *l)
 
 redislock_err rl__abandon(rl__pool *p, const char *key, size_t keylen,
                           const char *base, size_t baselen, const char *token,
-                          int64_t ttl_ms, int64_t timeout_ms)
+                          const char *req, int64_t ttl_ms, int64_t timeout_ms)
 {
     char ttl[24];
-    const char *args[3] = {token, ttl, base};
-    size_t lens[3] = {strlen(token), 0, baselen};
+    const char *args[4] = {token, ttl, base, req};
+    size_t lens[4] = {strlen(token), 0, baselen, strlen(req)};
     rl__reply *r;
     redislock_err err;
 
@@ -190,10 +190,21 @@ redislock_err rl__abandon(rl__pool *p, const char *key, size_t keylen,
      * network queue (TCP retransmissions) may arrive that late. */
     lens[1] = (size_t)snprintf(ttl, sizeof ttl, "%" PRId64, ttl_ms + 60000);
     err = rl__pool_script_within(p, timeout_ms, &rl__script_abandon, key,
-                                 keylen, 3, args, lens, &r);
+                                 keylen, 4, args, lens, &r);
     if (err == REDISLOCK_OK)
         rl__reply_free(r);
     return err;
+}
+
+redislock_err rl__check_fence(long long fence, const char *what)
+{
+    if (fence > 0)
+        return REDISLOCK_OK;
+    return rl__err(REDISLOCK_EPROTOCOL,
+                   "%s: the server gave fencing token %lld, which is not "
+                   "positive; is the key's fence counter (the helper key "
+                   "ending in \":rl-fence\") written by something else?",
+                   what, fence);
 }
 
 redislock_err rl__check_ttl(int64_t ttl_ms, const char *what)
@@ -257,15 +268,23 @@ redislock_err rl__lock_durable(const redislock_lock *l, const char *what)
 
 void rl__lock_set_validity(redislock_lock *l, int64_t sent_us, int64_t ttl_ms)
 {
-    atomic_store(&l->valid_until_us, sent_us + (ttl_ms - l->drift_ms) * 1000);
+    int64_t until = sent_us + (ttl_ms - l->drift_ms) * 1000;
+    int64_t was = atomic_load(&l->valid_until_us);
+
+    /* Only this handle's owner thread and its watchdog write it, one at a
+     * time (a renewal is not sent while the owner extends): no lost
+     * update between the load and the store. */
+    if (until > was)
+        atomic_store(&l->valid_until_us, until);
 }
 
 void rl__lock_take(redislock_lock *l, const char *token, int64_t ttl_ms,
-                   int64_t drift_ms, int64_t sent_us)
+                   int64_t drift_ms, int64_t sent_us, int64_t lease_ms)
 {
     if (l->own == 0) {
         snprintf(l->token, sizeof l->token, "%s", token);
         atomic_store(&l->lost, 0);
+        atomic_store(&l->valid_until_us, 0);
     }
     l->own++;
     /* The watchdog thread reads the lease settings of a watched lock: a
@@ -275,7 +294,7 @@ void rl__lock_take(redislock_lock *l, const char *token, int64_t ttl_ms,
         l->drift_fixed = drift_ms >= 0;
         l->drift_ms = drift_ms >= 0 ? drift_ms : ttl_ms / 100 + 2;
     }
-    rl__lock_set_validity(l, sent_us, ttl_ms);
+    rl__lock_set_validity(l, sent_us, lease_ms);
 }
 
 int rl__lock_mark_lost(redislock_lock *l, redislock_err why)
@@ -438,8 +457,13 @@ redislock_err redislock_adopt(redislock_lock *l, const char *token)
         if ((unsigned char)token[i] < 0x20 || token[i] == 0x7f)
             return rl__err(REDISLOCK_EINVAL,
                            "token has a control character at byte %zu", i);
+    if (strcmp(token, RL_RESERVED_VALUE) == 0)
+        return rl__err(REDISLOCK_EINVAL,
+                       "'%s' marks a hold-after reservation, which nobody "
+                       "owns: it cannot be adopted, released or extended",
+                       RL_RESERVED_VALUE);
     /* Nothing is known of this lease's age: no validity until an extend. */
-    rl__lock_take(l, token, REDISLOCK_DEFAULT_TTL_MS, -1, 0);
+    rl__lock_take(l, token, REDISLOCK_DEFAULT_TTL_MS, -1, 0, 0);
     atomic_store(&l->valid_until_us, 0);
     return REDISLOCK_OK;
 }

@@ -16,6 +16,10 @@
  * strings well below this). */
 #define RL_TOKEN_MAX 256
 
+/* The value of a hold-after reservation (release.lua): a key nobody owns.
+ * No token or owner id may be this. */
+#define RL_RESERVED_VALUE "redislock:hold-after"
+
 struct rl__watch;
 
 struct redislock_lock {
@@ -62,12 +66,17 @@ struct redislock_lock {
     int replicas; /* confirmed the last acquire or extend; -1: not asked */
 };
 
-/* One try at making sure a plain acquire of token with ttl_ms, whose
- * reply was lost, does not hold the lock at key on p, now or when it
- * arrives late (abandon.lua); waits at most timeout_ms. */
+/* One try at making sure an acquire request req (for token or owner id
+ * token, with ttl_ms), whose reply was lost, does not hold the lock at
+ * key on p, now or when it arrives late (abandon.lua); waits at most
+ * timeout_ms. */
 redislock_err rl__abandon(rl__pool *p, const char *key, size_t keylen,
                           const char *base, size_t baselen, const char *token,
-                          int64_t ttl_ms, int64_t timeout_ms);
+                          const char *req, int64_t ttl_ms, int64_t timeout_ms);
+
+/* A fencing token from a server must be positive: REDISLOCK_EPROTOCOL
+ * (naming what) for one that is not, else REDISLOCK_OK. */
+redislock_err rl__check_fence(long long fence, const char *what);
 
 /* Records the per-server results of a request (any thread: the watchdog's
  * renewals are requests too). */
@@ -89,12 +98,17 @@ redislock_err rl__lock_durable(const redislock_lock *l, const char *what);
 redislock_err rl__lock_command(redislock_lock *l, int n, const rl__cmd *cmds,
                                rl__reply **out);
 
-/* Records that l holds token (a token or owner id) from a request sent
- * at sent_us with a TTL of ttl_ms; drift_ms < 0 means the default. */
+/* Records that l holds token (a token or owner id) with a TTL of ttl_ms
+ * (what renewals use) from a request sent at sent_us that left the
+ * server's lease at least lease_ms (the TTL, or a shorter hand-off lease);
+ * drift_ms < 0 means the default. */
 void rl__lock_take(redislock_lock *l, const char *token, int64_t ttl_ms,
-                   int64_t drift_ms, int64_t sent_us);
+                   int64_t drift_ms, int64_t sent_us, int64_t lease_ms);
 
-/* The validity a request sent at sent_us with ttl_ms grants. */
+/* Raises the validity to what a request sent at sent_us that left the
+ * lease at least ttl_ms grants. Never lowers it: leases are never
+ * shortened on the server (rl_lengthen in lib.lua), so what was known
+ * before still holds. */
 void rl__lock_set_validity(redislock_lock *l, int64_t sent_us, int64_t ttl_ms);
 
 /* Sends the extend script for l's token with l->ttl_ms, and on success

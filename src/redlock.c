@@ -29,6 +29,9 @@ static redislock_err count_vote(const rl__reply *r, votes *v)
          (r->elements != 3 || e[2]->type != REDIS_REPLY_INTEGER)))
         return rl__err(REDISLOCK_EPROTOCOL, "acquire script answered type %d",
                        r->type);
+    if (e[0]->integer == 1 &&
+        rl__check_fence(e[2]->integer, "acquire") != REDISLOCK_OK)
+        return REDISLOCK_EPROTOCOL;
     v->answered++;
     if (e[0]->integer == 1) {
         v->granted++;
@@ -55,47 +58,29 @@ static void tally(const rl__round *round, redislock_err *oc, votes *v)
                                         : round->err[i];
 }
 
-/* A plain token must not hold the lock on any server, now or when a
- * request still on its way arrives (abandon.lua voids it); a server that
- * does not confirm that within the timeout is left to the watchdog's
- * janitor, which retries it. */
-static void undo_plain(redislock_lock *l, const char *id, int64_t ttl_ms,
-                       int64_t timeout_ms)
+/* The round's request req must not hold the lock on any server, now or
+ * when a request still on its way arrives (abandon.lua voids it and undoes
+ * what it did, whatever the lock's format); a server that does not
+ * confirm that within the timeout is left to the watchdog's janitor,
+ * which retries it. */
+static void undo(redislock_lock *l, const char *id, const char *req,
+                 int64_t ttl_ms, int64_t timeout_ms)
 {
     char ttl[24];
-    const char *args[3] = {id, ttl, l->base};
-    size_t lens[3] = {strlen(id), 0, l->baselen}, i;
+    const char *args[4] = {id, ttl, l->base, req};
+    size_t lens[4] = {strlen(id), 0, l->baselen, strlen(req)}, i;
     rl__watchdog *wd;
     rl__round r;
 
     lens[1] = (size_t)snprintf(ttl, sizeof ttl, "%" PRId64, ttl_ms + 60000);
     rl__quorum_script(l->client, NULL, timeout_ms, &rl__script_abandon, l->key,
-                      l->keylen, 3, args, lens, &r);
+                      l->keylen, 4, args, lens, &r);
     for (i = 0; i < r.n; i++)
         if (r.err[i] != REDISLOCK_OK &&
             rl__client_watchdog(l->client, &wd) == REDISLOCK_OK)
             rl__janitor_abandon(wd, rl__client_pool(l->client, i), l->key,
-                                l->keylen, l->base, l->baselen, id, ttl_ms);
-    rl__round_free(&r);
-}
-
-/* An owner id is not voided (the handle uses it again): the hold is
- * released where it was granted, and, for a first hold that is not
- * reentrant, where the outcome is unknown too (a release never touches
- * another owner's lock). */
-static void undo_owner(redislock_lock *l, const char *id, const char *fmt,
-                       const redislock_err *oc, size_t n, int64_t timeout_ms)
-{
-    const char *args[3] = {id, "0", l->base};
-    size_t lens[3] = {strlen(id), 1, l->baselen}, i;
-    int only[RL_MAX_QUORUM];
-    int fresh = l->own == 0 && strcmp(fmt, "reentrant") != 0;
-    rl__round r;
-
-    for (i = 0; i < n; i++)
-        only[i] = oc[i] == REDISLOCK_OK || (fresh && oc[i] != REDISLOCK_EHELD);
-    rl__quorum_script(l->client, only, timeout_ms, &rl__script_release, l->key,
-                      l->keylen, 3, args, lens, &r);
+                                l->keylen, l->base, l->baselen, id, req,
+                                ttl_ms);
     rl__round_free(&r);
 }
 
@@ -124,13 +109,14 @@ static redislock_err refused(redislock_lock *l, const redislock_err *oc,
 }
 
 redislock_err rl__redlock_attempt(redislock_lock *l, const char *id,
-                                  const char *fmt, int64_t ttl_ms,
-                                  int64_t drift_ms, const char *meta,
-                                  int64_t *sent_us)
+                                  const char *req, const char *fmt,
+                                  int64_t ttl_ms, int64_t drift_ms,
+                                  const char *meta, int64_t *sent_us)
 {
     char ttl[24];
-    const char *args[6] = {id, ttl, fmt, meta, "0", l->base};
-    size_t lens[6] = {strlen(id), 0, strlen(fmt), strlen(meta), 1, l->baselen};
+    const char *args[7] = {id, ttl, fmt, meta, "0", l->base, req};
+    size_t lens[7] = {strlen(id), 0,          strlen(fmt), strlen(meta),
+                      1,          l->baselen, strlen(req)};
     int64_t timeout = rl__client_server_timeout(l->client, ttl_ms), took;
     redislock_err oc[RL_MAX_QUORUM];
     rl__round r;
@@ -139,7 +125,7 @@ redislock_err rl__redlock_attempt(redislock_lock *l, const char *id,
     lens[1] = (size_t)snprintf(ttl, sizeof ttl, "%" PRId64, ttl_ms);
     *sent_us = rl__now_us();
     rl__quorum_script(l->client, NULL, timeout, &rl__script_acquire, l->key,
-                      l->keylen, 6, args, lens, &r);
+                      l->keylen, 7, args, lens, &r);
     tally(&r, oc, &v);
     rl__lock_set_outcomes(l, oc, r.n);
     rl__round_free(&r);
@@ -150,10 +136,7 @@ redislock_err rl__redlock_attempt(redislock_lock *l, const char *id,
         l->fence = v.fence;
         return REDISLOCK_OK;
     }
-    if (strcmp(fmt, "plain") == 0)
-        undo_plain(l, id, ttl_ms, timeout);
-    else
-        undo_owner(l, id, fmt, oc, r.n, timeout);
+    undo(l, id, req, ttl_ms, timeout);
     return refused(l, oc, r.n, &v, took);
 }
 

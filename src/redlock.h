@@ -11,17 +11,17 @@
 #include "lock.h"
 #include "script.h"
 
-/* One attempt: the acquire script with id (token or owner id) in format
- * fmt on every server at once. REDISLOCK_OK with l->fence set (the
- * largest of the majority's) and *sent_us the moment before the first
- * send; otherwise undone on every server, and REDISLOCK_EHELD (a
- * majority answered, too few granted: l->holder_ttl set),
- * REDISLOCK_ENOQUORUM (too few answered) or REDISLOCK_ETIMEDOUT (a
+/* One attempt: the acquire script with id (token or owner id) and
+ * request id req (see acquire.lua) in format fmt on every server at once.
+ * REDISLOCK_OK with l->fence set (the largest of the majority's) and
+ * *sent_us the moment before the first send; otherwise undone on every server,
+ * and REDISLOCK_EHELD (a majority answered, too few granted: l->holder_ttl
+ * set), REDISLOCK_ENOQUORUM (too few answered) or REDISLOCK_ETIMEDOUT (a
  * majority granted, but too late to leave any validity). */
 redislock_err rl__redlock_attempt(redislock_lock *l, const char *id,
-                                  const char *fmt, int64_t ttl_ms,
-                                  int64_t drift_ms, const char *meta,
-                                  int64_t *sent_us);
+                                  const char *req, const char *fmt,
+                                  int64_t ttl_ms, int64_t drift_ms,
+                                  const char *meta, int64_t *sent_us);
 
 /* An owner script (release or extend, see owner_script in lock.c) on
  * every server: *n is its answer where a majority agree. For extend,

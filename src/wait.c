@@ -127,9 +127,16 @@ static redislock_err classify(redislock_lock *l, const rl__reply *r,
     v = r->element[1];
     if (strncmp(v->str, "handoff ", 8) == 0) {
         char *end;
+        long long fence = strtoll(v->str + 8, &end, 10);
+        long long lease = strtoll(end, &end, 10);
+        if (*end != '\0' || lease <= 0)
+            return rl__err(REDISLOCK_EPROTOCOL,
+                           "bad hand-off message in the waiter's list");
+        if (rl__check_fence(fence, "hand-off") != REDISLOCK_OK)
+            return REDISLOCK_EPROTOCOL;
         *res = RL_WAIT_HANDOFF;
-        l->fence = strtoll(v->str + 8, &end, 10);
-        l->handoff_lease = strtoll(end, NULL, 10);
+        l->fence = fence;
+        l->handoff_lease = lease;
     } else if (strcmp(v->str, "cancel") == 0)
         *res = RL_WAIT_CANCELLED;
     else

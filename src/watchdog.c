@@ -42,6 +42,7 @@ struct rl__job {
     char *key, *base; /* in the same allocation */
     size_t keylen, baselen;
     char token[RL_TOKEN_MAX + 1];
+    char req[RL_TOKEN_MAX + 1];
     struct rl__job *next;
 };
 
@@ -62,6 +63,10 @@ struct rl__watchdog {
      * hand-off's one-renewal watch must not cost a context switch. */
     int64_t sleep_until;
     int stop;
+    /* Once stopped, clean-up jobs still run until this (CLOCK_MONOTONIC):
+     * a process that frees its client right after a lost acquire reply
+     * must not leave the lock held by nobody. */
+    int64_t drain_until;
 };
 
 /* What one renewal attempt decided. */
@@ -133,9 +138,20 @@ static verdict renew(struct rl__watch *w)
         w->next_us = now + period;
         return w->oneshot ? DROP : KEEP;
     }
-    if (err == REDISLOCK_EEXPIRED || err == REDISLOCK_ELOST ||
-        now >= atomic_load(&l->valid_until_us)) {
+    if (err == REDISLOCK_EEXPIRED || err == REDISLOCK_ELOST) {
         report_loss(w, err);
+        return DROP;
+    }
+    if (now >= atomic_load(&l->valid_until_us)) {
+        /* Renewals failed (a timeout, say) until the validity ran out:
+         * for the holder that is an expiry, as redislock_check() already
+         * says; the detail keeps the last renewal's error. */
+        char last[256];
+        snprintf(last, sizeof last, "%s", redislock_errdetail());
+        report_loss(w, rl__err(REDISLOCK_EEXPIRED,
+                               "renewals failed until the validity ran out "
+                               "(last: %s: %s)",
+                               redislock_errname(err), last));
         return DROP;
     }
     /* A transient failure: try again soon, but not past the validity, at
@@ -179,7 +195,7 @@ static void run_job(rl__watchdog *wd, struct rl__job *j)
     *p = j->next;
     pthread_mutex_unlock(&wd->mu);
     err = rl__abandon(j->pool, j->key, j->keylen, j->base, j->baselen, j->token,
-                      j->ttl_ms, RL_JOB_TIMEOUT_MS);
+                      j->req, j->ttl_ms, RL_JOB_TIMEOUT_MS);
     pthread_mutex_lock(&wd->mu);
     /* Only a failure to reach the server is worth another try. */
     if ((err != REDISLOCK_ETIMEDOUT && err != REDISLOCK_EIO &&
@@ -200,8 +216,10 @@ static void *run(void *arg)
     struct rl__job *j;
 
     pthread_mutex_lock(&wd->mu);
-    while (!wd->stop) {
-        w = earliest(wd);
+    while (!wd->stop || (wd->jobs != NULL && rl__now_us() < wd->drain_until)) {
+        /* Stopping: no more renewals (every lock is unwatched), only the
+         * clean-up jobs left. */
+        w = wd->stop ? NULL : earliest(wd);
         j = earliest_job(wd);
         if (j != NULL && (w == NULL || j->next_us < w->next_us)) {
             if (j->next_us > rl__now_us())
@@ -257,11 +275,27 @@ redislock_err rl__watchdog_new(redislock_client *c, rl__watchdog **out)
     return REDISLOCK_OK;
 }
 
+/* How long stopping may wait for clean-up jobs: one connect and one
+ * command on the slowest of their servers. */
+static int64_t drain_time_us(const rl__watchdog *wd)
+{
+    const struct rl__job *j;
+    int64_t most = 0, t;
+
+    for (j = wd->jobs; j != NULL; j = j->next) {
+        t = j->pool->cfg.connect_timeout_ms + j->pool->cfg.command_timeout_ms;
+        if (t > most)
+            most = t;
+    }
+    return most * 1000;
+}
+
 void rl__watchdog_free(rl__watchdog *wd)
 {
     if (wd == NULL)
         return;
     pthread_mutex_lock(&wd->mu);
+    wd->drain_until = rl__now_us() + drain_time_us(wd);
     wd->stop = 1;
     pthread_cond_broadcast(&wd->cv);
     pthread_mutex_unlock(&wd->mu);
@@ -341,7 +375,7 @@ int rl__watch_fd(const redislock_lock *l)
 
 void rl__janitor_abandon(rl__watchdog *wd, struct rl__pool *p, const char *key,
                          size_t keylen, const char *base, size_t baselen,
-                         const char *token, int64_t ttl_ms)
+                         const char *token, const char *req, int64_t ttl_ms)
 {
     struct rl__job *j = calloc(1, sizeof *j + keylen + baselen);
 
@@ -355,6 +389,7 @@ void rl__janitor_abandon(rl__watchdog *wd, struct rl__pool *p, const char *key,
     j->keylen = keylen;
     j->baselen = baselen;
     snprintf(j->token, sizeof j->token, "%s", token);
+    snprintf(j->req, sizeof j->req, "%s", req);
     j->ttl_ms = ttl_ms;
     j->next_us = rl__now_us();
     j->give_up_us = j->next_us + (ttl_ms + 60000) * 1000;

@@ -17,7 +17,9 @@ struct rl__pool;
 /* Starts the renewal thread for client c. */
 redislock_err rl__watchdog_new(redislock_client *c, rl__watchdog **out);
 
-/* Stops and joins the thread. Every lock must have been unwatched. */
+/* Stops and joins the thread. Every lock must have been unwatched.
+ * Clean-up jobs still pending get up to one connect and one command
+ * timeout to finish first. */
 void rl__watchdog_free(rl__watchdog *wd);
 
 /* Starts renewing l, acquired by a request sent at sent_us; the first
@@ -32,15 +34,16 @@ redislock_err rl__watch(redislock_lock *l, const redislock_acquire_options *o,
 void rl__unwatch(redislock_lock *l);
 
 /*
- * Hands the watchdog thread the clean-up of a plain acquire whose reply was
- * lost (see rl__abandon): tried at once and again every 50 ms until the
- * server answers, for at most the TTL plus a minute. Copies what it needs;
- * the lock handle may be freed meanwhile. Best effort: on memory
- * exhaustion the lock expires by its TTL.
+ * Hands the watchdog thread the clean-up of an acquire request req (for
+ * token or owner id token) whose reply was lost (see rl__abandon): tried
+ * at once and again every 50 ms until the server answers, for at most the
+ * TTL plus a minute. Copies what it needs; the lock handle may be freed
+ * meanwhile. Best effort: on memory exhaustion the lock expires by its
+ * TTL.
  */
 void rl__janitor_abandon(rl__watchdog *wd, struct rl__pool *p, const char *key,
                          size_t keylen, const char *base, size_t baselen,
-                         const char *token, int64_t ttl_ms);
+                         const char *token, const char *req, int64_t ttl_ms);
 
 /* The loss eventfd of a watched lock, or -1. */
 int rl__watch_fd(const redislock_lock *l);

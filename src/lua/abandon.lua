@@ -1,17 +1,29 @@
 -- An acquire whose reply never came (timeout, dropped connection): the
 -- request may not have reached the server yet, may have taken the lock, or
--- may still arrive. Make sure the lock is not held with its token, now or
--- later: void the token for as long as the request could still take effect
--- (the acquire scripts refuse a void token), and free the lock if it took
--- it already.
--- KEYS[1] the lock. ARGV[1] the plain token, ARGV[2] its TTL in ms,
--- ARGV[3] helper base. Returns 1 when a lock was freed, else 0.
-local key, id, base = KEYS[1], ARGV[1], ARGV[3]
-redis.call('SET', base .. 'void:' .. id, '1', 'PX', ARGV[2])
-local _, holder = rl_holder(key)
-if holder == id then
-    redis.call('DEL', key)
-    rl_handoff(key, base)
-    return 1
+-- may still arrive. Make sure it does not hold the lock, now or later:
+-- void the request for as long as it could still take effect (the acquire
+-- scripts refuse a void request), and undo what it did if it ran already:
+-- a plain lock with its token is freed; on a hash, the hold that request
+-- added (the 'req' field names the last request that added one) is taken
+-- back, and the lock freed when it was the last.
+-- KEYS[1] the lock. ARGV[1] the token or owner id, ARGV[2] how long to
+-- void the request in ms, ARGV[3] helper base, ARGV[4] the request's id.
+-- Returns 1 when a hold was undone, else 0.
+local key, id, base, req = KEYS[1], ARGV[1], ARGV[3], ARGV[4]
+redis.call('SET', base .. 'void:' .. req, '1', 'PX', ARGV[2])
+local kind, holder = rl_holder(key)
+if holder ~= id then
+    return 0
 end
-return 0
+if kind == 'hash' then
+    if redis.call('HGET', key, 'req') ~= req then
+        return 0
+    end
+    redis.call('HSET', key, 'req', '')
+    if redis.call('HINCRBY', key, 'holds', -1) > 0 then
+        return 1
+    end
+end
+redis.call('DEL', key)
+rl_handoff(key, base)
+return 1

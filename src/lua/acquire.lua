@@ -2,15 +2,16 @@
 -- KEYS[1] the lock. ARGV[1] token or owner id, ARGV[2] TTL in ms,
 -- ARGV[3] format: 'plain', 'hash' or 'reentrant' (a hash its owner may
 -- take again), ARGV[4] metadata ('' for none), ARGV[5] the most the caller
--- will wait in ms ('0': it will not, so no marker), ARGV[6] helper base.
+-- will wait in ms ('0': it will not, so no marker), ARGV[6] helper base,
+-- ARGV[7] the request's own id (a plain lock's token is one already).
 -- Returns {1, holds, fence} when taken, {0, PTTL} when another owner
 -- holds it.
 local key, id, fmt = KEYS[1], ARGV[1], ARGV[3]
+-- A request its sender gave up on (see abandon.lua) takes nothing.
+if redis.call('EXISTS', ARGV[6] .. 'void:' .. ARGV[7]) == 1 then
+    return {0, -2}
+end
 if fmt == 'plain' then
-    -- A request its sender gave up on (see abandon.lua) takes nothing.
-    if redis.call('EXISTS', ARGV[6] .. 'void:' .. id) == 1 then
-        return {0, -2}
-    end
     -- The common case in one call: taken, or held by someone.
     if redis.call('SET', key, id, 'NX', 'PX', ARGV[2]) then
         return {1, 1, rl_fence(ARGV[6], ARGV[2])}
@@ -18,10 +19,11 @@ if fmt == 'plain' then
 else
     local kind, holder = rl_holder(key)
     if kind == 'none' then
-        return {1, 1, rl_create(key, id, ARGV[2], fmt, ARGV[4], ARGV[6])}
+        return {1, 1,
+                rl_create(key, id, ARGV[2], fmt, ARGV[4], ARGV[6], ARGV[7])}
     end
     if fmt == 'reentrant' and kind == 'hash' and holder == id then
-        return rl_reenter(key, ARGV[2], ARGV[6])
+        return rl_reenter(key, ARGV[2], ARGV[6], ARGV[7])
     end
 end
 local ttl = redis.call('PTTL', key)

@@ -1,6 +1,8 @@
--- Compare-and-expire for both lock formats (see release.lua).
--- KEYS[1] the lock. ARGV[1] token or owner id. ARGV[2] the new TTL in ms.
--- A key that has gone is never re-created.
+-- Compare-and-lengthen for both lock formats (see release.lua).
+-- KEYS[1] the lock. ARGV[1] token or owner id. ARGV[2] the TTL in ms: the
+-- lease is set to at least that from now, never shortened (rl_lengthen),
+-- so a late extend or another handle of the same owner cannot cut short a
+-- lease a holder counts on. A key that has gone is never re-created.
 -- Returns 1 extended, 0 gone (expired, free), -1 another owner's.
 local kind, holder = rl_holder(KEYS[1])
 if kind == 'none' then
@@ -8,5 +10,5 @@ if kind == 'none' then
 elseif holder ~= ARGV[1] then
     return -1
 end
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
+rl_lengthen(KEYS[1], ARGV[2])
 return 1

@@ -2,14 +2,13 @@
 -- KEYS[1] the lock. ARGV[1] token or owner id, ARGV[2] TTL in ms,
 -- ARGV[3] format, ARGV[4] metadata, ARGV[5] alive window in ms (the
 -- waiter counts as dead when it has not been heard from for that long),
--- ARGV[6] helper base.
+-- ARGV[6] helper base, ARGV[7] the request's own id (see acquire.lua).
 -- Returns {1, 1, fence} when the caller holds the lock (taken now, or
 -- handed to it by a release), {0, PTTL} when it is queued.
-local key, id, base = KEYS[1], ARGV[1], ARGV[6]
+local key, id, base, req = KEYS[1], ARGV[1], ARGV[6], ARGV[7]
 local q, alive, own = base .. 'q', base .. 'w:' .. id, base .. 'h:' .. id
 -- A request its sender gave up on (see abandon.lua) takes nothing.
-if ARGV[3] == 'plain' and redis.call('EXISTS', base .. 'void:' .. id) == 1
-then
+if redis.call('EXISTS', base .. 'void:' .. req) == 1 then
     return {0, -2}
 end
 -- Nobody queued and a plain lock: the common case, as cheap as unfair.
@@ -20,20 +19,29 @@ end
 local kind, holder = rl_holder(key)
 if holder == id then
     -- Handed over already (its message still waits in the caller's own
-    -- list): the hand-off issued the last fencing token. Otherwise the
-    -- caller holds it already: a reentrant lock is taken again, any other
-    -- is held (by the same owner id, but held).
+    -- list): the hand-off issued the last fencing token. Its lease ran
+    -- from the hand-off and may be shorter than the TTL: make it the TTL
+    -- from now, which is what the caller counts from this request.
+    -- Otherwise the caller holds it already: a reentrant lock is taken
+    -- again, any other is held (by the same owner id, but held).
     local fence = rl_handed(base, id)
     if fence then
+        rl_lengthen(key, ARGV[2])
+        if kind == 'hash' then
+            redis.call('HSET', key, 'req', req)
+        end
         redis.call('ZREM', q, id)
         redis.call('DEL', alive, own)
         return {1, 1, fence}
     end
     if ARGV[3] == 'reentrant' and kind == 'hash' then
-        return rl_reenter(key, ARGV[2], base)
+        return rl_reenter(key, ARGV[2], base, req)
     end
     return {0, redis.call('PTTL', key)}
 end
+-- Not the caller's: a hand-off message still in its list is for a lease it
+-- missed, and must not be taken for one by its next wait.
+rl_drop_handoffs(base, id)
 if kind == 'none' then
     -- Free: drop dead waiters ahead (bounded), then take it unless a live
     -- waiter came first.
@@ -49,7 +57,8 @@ if kind == 'none' then
     if head == nil or head == id then
         redis.call('ZREM', q, id)
         redis.call('DEL', alive)
-        return {1, 1, rl_create(key, id, ARGV[2], ARGV[3], ARGV[4], base)}
+        return {1, 1,
+                rl_create(key, id, ARGV[2], ARGV[3], ARGV[4], base, req)}
     end
 end
 if not redis.call('ZSCORE', q, id) then

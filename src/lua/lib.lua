@@ -2,11 +2,17 @@
 -- one (so each is still a single script with its own SHA1).
 
 -- The kind of the lock key and who holds it: the string's value (a plain
--- lock's token) or the hash's owner field; false when there is none.
+-- lock's token) or the hash's owner field; false when there is none. A
+-- hold-after reservation is held by nobody: no token names it, so nobody
+-- can release, extend or abandon it before it runs out.
 local function rl_holder(key)
     local kind = redis.call('TYPE', key).ok
     if kind == 'string' then
-        return kind, redis.call('GET', key)
+        local v = redis.call('GET', key)
+        if v == 'redislock:hold-after' then
+            return kind, false
+        end
+        return kind, v
     elseif kind == 'hash' then
         return kind, redis.call('HGET', key, 'owner')
     end
@@ -32,16 +38,32 @@ local function rl_fence(base, ttl)
     return f
 end
 
+-- Sets the lease of key to ttl ms from now unless it has longer left: a
+-- lease is never shortened, so every handle that holds it (two handles of
+-- one owner id, or an extend whose reply was lost and that arrives late)
+-- keeps a validity no longer than what the server has. A key without an
+-- expiry keeps none.
+local function rl_lengthen(key, ttl)
+    local left = redis.call('PTTL', key)
+    if left >= 0 and left < tonumber(ttl) then
+        redis.call('PEXPIRE', key, ttl)
+    end
+end
+
 -- Creates the lock for id: a string for the 'plain' format, a hash with
--- owner, holds and meta for 'hash' and 'reentrant'. Returns its fencing
--- token.
-local function rl_create(key, id, ttl, fmt, meta, base)
+-- owner, holds and meta for 'hash' and 'reentrant'. req names the request
+-- that made it ('' for a hand-off), so that abandon.lua can undo exactly
+-- that request. Returns its fencing token.
+local function rl_create(key, id, ttl, fmt, meta, base, req)
     if fmt == 'plain' then
         redis.call('SET', key, id, 'PX', ttl)
     else
         redis.call('HSET', key, 'owner', id, 'holds', 1)
         if meta ~= '' then
             redis.call('HSET', key, 'meta', meta)
+        end
+        if req ~= '' then
+            redis.call('HSET', key, 'req', req)
         end
         redis.call('PEXPIRE', key, ttl)
     end
@@ -61,11 +83,39 @@ local function rl_handed(base, id)
     return nil
 end
 
--- A reentrant owner takes its lock again: one more hold, the TTL
--- refreshed, a new fencing token. Returns {1, holds, fence}.
-local function rl_reenter(key, ttl, base)
+-- Removes hand-off messages from waiter id's own list: called where the
+-- lock is not id's, so any there are stale (a lease id missed). Other
+-- messages (a cancel) stay, in order, with what is left of the list's
+-- life (only the commands docs/ACL.md lists).
+local function rl_drop_handoffs(base, id)
+    local own = base .. 'h:' .. id
+    local all, keep = redis.call('LRANGE', own, 0, -1), {}
+    for _, m in ipairs(all) do
+        if string.sub(m, 1, 8) ~= 'handoff ' then
+            keep[#keep + 1] = m
+        end
+    end
+    if #keep == #all then
+        return
+    end
+    local left = redis.call('PTTL', own)
+    redis.call('DEL', own)
+    for i = #keep, 1, -1 do
+        redis.call('LPUSH', own, keep[i])
+    end
+    if #keep > 0 and left > 0 then
+        redis.call('PEXPIRE', own, left)
+    end
+end
+
+-- A reentrant owner takes its lock again: one more hold, the lease at
+-- least ttl (never shortened: another handle of the owner may count on
+-- more), a new fencing token; req is the request (see rl_create).
+-- Returns {1, holds, fence}.
+local function rl_reenter(key, ttl, base, req)
     local holds = redis.call('HINCRBY', key, 'holds', 1)
-    redis.call('PEXPIRE', key, ttl)
+    redis.call('HSET', key, 'req', req)
+    rl_lengthen(key, ttl)
     return {1, holds, rl_fence(base, ttl)}
 end
 
@@ -75,7 +125,9 @@ end
 -- key has expired are dead and skipped, a bounded number per call. The
 -- lease handed over lasts no longer than the waiter's alive key would
 -- have: a waiter that died just before cannot hold the queue up for
--- longer than that; a live one extends it to its TTL at once.
+-- longer than that; a live one extends it to its TTL at once. The message
+-- lives no longer than the lease, so a waiter that pops it knows the lease
+-- began after its own last attempt (which dropped older messages).
 local function rl_handoff(key, base)
     local q = base .. 'q'
     for _ = 1, 16 do
@@ -91,10 +143,10 @@ local function rl_handoff(key, base)
                 lease = tonumber(ttl)
             end
             redis.call('DEL', base .. 'w:' .. head)
-            local fence = rl_create(key, head, lease, fmt, meta, base)
+            local fence = rl_create(key, head, lease, fmt, meta, base, '')
             redis.call('LPUSH', base .. 'h:' .. head,
                        'handoff ' .. string.format('%d %d', fence, lease))
-            redis.call('PEXPIRE', base .. 'h:' .. head, 10000)
+            redis.call('PEXPIRE', base .. 'h:' .. head, lease)
             return true
         end
     end

@@ -288,7 +288,7 @@ static void probe(redislock_client *c)
     redislock_lock *h = th_lock(c, "flt:probe"), *w = th_lock(c, "flt:probe");
     redislock_lock *x = th_lock(c, "flt:probe"), *d = th_lock(c, "flt:dog");
     redislock_acquire_options ho = th_aopts(800, 0, 0);
-    redislock_acquire_options wo = th_aopts(10000, 3000, 0);
+    redislock_acquire_options wo = th_aopts(1000, 3000, 0);
     redislock_acquire_options xo = th_aopts(10000, 400, 0);
     redislock_acquire_options ro = th_aopts(10000, 300, 50);
     redislock_acquire_options dog = th_aopts(300, 0, 0);
