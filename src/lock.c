@@ -271,11 +271,11 @@ void rl__lock_set_validity(redislock_lock *l, int64_t sent_us, int64_t ttl_ms)
     int64_t until = sent_us + (ttl_ms - l->drift_ms) * 1000;
     int64_t was = atomic_load(&l->valid_until_us);
 
-    /* Only this handle's owner thread and its watchdog write it, one at a
-     * time (a renewal is not sent while the owner extends): no lost
-     * update between the load and the store. */
-    if (until > was)
-        atomic_store(&l->valid_until_us, until);
+    /* The owner's extend and the watchdog's renewal may race: the later
+     * end wins. */
+    while (until > was &&
+           !atomic_compare_exchange_weak(&l->valid_until_us, &was, until))
+        ;
 }
 
 void rl__lock_take(redislock_lock *l, const char *token, int64_t ttl_ms,
