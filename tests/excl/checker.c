@@ -1,0 +1,309 @@
+/*
+ * The check of a run's history (see excl.h). Every rule compares what one
+ * process saw before with what another saw after, on the one clock all
+ * processes share, so none needs a tolerance but the lease rule's 2 ms
+ * (the server counts whole milliseconds):
+ *
+ *  - overlap: two believed intervals of one key, of different groups,
+ *    intersect. A holder's belief starts when acquire returned and ends at
+ *    the earlier of its release call and the end of the validity it was
+ *    told; the next holder's acquire returned after the server granted it.
+ *  - stale write: an accepted write whose fencing token is below that of
+ *    a write accepted and answered before it was sent.
+ *  - fence order: an acquisition called after another returned has a
+ *    token no larger than that one's.
+ *  - lease: a belief reaching past the end of the lease the server
+ *    reported (PTTL, read while the holder still believed) by over 2 ms.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "excl.h"
+#include "test.h"
+
+/* Violations printed per rule; all are counted. */
+#define EXCL_PRINT_MAX 12
+#define EXCL_LEASE_SLACK_US 2000
+
+typedef struct ctx {
+    uint64_t seed;
+    int64_t base;
+    const char *mode;
+    excl_verdict *v;
+    int64_t first_us; /* the earliest violation's time */
+    const excl_rec **claims;
+    size_t nclaims;
+} ctx;
+
+static double rel(const ctx *c, int64_t t)
+{
+    return (double)(t - c->base) / 1e6;
+}
+
+static void violation(ctx *c, int64_t when)
+{
+    if (c->first_us == 0 || when < c->first_us)
+        c->first_us = when;
+}
+
+static void header(const ctx *c, const char *rule, long count, int key)
+{
+    printf("VIOLATION %s #%ld on key %d (mode %s, seed %" PRIu64 "):\n", rule,
+           count, key, c->mode, c->seed);
+}
+
+static void describe(const ctx *c, const char *role, const excl_rec *r)
+{
+    printf("    %s pid %d acquisition %u.%u [%s] ttl %" PRId64
+           " ms fence %" PRId64 ": [%.6f, %.6f] s%s\n",
+           role, (int)r->pid, r->acq, r->piece, r->what, r->ttl_ms, r->fence,
+           rel(c, r->t0), rel(c, r->t1),
+           r->kind == EXCL_CLAIM && (r->flags & EXCL_C_CLOSED)
+               ? " (ended by its release call)"
+               : "");
+}
+
+static int by_claim_id(const void *a, const void *b)
+{
+    const excl_rec *x = *(const excl_rec *const *)a;
+    const excl_rec *y = *(const excl_rec *const *)b;
+
+    if (x->pid != y->pid)
+        return x->pid < y->pid ? -1 : 1;
+    if (x->acq != y->acq)
+        return x->acq < y->acq ? -1 : 1;
+    if (x->piece != y->piece)
+        return x->piece < y->piece ? -1 : 1;
+    /* File order: the later record of a claim replaces the earlier. */
+    return x < y ? -1 : x > y;
+}
+
+static int by_key_start(const void *a, const void *b)
+{
+    const excl_rec *x = *(const excl_rec *const *)a;
+    const excl_rec *y = *(const excl_rec *const *)b;
+
+    if (x->key != y->key)
+        return x->key < y->key ? -1 : 1;
+    return x->t0 < y->t0 ? -1 : x->t0 > y->t0;
+}
+
+/* The last record of each claim, non-empty ones, sorted by key and
+ * start. */
+static void collect_claims(ctx *c, const excl_rec *h, size_t n)
+{
+    const excl_rec **all = malloc((n + 1) * sizeof *all);
+    size_t i, k = 0, m = 0;
+
+    ASSERT(all != NULL);
+    for (i = 0; i < n; i++)
+        if (h[i].kind == EXCL_CLAIM)
+            all[k++] = &h[i];
+    qsort(all, k, sizeof *all, by_claim_id);
+    for (i = 0; i < k; i++) {
+        const excl_rec *r = all[i];
+        if (i + 1 < k && r->pid == all[i + 1]->pid &&
+            r->acq == all[i + 1]->acq && r->piece == all[i + 1]->piece)
+            continue;
+        if (r->t1 > r->t0)
+            all[m++] = r;
+    }
+    qsort(all, m, sizeof *all, by_key_start);
+    c->claims = all;
+    c->nclaims = m;
+    c->v->sections = (long)m;
+}
+
+static void check_overlaps(ctx *c)
+{
+    size_t i, j;
+
+    for (i = 0; i < c->nclaims; i++) {
+        const excl_rec *a = c->claims[i];
+        for (j = i + 1; j < c->nclaims; j++) {
+            const excl_rec *b = c->claims[j];
+            if (b->key != a->key || b->t0 >= a->t1)
+                break;
+            if (b->group == a->group)
+                continue;
+            violation(c, b->t0);
+            if (++c->v->overlaps > EXCL_PRINT_MAX)
+                continue;
+            header(c, "overlap", c->v->overlaps, a->key);
+            describe(c, "held by", a);
+            describe(c, "and by ", b);
+            printf("    overlap %.3f ms\n",
+                   (double)((a->t1 < b->t1 ? a->t1 : b->t1) - b->t0) / 1e3);
+        }
+    }
+}
+
+static int by_t0(const void *a, const void *b)
+{
+    const excl_rec *x = *(const excl_rec *const *)a;
+    const excl_rec *y = *(const excl_rec *const *)b;
+
+    if (x->key != y->key)
+        return x->key < y->key ? -1 : 1;
+    return x->t0 < y->t0 ? -1 : x->t0 > y->t0;
+}
+
+static int by_t1(const void *a, const void *b)
+{
+    const excl_rec *x = *(const excl_rec *const *)a;
+    const excl_rec *y = *(const excl_rec *const *)b;
+
+    if (x->key != y->key)
+        return x->key < y->key ? -1 : 1;
+    return x->t1 < y->t1 ? -1 : x->t1 > y->t1;
+}
+
+/* Records of one kind (and, for writes, accepted), twice: sorted by when
+ * they were sent and by when they were answered. */
+static size_t pick(const excl_rec *h, size_t n, int kind, const excl_rec ***s,
+                   const excl_rec ***a)
+{
+    size_t i, k = 0;
+
+    *s = malloc((n + 1) * sizeof **s);
+    *a = malloc((n + 1) * sizeof **a);
+    ASSERT(*s != NULL && *a != NULL);
+    for (i = 0; i < n; i++) {
+        if (h[i].kind != kind || h[i].fence <= 0)
+            continue;
+        if (kind == EXCL_WRITE && h[i].x != EXCL_W_ACCEPTED)
+            continue;
+        (*s)[k] = (*a)[k] = &h[i];
+        k++;
+    }
+    qsort(*s, k, sizeof **s, by_t0);
+    qsort(*a, k, sizeof **a, by_t1);
+    return k;
+}
+
+/*
+ * For each record x in sent order, the record with the largest token
+ * among those of its key answered before x was sent; calls bad() when
+ * x's token is below it (writes: stale) or not above it (acquisitions).
+ */
+static void sweep(ctx *c, const excl_rec **sent, const excl_rec **answered,
+                  size_t k, int strict, const char *rule, long *count)
+{
+    const excl_rec *best = NULL;
+    size_t i, j = 0;
+    int key = -1;
+
+    for (i = 0; i < k; i++) {
+        const excl_rec *x = sent[i];
+        if (x->key != key) {
+            key = x->key;
+            best = NULL;
+            while (j < k && answered[j]->key < key)
+                j++;
+        }
+        for (; j < k && answered[j]->key == key && answered[j]->t1 < x->t0; j++)
+            if (best == NULL || answered[j]->fence > best->fence)
+                best = answered[j];
+        if (best == NULL ||
+            (strict ? x->fence > best->fence : x->fence >= best->fence))
+            continue;
+        violation(c, x->t1);
+        if (++*count > EXCL_PRINT_MAX)
+            continue;
+        header(c, rule, *count, key);
+        describe(c, strict ? "acquired by" : "written by", x);
+        describe(c, strict ? "after     " : "after     ", best);
+    }
+}
+
+static void check_fences(ctx *c, const excl_rec *h, size_t n)
+{
+    const excl_rec **s, **a;
+    size_t k;
+
+    k = pick(h, n, EXCL_WRITE, &s, &a);
+    sweep(c, s, a, k, 0, "stale fenced write accepted", &c->v->stale);
+    free(s);
+    free(a);
+    k = pick(h, n, EXCL_ACQ, &s, &a);
+    c->v->acquires = (long)k;
+    sweep(c, s, a, k, 1, "fencing token not larger than an earlier one's",
+          &c->v->fence_order);
+    free(s);
+    free(a);
+}
+
+static void check_leases(ctx *c, const excl_rec *h, size_t n)
+{
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        const excl_rec *r = &h[i];
+        int64_t server_end = r->t1 + r->x * 1000 + EXCL_LEASE_SLACK_US;
+        if (r->kind != EXCL_LEASE)
+            continue;
+        c->v->leases_checked++;
+        if (r->belief <= r->t0 || r->belief <= server_end)
+            continue;
+        violation(c, r->t1);
+        if (++c->v->lease > EXCL_PRINT_MAX)
+            continue;
+        header(c, "belief outlasts the server's lease", c->v->lease, r->key);
+        printf("    pid %d acquisition %u [%s] ttl %" PRId64
+               " ms believed it held until %.6f s; the server, asked in "
+               "[%.6f, %.6f] s, said PTTL %" PRId64 " ms (%s): ends by "
+               "%.6f s, %.3f ms earlier\n",
+               (int)r->pid, r->acq, r->what, r->ttl_ms, rel(c, r->belief),
+               rel(c, r->t0), rel(c, r->t1), r->x,
+               r->x == -2 ? "not held with this token" : "held",
+               rel(c, server_end - EXCL_LEASE_SLACK_US),
+               (double)(r->belief - server_end + EXCL_LEASE_SLACK_US) / 1e3);
+    }
+}
+
+static void count_writes(excl_verdict *v, const excl_rec *h, size_t n)
+{
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        if (h[i].kind != EXCL_WRITE)
+            continue;
+        if (h[i].x == EXCL_W_ACCEPTED)
+            v->writes_ok++;
+        else if (h[i].x == EXCL_W_REFUSED)
+            v->writes_refused++;
+        else
+            v->writes_failed++;
+    }
+}
+
+long excl_check(const excl_rec *h, size_t n, uint64_t seed, int64_t t_base,
+                const char *mode, excl_verdict *v)
+{
+    ctx c;
+    size_t i;
+
+    memset(v, 0, sizeof *v);
+    memset(&c, 0, sizeof c);
+    c.seed = seed;
+    c.base = t_base;
+    c.mode = mode;
+    c.v = v;
+    collect_claims(&c, h, n);
+    check_overlaps(&c);
+    check_fences(&c, h, n);
+    check_leases(&c, h, n);
+    count_writes(v, h, n);
+    v->first_s = -1;
+    v->first_sections = -1;
+    if (c.first_us != 0) {
+        v->first_s = rel(&c, c.first_us);
+        v->first_sections = 0;
+        for (i = 0; i < c.nclaims; i++)
+            v->first_sections += c.claims[i]->t0 <= c.first_us;
+    }
+    free(c.claims);
+    return v->overlaps + v->stale + v->fence_order + v->lease;
+}

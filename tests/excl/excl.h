@@ -1,0 +1,184 @@
+/*
+ * The exclusion checker: several processes take the same keys in one lock
+ * mode while a nemesis injects faults; each holder records, on
+ * CLOCK_MONOTONIC (one clock for every process), the interval in which it
+ * believed it held the lock and every fenced write it made; afterwards the
+ * history is checked for overlapping beliefs, accepted stale writes,
+ * fencing tokens that did not grow, and beliefs that outlasted the lease
+ * the server itself reported (Jepsen's lock workloads; etcd's robustness
+ * tests keep a history and validate it after the run).
+ *
+ * Files: history.c (records, random numbers), checker.c (the checks),
+ * worker.c (a holder process), nemesis.c (faults), run.c (one run: servers,
+ * workers, nemesis, check), modes.c (the modes), test_excl.c (the short
+ * runs of make check), soak.c (make soak).
+ */
+#ifndef EXCL_H
+#define EXCL_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "harness/cluster.h"
+#include "harness/server.h"
+
+#define EXCL_MAX_SERVERS 3
+#define EXCL_MAX_KEYS 4
+#define EXCL_MAX_WORKERS 8
+
+/* ---- Random numbers: splitmix64, so that a seed replays a run's choices */
+
+typedef struct excl_rng {
+    uint64_t s;
+} excl_rng;
+
+void excl_rng_seed(excl_rng *r, uint64_t seed, uint64_t stream);
+uint64_t excl_rng_next(excl_rng *r);
+/* Uniform in [lo, hi]. */
+int64_t excl_rng_range(excl_rng *r, int64_t lo, int64_t hi);
+/* 1 with probability percent / 100. */
+int excl_rng_chance(excl_rng *r, int percent);
+
+/* Microseconds on CLOCK_MONOTONIC: the same clock in every process. */
+int64_t excl_now_us(void);
+
+/* ---- The history: fixed-size records, each appended with one write() to
+ * a file every process opened with O_APPEND, so that a holder killed with
+ * -9 or stopped still leaves what it wrote; a later record of the same
+ * claim replaces an earlier one. */
+
+typedef enum excl_kind {
+    /* An acquire that returned OK (also a re-entry): when it was called,
+     * when it returned and the fencing token it got. */
+    EXCL_ACQ = 1,
+    /* A believed interval [start, end]; updated as the belief moves. */
+    EXCL_CLAIM,
+    /* A fenced write: sent, answered, accepted or refused. */
+    EXCL_WRITE,
+    /* The server's own view of the lease, read while the holder believed
+     * it held: the belief must not outlast it. */
+    EXCL_LEASE
+} excl_kind;
+
+/* EXCL_WRITE results. */
+#define EXCL_W_ACCEPTED 1
+#define EXCL_W_REFUSED 2
+#define EXCL_W_ERROR 3
+
+/* EXCL_CLAIM flags. */
+#define EXCL_C_CLOSED 1 /* ended by the holder's release call */
+
+#define EXCL_MAGIC 0x6c637845u /* "Excl" */
+
+typedef struct excl_rec {
+    uint32_t magic;
+    uint8_t kind;
+    uint8_t key;
+    uint8_t flags;
+    uint8_t pad;
+    int32_t pid;
+    uint32_t acq;   /* the pid's acquisition number */
+    uint32_t piece; /* EXCL_CLAIM: a belief that lapsed and came back */
+    uint64_t group; /* claims of one group may overlap (a shared owner) */
+    int64_t t0, t1; /* ACQ: called, returned; CLAIM: start, end;
+                       WRITE: sent, answered; LEASE: sent, answered */
+    int64_t fence;  /* ACQ, CLAIM, WRITE */
+    int64_t ttl_ms; /* ACQ, CLAIM: the TTL asked for */
+    int64_t x;      /* WRITE: the result; LEASE: the PTTL (ms, -2 gone) */
+    int64_t belief; /* LEASE: the believed end when it was sent */
+    char what[40];  /* how the holder took it, for the report */
+} excl_rec;
+
+/* Opens (creating) the history file for appending. */
+int excl_history_open(const char *path);
+/* Appends one record with one write(); the magic is filled in. */
+void excl_history_add(int fd, excl_rec *r);
+/* Reads every whole record; malloc'ed array, count in *n. */
+excl_rec *excl_history_read(const char *path, size_t *n);
+
+/* ---- The check */
+
+typedef struct excl_verdict {
+    long sections;    /* believed intervals (claims) */
+    long acquires;    /* acquisitions, re-entries included */
+    long overlaps;    /* two groups' beliefs overlapping on one key */
+    long stale;       /* accepted writes with a stale fencing token */
+    long fence_order; /* a later acquisition with a token not larger */
+    long lease;       /* a belief past the lease the server reported */
+    long writes_ok, writes_refused, writes_failed, leases_checked;
+    /* The earliest violation: when (run time, s) and after how many
+     * sections had begun by then; -1 when none. */
+    double first_s;
+    long first_sections;
+} excl_verdict;
+
+/* Checks the history; prints each violation (at most a few dozen) with
+ * both intervals, pids, what each did and the seed. t_base: the run's
+ * start (excl_now_us), printed times are relative to it. Returns the
+ * number of violations. */
+long excl_check(const excl_rec *h, size_t n, uint64_t seed, int64_t t_base,
+                const char *mode, excl_verdict *v);
+
+/* ---- Modes and runs */
+
+typedef enum excl_topo_kind {
+    EXCL_SINGLE,  /* one server */
+    EXCL_PROXIED, /* one server, reached through a delaying proxy */
+    EXCL_SHARDED, /* three servers, keys spread by the client */
+    EXCL_CLUSTER, /* a private Redis Cluster of three masters */
+    EXCL_REDLOCK  /* three servers, two of them behind proxies */
+} excl_topo_kind;
+
+/* Faults. */
+typedef enum excl_fault {
+    EXCL_F_STOP_HOLDER,  /* SIGSTOP a holder past its validity */
+    EXCL_F_STOP_WAITER,  /* SIGSTOP a waiter (around the alive window) */
+    EXCL_F_KILL_HOLDER,  /* kill -9 a holder; a new worker takes its place */
+    EXCL_F_PAUSE_SERVER, /* SIGSTOP a lock server (th_server_pause) */
+    EXCL_F_DELAY,        /* the proxy holds client bytes for a while */
+    EXCL_F_RACE,         /* a release timed to a waiter's heartbeat, its
+                            alive window's end or a BLPOP timeout */
+    EXCL_F_COUNT
+} excl_fault;
+
+extern const char *const excl_fault_names[EXCL_F_COUNT];
+
+struct excl_worker;
+struct excl_section;
+
+typedef struct excl_mode {
+    const char *name;
+    excl_topo_kind topo;
+    int nkeys;
+    int nworkers;
+    unsigned faults;              /* 1u << excl_fault */
+    int64_t gap_lo_ms, gap_hi_ms; /* between two faults */
+    int64_t run_ms;               /* the short run's length */
+    /* Chooses what one section does. */
+    void (*pick)(struct excl_worker *w, struct excl_section *s);
+} excl_mode;
+
+extern const excl_mode excl_modes[];
+extern const int excl_nmodes;
+const excl_mode *excl_mode_find(const char *name);
+
+typedef struct excl_result {
+    excl_verdict v;
+    long faults[EXCL_F_COUNT];
+    long violations;
+    double seconds;
+} excl_result;
+
+/*
+ * One run of mode for run_ms: servers, workers, the nemesis, then the
+ * check. Prints the seed first, each violation, then one line of figures.
+ * Returns the number of violations.
+ */
+long excl_run(const excl_mode *m, uint64_t seed, int64_t run_ms,
+              excl_result *res);
+
+/* The seed for a run: $EXCL_SEED when set, else from the clock. */
+uint64_t excl_seed(void);
+
+#endif

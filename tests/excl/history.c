@@ -1,0 +1,99 @@
+/*
+ * The history file and the random numbers every process draws from.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "excl.h"
+#include "test.h"
+
+void excl_rng_seed(excl_rng *r, uint64_t seed, uint64_t stream)
+{
+    r->s = seed ^ (stream * 0x9e3779b97f4a7c15ULL);
+    (void)excl_rng_next(r);
+}
+
+uint64_t excl_rng_next(excl_rng *r)
+{
+    uint64_t z = (r->s += 0x9e3779b97f4a7c15ULL);
+
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+int64_t excl_rng_range(excl_rng *r, int64_t lo, int64_t hi)
+{
+    if (hi <= lo)
+        return lo;
+    return lo + (int64_t)(excl_rng_next(r) % (uint64_t)(hi - lo + 1));
+}
+
+int excl_rng_chance(excl_rng *r, int percent)
+{
+    return (int)(excl_rng_next(r) % 100) < percent;
+}
+
+int64_t excl_now_us(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+int excl_history_open(const char *path)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+
+    if (fd < 0)
+        test_fail_(__FILE__, __LINE__, "open %s: %s", path, strerror(errno));
+    return fd;
+}
+
+void excl_history_add(int fd, excl_rec *r)
+{
+    ssize_t n;
+
+    r->magic = EXCL_MAGIC;
+    /* One write() of a small record to an O_APPEND file lands whole, after
+     * every earlier one, whichever process made it. */
+    do
+        n = write(fd, r, sizeof *r);
+    while (n < 0 && errno == EINTR);
+    if (n != (ssize_t)sizeof *r) {
+        fprintf(stderr, "excl: history write: %s\n", strerror(errno));
+        _exit(3);
+    }
+}
+
+excl_rec *excl_history_read(const char *path, size_t *n)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    excl_rec *h;
+    size_t want, got = 0, i, k = 0;
+    ssize_t r;
+
+    if (fd < 0 || fstat(fd, &st) != 0)
+        test_fail_(__FILE__, __LINE__, "open %s: %s", path, strerror(errno));
+    want = (size_t)st.st_size / sizeof *h;
+    h = malloc((want ? want : 1) * sizeof *h);
+    ASSERT(h != NULL);
+    while (got < want * sizeof *h &&
+           (r = read(fd, (char *)h + got, want * sizeof *h - got)) > 0)
+        got += (size_t)r;
+    close(fd);
+    /* Only whole records with the magic count. */
+    for (i = 0; i < got / sizeof *h; i++)
+        if (h[i].magic == EXCL_MAGIC)
+            h[k++] = h[i];
+    *n = k;
+    return h;
+}
