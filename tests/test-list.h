@@ -256,3 +256,23 @@ TEST_ENTRY(holders_ghost_reentry_undone, 30)
 TEST_ENTRY(holders_hold_after_unowned, 30)
 TEST_ENTRY(holders_bad_fence_refused, 30)
 TEST_ENTRY(holders_loss_reason_consistent, 30)
+
+/* The exclusion checker (tests/excl): per lock mode, several processes
+ * take the same keys under a nemesis for a few seconds; any overlap of
+ * believed intervals, accepted stale fenced write, fencing token out of
+ * order or belief past the server's lease fails. */
+TEST_ENTRY(excl_default, 60)
+TEST_ENTRY(excl_meta_holdafter, 60)
+TEST_ENTRY(excl_fair, 60)
+TEST_ENTRY(excl_fair_retry_short, 60)
+TEST_ENTRY(excl_fair_retry_300, 60)
+TEST_ENTRY(excl_reentrant, 60)
+TEST_ENTRY(excl_reentrant_shared, 60)
+TEST_ENTRY(excl_extend, 60)
+TEST_ENTRY(excl_adopt, 60)
+TEST_ENTRY(excl_retry, 60)
+TEST_ENTRY(excl_watchdog, 60)
+TEST_ENTRY(excl_proxy, 60)
+TEST_ENTRY(excl_sharded, 60)
+TEST_ENTRY(excl_cluster, 120)
+TEST_ENTRY(excl_redlock, 60)

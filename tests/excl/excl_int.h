@@ -1,0 +1,135 @@
+/*
+ * What the parts of one run share: the servers the parent started (copied
+ * into each worker by fork), a shared memory page where workers say what
+ * they are doing (for the nemesis to aim at), a worker's state and one
+ * section's plan.
+ */
+#ifndef EXCL_INT_H
+#define EXCL_INT_H
+
+#include <hiredis.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <redislock.h>
+
+#include "excl.h"
+
+#define EXCL_URL_MAX 200
+
+typedef struct excl_topo {
+    excl_topo_kind kind;
+    int n; /* lock servers */
+    th_server *srv[EXCL_MAX_SERVERS];
+    th_cluster *cluster;
+    th_server *res;                           /* the fenced resource's server */
+    char url[EXCL_MAX_SERVERS][EXCL_URL_MAX]; /* how clients reach them */
+    char sock[EXCL_MAX_SERVERS][EXCL_URL_MAX]; /* unix sockets: the truth */
+    char res_url[EXCL_URL_MAX];
+    int proxy_of[EXCL_MAX_SERVERS]; /* the proxy in front, or -1 */
+    int res_proxy;
+    int nproxies;
+    pid_t proxy_pid;
+    int proxy_ctl; /* the proxy host's command pipe */
+    int hist_fd;
+    char hist[256];
+    uint64_t seed;
+    int64_t t_base;
+} excl_topo;
+
+enum { EXCL_IDLE, EXCL_WAITING, EXCL_HOLDING };
+
+typedef struct excl_slot {
+    atomic_int pid;
+    atomic_int state;
+    atomic_int key;
+    atomic_int stopped;         /* by the nemesis, until it sends SIGCONT */
+    atomic_int fair;            /* the section waits in a fair queue */
+    _Atomic int64_t end_us;     /* the believed end, while holding */
+    _Atomic int64_t drift_us;   /* its drift allowance */
+    _Atomic int64_t release_at; /* the nemesis's wish: release then */
+} excl_slot;
+
+typedef struct excl_shared {
+    atomic_int stop;
+    atomic_long sections;
+    excl_slot slot[EXCL_MAX_WORKERS];
+} excl_shared;
+
+/* How long a holder keeps the lock. */
+typedef enum excl_hold {
+    EXCL_H_FOR,  /* hold_ms */
+    EXCL_H_EDGE, /* until hold_ms before the believed end */
+    EXCL_H_OVER, /* until hold_ms past it: the release comes too late */
+    EXCL_H_BLPOP /* until waiters' BLPOP times out (the server's end,
+                    less a server tick), plus hold_ms (may be negative) */
+} excl_hold;
+
+typedef struct excl_section {
+    int key;
+    redislock_acquire_options o;
+    char owner[64];
+    char meta[64];
+    int shared; /* the owner id is shared with other processes */
+    excl_hold hold;
+    int64_t hold_ms;
+    int nested; /* re-entries while held (reentrant) */
+    int64_t nested_ttl[2];
+    int extends; /* extends while held */
+    int64_t extend_ttl[3];
+    int adopt;          /* 1: a second handle adopts and releases;
+                           2: it extends first */
+    int64_t hold_after; /* release with this hold-after */
+    int writes;         /* fenced writes */
+    char what[40];
+} excl_section;
+
+typedef struct excl_worker {
+    const excl_mode *m;
+    const excl_topo *t;
+    excl_shared *sh;
+    int idx;
+    excl_rng rng;
+    redislock_client *c;  /* the lock client */
+    redislock_client *c2; /* a second one, for adopting */
+    redislock_client *rc; /* the resource's */
+    redislock_lock *l[EXCL_MAX_KEYS];
+    redisContext *truth[EXCL_MAX_SERVERS];
+    uint32_t acq;
+    int pid;
+    char owner[64]; /* this process's own owner id */
+} excl_worker;
+
+/* In a forked child: runs sections until told to stop; never returns. */
+_Noreturn void excl_worker_main(const excl_mode *m, const excl_topo *t,
+                                excl_shared *sh, int idx, int gen);
+
+/* The lock key's name and the fenced resource's. */
+void excl_key_name(int key, char *buf, size_t size);
+void excl_res_name(int key, char *buf, size_t size);
+
+/* The proxy host: a child process running the harness's proxies (threads
+ * stay out of the parent, which forks workers). */
+void excl_proxies_start(excl_topo *t, const int *upstream, int n, int *ports);
+void excl_proxy_delay(const excl_topo *t, int proxy, int64_t ms);
+void excl_proxies_stop(excl_topo *t);
+
+/* The nemesis: injects faults until until_us, counting them. */
+typedef struct excl_nemesis excl_nemesis;
+excl_nemesis *excl_nemesis_new(const excl_mode *m, excl_topo *t,
+                               excl_shared *sh, uint64_t seed);
+/* One step: undoes what is due, injects a fault when due, respawns
+ * killed workers; returns how long to sleep before the next step. */
+int64_t excl_nemesis_step(excl_nemesis *n);
+/* Undoes every fault still in force (resumes stopped processes and
+ * servers, lifts delays). */
+void excl_nemesis_calm(excl_nemesis *n);
+void excl_nemesis_counts(const excl_nemesis *n, long *faults);
+void excl_nemesis_free(excl_nemesis *n);
+
+/* Starts worker idx (generation gen) in a child; its pid. */
+pid_t excl_spawn(const excl_mode *m, const excl_topo *t, excl_shared *sh,
+                 int idx, int gen);
+
+#endif

@@ -1,0 +1,311 @@
+/*
+ * The modes: for each, where the locks live, which faults the nemesis may
+ * inject, and what one section does (its pick function draws TTLs, waits,
+ * holds and actions from the worker's seeded generator).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "excl_int.h"
+
+#define F(x) (1u << EXCL_F_##x)
+/* Faults every single-server mode can take. */
+#define F_PROCS (F(STOP_HOLDER) | F(STOP_WAITER) | F(KILL_HOLDER))
+#define F_ALL1 (F_PROCS | F(PAUSE_SERVER) | F(RACE))
+
+const char *const excl_fault_names[EXCL_F_COUNT] = {
+    "stop-holder",  "stop-waiter", "kill-holder",
+    "pause-server", "delay",       "race"};
+
+static int64_t rnd(excl_worker *w, int64_t lo, int64_t hi)
+{
+    return excl_rng_range(&w->rng, lo, hi);
+}
+
+/* How long to hold: a short or a middling hold, until just before the
+ * believed end, just past it (the release comes too late), or until the
+ * moment waiters blocked in BLPOP for the holder's TTL time out. */
+static void hold(excl_worker *w, excl_section *s)
+{
+    int64_t p = rnd(w, 0, 99);
+
+    if (p < 30) {
+        s->hold = EXCL_H_FOR;
+        s->hold_ms = rnd(w, 0, 30);
+    } else if (p < 50) {
+        s->hold = EXCL_H_FOR;
+        s->hold_ms = rnd(w, s->o.ttl_ms / 10, s->o.ttl_ms * 6 / 10);
+    } else if (p < 70) {
+        s->hold = EXCL_H_EDGE;
+        s->hold_ms = rnd(w, 0, 15);
+    } else if (p < 80) {
+        s->hold = EXCL_H_OVER;
+        s->hold_ms = rnd(w, 0, 40);
+    } else {
+        s->hold = EXCL_H_BLPOP;
+        s->hold_ms = rnd(w, -15, 15);
+    }
+}
+
+/* The parts every section has: a key, a TTL, a bounded wait, a hold and
+ * one or two fenced writes. */
+static void basic(excl_worker *w, excl_section *s, int64_t ttl_lo,
+                  int64_t ttl_hi)
+{
+    s->key = (int)rnd(w, 0, w->m->nkeys - 1);
+    s->o.ttl_ms = rnd(w, ttl_lo, ttl_hi);
+    s->o.wait_ms = rnd(w, 1000, 3000);
+    s->writes = (int)rnd(w, 1, 2);
+    hold(w, s);
+}
+
+static const char *const hold_names[] = {"for", "edge", "over", "blpop"};
+
+/* The label the report shows: how the section took the lock. */
+static void label(excl_section *s, const char *kind)
+{
+    char r[16] = "";
+
+    if (s->o.retry_delay_ms > 0)
+        snprintf(r, sizeof r, " r%lld", (long long)s->o.retry_delay_ms);
+    snprintf(s->what, sizeof s->what, "%s%s%s t%lld %s%lld", kind,
+             s->o.fair ? " fair" : "", r, (long long)s->o.ttl_ms,
+             hold_names[s->hold], (long long)s->hold_ms);
+}
+
+static void pick_default(excl_worker *w, excl_section *s)
+{
+    basic(w, s, 150, 600);
+    label(s, "plain");
+}
+
+static void pick_meta(excl_worker *w, excl_section *s)
+{
+    basic(w, s, 150, 600);
+    snprintf(s->meta, sizeof s->meta, "pid %d section %u", w->pid, w->acq + 1);
+    s->o.metadata = s->meta;
+    if (excl_rng_chance(&w->rng, 50))
+        s->hold_after = rnd(w, 10, 200);
+    label(s, s->hold_after ? "meta+ha" : "meta");
+}
+
+/* Fair, waiting the default way: blocked for the holder's TTL, at most a
+ * heartbeat (2 s); holds that end near a heartbeat. */
+static void pick_fair(excl_worker *w, excl_section *s)
+{
+    basic(w, s, 1000, 3000);
+    s->o.fair = 1;
+    s->o.wait_ms = rnd(w, 2500, 6000);
+    if (excl_rng_chance(&w->rng, 40)) {
+        s->hold = EXCL_H_FOR;
+        s->hold_ms = rnd(w, 1850, 2150);
+        if (s->hold_ms + 100 > s->o.ttl_ms)
+            s->o.ttl_ms = s->hold_ms + rnd(w, 100, 900);
+    }
+    label(s, "plain");
+}
+
+/* Fair with retry delays up to 250 ms: waiters sleep between attempts
+ * instead of blocking, and pick a hand-off up by their next attempt. TTLs
+ * above the 5 s alive window too. */
+static void pick_fair_retry_short(excl_worker *w, excl_section *s)
+{
+    static const int64_t delays[] = {20, 100, 200};
+
+    basic(w, s, 300, 1000);
+    s->o.fair = 1;
+    s->o.retry_delay_ms = delays[rnd(w, 0, 2)];
+    if (excl_rng_chance(&w->rng, 30)) {
+        s->o.ttl_ms = rnd(w, 8000, 10000);
+        s->o.wait_ms = rnd(w, 3000, 6000);
+        if (s->hold != EXCL_H_FOR || excl_rng_chance(&w->rng, 50)) {
+            s->hold = EXCL_H_FOR;
+            s->hold_ms = rnd(w, 20, 300);
+        }
+    }
+    label(s, "plain");
+}
+
+/* Issue 11's case: fair, retry delay 300 ms, TTL 1 s, no faults. */
+static void pick_fair_retry_300(excl_worker *w, excl_section *s)
+{
+    basic(w, s, 1000, 1000);
+    s->o.fair = 1;
+    s->o.retry_delay_ms = 300;
+    label(s, "plain");
+}
+
+/* Re-entrant with this process's own owner id: re-entries while held,
+ * with shorter and longer TTLs than the first. */
+static void pick_reentrant(excl_worker *w, excl_section *s)
+{
+    basic(w, s, 200, 1500);
+    s->o.reentrant = 1;
+    snprintf(s->owner, sizeof s->owner, "%s", w->owner);
+    s->o.owner = s->owner;
+    s->nested = (int)rnd(w, 0, 2);
+    s->nested_ttl[0] = rnd(w, 100, 2000);
+    s->nested_ttl[1] = rnd(w, 100, 2000);
+    if (excl_rng_chance(&w->rng, 30)) {
+        snprintf(s->meta, sizeof s->meta, "re %d", w->pid);
+        s->o.metadata = s->meta;
+    }
+    label(s, s->nested ? "re+nest" : "re");
+}
+
+/* Re-entrant, two processes per owner id: both may hold at once, with
+ * TTLs as different as 10 s and 0.5 s. */
+static void pick_reentrant_shared(excl_worker *w, excl_section *s)
+{
+    int64_t p = rnd(w, 0, 2);
+
+    basic(w, s, 200, 2000);
+    if (p == 0)
+        s->o.ttl_ms = 10000;
+    else if (p == 1)
+        s->o.ttl_ms = 500;
+    s->o.reentrant = 1;
+    s->shared = 1;
+    snprintf(s->owner, sizeof s->owner, "shared-%d", w->idx / 2);
+    s->o.owner = s->owner;
+    s->o.wait_ms = rnd(w, 500, 3000);
+    s->hold = EXCL_H_FOR;
+    s->hold_ms = rnd(w, 20, 1200);
+    label(s, "shared");
+}
+
+static void pick_extend(excl_worker *w, excl_section *s)
+{
+    basic(w, s, 200, 800);
+    if (excl_rng_chance(&w->rng, 40)) {
+        snprintf(s->meta, sizeof s->meta, "x %d", w->pid);
+        s->o.metadata = s->meta;
+    }
+    s->extends = (int)rnd(w, 1, 3);
+    s->extend_ttl[0] = rnd(w, 50, 200);
+    s->extend_ttl[1] = rnd(w, s->o.ttl_ms, 3 * s->o.ttl_ms);
+    s->extend_ttl[2] = rnd(w, 50, 3 * s->o.ttl_ms);
+    if (s->hold == EXCL_H_FOR)
+        s->hold_ms = rnd(w, 0, 2 * s->o.ttl_ms);
+    label(s, s->o.metadata ? "hash+ext" : "plain+ext");
+}
+
+static void pick_adopt(excl_worker *w, excl_section *s)
+{
+    basic(w, s, 200, 800);
+    s->adopt = (int)rnd(w, 1, 2);
+    s->extend_ttl[2] = excl_rng_chance(&w->rng, 50)
+                           ? rnd(w, 50, s->o.ttl_ms)
+                           : rnd(w, s->o.ttl_ms, 3 * s->o.ttl_ms);
+    label(s, s->adopt == 1 ? "adopt+rel" : "adopt+ext");
+}
+
+/* The caller's retry strategies, with short and long delays. */
+static void pick_retry(excl_worker *w, excl_section *s)
+{
+    static const int64_t delays[] = {20, 300, 20, 20, 100};
+    static const redislock_retry kinds[] = {
+        REDISLOCK_RETRY_CONSTANT, REDISLOCK_RETRY_CONSTANT,
+        REDISLOCK_RETRY_LINEAR, REDISLOCK_RETRY_EXPONENTIAL,
+        REDISLOCK_RETRY_CONSTANT};
+    int k = (int)rnd(w, 0, 4);
+
+    basic(w, s, 150, 800);
+    s->o.retry = kinds[k];
+    s->o.retry_delay_ms = delays[k];
+    s->o.retry_max_delay_ms = k == 3 ? 300 : 0;
+    s->o.fail_fast = excl_rng_chance(&w->rng, 15);
+    s->o.max_attempts = excl_rng_chance(&w->rng, 15) ? (int)rnd(w, 2, 8) : 0;
+    label(s, s->o.fail_fast ? "retry ff" : "retry");
+}
+
+/* The watchdog renews; holds last up to three TTLs. */
+static void pick_watchdog(excl_worker *w, excl_section *s)
+{
+    basic(w, s, 300, 300);
+    if (excl_rng_chance(&w->rng, 50))
+        s->o.ttl_ms = 1000;
+    s->o.watchdog = 1;
+    /* The believed end keeps moving: holds are timed from the start. */
+    s->hold = EXCL_H_FOR;
+    s->hold_ms = rnd(w, s->o.ttl_ms / 5, 2 * s->o.ttl_ms);
+    label(s, "watchdog");
+}
+
+/* A mix, for the modes that are about where the locks live. */
+static void pick_mix(excl_worker *w, excl_section *s, int fair_ok)
+{
+    int64_t p = rnd(w, 0, 99);
+
+    basic(w, s, 200, 1000);
+    if (p < 25 && fair_ok) {
+        s->o.fair = 1;
+        s->o.retry_delay_ms = excl_rng_chance(&w->rng, 50) ? 100 : 0;
+        label(s, "plain");
+    } else if (p < 45) {
+        s->o.watchdog = 1;
+        s->hold = EXCL_H_FOR;
+        s->hold_ms = rnd(w, 0, 2 * s->o.ttl_ms);
+        label(s, "watchdog");
+    } else if (p < 60) {
+        s->o.reentrant = 1;
+        snprintf(s->owner, sizeof s->owner, "%s", w->owner);
+        s->o.owner = s->owner;
+        s->nested = (int)rnd(w, 0, 1);
+        s->nested_ttl[0] = rnd(w, 100, 1500);
+        label(s, "re");
+    } else {
+        s->o.retry_delay_ms = excl_rng_chance(&w->rng, 50) ? 50 : 0;
+        label(s, "plain");
+    }
+}
+
+static void pick_mix_fair(excl_worker *w, excl_section *s)
+{
+    pick_mix(w, s, 1);
+}
+
+static void pick_mix_unfair(excl_worker *w, excl_section *s)
+{
+    pick_mix(w, s, 0);
+}
+
+/* name, where, keys, workers, faults, gap between faults, short run ms,
+ * pick. */
+const excl_mode excl_modes[] = {
+    {"default", EXCL_SINGLE, 1, 4, F_ALL1, 200, 700, 6000, pick_default},
+    {"meta_holdafter", EXCL_SINGLE, 1, 4, F_ALL1, 200, 700, 6000, pick_meta},
+    {"fair", EXCL_SINGLE, 1, 4, F_ALL1, 500, 1500, 10000, pick_fair},
+    {"fair_retry_short", EXCL_SINGLE, 1, 4,
+     F(STOP_HOLDER) | F(KILL_HOLDER) | F(RACE), 300, 900, 6000,
+     pick_fair_retry_short},
+    {"fair_retry_300", EXCL_SINGLE, 1, 4, 0, 0, 0, 6000, pick_fair_retry_300},
+    {"reentrant", EXCL_SINGLE, 1, 4, F_ALL1, 200, 700, 6000, pick_reentrant},
+    /* Faults that make a holder's release or renewal arrive after its
+     * lease are left out here: the other process of its owner id may hold
+     * the lock by then, and a release by the same owner is its release. */
+    {"reentrant_shared", EXCL_SINGLE, 1, 4, F(STOP_WAITER) | F(KILL_HOLDER),
+     400, 1200, 6000, pick_reentrant_shared},
+    {"extend", EXCL_SINGLE, 1, 4, F_ALL1, 200, 700, 6000, pick_extend},
+    {"adopt", EXCL_SINGLE, 1, 4, F_ALL1, 200, 700, 6000, pick_adopt},
+    {"retry", EXCL_SINGLE, 1, 4, F_ALL1, 200, 700, 6000, pick_retry},
+    {"watchdog", EXCL_SINGLE, 1, 4, F_ALL1, 200, 700, 6000, pick_watchdog},
+    {"proxy", EXCL_PROXIED, 1, 4, F_PROCS | F(DELAY) | F(RACE), 300, 900, 6000,
+     pick_mix_fair},
+    {"sharded", EXCL_SHARDED, 3, 5, F_ALL1, 200, 700, 6000, pick_mix_fair},
+    {"cluster", EXCL_CLUSTER, 2, 4, F_ALL1, 200, 700, 6000, pick_mix_fair},
+    {"redlock", EXCL_REDLOCK, 1, 4, F_PROCS | F(PAUSE_SERVER) | F(DELAY), 200,
+     700, 6000, pick_mix_unfair},
+};
+
+const int excl_nmodes = (int)(sizeof excl_modes / sizeof excl_modes[0]);
+
+const excl_mode *excl_mode_find(const char *name)
+{
+    int i;
+
+    for (i = 0; i < excl_nmodes; i++)
+        if (strcmp(excl_modes[i].name, name) == 0)
+            return &excl_modes[i];
+    return NULL;
+}

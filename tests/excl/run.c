@@ -1,0 +1,226 @@
+/*
+ * One run of a mode: the servers (and proxies) it needs, a resource
+ * server for fenced writes, the workers, the nemesis until the time is
+ * up, then the check of the history.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "excl_int.h"
+#include "harness/util.h"
+#include "test.h"
+
+/* How long workers get to finish once told to stop, before kill -9. */
+#define EXCL_STOP_GRACE_MS 1500
+
+/* Held by every worker: EOF on the read end once all have gone. */
+static int alive_pipe[2] = {-1, -1};
+
+uint64_t excl_seed(void)
+{
+    const char *s = getenv("EXCL_SEED");
+
+    if (s != NULL && *s != '\0')
+        return strtoull(s, NULL, 0);
+    return (uint64_t)excl_now_us() ^ ((uint64_t)getpid() << 32);
+}
+
+pid_t excl_spawn(const excl_mode *m, const excl_topo *t, excl_shared *sh,
+                 int idx, int gen)
+{
+    pid_t pid;
+
+    fflush(NULL);
+    pid = fork();
+    ASSERT(pid >= 0);
+    if (pid == 0) {
+        close(alive_pipe[0]);
+        excl_worker_main(m, t, sh, idx, gen);
+    }
+    return pid;
+}
+
+static void tcp_url(char *buf, int port)
+{
+    snprintf(buf, EXCL_URL_MAX, "redis://127.0.0.1:%d", port);
+}
+
+/* Servers 0..nproxied-1 (and the resource, when res_too) are reached
+ * through proxies. */
+static void add_proxies(excl_topo *t, int nproxied, int res_too)
+{
+    int up[EXCL_MAX_SERVERS + 1], ports[EXCL_MAX_SERVERS + 1], i, n = 0;
+
+    for (i = 0; i < nproxied; i++)
+        up[n++] = t->srv[i]->port;
+    if (res_too)
+        up[n++] = t->res->port;
+    excl_proxies_start(t, up, n, ports);
+    for (i = 0; i < nproxied; i++) {
+        t->proxy_of[i] = i;
+        tcp_url(t->url[i], ports[i]);
+    }
+    if (res_too) {
+        t->res_proxy = nproxied;
+        tcp_url(t->res_url, ports[nproxied]);
+    }
+}
+
+static void topo_start(excl_topo *t, const excl_mode *m)
+{
+    int i;
+
+    t->kind = m->topo;
+    t->n = m->topo == EXCL_SINGLE || m->topo == EXCL_PROXIED ? 1 : 3;
+    t->res_proxy = -1;
+    if (m->topo == EXCL_CLUSTER) {
+        t->cluster = th_cluster_start(3, 0);
+        for (i = 0; i < 3; i++)
+            t->srv[i] = t->cluster->s[i];
+    } else {
+        for (i = 0; i < t->n; i++)
+            t->srv[i] = th_server_start(NULL);
+    }
+    t->res = th_server_start(NULL);
+    for (i = 0; i < t->n; i++) {
+        t->proxy_of[i] = -1;
+        snprintf(t->url[i], EXCL_URL_MAX, "%s",
+                 m->topo == EXCL_CLUSTER ? t->cluster->seeds[i]
+                                         : t->srv[i]->unix_url);
+        snprintf(t->sock[i], EXCL_URL_MAX, "%s", t->srv[i]->sock);
+    }
+    snprintf(t->res_url, EXCL_URL_MAX, "%s", t->res->unix_url);
+    if (m->topo == EXCL_PROXIED)
+        add_proxies(t, 1, 1);
+    else if (m->topo == EXCL_REDLOCK)
+        add_proxies(t, 2, 0);
+}
+
+static void topo_stop(excl_topo *t)
+{
+    int i;
+
+    excl_proxies_stop(t);
+    if (t->cluster != NULL)
+        th_cluster_stop(t->cluster);
+    else
+        for (i = 0; i < t->n; i++)
+            th_server_stop(t->srv[i]);
+    th_server_stop(t->res);
+}
+
+/* Waits, within the grace time, for every worker to exit; kills the
+ * rest. */
+static void stop_workers(const excl_mode *m, excl_shared *sh)
+{
+    struct pollfd p = {alive_pipe[0], POLLIN, 0};
+    int64_t deadline = th_now_ms() + EXCL_STOP_GRACE_MS, left;
+    char buf[16];
+    pid_t pid;
+    int i;
+
+    atomic_store(&sh->stop, 1);
+    close(alive_pipe[1]);
+    while ((left = deadline - th_now_ms()) > 0 && poll(&p, 1, (int)left) >= 0)
+        if ((p.revents & (POLLIN | POLLHUP)) &&
+            read(alive_pipe[0], buf, sizeof buf) <= 0)
+            break;
+    close(alive_pipe[0]);
+    for (i = 0; i < m->nworkers; i++) {
+        if ((pid = atomic_load(&sh->slot[i].pid)) <= 0)
+            continue;
+        kill(pid, SIGKILL);
+        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+            ;
+    }
+}
+
+static void report(const excl_mode *m, uint64_t seed, const excl_result *r)
+{
+    const excl_verdict *v = &r->v;
+    int f;
+
+    printf("excl %s: seed %" PRIu64 ", %.1f s, %ld sections, %ld acquires, "
+           "writes %ld accepted %ld refused %ld failed, %ld lease checks\n",
+           m->name, seed, r->seconds, v->sections, v->acquires, v->writes_ok,
+           v->writes_refused, v->writes_failed, v->leases_checked);
+    printf("excl %s: faults:", m->name);
+    for (f = 0; f < EXCL_F_COUNT; f++)
+        if (m->faults & (1u << f))
+            printf(" %s %ld", excl_fault_names[f], r->faults[f]);
+    printf("%s\n", m->faults ? "" : " none");
+    printf("excl %s: overlaps %ld, stale writes accepted %ld, fence order "
+           "%ld, beliefs past the server's lease %ld",
+           m->name, v->overlaps, v->stale, v->fence_order, v->lease);
+    if (v->first_s >= 0)
+        printf("; first at %.3f s, after %ld sections", v->first_s,
+               v->first_sections);
+    printf("\n");
+}
+
+static void run_workload(const excl_mode *m, excl_topo *t, excl_shared *sh,
+                         int64_t run_ms, excl_result *res)
+{
+    excl_nemesis *n;
+    int64_t end;
+    int i;
+
+    ASSERT(pipe(alive_pipe) == 0);
+    for (i = 0; i < m->nworkers; i++)
+        atomic_store(&sh->slot[i].pid, excl_spawn(m, t, sh, i, 0));
+    n = excl_nemesis_new(m, t, sh, t->seed);
+    end = th_now_ms() + run_ms;
+    while (th_now_ms() < end)
+        th_sleep_ms(excl_nemesis_step(n));
+    excl_nemesis_calm(n);
+    stop_workers(m, sh);
+    excl_nemesis_counts(n, res->faults);
+    excl_nemesis_free(n);
+}
+
+long excl_run(const excl_mode *m, uint64_t seed, int64_t run_ms,
+              excl_result *res)
+{
+    excl_topo t;
+    excl_shared *sh;
+    excl_rec *h;
+    size_t nh;
+    char *dir = th_mkdtemp("excl");
+
+    printf("excl %s: seed %" PRIu64 " (replay: EXCL_SEED=%" PRIu64 ")\n",
+           m->name, seed, seed);
+    fflush(stdout);
+    ASSERT(dir != NULL);
+    memset(&t, 0, sizeof t);
+    memset(res, 0, sizeof *res);
+    t.seed = seed;
+    topo_start(&t, m);
+    snprintf(t.hist, sizeof t.hist, "%s/history", dir);
+    t.hist_fd = excl_history_open(t.hist);
+    sh = mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE,
+              MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    ASSERT(sh != MAP_FAILED);
+    memset(sh, 0, sizeof *sh);
+    t.t_base = excl_now_us();
+    run_workload(m, &t, sh, run_ms, res);
+    res->seconds = (double)(excl_now_us() - t.t_base) / 1e6;
+    close(t.hist_fd);
+    h = excl_history_read(t.hist, &nh);
+    res->violations = excl_check(h, nh, seed, t.t_base, m->name, &res->v);
+    report(m, seed, res);
+    free(h);
+    munmap(sh, sizeof *sh);
+    topo_stop(&t);
+    th_rmtree(dir);
+    free(dir);
+    fflush(stdout);
+    return res->violations;
+}

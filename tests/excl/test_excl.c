@@ -1,0 +1,105 @@
+/*
+ * The short runs of the exclusion checker, one test per mode (see
+ * excl.h): a few seconds each under the mode's nemesis, then no overlap,
+ * no accepted stale write, no fencing token out of order and no belief
+ * past the server's lease. EXCL_SEED replays a run's random choices.
+ */
+#include <stdlib.h>
+
+#include "excl/excl.h"
+#include "test.h"
+
+/* The fewest sections a run must see for its verdict to mean anything. */
+#define EXCL_MIN_SECTIONS 3
+
+static void short_run(const char *name)
+{
+    const excl_mode *m = excl_mode_find(name);
+    excl_result r;
+    long faults = 0;
+    int f;
+
+    ASSERT(m != NULL);
+    excl_run(m, excl_seed(), m->run_ms, &r);
+    for (f = 0; f < EXCL_F_COUNT; f++)
+        faults += r.faults[f];
+    ASSERT_EQ_INT(r.violations, 0);
+    ASSERT_GE(r.v.sections, EXCL_MIN_SECTIONS);
+    if (m->faults != 0)
+        ASSERT_GE(faults, 1);
+}
+
+void test_excl_default(void)
+{
+    short_run("default");
+}
+
+void test_excl_meta_holdafter(void)
+{
+    short_run("meta_holdafter");
+}
+
+void test_excl_fair(void)
+{
+    short_run("fair");
+}
+
+void test_excl_fair_retry_short(void)
+{
+    short_run("fair_retry_short");
+}
+
+void test_excl_fair_retry_300(void)
+{
+    short_run("fair_retry_300");
+}
+
+void test_excl_reentrant(void)
+{
+    short_run("reentrant");
+}
+
+void test_excl_reentrant_shared(void)
+{
+    short_run("reentrant_shared");
+}
+
+void test_excl_extend(void)
+{
+    short_run("extend");
+}
+
+void test_excl_adopt(void)
+{
+    short_run("adopt");
+}
+
+void test_excl_retry(void)
+{
+    short_run("retry");
+}
+
+void test_excl_watchdog(void)
+{
+    short_run("watchdog");
+}
+
+void test_excl_proxy(void)
+{
+    short_run("proxy");
+}
+
+void test_excl_sharded(void)
+{
+    short_run("sharded");
+}
+
+void test_excl_cluster(void)
+{
+    short_run("cluster");
+}
+
+void test_excl_redlock(void)
+{
+    short_run("redlock");
+}

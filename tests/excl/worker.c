@@ -1,0 +1,672 @@
+/*
+ * A worker: a forked process that takes keys over and over in its mode,
+ * through the public API only, and records what it believed. A section:
+ * acquire; record the claim [when acquire returned, the end of the
+ * validity it was told]; work in small steps, re-reading the validity
+ * (the watchdog moves it), making fenced writes, extending, re-entering or
+ * handing the token to a second handle, and asking the server for the
+ * lease now and then; record the claim's end as the moment the release
+ * call starts (or the validity's end if earlier); release.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
+
+#include "excl_int.h"
+#include "harness/util.h"
+
+#define EXCL_CMD_TIMEOUT_MS 1000
+#define EXCL_TRUTH_TIMEOUT_MS 300
+/* Ask the server for the lease at most this often while working. */
+#define EXCL_LEASE_EVERY_US 40000
+#define EXCL_MAX_ACTIONS 12
+/* A shared owner id's holder releases this long before its validity
+ * ends, or not at all. */
+#define EXCL_SHARED_MARGIN_US 30000
+
+/* Reads the lease of the key whose holder is ARGV[1]: its PTTL, or -2
+ * when the key is gone or held by another token or owner. */
+static const char lease_lua[] =
+    "local t = redis.call('TYPE', KEYS[1]).ok "
+    "local v = false "
+    "if t == 'string' then v = redis.call('GET', KEYS[1]) "
+    "elseif t == 'hash' then v = redis.call('HGET', KEYS[1], 'owner') end "
+    "if v ~= ARGV[1] then return -2 end "
+    "return redis.call('PTTL', KEYS[1])";
+
+/* One believed interval, as it moves. */
+typedef struct claim {
+    excl_rec r;
+    int64_t end;         /* the believed end; meaningful while open */
+    int open;            /* still believed */
+    redislock_lock *src; /* the handle whose validity is the belief */
+    int64_t next_lease;  /* when to ask the server next */
+} claim;
+
+void excl_key_name(int key, char *buf, size_t size)
+{
+    snprintf(buf, size, "excl:k%d", key);
+}
+
+void excl_res_name(int key, char *buf, size_t size)
+{
+    snprintf(buf, size, "excl:res%d", key);
+}
+
+static uint64_t fnv(const char *s)
+{
+    uint64_t h = 1469598103934665603ULL;
+
+    while (*s)
+        h = (h ^ (unsigned char)*s++) * 1099511628211ULL;
+    return h & ~(1ULL << 63);
+}
+
+/* ---- Talking to the servers directly: what the server itself says */
+
+static redisContext *truth_conn(excl_worker *w, int i)
+{
+    struct timeval tv = {0, EXCL_TRUTH_TIMEOUT_MS * 1000};
+
+    if (w->truth[i] == NULL) {
+        w->truth[i] = redisConnectUnixWithTimeout(w->t->sock[i], tv);
+        if (w->truth[i] != NULL && !w->truth[i]->err)
+            redisSetTimeout(w->truth[i], tv);
+    }
+    if (w->truth[i] != NULL && w->truth[i]->err) {
+        redisFree(w->truth[i]);
+        w->truth[i] = NULL;
+    }
+    return w->truth[i];
+}
+
+/* Server i's PTTL of key as held by id (-2: not so held); 0 if unknown. */
+static int truth_one(excl_worker *w, int i, const char *key, const char *id,
+                     int64_t *pttl)
+{
+    redisContext *r = truth_conn(w, i);
+    redisReply *rep =
+        r ? redisCommand(r, "EVAL %s 1 %s %s", lease_lua, key, id) : NULL;
+    int known = 0;
+
+    if (rep != NULL && rep->type == REDIS_REPLY_INTEGER) {
+        *pttl = rep->integer;
+        known = 1;
+    } else if (rep != NULL && rep->type == REDIS_REPLY_ERROR &&
+               strncmp(rep->str, "MOVED", 5) == 0) {
+        *pttl = -2; /* a cluster node that does not serve the key */
+        known = 1;
+    }
+    if (rep == NULL && w->truth[i] != NULL) {
+        redisFree(w->truth[i]);
+        w->truth[i] = NULL;
+    }
+    freeReplyObject(rep);
+    return known;
+}
+
+static int by_desc(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+    return x > y ? -1 : x < y;
+}
+
+/* The lease as the servers see it: one server's PTTL (-2 when no server
+ * holds it for id), or for Redlock the majority-th largest (a server that
+ * did not answer counts as holding it forever). 0 when unknown. */
+static int truth_lease(excl_worker *w, int key, const char *id, int64_t *pttl)
+{
+    int64_t v[EXCL_MAX_SERVERS];
+    int i, n = w->t->n, known = 0, held = 0;
+    char name[32];
+
+    excl_key_name(key, name, sizeof name);
+    for (i = 0; i < n; i++) {
+        if (truth_one(w, i, name, id, &v[i]))
+            known++;
+        else
+            v[i] = INT64_MAX;
+        if (v[i] == -1)
+            v[i] = INT64_MAX; /* no expiry: no bound */
+        held += v[i] != -2;
+    }
+    if (w->t->kind == EXCL_REDLOCK) {
+        qsort(v, (size_t)n, sizeof *v, by_desc);
+        *pttl = v[n / 2];
+        return *pttl != INT64_MAX;
+    }
+    for (i = 0; i < n; i++)
+        if (v[i] != -2 && v[i] != INT64_MAX) {
+            *pttl = v[i];
+            return 1;
+        }
+    *pttl = -2;
+    return known == n && held == 0;
+}
+
+/* ---- Records */
+
+static void fill(const excl_worker *w, const excl_section *s, excl_rec *r,
+                 int kind)
+{
+    memset(r, 0, sizeof *r);
+    r->kind = (uint8_t)kind;
+    r->key = (uint8_t)s->key;
+    r->pid = w->pid;
+    r->acq = w->acq;
+    r->ttl_ms = s->o.ttl_ms;
+    snprintf(r->what, sizeof r->what, "%s", s->what);
+}
+
+static void record_acq(excl_worker *w, const excl_section *s, int64_t t0,
+                       int64_t t1, int64_t fence, int64_t ttl)
+{
+    excl_rec r;
+
+    fill(w, s, &r, EXCL_ACQ);
+    r.t0 = t0;
+    r.t1 = t1;
+    r.fence = fence;
+    r.ttl_ms = ttl;
+    excl_history_add(w->t->hist_fd, &r);
+}
+
+static void publish(excl_worker *w, claim *c)
+{
+    excl_slot *sl = &w->sh->slot[w->idx];
+
+    atomic_store(&sl->end_us, c->open ? c->end : 0);
+    excl_history_add(w->t->hist_fd, &c->r);
+}
+
+/* The validity the handle reports, as an end time; 0 when none. */
+static int64_t believed_end(redislock_lock *l, int64_t *at)
+{
+    int64_t t = excl_now_us(), v = redislock_valid_ms(l);
+
+    if (at != NULL)
+        *at = t;
+    return v > 0 ? t + v * 1000 : 0;
+}
+
+/* A new belief end read at time at: the same piece while the belief
+ * held, a new piece when it had lapsed and came back (a renewal after a
+ * stop). */
+static void claim_move(excl_worker *w, claim *c, int64_t end, int64_t at)
+{
+    if (end == 0) {
+        if (c->open) {
+            c->open = 0;
+            publish(w, c);
+        }
+        return;
+    }
+    if (!c->open || at >= c->end) {
+        if (c->r.t1 > c->r.t0)
+            c->r.piece++;
+        c->r.t0 = at;
+        c->r.flags = 0;
+        c->open = 1;
+    } else if (end > c->end - 500 && end < c->end + 500) {
+        return; /* unchanged: no record */
+    }
+    c->end = end;
+    c->r.t1 = end;
+    publish(w, c);
+}
+
+static void claim_read(excl_worker *w, claim *c)
+{
+    int64_t at, end = believed_end(c->src, &at);
+
+    claim_move(w, c, end, at);
+}
+
+/* After an extend or re-entry called at t_call that returned err at
+ * t_ret. A shorter lease may have started before the reply: when the
+ * handle then reports no validity, the belief ends at the call. */
+static void claim_after(excl_worker *w, claim *c, int64_t t_call, int64_t t_ret,
+                        redislock_err err)
+{
+    int64_t at, end = believed_end(c->src, &at);
+
+    if (err == REDISLOCK_OK && end > 0 && c->open && at < c->end) {
+        c->end = end; /* may be earlier than before: a shorter lease */
+        c->r.t1 = end;
+        publish(w, c);
+    } else if (err == REDISLOCK_OK && end == 0 && c->open) {
+        c->r.t1 = c->end < t_call ? c->end : t_call;
+        c->open = 0;
+        publish(w, c);
+    } else if ((err == REDISLOCK_EEXPIRED || err == REDISLOCK_ELOST) &&
+               c->open) {
+        c->r.t1 = c->end < t_ret ? c->end : t_ret;
+        c->open = 0;
+        publish(w, c);
+    } else {
+        claim_move(w, c, end, at);
+    }
+}
+
+static void claim_close(excl_worker *w, claim *c, int64_t t_rel)
+{
+    if (c->open && t_rel < c->end)
+        c->r.t1 = t_rel;
+    c->r.flags |= c->open && t_rel < c->end ? EXCL_C_CLOSED : 0;
+    c->open = 0;
+    publish(w, c);
+    atomic_store(&w->sh->slot[w->idx].state, EXCL_IDLE);
+}
+
+/* Asks the servers for the lease and records it with the belief. */
+static void lease_check(excl_worker *w, const excl_section *s, claim *c)
+{
+    const char *id = redislock_token(c->src);
+    int64_t t0 = excl_now_us(), belief = c->open ? c->end : 0, pttl;
+    excl_rec r;
+
+    c->next_lease = t0 + EXCL_LEASE_EVERY_US;
+    if (id == NULL || belief <= t0 || !truth_lease(w, s->key, id, &pttl))
+        return;
+    fill(w, s, &r, EXCL_LEASE);
+    r.t0 = t0;
+    r.t1 = excl_now_us();
+    r.x = pttl;
+    r.belief = belief;
+    excl_history_add(w->t->hist_fd, &r);
+}
+
+static void fenced_write(excl_worker *w, const excl_section *s, claim *c)
+{
+    char res[32], val[48];
+    excl_rec r;
+    redislock_err err;
+
+    if (c->r.fence <= 0)
+        return;
+    excl_res_name(s->key, res, sizeof res);
+    snprintf(val, sizeof val, "%d:%u", w->pid, w->acq);
+    fill(w, s, &r, EXCL_WRITE);
+    r.fence = c->r.fence;
+    r.t0 = excl_now_us();
+    err = redislock_fenced_set(w->rc, res, strlen(res), val, strlen(val),
+                               c->r.fence);
+    r.t1 = excl_now_us();
+    r.x = err == REDISLOCK_OK       ? EXCL_W_ACCEPTED
+          : err == REDISLOCK_ESTALE ? EXCL_W_REFUSED
+                                    : EXCL_W_ERROR;
+    excl_history_add(w->t->hist_fd, &r);
+}
+
+/* ---- The actions of a section */
+
+enum { A_WRITE, A_EXTEND, A_NEST, A_UNNEST, A_ADOPT };
+
+typedef struct plan {
+    int n, next;
+    int kind[EXCL_MAX_ACTIONS];
+    int64_t at[EXCL_MAX_ACTIONS];
+    int arg[EXCL_MAX_ACTIONS];
+    int nested; /* holds taken by re-entry, not yet released */
+    redislock_lock *adopter;
+} plan;
+
+static void plan_add(plan *p, int kind, int64_t at, int arg)
+{
+    int i;
+
+    if (p->n == EXCL_MAX_ACTIONS)
+        return;
+    for (i = p->n++; i > 0 && p->at[i - 1] > at; i--) {
+        p->kind[i] = p->kind[i - 1];
+        p->at[i] = p->at[i - 1];
+        p->arg[i] = p->arg[i - 1];
+    }
+    p->kind[i] = kind;
+    p->at[i] = at;
+    p->arg[i] = arg;
+}
+
+/* Spreads the section's actions over [from, to]. */
+static void plan_make(excl_worker *w, const excl_section *s, plan *p,
+                      int64_t from, int64_t to)
+{
+    int i;
+    int64_t t;
+
+    memset(p, 0, sizeof *p);
+    if (to < from)
+        to = from;
+    for (i = 0; i < s->writes; i++)
+        plan_add(p, A_WRITE, excl_rng_range(&w->rng, from, to), i);
+    for (i = 0; i < s->extends; i++)
+        plan_add(p, A_EXTEND, excl_rng_range(&w->rng, from, to), i);
+    for (i = 0; i < s->nested; i++) {
+        t = excl_rng_range(&w->rng, from, to);
+        plan_add(p, A_NEST, t, i);
+        plan_add(p, A_UNNEST, excl_rng_range(&w->rng, t, to), i);
+    }
+    if (s->adopt)
+        plan_add(p, A_ADOPT, excl_rng_range(&w->rng, from, to), s->adopt);
+}
+
+static void do_extend(excl_worker *w, const excl_section *s, claim *c,
+                      int64_t ttl)
+{
+    int64_t t0 = excl_now_us();
+    redislock_err err = redislock_extend(c->src, ttl);
+
+    claim_after(w, c, t0, excl_now_us(), err);
+    lease_check(w, s, c);
+}
+
+static void do_nest(excl_worker *w, const excl_section *s, claim *c, plan *p,
+                    int i)
+{
+    redislock_acquire_options o = s->o;
+    int64_t t0 = excl_now_us(), t1;
+    redislock_err err;
+
+    o.ttl_ms = s->nested_ttl[i];
+    o.wait_ms = 0;
+    err = redislock_acquire(c->src, &o);
+    t1 = excl_now_us();
+    if (err == REDISLOCK_OK) {
+        p->nested++;
+        record_acq(w, s, t0, t1, redislock_fence(c->src), o.ttl_ms);
+    }
+    claim_after(w, c, t0, t1, err);
+    lease_check(w, s, c);
+}
+
+/* A second handle, on another client, takes over the token: it releases
+ * at once, or extends and carries on. The first handle is then retired
+ * without a release: the second acts for it. The belief stays the first
+ * handle's (an adopted token comes with no validity) until the second's
+ * extend tells it a new one. */
+static void do_adopt(excl_worker *w, const excl_section *s, claim *c, plan *p,
+                     int how)
+{
+    char key[32];
+    int64_t t0, t1;
+    redislock_err err;
+
+    excl_key_name(s->key, key, sizeof key);
+    if (redislock_lock_new(w->c2, key, strlen(key), &p->adopter) != 0)
+        return;
+    if (redislock_adopt(p->adopter, redislock_token(c->src)) != 0) {
+        redislock_lock_free(p->adopter);
+        p->adopter = NULL;
+        return;
+    }
+    if (how == 1)
+        return; /* released by the caller at once */
+    t0 = excl_now_us();
+    err = redislock_extend(p->adopter, s->extend_ttl[2]);
+    t1 = excl_now_us();
+    if (err == REDISLOCK_OK)
+        c->src = p->adopter;
+    if (err == REDISLOCK_OK || err == REDISLOCK_EEXPIRED ||
+        err == REDISLOCK_ELOST)
+        claim_after(w, c, t0, t1, err);
+    lease_check(w, s, c);
+}
+
+static void do_action(excl_worker *w, const excl_section *s, claim *c, plan *p)
+{
+    int k = p->kind[p->next], arg = p->arg[p->next];
+
+    p->next++;
+    if (k == A_WRITE)
+        fenced_write(w, s, c);
+    else if (k == A_EXTEND && p->adopter == NULL)
+        do_extend(w, s, c, s->extend_ttl[arg]);
+    else if (k == A_NEST && p->adopter == NULL)
+        do_nest(w, s, c, p, arg);
+    else if (k == A_UNNEST && p->nested > 0 && redislock_holds(c->src) > 1 &&
+             redislock_release(c->src) == REDISLOCK_OK)
+        p->nested--;
+    else if (k == A_ADOPT && p->adopter == NULL && p->nested == 0)
+        do_adopt(w, s, c, p, arg);
+}
+
+/* ---- A section */
+
+/* When the holder means to release, as things stand. */
+static int64_t release_time(const excl_worker *w, const excl_section *s,
+                            const claim *c)
+{
+    int64_t ra = atomic_load(&w->sh->slot[w->idx].release_at);
+    int64_t drift = atomic_load(&w->sh->slot[w->idx].drift_us);
+    int64_t at;
+
+    if (s->hold == EXCL_H_FOR)
+        at = c->r.t0 + s->hold_ms * 1000;
+    else if (s->hold == EXCL_H_EDGE)
+        at = c->end - s->hold_ms * 1000;
+    else if (s->hold == EXCL_H_OVER)
+        at = c->end + s->hold_ms * 1000;
+    else
+        at = c->end + drift - 100000 + s->hold_ms * 1000;
+    /* A shared owner id releases only while its lease lasts: a release
+     * after it would be the owner's release of the other process's
+     * hold. */
+    if (s->shared && at > c->end - EXCL_SHARED_MARGIN_US)
+        at = c->end - EXCL_SHARED_MARGIN_US;
+    return ra > 0 && ra < at ? ra : at;
+}
+
+static void work(excl_worker *w, const excl_section *s, claim *c, plan *p)
+{
+    int64_t now, until, step;
+
+    for (;;) {
+        now = excl_now_us();
+        if (atomic_load(&w->sh->stop) || now >= release_time(w, s, c))
+            break;
+        if (p->next < p->n && now >= p->at[p->next]) {
+            do_action(w, s, c, p);
+        } else {
+            until = release_time(w, s, c);
+            if (p->next < p->n && p->at[p->next] < until)
+                until = p->at[p->next];
+            step = excl_rng_range(&w->rng, 1000, 12000);
+            if (until - now < step)
+                step = until - now;
+            th_sleep_ms((step + 999) / 1000);
+        }
+        claim_read(w, c);
+        if (c->open && now >= c->next_lease)
+            lease_check(w, s, c);
+        if (p->adopter != NULL && s->adopt == 1)
+            break;
+    }
+}
+
+static redislock_lock *lock_for(excl_worker *w, int key)
+{
+    char name[32];
+
+    if (w->l[key] == NULL) {
+        excl_key_name(key, name, sizeof name);
+        if (redislock_lock_new(w->c, name, strlen(name), &w->l[key]) != 0)
+            w->l[key] = NULL;
+    }
+    return w->l[key];
+}
+
+/* Releases what the section still holds: re-entries, then the last hold
+ * (ending the claim when its call starts). A handle whose release failed
+ * (the outcome unknown) is dropped, and so is one of a shared owner id
+ * whose validity has run out: see release_time(). */
+static void finish(excl_worker *w, const excl_section *s, claim *c, plan *p)
+{
+    redislock_lock *l = p->adopter != NULL ? p->adopter : c->src;
+    redislock_err err = REDISLOCK_OK;
+    int drop = p->adopter != NULL;
+
+    while (p->nested > 0 && err == REDISLOCK_OK && redislock_holds(l) > 1) {
+        err = redislock_release(l);
+        p->nested--;
+    }
+    claim_close(w, c, excl_now_us());
+    if (s->shared && redislock_check(l) != REDISLOCK_OK)
+        drop = 1;
+    else if (err == REDISLOCK_OK && redislock_holds(l) > 0)
+        err = s->hold_after ? redislock_release_hold(l, s->hold_after)
+                            : redislock_release(l);
+    if (drop || (err != REDISLOCK_OK && err != REDISLOCK_EEXPIRED &&
+                 err != REDISLOCK_ELOST)) {
+        redislock_lock_free(w->l[s->key]);
+        w->l[s->key] = NULL;
+    }
+    redislock_lock_free(p->adopter);
+}
+
+static void section_begin(excl_worker *w, const excl_section *s, claim *c,
+                          redislock_lock *l, int64_t t_call)
+{
+    excl_slot *sl = &w->sh->slot[w->idx];
+    int64_t t_ok = excl_now_us(), at, end;
+
+    memset(c, 0, sizeof *c);
+    c->src = l;
+    fill(w, s, &c->r, EXCL_CLAIM);
+    c->r.fence = redislock_fence(l);
+    c->r.group = s->shared || s->o.reentrant
+                     ? fnv(s->owner)
+                     : ((uint64_t)1 << 63) | ((uint64_t)w->pid << 24) | w->acq;
+    record_acq(w, s, t_call, t_ok, c->r.fence, s->o.ttl_ms);
+    atomic_store(&sl->release_at, 0);
+    atomic_store(&sl->drift_us,
+                 (s->o.drift_ms ? s->o.drift_ms : s->o.ttl_ms / 100 + 2) *
+                     1000);
+    end = believed_end(l, &at);
+    c->r.t0 = t_ok;
+    c->r.t1 = end > 0 ? end : t_ok;
+    c->end = end;
+    c->open = end > 0;
+    publish(w, c);
+    atomic_store(&sl->state, EXCL_HOLDING);
+    atomic_fetch_add(&w->sh->sections, 1);
+}
+
+static void section(excl_worker *w, excl_section *s)
+{
+    excl_slot *sl = &w->sh->slot[w->idx];
+    redislock_lock *l = lock_for(w, s->key);
+    int64_t t_call;
+    redislock_err err;
+    claim c;
+    plan p;
+
+    if (l == NULL)
+        return;
+    atomic_store(&sl->key, s->key);
+    atomic_store(&sl->fair, s->o.fair);
+    atomic_store(&sl->state, EXCL_WAITING);
+    w->acq++;
+    t_call = excl_now_us();
+    err = redislock_acquire(l, &s->o);
+    if (err != REDISLOCK_OK) {
+        atomic_store(&sl->state, EXCL_IDLE);
+        if (err == REDISLOCK_EINVAL) {
+            /* A mistake of the mode's, not a fault: say so and stop. */
+            fprintf(stderr, "excl: worker %d: acquire [%s]: %s\n", w->pid,
+                    s->what, redislock_errdetail());
+            _exit(4);
+        }
+        if (err != REDISLOCK_EHELD) {
+            redislock_lock_free(l);
+            w->l[s->key] = NULL;
+            th_sleep_ms(excl_rng_range(&w->rng, 5, 50));
+        }
+        return;
+    }
+    section_begin(w, s, &c, l, t_call);
+    lease_check(w, s, &c);
+    plan_make(w, s, &p, excl_now_us(), release_time(w, s, &c));
+    work(w, s, &c, &p);
+    finish(w, s, &c, &p);
+}
+
+/* ---- The process */
+
+static redislock_err connect_lock(excl_worker *w, redislock_client **c)
+{
+    const excl_topo *t = w->t;
+    const char *urls[EXCL_MAX_SERVERS];
+    redislock_options o;
+    int i;
+
+    memset(&o, 0, sizeof o);
+    o.connect_timeout_ms = EXCL_CMD_TIMEOUT_MS;
+    o.command_timeout_ms = EXCL_CMD_TIMEOUT_MS;
+    for (i = 0; i < t->n; i++)
+        urls[i] = t->url[i];
+    switch (t->kind) {
+    case EXCL_SHARDED:
+        return redislock_client_new_sharded(c, urls, (size_t)t->n, &o);
+    case EXCL_CLUSTER:
+        return redislock_client_new_cluster(c, urls, (size_t)t->n, &o);
+    case EXCL_REDLOCK:
+        return redislock_client_new_redlock(c, urls, (size_t)t->n, &o);
+    default:
+        return redislock_client_new(c, urls[0], &o);
+    }
+}
+
+/* The clients, retried while a server is paused. */
+static int connect_all(excl_worker *w)
+{
+    redislock_options o;
+
+    memset(&o, 0, sizeof o);
+    o.connect_timeout_ms = EXCL_CMD_TIMEOUT_MS;
+    o.command_timeout_ms = EXCL_CMD_TIMEOUT_MS;
+    while (!atomic_load(&w->sh->stop)) {
+        if ((w->c != NULL || connect_lock(w, &w->c) == 0) &&
+            (w->c2 != NULL || connect_lock(w, &w->c2) == 0) &&
+            (w->rc != NULL ||
+             redislock_client_new(&w->rc, w->t->res_url, &o) == 0))
+            return 0;
+        th_sleep_ms(excl_rng_range(&w->rng, 20, 100));
+    }
+    return -1;
+}
+
+_Noreturn void excl_worker_main(const excl_mode *m, const excl_topo *t,
+                                excl_shared *sh, int idx, int gen)
+{
+    excl_worker w;
+    excl_section s;
+
+#ifdef __linux__
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+#endif
+    memset(&w, 0, sizeof w);
+    w.m = m;
+    w.t = t;
+    w.sh = sh;
+    w.idx = idx;
+    w.pid = (int)getpid();
+    excl_rng_seed(&w.rng, t->seed, (uint64_t)idx * 1000 + (uint64_t)gen + 1);
+    snprintf(w.owner, sizeof w.owner, "w%d.%d-%d", idx, gen, w.pid);
+    if (connect_all(&w) != 0)
+        _exit(0);
+    while (!atomic_load(&sh->stop)) {
+        memset(&s, 0, sizeof s);
+        m->pick(&w, &s);
+        section(&w, &s);
+    }
+    /* No clean-up: the parent kills what is left of the run. */
+    _exit(0);
+}
