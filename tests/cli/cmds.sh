@@ -36,7 +36,8 @@ one_error_line
 expect 5 "$RL" acquire -n -E 5 cmd-key
 expect 1 "$RL" acquire -w 0.2 cmd-key
 
-# extend: by the owner 0, with a wrong token 2; the TTL is reset.
+# extend: by the owner 0, with a wrong token 2; the TTL becomes at least
+# the one given, and a longer one is kept (a lease is never shortened).
 expect 0 "$RL" extend -t 50s cmd-key "$token"
 ttl=$(rcli pttl cmd-key)
 [ "$ttl" -gt 45000 ] || fail "pttl $ttl after extend -t 50s"
@@ -44,7 +45,10 @@ expect 2 "$RL" extend cmd-key not-the-token
 one_error_line
 expect 0 "$RL" extend cmd-key "$token"
 ttl=$(rcli pttl cmd-key)
-between 25000 30000 "$ttl" "pttl after extend with the default TTL"
+between 40000 50000 "$ttl" "pttl after extend with the shorter default TTL"
+expect 0 "$RL" extend -t 80s cmd-key "$token"
+ttl=$(rcli pttl cmd-key)
+between 75000 80000 "$ttl" "pttl after extend -t 80s"
 
 # release: a wrong token 2 (and the lock stays), the owner 0, again 1.
 expect 2 "$RL" release cmd-key not-the-token
