@@ -65,3 +65,19 @@ bench-redlock: deps
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	cmake --build $(BUILD) -j$(JOBS) --target redislock_static
 	BUILD=$(BUILD) bench/redlock.sh
+
+# The exclusion checker's long run (tests/excl, docs/SAFETY.md): every lock
+# mode in turn under its nemesis, SOAK_MINUTES in all (default 10), from an
+# ASan+UBSan build. SOAK_SEED=<n> replays a run's random choices. Prints
+# the seed first, then per mode the sections, faults injected per kind,
+# overlaps and stale writes accepted, and one summary line; exits non-zero
+# on any violation.
+SOAK_MINUTES ?= 10
+SOAK_SEED ?=
+.PHONY: soak
+soak: deps
+	@cmake -S . -B build-soak -DCMAKE_BUILD_TYPE=Debug -DREDISLOCK_WERROR=ON \
+	    -DREDISLOCK_SANITIZE=address,undefined >/dev/null
+	@cmake --build build-soak -j$(JOBS) --target rl-soak >/dev/null
+	@build-soak/tests/rl-soak --minutes $(SOAK_MINUTES) \
+	    $(if $(SOAK_SEED),--seed $(SOAK_SEED))
