@@ -1,0 +1,235 @@
+#!/bin/sh
+# flake-hunt.sh [-n RUNS] [-l suite|cpu|none] [-o DIR] [-s]
+#
+# Runs the tests as `make check` does (every test under ASan+UBSan, the
+# threaded ones again under TSan) RUNS times in a row (default 20), while
+# a load runs beside them: "suite" (default), a second copy of the same
+# tests in a loop, as a second `make check` would; "cpu", one busy loop
+# per CPU; "none". Prints each failure as "run N [asan|tsan]: TEST (why)"
+# with the failing assertion's line, then which tests failed how often,
+# then "N runs, K failing runs"; exits non-zero on any failure.
+#
+# Every run's output is kept in a directory (-o, else a new one under
+# TMPDIR) printed at the start and the end: run-NN.asan, run-NN.tsan, and
+# load/ for the load copy's runs, whose failures are listed but not
+# counted. -s skips the build and uses the binaries already there.
+#
+# Environment, as scripts/check.sh: CHECK_BUILD (default build-check),
+# TSAN_BUILD (default build-tsan), JOBS (default 2).
+set -u
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top" || exit 2
+runs=20
+load=suite
+dir=
+skip_build=0
+jobs=${JOBS:-2}
+asan=${CHECK_BUILD:-build-check}
+tsan=${TSAN_BUILD:-build-tsan}
+
+usage() {
+    echo "usage: scripts/flake-hunt.sh [-n RUNS] [-l suite|cpu|none]" \
+        "[-o DIR] [-s]" >&2
+    exit 2
+}
+
+while getopts n:l:o:s opt; do
+    case $opt in
+    n) runs=$OPTARG ;;
+    l) load=$OPTARG ;;
+    o) dir=$OPTARG ;;
+    s) skip_build=1 ;;
+    *) usage ;;
+    esac
+done
+[ $# -ge "$OPTIND" ] && usage
+case $runs in '' | *[!0-9]* | 0) usage ;; esac
+case $load in suite | cpu | none) ;; *) usage ;; esac
+
+# The threaded list is check.sh's own, so that both run the same tests.
+threaded=$(sed -n '/^threaded="/,/"$/p' scripts/check.sh |
+    sed 's/^threaded="//; s/"$//')
+[ -n "$threaded" ] ||
+    { echo "flake-hunt: no threaded list in check.sh"; exit 2; }
+
+build() {
+    cmake -S . -B "$1" -DCMAKE_BUILD_TYPE=Debug -DREDISLOCK_WERROR=ON \
+        -DREDISLOCK_SANITIZE="$2" >/dev/null &&
+        cmake --build "$1" -j"$jobs" >/dev/null
+}
+
+if [ "$skip_build" -eq 0 ]; then
+    build "$asan" address,undefined ||
+        { echo "flake-hunt: ASan build failed"; exit 2; }
+    build "$tsan" thread || { echo "flake-hunt: TSan build failed"; exit 2; }
+fi
+for b in "$asan" "$tsan"; do
+    [ -x "$b/tests/rl-tests" ] ||
+        { echo "flake-hunt: no $b/tests/rl-tests"; exit 2; }
+done
+
+if [ -z "$dir" ]; then
+    dir=$(mktemp -d "${TMPDIR:-/tmp}/flake-hunt.XXXXXX") || exit 2
+fi
+mkdir -p "$dir/load" || exit 2
+# A directory used before: its old logs must not be read as this hunt's.
+rm -f "$dir/failures" "$dir"/run-* "$dir"/load/*
+echo "flake-hunt: $runs runs beside load '$load'; logs in $dir"
+
+# Runs "$@" with its output in $out, in the background and waited for,
+# so that a signal to this script is handled at once (stop_all ends it).
+cur=
+run() {
+    "$@" >"$out" 2>&1 &
+    cur=$!
+    wait "$cur"
+    cur=
+}
+
+# One run of both lists, as check.sh runs them; $1 names the logs.
+suite() {
+    out=$1.asan
+    run "$asan/tests/rl-tests" -j"$jobs"
+    out=$1.tsan
+    # shellcheck disable=SC2086  # the globs are the runner's to match
+    run "$tsan/tests/rl-tests" -j"$jobs" $threaded
+}
+
+# The load copy, in a subshell: whole suites until told to stop. The
+# pid of the rl-tests it runs is kept in a file for stop_all.
+load_run() {
+    "$@" >"$out" 2>&1 &
+    echo $! >"$dir/load/pid"
+    wait $!
+}
+
+suite_loop() {
+    i=0
+    while [ ! -e "$dir/load/stop" ]; do
+        i=$((i + 1))
+        out=$dir/load/$i.asan
+        load_run "$asan/tests/rl-tests" -j"$jobs"
+        [ -e "$dir/load/stop" ] && break
+        out=$dir/load/$i.tsan
+        # shellcheck disable=SC2086
+        load_run "$tsan/tests/rl-tests" -j"$jobs" $threaded
+    done
+}
+
+loadpids=
+start_load() {
+    case $load in
+    suite)
+        suite_loop &
+        loadpids=$!
+        ;;
+    cpu)
+        n=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)
+        while [ "$n" -gt 0 ]; do
+            sh -c 'while :; do :; done' &
+            loadpids="$loadpids $!"
+            n=$((n - 1))
+        done
+        ;;
+    esac
+}
+
+# Stops what start_load started, by pid: the loop, then the rl-tests it
+# is running (SIGTERM: the runner kills its tests and cleans up); and the
+# hunt's own rl-tests, if one is running.
+stop_all() {
+    touch "$dir/load/stop"
+    [ -n "$cur" ] && kill -TERM "$cur" 2>/dev/null
+    for p in $loadpids; do
+        kill "$p" 2>/dev/null
+    done
+    if [ -s "$dir/load/pid" ]; then
+        kill -TERM "$(cat "$dir/load/pid")" 2>/dev/null
+    fi
+    for p in $loadpids; do
+        wait "$p" 2>/dev/null
+    done
+    loadpids=
+}
+trap 'stop_all; echo "flake-hunt: interrupted; logs in $dir"; exit 130' \
+    INT TERM HUP
+
+# "$2: TEST (why)" and the failing line, for each failure in the runner's
+# log $1, and "$2: rl-tests (no summary line...)" if the runner did not end.
+failures() {
+    awk -v tag="$2" '
+    function flush() {
+        if (name == "")
+            return
+        if (line == "")
+            line = last != "" ? last : "(no output)"
+        printf "%s: %s %s\n    %s\n", tag, name, why, substr(line, 1, 400)
+        name = ""
+    }
+    /^FAIL / {
+        flush()
+        name = $2
+        why = substr($0, index($0, "("))
+        line = last = ""
+        next
+    }
+    name != "" && /^    / {
+        s = substr($0, 5)
+        if (line == "" && (s ~ /^[^ ]+:[0-9]+:/ || s ~ /^FAIL: / ||
+                           s ~ /Sanitizer|runtime error/))
+            line = s
+        if (s != "")
+            last = s
+        next
+    }
+    { flush() }
+    /^[0-9]+ passed, [0-9]+ failed$/ { summary = 1 }
+    END {
+        flush()
+        if (!summary)
+            printf "%s: rl-tests (no summary line: it did not finish)\n",
+                   tag
+    }' "$1"
+}
+
+start_load
+failing=0
+i=1
+while [ "$i" -le "$runs" ]; do
+    log=$(printf '%s/run-%02d' "$dir" "$i")
+    suite "$log"
+    f=$(failures "$log.asan" "run $i asan"
+        failures "$log.tsan" "run $i tsan")
+    if [ -n "$f" ]; then
+        failing=$((failing + 1))
+        echo "$f"
+        echo "$f" >>"$dir/failures"
+    else
+        echo "run $i: ok"
+    fi
+    i=$((i + 1))
+done
+stop_all
+trap - INT TERM HUP
+
+# The load copy's failures, for the record: the last run was cut short.
+i=1
+while [ -e "$dir/load/$i.asan" ]; do
+    failures "$dir/load/$i.asan" "load $i asan"
+    [ -e "$dir/load/$i.tsan" ] && failures "$dir/load/$i.tsan" "load $i tsan"
+    i=$((i + 1))
+done | grep -v 'no summary line' >"$dir/load/failures"
+if [ -s "$dir/load/failures" ]; then
+    echo "== failures of the copy beside (not counted) =="
+    cat "$dir/load/failures"
+fi
+
+if [ -s "$dir/failures" ]; then
+    echo "== failures per test =="
+    sed -n 's/^run [0-9]* \([a-z]*\): \([^ ]*\) .*/\2 (\1)/p' \
+        "$dir/failures" | sort | uniq -c | sort -rn
+fi
+echo "logs in $dir"
+echo "$runs runs, $failing failing runs"
+[ "$failing" -eq 0 ]
