@@ -48,10 +48,23 @@ static void violation(ctx *c, int64_t when)
         c->first_us = when;
 }
 
-static void header(const ctx *c, const char *rule, long count, int key)
+/* Sections (of every key) begun by t. */
+static long begun(const ctx *c, int64_t t)
 {
-    printf("VIOLATION %s #%ld on key %d (mode %s, seed %" PRIu64 "):\n", rule,
-           count, key, c->mode, c->seed);
+    long n = 0;
+    size_t i;
+
+    for (i = 0; i < c->nclaims; i++)
+        n += c->claims[i]->t0 <= t;
+    return n;
+}
+
+static void header(const ctx *c, const char *rule, long count, int key,
+                   int64_t when)
+{
+    printf("VIOLATION %s #%ld on key %d at %.3f s, after %ld sections "
+           "(mode %s, seed %" PRIu64 "):\n",
+           rule, count, key, rel(c, when), begun(c, when), c->mode, c->seed);
 }
 
 static void describe(const ctx *c, const char *role, const excl_rec *r)
@@ -131,7 +144,7 @@ static void check_overlaps(ctx *c)
             violation(c, b->t0);
             if (++c->v->overlaps > EXCL_PRINT_MAX)
                 continue;
-            header(c, "overlap", c->v->overlaps, a->key);
+            header(c, "overlap", c->v->overlaps, a->key, b->t0);
             describe(c, "held by", a);
             describe(c, "and by ", b);
             printf("    overlap %.3f ms\n",
@@ -212,7 +225,7 @@ static void sweep(ctx *c, const excl_rec **sent, const excl_rec **answered,
         violation(c, x->t1);
         if (++*count > EXCL_PRINT_MAX)
             continue;
-        header(c, rule, *count, key);
+        header(c, rule, *count, key, x->t1);
         describe(c, strict ? "acquired by" : "written by", x);
         describe(c, strict ? "after     " : "after     ", best);
     }
@@ -250,7 +263,8 @@ static void check_leases(ctx *c, const excl_rec *h, size_t n)
         violation(c, r->t1);
         if (++c->v->lease > EXCL_PRINT_MAX)
             continue;
-        header(c, "belief outlasts the server's lease", c->v->lease, r->key);
+        header(c, "belief outlasts the server's lease", c->v->lease, r->key,
+               r->t1);
         printf("    pid %d acquisition %u [%s] ttl %" PRId64
                " ms believed it held until %.6f s; the server, asked in "
                "[%.6f, %.6f] s, said PTTL %" PRId64 " ms (%s): ends by "
@@ -283,7 +297,6 @@ long excl_check(const excl_rec *h, size_t n, uint64_t seed, int64_t t_base,
                 const char *mode, excl_verdict *v)
 {
     ctx c;
-    size_t i;
 
     memset(v, 0, sizeof *v);
     memset(&c, 0, sizeof c);
@@ -300,9 +313,7 @@ long excl_check(const excl_rec *h, size_t n, uint64_t seed, int64_t t_base,
     v->first_sections = -1;
     if (c.first_us != 0) {
         v->first_s = rel(&c, c.first_us);
-        v->first_sections = 0;
-        for (i = 0; i < c.nclaims; i++)
-            v->first_sections += c.claims[i]->t0 <= c.first_us;
+        v->first_sections = begun(&c, c.first_us);
     }
     free(c.claims);
     return v->overlaps + v->stale + v->fence_order + v->lease;
