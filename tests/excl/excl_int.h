@@ -82,6 +82,7 @@ typedef struct excl_section {
                            2: it extends first */
     int64_t hold_after; /* release with this hold-after */
     int writes;         /* fenced writes */
+    int64_t rest_ms;    /* idle after the section */
     char what[40];
 } excl_section;
 

@@ -115,7 +115,7 @@ static void pick_fair_retry_short(excl_worker *w, excl_section *s)
     basic(w, s, 300, 1000);
     s->o.fair = 1;
     s->o.retry_delay_ms = delays[rnd(w, 0, 2)];
-    if (excl_rng_chance(&w->rng, 30)) {
+    if (excl_rng_chance(&w->rng, 50)) {
         s->o.ttl_ms = rnd(w, 8000, 10000);
         s->o.wait_ms = rnd(w, 3000, 6000);
         if (s->hold != EXCL_H_FOR || excl_rng_chance(&w->rng, 50)) {
@@ -170,7 +170,10 @@ static void pick_reentrant_shared(excl_worker *w, excl_section *s)
     s->o.owner = s->owner;
     s->o.wait_ms = rnd(w, 500, 3000);
     s->hold = EXCL_H_FOR;
-    s->hold_ms = rnd(w, 20, 1200);
+    s->hold_ms = rnd(w, 20, s->o.ttl_ms > 2000 ? 2500 : 1200);
+    /* Idle now and then, or the two processes of an owner id keep the
+     * lock between them and nobody else gets it. */
+    s->rest_ms = excl_rng_chance(&w->rng, 50) ? rnd(w, 0, 800) : 0;
     label(s, "shared");
 }
 

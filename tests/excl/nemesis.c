@@ -30,6 +30,10 @@
 #define EXCL_ALIVE_MS 5000
 #define EXCL_HEARTBEAT_MS 2000
 #define EXCL_SCAN_TIMEOUT_MS 300
+/* Holders whose belief lasts longer than this are not stopped or killed:
+ * every waiter would wait it out, and a short run would see few
+ * sections. */
+#define EXCL_LONG_HOLD_MS 3000
 
 typedef struct undo {
     int64_t due; /* th_now_ms */
@@ -161,19 +165,28 @@ static void undo_due(excl_nemesis *n, int all)
     }
 }
 
-/* A random worker in state (not stopped), or -1. */
-static int choose(excl_nemesis *n, int state)
+/* A random worker in state (not stopped; with short, not a holder with a
+ * long belief), or -1. */
+static int choose_(excl_nemesis *n, int state, int short_only)
 {
     int i, k, nw = n->m->nworkers;
+    int64_t far =
+        short_only ? excl_now_us() + EXCL_LONG_HOLD_MS * 1000 : INT64_MAX;
 
     k = (int)excl_rng_range(&n->rng, 0, nw - 1);
     for (i = 0; i < nw; i++) {
         excl_slot *sl = &n->sh->slot[(k + i) % nw];
         if (atomic_load(&sl->pid) > 0 && atomic_load(&sl->state) == state &&
-            !atomic_load(&sl->stopped))
+            !atomic_load(&sl->stopped) &&
+            (state != EXCL_HOLDING || atomic_load(&sl->end_us) < far))
             return (k + i) % nw;
     }
     return -1;
+}
+
+static int choose(excl_nemesis *n, int state)
+{
+    return choose_(n, state, 1);
 }
 
 static int stop_worker(excl_nemesis *n, int fault, int w, int64_t ms)
@@ -359,7 +372,7 @@ static int64_t fair_moment(excl_nemesis *n, int key)
  * out on the server (its lease's end less a server tick of 100 ms). */
 static int race(excl_nemesis *n)
 {
-    int w = choose(n, EXCL_HOLDING);
+    int w = choose_(n, EXCL_HOLDING, 0);
     excl_slot *sl;
     int64_t end, at, now = excl_now_us();
 

@@ -596,6 +596,7 @@ static void section(excl_worker *w, excl_section *s)
     plan_make(w, s, &p, excl_now_us(), release_time(w, s, &c));
     work(w, s, &c, &p);
     finish(w, s, &c, &p);
+    th_sleep_ms(s->rest_ms);
 }
 
 /* ---- The process */
