@@ -167,6 +167,7 @@ typedef struct excl_result {
     excl_verdict v;
     long faults[EXCL_F_COUNT];
     long violations;
+    long crashed; /* workers that exited with a failure after the run */
     double seconds;
 } excl_result;
 

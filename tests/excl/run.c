@@ -118,14 +118,16 @@ static void topo_stop(excl_topo *t)
 }
 
 /* Waits, within the grace time, for every worker to exit; kills the
- * rest. */
-static void stop_workers(const excl_mode *m, excl_shared *sh)
+ * rest. Returns how many exited with a failure (a sanitizer's report:
+ * ThreadSanitizer's exit code, say). */
+static long stop_workers(const excl_mode *m, excl_shared *sh)
 {
     struct pollfd p = {alive_pipe[0], POLLIN, 0};
     int64_t deadline = th_now_ms() + EXCL_STOP_GRACE_MS, left;
     char buf[16];
     pid_t pid;
-    int i;
+    int i, st;
+    long bad = 0;
 
     atomic_store(&sh->stop, 1);
     close(alive_pipe[1]);
@@ -137,10 +139,22 @@ static void stop_workers(const excl_mode *m, excl_shared *sh)
     for (i = 0; i < m->nworkers; i++) {
         if ((pid = atomic_load(&sh->slot[i].pid)) <= 0)
             continue;
+        if (waitpid(pid, &st, WNOHANG) == pid) {
+            if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+                printf("excl %s: worker %d (pid %d) exited with status "
+                       "%d, signal %d\n",
+                       m->name, i, (int)pid,
+                       WIFEXITED(st) ? WEXITSTATUS(st) : -1,
+                       WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+                bad++;
+            }
+            continue;
+        }
         kill(pid, SIGKILL);
         while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
             ;
     }
+    return bad;
 }
 
 static void report(const excl_mode *m, uint64_t seed, const excl_result *r)
@@ -181,7 +195,7 @@ static void run_workload(const excl_mode *m, excl_topo *t, excl_shared *sh,
     while (th_now_ms() < end)
         th_sleep_ms(excl_nemesis_step(n));
     excl_nemesis_calm(n);
-    stop_workers(m, sh);
+    res->crashed = stop_workers(m, sh);
     excl_nemesis_counts(n, res->faults);
     excl_nemesis_free(n);
 }

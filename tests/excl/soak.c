@@ -177,6 +177,7 @@ int main(int argc, char **argv)
                 continue;
             }
             add(&t[i], &r);
+            t[i].failed += r.crashed != 0;
         }
         round++;
     } while (th_now_ms() + slice * n <= end);

@@ -24,6 +24,7 @@ static void short_run(const char *name)
     for (f = 0; f < EXCL_F_COUNT; f++)
         faults += r.faults[f];
     ASSERT_EQ_INT(r.violations, 0);
+    ASSERT_EQ_INT(r.crashed, 0);
     ASSERT_GE(r.v.sections, EXCL_MIN_SECTIONS);
     if (m->faults != 0)
         ASSERT_GE(faults, 1);
