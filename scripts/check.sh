@@ -8,10 +8,12 @@ set -u
 jobs=${JOBS:-2}
 asan=${CHECK_BUILD:-build-check}
 tsan=${TSAN_BUILD:-build-tsan}
-# The tests that run threads: the watchdog, cancellation, shared clients.
+# The tests that run threads: the watchdog, cancellation, shared clients;
+# of the exclusion checker's (processes), the modes whose workers run the
+# library's watchdog and janitor threads the most.
 threaded="watchdog_* reentrant_* retry_* concurrency_* shard_*
 legacy_fixed_delay_herd cluster_lock_features cluster_slot_migration cluster_failover
-redlock_watchdog_renews_and_signals"
+redlock_watchdog_renews_and_signals excl_watchdog excl_proxy"
 
 build() {
     cmake -S . -B "$1" -DCMAKE_BUILD_TYPE=Debug -DREDISLOCK_WERROR=ON \
