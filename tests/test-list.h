@@ -276,3 +276,11 @@ TEST_ENTRY(excl_proxy, 60)
 TEST_ENTRY(excl_sharded, 60)
 TEST_ENTRY(excl_cluster, 120)
 TEST_ENTRY(excl_redlock, 60)
+
+/* Which servers are the same server: canonical names (no server), then
+ * sharded and Redlock clients given one server under two spellings. */
+TEST_ENTRY(canon_loopback_spellings, 5)
+TEST_ENTRY(canon_numeric_and_names, 5)
+TEST_ENTRY(canon_resolved_lists, 5)
+TEST_ENTRY(canon_full_names, 5)
+TEST_ENTRY(canon_info_fields, 5)
