@@ -86,10 +86,23 @@ static void forget_one(rl__pool *p)
     pthread_mutex_unlock(&p->mu);
 }
 
+/* Opens a connection in a slot already counted, and vets it. */
+static redislock_err open_one(rl__pool *p, rl__conn **out)
+{
+    redislock_err err = rl__conn_open(&p->cfg, out);
+
+    if (err == REDISLOCK_OK && p->vet != NULL &&
+        (err = p->vet(p, *out, p->vet_arg)) != REDISLOCK_OK) {
+        rl__conn_close(*out);
+        *out = NULL;
+    }
+    if (err != REDISLOCK_OK)
+        forget_one(p);
+    return err;
+}
+
 redislock_err rl__pool_borrow(rl__pool *p, rl__conn **out)
 {
-    redislock_err err;
-
     pthread_mutex_lock(&p->mu);
     while (p->nidle == 0 && p->nopen >= p->max)
         pthread_cond_wait(&p->freed, &p->mu);
@@ -101,18 +114,12 @@ redislock_err rl__pool_borrow(rl__pool *p, rl__conn **out)
         if (!rl__conn_stale(*out))
             return REDISLOCK_OK;
         rl__conn_close(*out);
-        err = rl__conn_open(&p->cfg, out);
-        if (err != REDISLOCK_OK)
-            forget_one(p);
-        return err;
+        return open_one(p, out);
     }
     p->nopen++;
     pthread_mutex_unlock(&p->mu);
     /* Connect outside the mutex: other threads keep their connections. */
-    err = rl__conn_open(&p->cfg, out);
-    if (err != REDISLOCK_OK)
-        forget_one(p);
-    return err;
+    return open_one(p, out);
 }
 
 void rl__pool_give_back(rl__pool *p, rl__conn *conn)

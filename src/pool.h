@@ -30,6 +30,12 @@ typedef struct rl__pool {
      * cluster mode the calls below go where the cluster's map and
      * redirections say: the pool they are given is only the first guess. */
     struct rl__cluster *cluster;
+    /* Checks each connection the pool opens before its first use, or
+     * NULL: a failure closes it and fails the borrow. The client's
+     * same-server checks (ident.h) use it; set before the pool is
+     * shared. */
+    redislock_err (*vet)(struct rl__pool *p, rl__conn *conn, void *arg);
+    void *vet_arg;
 } rl__pool;
 
 /* Parses url and sets the pool up; opens nothing. The pool is cleaned up
