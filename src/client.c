@@ -7,6 +7,7 @@
 
 #include "cluster.h"
 #include "error.h"
+#include "ident.h"
 #include "shard.h"
 
 /* The most servers a sharded client takes. */
@@ -20,6 +21,8 @@ struct redislock_client {
     int64_t server_timeout_ms; /* Redlock; 0: derived from the TTL */
     rl__replicas replicas;     /* the replica-sync guard */
     rl__ring ring;             /* only with more than one server */
+    rl__idset ids;             /* which servers are one: with several */
+    int have_ids;              /* ids needs rl__idset_fini */
     char *prefix;
     size_t prefixlen;
     pthread_mutex_t mu;     /* guards watchdog creation */
@@ -39,19 +42,6 @@ static redislock_err check_options(const redislock_options *o)
     if (o->prefix != NULL && strlen(o->prefix) > REDISLOCK_KEY_MAX)
         return rl__err(REDISLOCK_EINVAL, "key prefix longer than %d bytes",
                        REDISLOCK_KEY_MAX);
-    return REDISLOCK_OK;
-}
-
-static redislock_err check_distinct(const redislock_client *c)
-{
-    size_t i, j;
-
-    for (i = 0; i < c->npools; i++)
-        for (j = 0; j < i; j++)
-            if (strcmp(c->pools[i].name, c->pools[j].name) == 0 &&
-                c->pools[i].url.db == c->pools[j].url.db)
-                return rl__err(REDISLOCK_EINVAL, "server %s is listed twice",
-                               c->pools[i].name);
     return REDISLOCK_OK;
 }
 
@@ -82,43 +72,53 @@ static redislock_err check_majority(redislock_client *c)
                    c->npools, c->npools / 2 + 1, said);
 }
 
-/* Sets up every server's pool and the ring, then connects to each. */
+/* The ring over the servers' canonical names (see ident.h): clients
+ * that spell a server differently, or list the servers in another order,
+ * place every key alike. Two databases of one server are two shards. */
+static redislock_err build_ring(redislock_client *c)
+{
+    const char *names[RL_MAX_SERVERS];
+    size_t i;
+
+    for (i = 0; i < c->npools; i++)
+        names[i] = rl__idset_name(&c->ids, i);
+    if (rl__ring_build(&c->ring, names, c->npools) != 0)
+        return rl__err(REDISLOCK_ENOMEM, "out of memory");
+    return REDISLOCK_OK;
+}
+
+/* Sets up every server's pool, connects to each, checks that no two are
+ * one server, and builds the ring. */
 static redislock_err setup(redislock_client *c, const char *const *urls,
                            const redislock_options *o)
 {
-    static const size_t namelen = 320;
-    char *names;
-    const char *ptrs[RL_MAX_SERVERS];
     redislock_err err;
     size_t i;
-    int built;
 
     for (i = 0; i < c->npools; i++)
         if ((err = rl__pool_init(&c->pools[i], urls[i], o)) != REDISLOCK_OK)
             return err;
-    if ((err = check_distinct(c)) != REDISLOCK_OK)
-        return err;
-    /* Ring points are named by server and database, so two databases of
-     * one server are two shards, placed the same whatever the URL order. */
-    if (c->mode == RL_MODE_SHARDED) {
-        if ((names = malloc(c->npools * namelen)) == NULL)
-            return rl__err(REDISLOCK_ENOMEM, "out of memory");
-        for (i = 0; i < c->npools; i++) {
-            ptrs[i] = names + i * namelen;
-            snprintf(names + i * namelen, namelen, "%s/%d", c->pools[i].name,
-                     c->pools[i].url.db);
-        }
-        built = rl__ring_build(&c->ring, ptrs, c->npools);
-        free(names);
-        if (built != 0)
-            return rl__err(REDISLOCK_ENOMEM, "out of memory");
+    if (c->npools > 1) {
+        c->have_ids = 1;
+        err = rl__idset_init(&c->ids, c->pools, c->npools,
+                             c->mode == RL_MODE_REDLOCK, c->prefix,
+                             c->prefixlen, c->server_timeout_ms);
+        if (err != REDISLOCK_OK)
+            return err;
     }
-    if (c->mode == RL_MODE_REDLOCK)
-        return check_majority(c);
+    if (c->mode == RL_MODE_REDLOCK) {
+        if ((err = check_majority(c)) != REDISLOCK_OK)
+            return err;
+        return rl__idset_check(&c->ids);
+    }
     for (i = 0; i < c->npools; i++)
         if ((err = rl__pool_check(&c->pools[i])) != REDISLOCK_OK)
             return err;
-    return REDISLOCK_OK;
+    if (c->mode != RL_MODE_SHARDED)
+        return REDISLOCK_OK;
+    if ((err = rl__idset_check(&c->ids)) != REDISLOCK_OK)
+        return err;
+    return build_ring(c);
 }
 
 /* The parts every kind of client shares; *out is NULL on failure. */
@@ -246,6 +246,9 @@ void redislock_client_free(redislock_client *c)
         rl__pool_fini(&c->pools[i]);
     free(c->pools);
     rl__cluster_free(c->cluster);
+    /* After the pools: their connection checks refer to it. */
+    if (c->have_ids)
+        rl__idset_fini(&c->ids);
     rl__ring_free(&c->ring);
     free(c->prefix);
     pthread_mutex_destroy(&c->mu);
