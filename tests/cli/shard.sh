@@ -48,6 +48,15 @@ while [ $i -lt 16 ]; do
     grep -q '^held ' "$TEST_TMPDIR/out" || fail "sk$i seen free"
     i=$((i + 1))
 done
+# Server 1 spelt by its TCP port and "localhost" instead of its socket:
+# the same server, so the same keys go to it (half of them, to save time;
+# a client routing by spelling gets some of eight keys, all but surely).
+local1=redis://localhost:${REDIS_PORT:?}
+i=0
+while [ $i -lt 8 ]; do
+    expect 1 "$RL" --shard -u "$local1" -u "$url2" acquire -n "sk$i"
+    i=$((i + 1))
+done
 expect 0 "$RL" --shard -u "$url2" -u "$url1" extend -t 40s sk0 \
     "$(cat "$TEST_TMPDIR/sk0.token")"
 where=$(on_server sk0)
@@ -88,6 +97,9 @@ expect 64 "$RL" --shard -u "$url1" -u "$url1" status new-key
 one_error_line
 expect 64 "$RL" --shard -u "$url1" -u "$url2" -u "$url1?db=0" status new-key
 one_error_line
+expect 64 "$RL" --shard -u "$url1" -u "$url2" -u "$local1/0" status new-key
+one_error_line
+err_has twice
 key_gone new-key || fail "a usage error took a lock"
 # An unreachable shard: 69.
 expect 69 "$RL" --shard -u "$url1" -u redis://127.0.0.1:1 status new-key

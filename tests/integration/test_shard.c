@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "harness/fixture.h"
+#include "harness/proxy.h"
 #include "harness/server.h"
 #include "harness/util.h"
 #include "test.h"
@@ -352,6 +353,274 @@ void test_shard_release_extend_watchdog(void)
     for (i = 0; i < 3; i++)
         ASSERT_EQ_INT(th_cmd_int(e.r[i], "EXISTS %s", key), 0);
     redislock_lock_free(l);
+    redislock_client_free(c);
+    th_servers_stop(&e);
+}
+
+/* ---- One server, spelt differently --------------------------------- */
+
+#define NSPELT 200
+
+/*
+ * Clients a and b, given the same servers spelt differently, take each
+ * of NSPELT keys in turn: a takes it and b tries, then the other way
+ * round. Returns how many keys both held at once (0 when they route
+ * every key alike).
+ */
+static int both_held(redislock_client *a, redislock_client *b)
+{
+    redislock_client *first, *second;
+    redislock_lock *l1, *l2;
+    char key[32];
+    int i, both = 0;
+
+    for (i = 0; i < 2 * NSPELT; i++) {
+        first = i % 2 ? b : a;
+        second = i % 2 ? a : b;
+        snprintf(key, sizeof key, "spelt:%d", i / 2);
+        l1 = th_lock(first, key);
+        l2 = th_lock(second, key);
+        ASSERT_OK(redislock_acquire(l1, NULL));
+        if (redislock_acquire(l2, NULL) == REDISLOCK_OK) {
+            both++;
+            ASSERT_OK(redislock_release(l2));
+        }
+        ASSERT_OK(redislock_release(l1));
+        redislock_lock_free(l1);
+        redislock_lock_free(l2);
+    }
+    return both;
+}
+
+/* Two clients over e's servers, one listing them as a, the other as b,
+ * must never both hold a key. */
+static void assert_agree(const th_servers *e, const char *const *a,
+                         const char *const *b, const char *what)
+{
+    redislock_client *ca = sharded(a, e->n), *cb = sharded(b, e->n);
+    int both = both_held(ca, cb);
+
+    test_log("%s: %d of %d keys held by both", what, both, NSPELT * 2);
+    if (both != 0)
+        test_fail_(__FILE__, __LINE__, "%s: %d of %d keys held by both", what,
+                   both, NSPELT * 2);
+    redislock_client_free(ca);
+    redislock_client_free(cb);
+}
+
+/* urls[i] = fmt with server i's TCP port, into buf. */
+static void tcp_urls(const th_servers *e, const char *fmt, char (*buf)[96],
+                     const char **urls)
+{
+    int i;
+
+    for (i = 0; i < e->n; i++) {
+        snprintf(buf[i], sizeof buf[i], fmt, e->s[i]->port);
+        urls[i] = buf[i];
+    }
+}
+
+void test_shard_localhost_and_ip_agree(void)
+{
+    th_servers e = th_servers_start(3);
+    char ba[3][96], bb[3][96];
+    const char *a[3], *b[3];
+
+    tcp_urls(&e, "redis://127.0.0.1:%d", ba, a);
+    tcp_urls(&e, "redis://localhost:%d", bb, b);
+    assert_agree(&e, a, b, "127.0.0.1 and localhost");
+    tcp_urls(&e, "redis://LocalHost:%d/0", bb, b);
+    assert_agree(&e, a, b, "127.0.0.1 and LocalHost/0");
+    th_servers_stop(&e);
+}
+
+void test_shard_unix_and_tcp_agree(void)
+{
+    th_servers e = th_servers_start(3);
+    char bb[3][96];
+    const char *b[3];
+
+    tcp_urls(&e, "redis://127.0.0.1:%d", bb, b);
+    assert_agree(&e, e.urls, b, "unix socket and 127.0.0.1");
+    tcp_urls(&e, "redis://localhost:%d", bb, b);
+    assert_agree(&e, e.urls, b, "unix socket and localhost");
+    th_servers_stop(&e);
+}
+
+/* Database 0 written or not, and numeric forms the resolver reads alike
+ * ("127.1" is 127.0.0.1). */
+void test_shard_db0_and_numeric_forms_agree(void)
+{
+    th_servers e = th_servers_start(3);
+    char ba[3][96], bb[3][96], sa[3][256];
+    const char *a[3], *b[3];
+    int i;
+
+    tcp_urls(&e, "redis://127.0.0.1:%d", ba, a);
+    tcp_urls(&e, "redis://127.0.0.1:%d/0", bb, b);
+    assert_agree(&e, a, b, "no database and /0");
+    for (i = 0; i < 3; i++) {
+        snprintf(sa[i], sizeof sa[i], "%s?db=0", e.urls[i]);
+        b[i] = sa[i];
+    }
+    assert_agree(&e, e.urls, b, "unix socket without and with ?db=0");
+    tcp_urls(&e, "redis://127.1:%d", bb, b);
+    assert_agree(&e, a, b, "127.0.0.1 and 127.1");
+    th_servers_stop(&e);
+}
+
+/* One server listed twice, spelt so that only its canonical name (the
+ * loopback host, the TCP port behind a socket) or only its run_id (a
+ * proxy's port) tells. */
+void test_shard_same_server_spelt_twice_einval(void)
+{
+    th_servers e = th_servers_start(2);
+    th_proxy *p = th_proxy_start(e.s[0]->port);
+    char ip[64], local[64], proxied[64], ip_at[64], local_at[64], px_at[64];
+    const char *urls[3];
+    redislock_client *c = NULL;
+
+    snprintf(ip, sizeof ip, "redis://127.0.0.1:%d", e.s[0]->port);
+    snprintf(local, sizeof local, "redis://localhost:%d/0", e.s[0]->port);
+    snprintf(proxied, sizeof proxied, "redis://127.0.0.1:%d", th_proxy_port(p));
+    snprintf(ip_at, sizeof ip_at, "127.0.0.1:%d/0", e.s[0]->port);
+    snprintf(local_at, sizeof local_at, "localhost:%d/0", e.s[0]->port);
+    snprintf(px_at, sizeof px_at, "127.0.0.1:%d/0", th_proxy_port(p));
+    urls[0] = ip;
+    urls[1] = e.urls[1];
+    urls[2] = local;
+    assert_refused(urls, 3, REDISLOCK_EINVAL, local_at);
+    test_log("%s", redislock_errdetail());
+    assert_refused(urls, 3, REDISLOCK_EINVAL, ip_at);
+    /* The socket and the TCP port of one server. */
+    urls[2] = e.urls[0];
+    assert_refused(urls, 3, REDISLOCK_EINVAL, e.s[0]->sock);
+    test_log("%s", redislock_errdetail());
+    assert_refused(urls, 3, REDISLOCK_EINVAL, ip_at);
+    /* Another port in front of it: only the server can tell. */
+    urls[2] = proxied;
+    assert_refused(urls, 3, REDISLOCK_EINVAL, px_at);
+    assert_refused(urls, 3, REDISLOCK_EINVAL, "run_id");
+    test_log("%s", redislock_errdetail());
+    /* Two databases of one server are two shards. */
+    snprintf(local, sizeof local, "redis://localhost:%d/1", e.s[0]->port);
+    urls[2] = local;
+    ASSERT_OK(redislock_client_new_sharded(&c, urls, 3, NULL));
+    redislock_client_free(c);
+    th_proxy_stop(p);
+    th_servers_stop(&e);
+}
+
+/* Client b names server 0 by a port in front of it, which no canonical
+ * name can see through; a names it by its own. */
+static void proxied_lists(const th_servers *e, const th_proxy *p, char *buf,
+                          size_t size, const char **a, const char **b)
+{
+    snprintf(buf, size, "redis://127.0.0.1:%d", th_proxy_port(p));
+    a[0] = e->urls[0];
+    a[1] = e->urls[1];
+    b[0] = buf;
+    b[1] = e->urls[1];
+}
+
+/* Client c's list must be refused, naming how the other clients name
+ * server 0 (their) and how c does (mine). */
+static void assert_misnamed(const char *const *urls, const char *mine,
+                            const char *their)
+{
+    assert_refused(urls, 2, REDISLOCK_EINVAL, mine);
+    test_log("%s", redislock_errdetail());
+    assert_refused(urls, 2, REDISLOCK_EINVAL, their);
+    assert_refused(urls, 2, REDISLOCK_EINVAL, "rl-server");
+}
+
+/*
+ * A client that names a server otherwise than the clients before it
+ * would route keys elsewhere: the server's registry key refuses it,
+ * whichever came first; after a restart without persistence the first
+ * connection back writes the name again.
+ */
+void test_shard_other_clients_name_einval(void)
+{
+    th_servers e = th_servers_start(2);
+    th_proxy *p = th_proxy_start(e.s[0]->port);
+    char buf[64], direct[64], proxied[64], key[32];
+    const char *a[2], *b[2];
+    redislock_client *ca, *cb;
+
+    proxied_lists(&e, p, buf, sizeof buf, a, b);
+    snprintf(direct, sizeof direct, "127.0.0.1:%d/0", e.s[0]->port);
+    snprintf(proxied, sizeof proxied, "127.0.0.1:%d/0", th_proxy_port(p));
+    ca = sharded(a, 2);
+    assert_misnamed(b, proxied, direct);
+    /* Once every client names it the new way, the key goes. */
+    redislock_client_free(ca);
+    freeReplyObject(th_cmd(e.r[0], "DEL redislock:rl-server"));
+    cb = sharded(b, 2);
+    assert_misnamed(a, direct, proxied);
+    redislock_client_free(cb);
+
+    /* The registry lost (as in a restart without persistence): a's next
+     * connection writes the name again, and b is refused as before. */
+    freeReplyObject(th_cmd(e.r[0], "DEL redislock:rl-server"));
+    ca = sharded(a, 2);
+    freeReplyObject(th_cmd(e.r[0], "FLUSHALL"));
+    freeReplyObject(th_cmd(e.r[0], "CLIENT KILL TYPE normal SKIPME yes"));
+    /* Long enough idle for the pool to see the close. */
+    th_sleep_ms(200);
+    key_on(&e, ca, 0, key, sizeof key);
+    ASSERT_KEY(e.r[0], "redislock:rl-server", direct);
+    assert_misnamed(b, proxied, direct);
+    redislock_client_free(ca);
+    th_proxy_stop(p);
+    th_servers_stop(&e);
+}
+
+/* A user that may not run INFO, or write the registry key, still gets a
+ * working client (with only the names compared); one that may gets the
+ * key under its prefix. Redlock too. */
+void test_shard_acl_without_info_works(void)
+{
+    th_servers e = th_servers_start(3);
+    char url[3][96];
+    const char *urls[3];
+    redislock_options o = {0};
+    redislock_client *c = NULL;
+    redislock_lock *l;
+    char *v;
+    int i;
+
+    for (i = 0; i < 3; i++) {
+        freeReplyObject(th_cmd(e.r[i], "ACL SETUSER locker on >pw resetkeys "
+                                       "~locks:* +@all -info"));
+        snprintf(url[i], sizeof url[i], "redis://locker:pw@127.0.0.1:%d",
+                 e.s[i]->port);
+        urls[i] = url[i];
+    }
+    c = sharded(urls, 2);
+    l = th_lock(c, "locks:job");
+    ASSERT_OK(redislock_acquire(l, NULL));
+    ASSERT_OK(redislock_release(l));
+    redislock_lock_free(l);
+    redislock_client_free(c);
+    ASSERT_EQ_INT(th_cmd_int(e.r[0], "EXISTS redislock:rl-server"), 0);
+    ASSERT_OK(redislock_client_new_redlock(&c, urls, 3, NULL));
+    l = th_lock(c, "locks:job");
+    ASSERT_OK(redislock_acquire(l, NULL));
+    ASSERT_OK(redislock_release(l));
+    redislock_lock_free(l);
+    redislock_client_free(c);
+
+    /* With +info and the prefix inside the pattern: every check. */
+    for (i = 0; i < 2; i++)
+        freeReplyObject(th_cmd(e.r[i], "ACL SETUSER locker +info"));
+    o.prefix = "locks:";
+    ASSERT_OK(redislock_client_new_sharded(&c, urls, 2, &o));
+    for (i = 0; i < 2; i++) {
+        v = th_cmd_str(e.r[i], NULL, "GET locks:redislock:rl-server");
+        ASSERT(v != NULL && strncmp(v, "127.0.0.1:", 10) == 0);
+        free(v);
+    }
     redislock_client_free(c);
     th_servers_stop(&e);
 }
