@@ -577,3 +577,115 @@ void test_redlock_watchdog_renews_and_signals(void)
     redislock_client_free(c);
     th_servers_stop(&e);
 }
+
+/* ---- One server, listed twice -------------------------------------- */
+
+/* A Redlock client over urls must be refused, naming needle. */
+static void assert_redlock_refused(const char *const *urls, size_t n,
+                                   const char *needle)
+{
+    /* Not NULL beforehand, so that the check below means something. */
+    redislock_client *c = (redislock_client *)&c;
+
+    ASSERT_ERR(redislock_client_new_redlock(&c, urls, n, NULL),
+               REDISLOCK_EINVAL);
+    ASSERT(c == NULL);
+    test_log("%s", redislock_errdetail());
+    if (strstr(redislock_errdetail(), needle) == NULL ||
+        strstr(redislock_errdetail(), "twice") == NULL)
+        test_fail_(__FILE__, __LINE__, "detail \"%s\" does not name %s",
+                   redislock_errdetail(), needle);
+}
+
+/* Two entries that are one server are one vote, however they are spelt
+ * and whatever their databases: the client is refused. */
+void test_redlock_same_server_spelt_twice_einval(void)
+{
+    th_servers e = th_servers_start(3);
+    th_proxy *p = th_proxy_start(e.s[0]->port);
+    char ip[64], local[64], db1[256], proxied[64], at[64];
+    const char *urls[3];
+    redislock_client *c = NULL;
+
+    snprintf(ip, sizeof ip, "redis://127.0.0.1:%d", e.s[0]->port);
+    snprintf(local, sizeof local, "redis://localhost:%d", e.s[0]->port);
+    snprintf(db1, sizeof db1, "%s?db=1", e.urls[0]);
+    snprintf(proxied, sizeof proxied, "redis://127.0.0.1:%d", th_proxy_port(p));
+    snprintf(at, sizeof at, "localhost:%d/0", e.s[0]->port);
+    urls[0] = ip;
+    urls[1] = e.urls[1];
+    urls[2] = local;
+    assert_redlock_refused(urls, 3, at);
+    /* Its unix socket and its TCP port. */
+    urls[2] = e.urls[0];
+    assert_redlock_refused(urls, 3, e.s[0]->sock);
+    /* Two of its databases. */
+    urls[0] = e.urls[0];
+    urls[2] = db1;
+    assert_redlock_refused(urls, 3, "/1");
+    snprintf(local, sizeof local, "redis://localhost:%d/1", e.s[0]->port);
+    snprintf(at, sizeof at, "localhost:%d/1", e.s[0]->port);
+    urls[0] = ip;
+    urls[2] = local;
+    assert_redlock_refused(urls, 3, at);
+    /* Another port in front of it: only the server can tell. */
+    urls[2] = proxied;
+    assert_redlock_refused(urls, 3, "run_id");
+    /* Three servers, however spelt, are three votes. */
+    urls[2] = e.urls[2];
+    ASSERT_OK(redislock_client_new_redlock(&c, urls, 3, NULL));
+    redislock_client_free(c);
+    th_proxy_stop(p);
+    th_servers_stop(&e);
+}
+
+/*
+ * An entry that was unreachable when the client was made (a socket path
+ * not there yet) and turns out to be another entry's server, in another
+ * database, is found out when it first answers and never votes. Two of
+ * the other four servers are busy: counting it would make a majority.
+ */
+void test_redlock_same_server_found_late_never_votes(void)
+{
+    th_servers e = th_servers_start(4);
+    char dir[] = "/tmp/rl-late.XXXXXX", link[64], late[96];
+    const char *urls[5];
+    redislock_client *c = NULL;
+    redislock_lock *l;
+    redislock_acquire_options o = th_aopts(10000, 0, 0);
+    redislock_err out[MAXN];
+    int i;
+
+    ASSERT(mkdtemp(dir) != NULL);
+    snprintf(link, sizeof link, "%s/s.sock", dir);
+    snprintf(late, sizeof late, "unix://%s?db=1", link);
+    for (i = 0; i < 4; i++)
+        urls[i] = e.urls[i];
+    urls[4] = late;
+    /* A minority down at the start does not stop the client. */
+    ASSERT_OK(redislock_client_new_redlock(&c, urls, 5, NULL));
+    ASSERT_EQ_INT(symlink(e.s[0]->sock, link), 0);
+    l = th_lock(c, KEY);
+    freeReplyObject(th_cmd(e.r[1], "SET " KEY " other PX 60000"));
+    freeReplyObject(th_cmd(e.r[2], "SET " KEY " other PX 60000"));
+    ASSERT_ERR(redislock_acquire(l, &o), REDISLOCK_EHELD);
+    test_log("%s", redislock_errdetail());
+    redislock_outcomes(l, out, MAXN);
+    ASSERT_EQ_INT(out[0], REDISLOCK_OK);
+    ASSERT_EQ_INT(out[3], REDISLOCK_OK);
+    ASSERT_EQ_INT(out[4], REDISLOCK_EINVAL);
+    freeReplyObject(th_cmd(e.r[0], "SELECT 1"));
+    ASSERT_EQ_INT(th_cmd_int(e.r[0], "EXISTS " KEY), 0);
+    freeReplyObject(th_cmd(e.r[0], "SELECT 0"));
+    /* With a third server free, three real votes make it. */
+    freeReplyObject(th_cmd(e.r[1], "DEL " KEY));
+    ASSERT_OK(redislock_acquire(l, &o));
+    redislock_outcomes(l, out, MAXN);
+    ASSERT_EQ_INT(out[4], REDISLOCK_EINVAL);
+    ASSERT_OK(redislock_release(l));
+    redislock_lock_free(l);
+    redislock_client_free(c);
+    unlink(link);
+    rmdir(dir);
+    th_servers_stop(&e);
+}
