@@ -420,6 +420,22 @@ static void do_adopt(excl_worker *w, const excl_section *s, claim *c, plan *p,
     lease_check(w, s, c);
 }
 
+/* Drops one re-entry's hold. Should the server say that was the last
+ * (the key had lapsed and the re-entry took it afresh), the release freed
+ * the lock: the belief ended when it was called. */
+static void do_unnest(excl_worker *w, claim *c, plan *p)
+{
+    int64_t t0 = excl_now_us();
+    redislock_err err = redislock_release(c->src);
+
+    if (err == REDISLOCK_OK)
+        p->nested--;
+    if (err == REDISLOCK_OK && redislock_holds(c->src) == 0)
+        claim_close(w, c, t0);
+    else
+        claim_after(w, c, t0, excl_now_us(), err);
+}
+
 static void do_action(excl_worker *w, const excl_section *s, claim *c, plan *p)
 {
     int k = p->kind[p->next], arg = p->arg[p->next];
@@ -431,9 +447,8 @@ static void do_action(excl_worker *w, const excl_section *s, claim *c, plan *p)
         do_extend(w, s, c, s->extend_ttl[arg]);
     else if (k == A_NEST && p->adopter == NULL)
         do_nest(w, s, c, p, arg);
-    else if (k == A_UNNEST && p->nested > 0 && redislock_holds(c->src) > 1 &&
-             redislock_release(c->src) == REDISLOCK_OK)
-        p->nested--;
+    else if (k == A_UNNEST && p->nested > 0 && redislock_holds(c->src) > 1)
+        do_unnest(w, c, p);
     else if (k == A_ADOPT && p->adopter == NULL && p->nested == 0)
         do_adopt(w, s, c, p, arg);
 }
@@ -504,8 +519,8 @@ static redislock_lock *lock_for(excl_worker *w, int key)
 }
 
 /* Releases what the section still holds: re-entries, then the last hold
- * (ending the claim when its call starts). A handle whose release failed
- * (the outcome unknown) is dropped, and so is one of a shared owner id
+ * (ending the claim when the first release call starts). A handle whose release
+ * failed (the outcome unknown) is dropped, and so is one of a shared owner id
  * whose validity has run out: see release_time(). */
 static void finish(excl_worker *w, const excl_section *s, claim *c, plan *p)
 {
@@ -513,11 +528,12 @@ static void finish(excl_worker *w, const excl_section *s, claim *c, plan *p)
     redislock_err err = REDISLOCK_OK;
     int drop = p->adopter != NULL;
 
+    /* The belief ends as the first release call starts. */
+    claim_close(w, c, excl_now_us());
     while (p->nested > 0 && err == REDISLOCK_OK && redislock_holds(l) > 1) {
         err = redislock_release(l);
         p->nested--;
     }
-    claim_close(w, c, excl_now_us());
     if (s->shared && redislock_check(l) != REDISLOCK_OK)
         drop = 1;
     else if (err == REDISLOCK_OK && redislock_holds(l) > 0)
