@@ -200,6 +200,26 @@ static void run_workload(const excl_mode *m, excl_topo *t, excl_shared *sh,
     excl_nemesis_free(n);
 }
 
+/* With $EXCL_HISTORY_DIR, the history is kept there as
+ * <mode>-<seed>.hist (the records as written), for a closer look. */
+static void keep_history(const excl_mode *m, uint64_t seed, const excl_rec *h,
+                         size_t n)
+{
+    const char *dir = getenv("EXCL_HISTORY_DIR");
+    char path[512];
+    FILE *f;
+
+    if (dir == NULL || *dir == '\0')
+        return;
+    snprintf(path, sizeof path, "%s/%s-%" PRIu64 ".hist", dir, m->name, seed);
+    f = fopen(path, "wb");
+    if (f == NULL || fwrite(h, sizeof *h, n, f) != n || fclose(f) != 0)
+        printf("excl %s: cannot keep the history as %s: %s\n", m->name, path,
+               strerror(errno));
+    else
+        printf("excl %s: history kept as %s\n", m->name, path);
+}
+
 long excl_run(const excl_mode *m, uint64_t seed, int64_t run_ms,
               excl_result *res)
 {
@@ -228,6 +248,7 @@ long excl_run(const excl_mode *m, uint64_t seed, int64_t run_ms,
     res->seconds = (double)(excl_now_us() - t.t_base) / 1e6;
     close(t.hist_fd);
     h = excl_history_read(t.hist, &nh);
+    keep_history(m, seed, h, nh);
     res->violations = excl_check(h, nh, seed, t.t_base, m->name, &res->v);
     report(m, seed, res);
     free(h);
