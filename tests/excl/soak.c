@@ -11,7 +11,9 @@
  * one summary line; exits 1 on any violation or failed run.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,17 +46,43 @@ static void usage(void)
     exit(2);
 }
 
-/* Runs one mode in a child, which sends its result back through a pipe.
- * Returns 0, or -1 when the run failed (a harness error, a timeout). */
+/* Reads the child's result from fd until EOF (the child has exited) or
+ * the deadline; returns the bytes of the result read. */
+static size_t collect(int fd, excl_result *out, int64_t deadline)
+{
+    struct pollfd p = {fd, POLLIN, 0};
+    char rest[64]; /* anything after the result: not expected */
+    size_t got = 0, want;
+    ssize_t n;
+    int64_t left;
+    void *buf;
+
+    while ((left = deadline - th_now_ms()) > 0 && poll(&p, 1, (int)left) > 0) {
+        buf = got < sizeof *out ? (void *)((char *)out + got) : rest;
+        want = got < sizeof *out ? sizeof *out - got : sizeof rest;
+        n = read(fd, buf, want);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        if (buf != (void *)rest)
+            got += (size_t)n;
+    }
+    return got;
+}
+
+/* Runs one mode in a child, which sends its result back through a pipe
+ * and exits (stopping its servers). Returns 0, or -1 when the run failed
+ * (a harness error, a timeout). */
 static int run_child(const excl_mode *m, uint64_t seed, int64_t ms,
                      excl_result *out)
 {
-    int fds[2], st = 0;
+    int fds[2];
     pid_t pid;
-    ssize_t got;
-    int64_t deadline = th_now_ms() + ms + SOAK_RUN_SLACK_S * 1000;
+    size_t got;
 
-    if (pipe(fds) != 0)
+    /* Close-on-exec: the servers the child starts must not hold it. */
+    if (pipe2(fds, O_CLOEXEC) != 0)
         return -1;
     fflush(NULL);
     if ((pid = fork()) < 0)
@@ -69,15 +97,12 @@ static int run_child(const excl_mode *m, uint64_t seed, int64_t ms,
     }
     setpgid(pid, pid);
     close(fds[1]);
-    /* The child's exit has no descriptor: poll for it, bounded. */
-    while (waitpid(pid, &st, WNOHANG) == 0 && th_now_ms() < deadline)
-        th_sleep_ms(100);
-    kill(-pid, SIGKILL);
-    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-        ;
-    got = read(fds[0], out, sizeof *out);
+    got = collect(fds[0], out, th_now_ms() + ms + SOAK_RUN_SLACK_S * 1000);
     close(fds[0]);
-    return got == (ssize_t)sizeof *out ? 0 : -1;
+    kill(-pid, SIGKILL); /* whatever the run left behind */
+    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+        ;
+    return got == sizeof *out ? 0 : -1;
 }
 
 static void add(totals *t, const excl_result *r)
