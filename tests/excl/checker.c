@@ -254,11 +254,12 @@ static void check_leases(ctx *c, const excl_rec *h, size_t n)
 
     for (i = 0; i < n; i++) {
         const excl_rec *r = &h[i];
-        int64_t server_end = r->t1 + r->x * 1000 + EXCL_LEASE_SLACK_US;
+        /* PTTL -2: not held (for this holder) when it answered. */
+        int64_t end = r->t1 + (r->x == -2 ? 0 : r->x * 1000);
         if (r->kind != EXCL_LEASE)
             continue;
         c->v->leases_checked++;
-        if (r->belief <= r->t0 || r->belief <= server_end)
+        if (r->belief <= r->t0 || r->belief <= end + EXCL_LEASE_SLACK_US)
             continue;
         violation(c, r->t1);
         if (++c->v->lease > EXCL_PRINT_MAX)
@@ -271,9 +272,8 @@ static void check_leases(ctx *c, const excl_rec *h, size_t n)
                "%.6f s, %.3f ms earlier\n",
                (int)r->pid, r->acq, r->what, r->ttl_ms, rel(c, r->belief),
                rel(c, r->t0), rel(c, r->t1), r->x,
-               r->x == -2 ? "not held with this token" : "held",
-               rel(c, server_end - EXCL_LEASE_SLACK_US),
-               (double)(r->belief - server_end + EXCL_LEASE_SLACK_US) / 1e3);
+               r->x == -2 ? "not held with this token" : "held", rel(c, end),
+               (double)(r->belief - end) / 1e3);
     }
 }
 
