@@ -261,6 +261,7 @@ TEST_ENTRY(holders_loss_reason_consistent, 30)
  * take the same keys under a nemesis for a few seconds; any overlap of
  * believed intervals, accepted stale fenced write, fencing token out of
  * order or belief past the server's lease fails. */
+TEST_ENTRY(excl_checker_rules, 10)
 TEST_ENTRY(excl_default, 60)
 TEST_ENTRY(excl_meta_holdafter, 60)
 TEST_ENTRY(excl_fair, 60)

@@ -1,0 +1,115 @@
+/*
+ * The exclusion checker's rules on made-up histories: each rule fires on
+ * a violation and stays quiet at its boundary, and a later record of a
+ * claim replaces an earlier one. No server.
+ */
+#include <string.h>
+
+#include "excl/excl.h"
+#include "test.h"
+
+#define H_MAX 16
+
+typedef struct hist {
+    excl_rec r[H_MAX];
+    size_t n;
+} hist;
+
+static excl_rec *add(hist *h, int kind, int pid, int64_t t0, int64_t t1)
+{
+    excl_rec *r = &h->r[h->n++];
+
+    ASSERT(h->n <= H_MAX);
+    memset(r, 0, sizeof *r);
+    r->magic = EXCL_MAGIC;
+    r->kind = (uint8_t)kind;
+    r->pid = pid;
+    r->acq = 1;
+    r->group = (uint64_t)pid;
+    r->t0 = t0;
+    r->t1 = t1;
+    r->fence = 1;
+    return r;
+}
+
+static excl_verdict check(const hist *h)
+{
+    excl_verdict v;
+
+    excl_check(h->r, h->n, 1, 0, "rules", &v);
+    return v;
+}
+
+void test_excl_checker_rules(void)
+{
+    hist h;
+    excl_rec *r;
+
+    /* Overlap: different groups only, and touching is not overlapping. */
+    memset(&h, 0, sizeof h);
+    add(&h, EXCL_CLAIM, 1, 100, 200);
+    add(&h, EXCL_CLAIM, 2, 199, 300);
+    ASSERT_EQ_INT(check(&h).overlaps, 1);
+    ASSERT_EQ_INT(check(&h).first_sections, 2);
+    h.r[1].group = 1;
+    ASSERT_EQ_INT(check(&h).overlaps, 0);
+    h.r[1].group = 2;
+    h.r[1].t0 = 200;
+    ASSERT_EQ_INT(check(&h).overlaps, 0);
+    /* A later record of the same claim replaces the earlier one. */
+    h.r[1].t0 = 150;
+    ASSERT_EQ_INT(check(&h).overlaps, 1);
+    r = add(&h, EXCL_CLAIM, 1, 100, 140);
+    ASSERT_EQ_INT(check(&h).overlaps, 0);
+    r->t1 = 160;
+    ASSERT_EQ_INT(check(&h).overlaps, 1);
+
+    /* Stale write: accepted, token below one accepted and answered before
+     * it was sent. */
+    memset(&h, 0, sizeof h);
+    r = add(&h, EXCL_WRITE, 1, 90, 100);
+    r->fence = 10;
+    r->x = EXCL_W_ACCEPTED;
+    r = add(&h, EXCL_WRITE, 2, 101, 110);
+    r->fence = 9;
+    r->x = EXCL_W_ACCEPTED;
+    ASSERT_EQ_INT(check(&h).stale, 1);
+    r->t0 = 100; /* sent before the other's answer */
+    ASSERT_EQ_INT(check(&h).stale, 0);
+    r->t0 = 101;
+    r->x = EXCL_W_REFUSED;
+    ASSERT_EQ_INT(check(&h).stale, 0);
+    r->x = EXCL_W_ACCEPTED;
+    r->fence = 10; /* the same token: the same holder's */
+    ASSERT_EQ_INT(check(&h).stale, 0);
+
+    /* Fence order: called after another returned, a larger token. */
+    memset(&h, 0, sizeof h);
+    r = add(&h, EXCL_ACQ, 1, 50, 100);
+    r->fence = 10;
+    r = add(&h, EXCL_ACQ, 2, 101, 120);
+    r->fence = 10;
+    ASSERT_EQ_INT(check(&h).fence_order, 1);
+    r->fence = 11;
+    ASSERT_EQ_INT(check(&h).fence_order, 0);
+    r->fence = 5;
+    r->t0 = 99; /* called before the other returned */
+    ASSERT_EQ_INT(check(&h).fence_order, 0);
+
+    /* Lease: a belief past the server's end (answer + PTTL) by over 2 ms,
+     * while still believed when asked. */
+    memset(&h, 0, sizeof h);
+    r = add(&h, EXCL_LEASE, 1, 1000, 2000);
+    r->x = 100;
+    r->belief = 2000 + 100 * 1000 + 2001;
+    ASSERT_EQ_INT(check(&h).lease, 1);
+    r->belief = 2000 + 100 * 1000 + 2000;
+    ASSERT_EQ_INT(check(&h).lease, 0);
+    r->x = -2; /* gone, while believed */
+    r->belief = 2000 + 2001;
+    ASSERT_EQ_INT(check(&h).lease, 1);
+    r->belief = 2000 + 2000;
+    ASSERT_EQ_INT(check(&h).lease, 0);
+    r->belief = 900; /* no longer believed when asked */
+    ASSERT_EQ_INT(check(&h).lease, 0);
+}
