@@ -11,7 +11,12 @@
  * Files: history.c (records, random numbers), checker.c (the checks),
  * worker.c (a holder process), nemesis.c (faults), run.c (one run: servers,
  * workers, nemesis, check), modes.c (the modes), test_excl.c (the short
- * runs of make check), soak.c (make soak).
+ * runs of make check), test_checker.c (the rules on made-up histories),
+ * soak.c (make soak).
+ *
+ * Environment: EXCL_SEED replays a run's random choices (nemesis timing,
+ * TTLs, holds, pauses; not the scheduler's); EXCL_HISTORY_DIR keeps each
+ * run's records there as <mode>-<seed>.hist.
  */
 #ifndef EXCL_H
 #define EXCL_H
