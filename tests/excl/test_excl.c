@@ -10,7 +10,7 @@
 #include "test.h"
 
 /* The fewest sections a run must see for its verdict to mean anything. */
-#define EXCL_MIN_SECTIONS 3
+#define EXCL_MIN_SECTIONS 2
 
 static void short_run(const char *name)
 {
