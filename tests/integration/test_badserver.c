@@ -128,6 +128,36 @@ static redislock_options client_opts(void)
     return o;
 }
 
+/*
+ * A client with client_opts() for a call under test; making it is not
+ * under test. Its PING goes to a double that answers it at once, but on
+ * a new connection, which the double serves from a newly forked process:
+ * beside a second test run that missed TIMEOUT_MS now and then (a case
+ * in 90 of badserver_partial_then_silence, which makes a client per
+ * case). A timeout there is tried again, twice at most; any other
+ * failure, or a third timeout, fails the test.
+ */
+#define setup_client(url) setup_client_at_(__FILE__, __LINE__, url)
+static redislock_client *setup_client_at_(const char *file, int line,
+                                          const char *url)
+{
+    redislock_options co = client_opts();
+    redislock_client *c = NULL;
+    redislock_err e = REDISLOCK_ETIMEDOUT;
+    int i;
+
+    for (i = 0; i < 3 && e == REDISLOCK_ETIMEDOUT; i++) {
+        if (i > 0)
+            test_log("  setting up the client timed out (%s); again",
+                     redislock_errdetail());
+        e = redislock_client_new(&c, url, &co);
+    }
+    if (e != REDISLOCK_OK)
+        test_fail_(file, line, "redislock_client_new(\"%s\"): %s; %s", url,
+                   redislock_errname(e), redislock_errdetail());
+    return c;
+}
+
 static int count_cb(const redislock_info *info, void *arg)
 {
     (void)info;
@@ -183,7 +213,6 @@ static redislock_err call(op o, const char *url, redislock_client *c,
 static outcome measure(const fs_server *s, op o, int tcp)
 {
     const char *url = tcp ? s->tcp_url : s->unix_url;
-    redislock_options co = client_opts();
     redislock_client *c = NULL;
     redislock_lock *l = NULL;
     outcome out;
@@ -191,7 +220,7 @@ static outcome measure(const fs_server *s, op o, int tcp)
     int64_t t0;
 
     if (o != OP_CLIENT_NEW) {
-        c = th_client_url(url, &co);
+        c = setup_client(url);
         l = th_lock(c, "bad:key");
         if (o == OP_RELEASE || o == OP_EXTEND)
             ASSERT_OK(redislock_adopt(l, TH_WRONG_TOKEN));
@@ -608,29 +637,43 @@ void test_badserver_noscript_forever(void)
 }
 
 /* Two calls on one client: the first fails as the rule says, the second
- * must get its own, fresh answer on a new connection. */
+ * must get its own, fresh answer on a new connection. A timeout is no
+ * answer, neither fresh nor stale: the double serves the new connection
+ * from a newly forked process, which a loaded machine can hold up past
+ * TIMEOUT_MS. Then the call is made once more, on one more new
+ * connection. */
 static void fail_then_recover(const fs_rule *first, redislock_err want1,
                               const char *second, redislock_err want2)
 {
     fs_rule rules[2] = {*first, FS_ALWAYS("EVALSHA", second)};
     fs_server *s;
-    redislock_options co = client_opts();
     redislock_client *c;
     redislock_lock *l;
-    int64_t t0 = th_now_ms();
+    redislock_err e;
+    int64_t t0;
+    int before, fresh = 1;
 
     rules[0].times = 1;
     s = fs_start(rules, 2, NULL);
-    c = th_client_url(s->unix_url, &co);
+    c = setup_client(s->unix_url);
+    before = fs_connections(s);
     l = th_lock(c, "bad:key");
     ASSERT_OK(redislock_adopt(l, TH_WRONG_TOKEN));
+    t0 = th_now_ms();
     ASSERT_ERR(redislock_extend(l, 10000), want1);
     ASSERT_LE(th_now_ms() - t0, bound_ms(OP_EXTEND));
     /* A reused connection would still hold the first reply's bytes. */
-    ASSERT_ERR(redislock_extend(l, 10000), want2);
+    e = redislock_extend(l, 10000);
+    if (e == REDISLOCK_ETIMEDOUT && want2 != REDISLOCK_ETIMEDOUT) {
+        test_log("  the second call timed out (%s); once more",
+                 redislock_errdetail());
+        e = redislock_extend(l, 10000);
+        fresh++;
+    }
+    ASSERT_ERR(e, want2);
     test_log("%s then %s over %d connections", redislock_errname(want1),
              redislock_errname(want2), fs_connections(s));
-    ASSERT_EQ_INT(fs_connections(s), 2);
+    ASSERT_EQ_INT(fs_connections(s) - before, fresh);
     redislock_lock_free(l);
     redislock_client_free(c);
     fs_stop(s);
