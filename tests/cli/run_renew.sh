@@ -4,20 +4,23 @@
 set -eu
 . "$(dirname "$0")/lib.inc"
 
-# A 1 s lease outlived threefold: nobody else gets in meanwhile.
-bg renew "$RL" run -t 1s renew-key -- sleep 3
+# A 1 s lease outlived threefold: nobody else gets in meanwhile. The
+# command notes its end: a second run may succeed only after that.
+done=$TEST_TMPDIR/renew.done
+bg renew "$RL" run -t 1s renew-key -- sh -c 'sleep 3; : >"$1"' sh "$done"
 wait_until 10 key_exists renew-key || fail "run did not take the lock"
 tries=0
 while [ ! -f "$TEST_TMPDIR/renew.status" ]; do
     run_rl "$RL" run -n renew-key -- true
-    if [ ! -f "$TEST_TMPDIR/renew.status" ]; then
+    if [ ! -e "$done" ]; then
         [ "$rc" = 1 ] || fail "a second run got exit $rc during the lease"
     fi
     tries=$((tries + 1))
     [ "$tries" -lt 200 ] || fail "the first run did not end"
     sleep 0.1
 done
-[ "$tries" -ge 10 ] || fail "only $tries attempts were made"
+# About 0.1 s apart, fewer on a loaded machine: at least a few.
+[ "$tries" -ge 3 ] || fail "only $tries attempts were made"
 bg_wait renew 10
 [ "$rc" = 0 ] || fail "the renewing run exited $rc"
 key_gone renew-key || fail "the lock was not released"
