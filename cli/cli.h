@@ -236,13 +236,15 @@ void cli_close(redislock_client *c, redislock_lock *l);
  * Takes the lock with acq: one redislock_acquire() call, so that the retry
  * strategy, the attempt cap and fail-fast see the whole wait. The signals
  * in stop (blocked by the caller; may be NULL) end the wait, and nothing
- * is then held. Returns 0 with the lock held; 128+N after signal N;
- * conflict_code after a message when the lock is not obtained; or another
- * exit status after a message.
+ * is then held. Returns nonzero with the lock held (*rc is then 0).
+ * Otherwise returns 0 with the exit status in *rc: 128+N after signal N;
+ * conflict_code after a message when the lock is not obtained (0 is a
+ * valid choice, so only the return value says whether it is held); or
+ * another exit status after a message.
  */
 int cli_take(const char *ctx, redislock_lock *l,
              const redislock_acquire_options *acq, const sigset_t *stop,
-             int conflict_code);
+             int conflict_code, int *rc);
 
 /* Fills set with the signals that the CLI passes on to its command (HUP,
  * INT, QUIT, TERM, USR1, USR2), leaving out those ignored on entry: a

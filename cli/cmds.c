@@ -44,8 +44,9 @@ int cli_cmd_acquire(int argc, char **argv, const cli_global *g)
      * just as the lock is taken. */
     cli_signal_set(&stop);
     sigprocmask(SIG_BLOCK, &stop, NULL);
-    rc = cli_take(ctx, l, &o.acq, &stop, o.conflict_code);
-    if (rc == 0)
+    /* Only a lock taken prints a token: with -E 0 a conflict also exits
+     * 0, with nothing on standard output, as flock -E 0 would. */
+    if (cli_take(ctx, l, &o.acq, &stop, o.conflict_code, &rc))
         rc = print_token(ctx, l);
     cli_close(c, l);
     return rc;

@@ -322,8 +322,7 @@ static int hold_and_run(run_state *st, const cli_cmdopts *o, const char *key,
     char fence[24];
     int rc;
 
-    rc = cli_take(st->ctx, st->l, &o->acq, &st->fwd, o->conflict_code);
-    if (rc != 0)
+    if (!cli_take(st->ctx, st->l, &o->acq, &st->fwd, o->conflict_code, &rc))
         return rc;
     st->next_renew_ms = cli_now_ms() + st->renew_every_ms;
     /* Set here rather than in the child, where only async-signal-safe

@@ -170,22 +170,29 @@ static int held(const char *ctx, redislock_lock *l, int conflict_code)
 
 int cli_take(const char *ctx, redislock_lock *l,
              const redislock_acquire_options *acq, const sigset_t *stop,
-             int conflict_code)
+             int conflict_code, int *rc)
 {
     redislock_err err;
     int sig;
 
+    *rc = CLI_EXIT_SOFTWARE;
     if (acquire(ctx, l, acq, stop, &sig, &err) != 0)
-        return CLI_EXIT_SOFTWARE;
+        return 0;
     if (sig != 0) {
         /* Best effort: if this fails the lease ends by its TTL. */
         if (err == REDISLOCK_OK)
             (void)redislock_release(l);
-        return 128 + sig;
+        *rc = 128 + sig;
+        return 0;
     }
-    if (err == REDISLOCK_EHELD)
-        return held(ctx, l, conflict_code);
-    if (err != REDISLOCK_OK)
-        return cli_fail(ctx, err, "cannot acquire lock");
-    return 0;
+    if (err == REDISLOCK_EHELD) {
+        *rc = held(ctx, l, conflict_code);
+        return 0;
+    }
+    if (err != REDISLOCK_OK) {
+        *rc = cli_fail(ctx, err, "cannot acquire lock");
+        return 0;
+    }
+    *rc = CLI_EXIT_OK;
+    return 1;
 }

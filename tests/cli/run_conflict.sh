@@ -1,5 +1,6 @@
 #!/bin/sh
-# run on a held lock: -n, -E, -w and the default wait, flock(1)-style.
+# run (and acquire) on a held lock: -n, -E, -w and the default wait,
+# flock(1)-style.
 set -eu
 . "$(dirname "$0")/lib.inc"
 
@@ -15,6 +16,19 @@ expect 1 "$RL" run -w 0 busy -- true
 # The command must not have run.
 expect 1 "$RL" run -n busy -- touch "$TEST_TMPDIR/ran"
 [ ! -e "$TEST_TMPDIR/ran" ] || fail "the command ran without the lock"
+
+# -E 0 (as flock -E 0): a conflict exits 0, with its message, but the
+# command does not run, and acquire prints no token.
+expect 0 "$RL" run -n -E 0 busy -- touch "$TEST_TMPDIR/ran0"
+[ ! -e "$TEST_TMPDIR/ran0" ] || fail "-E 0: the command ran without the lock"
+out_is ""
+one_error_line
+expect 0 "$RL" acquire -n -E 0 busy
+out_is ""
+one_error_line
+expect 0 "$RL" acquire -w 200ms -E 0 busy
+out_is ""
+[ "$(rcli get busy)" = "$holder" ] || fail "-E 0: the holder lost the lock"
 
 # -w 0.5 gives up after about half a second.
 t0=$(now_ms)
