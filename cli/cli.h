@@ -225,6 +225,12 @@ int cli_load_password(cli_global *g);
 /* Wipes and frees g->password. */
 void cli_drop_password(cli_global *g);
 
+/* Removes from the environment the passwords the CLI may have read there,
+ * so that run's command does not inherit them: REDISCLI_AUTH, and the
+ * Redis URL variable that was used (no -u) if it holds credentials. Call
+ * it once the client is made: the library keeps its own copies. */
+void cli_scrub_env(const cli_global *g);
+
 /* cli_connect, then a handle for key. */
 int cli_open(const char *ctx, const cli_global *g, const char *key,
              int64_t timeout_ms, redislock_client **c, redislock_lock **l);

@@ -18,6 +18,8 @@ static const char help_text[] =
     "      SIGTERM, SIGUSR1 and SIGUSR2 are passed on to COMMAND. If the\n"
     "      lock is lost, or cannot be renewed while the lease is still\n"
     "      known to be valid, COMMAND gets SIGTERM, SIGKILL 5 s later.\n"
+    "      COMMAND's environment lacks REDISCLI_AUTH, and the Redis URL\n"
+    "      variable that redislock used if it holds a password.\n"
     "  acquire [OPTION...] KEY\n"
     "      Take the lock and print its token (with --owner or --metadata:\n"
     "      the owner id). Nothing renews the lease.\n"

@@ -378,6 +378,8 @@ int cli_cmd_run(int argc, char **argv, const cli_global *g)
     rc = cli_open(st.ctx, &o.g, key, st.op_ms, &c, &st.l);
     if (rc != 0)
         return rc;
+    /* The client has its copy of any password from the environment. */
+    cli_scrub_env(&o.g);
     block_signals(&st, g);
     rc = hold_and_run(&st, &o, key, argv + cmd);
     cli_close(c, st.l);

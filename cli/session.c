@@ -297,6 +297,26 @@ void cli_drop_password(cli_global *g)
     g->password = NULL;
 }
 
+void cli_scrub_env(const cli_global *g)
+{
+    static const char *const vars[] = {"REDISLOCK_URL", "REDIS_URL"};
+    size_t i, start, end;
+    const char *v;
+
+    unsetenv("REDISCLI_AUTH");
+    if (g->nurls > 0)
+        return;
+    /* The one env_url() took; a lone "name@" may be a password too. */
+    for (i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        v = getenv(vars[i]);
+        if (v == NULL || *v == '\0')
+            continue;
+        if (secret_span(v, &start, &end))
+            unsetenv(vars[i]);
+        return;
+    }
+}
+
 int cli_open(const char *ctx, const cli_global *g, const char *key,
              int64_t timeout_ms, redislock_client **c, redislock_lock **l)
 {
