@@ -1,21 +1,26 @@
 /*
  * redislock run: hold a lock while a command runs.
  *
- * The CLI is one thread. The signals it cares about (SIGCHLD and those it
- * passes on) are blocked from the start and taken synchronously with
- * sigtimedwait(), whose timeout is the time until the next renewal, so
- * renewing, forwarding and reaping never race with signal handlers.
+ * The command runs under a guardian (guard.c) that kills it, with all
+ * it started, when run dies or the lease's known validity ends; run
+ * sends it each new validity end, and passes signals on through it. run
+ * is one thread: the signals it passes on are blocked and read from a
+ * signalfd, polled with the guardian's socket and a timeout at the next
+ * renewal, so renewing, forwarding and the command's end never race with
+ * signal handlers.
  */
 #include "cli.h"
+#include "guard.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/signalfd.h>
 #include <sys/types.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 /* Time between SIGTERM and SIGKILL once the lock is lost. */
@@ -26,22 +31,30 @@
 typedef struct run_state {
     const char *ctx;
     char key[CLI_QUOTE_MAX]; /* quoted for messages */
+    const char *cmd;         /* the command's name, for messages */
     redislock_lock *l;
     int64_t ttl_ms;
     int64_t renew_every_ms; /* TTL/3 */
     int64_t retry_ms;       /* pause after a failed renewal */
     int64_t op_ms;          /* connect and command timeout */
     int64_t safety_ms;      /* validity left over when giving up */
+    int64_t margin_ms;      /* the guardian's head start, TTL/20 */
     int64_t hold_after_ms;  /* --hold-after */
     int64_t next_renew_ms;
-    int64_t kill_at_ms; /* SIGKILL then, or -1 */
-    pid_t pid;
-    int status; /* wait status, once reaped */
-    int reaped;
-    int lost;         /* the command was told to stop */
-    int may_hold;     /* lost by errors: the lease may still be ours */
-    sigset_t fwd;     /* signals passed on to the command */
-    sigset_t waitset; /* fwd plus SIGCHLD */
+    int64_t kill_by_ms; /* the command must be dead by then */
+    cli_guard guard;
+    pid_t job;     /* the command's pid and process group, once known */
+    int sfd;       /* signalfd for the signals passed on */
+    int tty;       /* the controlling terminal, or -1 */
+    int handed;    /* the command's group was given the terminal */
+    int status;    /* the command's wait status; -1: lost track */
+    int ended;     /* the guardian has reported the end */
+    int start_err; /* errno of a failed exec or fork */
+    int exec_failed;
+    int expired;  /* the guardian killed the command at the deadline */
+    int lost;     /* the command was told to stop */
+    int may_hold; /* lost by errors: the lease may still be ours */
+    sigset_t fwd; /* signals passed on to the command */
     sigset_t orig_mask;
     struct sigaction chld_orig, pipe_orig;
 } run_state;
@@ -64,68 +77,42 @@ static void set_timing(run_state *st, int64_t ttl_ms)
     st->op_ms = clamp(ttl_ms / 5, 10, REDISLOCK_DEFAULT_COMMAND_TIMEOUT_MS);
     st->retry_ms = clamp(ttl_ms / 10, 10, 1000);
     st->safety_ms = clamp(ttl_ms / 10, 1, INT64_MAX);
-    st->kill_at_ms = -1;
+    st->margin_ms = clamp(ttl_ms / 20, 0, 250);
 }
 
-/* In the child: undo what the CLI changed for itself, then exec. An exec
- * failure is reported to the parent through the close-on-exec pipe. */
-static void child_exec(const run_state *st, char **cmd, int fd)
+/*
+ * Notes when the command must be dead: at the lease's known validity end,
+ * less a margin for the guardian's own latency (it must be scheduled to
+ * act, which takes longer on a loaded machine), so that the SIGKILL lands
+ * before the end rather than just after it.
+ */
+static void set_kill_by(run_state *st, int64_t now)
 {
-    int err;
-    ssize_t n;
-
-    sigaction(SIGPIPE, &st->pipe_orig, NULL);
-    sigaction(SIGCHLD, &st->chld_orig, NULL);
-    sigprocmask(SIG_SETMASK, &st->orig_mask, NULL);
-    execvp(cmd[0], cmd);
-    err = errno;
-    n = write(fd, &err, sizeof err);
-    (void)n;
-    _exit(127);
+    st->kill_by_ms = now + redislock_valid_ms(st->l) - st->margin_ms;
 }
 
-static int exec_failed(run_state *st, const char *cmd, int err)
-{
-    char q[CLI_QUOTE_MAX];
-
-    while (waitpid(st->pid, &st->status, 0) < 0 && errno == EINTR)
-        ;
-    st->reaped = 1;
-    cli_err(st->ctx, "cannot run '%s': %s", cli_quote(cmd, q, sizeof q),
-            strerror(err));
-    /* As in sh(1): 127 for a command not found, 126 otherwise. */
-    return err == ENOENT ? 127 : 126;
-}
-
-/* Starts the command. Returns 0, or an exit status after a message. */
+/* Starts the guardian, and through it the command, whose process group
+ * gets the terminal when run is in the foreground of one, as a shell's
+ * job would. Returns 0, or an exit status after a message. */
 static int spawn(run_state *st, char **cmd)
 {
-    int fds[2], err = 0;
-    ssize_t n;
+    cli_guard_spawn s;
+    int err;
 
-    if (pipe(fds) != 0 || fcntl(fds[0], F_SETFD, FD_CLOEXEC) != 0 ||
-        fcntl(fds[1], F_SETFD, FD_CLOEXEC) != 0) {
-        cli_err(st->ctx, "cannot create a pipe: %s", strerror(errno));
-        return CLI_EXIT_SOFTWARE;
-    }
-    fflush(NULL);
-    st->pid = fork();
-    if (st->pid == 0)
-        child_exec(st, cmd, fds[1]);
-    err = errno;
-    close(fds[1]);
-    if (st->pid < 0) {
-        close(fds[0]);
+    memset(&s, 0, sizeof s);
+    s.cmd = cmd;
+    s.deadline_ms = st->kill_by_ms;
+    s.mask = st->orig_mask;
+    s.sigpipe = st->pipe_orig;
+    s.sigchld = st->chld_orig;
+    s.tty = st->tty >= 0 && tcgetpgrp(st->tty) == getpgrp() ? st->tty : -1;
+    st->handed = s.tty >= 0;
+    st->cmd = cmd[0];
+    err = cli_guard_start(&st->guard, &s);
+    if (err != 0) {
         cli_err(st->ctx, "cannot start a process: %s", strerror(err));
         return CLI_EXIT_SOFTWARE;
     }
-    /* EOF means the exec succeeded and closed the pipe. */
-    do
-        n = read(fds[0], &err, sizeof err);
-    while (n < 0 && errno == EINTR);
-    close(fds[0]);
-    if (n == (ssize_t)sizeof err)
-        return exec_failed(st, cmd[0], err);
     return 0;
 }
 
@@ -135,10 +122,12 @@ static const char *loss_reason(redislock_err err)
                                   : "it expired before it was renewed";
 }
 
-/* Stops the command because the lease cannot be kept. */
+/* Stops the command because the lease cannot be kept: SIGTERM, and
+ * SIGKILL from the guardian after the grace period. */
 static void give_up(run_state *st, redislock_err err, int64_t now)
 {
     char what[CLI_QUOTE_MAX + 64];
+    int64_t kill_at = now + RUN_GRACE_MS;
 
     if (err == REDISLOCK_ELOST || err == REDISLOCK_EEXPIRED) {
         cli_err(st->ctx, "lock '%s' lost: %s; stopping the command", st->key,
@@ -151,8 +140,8 @@ static void give_up(run_state *st, redislock_err err, int64_t now)
         st->may_hold = 1;
     }
     st->lost = 1;
-    kill(st->pid, SIGTERM);
-    st->kill_at_ms = now + RUN_GRACE_MS;
+    (void)cli_guard_send(&st->guard, CLI_GUARD_SIGNAL, SIGTERM, 0);
+    (void)cli_guard_send(&st->guard, CLI_GUARD_DEADLINE, 0, kill_at);
 }
 
 /* One renewal attempt, when it is due. */
@@ -164,6 +153,8 @@ static void renew(run_state *st)
     now = cli_now_ms();
     if (err == REDISLOCK_OK) {
         st->next_renew_ms = start + st->renew_every_ms;
+        set_kill_by(st, now);
+        (void)cli_guard_send(&st->guard, CLI_GUARD_DEADLINE, 0, st->kill_by_ms);
         return;
     }
     if (err == REDISLOCK_ELOST || err == REDISLOCK_EEXPIRED) {
@@ -183,79 +174,114 @@ static void renew(run_state *st)
         give_up(st, err, now);
 }
 
-static void reap(run_state *st)
+/* Gives the terminal back to run's process group if the command's group
+ * has it, so that whatever called run can read from it again. */
+static void reclaim_tty(const run_state *st)
 {
-    pid_t r = waitpid(st->pid, &st->status, WNOHANG);
+    if (st->tty >= 0 && st->job > 0 && tcgetpgrp(st->tty) == st->job)
+        tcsetpgrp(st->tty, getpgrp());
+}
 
-    if (r == st->pid || (r < 0 && errno == ECHILD)) {
-        if (r < 0)
-            st->status = -1;
-        st->reaped = 1;
+/*
+ * The command was stopped. A stop by the terminal (Ctrl-Z, or reading it
+ * from the background) is passed up as a shell would see it if the
+ * command were its job: run takes the terminal back and stops too, and
+ * once continued in the foreground gives the terminal to the command
+ * again and continues it. Other stops (SIGSTOP) are the sender's affair.
+ * While run is stopped nothing renews the lease: past its validity the
+ * guardian kills the command.
+ */
+static void job_stopped(run_state *st, int sig)
+{
+    if (st->tty < 0 || (sig != SIGTSTP && sig != SIGTTIN && sig != SIGTTOU))
+        return;
+    reclaim_tty(st);
+    /* A stop ignored or blocked on entry, or an orphaned process group,
+     * makes this return at once. */
+    if (sig == SIGTSTP || tcgetpgrp(st->tty) != getpgrp())
+        raise(SIGTSTP);
+    if (tcgetpgrp(st->tty) == getpgrp() && tcsetpgrp(st->tty, st->job) == 0)
+        st->handed = 1;
+    (void)cli_guard_send(&st->guard, CLI_GUARD_SIGNAL, SIGCONT, 1);
+}
+
+/* One message from the guardian. */
+static void from_guard(run_state *st)
+{
+    cli_guard_msg m;
+
+    if (!cli_guard_recv(&st->guard, &m)) {
+        /* The guardian died before the command's end: the command died
+         * with it (PR_SET_PDEATHSIG); its group goes too. */
+        if (st->job > 0)
+            kill(-st->job, SIGKILL);
+        st->status = -1;
+        st->ended = 1;
+        return;
+    }
+    if (m.type == CLI_GUARD_STARTED) {
+        st->job = (pid_t)m.val;
+    } else if (m.type == CLI_GUARD_FAILED) {
+        st->start_err = m.arg;
+        st->exec_failed = m.val != 0;
+    } else if (m.type == CLI_GUARD_STOPPED) {
+        job_stopped(st, m.arg);
+    } else if (m.type == CLI_GUARD_EXITED) {
+        st->status = m.arg;
+        st->expired = m.val != 0;
+        st->ended = 1;
     }
 }
 
-/* Passes a signal on to the command. */
-static void forward(const run_state *st, int sig, const siginfo_t *si)
+/*
+ * Passes a signal on to the command. One from the terminal (Ctrl-C while
+ * run, not the command, has it) goes to the command's whole group, which
+ * would have had it but for its own group; others, as kill(1) sent them
+ * to run, to the command alone.
+ */
+static void pass_signal(run_state *st)
 {
-#ifdef SI_KERNEL
-    /* The terminal's signals (Ctrl-C) go to the whole foreground process
-     * group; when the command shares ours it already has this one. */
-    if (si->si_code == SI_KERNEL && getpgid(st->pid) == getpgrp())
+    struct signalfd_siginfo si;
+
+    if (read(st->sfd, &si, sizeof si) != (ssize_t)sizeof si)
         return;
-#else
-    (void)si;
-#endif
-    kill(st->pid, sig);
+    (void)cli_guard_send(&st->guard, CLI_GUARD_SIGNAL, (int)si.ssi_signo,
+                         si.ssi_code == SI_KERNEL);
 }
 
-static struct timespec ms_to_timespec(int64_t ms)
-{
-    struct timespec ts;
-
-    ts.tv_sec = (time_t)(ms / 1000);
-    ts.tv_nsec = (long)(ms % 1000) * 1000000L;
-    return ts;
-}
-
-/* Waits for a signal or for the next thing due, and handles the signal. */
+/* Waits for a signal, a message or the next renewal, and handles it. */
 static void wait_event(run_state *st, int64_t now)
 {
+    struct pollfd p[2];
     int64_t at = now + RUN_IDLE_MS;
-    struct timespec ts;
-    siginfo_t si;
-    int sig;
 
     if (!st->lost && st->next_renew_ms < at)
         at = st->next_renew_ms;
-    if (st->kill_at_ms >= 0 && st->kill_at_ms < at)
-        at = st->kill_at_ms;
-    ts = ms_to_timespec(at > now ? at - now : 0);
-    memset(&si, 0, sizeof si);
-    sig = sigtimedwait(&st->waitset, &si, &ts);
-    if (sig > 0 && sig != SIGCHLD)
-        forward(st, sig, &si);
+    p[0].fd = st->sfd;
+    p[0].events = POLLIN;
+    p[1].fd = st->guard.fd;
+    p[1].events = POLLIN;
+    if (poll(p, 2, (int)(at > now ? at - now : 0)) <= 0)
+        return;
+    if (p[0].revents != 0)
+        pass_signal(st);
+    if (p[1].revents != 0)
+        from_guard(st);
 }
 
-/* Runs until the command has ended, renewing the lease. */
+/* Runs until the guardian reports the command's end, renewing the
+ * lease. */
 static void supervise(run_state *st)
 {
-    int64_t now;
-
-    for (;;) {
-        reap(st);
-        if (st->reaped)
-            return;
-        now = cli_now_ms();
-        if (st->kill_at_ms >= 0 && now >= st->kill_at_ms) {
-            kill(st->pid, SIGKILL);
-            st->kill_at_ms = -1;
-        }
-        if (!st->lost && now >= st->next_renew_ms) {
+    while (!st->ended) {
+        if (!st->lost && cli_now_ms() >= st->next_renew_ms) {
             renew(st);
             continue;
         }
-        wait_event(st, now);
+        wait_event(st, cli_now_ms());
     }
+    reclaim_tty(st);
+    cli_guard_end(&st->guard);
 }
 
 static int child_rc(int status)
@@ -269,14 +295,39 @@ static int child_rc(int status)
     return CLI_EXIT_SOFTWARE;
 }
 
+/* The command could not be started: nothing ran under the lock. */
+static int start_failed(run_state *st)
+{
+    char q[CLI_QUOTE_MAX];
+
+    (void)redislock_release(st->l);
+    if (!st->exec_failed) {
+        cli_err(st->ctx, "cannot start a process: %s", strerror(st->start_err));
+        return CLI_EXIT_SOFTWARE;
+    }
+    cli_err(st->ctx, "cannot run '%s': %s", cli_quote(st->cmd, q, sizeof q),
+            strerror(st->start_err));
+    /* As in sh(1): 127 for a command not found, 126 otherwise. */
+    return st->start_err == ENOENT ? 127 : 126;
+}
+
 /* Releases the lock after the command ended and picks the exit status. */
 static int finish(run_state *st)
 {
     char what[CLI_QUOTE_MAX + 64];
     redislock_err err;
 
+    if (st->start_err != 0)
+        return start_failed(st);
     if (st->status == -1)
         cli_err(st->ctx, "lost track of the command's process");
+    if (st->expired && !st->lost) {
+        cli_err(st->ctx,
+                "lock '%s' was not renewed before its lease ran out; "
+                "the command was killed",
+                st->key);
+        st->lost = st->may_hold = 1;
+    }
     if (st->lost) {
         /* Best effort: after errors the lease may still be ours. */
         if (st->may_hold)
@@ -297,51 +348,118 @@ static int finish(run_state *st)
     return child_rc(st->status);
 }
 
-/* Blocks the signals taken by sigtimedwait() before anything can happen
- * that they should affect; the command gets the original mask back. */
-static void block_signals(run_state *st, const cli_global *g)
+/*
+ * Blocks the signals that run passes on before anything can happen that
+ * they should affect, and reads them from a signalfd; the command gets
+ * the original mask back. SIGTTOU is blocked too, so that run may hand
+ * the terminal to the command's group and take it back from the
+ * background. Returns 0, or an exit status after a message.
+ */
+static int take_signals(run_state *st, const cli_global *g)
 {
     struct sigaction dfl;
+    sigset_t block;
 
     st->pipe_orig = g->sigpipe_orig;
     memset(&dfl, 0, sizeof dfl);
     dfl.sa_handler = SIG_DFL;
     sigemptyset(&dfl.sa_mask);
-    /* With SIGCHLD ignored on entry the kernel would reap the command
-     * itself and its status would be lost. */
+    /* With SIGCHLD ignored on entry the kernel would reap the guardian
+     * itself. */
     sigaction(SIGCHLD, &dfl, &st->chld_orig);
     cli_signal_set(&st->fwd);
-    st->waitset = st->fwd;
-    sigaddset(&st->waitset, SIGCHLD);
-    sigprocmask(SIG_BLOCK, &st->waitset, &st->orig_mask);
+    block = st->fwd;
+    sigaddset(&block, SIGTTOU);
+    sigprocmask(SIG_BLOCK, &block, &st->orig_mask);
+    st->sfd = signalfd(-1, &st->fwd, SFD_CLOEXEC | SFD_NONBLOCK);
+    if (st->sfd < 0) {
+        cli_err(st->ctx, "cannot watch for signals: %s", strerror(errno));
+        return CLI_EXIT_SOFTWARE;
+    }
+    /* The controlling terminal, if any; no error without one. */
+    st->tty = open("/dev/tty", O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+    return 0;
 }
 
-static int hold_and_run(run_state *st, const cli_cmdopts *o, const char *key,
-                        char **cmd)
+/* The command's environment: the lock's key, token and fencing token.
+ * Set here rather than in the child, where only async-signal-safe calls
+ * belong. */
+static int set_env(run_state *st, const char *key)
 {
     char fence[24];
-    int rc;
 
-    if (!cli_take(st->ctx, st->l, &o->acq, &st->fwd, o->conflict_code, &rc))
-        return rc;
-    st->next_renew_ms = cli_now_ms() + st->renew_every_ms;
-    /* Set here rather than in the child, where only async-signal-safe
-     * calls belong. */
     snprintf(fence, sizeof fence, "%lld", (long long)redislock_fence(st->l));
     if (setenv("REDISLOCK_KEY", key, 1) != 0 ||
         setenv("REDISLOCK_TOKEN", redislock_token(st->l), 1) != 0 ||
         setenv("REDISLOCK_FENCE", fence, 1) != 0) {
         cli_err(st->ctx, "cannot set the environment: %s", strerror(errno));
-        rc = CLI_EXIT_SOFTWARE;
-    } else {
-        rc = spawn(st, cmd);
+        return CLI_EXIT_SOFTWARE;
     }
+    return 0;
+}
+
+static int hold_and_run(run_state *st, const cli_cmdopts *o, const char *key,
+                        char **cmd)
+{
+    int64_t now;
+    int rc;
+
+    if (!cli_take(st->ctx, st->l, &o->acq, &st->fwd, o->conflict_code, &rc))
+        return rc;
+    now = cli_now_ms();
+    st->next_renew_ms = now + st->renew_every_ms;
+    set_kill_by(st, now);
+    if ((rc = set_env(st, key)) == 0)
+        rc = spawn(st, cmd);
     if (rc != 0) {
         (void)redislock_release(st->l);
         return rc;
     }
     supervise(st);
     return finish(st);
+}
+
+static void run_init(run_state *st, const char *ctx, const char *key,
+                     const cli_cmdopts *o)
+{
+    memset(st, 0, sizeof *st);
+    st->ctx = ctx;
+    st->guard.pid = st->job = -1;
+    st->guard.fd = st->sfd = st->tty = -1;
+    cli_quote(key, st->key, sizeof st->key);
+    set_timing(st, o->acq.ttl_ms);
+    st->hold_after_ms = o->hold_after_ms;
+}
+
+/* Whether the terminal's Ctrl-C killed the command: its group had the
+ * terminal and it died of SIGINT. */
+static int interrupted(const run_state *st)
+{
+    return st->handed && !st->lost && st->start_err == 0 && st->status != -1 &&
+           WIFSIGNALED(st->status) && WTERMSIG(st->status) == SIGINT &&
+           sigismember(&st->fwd, SIGINT);
+}
+
+/*
+ * Ctrl-C went to the command's group alone, where without run's hand-over
+ * it would have reached run's group too, with whatever shell script
+ * called run. Now that the lock is released, it goes there: run dies of
+ * it, and the script stops as it would have.
+ */
+static void pass_interrupt_up(void)
+{
+    struct sigaction dfl;
+    sigset_t set;
+
+    fflush(NULL);
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    sigaction(SIGINT, &dfl, NULL);
+    kill(0, SIGINT);
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigprocmask(SIG_UNBLOCK, &set, NULL);
 }
 
 int cli_cmd_run(int argc, char **argv, const cli_global *g)
@@ -370,18 +488,20 @@ int cli_cmd_run(int argc, char **argv, const cli_global *g)
         return cli_usage(argv[0], "missing COMMAND after KEY");
     if ((rc = cli_check_key(argv[0], key)) != 0)
         return rc;
-    memset(&st, 0, sizeof st);
-    st.ctx = argv[0];
-    cli_quote(key, st.key, sizeof st.key);
-    set_timing(&st, o.acq.ttl_ms);
-    st.hold_after_ms = o.hold_after_ms;
+    run_init(&st, argv[0], key, &o);
     rc = cli_open(st.ctx, &o.g, key, st.op_ms, &c, &st.l);
     if (rc != 0)
         return rc;
     /* The client has its copy of any password from the environment. */
     cli_scrub_env(&o.g);
-    block_signals(&st, g);
-    rc = hold_and_run(&st, &o, key, argv + cmd);
+    if ((rc = take_signals(&st, g)) == 0)
+        rc = hold_and_run(&st, &o, key, argv + cmd);
+    if (st.sfd >= 0)
+        close(st.sfd);
+    if (st.tty >= 0)
+        close(st.tty);
     cli_close(c, st.l);
+    if (interrupted(&st))
+        pass_interrupt_up();
     return rc;
 }

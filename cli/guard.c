@@ -1,0 +1,452 @@
+/*
+ * The guardian of run's command (see guard.h).
+ *
+ * Why a process of its own: PR_SET_PDEATHSIG reaches only a direct child,
+ * not what that child starts, and a stopped or stuck run cannot act when
+ * its lease ends. The guardian holds one end of a socket pair whose other
+ * end only run holds (both close-on-exec, so the command inherits
+ * neither): end of file there means that run is gone, whatever killed it.
+ * It polls that socket with a timeout at the validity end that run sent
+ * last. On end of file, or when that time comes without a newer one, it
+ * sends SIGKILL to the command's process group and, being a child
+ * subreaper, to the processes that left the group and were re-parented
+ * to it. When the command ends by itself, what it left running is killed
+ * the same way, before run releases the lock.
+ *
+ * No window is left at fork: the guardian closes its copy of run's end
+ * before anything else, so run's death is seen from then on, whenever it
+ * comes; the command is forked only after that, and it checks with
+ * getppid(), once it has asked for SIGKILL on the guardian's death, that
+ * the guardian is still its parent.
+ */
+#include "guard.h"
+
+#include "cli.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* The longest single poll() when the deadline is far off. */
+#define GUARD_POLL_MAX_MS 3600000
+
+typedef struct guardian {
+    const cli_guard_spawn *s;
+    pid_t self;
+    int fd;     /* the socket to and from run */
+    int sfd;    /* a signalfd for SIGCHLD */
+    int execfd; /* the command's exec-failure pipe, or -1 */
+    pid_t job;  /* the command's pid, also its process group */
+    int64_t deadline_ms;
+    int status; /* the command's wait status, once reaped */
+    int reaped;
+    int expired;  /* the deadline passed */
+    int orphaned; /* run is gone */
+} guardian;
+
+static int send_msg(int fd, int type, int arg, int64_t val)
+{
+    cli_guard_msg m;
+    ssize_t n;
+
+    memset(&m, 0, sizeof m);
+    m.type = type;
+    m.arg = arg;
+    m.val = val;
+    do
+        n = send(fd, &m, sizeof m, MSG_NOSIGNAL);
+    while (n < 0 && errno == EINTR);
+    return n == (ssize_t)sizeof m ? 0 : -1;
+}
+
+static int recv_msg(int fd, cli_guard_msg *m)
+{
+    ssize_t n;
+
+    do
+        n = recv(fd, m, sizeof *m, 0);
+    while (n < 0 && errno == EINTR);
+    return n == (ssize_t)sizeof *m;
+}
+
+/* In the command's process: its own group (and the terminal, when run
+ * had it), death with the guardian, what run changed undone, then exec.
+ * Failures are reported through the close-on-exec pipe efd. */
+static void job_main(const cli_guard_spawn *s, pid_t guardian_pid, int efd)
+{
+    int err = 0;
+    ssize_t n;
+
+    setpgid(0, 0);
+    /* SIGTTOU is blocked, so this works from a background group too. */
+    if (s->tty >= 0)
+        tcsetpgrp(s->tty, getpid());
+    /* A second line behind the guardian, for the command alone: if the
+     * guardian dies, so does the command; if it died before this call,
+     * the command never starts. */
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0)
+        err = errno;
+    if (getppid() != guardian_pid)
+        _exit(127);
+    if (err == 0) {
+        sigaction(SIGPIPE, &s->sigpipe, NULL);
+        sigaction(SIGCHLD, &s->sigchld, NULL);
+        sigprocmask(SIG_SETMASK, &s->mask, NULL);
+        execvp(s->cmd[0], s->cmd);
+        err = errno;
+    }
+    n = write(efd, &err, sizeof err);
+    (void)n;
+    _exit(127);
+}
+
+static int cloexec_pipe(int p[2])
+{
+    if (pipe(p) != 0)
+        return -1;
+    if (fcntl(p[0], F_SETFD, FD_CLOEXEC) == 0 &&
+        fcntl(p[1], F_SETFD, FD_CLOEXEC) == 0)
+        return 0;
+    close(p[0]);
+    close(p[1]);
+    return -1;
+}
+
+/* Forks the command. Returns 0, or an errno value. */
+static int start_job(guardian *gd)
+{
+    int p[2], err;
+
+    if (cloexec_pipe(p) != 0)
+        return errno;
+    gd->job = fork();
+    if (gd->job == 0) {
+        close(p[0]);
+        job_main(gd->s, gd->self, p[1]);
+    }
+    err = errno;
+    close(p[1]);
+    if (gd->job < 0) {
+        close(p[0]);
+        gd->job = 0;
+        return err;
+    }
+    /* Both sides set the group, so that it exists whichever runs first,
+     * and a kill of the group from here always reaches the command. */
+    setpgid(gd->job, gd->job);
+    gd->execfd = p[0];
+    return 0;
+}
+
+/* A pid's parent from /proc/PID/stat, or -1. */
+static pid_t parent_of(long pid)
+{
+    char path[64], buf[256];
+    const char *p;
+    ssize_t n;
+    int fd, ppid;
+
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+        return -1;
+    n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return -1;
+    buf[n] = '\0';
+    /* "pid (comm) state ppid ...": comm may hold ')' and spaces, but
+     * nothing after it does. */
+    p = strrchr(buf, ')');
+    if (p == NULL || sscanf(p + 1, " %*c %d", &ppid) != 1)
+        return -1;
+    return (pid_t)ppid;
+}
+
+/* SIGKILL for every child of the guardian: the command, and the orphans
+ * of its descendants, which a child subreaper adopts. They are found in
+ * /proc, as the kernel need not list a process's children elsewhere. */
+static void kill_children(pid_t self)
+{
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    char *end;
+    long pid;
+
+    if (d == NULL)
+        return;
+    while ((e = readdir(d)) != NULL) {
+        pid = strtol(e->d_name, &end, 10);
+        if (*end == '\0' && pid > 0 && parent_of(pid) == self)
+            kill((pid_t)pid, SIGKILL);
+    }
+    closedir(d);
+}
+
+/*
+ * Kills and reaps what is left of the command: its process group, and
+ * each process re-parented here. Killing a process re-parents its own
+ * children here before its exit is reported, so one more round after
+ * each exit finds them; the loop ends when no child is left.
+ */
+static void kill_all(guardian *gd)
+{
+    pid_t r;
+    int st;
+
+    for (;;) {
+        kill(-gd->job, SIGKILL);
+        kill_children(gd->self);
+        r = waitpid(-1, &st, 0);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return;
+        if (r == gd->job && !gd->reaped) {
+            gd->status = st;
+            gd->reaped = 1;
+        }
+    }
+}
+
+/* Reaps what has ended: the command (or reports its stop), and orphans
+ * that were re-parented here and exited by themselves. */
+static void reap(guardian *gd)
+{
+    struct signalfd_siginfo si;
+    pid_t r;
+    int st;
+
+    while (read(gd->sfd, &si, sizeof si) > 0)
+        ;
+    while ((r = waitpid(-1, &st, WNOHANG | WUNTRACED)) > 0) {
+        if (r != gd->job || gd->reaped)
+            continue;
+        if (WIFSTOPPED(st)) {
+            (void)send_msg(gd->fd, CLI_GUARD_STOPPED, WSTOPSIG(st), 0);
+            continue;
+        }
+        gd->status = st;
+        gd->reaped = 1;
+    }
+}
+
+/* Reads the exec pipe: an errno value when exec failed, else end of
+ * file. */
+static void exec_result(guardian *gd)
+{
+    ssize_t n;
+    int err;
+
+    do
+        n = read(gd->execfd, &err, sizeof err);
+    while (n < 0 && errno == EINTR);
+    if (n == (ssize_t)sizeof err)
+        (void)send_msg(gd->fd, CLI_GUARD_FAILED, err, 1);
+    close(gd->execfd);
+    gd->execfd = -1;
+}
+
+/* One message from run; 0 when run is gone. */
+static int from_run(guardian *gd)
+{
+    cli_guard_msg m;
+
+    if (!recv_msg(gd->fd, &m))
+        return 0;
+    if (m.type == CLI_GUARD_DEADLINE)
+        gd->deadline_ms = m.val;
+    else if (m.type == CLI_GUARD_SIGNAL && !gd->reaped)
+        kill(m.val ? -gd->job : gd->job, m.arg);
+    return 1;
+}
+
+static int poll_ms(int64_t ms)
+{
+    return ms > GUARD_POLL_MAX_MS ? GUARD_POLL_MAX_MS : (int)ms;
+}
+
+/* Waits until the command ends, run is gone or the deadline passes. A
+ * deadline is only acted on once nothing is pending: a newer one that
+ * run sent in time wins even if the guardian wakes up late. */
+static void watch(guardian *gd)
+{
+    struct pollfd p[3];
+    int64_t now;
+    int late, n;
+
+    while (!gd->reaped && !gd->orphaned) {
+        now = cli_now_ms();
+        late = now >= gd->deadline_ms;
+        p[0].fd = gd->fd;
+        p[1].fd = gd->sfd;
+        p[2].fd = gd->execfd;
+        p[0].events = p[1].events = p[2].events = POLLIN;
+        n = poll(p, 3, late ? 0 : poll_ms(gd->deadline_ms - now));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 || (n == 0 && late) ||
+            ((p[0].revents | p[1].revents | p[2].revents) & POLLNVAL)) {
+            /* A failed poll leaves the guardian blind: end it now. */
+            gd->expired = 1;
+            return;
+        }
+        if (p[2].revents != 0)
+            exec_result(gd);
+        if (p[1].revents != 0)
+            reap(gd);
+        if (p[0].revents != 0 && !from_run(gd))
+            gd->orphaned = 1;
+    }
+}
+
+/* Closes what the guardian inherited from run that the command does not
+ * get either (close-on-exec: the Redis connections, run's signalfd), so
+ * that no copy of them outlives run in here. */
+static void close_inherited(int keep1, int keep2)
+{
+    DIR *d = opendir("/proc/self/fd");
+    struct dirent *e;
+    char *end;
+    long fd;
+
+    if (d == NULL)
+        return;
+    while ((e = readdir(d)) != NULL) {
+        fd = strtol(e->d_name, &end, 10);
+        if (*end != '\0' || fd < 3 || fd == keep1 || fd == keep2 ||
+            fd == dirfd(d))
+            continue;
+        if ((fcntl((int)fd, F_GETFD) & FD_CLOEXEC) != 0)
+            close((int)fd);
+    }
+    closedir(d);
+}
+
+/* The command has its own standard input, output and error; the
+ * guardian's copies would keep a pipe (as in "$(redislock run ...)")
+ * open for as long as it lingers. */
+static void quiet_std_fds(void)
+{
+    int fd = open("/dev/null", O_RDWR), i;
+
+    if (fd < 0)
+        return;
+    for (i = 0; i < 3; i++)
+        if (fd != i)
+            dup2(fd, i);
+    if (fd > 2)
+        close(fd);
+}
+
+/* Out of run's process group, so that a signal for that group (the
+ * terminal's, or "kill -- -PGID") does not reach it; a child subreaper,
+ * so that the command's orphans come here rather than to init; and the
+ * job-control stops and SIGCHLD blocked (the latter is read from sfd).
+ * run's forwarded signals are blocked already. Returns 0 or errno. */
+static int guardian_setup(guardian *gd)
+{
+    sigset_t set;
+
+    close_inherited(gd->fd, gd->s->tty);
+    setpgid(0, 0);
+    if (prctl(PR_SET_CHILD_SUBREAPER, 1) != 0)
+        return errno;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTSTP);
+    sigaddset(&set, SIGTTIN);
+    sigaddset(&set, SIGTTOU);
+    sigaddset(&set, SIGCHLD);
+    sigprocmask(SIG_BLOCK, &set, NULL);
+    sigemptyset(&set);
+    sigaddset(&set, SIGCHLD);
+    gd->sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+    return gd->sfd < 0 ? errno : 0;
+}
+
+static void guardian_main(const cli_guard_spawn *s, int fd)
+{
+    guardian gd;
+    int err;
+
+    memset(&gd, 0, sizeof gd);
+    gd.s = s;
+    gd.self = getpid();
+    gd.fd = fd;
+    gd.execfd = -1;
+    gd.deadline_ms = s->deadline_ms;
+    err = guardian_setup(&gd);
+    if (err == 0)
+        err = start_job(&gd);
+    if (err != 0) {
+        (void)send_msg(fd, CLI_GUARD_FAILED, err, 0);
+        _exit(0);
+    }
+    quiet_std_fds();
+    (void)send_msg(fd, CLI_GUARD_STARTED, 0, gd.job);
+    watch(&gd);
+    kill_all(&gd);
+    /* After the reaping, so that this read cannot block. */
+    if (gd.execfd >= 0)
+        exec_result(&gd);
+    if (!gd.orphaned)
+        (void)send_msg(fd, CLI_GUARD_EXITED, gd.status, gd.expired);
+    _exit(0);
+}
+
+int cli_guard_start(cli_guard *g, const cli_guard_spawn *s)
+{
+    int sv[2], err;
+
+    g->pid = -1;
+    g->fd = -1;
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
+        return errno;
+    fflush(NULL);
+    g->pid = fork();
+    if (g->pid == 0) {
+        /* First of all: from here on, run's death is an end of file. */
+        close(sv[0]);
+        guardian_main(s, sv[1]);
+    }
+    err = errno;
+    close(sv[1]);
+    if (g->pid < 0) {
+        close(sv[0]);
+        return err;
+    }
+    setpgid(g->pid, g->pid);
+    g->fd = sv[0];
+    return 0;
+}
+
+int cli_guard_send(const cli_guard *g, int type, int arg, int64_t val)
+{
+    return g->fd >= 0 ? send_msg(g->fd, type, arg, val) : -1;
+}
+
+int cli_guard_recv(const cli_guard *g, cli_guard_msg *m)
+{
+    return g->fd >= 0 && recv_msg(g->fd, m);
+}
+
+void cli_guard_end(cli_guard *g)
+{
+    int st;
+
+    if (g->fd >= 0)
+        close(g->fd);
+    g->fd = -1;
+    if (g->pid > 0)
+        while (waitpid(g->pid, &st, 0) < 0 && errno == EINTR)
+            ;
+    g->pid = -1;
+}
