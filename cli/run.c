@@ -23,7 +23,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* Time between SIGTERM and SIGKILL once the lock is lost. */
+/* Time between SIGTERM and SIGKILL once the lock is lost, unless the
+ * lease's validity ends sooner. */
 #define RUN_GRACE_MS 5000
 /* Longest sleep when nothing is due, only as a safety net. */
 #define RUN_IDLE_MS 60000
@@ -122,8 +123,9 @@ static const char *loss_reason(redislock_err err)
                                   : "it expired before it was renewed";
 }
 
-/* Stops the command because the lease cannot be kept: SIGTERM, and
- * SIGKILL from the guardian after the grace period. */
+/* Stops the command because the lease cannot be kept: SIGTERM for its
+ * process group, and SIGKILL from the guardian after the grace period or
+ * at the lease's validity end, whichever comes first. */
 static void give_up(run_state *st, redislock_err err, int64_t now)
 {
     char what[CLI_QUOTE_MAX + 64];
@@ -140,7 +142,9 @@ static void give_up(run_state *st, redislock_err err, int64_t now)
         st->may_hold = 1;
     }
     st->lost = 1;
-    (void)cli_guard_send(&st->guard, CLI_GUARD_SIGNAL, SIGTERM, 0);
+    if (kill_at > st->kill_by_ms)
+        kill_at = st->kill_by_ms;
+    (void)cli_guard_send(&st->guard, CLI_GUARD_SIGNAL, SIGTERM, 1);
     (void)cli_guard_send(&st->guard, CLI_GUARD_DEADLINE, 0, kill_at);
 }
 
