@@ -4,16 +4,26 @@
 set -eu
 . "$(dirname "$0")/lib.inc"
 
-# release --hold-after 1s: nobody gets in at once, anyone after ~1.2 s.
+# The holds checked by the next command last 3 s: on a loaded machine a
+# command can take more than a second to start, and a 1 s hold was over
+# before it looked. A waiter gets in once the hold is over, and not
+# before: HOLD_MS after a time taken before the hold began.
+HOLD_MS=3000
+
+# release --hold-after 3s: nobody gets in at once, a waiter after it.
 expect 0 "$RL" acquire -t 20s ha-key
 token=$(cat "$TEST_TMPDIR/out")
-expect 0 "$RL" release --hold-after 1s ha-key "$token"
+t0=$(now_ms)
+expect 0 "$RL" release --hold-after 3s ha-key "$token"
 expect 1 "$RL" run -n ha-key -- touch "$TEST_TMPDIR/ran"
 one_error_line
 [ ! -e "$TEST_TMPDIR/ran" ] || fail "the command ran during the hold"
-sleep 1.2
-expect 0 "$RL" run -n ha-key -- touch "$TEST_TMPDIR/ran"
+expect 0 "$RL" run -w 10 ha-key -- touch "$TEST_TMPDIR/ran"
+t1=$(now_ms)
 [ -e "$TEST_TMPDIR/ran" ] || fail "the command did not run after the hold"
+# now_ms counts in 10 ms steps.
+[ "$((t1 - t0))" -ge $((HOLD_MS - 20)) ] ||
+    fail "the waiter got in $((t1 - t0)) ms after a 3 s hold began"
 key_gone ha-key || fail "run left the lock"
 
 # The hold is a lease of its own that nobody owns: the old token can
@@ -29,14 +39,15 @@ grep -Eq '^held ttl_ms=[0-9]+$' "$TEST_TMPDIR/out" ||
     fail "status during the hold: $(cat "$TEST_TMPDIR/out")"
 rcli del ha-key >/dev/null
 
-# run --hold-after 1s: the hold starts when the command ends, and a
+# run --hold-after 3s: the hold starts when the command ends, and a
 # waiter gets in once it is over.
-expect 0 "$RL" run --hold-after 1s ha-key -- true
-expect 1 "$RL" run -n ha-key -- true
 t0=$(now_ms)
-expect 0 "$RL" run -w 5 ha-key -- true
+expect 0 "$RL" run --hold-after 3s ha-key -- true
+expect 1 "$RL" run -n ha-key -- true
+expect 0 "$RL" run -w 10 ha-key -- true
 t1=$(now_ms)
-between 1 3000 "$((t1 - t0))" "ms waited for the hold to end"
+[ "$((t1 - t0))" -ge $((HOLD_MS - 20)) ] ||
+    fail "the waiter got in $((t1 - t0)) ms after a 3 s hold began"
 key_gone ha-key || fail "run left the lock"
 
 # A command that fails still leaves the hold; run passes its status on.
