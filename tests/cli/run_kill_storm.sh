@@ -79,13 +79,14 @@ wait_taken() {
 # Where to kill, by mode: 0, up to 300 ms from the start (exec, connect,
 # or a wait for the previous round's lease); 1, as soon as the key is
 # taken, on a free key (right after acquire, around the forks); 2 and 3,
-# once the command runs, up to 200 ms later.
+# once the command runs (which may take a lease's wait), up to 200 ms
+# later.
 kill_point() {
     case $1 in
     0) sleep "0.$(printf %03d $((rnd % 300)))" ;;
     1) wait_taken "$key" ;;
     *)
-        wait_until 10 test -e "$TEST_TMPDIR/started.$mark" &&
+        wait_until 15 test -e "$TEST_TMPDIR/started.$mark" &&
             sleep "0.$(printf %03d $((rnd % 200)))"
         ;;
     esac
@@ -123,7 +124,9 @@ lane() {
         # this test is about, unless it happens often.
         if [ "$mode" -ge 2 ] && [ ! -e "$TEST_TMPDIR/started.$mark" ]; then
             if [ "$st" = 137 ]; then
-                note "$mark: the command did not start within 10 s"
+                note "$mark: the command did not start within 15 s" \
+                    "(pttl $(rcli pttl "$key"):" \
+                    "$(cat "$TEST_TMPDIR/err.$mark"))"
             else
                 echo "$mark: exit $st: $(cat "$TEST_TMPDIR/err.$mark")" \
                     >>"$TEST_TMPDIR/ended"
