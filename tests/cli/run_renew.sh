@@ -43,17 +43,19 @@ done=$TEST_TMPDIR/renew.done
 bg renew "$RL" run -t 1s renew-key -- sh -c 'sleep 3; : >"$1"' sh "$done"
 wait_until 10 key_exists renew-key || fail "run did not take the lock"
 tries=0
+during=0
 while [ ! -f "$TEST_TMPDIR/renew.status" ]; do
     run_rl "$RL" run -n renew-key -- true
     if [ ! -e "$done" ]; then
         [ "$rc" = 1 ] || fail "a second run got exit $rc during the lease"
+        during=$((during + 1))
     fi
     tries=$((tries + 1))
     [ "$tries" -lt 200 ] || fail "the first run did not end"
     sleep 0.1
 done
-# About 0.1 s apart, fewer on a loaded machine: at least a few.
-[ "$tries" -ge 3 ] || fail "only $tries attempts were made"
+# About 0.1 s apart, far fewer on a loaded machine: at least one.
+[ "$during" -ge 1 ] || fail "no second run came while the first ran"
 bg_wait renew 10
 [ "$rc" = 0 ] || fail "the renewing run exited $rc"
 key_gone renew-key || fail "the lock was not released"
