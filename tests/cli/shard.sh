@@ -26,10 +26,12 @@ on_server() {
     fail "key $1 is on server 1: $a, server 2: $b"
 }
 
-# Sixteen keys spread over both servers.
+# Sixteen keys spread over both servers. Their leases must outlive the
+# script, which checks them to the end: 120 s, twice the runner's limit
+# for a CLI test (beside another test run the script took over 30 s).
 i=0
 while [ $i -lt 16 ]; do
-    expect 0 "$RL" --shard -u "$url1" -u "$url2" acquire -t 30s "sk$i"
+    expect 0 "$RL" --shard -u "$url1" -u "$url2" acquire -t 120s "sk$i"
     cp "$TEST_TMPDIR/out" "$TEST_TMPDIR/sk$i.token"
     on_server "sk$i" >>"$TEST_TMPDIR/placed"
     i=$((i + 1))
