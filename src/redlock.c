@@ -171,11 +171,14 @@ static redislock_err majority(redislock_lock *l, const redislock_err *oc,
             unknown = e;
     }
     /* A release is done once a majority no longer hold the token: what it
-     * freed, and what had gone already. */
-    if (ok >= q || (release && ok > 0 && ok + gone >= q))
+     * freed, what had gone already, and what another owner holds now. */
+    if (ok >= q || (release && ok > 0 && ok + gone + lost >= q))
         return REDISLOCK_OK;
     rl__outcomes_describe(l->client, oc, n, who, sizeof who);
-    if (ok + (n - ok - gone - lost) >= q)
+    /* Unknown: the servers that did not answer could still make, with
+     * those that did it (an extend), a majority; for a release, the ones
+     * it freed no longer count. */
+    if ((release ? 0 : ok) + (n - ok - gone - lost) >= q)
         return rl__err(unknown,
                        "%s confirmed by %zu of %zu servers, %zu "
                        "needed; the others' outcome is unknown (%s)",

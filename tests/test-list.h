@@ -256,6 +256,7 @@ TEST_ENTRY(holders_ghost_reentry_undone, 30)
 TEST_ENTRY(holders_hold_after_unowned, 30)
 TEST_ENTRY(holders_bad_fence_refused, 30)
 TEST_ENTRY(holders_loss_reason_consistent, 30)
+TEST_ENTRY(holders_redlock_release_counts_other_owner, 30)
 
 /* The exclusion checker (tests/excl): per lock mode, several processes
  * take the same keys under a nemesis for a few seconds; any overlap of

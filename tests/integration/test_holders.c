@@ -533,3 +533,29 @@ void test_holders_loss_reason_consistent(void)
     redislock_client_free(c);
     th_server_stop(s);
 }
+
+/* A Redlock release is done once a majority no longer hold the token:
+ * a server that now holds another owner's lock counts, as one that it
+ * freed or that had let it expire does; only the silent ones are
+ * unknown. */
+void test_holders_redlock_release_counts_other_owner(void)
+{
+    th_servers e = th_servers_start(3);
+    redislock_client *c;
+    redislock_lock *l;
+    redislock_acquire_options o = th_aopts(10000, 0, 0);
+
+    ASSERT_OK(redislock_client_new_redlock(&c, e.urls, 3, NULL));
+    l = th_lock(c, "ho:rl");
+    ASSERT_OK(redislock_acquire(l, &o));
+    /* Server 1's copy went (expired, say) and another owner took it;
+     * server 2 is gone: one freed, one other owner's, one unknown. */
+    freeReplyObject(th_cmd(e.r[1], "SET %s %s", "ho:rl", "someone-else"));
+    th_servers_kill(&e, 2);
+    ASSERT_OK(redislock_release(l));
+    ASSERT_EQ_INT(th_cmd_int(e.r[0], "EXISTS %s", "ho:rl"), 0);
+    ASSERT_KEY(e.r[1], "ho:rl", "someone-else");
+    redislock_lock_free(l);
+    redislock_client_free(c);
+    th_servers_stop(&e);
+}
