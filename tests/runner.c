@@ -93,6 +93,24 @@ static int is_script(const struct dirent *d)
 
 /* The shell scripts of tests/cli, found now so that new ones need no
  * rebuild; sorted by name. */
+/* A script may raise its own limit with a line "# rl-tests-timeout: N"
+ * (seconds) among its first lines: a full build or every man page takes
+ * far longer on a loaded machine than one lock command, and the limit is
+ * there to catch a hang, not to time the script. */
+static int script_timeout(const char *script)
+{
+    FILE *f = fopen(script, "r");
+    char line[256];
+    int i, t = CLI_TIMEOUT_S;
+
+    for (i = 0; f != NULL && i < 10 && fgets(line, sizeof line, f); i++)
+        if (sscanf(line, "# rl-tests-timeout: %d", &t) == 1 && t > 0)
+            break;
+    if (f != NULL)
+        fclose(f);
+    return t > 0 ? t : CLI_TIMEOUT_S;
+}
+
 static void add_cli_tests(void)
 {
     const char *dir = RL_SOURCE_DIR "/tests/cli";
@@ -114,7 +132,7 @@ static void add_cli_tests(void)
         t.name = name;
         t.script = script;
         t.fn = NULL;
-        t.timeout_s = CLI_TIMEOUT_S;
+        t.timeout_s = script_timeout(script);
         add_test(&t);
         free(ents[i]);
     }

@@ -1,4 +1,5 @@
 #!/bin/sh
+# rl-tests-timeout: 150
 # The house style (.clang-format: 4-space indent, 80 columns) holds for the
 # library, its header and the CLI.
 set -eu

@@ -1,4 +1,5 @@
 #!/bin/sh
+# rl-tests-timeout: 240
 # Installation, as a packager and a user see it. A fresh build of SRCDIR
 # (no tests, no examples) is installed three ways: `make install` with
 # PREFIX and DESTDIR, `cmake --install --prefix`, and `cmake --install` with

@@ -1,4 +1,5 @@
 #!/bin/sh
+# rl-tests-timeout: 240
 # Lints the man pages in docs/man:
 #  - every page renders with man(1) and groff(1) without a warning, and no
 #    rendered line is wider than 80 columns;

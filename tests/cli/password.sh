@@ -1,4 +1,5 @@
 #!/bin/sh
+# rl-tests-timeout: 150
 # Passwords: --password-file reads one from a file's first line, so that it
 # stays out of argv, and it wins over the URL's and REDISCLI_AUTH; a bad
 # file is a usage error that names the file but not what is in it; no

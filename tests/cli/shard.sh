@@ -1,4 +1,5 @@
 #!/bin/sh
+# rl-tests-timeout: 110
 # --shard: several -u URLs are independent servers and each key lives on
 # one of them, chosen by a consistent hash; without --shard, more than
 # one URL is a usage error, and so is a server given twice.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# rl-tests-timeout: 150
 # Bad input exits 64 with one line on stderr; --help and --version work.
 set -eu
 . "$(dirname "$0")/lib.inc"
