@@ -628,18 +628,26 @@ static crowding herd_run(const th_server *s, int fixed)
 void test_legacy_fixed_delay_herd(void)
 {
     th_server *s = th_server_start(NULL);
-    crowding fixed = herd_run(s, 1);
-    crowding jitter = herd_run(s, 0);
+    crowding fixed, jitter;
+    int round, apart = 0;
 
-    /* Enough retries for the figures to mean something: the holder
-     * keeps everyone waiting for several delays. */
-    ASSERT_GE(fixed.n, 3 * WAITERS);
-    ASSERT_GE(jitter.n, 3 * WAITERS);
-    /* Fixed pauses keep the waiters in step; with jitter they drift
-     * apart. Expected near10 is about 13 against 1; a factor of 3 leaves
-     * room for a loaded machine smearing the fixed waves. */
-    ASSERT_GE((long long)(fixed.near10 * 100),
-              3 * (long long)(jitter.near10 * 100));
-    ASSERT_GE(fixed.max2, jitter.max2);
+    /* A statistical property: on a loaded machine the scheduler can wake
+     * jittered waiters in batches too (6.2 against 14.8 seen beside
+     * another make check). Three rounds; the jitter must show in one.
+     * Without jitter no round can show it. */
+    for (round = 0; round < 3 && !apart; round++) {
+        fixed = herd_run(s, 1);
+        jitter = herd_run(s, 0);
+        /* Enough retries for the figures to mean something: the holder
+         * keeps everyone waiting for several delays. */
+        ASSERT_GE(fixed.n, 3 * WAITERS);
+        ASSERT_GE(jitter.n, 3 * WAITERS);
+        /* Fixed pauses keep the waiters in step; with jitter they drift
+         * apart. Expected near10 is about 13 against 1; a factor of 3
+         * leaves room for a loaded machine smearing the fixed waves. */
+        apart = fixed.near10 * 100 >= 3 * jitter.near10 * 100 &&
+                fixed.max2 >= jitter.max2;
+    }
+    ASSERT(apart);
     th_server_stop(s);
 }
