@@ -28,7 +28,7 @@ on_server() {
 }
 
 # Sixteen keys spread over both servers. Their leases must outlive the
-# script, which checks them to the end: 120 s, twice the runner's limit
+# script, which checks them to the end: 120 s, more than its 110 s limit
 # for a CLI test (beside another test run the script took over 30 s).
 i=0
 while [ $i -lt 16 ]; do
