@@ -18,7 +18,8 @@ LANES=10
 ROUNDS=5
 
 # Every process of round R of lane L (run, its guardian, the command and
-# what the command starts) has RL_STORM=L.R in its environment.
+# what the command starts) has RL_STORM=P.L.R in its environment, P
+# being this script's pid: another copy of the suite may run beside it.
 
 # marked MARK: the live processes marked MARK (a zombie's environment
 # reads empty), one /proc/PID/environ path a line.
@@ -38,7 +39,7 @@ note() {
 # A failing run must not leave its commands behind for the next tests.
 # shellcheck disable=SC2013,SC2317 # paths without spaces; called on exit
 storm_cleanup() {
-    for f in $(grep -lz '^RL_STORM=' /proc/[0-9]*/environ 2>/dev/null); do
+    for f in $(grep -lz "^RL_STORM=$$\\." /proc/[0-9]*/environ 2>/dev/null); do
         p=${f#/proc/}
         kill -9 "${p%/environ}" 2>/dev/null || true
     done
@@ -103,7 +104,7 @@ lane() {
     earlier=none
     r=1
     while [ "$r" -le "$ROUNDS" ]; do
-        mark=$l.$r
+        mark=$$.$l.$r
         mode=$(($1 % 4))
         rnd=$2
         shift 2

@@ -6,10 +6,11 @@
 set -eu
 . "$(dirname "$0")/lib.inc"
 
-# The command's processes, and only they, have RL_STOP=1 in their
+# The command's processes, and only they, have RL_STOP=<this script's
+# pid> (another copy of the suite may run beside it) in their
 # environment. left: those alive (a zombie's environment reads empty).
 left() {
-    grep -lzxF RL_STOP=1 /proc/[0-9]*/environ 2>/dev/null || true
+    grep -lzxF "RL_STOP=$$" /proc/[0-9]*/environ 2>/dev/null || true
 }
 
 fifo=$TEST_TMPDIR/job.fifo
@@ -21,14 +22,14 @@ watcher=$!
 # The second run waits for the lock; its command notes what is left of
 # the first's as it starts.
 overlap=$TEST_TMPDIR/overlap
-bg first "$RL" run -t 2s stop-key -- env RL_STOP=1 \
+bg first "$RL" run -t 2s stop-key -- env RL_STOP=$$ \
     sh -c 'exec 3>"$2"; : >"$1"; sleep 30 & sleep 30; wait' sh "$ready" \
     "$fifo"
 wait_until 10 test -e "$ready" || fail "the command did not start"
 cli=$bg_pid
 bg second "$RL" run -w 10s stop-key -- sh -c \
-    'grep -lzxF RL_STOP=1 /proc/[0-9]*/environ >"$1" 2>/dev/null || true' \
-    sh "$overlap"
+    'grep -lzxF "RL_STOP=$2" /proc/[0-9]*/environ >"$1" 2>/dev/null || true' \
+    sh "$overlap" "$$"
 # Renewals come every 667 ms, so the last one before the stop leaves up
 # to 2 s of validity (about 1.3 s at least, less if a loaded machine
 # delayed renewals); the guardian acts up to 100 ms before its end.

@@ -6,7 +6,7 @@ set -eu
 . "$(dirname "$0")/lib.inc"
 
 # Should the guardian fail, what it guards must not outlive the test.
-trap 'for f in $(grep -lzxF RL_SIGKILL=1 /proc/[0-9]*/environ 2>/dev/null)
+trap 'for f in $(grep -lzxF RL_SIGKILL=$$ /proc/[0-9]*/environ 2>/dev/null)
       do p=${f#/proc/}; kill -9 "${p%/environ}" 2>/dev/null || true; done
       cleanup' EXIT
 
@@ -16,7 +16,7 @@ mkfifo "$fifo"
 end_ms "$fifo" "$ready" signal KILL "$TEST_TMPDIR/victim.pid" \
     >"$TEST_TMPDIR/end_ms" &
 watcher=$!
-bg victim env RL_SIGKILL=1 "$RL" run -t 5s kill-key -- \
+bg victim env RL_SIGKILL=$$ "$RL" run -t 5s kill-key -- \
     sh -c 'exec 3>"$2"; : >"$1"; sleep 30 & exec sleep 30' sh "$ready" \
     "$fifo"
 wait "$watcher" || fail "the command outlived run"
