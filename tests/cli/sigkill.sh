@@ -16,7 +16,7 @@ mkfifo "$fifo"
 end_ms "$fifo" "$ready" signal KILL "$TEST_TMPDIR/victim.pid" \
     >"$TEST_TMPDIR/end_ms" &
 watcher=$!
-bg victim env RL_SIGKILL=$$ "$RL" run -t 5s kill-key -- \
+bg victim env RL_SIGKILL=$$ "$RL" run -t 10s kill-key -- \
     sh -c 'exec 3>"$2"; : >"$1"; sleep 30 & exec sleep 30' sh "$ready" \
     "$fifo"
 wait "$watcher" || fail "the command outlived run"
@@ -29,7 +29,7 @@ echo "the command ended $took ms after run's SIGKILL"
 key_exists kill-key || fail "the lock vanished with the process"
 expect 1 "$RL" run -n kill-key -- true
 ttl=$(rcli pttl kill-key)
-between 1 5000 "$ttl" "pttl of the orphaned lock"
-wait_until 8 key_gone kill-key || fail "the lock did not expire by its TTL"
+between 1 10000 "$ttl" "pttl of the orphaned lock"
+wait_until 13 key_gone kill-key || fail "the lock did not expire by its TTL"
 expect 0 "$RL" run -n kill-key -- true
 exit 0
