@@ -122,16 +122,26 @@ void test_faults_killed_holder_next_waiter(void)
     th_server *s = th_server_start(NULL);
     redislock_client *c = th_client(s);
     redislock_lock *w = th_lock(c, "flt:kill");
-    int64_t late, worst = 0;
-    int i;
+    int64_t late[KILL_ROUNDS], t;
+    int i, j;
 
+    /* Sorted as they come. */
     for (i = 0; i < KILL_ROUNDS; i++) {
-        late = kill_round(s, w);
-        worst = late > worst ? late : worst;
+        t = kill_round(s, w);
+        for (j = i; j > 0 && late[j - 1] > t; j--)
+            late[j] = late[j - 1];
+        late[j] = t;
     }
-    test_log("TTL %d ms, %d rounds: the waiter was at most %lld ms late",
-             KILL_TTL_MS, KILL_ROUNDS, (long long)worst);
-    ASSERT_LE(worst, 100);
+    test_log("TTL %d ms, %d rounds: the waiter was %lld ms late at the "
+             "median, %lld ms at worst",
+             KILL_TTL_MS, KILL_ROUNDS, (long long)late[KILL_ROUNDS / 2],
+             (long long)late[KILL_ROUNDS - 1]);
+    /* The waiter sleeps until the lease's end, not a retry period: late
+     * by a scheduling delay at most. A loaded machine may deschedule one
+     * round for a few hundred ms; a waiter that polls, or waits out its
+     * 5 s wait, is late in every round. */
+    ASSERT_LE(late[KILL_ROUNDS / 2], 100);
+    ASSERT_LE(late[KILL_ROUNDS - 1], 1000 + slack_ms());
     redislock_lock_free(w);
     redislock_client_free(c);
     th_server_stop(s);

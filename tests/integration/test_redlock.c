@@ -546,17 +546,19 @@ void test_redlock_watchdog_renews_and_signals(void)
     th_servers e = th_servers_start(3);
     redislock_client *c = redlock(&e, NULL);
     redislock_lock *l = th_lock(c, KEY);
-    redislock_acquire_options o = th_aopts(600, 0, 0);
+    redislock_acquire_options o = th_aopts(1500, 0, 0);
     int lost = 0;
     int64_t t0;
     int i;
 
+    /* A 1.5 s lease: renewals every 500 ms, each over 3 servers, leave a
+     * loaded machine (and TSan) room before the lease would end. */
     o.watchdog = 1;
     o.on_lost = on_lost;
     o.on_lost_arg = &lost;
     ASSERT_OK(redislock_acquire(l, &o));
     /* Renewed past several TTLs on every server. */
-    th_sleep_ms(1500);
+    th_sleep_ms(4000);
     ASSERT_OK(redislock_check(l));
     for (i = 0; i < 3; i++)
         ASSERT_GT(th_pttl(e.r[i], KEY), 0);
@@ -566,9 +568,9 @@ void test_redlock_watchdog_renews_and_signals(void)
     freeReplyObject(th_cmd(e.r[1], "SET " KEY " thief PX 60000"));
     t0 = th_now_ms();
     while (__atomic_load_n(&lost, __ATOMIC_SEQ_CST) == 0 &&
-           th_now_ms() - t0 < 2000)
+           th_now_ms() - t0 < 5000)
         th_sleep_ms(5);
-    test_log("majority taken: loss signalled after %lld ms (TTL 600)",
+    test_log("majority taken: loss signalled after %lld ms (TTL 1500)",
              (long long)(th_now_ms() - t0));
     ASSERT_EQ_INT(__atomic_load_n(&lost, __ATOMIC_SEQ_CST), REDISLOCK_ELOST);
     ASSERT_ERR(redislock_check(l), REDISLOCK_ELOST);
