@@ -25,12 +25,14 @@ check: deps
 	JOBS=$(JOBS) scripts/check.sh
 
 # The tests of `make check` 20 times in a row beside a second copy of them
-# (scripts/flake-hunt.sh -n RUNS -l suite|cpu|none): each failure with its
-# run and failing line, then "N runs, K failing runs"; non-zero on any.
-# Build dirs as check.sh (CHECK_BUILD, TSAN_BUILD); the logs' dir printed.
+# (scripts/flake-hunt.sh -n RUNS -l suite|twin|cpu|none; HUNT_ARGS passes
+# options, e.g. HUNT_ARGS="-l twin" to count the copy's runs too): each
+# failure with its run and failing line, then "N runs, K failing runs";
+# non-zero on any. Build dirs as check.sh (CHECK_BUILD, TSAN_BUILD); the
+# logs' dir printed.
 .PHONY: flake-hunt
 flake-hunt: deps
-	JOBS=$(JOBS) scripts/flake-hunt.sh
+	JOBS=$(JOBS) scripts/flake-hunt.sh $(HUNT_ARGS)
 
 # The libFuzzer targets in fuzz/ (clang, ASan, UBSan): a million
 # executions each, then one line per target with its executions and

@@ -1,18 +1,21 @@
 #!/bin/sh
-# flake-hunt.sh [-n RUNS] [-l suite|cpu|none] [-o DIR] [-s]
+# flake-hunt.sh [-n RUNS] [-l suite|twin|cpu|none] [-o DIR] [-s]
 #
 # Runs the tests as `make check` does (every test under ASan+UBSan, the
 # threaded ones again under TSan) RUNS times in a row (default 20), while
 # a load runs beside them: "suite" (default), a second copy of the same
-# tests in a loop, as a second `make check` would; "cpu", one busy loop
-# per CPU; "none". Prints each failure as "run N [asan|tsan]: TEST (why)"
-# with the failing assertion's line, then which tests failed how often,
-# then "N runs, K failing runs"; exits non-zero on any failure.
+# tests in a loop, as a second `make check` would; "twin", the same, but
+# the copy's finished runs count as runs too (each copy is the other's
+# load, so RUNS runs take half as long); "cpu", one busy loop per CPU;
+# "none". Prints each failure as "run N [asan|tsan]: TEST (why)" with the
+# failing assertion's line, then which tests failed how often, then
+# "N runs, K failing runs"; exits non-zero on any failure.
 #
 # Every run's output is kept in a directory (-o, else a new one under
 # TMPDIR) printed at the start and the end: run-NN.asan, run-NN.tsan, and
-# load/ for the load copy's runs, whose failures are listed but not
-# counted. -s skips the build and uses the binaries already there.
+# load/ for the load copy's runs, whose failures are listed but, except
+# with "twin", not counted (a copy's last run, cut short, never counts).
+# -s skips the build and uses the binaries already there.
 #
 # Environment, as scripts/check.sh: CHECK_BUILD (default build-check),
 # TSAN_BUILD (default build-tsan), JOBS (default 2).
@@ -29,7 +32,7 @@ asan=${CHECK_BUILD:-build-check}
 tsan=${TSAN_BUILD:-build-tsan}
 
 usage() {
-    echo "usage: scripts/flake-hunt.sh [-n RUNS] [-l suite|cpu|none]" \
+    echo "usage: scripts/flake-hunt.sh [-n RUNS] [-l suite|twin|cpu|none]" \
         "[-o DIR] [-s]" >&2
     exit 2
 }
@@ -45,7 +48,7 @@ while getopts n:l:o:s opt; do
 done
 [ $# -ge "$OPTIND" ] && usage
 case $runs in '' | *[!0-9]* | 0) usage ;; esac
-case $load in suite | cpu | none) ;; *) usage ;; esac
+case $load in suite | twin | cpu | none) ;; *) usage ;; esac
 
 # The threaded list is check.sh's own, so that both run the same tests.
 threaded=$(sed -n '/^threaded="/,/"$/p' scripts/check.sh |
@@ -120,7 +123,7 @@ suite_loop() {
 loadpids=
 start_load() {
     case $load in
-    suite)
+    suite | twin)
         suite_loop &
         loadpids=$!
         ;;
@@ -193,10 +196,30 @@ failures() {
     }' "$1"
 }
 
+# How many of the load copy's runs have finished: both halves ended with
+# the runner's summary line.
+load_done() {
+    n=0
+    while grep -qs '^[0-9]* passed, [0-9]* failed$' \
+        "$dir/load/$((n + 1)).tsan"; do
+        n=$((n + 1))
+    done
+    echo "$n"
+}
+
+# Runs counted so far: this loop's, and with "twin" the copy's.
+counted() {
+    if [ "$load" = twin ]; then
+        echo $((i - 1 + $(load_done)))
+    else
+        echo $((i - 1))
+    fi
+}
+
 start_load
 failing=0
 i=1
-while [ "$i" -le "$runs" ]; do
+while [ "$(counted)" -lt "$runs" ]; do
     log=$(printf '%s/run-%02d' "$dir" "$i")
     suite "$log"
     f=$(failures "$log.asan" "run $i asan"
@@ -210,6 +233,8 @@ while [ "$i" -le "$runs" ]; do
     fi
     i=$((i + 1))
 done
+own=$((i - 1))
+done_load=$(load_done)
 stop_all
 trap - INT TERM HUP
 
@@ -220,14 +245,29 @@ while [ -e "$dir/load/$i.asan" ]; do
     [ -e "$dir/load/$i.tsan" ] && failures "$dir/load/$i.tsan" "load $i tsan"
     i=$((i + 1))
 done | grep -v 'no summary line' >"$dir/load/failures"
-if [ -s "$dir/load/failures" ]; then
+if [ "$load" = twin ]; then
+    # The copy's finished runs count; what its cut-short run saw does not.
+    i=1
+    while [ "$i" -le "$done_load" ]; do
+        f=$(failures "$dir/load/$i.asan" "load $i asan"
+            failures "$dir/load/$i.tsan" "load $i tsan")
+        if [ -n "$f" ]; then
+            failing=$((failing + 1))
+            echo "$f" >>"$dir/failures"
+        fi
+        i=$((i + 1))
+    done
+    echo "== the copy beside: $done_load finished runs, counted =="
+    [ ! -s "$dir/load/failures" ] || cat "$dir/load/failures"
+    runs=$((own + done_load))
+elif [ -s "$dir/load/failures" ]; then
     echo "== failures of the copy beside (not counted) =="
     cat "$dir/load/failures"
 fi
 
 if [ -s "$dir/failures" ]; then
     echo "== failures per test =="
-    sed -n 's/^run [0-9]* \([a-z]*\): \([^ ]*\) .*/\2 (\1)/p' \
+    sed -n 's/^[a-z]* [0-9]* \([a-z]*\): \([^ ]*\) .*/\2 (\1)/p' \
         "$dir/failures" | sort | uniq -c | sort -rn
 fi
 echo "logs in $dir"
