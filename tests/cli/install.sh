@@ -1,5 +1,5 @@
 #!/bin/sh
-# rl-tests-timeout: 240
+# rl-tests-timeout: 360
 # Installation, as a packager and a user see it. A fresh build of SRCDIR
 # (no tests, no examples) is installed three ways: `make install` with
 # PREFIX and DESTDIR, `cmake --install --prefix`, and `cmake --install` with
@@ -31,12 +31,13 @@ v() {
 version=$(v MAJOR).$(v MINOR).$(v PATCH)
 soname=libredislock.so.$(v MAJOR)
 
-# step NAME CMD...: runs CMD (at most 50 s), its output in $T/NAME.log,
-# which is shown when it fails.
+# step NAME CMD...: runs CMD (at most $limit s, 50 unless set), its
+# output in $T/NAME.log, which is shown when it fails.
+limit=50
 step() {
     name=$1
     shift
-    if ! timeout 50 "$@" >"$T/$name.log" 2>&1; then
+    if ! timeout "$limit" "$@" >"$T/$name.log" 2>&1; then
         tail -n 40 "$T/$name.log" >&2
         fail "$name failed: $*"
     fi
@@ -49,8 +50,12 @@ step configure cmake -S "$SRCDIR" -B "$B" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_INSTALL_LIBDIR=lib
 # make install builds (as make build does) and installs. -o deps: the
 # packages are the caller's business, and a test must not install any.
+# The whole library and CLI from scratch: on a loaded box (a second
+# suite beside this one) that took more than 50 s once.
+limit=180
 step make-install make -o deps -C "$SRCDIR" install BUILD="$B" JOBS=2 \
     PREFIX=/opt/redislock DESTDIR="$T/mk"
+limit=50
 step install-prefix cmake --install "$B" --prefix "$T/prefix"
 DESTDIR=$T/dest
 export DESTDIR
@@ -183,8 +188,11 @@ if ! command -v dpkg-deb >/dev/null 2>&1; then
 fi
 step deb-configure cmake -S "$SRCDIR" -B "$B" -DCMAKE_INSTALL_PREFIX=/usr \
     -UCMAKE_INSTALL_LIBDIR
+# cpack builds what the new prefix changed before it packs.
+limit=120
 # shellcheck disable=SC2016 # $1 is for the inner shell
 step cpack sh -c 'cd "$1" && cpack -G DEB -B "$1/deb"' sh "$B"
+limit=50
 set -- "$B"/deb/redislock_"$version"*.deb
 [ -f "$1" ] || fail "cpack made no redislock_$version*.deb: $(ls "$B/deb")"
 deb=$1
