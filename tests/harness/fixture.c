@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "../test.h"
+#include "util.h"
 
 redislock_client *th_client_url_at_(const char *file, int line, const char *url,
                                     const redislock_options *opts)
@@ -54,17 +55,23 @@ void th_assert_key_at_(const char *file, int line, redisContext *c,
     free(got);
 }
 
-void th_assert_token_at_(const char *file, int line, const char *t)
+void th_assert_token_at_(const char *file, int line, const char *t,
+                         const char *prefix)
 {
-    size_t i;
+    size_t i, n = strlen(prefix);
+    const char *h = t;
 
     if (t == NULL)
         test_fail_(file, line, "token is NULL");
-    for (i = 0; t[i] != '\0'; i++)
-        if (!((t[i] >= '0' && t[i] <= '9') || (t[i] >= 'a' && t[i] <= 'f')))
+    if (strncmp(t, prefix, n) == 0)
+        h = t + n;
+    for (i = 0; h[i] != '\0'; i++)
+        if (!((h[i] >= '0' && h[i] <= '9') || (h[i] >= 'a' && h[i] <= 'f')))
             break;
-    if (i != 32 || t[i] != '\0')
-        test_fail_(file, line, "\"%s\" is not 32 lowercase hex digits", t);
+    if (h == t + n && i == 32 && h[i] == '\0')
+        return;
+    test_fail_(file, line, "\"%s\" is not \"%s\" and 32 lowercase hex digits",
+               t, prefix);
 }
 
 long long th_lock_keys(redisContext *c)
@@ -136,4 +143,36 @@ void th_servers_stop(th_servers *e)
             redisFree(e->r[i]);
         th_server_stop(e->s[i]);
     }
+}
+
+static void *waiter_thread(void *arg)
+{
+    th_waiter *w = arg;
+
+    w->err = redislock_acquire(w->l, &w->o);
+    w->done_us = th_now_us();
+    snprintf(w->detail, sizeof w->detail, "%s", redislock_errdetail());
+    if (w->err == REDISLOCK_OK)
+        snprintf(w->token, sizeof w->token, "%s", redislock_token(w->l));
+    return NULL;
+}
+
+void th_waiter_start_at_(const char *file, int line, th_waiter *w,
+                         redislock_client *c, const char *key,
+                         const redislock_acquire_options *o)
+{
+    memset(w, 0, sizeof *w);
+    w->l = th_lock_at_(file, line, c, key);
+    w->o = *o;
+    if (pthread_create(&w->t, NULL, waiter_thread, w) != 0)
+        test_fail_(file, line, "cannot start a waiter thread");
+}
+
+void th_waiter_join_ok_at_(const char *file, int line, th_waiter *w,
+                           int64_t ms)
+{
+    th_join_within_at_(file, line, w->t, ms);
+    if (w->err != REDISLOCK_OK)
+        test_fail_(file, line, "waiter: %s; %s", redislock_errname(w->err),
+                   w->detail);
 }

@@ -7,6 +7,7 @@
 #define TH_FIXTURE_H
 
 #include <hiredis.h>
+#include <pthread.h>
 #include <stdint.h>
 
 #include <redislock.h>
@@ -73,9 +74,38 @@ long long th_lock_keys(redisContext *c);
 void th_assert_key_at_(const char *file, int line, redisContext *c,
                        const char *key, const char *value);
 
-/* Asserts that t is a token: 32 lowercase hex digits. */
-#define ASSERT_TOKEN(t) th_assert_token_at_(__FILE__, __LINE__, t)
-void th_assert_token_at_(const char *file, int line, const char *t);
+/* Asserts that t is a plain lock's token: "rl1-" and 32 lowercase hex
+ * digits. */
+#define ASSERT_TOKEN(t) th_assert_token_at_(__FILE__, __LINE__, t, "rl1-")
+/* Asserts that t is 32 lowercase hex digits (an owner id's random part). */
+#define ASSERT_HEX32(t) th_assert_token_at_(__FILE__, __LINE__, t, "")
+void th_assert_token_at_(const char *file, int line, const char *t,
+                         const char *prefix);
+
+/* An acquire on a thread of its own: th_waiter_start() fills l and o and
+ * starts it; the outcome is read after th_waiter_join_ok(). */
+typedef struct th_waiter {
+    pthread_t t;
+    redislock_lock *l;
+    redislock_acquire_options o;
+    redislock_err err;
+    int64_t done_us; /* th_now_us() when the acquire returned */
+    char token[300];
+    char detail[256];
+} th_waiter;
+
+/* Starts an acquire of key with o on a new thread. */
+#define th_waiter_start(w, c, key, o)                                          \
+    th_waiter_start_at_(__FILE__, __LINE__, w, c, key, o)
+void th_waiter_start_at_(const char *file, int line, th_waiter *w,
+                         redislock_client *c, const char *key,
+                         const redislock_acquire_options *o);
+
+/* Joins the waiter within ms and asserts that it got the lock. */
+#define th_waiter_join_ok(w, ms)                                               \
+    th_waiter_join_ok_at_(__FILE__, __LINE__, w, ms)
+void th_waiter_join_ok_at_(const char *file, int line, th_waiter *w,
+                           int64_t ms);
 
 /* A token nobody holds, for adopting. */
 #define TH_WRONG_TOKEN "0123456789abcdef0123456789abcdef"

@@ -127,45 +127,18 @@ static calls read_calls(redisContext *r)
 }
 
 /* One acquire on another thread, with when it returned and the token. */
-typedef struct waiter {
-    pthread_t t;
-    redislock_lock *l;
-    redislock_acquire_options o;
-    redislock_err err;
-    int64_t done_us;
-    char token[300];
-    char detail[256];
-} waiter;
-
-static void *wait_thread(void *arg)
-{
-    waiter *w = arg;
-
-    w->err = redislock_acquire(w->l, &w->o);
-    w->done_us = th_now_us();
-    snprintf(w->detail, sizeof w->detail, "%s", redislock_errdetail());
-    if (w->err == REDISLOCK_OK)
-        snprintf(w->token, sizeof w->token, "%s", redislock_token(w->l));
-    return NULL;
-}
+typedef th_waiter waiter;
 
 /* Starts a waiter on key that waits forever with default options. */
 static void waiter_start(waiter *w, redislock_client *c, const char *key)
 {
-    memset(w, 0, sizeof *w);
-    w->l = th_lock(c, key);
-    w->o.wait_ms = REDISLOCK_WAIT_FOREVER;
-    ASSERT_EQ_INT(pthread_create(&w->t, NULL, wait_thread, w), 0);
+    redislock_acquire_options o = {0};
+
+    o.wait_ms = REDISLOCK_WAIT_FOREVER;
+    th_waiter_start(w, c, key, &o);
 }
 
-/* Joins the waiter and asserts that it got the lock. */
-static void waiter_join_ok(waiter *w, int64_t ms)
-{
-    th_join_within(w->t, ms);
-    if (w->err != REDISLOCK_OK)
-        test_fail_(__FILE__, __LINE__, "waiter: %s; %s",
-                   redislock_errname(w->err), w->detail);
-}
+#define waiter_join_ok(w, ms) th_waiter_join_ok(w, ms)
 
 static int cmp_i64(const void *a, const void *b)
 {
