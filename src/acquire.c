@@ -30,6 +30,10 @@
 #define RL_FREE_RETRY_MS 5
 /* Pause when the holder's TTL is unknown or it has none. */
 #define RL_UNKNOWN_TTL_PAUSE_MS 1000
+/* The longest pause behind a holder whose release wakes nobody (another
+ * library's lock): each pause is drawn from [d/2, d], so a waiter tries
+ * within this long of the release (plus a round trip). */
+#define RL_SILENT_POLL_MS 50
 /* The longest a waiting marker is set for, per attempt. */
 #define RL_MARK_MAX_MS 86400000
 
@@ -49,7 +53,7 @@ typedef struct attempt_cfg {
     int64_t ttl_ms;
     int64_t delay_ms, cap_ms;
     char ttl[24];
-    char tok[RL_TOKEN_HEXLEN + 1];   /* a plain lock's token */
+    char tok[RL_LOCK_TOKEN_LEN + 1]; /* a plain lock's token */
     char nonce[RL_TOKEN_HEXLEN + 1]; /* req for a lock with an owner id */
 } attempt_cfg;
 
@@ -112,8 +116,8 @@ static const char *default_owner(redislock_lock *l)
     return l->default_owner;
 }
 
-/* Runs the acquire or fair script: {1, holds, fence} taken, {0, pttl}
- * held by another. One round trip when the lock is free. */
+/* Runs the acquire or fair script: {1, holds, fence} taken, {0, pttl,
+ * wakes} held by another. One round trip when the lock is free. */
 static redislock_err try_script(redislock_lock *l, attempt_cfg *a,
                                 int64_t now_ms, int64_t deadline)
 {
@@ -152,6 +156,10 @@ static redislock_err try_script(redislock_lock *l, attempt_cfg *a,
         err = rl__check_fence(l->fence, "acquire");
     } else {
         l->holder_ttl = r->element[1]->integer;
+        /* A reply without the flag counts as a holder that wakes. */
+        l->holder_silent = r->elements >= 3 &&
+                           r->element[2]->type == REDIS_REPLY_INTEGER &&
+                           r->element[2]->integer == 0;
         a->queued = a->o->fair;
         err = REDISLOCK_EHELD;
     }
@@ -166,7 +174,8 @@ static redislock_err try_quorum(redislock_lock *l, attempt_cfg *a, int tries,
 {
     int64_t drift = a->o->drift_ms ? a->o->drift_ms : a->ttl_ms / 100 + 2;
 
-    if (tries > 0 && rl__token(a->rich ? a->nonce : a->tok) != 0)
+    if (tries > 0 &&
+        (a->rich ? rl__token(a->nonce) : rl__lock_token(a->tok)) != 0)
         return rl__err(REDISLOCK_ERANDOM, "getrandom failed");
     return rl__redlock_attempt(l, a->id, a->req, a->fmt, a->ttl_ms, drift,
                                a->o->metadata ? a->o->metadata : "", sent_us);
@@ -179,6 +188,7 @@ static redislock_err attempt(redislock_lock *l, attempt_cfg *a, int tries,
     redislock_err err;
 
     l->holder_ttl = -2;
+    l->holder_silent = 0;
     if (a->redlock)
         return try_quorum(l, a, tries, sent_us);
     *sent_us = rl__now_us();
@@ -203,7 +213,8 @@ static void leave_queue(redislock_lock *l, attempt_cfg *a)
 
 /* The pause before attempt + 1, or -1 to give up. Without a strategy of
  * the caller's, a waiter blocks until a release wakes it or the holder's
- * lease ends (and a fair waiter at least once per heartbeat). */
+ * lease ends (and a fair waiter at least once per heartbeat); behind a
+ * holder whose release wakes nobody, it polls. */
 static int64_t next_pause(redislock_lock *l, const attempt_cfg *a,
                           int attempt_no, int64_t now, int64_t deadline)
 {
@@ -221,6 +232,8 @@ static int64_t next_pause(redislock_lock *l, const attempt_cfg *a,
         d = rl__jitter(
             rl__retry_delay((int)o->retry, a->delay_ms, a->cap_ms, attempt_no),
             rl__jitter_rand());
+    } else if (l->holder_silent) {
+        d = rl__jitter(RL_SILENT_POLL_MS, rl__jitter_rand());
     } else {
         d = l->holder_ttl >= 0 ? l->holder_ttl : RL_UNKNOWN_TTL_PAUSE_MS;
     }
@@ -415,7 +428,7 @@ static redislock_err setup(redislock_lock *l,
         if ((a->id = default_owner(l)) == NULL)
             return rl__err(REDISLOCK_ERANDOM, "cannot make an owner id");
     } else {
-        if (rl__token(a->tok) != 0)
+        if (rl__lock_token(a->tok) != 0)
             return rl__err(REDISLOCK_ERANDOM, "getrandom failed");
         a->id = a->tok;
     }

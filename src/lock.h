@@ -45,6 +45,7 @@ struct redislock_lock {
     int64_t drift_ms;      /* subtracted from every validity */
     int drift_fixed;       /* drift_ms was given, not derived from the TTL */
     int64_t holder_ttl;    /* seen by the last contended attempt */
+    int holder_silent;     /* that holder's release wakes nobody */
     int64_t fence;         /* fencing token of the last acquisition */
     int64_t handoff_lease; /* the lease a fair hand-off granted, in ms */
     /* Set by either thread, read by any. */

@@ -1,6 +1,7 @@
 #include "rand.h"
 
 #include <errno.h>
+#include <string.h>
 #include <sys/random.h>
 
 #include "clock.h"
@@ -36,6 +37,14 @@ int rl__token(char out[RL_TOKEN_HEXLEN + 1])
     }
     out[RL_TOKEN_HEXLEN] = '\0';
     return 0;
+}
+
+int rl__lock_token(char out[RL_LOCK_TOKEN_LEN + 1])
+{
+    size_t n = sizeof RL_LOCK_TOKEN_PREFIX - 1;
+
+    memcpy(out, RL_LOCK_TOKEN_PREFIX, n);
+    return rl__token(out + n);
 }
 
 uint64_t rl__jitter_rand(void)

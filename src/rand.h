@@ -10,12 +10,22 @@
 #define RL_TOKEN_BYTES 16
 #define RL_TOKEN_HEXLEN (2 * RL_TOKEN_BYTES)
 
+/* A plain lock's token: this prefix, then RL_TOKEN_HEXLEN hex digits. The
+ * prefix tells waiters that the holder is a redislock client, whose
+ * release wakes them (see rl_wakes in lua/lib.lua). */
+#define RL_LOCK_TOKEN_PREFIX "rl1-"
+#define RL_LOCK_TOKEN_LEN (sizeof RL_LOCK_TOKEN_PREFIX - 1 + RL_TOKEN_HEXLEN)
+
 /* Fills buf with len bytes from getrandom(2). Returns 0, or -1 with errno. */
 int rl__random_bytes(void *buf, size_t len);
 
 /* Writes a fresh token of RL_TOKEN_HEXLEN hex digits plus NUL into out.
  * Returns 0, or -1 with errno. */
 int rl__token(char out[RL_TOKEN_HEXLEN + 1]);
+
+/* Writes a fresh plain-lock token (RL_LOCK_TOKEN_LEN chars plus NUL).
+ * Returns 0, or -1 with errno. */
+int rl__lock_token(char out[RL_LOCK_TOKEN_LEN + 1]);
 
 /* A jitter value; not for secrets. */
 uint64_t rl__jitter_rand(void);

@@ -4,20 +4,23 @@
 -- take again), ARGV[4] metadata ('' for none), ARGV[5] the most the caller
 -- will wait in ms ('0': it will not, so no marker), ARGV[6] helper base,
 -- ARGV[7] the request's own id (a plain lock's token is one already).
--- Returns {1, holds, fence} when taken, {0, PTTL} when another owner
--- holds it.
+-- Returns {1, holds, fence} when taken, {0, PTTL, wakes} when another
+-- owner holds it, wakes being 0 when its release will not wake waiters
+-- (rl_wakes).
 local key, id, fmt = KEYS[1], ARGV[1], ARGV[3]
 -- A request its sender gave up on (see abandon.lua) takes nothing.
 if redis.call('EXISTS', ARGV[6] .. 'void:' .. ARGV[7]) == 1 then
     return {0, -2}
 end
+local kind, holder
 if fmt == 'plain' then
     -- The common case in one call: taken, or held by someone.
     if redis.call('SET', key, id, 'NX', 'PX', ARGV[2]) then
         return {1, 1, rl_fence(ARGV[6], ARGV[2])}
     end
+    kind, holder = rl_holder(key)
 else
-    local kind, holder = rl_holder(key)
+    kind, holder = rl_holder(key)
     if kind == 'none' then
         return {1, 1,
                 rl_create(key, id, ARGV[2], fmt, ARGV[4], ARGV[6], ARGV[7])}
@@ -39,4 +42,4 @@ if wait > 0 then
         redis.call('SET', marker, '1', 'PX', wait + 1000)
     end
 end
-return {0, ttl}
+return {0, ttl, rl_wakes(kind, holder)}

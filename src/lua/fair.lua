@@ -4,7 +4,8 @@
 -- waiter counts as dead when it has not been heard from for that long),
 -- ARGV[6] helper base, ARGV[7] the request's own id (see acquire.lua).
 -- Returns {1, 1, fence} when the caller holds the lock (taken now, or
--- handed to it by a release), {0, PTTL} when it is queued.
+-- handed to it by a release), {0, PTTL, wakes} when it is queued (wakes:
+-- see acquire.lua).
 local key, id, base, req = KEYS[1], ARGV[1], ARGV[6], ARGV[7]
 local q, alive, own = base .. 'q', base .. 'w:' .. id, base .. 'h:' .. id
 -- A request its sender gave up on (see abandon.lua) takes nothing.
@@ -37,7 +38,7 @@ if holder == id then
     if ARGV[3] == 'reentrant' and kind == 'hash' then
         return rl_reenter(key, ARGV[2], base, req)
     end
-    return {0, redis.call('PTTL', key)}
+    return {0, redis.call('PTTL', key), 1}
 end
 -- Not the caller's: a hand-off message still in its list is for a lease it
 -- missed, and must not be taken for one by its next wait.
@@ -68,4 +69,4 @@ redis.call('SET', alive, ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. ARGV[4],
            'PX', ARGV[5])
 redis.call('PEXPIRE', q, ARGV[5])
 redis.call('PEXPIRE', base .. 'seq', ARGV[5])
-return {0, redis.call('PTTL', key)}
+return {0, redis.call('PTTL', key), rl_wakes(kind, holder)}

@@ -19,6 +19,21 @@ local function rl_holder(key)
     return kind, false
 end
 
+-- Whether the release of a lock held as kind and holder (rl_holder's
+-- answer) wakes its waiters: 1 for redislock's own locks (a hash, or a
+-- plain token with the prefix in rand.h's RL_LOCK_TOKEN_PREFIX), for a
+-- hold-after reservation (it ends only by expiry, which waiters time)
+-- and for no lock at all; 0 for anything else, such as another library's
+-- lock, which is released without a word: its waiters poll.
+local function rl_wakes(kind, holder)
+    if kind == 'none' or kind == 'hash' or
+            (kind == 'string' and
+             (not holder or string.sub(holder, 1, 4) == 'rl1-')) then
+        return 1
+    end
+    return 0
+end
+
 -- The next fencing token for the lock whose helper keys start with base:
 -- greater than every token issued before for the key. It is the larger of
 -- the last token + 1 and the server's clock in microseconds, so the

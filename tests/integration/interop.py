@@ -3,7 +3,8 @@
 Usage: interop.py SOCKET. Reads one command per line on stdin and answers
 each with one line on stdout:
 
-    acquire KEY           -> "True TOKEN" or "False" (30 s lease, no wait)
+    acquire KEY [SECS]    -> "True TOKEN" or "False" (a SECS lease, default
+                             30; no wait)
     release KEY           -> "ok" or "error NAME", releasing the Lock that
                              acquire made
     release KEY TOKEN     -> the same with a fresh Lock told to own TOKEN
@@ -39,7 +40,8 @@ def main():
         if not words or words[0] == "quit":
             break
         if words[0] == "acquire":
-            lock = Lock(r, words[1], timeout=30)
+            secs = float(words[2]) if len(words) > 2 else 30
+            lock = Lock(r, words[1], timeout=secs)
             if lock.acquire(blocking=False):
                 held[words[1]] = lock
                 reply = "True " + lock.local.token.decode()

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "harness/fixture.h"
@@ -244,5 +245,171 @@ void test_interop_redispy_after_our_release(void)
     ASSERT_KEY(e.r, "io:c", tok);
     ASSERT_EQ_STR(py_cmd(&e.p, buf, sizeof buf, "release io:c"), "ok");
     redislock_lock_free(l);
+    env_stop(&e);
+}
+
+/* ---- Waiting behind a holder whose release wakes nobody ------------- */
+
+/* A waiter behind another library's lock learns of its release by
+ * polling: it tries again within this long of the release. */
+#define FOREIGN_LATE_MS 100
+#define FOREIGN_ROUNDS 20
+#define FOREIGN_LEASE_MS 8000
+
+typedef void (*hold_fn)(env *e, const char *key, char *tok);
+typedef void (*release_fn)(env *e, const char *key, const char *tok);
+
+/* CLOCK_REALTIME in us: the clock the server's TIME reads on this host,
+ * and so the clock of its fencing tokens (lib.lua rl_fence). */
+static int64_t wall_us(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+    return (x > y) - (x < y);
+}
+
+/* Until key exists, at most ms. */
+static void wait_exists(redisContext *r, const char *key, int64_t ms)
+{
+    int64_t deadline = th_now_ms() + ms;
+
+    while (th_cmd_int(r, "EXISTS %s", key) == 0 && th_now_ms() < deadline)
+        th_sleep_ms(2);
+    ASSERT_EQ_INT(th_cmd_int(r, "EXISTS %s", key), 1);
+}
+
+/* Rounds of: hold key with an 8 s lease, a redislock waiter tries and
+ * waits, the holder releases. How late the waiter took it is read off
+ * the server: its fencing token is the server's clock when the acquire
+ * ran (no earlier token was newer), against the time the release was
+ * sent (so the release's own round trip counts against us). */
+static void foreign_rounds(env *e, const char *key, hold_fn hold,
+                           release_fn release, const char *who)
+{
+    redislock_acquire_options o = th_aopts(5000, 20000, 0);
+    int64_t late[FOREIGN_ROUNDS], t_rel;
+    char tok[128], marker[256];
+    th_waiter w;
+    int i;
+
+    snprintf(marker, sizeof marker, "%s{%s}:rl-waiting", key, key);
+    for (i = 0; i < FOREIGN_ROUNDS; i++) {
+        hold(e, key, tok);
+        ASSERT_GT(th_pttl(e->r, key), FOREIGN_LEASE_MS - 2000);
+        freeReplyObject(th_cmd(e->r, "DEL %s", marker));
+        th_waiter_start(&w, e->c, key, &o);
+        /* Its first attempt found the lock held and marked it waited on. */
+        wait_exists(e->r, marker, 5000);
+        /* Release at varied moments of its polling. */
+        th_sleep_ms(i * 7 % 60);
+        t_rel = wall_us();
+        release(e, key, tok);
+        /* Had it waited out the lease, it would take 8 s. */
+        th_waiter_join_ok(&w, 5000);
+        ASSERT_KEY(e->r, key, w.token);
+        late[i] = redislock_fence(w.l) - t_rel;
+        ASSERT_OK(redislock_release(w.l));
+        redislock_lock_free(w.l);
+    }
+    qsort(late, FOREIGN_ROUNDS, sizeof late[0], cmp_i64);
+    test_log("%s, %d s lease, %d rounds: from the release to the waiter's "
+             "acquire (us): min %lld, median %lld, p90 %lld, max %lld",
+             who, FOREIGN_LEASE_MS / 1000, FOREIGN_ROUNDS, (long long)late[0],
+             (long long)late[FOREIGN_ROUNDS / 2],
+             (long long)late[FOREIGN_ROUNDS * 9 / 10 - 1],
+             (long long)late[FOREIGN_ROUNDS - 1]);
+    /* p99 of 20 rounds is the worst. */
+    ASSERT_LE(late[FOREIGN_ROUNDS - 1] / 1000, FOREIGN_LATE_MS);
+}
+
+static void py_hold(env *e, const char *key, char *tok)
+{
+    char buf[128];
+
+    py_cmd(&e->p, buf, sizeof buf, "acquire %s %d", key,
+           FOREIGN_LEASE_MS / 1000);
+    ASSERT_EQ_INT(strncmp(buf, "True ", 5), 0);
+    strcpy(tok, buf + 5);
+}
+
+static void py_release(env *e, const char *key, const char *tok)
+{
+    char buf[128];
+
+    (void)tok;
+    ASSERT_EQ_STR(py_cmd(&e->p, buf, sizeof buf, "release %s", key), "ok");
+}
+
+void test_interop_redispy_release_found_fast(void)
+{
+    env e = env_start();
+
+    foreign_rounds(&e, "io:py", py_hold, py_release, "redis-py Lock");
+    env_stop(&e);
+}
+
+/* The lock as a hand-written script would take it: SET NX PX of a
+ * random hex value, released by a compare-and-delete script. */
+static void setnx_hold(env *e, const char *key, char *tok)
+{
+    redisReply *r;
+
+    snprintf(tok, 64, "%016llx%016llx", (unsigned long long)wall_us(),
+             (unsigned long long)th_now_us());
+    r = th_cmd(e->r, "SET %s %s NX PX %d", key, tok, FOREIGN_LEASE_MS);
+    ASSERT(r->type == REDIS_REPLY_STATUS);
+    freeReplyObject(r);
+}
+
+static void setnx_release(env *e, const char *key, const char *tok)
+{
+    ASSERT_EQ_INT(th_cmd_int(e->r,
+                             "EVAL %s 1 %s %s",
+                             "if redis.call('GET', KEYS[1]) == ARGV[1] then "
+                             "return redis.call('DEL', KEYS[1]) end return 0",
+                             key, tok),
+                  1);
+}
+
+void test_interop_setnx_release_found_fast(void)
+{
+    env e = env_start();
+
+    foreign_rounds(&e, "io:nx", setnx_hold, setnx_release, "SET NX PX");
+    env_stop(&e);
+}
+
+/* Behind such a holder the waiter polls: a few attempts per 25-50 ms
+ * pause, not a busy loop, and not one per lease. */
+void test_interop_setnx_waiter_polls_gently(void)
+{
+    env e = env_start();
+    redislock_acquire_options o = th_aopts(5000, 20000, 0);
+    char tok[64];
+    long long c0, c1;
+    th_waiter w;
+
+    setnx_hold(&e, "io:poll", tok);
+    th_waiter_start(&w, e.c, "io:poll", &o);
+    wait_exists(e.r, "io:poll{io:poll}:rl-waiting", 5000);
+    c0 = th_server_calls(e.r, "evalsha") + th_server_calls(e.r, "eval");
+    th_sleep_ms(1000);
+    c1 = th_server_calls(e.r, "evalsha") + th_server_calls(e.r, "eval");
+    test_log("behind a SET NX PX holder: %lld attempts in 1 s", c1 - c0);
+    /* At most one per 25 ms pause, and a loaded box runs fewer. */
+    ASSERT_LE(c1 - c0, 45);
+    ASSERT_GE(c1 - c0, 5);
+    setnx_release(&e, "io:poll", tok);
+    th_waiter_join_ok(&w, 5000);
+    ASSERT_OK(redislock_release(w.l));
+    redislock_lock_free(w.l);
     env_stop(&e);
 }

@@ -301,7 +301,7 @@ static void *race(void *arg)
     return NULL;
 }
 
-/* The key's value is no clock reading of anyone's: a 32-hex token. */
+/* The key's value is no clock reading of anyone's: a token. */
 static void assert_value_is_token(redisContext *r, const char *key)
 {
     char *v = th_cmd_str(r, NULL, "GET %s", key);

@@ -66,7 +66,7 @@ static void assert_default_owner(const char *owner)
     if (strncmp(owner, want, n) != 0)
         test_fail_(__FILE__, __LINE__, "owner \"%s\" does not start with "
                    "\"%s\"", owner, want);
-    ASSERT_TOKEN(owner + n);
+    ASSERT_HEX32(owner + n);
 }
 
 void test_meta_inspect_metadata_default_owner(void)

@@ -34,6 +34,22 @@ void test_rand_token_format(void)
     }
 }
 
+/* A plain lock's token: the prefix that marks redislock's own locks for
+ * waiters (lua/lib.lua rl_wakes tests for it literally), then a token. */
+void test_rand_lock_token_format(void)
+{
+    char t[RL_LOCK_TOKEN_LEN + 1], u[RL_LOCK_TOKEN_LEN + 1];
+
+    memset(t, 'X', sizeof t);
+    ASSERT_EQ_INT(rl__lock_token(t), 0);
+    ASSERT_EQ_INT(strlen(t), RL_LOCK_TOKEN_LEN);
+    ASSERT_EQ_INT(strncmp(t, "rl1-", 4), 0);
+    ASSERT_EQ_STR(RL_LOCK_TOKEN_PREFIX, "rl1-");
+    assert_token_format(t + 4);
+    ASSERT_EQ_INT(rl__lock_token(u), 0);
+    ASSERT(strcmp(t, u) != 0);
+}
+
 static int cmp_token(const void *a, const void *b)
 {
     return memcmp(a, b, RL_TOKEN_HEXLEN + 1);
