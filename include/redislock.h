@@ -52,7 +52,11 @@ extern "C" {
     XX(ECANCELED, 14, "the wait for the lock was cancelled")                   \
     XX(ESTALE, 15, "a newer fencing token has already written")                \
     XX(ENOQUORUM, 16, "too few Redis servers answered to reach a quorum")      \
-    XX(ENOTDURABLE, 17, "no replica confirmed the lock in time")
+    XX(ENOTDURABLE, 17, "no replica confirmed the lock in time")               \
+    XX(ENOPERM, 18, "the Redis user's ACL refuses a command or key")           \
+    XX(EREADONLY, 19, "the Redis server is a replica, not the master")         \
+    XX(ETRYLATER, 20, "Redis cannot serve the request now; try again later")   \
+    XX(ECONFIG, 21, "the Redis server's configuration refuses this client")
 
 typedef enum redislock_err {
 #define REDISLOCK_ERR_ENUM_(name, value, msg) REDISLOCK_##name = value,

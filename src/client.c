@@ -64,8 +64,11 @@ static redislock_err check_majority(redislock_client *c)
     }
     if (up >= c->npools / 2 + 1)
         return REDISLOCK_OK;
-    /* Wrong passwords everywhere say more than "no quorum". */
-    if (first == REDISLOCK_EAUTH || first == REDISLOCK_EINVAL)
+    /* Wrong passwords or rights, a replica, a server configured against
+     * us: each says more than "no quorum". */
+    if (first == REDISLOCK_EAUTH || first == REDISLOCK_EINVAL ||
+        first == REDISLOCK_ENOPERM || first == REDISLOCK_EREADONLY ||
+        first == REDISLOCK_ECONFIG)
         return rl__err(first, "%s", said);
     return rl__err(REDISLOCK_ENOQUORUM,
                    "only %zu of %zu servers answered, %zu needed (%s)", up,

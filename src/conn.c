@@ -596,14 +596,7 @@ redislock_err rl__reply_check(const rl__reply *r, const char *what)
 {
     if (r->type != REDIS_REPLY_ERROR)
         return REDISLOCK_OK;
-    if (strncmp(r->str, "NOAUTH", 6) == 0 ||
-        strncmp(r->str, "NOPERM", 6) == 0 ||
-        strncmp(r->str, "WRONGPASS", 9) == 0 ||
-        strstr(r->str, "invalid password") != NULL ||
-        strstr(r->str, "user executing the script can't") != NULL ||
-        strstr(r->str, "invalid username-password") != NULL)
-        return rl__err(REDISLOCK_EAUTH, "%s: Redis refused: %s", what, r->str);
-    return rl__err(REDISLOCK_ESERVER, "%s: Redis error: %s", what, r->str);
+    return rl__err_reply(what, r->str);
 }
 
 #ifdef REDISLOCK_HAVE_TLS

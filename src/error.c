@@ -2,6 +2,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 /* Per thread, because one client serves many threads at once. */
 static _Thread_local char detail[512];
@@ -14,6 +15,121 @@ redislock_err rl__err(redislock_err err, const char *fmt, ...)
     vsnprintf(detail, sizeof detail, fmt, ap);
     va_end(ap);
     return err;
+}
+
+/*
+ * The error replies that ask the caller for something other than a bug
+ * report: each names the problem and what to do. A class matches the
+ * reply's first word (Redis's error code) exactly, or a phrase anywhere
+ * in it (servers that put no code of their own, and errors a script
+ * passes on inside "ERR ...").
+ */
+typedef struct reply_class {
+    const char *code;   /* the first word; NULL: match phrase */
+    const char *phrase; /* used when code is NULL */
+    redislock_err err;
+    const char *problem;
+    const char *fix;
+} reply_class;
+
+#define RL_FIX_AUTH "check the user name and password"
+#define RL_FIX_ACL                                                             \
+    "grant the user the commands and key patterns listed in docs/ACL.md"
+#define RL_FIX_MASTER "point the client at the master"
+
+static const reply_class classes[] = {
+    {"NOAUTH", NULL, REDISLOCK_EAUTH, "Redis wants a password",
+     "give it in the URL, the options or REDISCLI_AUTH"},
+    {"WRONGPASS", NULL, REDISLOCK_EAUTH, "Redis refused the credentials",
+     RL_FIX_AUTH},
+    {NULL, "invalid password", REDISLOCK_EAUTH, "Redis refused the credentials",
+     RL_FIX_AUTH},
+    {NULL, "invalid username-password", REDISLOCK_EAUTH,
+     "Redis refused the credentials", RL_FIX_AUTH},
+    {"NOPERM", NULL, REDISLOCK_ENOPERM, "the user's ACL refuses this call",
+     RL_FIX_ACL},
+    /* Redis 6 and 7 say so when a script runs a command the user lacks. */
+    {NULL, "user executing the script can't", REDISLOCK_ENOPERM,
+     "the user's ACL refuses a command the script runs", RL_FIX_ACL},
+    {"READONLY", NULL, REDISLOCK_EREADONLY, "the server is a read-only replica",
+     RL_FIX_MASTER},
+    /* A replica with replica-serve-stale-data no whose master is gone:
+     * once the link is back it answers READONLY, so waiting never helps
+     * a client that writes. */
+    {"MASTERDOWN", NULL, REDISLOCK_EREADONLY,
+     "the server is a replica that has lost its master", RL_FIX_MASTER},
+    {"LOADING", NULL, REDISLOCK_ETRYLATER,
+     "the server is still loading its data", "try again once it has loaded"},
+    {"BUSY", NULL, REDISLOCK_ETRYLATER,
+     "the server is busy running a slow script",
+     "try again later (SCRIPT KILL ends the script)"},
+    /* Keys expire (locks too), so memory can come back by itself; the
+     * commands that free it (DEL in a release) still run meanwhile. */
+    {"OOM", NULL, REDISLOCK_ETRYLATER,
+     "the server is at maxmemory and evicts nothing",
+     "try again when memory is freed, or raise maxmemory"},
+    {"NOREPLICAS", NULL, REDISLOCK_ETRYLATER,
+     "too few replicas are in sync for min-replicas-to-write",
+     "try again when the replicas are back"},
+    {"TRYAGAIN", NULL, REDISLOCK_ETRYLATER,
+     "the cluster is moving the key's slot", "try again later"},
+    {"CLUSTERDOWN", NULL, REDISLOCK_ETRYLATER, "the cluster is down",
+     "try again when it is up"},
+    {NULL, "max number of clients reached", REDISLOCK_ETRYLATER,
+     "the server has reached maxclients", "try again later"},
+    {"DENIED", NULL, REDISLOCK_ECONFIG,
+     "the server is in protected mode: without a password set it refuses "
+     "clients from other hosts",
+     "set a password (requirepass) and give it to the client, or set "
+     "protected-mode no on a trusted network"},
+    /* rename-command EVAL "" is how scripting is switched off. */
+    {NULL, "unknown command", REDISLOCK_ECONFIG,
+     "the server lacks a command the library needs: renamed or disabled",
+     "restore it (rename-command) or use a server that runs Lua scripts; "
+     "docs/ACL.md lists the commands"},
+};
+
+/* The longest part of the server's text quoted in a detail. */
+#define RL_SAID_MAX 120
+
+/* How much of the server's text s to quote: never the arguments Redis
+ * echoes after an unknown command (a script's source for EVAL), nor the
+ * script's name; for a known class only the first sentence (protected
+ * mode's reply runs to a page). */
+static int said_len(const char *s, int first_sentence)
+{
+    static const char *const ends[] = {", with args beginning with",
+                                       " script: ", ". ", "\r", "\n"};
+    size_t i, n = strlen(s), nends = first_sentence ? 5 : 1;
+    const char *e;
+
+    for (i = 0; i < nends; i++)
+        if ((e = strstr(s, ends[i])) != NULL && (size_t)(e - s) < n)
+            n = (size_t)(e - s);
+    return (int)(n < RL_SAID_MAX ? n : RL_SAID_MAX);
+}
+
+static int class_matches(const reply_class *k, const char *s)
+{
+    size_t n;
+
+    if (k->code == NULL)
+        return strstr(s, k->phrase) != NULL;
+    n = strlen(k->code);
+    return strncmp(s, k->code, n) == 0 && (s[n] == ' ' || s[n] == '\0');
+}
+
+redislock_err rl__err_reply(const char *what, const char *said)
+{
+    size_t i;
+
+    for (i = 0; i < sizeof classes / sizeof classes[0]; i++)
+        if (class_matches(&classes[i], said))
+            return rl__err(classes[i].err, "%s: %s (%.*s): %s", what,
+                           classes[i].problem, said_len(said, 1), said,
+                           classes[i].fix);
+    return rl__err(REDISLOCK_ESERVER, "%s: Redis error: %.*s", what,
+                   said_len(said, 0), said);
 }
 
 const char *redislock_errdetail(void)

@@ -9,4 +9,9 @@
 redislock_err rl__err(redislock_err err, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* Classifies an error reply (said, the server's text) to the call named
+ * what: sets the detail, which names the problem and the fix, and returns
+ * the code. The one place where a server's error becomes a code. */
+redislock_err rl__err_reply(const char *what, const char *said);
+
 #endif

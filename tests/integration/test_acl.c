@@ -533,9 +533,10 @@ void test_acl_each_command_needed(void)
     lc_teardown(&t);
 }
 
-/* A lock outside ~locks:* is refused before the script runs: NOPERM, a
- * permission problem like a refused password. */
-void test_acl_key_outside_pattern_eauth(void)
+/* A lock outside ~locks:* is refused before the script runs: NOPERM,
+ * ENOPERM (not EAUTH: the password is right), and the detail points at
+ * docs/ACL.md. */
+void test_acl_key_outside_pattern_enoperm(void)
 {
     lc t = lc_setup(0);
     redislock_lock *l;
@@ -551,16 +552,17 @@ void test_acl_key_outside_pattern_eauth(void)
     test_log("acquire of other:k: %s: %s", redislock_errname(e),
              redislock_errdetail());
     ASSERT(strstr(redislock_errdetail(), "NOPERM") != NULL);
+    ASSERT(strstr(redislock_errdetail(), "docs/ACL.md") != NULL);
     ASSERT_EQ_INT(th_cmd_int(t.r, "EXISTS other:k"), 0);
-    ASSERT_ERR(e, REDISLOCK_EAUTH);
-    ASSERT_ERR(redislock_ttl(l, &ttl), REDISLOCK_EAUTH);
+    ASSERT_ERR(e, REDISLOCK_ENOPERM);
+    ASSERT_ERR(redislock_ttl(l, &ttl), REDISLOCK_ENOPERM);
     ASSERT_ERR(redislock_fenced_set(t.c, "other:r", 7, "v", 1, 1),
-               REDISLOCK_EAUTH);
+               REDISLOCK_ENOPERM);
     ASSERT_EQ_INT(th_cmd_int(t.r, "EXISTS other:r"), 0);
     /* SCAN shows every key's name, whatever the pattern: listing them all
      * reaches one outside it (docs/ACL.md); a pattern inside it works. */
     freeReplyObject(th_cmd(t.r, "SET other:x 1"));
-    ASSERT_ERR(redislock_list(t.c, NULL, count_lock, &n), REDISLOCK_EAUTH);
+    ASSERT_ERR(redislock_list(t.c, NULL, count_lock, &n), REDISLOCK_ENOPERM);
     n = 0;
     ASSERT_OK(redislock_list(t.c, "locks:*", count_lock, &n));
     ASSERT_EQ_INT(n, 0);

@@ -564,46 +564,52 @@ void test_badserver_error_replies(void)
                                "can only call SCRIPT KILL or SHUTDOWN "
                                "NOSAVE.\r\n";
     static const bcase cases[] = {
-        {OP_ACQUIRE, readonly, W1(ESERVER), "READONLY"},
-        {OP_ACQUIRE_WAIT, readonly, W1(ESERVER), "READONLY"},
-        {OP_ACQUIRE_RICH, readonly, W1(ESERVER), "READONLY"},
-        {OP_RELEASE, readonly, W1(ESERVER), "READONLY"},
-        {OP_EXTEND, busy, W1(ESERVER), "BUSY"},
-        {OP_RELEASE, busy, W1(ESERVER), "BUSY"},
-        {OP_TTL, loading, W1(ESERVER), "LOADING"},
-        {OP_INSPECT, loading, W1(ESERVER), "LOADING"},
-        {OP_LIST, loading, W1(ESERVER), "LOADING"},
-        {OP_CLIENT_NEW, loading, W1(ESERVER), "LOADING"},
+        /* A replica: the fix is the master's address. */
+        {OP_ACQUIRE, readonly, W1(EREADONLY), "READONLY"},
+        {OP_ACQUIRE_WAIT, readonly, W1(EREADONLY), "READONLY"},
+        {OP_ACQUIRE_RICH, readonly, W1(EREADONLY), "READONLY"},
+        {OP_RELEASE, readonly, W1(EREADONLY), "READONLY"},
+        /* Passing states of the server: try again later. */
+        {OP_EXTEND, busy, W1(ETRYLATER), "BUSY"},
+        {OP_RELEASE, busy, W1(ETRYLATER), "BUSY"},
+        {OP_TTL, loading, W1(ETRYLATER), "LOADING"},
+        {OP_INSPECT, loading, W1(ETRYLATER), "LOADING"},
+        {OP_LIST, loading, W1(ETRYLATER), "LOADING"},
+        {OP_CLIENT_NEW, loading, W1(ETRYLATER), "LOADING"},
         {OP_ACQUIRE, "-MOVED 3999 127.0.0.1:6381\r\n", W1(ESERVER), "MOVED"},
         /* The server's memory, not ours: not ENOMEM. */
         {OP_ACQUIRE,
          "-OOM command not allowed when used memory > 'maxmemory'.\r\n",
-         W1(ESERVER), "OOM"},
+         W1(ETRYLATER), "OOM"},
         {OP_ACQUIRE, "-NOAUTH Authentication required.\r\n", W1(EAUTH),
          "NOAUTH"},
+        /* BUSYKEY is no BUSY: the code is matched whole. */
+        {OP_RELEASE, "-BUSYKEY Target key name already exists.\r\n",
+         W1(ESERVER), "BUSYKEY"},
         {OP_RELEASE, "-\r\n", W1(ESERVER), NULL},
     };
 
     RUN_TABLE(cases);
 }
 
-/* ACL denials are about who we are: EAUTH, like a wrong password. */
-void test_badserver_noperm_eauth(void)
+/* ACL denials are about what the user may do, not who it is: ENOPERM,
+ * not EAUTH, so that nobody re-checks a password that is right. */
+void test_badserver_noperm_enoperm(void)
 {
     static const char cmd[] = "-NOPERM this user has no permissions to run "
                               "the 'evalsha' command\r\n";
     static const char key[] = "-NOPERM this user has no permissions to "
                               "access one of the keys used as arguments\r\n";
     static const bcase cases[] = {
-        {OP_CLIENT_NEW, cmd, W1(EAUTH), "NOPERM"},
-        {OP_ACQUIRE, key, W1(EAUTH), "NOPERM"},
-        {OP_ACQUIRE_WAIT, key, W1(EAUTH), "NOPERM"},
-        {OP_ACQUIRE_RICH, cmd, W1(EAUTH), "NOPERM"},
-        {OP_RELEASE, cmd, W1(EAUTH), "NOPERM"},
-        {OP_EXTEND, key, W1(EAUTH), "NOPERM"},
-        {OP_TTL, key, W1(EAUTH), "NOPERM"},
-        {OP_INSPECT, cmd, W1(EAUTH), "NOPERM"},
-        {OP_LIST, cmd, W1(EAUTH), "NOPERM"},
+        {OP_CLIENT_NEW, cmd, W1(ENOPERM), "NOPERM"},
+        {OP_ACQUIRE, key, W1(ENOPERM), "NOPERM"},
+        {OP_ACQUIRE_WAIT, key, W1(ENOPERM), "NOPERM"},
+        {OP_ACQUIRE_RICH, cmd, W1(ENOPERM), "NOPERM"},
+        {OP_RELEASE, cmd, W1(ENOPERM), "NOPERM"},
+        {OP_EXTEND, key, W1(ENOPERM), "NOPERM"},
+        {OP_TTL, key, W1(ENOPERM), "NOPERM"},
+        {OP_INSPECT, cmd, W1(ENOPERM), "NOPERM"},
+        {OP_LIST, cmd, W1(ENOPERM), "NOPERM"},
     };
 
     RUN_TABLE(cases);
