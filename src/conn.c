@@ -34,6 +34,7 @@ struct rl__conn {
     int tls;            /* reads go through TLS: the socket alone does not
                            say whether decrypted bytes are waiting */
     int64_t used_us;    /* when the last call on it ended */
+    int spoke;          /* a reply has been read: the peer speaks RESP */
 };
 
 /* A connection idle for less than this is not checked before reuse: what
@@ -126,6 +127,71 @@ static redislock_err io_failure(rl__conn *c, int saved_errno, const char *what)
         return rl__err(REDISLOCK_EIO, "%s: %s", what,
                        ctx->errstr[0] ? ctx->errstr : "I/O error");
     }
+}
+
+static redislock_err fail(rl__conn *c, redislock_err err, const char *what,
+                          const char *why);
+
+/* How much of a first reply is shown when it is not RESP. */
+#define RL_PEEK 24
+
+/* The start of what a peer sent, printable: up to the first line's end,
+ * other control bytes and non-ASCII as '?'. */
+static void peek_text(const redisReader *r, char out[RL_PEEK + 1])
+{
+    size_t i, n = r->len - r->pos;
+
+    n = n < RL_PEEK ? n : RL_PEEK;
+    for (i = 0;
+         i < n && r->buf[r->pos + i] != '\r' && r->buf[r->pos + i] != '\n';
+         i++) {
+        unsigned char b = (unsigned char)r->buf[r->pos + i];
+        out[i] = b < 0x20 || b > 0x7e ? '?' : (char)b;
+    }
+    out[i] = '\0';
+}
+
+/* A first reply that does not even start like RESP: whatever listens
+ * there is something else (a web server, a TLS port). */
+static redislock_err not_redis(rl__conn *c, const char *what, int first_byte,
+                               const char *head)
+{
+    c->broken = 1;
+    if (first_byte == 0x15 || first_byte == 0x16)
+        return rl__err(REDISLOCK_ECONNECT,
+                       "%s: not a Redis server: it answered with TLS; use "
+                       "rediss:// or the plain-text port",
+                       what);
+    return rl__err(REDISLOCK_ECONNECT,
+                   "%s: not a Redis server: it answered \"%s\"; check the "
+                   "URL's host and port",
+                   what, head);
+}
+
+/* Takes a reply the reader holds, if whole. hiredis drops its buffer on a
+ * protocol error, so until the connection's first reply its start is
+ * kept, to tell a peer that is not Redis from a confused one. */
+static redislock_err take_reply(rl__conn *c, void **reply, const char *what)
+{
+    const redisReader *r = c->ctx->reader;
+    char head[RL_PEEK + 1] = "";
+    int first_byte = -1;
+
+    if (!c->spoke && r->len > r->pos) {
+        first_byte = (unsigned char)r->buf[r->pos];
+        peek_text(r, head);
+    }
+    if (redisGetReplyFromReader(c->ctx, reply) == REDIS_OK) {
+        c->spoke |= *reply != NULL;
+        return REDISLOCK_OK;
+    }
+    if (c->ctx->err == REDIS_ERR_OOM)
+        return fail(c, REDISLOCK_EPROTOCOL, what,
+                    "reply with too many elements");
+    if (c->ctx->err == REDIS_ERR_PROTOCOL && first_byte >= 0 &&
+        strchr("+-:$*", first_byte) == NULL)
+        return not_redis(c, what, first_byte, head);
+    return io_failure(c, errno, what);
 }
 
 /* "host:port" or the socket path, for messages. */
@@ -370,11 +436,9 @@ static redislock_err read_reply(rl__conn *c, void **reply, int64_t deadline_us,
     int first = 1;
 
     for (;;) {
-        if (redisGetReplyFromReader(c->ctx, reply) != REDIS_OK)
-            return c->ctx->err == REDIS_ERR_OOM
-                       ? fail(c, REDISLOCK_EPROTOCOL, what,
-                              "reply with too many elements")
-                       : io_failure(c, errno, what);
+        redislock_err err = take_reply(c, reply, what);
+        if (err != REDISLOCK_OK)
+            return err;
         if (*reply != NULL)
             return REDISLOCK_OK;
         if (!first) {
@@ -417,6 +481,11 @@ static redislock_err exec_blocked(rl__conn *c, int n, const rl__cmd *cmds,
         err = read_reply(c, &reply, deadline, cmds[got].argv[0]);
         out[got] = reply;
     }
+    /* A server that turns a client away (protected mode, maxclients)
+     * says why, then closes: the reason beats the closed connection. */
+    if (err == REDISLOCK_EIO && got >= 2 &&
+        out[got - 2]->type == REDIS_REPLY_ERROR)
+        err = rl__reply_check(out[got - 2], cmds[got - 2].argv[0]);
     /* Bytes beyond the replies we asked for: a confused or lying server.
      * Nothing more may be read from this connection. */
     if (err == REDISLOCK_OK && c->ctx->reader->len > c->ctx->reader->pos)
@@ -469,14 +538,10 @@ static int par_take(rl__par *p)
 
     while (p->err == REDISLOCK_OK && p->got < p->n) {
         reply = NULL;
-        if (redisGetReplyFromReader(p->c->ctx, &reply) != REDIS_OK)
-            p->err = p->c->ctx->err == REDIS_ERR_OOM
-                         ? fail(p->c, REDISLOCK_EPROTOCOL, "reading a reply",
-                                "reply with too many elements")
-                         : io_failure(p->c, errno, "reading a reply");
-        else if (reply == NULL)
+        p->err = take_reply(p->c, &reply, "reading a reply");
+        if (p->err == REDISLOCK_OK && reply == NULL)
             return 1;
-        else
+        if (p->err == REDISLOCK_OK)
             p->out[p->got++] = reply;
     }
     return 0;
