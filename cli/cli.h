@@ -20,7 +20,8 @@ enum {
     CLI_EXIT_UNAVAILABLE = 69,
     CLI_EXIT_SOFTWARE = 70,
     CLI_EXIT_LOST = 75,
-    CLI_EXIT_NOPERM = 77
+    CLI_EXIT_NOPERM = 77,
+    CLI_EXIT_CONFIG = 78
 };
 
 /* The most -u options one command line may give. */

@@ -68,9 +68,17 @@ int cli_exit_for(redislock_err err)
     case REDISLOCK_EIO:
     case REDISLOCK_ENOQUORUM:
     case REDISLOCK_ENOTDURABLE:
+    /* No writable master at that address: for the caller, as if the
+     * master were down. */
+    case REDISLOCK_EREADONLY:
+    /* Not 75 (EX_TEMPFAIL): for run, 75 says the lock was lost. */
+    case REDISLOCK_ETRYLATER:
         return CLI_EXIT_UNAVAILABLE;
     case REDISLOCK_EAUTH:
+    case REDISLOCK_ENOPERM:
         return CLI_EXIT_NOPERM;
+    case REDISLOCK_ECONFIG:
+        return CLI_EXIT_CONFIG;
     default:
         return CLI_EXIT_SOFTWARE;
     }
