@@ -210,6 +210,18 @@ TEST_ENTRY(fence_fenced_set, 30)
 TEST_ENTRY(fence_paused_holder_unfenced_loses_updates, 60)
 TEST_ENTRY(fence_paused_holder_fenced_refused, 60)
 
+/* Each class of server refusal, from real servers: its code, the CLI's
+ * exit status and a message naming the fix (test_errors.c). */
+TEST_ENTRY(errors_replica_readonly, 60)
+TEST_ENTRY(errors_replica_masterdown, 60)
+TEST_ENTRY(errors_acl_noperm, 60)
+TEST_ENTRY(errors_busy_script, 60)
+TEST_ENTRY(errors_loading, 60)
+TEST_ENTRY(errors_oom, 60)
+TEST_ENTRY(errors_eval_renamed, 60)
+TEST_ENTRY(errors_protected_mode, 60)
+TEST_ENTRY(errors_http_server, 60)
+
 /* The minimal ACL of docs/ACL.md: every feature as a restricted user,
  * each command needed, keys outside the pattern refused; no password in
  * any error's detail (test_acl.c). */
