@@ -228,10 +228,15 @@ expect 0 "$RL" -u "$lu" --password-file "$lpw" --prefix locks: \
 expect 0 "$RL" -u "$lu" --password-file "$lpw" --prefix locks: \
     run --fair -t 5s job -- true
 [ "$(rcli2 exists locks:job)" = 0 ] || fail "locks:job is still held"
-# A key outside ~locks:* is refused: Redis says NOPERM, the tool 77.
+# A key outside ~locks:* is refused: Redis says NOPERM, the tool 77 and
+# where the needed rights are listed, not that the password was wrong.
 expect 77 "$RL" -u "$lu" --password-file "$lpw" acquire -n other:k
 one_error_line
 err_has NOPERM
+err_has 'docs/ACL\.md'
+if grep -q 'refused authentication' "$TEST_TMPDIR/err"; then
+    fail "NOPERM reported as a refused password: $(cat "$TEST_TMPDIR/err")"
+fi
 [ "$(rcli2 exists other:k)" = 0 ] || fail "other:k was written"
 
 kill "$pw_pid"
