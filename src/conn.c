@@ -189,7 +189,7 @@ static redislock_err take_reply(rl__conn *c, void **reply, const char *what)
         return fail(c, REDISLOCK_EPROTOCOL, what,
                     "reply with too many elements");
     if (c->ctx->err == REDIS_ERR_PROTOCOL && first_byte >= 0 &&
-        strchr("+-:$*", first_byte) == NULL)
+        memchr("+-:$*", first_byte, 5) == NULL)
         return not_redis(c, what, first_byte, head);
     return io_failure(c, errno, what);
 }

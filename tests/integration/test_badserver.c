@@ -615,6 +615,26 @@ void test_badserver_noperm_enoperm(void)
     RUN_TABLE(cases);
 }
 
+/* A first reply that is not RESP at all: what listens is not Redis, and
+ * the detail says so with what it answered (ECONNECT, as when nothing
+ * listens). The same bytes after a first good reply come from a confused
+ * server: EPROTOCOL, as before. */
+void test_badserver_not_resp(void)
+{
+    static const char http[] = "HTTP/1.1 400 Bad Request\r\n\r\n";
+    static const char tls[] = "\x16\x03\x03\x01\x02\x02";
+    static const char ssh[] = "SSH-2.0-OpenSSH_9.2\r\n";
+    static const bcase cases[] = {
+        {OP_CLIENT_NEW, http, W1(ECONNECT), "\"HTTP/1.1 400 Bad Request\""},
+        {OP_CLIENT_NEW, tls, W1(ECONNECT), "rediss://"},
+        {OP_CLIENT_NEW, ssh, W1(ECONNECT), "\"SSH-2.0-OpenSSH_9.2\""},
+        {OP_ACQUIRE, http, EPROTO, "Protocol error"},
+        {OP_RELEASE, ssh, EPROTO, "Protocol error"},
+    };
+
+    RUN_TABLE(cases);
+}
+
 /* NOSCRIPT to EVALSHA and to EVAL: one fallback, then an error; no loop. */
 void test_badserver_noscript_forever(void)
 {
