@@ -222,6 +222,7 @@ TEST_ENTRY(errors_oom, 60)
 TEST_ENTRY(errors_eval_renamed, 60)
 TEST_ENTRY(errors_protected_mode, 60)
 TEST_ENTRY(errors_http_server, 60)
+TEST_ENTRY(errors_redlock_names_cause, 60)
 
 /* The minimal ACL of docs/ACL.md: every feature as a restricted user,
  * each command needed, keys outside the pattern refused; no password in

@@ -512,3 +512,31 @@ void test_errors_http_server(void)
     kill(pid, SIGKILL);
     waitpid(pid, NULL, 0);
 }
+
+/* Redlock over three servers whose user may not PING: no majority, but
+ * the cause is the ACL on every one, and saying "no quorum" would hide
+ * it. */
+void test_errors_redlock_names_cause(void)
+{
+    th_servers e = th_servers_start(3);
+    const char *urls[3];
+    char buf[3][128];
+    redislock_client *c = NULL;
+    const char *rl_status[] = {"--redlock", "-u",     buf[1],     "-u",
+                               buf[2],      "status", "errors:k", NULL};
+    int i;
+
+    unsetenv("REDISCLI_AUTH");
+    for (i = 0; i < 3; i++) {
+        freeReplyObject(
+            th_cmd(e.r[i], "ACL SETUSER locker on >pw ~* +@all -ping"));
+        snprintf(buf[i], sizeof buf[i], "redis://locker:pw@127.0.0.1:%d",
+                 e.s[i]->port);
+        urls[i] = buf[i];
+    }
+    ASSERT_FAILS(redislock_client_new_redlock(&c, urls, 3, NULL),
+                 REDISLOCK_ENOPERM, "docs/ACL.md");
+    ASSERT(c == NULL);
+    assert_cli(buf[0], rl_status, EX_NOPERM, "docs/ACL.md");
+    th_servers_stop(&e);
+}
