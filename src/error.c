@@ -89,24 +89,27 @@ static const reply_class classes[] = {
      "docs/ACL.md lists the commands"},
 };
 
-/* The longest part of the server's text quoted in a detail. */
+/* The longest part of the server's text quoted for a known class; for
+ * others, the detail's own size is the bound. */
 #define RL_SAID_MAX 120
 
 /* How much of the server's text s to quote: never the arguments Redis
- * echoes after an unknown command (a script's source for EVAL), nor the
- * script's name; for a known class only the first sentence (protected
- * mode's reply runs to a page). */
-static int said_len(const char *s, int first_sentence)
+ * echoes after an unknown command (a script's source, for EVAL); for a
+ * known class, only its first sentence, without the name of the script
+ * that passed it on (protected mode's reply runs to a page). */
+static int said_len(const char *s, int known)
 {
     static const char *const ends[] = {", with args beginning with",
                                        " script: ", ". ", "\r", "\n"};
-    size_t i, n = strlen(s), nends = first_sentence ? 5 : 1;
+    size_t i, n = strlen(s), nends = known ? 5 : 1;
     const char *e;
 
     for (i = 0; i < nends; i++)
         if ((e = strstr(s, ends[i])) != NULL && (size_t)(e - s) < n)
             n = (size_t)(e - s);
-    return (int)(n < RL_SAID_MAX ? n : RL_SAID_MAX);
+    if (known && n > RL_SAID_MAX)
+        n = RL_SAID_MAX;
+    return n < sizeof detail ? (int)n : (int)sizeof detail;
 }
 
 static int class_matches(const reply_class *k, const char *s)
