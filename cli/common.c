@@ -110,10 +110,17 @@ static int parse_duration(const char *ctx, const char *name, const char *s,
     char q[CLI_QUOTE_MAX];
     cli_dur_err e = cli_parse_duration(s, ms);
 
-    if (e == CLI_DUR_OK)
-        return 0;
-    return cli_usage(ctx, "invalid %s '%s': %s", name,
-                     cli_quote(s, q, sizeof q), cli_dur_strerror(e));
+    if (e != CLI_DUR_OK)
+        return cli_usage(ctx, "invalid %s '%s': %s", name,
+                         cli_quote(s, q, sizeof q), cli_dur_strerror(e));
+    /* A bare number is seconds; past the 30-day cap it was surely meant
+     * in another unit (a TTL in ms, as redis-cli's PX takes). */
+    if (s[strspn(s, "0123456789.")] == '\0' && *ms > REDISLOCK_TTL_MAX_MS)
+        return cli_usage(ctx,
+                         "invalid %s '%s': more than 30 days in seconds; "
+                         "did you mean %sms?",
+                         name, cli_quote(s, q, sizeof q), q);
+    return 0;
 }
 
 /* A duration up to REDISLOCK_TTL_MAX_MS, the library's limit for every

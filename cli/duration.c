@@ -3,8 +3,8 @@
 #include <stddef.h>
 #include <string.h>
 
-/* Fraction digits kept exactly. Units are at most 3,600,000 ms, so nine
- * digits give sub-microsecond precision; later digits only decide whether
+/* Fraction digits kept exactly. Units are at most 86,400,000 ms, so nine
+ * digits give sub-0.1-ms precision; later digits only decide whether
  * to round up. */
 #define FRAC_SCALE 1000000000ULL
 
@@ -50,20 +50,24 @@ static const char *scan_number(const char *p, number *n)
     return p;
 }
 
-/* Milliseconds per unit, or 0 when the suffix is not a unit. */
-static uint64_t unit_ms(const char *u)
+/* Milliseconds per unit, or 0 when the n bytes at u are not a unit. The
+ * table runs from the largest unit to the smallest; *rank gets the
+ * unit's place in it, so that a compound duration can keep the order. */
+static uint64_t unit_ms(const char *u, size_t n, int *rank)
 {
     static const struct {
         const char *name;
         uint64_t ms;
     } units[] = {
-        {"", 1000}, {"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000},
+        {"d", 86400000}, {"h", 3600000}, {"m", 60000}, {"s", 1000}, {"ms", 1},
     };
     size_t i;
 
     for (i = 0; i < sizeof units / sizeof units[0]; i++)
-        if (strcmp(u, units[i].name) == 0)
+        if (strlen(units[i].name) == n && strncmp(u, units[i].name, n) == 0) {
+            *rank = (int)i;
             return units[i].ms;
+        }
     return 0;
 }
 
@@ -72,26 +76,58 @@ static int is_letter(char c)
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
 }
 
+/* n scaled by unit, rounded up to a whole millisecond, added to *total. */
+static cli_dur_err add_part(const number *n, uint64_t unit, uint64_t *total)
+{
+    uint64_t ms, frac_ms;
+
+    if (n->whole_overflow || n->whole > (uint64_t)INT64_MAX / unit)
+        return CLI_DUR_RANGE;
+    ms = n->whole * unit;
+    frac_ms = n->frac * unit / FRAC_SCALE;
+    if (n->frac * unit % FRAC_SCALE != 0 || n->frac_rest)
+        frac_ms++;
+    if (frac_ms > (uint64_t)INT64_MAX - ms ||
+        ms + frac_ms > (uint64_t)INT64_MAX - *total)
+        return CLI_DUR_RANGE;
+    *total += ms + frac_ms;
+    return CLI_DUR_OK;
+}
+
+/*
+ * NUMBER[UNIT], or parts NUMBER UNIT one after another ("1h30m"), each
+ * unit smaller than the one before: a repeated or reversed unit is more
+ * likely a typo than a sum anyone meant.
+ */
 static cli_dur_err parse_unsigned(const char *s, int64_t *out_ms)
 {
+    const char *p = s, *u;
+    uint64_t total = 0, unit;
+    int rank, last = -1, parts = 0;
+    cli_dur_err e;
     number n;
-    const char *rest = scan_number(s, &n);
-    uint64_t unit, ms, frac_ms;
 
-    if (n.ndigits == 0 || (*rest != '\0' && !is_letter(*rest)))
-        return CLI_DUR_SYNTAX;
-    unit = unit_ms(rest);
-    if (unit == 0)
-        return CLI_DUR_UNIT;
-    if (n.whole_overflow || n.whole > (uint64_t)INT64_MAX / unit)
-        return CLI_DUR_RANGE;
-    ms = n.whole * unit;
-    frac_ms = n.frac * unit / FRAC_SCALE;
-    if (n.frac * unit % FRAC_SCALE != 0 || n.frac_rest)
-        frac_ms++;
-    if (frac_ms > (uint64_t)INT64_MAX - ms)
-        return CLI_DUR_RANGE;
-    *out_ms = (int64_t)(ms + frac_ms);
+    do {
+        p = scan_number(p, &n);
+        if (n.ndigits == 0 || (*p != '\0' && !is_letter(*p)))
+            return CLI_DUR_SYNTAX;
+        for (u = p; is_letter(*p); p++)
+            ;
+        if (p == u && parts == 0 && *p == '\0') {
+            unit = 1000;
+        } else if (p == u) {
+            return CLI_DUR_SYNTAX;
+        } else if ((unit = unit_ms(u, (size_t)(p - u), &rank)) == 0) {
+            return CLI_DUR_UNIT;
+        } else if (rank <= last) {
+            return CLI_DUR_ORDER;
+        }
+        last = rank;
+        parts++;
+        if ((e = add_part(&n, unit, &total)) != CLI_DUR_OK)
+            return e;
+    } while (*p != '\0');
+    *out_ms = (int64_t)total;
     return CLI_DUR_OK;
 }
 
@@ -120,9 +156,13 @@ const char *cli_dur_strerror(cli_dur_err err)
     case CLI_DUR_NEGATIVE:
         return "negative duration";
     case CLI_DUR_SYNTAX:
-        return "not a number with an optional unit (ms, s, m, h)";
+        return "not a number with an optional unit (ms, s, m, h, d), or "
+               "numbers with units (1h30m)";
     case CLI_DUR_UNIT:
-        return "unknown unit (use ms, s, m or h)";
+        return "unknown unit (use ms, s, m, h or d)";
+    case CLI_DUR_ORDER:
+        return "units must go from the largest to the smallest, each once "
+               "(1h30m, not 30m1h)";
     case CLI_DUR_RANGE:
         return "duration too large";
     }

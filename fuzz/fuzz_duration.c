@@ -3,7 +3,8 @@
  * a NUL-terminated copy of the input. It checks the documented contract:
  * the result is never negative, a duration with a non-zero digit never
  * becomes 0, *out_ms is untouched on error, and whole numbers with a unit
- * scale exactly.
+ * scale exactly (compound durations such as "1h30m" are only held to the
+ * first three).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -22,8 +23,8 @@ static int64_t simple_value(const char *s)
     static const struct {
         const char *unit;
         int64_t ms;
-    } units[] = {{"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000},
-                 {"", 1000}};
+    } units[] = {{"ms", 1},         {"s", 1000}, {"m", 60000},
+                 {"h", 3600000},    {"", 1000},  {"d", 86400000}};
     size_t n = strspn(s, "0123456789"), i;
     int64_t v = 0;
 

@@ -74,7 +74,7 @@ expect 64 "$RL" -u redis://user:hunter2@127.0.0.1:99999 status k
 ! grep -q hunter2 "$TEST_TMPDIR/err" || fail "the password was printed"
 
 # Durations: all the documented forms are accepted.
-for d in 500ms 30s 2m 1h 1.5s 0.25 7 720h; do
+for d in 500ms 30s 2m 1h 1.5s 0.25 7 720h 30d 1h30m 2m30s; do
     expect 0 "$RL" acquire -n -t "$d" "dur-$d"
 done
 
