@@ -110,6 +110,7 @@ typedef struct cli_cmdopts {
      * extend read ttl_ms and owner. */
     redislock_acquire_options acq;
     int64_t hold_after_ms; /* --hold-after; 0 */
+    const char *command;   /* run -c: a string for sh -c; NULL */
     int conflict_code;     /* -E; CLI_EXIT_NOT_OBTAINED */
     int json;              /* --json */
     int operand;           /* index in argv of the first operand */

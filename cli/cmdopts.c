@@ -105,6 +105,11 @@ static int apply_option(const char *ctx, int id, const char *val,
         return 0;
     case CLI_ID_HOLD_AFTER:
         return cli_parse_hold(ctx, val, &o->hold_after_ms);
+    case 'c':
+        if (o->command != NULL)
+            return cli_usage(ctx, "-c/--command is given twice");
+        o->command = val;
+        return 0;
     }
     return apply_wait_option(ctx, id, val, &o->acq);
 }

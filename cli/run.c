@@ -466,12 +466,54 @@ static void pass_interrupt_up(void)
     sigprocmask(SIG_UNBLOCK, &set, NULL);
 }
 
+/*
+ * What follows KEY, as flock(1) reads what follows its file: "-c STRING"
+ * or "--command STRING" (exactly one string, for sh -c), or COMMAND
+ * [ARG...], optionally after "--", which makes "-c" an argument like any
+ * other. -c before KEY excludes a COMMAND after it. Sets *cmd to the
+ * command's argv (sh_argv for a string), or returns a usage error.
+ */
+static int pick_command(const char *ctx, int argc, char **argv, const char *str,
+                        char **sh_argv, char ***cmd)
+{
+    int i = 0;
+
+    if (argc > 0 && str == NULL) {
+        if (strncmp(argv[0], "--command=", 10) == 0)
+            str = argv[i++] + 10;
+        else if (strcmp(argv[0], "-c") == 0 ||
+                 strcmp(argv[0], "--command") == 0)
+            str = ++i < argc ? argv[i++] : NULL;
+        if (i > 0 && (str == NULL || i < argc))
+            return cli_usage(ctx, "%s takes exactly one command string",
+                             argv[0][1] == 'c' ? "-c" : "--command");
+        if (i == 0 && strcmp(argv[0], "--") == 0)
+            argv++, argc--;
+    } else if (argc > 0) {
+        return cli_usage(ctx, "-c and a COMMAND after KEY exclude each "
+                              "other");
+    }
+    if (str != NULL) {
+        sh_argv[0] = (char *)"/bin/sh";
+        sh_argv[1] = (char *)"-c";
+        sh_argv[2] = (char *)str;
+        sh_argv[3] = NULL;
+        *cmd = sh_argv;
+        return 0;
+    }
+    if (argc == 0)
+        return cli_usage(ctx, "missing COMMAND (or -c STRING) after KEY");
+    *cmd = argv;
+    return 0;
+}
+
 int cli_cmd_run(int argc, char **argv, const cli_global *g)
 {
     static const cli_optdef defs[] = {
         CLI_OPTS_COMMON,
         CLI_OPTS_TAKE,
         {CLI_ID_HOLD_AFTER, "hold-after", 1},
+        {'c', "command", 1},
         {0, NULL, 0},
     };
     static const char *const names[] = {"KEY", "COMMAND"};
@@ -479,18 +521,16 @@ int cli_cmd_run(int argc, char **argv, const cli_global *g)
     cli_cmdopts o;
     run_state st;
     const char *key;
-    int rc, cmd;
+    char *sh_argv[4], **cmd;
+    int rc;
 
     rc = cli_cmd_options(argc, argv, g, defs, 1, -1, names, &o);
     if (rc != CLI_CONTINUE)
         return rc;
     key = argv[o.operand];
-    cmd = o.operand + 1;
-    if (cmd < argc && strcmp(argv[cmd], "--") == 0)
-        cmd++;
-    if (cmd >= argc)
-        return cli_usage(argv[0], "missing COMMAND after KEY");
-    if ((rc = cli_check_key(argv[0], key)) != 0)
+    if ((rc = pick_command(argv[0], argc - o.operand - 1, argv + o.operand + 1,
+                           o.command, sh_argv, &cmd)) != 0 ||
+        (rc = cli_check_key(argv[0], key)) != 0)
         return rc;
     run_init(&st, argv[0], key, &o);
     rc = cli_open(st.ctx, &o.g, key, st.op_ms, &c, &st.l);
@@ -499,7 +539,7 @@ int cli_cmd_run(int argc, char **argv, const cli_global *g)
     /* The client has its copy of any password from the environment. */
     cli_scrub_env(&o.g);
     if ((rc = take_signals(&st, g)) == 0)
-        rc = hold_and_run(&st, &o, key, argv + cmd);
+        rc = hold_and_run(&st, &o, key, cmd);
     if (st.sfd >= 0)
         close(st.sfd);
     if (st.tty >= 0)
