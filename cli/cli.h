@@ -84,7 +84,8 @@ enum {
     CLI_ID_MAX_ATTEMPTS,
     CLI_ID_HOLD_AFTER,
     CLI_ID_FAIR,
-    CLI_ID_PASSWORD_FILE
+    CLI_ID_PASSWORD_FILE,
+    CLI_ID_VERBOSE
 };
 
 /* Returns the next option's id, storing its value in *val; 0 when the
@@ -113,6 +114,7 @@ typedef struct cli_cmdopts {
     const char *command;   /* run -c: a string for sh -c; NULL */
     int conflict_code;     /* -E; CLI_EXIT_NOT_OBTAINED */
     int json;              /* --json */
+    int verbose;           /* --verbose: say what happens on stderr */
     int operand;           /* index in argv of the first operand */
 } cli_cmdopts;
 
@@ -128,7 +130,8 @@ typedef struct cli_cmdopts {
     {CLI_ID_FAIL_FAST, "fail-fast", 0}, {CLI_ID_RETRY, "retry", 1},           \
     {CLI_ID_RETRY_DELAY, "retry-delay", 1},                                   \
     {CLI_ID_RETRY_MAX_DELAY, "retry-max-delay", 1},                           \
-    {CLI_ID_MAX_ATTEMPTS, "max-attempts", 1}, {CLI_ID_FAIR, "fair", 0}
+    {CLI_ID_MAX_ATTEMPTS, "max-attempts", 1}, {CLI_ID_FAIR, "fair", 0},       \
+    {CLI_ID_VERBOSE, "verbose", 0}
 /* clang-format on */
 
 /* What cli_cmd_options() returns when the subcommand should go on. */
@@ -241,18 +244,19 @@ int cli_open(const char *ctx, const cli_global *g, const char *key,
 void cli_close(redislock_client *c, redislock_lock *l);
 
 /*
- * Takes the lock with acq: one redislock_acquire() call, so that the retry
- * strategy, the attempt cap and fail-fast see the whole wait. The signals
- * in stop (blocked by the caller; may be NULL) end the wait, and nothing
- * is then held. Returns nonzero with the lock held (*rc is then 0).
- * Otherwise returns 0 with the exit status in *rc: 128+N after signal N;
- * conflict_code after a message when the lock is not obtained (0 is a
- * valid choice, so only the return value says whether it is held); or
- * another exit status after a message.
+ * Takes the lock with o->acq: one redislock_acquire() call, so that the
+ * retry strategy, the attempt cap and fail-fast see the whole wait. The
+ * signals in stop (blocked by the caller; may be NULL) end the wait, and
+ * nothing is then held. Returns nonzero with the lock held (*rc is then
+ * 0). Otherwise returns 0 with the exit status in *rc: 128+N after signal
+ * N; o->conflict_code when the lock is not obtained (0 is a valid choice,
+ * so only the return value says whether it is held), silently as in
+ * flock(1) unless o->verbose; or another exit status after a message.
+ * With o->verbose it also says what it waits for, who holds the lock and
+ * how the wait ended.
  */
-int cli_take(const char *ctx, redislock_lock *l,
-             const redislock_acquire_options *acq, const sigset_t *stop,
-             int conflict_code, int *rc);
+int cli_take(const char *ctx, redislock_lock *l, const cli_cmdopts *o,
+             const sigset_t *stop, int *rc);
 
 /* Fills set with the signals that the CLI passes on to its command (HUP,
  * INT, QUIT, TERM, USR1, USR2), leaving out those ignored on entry: a

@@ -45,8 +45,9 @@ int cli_cmd_acquire(int argc, char **argv, const cli_global *g)
     cli_signal_set(&stop);
     sigprocmask(SIG_BLOCK, &stop, NULL);
     /* Only a lock taken prints a token: with -E 0 a conflict also exits
-     * 0, with nothing on standard output, as flock -E 0 would. */
-    if (cli_take(ctx, l, &o.acq, &stop, o.conflict_code, &rc))
+     * 0, with nothing on standard output (nor on standard error unless
+     * --verbose), as flock -E 0 would. */
+    if (cli_take(ctx, l, &o, &stop, &rc))
         rc = print_token(ctx, l);
     cli_close(c, l);
     return rc;

@@ -52,10 +52,12 @@ typedef struct run_state {
     int ended;     /* the guardian has reported the end */
     int start_err; /* errno of a failed exec or fork */
     int exec_failed;
-    int expired;  /* the guardian killed the command at the deadline */
-    int lost;     /* the command was told to stop */
-    int may_hold; /* lost by errors: the lease may still be ours */
-    sigset_t fwd; /* signals passed on to the command */
+    int expired;        /* the guardian killed the command at the deadline */
+    int lost;           /* the command was told to stop */
+    int may_hold;       /* lost by errors: the lease may still be ours */
+    int verbose;        /* --verbose */
+    int64_t started_ms; /* when the command was started */
+    sigset_t fwd;       /* signals passed on to the command */
     sigset_t orig_mask;
     struct sigaction chld_orig, pipe_orig;
 } run_state;
@@ -159,6 +161,9 @@ static void renew(run_state *st)
         st->next_renew_ms = start + st->renew_every_ms;
         set_kill_by(st, now);
         (void)cli_guard_send(&st->guard, CLI_GUARD_DEADLINE, 0, st->kill_by_ms);
+        if (st->verbose)
+            cli_err(st->ctx, "renewed lock '%s' (valid for %lld ms)", st->key,
+                    (long long)redislock_valid_ms(st->l));
         return;
     }
     if (err == REDISLOCK_ELOST || err == REDISLOCK_EEXPIRED) {
@@ -176,6 +181,12 @@ static void renew(run_state *st)
     if (st->retry_ms + 2 * st->op_ms + st->safety_ms >
         redislock_valid_ms(st->l))
         give_up(st, err, now);
+    else if (st->verbose)
+        cli_err(st->ctx,
+                "cannot renew lock '%s' yet: %s; trying again in %lld ms "
+                "(valid for %lld ms)",
+                st->key, redislock_strerror(err), (long long)st->retry_ms,
+                (long long)redislock_valid_ms(st->l));
 }
 
 /* Gives the terminal back to run's process group if the command's group
@@ -315,6 +326,26 @@ static int start_failed(run_state *st)
     return st->start_err == ENOENT ? 127 : 126;
 }
 
+/* --verbose: how the command ended and what became of the lock. */
+static void say_done(const run_state *st, redislock_err err)
+{
+    char how[64];
+    int st_ = st->status;
+
+    if (st_ != -1 && WIFSIGNALED(st_))
+        snprintf(how, sizeof how, "was killed by signal %d (%s)", WTERMSIG(st_),
+                 strsignal(WTERMSIG(st_)));
+    else
+        snprintf(how, sizeof how, "exited with status %d", child_rc(st_));
+    if (err != REDISLOCK_OK)
+        cli_err(st->ctx, "the command %s after %lld ms", how,
+                (long long)(cli_now_ms() - st->started_ms));
+    else
+        cli_err(st->ctx, "the command %s after %lld ms; released lock '%s'%s",
+                how, (long long)(cli_now_ms() - st->started_ms), st->key,
+                st->hold_after_ms > 0 ? " (kept reserved: --hold-after)" : "");
+}
+
 /* Releases the lock after the command ended and picks the exit status. */
 static int finish(run_state *st)
 {
@@ -339,6 +370,8 @@ static int finish(run_state *st)
         return CLI_EXIT_LOST;
     }
     err = redislock_release_hold(st->l, st->hold_after_ms);
+    if (st->verbose)
+        say_done(st, err);
     if (err == REDISLOCK_ELOST || err == REDISLOCK_EEXPIRED) {
         cli_err(st->ctx, "lock '%s' lost before the command ended: %s", st->key,
                 loss_reason(err));
@@ -402,13 +435,26 @@ static int set_env(run_state *st, const char *key)
     return 0;
 }
 
+/* --verbose: what runs, and when the lease is renewed. */
+static void say_started(const run_state *st, char **cmd)
+{
+    char q[CLI_QUOTE_MAX];
+    int sh = cmd[1] != NULL && strcmp(cmd[1], "-c") == 0 && cmd[2] != NULL &&
+             strcmp(cmd[0], "/bin/sh") == 0;
+
+    cli_err(st->ctx, "running %s'%s'; renewing the lease every %lld ms",
+            sh ? "/bin/sh -c " : "",
+            cli_quote(sh ? cmd[2] : cmd[0], q, sizeof q),
+            (long long)st->renew_every_ms);
+}
+
 static int hold_and_run(run_state *st, const cli_cmdopts *o, const char *key,
                         char **cmd)
 {
     int64_t now;
     int rc;
 
-    if (!cli_take(st->ctx, st->l, &o->acq, &st->fwd, o->conflict_code, &rc))
+    if (!cli_take(st->ctx, st->l, o, &st->fwd, &rc))
         return rc;
     now = cli_now_ms();
     st->next_renew_ms = now + st->renew_every_ms;
@@ -419,6 +465,9 @@ static int hold_and_run(run_state *st, const cli_cmdopts *o, const char *key,
         (void)redislock_release(st->l);
         return rc;
     }
+    st->started_ms = cli_now_ms();
+    if (st->verbose)
+        say_started(st, cmd);
     supervise(st);
     return finish(st);
 }
@@ -433,6 +482,7 @@ static void run_init(run_state *st, const char *ctx, const char *key,
     cli_quote(key, st->key, sizeof st->key);
     set_timing(st, o->acq.ttl_ms);
     st->hold_after_ms = o->hold_after_ms;
+    st->verbose = o->verbose;
 }
 
 /* Whether the terminal's Ctrl-C killed the command: its group had the

@@ -141,43 +141,142 @@ static int acquire(const char *ctx, redislock_lock *l,
     return 0;
 }
 
-/* "lock 'k' is held by another owner", with the holder's remaining lease
- * when the library saw it. */
-static int held(const char *ctx, redislock_lock *l, int conflict_code)
+/* The key of l, quoted for a message, in q (CLI_QUOTE_MAX bytes). */
+static const char *quoted_key(redislock_lock *l, char *q)
 {
-    char raw[REDISLOCK_KEY_MAX + 1], q[CLI_QUOTE_MAX];
+    char raw[REDISLOCK_KEY_MAX + 1];
     size_t len;
     const char *key = redislock_key(l, &len);
-    int64_t ttl = redislock_holder_ttl(l);
 
     /* The CLI's keys have no NUL byte (they come from argv). */
     snprintf(raw, sizeof raw, "%.*s", (int)len, key);
-    cli_quote(raw, q, sizeof q);
-    if (ttl >= 0)
-        cli_err(ctx,
-                "lock '%s' is held by another owner (its lease ends "
-                "in %lld ms)",
-                q, (long long)ttl);
-    else if (ttl == REDISLOCK_TTL_NO_EXPIRY)
-        cli_err(ctx,
-                "lock '%s' is held by another owner (its key has no "
-                "expiry)",
-                q);
-    else
-        cli_err(ctx, "lock '%s' is held by another owner", q);
-    return conflict_code;
+    return cli_quote(raw, q, CLI_QUOTE_MAX);
 }
 
-int cli_take(const char *ctx, redislock_lock *l,
-             const redislock_acquire_options *acq, const sigset_t *stop,
-             int conflict_code, int *rc)
+/* A lease length for a message: "its lease ends in N ms", or why not. */
+static void lease_text(int64_t ttl, char *buf, size_t size)
+{
+    if (ttl >= 0)
+        snprintf(buf, size, "its lease ends in %lld ms", (long long)ttl);
+    else if (ttl == REDISLOCK_TTL_NO_EXPIRY)
+        snprintf(buf, size, "its key has no expiry");
+    else
+        snprintf(buf, size, "its lease is unknown");
+}
+
+/*
+ * --verbose: who holds the lock now, read with one more request: "held
+ * (its lease ends in N ms, owner ID, metadata TEXT)", "free", or why it
+ * cannot be told. Only for messages: it may change at once.
+ */
+static void holder_text(redislock_lock *l, char *buf, size_t size)
+{
+    char lease[64], owner[CLI_QUOTE_MAX], meta[CLI_QUOTE_MAX];
+    redislock_info info;
+
+    if (redislock_inspect(l, &info) != REDISLOCK_OK) {
+        snprintf(buf, size, "its holder cannot be read");
+        return;
+    }
+    if (!info.held) {
+        snprintf(buf, size, "it is free now");
+        return;
+    }
+    lease_text(info.ttl_ms, lease, sizeof lease);
+    snprintf(buf, size, "held by %s%s%s (%s%s%s%s)",
+             info.owner != NULL ? "owner '" : "another owner",
+             info.owner != NULL ? cli_quote(info.owner, owner, sizeof owner)
+                                : "",
+             info.owner != NULL ? "'" : "", lease,
+             info.metadata != NULL ? ", metadata '" : "",
+             info.metadata != NULL ? cli_quote(info.metadata, meta, sizeof meta)
+                                   : "",
+             info.metadata != NULL ? "'" : "");
+}
+
+/* --verbose, before the wait: what is waited for, and for how long. */
+static void say_start(const char *ctx, redislock_lock *l,
+                      const redislock_acquire_options *acq)
+{
+    char q[CLI_QUOTE_MAX], holder[3 * CLI_QUOTE_MAX], wait[64];
+
+    if (acq->wait_ms == REDISLOCK_NO_WAIT)
+        snprintf(wait, sizeof wait, "trying once (-n)");
+    else if (acq->wait_ms == REDISLOCK_WAIT_FOREVER)
+        snprintf(wait, sizeof wait, "waiting as long as it takes");
+    else
+        snprintf(wait, sizeof wait, "waiting up to %lld ms",
+                 (long long)acq->wait_ms);
+    holder_text(l, holder, sizeof holder);
+    cli_err(ctx, "taking lock '%s' for %lld ms, %s: %s", quoted_key(l, q),
+            (long long)acq->ttl_ms, wait, holder);
+}
+
+/* Why a wait that did not get the lock ended, from what the library was
+ * asked to do and how long it took. */
+static const char *miss_reason(const redislock_acquire_options *acq,
+                               int64_t took_ms)
+{
+    int cut_short =
+        acq->wait_ms == REDISLOCK_WAIT_FOREVER || took_ms < acq->wait_ms;
+
+    if (acq->wait_ms == REDISLOCK_NO_WAIT)
+        return "it is held and -n does not wait";
+    if (acq->fail_fast && cut_short)
+        return "the holder's lease outlasts the wait (--fail-fast)";
+    if (acq->max_attempts > 0 && cut_short)
+        return "no attempt left (--max-attempts)";
+    return "the wait ran out";
+}
+
+/* Not obtained: silent, as flock(1) is, unless --verbose, which says why
+ * and who holds it. */
+static int held(const char *ctx, redislock_lock *l, const cli_cmdopts *o,
+                int64_t took_ms)
+{
+    char q[CLI_QUOTE_MAX], holder[3 * CLI_QUOTE_MAX];
+
+    if (!o->verbose)
+        return o->conflict_code;
+    holder_text(l, holder, sizeof holder);
+    cli_err(ctx, "lock '%s' not obtained after %lld ms: %s; %s; exit status %d",
+            quoted_key(l, q), (long long)took_ms, miss_reason(&o->acq, took_ms),
+            holder, o->conflict_code);
+    return o->conflict_code;
+}
+
+/* --verbose: how the wait ended, when not by a conflict or an error. */
+static void say_end(const char *ctx, redislock_lock *l, int sig, int64_t took)
+{
+    char q[CLI_QUOTE_MAX];
+
+    if (sig != 0)
+        cli_err(ctx,
+                "stopped waiting for lock '%s' after %lld ms: got signal %d "
+                "(%s)",
+                quoted_key(l, q), (long long)took, sig, strsignal(sig));
+    else
+        cli_err(
+            ctx, "got lock '%s' after %lld ms (valid for %lld ms, fence %lld)",
+            quoted_key(l, q), (long long)took, (long long)redislock_valid_ms(l),
+            (long long)redislock_fence(l));
+}
+
+int cli_take(const char *ctx, redislock_lock *l, const cli_cmdopts *o,
+             const sigset_t *stop, int *rc)
 {
     redislock_err err;
+    int64_t t0 = cli_now_ms(), took;
     int sig;
 
     *rc = CLI_EXIT_SOFTWARE;
-    if (acquire(ctx, l, acq, stop, &sig, &err) != 0)
+    if (o->verbose)
+        say_start(ctx, l, &o->acq);
+    if (acquire(ctx, l, &o->acq, stop, &sig, &err) != 0)
         return 0;
+    took = cli_now_ms() - t0;
+    if (o->verbose && (sig != 0 || err == REDISLOCK_OK))
+        say_end(ctx, l, sig, took);
     if (sig != 0) {
         /* Best effort: if this fails the lease ends by its TTL. */
         if (err == REDISLOCK_OK)
@@ -186,7 +285,7 @@ int cli_take(const char *ctx, redislock_lock *l,
         return 0;
     }
     if (err == REDISLOCK_EHELD) {
-        *rc = held(ctx, l, conflict_code);
+        *rc = held(ctx, l, o, took);
         return 0;
     }
     if (err != REDISLOCK_OK) {

@@ -31,7 +31,7 @@ grep -Eq '^\{"key":"cmd-key","held":true,"ttl_ms":[0-9]+,"holds":1,'\
 
 # A second acquire does not get it.
 expect 1 "$RL" acquire -n cmd-key
-one_error_line
+err_empty
 [ ! -s "$TEST_TMPDIR/out" ] || fail "a failed acquire printed a token"
 expect 5 "$RL" acquire -n -E 5 cmd-key
 expect 1 "$RL" acquire -w 0.2 cmd-key

@@ -27,7 +27,9 @@ out_is "1
 expect 0 "$RL" "$@" acquire -t 30s rk
 tok=$(cat "$TEST_TMPDIR/out")
 expect 1 "$RL" "$@" run -n rk -- true
-err_has 'held by another owner'
+err_empty
+expect 1 "$RL" "$@" run --verbose -n rk -- true
+err_has 'not obtained .*held by another owner'
 expect 0 "$RL" "$@" status rk
 grep -q '^held ttl_ms=' "$TEST_TMPDIR/out" || fail "status: $(cat "$TEST_TMPDIR/out")"
 expect 0 "$RL" "$@" release rk "$tok"

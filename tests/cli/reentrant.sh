@@ -34,7 +34,7 @@ assert d["metadata"] is None and 0 < d["ttl_ms"] <= 20000, d
 
 # Nobody else gets in: another owner, a plain acquire, run.
 expect 1 "$RL" acquire -n --owner worker-2 re-key
-one_error_line
+err_empty
 expect 1 "$RL" acquire -n re-key
 expect 1 "$RL" run -n re-key -- true
 

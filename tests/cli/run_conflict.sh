@@ -8,7 +8,7 @@ expect 0 "$RL" acquire -t 60s busy
 holder=$(cat "$TEST_TMPDIR/out")
 
 expect 1 "$RL" run -n busy -- true
-one_error_line
+err_empty
 expect 9 "$RL" run -n -E 9 busy -- true
 expect 9 "$RL" run --nonblock --conflict-exit-code=9 busy -- true
 expect 1 "$RL" run -w 0 busy -- true
@@ -17,15 +17,15 @@ expect 1 "$RL" run -w 0 busy -- true
 expect 1 "$RL" run -n busy -- touch "$TEST_TMPDIR/ran"
 [ ! -e "$TEST_TMPDIR/ran" ] || fail "the command ran without the lock"
 
-# -E 0 (as flock -E 0): a conflict exits 0, with its message, but the
-# command does not run, and acquire prints no token.
+# -E 0 (as flock -E 0): a conflict exits 0, silently, but the command
+# does not run, and acquire prints no token.
 expect 0 "$RL" run -n -E 0 busy -- touch "$TEST_TMPDIR/ran0"
 [ ! -e "$TEST_TMPDIR/ran0" ] || fail "-E 0: the command ran without the lock"
 out_is ""
-one_error_line
+err_empty
 expect 0 "$RL" acquire -n -E 0 busy
 out_is ""
-one_error_line
+err_empty
 expect 0 "$RL" acquire -w 200ms -E 0 busy
 out_is ""
 [ "$(rcli get busy)" = "$holder" ] || fail "-E 0: the holder lost the lock"
@@ -34,6 +34,7 @@ out_is ""
 t0=$(now_ms)
 expect 1 "$RL" run -w 0.5 busy -- true
 t1=$(now_ms)
+err_empty
 elapsed=$((t1 - t0))
 [ "$elapsed" -ge 450 ] || fail "-w 0.5 gave up after $elapsed ms"
 [ "$elapsed" -lt 3000 ] || fail "-w 0.5 took $elapsed ms"

@@ -84,7 +84,7 @@ for h in -h --help; do
     grep -q 'Exit status' "$TEST_TMPDIR/out" || fail "$h has no exit codes"
     for word in run acquire release extend status list --shard --prefix \
         --owner --metadata --fail-fast --retry --retry-delay \
-        --retry-max-delay --max-attempts --hold-after --json \
+        --retry-max-delay --max-attempts --hold-after --json --verbose \
         64 69 70 75 77; do
         grep -q -e "$word" "$TEST_TMPDIR/out" ||
             fail "$h does not mention $word"

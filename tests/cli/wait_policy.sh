@@ -20,7 +20,7 @@ expect 0 "$RL" acquire -t 30s wp-key
 # seconds to start a process, and stay far below the waits they tell
 # apart.)
 elapsed_rl 1 "$RL" acquire -w 20 --fail-fast wp-key
-one_error_line
+err_empty
 [ "$elapsed" -lt 3000 ] || fail "acquire --fail-fast took $elapsed ms"
 elapsed_rl 1 "$RL" run -w 20 --fail-fast wp-key -- touch "$TEST_TMPDIR/ran"
 [ "$elapsed" -lt 3000 ] || fail "run --fail-fast took $elapsed ms"
