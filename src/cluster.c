@@ -94,6 +94,9 @@ static redislock_err adopt_seed(rl__cluster *cl, const rl__pool *seed)
 
     snprintf(cl->scheme, sizeof cl->scheme, "%s",
              seed->url.tls ? "rediss" : "redis");
+    /* Nodes found later get the seed's timeouts, its URL's included. */
+    cl->o.connect_timeout_ms = seed->cfg.connect_timeout_ms;
+    cl->o.command_timeout_ms = seed->cfg.command_timeout_ms;
     if (seed->url.user != NULL) {
         if (strlen(seed->url.user) > 256)
             return rl__err(REDISLOCK_EINVAL, "ACL user name too long");

@@ -38,10 +38,16 @@ redislock_err rl__pool_init(rl__pool *p, const char *url,
     if ((err = rl__url_parse(url, &p->url)) != REDISLOCK_OK)
         return err;
     p->cfg.url = &p->url;
+    /* The options win over the URL's query, which wins over the
+     * defaults. */
     p->cfg.connect_timeout_ms =
-        or_default(o->connect_timeout_ms, REDISLOCK_DEFAULT_CONNECT_TIMEOUT_MS);
+        or_default(o->connect_timeout_ms,
+                   or_default(p->url.connect_timeout_ms,
+                              REDISLOCK_DEFAULT_CONNECT_TIMEOUT_MS));
     p->cfg.command_timeout_ms =
-        or_default(o->command_timeout_ms, REDISLOCK_DEFAULT_COMMAND_TIMEOUT_MS);
+        or_default(o->command_timeout_ms,
+                   or_default(p->url.command_timeout_ms,
+                              REDISLOCK_DEFAULT_COMMAND_TIMEOUT_MS));
     p->max = o->max_connections > 0 ? o->max_connections
                                     : REDISLOCK_DEFAULT_MAX_CONNECTIONS;
     pw = o->password       ? o->password

@@ -142,16 +142,120 @@ static redislock_err parse_db(const char *s, size_t n, rl__url *u)
     return REDISLOCK_OK;
 }
 
-static redislock_err parse_tcp(const char *s, rl__url *u)
+/*
+ * A timeout in a query: seconds, as redis-py's socket_timeout takes them
+ * (fractions allowed), or with a unit, s or ms, as in Lettuce's
+ * "timeout=10s". Positive, at most RL_URL_TIMEOUT_MAX_MS. Returns the
+ * milliseconds (a fraction of one rounds up), or -1.
+ */
+static int64_t query_ms(const char *s, size_t n)
+{
+    int64_t whole = 0, milli = 0, scale = 1000, unit = 1000, ms;
+    size_t i = 0, digits = 0;
+    int rest = 0; /* a non-zero digit past the thousandths */
+
+    for (; i < n && isdigit((unsigned char)s[i]) && digits < 12; i++)
+        whole = whole * 10 + (s[i] - '0'), digits++;
+    if (i < n && s[i] == '.') {
+        for (i++; i < n && isdigit((unsigned char)s[i]); i++, digits++) {
+            scale /= 10;
+            if (scale > 0)
+                milli += (s[i] - '0') * scale;
+            else
+                rest |= s[i] != '0';
+        }
+    }
+    if (digits == 0)
+        return -1;
+    if (n - i == 2 && strncmp(s + i, "ms", 2) == 0)
+        unit = 1;
+    else if (n != i && !(n - i == 1 && s[i] == 's'))
+        return -1;
+    /* milli is in thousandths of the unit; what is left of a millisecond
+     * rounds up. */
+    ms = whole * unit + (milli * unit + 999 + rest) / 1000;
+    return ms > 0 && ms <= RL_URL_TIMEOUT_MAX_MS ? ms : -1;
+}
+
+/* The query parameters a URL takes, with the names other clients use:
+ * redis-py's socket_timeout and socket_connect_timeout, Lettuce's and
+ * Jedis's timeout, and plain connect_timeout and command_timeout. */
+static int64_t *query_field(rl__url *u, const char *name, size_t n)
+{
+    static const struct {
+        const char *name;
+        int connect;
+    } names[] = {
+        {"timeout", 0},
+        {"command_timeout", 0},
+        {"socket_timeout", 0},
+        {"connect_timeout", 1},
+        {"socket_connect_timeout", 1},
+    };
+    size_t i;
+
+    for (i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strlen(names[i].name) == n && strncmp(name, names[i].name, n) == 0)
+            return names[i].connect ? &u->connect_timeout_ms
+                                    : &u->command_timeout_ms;
+    return NULL;
+}
+
+#define QUERY_NAMES                                                            \
+    "timeout, socket_timeout, command_timeout, connect_timeout, "              \
+    "socket_connect_timeout"
+
+/* One name=value of a query; db only where db_ok (unix://). */
+static redislock_err parse_param(const char *s, size_t n, rl__url *u, int db_ok)
+{
+    const char *eq = memchr(s, '=', n);
+    size_t nlen = eq != NULL ? (size_t)(eq - s) : n;
+    int64_t *field = query_field(u, s, nlen), ms;
+
+    if (eq != NULL && db_ok && nlen == 2 && strncmp(s, "db", 2) == 0)
+        return parse_db(eq + 1, n - 3, u);
+    if (field == NULL || eq == NULL)
+        return rl__err(REDISLOCK_EINVAL,
+                       "unknown query parameter '%.*s' in the URL (known: "
+                       "%s" QUERY_NAMES ")",
+                       (int)(nlen > 40 ? 40 : nlen), s, db_ok ? "db, " : "");
+    if ((ms = query_ms(eq + 1, n - nlen - 1)) < 0)
+        return rl__err(REDISLOCK_EINVAL,
+                       "bad %.*s in the URL: want a positive number of "
+                       "seconds (2.5) or of s or ms (500ms), at most a day",
+                       (int)nlen, s);
+    *field = ms;
+    return REDISLOCK_OK;
+}
+
+/* The query after '?': name=value pairs joined by '&'; a later value
+ * wins, as in most URL parsers. */
+static redislock_err parse_query(const char *q, rl__url *u, int db_ok)
+{
+    const char *amp;
+    size_t n;
+    redislock_err err;
+
+    if (strchr(q, '#') != NULL)
+        return rl__err(REDISLOCK_EINVAL, "Redis URLs take no fragment ('#')");
+    for (;;) {
+        amp = strchr(q, '&');
+        n = amp != NULL ? (size_t)(amp - q) : strlen(q);
+        if (n > 0 && (err = parse_param(q, n, u, db_ok)) != REDISLOCK_OK)
+            return err;
+        if (amp == NULL)
+            return REDISLOCK_OK;
+        q = amp + 1;
+    }
+}
+
+static redislock_err parse_authority(const char *s, rl__url *u)
 {
     const char *slash = strchr(s, '/');
     const char *auth_end = slash ? slash : s + strlen(s);
     const char *at = NULL, *p;
     redislock_err err;
 
-    if (strchr(s, '?') != NULL || strchr(s, '#') != NULL)
-        return rl__err(REDISLOCK_EINVAL,
-                       "redis:// URLs take no query or fragment");
     for (p = s; p < auth_end; p++)
         if (*p == '@')
             at = p;
@@ -165,6 +269,32 @@ static redislock_err parse_tcp(const char *s, rl__url *u)
     if (err != REDISLOCK_OK || slash == NULL)
         return err;
     return parse_db(slash + 1, strlen(slash + 1), u);
+}
+
+/* redis://[user[:password]@]host[:port][/db][?query]. */
+static redislock_err parse_tcp(const char *s, rl__url *u)
+{
+    const char *q = strchr(s, '?');
+    char *base;
+    redislock_err err;
+
+    if (q == NULL) {
+        if (strchr(s, '#') != NULL)
+            return rl__err(REDISLOCK_EINVAL,
+                           "Redis URLs take no fragment ('#')");
+        return parse_authority(s, u);
+    }
+    /* An '@' after the '?' means the '?' is in a password: the query is
+     * not echoed, nor is anything after it read. */
+    if (strchr(q, '@') != NULL)
+        return rl__err(REDISLOCK_EINVAL,
+                       "a '?' in the URL's user or password must be written "
+                       "%%3F");
+    if ((base = strndup(s, (size_t)(q - s))) == NULL)
+        return rl__err(REDISLOCK_ENOMEM, "out of memory parsing the URL");
+    err = parse_authority(base, u);
+    free(base);
+    return err != REDISLOCK_OK ? err : parse_query(q + 1, u, 0);
 }
 
 static redislock_err parse_unix(const char *s, rl__url *u)
@@ -181,10 +311,7 @@ static redislock_err parse_unix(const char *s, rl__url *u)
         return rl__err(REDISLOCK_ENOMEM, "out of memory parsing the URL");
     if (q == NULL)
         return REDISLOCK_OK;
-    if (strncmp(q + 1, "db=", 3) != 0)
-        return rl__err(REDISLOCK_EINVAL,
-                       "unknown query '%s' in the URL (only ?db=N)", q + 1);
-    return parse_db(q + 4, strlen(q + 4), u);
+    return parse_query(q + 1, u, 1);
 }
 
 redislock_err rl__url_parse(const char *s, rl__url *u)

@@ -12,7 +12,13 @@ typedef struct rl__url {
     char *password; /* NULL when the URL has none */
     int db;         /* SELECT index; 0 needs no SELECT */
     int tls;        /* rediss:// */
+    /* From the query (?connect_timeout=, ?timeout=...); 0: not given. */
+    int64_t connect_timeout_ms;
+    int64_t command_timeout_ms;
 } rl__url;
+
+/* The longest timeout a URL may set: one day. */
+#define RL_URL_TIMEOUT_MAX_MS (24LL * 3600 * 1000)
 
 /* Parses s into u (which the caller frees with rl__url_free even on
  * failure). Returns REDISLOCK_EINVAL with a detail naming the problem, or

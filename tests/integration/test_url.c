@@ -6,10 +6,12 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "harness/fakeserver.h"
 #include "harness/fixture.h"
 #include "harness/server.h"
 #include "harness/util.h"
 #include "test.h"
+#include "url.h"
 
 /* Refusals that need no network must not wait for any timeout. */
 #define FAST_MS 500
@@ -33,19 +35,30 @@ static int mentions(const char *detail, const char *words)
     }
 }
 
+/* client_new(url, o) fails with want and leaves no client; returns the
+ * ms it took. */
+static int64_t new_fails(const char *url, const redislock_options *o,
+                         redislock_err want)
+{
+    redislock_client *c = NULL;
+    int64_t t0 = th_now_ms(), took;
+
+    ASSERT_ERR(redislock_client_new(&c, url, o), want);
+    took = th_now_ms() - t0;
+    test_log("%s -> %s in %lld ms: %s", url, redislock_errname(want),
+             (long long)took, redislock_errdetail());
+    ASSERT(c == NULL);
+    return took;
+}
+
 /* client_new(url) fails with want, soon, with a detail naming words. */
 static void assert_refused(const char *url, redislock_err want,
                            const char *words)
 {
-    redislock_client *c = NULL;
-    int64_t t0 = th_now_ms();
     const char *d;
 
-    ASSERT_ERR(redislock_client_new(&c, url, NULL), want);
+    ASSERT_LT(new_fails(url, NULL, want), FAST_MS);
     d = redislock_errdetail();
-    test_log("%s -> %s: %s", url, redislock_errname(want), d);
-    ASSERT(c == NULL);
-    ASSERT_LT(th_now_ms() - t0, FAST_MS);
     if (!mentions(d, words))
         test_fail_(__FILE__, __LINE__, "detail for \"%s\" is \"%s\"; want "
                    "it to mention %s", url, d, words);
@@ -67,6 +80,21 @@ void test_url_malformed_einval(void)
         {"unix://", "path"},
         {"unix:///tmp/x.sock?db=abc", "db|database"},
         {"", "url|scheme|empty"},
+        /* Query parameters: only the timeouts (and db for unix://), with
+         * positive values in seconds, s or ms, at most a day. */
+        {"redis://h?timeout=0", "timeout"},
+        {"redis://h?timeout=", "timeout"},
+        {"redis://h?timeout=-1", "timeout"},
+        {"redis://h?timeout=5m", "timeout"},
+        {"redis://h?timeout=1e3", "timeout"},
+        {"redis://h?timeout=86401", "timeout"},
+        {"redis://h?connect_timeout=abc", "connect_timeout"},
+        {"redis://h?timeout", "timeout"},
+        {"redis://h?retry=3", "unknown query parameter 'retry'"},
+        {"redis://h?db=2", "unknown query parameter 'db'"},
+        {"redis://h?timeout=1#x", "fragment"},
+        {"redis://h#x", "fragment"},
+        {"unix:///tmp/x.sock?db=1&foo=2", "unknown query parameter 'foo'"},
     };
     size_t i;
 
@@ -180,4 +208,84 @@ void test_url_refused_econnect(void)
                REDISLOCK_ECONNECT);
     ASSERT(c == NULL);
     ASSERT_LT(th_now_ms() - t0, FAST_MS);
+}
+
+/* rl__url_parse(url) succeeds with these timeouts (0: not set). */
+static void assert_timeouts(const char *url, int64_t connect_ms,
+                            int64_t command_ms)
+{
+    rl__url u;
+
+    ASSERT_OK(rl__url_parse(url, &u));
+    test_log("%s -> connect %lld, command %lld", url,
+             (long long)u.connect_timeout_ms, (long long)u.command_timeout_ms);
+    ASSERT_EQ_INT(u.connect_timeout_ms, connect_ms);
+    ASSERT_EQ_INT(u.command_timeout_ms, command_ms);
+    rl__url_free(&u);
+}
+
+void test_url_query_timeouts(void)
+{
+    /* Seconds as redis-py takes them, or s and ms as in Lettuce. */
+    assert_timeouts("redis://h?timeout=2", 0, 2000);
+    assert_timeouts("redis://h:6380/3?timeout=0.25", 0, 250);
+    assert_timeouts("redis://h?socket_timeout=1.5s", 0, 1500);
+    assert_timeouts("redis://h?command_timeout=300ms", 0, 300);
+    assert_timeouts("redis://h?connect_timeout=0.0001", 1, 0);
+    assert_timeouts("redis://h?socket_connect_timeout=4&socket_timeout=6", 4000,
+                    6000);
+    assert_timeouts("redis://u:p@h/1?connect_timeout=750ms&timeout=86400",
+                    750, 86400000);
+    /* A later value wins; empty pairs are skipped. */
+    assert_timeouts("redis://h?timeout=1&&timeout=3&", 0, 3000);
+    assert_timeouts("unix:///tmp/x.sock?db=2&timeout=800ms", 0, 800);
+    assert_timeouts("unix:///tmp/x.sock?connect_timeout=2", 2000, 0);
+    assert_timeouts("redis://h", 0, 0);
+}
+
+/* A '?' in a password is not a query: refused without quoting it. */
+void test_url_query_password_hidden(void)
+{
+    redislock_client *c = NULL;
+
+    ASSERT_ERR(redislock_client_new(&c, "redis://u:se?cret@h:6379", NULL),
+               REDISLOCK_EINVAL);
+    test_log("detail: %s", redislock_errdetail());
+    ASSERT(strstr(redislock_errdetail(), "cret") == NULL);
+    ASSERT(strstr(redislock_errdetail(), "%3F") != NULL);
+}
+
+/* client_new(url, o) against a server that never answers fails with
+ * ETIMEDOUT after about want_ms: far below the 2 s default, with room for
+ * a loaded machine. */
+static void assert_times_out(const char *url, const redislock_options *o,
+                             int64_t want_ms)
+{
+    int64_t took = new_fails(url, o, REDISLOCK_ETIMEDOUT);
+
+    ASSERT_GE(took, want_ms - 50);
+    ASSERT_LT(took, want_ms + 1200);
+}
+
+void test_url_timeout_applied(void)
+{
+    static const fs_rule hang[] = {{NULL, "", FS_HANG, 0, 0, NULL}};
+    fs_server *s = fs_start(hang, 1, NULL);
+    redislock_options o = {0};
+    char url[256];
+
+    /* The command timeout bounds the PING that checks the server. */
+    snprintf(url, sizeof url, "%s?timeout=300ms", s->tcp_url);
+    assert_times_out(url, NULL, 300);
+    snprintf(url, sizeof url, "%s?socket_timeout=0.3", s->unix_url);
+    assert_times_out(url, NULL, 300);
+    /* The connect timeout bounds SELECT, part of connecting. */
+    snprintf(url, sizeof url, "%s/1?connect_timeout=300ms&timeout=20",
+             s->tcp_url);
+    assert_times_out(url, NULL, 300);
+    /* An option wins over the URL. */
+    o.command_timeout_ms = 300;
+    snprintf(url, sizeof url, "%s?timeout=20", s->tcp_url);
+    assert_times_out(url, &o, 300);
+    fs_stop(s);
 }
