@@ -43,6 +43,12 @@ typedef struct cli_global {
      * by cli_drop_password()); NULL: the URL's or the environment's. */
     const char *password_file;
     char *password;
+    /* --connect-timeout, --command-timeout; 0: not given. */
+    int64_t connect_timeout_ms;
+    int64_t command_timeout_ms;
+    /* $REDISLOCK_CONNECT_TIMEOUT, $REDISLOCK_COMMAND_TIMEOUT; 0: unset. */
+    int64_t env_connect_timeout_ms;
+    int64_t env_command_timeout_ms;
     /* SIGPIPE's disposition on entry. The CLI ignores SIGPIPE so that a
      * dropped Redis connection is an error rather than death; run's
      * command gets the original back. */
@@ -85,7 +91,9 @@ enum {
     CLI_ID_HOLD_AFTER,
     CLI_ID_FAIR,
     CLI_ID_PASSWORD_FILE,
-    CLI_ID_VERBOSE
+    CLI_ID_VERBOSE,
+    CLI_ID_CONNECT_TIMEOUT,
+    CLI_ID_COMMAND_TIMEOUT
 };
 
 /* Returns the next option's id, storing its value in *val; 0 when the
@@ -121,7 +129,10 @@ typedef struct cli_cmdopts {
 /* Entries of a cli_optdef table: those of every subcommand, and those of
  * the subcommands that take a lock (acquire, run). */
 /* clang-format off */
-#define CLI_OPTS_COMMON {'u', "url", 1}, {'h', "help", 0}
+#define CLI_OPTS_COMMON                                                       \
+    {'u', "url", 1}, {'h', "help", 0},                                        \
+    {CLI_ID_CONNECT_TIMEOUT, "connect-timeout", 1},                           \
+    {CLI_ID_COMMAND_TIMEOUT, "command-timeout", 1}
 #define CLI_OPTS_TAKE                                                         \
     {'t', "ttl", 1}, {'w', "wait", 1}, {'w', "timeout", 1},                   \
     {'n', "nonblock", 0}, {'n', "no-wait", 0},                                \
@@ -191,6 +202,34 @@ int cli_parse_delay(const char *ctx, const char *name, const char *s,
 /* Parses a hold-after time (>= 0) like cli_parse_ttl. */
 int cli_parse_hold(const char *ctx, const char *s, int64_t *ms);
 
+/* The longest connect or command timeout the CLI takes: one day. */
+#define CLI_TIMEOUT_MAX_MS (24LL * 3600 * 1000)
+
+/* Parses a connect or command timeout (what name calls it in messages;
+ * > 0, at most CLI_TIMEOUT_MAX_MS) like cli_parse_ttl. */
+int cli_parse_timeout(const char *ctx, const char *name, const char *s,
+                      int64_t *ms);
+
+/* Applies a global option that may also follow the subcommand: -u,
+ * --connect-timeout, --command-timeout. Returns 0, CLI_EXIT_USAGE after a
+ * message, or CLI_CONTINUE when id is none of them. */
+int cli_global_option(const char *ctx, cli_global *g, int id, const char *val);
+
+/* Reads $REDISLOCK_CONNECT_TIMEOUT and $REDISLOCK_COMMAND_TIMEOUT into g
+ * (empty: unset). Returns 0, or CLI_EXIT_USAGE after a message that names
+ * the variable. */
+int cli_load_env(cli_global *g);
+
+/*
+ * Sets o's timeouts from g: each is --connect-timeout or
+ * --command-timeout, else the one the Redis URL's query sets (left to the
+ * library), else the environment's, else the library's default; with
+ * cap_ms > 0, none is longer than cap_ms. Returns the longer of the two
+ * timeouts that apply.
+ */
+int64_t cli_set_timeouts(const cli_global *g, int64_t cap_ms,
+                         redislock_options *o);
+
 /* Parses an exit code 0..255 like cli_parse_ttl. */
 int cli_parse_code(const char *ctx, const char *s, int *code);
 
@@ -213,10 +252,10 @@ int cli_add_url(const char *ctx, cli_global *g, const char *url);
 
 /*
  * Connects to the server or, with --shard, the servers from g (or the
- * environment). timeout_ms > 0 overrides the connect and command timeouts.
- * Returns 0, or an exit status after printing the error.
+ * environment), with the timeouts of cli_set_timeouts(g, cap_ms). Returns
+ * 0, or an exit status after printing the error.
  */
-int cli_connect(const char *ctx, const cli_global *g, int64_t timeout_ms,
+int cli_connect(const char *ctx, const cli_global *g, int64_t cap_ms,
                 redislock_client **c);
 
 /* The longest password --password-file takes, in bytes. */
@@ -238,7 +277,7 @@ void cli_scrub_env(const cli_global *g);
 
 /* cli_connect, then a handle for key. */
 int cli_open(const char *ctx, const cli_global *g, const char *key,
-             int64_t timeout_ms, redislock_client **c, redislock_lock **l);
+             int64_t cap_ms, redislock_client **c, redislock_lock **l);
 
 /* Frees what cli_open made; NULLs are fine. */
 void cli_close(redislock_client *c, redislock_lock *l);

@@ -13,6 +13,21 @@ int cli_add_url(const char *ctx, cli_global *g, const char *url)
     return 0;
 }
 
+int cli_global_option(const char *ctx, cli_global *g, int id, const char *val)
+{
+    switch (id) {
+    case 'u':
+        return cli_add_url(ctx, g, val);
+    case CLI_ID_CONNECT_TIMEOUT:
+        return cli_parse_timeout(ctx, "connect timeout", val,
+                                 &g->connect_timeout_ms);
+    case CLI_ID_COMMAND_TIMEOUT:
+        return cli_parse_timeout(ctx, "command timeout", val,
+                                 &g->command_timeout_ms);
+    }
+    return CLI_CONTINUE;
+}
+
 static int check_operands(const char *ctx, int have, char **ops, int min_ops,
                           int max_ops, const char *const *names)
 {
@@ -84,9 +99,11 @@ static int apply_wait_option(const char *ctx, int id, const char *val,
 static int apply_option(const char *ctx, int id, const char *val,
                         cli_cmdopts *o)
 {
+    int rc = cli_global_option(ctx, &o->g, id, val);
+
+    if (rc != CLI_CONTINUE)
+        return rc;
     switch (id) {
-    case 'u':
-        return cli_add_url(ctx, &o->g, val);
     case 't':
         return cli_parse_ttl(ctx, val, &o->acq.ttl_ms);
     case 'E':

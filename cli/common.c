@@ -159,6 +159,22 @@ int cli_parse_hold(const char *ctx, const char *s, int64_t *ms)
     return parse_span(ctx, "hold-after time", s, 1, ms);
 }
 
+int cli_parse_timeout(const char *ctx, const char *name, const char *s,
+                      int64_t *ms)
+{
+    char q[CLI_QUOTE_MAX];
+    int64_t v = 0;
+
+    if (parse_duration(ctx, name, s, &v) != 0)
+        return CLI_EXIT_USAGE;
+    if (v == 0 || v > CLI_TIMEOUT_MAX_MS)
+        return cli_usage(ctx,
+                         "invalid %s '%s': want more than 0, at most a day",
+                         name, cli_quote(s, q, sizeof q));
+    *ms = v;
+    return 0;
+}
+
 int cli_parse_wait(const char *ctx, const char *s, int64_t *wait_ms)
 {
     return parse_duration(ctx, "wait time", s, wait_ms);

@@ -90,13 +90,15 @@ static int global_options(cli_args *a, cli_global *g)
         {CLI_ID_REDLOCK, "redlock", 0},
         {CLI_ID_CLUSTER, "cluster", 0},
         {CLI_ID_PASSWORD_FILE, "password-file", 1},
+        {CLI_ID_CONNECT_TIMEOUT, "connect-timeout", 1},
+        {CLI_ID_COMMAND_TIMEOUT, "command-timeout", 1},
         {0, NULL, 0},
     };
     const char *val;
     int id;
 
     while ((id = cli_getopt(a, defs, &val)) > 0) {
-        if (id == 'u' && cli_add_url(NULL, g, val) != 0)
+        if (cli_global_option(NULL, g, id, val) == CLI_EXIT_USAGE)
             return CLI_EXIT_USAGE;
         if (id == CLI_ID_PREFIX)
             g->prefix = val;
@@ -127,7 +129,8 @@ int main(int argc, char **argv)
 
     guard_std_fds();
     memset(&g, 0, sizeof g);
-    if ((rc = global_options(&a, &g)) != CLI_CONTINUE)
+    if ((rc = global_options(&a, &g)) != CLI_CONTINUE ||
+        (rc = cli_load_env(&g)) != 0)
         return rc;
     if ((rc = cli_load_password(&g)) != 0)
         return rc;

@@ -37,7 +37,8 @@ typedef struct run_state {
     int64_t ttl_ms;
     int64_t renew_every_ms; /* TTL/3 */
     int64_t retry_ms;       /* pause after a failed renewal */
-    int64_t op_ms;          /* connect and command timeout */
+    int64_t op_ms;          /* the longer of the connect and command timeouts */
+    int64_t op_cap_ms;      /* the most either may be: TTL/5 */
     int64_t safety_ms;      /* validity left over when giving up */
     int64_t margin_ms;      /* the guardian's head start, TTL/20 */
     int64_t hold_after_ms;  /* --hold-after */
@@ -69,15 +70,15 @@ static int64_t clamp(int64_t v, int64_t lo, int64_t hi)
 
 /*
  * Derives the timing from the TTL. A request may take two timeouts
- * (reconnect, then the command), so the client's timeouts shrink with
- * short TTLs: a renewal must be able to fail and be retried well before
- * the lease ends.
+ * (reconnect, then the command), so the client's timeouts, whoever set
+ * them, shrink with short TTLs: a renewal must be able to fail and be
+ * retried well before the lease ends.
  */
 static void set_timing(run_state *st, int64_t ttl_ms)
 {
     st->ttl_ms = ttl_ms;
     st->renew_every_ms = clamp(ttl_ms / 3, 1, INT64_MAX);
-    st->op_ms = clamp(ttl_ms / 5, 10, REDISLOCK_DEFAULT_COMMAND_TIMEOUT_MS);
+    st->op_cap_ms = clamp(ttl_ms / 5, 10, INT64_MAX);
     st->retry_ms = clamp(ttl_ms / 10, 10, 1000);
     st->safety_ms = clamp(ttl_ms / 10, 1, INT64_MAX);
     st->margin_ms = clamp(ttl_ms / 20, 0, 250);
@@ -475,12 +476,16 @@ static int hold_and_run(run_state *st, const cli_cmdopts *o, const char *key,
 static void run_init(run_state *st, const char *ctx, const char *key,
                      const cli_cmdopts *o)
 {
+    redislock_options scratch;
+
     memset(st, 0, sizeof *st);
     st->ctx = ctx;
     st->guard.pid = st->job = -1;
     st->guard.fd = st->sfd = st->tty = -1;
     cli_quote(key, st->key, sizeof st->key);
     set_timing(st, o->acq.ttl_ms);
+    memset(&scratch, 0, sizeof scratch);
+    st->op_ms = cli_set_timeouts(&o->g, st->op_cap_ms, &scratch);
     st->hold_after_ms = o->hold_after_ms;
     st->verbose = o->verbose;
 }
@@ -583,7 +588,7 @@ int cli_cmd_run(int argc, char **argv, const cli_global *g)
         (rc = cli_check_key(argv[0], key)) != 0)
         return rc;
     run_init(&st, argv[0], key, &o);
-    rc = cli_open(st.ctx, &o.g, key, st.op_ms, &c, &st.l);
+    rc = cli_open(st.ctx, &o.g, key, st.op_cap_ms, &c, &st.l);
     if (rc != 0)
         return rc;
     /* The client has its copy of any password from the environment. */

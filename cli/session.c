@@ -9,6 +9,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "duration.h"
+
 static const char *env_url(void)
 {
     static const char *const vars[] = {"REDISLOCK_URL", "REDIS_URL"};
@@ -176,7 +178,102 @@ static int check_global(const char *ctx, const cli_global *g)
     return 0;
 }
 
-int cli_connect(const char *ctx, const cli_global *g, int64_t timeout_ms,
+/*
+ * The timeout url's query sets (see redislock_client_new(3)): for the
+ * connect timeout or the command timeout. Returns 1 with *ms, or 0 when
+ * the query sets none (or one the library will refuse anyway).
+ */
+static int url_timeout(const char *url, int connect, int64_t *ms)
+{
+    static const char *const names[2][3] = {
+        {"timeout=", "socket_timeout=", "command_timeout="},
+        {"connect_timeout=", "socket_connect_timeout=", NULL},
+    };
+    const char *p = strchr(url, '?');
+    char val[32];
+    size_t i, n, vlen;
+    int found = 0;
+
+    while (p != NULL) {
+        p++;
+        n = strcspn(p, "&#");
+        for (i = 0; i < 3 && names[connect][i] != NULL; i++) {
+            size_t len = strlen(names[connect][i]);
+            vlen = n - len;
+            /* The last one wins, as in the library. */
+            if (n > len && vlen < sizeof val &&
+                strncmp(p, names[connect][i], len) == 0) {
+                memcpy(val, p + len, vlen);
+                val[vlen] = '\0';
+                found |= cli_parse_duration(val, ms) == CLI_DUR_OK;
+            }
+        }
+        p = p[n] == '&' ? p + n : NULL;
+    }
+    return found;
+}
+
+/* The shortest timeout the URLs in use set, or 0 when none sets one. */
+static int64_t urls_timeout(const cli_global *g, int connect)
+{
+    const char *one = env_url();
+    const char *const *urls = g->nurls > 0 ? g->urls : &one;
+    size_t i, n = g->nurls > 0 ? g->nurls : 1;
+    int64_t best = 0, ms;
+
+    for (i = 0; i < n; i++)
+        if (url_timeout(urls[i], connect, &ms) && (best == 0 || ms < best))
+            best = ms;
+    return best;
+}
+
+/* One timeout by the precedence of cli_set_timeouts: *set gets what the
+ * library is told (0: the URL's, else its default); returns what
+ * applies. */
+static int64_t pick_timeout(int64_t opt, int64_t url, int64_t env, int64_t dflt,
+                            int64_t cap, int64_t *set)
+{
+    int64_t v = opt > 0 ? opt : url > 0 ? url : env > 0 ? env : dflt;
+
+    *set = opt > 0 ? opt : url > 0 ? 0 : env;
+    if (cap > 0 && v > cap)
+        v = *set = cap;
+    return v;
+}
+
+int64_t cli_set_timeouts(const cli_global *g, int64_t cap_ms,
+                         redislock_options *o)
+{
+    int64_t conn, cmd;
+
+    conn = pick_timeout(
+        g->connect_timeout_ms, urls_timeout(g, 1), g->env_connect_timeout_ms,
+        REDISLOCK_DEFAULT_CONNECT_TIMEOUT_MS, cap_ms, &o->connect_timeout_ms);
+    cmd = pick_timeout(
+        g->command_timeout_ms, urls_timeout(g, 0), g->env_command_timeout_ms,
+        REDISLOCK_DEFAULT_COMMAND_TIMEOUT_MS, cap_ms, &o->command_timeout_ms);
+    return conn > cmd ? conn : cmd;
+}
+
+int cli_load_env(cli_global *g)
+{
+    static const char *const vars[2] = {"REDISLOCK_CONNECT_TIMEOUT",
+                                        "REDISLOCK_COMMAND_TIMEOUT"};
+    int64_t *fields[2] = {&g->env_connect_timeout_ms,
+                          &g->env_command_timeout_ms};
+    const char *v;
+    int i;
+
+    for (i = 0; i < 2; i++) {
+        v = getenv(vars[i]);
+        if (v != NULL && *v != '\0' &&
+            cli_parse_timeout(NULL, vars[i], v, fields[i]) != 0)
+            return CLI_EXIT_USAGE;
+    }
+    return 0;
+}
+
+int cli_connect(const char *ctx, const cli_global *g, int64_t cap_ms,
                 redislock_client **c)
 {
     redislock_options o;
@@ -190,8 +287,7 @@ int cli_connect(const char *ctx, const cli_global *g, int64_t timeout_ms,
     if ((rc = check_global(ctx, g)) != 0)
         return rc;
     memset(&o, 0, sizeof o);
-    o.connect_timeout_ms = timeout_ms > 0 ? timeout_ms : 0;
-    o.command_timeout_ms = timeout_ms > 0 ? timeout_ms : 0;
+    (void)cli_set_timeouts(g, cap_ms, &o);
     /* One connection per server is all a single-threaded tool uses. */
     o.max_connections = 1;
     o.prefix = g->prefix;
@@ -318,13 +414,13 @@ void cli_scrub_env(const cli_global *g)
 }
 
 int cli_open(const char *ctx, const cli_global *g, const char *key,
-             int64_t timeout_ms, redislock_client **c, redislock_lock **l)
+             int64_t cap_ms, redislock_client **c, redislock_lock **l)
 {
     redislock_err err;
     int rc;
 
     *l = NULL;
-    if ((rc = cli_connect(ctx, g, timeout_ms, c)) != 0)
+    if ((rc = cli_connect(ctx, g, cap_ms, c)) != 0)
         return rc;
     err = redislock_lock_new(*c, key, strlen(key), l);
     if (err != REDISLOCK_OK) {

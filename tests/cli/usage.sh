@@ -85,6 +85,7 @@ for h in -h --help; do
     for word in run acquire release extend status list --shard --prefix \
         --owner --metadata --fail-fast --retry --retry-delay \
         --retry-max-delay --max-attempts --hold-after --json --verbose \
+        --connect-timeout --command-timeout \
         64 69 70 75 77; do
         grep -q -e "$word" "$TEST_TMPDIR/out" ||
             fail "$h does not mention $word"
