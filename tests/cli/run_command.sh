@@ -6,7 +6,8 @@ set -eu
 . "$(dirname "$0")/lib.inc"
 
 # After KEY, flock's place: a pipe, and the shell's status.
-expect 7 "$RL" run rc-key -c 'echo "held $REDISLOCK_KEY" | tr a-z A-Z; exit 7'
+expect 7 "$RL" run rc-key -c \
+    'echo "held $REDISLOCK_KEY" | tr a-z A-Z; exit 7'
 out_is "HELD RC-KEY"
 [ ! -s "$TEST_TMPDIR/err" ] || fail "stderr: $(cat "$TEST_TMPDIR/err")"
 key_gone rc-key || fail "run -c left its lock behind"
@@ -25,7 +26,8 @@ expect 5 "$RL" run --command='exit 5' rc-key
 # The string runs under the lock, with run's environment.
 export REDIS_CLI REDIS_SOCK
 expect 0 "$RL" run rc-key -c \
-    'v=$("$REDIS_CLI" -s "$REDIS_SOCK" get rc-key); [ "$v" = "$REDISLOCK_TOKEN" ] && echo held'
+    'v=$("$REDIS_CLI" -s "$REDIS_SOCK" get rc-key)
+     [ "$v" = "$REDISLOCK_TOKEN" ] && echo held'
 out_is held
 
 # "--" ends run's reading: prog gets -c and x as its own arguments.

@@ -26,8 +26,10 @@ one_error_line
 # and why it stopped.
 expect 1 "$RL" run --verbose -n vb-key -- true
 err_has "^redislock: run: taking lock 'vb-key' for 30000 ms, trying once"
-err_has "held by owner 'ops-1' \\(its lease ends in [0-9]+ ms, metadata 'nightly backup'\\)"
-err_has "^redislock: run: lock 'vb-key' not obtained after [0-9]+ ms: it is held and -n does not wait; .*exit status 1$"
+err_has "held by owner 'ops-1' \\(its lease ends in [0-9]+ ms, \
+metadata 'nightly backup'\\)"
+err_has "^redislock: run: lock 'vb-key' not obtained after [0-9]+ ms: \
+it is held and -n does not wait; .*exit status 1$"
 ttl=$(sed -n "s/.*not obtained.*its lease ends in \\([0-9]*\\) ms.*/\\1/p" \
     "$TEST_TMPDIR/err")
 between 30000 60000 "$ttl" "the holder's lease in --verbose"
@@ -53,17 +55,22 @@ err_has "held by another owner \\(its lease ends in [0-9]+ ms\\)"
 # end, with the command's own output left alone.
 expect 5 "$RL" run --verbose -t 600ms vb-run -c 'echo out; sleep 0.7; exit 5'
 out_is out
-err_has "^redislock: run: taking lock 'vb-run' for 600 ms, waiting as long as it takes: it is free now$"
-err_has "^redislock: run: got lock 'vb-run' after [0-9]+ ms \\(valid for [0-9]+ ms, fence [0-9]+\\)$"
-err_has "^redislock: run: running /bin/sh -c 'echo out; sleep 0.7; exit 5'; renewing the lease every 200 ms$"
+err_has "^redislock: run: taking lock 'vb-run' for 600 ms, \
+waiting as long as it takes: it is free now$"
+err_has "^redislock: run: got lock 'vb-run' after [0-9]+ ms \
+\\(valid for [0-9]+ ms, fence [0-9]+\\)$"
+err_has "^redislock: run: running /bin/sh -c 'echo out; sleep 0.7; exit 5'; \
+renewing the lease every 200 ms$"
 err_has "^redislock: run: renewed lock 'vb-run' \\(valid for [0-9]+ ms\\)$"
-err_has "^redislock: run: the command exited with status 5 after [0-9]+ ms; released lock 'vb-run'$"
+err_has "^redislock: run: the command exited with status 5 after [0-9]+ ms; \
+released lock 'vb-run'$"
 key_gone vb-run || fail "run --verbose left its lock"
 
 # A waiter that gets the lock once the holder lets go.
 expect 0 "$RL" acquire -t 800ms vb-wait
 expect 0 "$RL" acquire --verbose -w 10 vb-wait
-err_has "waiting up to 10000 ms: held by another owner \\(its lease ends in [0-9]+ ms\\)"
+err_has "waiting up to 10000 ms: held by another owner \
+\\(its lease ends in [0-9]+ ms\\)"
 err_has "got lock 'vb-wait' after [0-9]+ ms"
 [ -n "$(cat "$TEST_TMPDIR/out")" ] || fail "acquire --verbose printed no token"
 
