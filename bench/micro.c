@@ -71,20 +71,22 @@ void lb_run_ping(const lb_env *e, lb_micro *m, int ms)
     redisFree(c);
 }
 
-/* A fresh 32-hex-digit token per cycle, as long as the library's. */
-static void raw_token(char out[33])
+/* A fresh token per cycle, shaped as the library's: "rl1-" and 32 hex
+ * digits. */
+static void raw_token(char out[37])
 {
     static uint64_t s = 0x9e3779b97f4a7c15u;
     static const char hex[] = "0123456789abcdef";
     int i;
 
-    for (i = 0; i < 32; i++) {
+    memcpy(out, "rl1-", 4);
+    for (i = 4; i < 36; i++) {
         s ^= s << 13;
         s ^= s >> 7;
         s ^= s << 17;
         out[i] = hex[s & 15];
     }
-    out[32] = '\0';
+    out[36] = '\0';
 }
 
 /* EVALSHA acquire (the library's acquire script, whose SET NX PX also
@@ -92,7 +94,7 @@ static void raw_token(char out[33])
  * the library sends, written by hand. */
 static void raw_cycle(redisContext *c)
 {
-    char tok[33], ttl[16];
+    char tok[37], ttl[16];
     const char *acq[10] = {"EVALSHA", rl__script_acquire.sha1, "1",
                            SOLO_KEY, tok, ttl, "plain", "", "86400000",
                            SOLO_BASE};
