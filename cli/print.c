@@ -104,6 +104,14 @@ static void plain_field(const char *name, const char *s, int space_too)
     plain_text(s, n, space_too);
 }
 
+/* The hold count when it is known: a lock with an owner id counts its
+ * holds; redislock's plain lock has one, which goes without saying, and
+ * another library's lock has a count nobody knows. */
+static int show_holds(const redislock_info *info)
+{
+    return info->owner != NULL && info->holds > 0;
+}
+
 static void print_plain(const char *key, size_t keylen,
                         const redislock_info *info, int with_key)
 {
@@ -115,16 +123,32 @@ static void print_plain(const char *key, size_t keylen,
     } else
         fputs("held", stdout);
     printf(" ttl_ms=%lld", (long long)info->ttl_ms);
-    /* A plain token lock has one hold and no owner id: nothing to add. */
-    if (info->owner != NULL || info->holds != 1)
+    if (show_holds(info))
         printf(" holds=%lld", (long long)info->holds);
-
     if (info->owner != NULL)
         plain_field("owner", info->owner, 1);
     /* The last field: its spaces cannot be mistaken for a separator. */
     if (info->metadata != NULL)
         plain_field("metadata", info->metadata, 0);
     putchar('\n');
+}
+
+/* The fields of a lock, after its TTL. Another library's lock (no hold
+ * count) shows no holds and no fence: redislock issued it none. */
+static void json_lock(const redislock_info *info)
+{
+    int known = info->holds > 0;
+
+    if (known)
+        printf(",\"holds\":%lld", (long long)info->holds);
+    fputs(",\"owner\":", stdout);
+    json_or_null(info->owner);
+    fputs(",\"metadata\":", stdout);
+    json_or_null(info->metadata);
+    if (known && info->fence > 0)
+        printf(",\"fence\":%lld", (long long)info->fence);
+    printf(",\"reserved\":%s}",
+           info->reserved == REDISLOCK_KIND_RESERVED ? "true" : "false");
 }
 
 static void print_json(const char *key, size_t keylen,
@@ -136,13 +160,8 @@ static void print_json(const char *key, size_t keylen,
         fputs(",\"held\":false}", stdout);
         return;
     }
-    printf(",\"held\":true,\"ttl_ms\":%lld,\"holds\":%lld,\"owner\":",
-           (long long)info->ttl_ms, (long long)info->holds);
-    json_or_null(info->owner);
-    fputs(",\"metadata\":", stdout);
-    json_or_null(info->metadata);
-    printf(",\"fence\":%lld,\"reserved\":%s}", (long long)info->fence,
-           info->reserved ? "true" : "false");
+    printf(",\"held\":true,\"ttl_ms\":%lld", (long long)info->ttl_ms);
+    json_lock(info);
 }
 
 void cli_print_lock(const char *key, size_t keylen, const redislock_info *info,

@@ -333,23 +333,40 @@ REDISLOCK_API redislock_err redislock_adopt(redislock_lock *l,
  */
 REDISLOCK_API redislock_err redislock_ttl(redislock_lock *l, int64_t *ttl_ms);
 
-/* What anyone can read of a lock. Strings are borrowed from the handle
- * and valid until its next call; absent ones are NULL. */
+/*
+ * What a key is, in redislock_info's reserved field: a lock (or no key at
+ * all), a hold-after reservation, or not a lock (a key of another type,
+ * or a string no lock library writes). Nonzero still means "not a lock
+ * you can take or release", as when the field was a flag.
+ */
+#define REDISLOCK_KIND_LOCK 0
+#define REDISLOCK_KIND_RESERVED 1
+#define REDISLOCK_KIND_NOT_LOCK 2
+
+/*
+ * What anyone can read of a key. Strings are borrowed from the handle and
+ * valid until its next call; absent ones are NULL. For a key that is not
+ * a lock (reserved == REDISLOCK_KIND_NOT_LOCK), metadata is its Redis
+ * type ("list", "string", ...). The layout never changes: callers
+ * allocate it.
+ */
 typedef struct redislock_info {
     int held;             /* the key exists */
     int64_t ttl_ms;       /* remaining TTL, or REDISLOCK_TTL_NO_EXPIRY */
-    int64_t holds;        /* 1 for a plain lock; the count if reentrant */
+    int64_t holds;        /* the count of holds; 0 when unknown */
     const char *owner;    /* the owner id; NULL for a plain (token) lock */
-    const char *metadata; /* NULL when none */
+    const char *metadata; /* NULL when none; a non-lock's Redis type */
     const char *key;      /* the key without the client's prefix */
     size_t keylen;
-    int64_t fence;       /* the last fencing token issued for the key */
-    int reserved;        /* a hold-after reservation, not a lock */
+    int64_t fence; /* the last fencing token issued for the key; 0: none */
+    /* The key's kind, REDISLOCK_KIND_*. Named when it was only a flag for
+     * hold-after reservations; kept so that old code still compiles. */
+    int reserved;
     size_t owner_len;    /* lengths of owner and metadata, which may */
     size_t metadata_len; /* hold NUL bytes written by other clients */
 } redislock_info;
 
-/* Reads the lock's state, whoever holds it, in one round trip. */
+/* Reads the key's state, whoever holds it, in one round trip. */
 REDISLOCK_API redislock_err redislock_inspect(redislock_lock *l,
                                               redislock_info *info);
 
@@ -359,8 +376,8 @@ typedef int (*redislock_list_cb)(const redislock_info *info, void *arg);
 /*
  * Lists the locks whose key (after the client's prefix) matches the glob
  * pattern (NULL: all), on every server, with SCAN (never KEYS). Keys that
- * are not locks (no TTL) are skipped. info's strings are valid during the
- * callback only.
+ * are not locks, and locks without a TTL, are skipped. info's strings are
+ * valid during the callback only.
  */
 REDISLOCK_API redislock_err redislock_list(redislock_client *c,
                                            const char *pattern,

@@ -31,14 +31,18 @@ static int well_formed(const rl__reply *r)
            r->element[0]->type == REDIS_REPLY_STRING &&
            r->element[1]->type == REDIS_REPLY_INTEGER &&
            r->element[5]->type == REDIS_REPLY_INTEGER &&
-           r->element[6]->type == REDIS_REPLY_INTEGER;
+           r->element[6]->type == REDIS_REPLY_INTEGER &&
+           r->element[6]->integer >= REDISLOCK_KIND_LOCK &&
+           r->element[6]->integer <= REDISLOCK_KIND_NOT_LOCK;
 }
 
-/* Fills info from the inspect script's reply; strings go into *buf. */
+/* Fills info from the inspect script's reply; strings go into *buf. The
+ * script tells the key's kind; for a key that is not a lock, metadata is
+ * its Redis type. */
 static redislock_err decode(const rl__reply *r, redislock_info *info,
                             char **buf)
 {
-    size_t i, need = 1;
+    const rl__reply *type = r->element[0], *meta = r->element[4];
     char *at;
 
     memset(info, 0, sizeof *info);
@@ -46,20 +50,20 @@ static redislock_err decode(const rl__reply *r, redislock_info *info,
     if (!well_formed(r))
         return rl__err(REDISLOCK_EPROTOCOL, "inspect script answered type %d",
                        r->type);
-    info->held = strcmp(r->element[0]->str, "none") != 0;
+    info->held = strcmp(type->str, "none") != 0;
     info->ttl_ms = info->held ? r->element[1]->integer : REDISLOCK_TTL_FREE;
-    info->holds = info->held ? 1 : 0;
     info->fence = r->element[5]->integer;
-    info->reserved = r->element[6]->integer == 1;
-    for (i = 2; i < 5; i++)
-        need += (size_t)r->element[i]->len + 1;
-    free(*buf);
-    if ((*buf = at = malloc(need)) == NULL)
-        return rl__err(REDISLOCK_ENOMEM, "out of memory");
-    info->owner = copy_field(r->element[2], &at, &info->owner_len);
+    info->reserved = (int)r->element[6]->integer;
+    if (info->reserved == REDISLOCK_KIND_NOT_LOCK)
+        meta = type;
     if (r->element[3]->type == REDIS_REPLY_STRING)
         info->holds = strtoll(r->element[3]->str, NULL, 10);
-    info->metadata = copy_field(r->element[4], &at, &info->metadata_len);
+    free(*buf);
+    *buf = at = malloc((size_t)r->element[2]->len + (size_t)meta->len + 2);
+    if (at == NULL)
+        return rl__err(REDISLOCK_ENOMEM, "out of memory");
+    info->owner = copy_field(r->element[2], &at, &info->owner_len);
+    info->metadata = copy_field(meta, &at, &info->metadata_len);
     return REDISLOCK_OK;
 }
 
@@ -200,12 +204,27 @@ static redislock_err scan_step(rl__pool *p, char *cursor, const char *match,
     return REDISLOCK_OK;
 }
 
-/* Reports each lock among one SCAN batch of server p (number n); 1 when
- * the callback stopped. A Redlock lock is reported once, by the first
+/* One listing: what to report, and to whom. */
+typedef struct lister {
+    redislock_client *c;
+    size_t plen; /* the client's prefix, cut from each key reported */
+    redislock_list_cb cb;
+    void *arg;
+} lister;
+
+/* Whether the listing reports a key read as info: only locks with a TTL,
+ * and hold-after reservations. */
+static int wanted(const redislock_info *info)
+{
+    return info->held && info->ttl_ms >= 0 &&
+           info->reserved != REDISLOCK_KIND_NOT_LOCK;
+}
+
+/* Reports each wanted key among one SCAN batch of server p (number n); 1
+ * when the callback stopped. A Redlock lock is reported once, by the first
  * server that has it, and only when a majority hold it. */
-static int report_batch(redislock_client *c, rl__pool *p, size_t n,
-                        const rl__reply *keys, size_t plen,
-                        redislock_list_cb cb, void *arg, redislock_err *err)
+static int report_batch(const lister *ls, rl__pool *p, size_t n,
+                        const rl__reply *keys, redislock_err *err)
 {
     redislock_info info;
     char *buf = NULL;
@@ -214,25 +233,24 @@ static int report_batch(redislock_client *c, rl__pool *p, size_t n,
 
     for (i = 0; i < keys->elements && !stop && *err == REDISLOCK_OK; i++) {
         const rl__reply *k = keys->element[i];
-        if (k->type != REDIS_REPLY_STRING || (size_t)k->len < plen ||
+        if (k->type != REDIS_REPLY_STRING || (size_t)k->len < ls->plen ||
             rl__is_helper_key(k->str, (size_t)k->len))
             continue;
-        *err = inspect_key(c, p, k->str, (size_t)k->len, &info, &buf, &first);
-        /* Only keys with a TTL are locks; others merely match. */
-        if (*err != REDISLOCK_OK || !info.held || info.ttl_ms < 0 ||
-            (rl__client_mode(c) == RL_MODE_REDLOCK && first != n))
+        *err =
+            inspect_key(ls->c, p, k->str, (size_t)k->len, &info, &buf, &first);
+        if (*err != REDISLOCK_OK || !wanted(&info) ||
+            (rl__client_mode(ls->c) == RL_MODE_REDLOCK && first != n))
             continue;
-        info.key = k->str + plen;
-        info.keylen = (size_t)k->len - plen;
-        stop = cb(&info, arg) != 0;
+        info.key = k->str + ls->plen;
+        info.keylen = (size_t)k->len - ls->plen;
+        stop = ls->cb(&info, ls->arg) != 0;
     }
     free(buf);
     return stop;
 }
 
-static redislock_err list_server(redislock_client *c, rl__pool *p, size_t n,
-                                 const char *match, size_t plen,
-                                 redislock_list_cb cb, void *arg, int *stop)
+static redislock_err list_server(const lister *ls, rl__pool *p, size_t n,
+                                 const char *match, int *stop)
 {
     char cursor[24] = "0";
     rl__reply *r = NULL;
@@ -241,7 +259,7 @@ static redislock_err list_server(redislock_client *c, rl__pool *p, size_t n,
     do {
         if ((err = scan_step(p, cursor, match, &r)) != REDISLOCK_OK)
             return err;
-        *stop = report_batch(c, p, n, r->element[1], plen, cb, arg, &err);
+        *stop = report_batch(ls, p, n, r->element[1], &err);
         rl__reply_free(r);
     } while (err == REDISLOCK_OK && !*stop && strcmp(cursor, "0") != 0);
     return err;
@@ -264,7 +282,8 @@ static rl__pool *server(redislock_client *c, size_t i)
 redislock_err redislock_list(redislock_client *c, const char *pattern,
                              redislock_list_cb cb, void *arg)
 {
-    size_t plen, i, n;
+    lister ls = {c, 0, cb, arg};
+    size_t i, n;
     rl__pool *p;
     const char *prefix;
     char *match;
@@ -273,20 +292,20 @@ redislock_err redislock_list(redislock_client *c, const char *pattern,
 
     if (c == NULL || cb == NULL)
         return rl__err(REDISLOCK_EINVAL, "NULL client or callback");
-    prefix = rl__client_prefix(c, &plen);
+    prefix = rl__client_prefix(c, &ls.plen);
     if (pattern == NULL)
         pattern = "*";
     /* The prefix is matched literally: escape glob characters in it. */
-    if ((match = malloc(2 * plen + strlen(pattern) + 1)) == NULL)
+    if ((match = malloc(2 * ls.plen + strlen(pattern) + 1)) == NULL)
         return rl__err(REDISLOCK_ENOMEM, "out of memory");
-    for (i = 0, n = 0; i < plen; i++) {
+    for (i = 0, n = 0; i < ls.plen; i++) {
         if (strchr("*?[]\\", prefix[i]) != NULL)
             match[n++] = '\\';
         match[n++] = prefix[i];
     }
     strcpy(match + n, pattern);
     for (i = 0; err == REDISLOCK_OK && !stop && (p = server(c, i)) != NULL; i++)
-        err = list_server(c, p, i, match, plen, cb, arg, &stop);
+        err = list_server(&ls, p, i, match, &stop);
     free(match);
     return err;
 }

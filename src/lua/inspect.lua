@@ -1,19 +1,55 @@
--- What anyone may read of a lock (never a plain lock's token: whoever knows
--- it can release the lock). KEYS[1] the lock. ARGV[1] its helper base.
--- Returns {type, PTTL, owner, holds, meta, fence, reserved}: owner, holds
--- and meta from a hash lock (nil otherwise), the last fencing token issued
--- for the key (0 when none is known), and 1 when the key is a hold-after
--- reservation.
+-- What anyone may read of a key, and whether it is a lock (never a plain
+-- lock's token: whoever knows it can release the lock). KEYS[1] the key.
+-- ARGV[1] its helper base. Returns {type, PTTL, owner, holds, meta, fence,
+-- kind}: owner, holds and meta of a redislock hash lock; holds '1' for
+-- redislock's own plain lock and nil when the count is not known (another
+-- library's lock); the last fencing token issued for the key (0 when none
+-- is known); kind 0 for a lock (or no key), 1 for a hold-after
+-- reservation, 2 for a key that is not a lock (include/redislock.h's
+-- REDISLOCK_KIND_*).
+
+-- Whether a string value looks like a lock token: 8 to 128 bytes of the
+-- characters random tokens are written in (hex, uuid, base64, base64url,
+-- "host:pid:..." ids), with a digit or both cases, as random text of that
+-- length almost always has. Counters, words and snake_case states, JSON
+-- and other cached values do not.
+local function token_like(v)
+    if #v < 8 or #v > 128 or string.find(v, '[^%w_.:+/=%-]') or
+            not string.find(v, '%D') then
+        return false
+    end
+    return string.find(v, '%d') ~= nil or
+           (string.find(v, '%u') ~= nil and string.find(v, '%l') ~= nil)
+end
+
 local key = KEYS[1]
-local kind = redis.call('TYPE', key).ok
+local t = redis.call('TYPE', key).ok
 local ttl = redis.call('PTTL', key)
 local fence = tonumber(redis.call('GET', ARGV[1] .. 'fence') or '0')
 local f = {false, false, false}
-local reserved = 0
-if kind == 'hash' then
+local kind = 2
+if t == 'none' then
+    kind = 0
+elseif t == 'hash' then
     f = redis.call('HMGET', key, 'owner', 'holds', 'meta')
-elseif kind == 'string' and
-        redis.call('GET', key) == 'redislock:hold-after' then
-    reserved = 1
+    if f[1] then
+        kind = 0
+    end
+-- STRLEN first: a large cached value is never copied into the script.
+elseif t == 'string' and redis.call('STRLEN', key) <= 128 then
+    local v = redis.call('GET', key)
+    if v == 'redislock:hold-after' then
+        kind, f[2] = 1, '1'
+    elseif token_like(v) then
+        kind = 0
+        -- redislock's own plain lock: rand.h's RL_LOCK_TOKEN_PREFIX and
+        -- 32 hex digits. Its holder has one hold.
+        if string.find(v, '^rl1%-' .. string.rep('%x', 32) .. '$') then
+            f[2] = '1'
+        end
+    end
 end
-return {kind, ttl, f[1], f[2], f[3], fence, reserved}
+if kind == 2 then
+    f = {false, false, false}
+end
+return {t, ttl, f[1], f[2], f[3], fence, kind}

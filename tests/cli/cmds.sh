@@ -88,8 +88,9 @@ set -e
 one_error_line
 key_gone closed-key || fail "acquire kept a lock whose token was lost"
 
-# A key without expiry is held; ttl_ms=-1.
-rcli set cmd-key forever >/dev/null
+# A lock without expiry (redis-py's default: a uuid's hex, no PX) is held;
+# ttl_ms=-1.
+rcli set cmd-key 0f3c8d6e2b7a4c1d9e5f6a7b8c9d0e1f >/dev/null
 expect 0 "$RL" status cmd-key
 out_is "held ttl_ms=-1"
 rcli del cmd-key >/dev/null

@@ -68,8 +68,11 @@ expect 0 "$RL" list not-a-lock
 
 # Keys written by other programs may hold any byte: control bytes,
 # backslash and space are escaped in plain lines, and JSON stays JSON.
-printf 'set "odd\\nkey \\\\x" v PX 20000\n' | rcli >/dev/null
-printf 'set "bin\\xffkey" v PX 20000\n' | rcli >/dev/null
+# Their values are another library's tokens (a uuid's hex), so they are
+# locks.
+tok=0f3c8d6e2b7a4c1d9e5f6a7b8c9d0e1f
+printf 'set "odd\\nkey \\\\x" %s PX 20000\n' "$tok" | rcli >/dev/null
+printf 'set "bin\\xffkey" %s PX 20000\n' "$tok" | rcli >/dev/null
 expect 0 "$RL" list 'odd*'
 out_is "$(printf 'odd\\x0akey\\x20\\x5cx ttl_ms=%s' \
     "$(sed 's/.*ttl_ms=//' "$TEST_TMPDIR/out")")"

@@ -20,10 +20,10 @@
 
 /* The commands of docs/ACL.md's rule, in its order. */
 static const char *const acl_cmds[] = {
-    "ping", "evalsha", "eval",   "blpop",   "scan",    "get",  "set",
-    "del",  "exists",  "type",   "time",    "pexpire", "pttl", "incr",
-    "hset", "hget",    "hmget",  "hincrby", "lpush",   "llen", "lrange",
-    "zadd", "zrem",    "zrange", "zscore",  "zpopmin", NULL};
+    "ping",   "evalsha", "eval",   "blpop",  "scan",    "get",     "strlen",
+    "set",    "del",     "exists", "type",   "time",    "pexpire", "pttl",
+    "incr",   "hset",    "hget",   "hmget",  "hincrby", "lpush",   "llen",
+    "lrange", "zadd",    "zrem",   "zrange", "zscore",  "zpopmin", NULL};
 
 #define ACL_HEAD                                                               \
     "ACL SETUSER locker on >pw resetkeys ~locks:* resetchannels -@all"

@@ -18,6 +18,9 @@
 #define SLACK_MS 300
 #define TTL_MS 20000
 #define MANY 2000
+/* Another library's token (a uuid's hex, as redis-py writes): a lock to
+ * any reader, unlike a short value such as "t". */
+#define FOREIGN_TOKEN "9f0c3b2a6d1e4f5a8b7c6d5e4f3a2b1c"
 
 typedef struct env {
     th_server *s;
@@ -302,9 +305,10 @@ void test_meta_prefix_glob_chars_literal(void)
     ASSERT_OK(redislock_acquire(l1, NULL));
     ASSERT_OK(redislock_acquire(l2, NULL));
     /* Locks the prefix would match if it were read as a glob. */
-    freeReplyObject(th_cmd(e.r, "SET abxk3 t PX 20000"));
-    freeReplyObject(th_cmd(e.r, "SET a--b!k4 t PX 20000"));
-    freeReplyObject(th_cmd(e.r, "SET %s t PX 20000", "a*[b]!k5"));
+    freeReplyObject(th_cmd(e.r, "SET abxk3 %s PX 20000", FOREIGN_TOKEN));
+    freeReplyObject(th_cmd(e.r, "SET a--b!k4 %s PX 20000", FOREIGN_TOKEN));
+    freeReplyObject(
+        th_cmd(e.r, "SET %s %s PX 20000", "a*[b]!k5", FOREIGN_TOKEN));
 
     memset(&s, 0, sizeof s);
     ASSERT_OK(redislock_list(g, NULL, collect, &s));
@@ -346,9 +350,9 @@ static void make_listing(env *e, redislock_client *p, redislock_lock **l)
     freeReplyObject(th_cmd(e->r, "HSET app:hash owner x holds 1"));
     freeReplyObject(th_cmd(e->r, "SET job1 v"));
     /* Locks under other prefixes. */
-    freeReplyObject(th_cmd(e->r, "SET other:job1 t PX 20000"));
-    freeReplyObject(th_cmd(e->r, "SET apps:job9 t PX 20000"));
-    freeReplyObject(th_cmd(e->r, "SET app-job8 t PX 20000"));
+    freeReplyObject(th_cmd(e->r, "SET other:job1 %s PX 20000", FOREIGN_TOKEN));
+    freeReplyObject(th_cmd(e->r, "SET apps:job9 %s PX 20000", FOREIGN_TOKEN));
+    freeReplyObject(th_cmd(e->r, "SET app-job8 %s PX 20000", FOREIGN_TOKEN));
 }
 
 static void assert_listing_entry(const seen *s, const char *key,

@@ -1,0 +1,236 @@
+/*
+ * inspect: which keys redislock_inspect() and redislock_list() call locks.
+ * A key is a lock when it is in a lock format: a token-like string (any
+ * library's plain lock), a redislock hash (owner field), or a hold-after
+ * reservation; any other key is "not a lock", reported with its Redis type
+ * in metadata. Keys are written by hand through a separate connection, as
+ * another program would.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/fixture.h"
+#include "harness/server.h"
+#include "test.h"
+
+#define TTL_MS 20000
+/* A uuid's hex, as redis-py writes with SET NX PX. */
+#define PY_TOKEN "0f3c8d6e2b7a4c1d9e5f6a7b8c9d0e1f"
+/* 16 random bytes in base64, as redsync writes. */
+#define B64_TOKEN "q3JvbGxpbmdUb2tlbnM2Ng=="
+
+static void set_key(th_env *e, const char *key, const char *value)
+{
+    freeReplyObject(th_cmd(e->r, "SET %s %s PX %d", key, value, TTL_MS));
+}
+
+/* Inspects key through a fresh handle of e's client into *info. */
+static void inspect(th_env *e, const char *key, redislock_info *info)
+{
+    redislock_lock *l = th_lock(e->c, key);
+
+    ASSERT_OK(redislock_inspect(l, info));
+    /* The strings went with the handle: only NULL or not can be read. */
+    redislock_lock_free(l);
+}
+
+/* Asserts that key is held but not a lock, and that its type is type. */
+static void assert_not_lock(th_env *e, const char *key, const char *type,
+                            int with_ttl)
+{
+    redislock_lock *l = th_lock(e->c, key);
+    redislock_info info;
+
+    ASSERT_OK(redislock_inspect(l, &info));
+    ASSERT_EQ_INT(info.held, 1);
+    ASSERT_EQ_INT(info.reserved, REDISLOCK_KIND_NOT_LOCK);
+    ASSERT(info.metadata != NULL);
+    ASSERT_EQ_STR(info.metadata, type);
+    ASSERT_EQ_INT(info.metadata_len, strlen(type));
+    ASSERT(info.owner == NULL);
+    ASSERT_EQ_INT(info.holds, 0);
+    if (with_ttl)
+        ASSERT_GT(info.ttl_ms, 0);
+    else
+        ASSERT_EQ_INT(info.ttl_ms, REDISLOCK_TTL_NO_EXPIRY);
+    redislock_lock_free(l);
+}
+
+void test_inspect_other_types_not_locks(void)
+{
+    th_env e = th_env_start();
+
+    freeReplyObject(th_cmd(e.r, "RPUSH in:list a b"));
+    freeReplyObject(th_cmd(e.r, "PEXPIRE in:list %d", TTL_MS));
+    freeReplyObject(th_cmd(e.r, "ZADD in:zset 1 a"));
+    freeReplyObject(th_cmd(e.r, "PEXPIRE in:zset %d", TTL_MS));
+    /* A hash without an owner field is someone's data. */
+    freeReplyObject(th_cmd(e.r, "HSET in:hash holds 3 meta x"));
+    freeReplyObject(th_cmd(e.r, "PEXPIRE in:hash %d", TTL_MS));
+    assert_not_lock(&e, "in:list", "list", 1);
+    assert_not_lock(&e, "in:zset", "zset", 1);
+    assert_not_lock(&e, "in:hash", "hash", 1);
+    th_env_stop(&e);
+}
+
+void test_inspect_cached_strings_not_locks(void)
+{
+    th_env e = th_env_start();
+    char big[200];
+
+    memset(big, 'a', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    big[7] = '7';
+    set_key(&e, "in:json", "{\"user\":42,\"name\":\"x\"}");
+    set_key(&e, "in:count", "1234567890");
+    set_key(&e, "in:state", "processing");
+    set_key(&e, "in:short", "ab12");
+    set_key(&e, "in:big", big);
+    freeReplyObject(th_cmd(e.r, "SET in:space %s PX %d", "ab 12 cd 34",
+                           TTL_MS));
+    assert_not_lock(&e, "in:json", "string", 1);
+    assert_not_lock(&e, "in:count", "string", 1);
+    assert_not_lock(&e, "in:state", "string", 1);
+    assert_not_lock(&e, "in:short", "string", 1);
+    assert_not_lock(&e, "in:big", "string", 1);
+    assert_not_lock(&e, "in:space", "string", 1);
+    /* Without a TTL too: the value decides, not the expiry. */
+    freeReplyObject(th_cmd(e.r, "SET in:plain forever"));
+    assert_not_lock(&e, "in:plain", "string", 0);
+    th_env_stop(&e);
+}
+
+/* Another library's plain lock: a lock of unknown hold count, no owner
+ * and no fence (redislock issued none). */
+static void assert_foreign(th_env *e, const char *key, int64_t ttl)
+{
+    redislock_info info;
+
+    inspect(e, key, &info);
+    ASSERT_EQ_INT(info.held, 1);
+    ASSERT_EQ_INT(info.reserved, REDISLOCK_KIND_LOCK);
+    ASSERT_EQ_INT(info.holds, 0);
+    ASSERT_EQ_INT(info.fence, 0);
+    ASSERT(info.owner == NULL);
+    ASSERT(info.metadata == NULL);
+    if (ttl > 0)
+        ASSERT_GT(info.ttl_ms, 0);
+    else
+        ASSERT_EQ_INT(info.ttl_ms, ttl);
+}
+
+void test_inspect_foreign_plain_locks(void)
+{
+    th_env e = th_env_start();
+
+    freeReplyObject(th_cmd(e.r, "SET in:py %s NX PX %d", PY_TOKEN, TTL_MS));
+    set_key(&e, "in:b64", B64_TOKEN);
+    /* redis-py's default lock has no timeout: SET NX without PX. Acquire
+     * treats it as held for ever, and so does inspect. */
+    freeReplyObject(th_cmd(e.r, "SET in:forever %s NX", PY_TOKEN));
+    assert_foreign(&e, "in:py", 1);
+    assert_foreign(&e, "in:b64", 1);
+    assert_foreign(&e, "in:forever", REDISLOCK_TTL_NO_EXPIRY);
+    th_env_stop(&e);
+}
+
+void test_inspect_own_locks(void)
+{
+    th_env e = th_env_start();
+    redislock_lock *p = th_lock(e.c, "in:mine"), *h = th_lock(e.c, "in:h");
+    redislock_acquire_options o = th_aopts(TTL_MS, 0, 0);
+    redislock_info info;
+
+    ASSERT_OK(redislock_acquire(p, &o));
+    inspect(&e, "in:mine", &info);
+    ASSERT_EQ_INT(info.reserved, REDISLOCK_KIND_LOCK);
+    ASSERT_EQ_INT(info.holds, 1);
+    ASSERT_GT(info.fence, 0);
+    ASSERT_EQ_INT(info.fence, redislock_fence(p));
+    ASSERT(info.owner == NULL);
+    ASSERT(info.metadata == NULL);
+
+    o.owner = "w1";
+    o.reentrant = 1;
+    o.metadata = "m1";
+    ASSERT_OK(redislock_acquire(h, &o));
+    ASSERT_OK(redislock_acquire(h, &o));
+    ASSERT_OK(redislock_inspect(h, &info));
+    ASSERT_EQ_INT(info.reserved, REDISLOCK_KIND_LOCK);
+    ASSERT_EQ_INT(info.holds, 2);
+    ASSERT_EQ_STR(info.owner, "w1");
+    ASSERT_EQ_STR(info.metadata, "m1");
+    ASSERT_EQ_INT(info.fence, redislock_fence(h));
+
+    /* A hold-after reservation is kind 1: held, but nobody's lock. */
+    ASSERT_OK(redislock_release_hold(p, TTL_MS));
+    inspect(&e, "in:mine", &info);
+    ASSERT_EQ_INT(info.held, 1);
+    ASSERT_EQ_INT(info.reserved, REDISLOCK_KIND_RESERVED);
+    ASSERT(info.owner == NULL);
+    ASSERT(info.metadata == NULL);
+    ASSERT_GT(info.ttl_ms, 0);
+    redislock_lock_free(p);
+    redislock_lock_free(h);
+    th_env_stop(&e);
+}
+
+/* What one listing reported: each key with its kind and type. */
+typedef struct seen {
+    int n;
+    char line[16][64];
+} seen;
+
+static int collect(const redislock_info *info, void *arg)
+{
+    seen *s = arg;
+
+    ASSERT_LT(s->n, 16);
+    snprintf(s->line[s->n++], sizeof s->line[0], "%.*s %d %s",
+             (int)info->keylen, info->key, info->reserved,
+             info->reserved == REDISLOCK_KIND_NOT_LOCK ? info->metadata : "-");
+    return 0;
+}
+
+static int by_text(const void *a, const void *b)
+{
+    return strcmp(a, b);
+}
+
+/* The listing's lines, sorted and joined by ", ". */
+static void listing(redislock_client *c, char *out, size_t size)
+{
+    seen s;
+    size_t n = 0;
+    int i;
+
+    memset(&s, 0, sizeof s);
+    ASSERT_OK(redislock_list(c, "ls:*", collect, &s));
+    qsort(s.line, (size_t)s.n, sizeof s.line[0], by_text);
+    out[0] = '\0';
+    for (i = 0; i < s.n; i++)
+        n += (size_t)snprintf(out + n, size - n, "%s%s", i ? ", " : "",
+                              s.line[i]);
+    ASSERT_LT(n, size);
+}
+
+void test_inspect_list_skips_non_locks(void)
+{
+    th_env e = th_env_start();
+    redislock_lock *l = th_lock(e.c, "ls:mine");
+    char got[512];
+
+    ASSERT_OK(redislock_acquire(l, NULL));
+    set_key(&e, "ls:py", PY_TOKEN);
+    set_key(&e, "ls:cache", "{\"a\":1}");
+    freeReplyObject(th_cmd(e.r, "RPUSH ls:queue job"));
+    freeReplyObject(th_cmd(e.r, "PEXPIRE ls:queue %d", TTL_MS));
+    freeReplyObject(th_cmd(e.r, "SET ls:forever %s", PY_TOKEN));
+
+    listing(e.c, got, sizeof got);
+    ASSERT_EQ_STR(got, "ls:mine 0 -, ls:py 0 -");
+    ASSERT_OK(redislock_release(l));
+    redislock_lock_free(l);
+    th_env_stop(&e);
+}
