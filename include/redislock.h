@@ -383,6 +383,17 @@ REDISLOCK_API redislock_err redislock_list(redislock_client *c,
                                            const char *pattern,
                                            redislock_list_cb cb, void *arg);
 
+/* redislock_list_flags(): also report keys that are not locks (reserved
+ * REDISLOCK_KIND_NOT_LOCK) and keys without a TTL. */
+#define REDISLOCK_LIST_ALL 0x1u
+
+/* redislock_list() with flags: 0 or REDISLOCK_LIST_ALL. */
+REDISLOCK_API redislock_err redislock_list_flags(redislock_client *c,
+                                                 const char *pattern,
+                                                 unsigned flags,
+                                                 redislock_list_cb cb,
+                                                 void *arg);
+
 /*
  * The fencing token of the handle's current hold: a 64-bit number greater
  * than every token issued before for the key, across owners, expiries,

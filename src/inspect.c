@@ -208,16 +208,19 @@ static redislock_err scan_step(rl__pool *p, char *cursor, const char *match,
 typedef struct lister {
     redislock_client *c;
     size_t plen; /* the client's prefix, cut from each key reported */
+    unsigned flags;
     redislock_list_cb cb;
     void *arg;
 } lister;
 
 /* Whether the listing reports a key read as info: only locks with a TTL,
- * and hold-after reservations. */
-static int wanted(const redislock_info *info)
+ * and hold-after reservations, unless REDISLOCK_LIST_ALL. */
+static int wanted(const lister *ls, const redislock_info *info)
 {
-    return info->held && info->ttl_ms >= 0 &&
-           info->reserved != REDISLOCK_KIND_NOT_LOCK;
+    if (!info->held)
+        return 0;
+    return (ls->flags & REDISLOCK_LIST_ALL) != 0 ||
+           (info->ttl_ms >= 0 && info->reserved != REDISLOCK_KIND_NOT_LOCK);
 }
 
 /* Reports each wanted key among one SCAN batch of server p (number n); 1
@@ -238,7 +241,7 @@ static int report_batch(const lister *ls, rl__pool *p, size_t n,
             continue;
         *err =
             inspect_key(ls->c, p, k->str, (size_t)k->len, &info, &buf, &first);
-        if (*err != REDISLOCK_OK || !wanted(&info) ||
+        if (*err != REDISLOCK_OK || !wanted(ls, &info) ||
             (rl__client_mode(ls->c) == RL_MODE_REDLOCK && first != n))
             continue;
         info.key = k->str + ls->plen;
@@ -279,10 +282,11 @@ static rl__pool *server(redislock_client *c, size_t i)
     return rl__cluster_master(cl, i);
 }
 
-redislock_err redislock_list(redislock_client *c, const char *pattern,
-                             redislock_list_cb cb, void *arg)
+redislock_err redislock_list_flags(redislock_client *c, const char *pattern,
+                                   unsigned flags, redislock_list_cb cb,
+                                   void *arg)
 {
-    lister ls = {c, 0, cb, arg};
+    lister ls = {c, 0, flags, cb, arg};
     size_t i, n;
     rl__pool *p;
     const char *prefix;
@@ -292,6 +296,8 @@ redislock_err redislock_list(redislock_client *c, const char *pattern,
 
     if (c == NULL || cb == NULL)
         return rl__err(REDISLOCK_EINVAL, "NULL client or callback");
+    if ((flags & ~REDISLOCK_LIST_ALL) != 0)
+        return rl__err(REDISLOCK_EINVAL, "unknown list flags 0x%x", flags);
     prefix = rl__client_prefix(c, &ls.plen);
     if (pattern == NULL)
         pattern = "*";
@@ -308,4 +314,10 @@ redislock_err redislock_list(redislock_client *c, const char *pattern,
         err = list_server(&ls, p, i, match, &stop);
     free(match);
     return err;
+}
+
+redislock_err redislock_list(redislock_client *c, const char *pattern,
+                             redislock_list_cb cb, void *arg)
+{
+    return redislock_list_flags(c, pattern, 0, cb, arg);
 }

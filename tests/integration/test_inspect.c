@@ -199,14 +199,18 @@ static int by_text(const void *a, const void *b)
 }
 
 /* The listing's lines, sorted and joined by ", ". */
-static void listing(redislock_client *c, char *out, size_t size)
+static void listing(redislock_client *c, unsigned flags, char *out,
+                    size_t size)
 {
     seen s;
     size_t n = 0;
     int i;
 
     memset(&s, 0, sizeof s);
-    ASSERT_OK(redislock_list(c, "ls:*", collect, &s));
+    if (flags == 0)
+        ASSERT_OK(redislock_list(c, "ls:*", collect, &s));
+    else
+        ASSERT_OK(redislock_list_flags(c, "ls:*", flags, collect, &s));
     qsort(s.line, (size_t)s.n, sizeof s.line[0], by_text);
     out[0] = '\0';
     for (i = 0; i < s.n; i++)
@@ -228,8 +232,14 @@ void test_inspect_list_skips_non_locks(void)
     freeReplyObject(th_cmd(e.r, "PEXPIRE ls:queue %d", TTL_MS));
     freeReplyObject(th_cmd(e.r, "SET ls:forever %s", PY_TOKEN));
 
-    listing(e.c, got, sizeof got);
+    listing(e.c, 0, got, sizeof got);
     ASSERT_EQ_STR(got, "ls:mine 0 -, ls:py 0 -");
+    /* All: the keys that are not locks, and the lock without a TTL. */
+    listing(e.c, REDISLOCK_LIST_ALL, got, sizeof got);
+    ASSERT_EQ_STR(got, "ls:cache 2 string, ls:forever 0 -, ls:mine 0 -, "
+                       "ls:py 0 -, ls:queue 2 list");
+    ASSERT_ERR(redislock_list_flags(e.c, NULL, 0x2, collect, NULL),
+               REDISLOCK_EINVAL);
     ASSERT_OK(redislock_release(l));
     redislock_lock_free(l);
     th_env_stop(&e);
