@@ -17,6 +17,7 @@ enum {
     CLI_EXIT_FREE = 1,
     CLI_EXIT_OTHER_OWNER = 2,
     CLI_EXIT_USAGE = 64,
+    CLI_EXIT_DATAERR = 65,
     CLI_EXIT_UNAVAILABLE = 69,
     CLI_EXIT_SOFTWARE = 70,
     CLI_EXIT_LOST = 75,
@@ -93,7 +94,8 @@ enum {
     CLI_ID_PASSWORD_FILE,
     CLI_ID_VERBOSE,
     CLI_ID_CONNECT_TIMEOUT,
-    CLI_ID_COMMAND_TIMEOUT
+    CLI_ID_COMMAND_TIMEOUT,
+    CLI_ID_ALL
 };
 
 /* Returns the next option's id, storing its value in *val; 0 when the
@@ -122,6 +124,7 @@ typedef struct cli_cmdopts {
     const char *command;   /* run -c: a string for sh -c; NULL */
     int conflict_code;     /* -E; CLI_EXIT_NOT_OBTAINED */
     int json;              /* --json */
+    int all;               /* list --all: keys that are not locks too */
     int verbose;           /* --verbose: say what happens on stderr */
     int operand;           /* index in argv of the first operand */
 } cli_cmdopts;

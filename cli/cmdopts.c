@@ -114,6 +114,9 @@ static int apply_option(const char *ctx, int id, const char *val,
     case CLI_ID_VERBOSE:
         o->verbose = 1;
         return 0;
+    case CLI_ID_ALL:
+        o->all = 1;
+        return 0;
     case CLI_ID_OWNER:
         /* An owner id names a reentrant lock: each acquire with it
          * adds a hold, each release drops one. */

@@ -1,4 +1,5 @@
-/* redislock list: the locks held now, on every server. */
+/* redislock list: the locks held now, on every server; with --all, the
+ * other keys that match too. */
 #include "cli.h"
 
 #include <stdio.h>
@@ -26,6 +27,7 @@ int cli_cmd_list(int argc, char **argv, const cli_global *g)
     static const cli_optdef defs[] = {
         CLI_OPTS_COMMON,
         {CLI_ID_JSON, "json", 0},
+        {CLI_ID_ALL, "all", 0},
         {0, NULL, 0},
     };
     static const char *const names[] = {"PATTERN"};
@@ -47,7 +49,9 @@ int cli_cmd_list(int argc, char **argv, const cli_global *g)
     if ((rc = cli_connect(ctx, &o.g, 0, &c)) != 0)
         return rc;
     st.json = o.json;
-    err = redislock_list(c, pattern, print_one, &st);
+    /* --all: every matching key, those that are not locks marked so. */
+    err = redislock_list_flags(c, pattern, o.all ? REDISLOCK_LIST_ALL : 0,
+                               print_one, &st);
     if (err != REDISLOCK_OK)
         rc = cli_fail(ctx, err, "cannot list the locks");
     else if (st.json)

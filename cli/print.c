@@ -104,6 +104,13 @@ static void plain_field(const char *name, const char *s, int space_too)
     plain_text(s, n, space_too);
 }
 
+/* A key that holds something other than a lock: its TTL and Redis type
+ * (which the library puts in metadata). */
+static int not_lock(const redislock_info *info)
+{
+    return info->held && info->reserved == REDISLOCK_KIND_NOT_LOCK;
+}
+
 /* The hold count when it is known: a lock with an owner id counts its
  * holds; redislock's plain lock has one, which goes without saying, and
  * another library's lock has a count nobody knows. */
@@ -121,8 +128,15 @@ static void print_plain(const char *key, size_t keylen,
         puts("free");
         return;
     } else
-        fputs("held", stdout);
+        fputs(not_lock(info) ? "not-a-lock" : "held", stdout);
+    if (with_key && not_lock(info))
+        fputs(" not-a-lock", stdout);
     printf(" ttl_ms=%lld", (long long)info->ttl_ms);
+    if (not_lock(info)) {
+        plain_field("type", info->metadata, 1);
+        putchar('\n');
+        return;
+    }
     if (show_holds(info))
         printf(" holds=%lld", (long long)info->holds);
     if (info->owner != NULL)
@@ -161,7 +175,13 @@ static void print_json(const char *key, size_t keylen,
         return;
     }
     printf(",\"held\":true,\"ttl_ms\":%lld", (long long)info->ttl_ms);
-    json_lock(info);
+    if (!not_lock(info)) {
+        json_lock(info);
+        return;
+    }
+    fputs(",\"lock\":false,\"type\":", stdout);
+    json_string(info->metadata, info->metadata_len);
+    putchar('}');
 }
 
 void cli_print_lock(const char *key, size_t keylen, const redislock_info *info,
