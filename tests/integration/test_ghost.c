@@ -313,3 +313,65 @@ void test_ghost_proxy_delays_requests(void)
     th_proxy_stop(p);
     th_server_stop(s);
 }
+
+/* The ghost is there; then the server is busy with a slow script when
+ * the abandons reach it, and answers BUSY (REDISLOCK_ETRYLATER) until the
+ * script is killed. The watchdog keeps trying through that, as through a
+ * network outage, and frees the ghost once the server serves again, long
+ * before the lock's TTL would. */
+void test_ghost_abandon_retried_while_busy(void)
+{
+    ghost g = ghost_start(1);
+    redisContext *busy;
+    th_proxy_stats st;
+    redisReply *rep;
+    int64_t t0, deadline, killed, gone = -1;
+    int done = 0;
+
+    freeReplyObject(th_cmd(g.r, "CONFIG SET busy-reply-threshold 100"));
+    busy = th_server_redis(g.s);
+    t0 = lost_acquire(&g);
+    deadline = t0 + WATCH_MS;
+    while (th_cmd_int(g.r, "EXISTS %s", KEY) == 0 && th_now_ms() < deadline)
+        th_sleep_ms(1);
+    ASSERT_EQ_INT(th_cmd_int(g.r, "EXISTS %s", KEY), 1);
+    /* The abandons sent so far are still held back: they arrive to a
+     * script that never ends, and those sent from now on as well. */
+    ASSERT(redisAppendCommand(busy, "EVAL %s 0", "while true do end") ==
+           REDIS_OK);
+    while (!done)
+        ASSERT(redisBufferWrite(busy, &done) == REDIS_OK);
+    th_proxy_set_delay(g.p, 0);
+    /* Every held-back abandon has reached the server (and been told
+     * BUSY), and more have been tried straight. */
+    deadline = th_now_ms() + 5000;
+    do {
+        th_sleep_ms(20);
+        th_proxy_stats_get(g.p, &st);
+    } while (st.held_forwarded < st.held && th_now_ms() < deadline);
+    ASSERT_EQ_INT(st.held_forwarded, st.held);
+    th_sleep_ms(300);
+    rep = th_cmd(g.r, "SCRIPT KILL");
+    ASSERT(rep->type == REDIS_REPLY_STATUS);
+    freeReplyObject(rep);
+    killed = th_now_ms();
+    ASSERT(redisGetReply(busy, (void **)&rep) == REDIS_OK);
+    ASSERT(rep->type == REDIS_REPLY_ERROR);
+    freeReplyObject(rep);
+    test_log("ghost seen, server busy for %lld ms after the acquire",
+             (long long)(killed - t0));
+    /* The lock's TTL is 5 s from the ghost's arrival, ~1 s after t0. */
+    ASSERT_LT(killed - t0, NET_DELAY_MS + TTL_MS - 2000);
+    while (th_now_ms() - killed < 1000) {
+        if (th_cmd_int(g.r, "EXISTS %s", KEY) == 0) {
+            gone = th_now_ms() - killed;
+            break;
+        }
+        th_sleep_ms(2);
+    }
+    test_log("ghost freed %lld ms after the script was killed",
+             (long long)gone);
+    ASSERT_GE(gone, 0);
+    redisFree(busy);
+    ghost_stop(&g);
+}
