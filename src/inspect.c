@@ -42,7 +42,7 @@ static int well_formed(const rl__reply *r)
 static redislock_err decode(const rl__reply *r, redislock_info *info,
                             char **buf)
 {
-    const rl__reply *type = r->element[0], *meta = r->element[4];
+    const rl__reply *type, *meta;
     char *at;
 
     memset(info, 0, sizeof *info);
@@ -50,6 +50,8 @@ static redislock_err decode(const rl__reply *r, redislock_info *info,
     if (!well_formed(r))
         return rl__err(REDISLOCK_EPROTOCOL, "inspect script answered type %d",
                        r->type);
+    type = r->element[0];
+    meta = r->element[4];
     info->held = strcmp(type->str, "none") != 0;
     info->ttl_ms = info->held ? r->element[1]->integer : REDISLOCK_TTL_FREE;
     info->fence = r->element[5]->integer;
