@@ -576,7 +576,7 @@ int cli_cmd_run(int argc, char **argv, const cli_global *g)
     cli_cmdopts o;
     run_state st;
     const char *key;
-    char *sh_argv[4], **cmd;
+    char *sh_argv[4], **cmd = NULL;
     int rc;
 
     rc = cli_cmd_options(argc, argv, g, defs, 1, -1, names, &o);
