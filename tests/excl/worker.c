@@ -199,12 +199,18 @@ static int64_t believed_end(redislock_lock *l, int64_t *at)
 
 /* A new belief end read at time at: the same piece while the belief
  * held, a new piece when it had lapsed and came back (a renewal after a
- * stop). */
+ * stop). No validity at at ends the belief there: the handle reports 0
+ * for the last part of a millisecond too (redislock_valid_ms rounds
+ * down), so the end it told before may still lie ahead; a holder that
+ * releases after at (an "edge" hold) and whose next section takes the
+ * key at once must not be counted as believing past at. */
 static void claim_move(excl_worker *w, claim *c, int64_t end, int64_t at)
 {
     if (end == 0) {
         if (c->open) {
             c->open = 0;
+            if (at < c->end)
+                c->r.t1 = at;
             publish(w, c);
         }
         return;
