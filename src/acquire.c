@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "backoff.h"
-#include "client.h"
+#include "env.h"
 #include "clock.h"
 #include "error.h"
 #include "lock.h"
@@ -205,8 +205,8 @@ static void leave_queue(redislock_lock *l, attempt_cfg *a)
     size_t lens[2] = {strlen(a->id), l->baselen};
     rl__reply *r;
 
-    if (rl__pool_script(l->pool, &rl__script_leave, l->key, l->keylen, 2, args,
-                        lens, &r) == REDISLOCK_OK)
+    if (rl__lock_script(l, 0, &rl__script_leave, 2, args, lens, &r) ==
+        REDISLOCK_OK)
         rl__reply_free(r);
     a->queued = 0;
 }
@@ -325,8 +325,9 @@ static void abandon(redislock_lock *l, const attempt_cfg *a)
     rl__watchdog *wd;
 
     if (rl__client_watchdog(l->client, &wd) == REDISLOCK_OK)
-        rl__janitor_abandon(wd, l->pool, l->key, l->keylen, l->base, l->baselen,
-                            a->id, a->req, a->ttl_ms);
+        rl__janitor_abandon(wd, rl__client_topo(l->client), NULL, l->key,
+                            l->keylen, l->base, l->baselen, a->id, a->req,
+                            a->ttl_ms);
 }
 
 /* Whether a hand-off popped from the waiter's list still leaves validity:

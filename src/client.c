@@ -1,4 +1,4 @@
-#include "client.h"
+#include "env.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -23,6 +23,7 @@ struct redislock_client {
     rl__ring ring;             /* only with more than one server */
     rl__idset ids;             /* which servers are one: with several */
     int have_ids;              /* ids needs rl__idset_fini */
+    rl__topo topo;             /* over pools, ring and cluster */
     char *prefix;
     size_t prefixlen;
     pthread_mutex_t mu;     /* guards watchdog creation */
@@ -190,6 +191,10 @@ static redislock_err new_with_pools(redislock_client **out, rl__mode mode,
     (*out)->npools = n;
     if ((err = setup(*out, urls, opts)) != REDISLOCK_OK)
         return undo(out, err);
+    (*out)->topo = (rl__topo){mode == RL_MODE_REDLOCK   ? RL_TOPO_SET
+                              : mode == RL_MODE_SHARDED ? RL_TOPO_SHARDED
+                                                        : RL_TOPO_SINGLE,
+                              (*out)->pools, n, &(*out)->ring, NULL};
     return REDISLOCK_OK;
 }
 
@@ -228,6 +233,9 @@ redislock_err redislock_client_new_cluster(redislock_client **out,
     if (err == REDISLOCK_OK &&
         (err = rl__cluster_new(seeds, n, opts, &(*out)->cluster)) != 0)
         return undo(out, err);
+    if (err == REDISLOCK_OK)
+        (*out)->topo =
+            (rl__topo){RL_TOPO_CLUSTER, NULL, 0, NULL, (*out)->cluster};
     return err;
 }
 
@@ -258,13 +266,14 @@ void redislock_client_free(redislock_client *c)
     free(c);
 }
 
+rl__topo *rl__client_topo(redislock_client *c)
+{
+    return &c->topo;
+}
+
 rl__pool *rl__client_route(redislock_client *c, const void *key, size_t len)
 {
-    if (c->mode == RL_MODE_CLUSTER)
-        return rl__cluster_route(c->cluster, key, len);
-    if (c->mode != RL_MODE_SHARDED)
-        return &c->pools[0];
-    return &c->pools[rl__ring_lookup(&c->ring, key, len)];
+    return rl__topo_node(&c->topo, key, len);
 }
 
 rl__mode rl__client_mode(const redislock_client *c)

@@ -34,36 +34,6 @@ struct rl__cluster {
     uint16_t slots[RL_CLUSTER_SLOTS];
 };
 
-static uint16_t crc16(const unsigned char *p, size_t n)
-{
-    uint16_t crc = 0;
-    size_t i;
-    int b;
-
-    /* CRC16-XMODEM (polynomial 0x1021, no reflection, initial 0), the
-     * variant the Redis Cluster specification names. */
-    for (i = 0; i < n; i++) {
-        crc ^= (uint16_t)(p[i] << 8);
-        for (b = 0; b < 8; b++)
-            crc = (crc & 0x8000) ? (uint16_t)((crc << 1) ^ 0x1021)
-                                 : (uint16_t)(crc << 1);
-    }
-    return crc;
-}
-
-unsigned rl__cluster_slot(const void *key, size_t len)
-{
-    const unsigned char *k = key, *open = memchr(k, '{', len), *close = NULL;
-
-    if (open != NULL)
-        close = memchr(open + 1, '}', len - (size_t)(open + 1 - k));
-    if (close != NULL && close > open + 1) {
-        k = open + 1;
-        len = (size_t)(close - k);
-    }
-    return crc16(k, len) & (RL_CLUSTER_SLOTS - 1);
-}
-
 /* Appends s to b (of size n, at *at) with every byte that is not
  * unreserved in a URL %-escaped. */
 static void escape(char *b, size_t n, size_t *at, const char *s)
@@ -141,7 +111,6 @@ static int node_index(rl__cluster *cl, const char *host, int port)
         free(p);
         return -1;
     }
-    p->cluster = cl;
     cl->nodes[cl->nnodes] = p;
     return (int)cl->nnodes++;
 }
@@ -252,8 +221,9 @@ static redislock_err load_from(rl__cluster *cl, rl__pool *p)
 {
     const char *argv[2] = {"CLUSTER", "SLOTS"};
     rl__cmd cmd = {2, argv, NULL};
+    rl__request q = {.n = 1, .cmds = &cmd};
     rl__reply *r;
-    redislock_err err = rl__pool_exec_here(p, 1, &cmd, &r);
+    redislock_err err = rl__pool_run(p, &q, 0, &r);
 
     if (err != REDISLOCK_OK)
         return err;
@@ -431,7 +401,7 @@ void rl__cluster_free(rl__cluster *cl)
 
 rl__pool *rl__cluster_route(rl__cluster *cl, const void *key, size_t len)
 {
-    unsigned slot = rl__cluster_slot(key, len);
+    unsigned slot = rl__key_slot(key, len);
     rl__pool *p;
 
     pthread_rwlock_rdlock(&cl->rw);

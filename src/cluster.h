@@ -12,12 +12,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "keys.h"
 #include "pool.h"
 
 typedef struct rl__cluster rl__cluster;
-
-/* The number of hash slots of a Redis Cluster. */
-#define RL_CLUSTER_SLOTS 16384
 
 /* Connects to the seeds in turn until one gives the slot map. */
 redislock_err rl__cluster_new(const char *const *seeds, size_t n,
@@ -25,11 +23,6 @@ redislock_err rl__cluster_new(const char *const *seeds, size_t n,
 
 /* NULL is a no-op. */
 void rl__cluster_free(rl__cluster *cl);
-
-/* The hash slot of key, as Redis computes it: CRC16 (XMODEM) of the key,
- * or of its hash tag (the bytes between the first '{' and the first '}'
- * after it, when there are any), modulo 16384. */
-unsigned rl__cluster_slot(const void *key, size_t len);
 
 /* The pool of the master that serves key's slot, by the current map
  * (some node when the slot has no master: it will say where to go). */
@@ -56,19 +49,20 @@ rl__pool *rl__cluster_moved(rl__cluster *cl, unsigned slot, const char *host,
 rl__pool *rl__cluster_node(rl__cluster *cl, const char *host, int port);
 
 /*
- * Requests that follow redirections, for pool.c in cluster mode, within
- * the time budget timeout_ms (0: the command timeout). A script goes to
- * the master of keys[0]'s slot by the current map; a pipeline of commands
- * goes to p, or with a key to that key's master. They return what
- * rl__pool_script_keys and rl__pool_exec return.
+ * Runs q on the cluster (redirect.c): on node p, or with p NULL on the
+ * master of key's slot by the current map, then wherever MOVED and ASK
+ * replies say, pausing through TRYAGAIN and CLUSTERDOWN, reading the map
+ * again when a node cannot be reached; all within q's time budget (the
+ * command timeout, or q->timeout_ms when shorter). A request with a WAIT
+ * follows them too: the WAIT goes with the script to each node asked.
+ * Error replies are returned as replies, as rl__pool_run does.
  */
-redislock_err rl__cluster_script(rl__cluster *cl, int64_t timeout_ms,
-                                 const rl__script *s, int nkeys,
-                                 const char **keys, const size_t *klens,
-                                 int nargs, const char **args,
-                                 const size_t *lens, rl__reply **out);
-redislock_err rl__cluster_exec(rl__cluster *cl, rl__pool *p, const char *key,
-                               size_t keylen, int n, const rl__cmd *cmds,
-                               rl__reply **out);
+redislock_err rl__cluster_run(rl__cluster *cl, rl__pool *p, const char *key,
+                              size_t keylen, const rl__request *q,
+                              rl__reply **out);
+
+/* Whether r is a reply that sends a request elsewhere or asks it to wait
+ * (MOVED, ASK, TRYAGAIN, CLUSTERDOWN). */
+int rl__cluster_redirection(const rl__reply *r);
 
 #endif

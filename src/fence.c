@@ -4,8 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "client.h"
-#include "cluster.h"
+#include "env.h"
 #include "error.h"
 #include "lock.h"
 
@@ -14,19 +13,25 @@ int64_t redislock_fence(const redislock_lock *l)
     return l != NULL && l->own > 0 ? l->fence : 0;
 }
 
-static redislock_err run_fenced_set(rl__pool *p, const char **keys,
+static redislock_err run_fenced_set(rl__topo *t, const char **keys,
                                     const size_t *klens, const void *value,
                                     size_t vlen, int64_t fence)
 {
     char f[24];
     const char *args[2] = {value, f};
     size_t lens[2] = {vlen, 0};
+    rl__request q = {.s = &rl__script_fenced_set,
+                     .nkeys = 2,
+                     .keys = keys,
+                     .klens = klens,
+                     .nargs = 2,
+                     .args = args,
+                     .lens = lens};
     rl__reply *r;
     redislock_err err;
 
     lens[1] = (size_t)snprintf(f, sizeof f, "%" PRId64, fence);
-    err = rl__pool_script_keys(p, &rl__script_fenced_set, 2, keys, klens, 2,
-                               args, lens, &r);
+    err = rl__topo_run(t, keys[0], klens[0], &q, &r);
     if (err != REDISLOCK_OK)
         return err;
     if (r->type != REDIS_REPLY_INTEGER)
@@ -69,14 +74,13 @@ redislock_err redislock_fenced_set(redislock_client *c, const void *key,
     keys[1] = hw;
     /* One script, one slot: a cluster refuses a key whose helper would
      * hash elsewhere, as redislock_lock_new does. */
-    if (rl__client_mode(c) == RL_MODE_CLUSTER &&
-        rl__cluster_slot(key, keylen) != rl__cluster_slot(hw, klens[1])) {
+    if (!rl__topo_same_slot(rl__client_topo(c), key, keylen, hw, klens[1])) {
         free(hw);
         return rl__err(REDISLOCK_EINVAL,
                        "in a Redis Cluster this key's helper key would hash "
                        "to another slot: give it a non-empty {hash tag}");
     }
-    err = run_fenced_set(rl__client_route(c, key, keylen), keys, klens,
+    err = run_fenced_set(rl__client_topo(c), keys, klens,
                          value == NULL ? "" : value, vlen, fence);
     free(hw);
     return err;

@@ -4,8 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client.h"
-#include "cluster.h"
+#include "env.h"
 #include "error.h"
 #include "lock.h"
 #include "quorum.h"
@@ -69,13 +68,21 @@ static redislock_err decode(const rl__reply *r, redislock_info *info,
     return REDISLOCK_OK;
 }
 
-static redislock_err inspect_one(rl__pool *p, const char *key, size_t keylen,
-                                 const char *base, size_t baselen,
-                                 redislock_info *info, char **buf)
+static redislock_err inspect_one(rl__topo *t, rl__pool *p, const char *key,
+                                 size_t keylen, const char *base,
+                                 size_t baselen, redislock_info *info,
+                                 char **buf)
 {
+    rl__request q = {.s = &rl__script_inspect,
+                     .nkeys = 1,
+                     .keys = &key,
+                     .klens = &keylen,
+                     .nargs = 1,
+                     .args = &base,
+                     .lens = &baselen};
     rl__reply *r;
-    redislock_err err = rl__pool_script(p, &rl__script_inspect, key, keylen, 1,
-                                        &base, &baselen, &r);
+    redislock_err err = p == NULL ? rl__topo_run(t, key, keylen, &q, &r)
+                                  : rl__topo_run_on(t, p, &q, &r);
 
     if (err != REDISLOCK_OK)
         return err;
@@ -160,7 +167,8 @@ static redislock_err inspect_key(redislock_client *c, rl__pool *p,
     if (rl__client_mode(c) == RL_MODE_REDLOCK)
         err = inspect_quorum(c, key, keylen, base, baselen, info, buf, first);
     else
-        err = inspect_one(p, key, keylen, base, baselen, info, buf);
+        err = inspect_one(rl__client_topo(c), p, key, keylen, base, baselen,
+                          info, buf);
     free(base);
     return err;
 }
@@ -172,7 +180,7 @@ redislock_err redislock_inspect(redislock_lock *l, redislock_info *info)
 
     if (l == NULL || info == NULL)
         return rl__err(REDISLOCK_EINVAL, "NULL lock handle or output");
-    err = inspect_key(l->client, l->pool, l->key, l->keylen, info, &l->info_buf,
+    err = inspect_key(l->client, NULL, l->key, l->keylen, info, &l->info_buf,
                       &first);
     info->key = l->key + l->prefixlen;
     info->keylen = l->keylen - l->prefixlen;
@@ -181,16 +189,15 @@ redislock_err redislock_inspect(redislock_lock *l, redislock_info *info)
 
 /* One SCAN step on one server: the next cursor into *cursor, the keys
  * in *out (an array reply the caller frees). */
-static redislock_err scan_step(rl__pool *p, char *cursor, const char *match,
-                               rl__reply **out)
+static redislock_err scan_step(rl__topo *t, rl__pool *p, char *cursor,
+                               const char *match, rl__reply **out)
 {
     const char *argv[6] = {"SCAN", cursor, "MATCH", match, "COUNT", "200"};
     rl__cmd cmd = {6, argv, NULL};
+    rl__request q = {.n = 1, .cmds = &cmd};
     rl__reply *r;
-    redislock_err err = rl__pool_exec(p, 1, &cmd, &r);
+    redislock_err err = rl__topo_run_on(t, p, &q, &r);
 
-    if (err == REDISLOCK_OK && (err = rl__reply_check(r, "SCAN")) != 0)
-        rl__reply_free(r);
     if (err != REDISLOCK_OK)
         return err;
     if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
@@ -262,26 +269,13 @@ static redislock_err list_server(const lister *ls, rl__pool *p, size_t n,
     redislock_err err;
 
     do {
-        if ((err = scan_step(p, cursor, match, &r)) != REDISLOCK_OK)
+        if ((err = scan_step(rl__client_topo(ls->c), p, cursor, match, &r)) !=
+            REDISLOCK_OK)
             return err;
         *stop = report_batch(ls, p, n, r->element[1], &err);
         rl__reply_free(r);
     } while (err == REDISLOCK_OK && !*stop && strcmp(cursor, "0") != 0);
     return err;
-}
-
-/* Server i of those to SCAN, or NULL past the last: in a cluster every
- * master, by a map read afresh (a failover or a resharding may have made
- * or retired one since the last). */
-static rl__pool *server(redislock_client *c, size_t i)
-{
-    rl__cluster *cl = rl__client_cluster(c);
-
-    if (cl == NULL)
-        return i < rl__client_servers(c) ? rl__client_pool(c, i) : NULL;
-    if (i == 0)
-        rl__cluster_reload(cl, rl__cluster_epoch(cl));
-    return rl__cluster_master(cl, i);
 }
 
 redislock_err redislock_list_flags(redislock_client *c, const char *pattern,
@@ -312,7 +306,9 @@ redislock_err redislock_list_flags(redislock_client *c, const char *pattern,
         match[n++] = prefix[i];
     }
     strcpy(match + n, pattern);
-    for (i = 0; err == REDISLOCK_OK && !stop && (p = server(c, i)) != NULL; i++)
+    for (i = 0; err == REDISLOCK_OK && !stop &&
+                (p = rl__topo_each(rl__client_topo(c), i)) != NULL;
+         i++)
         err = list_server(&ls, p, i, match, &stop);
     free(match);
     return err;

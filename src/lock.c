@@ -11,99 +11,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client.h"
+#include "env.h"
 #include "clock.h"
-#include "cluster.h"
 #include "error.h"
 #include "lock.h"
 #include "redlock.h"
 #include "watchdog.h"
-
-/* Whether key has a Redis Cluster hash tag: a '{' followed later by a
- * '}' with at least one byte between. */
-static int has_hash_tag(const char *key, size_t len)
-{
-    const char *open = memchr(key, '{', len), *close;
-
-    if (open == NULL)
-        return 0;
-    close = memchr(open + 1, '}', len - (size_t)(open + 1 - (const char *)key));
-    return close != NULL && close > open + 1;
-}
-
-/*
- * Helper key names. They start with the key itself, so an ACL that lets a
- * user at "jobs:*" covers them, and carry a hash tag naming the key's own
- * slot ("K{K}:rl-<suffix>"; a key with a tag of its own keeps it:
- * "K:rl-<suffix>"), so a cluster keeps them on the lock key's node.
- */
-char *rl__helper_name(const void *key, size_t len, const char *suffix,
-                      size_t *outlen)
-{
-    static const char mark[] = ":rl-";
-    size_t slen = strlen(suffix);
-    int tagged = has_hash_tag(key, len);
-    char *b = malloc(2 * len + sizeof mark + slen + 2), *p = b;
-
-    if (b == NULL)
-        return NULL;
-    memcpy(p, key, len);
-    p += len;
-    if (!tagged) {
-        *p++ = '{';
-        memcpy(p, key, len);
-        p += len;
-        *p++ = '}';
-    }
-    memcpy(p, mark, sizeof mark - 1);
-    p += sizeof mark - 1;
-    memcpy(p, suffix, slen);
-    p += slen;
-    *outlen = (size_t)(p - b);
-    return b;
-}
-
-/* Whether suffix names one of the helper keys the library makes. */
-static int helper_suffix(const char *s, size_t n)
-{
-    static const char *const names[] = {"fence", "fenced", "waiting",
-                                        "wake",  "q",      "seq"};
-    size_t i;
-
-    if (n > 2 && (memcmp(s, "w:", 2) == 0 || memcmp(s, "h:", 2) == 0))
-        return 1;
-    if (n > 5 && memcmp(s, "void:", 5) == 0)
-        return 1;
-    for (i = 0; i < sizeof names / sizeof *names; i++)
-        if (strlen(names[i]) == n && memcmp(s, names[i], n) == 0)
-            return 1;
-    return 0;
-}
-
-int rl__is_helper_key(const char *k, size_t len)
-{
-    const char *at = NULL, *p;
-    size_t plen;
-
-    /* The last ":rl-" separates the lock key's part from the suffix. */
-    for (p = k; p + 4 <= k + len; p++)
-        if (memcmp(p, ":rl-", 4) == 0)
-            at = p;
-    if (at == NULL || !helper_suffix(at + 4, len - (size_t)(at + 4 - k)))
-        return 0;
-    /* Both forms, "X{X}" and a key with a tag of its own, have a tag. */
-    plen = (size_t)(at - k);
-    return has_hash_tag(k, plen);
-}
 
 /* Whether the lock's helper keys share its slot, as every script that
  * touches both needs in a cluster. A key whose braces make no valid tag
  * ("a{}b", "x{y") may not: computed, not reasoned about. */
 static int same_slot(redislock_client *c, const redislock_lock *l)
 {
-    return rl__client_mode(c) != RL_MODE_CLUSTER ||
-           rl__cluster_slot(l->key, l->keylen) ==
-               rl__cluster_slot(l->base, l->baselen);
+    return rl__topo_same_slot(rl__client_topo(c), l->key, l->keylen, l->base,
+                              l->baselen);
 }
 
 redislock_err redislock_lock_new(redislock_client *c, const void *key,
@@ -176,21 +97,32 @@ void redislock_lock_free(redislock_lock *l)
     free(l);
 }
 
-redislock_err rl__abandon(rl__pool *p, const char *key, size_t keylen,
-                          const char *base, size_t baselen, const char *token,
-                          const char *req, int64_t ttl_ms, int64_t timeout_ms)
+redislock_err rl__abandon(rl__topo *t, rl__pool *p, const char *key,
+                          size_t keylen, const char *base, size_t baselen,
+                          const char *token, const char *req, int64_t ttl_ms,
+                          int64_t timeout_ms)
 {
     char ttl[24];
     const char *args[4] = {token, ttl, base, req};
     size_t lens[4] = {strlen(token), 0, baselen, strlen(req)};
+    rl__request q = {.s = &rl__script_abandon,
+                     .nkeys = 1,
+                     .keys = &key,
+                     .klens = &keylen,
+                     .nargs = 4,
+                     .args = args,
+                     .lens = lens,
+                     .timeout_ms = timeout_ms};
     rl__reply *r;
     redislock_err err;
 
     /* Void the token for a minute past its TTL: a request held up in a
      * network queue (TCP retransmissions) may arrive that late. */
     lens[1] = (size_t)snprintf(ttl, sizeof ttl, "%" PRId64, ttl_ms + 60000);
-    err = rl__pool_script_within(p, timeout_ms, &rl__script_abandon, key,
-                                 keylen, 4, args, lens, &r);
+    if (p == NULL)
+        err = rl__topo_run(t, key, keylen, &q, &r);
+    else if ((err = rl__pool_run(p, &q, 0, &r)) == REDISLOCK_OK)
+        err = rl__request_check(&q, &r);
     if (err == REDISLOCK_OK)
         rl__reply_free(r);
     return err;
@@ -224,16 +156,45 @@ redislock_err rl__check_ttl(int64_t ttl_ms, const char *what)
 redislock_err rl__lock_command(redislock_lock *l, int n, const rl__cmd *cmds,
                                rl__reply **out)
 {
-    redislock_err err =
-        rl__pool_exec_key(l->pool, l->key, l->keylen, n, cmds, out);
-    int i;
+    rl__request q = {.n = n, .cmds = cmds};
 
-    for (i = 0; err == REDISLOCK_OK && i < n; i++)
-        err = rl__reply_check(out[i], cmds[i].argv[0]);
-    if (err != REDISLOCK_OK && i > 0)
-        while (n-- > 0)
-            rl__reply_free(out[n]);
+    return rl__topo_run(rl__client_topo(l->client), l->key, l->keylen, &q, out);
+}
+
+/* A script on the lock's key, followed by the replica-sync guard's WAIT
+ * when guarded and the guard is on. */
+static redislock_err lock_script(redislock_lock *l, int guarded,
+                                 int64_t timeout_ms, const rl__script *s,
+                                 int nargs, const char **args,
+                                 const size_t *lens, rl__reply **out)
+{
+    const rl__replicas *g = rl__client_replicas(l->client);
+    const char *key = l->key;
+    long long acked = -1;
+    rl__request q = {.s = s,
+                     .nkeys = 1,
+                     .keys = &key,
+                     .klens = &l->keylen,
+                     .nargs = nargs,
+                     .args = args,
+                     .lens = lens,
+                     .wait_replicas = guarded ? g->want : 0,
+                     .wait_ms = g->timeout_ms,
+                     .acked = &acked,
+                     .timeout_ms = timeout_ms};
+    redislock_err err =
+        rl__topo_run(rl__client_topo(l->client), key, l->keylen, &q, out);
+
+    if (q.wait_replicas > 0)
+        l->replicas = err == REDISLOCK_OK ? (int)acked : -1;
     return err;
+}
+
+redislock_err rl__lock_script(redislock_lock *l, int64_t timeout_ms,
+                              const rl__script *s, int nargs, const char **args,
+                              const size_t *lens, rl__reply **out)
+{
+    return lock_script(l, 0, timeout_ms, s, nargs, args, lens, out);
 }
 
 redislock_err rl__lock_write_script(redislock_lock *l, int64_t timeout_ms,
@@ -241,17 +202,7 @@ redislock_err rl__lock_write_script(redislock_lock *l, int64_t timeout_ms,
                                     const char **args, const size_t *lens,
                                     rl__reply **out)
 {
-    const rl__replicas *g = rl__client_replicas(l->client);
-    long long acked = -1;
-    redislock_err err;
-
-    if (g->want == 0)
-        return rl__pool_script_within(l->pool, timeout_ms, s, l->key, l->keylen,
-                                      nargs, args, lens, out);
-    err = rl__pool_script_wait(l->pool, timeout_ms, s, l->key, l->keylen, nargs,
-                               args, lens, g->want, g->timeout_ms, out, &acked);
-    l->replicas = err == REDISLOCK_OK ? (int)acked : -1;
-    return err;
+    return lock_script(l, 1, timeout_ms, s, nargs, args, lens, out);
 }
 
 redislock_err rl__lock_durable(const redislock_lock *l, const char *what)
@@ -322,8 +273,7 @@ static redislock_err owner_script(redislock_lock *l, const rl__script *s,
         return rl__redlock_owner(l, s, arg2, timeout_ms, n);
     err = s == &rl__script_extend
               ? rl__lock_write_script(l, timeout_ms, s, 3, args, lens, &r)
-              : rl__pool_script_within(l->pool, timeout_ms, s, l->key,
-                                       l->keylen, 3, args, lens, &r);
+              : rl__lock_script(l, timeout_ms, s, 3, args, lens, &r);
     rl__lock_set_outcomes(l, &err, 1);
     if (err != REDISLOCK_OK)
         return err;

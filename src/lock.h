@@ -9,7 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "client.h"
+#include "env.h"
+#include "keys.h"
 #include "pool.h"
 
 /* Longest token or owner id (other libraries' tokens are UUIDs or base64
@@ -69,11 +70,13 @@ struct redislock_lock {
 
 /* One try at making sure an acquire request req (for token or owner id
  * token, with ttl_ms), whose reply was lost, does not hold the lock at
- * key on p, now or when it arrives late (abandon.lua); waits at most
+ * key, now or when it arrives late (abandon.lua): on server p (one of a
+ * Redlock quorum), or with p NULL wherever t sends key; waits at most
  * timeout_ms. */
-redislock_err rl__abandon(rl__pool *p, const char *key, size_t keylen,
-                          const char *base, size_t baselen, const char *token,
-                          const char *req, int64_t ttl_ms, int64_t timeout_ms);
+redislock_err rl__abandon(rl__topo *t, rl__pool *p, const char *key,
+                          size_t keylen, const char *base, size_t baselen,
+                          const char *token, const char *req, int64_t ttl_ms,
+                          int64_t timeout_ms);
 
 /* A fencing token from a server must be positive: REDISLOCK_EPROTOCOL
  * (naming what) for one that is not, else REDISLOCK_OK. */
@@ -82,6 +85,13 @@ redislock_err rl__check_fence(long long fence, const char *what);
 /* Records the per-server results of a request (any thread: the watchdog's
  * renewals are requests too). */
 void rl__lock_set_outcomes(redislock_lock *l, const redislock_err *o, size_t n);
+
+/* Runs a script on the lock's key (and with it, its helper keys) wherever
+ * the topology sends it, its reply awaited at most timeout_ms (0: the
+ * command timeout); error replies mapped. */
+redislock_err rl__lock_script(redislock_lock *l, int64_t timeout_ms,
+                              const rl__script *s, int nargs, const char **args,
+                              const size_t *lens, rl__reply **out);
 
 /* Runs a script that writes the lock (acquire, extend) on its server,
  * then, with the replica-sync guard on, WAITs for the replicas on the same
@@ -119,14 +129,6 @@ redislock_err rl__lock_renew(redislock_lock *l);
 
 /* Records a loss (first one wins); returns whether this call recorded it. */
 int rl__lock_mark_lost(redislock_lock *l, redislock_err why);
-
-/* The name of the helper key with suffix for key (malloc'ed, binary,
- * length in *outlen); see lock.c for the naming and why. */
-char *rl__helper_name(const void *key, size_t len, const char *suffix,
-                      size_t *outlen);
-
-/* Whether the Redis key k is one of the library's helper keys. */
-int rl__is_helper_key(const char *k, size_t len);
 
 /* Checks a TTL: 1 .. REDISLOCK_TTL_MAX_MS. */
 redislock_err rl__check_ttl(int64_t ttl_ms, const char *what);

@@ -4,7 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cluster.h"
 #include "error.h"
 
 static int64_t or_default(int64_t v, int64_t dflt)
@@ -143,168 +142,40 @@ void rl__pool_give_back(rl__pool *p, rl__conn *conn)
     pthread_mutex_unlock(&p->mu);
 }
 
-redislock_err rl__pool_exec_here(rl__pool *p, int n, const rl__cmd *cmds,
-                                 rl__reply **out)
+redislock_err rl__pool_run(rl__pool *p, const rl__request *q, int asking,
+                           rl__reply **out)
 {
-    rl__conn *conn;
-    redislock_err err = rl__pool_borrow(p, &conn);
-
-    if (err != REDISLOCK_OK)
-        return err;
-    err = rl__conn_exec(conn, n, cmds, out);
-    rl__pool_give_back(p, conn);
-    return err;
-}
-
-redislock_err rl__pool_exec(rl__pool *p, int n, const rl__cmd *cmds,
-                            rl__reply **out)
-{
-    if (p->cluster != NULL)
-        return rl__cluster_exec(p->cluster, p, NULL, 0, n, cmds, out);
-    return rl__pool_exec_here(p, n, cmds, out);
-}
-
-redislock_err rl__pool_exec_key(rl__pool *p, const char *key, size_t keylen,
-                                int n, const rl__cmd *cmds, rl__reply **out)
-{
-    if (p->cluster != NULL)
-        return rl__cluster_exec(p->cluster, p, key, keylen, n, cmds, out);
-    return rl__pool_exec_here(p, n, cmds, out);
-}
-
-redislock_err rl__pool_script_within(rl__pool *p, int64_t timeout_ms,
-                                     const rl__script *s, const char *key,
-                                     size_t keylen, int nargs,
-                                     const char **args, const size_t *lens,
-                                     rl__reply **out)
-{
-    int tighter = timeout_ms > 0 && timeout_ms < p->cfg.command_timeout_ms;
+    int64_t dflt = p->cfg.command_timeout_ms, t = dflt;
     rl__conn *conn;
     redislock_err err;
 
-    if (p->cluster != NULL)
-        return rl__cluster_script(p->cluster, timeout_ms, s, 1, &key, &keylen,
-                                  nargs, args, lens, out);
+    /* One deadline rule: a shorter budget only, and the WAIT's time on
+     * top of a command's. */
+    if (q->timeout_ms > 0 && q->timeout_ms < t)
+        t = q->timeout_ms;
+    if (q->wait_replicas > 0)
+        t += q->wait_ms;
     if ((err = rl__pool_borrow(p, &conn)) != REDISLOCK_OK)
         return err;
-    if (tighter)
-        err = rl__conn_timeout(conn, timeout_ms);
-    if (err == REDISLOCK_OK && s->eval_only)
-        err = rl__script_eval(conn, s, key, keylen, nargs, args, lens, out);
-    else if (err == REDISLOCK_OK)
-        err = rl__script_run(conn, s, key, keylen, nargs, args, lens, out);
-    if (tighter && !rl__conn_broken(conn))
-        rl__conn_timeout(conn, p->cfg.command_timeout_ms);
+    if (t != dflt)
+        err = rl__conn_timeout(conn, t);
+    if (err == REDISLOCK_OK)
+        err = rl__request_send(conn, q, asking, out);
+    if (t != dflt && !rl__conn_broken(conn))
+        rl__conn_timeout(conn, dflt);
     rl__pool_give_back(p, conn);
     return err;
-}
-
-/* The script, then WAIT, in one write; EVAL again on NOSCRIPT. */
-static redislock_err script_then_wait(rl__conn *conn, int eval,
-                                      const rl__script *s, const char *key,
-                                      size_t keylen, int nargs,
-                                      const char **args, const size_t *lens,
-                                      const char **wait, rl__reply **r)
-{
-    const char *argv[RL_SCRIPT_ARGV_MAX];
-    size_t argl[RL_SCRIPT_ARGV_MAX];
-    char nk[8];
-    rl__cmd cmds[2];
-
-    cmds[0].argc = rl__script_argv(s, eval, 1, &key, &keylen, nargs, args, lens,
-                                   nk, argv, argl);
-    cmds[0].argv = argv;
-    cmds[0].lens = argl;
-    cmds[1] = (rl__cmd){3, wait, NULL};
-    if (cmds[0].argc < 0)
-        return rl__err(REDISLOCK_EINVAL, "too many script arguments");
-    return rl__conn_exec(conn, 2, cmds, r);
-}
-
-redislock_err rl__pool_script_wait(rl__pool *p, int64_t timeout_ms,
-                                   const rl__script *s, const char *key,
-                                   size_t keylen, int nargs, const char **args,
-                                   const size_t *lens, int replicas,
-                                   int64_t wait_ms, rl__reply **out,
-                                   long long *acked)
-{
-    char n[16], ms[24];
-    const char *wait[3] = {"WAIT", n, ms};
-    int64_t t = timeout_ms > 0 ? timeout_ms : p->cfg.command_timeout_ms;
-    rl__reply *r[2];
-    rl__conn *conn;
-    redislock_err err;
-    int eval = s->eval_only;
-
-    /* In a cluster, the slot's master by the current map. (A redirection
-     * on the way fails the call: the WAIT must follow the write on one
-     * connection.) */
-    if (p->cluster != NULL)
-        p = rl__cluster_route(p->cluster, key, keylen);
-    if ((err = rl__pool_borrow(p, &conn)) != REDISLOCK_OK)
-        return err;
-
-    if (err != REDISLOCK_OK)
-        return err;
-    snprintf(n, sizeof n, "%d", replicas);
-    snprintf(ms, sizeof ms, "%lld", (long long)wait_ms);
-    /* The reply may take the WAIT's time on top of a command's. */
-    err = rl__conn_timeout(conn, t + wait_ms);
-    while (err == REDISLOCK_OK &&
-           (err = script_then_wait(conn, eval, s, key, keylen, nargs, args,
-                                   lens, wait, r)) == REDISLOCK_OK &&
-           !eval && rl__script_is_noscript(r[0])) {
-        rl__reply_free(r[0]);
-        rl__reply_free(r[1]);
-        eval = 1;
-    }
-    if (err == REDISLOCK_OK) {
-        *acked = r[1]->type == REDIS_REPLY_INTEGER ? r[1]->integer : -1;
-        rl__reply_free(r[1]);
-        if ((err = rl__reply_check(r[0], s->name)) != REDISLOCK_OK)
-            rl__reply_free(r[0]);
-        else
-            *out = r[0];
-    }
-    if (!rl__conn_broken(conn))
-        rl__conn_timeout(conn, p->cfg.command_timeout_ms);
-    rl__pool_give_back(p, conn);
-    return err;
-}
-
-redislock_err rl__pool_script_keys(rl__pool *p, const rl__script *s, int nkeys,
-                                   const char **keys, const size_t *klens,
-                                   int nargs, const char **args,
-                                   const size_t *lens, rl__reply **out)
-{
-    rl__conn *conn;
-    redislock_err err;
-
-    if (p->cluster != NULL)
-        return rl__cluster_script(p->cluster, 0, s, nkeys, keys, klens, nargs,
-                                  args, lens, out);
-    if ((err = rl__pool_borrow(p, &conn)) != REDISLOCK_OK)
-        return err;
-    err = rl__script_run_n(conn, s, nkeys, keys, klens, nargs, args, lens, out);
-    rl__pool_give_back(p, conn);
-    return err;
-}
-
-redislock_err rl__pool_script(rl__pool *p, const rl__script *s, const char *key,
-                              size_t keylen, int nargs, const char **args,
-                              const size_t *lens, rl__reply **out)
-{
-    return rl__pool_script_within(p, 0, s, key, keylen, nargs, args, lens, out);
 }
 
 redislock_err rl__pool_check(rl__pool *p)
 {
     const char *ping[] = {"PING"};
     rl__cmd cmd = {1, ping, NULL};
+    rl__request q = {.n = 1, .cmds = &cmd};
     rl__reply *r;
     redislock_err err;
 
-    err = rl__pool_exec_here(p, 1, &cmd, &r);
+    err = rl__pool_run(p, &q, 0, &r);
     if (err != REDISLOCK_OK)
         return err;
     err = rl__reply_check(r, "PING");

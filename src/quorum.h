@@ -6,15 +6,12 @@
 #ifndef RL_QUORUM_H
 #define RL_QUORUM_H
 
-#include "client.h"
-#include "script.h"
+#include "env.h"
+#include "request.h"
 
-typedef struct rl__round {
-    size_t n;                         /* servers */
-    rl__reply *reply[RL_MAX_QUORUM];  /* NULL where err is set */
-    redislock_err err[RL_MAX_QUORUM]; /* per server */
-    char detail[RL_MAX_QUORUM][96];   /* what went wrong there */
-} rl__round;
+/* Per server: its reply (NULL where err is set), or its failure and
+ * what went wrong there. */
+typedef rl__replies rl__round;
 
 /* Runs s with key (and nargs arguments) on every server of c, or those
  * with only[i] set when only is not NULL (the others get neither a reply

@@ -78,9 +78,9 @@ static void undo(redislock_lock *l, const char *id, const char *req,
     for (i = 0; i < r.n; i++)
         if (r.err[i] != REDISLOCK_OK &&
             rl__client_watchdog(l->client, &wd) == REDISLOCK_OK)
-            rl__janitor_abandon(wd, rl__client_pool(l->client, i), l->key,
-                                l->keylen, l->base, l->baselen, id, req,
-                                ttl_ms);
+            rl__janitor_abandon(
+                wd, rl__client_topo(l->client), rl__client_pool(l->client, i),
+                l->key, l->keylen, l->base, l->baselen, id, req, ttl_ms);
     rl__round_free(&r);
 }
 

@@ -5,31 +5,13 @@
 #include <string.h>
 #include <time.h>
 
-#include "client.h"
+#include "env.h"
 #include "clock.h"
 #include "error.h"
 
 /* The pause before a waiter whose BLPOP met a cluster's change tries
  * again: enough for a slot's hand-over, short against a failover. */
 #define RL_REROUTE_PAUSE_MS 20
-
-/* Helper list names: the base, then a suffix, then maybe a token. */
-static char *helper_name(const redislock_lock *l, const char *suffix,
-                         const char *token, size_t *len)
-{
-    size_t s = strlen(suffix), t = token ? strlen(token) : 0;
-    char *name = malloc(l->baselen + s + t + 1);
-
-    if (name == NULL)
-        return NULL;
-    memcpy(name, l->base, l->baselen);
-    memcpy(name + l->baselen, suffix, s);
-    if (t > 0)
-        memcpy(name + l->baselen + s, token, t);
-    *len = l->baselen + s + t;
-    name[*len] = '\0';
-    return name;
-}
 
 /* Publishes the waiter's own list so that a cancel can push to it; or
  * says that a cancel came first. */
@@ -54,23 +36,14 @@ static void stop_blocking(redislock_lock *l)
     pthread_mutex_unlock(&l->mu);
 }
 
-/* In a cluster: whether a BLPOP met a slot that moved or a master that
- * failed. The waiter then makes its attempt again (which follows the
+/* Whether a BLPOP met a slot that moved or a master that failed (in a
+ * cluster). The waiter then makes its attempt again (which follows the
  * cluster) and blocks on the slot's current master, not failing the
  * acquire. */
 static int must_reroute(const redislock_lock *l, redislock_err err,
                         const rl__reply *r)
 {
-    if (rl__client_mode(l->client) != RL_MODE_CLUSTER)
-        return 0;
-    if (err == REDISLOCK_ECONNECT || err == REDISLOCK_EIO ||
-        err == REDISLOCK_ETIMEDOUT)
-        return 1;
-    return err == REDISLOCK_OK && r != NULL && r->type == REDIS_REPLY_ERROR &&
-           (strncmp(r->str, "MOVED ", 6) == 0 ||
-            strncmp(r->str, "ASK ", 4) == 0 ||
-            strncmp(r->str, "TRYAGAIN", 8) == 0 ||
-            strncmp(r->str, "CLUSTERDOWN", 11) == 0);
+    return rl__topo_moved(rl__client_topo(l->client), err, r);
 }
 
 static redislock_err blpop(redislock_lock *l, int nkeys, const char **keys,
@@ -184,9 +157,10 @@ redislock_err rl__wait(redislock_lock *l, const char *token, int fair,
      * the server's timeout would come up to a tick late. */
     end_us = rl__now_us() + pause_ms * 1000;
     pause_ms -= RL_SERVER_TICK_MS;
-    own = helper_name(l, "h:", token, &lens[fair ? 0 : 1]);
+    own =
+        rl__helper_join(l->base, l->baselen, "h:", token, &lens[fair ? 0 : 1]);
     if (!fair)
-        shared = helper_name(l, "wake", NULL, &lens[0]);
+        shared = rl__helper_join(l->base, l->baselen, "wake", NULL, &lens[0]);
     if (own == NULL || (!fair && shared == NULL)) {
         free(own);
         return rl__err(REDISLOCK_ENOMEM, "out of memory");
@@ -236,8 +210,7 @@ void rl__wait_interrupt(redislock_lock *l)
     /* The waiter's own list expires soon, whoever pops it. */
     push[1] = expire[1] = name;
     pushl[1] = expl[1] = len;
-    if (rl__pool_exec_key(l->pool, l->key, l->keylen, 2, cmds, r) ==
-        REDISLOCK_OK) {
+    if (rl__lock_command(l, 2, cmds, r) == REDISLOCK_OK) {
         rl__reply_free(r[0]);
         rl__reply_free(r[1]);
     }

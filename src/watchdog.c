@@ -9,7 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "client.h"
+#include "env.h"
 #include "clock.h"
 #include "error.h"
 #include "lock.h"
@@ -37,7 +37,9 @@ struct rl__watch {
 
 /* A clean-up job: see rl__janitor_abandon. Owned by the watchdog. */
 struct rl__job {
-    rl__pool *pool;
+    rl__topo *topo;
+    rl__pool *pool; /* a Redlock server; NULL: where topo sends key */
+    rl__pool *node; /* the node its timeouts come from */
     int64_t next_us, give_up_us, ttl_ms;
     char *key, *base; /* in the same allocation */
     size_t keylen, baselen;
@@ -194,8 +196,8 @@ static void run_job(rl__watchdog *wd, struct rl__job *j)
         ;
     *p = j->next;
     pthread_mutex_unlock(&wd->mu);
-    err = rl__abandon(j->pool, j->key, j->keylen, j->base, j->baselen, j->token,
-                      j->req, j->ttl_ms, RL_JOB_TIMEOUT_MS);
+    err = rl__abandon(j->topo, j->pool, j->key, j->keylen, j->base, j->baselen,
+                      j->token, j->req, j->ttl_ms, RL_JOB_TIMEOUT_MS);
     pthread_mutex_lock(&wd->mu);
     /* Only a failure to reach the server, or a server that cannot serve
      * for now (loading, a busy script), is worth another try. */
@@ -284,7 +286,7 @@ static int64_t drain_time_us(const rl__watchdog *wd)
     int64_t most = 0, t;
 
     for (j = wd->jobs; j != NULL; j = j->next) {
-        t = j->pool->cfg.connect_timeout_ms + j->pool->cfg.command_timeout_ms;
+        t = j->node->cfg.connect_timeout_ms + j->node->cfg.command_timeout_ms;
         if (t > most)
             most = t;
     }
@@ -374,15 +376,19 @@ int rl__watch_fd(const redislock_lock *l)
     return l->watch != NULL ? l->watch->efd : -1;
 }
 
-void rl__janitor_abandon(rl__watchdog *wd, struct rl__pool *p, const char *key,
-                         size_t keylen, const char *base, size_t baselen,
-                         const char *token, const char *req, int64_t ttl_ms)
+void rl__janitor_abandon(rl__watchdog *wd, rl__topo *t, rl__pool *p,
+                         const char *key, size_t keylen, const char *base,
+                         size_t baselen, const char *token, const char *req,
+                         int64_t ttl_ms)
 {
     struct rl__job *j = calloc(1, sizeof *j + keylen + baselen);
 
     if (j == NULL)
         return;
+    j->topo = t;
     j->pool = p;
+    /* A cluster's pools live as long as the cluster (cluster.h). */
+    j->node = p != NULL ? p : rl__topo_node(t, key, keylen);
     j->key = (char *)(j + 1);
     j->base = j->key + keylen;
     memcpy(j->key, key, keylen);

@@ -13,6 +13,7 @@
 
 typedef struct rl__watchdog rl__watchdog;
 struct rl__pool;
+struct rl__topo;
 
 /* Starts the renewal thread for client c. */
 redislock_err rl__watchdog_new(redislock_client *c, rl__watchdog **out);
@@ -41,9 +42,10 @@ void rl__unwatch(redislock_lock *l);
  * meanwhile. Best effort: on memory exhaustion the lock expires by its
  * TTL.
  */
-void rl__janitor_abandon(rl__watchdog *wd, struct rl__pool *p, const char *key,
-                         size_t keylen, const char *base, size_t baselen,
-                         const char *token, const char *req, int64_t ttl_ms);
+void rl__janitor_abandon(rl__watchdog *wd, struct rl__topo *t,
+                         struct rl__pool *p, const char *key, size_t keylen,
+                         const char *base, size_t baselen, const char *token,
+                         const char *req, int64_t ttl_ms);
 
 /* The loss eventfd of a watched lock, or -1. */
 int rl__watch_fd(const redislock_lock *l);

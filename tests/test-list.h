@@ -274,6 +274,7 @@ TEST_ENTRY(cluster_key_refused, 60)
 TEST_ENTRY(cluster_counter_processes, 120)
 TEST_ENTRY(cluster_slot_migration, 90)
 TEST_ENTRY(cluster_failover, 90)
+TEST_ENTRY(cluster_failover_guarded, 90)
 
 /* Regressions for the ways a lock was held twice (test_holders.c). */
 TEST_ENTRY(holders_fair_handoff_truthful, 60)
@@ -308,6 +309,9 @@ TEST_ENTRY(excl_sharded, 60)
 TEST_ENTRY(excl_cluster, 120)
 TEST_ENTRY(excl_redlock, 60)
 
+/* Key names: hash slots and helper keys (no server). */
+TEST_ENTRY(keys_slots, 5)
+TEST_ENTRY(keys_helper_names, 5)
 /* Which servers are the same server: canonical names (no server), then
  * sharded and Redlock clients given one server under two spellings. */
 TEST_ENTRY(canon_loopback_spellings, 5)

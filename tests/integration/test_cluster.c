@@ -49,14 +49,14 @@ void test_cluster_keys_spread_over_slots(void)
     for (i = 0; i < 3; i++)
         r[i] = th_cluster_redis(tc, i);
     /* The spec's check value, and the server's own answer. */
-    ASSERT_EQ_INT(rl__cluster_slot("123456789", 9), 0x31C3);
-    ASSERT_EQ_INT(rl__cluster_slot("a{user1}b", 9),
+    ASSERT_EQ_INT(rl__key_slot("123456789", 9), 0x31C3);
+    ASSERT_EQ_INT(rl__key_slot("a{user1}b", 9),
                   th_cluster_keyslot(tc, "a{user1}b"));
     for (i = 0; i < NKEYS; i++) {
         redislock_lock *l;
         snprintf(key, sizeof key, "ck:%d", i);
         slot = th_cluster_keyslot(tc, key);
-        ASSERT_EQ_INT(rl__cluster_slot(key, strlen(key)), slot);
+        ASSERT_EQ_INT(rl__key_slot(key, strlen(key)), slot);
         at = th_cluster_owner(tc, slot);
         ASSERT(at >= 0 && at < 3);
         l = th_lock(c, key);

@@ -253,3 +253,73 @@ void test_cluster_failover(void)
     redisFree(r);
     th_cluster_stop(tc);
 }
+
+/* The replica of master m: the server whose replication names m's port. */
+static int replica_of(th_cluster *tc, int m)
+{
+    char want[32];
+    int i, found = -1;
+
+    snprintf(want, sizeof want, "master_port:%d\r", tc->s[m]->port);
+    for (i = 0; i < tc->n && found < 0; i++) {
+        redisContext *r = th_cluster_redis(tc, i);
+        redisReply *rep = redisCommand(r, "INFO replication");
+        if (i != m && rep != NULL && rep->type == REDIS_REPLY_STRING &&
+            strstr(rep->str, want) != NULL)
+            found = i;
+        freeReplyObject(rep);
+        redisFree(r);
+    }
+    return found;
+}
+
+/* The replica-sync guard follows redirections like any request: after a
+ * graceful CLUSTER FAILOVER of the lock's master, a guarded client locks
+ * again on the promoted replica (WAIT counted there) instead of meeting
+ * MOVED on every attempt. */
+void test_cluster_failover_guarded(void)
+{
+    th_cluster *tc = th_cluster_start(3, 1);
+    redislock_options o = {0};
+    redislock_client *c;
+    redislock_lock *l;
+    redislock_acquire_options ao = th_aopts(5000, 0, 0);
+    unsigned slot = th_cluster_keyslot(tc, LOCKKEY);
+    int victim = th_cluster_owner(tc, slot), rep = replica_of(tc, victim);
+    int64_t t0, took;
+    redisContext *r;
+    redisReply *x;
+
+    ASSERT(rep >= 0);
+    o.command_timeout_ms = COMMAND_TIMEOUT_MS;
+    o.wait_replicas = 1;
+    o.wait_replicas_timeout_ms = 1000;
+    ASSERT_OK(redislock_client_new_cluster(&c, tc->seeds, (size_t)tc->n, &o));
+    l = th_lock(c, LOCKKEY);
+    ASSERT_OK(redislock_acquire(l, &ao));
+    ASSERT_EQ_INT(redislock_replicas(l), 1);
+    ASSERT_OK(redislock_release(l));
+    r = th_cluster_redis(tc, rep);
+    x = redisCommand(r, "CLUSTER FAILOVER");
+    ASSERT(x != NULL && x->type == REDIS_REPLY_STATUS);
+    freeReplyObject(x);
+    redisFree(r);
+    t0 = th_now_ms();
+    while (th_cluster_owner(tc, slot) != rep && th_now_ms() - t0 < 15000)
+        th_sleep_ms(50);
+    ASSERT_EQ_INT(th_cluster_owner(tc, slot), rep);
+    th_cluster_wait_ok(tc, 15000);
+    /* The client's map still names the old master: the first request
+     * meets MOVED and must follow it, WAIT and all. */
+    t0 = th_now_ms();
+    ASSERT_OK(redislock_acquire(l, &ao));
+    took = th_now_ms() - t0;
+    test_log("guarded acquire after the failover took %lld ms, %d replicas",
+             (long long)took, redislock_replicas(l));
+    ASSERT_EQ_INT(redislock_replicas(l), 1);
+    ASSERT_OK(redislock_extend(l, 5000));
+    ASSERT_OK(redislock_release(l));
+    redislock_lock_free(l);
+    redislock_client_free(c);
+    th_cluster_stop(tc);
+}

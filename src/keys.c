@@ -1,0 +1,125 @@
+#include "keys.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* What separates a lock key's part of a helper name from the suffix. */
+#define RL_HELPER_MARK ":rl-"
+
+static uint16_t crc16(const unsigned char *p, size_t n)
+{
+    uint16_t crc = 0;
+    size_t i;
+    int b;
+
+    /* CRC16-XMODEM (polynomial 0x1021, no reflection, initial 0), the
+     * variant the Redis Cluster specification names. */
+    for (i = 0; i < n; i++) {
+        crc ^= (uint16_t)(p[i] << 8);
+        for (b = 0; b < 8; b++)
+            crc = (crc & 0x8000) ? (uint16_t)((crc << 1) ^ 0x1021)
+                                 : (uint16_t)(crc << 1);
+    }
+    return crc;
+}
+
+int rl__hash_tag(const void *key, size_t len, size_t *off, size_t *taglen)
+{
+    const unsigned char *k = key, *open = memchr(k, '{', len), *close;
+
+    if (open == NULL)
+        return 0;
+    close = memchr(open + 1, '}', len - (size_t)(open + 1 - k));
+    if (close == NULL || close == open + 1)
+        return 0;
+    *off = (size_t)(open + 1 - k);
+    *taglen = (size_t)(close - open - 1);
+    return 1;
+}
+
+unsigned rl__key_slot(const void *key, size_t len)
+{
+    size_t off = 0;
+
+    if (rl__hash_tag(key, len, &off, &len) == 0)
+        off = 0;
+    return crc16((const unsigned char *)key + off, len) &
+           (RL_CLUSTER_SLOTS - 1);
+}
+
+char *rl__helper_name(const void *key, size_t len, const char *suffix,
+                      size_t *outlen)
+{
+    size_t slen = strlen(suffix), off, tlen;
+    int tagged = rl__hash_tag(key, len, &off, &tlen);
+    char *b = malloc(2 * len + sizeof RL_HELPER_MARK + slen + 2), *p = b;
+
+    if (b == NULL)
+        return NULL;
+    memcpy(p, key, len);
+    p += len;
+    if (!tagged) {
+        *p++ = '{';
+        memcpy(p, key, len);
+        p += len;
+        *p++ = '}';
+    }
+    memcpy(p, RL_HELPER_MARK, sizeof RL_HELPER_MARK - 1);
+    p += sizeof RL_HELPER_MARK - 1;
+    memcpy(p, suffix, slen);
+    p += slen;
+    *outlen = (size_t)(p - b);
+    return b;
+}
+
+char *rl__helper_join(const char *base, size_t baselen, const char *suffix,
+                      const char *token, size_t *outlen)
+{
+    size_t s = strlen(suffix), t = token ? strlen(token) : 0;
+    char *name = malloc(baselen + s + t + 1);
+
+    if (name == NULL)
+        return NULL;
+    memcpy(name, base, baselen);
+    memcpy(name + baselen, suffix, s);
+    if (t > 0)
+        memcpy(name + baselen + s, token, t);
+    *outlen = baselen + s + t;
+    name[*outlen] = '\0';
+    return name;
+}
+
+/* Whether suffix names one of the helper keys the library makes: the
+ * names the scripts in src/lua give them. */
+static int helper_suffix(const char *s, size_t n)
+{
+    static const char *const names[] = {"fence", "fenced", "waiting",
+                                        "wake",  "q",      "seq"};
+    size_t i;
+
+    if (n > 2 && (memcmp(s, "w:", 2) == 0 || memcmp(s, "h:", 2) == 0))
+        return 1;
+    if (n > 5 && memcmp(s, "void:", 5) == 0)
+        return 1;
+    for (i = 0; i < sizeof names / sizeof *names; i++)
+        if (strlen(names[i]) == n && memcmp(s, names[i], n) == 0)
+            return 1;
+    return 0;
+}
+
+int rl__is_helper_key(const char *k, size_t len)
+{
+    const size_t m = sizeof RL_HELPER_MARK - 1;
+    const char *at = NULL, *p;
+    size_t off, tlen;
+
+    /* The last mark separates the lock key's part from the suffix. */
+    for (p = k; p + m <= k + len; p++)
+        if (memcmp(p, RL_HELPER_MARK, m) == 0)
+            at = p;
+    if (at == NULL || !helper_suffix(at + m, len - (size_t)(at + m - k)))
+        return 0;
+    /* Both forms, "X{X}" and a key with a tag of its own, have a tag. */
+    return rl__hash_tag(k, (size_t)(at - k), &off, &tlen);
+}

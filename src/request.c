@@ -1,0 +1,218 @@
+#include "request.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "clock.h"
+#include "error.h"
+
+/* A request as it goes on the wire: its commands, each after an ASKING
+ * when asked for, then the WAIT; with the storage their arguments use. */
+typedef struct wire {
+    rl__cmd cmds[2 * RL_REQ_MAX_CMDS + 1];
+    int n;
+    int asking;
+    const char *argv[RL_SCRIPT_ARGV_MAX];
+    size_t argl[RL_SCRIPT_ARGV_MAX];
+    char nk[8];
+    const char *waitv[3];
+    char wn[16], wms[24];
+} wire;
+
+static const char *askv[1] = {"ASKING"};
+
+int rl__request_nreplies(const rl__request *q)
+{
+    return q->s != NULL ? 1 : q->n;
+}
+
+/* Lays q out on w, the script as EVALSHA, or EVAL when eval is set. */
+static redislock_err lay_out(wire *w, const rl__request *q, int eval,
+                             int asking)
+{
+    rl__cmd script;
+    const rl__cmd *cmds = q->cmds;
+    int n = rl__request_nreplies(q), i;
+
+    w->n = 0;
+    w->asking = asking;
+    if (q->s != NULL) {
+        script.argc =
+            rl__script_argv(q->s, eval, q->nkeys, q->keys, q->klens, q->nargs,
+                            q->args, q->lens, w->nk, w->argv, w->argl);
+        if (script.argc < 0)
+            return rl__err(REDISLOCK_EINVAL, "too many script arguments");
+        script.argv = w->argv;
+        script.lens = w->argl;
+        cmds = &script;
+    }
+    if (n < 1 || n > RL_REQ_MAX_CMDS)
+        return rl__err(REDISLOCK_EINVAL, "a pipeline of %d commands", n);
+    for (i = 0; i < n; i++) {
+        if (asking)
+            w->cmds[w->n++] = (rl__cmd){1, askv, NULL};
+        w->cmds[w->n++] = cmds[i];
+    }
+    if (q->wait_replicas > 0) {
+        snprintf(w->wn, sizeof w->wn, "%d", q->wait_replicas);
+        snprintf(w->wms, sizeof w->wms, "%lld", (long long)q->wait_ms);
+        w->waitv[0] = "WAIT";
+        w->waitv[1] = w->wn;
+        w->waitv[2] = w->wms;
+        w->cmds[w->n++] = (rl__cmd){3, w->waitv, NULL};
+    }
+    return REDISLOCK_OK;
+}
+
+/* Sorts the replies to w's commands: ASKING's are dropped, WAIT's answer
+ * goes to *q->acked, the rest to out. Returns whether the server lacked
+ * the script sent by EVALSHA (its reply then freed too); a NOSCRIPT to
+ * EVAL stays, an error reply like any other. */
+static int take(const wire *w, const rl__request *q, int eval, rl__reply **raw,
+                rl__reply **out)
+{
+    int i, k = 0, noscript;
+
+    for (i = 0; i < w->n; i++) {
+        if (w->asking && w->cmds[i].argv == askv) {
+            rl__reply_free(raw[i]);
+        } else if (q->wait_replicas > 0 && i == w->n - 1) {
+            if (q->acked != NULL)
+                *q->acked =
+                    raw[i]->type == REDIS_REPLY_INTEGER ? raw[i]->integer : -1;
+            rl__reply_free(raw[i]);
+        } else {
+            out[k++] = raw[i];
+        }
+    }
+    noscript = q->s != NULL && !eval && rl__script_is_noscript(out[0]);
+    if (noscript) {
+        rl__reply_free(out[0]);
+        out[0] = NULL;
+    }
+    return noscript;
+}
+
+redislock_err rl__request_send(rl__conn *c, const rl__request *q, int asking,
+                               rl__reply **out)
+{
+    rl__reply *raw[2 * RL_REQ_MAX_CMDS + 1];
+    int eval = q->s != NULL && q->s->eval_only;
+    redislock_err err;
+    wire w;
+
+    for (;;) {
+        if ((err = lay_out(&w, q, eval, asking)) != REDISLOCK_OK ||
+            (err = rl__conn_exec(c, w.n, w.cmds, raw)) != REDISLOCK_OK)
+            return err;
+        if (!take(&w, q, eval, raw, out))
+            return REDISLOCK_OK;
+        eval = 1;
+    }
+}
+
+redislock_err rl__request_check(const rl__request *q, rl__reply **out)
+{
+    int i, n = rl__request_nreplies(q);
+    redislock_err err = REDISLOCK_OK;
+
+    for (i = 0; i < n && err == REDISLOCK_OK; i++)
+        err = rl__reply_check(out[i],
+                              q->s != NULL ? q->s->name : q->cmds[i].argv[0]);
+    if (err != REDISLOCK_OK)
+        for (i = 0; i < n; i++) {
+            rl__reply_free(out[i]);
+            out[i] = NULL;
+        }
+    return err;
+}
+
+/* Records connection i's failure, keeping the detail rl__err wrote. */
+static void failed(rl__replies *out, size_t i, redislock_err err)
+{
+    out->err[i] = err;
+    snprintf(out->detail[i], sizeof out->detail[i], "%s",
+             redislock_errdetail());
+}
+
+/* One round: q to every connection in want, replies sorted; clears
+ * want[i] for each that is done. */
+static void round_par(rl__conn **conns, size_t n, const rl__request *q,
+                      int64_t timeout_ms, const int *eval, int *want,
+                      rl__replies *out)
+{
+    int64_t deadline_us = rl__now_us() + timeout_ms * 1000;
+    wire w[RL_REQ_MAX_PAR];
+    rl__reply *raw[RL_REQ_MAX_PAR][2 * RL_REQ_MAX_CMDS + 1];
+    rl__par parts[RL_REQ_MAX_PAR];
+    redislock_err err;
+    size_t i;
+
+    memset(parts, 0, sizeof parts);
+    for (i = 0; i < n; i++) {
+        if (!want[i])
+            continue;
+        if ((err = lay_out(&w[i], q, eval[i], 0)) != REDISLOCK_OK) {
+            failed(out, i, err);
+            want[i] = 0;
+            continue;
+        }
+        parts[i] = (rl__par){conns[i],    w[i].n,       w[i].cmds, raw[i],
+                             deadline_us, REDISLOCK_OK, 0};
+    }
+    rl__conn_exec_par(parts, n);
+    for (i = 0; i < n; i++) {
+        if (!want[i])
+            continue;
+        if (parts[i].err != REDISLOCK_OK) {
+            failed(out, i, parts[i].err);
+            want[i] = 0;
+        } else if (!take(&w[i], q, eval[i], raw[i], &out->reply[i])) {
+            want[i] = 0;
+        }
+    }
+}
+
+void rl__request_par(rl__conn **conns, size_t n, const rl__request *q,
+                     int64_t timeout_ms, rl__replies *out)
+{
+    int eval[RL_REQ_MAX_PAR], want[RL_REQ_MAX_PAR], round;
+    const char *what = q->s != NULL ? q->s->name : q->cmds[0].argv[0];
+    redislock_err err;
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        eval[i] = q->s != NULL && q->s->eval_only;
+        want[i] = conns[i] != NULL && out->err[i] == REDISLOCK_OK &&
+                  out->reply[i] == NULL;
+        if (want[i] && rl__request_nreplies(q) != 1) {
+            failed(out, i, rl__err(REDISLOCK_EINVAL, "one reply per server"));
+            want[i] = 0;
+        }
+    }
+    /* The second round only for servers that lacked the script: EVAL
+     * leaves no server wanting a third. */
+    for (round = 0; round < 2; round++) {
+        round_par(conns, n, q, timeout_ms, eval, want, out);
+        for (i = 0; i < n; i++)
+            eval[i] = 1;
+    }
+    for (i = 0; i < n; i++) {
+        if (out->reply[i] == NULL ||
+            (err = rl__reply_check(out->reply[i], what)) == REDISLOCK_OK)
+            continue;
+        failed(out, i, err);
+        rl__reply_free(out->reply[i]);
+        out->reply[i] = NULL;
+    }
+}
+
+void rl__replies_free(rl__replies *out)
+{
+    size_t i;
+
+    for (i = 0; i < out->n; i++) {
+        rl__reply_free(out->reply[i]);
+        out->reply[i] = NULL;
+    }
+}

@@ -1,0 +1,88 @@
+/*
+ * The request layer: one request type for everything the library sends,
+ * a script with its keys and arguments or a short pipeline of commands,
+ * optionally followed in the same write by WAIT (the replica-sync guard),
+ * run on one connection or on several at once (Redlock). The one NOSCRIPT
+ * fallback lives here: a server that lacks a script (after a restart,
+ * SCRIPT FLUSH, or a node just promoted or added) gets it whole, once.
+ *
+ * Above: pool.c (a node runs a request on a borrowed connection),
+ * redirect.c (a cluster follows the replies), quorum.c (every server at
+ * once). Below: conn.c and script.c.
+ */
+#ifndef RL_REQUEST_H
+#define RL_REQUEST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "conn.h"
+#include "script.h"
+
+/* The most commands of one pipeline. */
+#define RL_REQ_MAX_CMDS 8
+/* The most connections one request runs on at once. */
+#define RL_REQ_MAX_PAR 15
+
+typedef struct rl__request {
+    /* A script with its keys and arguments... */
+    const rl__script *s;
+    int nkeys, nargs;
+    const char *const *keys;
+    const size_t *klens;
+    const char *const *args;
+    const size_t *lens;
+    /* ...or, when s is NULL, n commands. */
+    int n;
+    const rl__cmd *cmds;
+    /* > 0: WAIT wait_replicas wait_ms follows the script on the same
+     * connection, in the same write; its answer goes to *acked. */
+    int wait_replicas;
+    int64_t wait_ms;
+    long long *acked;
+    /* The most the reply may take, WAIT aside; 0: the node's command
+     * timeout (a shorter budget only: never longer). */
+    int64_t timeout_ms;
+} rl__request;
+
+/* The replies q gets: 1 for a script, n for commands. */
+int rl__request_nreplies(const rl__request *q);
+
+/*
+ * Sends q on c, each command after an ASKING when asking is set (a
+ * cluster's one-time redirection), and reads its replies into out (as
+ * many as rl__request_nreplies). Error replies are returned as replies:
+ * the caller looks for redirections before mapping them. A script the
+ * server lacks is sent again whole, once.
+ */
+redislock_err rl__request_send(rl__conn *c, const rl__request *q, int asking,
+                               rl__reply **out);
+
+/* Maps error replies among q's replies (rl__reply_check, named after the
+ * script or command); on an error frees them all. */
+redislock_err rl__request_check(const rl__request *q, rl__reply **out);
+
+/* The outcome of a request run on several connections: per connection,
+ * its reply or its failure with the detail rl__err wrote. */
+typedef struct rl__replies {
+    size_t n;
+    rl__reply *reply[RL_REQ_MAX_PAR]; /* NULL where err is set */
+    redislock_err err[RL_REQ_MAX_PAR];
+    char detail[RL_REQ_MAX_PAR][96];
+} rl__replies;
+
+/*
+ * Sends the script request q on the n connections at once and reads the
+ * replies as they come (rl__conn_exec_par), each within timeout_ms of
+ * the round's start (a round costs the slowest answer, not the sum). A NULL
+ * connection takes no part (out keeps what it had for it: a failure set
+ * before, or nothing). Servers that lacked the script get it whole in a
+ * second round. Error replies become that connection's failure.
+ */
+void rl__request_par(rl__conn **conns, size_t n, const rl__request *q,
+                     int64_t timeout_ms, rl__replies *out);
+
+/* Frees every reply of out. */
+void rl__replies_free(rl__replies *out);
+
+#endif

@@ -1,0 +1,63 @@
+#include "topology.h"
+
+#include "cluster.h"
+#include "shard.h"
+
+redislock_err rl__topo_run(rl__topo *t, const char *key, size_t keylen,
+                           const rl__request *q, rl__reply **out)
+{
+    redislock_err err;
+
+    if (t->kind == RL_TOPO_CLUSTER)
+        err = rl__cluster_run(t->cluster, NULL, key, keylen, q, out);
+    else
+        err = rl__pool_run(rl__topo_node(t, key, keylen), q, 0, out);
+    return err == REDISLOCK_OK ? rl__request_check(q, out) : err;
+}
+
+redislock_err rl__topo_run_on(rl__topo *t, rl__pool *p, const rl__request *q,
+                              rl__reply **out)
+{
+    redislock_err err;
+
+    if (t->kind == RL_TOPO_CLUSTER)
+        err = rl__cluster_run(t->cluster, p, NULL, 0, q, out);
+    else
+        err = rl__pool_run(p, q, 0, out);
+    return err == REDISLOCK_OK ? rl__request_check(q, out) : err;
+}
+
+rl__pool *rl__topo_node(rl__topo *t, const void *key, size_t len)
+{
+    if (t->kind == RL_TOPO_CLUSTER)
+        return rl__cluster_route(t->cluster, key, len);
+    if (t->kind == RL_TOPO_SHARDED)
+        return &t->pools[rl__ring_lookup(t->ring, key, len)];
+    return &t->pools[0];
+}
+
+rl__pool *rl__topo_each(rl__topo *t, size_t i)
+{
+    if (t->kind != RL_TOPO_CLUSTER)
+        return i < t->npools ? &t->pools[i] : NULL;
+    if (i == 0)
+        rl__cluster_reload(t->cluster, rl__cluster_epoch(t->cluster));
+    return rl__cluster_master(t->cluster, i);
+}
+
+int rl__topo_same_slot(const rl__topo *t, const void *a, size_t alen,
+                       const void *b, size_t blen)
+{
+    return t->kind != RL_TOPO_CLUSTER ||
+           rl__key_slot(a, alen) == rl__key_slot(b, blen);
+}
+
+int rl__topo_moved(const rl__topo *t, redislock_err err, const rl__reply *r)
+{
+    if (t->kind != RL_TOPO_CLUSTER)
+        return 0;
+    if (err == REDISLOCK_ECONNECT || err == REDISLOCK_EIO ||
+        err == REDISLOCK_ETIMEDOUT)
+        return 1;
+    return err == REDISLOCK_OK && r != NULL && rl__cluster_redirection(r);
+}

@@ -1,0 +1,69 @@
+/*
+ * The topology layer: where a request for a key goes. One server, several
+ * by a consistent hash (sharded), a Redis Cluster (the key's slot's
+ * master, following redirections for every request, WAIT-guarded ones
+ * too), or a set of independent servers that a Redlock quorum asks all at
+ * once. The lock code asks "run this for this key", "the node for this
+ * key" and "every node", never which topology it runs on.
+ *
+ * Above: the lock layer. Below: pool.c (nodes), cluster.c and redirect.c
+ * (a cluster's map and its redirections), shard.c (the ring).
+ */
+#ifndef RL_TOPOLOGY_H
+#define RL_TOPOLOGY_H
+
+#include <stddef.h>
+
+#include "pool.h"
+#include "request.h"
+
+struct rl__cluster;
+struct rl__ring;
+
+typedef enum rl__topo_kind {
+    RL_TOPO_SINGLE,
+    RL_TOPO_SHARDED, /* each key on one server, by the ring */
+    RL_TOPO_SET,     /* every key on every server (a Redlock quorum) */
+    RL_TOPO_CLUSTER  /* each key on its slot's master */
+} rl__topo_kind;
+
+typedef struct rl__topo {
+    rl__topo_kind kind;
+    rl__pool *pools; /* all but a cluster: the servers, in URL order */
+    size_t npools;
+    const struct rl__ring *ring; /* sharded */
+    struct rl__cluster *cluster; /* cluster */
+} rl__topo;
+
+/* Runs q for key (the lock's key, or a resource's): on the key's node,
+ * in a cluster wherever its redirections say, within q's time budget.
+ * Error replies are mapped (rl__request_check). On a set of servers, on
+ * the first (callers ask each server through rl__topo_each instead). */
+redislock_err rl__topo_run(rl__topo *t, const char *key, size_t keylen,
+                           const rl__request *q, rl__reply **out);
+
+/* Runs q, which names no key (SCAN), on node p itself. */
+redislock_err rl__topo_run_on(rl__topo *t, rl__pool *p, const rl__request *q,
+                              rl__reply **out);
+
+/* The node that serves key now (in a cluster by the current map: some
+ * node when the slot has no master, which will say where to go). */
+rl__pool *rl__topo_node(rl__topo *t, const void *key, size_t len);
+
+/* Node i of every node, NULL past the last: the servers in URL order, or
+ * a cluster's masters by a map read afresh when i is 0 (a failover or a
+ * resharding may have made or retired one). */
+rl__pool *rl__topo_each(rl__topo *t, size_t i);
+
+/* Whether one script may name both keys: always, but in a cluster only
+ * when they hash to one slot. */
+int rl__topo_same_slot(const rl__topo *t, const void *a, size_t alen,
+                       const void *b, size_t blen);
+
+/* Whether a blocking call on a connection of its own (BLPOP) that ended
+ * in err, or with reply r, met a change of the key's node: a cluster's
+ * redirection, refusal or lost connection. The caller then opens a new
+ * connection to rl__topo_node. */
+int rl__topo_moved(const rl__topo *t, redislock_err err, const rl__reply *r);
+
+#endif
