@@ -8,7 +8,8 @@
 # pages. Then examples/reentrant.c is built outside the project against the
 # installed tree: with pkg-config (shared; from a moved copy of the tree;
 # static with --static) and with find_package(redislock), and each binary
-# must take and release its lock on the private server. Last, when
+# must take and release its lock on the private server; none of them may
+# compile with hiredis's flags (redislock.h needs none). Last, when
 # dpkg-deb is there, `cpack -G DEB` makes a .deb whose unpacked tree passes
 # the same pkg-config build.
 set -eu
@@ -129,12 +130,25 @@ pc_build() {
     pv=$(pkg-config --modversion redislock) || fail "pkg-config: no redislock"
     [ "$pv" = "$version" ] || fail "redislock.pc says $pv, want $version"
     cflags=$(pkg-config --cflags redislock)
+    # redislock.h includes nothing of hiredis, so none of its flags (-I,
+    # -D_FILE_OFFSET_BITS=64) may reach the user's compiler.
+    case $cflags in
+    *hiredis* | *-D*) fail "pkg-config --cflags redislock: '$cflags'" ;;
+    esac
     if [ "${3:-}" = --static ]; then
         # Static for libredislock and hiredis, the rest as usual.
         libs=$(pkg-config --static --libs redislock)
+        case $libs in
+        *-lhiredis*) ;;
+        *) fail "pkg-config --static --libs redislock lacks hiredis: $libs" ;;
+        esac
         libs="-Wl,-Bstatic $libs -Wl,-Bdynamic"
     else
+        # The shared library loads hiredis itself.
         libs=$(pkg-config --libs redislock)
+        case $libs in
+        *hiredis*) fail "pkg-config --libs redislock: '$libs'" ;;
+        esac
     fi
     unset PKG_CONFIG_PATH
     # shellcheck disable=SC2086 # the flags are lists
@@ -176,6 +190,14 @@ grep -q "^redislock_DIR:PATH=$T/prefix/lib/cmake/redislock$" \
     fail "find_package found another redislock: $(grep redislock_DIR \
         "$T/consumer/build/CMakeCache.txt")"
 step consumer-build cmake --build "$T/consumer/build"
+# Linked, not compiled, with hiredis: its flags stay out of both targets'.
+for t in ex-shared ex-static-cmake; do
+    f=$T/consumer/build/CMakeFiles/$t.dir/flags.make
+    [ -f "$f" ] || fail "no $f: the consumer's build is not a Makefile one"
+    if grep -E 'hiredis|_FILE_OFFSET_BITS' "$f" >"$T/flags.out"; then
+        fail "$t compiles with hiredis's flags: $(cat "$T/flags.out")"
+    fi
+done
 cp "$T/consumer/build/ex-shared" "$T/consumer/build/ex-static-cmake" "$T/"
 links_to "$T/ex-shared" "$T/prefix/lib"
 run_example ex-shared inst:cmake "$T/prefix/lib"
