@@ -175,6 +175,7 @@ static void cli_env(const th_server *s, const char *tmp)
     xsetenv("PYTHON", "/usr/bin/python3");
     xsetenv("TEST_TMPDIR", tmp);
     xsetenv("SRCDIR", RL_SOURCE_DIR);
+    xsetenv("BUILDDIR", RL_BUILD_DIR);
     free(cli);
 }
 
