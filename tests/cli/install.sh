@@ -5,13 +5,14 @@
 # PREFIX and DESTDIR, `cmake --install --prefix`, and `cmake --install` with
 # DESTDIR. Each tree must hold the header, the libraries with their
 # symlinks and SONAME, redislock.pc, the CMake package, the CLI and the man
-# pages. Then examples/reentrant.c is built outside the project against the
-# installed tree: with pkg-config (shared; from a moved copy of the tree;
-# static with --static) and with find_package(redislock), and each binary
-# must take and release its lock on the private server; none of them may
+# pages, aliases as symlinks that `man -l` opens. Then
+# examples/reentrant.c is built outside the project against the installed
+# tree: with pkg-config (shared; from a moved copy of the tree; static
+# with --static) and with find_package(redislock), and each binary must
+# take and release its lock on the private server; none of them may
 # compile with hiredis's flags (redislock.h needs none). Last, when
-# dpkg-deb is there, `cpack -G DEB` makes a .deb whose unpacked tree passes
-# the same pkg-config build.
+# dpkg-deb is there, `cpack -G DEB` makes a .deb whose unpacked tree has
+# the same man pages and passes the same pkg-config build.
 set -eu
 . "$(dirname "$0")/lib.inc"
 
@@ -21,7 +22,7 @@ T=$TEST_TMPDIR
 B=$T/build
 CC=${CC:-cc}
 example=$SRCDIR/examples/reentrant.c
-for tool in cmake make pkg-config readelf "$CC"; do
+for tool in cmake make pkg-config readelf man "$CC"; do
     command -v "$tool" >/dev/null 2>&1 || fail "'$tool' is not installed"
 done
 # The version, as the build reads it: from the public header.
@@ -63,6 +64,12 @@ export DESTDIR
 step install-destdir cmake --install "$B"
 unset DESTDIR
 
+# alias_target PAGE: for an alias page of docs/man (".so manN/page.N"),
+# manN/page.N; nothing for a page of its own.
+alias_target() {
+    sed -n '1s/^\.so //p' "$1"
+}
+
 # check_tree ROOT: the installed files under the prefix ROOT.
 check_tree() {
     r=$1
@@ -91,14 +98,56 @@ check_tree() {
     [ "$*" = "$r/bin/redislock" ] || fail "$r/bin holds more than redislock: $*"
     for page in "$SRCDIR"/docs/man/*.[13]; do
         sec=${page##*.}
-        [ -f "$r/share/man/man$sec/${page##*/}" ] ||
-            fail "$r/share/man/man$sec/${page##*/} is missing"
+        inst=$r/share/man/man$sec/${page##*/}
+        [ -f "$inst" ] || fail "$inst is missing"
+        to=$(alias_target "$page")
+        [ -n "$to" ] || continue
+        # An alias is a symlink to its page, in its directory or beside.
+        want=${to#*/}
+        [ "${to%%/*}" = "man$sec" ] || want=../$to
+        [ "$(readlink "$inst")" = "$want" ] ||
+            fail "$inst links to '$(readlink "$inst")', want $want"
     done
     [ -f "$r/share/man/man3/redislock.3" ] || fail "no redislock(3) in $r"
 }
 check_tree "$T/prefix"
 check_tree "$T/mk/opt/redislock"
 check_tree "$T/dest/opt/redislock"
+
+# check_man MANDIR: every alias installed under MANDIR opens with `man -l`
+# from elsewhere (a .so alias resolved its page from the current
+# directory) and renders as its page does; one also opens by name.
+LC_ALL=C
+MANWIDTH=80
+export LC_ALL MANWIDTH
+unset MANOPT MANROFFOPT MANPAGER PAGER MANSECT
+check_man() {
+    n=0
+    for page in "$SRCDIR"/docs/man/*.[13]; do
+        to=$(alias_target "$page")
+        [ -n "$to" ] || continue
+        alias=$1/man${page##*.}/${page##*/}
+        (cd / && man -E ascii -l "$alias") >"$T/alias.out" 2>"$T/alias.err" ||
+            fail "man -l $alias: $(cat "$T/alias.err")"
+        [ ! -s "$T/alias.err" ] || fail "man -l $alias: $(cat "$T/alias.err")"
+        man -E ascii -l "$1/$to" >"$T/page.out" 2>&1 ||
+            fail "man -l $1/$to: $(cat "$T/page.out")"
+        if ! grep -q '^NAME$' "$T/alias.out" ||
+            ! cmp -s "$T/alias.out" "$T/page.out"; then
+            fail "man -l $alias does not render $to: $(head -n 5 \
+                "$T/alias.out")"
+        fi
+        n=$((n + 1))
+    done
+    [ "$n" -gt 0 ] || fail "docs/man has no alias pages to check"
+    # The last alias, as a reader asks for it.
+    name=${alias##*/}
+    MANPATH=$1 man -E ascii "${name##*.}" "${name%.*}" >"$T/alias.out" 2>&1 ||
+        fail "man ${name%.*} in $1: $(cat "$T/alias.out")"
+    cmp -s "$T/alias.out" "$T/page.out" ||
+        fail "man ${name%.*} does not show $to: $(head -n 5 "$T/alias.out")"
+}
+check_man "$T/prefix/share/man"
 "$T/prefix/bin/redislock" --version >"$T/version.out" 2>&1 ||
     fail "the installed CLI: $(cat "$T/version.out")"
 grep -q "$version" "$T/version.out" ||
@@ -234,6 +283,7 @@ dpkg-deb -f "$deb" Package Version Depends >"$T/deb.fields"
 grep -q '^Depends:.*libhiredis' "$T/deb.fields" ||
     fail "the .deb does not depend on hiredis: $(cat "$T/deb.fields")"
 dpkg-deb -x "$deb" "$T/debroot"
+check_man "$T/debroot/usr/share/man"
 pc_build ex-deb "$T/debroot$libdir/pkgconfig"
 links_to "$T/ex-deb" "$T/debroot$libdir"
 run_example ex-deb inst:deb "$T/debroot$libdir"
