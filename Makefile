@@ -34,6 +34,13 @@ check: deps
 flake-hunt: deps
 	JOBS=$(JOBS) scripts/flake-hunt.sh $(HUNT_ARGS)
 
+# The ABI of libredislock.so against the 0.1.0 baseline in tests/abi, with
+# abigail-tools' abidiff: fails on any change a program built against an
+# older header could notice (scripts/check-abi.sh says which).
+.PHONY: check-abi
+check-abi: deps
+	JOBS=$(JOBS) scripts/check-abi.sh
+
 # The libFuzzer targets in fuzz/ (clang, ASan, UBSan): a million
 # executions each, then one line per target with its executions and
 # crashes. `scripts/fuzz.sh --smoke` is the 10-second run CI does.
@@ -58,7 +65,8 @@ install: build
 	DESTDIR="$(DESTDIR)" cmake --install $(BUILD)
 
 clean:
-	rm -rf $(BUILD) build-check build-tsan build-fuzz build-valgrind
+	rm -rf $(BUILD) build-check build-tsan build-fuzz build-valgrind \
+	    build-abi
 
 # The lock benchmark (bench/, not part of check): one run of about two
 # minutes on a private redis-server, against redis-py and node-redlock.

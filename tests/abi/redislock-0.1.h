@@ -1,0 +1,495 @@
+/*
+ * libredislock: distributed locks on Redis.
+ *
+ * This is the only public header. Every type is opaque; every fallible call
+ * returns a redislock_err; the library never prints, exits or aborts.
+ *
+ * Threads: a redislock_client may be shared by any number of threads (it
+ * keeps a small pool of connections, one per concurrent call). A
+ * redislock_lock handle is used by one thread at a time.
+ */
+#ifndef REDISLOCK_H
+#define REDISLOCK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define REDISLOCK_VERSION_MAJOR 0
+#define REDISLOCK_VERSION_MINOR 1
+#define REDISLOCK_VERSION_PATCH 0
+#define REDISLOCK_VERSION_NUM                                                  \
+    ((REDISLOCK_VERSION_MAJOR << 16) | (REDISLOCK_VERSION_MINOR << 8) |        \
+     REDISLOCK_VERSION_PATCH)
+
+#if defined(REDISLOCK_BUILDING) && defined(__GNUC__)
+#define REDISLOCK_API __attribute__((visibility("default")))
+#else
+#define REDISLOCK_API
+#endif
+
+/*
+ * Every error code, once: XX(name, value, message). Values are stable.
+ */
+#define REDISLOCK_ERR_MAP(XX)                                                  \
+    XX(OK, 0, "success")                                                       \
+    XX(EHELD, 1, "lock is held by another owner")                              \
+    XX(EEXPIRED, 2, "lock had expired and is free")                            \
+    XX(ELOST, 3, "lock was lost: another owner holds it")                      \
+    XX(EINVAL, 4, "invalid argument")                                          \
+    XX(ECONNECT, 5, "cannot connect to Redis")                                 \
+    XX(ETIMEDOUT, 6, "Redis did not answer in time")                           \
+    XX(EIO, 7, "connection to Redis failed")                                   \
+    XX(EAUTH, 8, "Redis refused authentication")                               \
+    XX(EPROTOCOL, 9, "unexpected reply from Redis")                            \
+    XX(ESERVER, 10, "Redis returned an error")                                 \
+    XX(ENOMEM, 11, "out of memory")                                            \
+    XX(ENOTLS, 12, "TLS is not available in this build")                       \
+    XX(ERANDOM, 13, "cannot read random bytes from the kernel")                \
+    XX(ECANCELED, 14, "the wait for the lock was cancelled")                   \
+    XX(ESTALE, 15, "a newer fencing token has already written")                \
+    XX(ENOQUORUM, 16, "too few Redis servers answered to reach a quorum")      \
+    XX(ENOTDURABLE, 17, "no replica confirmed the lock in time")               \
+    XX(ENOPERM, 18, "the Redis user's ACL refuses a command or key")           \
+    XX(EREADONLY, 19, "the Redis server is a replica, not the master")         \
+    XX(ETRYLATER, 20, "Redis cannot serve the request now; try again later")   \
+    XX(ECONFIG, 21, "the Redis server's configuration refuses this client")
+
+typedef enum redislock_err {
+#define REDISLOCK_ERR_ENUM_(name, value, msg) REDISLOCK_##name = value,
+    REDISLOCK_ERR_MAP(REDISLOCK_ERR_ENUM_)
+#undef REDISLOCK_ERR_ENUM_
+        REDISLOCK_ERR_COUNT_
+} redislock_err;
+
+/* Defaults and limits, in milliseconds unless the name says otherwise. */
+#define REDISLOCK_DEFAULT_TTL_MS 30000
+#define REDISLOCK_DEFAULT_RETRY_DELAY_MS 100
+#define REDISLOCK_DEFAULT_CONNECT_TIMEOUT_MS 2000
+#define REDISLOCK_DEFAULT_COMMAND_TIMEOUT_MS 2000
+#define REDISLOCK_DEFAULT_MAX_CONNECTIONS 8
+/* The longest lease accepted: 30 days. Longer is almost surely a unit bug. */
+#define REDISLOCK_TTL_MAX_MS (30LL * 24 * 3600 * 1000)
+/* The longest key accepted, in bytes. */
+#define REDISLOCK_KEY_MAX 4096
+/* Values of redislock_acquire_options.wait_ms. */
+#define REDISLOCK_NO_WAIT 0
+#define REDISLOCK_WAIT_FOREVER (-1)
+/* Values redislock_ttl() reports besides a remaining time. */
+#define REDISLOCK_TTL_FREE (-2)
+#define REDISLOCK_TTL_NO_EXPIRY (-1)
+
+typedef struct redislock_client redislock_client;
+typedef struct redislock_lock redislock_lock;
+
+/*
+ * Client options. All-zero means defaults; the struct is copied, never kept.
+ * Fields are only ever appended.
+ */
+typedef struct redislock_options {
+    /* Time for TCP connect plus AUTH and SELECT. Default 2000 ms. */
+    int64_t connect_timeout_ms;
+    /* Time for one command's reply. Default 2000 ms. */
+    int64_t command_timeout_ms;
+    /* Connections the client opens at most, one per concurrent call.
+     * Default 8. */
+    int max_connections;
+    /* Password; overrides the URL's. Default NULL: the URL's, else the
+     * REDISCLI_AUTH environment variable, else none. Copied. */
+    const char *password;
+    /* Prepended to every lock key, as in "lock@": "--prefix lock@" with
+     * key "job" locks the Redis key "lock@job". Copied. Default "". */
+    const char *prefix;
+    /* For rediss:// URLs (builds with TLS only, see redislock_has_tls):
+     * the CA certificate file that verifies the server (default NULL: the
+     * system's default CAs), a client certificate and its key for servers
+     * that ask for one, and the name to verify the server's certificate
+     * against (default: the URL's host). Copied. */
+    const char *tls_ca_file;
+    const char *tls_cert_file;
+    const char *tls_key_file;
+    const char *tls_server_name;
+    /* Redlock (redislock_client_new_redlock): how long one request waits
+     * for each server's reply, all servers being asked at once, so that a
+     * server that is down or stopped costs little of the lease. Default 0:
+     * a tenth of the request's TTL, at least 10 ms and at most
+     * command_timeout_ms. */
+    int64_t server_timeout_ms;
+    /* Replica-sync guard: after every acquire and extend, WAIT until this
+     * many replicas of the lock's master have the write, for at most
+     * wait_replicas_timeout_ms (default 0: 100 ms). Default 0: off. */
+    int wait_replicas;
+    int64_t wait_replicas_timeout_ms;
+    /* With wait_replicas: 0 (default): an acquisition fewer replicas
+     * confirm is given back and fails with REDISLOCK_ENOTDURABLE (an
+     * extend fails with it and keeps the lock); nonzero: it succeeds, and
+     * redislock_replicas() tells how many confirmed (a warning). */
+    int wait_replicas_lenient;
+} redislock_options;
+
+/* How the pause between two attempts grows. Every pause is drawn
+ * uniformly from [d/2, d] (jitter, so waiters spread out) and never
+ * outlasts the holder's remaining TTL or the deadline. */
+typedef enum redislock_retry {
+    REDISLOCK_RETRY_CONSTANT = 0, /* d = retry_delay_ms (the default) */
+    REDISLOCK_RETRY_LINEAR,       /* d = retry_delay_ms * attempt */
+    REDISLOCK_RETRY_EXPONENTIAL,  /* d = retry_delay_ms * 2^(attempt-1) */
+    REDISLOCK_RETRY_NONE          /* one attempt, whatever wait_ms says */
+} redislock_retry;
+
+/* A caller-supplied strategy: the pause in ms before attempt + 1 (no
+ * jitter is added), or a negative value to give up. holder_ttl_ms is the
+ * holder's remaining TTL, REDISLOCK_TTL_NO_EXPIRY (-1) for a key without
+ * expiry, or -2 when unknown. */
+typedef int64_t (*redislock_retry_fn)(void *arg, int attempt,
+                                      int64_t holder_ttl_ms);
+
+/* A loss notification: the lock, why it was lost, the caller's argument. */
+typedef void (*redislock_lost_cb)(redislock_lock *l, redislock_err why,
+                                  void *arg);
+
+/* Options of one acquire call. All-zero means defaults. */
+typedef struct redislock_acquire_options {
+    /* Lease length, 1 .. REDISLOCK_TTL_MAX_MS. Default 30000 ms. */
+    int64_t ttl_ms;
+    /* How long to wait for a held lock: REDISLOCK_NO_WAIT (0, default) tries
+     * once, REDISLOCK_WAIT_FOREVER waits without a deadline. */
+    int64_t wait_ms;
+    /* Upper bound of the pause between attempts; each pause is drawn
+     * uniformly from [delay/2, delay] and never outlasts the holder's
+     * remaining TTL or the deadline. Default 100 ms. */
+    int64_t retry_delay_ms;
+    /* Nonzero: the client's watchdog thread renews the lease every ttl/3
+     * until release, and reports a loss (see on_lost, redislock_lost_fd,
+     * redislock_check). Default 0: no renewal. */
+    int watchdog;
+    /* With watchdog: called once, from the watchdog thread, when renewal
+     * finds the lock expired (REDISLOCK_EEXPIRED) or taken (REDISLOCK_ELOST),
+     * or cannot confirm it before its validity ends (the error that stopped
+     * it). It must not call into the lock handle. Default NULL. */
+    redislock_lost_cb on_lost;
+    void *on_lost_arg;
+    /* With watchdog: stop renewing after this many renewals, or once the
+     * lock has been held this long; the lease then runs out. 0: no cap. */
+    int max_renewals;
+    int64_t max_hold_ms;
+    /* Subtracted from the validity to allow for clock drift between this
+     * host and Redis. Default (0): 0.01 * ttl_ms + 2 ms, recomputed when
+     * redislock_extend() changes the TTL. */
+    int64_t drift_ms;
+    /* How pauses grow between attempts. Default REDISLOCK_RETRY_CONSTANT. */
+    redislock_retry retry;
+    /* Cap on one pause for the growing strategies. Default 2000 ms (or
+     * retry_delay_ms when that is larger). */
+    int64_t retry_max_delay_ms;
+    /* Give up after this many attempts. 0: no limit but the deadline. */
+    int max_attempts;
+    /* A caller-supplied strategy; overrides retry when set. */
+    redislock_retry_fn retry_fn;
+    void *retry_arg;
+    /* Nonzero: when the holder's remaining TTL outlasts the wait (or the
+     * key has no expiry), return REDISLOCK_EHELD at once instead of
+     * waiting for nothing. */
+    int fail_fast;
+    /* Nonzero: the same owner may acquire the lock again while holding it;
+     * each acquire needs its own release, and each refreshes the TTL. */
+    int reentrant;
+    /* The owner's identity (copied), shared by every handle that names
+     * it. Default: for reentrant locks and locks with metadata, one made
+     * per handle as "host:pid:random"; otherwise a random token. */
+    const char *owner;
+    /* A string stored with the lock that anyone can read (host, job id,
+     * start time). Copied. Default NULL: none. */
+    const char *metadata;
+    /* Nonzero: waiters queue in arrival order and each release hands the
+     * lock straight to the longest-waiting live waiter (FIFO). Default 0:
+     * a release wakes one waiter, which then competes with newcomers. */
+    int fair;
+} redislock_acquire_options;
+
+/*
+ * Connects to the Redis server named by url and returns a client in *out.
+ * URLs: redis://[user[:password]@]host[:port][/db] and
+ * unix:///path/to.sock[?db=N]; rediss:// gives REDISLOCK_ENOTLS.
+ * One connection is opened now, so a wrong address or password fails here.
+ * On failure *out is NULL. Free with redislock_client_free().
+ */
+REDISLOCK_API redislock_err redislock_client_new(redislock_client **out,
+                                                 const char *url,
+                                                 const redislock_options *opts);
+
+/*
+ * A client over n independent servers in sharded mode: each key is routed
+ * to one server by a consistent hash of the key, so adding a server moves
+ * about 1/n of the keys, and the order of urls does not matter (a server
+ * is known by host and port, or socket path, and database). Every server
+ * is connected to now. The same server listed twice (spelt the same: the
+ * library does not resolve names) is REDISLOCK_EINVAL.
+ */
+REDISLOCK_API redislock_err
+redislock_client_new_sharded(redislock_client **out, const char *const *urls,
+                             size_t n, const redislock_options *opts);
+
+/*
+ * A client for the Redlock algorithm over n independent masters (n odd,
+ * at least 3; the same server twice is REDISLOCK_EINVAL). Every request
+ * goes to all servers at once, each reply waited for at most
+ * server_timeout_ms. A lock is acquired only when a majority (n/2 + 1)
+ * grant it and validity remains: TTL minus the time the round took minus
+ * the drift allowance. A failed round is undone on every server, answered
+ * or not, before the next. Too few servers answering to decide is
+ * REDISLOCK_ENOQUORUM; a majority's refusal is REDISLOCK_EHELD. Extend
+ * counts only with a majority within the validity; release goes to all.
+ * Fair mode and redislock_fenced_set are single-server features
+ * (REDISLOCK_EINVAL here).
+ */
+REDISLOCK_API redislock_err
+redislock_client_new_redlock(redislock_client **out, const char *const *urls,
+                             size_t n, const redislock_options *opts);
+
+/*
+ * A client for a Redis Cluster, from one or more seed nodes' URLs: the
+ * slot map is read (CLUSTER SLOTS), each lock goes to the master of its
+ * key's hash slot, and MOVED, ASK, TRYAGAIN and CLUSTERDOWN are followed
+ * or retried within the call's time. Every helper key of a lock hashes to
+ * the lock key's slot.
+ */
+REDISLOCK_API redislock_err
+redislock_client_new_cluster(redislock_client **out, const char *const *seeds,
+                             size_t n, const redislock_options *opts);
+
+/* Closes the client's connections and frees it. NULL is a no-op. Every lock
+ * handle made from the client must be freed first. */
+REDISLOCK_API void redislock_client_free(redislock_client *c);
+
+/*
+ * Makes a lock handle for key (keylen bytes, binary-safe, 1 ..
+ * REDISLOCK_KEY_MAX). The key is copied. Nothing is sent to Redis.
+ */
+REDISLOCK_API redislock_err redislock_lock_new(redislock_client *c,
+                                               const void *key, size_t keylen,
+                                               redislock_lock **out);
+
+/* Frees the handle without releasing the lock (it then expires by its TTL).
+ * NULL is a no-op. */
+REDISLOCK_API void redislock_lock_free(redislock_lock *l);
+
+/*
+ * Acquires the lock with a fresh random token: one round trip when it is
+ * free. REDISLOCK_EHELD when another owner holds it past the wait.
+ * opts may be NULL for defaults.
+ */
+REDISLOCK_API redislock_err
+redislock_acquire(redislock_lock *l, const redislock_acquire_options *opts);
+
+/*
+ * Releases the lock if this handle's token still owns it. REDISLOCK_OK:
+ * released (for a reentrant lock: one hold dropped, see redislock_holds);
+ * REDISLOCK_EEXPIRED: it had expired and is free; REDISLOCK_ELOST: another
+ * owner holds it (left untouched). After EEXPIRED, ELOST or the last hold's
+ * release the handle holds nothing; after any other error (the connection
+ * failed) the outcome is unknown and the handle keeps its token.
+ */
+REDISLOCK_API redislock_err redislock_release(redislock_lock *l);
+
+/*
+ * Like redislock_release(), but the lock stays reserved for hold_after_ms
+ * after release (a cooldown: nobody can take it), then frees itself.
+ * hold_after_ms 0 is a plain release. For a reentrant lock the hold
+ * applies when the last hold is released.
+ */
+REDISLOCK_API redislock_err redislock_release_hold(redislock_lock *l,
+                                                   int64_t hold_after_ms);
+
+/*
+ * Makes a blocked redislock_acquire() on l return REDISLOCK_ECANCELED at
+ * once. The one call that may be made from another thread while l is in
+ * use. Sticky: with no acquire running, the next one returns
+ * REDISLOCK_ECANCELED; that return clears it.
+ */
+REDISLOCK_API void redislock_cancel(redislock_lock *l);
+
+/*
+ * Makes the lock's TTL at least ttl_ms from now (never shorter than what
+ * it has left) if this handle still owns it. Outcomes as for
+ * redislock_release(); an expired lock is never re-created.
+ */
+REDISLOCK_API redislock_err redislock_extend(redislock_lock *l, int64_t ttl_ms);
+
+/*
+ * Makes the handle act for token, obtained elsewhere (another process, the
+ * CLI's acquire), so that it can be released or extended. Nothing is sent.
+ */
+REDISLOCK_API redislock_err redislock_adopt(redislock_lock *l,
+                                            const char *token);
+
+/*
+ * Stores in *ttl_ms the key's remaining TTL, whoever holds it:
+ * REDISLOCK_TTL_FREE when the lock is free, REDISLOCK_TTL_NO_EXPIRY when the
+ * key has no expiry.
+ */
+REDISLOCK_API redislock_err redislock_ttl(redislock_lock *l, int64_t *ttl_ms);
+
+/*
+ * What a key is, in redislock_info's reserved field: a lock (or no key at
+ * all), a hold-after reservation, or not a lock (a key of another type,
+ * or a string no lock library writes). Nonzero still means "not a lock
+ * you can take or release", as when the field was a flag.
+ */
+#define REDISLOCK_KIND_LOCK 0
+#define REDISLOCK_KIND_RESERVED 1
+#define REDISLOCK_KIND_NOT_LOCK 2
+
+/*
+ * What anyone can read of a key. Strings are borrowed from the handle and
+ * valid until its next call; absent ones are NULL. For a key that is not
+ * a lock (reserved == REDISLOCK_KIND_NOT_LOCK), metadata is its Redis
+ * type ("list", "string", ...). The layout never changes: callers
+ * allocate it.
+ */
+typedef struct redislock_info {
+    int held;             /* the key exists */
+    int64_t ttl_ms;       /* remaining TTL, or REDISLOCK_TTL_NO_EXPIRY */
+    int64_t holds;        /* the count of holds; 0 when unknown */
+    const char *owner;    /* the owner id; NULL for a plain (token) lock */
+    const char *metadata; /* NULL when none; a non-lock's Redis type */
+    const char *key;      /* the key without the client's prefix */
+    size_t keylen;
+    int64_t fence; /* the last fencing token issued for the key; 0: none */
+    /* The key's kind, REDISLOCK_KIND_*. Named when it was only a flag for
+     * hold-after reservations; kept so that old code still compiles. */
+    int reserved;
+    size_t owner_len;    /* lengths of owner and metadata, which may */
+    size_t metadata_len; /* hold NUL bytes written by other clients */
+} redislock_info;
+
+/* Reads the key's state, whoever holds it, in one round trip. */
+REDISLOCK_API redislock_err redislock_inspect(redislock_lock *l,
+                                              redislock_info *info);
+
+/* Called by redislock_list() for each lock; nonzero stops the listing. */
+typedef int (*redislock_list_cb)(const redislock_info *info, void *arg);
+
+/*
+ * Lists the locks whose key (after the client's prefix) matches the glob
+ * pattern (NULL: all), on every server, with SCAN (never KEYS). Keys that
+ * are not locks, and locks without a TTL, are skipped. info's strings are
+ * valid during the callback only.
+ */
+REDISLOCK_API redislock_err redislock_list(redislock_client *c,
+                                           const char *pattern,
+                                           redislock_list_cb cb, void *arg);
+
+/* redislock_list_flags(): also report keys that are not locks (reserved
+ * REDISLOCK_KIND_NOT_LOCK) and keys without a TTL. */
+#define REDISLOCK_LIST_ALL 0x1u
+
+/* redislock_list() with flags: 0 or REDISLOCK_LIST_ALL. */
+REDISLOCK_API redislock_err redislock_list_flags(redislock_client *c,
+                                                 const char *pattern,
+                                                 unsigned flags,
+                                                 redislock_list_cb cb,
+                                                 void *arg);
+
+/*
+ * The fencing token of the handle's current hold: a 64-bit number greater
+ * than every token issued before for the key, across owners, expiries,
+ * releases and restarts of a server without persistence (it is the larger
+ * of a counter and the server's clock in microseconds). Pass it to the
+ * protected resource, which refuses older ones (redislock_fenced_set).
+ * 0 when the handle holds nothing or adopted its token.
+ */
+REDISLOCK_API int64_t redislock_fence(const redislock_lock *l);
+
+/*
+ * A Redis-backed resource that refuses stale writers: sets key (no client
+ * prefix) to value unless a write with a larger fencing token has already
+ * been made, in which case REDISLOCK_ESTALE and nothing is written. The
+ * highest token seen is kept in a helper key next to key.
+ */
+REDISLOCK_API redislock_err redislock_fenced_set(redislock_client *c,
+                                                 const void *key, size_t keylen,
+                                                 const void *value, size_t vlen,
+                                                 int64_t fence);
+
+/*
+ * Per-server outcomes of the handle's last request on a Redlock client, in
+ * the order the URLs were given: REDISLOCK_OK (granted or done),
+ * REDISLOCK_EHELD (busy: another owner holds it there), REDISLOCK_ECONNECT
+ * (down), REDISLOCK_ETIMEDOUT (no answer in time), or another error. Fills
+ * at most n entries of out and returns the number of servers (1 for other
+ * clients, with the last request's result).
+ */
+REDISLOCK_API size_t redislock_outcomes(const redislock_lock *l,
+                                        redislock_err *out, size_t n);
+
+/* With the replica-sync guard (wait_replicas): how many replicas
+ * confirmed the last acquire or extend; -1 when the guard is off. */
+REDISLOCK_API int redislock_replicas(const redislock_lock *l);
+
+/* How many holds this handle has (0 when it holds nothing). */
+REDISLOCK_API int64_t redislock_holds(const redislock_lock *l);
+
+/* After REDISLOCK_EHELD: the holder's remaining TTL seen by the last
+ * attempt, REDISLOCK_TTL_NO_EXPIRY, or -2 when unknown. */
+REDISLOCK_API int64_t redislock_holder_ttl(const redislock_lock *l);
+
+/* The handle's key; its length in *len when len is not NULL. Borrowed. */
+REDISLOCK_API const void *redislock_key(const redislock_lock *l, size_t *len);
+
+/* The token this handle holds, or NULL. Borrowed: valid until the next call
+ * on the handle. */
+REDISLOCK_API const char *redislock_token(const redislock_lock *l);
+
+/*
+ * Milliseconds the lock is still known to be valid: counted on
+ * CLOCK_MONOTONIC from the moment the acquiring or last renewing request was
+ * sent, minus the drift allowance. 0 when the handle holds nothing, the
+ * lease has run out or the lock was lost. Safe to call from any thread.
+ */
+REDISLOCK_API int64_t redislock_valid_ms(const redislock_lock *l);
+
+/*
+ * REDISLOCK_OK while the handle holds the lock and its validity has not
+ * run out; otherwise why not (REDISLOCK_EEXPIRED, REDISLOCK_ELOST, the
+ * error that stopped renewal, or REDISLOCK_EINVAL when nothing is held).
+ * Local: sends nothing. Safe to call from any thread.
+ */
+REDISLOCK_API redislock_err redislock_check(const redislock_lock *l);
+
+/*
+ * A file descriptor that becomes readable when the watchdog finds the lock
+ * lost, for poll/epoll loops; -1 when the lock is not watched. Owned by the
+ * handle: do not close it; valid until release or free.
+ */
+REDISLOCK_API int redislock_lost_fd(const redislock_lock *l);
+
+/* A static message for any value, unknown ones too. Never allocates. */
+REDISLOCK_API const char *redislock_strerror(redislock_err err);
+
+/* The name of the code ("REDISLOCK_EHELD"), or "REDISLOCK_UNKNOWN". */
+REDISLOCK_API const char *redislock_errname(redislock_err err);
+
+/*
+ * Text that names the problem behind the calling thread's most recent
+ * failed call (the detail is per thread because a client is shared by
+ * threads). Borrowed: valid until the thread's next call. Never NULL.
+ */
+REDISLOCK_API const char *redislock_errdetail(void);
+
+/* 1 when this build can speak TLS (rediss://): built against a hiredis
+ * with TLS support (hiredis 1.x with hiredis_ssl). Debian 12's hiredis 0.14
+ * has none: there, 0, and rediss:// gives REDISLOCK_ENOTLS. */
+REDISLOCK_API int redislock_has_tls(void);
+
+/* The library's version as "MAJOR.MINOR.PATCH". */
+REDISLOCK_API const char *redislock_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* REDISLOCK_H */
