@@ -7,6 +7,19 @@
  * Threads: a redislock_client may be shared by any number of threads (it
  * keeps a small pool of connections, one per concurrent call). A
  * redislock_lock handle is used by one thread at a time.
+ *
+ * ABI: three structs are allocated by the caller and may gain fields in
+ * later versions, always at their end: redislock_options,
+ * redislock_acquire_options and redislock_info. A program built against
+ * an older header passes a smaller struct, so every function that takes
+ * or fills one has a _sized twin that also takes the struct's size as the
+ * caller's header saw it (REDISLOCK_OPTIONS_SIZE and the like). The names
+ * without _sized are macros over the twins, so existing code compiles
+ * unchanged and passes this header's size; the library reads only the
+ * bytes the caller has (the fields it lacks count as zero, the default)
+ * and writes only the bytes the caller has. The exported functions of
+ * the plain names remain, for programs built against the 0.1 header: they
+ * take the structs as 0.1 laid them out. See "ABI" in README.md.
  */
 #ifndef REDISLOCK_H
 #define REDISLOCK_H
@@ -87,7 +100,8 @@ typedef struct redislock_lock redislock_lock;
 
 /*
  * Client options. All-zero means defaults; the struct is copied, never kept.
- * Fields are only ever appended.
+ * Fields are only ever appended, and REDISLOCK_OPTIONS_SIZE then names the
+ * new last field (see "ABI" above).
  */
 typedef struct redislock_options {
     /* Time for TCP connect plus AUTH and SELECT. Default 2000 ms. */
@@ -151,7 +165,9 @@ typedef int64_t (*redislock_retry_fn)(void *arg, int attempt,
 typedef void (*redislock_lost_cb)(redislock_lock *l, redislock_err why,
                                   void *arg);
 
-/* Options of one acquire call. All-zero means defaults. */
+/* Options of one acquire call. All-zero means defaults. Fields are only
+ * ever appended, and REDISLOCK_ACQUIRE_OPTIONS_SIZE then names the new
+ * last field. */
 typedef struct redislock_acquire_options {
     /* Lease length, 1 .. REDISLOCK_TTL_MAX_MS. Default 30000 ms. */
     int64_t ttl_ms;
@@ -347,8 +363,8 @@ REDISLOCK_API redislock_err redislock_ttl(redislock_lock *l, int64_t *ttl_ms);
  * What anyone can read of a key. Strings are borrowed from the handle and
  * valid until its next call; absent ones are NULL. For a key that is not
  * a lock (reserved == REDISLOCK_KIND_NOT_LOCK), metadata is its Redis
- * type ("list", "string", ...). The layout never changes: callers
- * allocate it.
+ * type ("list", "string", ...). Callers allocate it: fields are only ever
+ * appended, and REDISLOCK_INFO_SIZE then names the new last field.
  */
 typedef struct redislock_info {
     int held;             /* the key exists */
@@ -365,6 +381,21 @@ typedef struct redislock_info {
     size_t owner_len;    /* lengths of owner and metadata, which may */
     size_t metadata_len; /* hold NUL bytes written by other clients */
 } redislock_info;
+
+/*
+ * The size of each caller-allocated struct as this header lays it out:
+ * the bytes up to the end of its last field (padding after it excluded,
+ * since an older program's padding holds no zeros). Passed for the caller
+ * by the macros below; a later header's values are larger.
+ */
+#define REDISLOCK_SIZE_THROUGH_(type, field)                                   \
+    (offsetof(type, field) + sizeof(((type *)0)->field))
+#define REDISLOCK_OPTIONS_SIZE                                                 \
+    REDISLOCK_SIZE_THROUGH_(redislock_options, wait_replicas_lenient)
+#define REDISLOCK_ACQUIRE_OPTIONS_SIZE                                         \
+    REDISLOCK_SIZE_THROUGH_(redislock_acquire_options, fair)
+#define REDISLOCK_INFO_SIZE                                                    \
+    REDISLOCK_SIZE_THROUGH_(redislock_info, metadata_len)
 
 /* Reads the key's state, whoever holds it, in one round trip. */
 REDISLOCK_API redislock_err redislock_inspect(redislock_lock *l,
@@ -393,6 +424,65 @@ REDISLOCK_API redislock_err redislock_list_flags(redislock_client *c,
                                                  unsigned flags,
                                                  redislock_list_cb cb,
                                                  void *arg);
+
+/*
+ * The _sized twins (see "ABI" above): as the functions of the same name
+ * without _sized, with the size of the caller's struct, opts_size or
+ * info_size: REDISLOCK_OPTIONS_SIZE, REDISLOCK_ACQUIRE_OPTIONS_SIZE or
+ * REDISLOCK_INFO_SIZE of the header the caller was built with. Fields
+ * past opts_size count as zero; at most info_size bytes of info are
+ * written (any of them past the library's own struct are zeroed), and
+ * list's callback gets a struct of at least info_size bytes. A size
+ * smaller than any version of the struct is REDISLOCK_EINVAL. Call them
+ * through the macros below, which pass the size.
+ */
+REDISLOCK_API redislock_err
+redislock_client_new_sized(redislock_client **out, const char *url,
+                           const redislock_options *opts, size_t opts_size);
+REDISLOCK_API redislock_err redislock_client_new_sharded_sized(
+    redislock_client **out, const char *const *urls, size_t n,
+    const redislock_options *opts, size_t opts_size);
+REDISLOCK_API redislock_err redislock_client_new_redlock_sized(
+    redislock_client **out, const char *const *urls, size_t n,
+    const redislock_options *opts, size_t opts_size);
+REDISLOCK_API redislock_err redislock_client_new_cluster_sized(
+    redislock_client **out, const char *const *seeds, size_t n,
+    const redislock_options *opts, size_t opts_size);
+REDISLOCK_API redislock_err redislock_acquire_sized(
+    redislock_lock *l, const redislock_acquire_options *opts, size_t opts_size);
+REDISLOCK_API redislock_err redislock_inspect_sized(redislock_lock *l,
+                                                    redislock_info *info,
+                                                    size_t info_size);
+REDISLOCK_API redislock_err redislock_list_sized(redislock_client *c,
+                                                 const char *pattern,
+                                                 unsigned flags,
+                                                 redislock_list_cb cb,
+                                                 void *arg, size_t info_size);
+
+/*
+ * Calls by the plain names go to the _sized twins with this header's
+ * sizes. (A plain name not followed by '(', as in taking the function's
+ * address, is the 0.1 entry point: it reads and writes 0.1's fields only.)
+ */
+#define redislock_client_new(out, url, opts)                                   \
+    redislock_client_new_sized(out, url, opts, REDISLOCK_OPTIONS_SIZE)
+#define redislock_client_new_sharded(out, urls, n, opts)                       \
+    redislock_client_new_sharded_sized(out, urls, n, opts,                     \
+                                       REDISLOCK_OPTIONS_SIZE)
+#define redislock_client_new_redlock(out, urls, n, opts)                       \
+    redislock_client_new_redlock_sized(out, urls, n, opts,                     \
+                                       REDISLOCK_OPTIONS_SIZE)
+#define redislock_client_new_cluster(out, seeds, n, opts)                      \
+    redislock_client_new_cluster_sized(out, seeds, n, opts,                    \
+                                       REDISLOCK_OPTIONS_SIZE)
+#define redislock_acquire(l, opts)                                             \
+    redislock_acquire_sized(l, opts, REDISLOCK_ACQUIRE_OPTIONS_SIZE)
+#define redislock_inspect(l, info)                                             \
+    redislock_inspect_sized(l, info, REDISLOCK_INFO_SIZE)
+#define redislock_list(c, pattern, cb, arg)                                    \
+    redislock_list_sized(c, pattern, 0, cb, arg, REDISLOCK_INFO_SIZE)
+#define redislock_list_flags(c, pattern, flags, cb, arg)                       \
+    redislock_list_sized(c, pattern, flags, cb, arg, REDISLOCK_INFO_SIZE)
 
 /*
  * The fencing token of the handle's current hold: a 64-bit number greater

@@ -114,5 +114,5 @@ if [ "$status" -ne 0 ]; then
 fi
 # New functions, for the record: they are compatible.
 abidiff "$baseline" "$build/libredislock.abi" |
-    sed -n "s/^  \[A\] /check-abi: added: /p"
+    sed -n "s/^  \[A\] \(.*\)    {.*}$/check-abi: added: \1/p"
 echo "check-abi: no incompatible change since 0.1.0"

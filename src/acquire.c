@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "abi.h"
 #include "backoff.h"
 #include "env.h"
 #include "clock.h"
@@ -436,8 +437,8 @@ static redislock_err setup(redislock_lock *l,
     return set_req(a);
 }
 
-redislock_err redislock_acquire(redislock_lock *l,
-                                const redislock_acquire_options *opts)
+static redislock_err acquire(redislock_lock *l,
+                             const redislock_acquire_options *opts)
 {
     static const redislock_acquire_options defaults;
     attempt_cfg a;
@@ -488,6 +489,28 @@ redislock_err redislock_acquire(redislock_lock *l,
         return err;
     }
     return REDISLOCK_OK;
+}
+
+redislock_err redislock_acquire_sized(redislock_lock *l,
+                                      const redislock_acquire_options *opts,
+                                      size_t opts_size)
+{
+    redislock_acquire_options o;
+    redislock_err err;
+
+    if (opts != NULL &&
+        (err = rl__abi_check(opts_size, RL_ACQUIRE_OPTIONS_SIZE_0_1,
+                             "redislock_acquire_options")) != REDISLOCK_OK)
+        return err;
+    return acquire(l, rl__abi_in(&o, sizeof o, opts, opts_size));
+}
+
+/* The 0.1 entry point, which takes 0.1's redislock_acquire_options. The
+ * name is in parentheses because the header makes it a macro. */
+redislock_err(redislock_acquire)(redislock_lock *l,
+                                 const redislock_acquire_options *opts)
+{
+    return redislock_acquire_sized(l, opts, RL_ACQUIRE_OPTIONS_SIZE_0_1);
 }
 
 void redislock_cancel(redislock_lock *l)

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "abi.h"
 #include "cluster.h"
 #include "error.h"
 #include "ident.h"
@@ -198,17 +199,17 @@ static redislock_err new_with_pools(redislock_client **out, rl__mode mode,
     return REDISLOCK_OK;
 }
 
-redislock_err redislock_client_new_sharded(redislock_client **out,
-                                           const char *const *urls, size_t n,
-                                           const redislock_options *opts)
+static redislock_err new_sharded(redislock_client **out,
+                                 const char *const *urls, size_t n,
+                                 const redislock_options *opts)
 {
     return new_with_pools(out, n == 1 ? RL_MODE_SINGLE : RL_MODE_SHARDED, urls,
                           n, opts);
 }
 
-redislock_err redislock_client_new_redlock(redislock_client **out,
-                                           const char *const *urls, size_t n,
-                                           const redislock_options *opts)
+static redislock_err new_redlock(redislock_client **out,
+                                 const char *const *urls, size_t n,
+                                 const redislock_options *opts)
 {
     if (out != NULL)
         *out = NULL;
@@ -224,9 +225,9 @@ redislock_err redislock_client_new_redlock(redislock_client **out,
     return new_with_pools(out, RL_MODE_REDLOCK, urls, n, opts);
 }
 
-redislock_err redislock_client_new_cluster(redislock_client **out,
-                                           const char *const *seeds, size_t n,
-                                           const redislock_options *opts)
+static redislock_err new_cluster(redislock_client **out,
+                                 const char *const *seeds, size_t n,
+                                 const redislock_options *opts)
 {
     redislock_err err = client_alloc(out, RL_MODE_CLUSTER, seeds, n, &opts);
 
@@ -239,10 +240,91 @@ redislock_err redislock_client_new_cluster(redislock_client **out,
     return err;
 }
 
-redislock_err redislock_client_new(redislock_client **out, const char *url,
-                                   const redislock_options *opts)
+typedef redislock_err (*maker)(redislock_client **out, const char *const *urls,
+                               size_t n, const redislock_options *opts);
+
+/* Every constructor: the caller's options, of opts_size bytes (see "ABI"
+ * in redislock.h), as the library's own struct, to the maker. */
+static redislock_err make(maker fn, redislock_client **out,
+                          const char *const *urls, size_t n,
+                          const redislock_options *opts, size_t opts_size)
 {
-    return redislock_client_new_sharded(out, &url, 1, opts);
+    redislock_options o;
+    redislock_err err = REDISLOCK_OK;
+
+    if (opts != NULL)
+        err =
+            rl__abi_check(opts_size, RL_OPTIONS_SIZE_0_1, "redislock_options");
+    if (err != REDISLOCK_OK) {
+        if (out != NULL)
+            *out = NULL;
+        return err;
+    }
+    return fn(out, urls, n, rl__abi_in(&o, sizeof o, opts, opts_size));
+}
+
+redislock_err redislock_client_new_sized(redislock_client **out,
+                                         const char *url,
+                                         const redislock_options *opts,
+                                         size_t opts_size)
+{
+    return make(new_sharded, out, &url, 1, opts, opts_size);
+}
+
+redislock_err redislock_client_new_sharded_sized(redislock_client **out,
+                                                 const char *const *urls,
+                                                 size_t n,
+                                                 const redislock_options *opts,
+                                                 size_t opts_size)
+{
+    return make(new_sharded, out, urls, n, opts, opts_size);
+}
+
+redislock_err redislock_client_new_redlock_sized(redislock_client **out,
+                                                 const char *const *urls,
+                                                 size_t n,
+                                                 const redislock_options *opts,
+                                                 size_t opts_size)
+{
+    return make(new_redlock, out, urls, n, opts, opts_size);
+}
+
+redislock_err redislock_client_new_cluster_sized(redislock_client **out,
+                                                 const char *const *seeds,
+                                                 size_t n,
+                                                 const redislock_options *opts,
+                                                 size_t opts_size)
+{
+    return make(new_cluster, out, seeds, n, opts, opts_size);
+}
+
+/* The 0.1 entry points, which take 0.1's redislock_options. The names are
+ * in parentheses because the header makes them macros. */
+redislock_err(redislock_client_new)(redislock_client **out, const char *url,
+                                    const redislock_options *opts)
+{
+    return make(new_sharded, out, &url, 1, opts, RL_OPTIONS_SIZE_0_1);
+}
+
+redislock_err(redislock_client_new_sharded)(redislock_client **out,
+                                            const char *const *urls, size_t n,
+                                            const redislock_options *opts)
+{
+    return make(new_sharded, out, urls, n, opts, RL_OPTIONS_SIZE_0_1);
+}
+
+redislock_err(redislock_client_new_redlock)(redislock_client **out,
+                                            const char *const *urls, size_t n,
+                                            const redislock_options *opts)
+{
+    return make(new_redlock, out, urls, n, opts, RL_OPTIONS_SIZE_0_1);
+}
+
+redislock_err(redislock_client_new_cluster)(redislock_client **out,
+                                            const char *const *seeds, size_t n,
+                                            const redislock_options *opts)
+{
+    return make(new_cluster, out, seeds, n, opts, RL_OPTIONS_SIZE_0_1);
 }
 
 void redislock_client_free(redislock_client *c)

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "abi.h"
 #include "env.h"
 #include "error.h"
 #include "lock.h"
@@ -173,18 +174,36 @@ static redislock_err inspect_key(redislock_client *c, rl__pool *p,
     return err;
 }
 
-redislock_err redislock_inspect(redislock_lock *l, redislock_info *info)
+/* The library's info is filled in a struct of its own and then copied to
+ * the caller's, of info_size bytes (see "ABI" in redislock.h). It starts
+ * as a copy of the caller's, since a failed read leaves fields as they
+ * were. */
+redislock_err redislock_inspect_sized(redislock_lock *l, redislock_info *info,
+                                      size_t info_size)
 {
+    redislock_info own;
     redislock_err err;
     size_t first;
 
     if (l == NULL || info == NULL)
         return rl__err(REDISLOCK_EINVAL, "NULL lock handle or output");
-    err = inspect_key(l->client, NULL, l->key, l->keylen, info, &l->info_buf,
+    err = rl__abi_check(info_size, RL_INFO_SIZE_0_1, "redislock_info");
+    if (err != REDISLOCK_OK)
+        return err;
+    rl__abi_in(&own, sizeof own, info, info_size);
+    err = inspect_key(l->client, NULL, l->key, l->keylen, &own, &l->info_buf,
                       &first);
-    info->key = l->key + l->prefixlen;
-    info->keylen = l->keylen - l->prefixlen;
+    own.key = l->key + l->prefixlen;
+    own.keylen = l->keylen - l->prefixlen;
+    rl__abi_out(info, info_size, &own, REDISLOCK_INFO_SIZE);
     return err;
+}
+
+/* The 0.1 entry point (in parentheses: the header makes the name a macro),
+ * which fills 0.1's redislock_info. */
+redislock_err(redislock_inspect)(redislock_lock *l, redislock_info *info)
+{
+    return redislock_inspect_sized(l, info, RL_INFO_SIZE_0_1);
 }
 
 /* One SCAN step on one server: the next cursor into *cursor, the keys
@@ -220,6 +239,11 @@ typedef struct lister {
     unsigned flags;
     redislock_list_cb cb;
     void *arg;
+    /* For a caller whose redislock_info is larger than the library's (a
+     * newer header): the struct the callback gets, its tail zero. NULL
+     * otherwise: a caller's struct that is no larger than the library's
+     * is a prefix of it, and the callback gets the library's own. */
+    redislock_info *big;
 } lister;
 
 /* Whether the listing reports a key read as info: only locks with a TTL,
@@ -255,7 +279,9 @@ static int report_batch(const lister *ls, rl__pool *p, size_t n,
             continue;
         info.key = k->str + ls->plen;
         info.keylen = (size_t)k->len - ls->plen;
-        stop = ls->cb(&info, ls->arg) != 0;
+        if (ls->big != NULL)
+            memcpy(ls->big, &info, REDISLOCK_INFO_SIZE);
+        stop = ls->cb(ls->big != NULL ? ls->big : &info, ls->arg) != 0;
     }
     free(buf);
     return stop;
@@ -278,11 +304,11 @@ static redislock_err list_server(const lister *ls, rl__pool *p, size_t n,
     return err;
 }
 
-redislock_err redislock_list_flags(redislock_client *c, const char *pattern,
+redislock_err redislock_list_sized(redislock_client *c, const char *pattern,
                                    unsigned flags, redislock_list_cb cb,
-                                   void *arg)
+                                   void *arg, size_t info_size)
 {
-    lister ls = {c, 0, flags, cb, arg};
+    lister ls = {c, 0, flags, cb, arg, NULL};
     size_t i, n;
     rl__pool *p;
     const char *prefix;
@@ -294,12 +320,20 @@ redislock_err redislock_list_flags(redislock_client *c, const char *pattern,
         return rl__err(REDISLOCK_EINVAL, "NULL client or callback");
     if ((flags & ~REDISLOCK_LIST_ALL) != 0)
         return rl__err(REDISLOCK_EINVAL, "unknown list flags 0x%x", flags);
+    err = rl__abi_check(info_size, RL_INFO_SIZE_0_1, "redislock_info");
+    if (err != REDISLOCK_OK)
+        return err;
+    if (info_size > REDISLOCK_INFO_SIZE &&
+        (ls.big = calloc(1, info_size)) == NULL)
+        return rl__err(REDISLOCK_ENOMEM, "out of memory");
     prefix = rl__client_prefix(c, &ls.plen);
     if (pattern == NULL)
         pattern = "*";
     /* The prefix is matched literally: escape glob characters in it. */
-    if ((match = malloc(2 * ls.plen + strlen(pattern) + 1)) == NULL)
+    if ((match = malloc(2 * ls.plen + strlen(pattern) + 1)) == NULL) {
+        free(ls.big);
         return rl__err(REDISLOCK_ENOMEM, "out of memory");
+    }
     for (i = 0, n = 0; i < ls.plen; i++) {
         if (strchr("*?[]\\", prefix[i]) != NULL)
             match[n++] = '\\';
@@ -311,11 +345,22 @@ redislock_err redislock_list_flags(redislock_client *c, const char *pattern,
          i++)
         err = list_server(&ls, p, i, match, &stop);
     free(match);
+    free(ls.big);
     return err;
 }
 
-redislock_err redislock_list(redislock_client *c, const char *pattern,
-                             redislock_list_cb cb, void *arg)
+/* The 0.1 entry points (in parentheses: the header makes the names
+ * macros). Their callbacks get the library's redislock_info, whose first
+ * fields are 0.1's, at 0.1's offsets. */
+redislock_err(redislock_list_flags)(redislock_client *c, const char *pattern,
+                                    unsigned flags, redislock_list_cb cb,
+                                    void *arg)
 {
-    return redislock_list_flags(c, pattern, 0, cb, arg);
+    return redislock_list_sized(c, pattern, flags, cb, arg, RL_INFO_SIZE_0_1);
+}
+
+redislock_err(redislock_list)(redislock_client *c, const char *pattern,
+                              redislock_list_cb cb, void *arg)
+{
+    return redislock_list_sized(c, pattern, 0, cb, arg, RL_INFO_SIZE_0_1);
 }

@@ -12,7 +12,7 @@ set -eu
 names="base wire node topology lock client"
 layer() {
     case $1 in
-    clock | rand | error | backoff | url | canon | shard | keys) echo 1 ;;
+    clock | rand | error | backoff | url | canon | shard | keys | abi) echo 1 ;;
     conn | script | request) echo 2 ;;
     pool | ident) echo 3 ;;
     topology | cluster | redirect) echo 4 ;;
