@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "abi.h"
+#include "algo.h"
 #include "backoff.h"
 #include "env.h"
 #include "clock.h"
@@ -18,7 +19,6 @@
 #include "lock.h"
 #include "quorum.h"
 #include "rand.h"
-#include "redlock.h"
 #include "wait.h"
 #include "watchdog.h"
 
@@ -50,7 +50,6 @@ typedef struct attempt_cfg {
     int queued;       /* a fair waiter in the queue */
     int handed;       /* a release handed the lock over */
     int free_retries; /* attempts in a row that found the lock free */
-    int redlock;      /* a quorum of servers decides */
     int64_t ttl_ms;
     int64_t delay_ms, cap_ms;
     char ttl[24];
@@ -117,84 +116,44 @@ static const char *default_owner(redislock_lock *l)
     return l->default_owner;
 }
 
-/* Runs the acquire or fair script: {1, holds, fence} taken, {0, pttl,
- * wakes} held by another. One round trip when the lock is free. */
-static redislock_err try_script(redislock_lock *l, attempt_cfg *a,
-                                int64_t now_ms, int64_t deadline)
+/* The attempt's request, as the algorithm takes it. */
+static void fill_try(const attempt_cfg *a, int64_t deadline, rl__try *t)
 {
-    const char *meta = a->o->metadata ? a->o->metadata : "";
-    char wait[24];
-    const char *args[7] = {a->id, a->ttl, a->fmt, meta, wait, l->base, a->req};
-    size_t lens[7] = {
-        strlen(a->id), strlen(a->ttl), strlen(a->fmt), strlen(meta), 0,
-        l->baselen,    strlen(a->req)};
-    int64_t left = deadline - now_ms;
-    rl__reply *r;
-    redislock_err err;
+    int64_t left = deadline - rl__now_ms();
 
     /* Fair waiters pass their alive window, others how long they may
      * block (0 for a single try: no wake-up wanted). */
     if (left > RL_MARK_MAX_MS)
         left = RL_MARK_MAX_MS;
-    lens[4] = (size_t)snprintf(wait, sizeof wait, "%lld",
-                               a->o->fair ? (long long)RL_FAIR_ALIVE_MS
-                               : a->waits ? (long long)left
-                                          : 0LL);
-    err = rl__lock_write_script(
-        l, 0, a->o->fair ? &rl__script_fair : &rl__script_acquire, 7, args,
-        lens, &r);
-    if (err != REDISLOCK_OK)
-        return err;
-    if (r->type != REDIS_REPLY_ARRAY || r->elements < 2 ||
-        r->element[0]->type != REDIS_REPLY_INTEGER ||
-        r->element[1]->type != REDIS_REPLY_INTEGER ||
-        (r->element[0]->integer == 1 &&
-         (r->elements != 3 || r->element[2]->type != REDIS_REPLY_INTEGER)))
-        err = rl__err(REDISLOCK_EPROTOCOL, "acquire script answered type %d",
-                      r->type);
-    else if (r->element[0]->integer == 1) {
-        l->fence = r->element[2]->integer;
-        err = rl__check_fence(l->fence, "acquire");
-    } else {
-        l->holder_ttl = r->element[1]->integer;
-        /* A reply without the flag counts as a holder that wakes. */
-        l->holder_silent = r->elements >= 3 &&
-                           r->element[2]->type == REDIS_REPLY_INTEGER &&
-                           r->element[2]->integer == 0;
-        a->queued = a->o->fair;
-        err = REDISLOCK_EHELD;
-    }
-    rl__reply_free(r);
-    return err;
+    t->id = a->id;
+    t->req = a->req;
+    t->fmt = a->fmt;
+    t->meta = a->o->metadata ? a->o->metadata : "";
+    t->ttl_ms = a->ttl_ms;
+    t->drift_ms = a->o->drift_ms ? a->o->drift_ms : a->ttl_ms / 100 + 2;
+    t->fair = a->o->fair;
+    t->mark_ms = a->o->fair ? RL_FAIR_ALIVE_MS : a->waits ? left : 0;
 }
 
-/* One Redlock attempt. A plain lock takes a fresh token each time: the
- * last one was voided on every server when its round failed. */
-static redislock_err try_quorum(redislock_lock *l, attempt_cfg *a, int tries,
-                                int64_t *sent_us)
-{
-    int64_t drift = a->o->drift_ms ? a->o->drift_ms : a->ttl_ms / 100 + 2;
-
-    if (tries > 0 &&
-        (a->rich ? rl__token(a->nonce) : rl__lock_token(a->tok)) != 0)
-        return rl__err(REDISLOCK_ERANDOM, "getrandom failed");
-    return rl__redlock_attempt(l, a->id, a->req, a->fmt, a->ttl_ms, drift,
-                               a->o->metadata ? a->o->metadata : "", sent_us);
-}
-
-/* One attempt, sent at *sent_us. */
+/* One attempt, sent at *sent_us. Where a failed attempt was undone
+ * everywhere (Redlock), its token was voided with it: a plain lock takes
+ * a fresh one each time. */
 static redislock_err attempt(redislock_lock *l, attempt_cfg *a, int tries,
                              int64_t deadline, int64_t *sent_us)
 {
+    const rl__algo *algo = rl__client_algo(l->client);
     redislock_err err;
+    rl__try t;
 
     l->holder_ttl = -2;
     l->holder_silent = 0;
-    if (a->redlock)
-        return try_quorum(l, a, tries, sent_us);
-    *sent_us = rl__now_us();
-    err = try_script(l, a, rl__now_ms(), deadline);
-    rl__lock_set_outcomes(l, &err, 1);
+    if (algo->fresh_token && tries > 0 &&
+        (a->rich ? rl__token(a->nonce) : rl__lock_token(a->tok)) != 0)
+        return rl__err(REDISLOCK_ERANDOM, "getrandom failed");
+    fill_try(a, deadline, &t);
+    err = algo->attempt(l, &t, sent_us);
+    if (err == REDISLOCK_EHELD)
+        a->queued = a->o->fair;
     return err;
 }
 
@@ -228,8 +187,8 @@ static int64_t next_pause(redislock_lock *l, const attempt_cfg *a,
         d = o->retry_fn(o->retry_arg, attempt_no, l->holder_ttl);
         if (d < 0)
             return -1;
-    } else if (a->strategy || a->redlock) {
-        /* Redlock has no wake-ups: waiters retry after a random pause. */
+    } else if (a->strategy || !rl__client_algo(l->client)->wakes) {
+        /* Without wake-ups (Redlock) waiters retry after a random pause. */
         d = rl__jitter(
             rl__retry_delay((int)o->retry, a->delay_ms, a->cap_ms, attempt_no),
             rl__jitter_rand());
@@ -317,18 +276,18 @@ static int lost_reply(redislock_err err)
            err == REDISLOCK_EPROTOCOL;
 }
 
-/* The attempt must not hold the lock, now or if the request arrives
- * late, whatever the lock's format: the client's watchdog thread sees to
- * it, retrying until the server answers, so the caller's call is not made
- * any longer (and redislock_client_free() finishes it first). */
+/* The attempt, whose reply was lost, must not hold the lock, now or when
+ * it arrives late: the algorithm sees to it (in the background), unless
+ * a failed attempt has undone itself. */
 static void abandon(redislock_lock *l, const attempt_cfg *a)
 {
-    rl__watchdog *wd;
+    const rl__algo *algo = rl__client_algo(l->client);
+    rl__try t;
 
-    if (rl__client_watchdog(l->client, &wd) == REDISLOCK_OK)
-        rl__janitor_abandon(wd, rl__client_topo(l->client), NULL, l->key,
-                            l->keylen, l->base, l->baselen, a->id, a->req,
-                            a->ttl_ms);
+    if (algo->abandon == NULL)
+        return;
+    fill_try(a, rl__now_ms(), &t);
+    algo->abandon(l, &t);
 }
 
 /* Whether a hand-off popped from the waiter's list still leaves validity:
@@ -359,8 +318,7 @@ static redislock_err wait_loop(redislock_lock *l, attempt_cfg *a,
         err = attempt(l, a, tries, deadline, sent_us);
         tries++;
         if (err != REDISLOCK_EHELD) {
-            /* A failed Redlock round has been undone already. */
-            if (err != REDISLOCK_OK && lost_reply(err) && !a->redlock)
+            if (err != REDISLOCK_OK && lost_reply(err))
                 abandon(l, a);
             break;
         }
@@ -410,7 +368,6 @@ static redislock_err setup(redislock_lock *l,
     a->waits =
         o->wait_ms != REDISLOCK_NO_WAIT && o->retry != REDISLOCK_RETRY_NONE;
     a->strategy = o->retry != REDISLOCK_RETRY_CONSTANT || o->retry_delay_ms;
-    a->redlock = rl__client_mode(l->client) == RL_MODE_REDLOCK;
     a->ttl_ms = o->ttl_ms ? o->ttl_ms : REDISLOCK_DEFAULT_TTL_MS;
     snprintf(a->ttl, sizeof a->ttl, "%" PRId64, a->ttl_ms);
     a->delay_ms = o->retry_delay_ms ? o->retry_delay_ms
@@ -458,10 +415,9 @@ static redislock_err acquire(redislock_lock *l,
                        "acquired reentrant can be taken again)");
     if ((err = setup(l, opts, &a)) != REDISLOCK_OK)
         return err;
-    if (a.redlock && opts->fair)
-        return rl__err(REDISLOCK_EINVAL,
-                       "fair mode needs one server: a Redlock quorum has no "
-                       "single queue to hand the lock down");
+    if (opts->fair && rl__client_algo(l->client)->no_fair != NULL)
+        return rl__err(REDISLOCK_EINVAL, "%s",
+                       rl__client_algo(l->client)->no_fair);
     if ((err = wait_loop(l, &a, &sent_us)) != REDISLOCK_OK)
         return err;
     /* A hand-off may grant less than the TTL (see rl_handoff in lib.lua):

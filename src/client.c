@@ -6,10 +6,18 @@
 #include <string.h>
 
 #include "abi.h"
+#include "algo.h"
 #include "cluster.h"
 #include "error.h"
 #include "ident.h"
 #include "shard.h"
+
+typedef enum rl__mode {
+    RL_MODE_SINGLE,
+    RL_MODE_SHARDED, /* each key on one server, by a consistent hash */
+    RL_MODE_REDLOCK, /* each key on every server, a majority deciding */
+    RL_MODE_CLUSTER  /* each key on its slot's master */
+} rl__mode;
 
 /* The most servers a sharded client takes. */
 #define RL_MAX_SERVERS 1024
@@ -353,19 +361,9 @@ rl__topo *rl__client_topo(redislock_client *c)
     return &c->topo;
 }
 
-rl__pool *rl__client_route(redislock_client *c, const void *key, size_t len)
+const rl__algo *rl__client_algo(const redislock_client *c)
 {
-    return rl__topo_node(&c->topo, key, len);
-}
-
-rl__mode rl__client_mode(const redislock_client *c)
-{
-    return c->mode;
-}
-
-rl__cluster *rl__client_cluster(const redislock_client *c)
-{
-    return c->cluster;
+    return c->mode == RL_MODE_REDLOCK ? &rl__algo_redlock : &rl__algo_one;
 }
 
 const rl__replicas *rl__client_replicas(const redislock_client *c)
@@ -385,16 +383,6 @@ int64_t rl__client_server_timeout(const redislock_client *c, int64_t ttl_ms)
     if (t < RL_MIN_SERVER_TIMEOUT_MS)
         t = RL_MIN_SERVER_TIMEOUT_MS;
     return t < cap ? t : cap;
-}
-
-size_t rl__client_servers(const redislock_client *c)
-{
-    return c->npools;
-}
-
-rl__pool *rl__client_pool(redislock_client *c, size_t i)
-{
-    return &c->pools[i];
 }
 
 const char *rl__client_prefix(const redislock_client *c, size_t *len)

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "env.h"
+#include "algo.h"
 #include "error.h"
 #include "lock.h"
 
@@ -62,10 +63,9 @@ redislock_err redislock_fenced_set(redislock_client *c, const void *key,
                        REDISLOCK_KEY_MAX);
     if (fence <= 0)
         return rl__err(REDISLOCK_EINVAL, "fencing token must be positive");
-    if (rl__client_mode(c) == RL_MODE_REDLOCK)
-        return rl__err(REDISLOCK_EINVAL,
-                       "a fenced resource lives on one server: use a client "
-                       "of the resource's own server, not the Redlock one");
+    if (rl__client_algo(c)->no_fenced_set != NULL)
+        return rl__err(REDISLOCK_EINVAL, "%s",
+                       rl__client_algo(c)->no_fenced_set);
     /* The high-water mark is a helper key of the resource's own. */
     if ((hw = rl__helper_name(key, keylen, "fenced", &klens[1])) == NULL)
         return rl__err(REDISLOCK_ENOMEM, "out of memory");

@@ -5,10 +5,10 @@
 #include <string.h>
 
 #include "abi.h"
+#include "algo.h"
 #include "env.h"
 #include "error.h"
 #include "lock.h"
-#include "quorum.h"
 
 /* A string of one inspect reply, copied into the buffer at *at. */
 static char *copy_field(const rl__reply *r, char **at, size_t *len)
@@ -25,7 +25,7 @@ static char *copy_field(const rl__reply *r, char **at, size_t *len)
     return s;
 }
 
-static int well_formed(const rl__reply *r)
+int rl__inspect_well_formed(const rl__reply *r)
 {
     return r->type == REDIS_REPLY_ARRAY && r->elements == 7 &&
            r->element[0]->type == REDIS_REPLY_STRING &&
@@ -39,15 +39,15 @@ static int well_formed(const rl__reply *r)
 /* Fills info from the inspect script's reply; strings go into *buf. The
  * script tells the key's kind; for a key that is not a lock, metadata is
  * its Redis type. */
-static redislock_err decode(const rl__reply *r, redislock_info *info,
-                            char **buf)
+redislock_err rl__inspect_decode(const rl__reply *r, redislock_info *info,
+                                 char **buf)
 {
     const rl__reply *type, *meta;
     char *at;
 
     memset(info, 0, sizeof *info);
     /* Lua hands the type name back as a bulk string. */
-    if (!well_formed(r))
+    if (!rl__inspect_well_formed(r))
         return rl__err(REDISLOCK_EPROTOCOL, "inspect script answered type %d",
                        r->type);
     type = r->element[0];
@@ -69,91 +69,9 @@ static redislock_err decode(const rl__reply *r, redislock_info *info,
     return REDISLOCK_OK;
 }
 
-static redislock_err inspect_one(rl__topo *t, rl__pool *p, const char *key,
-                                 size_t keylen, const char *base,
-                                 size_t baselen, redislock_info *info,
-                                 char **buf)
-{
-    rl__request q = {.s = &rl__script_inspect,
-                     .nkeys = 1,
-                     .keys = &key,
-                     .klens = &keylen,
-                     .nargs = 1,
-                     .args = &base,
-                     .lens = &baselen};
-    rl__reply *r;
-    redislock_err err = p == NULL ? rl__topo_run(t, key, keylen, &q, &r)
-                                  : rl__topo_run_on(t, p, &q, &r);
-
-    if (err != REDISLOCK_OK)
-        return err;
-    err = decode(r, info, buf);
-    rl__reply_free(r);
-    return err;
-}
-
-/* Longest TTL first; -1 (no expiry) is the longest of all. */
-static int longer_first(const void *x, const void *y)
-{
-    int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
-
-    a = a < 0 ? INT64_MAX : a;
-    b = b < 0 ? INT64_MAX : b;
-    return (a < b) - (a > b);
-}
-
-/* The TTL a majority of q still holds the lock for: the q-th longest of
- * the held servers' TTLs. */
-static int64_t quorum_ttl(int64_t *ttls, size_t n, size_t q)
-{
-    qsort(ttls, n, sizeof *ttls, longer_first);
-    return ttls[q - 1];
-}
-
-/* Redlock: the majority's view (see redislock_client_new_redlock), and in
- * *first the lowest-numbered server that has the key. */
-static redislock_err inspect_quorum(redislock_client *c, const char *key,
-                                    size_t keylen, const char *base,
-                                    size_t baselen, redislock_info *info,
-                                    char **buf, size_t *first)
-{
-    int64_t ttls[RL_MAX_QUORUM], fence = 0;
-    size_t i, held = 0, answered = 0, q;
-    redislock_err err = REDISLOCK_OK;
-    rl__round r;
-
-    rl__quorum_script(c, NULL,
-                      rl__client_server_timeout(c, REDISLOCK_TTL_MAX_MS),
-                      &rl__script_inspect, key, keylen, 1, &base, &baselen, &r);
-    q = RL_QUORUM(r.n);
-    *first = r.n;
-    for (i = 0; i < r.n; i++) {
-        if (r.reply[i] == NULL || !well_formed(r.reply[i]))
-            continue;
-        answered++;
-        if (r.reply[i]->element[5]->integer > fence)
-            fence = r.reply[i]->element[5]->integer;
-        if (strcmp(r.reply[i]->element[0]->str, "none") == 0)
-            continue;
-        ttls[held++] = r.reply[i]->element[1]->integer;
-        *first = *first < r.n ? *first : i;
-    }
-    if (answered < q)
-        err = rl__err(REDISLOCK_ENOQUORUM,
-                      "only %zu of %zu servers answered, %zu needed", answered,
-                      r.n, q);
-    else if (held >= q && (err = decode(r.reply[*first], info, buf)) == 0)
-        info->ttl_ms = quorum_ttl(ttls, held, q);
-    else if (held < q) {
-        memset(info, 0, sizeof *info);
-        info->ttl_ms = REDISLOCK_TTL_FREE;
-    }
-    info->fence = fence;
-    rl__round_free(&r);
-    return err;
-}
-
-static redislock_err inspect_key(redislock_client *c, rl__pool *p,
+/* Reads key (found on node p, number at, by a listing; p NULL: wherever
+ * it lives) by the client's algorithm. */
+static redislock_err inspect_key(redislock_client *c, rl__pool *p, size_t at,
                                  const char *key, size_t keylen,
                                  redislock_info *info, char **buf,
                                  size_t *first)
@@ -164,12 +82,8 @@ static redislock_err inspect_key(redislock_client *c, rl__pool *p,
 
     if (base == NULL)
         return rl__err(REDISLOCK_ENOMEM, "out of memory");
-    *first = 0;
-    if (rl__client_mode(c) == RL_MODE_REDLOCK)
-        err = inspect_quorum(c, key, keylen, base, baselen, info, buf, first);
-    else
-        err = inspect_one(rl__client_topo(c), p, key, keylen, base, baselen,
-                          info, buf);
+    err = rl__client_algo(c)->inspect(c, p, at, key, keylen, base, baselen,
+                                      info, buf, first);
     free(base);
     return err;
 }
@@ -191,7 +105,7 @@ redislock_err redislock_inspect_sized(redislock_lock *l, redislock_info *info,
     if (err != REDISLOCK_OK)
         return err;
     rl__abi_in(&own, sizeof own, info, info_size);
-    err = inspect_key(l->client, NULL, l->key, l->keylen, &own, &l->info_buf,
+    err = inspect_key(l->client, NULL, 0, l->key, l->keylen, &own, &l->info_buf,
                       &first);
     own.key = l->key + l->prefixlen;
     own.keylen = l->keylen - l->prefixlen;
@@ -272,10 +186,10 @@ static int report_batch(const lister *ls, rl__pool *p, size_t n,
         if (k->type != REDIS_REPLY_STRING || (size_t)k->len < ls->plen ||
             rl__is_helper_key(k->str, (size_t)k->len))
             continue;
-        *err =
-            inspect_key(ls->c, p, k->str, (size_t)k->len, &info, &buf, &first);
-        if (*err != REDISLOCK_OK || !wanted(ls, &info) ||
-            (rl__client_mode(ls->c) == RL_MODE_REDLOCK && first != n))
+        *err = inspect_key(ls->c, p, n, k->str, (size_t)k->len, &info, &buf,
+                           &first);
+        /* A lock on several servers is reported by one of them. */
+        if (*err != REDISLOCK_OK || !wanted(ls, &info) || first != n)
             continue;
         info.key = k->str + ls->plen;
         info.keylen = (size_t)k->len - ls->plen;

@@ -15,7 +15,7 @@
 #include "clock.h"
 #include "error.h"
 #include "lock.h"
-#include "redlock.h"
+#include "algo.h"
 #include "watchdog.h"
 
 /* Whether the lock's helper keys share its slot, as every script that
@@ -56,7 +56,7 @@ redislock_err redislock_lock_new(redislock_client *c, const void *key,
     l->keylen = plen + keylen;
     l->prefixlen = plen;
     l->client = c;
-    l->pool = rl__client_route(c, l->key, l->keylen);
+    l->pool = rl__topo_node(rl__client_topo(c), l->key, l->keylen);
     l->base = rl__helper_name(l->key, l->keylen, "", &l->baselen);
     if (l->base == NULL || !same_slot(c, l)) {
         redislock_err err =
@@ -126,17 +126,6 @@ redislock_err rl__abandon(rl__topo *t, rl__pool *p, const char *key,
     if (err == REDISLOCK_OK)
         rl__reply_free(r);
     return err;
-}
-
-redislock_err rl__check_fence(long long fence, const char *what)
-{
-    if (fence > 0)
-        return REDISLOCK_OK;
-    return rl__err(REDISLOCK_EPROTOCOL,
-                   "%s: the server gave fencing token %lld, which is not "
-                   "positive; is the key's fence counter (the helper key "
-                   "ending in \":rl-fence\") written by something else?",
-                   what, fence);
 }
 
 redislock_err rl__check_ttl(int64_t ttl_ms, const char *what)
@@ -258,34 +247,14 @@ int rl__lock_mark_lost(redislock_lock *l, redislock_err why)
     return 1;
 }
 
-/* Runs a compare-and-X script for l's token; *n gets its integer answer,
- * which is mapped: -1 ELOST, 0 EEXPIRED, positive OK. */
+/* Runs a compare-and-X script for l's token by the client's algorithm;
+ * *n gets its integer answer, which is mapped: -1 ELOST, 0 EEXPIRED,
+ * positive OK. */
 static redislock_err owner_script(redislock_lock *l, const rl__script *s,
                                   const char *arg2, int64_t timeout_ms,
                                   long long *n)
 {
-    const char *args[3] = {l->token, arg2, l->base};
-    size_t lens[3] = {strlen(l->token), strlen(arg2), l->baselen};
-    rl__reply *r;
-    redislock_err err;
-
-    if (rl__client_mode(l->client) == RL_MODE_REDLOCK)
-        return rl__redlock_owner(l, s, arg2, timeout_ms, n);
-    err = s == &rl__script_extend
-              ? rl__lock_write_script(l, timeout_ms, s, 3, args, lens, &r)
-              : rl__lock_script(l, timeout_ms, s, 3, args, lens, &r);
-    rl__lock_set_outcomes(l, &err, 1);
-    if (err != REDISLOCK_OK)
-        return err;
-    if (r->type != REDIS_REPLY_INTEGER)
-        err = rl__err(REDISLOCK_EPROTOCOL, "%s script answered type %d",
-                      s->name, r->type);
-    else if ((*n = r->integer) == 0)
-        err = rl__err(REDISLOCK_EEXPIRED, "lock had expired and is free");
-    else if (*n < 0)
-        err = rl__err(REDISLOCK_ELOST, "lock is now held by another owner");
-    rl__reply_free(r);
-    return err;
+    return rl__client_algo(l->client)->owner(l, s, arg2, timeout_ms, n);
 }
 
 static redislock_err check_held(const redislock_lock *l)
@@ -420,33 +389,9 @@ redislock_err redislock_adopt(redislock_lock *l, const char *token)
 
 redislock_err redislock_ttl(redislock_lock *l, int64_t *ttl_ms)
 {
-    const char *argv[2];
-    size_t lens[2];
-    rl__cmd cmd = {2, argv, lens};
-    rl__reply *r;
-    redislock_err err;
-
     if (l == NULL || ttl_ms == NULL)
         return rl__err(REDISLOCK_EINVAL, "NULL lock handle or output");
-    if (rl__client_mode(l->client) == RL_MODE_REDLOCK) {
-        /* No one server's PTTL answers for a quorum. */
-        redislock_info info;
-        if ((err = redislock_inspect(l, &info)) == REDISLOCK_OK)
-            *ttl_ms = info.ttl_ms;
-        return err;
-    }
-    argv[0] = "PTTL";
-    lens[0] = 4;
-    argv[1] = l->key;
-    lens[1] = l->keylen;
-    if ((err = rl__lock_command(l, 1, &cmd, &r)) != REDISLOCK_OK)
-        return err;
-    if (r->type != REDIS_REPLY_INTEGER)
-        err = rl__err(REDISLOCK_EPROTOCOL, "PTTL answered type %d", r->type);
-    else
-        *ttl_ms = r->integer;
-    rl__reply_free(r);
-    return err;
+    return rl__client_algo(l->client)->ttl(l, ttl_ms);
 }
 
 int64_t redislock_valid_ms(const redislock_lock *l)

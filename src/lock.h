@@ -78,10 +78,6 @@ redislock_err rl__abandon(rl__topo *t, rl__pool *p, const char *key,
                           const char *token, const char *req, int64_t ttl_ms,
                           int64_t timeout_ms);
 
-/* A fencing token from a server must be positive: REDISLOCK_EPROTOCOL
- * (naming what) for one that is not, else REDISLOCK_OK. */
-redislock_err rl__check_fence(long long fence, const char *what);
-
 /* Records the per-server results of a request (any thread: the watchdog's
  * renewals are requests too). */
 void rl__lock_set_outcomes(redislock_lock *l, const redislock_err *o, size_t n);

@@ -17,7 +17,7 @@ static void borrow_all(redislock_client *c, const int *only, rl__round *r,
         conns[i] = NULL;
         if (only != NULL && !only[i])
             continue;
-        err = rl__pool_borrow(rl__client_pool(c, i), &conns[i]);
+        err = rl__pool_borrow(rl__topo_each(rl__client_topo(c), i), &conns[i]);
         if (err != REDISLOCK_OK) {
             r->err[i] = err;
             snprintf(r->detail[i], sizeof r->detail[i], "%s",
@@ -42,12 +42,12 @@ void rl__quorum_script(redislock_client *c, const int *only, int64_t timeout_ms,
     size_t i;
 
     memset(out, 0, sizeof *out);
-    out->n = rl__client_servers(c);
+    out->n = rl__client_topo(c)->npools;
     borrow_all(c, only, out, conns);
     rl__request_par(conns, out->n, &q, timeout_ms, out);
     for (i = 0; i < out->n; i++)
         if (conns[i] != NULL)
-            rl__pool_give_back(rl__client_pool(c, i), conns[i]);
+            rl__pool_give_back(rl__topo_each(rl__client_topo(c), i), conns[i]);
 }
 
 void rl__round_free(rl__round *r)
@@ -84,7 +84,8 @@ void rl__outcomes_describe(redislock_client *c, const redislock_err *o,
     buf[0] = '\0';
     for (i = 0; i < n && used < len; i++) {
         w = snprintf(buf + used, len - used, "%s%s %s", i ? ", " : "",
-                     rl__client_pool(c, i)->name, outcome_word(o[i]));
+                     rl__topo_each(rl__client_topo(c), i)->name,
+                     outcome_word(o[i]));
         if (w < 0)
             break;
         used += (size_t)w;

@@ -1,4 +1,12 @@
-#include "redlock.h"
+/*
+ * The Redlock algorithm (rl__algo_redlock): an acquire attempt decided by
+ * a majority of independent servers within the lease's validity and
+ * undone everywhere when it fails, the owner's extend and release sent to
+ * every server, and inspect by the majority's view. The wait loop around
+ * attempts (acquire.c) and the watchdog are the ones one-server locks
+ * use; waiters sleep, since no one server's release could wake them.
+ */
+#include "algo.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -8,6 +16,7 @@
 #include "clock.h"
 #include "error.h"
 #include "quorum.h"
+#include "reply.h"
 #include "watchdog.h"
 
 /* One attempt's tally. */
@@ -20,29 +29,22 @@ typedef struct votes {
 /* Sorts server i's reply to the acquire script into the tally. */
 static redislock_err count_vote(const rl__reply *r, votes *v)
 {
-    const rl__reply *const *e = (const rl__reply *const *)r->element;
+    rl__acquired a;
+    redislock_err err = rl__reply_acquired(r, &a);
 
-    if (r->type != REDIS_REPLY_ARRAY || r->elements < 2 ||
-        e[0]->type != REDIS_REPLY_INTEGER ||
-        e[1]->type != REDIS_REPLY_INTEGER ||
-        (e[0]->integer == 1 &&
-         (r->elements != 3 || e[2]->type != REDIS_REPLY_INTEGER)))
-        return rl__err(REDISLOCK_EPROTOCOL, "acquire script answered type %d",
-                       r->type);
-    if (e[0]->integer == 1 &&
-        rl__check_fence(e[2]->integer, "acquire") != REDISLOCK_OK)
-        return REDISLOCK_EPROTOCOL;
+    if (err != REDISLOCK_OK)
+        return err;
     v->answered++;
-    if (e[0]->integer == 1) {
+    if (a.taken) {
         v->granted++;
-        if (e[2]->integer > v->fence)
-            v->fence = e[2]->integer;
+        if (a.fence > v->fence)
+            v->fence = a.fence;
         return REDISLOCK_OK;
     }
     v->busy++;
-    if (e[1]->integer >= -1 &&
-        (v->holder_ttl == -2 || e[1]->integer < v->holder_ttl))
-        v->holder_ttl = e[1]->integer;
+    if (a.holder_ttl >= -1 &&
+        (v->holder_ttl == -2 || a.holder_ttl < v->holder_ttl))
+        v->holder_ttl = a.holder_ttl;
     return REDISLOCK_EHELD;
 }
 
@@ -78,9 +80,10 @@ static void undo(redislock_lock *l, const char *id, const char *req,
     for (i = 0; i < r.n; i++)
         if (r.err[i] != REDISLOCK_OK &&
             rl__client_watchdog(l->client, &wd) == REDISLOCK_OK)
-            rl__janitor_abandon(
-                wd, rl__client_topo(l->client), rl__client_pool(l->client, i),
-                l->key, l->keylen, l->base, l->baselen, id, req, ttl_ms);
+            rl__janitor_abandon(wd, rl__client_topo(l->client),
+                                rl__topo_each(rl__client_topo(l->client), i),
+                                l->key, l->keylen, l->base, l->baselen, id, req,
+                                ttl_ms);
     rl__round_free(&r);
 }
 
@@ -108,15 +111,19 @@ static redislock_err refused(redislock_lock *l, const redislock_err *oc,
                    v->answered, n, q, who);
 }
 
-redislock_err rl__redlock_attempt(redislock_lock *l, const char *id,
-                                  const char *req, const char *fmt,
-                                  int64_t ttl_ms, int64_t drift_ms,
-                                  const char *meta, int64_t *sent_us)
+/* One attempt: the acquire script on every server at once (no waiting
+ * marker: nobody is woken), decided by a majority within the lease's
+ * validity; undone on every server when it fails. */
+static redislock_err attempt(redislock_lock *l, const rl__try *t,
+                             int64_t *sent_us)
 {
     char ttl[24];
-    const char *args[7] = {id, ttl, fmt, meta, "0", l->base, req};
-    size_t lens[7] = {strlen(id), 0,          strlen(fmt), strlen(meta),
-                      1,          l->baselen, strlen(req)};
+    const char *args[7] = {t->id, ttl, t->fmt, t->meta, "0", l->base, t->req};
+    size_t lens[7] = {strlen(t->id),   0, strlen(t->fmt),
+                      strlen(t->meta), 1, l->baselen,
+                      strlen(t->req)};
+    const char *id = t->id, *req = t->req;
+    int64_t ttl_ms = t->ttl_ms, drift_ms = t->drift_ms;
     int64_t timeout = rl__client_server_timeout(l->client, ttl_ms), took;
     redislock_err oc[RL_MAX_QUORUM];
     rl__round r;
@@ -138,18 +145,6 @@ redislock_err rl__redlock_attempt(redislock_lock *l, const char *id,
     }
     undo(l, id, req, ttl_ms, timeout);
     return refused(l, oc, r.n, &v, took);
-}
-
-/* Maps one server's answer to an owner script as owner_script does. */
-static redislock_err owner_outcome(const rl__reply *r, long long *n)
-{
-    if (r->type != REDIS_REPLY_INTEGER)
-        return rl__err(REDISLOCK_EPROTOCOL, "owner script answered type %d",
-                       r->type);
-    *n = r->integer;
-    return *n > 0    ? REDISLOCK_OK
-           : *n == 0 ? REDISLOCK_EEXPIRED
-                     : REDISLOCK_ELOST;
 }
 
 /* The outcome a majority gives, or, where none is definite, the first
@@ -187,9 +182,9 @@ static redislock_err majority(redislock_lock *l, const redislock_err *oc,
                    "%s: a majority no longer hold the lock (%s)", what, who);
 }
 
-redislock_err rl__redlock_owner(redislock_lock *l, const rl__script *s,
-                                const char *arg2, int64_t timeout_ms,
-                                long long *n)
+/* The owner's script on every server at once; the majority decides. */
+static redislock_err owner(redislock_lock *l, const rl__script *s,
+                           const char *arg2, int64_t timeout_ms, long long *n)
 {
     const char *args[3] = {l->token, arg2, l->base};
     size_t lens[3] = {strlen(l->token), strlen(arg2), l->baselen}, i;
@@ -208,7 +203,7 @@ redislock_err rl__redlock_owner(redislock_lock *l, const rl__script *s,
     for (i = 0; i < r.n; i++) {
         oc[i] = r.err[i];
         if (r.reply[i] != NULL &&
-            (oc[i] = owner_outcome(r.reply[i], &one)) == 0 &&
+            (oc[i] = rl__reply_owner(r.reply[i], s->name, &one)) == 0 &&
             (least == 0 || one < least))
             least = one;
     }
@@ -223,3 +218,92 @@ redislock_err rl__redlock_owner(redislock_lock *l, const rl__script *s,
                       "validity had run out");
     return err;
 }
+
+/* Longest TTL first; -1 (no expiry) is the longest of all. */
+static int longer_first(const void *x, const void *y)
+{
+    int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+
+    a = a < 0 ? INT64_MAX : a;
+    b = b < 0 ? INT64_MAX : b;
+    return (a < b) - (a > b);
+}
+
+/* The TTL a majority of q still holds the lock for: the q-th longest of
+ * the held servers' TTLs. */
+static int64_t quorum_ttl(int64_t *ttls, size_t n, size_t q)
+{
+    qsort(ttls, n, sizeof *ttls, longer_first);
+    return ttls[q - 1];
+}
+
+/* The majority's view (see redislock_client_new_redlock), and in *first
+ * the lowest-numbered server that has the key: a listing reports it there
+ * only. */
+static redislock_err inspect(redislock_client *c, rl__pool *p, size_t at,
+                             const char *key, size_t keylen, const char *base,
+                             size_t baselen, redislock_info *info, char **buf,
+                             size_t *first)
+{
+    int64_t ttls[RL_MAX_QUORUM], fence = 0;
+    size_t i, held = 0, answered = 0, q;
+    redislock_err err = REDISLOCK_OK;
+    rl__round r;
+
+    (void)p;
+    (void)at;
+    rl__quorum_script(c, NULL,
+                      rl__client_server_timeout(c, REDISLOCK_TTL_MAX_MS),
+                      &rl__script_inspect, key, keylen, 1, &base, &baselen, &r);
+    q = RL_QUORUM(r.n);
+    *first = r.n;
+    for (i = 0; i < r.n; i++) {
+        if (r.reply[i] == NULL || !rl__inspect_well_formed(r.reply[i]))
+            continue;
+        answered++;
+        if (r.reply[i]->element[5]->integer > fence)
+            fence = r.reply[i]->element[5]->integer;
+        if (strcmp(r.reply[i]->element[0]->str, "none") == 0)
+            continue;
+        ttls[held++] = r.reply[i]->element[1]->integer;
+        *first = *first < r.n ? *first : i;
+    }
+    if (answered < q)
+        err = rl__err(REDISLOCK_ENOQUORUM,
+                      "only %zu of %zu servers answered, %zu needed", answered,
+                      r.n, q);
+    else if (held >= q &&
+             (err = rl__inspect_decode(r.reply[*first], info, buf)) == 0)
+        info->ttl_ms = quorum_ttl(ttls, held, q);
+    else if (held < q) {
+        memset(info, 0, sizeof *info);
+        info->ttl_ms = REDISLOCK_TTL_FREE;
+    }
+    info->fence = fence;
+    rl__round_free(&r);
+    return err;
+}
+
+/* No one server's PTTL answers for a quorum: the majority's, by inspect. */
+static redislock_err ttl(redislock_lock *l, int64_t *ttl_ms)
+{
+    redislock_info info;
+    redislock_err err = redislock_inspect(l, &info);
+
+    if (err == REDISLOCK_OK)
+        *ttl_ms = info.ttl_ms;
+    return err;
+}
+
+const rl__algo rl__algo_redlock = {
+    0,
+    1,
+    "fair mode needs one server: a Redlock quorum has no single queue to "
+    "hand the lock down",
+    "a fenced resource lives on one server: use a client of the resource's "
+    "own server, not the Redlock one",
+    attempt,
+    NULL,
+    owner,
+    ttl,
+    inspect};

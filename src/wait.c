@@ -6,8 +6,10 @@
 #include <time.h>
 
 #include "env.h"
+#include "algo.h"
 #include "clock.h"
 #include "error.h"
+#include "reply.h"
 
 /* The pause before a waiter whose BLPOP met a cluster's change tries
  * again: enough for a slot's hand-over, short against a failover. */
@@ -58,7 +60,8 @@ static redislock_err blpop(redislock_lock *l, int nkeys, const char **keys,
     /* In a cluster, on the slot's master now, which may have changed. */
     if (l->waitconn == NULL)
         err = rl__conn_open(
-            &rl__client_route(l->client, l->key, l->keylen)->cfg, &l->waitconn);
+            &rl__topo_node(rl__client_topo(l->client), l->key, l->keylen)->cfg,
+            &l->waitconn);
     /* The reply may take the whole pause, plus a command's time. */
     if (err == REDISLOCK_OK)
         err = rl__conn_timeout(l->waitconn,
@@ -147,9 +150,9 @@ redislock_err rl__wait(redislock_lock *l, const char *token, int fair,
     *res = RL_WAIT_TIMEOUT;
     if (pause_ms < 1)
         return REDISLOCK_OK;
-    /* A Redlock quorum has no one server whose release could wake us. */
-    if (pause_ms < RL_BLOCK_MIN_MS ||
-        rl__client_mode(l->client) == RL_MODE_REDLOCK) {
+    /* Without wake-ups (a Redlock quorum has no one server whose release
+     * could wake us), sleep. */
+    if (pause_ms < RL_BLOCK_MIN_MS || !rl__client_algo(l->client)->wakes) {
         *res = sleep_or_cancel(l, pause_ms);
         return REDISLOCK_OK;
     }

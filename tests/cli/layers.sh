@@ -13,10 +13,11 @@ names="base wire node topology lock client"
 layer() {
     case $1 in
     clock | rand | error | backoff | url | canon | shard | keys | abi) echo 1 ;;
-    conn | script | request) echo 2 ;;
+    conn | script | request | reply) echo 2 ;;
     pool | ident) echo 3 ;;
     topology | cluster | redirect) echo 4 ;;
     lock | acquire | wait | inspect | fence | watchdog | redlock | quorum | \
+        algo | one | \
         env) echo 5 ;;
     client | version) echo 6 ;;
     *) echo 0 ;;

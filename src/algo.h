@@ -1,0 +1,77 @@
+/*
+ * Lock algorithms: how a lock handle's requests are decided. One server
+ * holds each key (single, sharded and cluster clients: one.c), or a
+ * majority of independent servers does (Redlock: redlock.c). The client's
+ * constructor picks one (rl__client_algo in env.h); the lock code calls
+ * through the table and never asks which topology it runs on. A new lock
+ * kind, or a new way of deciding, is a new table.
+ */
+#ifndef RL_ALGO_H
+#define RL_ALGO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lock.h"
+
+/* One acquire attempt's request, as acquire.c built it. */
+typedef struct rl__try {
+    const char *id;   /* token or owner id */
+    const char *req;  /* the request's own id (abandon.lua) */
+    const char *fmt;  /* "plain", "hash" or "reentrant" */
+    const char *meta; /* "" for none */
+    int64_t ttl_ms;
+    int64_t drift_ms; /* subtracted from the validity */
+    int fair;         /* FIFO queue (fair.lua) */
+    int64_t mark_ms;  /* how long the caller may block (waiting marker) */
+} rl__try;
+
+typedef struct rl__algo {
+    /* Whether a release wakes waiters blocked on the lock's server; if not,
+     * waiters retry after a jittered pause. */
+    int wakes;
+    /* Whether an attempt that failed was undone everywhere (its token
+     * voided), so the next attempt takes a fresh token. */
+    int fresh_token;
+    /* Why fair mode or fenced writes cannot be had: the detail of
+     * REDISLOCK_EINVAL; NULL when they can. */
+    const char *no_fair;
+    const char *no_fenced_set;
+    /* One attempt: REDISLOCK_OK with l->fence set, or REDISLOCK_EHELD with
+     * l->holder_ttl (and l->holder_silent) set, or a failure; *sent_us gets
+     * the moment before the first send, from which validity counts. */
+    redislock_err (*attempt)(redislock_lock *l, const rl__try *t,
+                             int64_t *sent_us);
+    /* After an attempt whose reply was lost: makes sure it holds nothing,
+     * now or when it arrives late (in the background). NULL: a failed
+     * attempt has undone itself. */
+    void (*abandon)(redislock_lock *l, const rl__try *t);
+    /* The owner's compare-and-X script (release.lua, extend.lua) for l's
+     * token with arg2, the reply awaited at most timeout_ms (0: the
+     * default): *n its answer as rl__reply_owner maps it. */
+    redislock_err (*owner)(redislock_lock *l, const rl__script *s,
+                           const char *arg2, int64_t timeout_ms, long long *n);
+    /* The key's remaining TTL, whoever holds it (redislock_ttl). */
+    redislock_err (*ttl)(redislock_lock *l, int64_t *ttl_ms);
+    /* Reads key's state (inspect.lua) into info, strings into *buf. p is
+     * the node a listing found key on (NULL: wherever key lives) and at
+     * its number; *first gets the number of the node that reports the key
+     * in a listing (a lock on several servers is listed once). */
+    redislock_err (*inspect)(redislock_client *c, rl__pool *p, size_t at,
+                             const char *key, size_t keylen, const char *base,
+                             size_t baselen, redislock_info *info, char **buf,
+                             size_t *first);
+} rl__algo;
+
+extern const rl__algo rl__algo_one;
+extern const rl__algo rl__algo_redlock;
+
+/* Decodes inspect.lua's reply into info; strings go into *buf (inspect.c,
+ * for every algorithm). */
+redislock_err rl__inspect_decode(const rl__reply *r, redislock_info *info,
+                                 char **buf);
+
+/* Whether r has the shape inspect.lua answers with. */
+int rl__inspect_well_formed(const rl__reply *r);
+
+#endif

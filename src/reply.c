@@ -1,0 +1,56 @@
+#include "reply.h"
+
+#include <string.h>
+
+#include "error.h"
+
+redislock_err rl__check_fence(long long fence, const char *what)
+{
+    if (fence > 0)
+        return REDISLOCK_OK;
+    return rl__err(REDISLOCK_EPROTOCOL,
+                   "%s: the server gave fencing token %lld, which is not "
+                   "positive; is the key's fence counter (the helper key "
+                   "ending in \":rl-fence\") written by something else?",
+                   what, fence);
+}
+
+static int integer(const rl__reply *r)
+{
+    return r->type == REDIS_REPLY_INTEGER;
+}
+
+redislock_err rl__reply_acquired(const rl__reply *r, rl__acquired *a)
+{
+    const rl__reply *const *e = (const rl__reply *const *)r->element;
+
+    memset(a, 0, sizeof *a);
+    if (r->type != REDIS_REPLY_ARRAY || r->elements < 2 || !integer(e[0]) ||
+        !integer(e[1]) ||
+        (e[0]->integer == 1 && (r->elements != 3 || !integer(e[2]))))
+        return rl__err(REDISLOCK_EPROTOCOL, "acquire script answered type %d",
+                       r->type);
+    a->taken = e[0]->integer == 1;
+    if (a->taken) {
+        a->holds = e[1]->integer;
+        a->fence = e[2]->integer;
+        return rl__check_fence(a->fence, "acquire");
+    }
+    a->holder_ttl = e[1]->integer;
+    /* A reply without the flag counts as a holder that wakes. */
+    a->silent = r->elements >= 3 && integer(e[2]) && e[2]->integer == 0;
+    return REDISLOCK_OK;
+}
+
+redislock_err rl__reply_owner(const rl__reply *r, const char *what,
+                              long long *n)
+{
+    if (!integer(r))
+        return rl__err(REDISLOCK_EPROTOCOL, "%s script answered type %d", what,
+                       r->type);
+    if ((*n = r->integer) == 0)
+        return rl__err(REDISLOCK_EEXPIRED, "lock had expired and is free");
+    if (*n < 0)
+        return rl__err(REDISLOCK_ELOST, "lock is now held by another owner");
+    return REDISLOCK_OK;
+}

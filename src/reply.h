@@ -1,0 +1,39 @@
+/*
+ * Typed decoders of the scripts' replies, in one place: the shape each
+ * script answers with is checked here, and a reply of another shape is
+ * REDISLOCK_EPROTOCOL naming the script, whichever algorithm (one server,
+ * or each server of a Redlock quorum) sent it.
+ */
+#ifndef RL_REPLY_H
+#define RL_REPLY_H
+
+#include <stdint.h>
+
+#include "conn.h"
+
+/* What acquire.lua and fair.lua answer: {1, holds, fence} when taken,
+ * {0, pttl, wakes} when another owner holds the lock. */
+typedef struct rl__acquired {
+    int taken;
+    int64_t holds;      /* taken: this owner's holds */
+    int64_t fence;      /* taken: the fencing token, positive */
+    int64_t holder_ttl; /* held: the holder's PTTL (-1 none, -2 unknown) */
+    int silent;         /* held: its release wakes nobody (rl_wakes 0) */
+} rl__acquired;
+
+/* A fencing token from a server must be positive: REDISLOCK_EPROTOCOL
+ * (naming what) for one that is not, else REDISLOCK_OK. */
+redislock_err rl__check_fence(long long fence, const char *what);
+
+/* Decodes an acquire script's reply into *a; REDISLOCK_EPROTOCOL for a
+ * reply of another shape or a fencing token that is not positive. */
+redislock_err rl__reply_acquired(const rl__reply *r, rl__acquired *a);
+
+/* Decodes an owner script's reply (release.lua, extend.lua: 1 or more
+ * done, 0 gone, -1 another owner's) into *n and maps it: REDISLOCK_OK,
+ * REDISLOCK_EEXPIRED or REDISLOCK_ELOST; REDISLOCK_EPROTOCOL for a
+ * reply that is not an integer. what names the script. */
+redislock_err rl__reply_owner(const rl__reply *r, const char *what,
+                              long long *n);
+
+#endif
