@@ -436,9 +436,10 @@ static redislock_err acquire(redislock_lock *l,
         return rl__err(REDISLOCK_ENOTDURABLE, "%s; released", said);
     }
     if ((opts->watchdog || short_lease) && l->watch == NULL &&
-        (err = rl__watch(l, opts, sent_us,
-                         short_lease ? sent_us + l->handoff_lease * 1000 / 3
-                                     : 0)) != REDISLOCK_OK) {
+        (err =
+             rl__lock_watch(l, opts, sent_us,
+                            short_lease ? sent_us + l->handoff_lease * 1000 / 3
+                                        : 0)) != REDISLOCK_OK) {
         /* Without its watchdog the caller would hold a lease nobody
          * renews: give it back. */
         redislock_release(l);

@@ -86,7 +86,7 @@ void redislock_lock_free(redislock_lock *l)
 {
     if (l == NULL)
         return;
-    rl__unwatch(l);
+    rl__lock_unwatch(l);
     rl__conn_close(l->waitconn);
     pthread_cond_destroy(&l->wake);
     pthread_mutex_destroy(&l->mu);
@@ -126,6 +126,34 @@ redislock_err rl__abandon(rl__topo *t, rl__pool *p, const char *key,
     if (err == REDISLOCK_OK)
         rl__reply_free(r);
     return err;
+}
+
+/* The lease the watchdog renews: the lock's, through these. */
+static int64_t lease_valid_until(const redislock_lock *l)
+{
+    return atomic_load(&l->valid_until_us);
+}
+
+static const rl__lease lock_lease = {rl__lock_renew, lease_valid_until,
+                                     rl__lock_mark_lost};
+
+redislock_err rl__lock_watch(redislock_lock *l,
+                             const redislock_acquire_options *o,
+                             int64_t sent_us, int64_t first_us)
+{
+    rl__watchdog *wd;
+    redislock_err err = rl__client_watchdog(l->client, &wd);
+
+    if (err != REDISLOCK_OK)
+        return err;
+    return rl__watch_start(wd, &lock_lease, l, l->ttl_ms, o, sent_us, first_us,
+                           &l->watch);
+}
+
+void rl__lock_unwatch(redislock_lock *l)
+{
+    rl__watch_stop(l->watch);
+    l->watch = NULL;
 }
 
 redislock_err rl__check_ttl(int64_t ttl_ms, const char *what)
@@ -270,7 +298,7 @@ static redislock_err check_held(const redislock_lock *l)
 /* After a definite "expired" or "lost" the handle holds nothing. */
 static void forget(redislock_lock *l, redislock_err why)
 {
-    rl__unwatch(l);
+    rl__lock_unwatch(l);
     if (why != REDISLOCK_OK)
         rl__lock_mark_lost(l, why);
     l->own = 0;
@@ -291,7 +319,7 @@ redislock_err redislock_release_hold(redislock_lock *l, int64_t hold_after_ms)
     /* The last hold: stop renewals first, and wait for one in flight, so
      * that no renewal is ever sent after release. */
     if (l->own == 1)
-        rl__unwatch(l);
+        rl__lock_unwatch(l);
     snprintf(hold, sizeof hold, "%" PRId64, hold_after_ms);
     err = owner_script(l, &rl__script_release, hold, 0, &n);
     if (err == REDISLOCK_EEXPIRED || err == REDISLOCK_ELOST)
@@ -422,7 +450,7 @@ redislock_err redislock_check(const redislock_lock *l)
 
 int redislock_lost_fd(const redislock_lock *l)
 {
-    return l != NULL ? rl__watch_fd(l) : -1;
+    return l != NULL ? rl__watch_efd(l->watch) : -1;
 }
 
 int64_t redislock_holds(const redislock_lock *l)

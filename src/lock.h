@@ -21,8 +21,6 @@
  * No token or owner id may be this. */
 #define RL_RESERVED_VALUE "redislock:hold-after"
 
-struct rl__watch;
-
 struct redislock_lock {
     redislock_client *client;
     rl__pool *pool; /* the server the key lives on */
@@ -58,9 +56,9 @@ struct redislock_lock {
     int cancelled;
     char *wait_list; /* the waiter's own list while it blocks, or NULL */
     size_t wait_list_len;
-    rl__conn *waitconn;      /* the connection a waiter blocks on (BLPOP) */
-    struct rl__watch *watch; /* non-NULL while watched */
-    char *info_buf;          /* backs the strings of redislock_inspect */
+    rl__conn *waitconn; /* the connection a waiter blocks on (BLPOP) */
+    rl__watch *watch;   /* non-NULL while watched */
+    char *info_buf;     /* backs the strings of redislock_inspect */
     /* Per-server results of the last request (Redlock: one per server,
      * in URL order; otherwise one). Guarded by mu. */
     redislock_err outcomes[RL_MAX_QUORUM];
@@ -125,6 +123,18 @@ redislock_err rl__lock_renew(redislock_lock *l);
 
 /* Records a loss (first one wins); returns whether this call recorded it. */
 int rl__lock_mark_lost(redislock_lock *l, redislock_err why);
+
+/* Starts the watchdog's renewals of l, acquired by a request sent at
+ * sent_us; the first at first_us (0: a third of the TTL after sent_us).
+ * Without o->watchdog the watch is one renewal only (the extension of a
+ * short hand-off lease). */
+redislock_err rl__lock_watch(redislock_lock *l,
+                             const redislock_acquire_options *o,
+                             int64_t sent_us, int64_t first_us);
+
+/* Stops renewing l, waiting for a renewal in flight. No-op if unwatched.
+ * Called from the lock's owner thread. */
+void rl__lock_unwatch(redislock_lock *l);
 
 /* Checks a TTL: 1 .. REDISLOCK_TTL_MAX_MS. */
 redislock_err rl__check_ttl(int64_t ttl_ms, const char *what);

@@ -9,7 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "env.h"
+#include "topology.h"
 #include "clock.h"
 #include "error.h"
 #include "lock.h"
@@ -19,7 +19,9 @@
 #define RL_RETRY_MIN_US 5000
 
 struct rl__watch {
-    redislock_lock *lock;
+    redislock_lock *lock; /* the lease's holder: passed back, never read */
+    const rl__lease *lease;
+    int64_t ttl_ms;
     rl__watchdog *wd;
     int64_t next_us;    /* when to renew next */
     int64_t started_us; /* when the lock was acquired */
@@ -102,7 +104,7 @@ static void report_loss(struct rl__watch *w, redislock_err why)
 {
     uint64_t one = 1;
 
-    if (!rl__lock_mark_lost(w->lock, why))
+    if (!w->lease->lost(w->lock, why))
         return;
     while (w->efd >= 0 && write(w->efd, &one, sizeof one) < 0 && errno == EINTR)
         ;
@@ -120,8 +122,8 @@ static int capped(const struct rl__watch *w, int64_t now)
 static verdict renew(struct rl__watch *w)
 {
     redislock_lock *l = w->lock;
-    int64_t now = rl__now_us(), valid = atomic_load(&l->valid_until_us);
-    int64_t period = l->ttl_ms * 1000 / 3, retry;
+    int64_t now = rl__now_us(), valid = w->lease->valid_until(l);
+    int64_t period = w->ttl_ms * 1000 / 3, retry;
     redislock_err err;
 
     if (capped(w, now)) {
@@ -133,7 +135,7 @@ static verdict renew(struct rl__watch *w)
         report_loss(w, REDISLOCK_EEXPIRED);
         return DROP;
     }
-    err = rl__lock_renew(l);
+    err = w->lease->renew(l);
     now = rl__now_us();
     if (err == REDISLOCK_OK) {
         w->renewals++;
@@ -144,7 +146,7 @@ static verdict renew(struct rl__watch *w)
         report_loss(w, err);
         return DROP;
     }
-    if (now >= atomic_load(&l->valid_until_us)) {
+    if (now >= (valid = w->lease->valid_until(l))) {
         /* Renewals failed (a timeout, say) until the validity ran out:
          * for the holder that is an expiry, as redislock_check() already
          * says; the detail keeps the last renewal's error. */
@@ -158,10 +160,10 @@ static verdict renew(struct rl__watch *w)
     }
     /* A transient failure: try again soon, but not past the validity, at
      * which point the lock counts as lost. */
-    retry = l->ttl_ms * 100;
+    retry = w->ttl_ms * 100;
     w->next_us = now + (retry > RL_RETRY_MIN_US ? retry : RL_RETRY_MIN_US);
-    if (w->next_us > atomic_load(&l->valid_until_us))
-        w->next_us = atomic_load(&l->valid_until_us);
+    if (w->next_us > valid)
+        w->next_us = valid;
     return KEEP;
 }
 
@@ -313,16 +315,14 @@ void rl__watchdog_free(rl__watchdog *wd)
     free(wd);
 }
 
-redislock_err rl__watch(redislock_lock *l, const redislock_acquire_options *o,
-                        int64_t sent_us, int64_t first_us)
+redislock_err rl__watch_start(rl__watchdog *wd, const rl__lease *lease,
+                              redislock_lock *l, int64_t ttl_ms,
+                              const redislock_acquire_options *o,
+                              int64_t sent_us, int64_t first_us,
+                              rl__watch **out)
 {
-    struct rl__watch *w;
-    rl__watchdog *wd;
-    redislock_err err = rl__client_watchdog(l->client, &wd);
+    struct rl__watch *w = calloc(1, sizeof *w);
 
-    if (err != REDISLOCK_OK)
-        return err;
-    w = calloc(1, sizeof *w);
     if (w == NULL)
         return rl__err(REDISLOCK_ENOMEM, "out of memory");
     /* A one-renewal watch (a short hand-off lease) reports no loss. */
@@ -332,16 +332,18 @@ redislock_err rl__watch(redislock_lock *l, const redislock_acquire_options *o,
         return rl__err(REDISLOCK_ENOMEM, "cannot make an eventfd");
     }
     w->lock = l;
+    w->lease = lease;
+    w->ttl_ms = ttl_ms;
     w->wd = wd;
     w->started_us = sent_us;
-    w->next_us = first_us ? first_us : sent_us + l->ttl_ms * 1000 / 3;
+    w->next_us = first_us ? first_us : sent_us + ttl_ms * 1000 / 3;
     w->oneshot = !o->watchdog;
     w->max_hold_us = o->max_hold_ms * 1000;
     w->max_renewals = o->max_renewals;
     w->cb = o->on_lost;
     w->cb_arg = o->on_lost_arg;
     w->linked = 1;
-    l->watch = w;
+    *out = w;
     pthread_mutex_lock(&wd->mu);
     w->next = wd->head;
     wd->head = w;
@@ -351,9 +353,8 @@ redislock_err rl__watch(redislock_lock *l, const redislock_acquire_options *o,
     return REDISLOCK_OK;
 }
 
-void rl__unwatch(redislock_lock *l)
+void rl__watch_stop(rl__watch *w)
 {
-    struct rl__watch *w = l->watch;
     rl__watchdog *wd;
 
     if (w == NULL)
@@ -368,12 +369,11 @@ void rl__unwatch(redislock_lock *l)
     if (w->efd >= 0)
         close(w->efd);
     free(w);
-    l->watch = NULL;
 }
 
-int rl__watch_fd(const redislock_lock *l)
+int rl__watch_efd(const rl__watch *w)
 {
-    return l->watch != NULL ? l->watch->efd : -1;
+    return w != NULL ? w->efd : -1;
 }
 
 void rl__janitor_abandon(rl__watchdog *wd, rl__topo *t, rl__pool *p,
