@@ -91,20 +91,21 @@ static void raw_token(char out[37])
 
 /* EVALSHA acquire (the library's acquire script, whose SET NX PX also
  * issues the fencing token), then EVALSHA release: the same two commands
- * the library sends, written by hand. */
+ * the library sends, written by hand. A plain lock's token is its
+ * request's id too (ARGV[7], see acquire.lua). */
 static void raw_cycle(redisContext *c)
 {
     char tok[37], ttl[16];
-    const char *acq[10] = {"EVALSHA", rl__script_acquire.sha1, "1",
+    const char *acq[11] = {"EVALSHA", rl__script_acquire.sha1, "1",
                            SOLO_KEY, tok, ttl, "plain", "", "86400000",
-                           SOLO_BASE};
+                           SOLO_BASE, tok};
     const char *rel[7] = {"EVALSHA", rl__script_release.sha1, "1",
                           SOLO_KEY, tok, "0", SOLO_BASE};
     redisReply *r;
 
     raw_token(tok);
     snprintf(ttl, sizeof ttl, "%d", LB_TTL_MS);
-    r = redisCommandArgv(c, 10, acq, NULL);
+    r = redisCommandArgv(c, 11, acq, NULL);
     if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements != 3)
         lb_die("raw EVALSHA acquire failed%s%s",
                r && r->type == REDIS_REPLY_ERROR ? ": " : "",
