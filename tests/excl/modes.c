@@ -64,7 +64,7 @@ static const char *const hold_names[] = {"for", "edge", "over", "blpop"};
 /* The label the report shows: how the section took the lock. */
 static void label(excl_section *s, const char *kind)
 {
-    char r[16] = "";
+    char r[32] = "";
 
     if (s->o.retry_delay_ms > 0)
         snprintf(r, sizeof r, " r%lld", (long long)s->o.retry_delay_ms);
