@@ -13,7 +13,8 @@ tsan=${TSAN_BUILD:-build-tsan}
 # library's watchdog and janitor threads the most.
 threaded="watchdog_* reentrant_* retry_* concurrency_* shard_*
 legacy_fixed_delay_herd cluster_lock_features cluster_slot_migration cluster_failover
-redlock_watchdog_renews_and_signals excl_watchdog excl_proxy"
+redlock_watchdog_renews_and_signals redlock_blackholed_servers_connect_at_once
+excl_watchdog excl_proxy"
 
 build() {
     cmake -S . -B "$1" -DCMAKE_BUILD_TYPE=Debug -DREDISLOCK_WERROR=ON \

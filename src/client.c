@@ -56,15 +56,30 @@ static redislock_err check_options(const redislock_options *o)
 }
 
 /* Redlock tolerates a minority of servers down, from the start too: a
- * client is made when a majority answer. */
+ * client is made when a majority answer. The servers are connected to
+ * all at once (those down or stopped cost one connect timeout together),
+ * then each is PINGed on the connection made. */
 static redislock_err check_majority(redislock_client *c)
 {
+    rl__pool *pools[RL_MAX_QUORUM];
+    rl__conn *conns[RL_MAX_QUORUM];
+    redislock_err opened[RL_MAX_QUORUM];
+    char detail[RL_MAX_QUORUM][RL_POOL_DETAIL];
+    int want[RL_MAX_QUORUM];
     size_t i, up = 0;
     redislock_err err, first = REDISLOCK_OK;
     char said[256] = "";
 
     for (i = 0; i < c->npools; i++) {
-        err = rl__pool_check(&c->pools[i]);
+        pools[i] = &c->pools[i];
+        want[i] = 1;
+    }
+    rl__pools_borrow(pools, c->npools, want, conns, opened, detail);
+    for (i = 0; i < c->npools; i++) {
+        if (opened[i] == REDISLOCK_OK)
+            rl__pool_give_back(pools[i], conns[i]);
+        err = opened[i] != REDISLOCK_OK ? rl__err(opened[i], "%s", detail[i])
+                                        : rl__pool_check(pools[i]);
         if (err == REDISLOCK_OK)
             up++;
         else if (first == REDISLOCK_OK) {

@@ -127,6 +127,22 @@ redislock_err rl__pool_borrow(rl__pool *p, rl__conn **out)
     return open_one(p, out);
 }
 
+int rl__pool_take_idle(rl__pool *p, rl__conn **out)
+{
+    pthread_mutex_lock(&p->mu);
+    if (p->nidle == 0) {
+        pthread_mutex_unlock(&p->mu);
+        return 0;
+    }
+    *out = p->idle[--p->nidle];
+    pthread_mutex_unlock(&p->mu);
+    if (!rl__conn_stale(*out))
+        return 1;
+    rl__conn_close(*out);
+    forget_one(p);
+    return 0;
+}
+
 void rl__pool_give_back(rl__pool *p, rl__conn *conn)
 {
     int broken = rl__conn_broken(conn);
@@ -186,4 +202,51 @@ redislock_err rl__pool_check(rl__pool *p)
                       "a Redis server?");
     rl__reply_free(r);
     return err;
+}
+
+/* A connection being borrowed from one pool, on a thread of its own. */
+typedef struct borrowing {
+    rl__pool *pool;
+    rl__conn **out;
+    redislock_err *err;
+    char *detail;
+    pthread_t thread;
+    int started;
+} borrowing;
+
+static void *borrow_one(void *arg)
+{
+    borrowing *b = arg;
+
+    *b->err = rl__pool_borrow(b->pool, b->out);
+    if (*b->err != REDISLOCK_OK)
+        snprintf(b->detail, RL_POOL_DETAIL, "%s", redislock_errdetail());
+    return NULL;
+}
+
+void rl__pools_borrow(rl__pool *const *pools, size_t n, const int *want,
+                      rl__conn **out, redislock_err *err,
+                      char (*detail)[RL_POOL_DETAIL])
+{
+    borrowing b[RL_POOLS_PAR_MAX];
+    size_t i, count = 0;
+
+    for (i = 0; i < n && i < RL_POOLS_PAR_MAX; i++) {
+        b[i] = (borrowing){pools[i], &out[i], &err[i], detail[i], 0, 0};
+        count += want[i] != 0;
+    }
+    /* A thread each when more than one connection may take a connect
+     * timeout; one on this thread (as when no thread can be had). */
+    for (i = 0; i < n && count > 1; i++)
+        if (want[i])
+            b[i].started =
+                pthread_create(&b[i].thread, NULL, borrow_one, &b[i]) == 0;
+    for (i = 0; i < n; i++) {
+        if (!want[i])
+            continue;
+        if (b[i].started)
+            pthread_join(b[i].thread, NULL);
+        else
+            borrow_one(&b[i]);
+    }
 }

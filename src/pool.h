@@ -44,6 +44,23 @@ void rl__pool_fini(rl__pool *p);
  * or waits for one to be returned. */
 redislock_err rl__pool_borrow(rl__pool *p, rl__conn **out);
 
+/* Takes an idle connection that is still good, without waiting or
+ * connecting: 1 when *out got one, 0 when there was none. */
+int rl__pool_take_idle(rl__pool *p, rl__conn **out);
+
+/* The most pools rl__pools_borrow takes, and the size of each detail. */
+#define RL_POOLS_PAR_MAX RL_REQ_MAX_PAR
+#define RL_POOL_DETAIL RL_REQ_DETAIL
+
+/* Borrows a connection from each pool i with want[i] into out[i], the
+ * ones that must be opened all at once (a thread each), so that servers
+ * that are down or stopped cost one connect timeout together rather than
+ * one each; err[i] gets each outcome and detail[i] a failure's detail.
+ * n is at most RL_POOLS_PAR_MAX. */
+void rl__pools_borrow(rl__pool *const *pools, size_t n, const int *want,
+                      rl__conn **out, redislock_err *err,
+                      char (*detail)[RL_POOL_DETAIL]);
+
 /* Returns a connection; a broken one is closed, and the next borrower
  * opens a fresh one: that is how a dropped connection is re-established. */
 void rl__pool_give_back(rl__pool *p, rl__conn *conn);

@@ -5,25 +5,23 @@
 
 #include "error.h"
 
-/* Borrows one connection per server; a server that cannot be reached
- * fails here and takes no part. */
+/* Borrows one connection per server: idle ones at once, the others
+ * opened in parallel; a server that cannot be reached fails here and
+ * takes no part. */
 static void borrow_all(redislock_client *c, const int *only, rl__round *r,
                        rl__conn **conns)
 {
-    redislock_err err;
+    rl__pool *pools[RL_MAX_QUORUM];
+    int want[RL_MAX_QUORUM];
     size_t i;
 
     for (i = 0; i < r->n; i++) {
         conns[i] = NULL;
-        if (only != NULL && !only[i])
-            continue;
-        err = rl__pool_borrow(rl__topo_each(rl__client_topo(c), i), &conns[i]);
-        if (err != REDISLOCK_OK) {
-            r->err[i] = err;
-            snprintf(r->detail[i], sizeof r->detail[i], "%s",
-                     redislock_errdetail());
-        }
+        pools[i] = rl__topo_each(rl__client_topo(c), i);
+        want[i] = (only == NULL || only[i]) &&
+                  !rl__pool_take_idle(pools[i], &conns[i]);
     }
+    rl__pools_borrow(pools, r->n, want, conns, r->err, r->detail);
 }
 
 void rl__quorum_script(redislock_client *c, const int *only, int64_t timeout_ms,

@@ -23,6 +23,8 @@
 #define RL_REQ_MAX_CMDS 8
 /* The most connections one request runs on at once. */
 #define RL_REQ_MAX_PAR 15
+/* Room for the detail of one connection's failure. */
+#define RL_REQ_DETAIL 96
 
 typedef struct rl__request {
     /* A script with its keys and arguments... */
@@ -68,7 +70,7 @@ typedef struct rl__replies {
     size_t n;
     rl__reply *reply[RL_REQ_MAX_PAR]; /* NULL where err is set */
     redislock_err err[RL_REQ_MAX_PAR];
-    char detail[RL_REQ_MAX_PAR][96];
+    char detail[RL_REQ_MAX_PAR][RL_REQ_DETAIL];
 } rl__replies;
 
 /*

@@ -4,11 +4,14 @@
  * separate connections), so the tests check what another client would
  * see, not what the library believes.
  */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -689,5 +692,79 @@ void test_redlock_same_server_found_late_never_votes(void)
     redislock_client_free(c);
     unlink(link);
     rmdir(dir);
+    th_servers_stop(&e);
+}
+
+/* A TCP port that never completes a connect: a listener with a backlog
+ * of one, filled by *filler and never accepted, so that the kernel drops
+ * further SYNs (a blackholed server). Returns the listener. */
+static int blackhole(int *port, int *filler)
+{
+    struct sockaddr_in a;
+    socklen_t alen = sizeof a;
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT(fd >= 0);
+    ASSERT(bind(fd, (struct sockaddr *)&a, sizeof a) == 0);
+    ASSERT(listen(fd, 0) == 0);
+    ASSERT(getsockname(fd, (struct sockaddr *)&a, &alen) == 0);
+    *port = ntohs(a.sin_port);
+    *filler = socket(AF_INET, SOCK_STREAM, 0);
+    ASSERT(*filler >= 0);
+    ASSERT(connect(*filler, (struct sockaddr *)&a, sizeof a) == 0);
+    return fd;
+}
+
+/* Two of five servers blackholed (a connect never completes): their
+ * connections are tried all at once, so a new client, and each acquire
+ * (which tries to connect them again), costs one connect timeout, not
+ * one per server that is away. */
+void test_redlock_blackholed_servers_connect_at_once(void)
+{
+    enum { CONNECT_MS = 700 };
+    th_servers e = th_servers_start(3);
+    const char *urls[5];
+    char bh[2][64];
+    int lfd[2], fill[2], port, i;
+    redislock_options co = {0};
+    redislock_client *c = NULL;
+    redislock_lock *l;
+    redislock_acquire_options o = th_aopts(10000, 0, 0);
+    int64_t t0, made, took;
+
+    for (i = 0; i < 2; i++) {
+        lfd[i] = blackhole(&port, &fill[i]);
+        snprintf(bh[i], sizeof bh[i], "redis://127.0.0.1:%d", port);
+    }
+    urls[0] = e.urls[0];
+    urls[1] = bh[0];
+    urls[2] = e.urls[1];
+    urls[3] = bh[1];
+    urls[4] = e.urls[2];
+    co.connect_timeout_ms = CONNECT_MS;
+    t0 = th_now_ms();
+    ASSERT_OK(redislock_client_new_redlock(&c, urls, 5, &co));
+    made = th_now_ms() - t0;
+    l = th_lock(c, KEY);
+    t0 = th_now_ms();
+    ASSERT_OK(redislock_acquire(l, &o));
+    took = th_now_ms() - t0;
+    ASSERT_EQ_INT(holders(&e, KEY), 3);
+    ASSERT_OK(redislock_release(l));
+    test_log("with 2 of 5 blackholed: a new client %lld ms, an acquire "
+             "%lld ms (connect timeout %d ms)",
+             (long long)made, (long long)took, CONNECT_MS);
+    /* One after the other would take two connect timeouts. */
+    ASSERT_LT(made, CONNECT_MS * 3 / 2);
+    ASSERT_LT(took, CONNECT_MS * 3 / 2);
+    redislock_lock_free(l);
+    redislock_client_free(c);
+    for (i = 0; i < 2; i++) {
+        close(fill[i]);
+        close(lfd[i]);
+    }
     th_servers_stop(&e);
 }
