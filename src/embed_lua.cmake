@@ -1,15 +1,23 @@
 # Writes OUT: one rl__script per NAMES entry, with the source of
 # DIR/lib.lua followed by DIR/NAME.lua as a C string and its SHA1 (what
-# EVALSHA names it by).
+# EVALSHA names it by). With KEYCHECK set to STRICT or REPORT (the
+# REDISLOCK_LUA_KEYCHECK option), each script is first rewritten by
+# lua_keycheck.cmake, and its SHA1 is that of the rewritten text.
 set(_c "/* Generated from src/lua by embed_lua.cmake. Do not edit. */\n")
 string(APPEND _c "#include \"script.h\"\n\n")
 string(REPLACE "," ";" NAMES "${NAMES}")
 # lib.lua holds the functions several scripts share; it goes in front of
 # each script, so every script is still sent (and cached) whole.
 file(READ ${DIR}/lib.lua _lib)
+if(KEYCHECK)
+    include(${CMAKE_CURRENT_LIST_DIR}/lua_keycheck.cmake)
+endif()
 foreach(_name ${NAMES})
     file(READ ${DIR}/${_name}.lua _body)
     set(_src "${_lib}${_body}")
+    if(KEYCHECK)
+        rl_keycheck_wrap(_src "${_src}" ${_name} ${KEYCHECK})
+    endif()
     string(SHA1 _sha "${_src}")
     string(REPLACE "\\" "\\\\" _esc "${_src}")
     string(REPLACE "\"" "\\\"" _esc "${_esc}")
