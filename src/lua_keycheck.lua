@@ -34,6 +34,13 @@ local rl_kc_spec = {
     ZRANK = {1, 1, 1},
     TIME = {0, 0, 0}, PING = {0, 0, 0}, ECHO = {0, 0, 0},
 }
+-- A key name as the log and the error show it: spaces, control bytes and
+-- backslashes as \xNN, so that a line names one key.
+local function rl_kc_show(k)
+    return (string.gsub(tostring(k), '[%c%s\\\128-\255]', function(c)
+        return string.format('\\x%02x', string.byte(c))
+    end))
+end
 local rl_kc_declared = {}
 for _, k in ipairs(KEYS) do
     rl_kc_declared[k] = true
@@ -52,7 +59,7 @@ local function rl_kc_check(cmd, ...)
         for i = spec[1], math.min(last, n), spec[3] do
             local k = tostring((select(i, ...)))
             if not rl_kc_declared[k] then
-                bad[#bad + 1] = 'undeclared key ' .. k
+                bad[#bad + 1] = 'undeclared key ' .. rl_kc_show(k)
             end
         end
     end
@@ -60,7 +67,7 @@ local function rl_kc_check(cmd, ...)
         local msg = 'RLKEYCHECK ' .. what .. ' in ' .. name .. ' of ' ..
                     rl_kc_script
         redis.log(redis.LOG_WARNING,
-                  msg .. ' (KEYS[1] ' .. tostring(KEYS[1]) .. ')')
+                  msg .. ' (KEYS[1] ' .. rl_kc_show(KEYS[1]) .. ')')
         if rl_kc_strict then
             error(redis.error_reply(msg))
         end
