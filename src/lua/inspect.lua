@@ -42,9 +42,8 @@ elseif t == 'string' and redis.call('STRLEN', key) <= 128 then
         kind, f[2] = 1, '1'
     elseif token_like(v) then
         kind = 0
-        -- redislock's own plain lock: rand.h's RL_LOCK_TOKEN_PREFIX and
-        -- 32 hex digits. Its holder has one hold.
-        if string.find(v, '^rl1%-' .. string.rep('%x', 32) .. '$') then
+        -- redislock's own plain lock: its holder has one hold.
+        if rl_our_token(v, true) then
             f[2] = '1'
         end
     end

@@ -19,16 +19,30 @@ local function rl_holder(key)
     return kind, false
 end
 
+-- The prefix of redislock's plain-lock tokens, rand.h's
+-- RL_LOCK_TOKEN_PREFIX (test_rand checks that the two agree).
+local RL_TOKEN_PREFIX = 'rl1-'
+
+-- Whether v is one of redislock's plain-lock tokens: the prefix, and
+-- with whole set, the 32 hex digits after it.
+local function rl_our_token(v, whole)
+    local n = #RL_TOKEN_PREFIX
+    if string.sub(v, 1, n) ~= RL_TOKEN_PREFIX then
+        return false
+    end
+    return not whole or
+        (#v == n + 32 and string.find(v, '^%x+$', n + 1) ~= nil)
+end
+
 -- Whether the release of a lock held as kind and holder (rl_holder's
 -- answer) wakes its waiters: 1 for redislock's own locks (a hash, or a
--- plain token with the prefix in rand.h's RL_LOCK_TOKEN_PREFIX), for a
--- hold-after reservation (it ends only by expiry, which waiters time)
--- and for no lock at all; 0 for anything else, such as another library's
--- lock, which is released without a word: its waiters poll.
+-- plain token with redislock's prefix), for a hold-after reservation (it
+-- ends only by expiry, which waiters time) and for no lock at all; 0 for
+-- anything else, such as another library's lock, which is released
+-- without a word: its waiters poll.
 local function rl_wakes(kind, holder)
     if kind == 'none' or kind == 'hash' or
-            (kind == 'string' and
-             (not holder or string.sub(holder, 1, 4) == 'rl1-')) then
+            (kind == 'string' and (not holder or rl_our_token(holder))) then
         return 1
     end
     return 0

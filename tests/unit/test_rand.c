@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "rand.h"
+#include "script.h"
 #include "test.h"
 
 #define NTOKENS 2000
@@ -45,6 +46,10 @@ void test_rand_lock_token_format(void)
     ASSERT_EQ_INT(strlen(t), RL_LOCK_TOKEN_LEN);
     ASSERT_EQ_INT(strncmp(t, "rl1-", 4), 0);
     ASSERT_EQ_STR(RL_LOCK_TOKEN_PREFIX, "rl1-");
+    /* The scripts tell the library's tokens by the same prefix. */
+    ASSERT(strstr(rl__script_inspect.source,
+                  "local RL_TOKEN_PREFIX = '" RL_LOCK_TOKEN_PREFIX "'\n") !=
+           NULL);
     assert_token_format(t + 4);
     ASSERT_EQ_INT(rl__lock_token(u), 0);
     ASSERT(strcmp(t, u) != 0);
