@@ -198,3 +198,10 @@ void th_join_within_at_(const char *file, int line, pthread_t t, int64_t ms)
         test_fail_(file, line, "thread not done within %lld ms",
                    (long long)ms);
 }
+
+int th_cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+    return (x > y) - (x < y);
+}

@@ -269,13 +269,6 @@ static int64_t wall_us(void)
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-static int cmp_i64(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-
-    return (x > y) - (x < y);
-}
-
 /* Until key exists, at most ms. */
 static void wait_exists(redisContext *r, const char *key, int64_t ms)
 {
@@ -319,7 +312,7 @@ static void foreign_rounds(env *e, const char *key, hold_fn hold,
         ASSERT_OK(redislock_release(w.l));
         redislock_lock_free(w.l);
     }
-    qsort(late, FOREIGN_ROUNDS, sizeof late[0], cmp_i64);
+    qsort(late, FOREIGN_ROUNDS, sizeof late[0], th_cmp_i64);
     test_log("%s, %d s lease, %d rounds: from the release to the waiter's "
              "acquire (us): min %lld, median %lld, p90 %lld, max %lld",
              who, FOREIGN_LEASE_MS / 1000, FOREIGN_ROUNDS, (long long)late[0],

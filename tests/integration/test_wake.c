@@ -140,13 +140,6 @@ static void waiter_start(waiter *w, redislock_client *c, const char *key)
 
 #define waiter_join_ok(w, ms) th_waiter_join_ok(w, ms)
 
-static int cmp_i64(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-
-    return (x > y) - (x < y);
-}
-
 #define WAKE_ROUNDS 5
 
 void test_wake_release_wakes_waiter(void)
@@ -176,7 +169,7 @@ void test_wake_release_wakes_waiter(void)
              "%lld %lld %lld; holder TTL 10 s",
              (long long)lat[0], (long long)lat[1], (long long)lat[2],
              (long long)lat[3], (long long)lat[4]);
-    qsort(lat, WAKE_ROUNDS, sizeof lat[0], cmp_i64);
+    qsort(lat, WAKE_ROUNDS, sizeof lat[0], th_cmp_i64);
     test_log("median %lld us", (long long)lat[WAKE_ROUNDS / 2]);
     ASSERT_LE(lat[WAKE_ROUNDS / 2] / 1000, WAKE_MEDIAN_MS);
     env_stop(&e);
