@@ -67,15 +67,19 @@ static void abandon(redislock_lock *l, const rl__try *t)
 static redislock_err owner(redislock_lock *l, const rl__script *s,
                            const char *arg2, int64_t timeout_ms, long long *n)
 {
-    const char *args[3] = {l->token, arg2, l->base};
-    size_t lens[3] = {strlen(l->token), strlen(arg2), l->baselen};
+    /* Release's guard against a slot migrating under it, only where
+     * slots can migrate. */
+    const char *migrates =
+        rl__topo_slots_migrate(rl__client_topo(l->client)) ? "1" : "0";
+    const char *args[4] = {l->token, arg2, l->base, migrates};
+    size_t lens[4] = {strlen(l->token), strlen(arg2), l->baselen, 1};
     rl__reply *r;
     redislock_err err;
 
     /* An extend writes the lease: the replica-sync guard follows it. */
     err = s == &rl__script_extend
               ? rl__lock_write_script(l, timeout_ms, s, 3, args, lens, &r)
-              : rl__lock_script(l, timeout_ms, s, 3, args, lens, &r);
+              : rl__lock_script(l, timeout_ms, s, 4, args, lens, &r);
     rl__lock_set_outcomes(l, &err, 1);
     if (err != REDISLOCK_OK)
         return err;

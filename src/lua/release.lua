@@ -3,7 +3,9 @@
 -- owner field holds the owner id (reentrant locks, locks with metadata).
 -- KEYS[1] the lock. ARGV[1] token or owner id. ARGV[2] hold-after in ms:
 -- '0' frees the lock (handing it to a waiter), more keeps it reserved that
--- long. ARGV[3] helper base.
+-- long. ARGV[3] helper base. ARGV[4] '1' where the server is a cluster
+-- node, whose slots can migrate (absent or '0': the guard below is
+-- skipped, three calls saved).
 -- Returns -1 another owner's (untouched), 0 gone (expired, free),
 -- 1 released, n > 1 still held by the owner with n - 1 holds left.
 local key, id = KEYS[1], ARGV[1]
@@ -26,8 +28,10 @@ end
 -- left (or was never made) cannot be touched: let that fail the script
 -- here, before the DEL, so that it can be sent again whole. One key per
 -- call: the importing node refuses a multi-key call it has only part of.
-for _, suffix in ipairs({'q', 'waiting', 'wake'}) do
-    redis.call('EXISTS', ARGV[3] .. suffix)
+if ARGV[4] == '1' then
+    for _, suffix in ipairs({'q', 'waiting', 'wake'}) do
+        redis.call('EXISTS', ARGV[3] .. suffix)
+    end
 end
 redis.call('DEL', key)
 rl_handoff(key, ARGV[3])
