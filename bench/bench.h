@@ -121,12 +121,23 @@ typedef struct lb_idle {
 
 void lb_run_idle(const lb_env *e, lb_idle *r);
 
+/* memory.c: bytes and keys per held plain lock, the library's against
+ * SET NX PX's. */
+typedef struct lb_memory {
+    int n, ok;
+    double raw_bytes, raw_keys, lib_bytes, lib_keys;
+    char err[200];
+} lb_memory;
+
+void lb_run_memory(const lb_env *e, lb_memory *m, int n);
+
 /* contend.c */
 void lb_run_series(const lb_env *e, lb_series *s);
 
 /* report.c */
 void lb_report(const lb_env *e, const lb_micro *m, const lb_idle *idle,
-               int nidle, lb_series *s, size_t ns, const char *machine);
+               int nidle, const lb_memory *mem, lb_series *s, size_t ns,
+               const char *machine);
 /* The exit status: 1 when any counter check or exclusion check failed. */
 int lb_failed(const lb_series *s, size_t ns, const lb_idle *idle, int nidle);
 

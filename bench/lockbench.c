@@ -251,6 +251,7 @@ int main(int argc, char **argv)
     opts o = {{2, 4, 8}, 3, {2, 4, 8}, 3, 1.0, 1, 0};
     lb_micro m = {0};
     lb_idle idle[2] = {{.fair = 0}, {.fair = 1}};
+    lb_memory mem;
     char machine[1024];
     size_t ns, i;
 
@@ -277,6 +278,9 @@ int main(int argc, char **argv)
                idle[i].fair ? "fair" : "default");
         lb_run_idle(&e, &idle[i]);
     }
+    printf("lockbench: memory per held lock, %d locks ...\n",
+           scaled(100000, o.scale));
+    lb_run_memory(&e, &mem, scaled(100000, o.scale));
     for (i = 0; i < ns; i++) {
         printf("lockbench: %s, K=%d, M=%d ...", s[i].name, s[i].k, s[i].m);
         fflush(stdout);
@@ -284,7 +288,7 @@ int main(int argc, char **argv)
         printf(" %.1f s%s%s\n", s[i].seconds, s[i].ran ? "" : ", FAILED: ",
                s[i].err);
     }
-    lb_report(&e, &m, idle, 2, s, ns, machine);
+    lb_report(&e, &m, idle, 2, &mem, s, ns, machine);
     redisFree(e.ctl);
     return lb_failed(s, ns, idle, 2);
 }

@@ -251,8 +251,26 @@ static void targets(const lb_micro *m, const lb_idle *idle, int nidle,
                idle[i].ok ? "" : " -- ", idle[i].err);
 }
 
+/* Memory per held plain lock, against SET NX PX's (target: 1.2 x). */
+static void memory(const lb_memory *mem)
+{
+    double ratio = mem->raw_bytes > 0 ? mem->lib_bytes / mem->raw_bytes : 0;
+
+    if (!mem->ok) {
+        printf("Memory per held lock: not measured: %s\n", mem->err);
+        return;
+    }
+    printf("Memory per held plain lock over %d locks: %.0f bytes and %.2f "
+           "keys; SET NX PX: %.0f bytes and %.2f keys\n",
+           mem->n, mem->lib_bytes, mem->lib_keys, mem->raw_bytes,
+           mem->raw_keys);
+    printf("  memory per held lock <= 1.2 x SET NX PX: %.2f x %s\n", ratio,
+           yes(ratio <= 1.2));
+}
+
 void lb_report(const lb_env *e, const lb_micro *m, const lb_idle *idle,
-               int nidle, lb_series *s, size_t ns, const char *machine)
+               int nidle, const lb_memory *mem, lb_series *s, size_t ns,
+               const char *machine)
 {
     char path[1024];
     int k = target_k(s, ns);
@@ -279,14 +297,17 @@ void lb_report(const lb_env *e, const lb_micro *m, const lb_idle *idle,
                idle[i].err);
     plot(e, m, s, ns, k);
     targets(m, idle, nidle, fair, def, k);
+    memory(mem);
     if (lb_failed(s, ns, idle, nidle))
         printf("\n*** FAIL: a counter check, the exclusion check or a run "
                "failed (see the table) ***\n");
     printf("rtt_p50_us=%.1f cycle_ratio=%.3f handoff_p50_us=%.1f "
-           "handoff_p99_us=%.1f k8_cycles_per_s=%.0f k8_switch=%.3f\n",
+           "handoff_p99_us=%.1f k8_cycles_per_s=%.0f k8_switch=%.3f "
+           "lock_bytes=%.0f setnx_bytes=%.0f\n",
            m->ping_p50, m->ratio[2], fair ? fair->h50 : -1,
            fair ? fair->h99 : -1, fair ? fair->cycles_s : 0,
-           fair ? fair->sw : 0);
+           fair ? fair->sw : 0, mem->ok ? mem->lib_bytes : -1,
+           mem->raw_bytes);
 }
 
 int lb_failed(const lb_series *s, size_t ns, const lb_idle *idle, int nidle)

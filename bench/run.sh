@@ -64,7 +64,7 @@ bin=$build/bench/lockbench
 cc -std=c11 -O2 -g -Wall -Wextra -Wstrict-prototypes -Wwrite-strings \
     -Iinclude -Isrc $(pkg-config --cflags hiredis) \
     -o "$bin" bench/lockbench.c bench/micro.c bench/contend.c \
-    bench/report.c bench/util.c \
+    bench/memory.c bench/report.c bench/util.c \
     "$lib" $(pkg-config --libs hiredis) -lpthread ||
     die "cannot compile lockbench"
 
