@@ -95,6 +95,10 @@ int lb_wait_all(const pid_t *pids, int n, int timeout_s, int *status);
  * -1 on EOF, garbage or timeout. */
 int64_t lb_read_ready(int fd, int timeout_ms);
 
+/* The number field of INFO section (-1 when absent). */
+long long lb_info_field(redisContext *c, const char *section,
+                        const char *field);
+
 /* micro.c: the single-client measurements. */
 typedef struct lb_micro {
     double ping_p50, ping_p99, ping_ops; /* us, us, ops/s */
@@ -116,6 +120,7 @@ typedef struct lb_idle {
     double sent;       /* commands the waiter sent (SLOWLOG), per second */
     double calls;      /* server calls (commandstats), per second */
     double wake_us;    /* release start to the waiter's acquire return */
+    int conns;         /* server connections the waiting process holds */
     char err[200];
 } lb_idle;
 

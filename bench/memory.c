@@ -16,12 +16,7 @@
 
 static long long used_memory(redisContext *c)
 {
-    redisReply *r = lb_cmd(c, "INFO memory");
-    const char *p = strstr(r->str, "used_memory:");
-    long long v = p ? atoll(p + 12) : -1;
-
-    freeReplyObject(r);
-    return v;
+    return lb_info_field(c, "memory", "used_memory");
 }
 
 static long long dbsize(redisContext *c)

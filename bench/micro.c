@@ -303,6 +303,7 @@ void lb_run_idle(const lb_env *e, lb_idle *r)
     int fds[2], st;
     pid_t pid;
     int64_t rel;
+    long long conns0;
 
     freeReplyObject(lb_cmd(e->ctl, "FLUSHALL"));
     freeReplyObject(lb_cmd(e->ctl, "CLIENT SETNAME " CTL_NAME));
@@ -319,6 +320,7 @@ void lb_run_idle(const lb_env *e, lb_idle *r)
         lb_die("idle: holder cannot take the lock: %s",
                redislock_errdetail());
     fflush(stdout);
+    conns0 = lb_info_field(e->ctl, "clients", "connected_clients");
     if ((pid = fork()) == 0) {
         close(fds[0]);
         idle_child(e, r->fair, fds[1], got);
@@ -328,6 +330,8 @@ void lb_run_idle(const lb_env *e, lb_idle *r)
         snprintf(r->err, sizeof r->err, "the waiter did not start");
     close(fds[0]);
     lb_sleep_ms(300); /* its first attempts and set-up are done by now */
+    r->conns = (int)(lb_info_field(e->ctl, "clients", "connected_clients") -
+                    conns0);
     idle_window(e, r);
     if (*got != 0 && r->err[0] == '\0')
         snprintf(r->err, sizeof r->err,

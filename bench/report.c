@@ -244,6 +244,10 @@ static void targets(const lb_micro *m, const lb_idle *idle, int nidle,
            k, need, fair->cycles_s, yes(fair->cycles_s >= need),
            def ? def->cycles_s : -1);
     for (i = 0; i < nidle; i++)
+        printf("  blocked waiter (%s) holds 1 server connection: %d %s\n",
+               idle[i].fair ? "fair" : "default", idle[i].conns,
+               yes(idle[i].conns == 1));
+    for (i = 0; i < nidle; i++)
         printf("  blocked waiter (%s) sends 0 commands/s: %.1f sent/s, "
                "%.1f server calls/s %s%s%s\n",
                idle[i].fair ? "fair" : "default", idle[i].sent,
@@ -290,11 +294,11 @@ void lb_report(const lb_env *e, const lb_micro *m, const lb_idle *idle,
     printf("\n");
     for (i = 0; i < nidle; i++)
         printf("Blocked waiter (%s mode) behind a 60 s lease, over 1 s: "
-               "%.1f commands sent, %.1f server calls; woke %.1f us after "
-               "the release began%s%s\n",
+               "%.1f commands sent, %.1f server calls, %d server "
+               "connections held; woke %.1f us after the release began%s%s\n",
                idle[i].fair ? "fair" : "default", idle[i].sent,
-               idle[i].calls, idle[i].wake_us, idle[i].ok ? "" : "; FAIL: ",
-               idle[i].err);
+               idle[i].calls, idle[i].conns, idle[i].wake_us,
+               idle[i].ok ? "" : "; FAIL: ", idle[i].err);
     plot(e, m, s, ns, k);
     targets(m, idle, nidle, fair, def, k);
     memory(mem);

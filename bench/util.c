@@ -243,3 +243,18 @@ int64_t lb_read_ready(int fd, int timeout_ms)
         return -1;
     return (int64_t)ns;
 }
+
+long long lb_info_field(redisContext *c, const char *section,
+                        const char *field)
+{
+    redisReply *r = lb_cmd(c, "INFO %s", section);
+    char name[64];
+    const char *p;
+    long long v;
+
+    snprintf(name, sizeof name, "%s:", field);
+    p = strstr(r->str, name);
+    v = p ? atoll(p + strlen(name)) : -1;
+    freeReplyObject(r);
+    return v;
+}
