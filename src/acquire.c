@@ -52,7 +52,6 @@ typedef struct attempt_cfg {
     int free_retries; /* attempts in a row that found the lock free */
     int64_t ttl_ms;
     int64_t delay_ms, cap_ms;
-    char ttl[24];
     char tok[RL_LOCK_TOKEN_LEN + 1]; /* a plain lock's token */
     char nonce[RL_TOKEN_HEXLEN + 1]; /* req for a lock with an owner id */
 } attempt_cfg;
@@ -130,7 +129,8 @@ static void fill_try(const attempt_cfg *a, int64_t deadline, rl__try *t)
     t->fmt = a->fmt;
     t->meta = a->o->metadata ? a->o->metadata : "";
     t->ttl_ms = a->ttl_ms;
-    t->drift_ms = a->o->drift_ms ? a->o->drift_ms : a->ttl_ms / 100 + 2;
+    t->drift_ms =
+        a->o->drift_ms ? a->o->drift_ms : rl__default_drift(a->ttl_ms);
     t->fair = a->o->fair;
     t->mark_ms = a->o->fair ? RL_FAIR_ALIVE_MS : a->waits ? left : 0;
 }
@@ -297,7 +297,8 @@ static void abandon(redislock_lock *l, const attempt_cfg *a)
 static int handoff_valid(const redislock_lock *l, const attempt_cfg *a,
                          int64_t sent_us)
 {
-    int64_t drift = a->o->drift_ms ? a->o->drift_ms : a->ttl_ms / 100 + 2;
+    int64_t drift =
+        a->o->drift_ms ? a->o->drift_ms : rl__default_drift(a->ttl_ms);
     int64_t lease = l->handoff_lease < a->ttl_ms ? l->handoff_lease : a->ttl_ms;
 
     return sent_us + (lease - drift) * 1000 > rl__now_us();
@@ -369,7 +370,6 @@ static redislock_err setup(redislock_lock *l,
         o->wait_ms != REDISLOCK_NO_WAIT && o->retry != REDISLOCK_RETRY_NONE;
     a->strategy = o->retry != REDISLOCK_RETRY_CONSTANT || o->retry_delay_ms;
     a->ttl_ms = o->ttl_ms ? o->ttl_ms : REDISLOCK_DEFAULT_TTL_MS;
-    snprintf(a->ttl, sizeof a->ttl, "%" PRId64, a->ttl_ms);
     a->delay_ms = o->retry_delay_ms ? o->retry_delay_ms
                                     : REDISLOCK_DEFAULT_RETRY_DELAY_MS;
     a->cap_ms = o->retry_max_delay_ms ? o->retry_max_delay_ms

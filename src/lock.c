@@ -119,10 +119,8 @@ redislock_err rl__abandon(rl__topo *t, rl__pool *p, const char *key,
     /* Void the token for a minute past its TTL: a request held up in a
      * network queue (TCP retransmissions) may arrive that late. */
     lens[1] = (size_t)snprintf(ttl, sizeof ttl, "%" PRId64, ttl_ms + 60000);
-    if (p == NULL)
-        err = rl__topo_run(t, key, keylen, &q, &r);
-    else if ((err = rl__pool_run(p, &q, 0, &r)) == REDISLOCK_OK)
-        err = rl__request_check(&q, &r);
+    err = p == NULL ? rl__topo_run(t, key, keylen, &q, &r)
+                    : rl__topo_run_on(t, p, &q, &r);
     if (err == REDISLOCK_OK)
         rl__reply_free(r);
     return err;
@@ -154,6 +152,11 @@ void rl__lock_unwatch(redislock_lock *l)
 {
     rl__watch_stop(l->watch);
     l->watch = NULL;
+}
+
+int64_t rl__default_drift(int64_t ttl_ms)
+{
+    return ttl_ms / 100 + 2;
 }
 
 redislock_err rl__check_ttl(int64_t ttl_ms, const char *what)
@@ -260,7 +263,7 @@ void rl__lock_take(redislock_lock *l, const char *token, int64_t ttl_ms,
     if (l->watch == NULL) {
         l->ttl_ms = ttl_ms;
         l->drift_fixed = drift_ms >= 0;
-        l->drift_ms = drift_ms >= 0 ? drift_ms : ttl_ms / 100 + 2;
+        l->drift_ms = drift_ms >= 0 ? drift_ms : rl__default_drift(ttl_ms);
     }
     rl__lock_set_validity(l, sent_us, lease_ms);
 }
@@ -378,7 +381,7 @@ redislock_err redislock_extend(redislock_lock *l, int64_t ttl_ms)
     if (l->watch == NULL) {
         l->ttl_ms = ttl_ms;
         if (!l->drift_fixed)
-            l->drift_ms = ttl_ms / 100 + 2;
+            l->drift_ms = rl__default_drift(ttl_ms);
     }
     err = send_extend(l, ttl_ms, 0);
     if (err == REDISLOCK_EEXPIRED || err == REDISLOCK_ELOST)

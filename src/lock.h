@@ -136,6 +136,10 @@ redislock_err rl__lock_watch(redislock_lock *l,
  * Called from the lock's owner thread. */
 void rl__lock_unwatch(redislock_lock *l);
 
+/* The drift allowed for a lease of ttl_ms when the caller gave none:
+ * 1 % of it plus 2 ms (clock rates, and rounding to milliseconds). */
+int64_t rl__default_drift(int64_t ttl_ms);
+
 /* Checks a TTL: 1 .. REDISLOCK_TTL_MAX_MS. */
 redislock_err rl__check_ttl(int64_t ttl_ms, const char *what);
 

@@ -231,7 +231,9 @@ void rl__pools_borrow(rl__pool *const *pools, size_t n, const int *want,
     borrowing b[RL_POOLS_PAR_MAX];
     size_t i, count = 0;
 
-    for (i = 0; i < n && i < RL_POOLS_PAR_MAX; i++) {
+    if (n > RL_POOLS_PAR_MAX)
+        n = RL_POOLS_PAR_MAX;
+    for (i = 0; i < n; i++) {
         b[i] = (borrowing){pools[i], &out[i], &err[i], detail[i], 0, 0};
         count += want[i] != 0;
     }

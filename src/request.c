@@ -11,7 +11,6 @@
 typedef struct wire {
     rl__cmd cmds[2 * RL_REQ_MAX_CMDS + 1];
     int n;
-    int asking;
     const char *argv[RL_SCRIPT_ARGV_MAX];
     size_t argl[RL_SCRIPT_ARGV_MAX];
     char nk[8];
@@ -35,7 +34,6 @@ static redislock_err lay_out(wire *w, const rl__request *q, int eval,
     int n = rl__request_nreplies(q), i;
 
     w->n = 0;
-    w->asking = asking;
     if (q->s != NULL) {
         script.argc =
             rl__script_argv(q->s, eval, q->nkeys, q->keys, q->klens, q->nargs,
@@ -74,7 +72,7 @@ static int take(const wire *w, const rl__request *q, int eval, rl__reply **raw,
     int i, k = 0, noscript;
 
     for (i = 0; i < w->n; i++) {
-        if (w->asking && w->cmds[i].argv == askv) {
+        if (w->cmds[i].argv == askv) {
             rl__reply_free(raw[i]);
         } else if (q->wait_replicas > 0 && i == w->n - 1) {
             if (q->acked != NULL)
