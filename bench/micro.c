@@ -17,13 +17,10 @@
 #include <redislock.h>
 
 #include "bench.h"
+#include "keys.h"   /* the keys the scripts declare */
 #include "script.h" /* the scripts and SHAs the library calls */
 
 #define SOLO_KEY "bench:solo"
-/* The release script's helper-key base for SOLO_KEY, as the library
- * derives it: the key in braces (a cluster hash tag), then ':'. Scripts
- * that take no such argument ignore it. */
-#define SOLO_BASE "{" SOLO_KEY "}:"
 
 /* A growable array of latencies. */
 typedef struct lat {
@@ -89,29 +86,58 @@ static void raw_token(char out[37])
     out[36] = '\0';
 }
 
+/* Sends script s with the keys it declares for SOLO_KEY (req: the
+ * request whose void key it takes) and nargs arguments, as the library
+ * would, but by hand with hiredis. */
+static redisReply *raw_script(redisContext *c, const rl__script *s,
+                              const char *req, int nargs, const char **args)
+{
+    const char *argv[3 + RL_KEYS_MAX + 8];
+    size_t argl[3 + RL_KEYS_MAX + 8], baselen;
+    char nk[8],
+        *base = rl__helper_name(SOLO_KEY, strlen(SOLO_KEY), "", &baselen);
+    rl__lockname k = {SOLO_KEY, strlen(SOLO_KEY), base, baselen};
+    rl__keyset ks;
+    redisReply *r;
+    int i, n = 0;
+
+    if (base == NULL || nargs > 8 ||
+        rl__keyset_make(&ks, s->keys, s->nkeys, &k, req) != 0)
+        lb_die("raw script: out of memory");
+    snprintf(nk, sizeof nk, "%d", ks.n);
+    argv[n] = "EVALSHA", argl[n++] = 7;
+    argv[n] = s->sha1, argl[n++] = strlen(s->sha1);
+    argv[n] = nk, argl[n++] = strlen(nk);
+    for (i = 0; i < ks.n; i++)
+        argv[n] = ks.k[i], argl[n++] = ks.len[i];
+    for (i = 0; i < nargs; i++)
+        argv[n] = args[i], argl[n++] = strlen(args[i]);
+    r = redisCommandArgv(c, n, argv, argl);
+    rl__keyset_free(&ks);
+    free(base);
+    return r;
+}
+
 /* EVALSHA acquire (the library's acquire script, whose SET NX PX also
  * issues the fencing token), then EVALSHA release: the same two commands
  * the library sends, written by hand. A plain lock's token is its
- * request's id too (ARGV[7], see acquire.lua). */
+ * request's id too (see acquire.lua). */
 static void raw_cycle(redisContext *c)
 {
     char tok[37], ttl[16];
-    const char *acq[11] = {"EVALSHA", rl__script_acquire.sha1, "1",
-                           SOLO_KEY, tok, ttl, "plain", "", "86400000",
-                           SOLO_BASE, tok};
-    const char *rel[7] = {"EVALSHA", rl__script_release.sha1, "1",
-                          SOLO_KEY, tok, "0", SOLO_BASE};
+    const char *acq[6] = {tok, ttl, "plain", "", "86400000", tok};
+    const char *rel[2] = {tok, "0"};
     redisReply *r;
 
     raw_token(tok);
     snprintf(ttl, sizeof ttl, "%d", LB_TTL_MS);
-    r = redisCommandArgv(c, 11, acq, NULL);
+    r = raw_script(c, &rl__script_acquire, tok, 6, acq);
     if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements != 3)
         lb_die("raw EVALSHA acquire failed%s%s",
                r && r->type == REDIS_REPLY_ERROR ? ": " : "",
                r && r->type == REDIS_REPLY_ERROR ? r->str : "");
     freeReplyObject(r);
-    r = redisCommandArgv(c, 7, rel, NULL);
+    r = raw_script(c, &rl__script_release, NULL, 2, rel);
     if (r == NULL || r->type != REDIS_REPLY_INTEGER || r->integer != 1)
         lb_die("raw EVALSHA release failed%s%s",
                r && r->type == REDIS_REPLY_ERROR ? ": " : "",
@@ -136,8 +162,8 @@ static void lib_cycle(redislock_lock *l, int fair)
 }
 
 /* Runs variant v for ms; returns cycles per second. */
-static double run_variant(int v, int ms, redisContext *raw,
-                          redislock_lock *l, lat *out, long long *cycles)
+static double run_variant(int v, int ms, redisContext *raw, redislock_lock *l,
+                          lat *out, long long *cycles)
 {
     int64_t start = lb_now_ns(), end = start + (int64_t)ms * 1000000;
     int64_t t0, t1;
@@ -284,8 +310,7 @@ static void idle_window(const lb_env *e, lb_idle *r)
     t1 = lb_now_ns();
     r->sent = (double)count_sent(e->ctl) / ((double)(t1 - t0) / 1e9);
     r->calls = (double)(c1 - c0) / ((double)(t1 - t0) / 1e9);
-    freeReplyObject(
-        lb_cmd(e->ctl, "CONFIG SET slowlog-log-slower-than 10000"));
+    freeReplyObject(lb_cmd(e->ctl, "CONFIG SET slowlog-log-slower-than 10000"));
     freeReplyObject(lb_cmd(e->ctl, "SLOWLOG RESET"));
 }
 
@@ -317,8 +342,7 @@ void lb_run_idle(const lb_env *e, lb_idle *r)
         redislock_lock_new(cl, LB_LOCK_KEY, strlen(LB_LOCK_KEY), &l) !=
             REDISLOCK_OK ||
         redislock_acquire(l, &o) != REDISLOCK_OK)
-        lb_die("idle: holder cannot take the lock: %s",
-               redislock_errdetail());
+        lb_die("idle: holder cannot take the lock: %s", redislock_errdetail());
     fflush(stdout);
     conns0 = lb_info_field(e->ctl, "clients", "connected_clients");
     if ((pid = fork()) == 0) {
@@ -330,22 +354,20 @@ void lb_run_idle(const lb_env *e, lb_idle *r)
         snprintf(r->err, sizeof r->err, "the waiter did not start");
     close(fds[0]);
     lb_sleep_ms(300); /* its first attempts and set-up are done by now */
-    r->conns = (int)(lb_info_field(e->ctl, "clients", "connected_clients") -
-                    conns0);
+    r->conns =
+        (int)(lb_info_field(e->ctl, "clients", "connected_clients") - conns0);
     idle_window(e, r);
     if (*got != 0 && r->err[0] == '\0')
         snprintf(r->err, sizeof r->err,
                  "the waiter got the lock while it was held");
     rel = lb_now_ns();
     redislock_release(l);
-    if (pid > 0 && lb_wait_all(&pid, 1, 10, &st) != 0 &&
-        r->err[0] == '\0')
+    if (pid > 0 && lb_wait_all(&pid, 1, 10, &st) != 0 && r->err[0] == '\0')
         snprintf(r->err, sizeof r->err,
                  "the waiter did not get the lock within 10 s of release");
     else if (pid > 0 && r->err[0] == '\0' &&
              (!WIFEXITED(st) || WEXITSTATUS(st) != 0))
-        snprintf(r->err, sizeof r->err, "the waiter failed (status %d)",
-                 st);
+        snprintf(r->err, sizeof r->err, "the waiter failed (status %d)", st);
     r->ok = r->err[0] == '\0';
     r->wake_us = *got ? (double)(*got - rel) / 1e3 : -1;
     redislock_lock_free(l);

@@ -161,11 +161,11 @@ static redislock_err attempt(redislock_lock *l, attempt_cfg *a, int tries,
  * the lock meanwhile, the lock goes on to the next waiter. */
 static void leave_queue(redislock_lock *l, attempt_cfg *a)
 {
-    const char *args[2] = {a->id, l->base};
-    size_t lens[2] = {strlen(a->id), l->baselen};
+    const char *args[2] = {a->id, a->req};
+    size_t lens[2] = {strlen(a->id), strlen(a->req)};
     rl__reply *r;
 
-    if (rl__lock_script(l, 0, &rl__script_leave, 2, args, lens, &r) ==
+    if (rl__lock_script(l, 0, &rl__script_leave, NULL, 2, args, lens, &r) ==
         REDISLOCK_OK)
         rl__reply_free(r);
     a->queued = 0;
@@ -290,10 +290,11 @@ static void abandon(redislock_lock *l, const attempt_cfg *a)
     algo->abandon(l, &t);
 }
 
-/* Whether a hand-off popped from the waiter's list still leaves validity:
- * its lease began after the waiter's last attempt was sent (that attempt
- * dropped older messages, see fair.lua), so counting it from then is
- * safe; a waiter that was paused past it has nothing, and tries again. */
+/* Whether a hand-off told on the waiter's channel still leaves validity:
+ * its lease began after the waiter's last attempt was sent (the message
+ * names this call's request, and the call is queued only from its first
+ * attempt on), so counting it from then is safe; a waiter that was paused
+ * past it has nothing, and tries again. */
 static int handoff_valid(const redislock_lock *l, const attempt_cfg *a,
                          int64_t sent_us)
 {
@@ -318,6 +319,9 @@ static redislock_err wait_loop(redislock_lock *l, attempt_cfg *a,
             break;
         err = attempt(l, a, tries, deadline, sent_us);
         tries++;
+        /* An attempt that takes the lock leaves the queue (fair.lua). */
+        if (err == REDISLOCK_OK)
+            a->queued = 0;
         if (err != REDISLOCK_EHELD) {
             if (err != REDISLOCK_OK && lost_reply(err))
                 abandon(l, a);
@@ -325,7 +329,7 @@ static redislock_err wait_loop(redislock_lock *l, attempt_cfg *a,
         }
         if ((err = plan_pause(l, a, tries, start, deadline, &pause)) != 0)
             break;
-        if ((err = rl__wait(l, a->id, a->o->fair, pause, &res)) != 0)
+        if ((err = rl__wait(l, a->id, a->req, a->o->fair, pause, &res)) != 0)
             break;
         if (res == RL_WAIT_CANCELLED) {
             err = cancelled(l, 1);

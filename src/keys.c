@@ -90,21 +90,80 @@ char *rl__helper_join(const char *base, size_t baselen, const char *suffix,
     return name;
 }
 
+/* The helper suffix of each RL_KEY_* role (none for the lock). */
+static const char *const role_suffix[RL_KEY_ROLES] = {
+    NULL, "fence", "waiting", "wake", "q", "ws", "seq", "void:"};
+
+int rl__keyset_make(rl__keyset *ks, const unsigned char *layout, int n,
+                    const rl__lockname *k, const char *req)
+{
+    const char *key = k->key, *base = k->base;
+    size_t keylen = k->keylen, baselen = k->baselen;
+    size_t need = 0, at = 0, rlen = req ? strlen(req) : 0;
+    int i;
+
+    ks->n = 0;
+    ks->buf = NULL;
+    if (n > RL_KEYS_MAX)
+        return -1;
+    for (i = 0; i < n; i++) {
+        if (layout[i] >= RL_KEY_ROLES || (layout[i] == RL_KEY_VOID && !req))
+            return -1;
+        if (layout[i] != RL_KEY_LOCK)
+            need += baselen + strlen(role_suffix[layout[i]]) +
+                    (layout[i] == RL_KEY_VOID ? rlen : 0);
+    }
+    if (need > 0 && (ks->buf = malloc(need)) == NULL)
+        return -1;
+    for (i = 0; i < n; i++) {
+        const char *sfx = role_suffix[layout[i]];
+        size_t s;
+
+        if (layout[i] == RL_KEY_LOCK) {
+            ks->k[i] = key;
+            ks->len[i] = keylen;
+            continue;
+        }
+        s = strlen(sfx);
+        ks->k[i] = ks->buf + at;
+        memcpy(ks->buf + at, base, baselen);
+        memcpy(ks->buf + at + baselen, sfx, s);
+        ks->len[i] = baselen + s;
+        if (layout[i] == RL_KEY_VOID) {
+            memcpy(ks->buf + at + ks->len[i], req, rlen);
+            ks->len[i] += rlen;
+        }
+        at += ks->len[i];
+    }
+    ks->n = n;
+    return 0;
+}
+
+void rl__keyset_free(rl__keyset *ks)
+{
+    free(ks->buf);
+    ks->buf = NULL;
+    ks->n = 0;
+}
+
 /* Whether suffix names one of the helper keys the library makes: the
- * names the scripts in src/lua give them. */
+ * roles' names, "fenced" (redislock_fenced_set) and an ordinary waiter's
+ * own list "h:<token>" (where a cancel reaches it). */
 static int helper_suffix(const char *s, size_t n)
 {
-    static const char *const names[] = {"fence", "fenced", "waiting",
-                                        "wake",  "q",      "seq"};
-    size_t i;
+    size_t i, k;
 
-    if (n > 2 && (memcmp(s, "w:", 2) == 0 || memcmp(s, "h:", 2) == 0))
+    if (n > 2 && memcmp(s, "h:", 2) == 0)
         return 1;
-    if (n > 5 && memcmp(s, "void:", 5) == 0)
+    if (n == 6 && memcmp(s, "fenced", 6) == 0)
         return 1;
-    for (i = 0; i < sizeof names / sizeof *names; i++)
-        if (strlen(names[i]) == n && memcmp(s, names[i], n) == 0)
+    for (i = 1; i < RL_KEY_ROLES; i++) {
+        k = strlen(role_suffix[i]);
+        if (role_suffix[i][k - 1] == ':'
+                ? n > k && memcmp(s, role_suffix[i], k) == 0
+                : k == n && memcmp(s, role_suffix[i], n) == 0)
             return 1;
+    }
     return 0;
 }
 

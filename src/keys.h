@@ -37,6 +37,49 @@ char *rl__helper_name(const void *key, size_t len, const char *suffix,
 char *rl__helper_join(const char *base, size_t baselen, const char *suffix,
                       const char *token, size_t *outlen);
 
+/* The part a key plays in a lock script's KEYS (each script lists its own
+ * with rl_keys in src/lua; embed_lua.cmake turns that into these). */
+enum {
+    RL_KEY_LOCK,    /* the lock itself */
+    RL_KEY_FENCE,   /* helper "fence": the fencing counter */
+    RL_KEY_WAITING, /* helper "waiting": someone waits, wake them */
+    RL_KEY_WAKE,    /* helper "wake": the list ordinary waiters block on */
+    RL_KEY_Q,       /* helper "q": the fair queue */
+    RL_KEY_WS,      /* helper "ws": the fair waiters and the last hand-off */
+    RL_KEY_SEQ,     /* helper "seq": the fair queue's sequence */
+    RL_KEY_VOID,    /* helper "void:<request id>": an abandoned request */
+    RL_KEY_ROLES
+};
+
+/* The most keys one script takes. */
+#define RL_KEYS_MAX 8
+
+/* A lock's key and its helper base (rl__helper_name with suffix ""). */
+typedef struct rl__lockname {
+    const char *key;
+    size_t keylen;
+    const char *base;
+    size_t baselen;
+} rl__lockname;
+
+/* The KEYS of one script call, with the storage of their names. */
+typedef struct rl__keyset {
+    int n;
+    const char *k[RL_KEYS_MAX];
+    size_t len[RL_KEYS_MAX];
+    char *buf;
+} rl__keyset;
+
+/*
+ * Fills ks with the n keys of layout (RL_KEY_* roles) for the lock k (its
+ * helpers named after its base; RL_KEY_VOID after req as well). Returns
+ * 0, or -1 when out of memory, when the layout is too long or when it
+ * wants req and req is NULL. Free with rl__keyset_free.
+ */
+int rl__keyset_make(rl__keyset *ks, const unsigned char *layout, int n,
+                    const rl__lockname *k, const char *req);
+void rl__keyset_free(rl__keyset *ks);
+
 /* Whether the Redis key k is one of the library's helper keys. */
 int rl__is_helper_key(const char *k, size_t len);
 

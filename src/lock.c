@@ -92,9 +92,30 @@ void redislock_lock_free(redislock_lock *l)
     pthread_mutex_destroy(&l->mu);
     free(l->default_owner);
     free(l->info_buf);
+    free(l->chan);
     free(l->base);
     free(l->key);
     free(l);
+}
+
+redislock_err rl__lock_run(rl__topo *t, rl__pool *p, const rl__lockname *k,
+                           const char *req, rl__request *q, rl__reply **out)
+{
+    rl__keyset ks;
+    redislock_err err;
+
+    if (rl__keyset_make(&ks, q->s->keys, q->s->nkeys, k, req) != 0)
+        return rl__err(REDISLOCK_ENOMEM, "out of memory");
+    q->nkeys = ks.n;
+    q->keys = ks.k;
+    q->klens = ks.len;
+    err = p == NULL ? rl__topo_run(t, k->key, k->keylen, q, out)
+                    : rl__topo_run_on(t, p, q, out);
+    rl__keyset_free(&ks);
+    q->nkeys = 0;
+    q->keys = NULL;
+    q->klens = NULL;
+    return err;
 }
 
 redislock_err rl__abandon(rl__topo *t, rl__pool *p, const char *key,
@@ -103,13 +124,11 @@ redislock_err rl__abandon(rl__topo *t, rl__pool *p, const char *key,
                           int64_t timeout_ms)
 {
     char ttl[24];
-    const char *args[4] = {token, ttl, base, req};
-    size_t lens[4] = {strlen(token), 0, baselen, strlen(req)};
+    const char *args[3] = {token, ttl, req};
+    size_t lens[3] = {strlen(token), 0, strlen(req)};
+    rl__lockname k = {key, keylen, base, baselen};
     rl__request q = {.s = &rl__script_abandon,
-                     .nkeys = 1,
-                     .keys = &key,
-                     .klens = &keylen,
-                     .nargs = 4,
+                     .nargs = 3,
                      .args = args,
                      .lens = lens,
                      .timeout_ms = timeout_ms};
@@ -119,8 +138,7 @@ redislock_err rl__abandon(rl__topo *t, rl__pool *p, const char *key,
     /* Void the token for a minute past its TTL: a request held up in a
      * network queue (TCP retransmissions) may arrive that late. */
     lens[1] = (size_t)snprintf(ttl, sizeof ttl, "%" PRId64, ttl_ms + 60000);
-    err = p == NULL ? rl__topo_run(t, key, keylen, &q, &r)
-                    : rl__topo_run_on(t, p, &q, &r);
+    err = rl__lock_run(t, p, &k, req, &q, &r);
     if (err == REDISLOCK_OK)
         rl__reply_free(r);
     return err;
@@ -181,20 +199,18 @@ redislock_err rl__lock_command(redislock_lock *l, int n, const rl__cmd *cmds,
     return rl__topo_run(rl__client_topo(l->client), l->key, l->keylen, &q, out);
 }
 
-/* A script on the lock's key, followed by the replica-sync guard's WAIT
- * when guarded and the guard is on. */
+/* A script on the lock's key and the helpers it declares (req names the
+ * request, for a script that takes its void key), followed by the
+ * replica-sync guard's WAIT when guarded and the guard is on. */
 static redislock_err lock_script(redislock_lock *l, int guarded,
                                  int64_t timeout_ms, const rl__script *s,
-                                 int nargs, const char **args,
+                                 const char *req, int nargs, const char **args,
                                  const size_t *lens, rl__reply **out)
 {
     const rl__replicas *g = rl__client_replicas(l->client);
-    const char *key = l->key;
     long long acked = -1;
+    rl__lockname k = {l->key, l->keylen, l->base, l->baselen};
     rl__request q = {.s = s,
-                     .nkeys = 1,
-                     .keys = &key,
-                     .klens = &l->keylen,
                      .nargs = nargs,
                      .args = args,
                      .lens = lens,
@@ -203,7 +219,7 @@ static redislock_err lock_script(redislock_lock *l, int guarded,
                      .acked = &acked,
                      .timeout_ms = timeout_ms};
     redislock_err err =
-        rl__topo_run(rl__client_topo(l->client), key, l->keylen, &q, out);
+        rl__lock_run(rl__client_topo(l->client), NULL, &k, req, &q, out);
 
     if (q.wait_replicas > 0)
         l->replicas = err == REDISLOCK_OK ? (int)acked : -1;
@@ -211,18 +227,19 @@ static redislock_err lock_script(redislock_lock *l, int guarded,
 }
 
 redislock_err rl__lock_script(redislock_lock *l, int64_t timeout_ms,
-                              const rl__script *s, int nargs, const char **args,
-                              const size_t *lens, rl__reply **out)
+                              const rl__script *s, const char *req, int nargs,
+                              const char **args, const size_t *lens,
+                              rl__reply **out)
 {
-    return lock_script(l, 0, timeout_ms, s, nargs, args, lens, out);
+    return lock_script(l, 0, timeout_ms, s, req, nargs, args, lens, out);
 }
 
 redislock_err rl__lock_write_script(redislock_lock *l, int64_t timeout_ms,
-                                    const rl__script *s, int nargs,
-                                    const char **args, const size_t *lens,
-                                    rl__reply **out)
+                                    const rl__script *s, const char *req,
+                                    int nargs, const char **args,
+                                    const size_t *lens, rl__reply **out)
 {
-    return lock_script(l, 1, timeout_ms, s, nargs, args, lens, out);
+    return lock_script(l, 1, timeout_ms, s, req, nargs, args, lens, out);
 }
 
 redislock_err rl__lock_durable(const redislock_lock *l, const char *what)

@@ -54,17 +54,31 @@ struct redislock_lock {
     pthread_mutex_t mu;
     pthread_cond_t wake; /* a short pause sleeps on it; CLOCK_MONOTONIC */
     int cancelled;
-    char *wait_list; /* the waiter's own list while it blocks, or NULL */
+    /* While it blocks: the waiter's own list (BLPOP), or for a fair
+     * waiter its channel; NULL otherwise. */
+    char *wait_list;
     size_t wait_list_len;
-    rl__conn *waitconn; /* the connection a waiter blocks on (BLPOP) */
-    rl__watch *watch;   /* non-NULL while watched */
-    char *info_buf;     /* backs the strings of redislock_inspect */
+    int wait_fair;
+    rl__conn *waitconn; /* the connection a waiter blocks on (BLPOP), or
+                           listens on, subscribed to chan (fair) */
+    int subscribed;     /* waitconn is subscribed to chan */
+    char *chan;         /* the channel hand-offs to this handle come on */
+    size_t chanlen;
+    int64_t wait_seq; /* a fair waiter's place, from its last attempt */
+    rl__watch *watch; /* non-NULL while watched */
+    char *info_buf;   /* backs the strings of redislock_inspect */
     /* Per-server results of the last request (Redlock: one per server,
      * in URL order; otherwise one). Guarded by mu. */
     redislock_err outcomes[RL_MAX_QUORUM];
     size_t noutcomes;
     int replicas; /* confirmed the last acquire or extend; -1: not asked */
 };
+
+/* Runs the script request q (its keys left to this) for the lock k: the
+ * keys its layout names (req: the request whose void key it takes, or
+ * NULL), wherever t sends k's key, or on node p when it is not NULL. */
+redislock_err rl__lock_run(rl__topo *t, rl__pool *p, const rl__lockname *k,
+                           const char *req, rl__request *q, rl__reply **out);
 
 /* One try at making sure an acquire request req (for token or owner id
  * token, with ttl_ms), whose reply was lost, does not hold the lock at
@@ -80,20 +94,22 @@ redislock_err rl__abandon(rl__topo *t, rl__pool *p, const char *key,
  * renewals are requests too). */
 void rl__lock_set_outcomes(redislock_lock *l, const redislock_err *o, size_t n);
 
-/* Runs a script on the lock's key (and with it, its helper keys) wherever
- * the topology sends it, its reply awaited at most timeout_ms (0: the
- * command timeout); error replies mapped. */
+/* Runs a script on the lock's key and the helper keys it declares (req:
+ * the request whose void key it takes, or NULL) wherever the topology
+ * sends it, its reply awaited at most timeout_ms (0: the command
+ * timeout); error replies mapped. */
 redislock_err rl__lock_script(redislock_lock *l, int64_t timeout_ms,
-                              const rl__script *s, int nargs, const char **args,
-                              const size_t *lens, rl__reply **out);
+                              const rl__script *s, const char *req, int nargs,
+                              const char **args, const size_t *lens,
+                              rl__reply **out);
 
 /* Runs a script that writes the lock (acquire, extend) on its server,
  * then, with the replica-sync guard on, WAITs for the replicas on the same
  * connection and records their count in l->replicas. */
 redislock_err rl__lock_write_script(redislock_lock *l, int64_t timeout_ms,
-                                    const rl__script *s, int nargs,
-                                    const char **args, const size_t *lens,
-                                    rl__reply **out);
+                                    const rl__script *s, const char *req,
+                                    int nargs, const char **args,
+                                    const size_t *lens, rl__reply **out);
 
 /* REDISLOCK_ENOTDURABLE (what names the call) when the guard is strict
  * and fewer replicas than wanted confirmed the last write; else OK. */

@@ -33,6 +33,9 @@ local rl_kc_spec = {
     ZPOPMIN = {1, 1, 1}, ZSCORE = {1, 1, 1}, ZCARD = {1, 1, 1},
     ZRANK = {1, 1, 1},
     TIME = {0, 0, 0}, PING = {0, 0, 0}, ECHO = {0, 0, 0},
+    -- A channel is not a key (SPUBLISH's is routed like one, but it is
+    -- not a key a script must declare).
+    PUBLISH = {0, 0, 0}, SPUBLISH = {0, 0, 0},
 }
 -- A key name as the log and the error show it: spaces, control bytes and
 -- backslashes as \xNN, so that a line names one key.

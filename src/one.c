@@ -13,28 +13,35 @@
 #include "env.h"
 #include "error.h"
 #include "reply.h"
+#include "wait.h"
 #include "watchdog.h"
 
 /* The acquire or fair script: {1, holds, fence} taken, {0, pttl, wakes}
- * held by another. One round trip when the lock is free. */
+ * held by another. One round trip when the lock is free. A fair waiter
+ * names the channel a release tells it of a hand-off on. */
 static redislock_err attempt(redislock_lock *l, const rl__try *t,
                              int64_t *sent_us)
 {
     char ttl[24], mark[24];
-    const char *args[7] = {t->id, ttl, t->fmt, t->meta, mark, l->base, t->req};
-    size_t lens[7] = {strlen(t->id),   0, strlen(t->fmt),
-                      strlen(t->meta), 0, l->baselen,
-                      strlen(t->req)};
+    const char *args[8] = {t->id, ttl, t->fmt, t->meta, mark, t->req};
+    size_t lens[8] = {strlen(t->id),   0, strlen(t->fmt),
+                      strlen(t->meta), 0, strlen(t->req)};
     rl__acquired a;
     rl__reply *r;
     redislock_err err;
 
     lens[1] = (size_t)snprintf(ttl, sizeof ttl, "%" PRId64, t->ttl_ms);
     lens[4] = (size_t)snprintf(mark, sizeof mark, "%" PRId64, t->mark_ms);
+    if (t->fair) {
+        if ((args[6] = rl__wait_channel(l, &lens[6])) == NULL)
+            return rl__err(REDISLOCK_ENOMEM, "out of memory");
+        args[7] = rl__wait_sharded(l) ? "S" : "P";
+        lens[7] = 1;
+    }
     *sent_us = rl__now_us();
     err = rl__lock_write_script(
-        l, 0, t->fair ? &rl__script_fair : &rl__script_acquire, 7, args, lens,
-        &r);
+        l, 0, t->fair ? &rl__script_fair : &rl__script_acquire, t->req,
+        t->fair ? 8 : 6, args, lens, &r);
     if (err == REDISLOCK_OK) {
         err = rl__reply_acquired(r, &a);
         rl__reply_free(r);
@@ -44,6 +51,7 @@ static redislock_err attempt(redislock_lock *l, const rl__try *t,
     } else if (err == REDISLOCK_OK) {
         l->holder_ttl = a.holder_ttl;
         l->holder_silent = a.silent;
+        l->wait_seq = a.seq;
         err = REDISLOCK_EHELD;
     }
     rl__lock_set_outcomes(l, &err, 1);
@@ -67,19 +75,15 @@ static void abandon(redislock_lock *l, const rl__try *t)
 static redislock_err owner(redislock_lock *l, const rl__script *s,
                            const char *arg2, int64_t timeout_ms, long long *n)
 {
-    /* Release's guard against a slot migrating under it, only where
-     * slots can migrate. */
-    const char *migrates =
-        rl__topo_slots_migrate(rl__client_topo(l->client)) ? "1" : "0";
-    const char *args[4] = {l->token, arg2, l->base, migrates};
-    size_t lens[4] = {strlen(l->token), strlen(arg2), l->baselen, 1};
+    const char *args[2] = {l->token, arg2};
+    size_t lens[2] = {strlen(l->token), strlen(arg2)};
     rl__reply *r;
     redislock_err err;
 
     /* An extend writes the lease: the replica-sync guard follows it. */
     err = s == &rl__script_extend
-              ? rl__lock_write_script(l, timeout_ms, s, 3, args, lens, &r)
-              : rl__lock_script(l, timeout_ms, s, 4, args, lens, &r);
+              ? rl__lock_write_script(l, timeout_ms, s, NULL, 2, args, lens, &r)
+              : rl__lock_script(l, timeout_ms, s, NULL, 2, args, lens, &r);
     rl__lock_set_outcomes(l, &err, 1);
     if (err != REDISLOCK_OK)
         return err;
@@ -111,17 +115,10 @@ static redislock_err inspect(redislock_client *c, rl__pool *p, size_t at,
                              size_t baselen, redislock_info *info, char **buf,
                              size_t *first)
 {
-    rl__topo *t = rl__client_topo(c);
-    rl__request q = {.s = &rl__script_inspect,
-                     .nkeys = 1,
-                     .keys = &key,
-                     .klens = &keylen,
-                     .nargs = 1,
-                     .args = &base,
-                     .lens = &baselen};
+    rl__lockname k = {key, keylen, base, baselen};
+    rl__request q = {.s = &rl__script_inspect};
     rl__reply *r;
-    redislock_err err = p == NULL ? rl__topo_run(t, key, keylen, &q, &r)
-                                  : rl__topo_run_on(t, p, &q, &r);
+    redislock_err err = rl__lock_run(rl__client_topo(c), p, &k, NULL, &q, &r);
 
     *first = at;
     if (err != REDISLOCK_OK)

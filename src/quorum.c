@@ -25,27 +25,32 @@ static void borrow_all(redislock_client *c, const int *only, rl__round *r,
 }
 
 void rl__quorum_script(redislock_client *c, const int *only, int64_t timeout_ms,
-                       const rl__script *s, const char *key, size_t keylen,
-                       int nargs, const char **args, const size_t *lens,
-                       rl__round *out)
+                       const rl__script *s, const rl__lockname *k,
+                       const char *req, int nargs, const char **args,
+                       const size_t *lens, rl__round *out)
 {
     rl__conn *conns[RL_MAX_QUORUM];
-    rl__request q = {.s = s,
-                     .nkeys = 1,
-                     .keys = &key,
-                     .klens = &keylen,
-                     .nargs = nargs,
-                     .args = args,
-                     .lens = lens};
+    rl__keyset ks;
+    rl__request q = {.s = s, .nargs = nargs, .args = args, .lens = lens};
     size_t i;
 
     memset(out, 0, sizeof *out);
     out->n = rl__client_topo(c)->npools;
+    if (rl__keyset_make(&ks, s->keys, s->nkeys, k, req) != 0) {
+        for (i = 0; i < out->n; i++)
+            if (only == NULL || only[i])
+                out->err[i] = REDISLOCK_ENOMEM;
+        return;
+    }
+    q.nkeys = ks.n;
+    q.keys = ks.k;
+    q.klens = ks.len;
     borrow_all(c, only, out, conns);
     rl__request_par(conns, out->n, &q, timeout_ms, out);
     for (i = 0; i < out->n; i++)
         if (conns[i] != NULL)
             rl__pool_give_back(rl__topo_each(rl__client_topo(c), i), conns[i]);
+    rl__keyset_free(&ks);
 }
 
 void rl__round_free(rl__round *r)

@@ -13,14 +13,15 @@
  * what went wrong there. */
 typedef rl__replies rl__round;
 
-/* Runs s with key (and nargs arguments) on every server of c, or those
- * with only[i] set when only is not NULL (the others get neither a reply
- * nor an error), waiting at most timeout_ms for each; error replies
+/* Runs s with the keys it declares for k (req: the request whose void
+ * key it takes, or NULL) and nargs arguments on every server of c, or
+ * those with only[i] set when only is not NULL (the others get neither a
+ * reply nor an error), waiting at most timeout_ms for each; error replies
  * become that server's err. */
 void rl__quorum_script(redislock_client *c, const int *only, int64_t timeout_ms,
-                       const rl__script *s, const char *key, size_t keylen,
-                       int nargs, const char **args, const size_t *lens,
-                       rl__round *out);
+                       const rl__script *s, const rl__lockname *k,
+                       const char *req, int nargs, const char **args,
+                       const size_t *lens, rl__round *out);
 
 void rl__round_free(rl__round *r);
 

@@ -69,14 +69,15 @@ static void undo(redislock_lock *l, const char *id, const char *req,
                  int64_t ttl_ms, int64_t timeout_ms)
 {
     char ttl[24];
-    const char *args[4] = {id, ttl, l->base, req};
-    size_t lens[4] = {strlen(id), 0, l->baselen, strlen(req)}, i;
+    const char *args[3] = {id, ttl, req};
+    size_t lens[3] = {strlen(id), 0, strlen(req)}, i;
+    rl__lockname k = {l->key, l->keylen, l->base, l->baselen};
     rl__watchdog *wd;
     rl__round r;
 
     lens[1] = (size_t)snprintf(ttl, sizeof ttl, "%" PRId64, ttl_ms + 60000);
-    rl__quorum_script(l->client, NULL, timeout_ms, &rl__script_abandon, l->key,
-                      l->keylen, 4, args, lens, &r);
+    rl__quorum_script(l->client, NULL, timeout_ms, &rl__script_abandon, &k, req,
+                      3, args, lens, &r);
     for (i = 0; i < r.n; i++)
         if (r.err[i] != REDISLOCK_OK &&
             rl__client_watchdog(l->client, &wd) == REDISLOCK_OK)
@@ -118,10 +119,10 @@ static redislock_err attempt(redislock_lock *l, const rl__try *t,
                              int64_t *sent_us)
 {
     char ttl[24];
-    const char *args[7] = {t->id, ttl, t->fmt, t->meta, "0", l->base, t->req};
-    size_t lens[7] = {strlen(t->id),   0, strlen(t->fmt),
-                      strlen(t->meta), 1, l->baselen,
-                      strlen(t->req)};
+    const char *args[6] = {t->id, ttl, t->fmt, t->meta, "0", t->req};
+    size_t lens[6] = {strlen(t->id),   0, strlen(t->fmt),
+                      strlen(t->meta), 1, strlen(t->req)};
+    rl__lockname k = {l->key, l->keylen, l->base, l->baselen};
     const char *id = t->id, *req = t->req;
     int64_t ttl_ms = t->ttl_ms, drift_ms = t->drift_ms;
     int64_t timeout = rl__client_server_timeout(l->client, ttl_ms), took;
@@ -131,8 +132,8 @@ static redislock_err attempt(redislock_lock *l, const rl__try *t,
 
     lens[1] = (size_t)snprintf(ttl, sizeof ttl, "%" PRId64, ttl_ms);
     *sent_us = rl__now_us();
-    rl__quorum_script(l->client, NULL, timeout, &rl__script_acquire, l->key,
-                      l->keylen, 7, args, lens, &r);
+    rl__quorum_script(l->client, NULL, timeout, &rl__script_acquire, &k, req, 6,
+                      args, lens, &r);
     tally(&r, oc, &v);
     rl__lock_set_outcomes(l, oc, r.n);
     rl__round_free(&r);
@@ -186,8 +187,9 @@ static redislock_err majority(redislock_lock *l, const redislock_err *oc,
 static redislock_err owner(redislock_lock *l, const rl__script *s,
                            const char *arg2, int64_t timeout_ms, long long *n)
 {
-    const char *args[3] = {l->token, arg2, l->base};
-    size_t lens[3] = {strlen(l->token), strlen(arg2), l->baselen}, i;
+    const char *args[2] = {l->token, arg2};
+    size_t lens[2] = {strlen(l->token), strlen(arg2)}, i;
+    rl__lockname k = {l->key, l->keylen, l->base, l->baselen};
     int extend = s == &rl__script_extend;
     int64_t ttl = extend ? strtoll(arg2, NULL, 10) : l->ttl_ms;
     int64_t timeout = rl__client_server_timeout(l->client, ttl);
@@ -198,8 +200,7 @@ static redislock_err owner(redislock_lock *l, const rl__script *s,
 
     if (timeout_ms > 0 && timeout_ms < timeout)
         timeout = timeout_ms;
-    rl__quorum_script(l->client, NULL, timeout, s, l->key, l->keylen, 3, args,
-                      lens, &r);
+    rl__quorum_script(l->client, NULL, timeout, s, &k, NULL, 2, args, lens, &r);
     for (i = 0; i < r.n; i++) {
         oc[i] = r.err[i];
         if (r.reply[i] != NULL &&
@@ -248,13 +249,14 @@ static redislock_err inspect(redislock_client *c, rl__pool *p, size_t at,
     int64_t ttls[RL_MAX_QUORUM], fence = 0;
     size_t i, held = 0, answered = 0, q;
     redislock_err err = REDISLOCK_OK;
+    rl__lockname k = {key, keylen, base, baselen};
     rl__round r;
 
     (void)p;
     (void)at;
     rl__quorum_script(c, NULL,
                       rl__client_server_timeout(c, REDISLOCK_TTL_MAX_MS),
-                      &rl__script_inspect, key, keylen, 1, &base, &baselen, &r);
+                      &rl__script_inspect, &k, NULL, 0, NULL, NULL, &r);
     q = RL_QUORUM(r.n);
     *first = r.n;
     for (i = 0; i < r.n; i++) {

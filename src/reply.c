@@ -39,6 +39,8 @@ redislock_err rl__reply_acquired(const rl__reply *r, rl__acquired *a)
     a->holder_ttl = e[1]->integer;
     /* A reply without the flag counts as a holder that wakes. */
     a->silent = r->elements >= 3 && integer(e[2]) && e[2]->integer == 0;
+    if (r->elements >= 4 && integer(e[3]))
+        a->seq = e[3]->integer;
     return REDISLOCK_OK;
 }
 

@@ -12,13 +12,15 @@
 #include "conn.h"
 
 /* What acquire.lua and fair.lua answer: {1, holds, fence} when taken,
- * {0, pttl, wakes} when another owner holds the lock. */
+ * {0, pttl, wakes} when another owner holds the lock, and fair.lua then
+ * the waiter's place in the queue as a fourth. */
 typedef struct rl__acquired {
     int taken;
     int64_t holds;      /* taken: this owner's holds */
     int64_t fence;      /* taken: the fencing token, positive */
     int64_t holder_ttl; /* held: the holder's PTTL (-1 none, -2 unknown) */
     int silent;         /* held: its release wakes nobody (rl_wakes 0) */
+    int64_t seq;        /* held, fair: the waiter's place; 0 for none */
 } rl__acquired;
 
 /* A fencing token from a server must be positive: REDISLOCK_EPROTOCOL

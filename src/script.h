@@ -10,6 +10,7 @@
 #include <stddef.h>
 
 #include "conn.h"
+#include "keys.h"
 
 typedef struct rl__script {
     const char *name;
@@ -18,6 +19,10 @@ typedef struct rl__script {
     /* Always sent whole: a rare call that must not spend a round trip on
      * NOSCRIPT (the abandon after a lost reply). */
     int eval_only;
+    /* Its KEYS, in order, as keys.h's roles (from the script's rl_keys
+     * call); NULL for a script whose caller names its keys itself. */
+    const unsigned char *keys;
+    int nkeys;
 } rl__script;
 
 extern const rl__script rl__script_acquire;
@@ -29,7 +34,7 @@ extern const rl__script rl__script_extend;
 extern const rl__script rl__script_inspect;
 extern const rl__script rl__script_fenced_set;
 
-#define RL_SCRIPT_MAX_ARGS 12
+#define RL_SCRIPT_MAX_ARGS 16
 #define RL_SCRIPT_ARGV_MAX (3 + RL_SCRIPT_MAX_ARGS)
 
 /* Fills argv/argl (RL_SCRIPT_ARGV_MAX slots) with EVALSHA of s, or EVAL

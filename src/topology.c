@@ -52,7 +52,7 @@ int rl__topo_same_slot(const rl__topo *t, const void *a, size_t alen,
            rl__key_slot(a, alen) == rl__key_slot(b, blen);
 }
 
-int rl__topo_slots_migrate(const rl__topo *t)
+int rl__topo_cluster(const rl__topo *t)
 {
     return t->kind == RL_TOPO_CLUSTER;
 }

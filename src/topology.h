@@ -60,9 +60,10 @@ rl__pool *rl__topo_each(rl__topo *t, size_t i);
 int rl__topo_same_slot(const rl__topo *t, const void *a, size_t alen,
                        const void *b, size_t blen);
 
-/* Whether a key's slot can move to another node while a request runs (a
- * cluster's slot migration): scripts then guard their writes. */
-int rl__topo_slots_migrate(const rl__topo *t);
+/* Whether this is a Redis Cluster: a key's slot can move to another node
+ * while a request runs, and a channel meant for one key's node is a shard
+ * channel (SSUBSCRIBE, SPUBLISH). */
+int rl__topo_cluster(const rl__topo *t);
 
 /* Whether a blocking call on a connection of its own (BLPOP) that ended
  * in err, or with reply r, met a change of the key's node: a cluster's

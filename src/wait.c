@@ -9,15 +9,16 @@
 #include "algo.h"
 #include "clock.h"
 #include "error.h"
+#include "rand.h"
 #include "reply.h"
 
 /* The pause before a waiter whose BLPOP met a cluster's change tries
  * again: enough for a slot's hand-over, short against a failover. */
 #define RL_REROUTE_PAUSE_MS 20
 
-/* Publishes the waiter's own list so that a cancel can push to it; or
- * says that a cancel came first. */
-static int start_blocking(redislock_lock *l, char *own, size_t ownlen)
+/* Publishes the waiter's own list (or, fair, its channel) so that a
+ * cancel can reach it; or says that a cancel came first. */
+static int start_blocking(redislock_lock *l, char *own, size_t ownlen, int fair)
 {
     int cancelled;
 
@@ -26,6 +27,7 @@ static int start_blocking(redislock_lock *l, char *own, size_t ownlen)
     if (!cancelled) {
         l->wait_list = own;
         l->wait_list_len = ownlen;
+        l->wait_fair = fair;
     }
     pthread_mutex_unlock(&l->mu);
     return cancelled;
@@ -48,48 +50,66 @@ static int must_reroute(const redislock_lock *l, redislock_err err,
     return rl__topo_moved(rl__client_topo(l->client), err, r);
 }
 
-static redislock_err blpop(redislock_lock *l, int nkeys, const char **keys,
+static void close_waitconn(redislock_lock *l)
+{
+    rl__conn_close(l->waitconn);
+    l->waitconn = NULL;
+    l->subscribed = 0;
+}
+
+/* The waiter's own connection, opened when there is none (in a cluster,
+ * on the slot's master now, which may have changed), with a reply
+ * timeout of timeout_ms. */
+static redislock_err open_waitconn(redislock_lock *l, int64_t timeout_ms,
+                                   int *reroute)
+{
+    redislock_err err = REDISLOCK_OK;
+
+    if (l->waitconn == NULL)
+        err = rl__conn_open(
+            &rl__topo_node(rl__client_topo(l->client), l->key, l->keylen)->cfg,
+            &l->waitconn);
+    if (err == REDISLOCK_OK)
+        err = rl__conn_timeout(l->waitconn, timeout_ms);
+    if ((*reroute = must_reroute(l, err, NULL)) != 0 && l->waitconn)
+        close_waitconn(l);
+    return err;
+}
+
+/* BLPOP on the lock's wake list and the waiter's own list. */
+static redislock_err blpop(redislock_lock *l, const char **keys,
                            const size_t *lens, int64_t pause_ms, rl__reply **r,
                            int *reroute)
 {
     const char *argv[4] = {"BLPOP", keys[0], keys[1], NULL};
     size_t argl[4] = {5, lens[0], lens[1], 0};
     char secs[32];
-    redislock_err err = REDISLOCK_OK;
+    redislock_err err;
 
-    /* In a cluster, on the slot's master now, which may have changed. */
-    if (l->waitconn == NULL)
-        err = rl__conn_open(
-            &rl__topo_node(rl__client_topo(l->client), l->key, l->keylen)->cfg,
-            &l->waitconn);
+    /* A connection a fair wait left subscribed takes no BLPOP. */
+    if (l->subscribed)
+        close_waitconn(l);
     /* The reply may take the whole pause, plus a command's time. */
-    if (err == REDISLOCK_OK)
-        err = rl__conn_timeout(l->waitconn,
-                               pause_ms + l->pool->cfg.command_timeout_ms);
-    if ((*reroute = must_reroute(l, err, NULL)) != 0 && l->waitconn) {
-        rl__conn_close(l->waitconn);
-        l->waitconn = NULL;
-    }
+    err = open_waitconn(l, pause_ms + l->pool->cfg.command_timeout_ms, reroute);
     if (err != REDISLOCK_OK)
         return err;
-    argl[1 + nkeys] = (size_t)snprintf(secs, sizeof secs, "%lld.%03lld",
-                                       (long long)(pause_ms / 1000),
-                                       (long long)(pause_ms % 1000));
-    argv[1 + nkeys] = secs;
-    err = rl__conn_command(l->waitconn, 2 + nkeys, argv, argl, r);
+    argl[3] = (size_t)snprintf(secs, sizeof secs, "%lld.%03lld",
+                               (long long)(pause_ms / 1000),
+                               (long long)(pause_ms % 1000));
+    argv[3] = secs;
+    err = rl__conn_command(l->waitconn, 4, argv, argl, r);
     if ((*reroute = must_reroute(l, err, err ? NULL : *r)) != 0 && err == 0)
         rl__reply_free(*r);
     else if (err == REDISLOCK_OK && (err = rl__reply_check(*r, "BLPOP")) != 0)
         rl__reply_free(*r);
-    if (*reroute || rl__conn_broken(l->waitconn)) {
-        rl__conn_close(l->waitconn);
-        l->waitconn = NULL;
-    }
+    if (*reroute || rl__conn_broken(l->waitconn))
+        close_waitconn(l);
     return err;
 }
 
-static redislock_err classify(redislock_lock *l, const rl__reply *r,
-                              rl__wait_result *res)
+/* What BLPOP's answer says: nothing came, a release woke us, or a
+ * cancel. */
+static redislock_err classify(const rl__reply *r, rl__wait_result *res)
 {
     const rl__reply *v;
 
@@ -101,22 +121,7 @@ static redislock_err classify(redislock_lock *l, const rl__reply *r,
         r->element[1]->type != REDIS_REPLY_STRING)
         return rl__err(REDISLOCK_EPROTOCOL, "BLPOP answered type %d", r->type);
     v = r->element[1];
-    if (strncmp(v->str, "handoff ", 8) == 0) {
-        char *end;
-        long long fence = strtoll(v->str + 8, &end, 10);
-        long long lease = strtoll(end, &end, 10);
-        if (*end != '\0' || lease <= 0)
-            return rl__err(REDISLOCK_EPROTOCOL,
-                           "bad hand-off message in the waiter's list");
-        if (rl__check_fence(fence, "hand-off") != REDISLOCK_OK)
-            return REDISLOCK_EPROTOCOL;
-        *res = RL_WAIT_HANDOFF;
-        l->fence = fence;
-        l->handoff_lease = lease;
-    } else if (strcmp(v->str, "cancel") == 0)
-        *res = RL_WAIT_CANCELLED;
-    else
-        *res = RL_WAIT_WOKEN;
+    *res = strcmp(v->str, "cancel") == 0 ? RL_WAIT_CANCELLED : RL_WAIT_WOKEN;
     return REDISLOCK_OK;
 }
 
@@ -136,12 +141,165 @@ static rl__wait_result sleep_or_cancel(redislock_lock *l, int64_t ms)
     return cancelled ? RL_WAIT_CANCELLED : RL_WAIT_TIMEOUT;
 }
 
-redislock_err rl__wait(redislock_lock *l, const char *token, int fair,
-                       int64_t pause_ms, rl__wait_result *res)
+const char *rl__wait_channel(redislock_lock *l, size_t *len)
+{
+    char tok[RL_TOKEN_HEXLEN + 1];
+
+    if (l->chan == NULL && rl__token(tok) == 0)
+        l->chan = rl__helper_join(l->base, l->baselen, "c:", tok, &l->chanlen);
+    *len = l->chanlen;
+    return l->chan;
+}
+
+int rl__wait_sharded(const redislock_lock *l)
+{
+    return rl__topo_cluster(rl__client_topo(l->client));
+}
+
+/* Whether r is a Pub/Sub push of kind (or its shard twin, "s" + kind). */
+static int push_of(const rl__reply *r, const char *kind)
+{
+    const rl__reply *k;
+
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 3)
+        return 0;
+    k = r->element[0];
+    if (k->type != REDIS_REPLY_STRING)
+        return 0;
+    return strcmp(k->str, kind) == 0 ||
+           (k->str[0] == 's' && strcmp(k->str + 1, kind) == 0);
+}
+
+/* Subscribes the waiter's own connection to its channel (SSUBSCRIBE in a
+ * cluster: the channel carries the key's hash tag, so it lives on the
+ * key's master). */
+static redislock_err subscribe(redislock_lock *l, int *reroute)
+{
+    int64_t timeout = l->pool->cfg.command_timeout_ms;
+    const char *argv[2] = {rl__wait_sharded(l) ? "SSUBSCRIBE" : "SUBSCRIBE",
+                           l->chan};
+    size_t argl[2] = {strlen(argv[0]), l->chanlen};
+    rl__reply *r = NULL;
+    redislock_err err = open_waitconn(l, timeout, reroute);
+
+    if (err == REDISLOCK_OK &&
+        (err = rl__conn_send(l->waitconn, 2, argv, argl)) == REDISLOCK_OK &&
+        (err = rl__conn_listen(l->waitconn, timeout, &r)) == REDISLOCK_OK &&
+        r == NULL)
+        err = rl__err(REDISLOCK_ETIMEDOUT, "%s: Redis did not answer in time",
+                      argv[0]);
+    if (err == REDISLOCK_OK && !(*reroute = must_reroute(l, err, r))) {
+        if (r->type == REDIS_REPLY_ERROR)
+            err = rl__reply_check(r, argv[0]);
+        else if (!push_of(r, "subscribe"))
+            err = rl__err(REDISLOCK_EPROTOCOL, "%s answered type %d", argv[0],
+                          r->type);
+    }
+    rl__reply_free(r);
+    if (err == REDISLOCK_OK && !*reroute)
+        l->subscribed = 1;
+    else
+        close_waitconn(l);
+    return *reroute ? REDISLOCK_OK : err;
+}
+
+/* What a message on the waiter's channel says to the wait of request req:
+ * its hand-off (the place its last attempt was given), a cancel that is
+ * still in force, or nothing (a message for another wait of the handle,
+ * or a cancel that came after the wait it was meant for): RL_WAIT_TIMEOUT,
+ * meaning "go on listening". */
+static redislock_err told(redislock_lock *l, const char *req,
+                          const rl__reply *r, rl__wait_result *res)
+{
+    const char *m;
+    size_t n = strlen(req);
+
+    *res = RL_WAIT_TIMEOUT;
+    /* The server's own unsubscribe (a cluster slot that moved away). */
+    if (push_of(r, "unsubscribe")) {
+        close_waitconn(l);
+        *res = RL_WAIT_WOKEN;
+        return REDISLOCK_OK;
+    }
+    if (!push_of(r, "message") || r->element[2]->type != REDIS_REPLY_STRING)
+        return rl__err(REDISLOCK_EPROTOCOL,
+                       "unexpected reply type %d on the "
+                       "waiter's channel",
+                       r->type);
+    m = r->element[2]->str;
+    if (strncmp(m, "handoff ", 8) == 0 && strncmp(m + 8, req, n) == 0 &&
+        m[8 + n] == ' ') {
+        char *end;
+        long long seq = strtoll(m + 9 + n, &end, 10);
+        long long fence = strtoll(end, &end, 10);
+        long long lease = strtoll(end, &end, 10);
+        if (*end != '\0' || lease <= 0)
+            return rl__err(REDISLOCK_EPROTOCOL,
+                           "bad hand-off message on the waiter's channel");
+        if (seq == 0 || seq != l->wait_seq)
+            return REDISLOCK_OK;
+        if (rl__check_fence(fence, "hand-off") != REDISLOCK_OK)
+            return REDISLOCK_EPROTOCOL;
+        *res = RL_WAIT_HANDOFF;
+        l->fence = fence;
+        l->handoff_lease = lease;
+    } else if (strcmp(m, "cancel") == 0) {
+        pthread_mutex_lock(&l->mu);
+        if (l->cancelled)
+            *res = RL_WAIT_CANCELLED;
+        pthread_mutex_unlock(&l->mu);
+    }
+    return REDISLOCK_OK;
+}
+
+/* A fair waiter listens on its channel for up to pause_ms. Before its
+ * first listen the connection subscribes, and the wait returns at once
+ * (RL_WAIT_WOKEN): a hand-off told before the subscription is found by
+ * the attempt that follows. A connection that fails is dropped and the
+ * waiter tries again (its attempt says what is wrong). */
+static redislock_err wait_fair(redislock_lock *l, const char *req,
+                               int64_t pause_ms, rl__wait_result *res)
+{
+    int64_t end_us = rl__now_us() + pause_ms * 1000, left;
+    int reroute = 0;
+    rl__reply *r;
+    redislock_err err;
+
+    if (!l->subscribed) {
+        if ((err = subscribe(l, &reroute)) != REDISLOCK_OK)
+            return err;
+        *res =
+            reroute ? sleep_or_cancel(l, RL_REROUTE_PAUSE_MS) : RL_WAIT_WOKEN;
+        return REDISLOCK_OK;
+    }
+    if (start_blocking(l, l->chan, l->chanlen, 1)) {
+        *res = RL_WAIT_CANCELLED;
+        return REDISLOCK_OK;
+    }
+    *res = RL_WAIT_TIMEOUT;
+    err = REDISLOCK_OK;
+    while (*res == RL_WAIT_TIMEOUT && err == REDISLOCK_OK &&
+           (left = (end_us - rl__now_us() + 999) / 1000) > 0) {
+        if (rl__conn_listen(l->waitconn, left, &r) != REDISLOCK_OK) {
+            close_waitconn(l);
+            *res = RL_WAIT_WOKEN;
+        } else if (r != NULL) {
+            err = told(l, req, r, res);
+            rl__reply_free(r);
+        }
+    }
+    stop_blocking(l);
+    if (err != REDISLOCK_OK)
+        close_waitconn(l);
+    return err;
+}
+
+redislock_err rl__wait(redislock_lock *l, const char *token, const char *req,
+                       int fair, int64_t pause_ms, rl__wait_result *res)
 {
     const char *keys[2];
     size_t lens[2];
-    char *own, *shared = NULL;
+    char *own, *shared;
     int64_t end_us;
     rl__reply *r;
     redislock_err err;
@@ -150,6 +308,8 @@ redislock_err rl__wait(redislock_lock *l, const char *token, int fair,
     *res = RL_WAIT_TIMEOUT;
     if (pause_ms < 1)
         return REDISLOCK_OK;
+    if (fair)
+        return wait_fair(l, req, pause_ms, res);
     /* Without wake-ups (a Redlock quorum has no one server whose release
      * could wake us), sleep. */
     if (pause_ms < RL_BLOCK_MIN_MS || !rl__client_algo(l->client)->wakes) {
@@ -160,27 +320,26 @@ redislock_err rl__wait(redislock_lock *l, const char *token, int fair,
      * the server's timeout would come up to a tick late. */
     end_us = rl__now_us() + pause_ms * 1000;
     pause_ms -= RL_SERVER_TICK_MS;
-    own =
-        rl__helper_join(l->base, l->baselen, "h:", token, &lens[fair ? 0 : 1]);
-    if (!fair)
-        shared = rl__helper_join(l->base, l->baselen, "wake", NULL, &lens[0]);
-    if (own == NULL || (!fair && shared == NULL)) {
+    own = rl__helper_join(l->base, l->baselen, "h:", token, &lens[1]);
+    shared = rl__helper_join(l->base, l->baselen, "wake", NULL, &lens[0]);
+    if (own == NULL || shared == NULL) {
         free(own);
+        free(shared);
         return rl__err(REDISLOCK_ENOMEM, "out of memory");
     }
-    keys[0] = fair ? own : shared;
+    keys[0] = shared;
     keys[1] = own;
-    if (start_blocking(l, own, lens[fair ? 0 : 1])) {
+    if (start_blocking(l, own, lens[1], 0)) {
         *res = RL_WAIT_CANCELLED;
         err = REDISLOCK_OK;
     } else {
-        err = blpop(l, fair ? 1 : 2, keys, lens, pause_ms, &r, &reroute);
+        err = blpop(l, keys, lens, pause_ms, &r, &reroute);
         stop_blocking(l);
         if (reroute) {
             err = REDISLOCK_OK;
             *res = sleep_or_cancel(l, RL_REROUTE_PAUSE_MS);
         } else if (err == REDISLOCK_OK) {
-            err = classify(l, r, res);
+            err = classify(r, res);
             rl__reply_free(r);
         }
         if (err == REDISLOCK_OK && *res == RL_WAIT_TIMEOUT &&
@@ -201,21 +360,30 @@ void rl__wait_interrupt(redislock_lock *l)
     rl__reply *r[2];
     char *name = NULL;
     size_t len = 0;
+    int fair = 0;
 
     pthread_mutex_lock(&l->mu);
     if (l->wait_list != NULL && (name = malloc(l->wait_list_len)) != NULL) {
         memcpy(name, l->wait_list, l->wait_list_len);
         len = l->wait_list_len;
+        fair = l->wait_fair;
     }
     pthread_mutex_unlock(&l->mu);
     if (name == NULL)
         return;
-    /* The waiter's own list expires soon, whoever pops it. */
     push[1] = expire[1] = name;
     pushl[1] = expl[1] = len;
-    if (rl__lock_command(l, 2, cmds, r) == REDISLOCK_OK) {
+    if (fair) {
+        /* Told on the fair waiter's channel. */
+        push[0] = rl__wait_sharded(l) ? "SPUBLISH" : "PUBLISH";
+        pushl[0] = strlen(push[0]);
+        push[1] = name;
+    }
+    /* The waiter's own list expires soon, whoever pops it. */
+    if (rl__lock_command(l, fair ? 1 : 2, cmds, r) == REDISLOCK_OK) {
         rl__reply_free(r[0]);
-        rl__reply_free(r[1]);
+        if (!fair)
+            rl__reply_free(r[1]);
     }
     free(name);
 }

@@ -1,8 +1,11 @@
 /*
- * Blocking between attempts without polling: a waiter blocks with BLPOP on
- * its lock's helper lists, on a connection of its own, and the release
- * script wakes it (one waiter per release) or, for fair waiters, hands it
- * the lock. redislock_cancel() pushes to the waiter's own list to wake it.
+ * Blocking between attempts without polling, on a connection of the
+ * handle's own. An ordinary waiter blocks with BLPOP on its lock's wake
+ * list (a release wakes one waiter) and its own list (where
+ * redislock_cancel() pushes). A fair waiter stays subscribed to a channel
+ * of its handle's, on which a release tells it that the lock was handed
+ * to it (a channel is not a key, so the release script names only keys it
+ * declares) and redislock_cancel() tells it to stop.
  */
 #ifndef RL_WAIT_H
 #define RL_WAIT_H
@@ -17,19 +20,29 @@ typedef enum rl__wait_result {
 } rl__wait_result;
 
 /*
- * Blocks up to pause_ms for a wake-up meant for the waiter named token.
- * fair: listen only for a hand-off to this waiter; otherwise also for the
- * lock's shared wake list. A pause under 1 ms returns RL_WAIT_TIMEOUT.
+ * Blocks up to pause_ms for a wake-up meant for the waiter named token,
+ * or with fair, for a hand-off to the call whose request id is req (at
+ * the place in the queue its last attempt got, l->wait_seq). A pause
+ * under 1 ms returns RL_WAIT_TIMEOUT.
  *
  * Redis checks blocking timeouts only on its periodic tick (every 100 ms
- * at the default hz 10), so a pause shorter than RL_BLOCK_MIN_MS is slept
- * here instead, precisely, and is not cut short by a release.
+ * at the default hz 10), so an ordinary waiter's pause shorter than
+ * RL_BLOCK_MIN_MS is slept here instead, precisely, and is not cut short
+ * by a release. A fair waiter's listen is timed here.
  */
 #define RL_BLOCK_MIN_MS 250
 /* The server's default tick (hz 10). */
 #define RL_SERVER_TICK_MS 100
-redislock_err rl__wait(redislock_lock *l, const char *token, int fair,
-                       int64_t pause_ms, rl__wait_result *res);
+redislock_err rl__wait(redislock_lock *l, const char *token, const char *req,
+                       int fair, int64_t pause_ms, rl__wait_result *res);
+
+/* The channel hand-offs to l come on (l's helper base, "c:", a random
+ * id), made on first use; NULL when it cannot be made. */
+const char *rl__wait_channel(redislock_lock *l, size_t *len);
+
+/* Whether the channel is a shard channel (SSUBSCRIBE, SPUBLISH): in a
+ * Redis Cluster, where it lives on the key's master. */
+int rl__wait_sharded(const redislock_lock *l);
 
 /* The fencing token and the lease granted by the last RL_WAIT_HANDOFF are
  * stored in l->fence and l->handoff_lease. */

@@ -316,6 +316,7 @@ TEST_ENTRY(excl_redlock, 60)
 /* Key names: hash slots and helper keys (no server). */
 TEST_ENTRY(keys_slots, 5)
 TEST_ENTRY(keys_helper_names, 5)
+TEST_ENTRY(keys_script_keysets, 5)
 /* Which servers are the same server: canonical names (no server), then
  * sharded and Redlock clients given one server under two spellings. */
 TEST_ENTRY(canon_loopback_spellings, 5)

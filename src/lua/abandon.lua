@@ -4,13 +4,16 @@
 -- void the request for as long as it could still take effect (the acquire
 -- scripts refuse a void request), and undo what it did if it ran already:
 -- a plain lock with its token is freed; on a hash, the hold that request
--- added (the 'req' field names the last request that added one) is taken
--- back, and the lock freed when it was the last.
--- KEYS[1] the lock. ARGV[1] the token or owner id, ARGV[2] how long to
--- void the request in ms, ARGV[3] helper base, ARGV[4] the request's id.
+-- added (the 'req' field names the last request that added one, or the
+-- fair waiter a release handed the lock to) is taken back, and the lock
+-- freed when it was the last.
+-- KEYS: the lock, the helpers a hand-off uses (rl_handoff), the request's
+-- void marker. ARGV[1] the token or owner id, ARGV[2] how long to void the
+-- request in ms, ARGV[3] the request's id.
 -- Returns 1 when a hold was undone, else 0.
-local key, id, base, req = KEYS[1], ARGV[1], ARGV[3], ARGV[4]
-redis.call('SET', base .. 'void:' .. req, '1', 'PX', ARGV[2])
+local K = rl_keys('lock fence q ws waiting wake void')
+local key, id, req = K.lock, ARGV[1], ARGV[3]
+redis.call('SET', K.void, '1', 'PX', ARGV[2])
 local kind, holder = rl_holder(key)
 if holder ~= id then
     return 0
@@ -25,5 +28,5 @@ if kind == 'hash' then
     end
 end
 redis.call('DEL', key)
-rl_handoff(key, base)
+rl_handoff(K)
 return 1

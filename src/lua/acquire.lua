@@ -1,32 +1,34 @@
 -- Acquire for any format, with the waiting marker.
--- KEYS[1] the lock. ARGV[1] token or owner id, ARGV[2] TTL in ms,
--- ARGV[3] format: 'plain', 'hash' or 'reentrant' (a hash its owner may
--- take again), ARGV[4] metadata ('' for none), ARGV[5] the most the caller
--- will wait in ms ('0': it will not, so no marker), ARGV[6] helper base,
--- ARGV[7] the request's own id (a plain lock's token is one already).
+-- KEYS: the lock, its fencing counter, its waiting marker, and the void
+-- marker of this request (see abandon.lua). ARGV[1] token or owner id,
+-- ARGV[2] TTL in ms, ARGV[3] format: 'plain', 'hash' or 'reentrant' (a
+-- hash its owner may take again), ARGV[4] metadata ('' for none), ARGV[5]
+-- the most the caller will wait in ms ('0': it will not, so no marker),
+-- ARGV[6] the request's own id (a plain lock's token is one already).
 -- Returns {1, holds, fence} when taken, {0, PTTL, wakes} when another
 -- owner holds it, wakes being 0 when its release will not wake waiters
 -- (rl_wakes).
-local key, id, fmt = KEYS[1], ARGV[1], ARGV[3]
+local K = rl_keys('lock fence waiting void')
+local key, id, fmt = K.lock, ARGV[1], ARGV[3]
 -- A request its sender gave up on (see abandon.lua) takes nothing.
-if redis.call('EXISTS', ARGV[6] .. 'void:' .. ARGV[7]) == 1 then
+if redis.call('EXISTS', K.void) == 1 then
     return {0, -2}
 end
 local kind, holder
 if fmt == 'plain' then
     -- The common case in one call: taken, or held by someone.
     if redis.call('SET', key, id, 'NX', 'PX', ARGV[2]) then
-        return {1, 1, rl_fence(ARGV[6], ARGV[2])}
+        return {1, 1, rl_fence(K.fence, ARGV[2])}
     end
     kind, holder = rl_holder(key)
 else
     kind, holder = rl_holder(key)
     if kind == 'none' then
         return {1, 1,
-                rl_create(key, id, ARGV[2], fmt, ARGV[4], ARGV[6], ARGV[7])}
+                rl_create(key, id, ARGV[2], fmt, ARGV[4], K.fence, ARGV[6])}
     end
     if fmt == 'reentrant' and kind == 'hash' and holder == id then
-        return rl_reenter(key, ARGV[2], ARGV[6], ARGV[7])
+        return rl_reenter(key, ARGV[2], K.fence, ARGV[6])
     end
 end
 local ttl = redis.call('PTTL', key)
@@ -37,9 +39,8 @@ if wait > 0 then
     if ttl >= 0 and ttl < wait then
         wait = ttl
     end
-    local marker = ARGV[6] .. 'waiting'
-    if redis.call('PTTL', marker) < wait + 1000 then
-        redis.call('SET', marker, '1', 'PX', wait + 1000)
+    if redis.call('PTTL', K.waiting) < wait + 1000 then
+        redis.call('SET', K.waiting, '1', 'PX', wait + 1000)
     end
 end
 return {0, ttl, rl_wakes(kind, holder)}

@@ -1,14 +1,15 @@
 -- Compare-and-lengthen for both lock formats (see release.lua).
--- KEYS[1] the lock. ARGV[1] token or owner id. ARGV[2] the TTL in ms: the
+-- KEYS: the lock. ARGV[1] token or owner id. ARGV[2] the TTL in ms: the
 -- lease is set to at least that from now, never shortened (rl_lengthen),
 -- so a late extend or another handle of the same owner cannot cut short a
 -- lease a holder counts on. A key that has gone is never re-created.
 -- Returns 1 extended, 0 gone (expired, free), -1 another owner's.
-local kind, holder = rl_holder(KEYS[1])
+local K = rl_keys('lock')
+local kind, holder = rl_holder(K.lock)
 if kind == 'none' then
     return 0
 elseif holder ~= ARGV[1] then
     return -1
 end
-rl_lengthen(KEYS[1], ARGV[2])
+rl_lengthen(K.lock, ARGV[2])
 return 1

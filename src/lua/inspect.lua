@@ -1,6 +1,6 @@
 -- What anyone may read of a key, and whether it is a lock (never a plain
--- lock's token: whoever knows it can release the lock). KEYS[1] the key.
--- ARGV[1] its helper base. Returns {type, PTTL, owner, holds, meta, fence,
+-- lock's token: whoever knows it can release the lock). KEYS: the key and
+-- its fencing counter. Returns {type, PTTL, owner, holds, meta, fence,
 -- kind}: owner, holds and meta of a redislock hash lock; holds '1' for
 -- redislock's own plain lock and nil when the count is not known (another
 -- library's lock); the last fencing token issued for the key (0 when none
@@ -22,10 +22,11 @@ local function token_like(v)
            (string.find(v, '%u') ~= nil and string.find(v, '%l') ~= nil)
 end
 
-local key = KEYS[1]
+local K = rl_keys('lock fence')
+local key = K.lock
 local t = redis.call('TYPE', key).ok
 local ttl = redis.call('PTTL', key)
-local fence = tonumber(redis.call('GET', ARGV[1] .. 'fence') or '0')
+local fence = tonumber(redis.call('GET', K.fence) or '0')
 local f = {false, false, false}
 local kind = 2
 if t == 'none' then

@@ -48,23 +48,54 @@ local function rl_wakes(kind, holder)
     return 0
 end
 
--- The next fencing token for the lock whose helper keys start with base:
--- greater than every token issued before for the key. It is the larger of
--- the last token + 1 and the server's clock in microseconds, so the
--- counter key need only live as long as a lock might (lock TTL + 1 s):
--- once it has gone, the clock has moved past every token it counted,
--- unless the server's clock stepped back by more than that idle time.
-local function rl_fence(base, ttl)
-    local key = base .. 'fence'
+-- The script's KEYS by name: layout lists them in order (KEYS[1] first).
+-- The layout is also what src/embed_lua.cmake reads to tell the C side
+-- which keys to send (keys.h's RL_KEY_*), so each script has exactly one
+-- rl_keys call, with its layout written out as a string.
+local function rl_keys(layout)
+    local k, i = {}, 0
+    for name in string.gmatch(layout, '%S+') do
+        i = i + 1
+        k[name] = KEYS[i]
+    end
+    return k
+end
+
+-- The server's clock in milliseconds.
+local function rl_now_ms()
+    local t = redis.call('TIME')
+    return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- Sets the life of key (a helper made or written just now) to at least ms.
+local function rl_keep(key, ms)
+    if redis.call('PTTL', key) < tonumber(ms) then
+        redis.call('PEXPIRE', key, ms)
+    end
+end
+
+-- The next value of the counter key: greater than every value it gave
+-- before. It is the larger of the last value + 1 and the server's clock in
+-- microseconds, so the key need only live life ms past its last use: once
+-- it has gone, the clock has moved past every value it gave, unless the
+-- server's clock stepped back by more than that idle time.
+local function rl_count(key, life)
     local t = redis.call('TIME')
     local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-    local f = tonumber(redis.call('GET', key) or '0') + 1
-    if now > f then
-        f = now
+    local v = tonumber(redis.call('GET', key) or '0') + 1
+    if now > v then
+        v = now
     end
-    -- Shortening the counter's life is harmless: the clock covers it.
-    redis.call('SET', key, string.format('%d', f), 'PX', tonumber(ttl) + 1000)
-    return f
+    -- Shortening the key's life is harmless: the clock covers it.
+    redis.call('SET', key, string.format('%d', v), 'PX', life)
+    return v
+end
+
+-- The next fencing token of the lock whose counter is the key fence,
+-- greater than every token issued before for the lock: the counter lives
+-- as long as a lock might (lock TTL + 1 s).
+local function rl_fence(fence, ttl)
+    return rl_count(fence, tonumber(ttl) + 1000)
 end
 
 -- Sets the lease of key to ttl ms from now unless it has longer left: a
@@ -81,9 +112,10 @@ end
 
 -- Creates the lock for id: a string for the 'plain' format, a hash with
 -- owner, holds and meta for 'hash' and 'reentrant'. req names the request
--- that made it ('' for a hand-off), so that abandon.lua can undo exactly
--- that request. Returns its fencing token.
-local function rl_create(key, id, ttl, fmt, meta, base, req)
+-- that made it (for a hand-off, the waiter's), so that abandon.lua can undo
+-- exactly that request. fence is the lock's fencing counter. Returns its
+-- fencing token.
+local function rl_create(key, id, ttl, fmt, meta, fence, req)
     if fmt == 'plain' then
         redis.call('SET', key, id, 'PX', ttl)
     else
@@ -96,97 +128,109 @@ local function rl_create(key, id, ttl, fmt, meta, base, req)
         end
         redis.call('PEXPIRE', key, ttl)
     end
-    return rl_fence(base, ttl)
+    return rl_fence(fence, ttl)
 end
 
--- The fencing token of a hand-off to waiter id that it has not picked up
--- yet (the message waits in its own list), or nil. The lock's holder
--- being id is not enough: another handle may use the same owner id.
-local function rl_handed(base, id)
-    for _, m in ipairs(redis.call('LRANGE', base .. 'h:' .. id, 0, -1)) do
-        local fence = string.match(m, '^handoff (%d+)')
-        if fence then
-            return tonumber(fence)
-        end
-    end
-    return nil
+-- A fair waiter's entry in the hash ws, field: its request id (the queue
+-- q holds the same ids): "<alive> <ttl> <fmt> <P|S> <#chan> <#meta>
+-- <chan><meta><owner>", alive being when it counts as dead (server ms),
+-- chan the channel it listens on, published to with PUBLISH (P) or, in a
+-- cluster, SPUBLISH (S). rl_waiter reads one back, nil when there is none.
+local function rl_waiter_entry(alive, ttl, fmt, pub, chan, meta, owner)
+    return string.format('%d %d %s %s %d %d ', alive, ttl, fmt, pub, #chan,
+                         #meta) .. chan .. meta .. owner
 end
 
--- Removes hand-off messages from waiter id's own list: called where the
--- lock is not id's, so any there are stale (a lease id missed). Other
--- messages (a cancel) stay, in order, with what is left of the list's
--- life (only the commands docs/ACL.md lists).
-local function rl_drop_handoffs(base, id)
-    local own = base .. 'h:' .. id
-    local all, keep = redis.call('LRANGE', own, 0, -1), {}
-    for _, m in ipairs(all) do
-        if string.sub(m, 1, 8) ~= 'handoff ' then
-            keep[#keep + 1] = m
-        end
+local function rl_waiter(v)
+    if not v then
+        return nil
     end
-    if #keep == #all then
-        return
+    local alive, ttl, fmt, pub, nc, nm, at =
+        string.match(v, '^(%d+) (%d+) (%a+) (%a) (%d+) (%d+) ()')
+    if not at then
+        return nil
     end
-    local left = redis.call('PTTL', own)
-    redis.call('DEL', own)
-    for i = #keep, 1, -1 do
-        redis.call('LPUSH', own, keep[i])
+    local c, m = at + tonumber(nc), at + tonumber(nc) + tonumber(nm)
+    return {alive = tonumber(alive), ttl = tonumber(ttl), fmt = fmt,
+            publish = pub == 'S' and 'SPUBLISH' or 'PUBLISH',
+            chan = string.sub(v, at, c - 1), meta = string.sub(v, c, m - 1),
+            owner = string.sub(v, m)}
+end
+
+-- The fencing token of the hand-off to the fair waiter whose request is
+-- req, while that hand-off still stands, else nil. Its record is the ws
+-- field '~' ("<req> <fence> <end ms>"; one at a time: a hand-off happens
+-- only when the lock was freed, which ends the one before). It stands
+-- while its lease lasts and the lock is the one handed: held by the
+-- waiter's owner id (the caller checks) and, for a hash, still naming the
+-- request (another handle of the same owner id may have taken the lock
+-- since).
+local function rl_handed(key, kind, ws, req, now)
+    local rec = redis.call('HGET', ws, '~')
+    if not rec then
+        return nil
     end
-    if #keep > 0 and left > 0 then
-        redis.call('PEXPIRE', own, left)
+    local who, fence, till = string.match(rec, '^(%S+) (%d+) (%d+)$')
+    if who ~= req or tonumber(till) <= now or
+            (kind == 'hash' and redis.call('HGET', key, 'req') ~= req) then
+        return nil
     end
+    return tonumber(fence)
 end
 
 -- A reentrant owner takes its lock again: one more hold, the lease at
 -- least ttl (never shortened: another handle of the owner may count on
--- more), a new fencing token; req is the request (see rl_create).
--- Returns {1, holds, fence}.
-local function rl_reenter(key, ttl, base, req)
+-- more), a new fencing token from the counter fence; req is the request
+-- (see rl_create). Returns {1, holds, fence}.
+local function rl_reenter(key, ttl, fence, req)
     local holds = redis.call('HINCRBY', key, 'holds', 1)
     redis.call('HSET', key, 'req', req)
     rl_lengthen(key, ttl)
-    return {1, holds, rl_fence(base, ttl)}
+    return {1, holds, rl_fence(fence, ttl)}
 end
 
--- After the lock at key was freed: hands it to the longest-waiting live
--- fair waiter, or else wakes one ordinary waiter. base is the prefix of
--- the lock's helper keys (same cluster slot as key). Waiters whose alive
--- key has expired are dead and skipped, a bounded number per call. The
--- lease handed over lasts no longer than the waiter's alive key would
--- have: a waiter that died just before cannot hold the queue up for
--- longer than that; a live one extends it to its TTL at once. The message
--- lives no longer than the lease, so a waiter that pops it knows the lease
--- began after its own last attempt (which dropped older messages).
-local function rl_handoff(key, base)
-    local q = base .. 'q'
+-- After the lock K.lock was freed: hands it to the longest-waiting live
+-- fair waiter, or else wakes one ordinary waiter. K names the helpers
+-- (fence, q, ws, waiting, wake; all in the lock's cluster slot). Waiters
+-- whose alive time has passed are dead and skipped, a bounded number per
+-- call. The lease handed over lasts no longer than the waiter's alive time
+-- would have: a waiter that died just before cannot hold the queue up for
+-- longer than that; a live one extends it to its TTL at once. The waiter
+-- is told on its channel (a channel is not a key): "handoff <request id>
+-- <seq> <fence> <lease ms>", seq being its place in the queue, which its
+-- last attempt returned: a message for an older place (a lease it missed
+-- while it was stopped) does not match. One that was not listening finds
+-- the record (rl_handed) with its next attempt.
+local function rl_handoff(K)
+    local now
     for _ = 1, 16 do
-        local head = redis.call('ZPOPMIN', q)[1]
+        local popped = redis.call('ZPOPMIN', K.q)
+        local head, seq = popped[1], tonumber(popped[2])
         if head == nil then
             break
         end
-        local spec = redis.call('GET', base .. 'w:' .. head)
-        if spec then
-            local ttl, fmt, meta = string.match(spec, '^(%d+) (%a+) (.*)$')
-            local lease = redis.call('PTTL', base .. 'w:' .. head)
-            if lease < 1 or lease > tonumber(ttl) then
-                lease = tonumber(ttl)
-            end
-            redis.call('DEL', base .. 'w:' .. head)
-            local fence = rl_create(key, head, lease, fmt, meta, base, '')
-            redis.call('LPUSH', base .. 'h:' .. head,
-                       'handoff ' .. string.format('%d %d', fence, lease))
-            redis.call('PEXPIRE', base .. 'h:' .. head, lease)
+        local w = rl_waiter(redis.call('HGET', K.ws, head))
+        redis.call('HDEL', K.ws, head)
+        now = now or rl_now_ms()
+        if w and w.alive > now then
+            local lease = math.min(w.ttl, w.alive - now)
+            local fence = rl_create(K.lock, w.owner, lease, w.fmt, w.meta,
+                                    K.fence, head)
+            redis.call('HSET', K.ws, '~',
+                       string.format('%s %d %d', head, fence, now + lease))
+            rl_keep(K.ws, lease)
+            redis.call(w.publish, w.chan,
+                       string.format('handoff %s %d %d %d', head, seq, fence,
+                                     lease))
             return true
         end
     end
-    local marker = redis.call('PTTL', base .. 'waiting')
+    local marker = redis.call('PTTL', K.waiting)
     if marker > 0 then
-        local wake = base .. 'wake'
-        if redis.call('LLEN', wake) == 0 then
-            redis.call('LPUSH', wake, 'wake')
+        if redis.call('LLEN', K.wake) == 0 then
+            redis.call('LPUSH', K.wake, 'wake')
         end
-        redis.call('PEXPIRE', wake, marker)
+        redis.call('PEXPIRE', K.wake, marker)
     end
     return false
 end
-

@@ -1,25 +1,33 @@
 #!/bin/sh
-# The helper keys' suffixes are written in two languages: the Lua scripts
-# build most names ("base .. 'wake'"), the C side some (fence.c's
-# "fenced", wait.c's lists), and keys.c keeps the list by which listings
-# tell helper keys from locks. This holds them in step: every suffix any
-# of them writes makes a key that `list --all` does not show, and keys.c
-# knows no suffix that nothing writes.
+# The helper keys' suffixes are written in C only: keys.c's role table
+# (the keys the scripts declare in KEYS) and the names other C files build
+# (fence.c's "fenced", wait.c's lists). keys.c also uses the table to tell
+# helper keys from locks in listings. This holds them in step: the Lua
+# scripts build no key names (they take every key in KEYS), every suffix
+# the C side writes makes a key that `list --all` does not show, and
+# keys.c knows no suffix that nothing writes.
 set -eu
 . "$(dirname "$0")/lib.inc"
 
 cd "$SRCDIR/src"
-lua=$(grep -oh "\.\. '[a-z:]*'" lua/*.lua | sed "s/^\.\. '//; s/'\$//")
+if grep -n "\.\. '[a-z:]*'" lua/*.lua; then
+    fail "a script builds a key name: declare the key in KEYS instead"
+fi
+roles=$(sed -n '/^static const char \*const role_suffix/,/};/p' keys.c |
+    grep -o '"[a-z:]*"' | tr -d '"')
+# "c:" names a fair waiter's channel (wait.c), which is not a key.
 c=$(grep -oh 'rl__helper_\(name\|join\)([^"]*"[a-z:]*"' ./*.c |
-    sed 's/.*"\([a-z:]*\)"$/\1/')
+    sed 's/.*"\([a-z:]*\)"$/\1/' | grep -vx 'c:')
 # shellcheck disable=SC2086 # one suffix a word
-written=$(printf '%s\n' $lua $c | grep -v '^$' | sort -u)
-known=$(sed -n '/^static int helper_suffix/,/^}/p' keys.c |
-    grep -o '"[a-z:]*"' | tr -d '"' | sort -u)
-[ -n "$written" ] && [ -n "$known" ] || fail "no suffixes found: grep needs a look"
+written=$(printf '%s\n' $roles $c | grep -v '^$' | sort -u)
+known=$( (printf '%s\n' $roles
+    sed -n '/^static int helper_suffix/,/^}/p' keys.c |
+        grep -o '"[a-z:]*"' | tr -d '"') | sort -u)
+[ -n "$roles" ] && [ -n "$written" ] && [ -n "$known" ] ||
+    fail "no suffixes found: grep needs a look"
 for s in $known; do
     printf '%s\n' "$written" | grep -qx "$s" ||
-        fail "keys.c knows helper suffix '$s', which no script or C file writes"
+        fail "keys.c knows helper suffix '$s', which no C file writes"
 done
 
 # Each written suffix, on a key with and without a tag of its own, as a

@@ -314,31 +314,44 @@ static redisContext *scan_conn(excl_nemesis *n, int i)
     return n->scan[i];
 }
 
-/* The alive window (PTTL, ms) of a random fair waiter of key on server i,
- * or -1 when none waits there. */
+/* The server's clock on r in ms, or -1. */
+static long long server_ms(redisContext *r)
+{
+    redisReply *t = redisCommand(r, "TIME");
+    long long ms = -1;
+
+    if (t != NULL && t->type == REDIS_REPLY_ARRAY && t->elements == 2)
+        ms = strtoll(t->element[0]->str, NULL, 10) * 1000 +
+             strtoll(t->element[1]->str, NULL, 10) / 1000;
+    freeReplyObject(t);
+    return ms;
+}
+
+/* What is left of the alive window (ms) of a random fair waiter of key on
+ * server i (its entry in the waiters' hash starts with the server time it
+ * counts as dead at, see rl_waiter_entry in src/lua/lib.lua), or -1 when
+ * none waits there. */
 static long long alive_left(excl_nemesis *n, int i, int key)
 {
     redisContext *r = scan_conn(n, i);
     redisReply *rep;
-    char name[32], pat[96];
-    long long p = -1;
+    char name[32];
+    long long p = -1, now;
 
     if (r == NULL)
         return -1;
     excl_key_name(key, name, sizeof name);
-    snprintf(pat, sizeof pat, "%s{%s}:rl-w:*", name, name);
-    rep = redisCommand(r, "SCAN 0 MATCH %s COUNT 1000", pat);
-    if (rep != NULL && rep->type == REDIS_REPLY_ARRAY && rep->elements == 2 &&
-        rep->element[1]->type == REDIS_REPLY_ARRAY &&
-        rep->element[1]->elements > 0) {
-        redisReply *keys = rep->element[1], *t;
-        size_t k =
-            (size_t)excl_rng_range(&n->rng, 0, (int64_t)keys->elements - 1);
-        t = redisCommand(r, "PTTL %b", keys->element[k]->str,
-                         keys->element[k]->len);
-        if (t != NULL && t->type == REDIS_REPLY_INTEGER)
-            p = t->integer;
-        freeReplyObject(t);
+    rep = redisCommand(r, "HGETALL %s{%s}:rl-ws", name, name);
+    if (rep != NULL && rep->type == REDIS_REPLY_ARRAY && rep->elements >= 2) {
+        /* Field, value pairs; "~" is the last hand-off, not a waiter. */
+        size_t pairs = rep->elements / 2,
+               k = (size_t)excl_rng_range(&n->rng, 0, (int64_t)pairs - 1);
+        if (strcmp(rep->element[2 * k]->str, "~") != 0 &&
+            (now = server_ms(r)) >= 0) {
+            p = strtoll(rep->element[2 * k + 1]->str, NULL, 10) - now;
+            if (p < 0)
+                p = -1;
+        }
     }
     if (rep == NULL) {
         redisFree(n->scan[i]);

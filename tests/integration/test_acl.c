@@ -20,13 +20,15 @@
 
 /* The commands of docs/ACL.md's rule, in its order. */
 static const char *const acl_cmds[] = {
-    "ping",   "evalsha", "eval",   "blpop",  "scan",    "get",     "strlen",
-    "set",    "del",     "exists", "type",   "time",    "pexpire", "pttl",
-    "incr",   "hset",    "hget",   "hmget",  "hincrby", "lpush",   "llen",
-    "lrange", "zadd",    "zrem",   "zrange", "zscore",  "zpopmin", NULL};
+    "ping", "evalsha", "eval",    "blpop",   "subscribe", "publish",
+    "scan", "get",     "strlen",  "set",     "del",       "exists",
+    "type", "time",    "pexpire", "pttl",    "hset",      "hget",
+    "hdel", "hmget",   "hincrby", "lpush",   "llen",      "zadd",
+    "zrem", "zrange",  "zscore",  "zpopmin", NULL};
 
 #define ACL_HEAD                                                               \
-    "ACL SETUSER locker on >pw resetkeys ~locks:* resetchannels -@all"
+    "ACL SETUSER locker on >pw resetkeys ~locks:* resetchannels &locks:* "     \
+    "-@all"
 /* How long a setup step (a waiter blocking, a key showing up) may take. */
 #define SETUP_MS 3000
 /* How soon a release or a cancel must reach a blocked waiter (the holder's
@@ -183,12 +185,16 @@ static void waiter_join(lc *t, waiter *w, int64_t grace_ms)
     w->started = 0;
 }
 
+/* Clients blocked in BLPOP, and fair waiters listening on a channel. */
 static long long blocked_clients(redisContext *r)
 {
     redisReply *rep = th_cmd(r, "INFO clients");
     const char *p = strstr(rep->str, "blocked_clients:");
     long long n = p ? strtoll(p + 16, NULL, 10) : -1;
 
+    freeReplyObject(rep);
+    rep = th_cmd(r, "PUBSUB CHANNELS *");
+    n += (long long)rep->elements;
     freeReplyObject(rep);
     return n;
 }

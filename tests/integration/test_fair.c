@@ -31,6 +31,7 @@
 /* The lock's helper keys: "<key>{<key>}:rl-<suffix>" (lock.c). */
 #define BASE KEY "{" KEY "}:rl-"
 #define QUEUE BASE "q"
+#define WAITERS BASE "ws"
 /* The library's alive window for fair waiters (acquire.c). */
 #define ALIVE_MS 5000
 /* Round trips and scheduling on a loaded 2-core box under ASan. */
@@ -75,29 +76,59 @@ static void env_stop(env *e)
     th_server_stop(e->s);
 }
 
-static long long blocked_clients(redisContext *r)
+/* The fair waiters listening for a hand-off: KEY's channels with a
+ * subscriber. */
+static long long listening(redisContext *r)
 {
-    redisReply *rep = th_cmd(r, "INFO clients");
-    const char *p = strstr(rep->str, "\nblocked_clients:");
-    long long n;
+    redisReply *rep = th_cmd(r, "PUBSUB CHANNELS " BASE "c:*");
+    long long n = (long long)rep->elements;
 
-    ASSERT(p != NULL);
-    n = strtoll(p + 17, NULL, 10);
     freeReplyObject(rep);
     return n;
 }
 
-static void wait_blocked(redisContext *r, long long n)
+static void wait_listening(redisContext *r, long long n)
 {
     int64_t deadline = th_now_ms() + SETUP_MS;
     long long got;
 
-    while ((got = blocked_clients(r)) != n && th_now_ms() < deadline)
+    while ((got = listening(r)) != n && th_now_ms() < deadline)
         th_sleep_ms(2);
     if (got != n)
         test_fail_(__FILE__, __LINE__,
-                   "%lld clients blocked after %d ms, want %lld", got,
+                   "%lld waiters listening after %d ms, want %lld", got,
                    SETUP_MS, n);
+}
+
+/* The entry of queue member id in the waiters' hash (lib.lua's
+ * rl_waiter_entry: "<alive> <ttl> <fmt> <P|S> <#chan> <#meta>
+ * <chan><meta><owner>"): its alive time (server ms) and, when owner is
+ * not NULL, its owner id (TOKLEN bytes). 0 when it has none. */
+static long long waiter_entry(redisContext *r, const char *id, char *owner)
+{
+    char *v = th_cmd_str(r, NULL, "HGET " WAITERS " %s", id);
+    long long alive = 0, ttl, nc, nm;
+    char fmt[16], pub[4];
+    int at = 0;
+
+    if (v != NULL &&
+        sscanf(v, "%lld %lld %15s %3s %lld %lld %n", &alive, &ttl, fmt, pub,
+               &nc, &nm, &at) == 6 &&
+        at > 0 && owner != NULL)
+        snprintf(owner, TOKLEN, "%s", v + at + nc + nm);
+    free(v);
+    return alive;
+}
+
+/* How long queue member id has left before it counts as dead. */
+static long long alive_left_ms(redisContext *r, const char *id)
+{
+    redisReply *t = th_cmd(r, "TIME");
+    long long now = strtoll(t->element[0]->str, NULL, 10) * 1000 +
+                    strtoll(t->element[1]->str, NULL, 10) / 1000;
+
+    freeReplyObject(t);
+    return waiter_entry(r, id, NULL) - now;
 }
 
 /* Waits until the queue has n members; copies the last one (the newest
@@ -133,7 +164,7 @@ typedef struct waiter {
     pthread_t t;
     redislock_lock *l;
     redislock_acquire_options o;
-    int order; /* 1-based: the order it got the lock in */
+    int order;       /* 1-based: the order it got the lock in */
     int64_t hold_ms; /* < 0: keep the lock */
     redislock_err err, rel_err;
     int64_t done_us;
@@ -247,8 +278,7 @@ static void mon_stop(redisContext *m, redisContext *r, mon_log *log)
         done = rep->type == REDIS_REPLY_STATUS &&
                strstr(rep->str, "rl-monitor-end") != NULL;
         if (!done && rep->type == REDIS_REPLY_STATUS && log->n < MON_MAX)
-            snprintf(log->line[log->n++], sizeof log->line[0], "%s",
-                     rep->str);
+            snprintf(log->line[log->n++], sizeof log->line[0], "%s", rep->str);
         freeReplyObject(rep);
     }
     redisFree(m);
@@ -280,13 +310,13 @@ void test_fair_handoff_is_direct(void)
     mon_log *log = malloc(sizeof *log);
     int64_t t0;
     waiter w;
-    int i, scripts = 0;
+    int i, scripts = 0, released = 0;
 
     ASSERT(log != NULL);
     holder_tok = redislock_token(e.holder);
     waiter_start(&w, e.c, fair_opts(30000, FOREVER), -1);
     wait_queued(e.r, 1, queued);
-    wait_blocked(e.r, 1);
+    wait_listening(e.r, 1);
     m = mon_start(e.s);
     t0 = th_now_us();
     ASSERT_OK(redislock_release(e.holder));
@@ -305,7 +335,9 @@ void test_fair_handoff_is_direct(void)
      * and, from the client's watchdog thread and not on the waiter's
      * path, the extension of the handed lease (at most the waiter's
      * alive window) to its full TTL: that carries the waiter's token and
-     * its TTL. The waiter itself sent nothing after waking. */
+     * its TTL. The waiter itself sent nothing after waking. Before the
+     * release, the recording may catch the end of its wait's start: its
+     * SUBSCRIBE and the attempt after it. */
     snprintf(setline, sizeof setline, "\"SET\" \"%s\" \"%s\"", KEY, queued);
     ASSERT_GE(mon_find(log, 1, setline), 0);
     for (i = 0; i < log->n; i++) {
@@ -313,18 +345,20 @@ void test_fair_handoff_is_direct(void)
 
         if (mon_is_lua(line))
             continue;
-        if (strcasestr(line, "\"evalsha\"") ||
-            strcasestr(line, "\"eval\"")) {
+        if (!released && strstr(line, holder_tok) != NULL)
+            released = 1;
+        if (!released &&
+            (strcasestr(line, "subscribe\"") || strstr(line, queued) != NULL))
+            continue;
+        if (strcasestr(line, "\"evalsha\"") || strcasestr(line, "\"eval\"")) {
             if (strstr(line, queued) != NULL &&
                 strstr(line, "\"30000\"") != NULL)
                 continue; /* the extension */
             scripts++;
             if (strstr(line, holder_tok) == NULL)
                 test_fail_(__FILE__, __LINE__, "not the release: %s", line);
-        } else if (strstr(line, "\"GET\" \"" KEY "\"") == NULL &&
-                   strcasestr(line, "\"blpop\"") == NULL) {
-            /* Neither our GET nor the waiter's BLPOP (as it was sent
-             * before the recording). */
+        } else if (strstr(line, "\"GET\" \"" KEY "\"") == NULL) {
+            /* Not our GET. */
             test_fail_(__FILE__, __LINE__, "unexpected command: %s", line);
         }
     }
@@ -374,7 +408,7 @@ void test_fair_dead_waiter_bounded(void)
     t_kill = th_now_us();
     while (waitpid(pid, &st, 0) < 0)
         ASSERT_EQ_INT(errno, EINTR);
-    alive_left = th_cmd_int(e.r, "PTTL " BASE "w:%s", tok1);
+    alive_left = alive_left_ms(e.r, tok1);
     t_rel = th_now_us();
     ASSERT_OK(redislock_release(e.holder));
     now = th_cmd_str(e.r, NULL, "GET " KEY);
@@ -391,8 +425,7 @@ void test_fair_dead_waiter_bounded(void)
     if (w2.err != REDISLOCK_OK)
         test_fail_(__FILE__, __LINE__,
                    "W2 still waiting %lld ms after W1 died: %s; %s",
-                   (long long)got_after, redislock_errname(w2.err),
-                   w2.detail);
+                   (long long)got_after, redislock_errname(w2.err), w2.detail);
     ASSERT_EQ_STR(w2.token, tok2);
     if (now != NULL && strcmp(now, tok1) == 0) {
         /* Not before W1 could have been alive, and not much after. */
@@ -417,7 +450,7 @@ void test_fair_timeout_leaves_queue(void)
     t0 = th_now_us();
     waiter_start(&w, e.c, fair_opts(30000, 500), -1);
     wait_queued(e.r, 1, tok);
-    ASSERT_EQ_INT(th_cmd_int(e.r, "EXISTS " BASE "w:%s", tok), 1);
+    ASSERT_EQ_INT(th_cmd_int(e.r, "HEXISTS " WAITERS " %s", tok), 1);
     waiter_join(&w, 3000, REDISLOCK_EHELD);
     test_log("fair wait of 500 ms behind a 10 s holder: EHELD after %lld ms",
              (long long)(w.done_us - t0) / 1000);
@@ -425,8 +458,7 @@ void test_fair_timeout_leaves_queue(void)
     ASSERT_LE((w.done_us - t0) / 1000, 500 + SLACK_MS);
     score = th_cmd_str(e.r, NULL, "ZSCORE " QUEUE " %s", tok);
     ASSERT_EQ_STR(score, NULL);
-    ASSERT_EQ_INT(th_cmd_int(e.r, "EXISTS " BASE "w:%s", tok), 0);
-    ASSERT_EQ_INT(th_cmd_int(e.r, "EXISTS " BASE "h:%s", tok), 0);
+    ASSERT_EQ_INT(th_cmd_int(e.r, "HEXISTS " WAITERS " %s", tok), 0);
     ASSERT_KEY(e.r, KEY, redislock_token(e.holder));
     redislock_lock_free(w.l);
     env_stop(&e);
@@ -503,11 +535,11 @@ void test_fair_leave_passes_handoff_on(void)
     wait_queued(e.r, 1, tok1);
     waiter_start(&w2, e.c, fair_opts(30000, 10000), -1);
     wait_queued(e.r, 2, tok2);
-    wait_blocked(e.r, 2);
+    wait_listening(e.r, 2);
     m = mon_start(e.s);
     freeReplyObject(th_cmd(e.r, "CLIENT PAUSE 5000 WRITE"));
     ASSERT_EQ_INT(pthread_create(&tc, NULL, cancel_thread, w1.l), 0);
-    wait_postponed(e.r, "lpush");
+    wait_postponed(e.r, "publish");
     rel.l = e.holder;
     ASSERT_EQ_INT(pthread_create(&tr, NULL, release_thread, &rel), 0);
     wait_postponed(e.r, "evalsha");
@@ -536,10 +568,8 @@ void test_fair_leave_passes_handoff_on(void)
     ASSERT_EQ_STR(w2.token, tok2);
     ASSERT_KEY(e.r, KEY, tok2);
     ASSERT_EQ_INT(redislock_holds(w1.l), 0);
-    ASSERT_EQ_INT(th_cmd_int(e.r, "EXISTS " QUEUE " " BASE "w:%s " BASE
-                                  "h:%s",
-                             tok1, tok1),
-                  0);
+    ASSERT_EQ_INT(th_cmd_int(e.r, "EXISTS " QUEUE), 0);
+    ASSERT_EQ_INT(th_cmd_int(e.r, "HEXISTS " WAITERS " %s", tok1), 0);
     ASSERT_OK(redislock_release(w2.l));
     redislock_lock_free(w1.l);
     redislock_lock_free(w2.l);
@@ -580,13 +610,15 @@ void test_fair_metadata_handoff(void)
     redislock_lock *reader = th_lock(e.c, KEY);
     redislock_acquire_options oa = fair_opts(20000, FOREVER);
     redislock_acquire_options ob = fair_opts(15000, FOREVER);
-    char toka[TOKLEN], tokb[TOKLEN], *type;
+    char toka[TOKLEN], tokb[TOKLEN], queued[TOKLEN], *type;
     waiter a, b;
 
     /* A: metadata, so a hash lock under a default owner id. */
     oa.metadata = "host=a job=42";
     waiter_start(&a, e.c, oa, -1);
-    wait_queued(e.r, 1, toka);
+    /* Queued by its request's id; the owner id is in its entry. */
+    wait_queued(e.r, 1, queued);
+    ASSERT_GT(waiter_entry(e.r, queued, toka), 0);
     ASSERT_OK(redislock_release(e.holder));
     waiter_join(&a, 3000, REDISLOCK_OK);
     ASSERT_EQ_STR(a.token, toka);
@@ -602,7 +634,8 @@ void test_fair_metadata_handoff(void)
     ob.reentrant = 1;
     ob.metadata = "b";
     waiter_start(&b, e.c, ob, -1);
-    wait_queued(e.r, 1, tokb);
+    wait_queued(e.r, 1, queued);
+    ASSERT_GT(waiter_entry(e.r, queued, tokb), 0);
     ASSERT_OK(redislock_release(a.l));
     waiter_join(&b, 3000, REDISLOCK_OK);
     ASSERT_EQ_STR(b.token, tokb);
@@ -673,8 +706,8 @@ typedef struct shared {
     int who[NPROCS * NROUNDS];
 } shared;
 
-static const char *fair_rounds(redislock_lock *l, redisContext *r,
-                               shared *sh, int id)
+static const char *fair_rounds(redislock_lock *l, redisContext *r, shared *sh,
+                               int id)
 {
     redislock_acquire_options o = fair_opts(sh->ttl_ms, FOREVER);
     redisReply *rep;
@@ -688,8 +721,8 @@ static const char *fair_rounds(redislock_lock *l, redisContext *r,
         if (at < NPROCS * NROUNDS)
             sh->who[at] = id;
         rep = redisCommand(r, "GET " COUNTER);
-        if (rep == NULL || (rep->type != REDIS_REPLY_NIL &&
-                            rep->type != REDIS_REPLY_STRING))
+        if (rep == NULL ||
+            (rep->type != REDIS_REPLY_NIL && rep->type != REDIS_REPLY_STRING))
             return "GET";
         n = rep->type == REDIS_REPLY_NIL ? 0 : strtoll(rep->str, NULL, 10);
         freeReplyObject(rep);
@@ -719,8 +752,7 @@ static int fair_process(const th_server *s, shared *sh, int id)
         redislock_lock_new(c, KEY, strlen(KEY), &l) == REDISLOCK_OK)
         err = fair_rounds(l, r, sh, id);
     if (err != NULL)
-        fprintf(stderr, "process %d: %s: %s\n", id, err,
-                redislock_errdetail());
+        fprintf(stderr, "process %d: %s: %s\n", id, err, redislock_errdetail());
     redislock_lock_free(l);
     redislock_client_free(c);
     if (r != NULL)
@@ -821,6 +853,7 @@ void test_fair_no_leftovers(void)
     t_done = th_now_ms();
     ASSERT_EQ_INT(th_cmd_int(e.r, "DEL " COUNTER), 1);
     test_log("keys left at the end: %lld", th_cmd_int(e.r, "DBSIZE"));
+
     while ((n = th_cmd_int(e.r, "DBSIZE")) != 0 &&
            th_now_ms() < t_done + ALIVE_MS + 1000)
         th_sleep_ms(10);

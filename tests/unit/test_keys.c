@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "keys.h"
+#include "script.h"
 #include "test.h"
 
 void test_keys_slots(void)
@@ -39,8 +40,7 @@ void test_keys_slots(void)
 }
 
 /* rl__helper_name(key, suffix) must be want, and be seen as a helper. */
-static void assert_helper(const char *key, const char *suffix,
-                          const char *want)
+static void assert_helper(const char *key, const char *suffix, const char *want)
 {
     size_t n;
     char *h = rl__helper_name(key, strlen(key), suffix, &n);
@@ -78,4 +78,72 @@ void test_keys_helper_names(void)
     ASSERT_EQ_INT(rl__is_helper_key("job{job}:rl-other", 17), 0);
     ASSERT_EQ_INT(rl__is_helper_key("job{job}:rl-void:x", 18), 1);
     ASSERT_EQ_INT(rl__is_helper_key("job{job}:rl-w:", 14), 0);
+    ASSERT_EQ_INT(rl__is_helper_key("job{job}:rl-ws", 14), 1);
+    ASSERT_EQ_INT(rl__is_helper_key("job{job}:rl-wsx", 15), 0);
+    ASSERT_EQ_INT(rl__is_helper_key("job{job}:rl-void:", 17), 0);
+}
+
+/* Asserts that ks holds the n names of want, in order. */
+static void assert_keyset(const rl__keyset *ks, const char *const *want, int n)
+{
+    int i;
+
+    ASSERT_EQ_INT(ks->n, n);
+    for (i = 0; i < n; i++) {
+        ASSERT_EQ_INT(ks->len[i], strlen(want[i]));
+        ASSERT(memcmp(ks->k[i], want[i], ks->len[i]) == 0);
+    }
+}
+
+void test_keys_script_keysets(void)
+{
+    static const unsigned char all[] = {
+        RL_KEY_LOCK, RL_KEY_FENCE, RL_KEY_WAITING, RL_KEY_WAKE,
+        RL_KEY_Q,    RL_KEY_WS,    RL_KEY_SEQ,     RL_KEY_VOID};
+    static const char *const names[] = {"job",
+                                        "job{job}:rl-fence",
+                                        "job{job}:rl-waiting",
+                                        "job{job}:rl-wake",
+                                        "job{job}:rl-q",
+                                        "job{job}:rl-ws",
+                                        "job{job}:rl-seq",
+                                        "job{job}:rl-void:r1"};
+    static const unsigned char two[] = {RL_KEY_LOCK, RL_KEY_FENCE};
+    static const unsigned char bad[] = {RL_KEY_LOCK, RL_KEY_ROLES};
+    unsigned char nine[RL_KEYS_MAX + 1] = {0};
+    rl__lockname k = {"job", 3, "job{job}:rl-", 12};
+    rl__keyset ks;
+
+    ASSERT_EQ_INT(rl__keyset_make(&ks, all, 8, &k, "r1"), 0);
+    assert_keyset(&ks, names, 8);
+    rl__keyset_free(&ks);
+    ASSERT_EQ_INT(ks.n, 0);
+    ASSERT_EQ_INT(rl__keyset_make(&ks, two, 2, &k, NULL), 0);
+    assert_keyset(&ks, names, 2);
+    rl__keyset_free(&ks);
+    /* The lock's key alone takes no storage. */
+    ASSERT_EQ_INT(rl__keyset_make(&ks, two, 1, &k, NULL), 0);
+    ASSERT(ks.buf == NULL && ks.k[0] == k.key);
+    rl__keyset_free(&ks);
+    /* A void key without a request, a role that is none, too many. */
+    ASSERT_EQ_INT(rl__keyset_make(&ks, all, 8, &k, NULL), -1);
+    ASSERT_EQ_INT(rl__keyset_make(&ks, bad, 2, &k, NULL), -1);
+    ASSERT_EQ_INT(rl__keyset_make(&ks, nine, RL_KEYS_MAX + 1, &k, NULL), -1);
+    /* Every embedded script's layout starts with the lock and is whole. */
+    {
+        const rl__script *const s[] = {&rl__script_acquire, &rl__script_fair,
+                                       &rl__script_leave,   &rl__script_abandon,
+                                       &rl__script_release, &rl__script_extend,
+                                       &rl__script_inspect};
+        size_t i;
+
+        for (i = 0; i < sizeof s / sizeof *s; i++) {
+            ASSERT(s[i]->keys != NULL);
+            ASSERT_EQ_INT(s[i]->keys[0], RL_KEY_LOCK);
+            ASSERT_EQ_INT(
+                rl__keyset_make(&ks, s[i]->keys, s[i]->nkeys, &k, "r1"), 0);
+            rl__keyset_free(&ks);
+        }
+        ASSERT(rl__script_fenced_set.keys == NULL);
+    }
 }
