@@ -20,15 +20,18 @@
 # KEYCHECK_LOGS (where the logs go; default a fresh dir, removed after).
 set -u
 
-# Single-server tests that run the scripts. Left out: cluster_* and
-# redlock_* (several servers per lock; the check works there too, name
-# them to run them), excl_* (long), cli_keycheck (it breaks the rule on
-# purpose), and tests that run no script.
+# Tests that run the scripts: the single-server ones, and a cluster and
+# Redlock set (every script, a slot migration). Left out: the cluster
+# failovers and the other Redlock tests (long; name them to run them),
+# excl_* (long), cli_keycheck (it breaks the rule on purpose), and tests
+# that run no script.
 DEFAULT="lock_* expiry_* script_* input_* auth_* acl_* meta_* holdafter_*
 reentrant_* fair_* wake_* fence_* inspect_* holders_* ghost_* interop_*
 legacy_* retry_* watchdog_* errors_* faults_* timeout_* concurrency_*
 shard_* replicas_* cli_fair cli_fence cli_reentrant cli_hold_after
-cli_prefix cli_not_lock cli_list cli_cmds cli_wait_policy"
+cli_prefix cli_not_lock cli_list cli_cmds cli_wait_policy
+cluster_lock_features cluster_slot_migration redlock_reentrant_metadata
+redlock_inspect_majority_view redlock_majority_busy_undone"
 
 # summarize DIR: the table of the RLKEYCHECK lines of DIR/*.log; exits 1
 # when there is any. A log is named <n>.<test>.<server dir>.log.

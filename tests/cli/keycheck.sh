@@ -3,8 +3,8 @@
 # real server whatever the build's option: a declared key passes, an
 # undeclared one fails the script (strict) or is logged and runs (report),
 # through redis.call and redis.pcall alike; replies and errors come back
-# as they would without the check; and the scripts that touch only their
-# KEYS today (extend, fenced_set) pass strict.
+# as they would without the check; and the library's scripts, given the
+# KEYS their rl_keys layouts name, pass strict through a fair hand-off.
 set -eu
 . "$SRCDIR/tests/cli/lib.inc"
 
@@ -150,4 +150,40 @@ want 1 "fenced_set (strict)"
 ev "$f" 2 kc:res kc:res:fence v0 4
 want 0 "stale fenced_set (strict)"
 [ "$(rcli get kc:res)" = v1 ] || fail "fenced_set wrote the stale value"
+
+# A fair queue, a release that hands the lock over, the waiter taking it,
+# a second waiter leaving, abandon and inspect: strict, every branch that
+# names helpers. The keys in each script's rl_keys order.
+B='kc:f{kc:f}:rl-'
+for n in acquire fair release leave abandon inspect; do
+    wrap "$n" STRICT "$L/lib.lua" "$L/$n.lua" >/dev/null
+done
+ev "$T/acquire.STRICT.lua" 4 kc:f ${B}fence ${B}waiting ${B}void:r0 \
+    tok0 10000 plain "" 5000 r0
+[ "$(echo "$out" | head -n 1)" = 1 ] || fail "acquire (strict): $out"
+ev "$T/fair.STRICT.lua" 6 kc:f ${B}fence ${B}q ${B}ws ${B}seq ${B}void:r1 \
+    tok1 10000 plain "" 5000 r1 ${B}c:h1 P
+[ "$(echo "$out" | head -n 1)" = 0 ] || fail "fair, queued (strict): $out"
+ev "$T/fair.STRICT.lua" 6 kc:f ${B}fence ${B}q ${B}ws ${B}seq ${B}void:r2 \
+    own2 10000 hash "m" 5000 r2 ${B}c:h2 P
+[ "$(echo "$out" | head -n 1)" = 0 ] || fail "fair, second (strict): $out"
+ev "$T/release.STRICT.lua" 6 kc:f ${B}fence ${B}q ${B}ws ${B}waiting \
+    ${B}wake tok0 0
+want 1 "release with a hand-off (strict)"
+[ "$(rcli get kc:f)" = tok1 ] || fail "the release did not hand over"
+ev "$T/fair.STRICT.lua" 6 kc:f ${B}fence ${B}q ${B}ws ${B}seq ${B}void:r1 \
+    tok1 10000 plain "" 5000 r1 ${B}c:h1 P
+[ "$(echo "$out" | head -n 1)" = 1 ] || fail "fair, handed (strict): $out"
+ev "$T/leave.STRICT.lua" 6 kc:f ${B}fence ${B}q ${B}ws ${B}waiting \
+    ${B}wake own2 r2
+want 0 "leave (strict)"
+ev "$T/abandon.STRICT.lua" 7 kc:f ${B}fence ${B}q ${B}ws ${B}waiting \
+    ${B}wake ${B}void:r1 tok1 60000 r1
+want 1 "abandon (strict)"
+ev "$T/inspect.STRICT.lua" 2 kc:f ${B}fence
+[ "$(echo "$out" | head -n 1)" = none ] || fail "inspect (strict): $out"
+if grep -q RLKEYCHECK "$LOG"; then
+    grep RLKEYCHECK "$LOG" | grep -q "kc:f" &&
+        fail "undeclared: $(grep RLKEYCHECK "$LOG" | grep kc:f | head -n 3)"
+fi
 exit 0
