@@ -429,9 +429,12 @@ static redislock_err acquire(redislock_lock *l,
      * caller's path; a lock released sooner (the common case) costs no
      * extension at all. */
     short_lease = a.handed && l->handoff_lease < a.ttl_ms;
+    /* Set on the first hold only: the watchdog thread reads it (the
+     * format release and extend expect), and a re-entry keeps it. */
+    if (l->own == 0)
+        l->rich = a.rich;
     rl__lock_take(l, a.id, a.ttl_ms, opts->drift_ms ? opts->drift_ms : -1,
                   sent_us, short_lease ? l->handoff_lease : a.ttl_ms);
-    l->rich = a.rich;
     if (!a.handed && (err = rl__lock_durable(l, "acquire")) != 0) {
         /* A lock only the master knows of dies with it: give it back. */
         char said[256];

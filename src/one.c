@@ -75,15 +75,17 @@ static void abandon(redislock_lock *l, const rl__try *t)
 static redislock_err owner(redislock_lock *l, const rl__script *s,
                            const char *arg2, int64_t timeout_ms, long long *n)
 {
-    const char *args[2] = {l->token, arg2};
-    size_t lens[2] = {strlen(l->token), strlen(arg2)};
+    /* The lock's format as this handle holds it: release.lua and
+     * extend.lua read a plain lock with one GET. */
+    const char *args[3] = {l->token, arg2, l->rich ? "h" : "p"};
+    size_t lens[3] = {strlen(l->token), strlen(arg2), 1};
     rl__reply *r;
     redislock_err err;
 
     /* An extend writes the lease: the replica-sync guard follows it. */
     err = s == &rl__script_extend
-              ? rl__lock_write_script(l, timeout_ms, s, NULL, 2, args, lens, &r)
-              : rl__lock_script(l, timeout_ms, s, NULL, 2, args, lens, &r);
+              ? rl__lock_write_script(l, timeout_ms, s, NULL, 3, args, lens, &r)
+              : rl__lock_script(l, timeout_ms, s, NULL, 3, args, lens, &r);
     rl__lock_set_outcomes(l, &err, 1);
     if (err != REDISLOCK_OK)
         return err;

@@ -10,25 +10,27 @@
 -- (rl_wakes).
 local K = rl_keys('lock fence waiting void')
 local key, id, fmt = K.lock, ARGV[1], ARGV[3]
--- A request its sender gave up on (see abandon.lua) takes nothing.
-if redis.call('EXISTS', K.void) == 1 then
+-- One read for two things: whether the sender gave up on this request
+-- (see abandon.lua: then it takes nothing), and the last fencing token.
+local got = redis.call('MGET', K.void, K.fence)
+if got[1] then
     return {0, -2}
 end
 local kind, holder
 if fmt == 'plain' then
     -- The common case in one call: taken, or held by someone.
     if redis.call('SET', key, id, 'NX', 'PX', ARGV[2]) then
-        return {1, 1, rl_fence(K.fence, ARGV[2])}
+        return {1, 1, rl_fence(K.fence, ARGV[2], got[2])}
     end
     kind, holder = rl_holder(key)
 else
     kind, holder = rl_holder(key)
     if kind == 'none' then
-        return {1, 1,
-                rl_create(key, id, ARGV[2], fmt, ARGV[4], K.fence, ARGV[6])}
+        return {1, 1, rl_create(key, id, ARGV[2], fmt, ARGV[4], K.fence,
+                                ARGV[6], got[2])}
     end
     if fmt == 'reentrant' and kind == 'hash' and holder == id then
-        return rl_reenter(key, ARGV[2], K.fence, ARGV[6])
+        return rl_reenter(key, ARGV[2], K.fence, ARGV[6], got[2])
     end
 end
 local ttl = redis.call('PTTL', key)

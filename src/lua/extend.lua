@@ -3,9 +3,10 @@
 -- lease is set to at least that from now, never shortened (rl_lengthen),
 -- so a late extend or another handle of the same owner cannot cut short a
 -- lease a holder counts on. A key that has gone is never re-created.
+-- ARGV[3] 'h' when the caller holds it in the hash format (as release).
 -- Returns 1 extended, 0 gone (expired, free), -1 another owner's.
 local K = rl_keys('lock')
-local kind, holder = rl_holder(K.lock)
+local kind, holder = rl_holder(K.lock, ARGV[3] ~= 'h')
 if kind == 'none' then
     return 0
 elseif holder ~= ARGV[1] then

@@ -14,14 +14,15 @@
 -- 0 when it has none).
 local K = rl_keys('lock fence q ws seq void')
 local key, id, ttl, fmt, req = K.lock, ARGV[1], ARGV[2], ARGV[3], ARGV[6]
--- A request its sender gave up on (see abandon.lua) takes nothing.
-if redis.call('EXISTS', K.void) == 1 then
+-- Voided (see abandon.lua: it takes nothing), and the last fencing token.
+local got = redis.call('MGET', K.void, K.fence)
+if got[1] then
     return {0, -2}
 end
 -- Nobody queued and a plain lock: the common case, as cheap as unfair.
 if fmt == 'plain' and redis.call('EXISTS', K.q) == 0 and
         redis.call('SET', key, id, 'NX', 'PX', ttl) then
-    return {1, 1, rl_fence(K.fence, ttl)}
+    return {1, 1, rl_fence(K.fence, ttl, got[2])}
 end
 local now = rl_now_ms()
 local kind, holder = rl_holder(key)
@@ -42,7 +43,7 @@ if holder == id then
     if fmt == 'reentrant' and kind == 'hash' then
         redis.call('ZREM', K.q, req)
         redis.call('HDEL', K.ws, req)
-        return rl_reenter(key, ttl, K.fence, req)
+        return rl_reenter(key, ttl, K.fence, req, got[2])
     end
     return {0, redis.call('PTTL', key), 1,
             tonumber(redis.call('ZSCORE', K.q, req) or '0')}
@@ -66,7 +67,8 @@ if kind == 'none' then
     if head == nil or head == req then
         redis.call('ZREM', K.q, req)
         redis.call('HDEL', K.ws, req)
-        return {1, 1, rl_create(key, id, ttl, fmt, ARGV[4], K.fence, req)}
+        return {1, 1, rl_create(key, id, ttl, fmt, ARGV[4], K.fence, req,
+                                got[2])}
     end
 end
 -- The place: from a counter that never goes back (rl_count), so that no

@@ -4,8 +4,22 @@
 -- The kind of the lock key and who holds it: the string's value (a plain
 -- lock's token) or the hash's owner field; false when there is none. A
 -- hold-after reservation is held by nobody: no token names it, so nobody
--- can release, extend or abandon it before it runs out.
-local function rl_holder(key)
+-- can release, extend or abandon it before it runs out. With plain set
+-- (the caller holds a plain lock, so the key is most likely a string),
+-- one GET answers; only a key of another type costs the TYPE (and a
+-- WRONGTYPE in the server's error counts, hence only on that guess).
+local function rl_holder(key, plain)
+    if plain then
+        local v = redis.pcall('GET', key)
+        if type(v) ~= 'table' then
+            if not v then
+                return 'none', false
+            elseif v == 'redislock:hold-after' then
+                return 'string', false
+            end
+            return 'string', v
+        end
+    end
     local kind = redis.call('TYPE', key).ok
     if kind == 'string' then
         local v = redis.call('GET', key)
@@ -75,27 +89,35 @@ local function rl_keep(key, ms)
 end
 
 -- The next value of the counter key: greater than every value it gave
--- before. It is the larger of the last value + 1 and the server's clock in
--- microseconds, so the key need only live life ms past its last use: once
--- it has gone, the clock has moved past every value it gave, unless the
--- server's clock stepped back by more than that idle time.
-local function rl_count(key, life)
-    local t = redis.call('TIME')
-    local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-    local v = tonumber(redis.call('GET', key) or '0') + 1
-    if now > v then
-        v = now
+-- before. last is the counter's value when the caller has read it (false:
+-- there is none; nil: read it here). While the key lives it counts up by
+-- one; a key that is gone starts again from the server's clock in
+-- microseconds. No value is ahead of the clock (each comes from a script
+-- of its own, and a script takes more than a microsecond), so the key
+-- need only live life ms past its last use: once it has gone, the clock
+-- has moved past every value it gave, unless the server's clock stepped
+-- back by more than that idle time.
+local function rl_count(key, life, last)
+    if last == nil then
+        last = redis.call('GET', key)
+    end
+    local v
+    if last then
+        v = tonumber(last) + 1
+    else
+        local t = redis.call('TIME')
+        v = tonumber(t[1]) * 1000000 + tonumber(t[2])
     end
     -- Shortening the key's life is harmless: the clock covers it.
     redis.call('SET', key, string.format('%d', v), 'PX', life)
     return v
 end
 
--- The next fencing token of the lock whose counter is the key fence,
--- greater than every token issued before for the lock: the counter lives
--- as long as a lock might (lock TTL + 1 s).
-local function rl_fence(fence, ttl)
-    return rl_count(fence, tonumber(ttl) + 1000)
+-- The next fencing token of the lock whose counter is the key fence (last:
+-- as rl_count), greater than every token issued before for the lock: the
+-- counter lives as long as a lock might (lock TTL + 1 s).
+local function rl_fence(fence, ttl, last)
+    return rl_count(fence, tonumber(ttl) + 1000, last)
 end
 
 -- Sets the lease of key to ttl ms from now unless it has longer left: a
@@ -113,9 +135,9 @@ end
 -- Creates the lock for id: a string for the 'plain' format, a hash with
 -- owner, holds and meta for 'hash' and 'reentrant'. req names the request
 -- that made it (for a hand-off, the waiter's), so that abandon.lua can undo
--- exactly that request. fence is the lock's fencing counter. Returns its
--- fencing token.
-local function rl_create(key, id, ttl, fmt, meta, fence, req)
+-- exactly that request. fence is the lock's fencing counter (last: as
+-- rl_count). Returns its fencing token.
+local function rl_create(key, id, ttl, fmt, meta, fence, req, last)
     if fmt == 'plain' then
         redis.call('SET', key, id, 'PX', ttl)
     else
@@ -128,7 +150,7 @@ local function rl_create(key, id, ttl, fmt, meta, fence, req)
         end
         redis.call('PEXPIRE', key, ttl)
     end
-    return rl_fence(fence, ttl)
+    return rl_fence(fence, ttl, last)
 end
 
 -- A fair waiter's entry in the hash ws, field: its request id (the queue
@@ -181,12 +203,12 @@ end
 -- A reentrant owner takes its lock again: one more hold, the lease at
 -- least ttl (never shortened: another handle of the owner may count on
 -- more), a new fencing token from the counter fence; req is the request
--- (see rl_create). Returns {1, holds, fence}.
-local function rl_reenter(key, ttl, fence, req)
+-- (see rl_create; last: as rl_count). Returns {1, holds, fence}.
+local function rl_reenter(key, ttl, fence, req, last)
     local holds = redis.call('HINCRBY', key, 'holds', 1)
     redis.call('HSET', key, 'req', req)
     rl_lengthen(key, ttl)
-    return {1, holds, rl_fence(fence, ttl)}
+    return {1, holds, rl_fence(fence, ttl, last)}
 end
 
 -- After the lock K.lock was freed: hands it to the longest-waiting live
@@ -203,6 +225,10 @@ end
 -- the record (rl_handed) with its next attempt.
 local function rl_handoff(K)
     local now
+    -- Nobody waits: the common release stops here.
+    if redis.call('EXISTS', K.q, K.waiting) == 0 then
+        return false
+    end
     for _ = 1, 16 do
         local popped = redis.call('ZPOPMIN', K.q)
         local head, seq = popped[1], tonumber(popped[2])

@@ -3,7 +3,8 @@
 -- owner field holds the owner id (reentrant locks, locks with metadata).
 -- KEYS: the lock and the helpers a hand-off uses (rl_handoff). ARGV[1]
 -- token or owner id. ARGV[2] hold-after in ms: '0' frees the lock (handing
--- it to a waiter), more keeps it reserved that long.
+-- it to a waiter), more keeps it reserved that long. ARGV[3] 'h' when the
+-- caller holds it in the hash format (a guess for rl_holder).
 -- Returns -1 another owner's (untouched), 0 gone (expired, free),
 -- 1 released, n > 1 still held by the owner with n - 1 holds left.
 -- In a cluster whose slot is being migrated, the server checks the KEYS
@@ -11,7 +12,7 @@
 -- script never meets half of them.
 local K = rl_keys('lock fence q ws waiting wake')
 local key, id = K.lock, ARGV[1]
-local kind, holder = rl_holder(key)
+local kind, holder = rl_holder(key, ARGV[3] ~= 'h')
 if kind == 'none' then
     return 0
 elseif holder ~= id then

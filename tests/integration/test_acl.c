@@ -20,11 +20,11 @@
 
 /* The commands of docs/ACL.md's rule, in its order. */
 static const char *const acl_cmds[] = {
-    "ping", "evalsha", "eval",    "blpop",   "subscribe", "publish",
-    "scan", "get",     "strlen",  "set",     "del",       "exists",
-    "type", "time",    "pexpire", "pttl",    "hset",      "hget",
-    "hdel", "hmget",   "hincrby", "lpush",   "llen",      "zadd",
-    "zrem", "zrange",  "zscore",  "zpopmin", NULL};
+    "ping",   "evalsha", "eval",   "blpop",   "subscribe", "publish",
+    "scan",   "get",     "mget",   "strlen",  "set",       "del",
+    "exists", "type",    "time",   "pexpire", "pttl",      "hset",
+    "hget",   "hdel",    "hmget",  "hincrby", "lpush",     "llen",
+    "zadd",   "zrem",    "zrange", "zscore",  "zpopmin",   NULL};
 
 #define ACL_HEAD                                                               \
     "ACL SETUSER locker on >pw resetkeys ~locks:* resetchannels &locks:* "     \
