@@ -90,23 +90,22 @@ end
 
 -- The next value of the counter key: greater than every value it gave
 -- before. last is the counter's value when the caller has read it (false:
--- there is none; nil: read it here). While the key lives it counts up by
--- one; a key that is gone starts again from the server's clock in
--- microseconds. No value is ahead of the clock (each comes from a script
--- of its own, and a script takes more than a microsecond), so the key
--- need only live life ms past its last use: once it has gone, the clock
--- has moved past every value it gave, unless the server's clock stepped
--- back by more than that idle time.
+-- there is none; nil: read it here). The value is the larger of last + 1
+-- and the server's clock in microseconds, so the key need only live life
+-- ms past its last use: once it has gone, the clock has moved past every
+-- value it gave, unless the server's clock stepped back by more than that
+-- idle time. The clock also keeps the values of different servers close
+-- (Redlock's token is the largest a majority gives, and any majority's
+-- largest must exceed the earlier ones): a counter that only counted up
+-- from where each server started would not.
 local function rl_count(key, life, last)
     if last == nil then
         last = redis.call('GET', key)
     end
-    local v
-    if last then
+    local t = redis.call('TIME')
+    local v = tonumber(t[1]) * 1000000 + tonumber(t[2])
+    if last and tonumber(last) + 1 > v then
         v = tonumber(last) + 1
-    else
-        local t = redis.call('TIME')
-        v = tonumber(t[1]) * 1000000 + tonumber(t[2])
     end
     -- Shortening the key's life is harmless: the clock covers it.
     redis.call('SET', key, string.format('%d', v), 'PX', life)

@@ -317,6 +317,58 @@ void test_redlock_stopped_server_bounded(void)
     th_servers_stop(&e);
 }
 
+/* Acquires and releases l once; its fencing token must be larger than
+ * *last, and becomes *last. */
+static void next_token(redislock_lock *l, int64_t *last, const char *round)
+{
+    redislock_acquire_options o = th_aopts(3000, 0, 0);
+    int64_t f;
+
+    ASSERT_OK(redislock_acquire(l, &o));
+    f = redislock_fence(l);
+    test_log("%s: fencing token %lld", round, (long long)f);
+    if (f <= *last)
+        test_fail_(__FILE__, __LINE__,
+                   "%s: token %lld is not larger than the one before, %lld",
+                   round, (long long)f, (long long)*last);
+    *last = f;
+    ASSERT_OK(redislock_release(l));
+}
+
+/* A Redlock token is the largest a majority gives, and each server counts
+ * on its own: the tokens must keep growing when the majority changes. A
+ * server that joins late starts its counter later (here: 300 ms of the
+ * clock later); the majority without it after that must still give a
+ * larger token than the one it took part in. */
+void test_redlock_fence_grows_across_majorities(void)
+{
+    th_servers e = th_servers_start(3);
+    redislock_options co = {0};
+    redislock_client *c;
+    redislock_lock *l;
+    int64_t last = 0;
+    int i;
+
+    co.server_timeout_ms = 100;
+    c = redlock(&e, &co);
+    l = th_lock(c, KEY);
+    th_server_pause(e.s[0]);
+    for (i = 0; i < 3; i++)
+        next_token(l, &last, "servers 1 and 2");
+    th_server_resume(e.s[0]);
+    th_sleep_ms(300);
+    th_server_pause(e.s[2]);
+    next_token(l, &last, "servers 0 and 1, 0 new");
+    th_server_resume(e.s[2]);
+    th_server_pause(e.s[0]);
+    for (i = 0; i < 3; i++)
+        next_token(l, &last, "servers 1 and 2 again");
+    th_server_resume(e.s[0]);
+    redislock_lock_free(l);
+    redislock_client_free(c);
+    th_servers_stop(&e);
+}
+
 /* Two of three servers reached through a proxy that holds requests back
  * longer than the TTL: no lock may come out of such a round, and what
  * the late requests take is cleaned up. */
