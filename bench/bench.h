@@ -102,12 +102,15 @@ long long lb_info_field(redisContext *c, const char *section,
 /* micro.c: the single-client measurements. */
 typedef struct lb_micro {
     double ping_p50, ping_p99, ping_ops; /* us, us, ops/s */
-    /* Uncontended acquire+release: 0 raw hiredis, 1 redislock default,
-     * 2 redislock fair. Rates are medians over the rounds. */
-    double rate[3], p50[3], p99[3];
-    double ratio[3]; /* median over rounds of rate[i] / raw rate */
+    /* Uncontended acquire+release: 0 the library's two scripts sent by
+     * hand with hiredis, 1 redislock default, 2 redislock fair, 3 the
+     * minimal raw loop (SET NX PX, then a compare-and-delete EVALSHA).
+     * Rates are medians over the rounds. */
+    double rate[4], p50[4], p99[4];
+    double ratio[4];     /* median over rounds of rate[i] / rate[0] */
+    double ratio_min[4]; /* median over rounds of rate[i] / rate[3] */
     int rounds;
-    double calls_cycle[3]; /* server calls per cycle */
+    double calls_cycle[4]; /* server calls per cycle */
 } lb_micro;
 
 void lb_run_ping(const lb_env *e, lb_micro *m, int ms);

@@ -145,6 +145,36 @@ static void raw_cycle(redisContext *c)
     freeReplyObject(r);
 }
 
+/* The least a lock needs on the wire: SET key token NX PX ttl, then a
+ * compare-and-delete script by SHA (loaded once). No fencing token, no
+ * waiters, no other format: the limit the library is measured against. */
+#define MIN_CAD                                                                \
+    "if redis.call('GET', KEYS[1]) == ARGV[1] then "                           \
+    "return redis.call('DEL', KEYS[1]) end return 0"
+
+static char min_cad_sha[41];
+
+static void min_cycle(redisContext *c)
+{
+    char tok[37], ttl[16];
+    const char *set[6] = {"SET", SOLO_KEY, tok, "NX", "PX", ttl};
+    const char *del[5] = {"EVALSHA", min_cad_sha, "1", SOLO_KEY, tok};
+    redisReply *r;
+
+    raw_token(tok);
+    snprintf(ttl, sizeof ttl, "%d", LB_TTL_MS);
+    r = redisCommandArgv(c, 6, set, NULL);
+    if (r == NULL || r->type != REDIS_REPLY_STATUS)
+        lb_die("minimal SET NX PX failed");
+    freeReplyObject(r);
+    r = redisCommandArgv(c, 5, del, NULL);
+    if (r == NULL || r->type != REDIS_REPLY_INTEGER || r->integer != 1)
+        lb_die("minimal compare-and-delete failed%s%s",
+               r && r->type == REDIS_REPLY_ERROR ? ": " : "",
+               r && r->type == REDIS_REPLY_ERROR ? r->str : "");
+    freeReplyObject(r);
+}
+
 static void lib_cycle(redislock_lock *l, int fair)
 {
     redislock_acquire_options o = {0};
@@ -172,6 +202,8 @@ static double run_variant(int v, int ms, redisContext *raw, redislock_lock *l,
     for (t0 = start; t0 < end; t0 = t1, n++) {
         if (v == 0)
             raw_cycle(raw);
+        else if (v == 3)
+            min_cycle(raw);
         else
             lib_cycle(l, v == 2);
         t1 = lb_now_ns();
@@ -192,7 +224,7 @@ static void load_script(redisContext *c, const rl__script *s)
 }
 
 /*
- * Rounds of the three variants in rotating order, so that drift on a
+ * Rounds of the four variants in rotating order, so that drift on a
  * shared machine hits each alike; the ratio is taken within each round
  * and the median ratio reported.
  */
@@ -201,9 +233,10 @@ void lb_run_uncontended(const lb_env *e, lb_micro *m, int rounds, int ms)
     redisContext *raw = lb_connect(e->sock);
     redislock_client *cl = NULL;
     redislock_lock *l = NULL;
-    lat lats[3] = {{0}};
-    double rate[3][32], ratio[3][32];
-    long long calls[3] = {0}, cycles[3] = {0}, c0;
+    lat lats[4] = {{0}};
+    double rate[4][32], ratio[4][32], ratio_min[4][32];
+    long long calls[4] = {0}, cycles[4] = {0}, c0;
+    redisReply *sha;
     int r, j, v;
 
     if (rounds > 32)
@@ -213,27 +246,35 @@ void lb_run_uncontended(const lb_env *e, lb_micro *m, int rounds, int ms)
         lb_die("uncontended: cannot connect: %s", redislock_errdetail());
     load_script(raw, &rl__script_acquire);
     load_script(raw, &rl__script_release);
-    for (v = 0; v < 3; v++) /* warm up: connections, script cache */
+    sha = lb_cmd(raw, "SCRIPT LOAD %s", MIN_CAD);
+    if (sha->type != REDIS_REPLY_STRING || sha->len != 40)
+        lb_die("SCRIPT LOAD of the minimal compare-and-delete failed");
+    memcpy(min_cad_sha, sha->str, 41);
+    freeReplyObject(sha);
+    for (v = 0; v < 4; v++) /* warm up: connections, script cache */
         run_variant(v, 20, raw, l, &lats[v], &cycles[v]);
-    for (v = 0; v < 3; v++)
+    for (v = 0; v < 4; v++)
         lats[v].n = 0, cycles[v] = 0;
     for (r = 0; r < rounds; r++) {
-        for (j = 0; j < 3; j++) {
-            v = (r + j) % 3;
+        for (j = 0; j < 4; j++) {
+            v = (r + j) % 4;
             c0 = lb_server_calls(e->ctl);
             rate[v][r] = run_variant(v, ms, raw, l, &lats[v], &cycles[v]);
             calls[v] += lb_server_calls(e->ctl) - c0;
         }
-        for (v = 0; v < 3; v++)
+        for (v = 0; v < 4; v++) {
             ratio[v][r] = rate[v][r] / rate[0][r];
+            ratio_min[v][r] = rate[v][r] / rate[3][r];
+        }
     }
     m->rounds = rounds;
-    for (v = 0; v < 3; v++) {
+    for (v = 0; v < 4; v++) {
         lb_sort_i64(lats[v].v, lats[v].n);
         m->p50[v] = (double)lb_pct(lats[v].v, lats[v].n, 50) / 1e3;
         m->p99[v] = (double)lb_pct(lats[v].v, lats[v].n, 99) / 1e3;
         m->rate[v] = lb_median(rate[v], (size_t)rounds);
         m->ratio[v] = lb_median(ratio[v], (size_t)rounds);
+        m->ratio_min[v] = lb_median(ratio_min[v], (size_t)rounds);
         m->calls_cycle[v] = cycles[v] ? (double)calls[v] / cycles[v] : 0;
         free(lats[v].v);
     }
