@@ -75,10 +75,21 @@ local function rl_keys(layout)
     return k
 end
 
--- The server's clock in milliseconds.
+-- The server's clock in microseconds, read once per script: a script runs
+-- at one instant (Redis also holds its clock still for expiries then), so
+-- the hand-off, the fencing token and the fair queue's place share it.
+local rl_clock
+local function rl_now_us()
+    if not rl_clock then
+        local t = redis.call('TIME')
+        rl_clock = tonumber(t[1]) * 1000000 + tonumber(t[2])
+    end
+    return rl_clock
+end
+
+-- The same in milliseconds.
 local function rl_now_ms()
-    local t = redis.call('TIME')
-    return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    return math.floor(rl_now_us() / 1000)
 end
 
 -- Sets the life of key (a helper made or written just now) to at least ms.
@@ -102,8 +113,7 @@ local function rl_count(key, life, last)
     if last == nil then
         last = redis.call('GET', key)
     end
-    local t = redis.call('TIME')
-    local v = tonumber(t[1]) * 1000000 + tonumber(t[2])
+    local v = rl_now_us()
     if last and tonumber(last) + 1 > v then
         v = tonumber(last) + 1
     end
