@@ -92,17 +92,19 @@ static void raw_token(char out[37])
 static redisReply *raw_script(redisContext *c, const rl__script *s,
                               const char *req, int nargs, const char **args)
 {
+    /* The helper base, made once as the library makes it per handle. */
+    static rl__lockname k = {SOLO_KEY, sizeof SOLO_KEY - 1, NULL, 0};
     const char *argv[3 + RL_KEYS_MAX + 8];
-    size_t argl[3 + RL_KEYS_MAX + 8], baselen;
-    char nk[8],
-        *base = rl__helper_name(SOLO_KEY, strlen(SOLO_KEY), "", &baselen);
-    rl__lockname k = {SOLO_KEY, strlen(SOLO_KEY), base, baselen};
+    size_t argl[3 + RL_KEYS_MAX + 8];
+    char nk[8];
     rl__keyset ks;
     redisReply *r;
     int i, n = 0;
 
-    if (base == NULL || nargs > 8 ||
-        rl__keyset_make(&ks, s->keys, s->nkeys, &k, req) != 0)
+    if (k.base == NULL &&
+        (k.base = rl__helper_name(k.key, k.keylen, "", &k.baselen)) == NULL)
+        lb_die("raw script: out of memory");
+    if (nargs > 8 || rl__keyset_make(&ks, s->keys, s->nkeys, &k, req) != 0)
         lb_die("raw script: out of memory");
     snprintf(nk, sizeof nk, "%d", ks.n);
     argv[n] = "EVALSHA", argl[n++] = 7;
@@ -114,7 +116,6 @@ static redisReply *raw_script(redisContext *c, const rl__script *s,
         argv[n] = args[i], argl[n++] = strlen(args[i]);
     r = redisCommandArgv(c, n, argv, argl);
     rl__keyset_free(&ks);
-    free(base);
     return r;
 }
 

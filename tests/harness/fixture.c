@@ -74,6 +74,17 @@ void th_assert_token_at_(const char *file, int line, const char *t,
                t, prefix);
 }
 
+long long th_listening(redisContext *c, const char *pattern)
+{
+    redisReply *r = th_cmd(c, "PUBSUB CHANNELS %s", pattern);
+    long long n;
+
+    ASSERT(r->type == REDIS_REPLY_ARRAY);
+    n = (long long)r->elements;
+    freeReplyObject(r);
+    return n;
+}
+
 long long th_lock_keys(redisContext *c)
 {
     char cursor[32] = "0";
@@ -168,8 +179,7 @@ void th_waiter_start_at_(const char *file, int line, th_waiter *w,
         test_fail_(file, line, "cannot start a waiter thread");
 }
 
-void th_waiter_join_ok_at_(const char *file, int line, th_waiter *w,
-                           int64_t ms)
+void th_waiter_join_ok_at_(const char *file, int line, th_waiter *w, int64_t ms)
 {
     th_join_within_at_(file, line, w->t, ms);
     if (w->err != REDISLOCK_OK)

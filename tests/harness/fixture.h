@@ -68,6 +68,11 @@ void th_servers_stop(th_servers *e);
  * Helper keys expire on their own shortly after the lock's last use. */
 long long th_lock_keys(redisContext *c);
 
+/* Fair waiters listening for a hand-off on channels matching pattern
+ * (a lock's are "<key>{<key>}:rl-c:*"): PUBSUB CHANNELS, which lists
+ * the channels with a subscriber. */
+long long th_listening(redisContext *c, const char *pattern);
+
 /* Asserts that key holds exactly value (NULL: no such key). */
 #define ASSERT_KEY(c, key, value)                                              \
     th_assert_key_at_(__FILE__, __LINE__, c, key, value)

@@ -193,10 +193,7 @@ static long long blocked_clients(redisContext *r)
     long long n = p ? strtoll(p + 16, NULL, 10) : -1;
 
     freeReplyObject(rep);
-    rep = th_cmd(r, "PUBSUB CHANNELS *");
-    n += (long long)rep->elements;
-    freeReplyObject(rep);
-    return n;
+    return n + th_listening(r, "*");
 }
 
 /* Waits until the waiter blocks on the server (or ends, or SETUP_MS). */

@@ -76,23 +76,12 @@ static void env_stop(env *e)
     th_server_stop(e->s);
 }
 
-/* The fair waiters listening for a hand-off: KEY's channels with a
- * subscriber. */
-static long long listening(redisContext *r)
-{
-    redisReply *rep = th_cmd(r, "PUBSUB CHANNELS " BASE "c:*");
-    long long n = (long long)rep->elements;
-
-    freeReplyObject(rep);
-    return n;
-}
-
 static void wait_listening(redisContext *r, long long n)
 {
     int64_t deadline = th_now_ms() + SETUP_MS;
     long long got;
 
-    while ((got = listening(r)) != n && th_now_ms() < deadline)
+    while ((got = th_listening(r, BASE "c:*")) != n && th_now_ms() < deadline)
         th_sleep_ms(2);
     if (got != n)
         test_fail_(__FILE__, __LINE__,

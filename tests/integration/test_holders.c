@@ -157,17 +157,6 @@ void test_holders_fair_handoff_truthful(void)
     th_server_stop(s);
 }
 
-/* Fair waiters of key pattern's locks listening for a hand-off: channels
- * with a subscriber. */
-static long long listening(redisContext *r, const char *pattern)
-{
-    redisReply *rep = th_cmd(r, "PUBSUB CHANNELS %s", pattern);
-    long long n = (long long)rep->elements;
-
-    freeReplyObject(rep);
-    return n;
-}
-
 /* Polls cond on r every 5 ms for at most ms. */
 #define WAIT_FOR(cond, ms)                                                     \
     do {                                                                       \
@@ -208,7 +197,7 @@ void test_holders_stale_handoff_not_granted(void)
     }
     ASSERT_GT(w, 0);
     WAIT_FOR(th_cmd_int(e.r, "ZCARD %s", "ho:stale{ho:stale}:rl-q") == 1, 3000);
-    WAIT_FOR(listening(e.r, "ho:stale{ho:stale}:rl-c:*") >= 1, 3000);
+    WAIT_FOR(th_listening(e.r, "ho:stale{ho:stale}:rl-c:*") >= 1, 3000);
     ASSERT_EQ_INT(kill(w, SIGSTOP), 0);
     ASSERT_OK(redislock_release(h));
     /* The hand-off lease (at most the 5 s alive window) runs out. */
