@@ -49,6 +49,7 @@ typedef struct attempt_cfg {
     int strategy;     /* the caller chose how pauses grow */
     int queued;       /* a fair waiter in the queue */
     int handed;       /* a release handed the lock over */
+    int was_queued;   /* queued at least once (fair) */
     int free_retries; /* attempts in a row that found the lock free */
     int64_t ttl_ms;
     int64_t delay_ms, cap_ms;
@@ -153,7 +154,7 @@ static redislock_err attempt(redislock_lock *l, attempt_cfg *a, int tries,
     fill_try(a, deadline, &t);
     err = algo->attempt(l, &t, sent_us);
     if (err == REDISLOCK_EHELD)
-        a->queued = a->o->fair;
+        a->queued = a->was_queued = a->o->fair;
     return err;
 }
 
@@ -429,10 +430,14 @@ static redislock_err acquire(redislock_lock *l,
      * caller's path; a lock released sooner (the common case) costs no
      * extension at all. */
     short_lease = a.handed && l->handoff_lease < a.ttl_ms;
-    /* Set on the first hold only: the watchdog thread reads it (the
-     * format release and extend expect), and a re-entry keeps it. */
-    if (l->own == 0)
+    /* Set on the first hold only: the watchdog thread reads the format
+     * (the one release and extend expect), and a re-entry keeps it. A
+     * fair call that queued is likely to have fair waiters behind it,
+     * whom its release hands the lock to (see lock_script). */
+    if (l->own == 0) {
         l->rich = a.rich;
+        l->fair_queued = a.was_queued;
+    }
     rl__lock_take(l, a.id, a.ttl_ms, opts->drift_ms ? opts->drift_ms : -1,
                   sent_us, short_lease ? l->handoff_lease : a.ttl_ms);
     if (!a.handed && (err = rl__lock_durable(l, "acquire")) != 0) {

@@ -201,7 +201,9 @@ redislock_err rl__lock_command(redislock_lock *l, int n, const rl__cmd *cmds,
 
 /* A script on the lock's key and the helpers it declares (req names the
  * request, for a script that takes its void key), followed by the
- * replica-sync guard's WAIT when guarded and the guard is on. */
+ * replica-sync guard's WAIT when guarded and the guard is on. The
+ * release of a hold taken by a fair call that queued goes after a PING
+ * (see rl__request): fair waiters are likely behind it. */
 static redislock_err lock_script(redislock_lock *l, int guarded,
                                  int64_t timeout_ms, const rl__script *s,
                                  const char *req, int nargs, const char **args,
@@ -217,7 +219,8 @@ static redislock_err lock_script(redislock_lock *l, int guarded,
                      .wait_replicas = guarded ? g->want : 0,
                      .wait_ms = g->timeout_ms,
                      .acked = &acked,
-                     .timeout_ms = timeout_ms};
+                     .timeout_ms = timeout_ms,
+                     .ping_first = l->fair_queued && s == &rl__script_release};
     redislock_err err =
         rl__lock_run(rl__client_topo(l->client), NULL, &k, req, &q, out);
 

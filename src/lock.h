@@ -40,6 +40,7 @@ struct redislock_lock {
      * read by redislock_check() from any thread. */
     _Atomic int64_t own;
     int rich;              /* held in the hash format (owner id) */
+    int fair_queued;       /* taken by a fair call that queued first */
     int64_t ttl_ms;        /* the lease length renewals use */
     int64_t drift_ms;      /* subtracted from every validity */
     int drift_fixed;       /* drift_ms was given, not derived from the TTL */

@@ -6,10 +6,15 @@
 #include "clock.h"
 #include "error.h"
 
-/* A request as it goes on the wire: its commands, each after an ASKING
- * when asked for, then the WAIT; with the storage their arguments use. */
+/* The most commands on the wire for one request: a PING, each command
+ * after an ASKING, a WAIT. */
+#define RL_REQ_WIRE_MAX (2 * RL_REQ_MAX_CMDS + 2)
+
+/* A request as it goes on the wire: the PING asked for, its commands,
+ * each after an ASKING when asked for, then the WAIT; with the storage their
+ * arguments use. */
 typedef struct wire {
-    rl__cmd cmds[2 * RL_REQ_MAX_CMDS + 1];
+    rl__cmd cmds[RL_REQ_WIRE_MAX];
     int n;
     const char *argv[RL_SCRIPT_ARGV_MAX];
     size_t argl[RL_SCRIPT_ARGV_MAX];
@@ -19,6 +24,7 @@ typedef struct wire {
 } wire;
 
 static const char *askv[1] = {"ASKING"};
+static const char *pingv[1] = {"PING"};
 
 int rl__request_nreplies(const rl__request *q)
 {
@@ -46,6 +52,8 @@ static redislock_err lay_out(wire *w, const rl__request *q, int eval,
     }
     if (n < 1 || n > RL_REQ_MAX_CMDS)
         return rl__err(REDISLOCK_EINVAL, "a pipeline of %d commands", n);
+    if (q->ping_first)
+        w->cmds[w->n++] = (rl__cmd){1, pingv, NULL};
     for (i = 0; i < n; i++) {
         if (asking)
             w->cmds[w->n++] = (rl__cmd){1, askv, NULL};
@@ -72,7 +80,7 @@ static int take(const wire *w, const rl__request *q, int eval, rl__reply **raw,
     int i, k = 0, noscript;
 
     for (i = 0; i < w->n; i++) {
-        if (w->cmds[i].argv == askv) {
+        if (w->cmds[i].argv == askv || w->cmds[i].argv == pingv) {
             rl__reply_free(raw[i]);
         } else if (q->wait_replicas > 0 && i == w->n - 1) {
             if (q->acked != NULL)
@@ -94,7 +102,7 @@ static int take(const wire *w, const rl__request *q, int eval, rl__reply **raw,
 redislock_err rl__request_send(rl__conn *c, const rl__request *q, int asking,
                                rl__reply **out)
 {
-    rl__reply *raw[2 * RL_REQ_MAX_CMDS + 1];
+    rl__reply *raw[RL_REQ_WIRE_MAX];
     int eval = q->s != NULL && q->s->eval_only;
     redislock_err err;
     wire w;
@@ -141,7 +149,7 @@ static void round_par(rl__conn **conns, size_t n, const rl__request *q,
 {
     int64_t deadline_us = rl__now_us() + timeout_ms * 1000;
     wire w[RL_REQ_MAX_PAR];
-    rl__reply *raw[RL_REQ_MAX_PAR][2 * RL_REQ_MAX_CMDS + 1];
+    rl__reply *raw[RL_REQ_MAX_PAR][RL_REQ_WIRE_MAX];
     rl__par parts[RL_REQ_MAX_PAR];
     redislock_err err;
     size_t i;

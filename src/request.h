@@ -37,6 +37,13 @@ typedef struct rl__request {
     /* ...or, when s is NULL, n commands. */
     int n;
     const rl__cmd *cmds;
+    /* Set: a PING goes first, in the same write. Redis writes its output
+     * to the clients that got some during one pass of its event loop
+     * most recent first, so the caller, who got PONG before its script
+     * ran, is written to after the subscribers the script published to:
+     * the next holder of a fair hand-off hears before the releaser does,
+     * rather than after the releaser has gone on to its next request. */
+    int ping_first;
     /* > 0: WAIT wait_replicas wait_ms follows the script on the same
      * connection, in the same write; its answer goes to *acked. */
     int wait_replicas;

@@ -194,6 +194,7 @@ TEST_ENTRY(wake_waiters_leave_pool_free, 30)
  * waiters, hash locks, alternation, no leftovers (test_fair.c). */
 TEST_ENTRY(fair_fifo_order, 60)
 TEST_ENTRY(fair_handoff_is_direct, 30)
+TEST_ENTRY(fair_release_pings_first, 30)
 TEST_ENTRY(fair_dead_waiter_bounded, 60)
 TEST_ENTRY(fair_timeout_leaves_queue, 30)
 TEST_ENTRY(fair_leave_passes_handoff_on, 30)

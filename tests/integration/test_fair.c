@@ -359,6 +359,95 @@ void test_fair_handoff_is_direct(void)
     env_stop(&e);
 }
 
+/* The client address of a MONITOR line: "<time> [<db> <addr>] ...". */
+static void mon_addr(const char *line, char *addr, size_t len)
+{
+    const char *a = strchr(line, '['), *b = a ? strchr(a, ']') : NULL;
+
+    ASSERT(b != NULL);
+    snprintf(addr, len, "%.*s", (int)(b - a), a);
+}
+
+/* Whether the client that sent line i sent a PING just before it. */
+static int mon_pinged_before(const mon_log *log, int i)
+{
+    char addr[256], other[256];
+    int j;
+
+    mon_addr(log->line[i], addr, sizeof addr);
+    for (j = i - 1; j >= 0; j--) {
+        if (mon_is_lua(log->line[j]))
+            continue;
+        mon_addr(log->line[j], other, sizeof other);
+        if (strcmp(addr, other) == 0)
+            return strcasestr(log->line[j], "\"ping\"") != NULL;
+    }
+    return 0;
+}
+
+/* The line of tok's release (its token, then hold-after "0", format
+ * "p"), -1 if none. */
+static int mon_release(const mon_log *log, const char *tok)
+{
+    char args[TOKLEN + 16];
+    int i;
+
+    snprintf(args, sizeof args, "\"%s\" \"0\" \"p\"", tok);
+    for (i = 0; i < log->n; i++)
+        if (!mon_is_lua(log->line[i]) && strstr(log->line[i], args) != NULL)
+            return i;
+    return -1;
+}
+
+/* The release of a hold taken by a fair call that queued goes after a
+ * PING in the same write, so that the server writes the next holder's
+ * hand-off message before the releaser's reply (request.h); other
+ * releases do not. H (default mode) hands to W1, W1 (queued) to W2. */
+void test_fair_release_pings_first(void)
+{
+    /* Over TCP: MONITOR tells connections apart by their port. */
+    env e = env_start(0);
+    redislock_client *c =
+        th_client_url_at_(__FILE__, __LINE__, e.s->tcp_url, NULL);
+    redislock_lock *h = th_lock(c, KEY);
+    redislock_acquire_options o = th_aopts(30000, 0, 0);
+    char w1[TOKLEN], w2[TOKLEN], htok[TOKLEN];
+    redisContext *m;
+    mon_log *log = malloc(sizeof *log);
+    waiter a, b;
+    int hl, al;
+
+    ASSERT(log != NULL);
+    ASSERT_OK(redislock_acquire(h, &o));
+    snprintf(htok, sizeof htok, "%s", redislock_token(h));
+    waiter_start(&a, c, fair_opts(30000, FOREVER), -1);
+    wait_queued(e.r, 1, w1);
+    m = mon_start(e.s);
+    ASSERT_OK(redislock_release(h));
+    waiter_join(&a, 3000, REDISLOCK_OK);
+    waiter_start(&b, c, fair_opts(30000, FOREVER), -1);
+    wait_queued(e.r, 1, w2);
+    ASSERT_OK(redislock_release(a.l));
+    waiter_join(&b, 3000, REDISLOCK_OK);
+    mon_stop(m, e.r, log);
+    ASSERT_EQ_STR(b.token, w2);
+    hl = mon_release(log, htok);
+    al = mon_release(log, w1);
+    ASSERT_GE(hl, 0);
+    ASSERT_GE(al, 0);
+    test_log("H's release: %s", log->line[hl]);
+    test_log("W1's release: %s", log->line[al]);
+    ASSERT(!mon_pinged_before(log, hl));
+    ASSERT(mon_pinged_before(log, al));
+    ASSERT_OK(redislock_release(b.l));
+    redislock_lock_free(a.l);
+    redislock_lock_free(b.l);
+    redislock_lock_free(h);
+    redislock_client_free(c);
+    free(log);
+    env_stop(&e);
+}
+
 /* A forked fair waiter on KEY (default TTL, 30 s), killed by the test. */
 static pid_t spawn_fair_waiter(const th_server *s)
 {
