@@ -60,6 +60,8 @@ typedef struct lb_series {
     double h50, h99;   /* hand-off (next acquire return - release start), us */
     double x50, x99;   /* the same over holder changes only, us */
     double sw;         /* share of acquisitions that change holder */
+    double ahead;      /* share of holder changes whose next acquire
+                        * returned before the previous release did */
     double cmds_acq;   /* server calls per acquisition */
     int64_t *hand;     /* sorted hand-offs, ns (for the plot) */
     size_t nhand;

@@ -173,7 +173,7 @@ static int cmp_merged(const void *a, const void *b)
 static void handoffs(lb_series *s, const merged *v, size_t n)
 {
     int64_t *x = malloc((n ? n : 1) * sizeof *x);
-    size_t i, nx = 0, switches = 0;
+    size_t i, nx = 0, switches = 0, ahead = 0;
 
     s->hand = malloc((n ? n : 1) * sizeof *s->hand);
     if (x == NULL || s->hand == NULL)
@@ -189,6 +189,7 @@ static void handoffs(lb_series *s, const merged *v, size_t n)
         if (v[i].who != v[i - 1].who) {
             switches++;
             x[nx++] = h;
+            ahead += v[i].c.acq_ret < v[i - 1].c.rel_end;
         }
     }
     lb_sort_i64(s->hand, s->nhand);
@@ -200,6 +201,7 @@ static void handoffs(lb_series *s, const merged *v, size_t n)
     s->x50 = nx ? (double)lb_pct(x, nx, 50) / 1e3 : -1;
     s->x99 = nx ? (double)lb_pct(x, nx, 99) / 1e3 : -1;
     s->sw = n > 1 ? (double)switches / (double)(n - 1) : 0;
+    s->ahead = nx ? (double)ahead / (double)nx : 0;
 }
 
 /* Gathers every worker's cycles, merges them and computes the results. */

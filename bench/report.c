@@ -239,6 +239,9 @@ static void targets(const lb_micro *m, const lb_idle *idle, int nidle,
            "(default mode %.1f)\n",
            k, 2 * rtt, fair->h50, yes(fair->h50 <= 2 * rtt),
            def ? def->h50 : -1);
+    printf("  K=%d next holder's acquire returned before the releaser's "
+           "release: fair %.3f, default mode %.3f of holder changes\n",
+           k, fair->ahead, def ? def->ahead : -1);
     printf("  K=%d fair hand-off p99 <= 10 x RTT (%.1f us): %.1f us %s "
            "(default mode %.1f)\n",
            k, 10 * rtt, fair->h99, yes(fair->h99 <= 10 * rtt),
