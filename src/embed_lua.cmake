@@ -1,5 +1,5 @@
-# Writes OUT: one rl__script per NAMES entry, with the source of
-# DIR/lib.lua followed by DIR/NAME.lua as a C string and its SHA1 (what
+# Writes OUT: one rl__script per NAMES entry, with the parts of DIR/lib.lua
+# it uses followed by DIR/NAME.lua as a C string and its SHA1 (what
 # EVALSHA names it by). With KEYCHECK set to STRICT or REPORT (the
 # REDISLOCK_LUA_KEYCHECK option), each script is first rewritten by
 # lua_keycheck.cmake, and its SHA1 is that of the rewritten text.
@@ -9,9 +9,11 @@
 set(_c "/* Generated from src/lua by embed_lua.cmake. Do not edit. */\n")
 string(APPEND _c "#include \"script.h\"\n\n")
 string(REPLACE "," ";" NAMES "${NAMES}")
-# lib.lua holds the functions several scripts share; it goes in front of
-# each script, so every script is still sent (and cached) whole.
+# lib.lua holds the functions several scripts share; the parts of it a
+# script uses go in front of it (lua_prune.cmake), so every script is
+# still sent (and cached) whole.
 file(READ ${DIR}/lib.lua _lib)
+include(${CMAKE_CURRENT_LIST_DIR}/lua_prune.cmake)
 if(KEYCHECK)
     include(${CMAKE_CURRENT_LIST_DIR}/lua_keycheck.cmake)
 endif()
@@ -44,7 +46,7 @@ foreach(_name ${NAMES})
     else()
         message(FATAL_ERROR "${_name}.lua: more than one rl_keys call")
     endif()
-    set(_src "${_lib}${_body}")
+    rl_lua_prune(_src "${_lib}" "${_body}")
     if(KEYCHECK)
         rl_keycheck_wrap(_src "${_src}" ${_name} ${KEYCHECK})
     endif()

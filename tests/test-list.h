@@ -319,6 +319,9 @@ TEST_ENTRY(excl_redlock, 60)
 TEST_ENTRY(keys_slots, 5)
 TEST_ENTRY(keys_helper_names, 5)
 TEST_ENTRY(keys_script_keysets, 5)
+/* The embedded scripts carry only the lib.lua parts they call (no
+ * server). */
+TEST_ENTRY(lua_scripts_carry_only_what_they_call, 5)
 /* Which servers are the same server: canonical names (no server), then
  * sharded and Redlock clients given one server under two spellings. */
 TEST_ENTRY(canon_loopback_spellings, 5)
