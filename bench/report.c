@@ -219,7 +219,8 @@ static void plot(const lb_env *e, const lb_micro *m, const lb_series *s,
         printf("Plot: %s/handoff.png\n", e->out_dir);
 }
 
-static void targets(const lb_micro *m, const lb_idle *idle, int nidle,
+static void targets(const lb_series *s, size_t ns, const lb_micro *m,
+                    const lb_idle *idle, int nidle,
                     const lb_series *fair, const lb_series *def, int k)
 {
     double rtt = m->ping_p50, need = 0.8 / (3 * rtt / 1e6);
@@ -252,6 +253,18 @@ static void targets(const lb_micro *m, const lb_idle *idle, int nidle,
            "(default mode %.0f)\n",
            k, need, fair->cycles_s, yes(fair->cycles_s >= need),
            def ? def->cycles_s : -1);
+    for (i = 0; i < 2 && k != 64; i++) {
+        const lb_series *k64 = find(s, ns, LB_REDISLOCK, i, 64);
+        const lb_series *k8 = i ? fair : def;
+
+        if (k64 != NULL && k8 != NULL)
+            printf("  K=64 %s cycles/s >= 0.9 x K=%d's (%.0f): %.0f %s\n",
+                   i ? "fair" : "default mode", k, 0.9 * k8->cycles_s,
+                   k64->cycles_s, yes(k64->cycles_s >= 0.9 * k8->cycles_s));
+        else
+            printf("  K=64 %s run missing: scaling target MISS\n",
+                   i ? "fair" : "default mode");
+    }
     for (i = 0; i < nidle; i++)
         printf("  blocked waiter (%s) holds 1 server connection: %d %s\n",
                idle[i].fair ? "fair" : "default", idle[i].conns,
@@ -289,6 +302,7 @@ void lb_report(const lb_env *e, const lb_micro *m, const lb_idle *idle,
     int k = target_k(s, ns);
     const lb_series *fair = find(s, ns, LB_REDISLOCK, 1, k);
     const lb_series *def = find(s, ns, LB_REDISLOCK, 0, k);
+    const lb_series *k64 = find(s, ns, LB_REDISLOCK, 1, 64);
     FILE *f;
     int i;
 
@@ -309,17 +323,18 @@ void lb_report(const lb_env *e, const lb_micro *m, const lb_idle *idle,
                idle[i].calls, idle[i].conns, idle[i].wake_us,
                idle[i].ok ? "" : "; FAIL: ", idle[i].err);
     plot(e, m, s, ns, k);
-    targets(m, idle, nidle, fair, def, k);
+    targets(s, ns, m, idle, nidle, fair, def, k);
     memory(mem);
     if (lb_failed(s, ns, idle, nidle))
         printf("\n*** FAIL: a counter check, the exclusion check or a run "
                "failed (see the table) ***\n");
     printf("rtt_p50_us=%.1f cycle_ratio=%.3f cycle_ratio_scripts=%.3f "
            "handoff_p50_us=%.1f "
-           "handoff_p99_us=%.1f k8_cycles_per_s=%.0f k8_switch=%.3f "
-           "lock_bytes=%.0f setnx_bytes=%.0f\n",
+           "handoff_p99_us=%.1f k8_cycles_per_s=%.0f k64_cycles_per_s=%.0f "
+           "k8_switch=%.3f lock_bytes=%.0f setnx_bytes=%.0f\n",
            m->ping_p50, m->ratio_min[2], m->ratio[2], fair ? fair->h50 : -1,
            fair ? fair->h99 : -1, fair ? fair->cycles_s : 0,
+           k64 ? k64->cycles_s : 0,
            fair ? fair->sw : 0, mem->ok ? mem->lib_bytes : -1,
            mem->raw_bytes);
 }

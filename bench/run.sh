@@ -19,7 +19,7 @@
 #   BENCH_SERVER_CPU  CPU for redis-server (default 0)
 #   BENCH_CLIENT_CPU  CPU for the clients (default 1)
 #   REDIS_SERVER, REDIS_CLI  the binaries (default from PATH)
-# Options are passed to lockbench: --ks 2,4,8, --peer-ks 8, --scale 0.5,
+# Options are passed to lockbench: --ks 2,4,8,64, --peer-ks 8, --scale 0.5,
 # --no-peers, --timeout 60.
 #
 set -eu
