@@ -298,6 +298,17 @@ int rl__lock_mark_lost(redislock_lock *l, redislock_err why)
     return 1;
 }
 
+void rl__lock_owner_args(const redislock_lock *l, const char *arg2,
+                         const char *args[3], size_t lens[3])
+{
+    args[0] = l->token;
+    args[1] = arg2;
+    args[2] = l->rich ? "h" : "p";
+    lens[0] = strlen(l->token);
+    lens[1] = strlen(arg2);
+    lens[2] = 1;
+}
+
 /* Runs a compare-and-X script for l's token by the client's algorithm;
  * *n gets its integer answer, which is mapped: -1 ELOST, 0 EEXPIRED,
  * positive OK. */

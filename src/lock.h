@@ -91,6 +91,13 @@ redislock_err rl__abandon(rl__topo *t, rl__pool *p, const char *key,
                           const char *token, const char *req, int64_t ttl_ms,
                           int64_t timeout_ms);
 
+/* The arguments of an owner script (release.lua, extend.lua) for l:
+ * its token or owner id, arg2 (hold-after or TTL), and the format this
+ * handle holds it in ('h' hash, 'p' plain: the scripts then read a plain
+ * lock with one GET). */
+void rl__lock_owner_args(const redislock_lock *l, const char *arg2,
+                         const char *args[3], size_t lens[3]);
+
 /* Records the per-server results of a request (any thread: the watchdog's
  * renewals are requests too). */
 void rl__lock_set_outcomes(redislock_lock *l, const redislock_err *o, size_t n);

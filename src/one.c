@@ -75,13 +75,12 @@ static void abandon(redislock_lock *l, const rl__try *t)
 static redislock_err owner(redislock_lock *l, const rl__script *s,
                            const char *arg2, int64_t timeout_ms, long long *n)
 {
-    /* The lock's format as this handle holds it: release.lua and
-     * extend.lua read a plain lock with one GET. */
-    const char *args[3] = {l->token, arg2, l->rich ? "h" : "p"};
-    size_t lens[3] = {strlen(l->token), strlen(arg2), 1};
+    const char *args[3];
+    size_t lens[3];
     rl__reply *r;
     redislock_err err;
 
+    rl__lock_owner_args(l, arg2, args, lens);
     /* An extend writes the lease: the replica-sync guard follows it. */
     err = s == &rl__script_extend
               ? rl__lock_write_script(l, timeout_ms, s, NULL, 3, args, lens, &r)

@@ -187,8 +187,8 @@ static redislock_err majority(redislock_lock *l, const redislock_err *oc,
 static redislock_err owner(redislock_lock *l, const rl__script *s,
                            const char *arg2, int64_t timeout_ms, long long *n)
 {
-    const char *args[3] = {l->token, arg2, l->rich ? "h" : "p"};
-    size_t lens[3] = {strlen(l->token), strlen(arg2), 1}, i;
+    const char *args[3];
+    size_t lens[3], i;
     rl__lockname k = {l->key, l->keylen, l->base, l->baselen};
     int extend = s == &rl__script_extend;
     int64_t ttl = extend ? strtoll(arg2, NULL, 10) : l->ttl_ms;
@@ -200,6 +200,7 @@ static redislock_err owner(redislock_lock *l, const rl__script *s,
 
     if (timeout_ms > 0 && timeout_ms < timeout)
         timeout = timeout_ms;
+    rl__lock_owner_args(l, arg2, args, lens);
     rl__quorum_script(l->client, NULL, timeout, s, &k, NULL, 3, args, lens, &r);
     for (i = 0; i < r.n; i++) {
         oc[i] = r.err[i];
