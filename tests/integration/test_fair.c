@@ -390,13 +390,9 @@ static int mon_pinged_before(const mon_log *log, int i)
 static int mon_release(const mon_log *log, const char *tok)
 {
     char args[TOKLEN + 16];
-    int i;
 
     snprintf(args, sizeof args, "\"%s\" \"0\" \"p\"", tok);
-    for (i = 0; i < log->n; i++)
-        if (!mon_is_lua(log->line[i]) && strstr(log->line[i], args) != NULL)
-            return i;
-    return -1;
+    return mon_find(log, 0, args);
 }
 
 /* The release of a hold taken by a fair call that queued goes after a
