@@ -63,6 +63,9 @@ struct redislock_lock {
     rl__conn *waitconn; /* the connection a waiter blocks on (BLPOP), or
                            listens on, subscribed to chan (fair) */
     int subscribed;     /* waitconn is subscribed to chan */
+    rl__pool *waitpool; /* the pool waitconn was taken from for one BLPOP
+                           (rl__pool_detach), which gets it back; or NULL:
+                           the handle's own */
     char *chan;         /* the channel hand-offs to this handle come on */
     size_t chanlen;
     int64_t wait_seq; /* a fair waiter's place, from its last attempt */

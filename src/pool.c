@@ -143,6 +143,32 @@ int rl__pool_take_idle(rl__pool *p, rl__conn **out)
     return 0;
 }
 
+int rl__pool_detach(rl__pool *p, rl__conn **out)
+{
+    if (!rl__pool_take_idle(p, out))
+        return 0;
+    forget_one(p);
+    return 1;
+}
+
+void rl__pool_attach(rl__pool *p, rl__conn *conn)
+{
+    int keep =
+        !rl__conn_broken(conn) &&
+        rl__conn_timeout(conn, p->cfg.command_timeout_ms) == REDISLOCK_OK;
+
+    pthread_mutex_lock(&p->mu);
+    keep = keep && p->nopen < p->max;
+    if (keep) {
+        p->nopen++;
+        p->idle[p->nidle++] = conn;
+        pthread_cond_signal(&p->freed);
+    }
+    pthread_mutex_unlock(&p->mu);
+    if (!keep)
+        rl__conn_close(conn);
+}
+
 void rl__pool_give_back(rl__pool *p, rl__conn *conn)
 {
     int broken = rl__conn_broken(conn);

@@ -48,6 +48,18 @@ redislock_err rl__pool_borrow(rl__pool *p, rl__conn **out);
  * connecting: 1 when *out got one, 0 when there was none. */
 int rl__pool_take_idle(rl__pool *p, rl__conn **out);
 
+/* Takes a good idle connection out of the pool for a blocking call
+ * (BLPOP): 1 when *out got one, 0 when there was none. It no longer
+ * counts against max while out, so a caller that blocks on it never makes
+ * the pool's other callers wait; rl__pool_attach puts it back. Why not a
+ * connection of the waiter's own: a handle that waits right after its
+ * attempt then needs one server connection, not two. */
+int rl__pool_detach(rl__pool *p, rl__conn **out);
+
+/* Puts back a connection rl__pool_detach gave, its reply timeout the
+ * pool's again: idle when it is good and the pool has room, else closed. */
+void rl__pool_attach(rl__pool *p, rl__conn *conn);
+
 /* The most pools rl__pools_borrow takes, and the size of each detail. */
 #define RL_POOLS_PAR_MAX RL_REQ_MAX_PAR
 #define RL_POOL_DETAIL RL_REQ_DETAIL

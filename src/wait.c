@@ -54,7 +54,23 @@ static void close_waitconn(redislock_lock *l)
 {
     rl__conn_close(l->waitconn);
     l->waitconn = NULL;
+    l->waitpool = NULL;
     l->subscribed = 0;
+}
+
+/* After a BLPOP: a connection that failed, or met a change of the key's
+ * node, is closed; one taken from the pool goes back to it. */
+static void end_waitconn(redislock_lock *l, int reroute)
+{
+    if (l->waitconn == NULL)
+        return;
+    if (reroute || rl__conn_broken(l->waitconn)) {
+        close_waitconn(l);
+    } else if (l->waitpool != NULL) {
+        rl__pool_attach(l->waitpool, l->waitconn);
+        l->waitconn = NULL;
+        l->waitpool = NULL;
+    }
 }
 
 /* The waiter's own connection, opened when there is none (in a cluster,
@@ -89,10 +105,20 @@ static redislock_err blpop(redislock_lock *l, const char **keys,
     /* A connection a fair wait left subscribed takes no BLPOP. */
     if (l->subscribed)
         close_waitconn(l);
+    /* The idle connection the attempt just used, when there is one: the
+     * waiter then holds one server connection, not two. */
+    if (l->waitconn == NULL) {
+        rl__pool *p =
+            rl__topo_node(rl__client_topo(l->client), l->key, l->keylen);
+        if (rl__pool_detach(p, &l->waitconn))
+            l->waitpool = p;
+    }
     /* The reply may take the whole pause, plus a command's time. */
     err = open_waitconn(l, pause_ms + l->pool->cfg.command_timeout_ms, reroute);
-    if (err != REDISLOCK_OK)
+    if (err != REDISLOCK_OK) {
+        end_waitconn(l, *reroute);
         return err;
+    }
     argl[3] = (size_t)snprintf(secs, sizeof secs, "%lld.%03lld",
                                (long long)(pause_ms / 1000),
                                (long long)(pause_ms % 1000));
@@ -102,8 +128,7 @@ static redislock_err blpop(redislock_lock *l, const char **keys,
         rl__reply_free(*r);
     else if (err == REDISLOCK_OK && (err = rl__reply_check(*r, "BLPOP")) != 0)
         rl__reply_free(*r);
-    if (*reroute || rl__conn_broken(l->waitconn))
-        close_waitconn(l);
+    end_waitconn(l, *reroute);
     return err;
 }
 

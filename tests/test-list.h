@@ -189,6 +189,7 @@ TEST_ENTRY(wake_missed_wakeup_bounded, 30)
 TEST_ENTRY(wake_no_leftovers, 90)
 TEST_ENTRY(wake_cancel_blocked_waiter, 30)
 TEST_ENTRY(wake_waiters_leave_pool_free, 30)
+TEST_ENTRY(wake_waiter_holds_one_connection, 30)
 
 /* Fair (FIFO) waiting: order, direct hand-off, dead and departing
  * waiters, hash locks, alternation, no leftovers (test_fair.c). */

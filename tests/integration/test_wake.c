@@ -1,6 +1,7 @@
 /*
  * wake: waiting without polling. A waiter that finds the lock held blocks
- * (BLPOP on the lock's helper lists, on a connection of its own) until a
+ * (BLPOP on the lock's helper lists, on the connection its attempt used,
+ * out of the pool while it blocks, or else one of its own) until a
  * release wakes it or the holder's lease ends. These tests time the wake-up
  * against holders with long TTLs, count what a blocked waiter sends
  * (INFO commandstats), check that one release wakes one waiter, that a
@@ -210,8 +211,8 @@ void test_wake_blocked_waiter_is_silent(void)
 typedef struct herd_waiter {
     pthread_t t;
     redislock_lock *l;
-    _Atomic int *got; /* acquisitions so far, shared */
-    _Atomic int order; /* 1-based; 0 while waiting */
+    _Atomic int *got;    /* acquisitions so far, shared */
+    _Atomic int order;   /* 1-based; 0 while waiting */
     _Atomic int release; /* set by the main thread */
     _Atomic int released;
     redislock_err err;
@@ -495,8 +496,7 @@ void test_wake_no_leftovers(void)
         if (w[i].err != NULL)
             test_fail_(__FILE__, __LINE__, "thread %d: %s failed: %s", i,
                        w[i].err, w[i].detail);
-    while ((n = th_cmd_int(e.r, "DBSIZE")) != 0 &&
-           th_now_ms() < t_done + 3000)
+    while ((n = th_cmd_int(e.r, "DBSIZE")) != 0 && th_now_ms() < t_done + 3000)
         th_sleep_ms(10);
     t_empty = th_now_ms();
     test_log("%d threads x %d cycles (TTL 500 ms) in %lld ms; DBSIZE 0 "
@@ -618,12 +618,56 @@ void test_wake_waiters_leave_pool_free(void)
              "freed",
              base, waiting, after, freed);
     ASSERT_LE(u.worst_us / 1000, 100);
-    /* Each blocked waiter costs one connection of its own, outside the
-     * pool (which may have opened its second one meanwhile). */
-    ASSERT_GE(waiting - base, 2);
-    ASSERT_LE(waiting - base, 2 + co.max_connections - 1);
+    /* Each blocked waiter blocks on one connection, taken out of the
+     * pool while it blocks (the pool may open others meanwhile, up to its
+     * max): the two blocked clients above, and no more than that max
+     * besides. */
+    ASSERT_LE(waiting - base, 2 + co.max_connections);
     redislock_client_free(shared);
     redislock_lock_free(ha);
     redislock_lock_free(hb);
+    env_stop(&e);
+}
+
+/* connected_clients once it reads want, polled (a connection the client
+ * closes leaves the server's count a little later); fails after ms. */
+static long long wait_connected(redisContext *r, long long want, int64_t ms)
+{
+    int64_t deadline = th_now_ms() + ms;
+    long long got;
+
+    while ((got = info_field(r, "clients", "connected_clients")) != want &&
+           th_now_ms() < deadline)
+        th_sleep_ms(2);
+    return got;
+}
+
+/* A handle that blocks right after its attempt blocks on the connection
+ * the attempt used (taken out of the pool while it blocks, given back
+ * after): its client holds one server connection while it waits, and
+ * still one after it got the lock and released it. */
+void test_wake_waiter_holds_one_connection(void)
+{
+    env e = env_start(30000);
+    redislock_client *own;
+    long long base, waiting, after;
+    waiter w;
+
+    base = info_field(e.r, "clients", "connected_clients");
+    own = th_client_url(e.s->unix_url, NULL);
+    waiter_start(&w, own, KEY);
+    wait_blocked(e.r, 1, SETUP_MS);
+    waiting = wait_connected(e.r, base + 1, 1000);
+    ASSERT_OK(redislock_release(e.holder));
+    waiter_join_ok(&w, 3000);
+    ASSERT_OK(redislock_release(w.l));
+    after = wait_connected(e.r, base + 1, 1000);
+    test_log("server connections of the waiter's client: %lld while it "
+             "waits, %lld after it took and released the lock",
+             waiting - base, after - base);
+    ASSERT_EQ_INT(waiting - base, 1);
+    ASSERT_EQ_INT(after - base, 1);
+    redislock_lock_free(w.l);
+    redislock_client_free(own);
     env_stop(&e);
 }
