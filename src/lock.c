@@ -199,6 +199,9 @@ redislock_err rl__lock_command(redislock_lock *l, int n, const rl__cmd *cmds,
     return rl__topo_run(rl__client_topo(l->client), l->key, l->keylen, &q, out);
 }
 
+static const char *pingv[1] = {"PING"};
+static const rl__cmd ping = {1, pingv, NULL};
+
 /* A script on the lock's key and the helpers it declares (req names the
  * request, for a script that takes its void key), followed by the
  * replica-sync guard's WAIT when guarded and the guard is on. The
@@ -212,15 +215,16 @@ static redislock_err lock_script(redislock_lock *l, int guarded,
     const rl__replicas *g = rl__client_replicas(l->client);
     long long acked = -1;
     rl__lockname k = {l->key, l->keylen, l->base, l->baselen};
-    rl__request q = {.s = s,
-                     .nargs = nargs,
-                     .args = args,
-                     .lens = lens,
-                     .wait_replicas = guarded ? g->want : 0,
-                     .wait_ms = g->timeout_ms,
-                     .acked = &acked,
-                     .timeout_ms = timeout_ms,
-                     .ping_first = l->fair_queued && s == &rl__script_release};
+    rl__request q = {
+        .s = s,
+        .nargs = nargs,
+        .args = args,
+        .lens = lens,
+        .wait_replicas = guarded ? g->want : 0,
+        .wait_ms = g->timeout_ms,
+        .acked = &acked,
+        .timeout_ms = timeout_ms,
+        .first = l->fair_queued && s == &rl__script_release ? &ping : NULL};
     redislock_err err =
         rl__lock_run(rl__client_topo(l->client), NULL, &k, req, &q, out);
 

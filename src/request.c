@@ -6,11 +6,12 @@
 #include "clock.h"
 #include "error.h"
 
-/* The most commands on the wire for one request: a PING, each command
- * after an ASKING, a WAIT. */
+/* The most commands on the wire for one request: the first command, each
+ * command after an ASKING, a WAIT. */
 #define RL_REQ_WIRE_MAX (2 * RL_REQ_MAX_CMDS + 2)
 
-/* A request as it goes on the wire: the PING asked for, its commands,
+/* A request as it goes on the wire: the first command asked for, its
+ * commands,
  * each after an ASKING when asked for, then the WAIT; with the storage their
  * arguments use. */
 typedef struct wire {
@@ -24,16 +25,16 @@ typedef struct wire {
 } wire;
 
 static const char *askv[1] = {"ASKING"};
-static const char *pingv[1] = {"PING"};
 
 int rl__request_nreplies(const rl__request *q)
 {
     return q->s != NULL ? 1 : q->n;
 }
 
-/* Lays q out on w, the script as EVALSHA, or EVAL when eval is set. */
+/* Lays q out on w, the script as EVALSHA, or EVAL when eval is set; with
+ * first set, q's first command goes first. */
 static redislock_err lay_out(wire *w, const rl__request *q, int eval,
-                             int asking)
+                             int asking, int first)
 {
     rl__cmd script;
     const rl__cmd *cmds = q->cmds;
@@ -52,8 +53,8 @@ static redislock_err lay_out(wire *w, const rl__request *q, int eval,
     }
     if (n < 1 || n > RL_REQ_MAX_CMDS)
         return rl__err(REDISLOCK_EINVAL, "a pipeline of %d commands", n);
-    if (q->ping_first)
-        w->cmds[w->n++] = (rl__cmd){1, pingv, NULL};
+    if (first && q->first != NULL)
+        w->cmds[w->n++] = *q->first;
     for (i = 0; i < n; i++) {
         if (asking)
             w->cmds[w->n++] = (rl__cmd){1, askv, NULL};
@@ -70,17 +71,21 @@ static redislock_err lay_out(wire *w, const rl__request *q, int eval,
     return REDISLOCK_OK;
 }
 
-/* Sorts the replies to w's commands: ASKING's are dropped, WAIT's answer
+/* Sorts the replies to w's commands: the first command's goes to
+ * *q->first_reply (when asked for), ASKING's are dropped, WAIT's answer
  * goes to *q->acked, the rest to out. Returns whether the server lacked
  * the script sent by EVALSHA (its reply then freed too); a NOSCRIPT to
  * EVAL stays, an error reply like any other. */
-static int take(const wire *w, const rl__request *q, int eval, rl__reply **raw,
-                rl__reply **out)
+static int take(const wire *w, const rl__request *q, int eval, int first,
+                rl__reply **raw, rl__reply **out)
 {
     int i, k = 0, noscript;
 
     for (i = 0; i < w->n; i++) {
-        if (w->cmds[i].argv == askv || w->cmds[i].argv == pingv) {
+        if (i == 0 && first && q->first != NULL && q->first_reply != NULL) {
+            *q->first_reply = raw[i];
+        } else if ((i == 0 && first && q->first != NULL) ||
+                   w->cmds[i].argv == askv) {
             rl__reply_free(raw[i]);
         } else if (q->wait_replicas > 0 && i == w->n - 1) {
             if (q->acked != NULL)
@@ -103,17 +108,18 @@ redislock_err rl__request_send(rl__conn *c, const rl__request *q, int asking,
                                rl__reply **out)
 {
     rl__reply *raw[RL_REQ_WIRE_MAX];
-    int eval = q->s != NULL && q->s->eval_only;
+    int eval = q->s != NULL && q->s->eval_only, first = 1;
     redislock_err err;
     wire w;
 
     for (;;) {
-        if ((err = lay_out(&w, q, eval, asking)) != REDISLOCK_OK ||
+        if ((err = lay_out(&w, q, eval, asking, first)) != REDISLOCK_OK ||
             (err = rl__conn_exec(c, w.n, w.cmds, raw)) != REDISLOCK_OK)
             return err;
-        if (!take(&w, q, eval, raw, out))
+        if (!take(&w, q, eval, first, raw, out))
             return REDISLOCK_OK;
         eval = 1;
+        first = 0;
     }
 }
 
@@ -144,7 +150,7 @@ static void failed(rl__replies *out, size_t i, redislock_err err)
 /* One round: q to every connection in want, replies sorted; clears
  * want[i] for each that is done. */
 static void round_par(rl__conn **conns, size_t n, const rl__request *q,
-                      int64_t timeout_ms, const int *eval, int *want,
+                      int64_t timeout_ms, const int *eval, int first, int *want,
                       rl__replies *out)
 {
     int64_t deadline_us = rl__now_us() + timeout_ms * 1000;
@@ -158,7 +164,7 @@ static void round_par(rl__conn **conns, size_t n, const rl__request *q,
     for (i = 0; i < n; i++) {
         if (!want[i])
             continue;
-        if ((err = lay_out(&w[i], q, eval[i], 0)) != REDISLOCK_OK) {
+        if ((err = lay_out(&w[i], q, eval[i], 0, first)) != REDISLOCK_OK) {
             failed(out, i, err);
             want[i] = 0;
             continue;
@@ -173,7 +179,7 @@ static void round_par(rl__conn **conns, size_t n, const rl__request *q,
         if (parts[i].err != REDISLOCK_OK) {
             failed(out, i, parts[i].err);
             want[i] = 0;
-        } else if (!take(&w[i], q, eval[i], raw[i], &out->reply[i])) {
+        } else if (!take(&w[i], q, eval[i], first, raw[i], &out->reply[i])) {
             want[i] = 0;
         }
     }
@@ -182,7 +188,7 @@ static void round_par(rl__conn **conns, size_t n, const rl__request *q,
 void rl__request_par(rl__conn **conns, size_t n, const rl__request *q,
                      int64_t timeout_ms, rl__replies *out)
 {
-    int eval[RL_REQ_MAX_PAR], want[RL_REQ_MAX_PAR], round;
+    int eval[RL_REQ_MAX_PAR] = {0}, want[RL_REQ_MAX_PAR] = {0}, round;
     const char *what = q->s != NULL ? q->s->name : q->cmds[0].argv[0];
     redislock_err err;
     size_t i;
@@ -199,7 +205,7 @@ void rl__request_par(rl__conn **conns, size_t n, const rl__request *q,
     /* The second round only for servers that lacked the script: EVAL
      * leaves no server wanting a third. */
     for (round = 0; round < 2; round++) {
-        round_par(conns, n, q, timeout_ms, eval, want, out);
+        round_par(conns, n, q, timeout_ms, eval, round == 0, want, out);
         for (i = 0; i < n; i++)
             eval[i] = 1;
     }

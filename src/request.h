@@ -37,13 +37,22 @@ typedef struct rl__request {
     /* ...or, when s is NULL, n commands. */
     int n;
     const rl__cmd *cmds;
-    /* Set: a PING goes first, in the same write. Redis writes its output
-     * to the clients that got some during one pass of its event loop
-     * most recent first, so the caller, who got PONG before its script
-     * ran, is written to after the subscribers the script published to:
-     * the next holder of a fair hand-off hears before the releaser does,
-     * rather than after the releaser has gone on to its next request. */
-    int ping_first;
+    /* Non-NULL: a command that goes first, in the same write, its reply
+     * to *first_reply (freed when that is NULL; once set, the caller's to
+     * free, even when the request then fails); a script the server lacked
+     * is sent again without it. Two uses:
+     * - a PING before a fair release. Redis writes its output to the
+     *   clients that got some during one pass of its event loop most
+     *   recent first, so the caller, who got PONG before its script ran,
+     *   is written to after the subscribers the script published to: the
+     *   next holder of a fair hand-off hears before the releaser does,
+     *   rather than after the releaser has gone on to its next request;
+     * - a waiter's BLPOP before its next attempt: Redis runs what a
+     *   blocked client sent after the blocking command as soon as that is
+     *   served, so a release that wakes it is followed at once by its
+     *   attempt, with no round trip between (wait.c). */
+    const rl__cmd *first;
+    rl__reply **first_reply;
     /* > 0: WAIT wait_replicas wait_ms follows the script on the same
      * connection, in the same write; its answer goes to *acked. */
     int wait_replicas;
