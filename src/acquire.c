@@ -50,6 +50,7 @@ typedef struct attempt_cfg {
     int queued;       /* a fair waiter in the queue */
     int handed;       /* a release handed the lock over */
     int was_queued;   /* queued at least once (fair) */
+    int piped;        /* taken by an attempt sent behind a BLPOP */
     int free_retries; /* attempts in a row that found the lock free */
     int64_t ttl_ms;
     int64_t delay_ms, cap_ms;
@@ -139,23 +140,49 @@ static void fill_try(const attempt_cfg *a, int64_t deadline, rl__try *t)
 /* One attempt, sent at *sent_us. Where a failed attempt was undone
  * everywhere (Redlock), its token was voided with it: a plain lock takes
  * a fresh one each time. */
+static redislock_err prepare(redislock_lock *l, attempt_cfg *a, int tries,
+                             int64_t deadline, rl__try *t)
+{
+    l->holder_ttl = -2;
+    l->holder_silent = 0;
+    if (rl__client_algo(l->client)->fresh_token && tries > 0 &&
+        (a->rich ? rl__token(a->nonce) : rl__lock_token(a->tok)) != 0)
+        return rl__err(REDISLOCK_ERANDOM, "getrandom failed");
+    fill_try(a, deadline, t);
+    return REDISLOCK_OK;
+}
+
 static redislock_err attempt(redislock_lock *l, attempt_cfg *a, int tries,
                              int64_t deadline, int64_t *sent_us)
 {
-    const rl__algo *algo = rl__client_algo(l->client);
-    redislock_err err;
     rl__try t;
+    redislock_err err = prepare(l, a, tries, deadline, &t);
 
-    l->holder_ttl = -2;
-    l->holder_silent = 0;
-    if (algo->fresh_token && tries > 0 &&
-        (a->rich ? rl__token(a->nonce) : rl__lock_token(a->tok)) != 0)
-        return rl__err(REDISLOCK_ERANDOM, "getrandom failed");
-    fill_try(a, deadline, &t);
-    err = algo->attempt(l, &t, sent_us);
+    if (err == REDISLOCK_OK)
+        err = rl__client_algo(l->client)->attempt(l, &t, sent_us);
     if (err == REDISLOCK_EHELD)
         a->queued = a->was_queued = a->o->fair;
     return err;
+}
+
+/* The pause before attempt tries + 1; an ordinary waiter's goes out with
+ * that attempt behind it where the algorithm can (rl__then): *ran then
+ * says so and *next is its outcome. */
+static redislock_err pause_then(redislock_lock *l, attempt_cfg *a, int tries,
+                                int64_t deadline, int64_t pause,
+                                rl__wait_result *res, int64_t *sent_us,
+                                int *ran, redislock_err *next)
+{
+    const rl__algo *algo = rl__client_algo(l->client);
+    rl__try t;
+    redislock_err err;
+
+    *ran = 0;
+    if (a->o->fair || algo->wait_attempt == NULL)
+        return rl__wait(l, a->id, a->req, a->o->fair, pause, NULL, res);
+    if ((err = prepare(l, a, tries, deadline, &t)) != REDISLOCK_OK)
+        return err;
+    return algo->wait_attempt(l, &t, a->id, pause, res, sent_us, ran, next);
 }
 
 /* A fair waiter that gives up leaves the queue; if a release handed it
@@ -312,13 +339,19 @@ static redislock_err wait_loop(redislock_lock *l, attempt_cfg *a,
     int64_t start = rl__now_ms(), pause = 0;
     int64_t deadline = a->waits ? rl__deadline(start, a->o->wait_ms) : start;
     rl__wait_result res = RL_WAIT_TIMEOUT;
-    int tries = 0;
-    redislock_err err;
+    int tries = 0, ran = 0;
+    redislock_err err, next = REDISLOCK_OK;
 
     for (;;) {
-        if ((err = cancelled(l, 0)) != REDISLOCK_OK)
+        if (ran) {
+            /* The attempt that went out behind the last pause. */
+            err = next;
+            a->piped = err == REDISLOCK_OK;
+        } else if ((err = cancelled(l, 0)) != REDISLOCK_OK) {
             break;
-        err = attempt(l, a, tries, deadline, sent_us);
+        } else {
+            err = attempt(l, a, tries, deadline, sent_us);
+        }
         tries++;
         /* An attempt that takes the lock leaves the queue (fair.lua). */
         if (err == REDISLOCK_OK)
@@ -330,7 +363,13 @@ static redislock_err wait_loop(redislock_lock *l, attempt_cfg *a,
         }
         if ((err = plan_pause(l, a, tries, start, deadline, &pause)) != 0)
             break;
-        if ((err = rl__wait(l, a->id, a->req, a->o->fair, pause, &res)) != 0)
+        err = pause_then(l, a, tries, deadline, pause, &res, sent_us, &ran,
+                         &next);
+        /* Stopping with an attempt out that may hold the lock: undone. */
+        if ((err != REDISLOCK_OK || res == RL_WAIT_CANCELLED) && ran &&
+            next != REDISLOCK_EHELD)
+            abandon(l, a);
+        if (err != REDISLOCK_OK)
             break;
         if (res == RL_WAIT_CANCELLED) {
             err = cancelled(l, 1);
@@ -446,6 +485,20 @@ static redislock_err acquire(redislock_lock *l,
         snprintf(said, sizeof said, "%s", redislock_errdetail());
         redislock_release(l);
         return rl__err(REDISLOCK_ENOTDURABLE, "%s; released", said);
+    }
+    /* Taken by an attempt sent behind a BLPOP: its validity counts from
+     * before the block, though the lease began when the attempt ran.
+     * After a long block (more than half the lease) it is confirmed now,
+     * counted from this extend. */
+    if (a.piped && redislock_valid_ms(l) < (a.ttl_ms - l->drift_ms) / 2 &&
+        (err = rl__lock_confirm(l)) != REDISLOCK_OK) {
+        char said[256];
+        snprintf(said, sizeof said, "%s", redislock_errdetail());
+        redislock_release(l);
+        return rl__err(err,
+                       "confirming the lease after a long wait: %s; "
+                       "released",
+                       said);
     }
     if ((opts->watchdog || short_lease) && l->watch == NULL &&
         (err =

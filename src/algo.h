@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "lock.h"
+#include "wait.h"
 
 /* One acquire attempt's request, as acquire.c built it. */
 typedef struct rl__try {
@@ -42,6 +43,16 @@ typedef struct rl__algo {
      * the moment before the first send, from which validity counts. */
     redislock_err (*attempt)(redislock_lock *l, const rl__try *t,
                              int64_t *sent_us);
+    /* An ordinary waiter's pause of pause_ms (rl__wait, waiter named
+     * token), with the next attempt t sent behind the block where the
+     * topology lets it (see rl__then): *ran then says so, *attempt_err
+     * gets what attempt would have returned and *sent_us the moment
+     * before the send. NULL: the algorithm never does (the lock code
+     * waits, then attempts). */
+    redislock_err (*wait_attempt)(redislock_lock *l, const rl__try *t,
+                                  const char *token, int64_t pause_ms,
+                                  rl__wait_result *res, int64_t *sent_us,
+                                  int *ran, redislock_err *attempt_err);
     /* After an attempt whose reply was lost: makes sure it holds nothing,
      * now or when it arrives late (in the background). NULL: a failed
      * attempt has undone itself. */

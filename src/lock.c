@@ -98,8 +98,12 @@ void redislock_lock_free(redislock_lock *l)
     free(l);
 }
 
-redislock_err rl__lock_run(rl__topo *t, rl__pool *p, const rl__lockname *k,
-                           const char *req, rl__request *q, rl__reply **out)
+/* Runs the script request q with the keys its layout names for the lock
+ * k (and req's void key) on node p, or with p NULL wherever t sends k's
+ * key, or with c set on that connection. */
+static redislock_err run_keyed(rl__topo *t, rl__pool *p, rl__conn *c,
+                               const rl__lockname *k, const char *req,
+                               rl__request *q, rl__reply **out)
 {
     rl__keyset ks;
     redislock_err err;
@@ -109,13 +113,33 @@ redislock_err rl__lock_run(rl__topo *t, rl__pool *p, const rl__lockname *k,
     q->nkeys = ks.n;
     q->keys = ks.k;
     q->klens = ks.len;
-    err = p == NULL ? rl__topo_run(t, k->key, k->keylen, q, out)
-                    : rl__topo_run_on(t, p, q, out);
+    if (c != NULL) {
+        err = rl__request_send(c, q, 0, out);
+        if (err == REDISLOCK_OK)
+            err = rl__request_check(q, out);
+    } else {
+        err = p == NULL ? rl__topo_run(t, k->key, k->keylen, q, out)
+                        : rl__topo_run_on(t, p, q, out);
+    }
     rl__keyset_free(&ks);
     q->nkeys = 0;
     q->keys = NULL;
     q->klens = NULL;
     return err;
+}
+
+redislock_err rl__lock_run(rl__topo *t, rl__pool *p, const rl__lockname *k,
+                           const char *req, rl__request *q, rl__reply **out)
+{
+    return run_keyed(t, p, NULL, k, req, q, out);
+}
+
+redislock_err rl__lock_send_on(redislock_lock *l, rl__conn *c, const char *req,
+                               rl__request *q, rl__reply **out)
+{
+    rl__lockname k = {l->key, l->keylen, l->base, l->baselen};
+
+    return run_keyed(NULL, NULL, c, &k, req, q, out);
 }
 
 redislock_err rl__abandon(rl__topo *t, rl__pool *p, const char *key,
@@ -392,6 +416,11 @@ static redislock_err send_extend(redislock_lock *l, int64_t ttl_ms,
     if (err == REDISLOCK_OK)
         rl__lock_set_validity(l, sent_us, ttl_ms);
     return err;
+}
+
+redislock_err rl__lock_confirm(redislock_lock *l)
+{
+    return send_extend(l, l->ttl_ms, 0);
 }
 
 redislock_err rl__lock_renew(redislock_lock *l)

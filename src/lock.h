@@ -84,6 +84,12 @@ struct redislock_lock {
 redislock_err rl__lock_run(rl__topo *t, rl__pool *p, const rl__lockname *k,
                            const char *req, rl__request *q, rl__reply **out);
 
+/* Sends the script request q for l's lock (keys as rl__lock_run) on c, a
+ * connection of the waiter's that no topology routes (wait.c: one server,
+ * no redirections), and maps error replies. */
+redislock_err rl__lock_send_on(redislock_lock *l, rl__conn *c, const char *req,
+                               rl__request *q, rl__reply **out);
+
 /* One try at making sure an acquire request req (for token or owner id
  * token, with ttl_ms), whose reply was lost, does not hold the lock at
  * key, now or when it arrives late (abandon.lua): on server p (one of a
@@ -147,6 +153,12 @@ void rl__lock_set_validity(redislock_lock *l, int64_t sent_us, int64_t ttl_ms);
  * moves the validity forward from the moment the request was sent. Does
  * not touch the handle's holds, so the watchdog thread may call it. */
 redislock_err rl__lock_renew(redislock_lock *l);
+
+/* The same, waiting as long as a command may (rl__lock_renew waits no
+ * longer than the validity left): for a lease just taken whose validity
+ * counts from long before it began (an attempt sent behind a long BLPOP,
+ * see acquire.c). */
+redislock_err rl__lock_confirm(redislock_lock *l);
 
 /* Records a loss (first one wins); returns whether this call recorded it. */
 int rl__lock_mark_lost(redislock_lock *l, redislock_err why);

@@ -16,32 +16,55 @@
 #include "wait.h"
 #include "watchdog.h"
 
+/* An attempt's script and arguments, with their storage. */
+typedef struct attempt_req {
+    char ttl[24], mark[24];
+    const char *args[8];
+    size_t lens[8];
+    rl__request q;
+} attempt_req;
+
 /* The acquire or fair script: {1, holds, fence} taken, {0, pttl, wakes}
  * held by another. One round trip when the lock is free. A fair waiter
  * names the channel a release tells it of a hand-off on. */
-static redislock_err attempt(redislock_lock *l, const rl__try *t,
-                             int64_t *sent_us)
+static redislock_err attempt_prepare(redislock_lock *l, const rl__try *t,
+                                     attempt_req *a)
 {
-    char ttl[24], mark[24];
-    const char *args[8] = {t->id, ttl, t->fmt, t->meta, mark, t->req};
-    size_t lens[8] = {strlen(t->id),   0, strlen(t->fmt),
-                      strlen(t->meta), 0, strlen(t->req)};
-    rl__acquired a;
-    rl__reply *r;
-    redislock_err err;
+    int n = t->fair ? 8 : 6;
 
-    lens[1] = (size_t)snprintf(ttl, sizeof ttl, "%" PRId64, t->ttl_ms);
-    lens[4] = (size_t)snprintf(mark, sizeof mark, "%" PRId64, t->mark_ms);
+    memset(a, 0, sizeof *a);
+    a->args[0] = t->id;
+    a->args[1] = a->ttl;
+    a->args[2] = t->fmt;
+    a->args[3] = t->meta;
+    a->args[4] = a->mark;
+    a->args[5] = t->req;
+    a->lens[0] = strlen(t->id);
+    a->lens[1] = (size_t)snprintf(a->ttl, sizeof a->ttl, "%" PRId64, t->ttl_ms);
+    a->lens[2] = strlen(t->fmt);
+    a->lens[3] = strlen(t->meta);
+    a->lens[4] =
+        (size_t)snprintf(a->mark, sizeof a->mark, "%" PRId64, t->mark_ms);
+    a->lens[5] = strlen(t->req);
     if (t->fair) {
-        if ((args[6] = rl__wait_channel(l, &lens[6])) == NULL)
+        if ((a->args[6] = rl__wait_channel(l, &a->lens[6])) == NULL)
             return rl__err(REDISLOCK_ENOMEM, "out of memory");
-        args[7] = rl__wait_sharded(l) ? "S" : "P";
-        lens[7] = 1;
+        a->args[7] = rl__wait_sharded(l) ? "S" : "P";
+        a->lens[7] = 1;
     }
-    *sent_us = rl__now_us();
-    err = rl__lock_write_script(
-        l, 0, t->fair ? &rl__script_fair : &rl__script_acquire, t->req,
-        t->fair ? 8 : 6, args, lens, &r);
+    a->q = (rl__request){.s = t->fair ? &rl__script_fair : &rl__script_acquire,
+                         .nargs = n,
+                         .args = a->args,
+                         .lens = a->lens};
+    return REDISLOCK_OK;
+}
+
+/* What the attempt's reply r (or its failure err) says, r freed. */
+static redislock_err attempt_outcome(redislock_lock *l, redislock_err err,
+                                     rl__reply *r)
+{
+    rl__acquired a;
+
     if (err == REDISLOCK_OK) {
         err = rl__reply_acquired(r, &a);
         rl__reply_free(r);
@@ -55,6 +78,48 @@ static redislock_err attempt(redislock_lock *l, const rl__try *t,
         err = REDISLOCK_EHELD;
     }
     rl__lock_set_outcomes(l, &err, 1);
+    return err;
+}
+
+static redislock_err attempt(redislock_lock *l, const rl__try *t,
+                             int64_t *sent_us)
+{
+    attempt_req a;
+    rl__reply *r = NULL;
+    redislock_err err = attempt_prepare(l, t, &a);
+
+    if (err != REDISLOCK_OK)
+        return err;
+    *sent_us = rl__now_us();
+    err = rl__lock_write_script(l, 0, a.q.s, t->req, a.q.nargs, a.args, a.lens,
+                                &r);
+    return attempt_outcome(l, err, r);
+}
+
+/* Behind the BLPOP only where the request needs no routing and no WAIT:
+ * a cluster's redirections and the replica-sync guard take the pool's
+ * path. */
+static redislock_err wait_attempt(redislock_lock *l, const rl__try *t,
+                                  const char *token, int64_t pause_ms,
+                                  rl__wait_result *res, int64_t *sent_us,
+                                  int *ran, redislock_err *attempt_err)
+{
+    attempt_req a;
+    rl__then then = {0};
+    redislock_err err;
+
+    *ran = 0;
+    if (t->fair || rl__topo_cluster(rl__client_topo(l->client)) ||
+        rl__client_replicas(l->client)->want > 0)
+        return rl__wait(l, token, t->req, t->fair, pause_ms, NULL, res);
+    if ((err = attempt_prepare(l, t, &a)) != REDISLOCK_OK)
+        return err;
+    then.q = &a.q;
+    then.req = t->req;
+    *sent_us = rl__now_us();
+    err = rl__wait(l, token, t->req, 0, pause_ms, &then, res);
+    if ((*ran = then.ran) != 0)
+        *attempt_err = attempt_outcome(l, then.err, then.r);
     return err;
 }
 
@@ -129,5 +194,5 @@ static redislock_err inspect(redislock_client *c, rl__pool *p, size_t at,
     return err;
 }
 
-const rl__algo rl__algo_one = {1,       0,     NULL, NULL,   attempt,
-                               abandon, owner, ttl,  inspect};
+const rl__algo rl__algo_one = {
+    1, 0, NULL, NULL, attempt, wait_attempt, abandon, owner, ttl, inspect};

@@ -307,6 +307,7 @@ const rl__algo rl__algo_redlock = {
     "own server, not the Redlock one",
     attempt,
     NULL,
+    NULL,
     owner,
     ttl,
     inspect};

@@ -92,10 +92,11 @@ static redislock_err open_waitconn(redislock_lock *l, int64_t timeout_ms,
     return err;
 }
 
-/* BLPOP on the lock's wake list and the waiter's own list. */
+/* BLPOP on the lock's wake list and the waiter's own list, and then's
+ * attempt behind it when then is not NULL. */
 static redislock_err blpop(redislock_lock *l, const char **keys,
-                           const size_t *lens, int64_t pause_ms, rl__reply **r,
-                           int *reroute)
+                           const size_t *lens, int64_t pause_ms, rl__then *then,
+                           rl__reply **r, int *reroute)
 {
     const char *argv[4] = {"BLPOP", keys[0], keys[1], NULL};
     size_t argl[4] = {5, lens[0], lens[1], 0};
@@ -123,7 +124,22 @@ static redislock_err blpop(redislock_lock *l, const char **keys,
                                (long long)(pause_ms / 1000),
                                (long long)(pause_ms % 1000));
     argv[3] = secs;
-    err = rl__conn_command(l->waitconn, 4, argv, argl, r);
+    if (then != NULL) {
+        rl__cmd cmd = {4, argv, argl};
+        *r = NULL;
+        then->q->first = &cmd;
+        then->q->first_reply = r;
+        then->err =
+            rl__lock_send_on(l, l->waitconn, then->req, then->q, &then->r);
+        then->q->first = NULL;
+        then->q->first_reply = NULL;
+        then->ran = 1;
+        /* No BLPOP reply: the connection failed, the attempt's fate is
+         * unknown with it. */
+        err = *r != NULL ? REDISLOCK_OK : then->err;
+    } else {
+        err = rl__conn_command(l->waitconn, 4, argv, argl, r);
+    }
     if ((*reroute = must_reroute(l, err, err ? NULL : *r)) != 0 && err == 0)
         rl__reply_free(*r);
     else if (err == REDISLOCK_OK && (err = rl__reply_check(*r, "BLPOP")) != 0)
@@ -320,7 +336,8 @@ static redislock_err wait_fair(redislock_lock *l, const char *req,
 }
 
 redislock_err rl__wait(redislock_lock *l, const char *token, const char *req,
-                       int fair, int64_t pause_ms, rl__wait_result *res)
+                       int fair, int64_t pause_ms, rl__then *then,
+                       rl__wait_result *res)
 {
     const char *keys[2];
     size_t lens[2];
@@ -358,7 +375,7 @@ redislock_err rl__wait(redislock_lock *l, const char *token, const char *req,
         *res = RL_WAIT_CANCELLED;
         err = REDISLOCK_OK;
     } else {
-        err = blpop(l, keys, lens, pause_ms, &r, &reroute);
+        err = blpop(l, keys, lens, pause_ms, then, &r, &reroute);
         stop_blocking(l);
         if (reroute) {
             err = REDISLOCK_OK;
@@ -367,8 +384,9 @@ redislock_err rl__wait(redislock_lock *l, const char *token, const char *req,
             err = classify(r, res);
             rl__reply_free(r);
         }
+        /* With then sent, the attempt ran when the BLPOP ended. */
         if (err == REDISLOCK_OK && *res == RL_WAIT_TIMEOUT &&
-            end_us > rl__now_us())
+            (then == NULL || !then->ran) && end_us > rl__now_us())
             *res = sleep_or_cancel(l, (end_us - rl__now_us() + 999) / 1000);
     }
     free(own);

@@ -190,6 +190,10 @@ TEST_ENTRY(wake_no_leftovers, 90)
 TEST_ENTRY(wake_cancel_blocked_waiter, 30)
 TEST_ENTRY(wake_waiters_leave_pool_free, 30)
 TEST_ENTRY(wake_waiter_holds_one_connection, 30)
+TEST_ENTRY(wake_release_hands_over_directly, 60)
+TEST_ENTRY(wake_cancel_undoes_attempt_behind_it, 30)
+TEST_ENTRY(wake_long_wait_keeps_validity, 30)
+TEST_ENTRY(wake_script_flushed_while_blocked, 30)
 
 /* Fair (FIFO) waiting: order, direct hand-off, dead and departing
  * waiters, hash locks, alternation, no leftovers (test_fair.c). */

@@ -141,6 +141,15 @@ static void waiter_start(waiter *w, redislock_client *c, const char *key)
 
 #define waiter_join_ok(w, ms) th_waiter_join_ok(w, ms)
 
+/* The holder takes KEY with ho, and w blocks behind it. */
+static void block_behind_holder(env *e, const redislock_acquire_options *ho,
+                                waiter *w)
+{
+    ASSERT_OK(redislock_acquire(e->holder, ho));
+    waiter_start(w, e->c, KEY);
+    wait_blocked(e->r, 1, SETUP_MS);
+}
+
 #define WAKE_ROUNDS 5
 
 void test_wake_release_wakes_waiter(void)
@@ -152,9 +161,7 @@ void test_wake_release_wakes_waiter(void)
     int i;
 
     for (i = 0; i < WAKE_ROUNDS; i++) {
-        ASSERT_OK(redislock_acquire(e.holder, &ho));
-        waiter_start(&w, e.c, KEY);
-        wait_blocked(e.r, 1, SETUP_MS);
+        block_behind_holder(&e, &ho, &w);
         th_sleep_ms(20);
         t0 = th_now_us();
         ASSERT_OK(redislock_release(e.holder));
@@ -412,8 +419,11 @@ void test_wake_missed_wakeup_bounded(void)
              "release, %lld ms after the 2000 ms holder's acquire returned",
              (long long)(w.done_us - t_rel) / 1000,
              (long long)(w.done_us - t_got) / 1000);
-    /* It slept out the holder's lease, and no longer. */
-    ASSERT_GE((w.done_us - t_acq) / 1000, 2000 - 50);
+    /* It waited out the holder's lease, and no longer: its BLPOP times
+     * out a server tick (100 ms) before the lease ends, and the attempt
+     * sent behind it runs then, finding the lock free. Woken by the
+     * release it would have taken the lock about 100 ms in. */
+    ASSERT_GE((w.done_us - t_acq) / 1000, 2000 - 100 - 50);
     ASSERT_LE((w.done_us - t_got) / 1000, 2000 + SLACK_MS);
     ASSERT_KEY(e.r, KEY, w.token);
     ASSERT_OK(redislock_release(w.l));
@@ -669,5 +679,114 @@ void test_wake_waiter_holds_one_connection(void)
     ASSERT_EQ_INT(after - base, 1);
     redislock_lock_free(w.l);
     redislock_client_free(own);
+    env_stop(&e);
+}
+
+/* A woken waiter's next attempt goes out behind its BLPOP, so Redis runs
+ * it as soon as the release wakes it: by the time the releaser has its
+ * reply, the waiter holds the lock, and a request sent after the release
+ * (here another client's single try) cannot take it first. */
+#define DIRECT_ROUNDS 20
+
+void test_wake_release_hands_over_directly(void)
+{
+    env e = env_start(0);
+    redislock_acquire_options ho = th_aopts(30000, 0, 0);
+    redislock_client *other = th_client(e.s);
+    redislock_lock *late = th_lock(other, KEY);
+    waiter w;
+    int i;
+
+    for (i = 0; i < DIRECT_ROUNDS; i++) {
+        block_behind_holder(&e, &ho, &w);
+        ASSERT_OK(redislock_release(e.holder));
+        /* Straight after the release's reply: the waiter's already. */
+        ASSERT_ERR(redislock_acquire(late, &ho), REDISLOCK_EHELD);
+        waiter_join_ok(&w, 3000);
+        ASSERT_KEY(e.r, KEY, w.token);
+        ASSERT_OK(redislock_release(w.l));
+        redislock_lock_free(w.l);
+    }
+    test_log("%d releases, each found the woken waiter holding the lock "
+             "before any later request ran",
+             DIRECT_ROUNDS);
+    redislock_lock_free(late);
+    redislock_client_free(other);
+    env_stop(&e);
+}
+
+/* A cancel that reaches a waiter whose attempt, sent behind its BLPOP,
+ * then took the lock (freed without a release: deleted here, as an
+ * eviction would) must not leave it held: the attempt is undone. */
+void test_wake_cancel_undoes_attempt_behind_it(void)
+{
+    env e = env_start(30000);
+    int64_t deadline;
+    long long n;
+    waiter w;
+
+    waiter_start(&w, e.c, KEY);
+    wait_blocked(e.r, 1, SETUP_MS);
+    ASSERT_EQ_INT(th_cmd_int(e.r, "DEL %s", KEY), 1);
+    redislock_cancel(w.l);
+    th_join_within(w.t, 3000);
+    ASSERT_ERR(w.err, REDISLOCK_ECANCELED);
+    ASSERT_EQ_INT(redislock_holds(w.l), 0);
+    deadline = th_now_ms() + 3000;
+    while ((n = th_cmd_int(e.r, "EXISTS %s", KEY)) != 0 &&
+           th_now_ms() < deadline)
+        th_sleep_ms(5);
+    test_log("cancelled waiter: ECANCELED, lock key gone %s",
+             n == 0 ? "within 3 s" : "NOT within 3 s");
+    ASSERT_EQ_INT(n, 0);
+    redislock_lock_free(w.l);
+    env_stop(&e);
+}
+
+/* A waiter that blocked for longer than its own lease takes the lock with
+ * the attempt behind its BLPOP, whose validity would count from before
+ * the block: it confirms the lease instead, and returns with (nearly)
+ * its whole TTL valid. */
+void test_wake_long_wait_keeps_validity(void)
+{
+    env e = env_start(1500);
+    redislock_acquire_options o = th_aopts(1000, REDISLOCK_WAIT_FOREVER, 0);
+    int64_t valid, pttl;
+    waiter w;
+
+    th_waiter_start(&w, e.c, KEY, &o);
+    wait_blocked(e.r, 1, SETUP_MS);
+    th_sleep_ms(1100);
+    ASSERT_OK(redislock_release(e.holder));
+    waiter_join_ok(&w, 3000);
+    valid = redislock_valid_ms(w.l);
+    pttl = th_cmd_int(e.r, "PTTL %s", KEY);
+    test_log("1000 ms lease taken after a 1.1 s wait: valid %lld ms, "
+             "PTTL %lld ms",
+             (long long)valid, (long long)pttl);
+    ASSERT_GE(valid, 1000 / 2);
+    ASSERT_LE(valid, pttl);
+    ASSERT_OK(redislock_release(w.l));
+    redislock_lock_free(w.l);
+    env_stop(&e);
+}
+
+/* The server lost the scripts while the waiter blocked (SCRIPT FLUSH, a
+ * restart): the attempt behind its BLPOP meets NOSCRIPT and goes again
+ * whole, without a second BLPOP. */
+void test_wake_script_flushed_while_blocked(void)
+{
+    env e = env_start(30000);
+    waiter w;
+
+    waiter_start(&w, e.c, KEY);
+    wait_blocked(e.r, 1, SETUP_MS);
+    freeReplyObject(th_cmd(e.r, "SCRIPT FLUSH"));
+    ASSERT_OK(redislock_release(e.holder));
+    waiter_join_ok(&w, 3000);
+    ASSERT_KEY(e.r, KEY, w.token);
+    ASSERT_EQ_INT(blocked_clients(e.r), 0);
+    ASSERT_OK(redislock_release(w.l));
+    redislock_lock_free(w.l);
     env_stop(&e);
 }
