@@ -219,6 +219,24 @@ static void plot(const lb_env *e, const lb_micro *m, const lb_series *s,
         printf("Plot: %s/handoff.png\n", e->out_dir);
 }
 
+/* One target for both modes: fair's figure f and default mode's d (< 0:
+ * not run) against limit, at most (at_most) or at least; figures in us,
+ * or shares (unit "") with 3 decimals. */
+static void both(int k, const char *what, double limit, const char *unit,
+                 double f, double d, int at_most)
+{
+    int fok = at_most ? f <= limit : f >= limit;
+    int dok = d >= 0 && (at_most ? d <= limit : d >= limit);
+    int p = *unit ? 1 : 3;
+
+    printf("  K=%d %s (%.*f%s): fair %.*f%s %s, default mode ", k, what, p,
+           limit, unit, p, f, unit, yes(fok));
+    if (d < 0)
+        printf("not run MISS\n");
+    else
+        printf("%.*f%s %s\n", p, d, unit, yes(dok));
+}
+
 static void targets(const lb_series *s, size_t ns, const lb_micro *m,
                     const lb_idle *idle, int nidle,
                     const lb_series *fair, const lb_series *def, int k)
@@ -236,23 +254,23 @@ static void targets(const lb_series *s, size_t ns, const lb_micro *m,
         printf("  K=%d fair run missing: contention targets MISS\n", k);
         return;
     }
-    printf("  K=%d fair hand-off p50 <= 2 x RTT (%.1f us): %.1f us %s "
-           "(default mode %.1f)\n",
-           k, 2 * rtt, fair->h50, yes(fair->h50 <= 2 * rtt),
-           def ? def->h50 : -1);
+    /* Hand-off and switch targets hold for both modes. */
+    both(k, "hand-off p50 <= 2 x RTT", 2 * rtt, " us", fair->h50,
+         def ? def->h50 : -1, 1);
     printf("  K=%d next holder's acquire returned before the releaser's "
            "release: fair %.3f, default mode %.3f of holder changes\n",
            k, fair->ahead, def ? def->ahead : -1);
-    printf("  K=%d fair hand-off p99 <= 10 x RTT (%.1f us): %.1f us %s "
-           "(default mode %.1f)\n",
-           k, 10 * rtt, fair->h99, yes(fair->h99 <= 10 * rtt),
-           def ? def->h99 : -1);
-    printf("  K=%d fair switch share >= 0.9: %.3f %s (default mode %.3f)\n",
-           k, fair->sw, yes(fair->sw >= 0.9), def ? def->sw : -1);
-    printf("  K=%d fair cycles/s >= 0.8 / (3 x RTT) = %.0f: %.0f %s "
-           "(default mode %.0f)\n",
-           k, need, fair->cycles_s, yes(fair->cycles_s >= need),
-           def ? def->cycles_s : -1);
+    both(k, "hand-off p99 <= 10 x RTT", 10 * rtt, " us", fair->h99,
+         def ? def->h99 : -1, 1);
+    both(k, "switch share >= 0.9", 0.9, "", fair->sw, def ? def->sw : -1, 0);
+    printf("  K=%d fair cycles/s >= 0.8 / (3 x RTT) = %.0f: %.0f %s\n", k,
+           need, fair->cycles_s, yes(fair->cycles_s >= need));
+    if (def != NULL)
+        printf("  K=%d default mode cycles/s >= fair's (%.0f): %.0f %s\n", k,
+               fair->cycles_s, def->cycles_s,
+               yes(def->cycles_s >= fair->cycles_s));
+    else
+        printf("  K=%d default mode run missing: MISS\n", k);
     for (i = 0; i < 2 && k != 64; i++) {
         const lb_series *k64 = find(s, ns, LB_REDISLOCK, i, 64);
         const lb_series *k8 = i ? fair : def;
