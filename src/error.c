@@ -77,6 +77,13 @@ static const reply_class classes[] = {
      "try again when it is up"},
     {NULL, "max number of clients reached", REDISLOCK_ETRYLATER,
      "the server has reached maxclients", "try again later"},
+    /* lib.lua's rl_counter_value: a fencing counter, the fair queue's
+     * sequence or a fenced resource's token key holds what redislock did
+     * not write. */
+    {"RLBADCOUNTER", NULL, REDISLOCK_ESERVER,
+     "a counter key redislock keeps holds something else",
+     "delete that key: counting goes on from the server's clock, so "
+     "tokens still rise"},
     {"DENIED", NULL, REDISLOCK_ECONFIG,
      "the server is in protected mode: without a password set it refuses "
      "clients from other hosts",

@@ -225,6 +225,7 @@ TEST_ENTRY(faults_restart_aof, 60)
 TEST_ENTRY(fence_grows_across_owners, 30)
 TEST_ENTRY(fence_reentry_and_restart, 30)
 TEST_ENTRY(fence_fenced_set, 30)
+TEST_ENTRY(fence_bad_counter_named, 30)
 TEST_ENTRY(fence_paused_holder_unfenced_loses_updates, 60)
 TEST_ENTRY(fence_paused_holder_fenced_refused, 60)
 

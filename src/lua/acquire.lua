@@ -16,6 +16,10 @@ local got = redis.call('MGET', K.void, K.fence)
 if got[1] then
     return {0, -2}
 end
+-- Before any write: Redis keeps what a script wrote before an error.
+if got[2] then
+    rl_counter_value(K.fence, got[2])
+end
 local kind, holder
 if fmt == 'plain' then
     -- The common case in one call: taken, or held by someone.

@@ -19,6 +19,10 @@ local got = redis.call('MGET', K.void, K.fence)
 if got[1] then
     return {0, -2}
 end
+-- Before any write: Redis keeps what a script wrote before an error.
+if got[2] then
+    rl_counter_value(K.fence, got[2])
+end
 -- Nobody queued and a plain lock: the common case, as cheap as unfair.
 if fmt == 'plain' and redis.call('EXISTS', K.q) == 0 and
         redis.call('SET', key, id, 'NX', 'PX', ttl) then

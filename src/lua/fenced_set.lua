@@ -4,7 +4,7 @@
 -- KEYS[1] the resource, KEYS[2] the highest token that has written it.
 -- ARGV[1] the value, ARGV[2] the writer's fencing token.
 -- Returns 1 written, 0 refused (stale token).
-local seen = tonumber(redis.call('GET', KEYS[2]) or '0')
+local seen = rl_counter_value(KEYS[2], redis.call('GET', KEYS[2]) or '0')
 if tonumber(ARGV[2]) < seen then
     return 0
 end

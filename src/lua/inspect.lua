@@ -26,7 +26,7 @@ local K = rl_keys('lock fence')
 local key = K.lock
 local t = redis.call('TYPE', key).ok
 local ttl = redis.call('PTTL', key)
-local fence = tonumber(redis.call('GET', K.fence) or '0')
+local fence = rl_counter_value(K.fence, redis.call('GET', K.fence) or '0')
 local f = {false, false, false}
 local kind = 2
 if t == 'none' then

@@ -99,6 +99,29 @@ local function rl_keep(key, ms)
     end
 end
 
+-- Whether v, read from a counter key, is what redislock writes there: a
+-- whole number from 0 up to 2^53 (what a script's numbers hold exactly).
+-- Anything else was written by something other than redislock, and
+-- counting on from it could go back.
+local function rl_counter_ok(v)
+    local n = tonumber(v)
+    return n ~= nil and n >= 0 and n < 9007199254740992 and n == math.floor(n)
+end
+
+-- The number the counter key holds (v, read from it); else the script
+-- stops with an error that names the key and the fix (error.c maps
+-- RLBADCOUNTER). Scripts check before their first write, since Redis
+-- keeps what a script wrote before an error. Deleting the key is safe:
+-- counters go on from the server's clock (rl_count).
+local function rl_counter_value(key, v)
+    if not rl_counter_ok(v) then
+        error({err = 'RLBADCOUNTER ' .. key .. ' holds "' ..
+                     string.gsub(string.sub(v, 1, 40), '[^%w%p ]', '?') ..
+                     '", not a number redislock wrote'})
+    end
+    return tonumber(v)
+end
+
 -- The next value of the counter key: greater than every value it gave
 -- before. last is the counter's value when the caller has read it (false:
 -- there is none; nil: read it here). The value is the larger of last + 1
@@ -114,8 +137,11 @@ local function rl_count(key, life, last)
         last = redis.call('GET', key)
     end
     local v = rl_now_us()
-    if last and tonumber(last) + 1 > v then
-        v = tonumber(last) + 1
+    if last then
+        local n = rl_counter_value(key, last) + 1
+        if n > v then
+            v = n
+        end
     end
     -- Shortening the key's life is harmless: the clock covers it.
     redis.call('SET', key, string.format('%d', v), 'PX', life)
@@ -238,7 +264,14 @@ local function rl_handoff(K)
     if redis.call('EXISTS', K.q, K.waiting) == 0 then
         return false
     end
-    for _ = 1, 16 do
+    -- A fencing counter redislock did not write gives no token: no
+    -- hand-off then (the release itself stands), and the waiters meet
+    -- the error with their next attempts.
+    local last, tries = redis.call('GET', K.fence), 16
+    if last and not rl_counter_ok(last) then
+        tries = 0
+    end
+    for _ = 1, tries do
         local popped = redis.call('ZPOPMIN', K.q)
         local head, seq = popped[1], tonumber(popped[2])
         if head == nil then
@@ -250,7 +283,7 @@ local function rl_handoff(K)
         if w and w.alive > now then
             local lease = math.min(w.ttl, w.alive - now)
             local fence = rl_create(K.lock, w.owner, lease, w.fmt, w.meta,
-                                    K.fence, head)
+                                    K.fence, head, last)
             redis.call('HSET', K.ws, '~',
                        string.format('%s %d %d', head, fence, now + lease))
             rl_keep(K.ws, lease)

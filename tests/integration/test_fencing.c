@@ -149,8 +149,7 @@ static int child_round(const char *url, int fenced)
     snprintf(val, sizeof val, "%lld", n + 1);
     if (fenced) {
         redislock_err e = redislock_fenced_set(c, "fe:counter", 10, val,
-                                               strlen(val),
-                                               redislock_fence(l));
+                                               strlen(val), redislock_fence(l));
         rc = e == REDISLOCK_OK ? 0 : e == REDISLOCK_ESTALE ? 1 : 2;
     } else {
         rep = redisCommand(r, "SET fe:counter %s", val);
@@ -176,8 +175,8 @@ static void next_holder(redislock_client *c, redisContext *r, int fenced)
     free(v);
     snprintf(val, sizeof val, "%lld", n + 1);
     if (fenced)
-        ASSERT_OK(redislock_fenced_set(c, "fe:counter", 10, val,
-                                       strlen(val), redislock_fence(l)));
+        ASSERT_OK(redislock_fenced_set(c, "fe:counter", 10, val, strlen(val),
+                                       redislock_fence(l)));
     else
         freeReplyObject(th_cmd(r, "SET fe:counter %s", val));
     ASSERT_OK(redislock_release(l));
@@ -234,4 +233,86 @@ void test_fence_paused_holder_unfenced_loses_updates(void)
 void test_fence_paused_holder_fenced_refused(void)
 {
     ASSERT_EQ_INT(paused_holder_rounds(1), 0);
+}
+
+/* Asserts that err is REDISLOCK_ESERVER with a detail that names key and
+ * says to delete it. */
+static void assert_bad_counter(redislock_err err, const char *key)
+{
+    const char *d = redislock_errdetail();
+
+    ASSERT_ERR(err, REDISLOCK_ESERVER);
+    if (strstr(d, key) == NULL || strstr(d, "delete that key") == NULL)
+        test_fail_(__FILE__, __LINE__,
+                   "detail names neither %s nor the "
+                   "fix: %s",
+                   key, d);
+}
+
+/* A counter key that holds what redislock did not write (a fencing
+ * counter, the fair queue's sequence, a fenced resource's token key):
+ * acquire, a fair attempt, inspect and a fenced write stop with an error
+ * that names the key and the fix, take nothing, and work again once the
+ * key is deleted, with tokens still above the last one issued. */
+void test_fence_bad_counter_named(void)
+{
+    static const char *const bad[] = {"garbage", "-5", "1.5", "1e300", ""};
+    th_server *s = th_server_start(NULL);
+    redisContext *r = th_server_redis(s);
+    redislock_client *c = th_client(s);
+    redislock_lock *l = th_lock(c, "fe:bad");
+    redislock_acquire_options o = th_aopts(5000, 0, 0), fo = o;
+    redislock_info info;
+    int64_t first, deadline;
+    th_waiter w;
+    size_t i;
+
+    fo.fair = 1;
+    ASSERT_OK(redislock_acquire(l, &o));
+    first = redislock_fence(l);
+    ASSERT_OK(redislock_release(l));
+    for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        freeReplyObject(
+            th_cmd(r, "SET %s %s", "fe:bad{fe:bad}:rl-fence", bad[i]));
+        assert_bad_counter(redislock_acquire(l, &o), "fe:bad{fe:bad}:rl-fence");
+        if (i == 0)
+            test_log("acquire: %s", redislock_errdetail());
+        assert_bad_counter(redislock_acquire(l, &fo),
+                           "fe:bad{fe:bad}:rl-fence");
+        assert_bad_counter(redislock_inspect(l, &info),
+                           "fe:bad{fe:bad}:rl-fence");
+        ASSERT_EQ_INT(th_cmd_int(r, "EXISTS fe:bad"), 0);
+    }
+    freeReplyObject(th_cmd(r, "DEL %s", "fe:bad{fe:bad}:rl-fence"));
+    ASSERT_OK(redislock_acquire(l, &o));
+    ASSERT_GT(redislock_fence(l), first);
+    ASSERT_OK(redislock_release(l));
+
+    /* A release with a fair waiter queued: it releases, hands nothing
+     * over, and the waiter's next attempt meets the error. */
+    fo.wait_ms = 10000;
+    ASSERT_OK(redislock_acquire(l, &fo));
+    th_waiter_start(&w, c, "fe:bad", &fo);
+    deadline = th_now_ms() + 5000;
+    while (th_cmd_int(r, "ZCARD %s", "fe:bad{fe:bad}:rl-q") == 0 &&
+           th_now_ms() < deadline)
+        th_sleep_ms(2);
+    freeReplyObject(
+        th_cmd(r, "SET %s %s", "fe:bad{fe:bad}:rl-fence", "garbage"));
+    ASSERT_OK(redislock_release(l));
+    th_join_within(w.t, 5000);
+    ASSERT_ERR(w.err, REDISLOCK_ESERVER);
+    if (strstr(w.detail, "fe:bad{fe:bad}:rl-fence") == NULL)
+        test_fail_(__FILE__, __LINE__, "waiter's detail: %s", w.detail);
+    ASSERT_EQ_INT(th_cmd_int(r, "EXISTS fe:bad"), 0);
+    redislock_lock_free(w.l);
+
+    freeReplyObject(th_cmd(r, "SET %s %s", "fe:res{fe:res}:rl-fenced", "x"));
+    assert_bad_counter(redislock_fenced_set(c, "fe:res", 6, "v", 1, 10),
+                       "fe:res{fe:res}:rl-fenced");
+    ASSERT_EQ_INT(th_cmd_int(r, "EXISTS fe:res"), 0);
+    redislock_lock_free(l);
+    redislock_client_free(c);
+    redisFree(r);
+    th_server_stop(s);
 }
