@@ -158,7 +158,7 @@ static void round_par(rl__conn **conns, size_t n, const rl__request *q,
     rl__reply *raw[RL_REQ_MAX_PAR][RL_REQ_WIRE_MAX];
     rl__par parts[RL_REQ_MAX_PAR];
     redislock_err err;
-    size_t i;
+    size_t i, busy = 0;
 
     memset(parts, 0, sizeof parts);
     for (i = 0; i < n; i++) {
@@ -171,7 +171,11 @@ static void round_par(rl__conn **conns, size_t n, const rl__request *q,
         }
         parts[i] = (rl__par){conns[i],    w[i].n,       w[i].cmds, raw[i],
                              deadline_us, REDISLOCK_OK, 0};
+        busy++;
     }
+    /* The usual second round has nobody to send to: no SIGPIPE mask. */
+    if (busy == 0)
+        return;
     rl__conn_exec_par(parts, n);
     for (i = 0; i < n; i++) {
         if (!want[i])
