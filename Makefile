@@ -69,15 +69,17 @@ clean:
 	    build-abi
 
 # The lock benchmark (bench/, not part of check): one run of about two
-# minutes on a private redis-server, against redis-py and node-redlock.
-# BENCH_ARGS go to lockbench (--ks, --peer-ks, --scale, --no-peers).
+# minutes on a private redis-server, against redis-py and node-redlock,
+# after the Redlock run of bench-redlock. BENCH_ARGS go to lockbench
+# (--ks, --peer-ks, --scale, --no-peers).
 .PHONY: bench
 bench: deps
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	cmake --build $(BUILD) -j$(JOBS) --target redislock_static
 	BUILD=$(BUILD) bench/run.sh $(BENCH_ARGS)
 
-# Redlock over 3 and 5 servers against one server, in the same run.
+# Redlock over 3 and 5 servers against one server, in the same run, and
+# with two and three of five blackholed (make bench runs it too).
 .PHONY: bench-redlock
 bench-redlock: deps
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null

@@ -3,21 +3,31 @@
  * Redlock quorum of 3 and of 5, measured in the same run, rounds of each
  * interleaved so that the machine's drift touches all alike. Each cycle
  * is acquire then release; only the acquire is timed. Also PING on a
- * hiredis connection to the first server, the floor of one round trip.
- * Ends with a machine-readable line.
+ * hiredis connection to the first server, the floor of one round trip,
+ * and the client's own CPU per cycle. Then servers that are away: two and
+ * three of five blackholed (a TCP connect that never completes), timing
+ * a new client and its first acquire. Prints the targets of issue 14 with
+ * PASS or MISS, and ends with a machine-readable line.
  */
 #define _POSIX_C_SOURCE 200809L
+#include <arpa/inet.h>
 #include <hiredis/hiredis.h>
+#include <netinet/in.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <redislock.h>
 
 #define ROUNDS 10
 #define PER_ROUND 300
+/* The blackhole runs' timeouts. */
+#define BH_CONNECT_MS 500
+#define BH_COMMAND_MS 500
 
 static int64_t now_ns(void)
 {
@@ -79,6 +89,93 @@ static void cycles(int v, redislock_lock *l, int64_t *out)
     cpu_used[v] += cpu_ns() - c0;
 }
 
+/* A TCP port on loopback that never completes a connect: a listener with
+ * a backlog of one, filled by *filler and never accepted, so that the
+ * kernel drops further SYNs, as a blackholed server's network does.
+ * Returns the listener, or -1. */
+static int blackhole(int *port, int *filler)
+{
+    struct sockaddr_in a;
+    socklen_t alen = sizeof a;
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    *filler = -1;
+    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) != 0 ||
+        listen(fd, 0) != 0 ||
+        getsockname(fd, (struct sockaddr *)&a, &alen) != 0 ||
+        (*filler = socket(AF_INET, SOCK_STREAM, 0)) < 0 ||
+        connect(*filler, (struct sockaddr *)&a, sizeof a) != 0) {
+        if (fd >= 0)
+            close(fd);
+        if (*filler >= 0)
+            close(*filler);
+        return -1;
+    }
+    *port = ntohs(a.sin_port);
+    return fd;
+}
+
+/* The outcome of a run with nbh of five servers blackholed. */
+typedef struct away {
+    redislock_err err; /* of the client or its first acquire */
+    double client_ms, acquire_ms;
+} away;
+
+/* A Redlock client over five servers, nbh of them blackholed (placed
+ * among the real ones), and its first acquire, each timed. */
+static away blackholed(char (*real)[160], int nbh)
+{
+    redislock_options co = {0};
+    redislock_acquire_options o = {0};
+    redislock_client *c = NULL;
+    redislock_lock *l = NULL;
+    const char *urls[5];
+    char bh[3][64];
+    int lfd[3], fill[3], port, i, b = 0, r = 0;
+    away w = {REDISLOCK_OK, -1, -1};
+    int64_t t0;
+
+    for (i = 0; i < nbh; i++) {
+        if ((lfd[i] = blackhole(&port, &fill[i])) < 0) {
+            fprintf(stderr, "redlockbench: cannot make a blackhole\n");
+            exit(1);
+        }
+        snprintf(bh[i], sizeof bh[i], "redis://127.0.0.1:%d", port);
+    }
+    /* Alternate: real, away, real, away, ... */
+    for (i = 0; i < 5; i++)
+        urls[i] = (i % 2 == 1 && b < nbh) || r >= 5 - nbh ? bh[b++] : real[r++];
+    co.connect_timeout_ms = BH_CONNECT_MS;
+    co.command_timeout_ms = BH_COMMAND_MS;
+    o.ttl_ms = 10000;
+    t0 = now_ns();
+    w.err = redislock_client_new_redlock(&c, urls, 5, &co);
+    w.client_ms = (double)(now_ns() - t0) / 1e6;
+    if (w.err == REDISLOCK_OK &&
+        (w.err = redislock_lock_new(c, "bench:away", 10, &l)) == 0) {
+        t0 = now_ns();
+        w.err = redislock_acquire(l, &o);
+        w.acquire_ms = (double)(now_ns() - t0) / 1e6;
+        if (w.err == REDISLOCK_OK)
+            redislock_release(l);
+    }
+    redislock_lock_free(l);
+    redislock_client_free(c);
+    for (i = 0; i < nbh; i++) {
+        close(fill[i]);
+        close(lfd[i]);
+    }
+    return w;
+}
+
+static const char *yes(int ok)
+{
+    return ok ? "PASS" : "MISS";
+}
+
 static void pings(redisContext *c, int64_t *out)
 {
     int64_t t0;
@@ -101,6 +198,8 @@ int main(int argc, char **argv)
     redisContext *r;
     redislock_err err;
     size_t n = (size_t)ROUNDS * PER_ROUND;
+    double cpu1, cpu5, fail3;
+    away two, three;
     int i, k;
 
     if (argc != 6) {
@@ -131,11 +230,11 @@ int main(int argc, char **argv)
         for (i = 0; i < 3; i++)
             cycles(i, l[i], lat[i] + k * PER_ROUND);
     }
+    cpu1 = (double)cpu_used[0] / (double)n / 1000.0;
+    cpu5 = (double)cpu_used[2] / (double)n / 1000.0;
     printf("client CPU per acquire+release cycle (us): single %.1f, N=3 "
            "%.1f, N=5 %.1f\n",
-           (double)cpu_used[0] / (double)n / 1000.0,
-           (double)cpu_used[1] / (double)n / 1000.0,
-           (double)cpu_used[2] / (double)n / 1000.0);
+           cpu1, (double)cpu_used[1] / (double)n / 1000.0, cpu5);
     printf("%-22s %10s %10s\n", "acquire latency (us)", "p50", "p99");
     printf("%-22s %10.1f %10.1f\n", "PING round trip", pct(lat[3], n, 0.5),
            pct(lat[3], n, 0.99));
@@ -145,13 +244,47 @@ int main(int argc, char **argv)
            pct(lat[1], n, 0.99));
     printf("%-22s %10.1f %10.1f\n", "Redlock N=5", pct(lat[2], n, 0.5),
            pct(lat[2], n, 0.99));
+    two = blackholed(buf, 2);
+    three = blackholed(buf, 3);
+    printf("2 of 5 blackholed (connect timeout %d ms, command timeout %d "
+           "ms): new client %.0f ms, first acquire %s in %.0f ms\n",
+           BH_CONNECT_MS, BH_COMMAND_MS, two.client_ms,
+           redislock_errname(two.err), two.acquire_ms);
+    fail3 = three.client_ms + (three.acquire_ms > 0 ? three.acquire_ms : 0);
+    if (three.acquire_ms < 0)
+        printf("3 of 5 blackholed: new client fails with %s in %.0f ms\n",
+               redislock_errname(three.err), three.client_ms);
+    else
+        printf("3 of 5 blackholed: new client %.0f ms, first acquire %s in "
+               "%.0f ms\n",
+               three.client_ms, redislock_errname(three.err),
+               three.acquire_ms);
+    printf("\nRedlock targets:\n");
+    printf("  N=5 client CPU per cycle <= 2 x single's (%.1f us): %.1f us "
+           "%s\n",
+           2 * cpu1, cpu5, yes(cpu5 <= 2 * cpu1));
+    printf("  N=5 acquire p50 <= 1.3 x single's (%.1f us): %.1f us %s\n",
+           1.3 * pct(lat[0], n, 0.5), pct(lat[2], n, 0.5),
+           yes(pct(lat[2], n, 0.5) <= 1.3 * pct(lat[0], n, 0.5)));
+    printf("  2 of 5 blackholed: acquire succeeds within connect + command "
+           "timeout (%d ms): %.0f ms %s\n",
+           BH_CONNECT_MS + BH_COMMAND_MS, two.acquire_ms,
+           yes(two.err == REDISLOCK_OK &&
+               two.acquire_ms <= BH_CONNECT_MS + BH_COMMAND_MS));
+    /* One connect timeout, not one per server away; 10 % for the timer
+     * and the scheduler. */
+    printf("  3 of 5 blackholed: fails within one connect timeout (%d ms, "
+           "+10 %%): %s after %.0f ms %s\n",
+           BH_CONNECT_MS, redislock_errname(three.err), fail3,
+           yes(three.err != REDISLOCK_OK && fail3 <= BH_CONNECT_MS * 1.1));
     printf("redlock_p50_ratio_n5=%.2f redlock_p50_ratio_n3=%.2f "
            "single_p50_us=%.1f n5_p50_us=%.1f ping_p50_us=%.1f "
-           "(target n5 <= 1.30: %s)\n",
+           "cpu_single_us=%.1f cpu_n5_us=%.1f bh2_acquire_ms=%.0f "
+           "bh3_fail_ms=%.0f\n",
            pct(lat[2], n, 0.5) / pct(lat[0], n, 0.5),
            pct(lat[1], n, 0.5) / pct(lat[0], n, 0.5), pct(lat[0], n, 0.5),
-           pct(lat[2], n, 0.5), pct(lat[3], n, 0.5),
-           pct(lat[2], n, 0.5) <= 1.3 * pct(lat[0], n, 0.5) ? "PASS" : "MISS");
+           pct(lat[2], n, 0.5), pct(lat[3], n, 0.5), cpu1, cpu5,
+           two.acquire_ms, fail3);
     for (i = 0; i < 3; i++) {
         redislock_lock_free(l[i]);
         redislock_client_free(c[i]);

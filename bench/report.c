@@ -321,6 +321,8 @@ void lb_report(const lb_env *e, const lb_micro *m, const lb_idle *idle,
     const lb_series *fair = find(s, ns, LB_REDISLOCK, 1, k);
     const lb_series *def = find(s, ns, LB_REDISLOCK, 0, k);
     const lb_series *k64 = find(s, ns, LB_REDISLOCK, 1, 64);
+    /* bench/run.sh's Redlock run: its machine-readable figures. */
+    const char *redlock = getenv("BENCH_REDLOCK");
     FILE *f;
     int i;
 
@@ -349,12 +351,12 @@ void lb_report(const lb_env *e, const lb_micro *m, const lb_idle *idle,
     printf("rtt_p50_us=%.1f cycle_ratio=%.3f cycle_ratio_scripts=%.3f "
            "handoff_p50_us=%.1f "
            "handoff_p99_us=%.1f k8_cycles_per_s=%.0f k64_cycles_per_s=%.0f "
-           "k8_switch=%.3f lock_bytes=%.0f setnx_bytes=%.0f\n",
+           "k8_switch=%.3f lock_bytes=%.0f setnx_bytes=%.0f%s%s\n",
            m->ping_p50, m->ratio_min[2], m->ratio[2], fair ? fair->h50 : -1,
            fair ? fair->h99 : -1, fair ? fair->cycles_s : 0,
            k64 ? k64->cycles_s : 0,
            fair ? fair->sw : 0, mem->ok ? mem->lib_bytes : -1,
-           mem->raw_bytes);
+           mem->raw_bytes, redlock ? " " : "", redlock ? redlock : "");
 }
 
 int lb_failed(const lb_series *s, size_t ns, const lb_idle *idle, int nidle)

@@ -2,7 +2,8 @@
 #
 # bench/run.sh [LOCKBENCH-OPTION...]
 #
-# Runs the lock benchmark (bench/lockbench.c) once: installs what it needs
+# Runs the lock benchmark (bench/lockbench.c) once, after the Redlock one
+# (bench/redlock.sh): installs what it needs
 # (Debian packages when root, the Node peers into bench/peers with npm ci),
 # compiles lockbench against the static library in $BUILD, and runs it
 # pinned to one CPU against a private redis-server (scripts/with-redis.sh)
@@ -92,6 +93,16 @@ echo "$me: peers: redis-py $pyv ($python), node $(node --version)," \
 # Which source the library was built from, for the record.
 BENCH_GIT=$(git describe --always --dirty 2>/dev/null || echo unknown)
 export BENCH_GIT
+
+# Redlock over 3 and 5 servers against one, and servers that are away
+# (bench/redlock.sh, five servers of its own, unpinned): its figures and
+# targets print first, and its machine-readable line joins lockbench's,
+# so that the run still ends with one.
+redlock=$(REDIS_SERVER=$server REDIS_CLI=$cli BUILD=$build bench/redlock.sh) ||
+    die "the Redlock benchmark failed"
+printf '%s\n' "$redlock" | sed '$d'
+BENCH_REDLOCK=$(printf '%s\n' "$redlock" | tail -n 1)
+export BENCH_REDLOCK
 
 # The private server (scripts/with-redis.sh starts it, pinned, and stops
 # it by pid); lockbench finds it through REDIS_SOCK and REDIS_PID.
