@@ -137,6 +137,9 @@ static void print_plain(const char *key, size_t keylen,
         putchar('\n');
         return;
     }
+    /* A hold-after reservation: held, by nobody, until it runs out. */
+    if (info->reserved == REDISLOCK_KIND_RESERVED)
+        fputs(" reserved", stdout);
     if (show_holds(info))
         printf(" holds=%lld", (long long)info->holds);
     if (info->owner != NULL)

@@ -27,7 +27,7 @@ t1=$(now_ms)
 key_gone ha-key || fail "run left the lock"
 
 # The hold is a lease of its own that nobody owns: the old token can
-# neither extend nor release it, and status shows it held.
+# neither extend nor release it, and status shows it held, reserved.
 expect 0 "$RL" acquire -t 20s ha-key
 token=$(cat "$TEST_TMPDIR/out")
 expect 0 "$RL" release --hold-after 20s ha-key "$token"
@@ -35,8 +35,11 @@ between 15000 20000 "$(rcli pttl ha-key)" "pttl during a 20 s hold"
 expect 2 "$RL" release ha-key "$token"
 expect 2 "$RL" extend ha-key "$token"
 expect 0 "$RL" status ha-key
-grep -Eq '^held ttl_ms=[0-9]+$' "$TEST_TMPDIR/out" ||
+grep -Eq '^held ttl_ms=[0-9]+ reserved$' "$TEST_TMPDIR/out" ||
     fail "status during the hold: $(cat "$TEST_TMPDIR/out")"
+expect 0 "$RL" list
+grep -Eq '^ha-key ttl_ms=[0-9]+ reserved$' "$TEST_TMPDIR/out" ||
+    fail "list during the hold: $(cat "$TEST_TMPDIR/out")"
 rcli del ha-key >/dev/null
 
 # run --hold-after 3s: the hold starts when the command ends, and a
