@@ -68,14 +68,22 @@ static int send_msg(int fd, int type, int arg, int64_t val)
     return n == (ssize_t)sizeof m ? 0 : -1;
 }
 
+/* A peer that closes its end with messages of ours still unread resets
+ * the socket, and Linux reports that reset before the messages the peer
+ * sent first: the guardian's last word (EXITED) would be lost whenever a
+ * renewal's DEADLINE reached it after its last read. So a reset is read
+ * past once; what follows is the peer's messages, then end of file. */
 static int recv_msg(int fd, cli_guard_msg *m)
 {
     ssize_t n;
+    int reset = 0;
 
-    do
+    for (;;) {
         n = recv(fd, m, sizeof *m, 0);
-    while (n < 0 && errno == EINTR);
-    return n == (ssize_t)sizeof *m;
+        if (n < 0 && (errno == EINTR || (errno == ECONNRESET && !reset++)))
+            continue;
+        return n == (ssize_t)sizeof *m;
+    }
 }
 
 /* In the command's process: its own group (and the terminal, when run
