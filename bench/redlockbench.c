@@ -10,18 +10,17 @@
  * PASS or MISS, and ends with a machine-readable line.
  */
 #define _POSIX_C_SOURCE 200809L
-#include <arpa/inet.h>
 #include <hiredis/hiredis.h>
-#include <netinet/in.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <redislock.h>
+
+#include "../tests/harness/blackhole.h"
 
 #define ROUNDS 10
 #define PER_ROUND 300
@@ -89,35 +88,6 @@ static void cycles(int v, redislock_lock *l, int64_t *out)
     cpu_used[v] += cpu_ns() - c0;
 }
 
-/* A TCP port on loopback that never completes a connect: a listener with
- * a backlog of one, filled by *filler and never accepted, so that the
- * kernel drops further SYNs, as a blackholed server's network does.
- * Returns the listener, or -1. */
-static int blackhole(int *port, int *filler)
-{
-    struct sockaddr_in a;
-    socklen_t alen = sizeof a;
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-
-    memset(&a, 0, sizeof a);
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    *filler = -1;
-    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) != 0 ||
-        listen(fd, 0) != 0 ||
-        getsockname(fd, (struct sockaddr *)&a, &alen) != 0 ||
-        (*filler = socket(AF_INET, SOCK_STREAM, 0)) < 0 ||
-        connect(*filler, (struct sockaddr *)&a, sizeof a) != 0) {
-        if (fd >= 0)
-            close(fd);
-        if (*filler >= 0)
-            close(*filler);
-        return -1;
-    }
-    *port = ntohs(a.sin_port);
-    return fd;
-}
-
 /* The outcome of a run with nbh of five servers blackholed. */
 typedef struct away {
     redislock_err err; /* of the client or its first acquire */
@@ -139,7 +109,7 @@ static away blackholed(char (*real)[160], int nbh)
     int64_t t0;
 
     for (i = 0; i < nbh; i++) {
-        if ((lfd[i] = blackhole(&port, &fill[i])) < 0) {
+        if ((lfd[i] = th_blackhole(&port, &fill[i])) < 0) {
             fprintf(stderr, "redlockbench: cannot make a blackhole\n");
             exit(1);
         }

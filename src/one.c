@@ -98,7 +98,7 @@ static redislock_err attempt(redislock_lock *l, const rl__try *t,
 
 /* Behind the BLPOP only where the request needs no routing and no WAIT:
  * a cluster's redirections and the replica-sync guard take the pool's
- * path. */
+ * path. (Fair waiters never come here: they listen on their channel.) */
 static redislock_err wait_attempt(redislock_lock *l, const rl__try *t,
                                   const char *token, int64_t pause_ms,
                                   rl__wait_result *res, int64_t *sent_us,
@@ -109,9 +109,9 @@ static redislock_err wait_attempt(redislock_lock *l, const rl__try *t,
     redislock_err err;
 
     *ran = 0;
-    if (t->fair || rl__topo_cluster(rl__client_topo(l->client)) ||
+    if (rl__topo_cluster(rl__client_topo(l->client)) ||
         rl__client_replicas(l->client)->want > 0)
-        return rl__wait(l, token, t->req, t->fair, pause_ms, NULL, res);
+        return rl__wait(l, token, t->req, 0, pause_ms, NULL, res);
     if ((err = attempt_prepare(l, t, &a)) != REDISLOCK_OK)
         return err;
     then.q = &a.q;

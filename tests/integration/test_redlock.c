@@ -4,17 +4,15 @@
  * separate connections), so the tests check what another client would
  * see, not what the library believes.
  */
-#include <arpa/inet.h>
 #include <errno.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "harness/blackhole.h"
 #include "harness/fixture.h"
 #include "harness/proxy.h"
 #include "harness/server.h"
@@ -747,29 +745,6 @@ void test_redlock_same_server_found_late_never_votes(void)
     th_servers_stop(&e);
 }
 
-/* A TCP port that never completes a connect: a listener with a backlog
- * of one, filled by *filler and never accepted, so that the kernel drops
- * further SYNs (a blackholed server). Returns the listener. */
-static int blackhole(int *port, int *filler)
-{
-    struct sockaddr_in a;
-    socklen_t alen = sizeof a;
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-
-    memset(&a, 0, sizeof a);
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ASSERT(fd >= 0);
-    ASSERT(bind(fd, (struct sockaddr *)&a, sizeof a) == 0);
-    ASSERT(listen(fd, 0) == 0);
-    ASSERT(getsockname(fd, (struct sockaddr *)&a, &alen) == 0);
-    *port = ntohs(a.sin_port);
-    *filler = socket(AF_INET, SOCK_STREAM, 0);
-    ASSERT(*filler >= 0);
-    ASSERT(connect(*filler, (struct sockaddr *)&a, sizeof a) == 0);
-    return fd;
-}
-
 /* Two of five servers blackholed (a connect never completes): their
  * connections are tried all at once, so a new client, and each acquire
  * (which tries to connect them again), costs one connect timeout, not
@@ -788,7 +763,7 @@ void test_redlock_blackholed_servers_connect_at_once(void)
     int64_t t0, made, took;
 
     for (i = 0; i < 2; i++) {
-        lfd[i] = blackhole(&port, &fill[i]);
+        ASSERT((lfd[i] = th_blackhole(&port, &fill[i])) >= 0);
         snprintf(bh[i], sizeof bh[i], "redis://127.0.0.1:%d", port);
     }
     urls[0] = e.urls[0];
