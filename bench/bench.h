@@ -30,6 +30,8 @@ typedef struct lb_cycle {
 typedef struct lb_env {
     const char *sock;      /* redis-server's unix socket */
     char url[300];         /* "unix://" sock, for the library */
+    int tcp_port;          /* the same server on 127.0.0.1 (0: none) */
+    char tcp_url[64];      /* "redis://127.0.0.1:" tcp_port */
     const char *peers_dir; /* bench/peers: the Python and Node workers */
     const char *python;    /* interpreter with the redis package */
     const char *node;
@@ -63,6 +65,8 @@ typedef struct lb_series {
     double ahead;      /* share of holder changes whose next acquire
                         * returned before the previous release did */
     double cmds_acq;   /* server calls per acquisition */
+    double cpu_acq;    /* server CPU per acquisition, us (the counter's
+                        * GET and SET included) */
     int64_t *hand;     /* sorted hand-offs, ns (for the plot) */
     size_t nhand;
     int64_t *xhand;    /* sorted hand-offs that changed holder, ns */
@@ -79,11 +83,16 @@ void lb_sort_i64(int64_t *v, size_t n);
 int64_t lb_pct(const int64_t *v, size_t n, double p);
 double lb_median(double *v, size_t n);
 redisContext *lb_connect(const char *sock);
+/* A connection over transport t (LB_UNIX: e->sock, LB_TCP: e->tcp_port). */
+redisContext *lb_connect_over(const lb_env *e, int t);
 /* Runs a command and dies on a connection failure or an error reply. */
 redisReply *lb_cmd(redisContext *c, const char *fmt, ...);
 /* Sum of every command's calls in INFO commandstats, INFO itself left
  * out. Redis counts the commands a Lua script runs too. */
 long long lb_server_calls(redisContext *c);
+/* The server's CPU time so far (INFO cpu: used_cpu_user + used_cpu_sys),
+ * in microseconds. */
+double lb_server_cpu_us(redisContext *c);
 /* Reads a whole file of lb_cycle records; returns how many, -1 on error. */
 long lb_read_cycles(const char *path, lb_cycle *out, long max);
 /* "CPU 1" style text for the affinity of pid (0: this process). */
@@ -101,22 +110,36 @@ int64_t lb_read_ready(int fd, int timeout_ms);
 long long lb_info_field(redisContext *c, const char *section,
                         const char *field);
 
-/* micro.c: the single-client measurements. */
-typedef struct lb_micro {
+/* micro.c: the single-client measurements, over each transport. */
+enum { LB_UNIX, LB_TCP, LB_WIRES };
+
+/* One transport's figures. Uncontended acquire+release, by variant: 0 the
+ * library's two scripts sent by hand with hiredis, 1 redislock default,
+ * 2 redislock fair, 3 the minimal raw loop (SET NX PX, then a
+ * compare-and-delete EVALSHA). Rates are medians over the rounds. */
+typedef struct lb_wire {
+    int ran;
     double ping_p50, ping_p99, ping_ops; /* us, us, ops/s */
-    /* Uncontended acquire+release: 0 the library's two scripts sent by
-     * hand with hiredis, 1 redislock default, 2 redislock fair, 3 the
-     * minimal raw loop (SET NX PX, then a compare-and-delete EVALSHA).
-     * Rates are medians over the rounds. */
     double rate[4], p50[4], p99[4];
-    double ratio[4];     /* median over rounds of rate[i] / rate[0] */
-    double ratio_min[4]; /* median over rounds of rate[i] / rate[3] */
-    int rounds;
+    double ratio[4];       /* median over rounds of rate[i] / rate[0] */
+    double ratio_min[4];   /* median over rounds of rate[i] / rate[3] */
     double calls_cycle[4]; /* server calls per cycle */
+    double cpu_cycle[4];   /* server CPU per cycle, us (INFO cpu) */
+    double piped_cpu[4];   /* the same, 0 and 3 only, cycles pipelined
+                            * 64 deep: no wake-up per request */
+} lb_wire;
+
+typedef struct lb_micro {
+    lb_wire w[LB_WIRES];
+    int rounds;
+    double ping_p50; /* the unix socket's: the RTT the targets use */
 } lb_micro;
 
-void lb_run_ping(const lb_env *e, lb_micro *m, int ms);
-void lb_run_uncontended(const lb_env *e, lb_micro *m, int rounds, int ms);
+extern const char *const lb_wire_name[LB_WIRES];
+
+void lb_run_ping(const lb_env *e, lb_wire *w, int t, int ms);
+void lb_run_uncontended(const lb_env *e, lb_wire *w, int t, int rounds,
+                        int ms);
 
 /* A blocked waiter's traffic over a one-second window. */
 typedef struct lb_idle {

@@ -281,6 +281,7 @@ void lb_run_series(const lb_env *e, lb_series *s)
     pid_t pids[MAX_K];
     int status[MAX_K], go[2], j, started;
     long long c0, c1;
+    double u0, u1;
     int64_t t_go, t_start = lb_now_ns();
 
     if (s->k > MAX_K)
@@ -293,6 +294,7 @@ void lb_run_series(const lb_env *e, lb_series *s)
     memset(w, 0, sizeof w);
     started = start_all(e, s, w, shm, go) == 0;
     c0 = lb_server_calls(e->ctl);
+    u0 = lb_server_cpu_us(e->ctl);
     t_go = lb_now_ns();
     close(go[1]); /* all workers start now */
     close(go[0]);
@@ -303,6 +305,7 @@ void lb_run_series(const lb_env *e, lb_series *s)
     if (lb_wait_all(pids, s->k, e->timeout_s, status) != 0 && started)
         snprintf(s->err, sizeof s->err, "timed out after %d s",
                  e->timeout_s);
+    u1 = lb_server_cpu_us(e->ctl);
     c1 = lb_server_calls(e->ctl);
     for (j = 0; j < s->k && s->err[0] == '\0'; j++)
         if (!WIFEXITED(status[j]) || WEXITSTATUS(status[j]) != 0)
@@ -312,6 +315,7 @@ void lb_run_series(const lb_env *e, lb_series *s)
     s->ran = s->err[0] == '\0';
     /* The counter's GET and SET are the work, not the lock's cost. */
     s->cmds_acq = (double)(c1 - c0 - 2 * (long long)n) / (double)n;
+    s->cpu_acq = (u1 - u0) / (double)n;
     if (s->ran)
         analyse(s, w, shm, t_go);
     for (j = 0; j < s->k; j++)

@@ -11,9 +11,12 @@
  *
  * The last line of output is machine-readable (our fair mode at K=8, and
  * at K=64 its cycles/s):
- * rtt_p50_us=... cycle_ratio=... cycle_ratio_scripts=... handoff_p50_us=...
- * handoff_p99_us=... k8_cycles_per_s=... k64_cycles_per_s=... k8_switch=...
- * lock_bytes=... setnx_bytes=...
+ * rtt_p50_us=... cycle_ratio=... cycle_ratio_scripts=...
+ * cycle_ratio_default=... cycle_ratio_tcp=... cycle_ratio_tcp_default=...
+ * srv_cpu_cycle_us=... srv_cpu_ratio=... srv_cpu_ratio_default=...
+ * srv_cpu_ratio_tcp=... handoff_p50_us=... handoff_p99_us=...
+ * k8_cycles_per_s=... k64_cycles_per_s=... k8_switch=... lock_bytes=...
+ * setnx_bytes=... (then bench/redlock.sh's, from BENCH_REDLOCK)
  * Exit status 1 when a counter check, the exclusion check or a run failed.
  */
 #define _GNU_SOURCE
@@ -21,6 +24,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <time.h>
@@ -176,6 +182,40 @@ static size_t plan(const opts *o, lb_series *s)
     return n;
 }
 
+/*
+ * The private server listens on its unix socket only; for the TCP figures
+ * it also listens on a free loopback port, chosen by binding port 0 and
+ * handed to the server with CONFIG SET (Redis 7 binds at once). On
+ * failure the TCP figures are left out, and their targets say MISS.
+ */
+static void open_tcp(lb_env *e)
+{
+    struct sockaddr_in a;
+    socklen_t len = sizeof a;
+    redisReply *r;
+    int fd = socket(AF_INET, SOCK_STREAM, 0), port = 0;
+
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+        getsockname(fd, (struct sockaddr *)&a, &len) == 0)
+        port = ntohs(a.sin_port);
+    if (fd >= 0)
+        close(fd);
+    freeReplyObject(lb_cmd(e->ctl, "CONFIG SET bind 127.0.0.1"));
+    r = port ? redisCommand(e->ctl, "CONFIG SET port %d", port) : NULL;
+    if (r == NULL || r->type == REDIS_REPLY_ERROR) {
+        printf("lockbench: WARNING: no TCP port for the server (%s): TCP "
+               "figures left out\n",
+               r ? r->str : "no free port");
+        port = 0;
+    }
+    freeReplyObject(r);
+    e->tcp_port = port;
+    snprintf(e->tcp_url, sizeof e->tcp_url, "redis://127.0.0.1:%d", port);
+}
+
 static void cpu_model(char *buf, size_t len)
 {
     FILE *f = fopen("/proc/cpuinfo", "r");
@@ -234,7 +274,8 @@ static void header(const lb_env *e, const opts *o, char *machine,
         snprintf(srv, sizeof srv, "unknown CPUs");
     snprintf(machine, len,
              "%s; %ld CPUs (%s), Linux %s; redis-server %s over a unix "
-             "socket; libredislock %s (git %s); load average at start %s",
+             "socket (and loopback TCP for the uncontended figures); "
+             "libredislock %s (git %s); load average at start %s",
              date, sysconf(_SC_NPROCESSORS_ONLN), cpu, u.release, rv,
              redislock_version(), git ? git : "unknown", load);
     printf("lockbench: %s\n", machine);
@@ -259,6 +300,7 @@ int main(int argc, char **argv)
     lb_memory mem;
     char machine[1024];
     size_t ns, i;
+    int t;
 
     e.out_dir = "bench/out";
     e.peers_dir = "bench/peers";
@@ -274,10 +316,19 @@ int main(int argc, char **argv)
     header(&e, &o, machine, sizeof machine);
     ns = plan(&o, s);
 
-    printf("lockbench: PING loop ...\n");
-    lb_run_ping(&e, &m, 1000);
-    printf("lockbench: uncontended, raw loop vs library, 7 rounds ...\n");
-    lb_run_uncontended(&e, &m, 7, 300);
+    open_tcp(&e);
+    m.rounds = 7;
+    for (t = 0; t < LB_WIRES; t++) {
+        if (t == LB_TCP && e.tcp_port == 0)
+            break;
+        printf("lockbench: PING loop over %s ...\n", lb_wire_name[t]);
+        lb_run_ping(&e, &m.w[t], t, 1000);
+        printf("lockbench: uncontended over %s, raw loops vs library, %d "
+               "rounds ...\n",
+               lb_wire_name[t], m.rounds);
+        lb_run_uncontended(&e, &m.w[t], t, m.rounds, 300);
+    }
+    m.ping_p50 = m.w[LB_UNIX].ping_p50;
     for (i = 0; i < 2; i++) {
         printf("lockbench: blocked waiter (%s) ...\n",
                idle[i].fair ? "fair" : "default");

@@ -39,9 +39,11 @@ static void lat_push(lat *l, int64_t x)
     l->v[l->n++] = x;
 }
 
-void lb_run_ping(const lb_env *e, lb_micro *m, int ms)
+const char *const lb_wire_name[LB_WIRES] = {"unix", "TCP"};
+
+void lb_run_ping(const lb_env *e, lb_wire *m, int t, int ms)
 {
-    redisContext *c = lb_connect(e->sock);
+    redisContext *c = lb_connect_over(e, t);
     const char *argv[1] = {"PING"};
     size_t lens[1] = {4};
     lat l = {0};
@@ -86,11 +88,11 @@ static void raw_token(char out[37])
     out[36] = '\0';
 }
 
-/* Sends script s with the keys it declares for SOLO_KEY (req: the
- * request whose void key it takes) and nargs arguments, as the library
- * would, but by hand with hiredis. */
-static redisReply *raw_script(redisContext *c, const rl__script *s,
-                              const char *req, int nargs, const char **args)
+/* Appends script s to c's output, with the keys it declares for SOLO_KEY
+ * (req: the request whose void key it takes) and nargs arguments, as the
+ * library would, but by hand with hiredis. */
+static void raw_send(redisContext *c, const rl__script *s, const char *req,
+                     int nargs, const char **args)
 {
     /* The helper base, made once as the library makes it per handle. */
     static rl__lockname k = {SOLO_KEY, sizeof SOLO_KEY - 1, NULL, 0};
@@ -98,7 +100,6 @@ static redisReply *raw_script(redisContext *c, const rl__script *s,
     size_t argl[3 + RL_KEYS_MAX + 8];
     char nk[8];
     rl__keyset ks;
-    redisReply *r;
     int i, n = 0;
 
     if (k.base == NULL &&
@@ -114,66 +115,88 @@ static redisReply *raw_script(redisContext *c, const rl__script *s,
         argv[n] = ks.k[i], argl[n++] = ks.len[i];
     for (i = 0; i < nargs; i++)
         argv[n] = args[i], argl[n++] = strlen(args[i]);
-    r = redisCommandArgv(c, n, argv, argl);
+    if (redisAppendCommandArgv(c, n, argv, argl) != REDIS_OK)
+        lb_die("raw script: out of memory");
     rl__keyset_free(&ks);
-    return r;
 }
 
-/* EVALSHA acquire (the library's acquire script, whose SET NX PX also
- * issues the fencing token), then EVALSHA release: the same two commands
- * the library sends, written by hand. A plain lock's token is its
- * request's id too (see acquire.lua). */
-static void raw_cycle(redisContext *c)
+/* Reads one reply; dies unless it is what the variant expects: an array
+ * of 3 (integer: 1) for an acquire (ok), 1 for a release. */
+static void expect(redisContext *c, int type, const char *what)
+{
+    redisReply *r = NULL;
+
+    if (redisGetReply(c, (void **)&r) != REDIS_OK || r == NULL ||
+        r->type != type ||
+        (type == REDIS_REPLY_ARRAY && r->elements != 3) ||
+        (type == REDIS_REPLY_INTEGER && r->integer != 1))
+        lb_die("%s failed%s%s", what,
+               r && r->type == REDIS_REPLY_ERROR ? ": " : "",
+               r && r->type == REDIS_REPLY_ERROR ? r->str : "");
+    freeReplyObject(r);
+}
+
+/* n cycles of EVALSHA acquire (the library's acquire script, whose SET NX
+ * PX also issues the fencing token), then EVALSHA release: the same two
+ * commands the library sends, written by hand. n = 1 waits for each
+ * reply before the next command, as the library does; n > 1 sends the n
+ * cycles in one pipeline and reads them after (each acquire still comes
+ * after the previous release). A plain lock's token is its request's id
+ * too (see acquire.lua). */
+static void raw_cycle(redisContext *c, int n)
 {
     char tok[37], ttl[16];
     const char *acq[6] = {tok, ttl, "plain", "", "86400000", tok};
     const char *rel[2] = {tok, "0"};
-    redisReply *r;
+    int i;
 
-    raw_token(tok);
     snprintf(ttl, sizeof ttl, "%d", LB_TTL_MS);
-    r = raw_script(c, &rl__script_acquire, tok, 6, acq);
-    if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements != 3)
-        lb_die("raw EVALSHA acquire failed%s%s",
-               r && r->type == REDIS_REPLY_ERROR ? ": " : "",
-               r && r->type == REDIS_REPLY_ERROR ? r->str : "");
-    freeReplyObject(r);
-    r = raw_script(c, &rl__script_release, NULL, 2, rel);
-    if (r == NULL || r->type != REDIS_REPLY_INTEGER || r->integer != 1)
-        lb_die("raw EVALSHA release failed%s%s",
-               r && r->type == REDIS_REPLY_ERROR ? ": " : "",
-               r && r->type == REDIS_REPLY_ERROR ? r->str : "");
-    freeReplyObject(r);
+    for (i = 0; i < n; i++) {
+        raw_token(tok);
+        raw_send(c, &rl__script_acquire, tok, 6, acq);
+        if (n == 1)
+            expect(c, REDIS_REPLY_ARRAY, "raw EVALSHA acquire");
+        raw_send(c, &rl__script_release, NULL, 2, rel);
+    }
+    for (i = 0; i < n; i++) {
+        if (n > 1)
+            expect(c, REDIS_REPLY_ARRAY, "raw EVALSHA acquire");
+        expect(c, REDIS_REPLY_INTEGER, "raw EVALSHA release");
+    }
 }
 
 /* The least a lock needs on the wire: SET key token NX PX ttl, then a
  * compare-and-delete script by SHA (loaded once). No fencing token, no
- * waiters, no other format: the limit the library is measured against. */
+ * waiters, no other format: the limit the library is measured against.
+ * n as raw_cycle's. */
 #define MIN_CAD                                                                \
     "if redis.call('GET', KEYS[1]) == ARGV[1] then "                           \
     "return redis.call('DEL', KEYS[1]) end return 0"
 
 static char min_cad_sha[41];
 
-static void min_cycle(redisContext *c)
+static void min_cycle(redisContext *c, int n)
 {
     char tok[37], ttl[16];
     const char *set[6] = {"SET", SOLO_KEY, tok, "NX", "PX", ttl};
     const char *del[5] = {"EVALSHA", min_cad_sha, "1", SOLO_KEY, tok};
-    redisReply *r;
+    int i;
 
-    raw_token(tok);
     snprintf(ttl, sizeof ttl, "%d", LB_TTL_MS);
-    r = redisCommandArgv(c, 6, set, NULL);
-    if (r == NULL || r->type != REDIS_REPLY_STATUS)
-        lb_die("minimal SET NX PX failed");
-    freeReplyObject(r);
-    r = redisCommandArgv(c, 5, del, NULL);
-    if (r == NULL || r->type != REDIS_REPLY_INTEGER || r->integer != 1)
-        lb_die("minimal compare-and-delete failed%s%s",
-               r && r->type == REDIS_REPLY_ERROR ? ": " : "",
-               r && r->type == REDIS_REPLY_ERROR ? r->str : "");
-    freeReplyObject(r);
+    for (i = 0; i < n; i++) {
+        raw_token(tok);
+        if (redisAppendCommandArgv(c, 6, set, NULL) != REDIS_OK)
+            lb_die("out of memory");
+        if (n == 1)
+            expect(c, REDIS_REPLY_STATUS, "minimal SET NX PX");
+        if (redisAppendCommandArgv(c, 5, del, NULL) != REDIS_OK)
+            lb_die("out of memory");
+    }
+    for (i = 0; i < n; i++) {
+        if (n > 1)
+            expect(c, REDIS_REPLY_STATUS, "minimal SET NX PX");
+        expect(c, REDIS_REPLY_INTEGER, "minimal compare-and-delete");
+    }
 }
 
 static void lib_cycle(redislock_lock *l, int fair)
@@ -202,9 +225,9 @@ static double run_variant(int v, int ms, redisContext *raw, redislock_lock *l,
 
     for (t0 = start; t0 < end; t0 = t1, n++) {
         if (v == 0)
-            raw_cycle(raw);
+            raw_cycle(raw, 1);
         else if (v == 3)
-            min_cycle(raw);
+            min_cycle(raw, 1);
         else
             lib_cycle(l, v == 2);
         t1 = lb_now_ns();
@@ -212,6 +235,26 @@ static double run_variant(int v, int ms, redisContext *raw, redislock_lock *l,
     }
     *cycles += n;
     return (double)n / ((double)(t0 - start) / 1e9);
+}
+
+/* The server CPU one cycle of variant v (0 or 3: sent by hand) costs
+ * when it never waits for a request: cycles pipelined 64 deep for ms, in
+ * us. What is left is the commands' own work and the reading and
+ * writing, without the wake-up a lone request costs the server. */
+static double piped_cpu(const lb_env *e, redisContext *raw, int v, int ms)
+{
+    int64_t end = lb_now_ns() + (int64_t)ms * 1000000;
+    double u0 = lb_server_cpu_us(e->ctl);
+    long long n = 0;
+
+    while (lb_now_ns() < end) {
+        if (v == 0)
+            raw_cycle(raw, 64);
+        else
+            min_cycle(raw, 64);
+        n += 64;
+    }
+    return (lb_server_cpu_us(e->ctl) - u0) / (double)n;
 }
 
 static void load_script(redisContext *c, const rl__script *s)
@@ -227,22 +270,28 @@ static void load_script(redisContext *c, const rl__script *s)
 /*
  * Rounds of the four variants in rotating order, so that drift on a
  * shared machine hits each alike; the ratio is taken within each round
- * and the median ratio reported.
+ * and the median ratio reported. Server CPU and calls are summed over
+ * the rounds, per variant, from INFO before and after each run (nothing
+ * else talks to the server meanwhile).
  */
-void lb_run_uncontended(const lb_env *e, lb_micro *m, int rounds, int ms)
+void lb_run_uncontended(const lb_env *e, lb_wire *m, int t, int rounds,
+                        int ms)
 {
-    redisContext *raw = lb_connect(e->sock);
+    redisContext *raw = lb_connect_over(e, t);
     redislock_client *cl = NULL;
     redislock_lock *l = NULL;
     lat lats[4] = {{0}};
     double rate[4][32], ratio[4][32], ratio_min[4][32];
+    double cpu[4] = {0}, piped[2] = {0}, u0;
     long long calls[4] = {0}, cycles[4] = {0}, c0;
     redisReply *sha;
     int r, j, v;
 
     if (rounds > 32)
         rounds = 32;
-    if (raw == NULL || redislock_client_new(&cl, e->url, NULL) != 0 ||
+    if (raw == NULL ||
+        redislock_client_new(&cl, t == LB_TCP ? e->tcp_url : e->url, NULL) !=
+            0 ||
         redislock_lock_new(cl, SOLO_KEY, strlen(SOLO_KEY), &l) != 0)
         lb_die("uncontended: cannot connect: %s", redislock_errdetail());
     load_script(raw, &rl__script_acquire);
@@ -260,7 +309,9 @@ void lb_run_uncontended(const lb_env *e, lb_micro *m, int rounds, int ms)
         for (j = 0; j < 4; j++) {
             v = (r + j) % 4;
             c0 = lb_server_calls(e->ctl);
+            u0 = lb_server_cpu_us(e->ctl);
             rate[v][r] = run_variant(v, ms, raw, l, &lats[v], &cycles[v]);
+            cpu[v] += lb_server_cpu_us(e->ctl) - u0;
             calls[v] += lb_server_calls(e->ctl) - c0;
         }
         for (v = 0; v < 4; v++) {
@@ -268,7 +319,10 @@ void lb_run_uncontended(const lb_env *e, lb_micro *m, int rounds, int ms)
             ratio_min[v][r] = rate[v][r] / rate[3][r];
         }
     }
-    m->rounds = rounds;
+    for (r = 0; r < 6; r++) /* alternating: drift hits both alike */
+        piped[r % 2] += piped_cpu(e, raw, r % 2 ? 3 : 0, ms / 3) / 3;
+    m->piped_cpu[0] = piped[0];
+    m->piped_cpu[3] = piped[1];
     for (v = 0; v < 4; v++) {
         lb_sort_i64(lats[v].v, lats[v].n);
         m->p50[v] = (double)lb_pct(lats[v].v, lats[v].n, 50) / 1e3;
@@ -277,8 +331,10 @@ void lb_run_uncontended(const lb_env *e, lb_micro *m, int rounds, int ms)
         m->ratio[v] = lb_median(ratio[v], (size_t)rounds);
         m->ratio_min[v] = lb_median(ratio_min[v], (size_t)rounds);
         m->calls_cycle[v] = cycles[v] ? (double)calls[v] / cycles[v] : 0;
+        m->cpu_cycle[v] = cycles[v] ? cpu[v] / (double)cycles[v] : 0;
         free(lats[v].v);
     }
+    m->ran = 1;
     redislock_lock_free(l);
     redislock_client_free(cl);
     redisFree(raw);

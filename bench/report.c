@@ -11,16 +11,22 @@
 
 #include "bench.h"
 
+static double ratio(double a, double b)
+{
+    return b > 0 ? a / b : 0;
+}
+
 static const char *yes(int pass)
 {
     return pass ? "PASS" : "MISS";
 }
 
 static void row_micro(FILE *f, const char *name, double ops, double p50,
-                      double p99, double calls, const char *note)
+                      double p99, double calls, double cpu, const char *note)
 {
-    fprintf(f, "| %s | 1 | %.0f%s | %.1f | %.1f | - | - | %.2f | - |\n",
-            name, ops, note, p50, p99, calls);
+    fprintf(f,
+            "| %s | 1 | %.0f%s | %.1f | %.1f | - | - | %.2f | %.1f | - |\n",
+            name, ops, note, p50, p99, calls, cpu);
 }
 
 static void row_series(FILE *f, const lb_series *s)
@@ -28,7 +34,7 @@ static void row_series(FILE *f, const lb_series *s)
     char x[48], c[48];
 
     if (!s->ran) {
-        fprintf(f, "| %s | %d | FAILED: %s | | | | | | **FAIL** |\n",
+        fprintf(f, "| %s | %d | FAILED: %s | | | | | | | **FAIL** |\n",
                 s->name, s->k, s->err);
         return;
     }
@@ -41,51 +47,73 @@ static void row_series(FILE *f, const lb_series *s)
         snprintf(x, sizeof x, "none");
     if (!s->clock_ok)
         fprintf(f, "| %s | %d | %.0f | n/a (clock) | n/a | n/a | %.3f | "
-                   "%.2f | %s |\n",
-                s->name, s->k, s->cycles_s, s->sw, s->cmds_acq, c);
+                   "%.2f | %.1f | %s |\n",
+                s->name, s->k, s->cycles_s, s->sw, s->cmds_acq, s->cpu_acq,
+                c);
     else
         fprintf(f, "| %s | %d | %.0f | %.1f | %.1f | %s | %.3f | %.2f | "
-                   "%s |\n",
+                   "%.1f | %s |\n",
                 s->name, s->k, s->cycles_s, s->h50, s->h99, x, s->sw,
-                s->cmds_acq, c);
+                s->cmds_acq, s->cpu_acq, c);
+}
+
+/* The five single-client rows of one transport. */
+static void rows_wire(FILE *f, const lb_wire *w, const char *wire)
+{
+    static const char *const name[4] = {
+        "the library's scripts by hand (hiredis)", "redislock uncontended",
+        "redislock uncontended, fair",
+        "minimal raw loop: SET NX PX + compare-and-delete EVALSHA"};
+    static const int order[4] = {3, 0, 1, 2};
+    char row[128], note[64];
+    int i;
+
+    snprintf(row, sizeof row, "PING round trip (the limit), %s", wire);
+    row_micro(f, row, w->ping_ops, w->ping_p50, w->ping_p99, 1, 0, "");
+    for (i = 0; i < 4; i++) {
+        int v = order[i];
+
+        if (v == 3)
+            note[0] = '\0';
+        else if (v == 0)
+            snprintf(note, sizeof note, " (%.3f x minimal)", w->ratio_min[v]);
+        else
+            snprintf(note, sizeof note, " (%.3f x minimal, %.3f x scripts)",
+                     w->ratio_min[v], w->ratio[v]);
+        snprintf(row, sizeof row, "%s, %s", name[v], wire);
+        row_micro(f, row, w->rate[v], w->p50[v], w->p99[v],
+                  w->calls_cycle[v], w->cpu_cycle[v], note);
+    }
 }
 
 static void table(FILE *f, const lb_micro *m, const lb_series *s, size_t ns)
 {
-    char note[64];
     size_t i;
+    int t;
 
     fprintf(f, "| case | K | ops/s | p50 us | p99 us | "
                "holder-change p50 / p99 us | switch | cmds/acq | "
-               "counter |\n");
-    fprintf(f, "|---|---|---|---|---|---|---|---|---|\n");
-    row_micro(f, "PING round trip (the limit)", m->ping_ops, m->ping_p50,
-              m->ping_p99, 1, "");
-    row_micro(f, "minimal raw loop: SET NX PX + compare-and-delete EVALSHA",
-              m->rate[3], m->p50[3], m->p99[3], m->calls_cycle[3], "");
-    snprintf(note, sizeof note, " (%.3f x minimal)", m->ratio_min[0]);
-    row_micro(f, "the library's scripts by hand (hiredis)", m->rate[0],
-              m->p50[0], m->p99[0], m->calls_cycle[0], note);
-    snprintf(note, sizeof note, " (%.3f x minimal, %.3f x scripts)",
-             m->ratio_min[1], m->ratio[1]);
-    row_micro(f, "redislock uncontended", m->rate[1], m->p50[1], m->p99[1],
-              m->calls_cycle[1], note);
-    snprintf(note, sizeof note, " (%.3f x minimal, %.3f x scripts)",
-             m->ratio_min[2], m->ratio[2]);
-    row_micro(f, "redislock uncontended, fair", m->rate[2], m->p50[2],
-              m->p99[2], m->calls_cycle[2], note);
+               "server CPU us/acq | counter |\n");
+    fprintf(f, "|---|---|---|---|---|---|---|---|---|---|\n");
+    for (t = 0; t < LB_WIRES; t++)
+        if (m->w[t].ran)
+            rows_wire(f, &m->w[t], lb_wire_name[t]);
     for (i = 0; i < ns; i++)
         row_series(f, &s[i]);
-    fprintf(f, "\nFirst five rows: one client; ops/s are round trips or "
-               "acquire+release cycles, p50/p99 the time of one (median "
-               "over %d interleaved rounds for the uncontended rates, the "
-               "ratio is the median of per-round ratios). Other rows: K "
-               "processes on one lock, cycles/s over the whole run, p50/p99 "
-               "the hand-off (next acquire returns - previous release "
-               "starts), over all acquisitions and over those that change "
-               "holder. cmds/acq: INFO commandstats calls per acquisition "
-               "(commands Lua scripts run included; the counter's GET and "
-               "SET left out).\n",
+    fprintf(f, "\nSingle-client rows (over the unix socket, then loopback "
+               "TCP): ops/s are round trips or acquire+release cycles, "
+               "p50/p99 the time of one (median over %d interleaved rounds "
+               "for the uncontended rates, the ratio is the median of "
+               "per-round ratios). Other rows (unix socket): K processes "
+               "on one lock, cycles/s over the whole run, p50/p99 the "
+               "hand-off (next acquire returns - previous release starts), "
+               "over all acquisitions and over those that change holder. "
+               "cmds/acq: INFO commandstats calls per acquisition (commands "
+               "Lua scripts run included; the counter's GET and SET left "
+               "out). server CPU us/acq: INFO cpu's used_cpu_user + "
+               "used_cpu_sys growth per cycle (the contention runs' "
+               "includes the counter's GET and SET; the PING rows' is not "
+               "measured).\n",
             m->rounds);
 }
 
@@ -237,6 +265,35 @@ static void both(int k, const char *what, double limit, const char *unit,
         printf("%.*f%s %s\n", p, d, unit, yes(dok));
 }
 
+/* The uncontended targets over one transport: the cycle rate and the
+ * server CPU per cycle, against the minimal raw loop's. */
+static void uncontended(const lb_wire *w, const char *wire)
+{
+    double cd = ratio(w->cpu_cycle[1], w->cpu_cycle[3]);
+    double cf = ratio(w->cpu_cycle[2], w->cpu_cycle[3]);
+
+    if (!w->ran) {
+        printf("  uncontended over %s: not run MISS\n", wire);
+        return;
+    }
+    printf("  uncontended over %s >= 0.95 x minimal raw loop: default %.3f "
+           "%s, fair %.3f %s (against the library's own scripts sent by "
+           "hand: %.3f, %.3f)\n",
+           wire, w->ratio_min[1], yes(w->ratio_min[1] >= 0.95),
+           w->ratio_min[2], yes(w->ratio_min[2] >= 0.95), w->ratio[1],
+           w->ratio[2]);
+    printf("  server CPU per uncontended cycle over %s <= 1.3 x minimal raw "
+           "loop's (%.1f us): default %.1f us = %.2f x %s, fair %.1f us = "
+           "%.2f x %s\n",
+           wire, w->cpu_cycle[3], w->cpu_cycle[1], cd, yes(cd <= 1.3),
+           w->cpu_cycle[2], cf, yes(cf <= 1.3));
+    printf("    (pipelined 64 deep, so that no request waits for the "
+           "server to wake: the library's scripts %.1f us, the minimal "
+           "loop %.1f us per cycle, %.2f x)\n",
+           w->piped_cpu[0], w->piped_cpu[3],
+           ratio(w->piped_cpu[0], w->piped_cpu[3]));
+}
+
 static void targets(const lb_series *s, size_t ns, const lb_micro *m,
                     const lb_idle *idle, int nidle,
                     const lb_series *fair, const lb_series *def, int k)
@@ -245,11 +302,8 @@ static void targets(const lb_series *s, size_t ns, const lb_micro *m,
     int i;
 
     printf("\nTargets (against this run's PING p50 = %.1f us):\n", rtt);
-    printf("  uncontended >= 0.95 x minimal raw loop: default %.3f %s, fair "
-           "%.3f %s (against the library's own scripts sent by hand: %.3f, "
-           "%.3f)\n",
-           m->ratio_min[1], yes(m->ratio_min[1] >= 0.95), m->ratio_min[2],
-           yes(m->ratio_min[2] >= 0.95), m->ratio[1], m->ratio[2]);
+    for (i = 0; i < LB_WIRES; i++)
+        uncontended(&m->w[i], lb_wire_name[i]);
     if (fair == NULL) {
         printf("  K=%d fair run missing: contention targets MISS\n", k);
         return;
@@ -323,6 +377,7 @@ void lb_report(const lb_env *e, const lb_micro *m, const lb_idle *idle,
     const lb_series *k64 = find(s, ns, LB_REDISLOCK, 1, 64);
     /* bench/run.sh's Redlock run: its machine-readable figures. */
     const char *redlock = getenv("BENCH_REDLOCK");
+    const lb_wire *u = &m->w[LB_UNIX], *tcp = &m->w[LB_TCP];
     FILE *f;
     int i;
 
@@ -349,12 +404,19 @@ void lb_report(const lb_env *e, const lb_micro *m, const lb_idle *idle,
         printf("\n*** FAIL: a counter check, the exclusion check or a run "
                "failed (see the table) ***\n");
     printf("rtt_p50_us=%.1f cycle_ratio=%.3f cycle_ratio_scripts=%.3f "
-           "handoff_p50_us=%.1f "
+           "cycle_ratio_default=%.3f cycle_ratio_tcp=%.3f "
+           "cycle_ratio_tcp_default=%.3f srv_cpu_cycle_us=%.1f "
+           "srv_cpu_ratio=%.2f srv_cpu_ratio_default=%.2f "
+           "srv_cpu_ratio_tcp=%.2f handoff_p50_us=%.1f "
            "handoff_p99_us=%.1f k8_cycles_per_s=%.0f k64_cycles_per_s=%.0f "
            "k8_switch=%.3f lock_bytes=%.0f setnx_bytes=%.0f%s%s\n",
-           m->ping_p50, m->ratio_min[2], m->ratio[2], fair ? fair->h50 : -1,
-           fair ? fair->h99 : -1, fair ? fair->cycles_s : 0,
-           k64 ? k64->cycles_s : 0,
+           m->ping_p50, u->ratio_min[2], u->ratio[2], u->ratio_min[1],
+           tcp->ratio_min[2], tcp->ratio_min[1], u->cpu_cycle[2],
+           ratio(u->cpu_cycle[2], u->cpu_cycle[3]),
+           ratio(u->cpu_cycle[1], u->cpu_cycle[3]),
+           ratio(tcp->cpu_cycle[2], tcp->cpu_cycle[3]),
+           fair ? fair->h50 : -1, fair ? fair->h99 : -1,
+           fair ? fair->cycles_s : 0, k64 ? k64->cycles_s : 0,
            fair ? fair->sw : 0, mem->ok ? mem->lib_bytes : -1,
            mem->raw_bytes, redlock ? " " : "", redlock ? redlock : "");
 }

@@ -103,6 +103,23 @@ redisContext *lb_connect(const char *sock)
     return c;
 }
 
+redisContext *lb_connect_over(const lb_env *e, int t)
+{
+    struct timeval tv = {5, 0};
+    redisContext *c;
+
+    if (t == LB_UNIX)
+        return lb_connect(e->sock);
+    c = redisConnectWithTimeout("127.0.0.1", e->tcp_port, tv);
+    if (c == NULL || c->err) {
+        fprintf(stderr, "lockbench: cannot connect to 127.0.0.1:%d: %s\n",
+                e->tcp_port, c ? c->errstr : "out of memory");
+        redisFree(c);
+        return NULL;
+    }
+    return c;
+}
+
 redisReply *lb_cmd(redisContext *c, const char *fmt, ...)
 {
     va_list ap;
@@ -136,6 +153,20 @@ long long lb_server_calls(redisContext *c)
     }
     freeReplyObject(r);
     return total;
+}
+
+double lb_server_cpu_us(redisContext *c)
+{
+    redisReply *r = lb_cmd(c, "INFO cpu");
+    const char *u = strstr(r->str, "used_cpu_user:");
+    const char *y = strstr(r->str, "used_cpu_sys:");
+    double us;
+
+    if (u == NULL || y == NULL)
+        lb_die("INFO cpu has no used_cpu_user or used_cpu_sys");
+    us = (strtod(u + 14, NULL) + strtod(y + 13, NULL)) * 1e6;
+    freeReplyObject(r);
+    return us;
 }
 
 long lb_read_cycles(const char *path, lb_cycle *out, long max)
