@@ -186,3 +186,35 @@ void th_waiter_join_ok_at_(const char *file, int line, th_waiter *w, int64_t ms)
         test_fail_(file, line, "waiter: %s; %s", redislock_errname(w->err),
                    w->detail);
 }
+
+long long th_info_field_at_(const char *file, int line, redisContext *r,
+                            const char *section, const char *field)
+{
+    redisReply *rep = th_cmd_at_(file, line, 0, r, "INFO %s", section);
+    char pat[64];
+    const char *p;
+    long long v;
+
+    snprintf(pat, sizeof pat, "\n%s:", field);
+    p = strstr(rep->str, pat);
+    if (p == NULL)
+        test_fail_(file, line, "INFO %s has no %s", section, field);
+    v = strtoll(p + strlen(pat), NULL, 10);
+    freeReplyObject(rep);
+    return v;
+}
+
+void th_wait_blocked_at_(const char *file, int line, redisContext *r,
+                         long long n, int64_t ms)
+{
+    int64_t deadline = th_now_ms() + ms;
+    long long got;
+
+    while ((got = th_info_field_at_(file, line, r, "clients",
+                                    "blocked_clients")) != n &&
+           th_now_ms() < deadline)
+        th_sleep_ms(2);
+    if (got != n)
+        test_fail_(file, line, "%lld clients blocked after %lld ms, want %lld",
+                   got, (long long)ms, n);
+}

@@ -112,6 +112,22 @@ void th_waiter_start_at_(const char *file, int line, th_waiter *w,
 void th_waiter_join_ok_at_(const char *file, int line, th_waiter *w,
                            int64_t ms);
 
+/* A numeric field of an INFO section, e.g. ("clients", "blocked_clients");
+ * fails the test when the section has no such field. */
+#define th_info_field(r, section, field)                                       \
+    th_info_field_at_(__FILE__, __LINE__, r, section, field)
+long long th_info_field_at_(const char *file, int line, redisContext *r,
+                            const char *section, const char *field);
+
+/* Clients blocked in a blocking command (BLPOP). */
+#define th_blocked_clients(r) th_info_field(r, "clients", "blocked_clients")
+
+/* Polls until n clients are blocked; fails the test after ms. */
+#define th_wait_blocked(r, n, ms)                                              \
+    th_wait_blocked_at_(__FILE__, __LINE__, r, n, ms)
+void th_wait_blocked_at_(const char *file, int line, redisContext *r,
+                         long long n, int64_t ms);
+
 /* A token nobody holds, for adopting. */
 #define TH_WRONG_TOKEN "0123456789abcdef0123456789abcdef"
 

@@ -69,43 +69,6 @@ static void env_stop(env *e)
     th_server_stop(e->s);
 }
 
-/* A numeric field of an INFO section, e.g. ("clients", "blocked_clients"). */
-static long long info_field(redisContext *r, const char *section,
-                            const char *field)
-{
-    redisReply *rep = th_cmd(r, "INFO %s", section);
-    char pat[64];
-    const char *p;
-    long long v;
-
-    snprintf(pat, sizeof pat, "\n%s:", field);
-    p = strstr(rep->str, pat);
-    if (p == NULL)
-        test_fail_(__FILE__, __LINE__, "INFO %s has no %s", section, field);
-    v = strtoll(p + strlen(pat), NULL, 10);
-    freeReplyObject(rep);
-    return v;
-}
-
-static long long blocked_clients(redisContext *r)
-{
-    return info_field(r, "clients", "blocked_clients");
-}
-
-/* Polls until n clients are blocked; fails the test after ms. */
-static void wait_blocked(redisContext *r, long long n, int64_t ms)
-{
-    int64_t deadline = th_now_ms() + ms;
-    long long got;
-
-    while ((got = blocked_clients(r)) != n && th_now_ms() < deadline)
-        th_sleep_ms(2);
-    if (got != n)
-        test_fail_(__FILE__, __LINE__,
-                   "%lld clients blocked after %lld ms, want %lld", got,
-                   (long long)ms, n);
-}
-
 /* Calls of every command, and of INFO and the scripts, in one snapshot. */
 typedef struct calls {
     long long total, info, script;
@@ -147,7 +110,7 @@ static void block_behind_holder(env *e, const redislock_acquire_options *ho,
 {
     ASSERT_OK(redislock_acquire(e->holder, ho));
     waiter_start(w, e->c, KEY);
-    wait_blocked(e->r, 1, SETUP_MS);
+    th_wait_blocked(e->r, 1, SETUP_MS);
 }
 
 #define WAKE_ROUNDS 5
@@ -190,7 +153,7 @@ void test_wake_blocked_waiter_is_silent(void)
     waiter w;
 
     waiter_start(&w, e.c, KEY);
-    wait_blocked(e.r, 1, SETUP_MS);
+    th_wait_blocked(e.r, 1, SETUP_MS);
     th_sleep_ms(300);
     c0 = read_calls(e.r);
     th_sleep_ms(1000);
@@ -201,7 +164,7 @@ void test_wake_blocked_waiter_is_silent(void)
     /* Only the INFO of the first snapshot ran in the window. */
     ASSERT_EQ_INT(c1.total - c0.total, c1.info - c0.info);
     ASSERT_EQ_INT(c1.info - c0.info, 1);
-    ASSERT_EQ_INT(blocked_clients(e.r), 1);
+    ASSERT_EQ_INT(th_blocked_clients(e.r), 1);
     ASSERT_OK(redislock_release(e.holder));
     waiter_join_ok(&w, 3000);
     ASSERT_OK(redislock_release(w.l));
@@ -287,7 +250,7 @@ void test_wake_one_release_one_waiter(void)
         w[i].got = &got;
         ASSERT_EQ_INT(pthread_create(&w[i].t, NULL, herd_thread, &w[i]), 0);
     }
-    wait_blocked(e.r, NHERD, SETUP_MS);
+    th_wait_blocked(e.r, NHERD, SETUP_MS);
     for (k = 1; k <= NHERD; k++) {
         /* The window takes in the release itself: one script call. */
         c0 = read_calls(e.r);
@@ -308,11 +271,11 @@ void test_wake_one_release_one_waiter(void)
         test_log("release %d: %lld acquire attempts in 200 ms, %d of %d "
                  "waiters have had the lock, %lld still blocked",
                  k, c1.script - c0.script - 1, atomic_load(&got), NHERD,
-                 blocked_clients(e.r));
+                 th_blocked_clients(e.r));
         /* Exactly one more waiter got it; the others sleep on. */
         ASSERT_EQ_INT(atomic_load(&got), k);
         ASSERT_LE(c1.script - c0.script - 1, 2);
-        ASSERT_EQ_INT(blocked_clients(e.r), NHERD - k);
+        ASSERT_EQ_INT(th_blocked_clients(e.r), NHERD - k);
         cur = herd_holder(w, k);
     }
     atomic_store(&w[cur].release, 1);
@@ -377,7 +340,7 @@ void test_wake_killed_holder_costs_ttl(void)
     close(fds[0]);
     ASSERT_KEY(e.r, KEY, tok);
     waiter_start(&w, e.c, KEY);
-    wait_blocked(e.r, 1, 500);
+    th_wait_blocked(e.r, 1, 500);
     ASSERT_EQ_INT(kill(pid, SIGKILL), 0);
     while (waitpid(pid, &st, 0) < 0)
         ASSERT_EQ_INT(errno, EINTR);
@@ -407,7 +370,7 @@ void test_wake_missed_wakeup_bounded(void)
     ASSERT_OK(redislock_acquire(e.holder, &ho));
     t_got = th_now_us();
     waiter_start(&w, e.c, KEY);
-    wait_blocked(e.r, 1, 1000);
+    th_wait_blocked(e.r, 1, 1000);
     /* The wake-up is lost: the release sees nobody waiting. */
     ASSERT_EQ_INT(th_cmd_int(e.r, "DEL " BASE "waiting"), 1);
     th_sleep_ms(100);
@@ -525,7 +488,7 @@ void test_wake_cancel_blocked_waiter(void)
     waiter w;
 
     waiter_start(&w, e.c, KEY);
-    wait_blocked(e.r, 1, SETUP_MS);
+    th_wait_blocked(e.r, 1, SETUP_MS);
     t0 = th_now_us();
     redislock_cancel(w.l);
     th_join_within(w.t, 3000);
@@ -535,7 +498,7 @@ void test_wake_cancel_blocked_waiter(void)
     ASSERT_ERR(w.err, REDISLOCK_ECANCELED);
     ASSERT_LE((w.done_us - t0) / 1000, 100);
     ASSERT_EQ_INT(redislock_holds(w.l), 0);
-    ASSERT_EQ_INT(blocked_clients(e.r), 0);
+    ASSERT_EQ_INT(th_blocked_clients(e.r), 0);
     /* The cancel's push was consumed: no per-waiter list is left. */
     rep = th_cmd(e.r, "KEYS %s", BASE "h:*");
     ASSERT_EQ_INT(rep->elements, 0);
@@ -594,11 +557,11 @@ void test_wake_waiters_leave_pool_free(void)
     ASSERT_OK(redislock_acquire(hb, &ho));
     co.max_connections = 2;
     shared = th_client_url(e.s->unix_url, &co);
-    base = info_field(e.r, "clients", "connected_clients");
+    base = th_info_field(e.r, "clients", "connected_clients");
     waiter_start(&wa, shared, "wk:a");
     waiter_start(&wb, shared, "wk:b");
-    wait_blocked(e.r, 2, SETUP_MS);
-    waiting = info_field(e.r, "clients", "connected_clients");
+    th_wait_blocked(e.r, 2, SETUP_MS);
+    waiting = th_info_field(e.r, "clients", "connected_clients");
 
     memset(&u, 0, sizeof u);
     u.c = shared;
@@ -608,7 +571,7 @@ void test_wake_waiters_leave_pool_free(void)
     if (u.err != REDISLOCK_OK)
         test_fail_(__FILE__, __LINE__, "third thread: %s; %s",
                    redislock_errname(u.err), u.detail);
-    ASSERT_EQ_INT(blocked_clients(e.r), 2);
+    ASSERT_EQ_INT(th_blocked_clients(e.r), 2);
 
     ASSERT_OK(redislock_release(ha));
     ASSERT_OK(redislock_release(hb));
@@ -616,10 +579,10 @@ void test_wake_waiters_leave_pool_free(void)
     waiter_join_ok(&wb, 3000);
     ASSERT_OK(redislock_release(wa.l));
     ASSERT_OK(redislock_release(wb.l));
-    after = info_field(e.r, "clients", "connected_clients");
+    after = th_info_field(e.r, "clients", "connected_clients");
     redislock_lock_free(wa.l);
     redislock_lock_free(wb.l);
-    freed = info_field(e.r, "clients", "connected_clients");
+    freed = th_info_field(e.r, "clients", "connected_clients");
     test_log("max_connections 2: %d acquire+release rounds beside 2 "
              "blocked waiters, slowest %lld us",
              NUSES, (long long)u.worst_us);
@@ -646,7 +609,7 @@ static long long wait_connected(redisContext *r, long long want, int64_t ms)
     int64_t deadline = th_now_ms() + ms;
     long long got;
 
-    while ((got = info_field(r, "clients", "connected_clients")) != want &&
+    while ((got = th_info_field(r, "clients", "connected_clients")) != want &&
            th_now_ms() < deadline)
         th_sleep_ms(2);
     return got;
@@ -663,10 +626,10 @@ void test_wake_waiter_holds_one_connection(void)
     long long base, waiting, after;
     waiter w;
 
-    base = info_field(e.r, "clients", "connected_clients");
+    base = th_info_field(e.r, "clients", "connected_clients");
     own = th_client_url(e.s->unix_url, NULL);
     waiter_start(&w, own, KEY);
-    wait_blocked(e.r, 1, SETUP_MS);
+    th_wait_blocked(e.r, 1, SETUP_MS);
     waiting = wait_connected(e.r, base + 1, 1000);
     ASSERT_OK(redislock_release(e.holder));
     waiter_join_ok(&w, 3000);
@@ -726,7 +689,7 @@ void test_wake_cancel_undoes_attempt_behind_it(void)
     waiter w;
 
     waiter_start(&w, e.c, KEY);
-    wait_blocked(e.r, 1, SETUP_MS);
+    th_wait_blocked(e.r, 1, SETUP_MS);
     ASSERT_EQ_INT(th_cmd_int(e.r, "DEL %s", KEY), 1);
     redislock_cancel(w.l);
     th_join_within(w.t, 3000);
@@ -755,7 +718,7 @@ void test_wake_long_wait_keeps_validity(void)
     waiter w;
 
     th_waiter_start(&w, e.c, KEY, &o);
-    wait_blocked(e.r, 1, SETUP_MS);
+    th_wait_blocked(e.r, 1, SETUP_MS);
     th_sleep_ms(1100);
     ASSERT_OK(redislock_release(e.holder));
     waiter_join_ok(&w, 3000);
@@ -780,12 +743,12 @@ void test_wake_script_flushed_while_blocked(void)
     waiter w;
 
     waiter_start(&w, e.c, KEY);
-    wait_blocked(e.r, 1, SETUP_MS);
+    th_wait_blocked(e.r, 1, SETUP_MS);
     freeReplyObject(th_cmd(e.r, "SCRIPT FLUSH"));
     ASSERT_OK(redislock_release(e.holder));
     waiter_join_ok(&w, 3000);
     ASSERT_KEY(e.r, KEY, w.token);
-    ASSERT_EQ_INT(blocked_clients(e.r), 0);
+    ASSERT_EQ_INT(th_blocked_clients(e.r), 0);
     ASSERT_OK(redislock_release(w.l));
     redislock_lock_free(w.l);
     env_stop(&e);
