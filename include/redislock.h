@@ -224,7 +224,21 @@ typedef struct redislock_acquire_options {
      * lock straight to the longest-waiting live waiter (FIFO). Default 0:
      * a release wakes one waiter, which then competes with newcomers. */
     int fair;
+    /* Nonzero: a counting semaphore rather than a lock. The key admits at
+     * most limit holders at once (1 .. REDISLOCK_LIMIT_MAX), each with a
+     * lease, token, fencing token, renewal and loss signal of its own;
+     * the handle holds one permit, and redislock_release,
+     * redislock_extend, the watchdog and redislock_valid_ms act on it.
+     * Every caller of the key must pass the same limit: while the key
+     * exists, another one is REDISLOCK_EINVAL. Not with reentrant, owner,
+     * metadata or fair, nor on a Redlock client. Default 0: an
+     * exclusive lock. */
+    int limit;
 } redislock_acquire_options;
+
+/* The most holders a semaphore may admit (redislock_acquire_options'
+ * limit). */
+#define REDISLOCK_LIMIT_MAX 100000
 
 /*
  * Connects to the Redis server named by url and returns a client in *out.
@@ -358,6 +372,7 @@ REDISLOCK_API redislock_err redislock_ttl(redislock_lock *l, int64_t *ttl_ms);
 #define REDISLOCK_KIND_LOCK 0
 #define REDISLOCK_KIND_RESERVED 1
 #define REDISLOCK_KIND_NOT_LOCK 2
+#define REDISLOCK_KIND_SEMAPHORE 3
 
 /*
  * What anyone can read of a key. Strings are borrowed from the handle and
@@ -380,6 +395,10 @@ typedef struct redislock_info {
     int reserved;
     size_t owner_len;    /* lengths of owner and metadata, which may */
     size_t metadata_len; /* hold NUL bytes written by other clients */
+    /* A semaphore (kind REDISLOCK_KIND_SEMAPHORE): its limit, with holds
+     * the permits whose leases still run and ttl_ms the longest lease.
+     * 0 for any other kind. */
+    int limit;
 } redislock_info;
 
 /*
@@ -393,9 +412,8 @@ typedef struct redislock_info {
 #define REDISLOCK_OPTIONS_SIZE                                                 \
     REDISLOCK_SIZE_THROUGH_(redislock_options, wait_replicas_lenient)
 #define REDISLOCK_ACQUIRE_OPTIONS_SIZE                                         \
-    REDISLOCK_SIZE_THROUGH_(redislock_acquire_options, fair)
-#define REDISLOCK_INFO_SIZE                                                    \
-    REDISLOCK_SIZE_THROUGH_(redislock_info, metadata_len)
+    REDISLOCK_SIZE_THROUGH_(redislock_acquire_options, limit)
+#define REDISLOCK_INFO_SIZE REDISLOCK_SIZE_THROUGH_(redislock_info, limit)
 
 /* Reads the key's state, whoever holds it, in one round trip. */
 REDISLOCK_API redislock_err redislock_inspect(redislock_lock *l,

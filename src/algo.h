@@ -24,6 +24,7 @@ typedef struct rl__try {
     int64_t ttl_ms;
     int64_t drift_ms; /* subtracted from the validity */
     int fair;         /* FIFO queue (fair.lua) */
+    int limit;        /* a semaphore's permit (sem_acquire.lua); 0: a lock */
     int64_t mark_ms;  /* how long the caller may block (waiting marker) */
 } rl__try;
 
@@ -38,6 +39,7 @@ typedef struct rl__algo {
      * REDISLOCK_EINVAL; NULL when they can. */
     const char *no_fair;
     const char *no_fenced_set;
+    const char *no_semaphore;
     /* One attempt: REDISLOCK_OK with l->fence set, or REDISLOCK_EHELD with
      * l->holder_ttl (and l->holder_silent) set, or a failure; *sent_us gets
      * the moment before the first send, from which validity counts. */

@@ -84,6 +84,11 @@ static const reply_class classes[] = {
      "a counter key redislock keeps holds something else",
      "delete that key: counting goes on from the server's clock, so "
      "tokens still rise"},
+    /* sem_acquire.lua: a semaphore's key was set up with another limit. */
+    {"RLLIMIT", NULL, REDISLOCK_EINVAL,
+     "the semaphore's key was set up with another limit",
+     "pass the same limit wherever the key is used; a key's limit changes "
+     "only once no permit is held"},
     {"DENIED", NULL, REDISLOCK_ECONFIG,
      "the server is in protected mode: without a password set it refuses "
      "clients from other hosts",

@@ -27,13 +27,16 @@ static char *copy_field(const rl__reply *r, char **at, size_t *len)
 
 int rl__inspect_well_formed(const rl__reply *r)
 {
-    return r->type == REDIS_REPLY_ARRAY && r->elements == 7 &&
+    return r->type == REDIS_REPLY_ARRAY && r->elements == 8 &&
            r->element[0]->type == REDIS_REPLY_STRING &&
            r->element[1]->type == REDIS_REPLY_INTEGER &&
            r->element[5]->type == REDIS_REPLY_INTEGER &&
            r->element[6]->type == REDIS_REPLY_INTEGER &&
            r->element[6]->integer >= REDISLOCK_KIND_LOCK &&
-           r->element[6]->integer <= REDISLOCK_KIND_NOT_LOCK;
+           r->element[6]->integer <= REDISLOCK_KIND_SEMAPHORE &&
+           r->element[7]->type == REDIS_REPLY_INTEGER &&
+           r->element[7]->integer >= 0 &&
+           r->element[7]->integer <= REDISLOCK_LIMIT_MAX;
 }
 
 /* Fills info from the inspect script's reply; strings go into *buf. The
@@ -56,6 +59,7 @@ redislock_err rl__inspect_decode(const rl__reply *r, redislock_info *info,
     info->ttl_ms = info->held ? r->element[1]->integer : REDISLOCK_TTL_FREE;
     info->fence = r->element[5]->integer;
     info->reserved = (int)r->element[6]->integer;
+    info->limit = (int)r->element[7]->integer;
     if (info->reserved == REDISLOCK_KIND_NOT_LOCK)
         meta = type;
     if (r->element[3]->type == REDIS_REPLY_STRING)

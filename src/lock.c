@@ -340,10 +340,15 @@ void rl__lock_owner_args(const redislock_lock *l, const char *arg2,
 /* Runs a compare-and-X script for l's token by the client's algorithm;
  * *n gets its integer answer, which is mapped: -1 ELOST, 0 EEXPIRED,
  * positive OK. */
+/* The owner's release.lua or extend.lua (s), or a semaphore permit's
+ * twin of it. */
 static redislock_err owner_script(redislock_lock *l, const rl__script *s,
                                   const char *arg2, int64_t timeout_ms,
                                   long long *n)
 {
+    if (l->limit)
+        s = s == &rl__script_extend ? &rl__script_sem_extend
+                                    : &rl__script_sem_release;
     return rl__client_algo(l->client)->owner(l, s, arg2, timeout_ms, n);
 }
 
@@ -378,6 +383,10 @@ redislock_err redislock_release_hold(redislock_lock *l, int64_t hold_after_ms)
     if (hold_after_ms != 0 &&
         (err = rl__check_ttl(hold_after_ms, "hold-after")) != REDISLOCK_OK)
         return err;
+    if (hold_after_ms != 0 && l->limit)
+        return rl__err(REDISLOCK_EINVAL,
+                       "hold-after on a semaphore's permit: a permit is "
+                       "given back at once (release it without)");
     /* The last hold: stop renewals first, and wait for one in flight, so
      * that no renewal is ever sent after release. */
     if (l->own == 1)
@@ -476,6 +485,8 @@ redislock_err redislock_adopt(redislock_lock *l, const char *token)
                        "'%s' marks a hold-after reservation, which nobody "
                        "owns: it cannot be adopted, released or extended",
                        RL_RESERVED_VALUE);
+    /* A lock's token: a semaphore's permit cannot be adopted (yet). */
+    l->limit = 0;
     /* Nothing is known of this lease's age: no validity until an extend. */
     rl__lock_take(l, token, REDISLOCK_DEFAULT_TTL_MS, -1, 0, 0);
     atomic_store(&l->valid_until_us, 0);

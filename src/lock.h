@@ -41,6 +41,7 @@ struct redislock_lock {
     _Atomic int64_t own;
     int rich;              /* held in the hash format (owner id) */
     int fair_queued;       /* taken by a fair call that queued first */
+    int limit;             /* a semaphore's permit of this limit; 0: a lock */
     int64_t ttl_ms;        /* the lease length renewals use */
     int64_t drift_ms;      /* subtracted from every validity */
     int drift_fixed;       /* drift_ms was given, not derived from the TTL */

@@ -18,7 +18,7 @@
 
 /* An attempt's script and arguments, with their storage. */
 typedef struct attempt_req {
-    char ttl[24], mark[24];
+    char ttl[24], mark[24], limit[16];
     const char *args[8];
     size_t lens[8];
     rl__request q;
@@ -27,11 +27,34 @@ typedef struct attempt_req {
 /* The acquire or fair script: {1, holds, fence} taken, {0, pttl, wakes}
  * held by another. One round trip when the lock is free. A fair waiter
  * names the channel a release tells it of a hand-off on. */
+/* A semaphore's permit (sem_acquire.lua): token, TTL, limit, mark. */
+static void permit_prepare(const rl__try *t, attempt_req *a)
+{
+    memset(a, 0, sizeof *a);
+    a->args[0] = t->id;
+    a->args[1] = a->ttl;
+    a->args[2] = a->limit;
+    a->args[3] = a->mark;
+    a->lens[0] = strlen(t->id);
+    a->lens[1] = (size_t)snprintf(a->ttl, sizeof a->ttl, "%" PRId64, t->ttl_ms);
+    a->lens[2] = (size_t)snprintf(a->limit, sizeof a->limit, "%d", t->limit);
+    a->lens[3] =
+        (size_t)snprintf(a->mark, sizeof a->mark, "%" PRId64, t->mark_ms);
+    a->q = (rl__request){.s = &rl__script_sem_acquire,
+                         .nargs = 4,
+                         .args = a->args,
+                         .lens = a->lens};
+}
+
 static redislock_err attempt_prepare(redislock_lock *l, const rl__try *t,
                                      attempt_req *a)
 {
     int n = t->fair ? 8 : 6;
 
+    if (t->limit > 0) {
+        permit_prepare(t, a);
+        return REDISLOCK_OK;
+    }
     memset(a, 0, sizeof *a);
     a->args[0] = t->id;
     a->args[1] = a->ttl;
@@ -147,7 +170,7 @@ static redislock_err owner(redislock_lock *l, const rl__script *s,
 
     rl__lock_owner_args(l, arg2, args, lens);
     /* An extend writes the lease: the replica-sync guard follows it. */
-    err = s == &rl__script_extend
+    err = s == &rl__script_extend || s == &rl__script_sem_extend
               ? rl__lock_write_script(l, timeout_ms, s, NULL, 3, args, lens, &r)
               : rl__lock_script(l, timeout_ms, s, NULL, 3, args, lens, &r);
     rl__lock_set_outcomes(l, &err, 1);
@@ -194,5 +217,10 @@ static redislock_err inspect(redislock_client *c, rl__pool *p, size_t at,
     return err;
 }
 
-const rl__algo rl__algo_one = {
-    1, 0, NULL, NULL, attempt, wait_attempt, abandon, owner, ttl, inspect};
+const rl__algo rl__algo_one = {.wakes = 1,
+                               .attempt = attempt,
+                               .wait_attempt = wait_attempt,
+                               .abandon = abandon,
+                               .owner = owner,
+                               .ttl = ttl,
+                               .inspect = inspect};

@@ -305,6 +305,8 @@ const rl__algo rl__algo_redlock = {
     "hand the lock down",
     "a fenced resource lives on one server: use a client of the resource's "
     "own server, not the Redlock one",
+    "a semaphore needs one server: majorities of independent servers, each "
+    "admitting its limit, together admit more holders than the limit",
     attempt,
     NULL,
     NULL,

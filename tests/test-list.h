@@ -305,7 +305,18 @@ TEST_ENTRY(holders_redlock_release_counts_other_owner, 30)
  * take the same keys under a nemesis for a few seconds; any overlap of
  * believed intervals, accepted stale fenced write, fencing token out of
  * order or belief past the server's lease fails. */
+TEST_ENTRY(sem_admits_limit_holders, 30)
+TEST_ENTRY(sem_limit_mismatch_named, 30)
+TEST_ENTRY(sem_expired_permit_not_released, 30)
+TEST_ENTRY(sem_watchdog_renews_own_permit, 30)
+TEST_ENTRY(sem_waiter_woken_and_silent, 30)
+TEST_ENTRY(sem_bad_input_leaves_nothing, 30)
+TEST_ENTRY(sem_killed_holder_freed_within_ttl, 30)
+TEST_ENTRY(sem_processes_never_exceed_limit, 120)
+TEST_ENTRY(sem_ghost_permit_given_back, 30)
+TEST_ENTRY(sem_model_random_operations, 120)
 TEST_ENTRY(excl_checker_rules, 10)
+TEST_ENTRY(excl_checker_limit, 10)
 TEST_ENTRY(excl_default, 60)
 TEST_ENTRY(excl_meta_holdafter, 60)
 TEST_ENTRY(excl_fair, 60)
@@ -321,6 +332,7 @@ TEST_ENTRY(excl_proxy, 60)
 TEST_ENTRY(excl_sharded, 60)
 TEST_ENTRY(excl_cluster, 120)
 TEST_ENTRY(excl_redlock, 60)
+TEST_ENTRY(excl_semaphore, 60)
 
 /* Key names: hash slots and helper keys (no server). */
 TEST_ENTRY(keys_slots, 5)

@@ -6,7 +6,8 @@
 -- a plain lock with its token is freed; on a hash, the hold that request
 -- added (the 'req' field names the last request that added one, or the
 -- fair waiter a release handed the lock to) is taken back, and the lock
--- freed when it was the last.
+-- freed when it was the last; a semaphore's permit with the token is
+-- given back.
 -- KEYS: the lock, the helpers a hand-off uses (rl_handoff), the request's
 -- void marker. ARGV[1] the token or owner id, ARGV[2] how long to void the
 -- request in ms, ARGV[3] the request's id.
@@ -15,6 +16,15 @@ local K = rl_keys('lock fence q ws waiting wake void')
 local key, id, req = K.lock, ARGV[1], ARGV[3]
 redis.call('SET', K.void, '1', 'PX', ARGV[2])
 local kind, holder = rl_holder(key)
+if kind == 'zset' then
+    -- A permit of a semaphore (sem_acquire.lua): its token's member.
+    if redis.call('ZREM', key, id) == 0 then
+        return 0
+    end
+    rl_sem_prune(key, rl_now_ms())
+    rl_wake(K)
+    return 1
+end
 if holder ~= id then
     return 0
 end

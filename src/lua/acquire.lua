@@ -10,43 +10,27 @@
 -- (rl_wakes).
 local K = rl_keys('lock fence waiting void')
 local key, id, fmt = K.lock, ARGV[1], ARGV[3]
--- One read for two things: whether the sender gave up on this request
--- (see abandon.lua: then it takes nothing), and the last fencing token.
-local got = redis.call('MGET', K.void, K.fence)
-if got[1] then
+local last = rl_request_last(K)
+if last == nil then
     return {0, -2}
-end
--- Before any write: Redis keeps what a script wrote before an error.
-if got[2] then
-    rl_counter_value(K.fence, got[2])
 end
 local kind, holder
 if fmt == 'plain' then
     -- The common case in one call: taken, or held by someone.
     if redis.call('SET', key, id, 'NX', 'PX', ARGV[2]) then
-        return {1, 1, rl_fence(K.fence, ARGV[2], got[2])}
+        return {1, 1, rl_fence(K.fence, ARGV[2], last)}
     end
     kind, holder = rl_holder(key)
 else
     kind, holder = rl_holder(key)
     if kind == 'none' then
         return {1, 1, rl_create(key, id, ARGV[2], fmt, ARGV[4], K.fence,
-                                ARGV[6], got[2])}
+                                ARGV[6], last)}
     end
     if fmt == 'reentrant' and kind == 'hash' and holder == id then
-        return rl_reenter(key, ARGV[2], K.fence, ARGV[6], got[2])
+        return rl_reenter(key, ARGV[2], K.fence, ARGV[6], last)
     end
 end
 local ttl = redis.call('PTTL', key)
-local wait = tonumber(ARGV[5])
-if wait > 0 then
-    -- Tell the release that someone waits, for as long as this waiter
-    -- may block: until the holder's lease ends or the caller's deadline.
-    if ttl >= 0 and ttl < wait then
-        wait = ttl
-    end
-    if redis.call('PTTL', K.waiting) < wait + 1000 then
-        redis.call('SET', K.waiting, '1', 'PX', wait + 1000)
-    end
-end
+rl_mark_waiting(K, ttl, ARGV[5])
 return {0, ttl, rl_wakes(kind, holder)}

@@ -14,19 +14,14 @@
 -- 0 when it has none).
 local K = rl_keys('lock fence q ws seq void')
 local key, id, ttl, fmt, req = K.lock, ARGV[1], ARGV[2], ARGV[3], ARGV[6]
--- Voided (see abandon.lua: it takes nothing), and the last fencing token.
-local got = redis.call('MGET', K.void, K.fence)
-if got[1] then
+local last = rl_request_last(K)
+if last == nil then
     return {0, -2}
-end
--- Before any write: Redis keeps what a script wrote before an error.
-if got[2] then
-    rl_counter_value(K.fence, got[2])
 end
 -- Nobody queued and a plain lock: the common case, as cheap as unfair.
 if fmt == 'plain' and redis.call('EXISTS', K.q) == 0 and
         redis.call('SET', key, id, 'NX', 'PX', ttl) then
-    return {1, 1, rl_fence(K.fence, ttl, got[2])}
+    return {1, 1, rl_fence(K.fence, ttl, last)}
 end
 local now = rl_now_ms()
 local kind, holder = rl_holder(key)
@@ -47,7 +42,7 @@ if holder == id then
     if fmt == 'reentrant' and kind == 'hash' then
         redis.call('ZREM', K.q, req)
         redis.call('HDEL', K.ws, req)
-        return rl_reenter(key, ttl, K.fence, req, got[2])
+        return rl_reenter(key, ttl, K.fence, req, last)
     end
     return {0, redis.call('PTTL', key), 1,
             tonumber(redis.call('ZSCORE', K.q, req) or '0')}
@@ -72,7 +67,7 @@ if kind == 'none' then
         redis.call('ZREM', K.q, req)
         redis.call('HDEL', K.ws, req)
         return {1, 1, rl_create(key, id, ttl, fmt, ARGV[4], K.fence, req,
-                                got[2])}
+                                last)}
     end
 end
 -- The place: from a counter that never goes back (rl_count), so that no

@@ -1,12 +1,13 @@
 -- What anyone may read of a key, and whether it is a lock (never a plain
 -- lock's token: whoever knows it can release the lock). KEYS: the key and
 -- its fencing counter. Returns {type, PTTL, owner, holds, meta, fence,
--- kind}: owner, holds and meta of a redislock hash lock; holds '1' for
+-- kind, limit}: owner, holds and meta of a redislock hash lock; holds '1' for
 -- redislock's own plain lock and nil when the count is not known (another
 -- library's lock); the last fencing token issued for the key (0 when none
 -- is known); kind 0 for a lock (or no key), 1 for a hold-after
--- reservation, 2 for a key that is not a lock (include/redislock.h's
--- REDISLOCK_KIND_*).
+-- reservation, 2 for a key that is not a lock, 3 for a semaphore
+-- (include/redislock.h's REDISLOCK_KIND_*), whose limit is the last
+-- element (0 for the other kinds) and whose live permits are its holds.
 
 -- Whether a string value looks like a lock token: 8 to 128 bytes of the
 -- characters random tokens are written in (hex, uuid, base64, base64url,
@@ -49,7 +50,17 @@ elseif t == 'string' and redis.call('STRLEN', key) <= 128 then
         end
     end
 end
+local limit = 0
+if t == 'zset' then
+    -- A semaphore (sem_acquire.lua): its live permits count as holds.
+    limit = rl_sem_limit(key) or 0
+    if limit > 0 then
+        kind = 3
+        f[2] = tostring(redis.call('ZCOUNT', key, '(' .. rl_now_ms(),
+                                   '+inf') - 1)
+    end
+end
 if kind == 2 then
     f = {false, false, false}
 end
-return {t, ttl, f[1], f[2], f[3], fence, kind}
+return {t, ttl, f[1], f[2], f[3], fence, kind, limit}

@@ -122,6 +122,37 @@ local function rl_counter_value(key, v)
     return tonumber(v)
 end
 
+-- The start of every acquire: one read for two things, whether the
+-- sender gave up on this request (see abandon.lua: it then takes nothing)
+-- and the fencing counter's last value, checked before any write (Redis
+-- keeps what a script wrote before an error). Returns nil for a voided
+-- request, else the counter's value (false: none) for rl_fence.
+local function rl_request_last(K)
+    local got = redis.call('MGET', K.void, K.fence)
+    if got[1] then
+        return nil
+    end
+    if got[2] then
+        rl_counter_value(K.fence, got[2])
+    end
+    return got[2]
+end
+
+-- Tells the releases that someone waits (see rl_wake), for as long as
+-- this waiter may block: until the holder's lease ends (ttl ms; -1: no
+-- expiry) or the caller's deadline (mark ms; '0': it will not wait).
+local function rl_mark_waiting(K, ttl, mark)
+    mark = tonumber(mark)
+    if mark > 0 then
+        if ttl >= 0 and ttl < mark then
+            mark = ttl
+        end
+        if redis.call('PTTL', K.waiting) < mark + 1000 then
+            redis.call('SET', K.waiting, '1', 'PX', mark + 1000)
+        end
+    end
+end
+
 -- The next value of the counter key: greater than every value it gave
 -- before. last is the counter's value when the caller has read it (false:
 -- there is none; nil: read it here). The value is the larger of last + 1
@@ -246,6 +277,50 @@ local function rl_reenter(key, ttl, fence, req, last)
     return {1, holds, rl_fence(fence, ttl, last)}
 end
 
+-- Wakes one ordinary waiter of the lock whose helpers K names, if any
+-- waits (its marker, see acquire.lua): a 'wake' in the list they block on
+-- (BLPOP), kept for as long as the marker. A wake nobody takes costs a
+-- later waiter one early attempt.
+local function rl_wake(K)
+    local marker = redis.call('PTTL', K.waiting)
+    if marker > 0 then
+        if redis.call('LLEN', K.wake) == 0 then
+            redis.call('LPUSH', K.wake, 'wake')
+        end
+        redis.call('PEXPIRE', K.wake, marker)
+    end
+end
+
+-- A counting semaphore's key is a sorted set (see sem_acquire.lua): a
+-- member per permit, its token, scored by the end of its lease on the
+-- server's clock in ms, and one member RL_SEM_LIMIT .. N scored +inf,
+-- which records the limit N and which no pruning by score touches.
+local RL_SEM_LIMIT = 'redislock:limit:'
+
+-- The limit of the semaphore at key (a sorted set), or nil when the set
+-- is not one of redislock's semaphores.
+local function rl_sem_limit(key)
+    local top = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+    local n = #RL_SEM_LIMIT
+    if top[1] and top[2] == 'inf' and string.sub(top[1], 1, n) == RL_SEM_LIMIT then
+        return tonumber(string.sub(top[1], n + 1))
+    end
+    return nil
+end
+
+-- Drops the permits of the semaphore at key whose leases ended by now
+-- (ms), and the key itself once no permit is left. Returns the number
+-- still held.
+local function rl_sem_prune(key, now)
+    redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
+    local held = redis.call('ZCARD', key) - 1
+    if held <= 0 then
+        redis.call('DEL', key)
+        return 0
+    end
+    return held
+end
+
 -- After the lock K.lock was freed: hands it to the longest-waiting live
 -- fair waiter, or else wakes one ordinary waiter. K names the helpers
 -- (fence, q, ws, waiting, wake; all in the lock's cluster slot). Waiters
@@ -293,12 +368,6 @@ local function rl_handoff(K)
             return true
         end
     end
-    local marker = redis.call('PTTL', K.waiting)
-    if marker > 0 then
-        if redis.call('LLEN', K.wake) == 0 then
-            redis.call('LPUSH', K.wake, 'wake')
-        end
-        redis.call('PEXPIRE', K.wake, marker)
-    end
+    rl_wake(K)
     return false
 end

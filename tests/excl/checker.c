@@ -5,9 +5,10 @@
  * (the server counts whole milliseconds):
  *
  *  - overlap: two believed intervals of one key, of different groups,
- *    intersect. A holder's belief starts when acquire returned and ends at
- *    the earlier of its release call and the end of the validity it was
- *    told; the next holder's acquire returned after the server granted it.
+ *    intersect (for a semaphore: more than its limit at one moment). A holder's
+ * belief starts when acquire returned and ends at the earlier of its release
+ * call and the end of the validity it was told; the next holder's acquire
+ * returned after the server granted it.
  *  - stale write: an accepted write whose fencing token is below that of
  *    a write accepted and answered before it was sent.
  *  - fence order: an acquisition called after another returned has a
@@ -153,6 +154,33 @@ static void check_overlaps(ctx *c)
     }
 }
 
+/* A semaphore's: at the start of each belief, the beliefs of the key
+ * still running then (every belief its own holder's) must be at most
+ * limit, that one included. The most at once is reached at a start. */
+static void check_limit(ctx *c, int limit)
+{
+    size_t i, j;
+
+    for (i = 0; i < c->nclaims; i++) {
+        const excl_rec *a = c->claims[i];
+        int live = 1;
+
+        for (j = i; j-- > 0 && c->claims[j]->key == a->key;)
+            live += c->claims[j]->t1 > a->t0;
+        if (live <= limit)
+            continue;
+        violation(c, a->t0);
+        if (++c->v->overlaps > EXCL_PRINT_MAX)
+            continue;
+        header(c, "overlap", c->v->overlaps, a->key, a->t0);
+        printf("    %d beliefs at once, limit %d; the latest:\n", live, limit);
+        describe(c, "held by", a);
+        for (j = i; j-- > 0 && c->claims[j]->key == a->key;)
+            if (c->claims[j]->t1 > a->t0)
+                describe(c, "and by ", c->claims[j]);
+    }
+}
+
 static int by_t0(const void *a, const void *b)
 {
     const excl_rec *x = *(const excl_rec *const *)a;
@@ -294,7 +322,7 @@ static void count_writes(excl_verdict *v, const excl_rec *h, size_t n)
 }
 
 long excl_check(const excl_rec *h, size_t n, uint64_t seed, int64_t t_base,
-                const char *mode, excl_verdict *v)
+                const char *mode, int limit, excl_verdict *v)
 {
     ctx c;
 
@@ -305,7 +333,10 @@ long excl_check(const excl_rec *h, size_t n, uint64_t seed, int64_t t_base,
     c.mode = mode;
     c.v = v;
     collect_claims(&c, h, n);
-    check_overlaps(&c);
+    if (limit > 1)
+        check_limit(&c, limit);
+    else
+        check_overlaps(&c);
     check_fences(&c, h, n);
     check_leases(&c, h, n);
     count_writes(v, h, n);

@@ -120,10 +120,11 @@ typedef struct excl_verdict {
 
 /* Checks the history; prints each violation (at most a few dozen) with
  * both intervals, pids, what each did and the seed. t_base: the run's
- * start (excl_now_us), printed times are relative to it. Returns the
- * number of violations. */
+ * start (excl_now_us), printed times are relative to it. limit > 1: the
+ * keys are semaphores of that limit, and an overlap is more than limit
+ * beliefs at once. Returns the number of violations. */
 long excl_check(const excl_rec *h, size_t n, uint64_t seed, int64_t t_base,
-                const char *mode, excl_verdict *v);
+                const char *mode, int limit, excl_verdict *v);
 
 /* ---- Modes and runs */
 
@@ -162,6 +163,7 @@ typedef struct excl_mode {
     int64_t run_ms;               /* the short run's length */
     /* Chooses what one section does. */
     void (*pick)(struct excl_worker *w, struct excl_section *s);
+    int limit; /* > 1: the keys are semaphores of that limit */
 } excl_mode;
 
 extern const excl_mode excl_modes[];

@@ -263,6 +263,21 @@ static void pick_mix(excl_worker *w, excl_section *s, int fair_ok)
     }
 }
 
+/* A permit of a semaphore of limit 3 (the mode's), plain or renewed by
+ * the watchdog; no fenced writes, since holders overlap by design. */
+static void pick_semaphore(excl_worker *w, excl_section *s)
+{
+    basic(w, s, 150, 600);
+    s->o.limit = w->m->limit;
+    s->writes = 0;
+    if (excl_rng_chance(&w->rng, 30)) {
+        s->o.watchdog = 1;
+        s->hold = EXCL_H_FOR;
+        s->hold_ms = rnd(w, 0, 2 * s->o.ttl_ms);
+    }
+    label(s, s->o.watchdog ? "permit wd" : "permit");
+}
+
 static void pick_mix_fair(excl_worker *w, excl_section *s)
 {
     pick_mix(w, s, 1);
@@ -274,31 +289,33 @@ static void pick_mix_unfair(excl_worker *w, excl_section *s)
 }
 
 /* name, where, keys, workers, faults, gap between faults, short run ms,
- * pick. */
+ * pick, and a semaphore's limit (0: a lock). */
 const excl_mode excl_modes[] = {
-    {"default", EXCL_SINGLE, 1, 4, F_ALL1, 200, 700, 6000, pick_default},
-    {"meta_holdafter", EXCL_SINGLE, 1, 4, F_ALL1, 200, 700, 6000, pick_meta},
-    {"fair", EXCL_SINGLE, 1, 4, F_ALL1, 500, 1500, 10000, pick_fair},
+    {"default", EXCL_SINGLE, 1, 4, F_ALL1, 200, 700, 6000, pick_default, 0},
+    {"meta_holdafter", EXCL_SINGLE, 1, 4, F_ALL1, 200, 700, 6000, pick_meta, 0},
+    {"fair", EXCL_SINGLE, 1, 4, F_ALL1, 500, 1500, 10000, pick_fair, 0},
     {"fair_retry_short", EXCL_SINGLE, 1, 4,
      F(STOP_HOLDER) | F(KILL_HOLDER) | F(RACE), 300, 900, 6000,
-     pick_fair_retry_short},
-    {"fair_retry_300", EXCL_SINGLE, 1, 4, 0, 0, 0, 6000, pick_fair_retry_300},
-    {"reentrant", EXCL_SINGLE, 1, 4, F_ALL1, 200, 700, 6000, pick_reentrant},
+     pick_fair_retry_short, 0},
+    {"fair_retry_300", EXCL_SINGLE, 1, 4, 0, 0, 0, 6000, pick_fair_retry_300,
+     0},
+    {"reentrant", EXCL_SINGLE, 1, 4, F_ALL1, 200, 700, 6000, pick_reentrant, 0},
     /* Faults that make a holder's release or renewal arrive after its
      * lease are left out here: the other process of its owner id may hold
      * the lock by then, and a release by the same owner is its release. */
     {"reentrant_shared", EXCL_SINGLE, 1, 4, F(STOP_WAITER) | F(KILL_HOLDER),
-     400, 1200, 6000, pick_reentrant_shared},
-    {"extend", EXCL_SINGLE, 1, 4, F_ALL1, 200, 700, 6000, pick_extend},
-    {"adopt", EXCL_SINGLE, 1, 4, F_ALL1, 200, 700, 6000, pick_adopt},
-    {"retry", EXCL_SINGLE, 1, 4, F_ALL1, 200, 700, 6000, pick_retry},
-    {"watchdog", EXCL_SINGLE, 1, 4, F_ALL1, 200, 700, 6000, pick_watchdog},
+     400, 1200, 6000, pick_reentrant_shared, 0},
+    {"extend", EXCL_SINGLE, 1, 4, F_ALL1, 200, 700, 6000, pick_extend, 0},
+    {"adopt", EXCL_SINGLE, 1, 4, F_ALL1, 200, 700, 6000, pick_adopt, 0},
+    {"retry", EXCL_SINGLE, 1, 4, F_ALL1, 200, 700, 6000, pick_retry, 0},
+    {"watchdog", EXCL_SINGLE, 1, 4, F_ALL1, 200, 700, 6000, pick_watchdog, 0},
     {"proxy", EXCL_PROXIED, 1, 4, F_PROCS | F(DELAY) | F(RACE), 300, 900, 6000,
-     pick_mix_fair},
-    {"sharded", EXCL_SHARDED, 3, 5, F_ALL1, 200, 700, 6000, pick_mix_fair},
-    {"cluster", EXCL_CLUSTER, 2, 4, F_ALL1, 200, 700, 6000, pick_mix_fair},
+     pick_mix_fair, 0},
+    {"sharded", EXCL_SHARDED, 3, 5, F_ALL1, 200, 700, 6000, pick_mix_fair, 0},
+    {"cluster", EXCL_CLUSTER, 2, 4, F_ALL1, 200, 700, 6000, pick_mix_fair, 0},
     {"redlock", EXCL_REDLOCK, 1, 4, F_PROCS | F(PAUSE_SERVER) | F(DELAY), 200,
-     700, 6000, pick_mix_unfair},
+     700, 6000, pick_mix_unfair, 0},
+    {"semaphore", EXCL_SINGLE, 1, 7, F_ALL1, 200, 700, 6000, pick_semaphore, 3},
 };
 
 const int excl_nmodes = (int)(sizeof excl_modes / sizeof excl_modes[0]);

@@ -249,7 +249,8 @@ long excl_run(const excl_mode *m, uint64_t seed, int64_t run_ms,
     close(t.hist_fd);
     h = excl_history_read(t.hist, &nh);
     keep_history(m, seed, h, nh);
-    res->violations = excl_check(h, nh, seed, t.t_base, m->name, &res->v);
+    res->violations =
+        excl_check(h, nh, seed, t.t_base, m->name, m->limit, &res->v);
     report(m, seed, res);
     free(h);
     munmap(sh, sizeof *sh);

@@ -36,8 +36,35 @@ static excl_verdict check(const hist *h)
 {
     excl_verdict v;
 
-    excl_check(h->r, h->n, 1, 0, "rules", &v);
+    excl_check(h->r, h->n, 1, 0, "rules", 0, &v);
     return v;
+}
+
+/* As check(), for semaphores of limit 2. */
+static excl_verdict check2(const hist *h)
+{
+    excl_verdict v;
+
+    excl_check(h->r, h->n, 1, 0, "rules", 2, &v);
+    return v;
+}
+
+/* A semaphore's overlap: three beliefs at once over a limit of 2, and not
+ * two, nor three that only touch. */
+void test_excl_checker_limit(void)
+{
+    hist h;
+
+    memset(&h, 0, sizeof h);
+    add(&h, EXCL_CLAIM, 1, 0, 100);
+    add(&h, EXCL_CLAIM, 2, 10, 60);
+    ASSERT_EQ_INT(check2(&h).overlaps, 0);
+    add(&h, EXCL_CLAIM, 3, 60, 120);
+    ASSERT_EQ_INT(check2(&h).overlaps, 0);
+    add(&h, EXCL_CLAIM, 4, 99, 130);
+    ASSERT_EQ_INT(check2(&h).overlaps, 1);
+    /* The same history as a lock: every pair that intersects. */
+    ASSERT_EQ_INT(check(&h).overlaps, 4);
 }
 
 void test_excl_checker_rules(void)

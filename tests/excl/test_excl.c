@@ -104,3 +104,8 @@ void test_excl_redlock(void)
 {
     short_run("redlock");
 }
+
+void test_excl_semaphore(void)
+{
+    short_run("semaphore");
+}

@@ -32,9 +32,18 @@
 #define EXCL_SHARED_MARGIN_US 30000
 
 /* Reads the lease of the key whose holder is ARGV[1]: its PTTL, or -2
- * when the key is gone or held by another token or owner. */
+ * when the key is gone or held by another token or owner; for a
+ * semaphore (a sorted set), the permit's own lease: its score less the
+ * server's clock, in ms. */
 static const char lease_lua[] =
     "local t = redis.call('TYPE', KEYS[1]).ok "
+    "if t == 'zset' then "
+    "local sc = redis.call('ZSCORE', KEYS[1], ARGV[1]) "
+    "if not sc then return -2 end "
+    "local now = redis.call('TIME') "
+    "local left = math.floor(tonumber(sc) - (tonumber(now[1]) * 1000 + "
+    "tonumber(now[2]) / 1000)) "
+    "if left <= 0 then return -2 end return left end "
     "local v = false "
     "if t == 'string' then v = redis.call('GET', KEYS[1]) "
     "elseif t == 'hash' then v = redis.call('HGET', KEYS[1], 'owner') end "

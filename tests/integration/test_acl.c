@@ -24,7 +24,8 @@ static const char *const acl_cmds[] = {
     "scan",   "get",     "mget",   "strlen",  "set",       "del",
     "exists", "type",    "time",   "pexpire", "pttl",      "hset",
     "hget",   "hdel",    "hmget",  "hincrby", "lpush",     "llen",
-    "zadd",   "zrem",    "zrange", "zscore",  "zpopmin",   NULL};
+    "zadd",   "zrem",    "zrange", "zscore",  "zpopmin",   "zremrangebyscore",
+    "zcard",  "zcount",  NULL};
 
 #define ACL_HEAD                                                               \
     "ACL SETUSER locker on >pw resetkeys ~locks:* resetchannels &locks:* "     \
@@ -255,6 +256,27 @@ static int step_plain(lc *t)
     return LC_TRUE(t, th_cmd_int(t->r, "EXISTS locks:a") == 0);
 }
 
+/* A semaphore of 2: two permits, a third refused, read by anyone. */
+static int step_semaphore(lc *t)
+{
+    redislock_lock *a = lc_lock(t, "locks:s"), *b = lc_lock(t, "locks:s"),
+                   *c = lc_lock(t, "locks:s");
+    redislock_acquire_options o = th_aopts(10000, 0, 0);
+    redislock_info info;
+
+    o.limit = 2;
+    if (LC_OK(t, redislock_acquire(a, &o)) ||
+        LC_OK(t, redislock_acquire(b, &o)) ||
+        LC_ERR(t, redislock_acquire(c, &o), REDISLOCK_EHELD) ||
+        LC_OK(t, redislock_inspect(c, &info)) ||
+        LC_TRUE(t, info.reserved == REDISLOCK_KIND_SEMAPHORE &&
+                       info.holds == 2 && info.limit == 2) ||
+        LC_OK(t, redislock_extend(a, 10000)) ||
+        LC_OK(t, redislock_release(a)) || LC_OK(t, redislock_release(b)))
+        return -1;
+    return LC_TRUE(t, th_cmd_int(t->r, "EXISTS locks:s") == 0);
+}
+
 /* A waiter blocks on the server until the release wakes it. */
 static int step_wake(lc *t)
 {
@@ -457,9 +479,9 @@ static int lifecycle(lc *t)
     freeReplyObject(th_cmd(t->r, "SCRIPT FLUSH"));
     rc = LC_OK(t, redislock_client_new(&t->c, url, &defaults));
     if (rc == 0)
-        rc = step_plain(t) || step_wake(t) || step_fair(t) ||
-             step_reentrant(t) || step_hold_after(t) || step_watchdog(t) ||
-             step_list_fence(t) || step_cancel(t);
+        rc = step_plain(t) || step_semaphore(t) || step_wake(t) ||
+             step_fair(t) || step_reentrant(t) || step_hold_after(t) ||
+             step_watchdog(t) || step_list_fence(t) || step_cancel(t);
     lc_cleanup(t);
     return rc ? -1 : 0;
 }
