@@ -91,6 +91,7 @@ enum {
     CLI_ID_MAX_ATTEMPTS,
     CLI_ID_HOLD_AFTER,
     CLI_ID_FAIR,
+    CLI_ID_LIMIT,
     CLI_ID_PASSWORD_FILE,
     CLI_ID_VERBOSE,
     CLI_ID_CONNECT_TIMEOUT,
@@ -117,8 +118,8 @@ typedef struct cli_cmdopts {
     /* What acquire and run ask the library for: ttl_ms (-t, default
      * REDISLOCK_DEFAULT_TTL_MS), wait_ms (-w, -n; default
      * REDISLOCK_WAIT_FOREVER), the retry settings, fail_fast, owner
-     * (--owner, which also sets reentrant) and metadata. release and
-     * extend read ttl_ms and owner. */
+     * (--owner, which also sets reentrant), metadata and limit (run
+     * --limit). release and extend read ttl_ms and owner. */
     redislock_acquire_options acq;
     int64_t hold_after_ms; /* --hold-after; 0 */
     const char *command;   /* run -c: a string for sh -c; NULL */

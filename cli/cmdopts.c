@@ -82,6 +82,9 @@ static int apply_wait_option(const char *ctx, int id, const char *val,
     case CLI_ID_FAIR:
         acq->fair = 1;
         return 0;
+    case CLI_ID_LIMIT:
+        return cli_parse_count(ctx, "limit", val, REDISLOCK_LIMIT_MAX,
+                               &acq->limit);
     case CLI_ID_RETRY:
         return parse_retry(ctx, val, acq);
     case CLI_ID_RETRY_DELAY:

@@ -140,6 +140,11 @@ static void print_plain(const char *key, size_t keylen,
     /* A hold-after reservation: held, by nobody, until it runs out. */
     if (info->reserved == REDISLOCK_KIND_RESERVED)
         fputs(" reserved", stdout);
+    /* A semaphore: its live permits of its limit. */
+    if (info->reserved == REDISLOCK_KIND_SEMAPHORE) {
+        printf(" permits=%lld limit=%d\n", (long long)info->holds, info->limit);
+        return;
+    }
     if (show_holds(info))
         printf(" holds=%lld", (long long)info->holds);
     if (info->owner != NULL)
@@ -155,6 +160,15 @@ static void print_plain(const char *key, size_t keylen,
 static void json_lock(const redislock_info *info)
 {
     int known = info->holds > 0;
+
+    if (info->reserved == REDISLOCK_KIND_SEMAPHORE) {
+        printf(",\"permits\":%lld,\"limit\":%d", (long long)info->holds,
+               info->limit);
+        if (info->fence > 0)
+            printf(",\"fence\":%lld", (long long)info->fence);
+        putchar('}');
+        return;
+    }
 
     if (known)
         printf(",\"holds\":%lld", (long long)info->holds);

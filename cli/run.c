@@ -568,6 +568,7 @@ int cli_cmd_run(int argc, char **argv, const cli_global *g)
         CLI_OPTS_COMMON,
         CLI_OPTS_TAKE,
         {CLI_ID_HOLD_AFTER, "hold-after", 1},
+        {CLI_ID_LIMIT, "limit", 1},
         {'c', "command", 1},
         {0, NULL, 0},
     };
@@ -582,6 +583,9 @@ int cli_cmd_run(int argc, char **argv, const cli_global *g)
     rc = cli_cmd_options(argc, argv, g, defs, 1, -1, names, &o);
     if (rc != CLI_CONTINUE)
         return rc;
+    if (o.acq.limit > 0 && o.hold_after_ms > 0)
+        return cli_usage(argv[0], "--hold-after is for a lock, not a "
+                                  "semaphore's permit (--limit)");
     key = argv[o.operand];
     if ((rc = pick_command(argv[0], argc - o.operand - 1, argv + o.operand + 1,
                            o.command, sh_argv, &cmd)) != 0 ||
