@@ -48,6 +48,8 @@ typedef struct lb_series {
     const char *slug;  /* file-name safe */
     lb_lib lib;
     int fair;          /* LB_REDISLOCK: .fair = 1 */
+    int limit;         /* LB_REDISLOCK: a semaphore's permit (.limit); 0: the
+                        * lock */
     const char *arg1;  /* redis-py: sleep (s); redlock: retryDelay (ms) */
     const char *arg2;  /* redlock: retryJitter (ms) */
     int k, m;

@@ -87,6 +87,7 @@ static void rl_worker(const lb_env *e, const lb_series *s, lb_cycle *rec,
     o.ttl_ms = LB_TTL_MS;
     o.wait_ms = REDISLOCK_WAIT_FOREVER;
     o.fair = s->fair;
+    o.limit = s->limit;
     dprintf(ready_fd, "ready %lld\n", (long long)lb_now_ns());
     close(ready_fd);
     while (read(go_fd, &b, 1) > 0) /* EOF is the start signal */

@@ -15,7 +15,8 @@
  * cycle_ratio_default=... cycle_ratio_tcp=... cycle_ratio_tcp_default=...
  * srv_cpu_cycle_us=... srv_cpu_ratio=... srv_cpu_ratio_default=...
  * srv_cpu_ratio_tcp=... handoff_p50_us=... handoff_p99_us=...
- * k8_cycles_per_s=... k64_cycles_per_s=... k8_switch=... lock_bytes=...
+ * k8_cycles_per_s=... k64_cycles_per_s=... k8_switch=... sem_handoff_p50_us=...
+ * lock_bytes=...
  * setnx_bytes=... (then bench/redlock.sh's, from BENCH_REDLOCK)
  * Exit status 1 when a counter check, the exclusion check or a run failed.
  */
@@ -142,6 +143,9 @@ static size_t plan(const opts *o, lb_series *s)
     static const lb_series rlf = {.name = "redislock fair",
                                   .slug = "rl-fair", .lib = LB_REDISLOCK,
                                   .fair = 1};
+    static const lb_series rls = {.name = "redislock semaphore, limit 1",
+                                  .slug = "rl-sem1", .lib = LB_REDISLOCK,
+                                  .limit = 1};
     static const lb_series py = {
         .name = "redis-py Lock, sleep 0.1 s (default)", .slug = "py-0.1",
         .lib = LB_REDIS_PY, .arg1 = "0.1"};
@@ -171,6 +175,9 @@ static size_t plan(const opts *o, lb_series *s)
 
             add(s, &n, rl, k, m);
             add(s, &n, rlf, k, m);
+            /* A semaphore's wake-up path, at the targets' K. */
+            if (k == 8)
+                add(s, &n, rls, k, m);
         }
         if (peer) {
             add(s, &n, py, k, scaled(300, o->scale));

@@ -24,9 +24,12 @@ static const char *yes(int pass)
 static void row_micro(FILE *f, const char *name, double ops, double p50,
                       double p99, double calls, double cpu, const char *note)
 {
-    fprintf(f,
-            "| %s | 1 | %.0f%s | %.1f | %.1f | - | - | %.2f | %.1f | - |\n",
-            name, ops, note, p50, p99, calls, cpu);
+    char c[24] = "-";
+
+    if (cpu >= 0)
+        snprintf(c, sizeof c, "%.1f", cpu);
+    fprintf(f, "| %s | 1 | %.0f%s | %.1f | %.1f | - | - | %.2f | %s | - |\n",
+            name, ops, note, p50, p99, calls, c);
 }
 
 static void row_series(FILE *f, const lb_series *s)
@@ -69,7 +72,7 @@ static void rows_wire(FILE *f, const lb_wire *w, const char *wire)
     int i;
 
     snprintf(row, sizeof row, "PING round trip (the limit), %s", wire);
-    row_micro(f, row, w->ping_ops, w->ping_p50, w->ping_p99, 1, 0, "");
+    row_micro(f, row, w->ping_ops, w->ping_p50, w->ping_p99, 1, -1, "");
     for (i = 0; i < 4; i++) {
         int v = order[i];
 
@@ -112,8 +115,8 @@ static void table(FILE *f, const lb_micro *m, const lb_series *s, size_t ns)
                "Lua scripts run included; the counter's GET and SET left "
                "out). server CPU us/acq: INFO cpu's used_cpu_user + "
                "used_cpu_sys growth per cycle (the contention runs' "
-               "includes the counter's GET and SET; the PING rows' is not "
-               "measured).\n",
+               "includes the counter's GET and SET; not measured for the "
+               "PING rows).\n",
             m->rounds);
 }
 
@@ -123,7 +126,8 @@ static const lb_series *find(const lb_series *s, size_t ns, lb_lib lib,
     size_t i;
 
     for (i = 0; i < ns; i++)
-        if (s[i].lib == lib && s[i].fair == fair && s[i].k == k && s[i].ran)
+        if (s[i].lib == lib && s[i].fair == fair && s[i].k == k &&
+            s[i].limit == 0 && s[i].ran)
             return &s[i];
     return NULL;
 }
@@ -294,6 +298,33 @@ static void uncontended(const lb_wire *w, const char *wire)
            ratio(w->piped_cpu[0], w->piped_cpu[3]));
 }
 
+/* The semaphore's hand-off (a permit of limit 1: its scripts and
+ * wake-ups, the lock's analysis), against the lock's targets. */
+static const lb_series *find_sem(const lb_series *s, size_t ns, int k)
+{
+    size_t i;
+
+    for (i = 0; i < ns; i++)
+        if (s[i].lib == LB_REDISLOCK && s[i].limit > 0 && s[i].k == k &&
+            s[i].ran)
+            return &s[i];
+    return NULL;
+}
+
+static void semaphore(const lb_series *s, size_t ns, double rtt, int k)
+{
+    const lb_series *m = find_sem(s, ns, k);
+
+    if (m == NULL) {
+        printf("  K=%d semaphore run missing: MISS\n", k);
+        return;
+    }
+    printf("  K=%d semaphore (limit %d) hand-off p50 <= 2 x RTT (%.1f us): "
+           "%.1f us %s; p99 <= 10 x RTT (%.1f us): %.1f us %s\n",
+           k, m->limit, 2 * rtt, m->h50, yes(m->h50 <= 2 * rtt), 10 * rtt,
+           m->h99, yes(m->h99 <= 10 * rtt));
+}
+
 static void targets(const lb_series *s, size_t ns, const lb_micro *m,
                     const lb_idle *idle, int nidle,
                     const lb_series *fair, const lb_series *def, int k)
@@ -337,6 +368,7 @@ static void targets(const lb_series *s, size_t ns, const lb_micro *m,
             printf("  K=64 %s run missing: scaling target MISS\n",
                    i ? "fair" : "default mode");
     }
+    semaphore(s, ns, rtt, k);
     for (i = 0; i < nidle; i++)
         printf("  blocked waiter (%s) holds 1 server connection: %d %s\n",
                idle[i].fair ? "fair" : "default", idle[i].conns,
@@ -378,6 +410,7 @@ void lb_report(const lb_env *e, const lb_micro *m, const lb_idle *idle,
     /* bench/run.sh's Redlock run: its machine-readable figures. */
     const char *redlock = getenv("BENCH_REDLOCK");
     const lb_wire *u = &m->w[LB_UNIX], *tcp = &m->w[LB_TCP];
+    const lb_series *sem = find_sem(s, ns, k);
     FILE *f;
     int i;
 
@@ -409,7 +442,8 @@ void lb_report(const lb_env *e, const lb_micro *m, const lb_idle *idle,
            "srv_cpu_ratio=%.2f srv_cpu_ratio_default=%.2f "
            "srv_cpu_ratio_tcp=%.2f handoff_p50_us=%.1f "
            "handoff_p99_us=%.1f k8_cycles_per_s=%.0f k64_cycles_per_s=%.0f "
-           "k8_switch=%.3f lock_bytes=%.0f setnx_bytes=%.0f%s%s\n",
+           "k8_switch=%.3f sem_handoff_p50_us=%.1f lock_bytes=%.0f "
+           "setnx_bytes=%.0f%s%s\n",
            m->ping_p50, u->ratio_min[2], u->ratio[2], u->ratio_min[1],
            tcp->ratio_min[2], tcp->ratio_min[1], u->cpu_cycle[2],
            ratio(u->cpu_cycle[2], u->cpu_cycle[3]),
@@ -417,7 +451,8 @@ void lb_report(const lb_env *e, const lb_micro *m, const lb_idle *idle,
            ratio(tcp->cpu_cycle[2], tcp->cpu_cycle[3]),
            fair ? fair->h50 : -1, fair ? fair->h99 : -1,
            fair ? fair->cycles_s : 0, k64 ? k64->cycles_s : 0,
-           fair ? fair->sw : 0, mem->ok ? mem->lib_bytes : -1,
+           fair ? fair->sw : 0, sem ? sem->h50 : -1,
+           mem->ok ? mem->lib_bytes : -1,
            mem->raw_bytes, redlock ? " " : "", redlock ? redlock : "");
 }
 
