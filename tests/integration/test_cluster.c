@@ -160,12 +160,29 @@ void test_cluster_lock_features(void)
     ASSERT_OK(redislock_acquire(l[2], &o));
     ASSERT_OK(redislock_list(c, "feat:*", count_lock, &listed));
     ASSERT_EQ_INT(listed, 3);
-    ASSERT_OK(redislock_fenced_set(c, "feat:res", 8, "v", 1,
-                                   redislock_fence(l[1])));
+    ASSERT_OK(
+        redislock_fenced_set(c, "feat:res", 8, "v", 1, redislock_fence(l[1])));
     ASSERT_ERR(redislock_fenced_set(c, "feat:res", 8, "v", 1, 1),
                REDISLOCK_ESTALE);
     for (i = 0; i < 3; i++) {
         ASSERT_OK(redislock_release(l[i]));
+        redislock_lock_free(l[i]);
+    }
+    /* A semaphore on a master's key: its limit, read where it lives. */
+    o.limit = 2;
+    for (i = 0; i < 3; i++)
+        l[i] = th_lock(c, "feat:sem");
+    ASSERT_OK(redislock_acquire(l[0], &o));
+    ASSERT_OK(redislock_acquire(l[1], &o));
+    ASSERT_ERR(redislock_acquire(l[2], &o), REDISLOCK_EHELD);
+    ASSERT_OK(redislock_inspect(l[2], &info));
+    ASSERT_EQ_INT(info.reserved, REDISLOCK_KIND_SEMAPHORE);
+    ASSERT_EQ_INT(info.holds, 2);
+    ASSERT_OK(redislock_release(l[0]));
+    ASSERT_OK(redislock_acquire(l[2], &o));
+    for (i = 0; i < 3; i++) {
+        if (i > 0)
+            ASSERT_OK(redislock_release(l[i]));
         redislock_lock_free(l[i]);
     }
     woke = wake_after_release(c, "feat:wake", 0);

@@ -577,3 +577,49 @@ void test_sem_model_random_operations(void)
         redislock_client_free(c[i]);
     th_env_stop(&e);
 }
+
+/* On a sharded client each key's semaphore lives on the key's server:
+ * keys spread over three servers, each admitting its limit. */
+#define SHARD_KEYS 12
+
+void test_sem_sharded_keys(void)
+{
+    th_servers e = th_servers_start(3);
+    redislock_client *c = NULL;
+    redislock_acquire_options o = permit(2, 10000, 0);
+    redislock_lock *l[SHARD_KEYS][3];
+    char keys[SHARD_KEYS][16];
+    long long on[3] = {0, 0, 0};
+    int i, j, k;
+
+    ASSERT_OK(redislock_client_new_sharded(&c, e.urls, 3, NULL));
+    for (i = 0; i < SHARD_KEYS; i++) {
+        snprintf(keys[i], sizeof keys[i], "s:%d", i);
+        for (j = 0; j < 3; j++)
+            l[i][j] = th_lock(c, keys[i]);
+        ASSERT_OK(redislock_acquire(l[i][0], &o));
+        ASSERT_OK(redislock_acquire(l[i][1], &o));
+        ASSERT_ERR(redislock_acquire(l[i][2], &o), REDISLOCK_EHELD);
+    }
+    /* Each set is whole on one server: 2 permits and the limit. */
+    for (i = 0; i < SHARD_KEYS; i++)
+        for (k = 0; k < 3; k++) {
+            long long n = th_cmd_int(e.r[k], "ZCARD %s", keys[i]);
+
+            ASSERT(n == 0 || n == 3);
+            on[k] += n > 0;
+        }
+    test_log("sets per server: %lld %lld %lld", on[0], on[1], on[2]);
+    ASSERT_EQ_INT(on[0] + on[1] + on[2], SHARD_KEYS);
+    for (i = 0; i < SHARD_KEYS; i++)
+        for (j = 0; j < 3; j++) {
+            if (j < 2)
+                ASSERT_OK(redislock_release(l[i][j]));
+            redislock_lock_free(l[i][j]);
+        }
+    /* Only helper keys (fencing counters) are left. */
+    for (k = 0; k < 3; k++)
+        ASSERT_EQ_INT(th_lock_keys(e.r[k]), 0);
+    redislock_client_free(c);
+    th_servers_stop(&e);
+}
