@@ -89,6 +89,10 @@ static const reply_class classes[] = {
      "the semaphore's key was set up with another limit",
      "pass the same limit wherever the key is used; a key's limit changes "
      "only once no permit is held"},
+    /* release.lua: hold-after asked of a semaphore's permit. */
+    {"RLNOHOLD", NULL, REDISLOCK_EINVAL,
+     "hold-after is for a lock: the key is a semaphore",
+     "release the permit without hold-after"},
     {"DENIED", NULL, REDISLOCK_ECONFIG,
      "the server is in protected mode: without a password set it refuses "
      "clients from other hosts",

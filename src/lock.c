@@ -331,7 +331,7 @@ void rl__lock_owner_args(const redislock_lock *l, const char *arg2,
 {
     args[0] = l->token;
     args[1] = arg2;
-    args[2] = l->rich ? "h" : "p";
+    args[2] = l->limit ? "z" : l->rich ? "h" : "p";
     lens[0] = strlen(l->token);
     lens[1] = strlen(arg2);
     lens[2] = 1;
@@ -340,15 +340,10 @@ void rl__lock_owner_args(const redislock_lock *l, const char *arg2,
 /* Runs a compare-and-X script for l's token by the client's algorithm;
  * *n gets its integer answer, which is mapped: -1 ELOST, 0 EEXPIRED,
  * positive OK. */
-/* The owner's release.lua or extend.lua (s), or a semaphore permit's
- * twin of it. */
 static redislock_err owner_script(redislock_lock *l, const rl__script *s,
                                   const char *arg2, int64_t timeout_ms,
                                   long long *n)
 {
-    if (l->limit)
-        s = s == &rl__script_extend ? &rl__script_sem_extend
-                                    : &rl__script_sem_release;
     return rl__client_algo(l->client)->owner(l, s, arg2, timeout_ms, n);
 }
 
@@ -485,7 +480,8 @@ redislock_err redislock_adopt(redislock_lock *l, const char *token)
                        "'%s' marks a hold-after reservation, which nobody "
                        "owns: it cannot be adopted, released or extended",
                        RL_RESERVED_VALUE);
-    /* A lock's token: a semaphore's permit cannot be adopted (yet). */
+    /* Whatever the token holds (a lock, a semaphore's permit): the
+     * owner scripts tell by the key's type. */
     l->limit = 0;
     /* Nothing is known of this lease's age: no validity until an extend. */
     rl__lock_take(l, token, REDISLOCK_DEFAULT_TTL_MS, -1, 0, 0);

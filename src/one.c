@@ -170,7 +170,7 @@ static redislock_err owner(redislock_lock *l, const rl__script *s,
 
     rl__lock_owner_args(l, arg2, args, lens);
     /* An extend writes the lease: the replica-sync guard follows it. */
-    err = s == &rl__script_extend || s == &rl__script_sem_extend
+    err = s == &rl__script_extend
               ? rl__lock_write_script(l, timeout_ms, s, NULL, 3, args, lens, &r)
               : rl__lock_script(l, timeout_ms, s, NULL, 3, args, lens, &r);
     rl__lock_set_outcomes(l, &err, 1);

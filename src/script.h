@@ -34,8 +34,6 @@ extern const rl__script rl__script_extend;
 extern const rl__script rl__script_inspect;
 extern const rl__script rl__script_fenced_set;
 extern const rl__script rl__script_sem_acquire;
-extern const rl__script rl__script_sem_release;
-extern const rl__script rl__script_sem_extend;
 
 #define RL_SCRIPT_MAX_ARGS 16
 #define RL_SCRIPT_ARGV_MAX (3 + RL_SCRIPT_MAX_ARGS)

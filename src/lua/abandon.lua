@@ -18,12 +18,7 @@ redis.call('SET', K.void, '1', 'PX', ARGV[2])
 local kind, holder = rl_holder(key)
 if kind == 'zset' then
     -- A permit of a semaphore (sem_acquire.lua): its token's member.
-    if redis.call('ZREM', key, id) == 0 then
-        return 0
-    end
-    rl_sem_prune(key, rl_now_ms())
-    rl_wake(K)
-    return 1
+    return rl_permit_release(K, id)
 end
 if holder ~= id then
     return 0

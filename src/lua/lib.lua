@@ -321,6 +321,43 @@ local function rl_sem_prune(key, now)
     return held
 end
 
+-- Gives back the permit id of the semaphore K.lock and wakes a waiter
+-- (K: rl_wake's helpers too). Returns 1, or 0 when the permit is gone or
+-- its lease has ended: never reported as released, even before an
+-- acquire dropped it.
+local function rl_permit_release(K, id)
+    local score = redis.call('ZSCORE', K.lock, id)
+    local now = rl_now_ms()
+    if not score then
+        return 0
+    end
+    redis.call('ZREM', K.lock, id)
+    rl_sem_prune(K.lock, now)
+    if tonumber(score) <= now then
+        return 0
+    end
+    rl_wake(K)
+    return 1
+end
+
+-- Lengthens the lease of the permit id of the semaphore at key to at
+-- least ttl ms from now, never shortening it, and the key's life with it;
+-- a permit whose lease has ended is not brought back. Returns 1, or 0
+-- when it is gone or ended.
+local function rl_permit_extend(key, id, ttl)
+    local score = redis.call('ZSCORE', key, id)
+    local now = rl_now_ms()
+    ttl = tonumber(ttl)
+    if not score or tonumber(score) <= now then
+        return 0
+    end
+    if now + ttl > tonumber(score) then
+        redis.call('ZADD', key, 'XX', now + ttl, id)
+    end
+    rl_lengthen(key, ttl)
+    return 1
+end
+
 -- After the lock K.lock was freed: hands it to the longest-waiting live
 -- fair waiter, or else wakes one ordinary waiter. K names the helpers
 -- (fence, q, ws, waiting, wake; all in the lock's cluster slot). Waiters

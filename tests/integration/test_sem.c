@@ -151,6 +151,38 @@ void test_sem_expired_permit_not_released(void)
     th_env_stop(&e);
 }
 
+/* A permit's token adopted by another handle (as the CLI's release and
+ * extend do): it extends and releases the permit, refuses hold-after, and
+ * an adopted token of a permit that ran out is expired. */
+void test_sem_adopted_permit(void)
+{
+    th_env e = th_env_start();
+    redislock_acquire_options o = permit(2, 5000, 0);
+    redislock_lock *a = th_lock(e.c, KEY), *b = th_lock(e.c, KEY);
+    char tok[300];
+
+    ASSERT_OK(redislock_acquire(a, &o));
+    snprintf(tok, sizeof tok, "%s", redislock_token(a));
+    ASSERT_OK(redislock_adopt(b, tok));
+    ASSERT_OK(redislock_extend(b, 20000));
+    ASSERT_GT(th_cmd_int(e.r, "PTTL %s", KEY), 15000);
+    ASSERT_ERR(redislock_release_hold(b, 1000), REDISLOCK_EINVAL);
+    test_log("%s", redislock_errdetail());
+    ASSERT(strstr(redislock_errdetail(), "semaphore") != NULL);
+    ASSERT_EQ_INT(permits(e.r), 1);
+    ASSERT_OK(redislock_release(b));
+    ASSERT_EQ_INT(th_cmd_int(e.r, "EXISTS %s", KEY), 0);
+    ASSERT_ERR(redislock_release(a), REDISLOCK_EEXPIRED);
+    o.ttl_ms = 50;
+    ASSERT_OK(redislock_acquire(a, &o));
+    ASSERT_OK(redislock_adopt(b, redislock_token(a)));
+    th_sleep_ms(100);
+    ASSERT_ERR(redislock_release(b), REDISLOCK_EEXPIRED);
+    redislock_lock_free(a);
+    redislock_lock_free(b);
+    th_env_stop(&e);
+}
+
 void test_sem_watchdog_renews_own_permit(void)
 {
     th_env e = th_env_start();
