@@ -25,6 +25,7 @@ int cli_cmd_acquire(int argc, char **argv, const cli_global *g)
     static const cli_optdef defs[] = {
         CLI_OPTS_COMMON,
         CLI_OPTS_TAKE,
+        {CLI_ID_LIMIT, "limit", 1},
         {0, NULL, 0},
     };
     const char *ctx = argv[0];

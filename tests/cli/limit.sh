@@ -67,3 +67,18 @@ touch "$D/go"
 bg_wait s1 20
 bg_wait s2 20
 key_gone sem || fail "the semaphore's key is left"
+
+# acquire --limit prints a permit's token; release and extend take it.
+expect 0 "$RL" acquire --limit 2 -t 20s sem
+t1=$(cat "$D/out")
+expect 0 "$RL" acquire --limit 2 -t 20s sem
+t2=$(cat "$D/out")
+expect 1 "$RL" acquire -n --limit 2 sem
+expect 0 "$RL" extend -t 30s sem "$t1"
+between 25000 30000 "$(rcli pttl sem)" "pttl after extending a permit"
+expect 64 "$RL" release --hold-after 1s sem "$t1"
+err_has "semaphore"
+expect 0 "$RL" release sem "$t1"
+expect 0 "$RL" release sem "$t2"
+key_gone sem || fail "the permits' key is left"
+expect 1 "$RL" release sem "$t2"
