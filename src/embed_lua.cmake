@@ -62,5 +62,9 @@ foreach(_name ${NAMES})
     endif()
     string(APPEND _c "const rl__script rl__script_${_name} = {\n")
     string(APPEND _c "    \"${_name}\",\n    \"${_sha}\",\n    \"${_esc}\",\n    ${_eval},\n    ${_keys},\n    ${_nroles}\n};\n\n")
+    string(APPEND _all "    &rl__script_${_name},\n")
 endforeach()
+# Every script, for the tests that check them all (a new one cannot be
+# left out of their lists).
+string(APPEND _c "const rl__script *const rl__scripts[] = {\n${_all}    NULL};\n")
 file(WRITE ${OUT} "${_c}")

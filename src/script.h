@@ -34,6 +34,8 @@ extern const rl__script rl__script_extend;
 extern const rl__script rl__script_inspect;
 extern const rl__script rl__script_fenced_set;
 extern const rl__script rl__script_sem_acquire;
+/* Every script above, NULL-terminated. */
+extern const rl__script *const rl__scripts[];
 
 #define RL_SCRIPT_MAX_ARGS 16
 #define RL_SCRIPT_ARGV_MAX (3 + RL_SCRIPT_MAX_ARGS)

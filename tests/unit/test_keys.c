@@ -131,13 +131,13 @@ void test_keys_script_keysets(void)
     ASSERT_EQ_INT(rl__keyset_make(&ks, nine, RL_KEYS_MAX + 1, &k, NULL), -1);
     /* Every embedded script's layout starts with the lock and is whole. */
     {
-        const rl__script *const s[] = {&rl__script_acquire, &rl__script_fair,
-                                       &rl__script_leave,   &rl__script_abandon,
-                                       &rl__script_release, &rl__script_extend,
-                                       &rl__script_inspect};
-        size_t i;
+        const rl__script *const *s = rl__scripts;
+        size_t i, n = 0;
 
-        for (i = 0; i < sizeof s / sizeof *s; i++) {
+        for (i = 0; s[i] != NULL; i++) {
+            if (s[i] == &rl__script_fenced_set)
+                continue; /* its caller names its keys */
+            n++;
             ASSERT(s[i]->keys != NULL);
             ASSERT_EQ_INT(s[i]->keys[0], RL_KEY_LOCK);
             ASSERT_EQ_INT(
@@ -145,5 +145,6 @@ void test_keys_script_keysets(void)
             rl__keyset_free(&ks);
         }
         ASSERT(rl__script_fenced_set.keys == NULL);
+        ASSERT_GE(n, 8);
     }
 }
