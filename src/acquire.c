@@ -69,8 +69,9 @@ static redislock_err check_limit(const redislock_acquire_options *o)
     if (o->limit > 0 &&
         (o->reentrant || o->owner != NULL || o->metadata != NULL || o->fair))
         return rl__err(REDISLOCK_EINVAL,
-                       "a semaphore's permit (limit %d) cannot be %s: each "
-                       "permit is one holder's, in arrival order not kept",
+                       "a semaphore's permit (limit %d) cannot be %s: "
+                       "permits have no owner id, metadata or re-entry, and "
+                       "no arrival-order queue yet",
                        o->limit,
                        o->reentrant ? "reentrant"
                        : o->fair    ? "fair"

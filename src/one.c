@@ -24,9 +24,6 @@ typedef struct attempt_req {
     rl__request q;
 } attempt_req;
 
-/* The acquire or fair script: {1, holds, fence} taken, {0, pttl, wakes}
- * held by another. One round trip when the lock is free. A fair waiter
- * names the channel a release tells it of a hand-off on. */
 /* A semaphore's permit (sem_acquire.lua): token, TTL, limit, mark. */
 static void permit_prepare(const rl__try *t, attempt_req *a)
 {
@@ -46,6 +43,10 @@ static void permit_prepare(const rl__try *t, attempt_req *a)
                          .lens = a->lens};
 }
 
+/* The acquire or fair script: {1, holds, fence} taken, {0, pttl, wakes}
+ * held by another. One round trip when the lock is free. A fair waiter
+ * names the channel a release tells it of a hand-off on. A permit takes
+ * sem_acquire.lua, which answers alike. */
 static redislock_err attempt_prepare(redislock_lock *l, const rl__try *t,
                                      attempt_req *a)
 {

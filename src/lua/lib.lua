@@ -302,7 +302,8 @@ local RL_SEM_LIMIT = 'redislock:limit:'
 local function rl_sem_limit(key)
     local top = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
     local n = #RL_SEM_LIMIT
-    if top[1] and top[2] == 'inf' and string.sub(top[1], 1, n) == RL_SEM_LIMIT then
+    if top[1] and top[2] == 'inf' and
+            string.sub(top[1], 1, n) == RL_SEM_LIMIT then
         return tonumber(string.sub(top[1], n + 1))
     end
     return nil

@@ -13,7 +13,8 @@
 -- another kind (its PTTL; wakes 0: no release of it wakes us); error
 -- RLLIMIT when the semaphore was set up with another limit.
 local K = rl_keys('lock fence waiting void')
-local key, id, ttl, limit = K.lock, ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local key, id = K.lock, ARGV[1]
+local ttl, limit = tonumber(ARGV[2]), tonumber(ARGV[3])
 local last = rl_request_last(K)
 if last == nil then
     return {0, -2}
