@@ -655,3 +655,67 @@ void test_sem_sharded_keys(void)
     redislock_client_free(c);
     th_servers_stop(&e);
 }
+
+/*
+ * A permit holder stopped (SIGSTOP) past its lease: two others take the
+ * limit's places meanwhile, the newer writes the resource with its
+ * fencing token, and the stopped holder, resumed, knows it lost the
+ * permit, and its write with its own older token is refused. Exit
+ * status of the child: 1 refused (the expected), 0 accepted, 2 another
+ * outcome; +10 when redislock_check did not report the loss.
+ */
+static int stopped_permit(const char *url)
+{
+    redislock_client *c;
+    redislock_lock *l;
+    redislock_acquire_options o = permit(2, 200, 0);
+    redislock_err e;
+    int lost;
+
+    if (redislock_client_new(&c, url, NULL) != REDISLOCK_OK ||
+        redislock_lock_new(c, KEY, strlen(KEY), &l) != REDISLOCK_OK ||
+        redislock_acquire(l, &o) != REDISLOCK_OK)
+        return 2;
+    raise(SIGSTOP); /* longer than the lease */
+    lost = redislock_check(l) != REDISLOCK_OK;
+    e = redislock_fenced_set(c, "sem:res", 7, "stale", 5, redislock_fence(l));
+    return (e == REDISLOCK_ESTALE ? 1
+            : e == REDISLOCK_OK   ? 0
+                                  : 2) +
+           (lost ? 0 : 10);
+}
+
+void test_sem_stopped_holder_write_refused(void)
+{
+    th_env e = th_env_start();
+    redislock_acquire_options o = permit(2, 5000, 3000);
+    redislock_lock *a = th_lock(e.c, KEY), *b = th_lock(e.c, KEY);
+    char *v;
+    int st;
+    pid_t pid = fork();
+
+    ASSERT(pid >= 0);
+    if (pid == 0)
+        _exit(stopped_permit(e.s->unix_url));
+    ASSERT_EQ_INT(waitpid(pid, &st, WUNTRACED), pid);
+    ASSERT(WIFSTOPPED(st));
+    /* One place is free; the other once the stopped holder's lease ends. */
+    ASSERT_OK(redislock_acquire(a, &o));
+    ASSERT_OK(redislock_acquire(b, &o));
+    ASSERT_OK(redislock_fenced_set(e.c, "sem:res", 7, "fresh", 5,
+                                   redislock_fence(b)));
+    ASSERT_EQ_INT(kill(pid, SIGCONT), 0);
+    ASSERT_EQ_INT(waitpid(pid, &st, 0), pid);
+    ASSERT(WIFEXITED(st));
+    test_log("the stopped holder's exit status: %d (1: its write refused)",
+             WEXITSTATUS(st));
+    ASSERT_EQ_INT(WEXITSTATUS(st), 1);
+    v = th_cmd_str(e.r, NULL, "GET sem:res");
+    ASSERT_EQ_STR(v, "fresh");
+    free(v);
+    ASSERT_OK(redislock_release(a));
+    ASSERT_OK(redislock_release(b));
+    redislock_lock_free(a);
+    redislock_lock_free(b);
+    th_env_stop(&e);
+}
