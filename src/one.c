@@ -24,48 +24,28 @@ typedef struct attempt_req {
     rl__request q;
 } attempt_req;
 
-/* A semaphore's permit (sem_acquire.lua): token, TTL, limit, mark. */
-static void permit_prepare(const rl__try *t, attempt_req *a)
-{
-    memset(a, 0, sizeof *a);
-    a->args[0] = t->id;
-    a->args[1] = a->ttl;
-    a->args[2] = a->limit;
-    a->args[3] = a->mark;
-    a->lens[0] = strlen(t->id);
-    a->lens[1] = (size_t)snprintf(a->ttl, sizeof a->ttl, "%" PRId64, t->ttl_ms);
-    a->lens[2] = (size_t)snprintf(a->limit, sizeof a->limit, "%d", t->limit);
-    a->lens[3] =
-        (size_t)snprintf(a->mark, sizeof a->mark, "%" PRId64, t->mark_ms);
-    a->q = (rl__request){.s = &rl__script_sem_acquire,
-                         .nargs = 4,
-                         .args = a->args,
-                         .lens = a->lens};
-}
-
 /* The acquire or fair script: {1, holds, fence} taken, {0, pttl, wakes}
  * held by another. One round trip when the lock is free. A fair waiter
  * names the channel a release tells it of a hand-off on. A permit takes
- * sem_acquire.lua, which answers alike. */
+ * sem_acquire.lua, whose arguments and answers are acquire.lua's but for
+ * the limit in the format's place. */
 static redislock_err attempt_prepare(redislock_lock *l, const rl__try *t,
                                      attempt_req *a)
 {
     int n = t->fair ? 8 : 6;
 
-    if (t->limit > 0) {
-        permit_prepare(t, a);
-        return REDISLOCK_OK;
-    }
     memset(a, 0, sizeof *a);
     a->args[0] = t->id;
     a->args[1] = a->ttl;
-    a->args[2] = t->fmt;
+    a->args[2] = t->limit > 0 ? a->limit : t->fmt;
     a->args[3] = t->meta;
     a->args[4] = a->mark;
     a->args[5] = t->req;
     a->lens[0] = strlen(t->id);
     a->lens[1] = (size_t)snprintf(a->ttl, sizeof a->ttl, "%" PRId64, t->ttl_ms);
-    a->lens[2] = strlen(t->fmt);
+    a->lens[2] = t->limit > 0 ? (size_t)snprintf(a->limit, sizeof a->limit,
+                                                 "%d", t->limit)
+                              : strlen(t->fmt);
     a->lens[3] = strlen(t->meta);
     a->lens[4] =
         (size_t)snprintf(a->mark, sizeof a->mark, "%" PRId64, t->mark_ms);
@@ -76,7 +56,9 @@ static redislock_err attempt_prepare(redislock_lock *l, const rl__try *t,
         a->args[7] = rl__wait_sharded(l) ? "S" : "P";
         a->lens[7] = 1;
     }
-    a->q = (rl__request){.s = t->fair ? &rl__script_fair : &rl__script_acquire,
+    a->q = (rl__request){.s = t->fair    ? &rl__script_fair
+                              : t->limit ? &rl__script_sem_acquire
+                                         : &rl__script_acquire,
                          .nargs = n,
                          .args = a->args,
                          .lens = a->lens};

@@ -5,9 +5,11 @@
 -- exists is held, for other libraries too (their SET NX fails). Leases are
 -- judged on the server's clock only.
 -- KEYS: the key, its fencing counter, its waiting marker, and the void
--- marker of this request (see abandon.lua). ARGV[1] the permit's token,
--- ARGV[2] TTL in ms, ARGV[3] the limit, ARGV[4] the most the caller will
--- wait in ms ('0': it will not, so no marker).
+-- marker of this request (see abandon.lua). ARGV as acquire.lua's, but
+-- for the limit in the format's place: ARGV[1] the permit's token,
+-- ARGV[2] TTL in ms, ARGV[3] the limit, ARGV[5] the most the caller will
+-- wait in ms ('0': it will not, so no marker); ARGV[4] and ARGV[6] unused
+-- (a permit has no metadata; its token is its request's id).
 -- Returns {1, 1, fence} when a permit was taken; {0, ms, wakes} when all
 -- are held (ms until the first lease ends) or the key is held by a lock of
 -- another kind (its PTTL; wakes 0: no release of it wakes us); error
@@ -29,26 +31,28 @@ if kind == 'zset' then
     elseif n ~= limit then
         return redis.error_reply('RLLIMIT ' .. key .. ' allows ' .. n ..
                                  ' holders at once')
-    elseif rl_sem_prune(key, now) >= limit then
-        local first = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
-        wait = tonumber(first[2]) - now
     else
-        kind = redis.call('EXISTS', key) == 1 and 'zset' or 'none'
+        local held = rl_sem_prune(key, now)
+        if held >= limit then
+            local first = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+            wait = tonumber(first[2]) - now
+        elseif held == 0 then
+            kind = 'none' -- the prune took the key
+        end
     end
 elseif kind ~= 'none' then
     wait, wakes = redis.call('PTTL', key), 0
 end
 if wait == nil then
-    if kind == 'none' then
-        redis.call('ZADD', key, 'inf', RL_SEM_LIMIT .. limit)
-    end
-    redis.call('ZADD', key, now + ttl, id)
     -- The key lives as long as its longest lease, never shorter.
-    local left = redis.call('PTTL', key)
-    if left < ttl then
+    if kind == 'none' then
+        redis.call('ZADD', key, 'inf', RL_SEM_LIMIT .. limit, now + ttl, id)
         redis.call('PEXPIRE', key, ttl)
+    else
+        redis.call('ZADD', key, now + ttl, id)
+        rl_lengthen(key, ttl)
     end
     return {1, 1, rl_fence(K.fence, ttl, last)}
 end
-rl_mark_waiting(K, wait, ARGV[4])
+rl_mark_waiting(K, wait, ARGV[5])
 return {0, wait, wakes}
