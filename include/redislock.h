@@ -234,6 +234,15 @@ typedef struct redislock_acquire_options {
      * metadata or fair, nor on a Redlock client. Default 0: an
      * exclusive lock. */
     int limit;
+    /* Nonzero: a share of a shared (read-write) lock. Any number of
+     * handles hold the key shared at once, each with a lease, token,
+     * fencing token, renewal and loss signal of its own, while no
+     * exclusive holder (any acquire without this flag) has it: the two
+     * exclude each other. A waiting exclusive request stops new shares
+     * until it gets the key or its wait ends (writer preference). Not
+     * with limit, reentrant, owner, metadata or fair, nor on a Redlock
+     * client. Default 0: exclusive. */
+    int shared;
 } redislock_acquire_options;
 
 /* The most holders a semaphore may admit (redislock_acquire_options'
@@ -373,6 +382,7 @@ REDISLOCK_API redislock_err redislock_ttl(redislock_lock *l, int64_t *ttl_ms);
 #define REDISLOCK_KIND_RESERVED 1
 #define REDISLOCK_KIND_NOT_LOCK 2
 #define REDISLOCK_KIND_SEMAPHORE 3
+#define REDISLOCK_KIND_SHARED 4
 
 /*
  * What anyone can read of a key. Strings are borrowed from the handle and
@@ -397,7 +407,9 @@ typedef struct redislock_info {
     size_t metadata_len; /* hold NUL bytes written by other clients */
     /* A semaphore (kind REDISLOCK_KIND_SEMAPHORE): its limit, with holds
      * the permits whose leases still run and ttl_ms the longest lease.
-     * 0 for any other kind. */
+     * 0 for any other kind. A lock held shared (REDISLOCK_KIND_SHARED)
+     * has holds the shares whose leases still run (0 while a waiting
+     * exclusive request keeps it), ttl_ms the longest lease. */
     int limit;
 } redislock_info;
 
@@ -412,7 +424,7 @@ typedef struct redislock_info {
 #define REDISLOCK_OPTIONS_SIZE                                                 \
     REDISLOCK_SIZE_THROUGH_(redislock_options, wait_replicas_lenient)
 #define REDISLOCK_ACQUIRE_OPTIONS_SIZE                                         \
-    REDISLOCK_SIZE_THROUGH_(redislock_acquire_options, limit)
+    REDISLOCK_SIZE_THROUGH_(redislock_acquire_options, shared)
 #define REDISLOCK_INFO_SIZE REDISLOCK_SIZE_THROUGH_(redislock_info, limit)
 
 /* Reads the key's state, whoever holds it, in one round trip. */

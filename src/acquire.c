@@ -58,21 +58,28 @@ typedef struct attempt_cfg {
     char nonce[RL_TOKEN_HEXLEN + 1]; /* req for a lock with an owner id */
 } attempt_cfg;
 
-/* A semaphore's limit, and what a permit cannot have. */
-static redislock_err check_limit(const redislock_acquire_options *o)
+/* A semaphore's limit, and what a share (a permit, a reader's share of a
+ * lock held shared) cannot have. */
+static redislock_err check_share(const redislock_acquire_options *o)
 {
+    const char *what = o->shared ? "a reader's share (shared)" : "a permit";
+
     if (o->limit < 0 || o->limit > REDISLOCK_LIMIT_MAX)
         return rl__err(REDISLOCK_EINVAL,
                        "limit of %d: a semaphore admits 1 to %d holders (0: "
                        "an exclusive lock)",
                        o->limit, REDISLOCK_LIMIT_MAX);
-    if (o->limit > 0 &&
+    if (o->shared && o->limit > 0)
+        return rl__err(REDISLOCK_EINVAL,
+                       "shared and a limit of %d: a key is either a lock "
+                       "(held shared or alone) or a semaphore",
+                       o->limit);
+    if ((o->limit > 0 || o->shared) &&
         (o->reentrant || o->owner != NULL || o->metadata != NULL || o->fair))
         return rl__err(REDISLOCK_EINVAL,
-                       "a semaphore's permit (limit %d) cannot be %s: "
-                       "permits have no owner id, metadata or re-entry, and "
-                       "no arrival-order queue yet",
-                       o->limit,
+                       "%s cannot be %s: shares have no owner id, metadata "
+                       "or re-entry, and no arrival-order queue yet",
+                       what,
                        o->reentrant ? "reentrant"
                        : o->fair    ? "fair"
                        : o->owner   ? "given an owner id"
@@ -119,7 +126,7 @@ static redislock_err check_options(const redislock_acquire_options *o)
                        RL_RESERVED_VALUE);
     if (o->metadata != NULL && strlen(o->metadata) > 65536)
         return rl__err(REDISLOCK_EINVAL, "metadata longer than 64 KiB");
-    return check_limit(o);
+    return check_share(o);
 }
 
 /* The handle's own owner id, "host:pid:random", made once. */
@@ -156,7 +163,7 @@ static void fill_try(const attempt_cfg *a, int64_t deadline, rl__try *t)
     t->drift_ms =
         a->o->drift_ms ? a->o->drift_ms : rl__default_drift(a->ttl_ms);
     t->fair = a->o->fair;
-    t->limit = a->o->limit;
+    t->limit = a->o->shared ? RL_LIMIT_SHARED : a->o->limit;
     t->mark_ms = a->o->fair ? RL_FAIR_ALIVE_MS : a->waits ? left : 0;
 }
 
@@ -488,6 +495,9 @@ static redislock_err acquire(redislock_lock *l,
     if (opts->limit && rl__client_algo(l->client)->no_semaphore != NULL)
         return rl__err(REDISLOCK_EINVAL, "%s",
                        rl__client_algo(l->client)->no_semaphore);
+    if (opts->shared && rl__client_algo(l->client)->no_shared != NULL)
+        return rl__err(REDISLOCK_EINVAL, "%s",
+                       rl__client_algo(l->client)->no_shared);
     if ((err = wait_loop(l, &a, &sent_us)) != REDISLOCK_OK)
         return err;
     /* A hand-off may grant less than the TTL (see rl_handoff in lib.lua):
@@ -502,7 +512,7 @@ static redislock_err acquire(redislock_lock *l,
     if (l->own == 0) {
         l->rich = a.rich;
         l->fair_queued = a.was_queued;
-        l->limit = opts->limit;
+        l->limit = opts->shared ? RL_LIMIT_SHARED : opts->limit;
     }
     rl__lock_take(l, a.id, a.ttl_ms, opts->drift_ms ? opts->drift_ms : -1,
                   sent_us, short_lease ? l->handoff_lease : a.ttl_ms);

@@ -24,8 +24,9 @@ typedef struct rl__try {
     int64_t ttl_ms;
     int64_t drift_ms; /* subtracted from the validity */
     int fair;         /* FIFO queue (fair.lua) */
-    int limit;        /* a semaphore's permit (sem_acquire.lua); 0: a lock */
-    int64_t mark_ms;  /* how long the caller may block (waiting marker) */
+    int limit; /* a share (share_acquire.lua): a semaphore's permit of this
+                  limit, or RL_LIMIT_SHARED; 0: a lock */
+    int64_t mark_ms; /* how long the caller may block (waiting marker) */
 } rl__try;
 
 typedef struct rl__algo {
@@ -35,11 +36,12 @@ typedef struct rl__algo {
     /* Whether an attempt that failed was undone everywhere (its token
      * voided), so the next attempt takes a fresh token. */
     int fresh_token;
-    /* Why fair mode or fenced writes cannot be had: the detail of
-     * REDISLOCK_EINVAL; NULL when they can. */
+    /* Why fair mode, fenced writes, semaphores or shared locks cannot be
+     * had: the detail of REDISLOCK_EINVAL; NULL when they can. */
     const char *no_fair;
     const char *no_fenced_set;
     const char *no_semaphore;
+    const char *no_shared;
     /* One attempt: REDISLOCK_OK with l->fence set, or REDISLOCK_EHELD with
      * l->holder_ttl (and l->holder_silent) set, or a failure; *sent_us gets
      * the moment before the first send, from which validity counts. */

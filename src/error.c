@@ -84,15 +84,18 @@ static const reply_class classes[] = {
      "a counter key redislock keeps holds something else",
      "delete that key: counting goes on from the server's clock, so "
      "tokens still rise"},
-    /* sem_acquire.lua: a semaphore's key was set up with another limit. */
+    /* share_acquire.lua: the key is a semaphore of another limit, or of
+     * the other kind held by many (a semaphore, a lock held shared). */
     {"RLLIMIT", NULL, REDISLOCK_EINVAL,
-     "the semaphore's key was set up with another limit",
-     "pass the same limit wherever the key is used; a key's limit changes "
-     "only once no permit is held"},
-    /* release.lua: hold-after asked of a semaphore's permit. */
+     "the key was set up as a semaphore of another limit, or as the other "
+     "kind of key held by many (semaphore or shared lock)",
+     "use one kind, and one limit, wherever the key is used; a key's kind "
+     "and limit change only once nobody holds it"},
+    /* release.lua: hold-after asked of a share (a permit, a reader's). */
     {"RLNOHOLD", NULL, REDISLOCK_EINVAL,
-     "hold-after is for a lock: the key is a semaphore",
-     "release the permit without hold-after"},
+     "hold-after is for a lock held alone: the key is held by many (a "
+     "semaphore's permit or a reader's share)",
+     "release the share without hold-after"},
     {"DENIED", NULL, REDISLOCK_ECONFIG,
      "the server is in protected mode: without a password set it refuses "
      "clients from other hosts",

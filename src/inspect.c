@@ -33,7 +33,7 @@ int rl__inspect_well_formed(const rl__reply *r)
            r->element[5]->type == REDIS_REPLY_INTEGER &&
            r->element[6]->type == REDIS_REPLY_INTEGER &&
            r->element[6]->integer >= REDISLOCK_KIND_LOCK &&
-           r->element[6]->integer <= REDISLOCK_KIND_SEMAPHORE &&
+           r->element[6]->integer <= REDISLOCK_KIND_SHARED &&
            r->element[7]->type == REDIS_REPLY_INTEGER &&
            r->element[7]->integer >= 0 &&
            r->element[7]->integer <= REDISLOCK_LIMIT_MAX;

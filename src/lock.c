@@ -380,8 +380,9 @@ redislock_err redislock_release_hold(redislock_lock *l, int64_t hold_after_ms)
         return err;
     if (hold_after_ms != 0 && l->limit)
         return rl__err(REDISLOCK_EINVAL,
-                       "hold-after on a semaphore's permit: a permit is "
-                       "given back at once (release it without)");
+                       "hold-after on a %s: a share is given back at once "
+                       "(release it without)",
+                       l->limit > 0 ? "semaphore's permit" : "reader's share");
     /* The last hold: stop renewals first, and wait for one in flight, so
      * that no renewal is ever sent after release. */
     if (l->own == 1)
@@ -480,8 +481,8 @@ redislock_err redislock_adopt(redislock_lock *l, const char *token)
                        "'%s' marks a hold-after reservation, which nobody "
                        "owns: it cannot be adopted, released or extended",
                        RL_RESERVED_VALUE);
-    /* Whatever the token holds (a lock, a semaphore's permit): the
-     * owner scripts tell by the key's type. */
+    /* Whatever the token holds (a lock, a share): the owner scripts tell
+     * by the key's type. */
     l->limit = 0;
     /* Nothing is known of this lease's age: no validity until an extend. */
     rl__lock_take(l, token, REDISLOCK_DEFAULT_TTL_MS, -1, 0, 0);

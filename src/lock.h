@@ -21,6 +21,10 @@
  * No token or owner id may be this. */
 #define RL_RESERVED_VALUE "redislock:hold-after"
 
+/* rl__try's and the handle's limit for a reader's share of a lock held
+ * shared (share_acquire.lua): any number of them at once. */
+#define RL_LIMIT_SHARED (-1)
+
 struct redislock_lock {
     redislock_client *client;
     rl__pool *pool; /* the server the key lives on */
@@ -41,7 +45,8 @@ struct redislock_lock {
     _Atomic int64_t own;
     int rich;              /* held in the hash format (owner id) */
     int fair_queued;       /* taken by a fair call that queued first */
-    int limit;             /* a semaphore's permit of this limit; 0: a lock */
+    int limit;             /* a share: a semaphore's permit of this limit,
+                              or RL_LIMIT_SHARED; 0: a lock */
     int64_t ttl_ms;        /* the lease length renewals use */
     int64_t drift_ms;      /* subtracted from every validity */
     int drift_fixed;       /* drift_ms was given, not derived from the TTL */

@@ -26,9 +26,9 @@ typedef struct attempt_req {
 
 /* The acquire or fair script: {1, holds, fence} taken, {0, pttl, wakes}
  * held by another. One round trip when the lock is free. A fair waiter
- * names the channel a release tells it of a hand-off on. A permit takes
- * sem_acquire.lua, whose arguments and answers are acquire.lua's but for
- * the limit in the format's place. */
+ * names the channel a release tells it of a hand-off on. A share takes
+ * share_acquire.lua, whose arguments and answers are acquire.lua's but for
+ * the limit (or "shared") in the format's place. */
 static redislock_err attempt_prepare(redislock_lock *l, const rl__try *t,
                                      attempt_req *a)
 {
@@ -37,7 +37,9 @@ static redislock_err attempt_prepare(redislock_lock *l, const rl__try *t,
     memset(a, 0, sizeof *a);
     a->args[0] = t->id;
     a->args[1] = a->ttl;
-    a->args[2] = t->limit > 0 ? a->limit : t->fmt;
+    a->args[2] = t->limit > 0                  ? a->limit
+                 : t->limit == RL_LIMIT_SHARED ? "shared"
+                                               : t->fmt;
     a->args[3] = t->meta;
     a->args[4] = a->mark;
     a->args[5] = t->req;
@@ -45,7 +47,7 @@ static redislock_err attempt_prepare(redislock_lock *l, const rl__try *t,
     a->lens[1] = (size_t)snprintf(a->ttl, sizeof a->ttl, "%" PRId64, t->ttl_ms);
     a->lens[2] = t->limit > 0 ? (size_t)snprintf(a->limit, sizeof a->limit,
                                                  "%d", t->limit)
-                              : strlen(t->fmt);
+                              : strlen(a->args[2]);
     a->lens[3] = strlen(t->meta);
     a->lens[4] =
         (size_t)snprintf(a->mark, sizeof a->mark, "%" PRId64, t->mark_ms);
@@ -57,7 +59,7 @@ static redislock_err attempt_prepare(redislock_lock *l, const rl__try *t,
         a->lens[7] = 1;
     }
     a->q = (rl__request){.s = t->fair    ? &rl__script_fair
-                              : t->limit ? &rl__script_sem_acquire
+                              : t->limit ? &rl__script_share_acquire
                                          : &rl__script_acquire,
                          .nargs = n,
                          .args = a->args,

@@ -307,6 +307,9 @@ const rl__algo rl__algo_redlock = {
     "own server, not the Redlock one",
     "a semaphore needs one server: majorities of independent servers, each "
     "admitting its limit, together admit more holders than the limit",
+    "a lock held shared is not built for Redlock yet: its readers would "
+    "need a majority each and their undoing on every server; use a "
+    "single, sharded or cluster client",
     attempt,
     NULL,
     NULL,

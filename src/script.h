@@ -33,7 +33,7 @@ extern const rl__script rl__script_release;
 extern const rl__script rl__script_extend;
 extern const rl__script rl__script_inspect;
 extern const rl__script rl__script_fenced_set;
-extern const rl__script rl__script_sem_acquire;
+extern const rl__script rl__script_share_acquire;
 /* Every script above, NULL-terminated. */
 extern const rl__script *const rl__scripts[];
 

@@ -6,8 +6,8 @@
 -- a plain lock with its token is freed; on a hash, the hold that request
 -- added (the 'req' field names the last request that added one, or the
 -- fair waiter a release handed the lock to) is taken back, and the lock
--- freed when it was the last; a semaphore's permit with the token is
--- given back.
+-- freed when it was the last; a share with the token (a semaphore's
+-- permit, a reader's share) is given back.
 -- KEYS: the lock, the helpers a hand-off uses (rl_handoff), the request's
 -- void marker. ARGV[1] the token or owner id, ARGV[2] how long to void the
 -- request in ms, ARGV[3] the request's id.
@@ -17,8 +17,8 @@ local key, id, req = K.lock, ARGV[1], ARGV[3]
 redis.call('SET', K.void, '1', 'PX', ARGV[2])
 local kind, holder = rl_holder(key)
 if kind == 'zset' then
-    -- A permit of a semaphore (sem_acquire.lua): its token's member.
-    return rl_permit_release(K, id)
+    -- A share (share_acquire.lua): its token's member.
+    return rl_share_release(K, id)
 end
 if holder ~= id then
     return 0

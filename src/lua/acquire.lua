@@ -6,8 +6,8 @@
 -- the most the caller will wait in ms ('0': it will not, so no marker),
 -- ARGV[6] the request's own id (a plain lock's token is one already).
 -- Returns {1, holds, fence} when taken, {0, PTTL, wakes} when another
--- owner holds it, wakes being 0 when its release will not wake waiters
--- (rl_wakes).
+-- owner holds it (or readers do: see rl_share_writer), wakes being 0 when
+-- its release will not wake waiters (rl_wakes).
 local K = rl_keys('lock fence waiting void')
 local key, id, fmt = K.lock, ARGV[1], ARGV[3]
 local last = rl_request_last(K)
@@ -31,6 +31,17 @@ else
         return rl_reenter(key, ARGV[2], K.fence, ARGV[6], last)
     end
 end
+local wakes = rl_wakes(kind, holder)
+if kind == 'zset' then
+    -- Held by many: a lock held shared whose readers have gone is taken;
+    -- else this writer's wait stops new readers (rl_share_writer).
+    local free
+    free, wakes = rl_share_writer(K, ARGV[5])
+    if free then
+        return {1, 1, rl_create(key, id, ARGV[2], fmt, ARGV[4], K.fence,
+                                ARGV[6], last)}
+    end
+end
 local ttl = redis.call('PTTL', key)
 rl_mark_waiting(K, ttl, ARGV[5])
-return {0, ttl, rl_wakes(kind, holder)}
+return {0, ttl, wakes}

@@ -47,6 +47,16 @@ if holder == id then
     return {0, redis.call('PTTL', key), 1,
             tonumber(redis.call('ZSCORE', K.q, req) or '0')}
 end
+local wakes = rl_wakes(kind, holder)
+if kind == 'zset' then
+    -- Held by many: as in acquire.lua, the alive window bounding the wait
+    -- this writer records.
+    local free
+    free, wakes = rl_share_writer(K, ARGV[5])
+    if free then
+        kind = 'none'
+    end
+end
 if kind == 'none' then
     -- Free: drop dead waiters ahead (bounded), then take it unless a live
     -- waiter came first.
@@ -82,4 +92,4 @@ redis.call('HSET', K.ws, req,
                            ARGV[4], id))
 redis.call('PEXPIRE', K.q, ARGV[5])
 rl_keep(K.ws, ARGV[5])
-return {0, redis.call('PTTL', key), rl_wakes(kind, holder), seq}
+return {0, redis.call('PTTL', key), wakes, seq}

@@ -5,9 +5,10 @@
 -- redislock's own plain lock and nil when the count is not known (another
 -- library's lock); the last fencing token issued for the key (0 when none
 -- is known); kind 0 for a lock (or no key), 1 for a hold-after
--- reservation, 2 for a key that is not a lock, 3 for a semaphore
--- (include/redislock.h's REDISLOCK_KIND_*), whose limit is the last
--- element (0 for the other kinds) and whose live permits are its holds.
+-- reservation, 2 for a key that is not a lock, 3 for a semaphore, 4 for a
+-- lock held shared (include/redislock.h's REDISLOCK_KIND_*); a
+-- semaphore's limit is the last element (0 for the other kinds), and the
+-- live shares (permits, readers) of both are their holds.
 
 -- Whether a string value looks like a lock token: 8 to 128 bytes of the
 -- characters random tokens are written in (hex, uuid, base64, base64url,
@@ -52,12 +53,22 @@ elseif t == 'string' and redis.call('STRLEN', key) <= 128 then
 end
 local limit = 0
 if t == 'zset' then
-    -- A semaphore (sem_acquire.lua): its live permits count as holds.
-    limit = rl_sem_limit(key) or 0
-    if limit > 0 then
-        kind = 3
-        f[2] = tostring(redis.call('ZCOUNT', key, '(' .. rl_now_ms(),
-                                   '+inf') - 1)
+    -- Held by many (share_acquire.lua): a semaphore or a lock held shared,
+    -- whose live shares count as holds (a waiting writer's record is not
+    -- one).
+    local marker = rl_share_kind(key)
+    if marker then
+        local now = rl_now_ms()
+        kind, f[2] = 4, redis.call('ZCOUNT', key, '(' .. now, '+inf') - 1
+        if marker ~= RL_SHARED then
+            kind, limit = 3, tonumber(string.sub(marker, #RL_SEM_LIMIT + 1))
+        else
+            local w = redis.call('ZSCORE', key, RL_WRITER)
+            if w and tonumber(w) > now then
+                f[2] = f[2] - 1
+            end
+        end
+        f[2] = tostring(f[2])
     end
 end
 if kind == 2 then

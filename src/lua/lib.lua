@@ -291,74 +291,6 @@ local function rl_wake(K)
     end
 end
 
--- A counting semaphore's key is a sorted set (see sem_acquire.lua): a
--- member per permit, its token, scored by the end of its lease on the
--- server's clock in ms, and one member RL_SEM_LIMIT .. N scored +inf,
--- which records the limit N and which no pruning by score touches.
-local RL_SEM_LIMIT = 'redislock:limit:'
-
--- The limit of the semaphore at key (a sorted set), or nil when the set
--- is not one of redislock's semaphores.
-local function rl_sem_limit(key)
-    local top = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
-    local n = #RL_SEM_LIMIT
-    if top[1] and top[2] == 'inf' and
-            string.sub(top[1], 1, n) == RL_SEM_LIMIT then
-        return tonumber(string.sub(top[1], n + 1))
-    end
-    return nil
-end
-
--- Drops the permits of the semaphore at key whose leases ended by now
--- (ms), and the key itself once no permit is left. Returns the number
--- still held.
-local function rl_sem_prune(key, now)
-    redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
-    local held = redis.call('ZCARD', key) - 1
-    if held <= 0 then
-        redis.call('DEL', key)
-        return 0
-    end
-    return held
-end
-
--- Gives back the permit id of the semaphore K.lock and wakes a waiter
--- (K: rl_wake's helpers too). Returns 1, or 0 when the permit is gone or
--- its lease has ended: never reported as released, even before an
--- acquire dropped it.
-local function rl_permit_release(K, id)
-    local score = redis.call('ZSCORE', K.lock, id)
-    local now = rl_now_ms()
-    if not score then
-        return 0
-    end
-    redis.call('ZREM', K.lock, id)
-    rl_sem_prune(K.lock, now)
-    if tonumber(score) <= now then
-        return 0
-    end
-    rl_wake(K)
-    return 1
-end
-
--- Lengthens the lease of the permit id of the semaphore at key to at
--- least ttl ms from now, never shortening it, and the key's life with it;
--- a permit whose lease has ended is not brought back. Returns 1, or 0
--- when it is gone or ended.
-local function rl_permit_extend(key, id, ttl)
-    local score = redis.call('ZSCORE', key, id)
-    local now = rl_now_ms()
-    ttl = tonumber(ttl)
-    if not score or tonumber(score) <= now then
-        return 0
-    end
-    if now + ttl > tonumber(score) then
-        redis.call('ZADD', key, 'XX', now + ttl, id)
-    end
-    rl_lengthen(key, ttl)
-    return 1
-end
-
 -- After the lock K.lock was freed: hands it to the longest-waiting live
 -- fair waiter, or else wakes one ordinary waiter. K names the helpers
 -- (fence, q, ws, waiting, wake; all in the lock's cluster slot). Waiters
@@ -408,4 +340,129 @@ local function rl_handoff(K)
     end
     rl_wake(K)
     return false
+end
+
+-- A key held by many at once is a sorted set: a member per share, its
+-- token, scored by the end of its lease on the server's clock in ms, and
+-- one member scored +inf, which no pruning by score touches and which
+-- names the kind: RL_SEM_LIMIT .. N for a counting semaphore of limit N
+-- (share_acquire.lua), RL_SHARED for a lock held shared (its readers).
+-- The set lives as long as its longest lease, so one whose holders all
+-- died vanishes, kind and all.
+local RL_SEM_LIMIT = 'redislock:limit:'
+
+local RL_SHARED = 'redislock:shared'
+
+-- A lock held shared may also hold this member while an exclusive
+-- request (a writer) waits for the readers to go, scored by the end of
+-- that wait: until then no new reader gets in (see rl_share_writer).
+local RL_WRITER = 'redislock:writer'
+
+-- The member that names the kind of the set at key (see RL_SEM_LIMIT), or
+-- nil when the set is not one of redislock's.
+local function rl_share_kind(key)
+    local top = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+    local n = #RL_SEM_LIMIT
+    if top[1] and top[2] == 'inf' and (top[1] == RL_SHARED or
+            string.sub(top[1], 1, n) == RL_SEM_LIMIT) then
+        return top[1]
+    end
+    return nil
+end
+
+-- Drops the shares of the set at key whose leases ended by now (ms), and
+-- a writer's wait that ended. Returns the number of shares still held and
+-- the end of a writer's wait (nil: none). The key goes with its last
+-- share, unless a writer waits: it then stays, holding no share, for the
+-- writer to take, no longer than the writer's wait.
+local function rl_share_prune(key, now)
+    redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
+    local writer = redis.call('ZSCORE', key, RL_WRITER)
+    local held = redis.call('ZCARD', key) - 1
+    if writer then
+        writer, held = tonumber(writer), held - 1
+    end
+    if held > 0 then
+        return held, writer
+    elseif writer then
+        if redis.call('PTTL', key) > writer - now then
+            redis.call('PEXPIRE', key, writer - now)
+        end
+        return 0, writer
+    end
+    redis.call('DEL', key)
+    return 0, nil
+end
+
+-- An exclusive request meets a sorted set at K.lock. A lock held shared
+-- whose readers have all gone is deleted, and true returned: the caller
+-- takes the key. Otherwise, on a lock held shared, a writer that will wait
+-- (mark ms, as rl_mark_waiting's) records its wait, which stops new
+-- readers (writer preference) for no longer than that wait nor, per
+-- attempt, than the readers' longest lease and a second: a live writer
+-- tries again by then (it pauses no longer than the lease), a dead one
+-- holds readers up no longer. Returns false and whether the set's release
+-- wakes the caller (0 for a semaphore, or a set redislock did not write:
+-- it polls).
+local function rl_share_writer(K, mark)
+    if rl_share_kind(K.lock) ~= RL_SHARED then
+        return false, 0
+    end
+    local now = rl_now_ms()
+    if rl_share_prune(K.lock, now) == 0 then
+        redis.call('DEL', K.lock)
+        return true
+    end
+    mark = tonumber(mark)
+    if mark > 0 then
+        local left = redis.call('PTTL', K.lock)
+        if left >= 0 and left + 1000 < mark then
+            mark = left + 1000
+        end
+        redis.call('ZADD', K.lock, 'GT', now + mark, RL_WRITER)
+    end
+    return false, 1
+end
+
+-- Gives back the share id of the set K.lock (a permit, a reader's share)
+-- and wakes a waiter (K: rl_handoff's helpers too); the last reader's
+-- release hands the key to a fair writer if one queues. Returns 1, or 0
+-- when the share is gone or its lease has ended: never reported as
+-- released, even before an acquire dropped it.
+local function rl_share_release(K, id)
+    local score = redis.call('ZSCORE', K.lock, id)
+    local now = rl_now_ms()
+    if not score then
+        return 0
+    end
+    redis.call('ZREM', K.lock, id)
+    local held = rl_share_prune(K.lock, now)
+    if tonumber(score) <= now then
+        return 0
+    end
+    if held == 0 and redis.call('EXISTS', K.q) == 1 then
+        redis.call('DEL', K.lock)
+        rl_handoff(K)
+    else
+        rl_wake(K)
+    end
+    return 1
+end
+
+-- Lengthens the lease of the share id of the set at key to at least ttl
+-- ms from now, never shortening it, and the key's life with it; a share
+-- whose lease has ended is not brought back. Returns 1, or 0 when it is
+-- gone or ended.
+local function rl_share_extend(key, id, ttl)
+    local score = redis.call('ZSCORE', key, id)
+    local now = rl_now_ms()
+    ttl = tonumber(ttl)
+    if not score or tonumber(score) <= now then
+        return 0
+    end
+    if now + ttl > tonumber(score) then
+        redis.call('ZADD', key, 'XX', now + ttl, id)
+    end
+    rl_lengthen(key, ttl)
+    return 1
 end

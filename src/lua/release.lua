@@ -5,10 +5,11 @@
 -- token or owner id. ARGV[2] hold-after in ms: '0' frees the lock (handing
 -- it to a waiter), more keeps it reserved that long. ARGV[3] 'h' when the
 -- caller holds it in the hash format (a guess for rl_holder), 'z' a
--- semaphore's permit (sem_acquire.lua), which is given back (its waiters
--- woken) and takes no hold-after (error RLNOHOLD).
+-- share of a key held by many (share_acquire.lua: a semaphore's permit, a
+-- reader's share), which is given back (its waiters woken) and takes no
+-- hold-after (error RLNOHOLD).
 -- Returns -1 another owner's (untouched), 0 gone (expired, free; a
--- permit: its lease ended),
+-- share: its lease ended),
 -- 1 released, n > 1 still held by the owner with n - 1 holds left.
 -- In a cluster whose slot is being migrated, the server checks the KEYS
 -- before the script runs (TRYAGAIN or ASK while some have moved), so the
@@ -17,11 +18,11 @@ local K = rl_keys('lock fence q ws waiting wake')
 local key, id = K.lock, ARGV[1]
 local kind, holder = rl_holder(key, ARGV[3] ~= 'h' and ARGV[3] ~= 'z')
 if kind == 'zset' then
-    -- A semaphore's permit (sem_acquire.lua): no hold-after.
+    -- A share (share_acquire.lua): no hold-after.
     if ARGV[2] ~= '0' then
-        return redis.error_reply('RLNOHOLD ' .. key .. ' is a semaphore')
+        return redis.error_reply('RLNOHOLD ' .. key .. ' is held by many')
     end
-    return rl_permit_release(K, id)
+    return rl_share_release(K, id)
 elseif kind == 'none' then
     return 0
 elseif holder ~= id then
