@@ -481,6 +481,12 @@ redislock_err redislock_adopt(redislock_lock *l, const char *token)
                        "'%s' marks a hold-after reservation, which nobody "
                        "owns: it cannot be adopted, released or extended",
                        RL_RESERVED_VALUE);
+    if (strncmp(token, RL_MEMBER_PREFIX, strlen(RL_MEMBER_PREFIX)) == 0)
+        return rl__err(REDISLOCK_EINVAL,
+                       "tokens beginning '%s' name redislock's own entries "
+                       "in a key held by many (its kind, a waiting writer), "
+                       "which nobody holds: they cannot be adopted",
+                       RL_MEMBER_PREFIX);
     /* Whatever the token holds (a lock, a share): the owner scripts tell
      * by the key's type. */
     l->limit = 0;

@@ -20,6 +20,9 @@
 /* The value of a hold-after reservation (release.lua): a key nobody owns.
  * No token or owner id may be this. */
 #define RL_RESERVED_VALUE "redislock:hold-after"
+/* The start of the members a key held by many keeps beside its shares
+ * (lib.lua's RL_SEM_LIMIT, RL_SHARED, RL_WRITER): never a share's token. */
+#define RL_MEMBER_PREFIX "redislock:"
 
 /* rl__try's and the handle's limit for a reader's share of a lock held
  * shared (share_acquire.lua): any number of them at once. */

@@ -402,11 +402,11 @@ end
 -- attempt, than the readers' longest lease and a second: a live writer
 -- tries again by then (it pauses no longer than the lease), a dead one
 -- holds readers up no longer. Returns false and whether the set's release
--- wakes the caller (0 for a semaphore, or a set redislock did not write:
--- it polls).
+-- wakes the caller (0 for a set redislock did not write: it polls).
 local function rl_share_writer(K, mark)
-    if rl_share_kind(K.lock) ~= RL_SHARED then
-        return false, 0
+    local kind = rl_share_kind(K.lock)
+    if kind ~= RL_SHARED then
+        return false, kind and 1 or 0
     end
     local now = rl_now_ms()
     if rl_share_prune(K.lock, now) == 0 then

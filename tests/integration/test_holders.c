@@ -476,6 +476,34 @@ void test_holders_hold_after_unowned(void)
     th_env_stop(&e);
 }
 
+/* The members a key held by many keeps beside its shares (its kind, a
+ * waiting writer's record) are nobody's: refused as tokens, so no release
+ * or extend can remove them. */
+void test_holders_share_members_unowned(void)
+{
+    th_env e = th_env_start();
+    redislock_lock *l = th_lock(e.c, "ho:sh"), *m = th_lock(e.c, "ho:sh");
+    redislock_acquire_options o = th_aopts(5000, 0, 0);
+    static const char *const members[] = {
+        "redislock:shared", "redislock:writer", "redislock:limit:3",
+        "redislock:anything"};
+    size_t i;
+
+    o.shared = 1;
+    ASSERT_OK(redislock_acquire(l, &o));
+    for (i = 0; i < sizeof members / sizeof *members; i++) {
+        ASSERT_ERR(redislock_adopt(m, members[i]), REDISLOCK_EINVAL);
+        ASSERT(strstr(redislock_errdetail(), "redislock:") != NULL);
+        ASSERT_ERR(redislock_release(m), REDISLOCK_EINVAL);
+    }
+    ASSERT_EQ_INT(th_cmd_int(e.r, "ZCARD %s", "ho:sh"), 2);
+    ASSERT_OK(redislock_release(l));
+    ASSERT_EQ_INT(th_cmd_int(e.r, "EXISTS %s", "ho:sh"), 0);
+    redislock_lock_free(l);
+    redislock_lock_free(m);
+    th_env_stop(&e);
+}
+
 /* A fencing token that is not positive is a protocol error, never a
  * lock with that token. */
 void test_holders_bad_fence_refused(void)
