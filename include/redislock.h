@@ -411,7 +411,16 @@ typedef struct redislock_info {
      * has holds the shares whose leases still run (0 while a waiting
      * exclusive request keeps it), ttl_ms the longest lease. */
     int limit;
+    /* Both kinds held by many: the time left of each live share's lease
+     * in ms, shortest first, for at most REDISLOCK_INFO_TTLS_MAX of them
+     * (holds says how many there are). share_ttls is borrowed like the
+     * strings; NULL with nshare_ttls 0 for the other kinds. */
+    const int64_t *share_ttls;
+    size_t nshare_ttls;
 } redislock_info;
+
+/* The most share leases redislock_info lists. */
+#define REDISLOCK_INFO_TTLS_MAX 100
 
 /*
  * The size of each caller-allocated struct as this header lays it out:
@@ -425,7 +434,7 @@ typedef struct redislock_info {
     REDISLOCK_SIZE_THROUGH_(redislock_options, wait_replicas_lenient)
 #define REDISLOCK_ACQUIRE_OPTIONS_SIZE                                         \
     REDISLOCK_SIZE_THROUGH_(redislock_acquire_options, shared)
-#define REDISLOCK_INFO_SIZE REDISLOCK_SIZE_THROUGH_(redislock_info, limit)
+#define REDISLOCK_INFO_SIZE REDISLOCK_SIZE_THROUGH_(redislock_info, nshare_ttls)
 
 /* Reads the key's state, whoever holds it, in one round trip. */
 REDISLOCK_API redislock_err redislock_inspect(redislock_lock *l,

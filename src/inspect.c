@@ -27,7 +27,16 @@ static char *copy_field(const rl__reply *r, char **at, size_t *len)
 
 int rl__inspect_well_formed(const rl__reply *r)
 {
-    return r->type == REDIS_REPLY_ARRAY && r->elements == 8 &&
+    size_t i;
+
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 9 ||
+        r->element[8]->type != REDIS_REPLY_ARRAY ||
+        r->element[8]->elements > REDISLOCK_INFO_TTLS_MAX)
+        return 0;
+    for (i = 0; i < r->element[8]->elements; i++)
+        if (r->element[8]->element[i]->type != REDIS_REPLY_INTEGER)
+            return 0;
+    return r->element[0]->type == REDIS_REPLY_STRING &&
            r->element[0]->type == REDIS_REPLY_STRING &&
            r->element[1]->type == REDIS_REPLY_INTEGER &&
            r->element[5]->type == REDIS_REPLY_INTEGER &&
@@ -45,8 +54,10 @@ int rl__inspect_well_formed(const rl__reply *r)
 redislock_err rl__inspect_decode(const rl__reply *r, redislock_info *info,
                                  char **buf)
 {
-    const rl__reply *type, *meta;
+    const rl__reply *type, *meta, *ttls;
+    int64_t *shares;
     char *at;
+    size_t i;
 
     memset(info, 0, sizeof *info);
     /* Lua hands the type name back as a bulk string. */
@@ -55,6 +66,7 @@ redislock_err rl__inspect_decode(const rl__reply *r, redislock_info *info,
                        r->type);
     type = r->element[0];
     meta = r->element[4];
+    ttls = r->element[8];
     info->held = strcmp(type->str, "none") != 0;
     info->ttl_ms = info->held ? r->element[1]->integer : REDISLOCK_TTL_FREE;
     info->fence = r->element[5]->integer;
@@ -64,10 +76,20 @@ redislock_err rl__inspect_decode(const rl__reply *r, redislock_info *info,
         meta = type;
     if (r->element[3]->type == REDIS_REPLY_STRING)
         info->holds = strtoll(r->element[3]->str, NULL, 10);
+    /* The leases first, where malloc's alignment suits them. */
     free(*buf);
-    *buf = at = malloc((size_t)r->element[2]->len + (size_t)meta->len + 2);
+    *buf = at = malloc(ttls->elements * sizeof *shares +
+                       (size_t)r->element[2]->len + (size_t)meta->len + 2);
     if (at == NULL)
         return rl__err(REDISLOCK_ENOMEM, "out of memory");
+    shares = (int64_t *)(void *)at;
+    for (i = 0; i < ttls->elements; i++)
+        shares[i] = ttls->element[i]->integer;
+    if (ttls->elements > 0) {
+        info->share_ttls = shares;
+        info->nshare_ttls = ttls->elements;
+    }
+    at += ttls->elements * sizeof *shares;
     info->owner = copy_field(r->element[2], &at, &info->owner_len);
     info->metadata = copy_field(meta, &at, &info->metadata_len);
     return REDISLOCK_OK;

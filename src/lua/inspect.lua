@@ -1,14 +1,19 @@
 -- What anyone may read of a key, and whether it is a lock (never a plain
 -- lock's token: whoever knows it can release the lock). KEYS: the key and
 -- its fencing counter. Returns {type, PTTL, owner, holds, meta, fence,
--- kind, limit}: owner, holds and meta of a redislock hash lock; holds '1' for
+-- kind, limit, ttls}: owner, holds and meta of a redislock hash lock; holds '1' for
 -- redislock's own plain lock and nil when the count is not known (another
 -- library's lock); the last fencing token issued for the key (0 when none
 -- is known); kind 0 for a lock (or no key), 1 for a hold-after
 -- reservation, 2 for a key that is not a lock, 3 for a semaphore, 4 for a
 -- lock held shared (include/redislock.h's REDISLOCK_KIND_*); a
--- semaphore's limit is the last element (0 for the other kinds), and the
--- live shares (permits, readers) of both are their holds.
+-- semaphore's limit is the eighth element (0 for the other kinds), and the
+-- live shares (permits, readers) of both are their holds; ttls lists the
+-- time left of the first RL_TTLS_SHOWN of those shares' leases in ms,
+-- shortest first (never their tokens), and is empty for other kinds.
+
+-- include/redislock.h's REDISLOCK_INFO_TTLS_MAX.
+local RL_TTLS_SHOWN = 100
 
 -- Whether a string value looks like a lock token: 8 to 128 bytes of the
 -- characters random tokens are written in (hex, uuid, base64, base64url,
@@ -51,7 +56,7 @@ elseif t == 'string' and redis.call('STRLEN', key) <= 128 then
         end
     end
 end
-local limit = 0
+local limit, ttls = 0, {}
 if t == 'zset' then
     -- Held by many (share_acquire.lua): a semaphore or a lock held shared,
     -- whose live shares count as holds (a waiting writer's record is not
@@ -69,9 +74,19 @@ if t == 'zset' then
             end
         end
         f[2] = tostring(f[2])
+        -- The entries that are not shares are named redislock:...; the
+        -- kind's, scored +inf, comes last, a writer's anywhere.
+        local live = redis.call('ZRANGE', key, '(' .. now, '+inf', 'BYSCORE',
+                                'LIMIT', 0, RL_TTLS_SHOWN + 2, 'WITHSCORES')
+        for i = 1, #live, 2 do
+            if #ttls < RL_TTLS_SHOWN and
+                    string.sub(live[i], 1, 10) ~= 'redislock:' then
+                ttls[#ttls + 1] = tonumber(live[i + 1]) - now
+            end
+        end
     end
 end
 if kind == 2 then
     f = {false, false, false}
 end
-return {t, ttl, f[1], f[2], f[3], fence, kind, limit}
+return {t, ttl, f[1], f[2], f[3], fence, kind, limit, ttls}

@@ -87,8 +87,8 @@ void test_inspect_cached_strings_not_locks(void)
     set_key(&e, "in:state", "processing");
     set_key(&e, "in:short", "ab12");
     set_key(&e, "in:big", big);
-    freeReplyObject(th_cmd(e.r, "SET in:space %s PX %d", "ab 12 cd 34",
-                           TTL_MS));
+    freeReplyObject(
+        th_cmd(e.r, "SET in:space %s PX %d", "ab 12 cd 34", TTL_MS));
     assert_not_lock(&e, "in:json", "string", 1);
     assert_not_lock(&e, "in:count", "string", 1);
     assert_not_lock(&e, "in:state", "string", 1);
@@ -176,6 +176,82 @@ void test_inspect_own_locks(void)
     th_env_stop(&e);
 }
 
+/* The keys held by many list their shares' leases (never their tokens):
+ * the first REDISLOCK_INFO_TTLS_MAX, shortest first, and not the entries
+ * that are not shares (the kind's, a waiting writer's). */
+void test_inspect_share_leases_listed(void)
+{
+    enum { N = REDISLOCK_INFO_TTLS_MAX + 20 };
+    th_env e = th_env_start();
+    redislock_lock **l = calloc(N, sizeof *l), *w;
+    redislock_acquire_options o = th_aopts(TTL_MS, 0, 0);
+    redislock_info info;
+    char *score;
+    size_t i;
+
+    ASSERT(l != NULL);
+    o.limit = N;
+    for (i = 0; i < N; i++) {
+        l[i] = th_lock(e.c, "in:sem");
+        ASSERT_OK(redislock_acquire(l[i], &o));
+    }
+    ASSERT_OK(redislock_inspect(l[0], &info));
+    ASSERT_EQ_INT(info.reserved, REDISLOCK_KIND_SEMAPHORE);
+    ASSERT_EQ_INT(info.holds, N);
+    ASSERT_EQ_INT(info.nshare_ttls, REDISLOCK_INFO_TTLS_MAX);
+    for (i = 0; i < info.nshare_ttls; i++) {
+        ASSERT(info.share_ttls[i] > 0 && info.share_ttls[i] <= TTL_MS);
+        ASSERT(i == 0 || info.share_ttls[i] >= info.share_ttls[i - 1]);
+    }
+    for (i = 0; i < N; i++) {
+        ASSERT_OK(redislock_release(l[i]));
+        redislock_lock_free(l[i]);
+    }
+    free(l);
+
+    /* Two readers and a waiting writer's record, as a writer's wait
+     * leaves it: two leases, the record not among them. */
+    l = calloc(2, sizeof *l);
+    ASSERT(l != NULL);
+    o.limit = 0;
+    o.shared = 1;
+    o.ttl_ms = 2000;
+    l[0] = th_lock(e.c, "in:rw");
+    ASSERT_OK(redislock_acquire(l[0], &o));
+    o.ttl_ms = TTL_MS;
+    l[1] = th_lock(e.c, "in:rw");
+    ASSERT_OK(redislock_acquire(l[1], &o));
+    o.shared = 0;
+    o.wait_ms = 300;
+    w = th_lock(e.c, "in:rw");
+    ASSERT_ERR(redislock_acquire(w, &o), REDISLOCK_EHELD);
+    redislock_lock_free(w);
+    score = th_cmd_str(e.r, NULL, "ZSCORE %s %s", "in:rw", "redislock:writer");
+    ASSERT(score != NULL);
+    free(score);
+    ASSERT_OK(redislock_inspect(l[0], &info));
+    ASSERT_EQ_INT(info.reserved, REDISLOCK_KIND_SHARED);
+    ASSERT_EQ_INT(info.holds, 2);
+    ASSERT_EQ_INT(info.limit, 0);
+    ASSERT_EQ_INT(info.nshare_ttls, 2);
+    ASSERT(info.share_ttls[0] > 0 && info.share_ttls[0] <= 2000);
+    ASSERT(info.share_ttls[1] > 2000 && info.share_ttls[1] <= TTL_MS);
+    ASSERT_EQ_INT(info.fence, redislock_fence(l[1]));
+    /* A lock held alone lists none. */
+    ASSERT_OK(redislock_release(l[0]));
+    ASSERT_OK(redislock_release(l[1]));
+    redislock_lock_free(l[1]);
+    l[1] = th_lock(e.c, "in:x");
+    ASSERT_OK(redislock_acquire(l[1], &o));
+    ASSERT_OK(redislock_inspect(l[1], &info));
+    ASSERT(info.share_ttls == NULL);
+    ASSERT_EQ_INT(info.nshare_ttls, 0);
+    redislock_lock_free(l[0]);
+    redislock_lock_free(l[1]);
+    free(l);
+    th_env_stop(&e);
+}
+
 /* What one listing reported: each key with its kind and type. */
 typedef struct seen {
     int n;
@@ -199,8 +275,7 @@ static int by_text(const void *a, const void *b)
 }
 
 /* The listing's lines, sorted and joined by ", ". */
-static void listing(redislock_client *c, unsigned flags, char *out,
-                    size_t size)
+static void listing(redislock_client *c, unsigned flags, char *out, size_t size)
 {
     seen s;
     size_t n = 0;

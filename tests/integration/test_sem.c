@@ -65,6 +65,12 @@ void test_sem_admits_limit_holders(void)
     ASSERT_EQ_INT(info.limit, 3);
     ASSERT_EQ_INT(info.fence, last);
     ASSERT(info.owner == NULL);
+    /* Each permit's time left, shortest (the first taken) first. */
+    ASSERT_EQ_INT(info.nshare_ttls, 3);
+    for (i = 0; i < 3; i++) {
+        ASSERT(info.share_ttls[i] > 9000 && info.share_ttls[i] <= 10000);
+        ASSERT(i == 0 || info.share_ttls[i] >= info.share_ttls[i - 1]);
+    }
     /* Held for other libraries too: their SET NX fails. */
     rep = th_cmd(e.r, "SET %s x NX PX 1000", KEY);
     ASSERT_EQ_INT(rep->type, REDIS_REPLY_NIL);
