@@ -170,8 +170,11 @@ static redislock_err call(redislock_client *c, redislock_lock *l, int op,
     case 3:
         o.reentrant = op == 2;
         o.metadata = op == 3 ? "meta" : NULL;
-        /* A plain acquire is a semaphore's permit on flag 64. */
-        o.limit = op == 1 && (flags & 64) ? 3 : 0;
+        /* A plain acquire is a share of a shared lock on flag 128, else
+         * a semaphore's permit on flag 64 (the two together would be
+         * refused before anything is sent). */
+        o.shared = op == 1 && (flags & 128);
+        o.limit = op == 1 && (flags & 64) && !o.shared ? 3 : 0;
         if (flags & 16) {
             o.wait_ms = 10000;
             o.retry_fn = no_sleep;

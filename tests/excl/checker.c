@@ -5,10 +5,11 @@
  * (the server counts whole milliseconds):
  *
  *  - overlap: two believed intervals of one key, of different groups,
- *    intersect (for a semaphore: more than its limit at one moment). A holder's
- * belief starts when acquire returned and ends at the earlier of its release
- * call and the end of the validity it was told; the next holder's acquire
- * returned after the server granted it.
+ *    intersect, unless both are shares of a shared lock (for a semaphore:
+ *    more than its limit at one moment). A holder's belief starts when
+ *    acquire returned and ends at the earlier of its release call and the
+ *    end of the validity it was told; the next holder's acquire returned
+ *    after the server granted it.
  *  - stale write: an accepted write whose fencing token is below that of
  *    a write accepted and answered before it was sent.
  *  - fence order: an acquisition called after another returned has a
@@ -70,10 +71,11 @@ static void header(const ctx *c, const char *rule, long count, int key,
 
 static void describe(const ctx *c, const char *role, const excl_rec *r)
 {
-    printf("    %s pid %d acquisition %u.%u [%s] ttl %" PRId64
+    printf("    %s pid %d acquisition %u.%u [%s]%s ttl %" PRId64
            " ms fence %" PRId64 ": [%.6f, %.6f] s%s\n",
-           role, (int)r->pid, r->acq, r->piece, r->what, r->ttl_ms, r->fence,
-           rel(c, r->t0), rel(c, r->t1),
+           role, (int)r->pid, r->acq, r->piece, r->what,
+           r->share ? " shared" : "", r->ttl_ms, r->fence, rel(c, r->t0),
+           rel(c, r->t1),
            r->kind == EXCL_CLAIM && (r->flags & EXCL_C_CLOSED)
                ? " (ended by its release call)"
                : "");
@@ -128,6 +130,8 @@ static void collect_claims(ctx *c, const excl_rec *h, size_t n)
     c->claims = all;
     c->nclaims = m;
     c->v->sections = (long)m;
+    for (i = 0; i < m; i++)
+        c->v->shares += all[i]->share != 0;
 }
 
 static void check_overlaps(ctx *c)
@@ -142,10 +146,19 @@ static void check_overlaps(ctx *c)
                 break;
             if (b->group == a->group)
                 continue;
+            /* Readers may read together; a writer is alone. */
+            if (a->share && b->share) {
+                c->v->share_pairs++;
+                continue;
+            }
             violation(c, b->t0);
             if (++c->v->overlaps > EXCL_PRINT_MAX)
                 continue;
-            header(c, "overlap", c->v->overlaps, a->key, b->t0);
+            header(c,
+                   a->share || b->share
+                       ? "overlap of a share and an exclusive holder"
+                       : "overlap",
+                   c->v->overlaps, a->key, b->t0);
             describe(c, "held by", a);
             describe(c, "and by ", b);
             printf("    overlap %.3f ms\n",

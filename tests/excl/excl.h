@@ -81,7 +81,10 @@ typedef struct excl_rec {
     uint8_t kind;
     uint8_t key;
     uint8_t flags;
-    uint8_t pad;
+    /* 1: taken as a share of a shared lock (the acquire option shared),
+     * 0: exclusive. Not a bit of flags: a claim's flags start afresh when
+     * a lapsed belief comes back, while a share stays a share. */
+    uint8_t share;
     int32_t pid;
     uint32_t acq;   /* the pid's acquisition number */
     uint32_t piece; /* EXCL_CLAIM: a belief that lapsed and came back */
@@ -111,6 +114,8 @@ typedef struct excl_verdict {
     long stale;       /* accepted writes with a stale fencing token */
     long fence_order; /* a later acquisition with a token not larger */
     long lease;       /* a belief past the lease the server reported */
+    long shares;      /* of the sections, those taken as shares */
+    long share_pairs; /* two shares' beliefs overlapping: allowed */
     long writes_ok, writes_refused, writes_failed, leases_checked;
     /* The earliest violation: when (run time, s) and after how many
      * sections had begun by then; -1 when none. */
@@ -122,7 +127,8 @@ typedef struct excl_verdict {
  * both intervals, pids, what each did and the seed. t_base: the run's
  * start (excl_now_us), printed times are relative to it. limit > 1: the
  * keys are semaphores of that limit, and an overlap is more than limit
- * beliefs at once. Returns the number of violations. */
+ * beliefs at once. Otherwise beliefs recorded as shares may overlap one
+ * another, never an exclusive one. Returns the number of violations. */
 long excl_check(const excl_rec *h, size_t n, uint64_t seed, int64_t t_base,
                 const char *mode, int limit, excl_verdict *v);
 

@@ -278,6 +278,32 @@ static void pick_semaphore(excl_worker *w, excl_section *s)
     label(s, s->o.watchdog ? "permit wd" : "permit");
 }
 
+/*
+ * A shared (read-write) lock: two sections in three take a share (a
+ * reader), the rest the key itself (a writer). Shares overlap one
+ * another and never a writer, which the checker tells by each belief's
+ * kind. Sections wait (a waiting writer stops new readers until it gets
+ * the key) or, one in ten, try once; some are renewed by the watchdog.
+ * Both kinds make fenced writes (see fenced_write in worker.c).
+ */
+static void pick_shared(excl_worker *w, excl_section *s)
+{
+    char kind[24];
+
+    basic(w, s, 150, 600);
+    s->o.shared = rnd(w, 0, 2) < 2;
+    if (excl_rng_chance(&w->rng, 10))
+        s->o.wait_ms = 0;
+    if (excl_rng_chance(&w->rng, 30)) {
+        s->o.watchdog = 1;
+        s->hold = EXCL_H_FOR;
+        s->hold_ms = rnd(w, 0, 2 * s->o.ttl_ms);
+    }
+    snprintf(kind, sizeof kind, "%s%s%s", s->o.shared ? "share" : "excl",
+             s->o.watchdog ? " wd" : "", s->o.wait_ms == 0 ? " once" : "");
+    label(s, kind);
+}
+
 static void pick_mix_fair(excl_worker *w, excl_section *s)
 {
     pick_mix(w, s, 1);
@@ -289,7 +315,7 @@ static void pick_mix_unfair(excl_worker *w, excl_section *s)
 }
 
 /* name, where, keys, workers, faults, gap between faults, short run ms,
- * pick, and a semaphore's limit (0: a lock). */
+ * pick, and a semaphore's limit (0: a lock, shared or not). */
 const excl_mode excl_modes[] = {
     {"default", EXCL_SINGLE, 1, 4, F_ALL1, 200, 700, 6000, pick_default, 0},
     {"meta_holdafter", EXCL_SINGLE, 1, 4, F_ALL1, 200, 700, 6000, pick_meta, 0},
@@ -316,6 +342,7 @@ const excl_mode excl_modes[] = {
     {"redlock", EXCL_REDLOCK, 1, 4, F_PROCS | F(PAUSE_SERVER) | F(DELAY), 200,
      700, 6000, pick_mix_unfair, 0},
     {"semaphore", EXCL_SINGLE, 1, 7, F_ALL1, 200, 700, 6000, pick_semaphore, 3},
+    {"shared", EXCL_SINGLE, 1, 6, F_ALL1, 200, 700, 6000, pick_shared, 0},
 };
 
 const int excl_nmodes = (int)(sizeof excl_modes / sizeof excl_modes[0]);

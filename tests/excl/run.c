@@ -166,6 +166,10 @@ static void report(const excl_mode *m, uint64_t seed, const excl_result *r)
            "writes %ld accepted %ld refused %ld failed, %ld lease checks\n",
            m->name, seed, r->seconds, v->sections, v->acquires, v->writes_ok,
            v->writes_refused, v->writes_failed, v->leases_checked);
+    if (v->shares > 0)
+        printf("excl %s: %ld of the sections shares, %ld exclusive; %ld "
+               "pairs of shares overlapped\n",
+               m->name, v->shares, v->sections - v->shares, v->share_pairs);
     printf("excl %s: faults:", m->name);
     for (f = 0; f < EXCL_F_COUNT; f++)
         if (m->faults & (1u << f))

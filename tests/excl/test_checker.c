@@ -3,7 +3,9 @@
  * a violation and stays quiet at its boundary, and a later record of a
  * claim replaces an earlier one. No server.
  */
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "excl/excl.h"
 #include "test.h"
@@ -65,6 +67,102 @@ void test_excl_checker_limit(void)
     ASSERT_EQ_INT(check2(&h).overlaps, 1);
     /* The same history as a lock: every pair that intersects. */
     ASSERT_EQ_INT(check(&h).overlaps, 4);
+}
+
+/* As check(), keeping what the checker printed in out (and printing it
+ * still, for the log). */
+static excl_verdict check_report(const hist *h, char *out, size_t size)
+{
+    excl_verdict v;
+    FILE *f = tmpfile();
+    int saved;
+    size_t n;
+
+    ASSERT(f != NULL);
+    fflush(stdout);
+    saved = dup(STDOUT_FILENO);
+    ASSERT(saved >= 0 && dup2(fileno(f), STDOUT_FILENO) >= 0);
+    excl_check(h->r, h->n, 1, 0, "rules", 0, &v);
+    fflush(stdout);
+    ASSERT(dup2(saved, STDOUT_FILENO) >= 0);
+    close(saved);
+    rewind(f);
+    n = fread(out, 1, size - 1, f);
+    out[n] = '\0';
+    fclose(f);
+    fputs(out, stdout);
+    return v;
+}
+
+/* A claim taken as a share (share 1) or exclusively (0), labelled what. */
+static excl_rec *claim(hist *h, int pid, int share, const char *what,
+                       int64_t t0, int64_t t1)
+{
+    excl_rec *r = add(h, EXCL_CLAIM, pid, t0, t1);
+
+    r->share = (uint8_t)share;
+    snprintf(r->what, sizeof r->what, "%s", what);
+    return r;
+}
+
+/* A shared lock's overlap: shares overlap one another freely (counted),
+ * an exclusive belief overlaps nothing, touching is not overlapping, and
+ * the report says which holders and which kind each was. */
+void test_excl_checker_shared(void)
+{
+    char out[4096];
+    excl_verdict v;
+    hist h;
+
+    /* Two shares at once: allowed, and counted as a pair. */
+    memset(&h, 0, sizeof h);
+    claim(&h, 1, 1, "r1", 0, 100);
+    claim(&h, 2, 1, "r2", 50, 150);
+    v = check(&h);
+    ASSERT_EQ_INT(v.overlaps, 0);
+    ASSERT_EQ_INT(v.share_pairs, 1);
+    ASSERT_EQ_INT(v.shares, 2);
+    /* A writer that starts as the first share ends: only the second. */
+    claim(&h, 3, 0, "w3", 100, 120);
+    v = check_report(&h, out, sizeof out);
+    ASSERT_EQ_INT(v.overlaps, 1);
+    ASSERT_EQ_INT(v.share_pairs, 1);
+    ASSERT(strstr(out, "overlap of a share and an exclusive holder #1 on "
+                       "key 0") != NULL);
+    ASSERT(strstr(out, "held by pid 2 acquisition 1.0 [r2] shared ttl") !=
+           NULL);
+    ASSERT(strstr(out, "and by  pid 3 acquisition 1.0 [w3] ttl") != NULL);
+    ASSERT(strstr(out, "pid 1 ") == NULL);
+    /* Once the second share ends where the writer starts, no overlap. */
+    h.r[1].t1 = 100;
+    ASSERT_EQ_INT(check(&h).overlaps, 0);
+    /* A share that begins inside the writer's belief. */
+    claim(&h, 4, 1, "r4", 119, 200);
+    ASSERT_EQ_INT(check(&h).overlaps, 1);
+
+    /* Two exclusive beliefs still may not overlap, whatever else runs. */
+    memset(&h, 0, sizeof h);
+    claim(&h, 1, 1, "r1", 0, 300);
+    claim(&h, 2, 0, "w2", 100, 200);
+    claim(&h, 3, 0, "w3", 150, 250);
+    v = check_report(&h, out, sizeof out);
+    ASSERT_EQ_INT(v.overlaps, 3);
+    ASSERT_EQ_INT(v.share_pairs, 0);
+    ASSERT(strstr(out, "VIOLATION overlap #3 on key 0") != NULL);
+    ASSERT(strstr(out, "held by pid 2 acquisition 1.0 [w2] ttl") != NULL);
+    ASSERT(strstr(out, "and by  pid 3 acquisition 1.0 [w3] ttl") != NULL);
+    /* As shares, the three are fine. */
+    h.r[1].share = h.r[2].share = 1;
+    v = check(&h);
+    ASSERT_EQ_INT(v.overlaps, 0);
+    ASSERT_EQ_INT(v.share_pairs, 3);
+
+    /* A share's fencing token is ordered like any other's. */
+    memset(&h, 0, sizeof h);
+    add(&h, EXCL_ACQ, 1, 50, 100)->fence = 10;
+    add(&h, EXCL_ACQ, 2, 101, 120)->fence = 10;
+    h.r[1].share = 1;
+    ASSERT_EQ_INT(check(&h).fence_order, 1);
 }
 
 void test_excl_checker_rules(void)

@@ -33,8 +33,12 @@
 
 /* Reads the lease of the key whose holder is ARGV[1]: its PTTL, or -2
  * when the key is gone or held by another token or owner; for a
- * semaphore (a sorted set), the permit's own lease: its score less the
- * server's clock, in ms. */
+ * semaphore or a lock held shared (both sorted sets, members scored by
+ * the end of their leases), the permit's or share's own lease: its score
+ * less the server's clock, in ms, not the key's PTTL, which is the
+ * longest lease of all. An exclusive holder of a key that readers also
+ * take finds a string there, as for any lock; a sorted set then (or the
+ * marker of a waiting writer) is not its hold: -2. */
 static const char lease_lua[] =
     "local t = redis.call('TYPE', KEYS[1]).ok "
     "if t == 'zset' then "
@@ -171,6 +175,7 @@ static void fill(const excl_worker *w, const excl_section *s, excl_rec *r,
     r->key = (uint8_t)s->key;
     r->pid = w->pid;
     r->acq = w->acq;
+    r->share = s->o.shared != 0;
     r->ttl_ms = s->o.ttl_ms;
     snprintf(r->what, sizeof r->what, "%s", s->what);
 }
@@ -299,6 +304,17 @@ static void lease_check(excl_worker *w, const excl_section *s, claim *c)
     excl_history_add(w->t->hist_fd, &r);
 }
 
+/*
+ * A fenced write with the holder's token, by writers and by readers
+ * alike: the store keeps the highest token it has seen, so a reader's
+ * write stands for its read of the resource, stamped with its token. What
+ * is checked (the stale-write rule) holds for both: no write is accepted
+ * with a token below one accepted and answered before it was sent. A
+ * writer stopped past its lease thus has its late write refused once any
+ * later holder, reader or writer, has written. A reader's write refused
+ * because a later reader holding beside it wrote first is what the store
+ * should do, counted as refused and not a violation.
+ */
 static void fenced_write(excl_worker *w, const excl_section *s, claim *c)
 {
     char res[32], val[48];
