@@ -212,6 +212,12 @@ static redislock_err pause_then(redislock_lock *l, attempt_cfg *a, int tries,
         return rl__wait(l, a->id, a->req, a->o->fair, pause, NULL, res);
     if ((err = prepare(l, a, tries, deadline, &t)) != REDISLOCK_OK)
         return err;
+    /* The attempt runs at the pause's end at the latest, and from there
+     * the caller may block only what is left: a writer's record of its
+     * wait (rl_share_writer) must not outlast the deadline. Woken sooner,
+     * the record is shorter than the wait, and the next attempt renews
+     * it. */
+    t.mark_ms = t.mark_ms > pause ? t.mark_ms - pause : 0;
     return algo->wait_attempt(l, &t, a->id, pause, res, sent_us, ran, next);
 }
 
