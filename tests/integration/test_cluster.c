@@ -130,6 +130,56 @@ static int count_lock(const redislock_info *info, void *arg)
     return 0;
 }
 
+/* Shared locks (test_shared.c) on a master's key: shares together, a
+ * writer kept out, the kind read where the key lives, and a waiting
+ * writer's record (in the key's set) and its wake-up by the last
+ * reader's release. Returns the wake-up's latency in ms. */
+static int64_t shared_features(th_cluster *tc, redislock_client *c)
+{
+    redislock_acquire_options so = th_aopts(30000, 0, 0);
+    redislock_acquire_options xo = th_aopts(30000, 0, 0);
+    redislock_lock *l[3];
+    redislock_info info;
+    redisContext *r;
+    th_waiter w;
+    int64_t released, t0;
+    int i;
+
+    so.shared = 1;
+    r = th_cluster_redis(
+        tc, th_cluster_owner(tc, th_cluster_keyslot(tc, "feat:shr")));
+    for (i = 0; i < 3; i++)
+        l[i] = th_lock(c, "feat:shr");
+    ASSERT_OK(redislock_acquire(l[0], &so));
+    ASSERT_OK(redislock_acquire(l[1], &so));
+    ASSERT_ERR(redislock_acquire(l[2], &xo), REDISLOCK_EHELD);
+    ASSERT_OK(redislock_inspect(l[2], &info));
+    ASSERT_EQ_INT(info.reserved, REDISLOCK_KIND_SHARED);
+    ASSERT_EQ_INT(info.holds, 2);
+    xo.wait_ms = 8000;
+    th_waiter_start(&w, c, "feat:shr", &xo);
+    for (t0 = th_now_ms();; th_sleep_ms(2)) {
+        redisReply *rep = th_cmd(r, "ZSCORE feat:shr redislock:writer");
+        int seen = rep->type == REDIS_REPLY_STRING;
+
+        freeReplyObject(rep);
+        if (seen)
+            break;
+        ASSERT_LT(th_now_ms() - t0, 2000);
+    }
+    ASSERT_ERR(redislock_acquire(l[2], &so), REDISLOCK_EHELD);
+    ASSERT_OK(redislock_release(l[0]));
+    released = th_now_us();
+    ASSERT_OK(redislock_release(l[1]));
+    th_waiter_join_ok(&w, 9000);
+    ASSERT_OK(redislock_release(w.l));
+    redislock_lock_free(w.l);
+    for (i = 0; i < 3; i++)
+        redislock_lock_free(l[i]);
+    redisFree(r);
+    return (w.done_us - released) / 1000;
+}
+
 /* Reentrant and metadata locks, fair hand-off, wake-up, listing and
  * fencing: every script touches its helper keys in the key's slot. */
 void test_cluster_lock_features(void)
@@ -139,7 +189,7 @@ void test_cluster_lock_features(void)
     redislock_acquire_options o = th_aopts(30000, 0, 0);
     redislock_lock *l[3];
     redislock_info info;
-    int64_t woke, handed;
+    int64_t woke, handed, shared_woke;
     int i, listed = 0;
 
     o.reentrant = 1;
@@ -185,6 +235,10 @@ void test_cluster_lock_features(void)
             ASSERT_OK(redislock_release(l[i]));
         redislock_lock_free(l[i]);
     }
+    shared_woke = shared_features(tc, c);
+    test_log("writer woken %lld ms after the last reader's release",
+             (long long)shared_woke);
+    ASSERT_LT(shared_woke, WAKE_MAX_MS);
     woke = wake_after_release(c, "feat:wake", 0);
     handed = wake_after_release(c, "feat:fair", 1);
     test_log("woken %lld ms, handed over %lld ms after release (TTL 10 s)",
