@@ -444,6 +444,7 @@ static redislock_err setup(redislock_lock *l,
 {
     memset(a, 0, sizeof *a);
     a->o = o;
+    l->reader = o->shared;
     a->rich = o->reentrant || o->owner != NULL || o->metadata != NULL;
     a->fmt = o->reentrant ? "reentrant" : a->rich ? "hash" : "plain";
     a->waits =

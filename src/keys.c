@@ -92,7 +92,7 @@ char *rl__helper_join(const char *base, size_t baselen, const char *suffix,
 
 /* The helper suffix of each RL_KEY_* role (none for the lock). */
 static const char *const role_suffix[RL_KEY_ROLES] = {
-    NULL, "fence", "waiting", "wake", "q", "ws", "seq", "void:"};
+    NULL, "fence", "waiting", "wake", "rwake", "q", "ws", "seq", "void:"};
 
 int rl__keyset_make(rl__keyset *ks, const unsigned char *layout, int n,
                     const rl__lockname *k, const char *req)

@@ -44,6 +44,8 @@ enum {
     RL_KEY_FENCE,   /* helper "fence": the fencing counter */
     RL_KEY_WAITING, /* helper "waiting": someone waits, wake them */
     RL_KEY_WAKE,    /* helper "wake": the list ordinary waiters block on */
+    RL_KEY_RWAKE,   /* helper "rwake": the one readers of a lock held shared
+                       block on */
     RL_KEY_Q,       /* helper "q": the fair queue */
     RL_KEY_WS,      /* helper "ws": the fair waiters and the last hand-off */
     RL_KEY_SEQ,     /* helper "seq": the fair queue's sequence */

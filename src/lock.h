@@ -48,6 +48,8 @@ struct redislock_lock {
     _Atomic int64_t own;
     int rich;              /* held in the hash format (owner id) */
     int fair_queued;       /* taken by a fair call that queued first */
+    int reader;            /* the acquire under way is a reader's: it
+                              blocks on the "rwake" list, not "wake" */
     int limit;             /* a share: a semaphore's permit of this limit,
                               or RL_LIMIT_SHARED; 0: a lock */
     int64_t ttl_ms;        /* the lease length renewals use */

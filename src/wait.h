@@ -1,6 +1,7 @@
 /*
  * Blocking between attempts without polling. An ordinary waiter blocks
- * with BLPOP on its lock's wake list (a release wakes one waiter) and its
+ * with BLPOP on its lock's wake list (a release wakes one waiter; a
+ * reader of a lock taken shared has a list of its own) and its
  * own list (where redislock_cancel() pushes), on the idle connection its
  * attempt used, out of the pool while it blocks, with its next attempt
  * behind the BLPOP (rl__then). A fair waiter stays subscribed to a channel

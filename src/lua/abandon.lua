@@ -12,7 +12,7 @@
 -- void marker. ARGV[1] the token or owner id, ARGV[2] how long to void the
 -- request in ms, ARGV[3] the request's id.
 -- Returns 1 when a hold was undone, else 0.
-local K = rl_keys('lock fence q ws waiting wake void')
+local K = rl_keys('lock fence q ws waiting wake rwake void')
 local key, id, req = K.lock, ARGV[1], ARGV[3]
 redis.call('SET', K.void, '1', 'PX', ARGV[2])
 local kind, holder = rl_holder(key)

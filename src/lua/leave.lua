@@ -3,7 +3,7 @@
 -- KEYS: the lock and the helpers a hand-off uses (rl_handoff). ARGV[1]
 -- token or owner id, ARGV[2] the waiter's request id.
 -- Returns 1 when it had been handed the lock (now passed on), else 0.
-local K = rl_keys('lock fence q ws waiting wake')
+local K = rl_keys('lock fence q ws waiting wake rwake')
 local key, id, req = K.lock, ARGV[1], ARGV[2]
 local kind, holder = rl_holder(key)
 local handed = holder == id and rl_handed(key, kind, K.ws, req, rl_now_ms())

@@ -279,21 +279,25 @@ end
 
 -- Wakes one ordinary waiter of the lock whose helpers K names, if any
 -- waits (its marker, see acquire.lua): a 'wake' in the list they block on
--- (BLPOP), kept for as long as the marker. A wake nobody takes costs a
--- later waiter one early attempt.
-local function rl_wake(K)
+-- (BLPOP), kept for as long as the marker. The list is K.wake, or with
+-- list set that one: K.rwake, where the readers of a lock held shared
+-- block (a release that lets only a writer in wakes no reader). A wake
+-- nobody takes costs a later waiter one early attempt.
+local function rl_wake(K, list)
     local marker = redis.call('PTTL', K.waiting)
+    list = list or K.wake
     if marker > 0 then
-        if redis.call('LLEN', K.wake) == 0 then
-            redis.call('LPUSH', K.wake, 'wake')
+        if redis.call('LLEN', list) == 0 then
+            redis.call('LPUSH', list, 'wake')
         end
-        redis.call('PEXPIRE', K.wake, marker)
+        redis.call('PEXPIRE', list, marker)
     end
 end
 
 -- After the lock K.lock was freed: hands it to the longest-waiting live
--- fair waiter, or else wakes one ordinary waiter. K names the helpers
--- (fence, q, ws, waiting, wake; all in the lock's cluster slot). Waiters
+-- fair waiter, or else wakes one ordinary waiter and one reader. K names
+-- the helpers (fence, q, ws, waiting, wake, rwake; all in the lock's
+-- cluster slot). Waiters
 -- whose alive time has passed are dead and skipped, a bounded number per
 -- call. The lease handed over lasts no longer than the waiter's alive time
 -- would have: a waiter that died just before cannot hold the queue up for
@@ -339,6 +343,7 @@ local function rl_handoff(K)
         end
     end
     rl_wake(K)
+    rl_wake(K, K.rwake)
     return false
 end
 
@@ -424,17 +429,19 @@ local function rl_share_writer(K, mark)
     return false, 1
 end
 
--- Gives back the share id of the set K.lock (a permit, a reader's share)
--- and wakes a waiter (K: rl_handoff's helpers too); the last reader's
--- release hands the key to a fair writer if one queues. Returns 1, or 0
--- when the share is gone or its lease has ended: never reported as
--- released, even before an acquire dropped it.
+-- Gives back the share id of the set K.lock (a permit, a reader's share;
+-- K: rl_handoff's helpers too). A permit given back wakes a waiter; the
+-- last reader's release wakes a writer, or hands the key to a fair one if
+-- one queues (no reader waits for a reader to go). Returns 1, or 0 when
+-- the share is gone or its lease has ended: never reported as released,
+-- even before an acquire dropped it.
 local function rl_share_release(K, id)
     local score = redis.call('ZSCORE', K.lock, id)
     local now = rl_now_ms()
     if not score then
         return 0
     end
+    local kind = rl_share_kind(K.lock)
     redis.call('ZREM', K.lock, id)
     local held = rl_share_prune(K.lock, now)
     if tonumber(score) <= now then
@@ -443,7 +450,7 @@ local function rl_share_release(K, id)
     if held == 0 and redis.call('EXISTS', K.q) == 1 then
         redis.call('DEL', K.lock)
         rl_handoff(K)
-    else
+    elseif held == 0 or kind ~= RL_SHARED then
         rl_wake(K)
     end
     return 1

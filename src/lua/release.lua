@@ -14,7 +14,7 @@
 -- In a cluster whose slot is being migrated, the server checks the KEYS
 -- before the script runs (TRYAGAIN or ASK while some have moved), so the
 -- script never meets half of them.
-local K = rl_keys('lock fence q ws waiting wake')
+local K = rl_keys('lock fence q ws waiting wake rwake')
 local key, id = K.lock, ARGV[1]
 local kind, holder = rl_holder(key, ARGV[3] ~= 'h' and ARGV[3] ~= 'z')
 if kind == 'zset' then

@@ -5,8 +5,9 @@
 -- The key is a sorted set (see RL_SEM_LIMIT in lib.lua), so a key that
 -- exists is held, for other libraries too (their SET NX fails). Leases are
 -- judged on the server's clock only.
--- KEYS: the key, its fencing counter, its waiting marker, its wake list,
--- and the void marker of this request (see abandon.lua). ARGV as
+-- KEYS: the key, its fencing counter, its waiting marker, its wake lists
+-- (writers' and permits' waiters, readers'), and the void marker of this
+-- request (see abandon.lua). ARGV as
 -- acquire.lua's, but for the limit in the format's place: ARGV[1] the
 -- share's token, ARGV[2] TTL in ms, ARGV[3] the limit or 'shared', ARGV[5]
 -- the most the caller will wait in ms ('0': it will not, so no marker);
@@ -17,7 +18,7 @@
 -- wait, or another kind's PTTL; wakes as acquire.lua's); error RLLIMIT
 -- when the key is a semaphore of another limit or a lock of the other of
 -- the two kinds.
-local K = rl_keys('lock fence waiting wake void')
+local K = rl_keys('lock fence waiting wake rwake void')
 local RL_WRITER_GRACE = 500
 local key, id, ttl = K.lock, ARGV[1], tonumber(ARGV[2])
 local mine, limit = RL_SHARED, math.huge
@@ -45,17 +46,13 @@ if kind == 'zset' then
         if writer then
             -- A writer waits: no new reader until it has had the key.
             wait = writer - now
-            if held == 0 then
-                -- The last reader's release woke one waiter, maybe a
-                -- reader: pass the wake on, to the writer, which has
-                -- RL_WRITER_GRACE ms more to come (one that died while it
-                -- waited holds the readers up no longer).
-                if wait > RL_WRITER_GRACE then
-                    wait = RL_WRITER_GRACE
-                    redis.call('ZADD', key, 'XX', now + wait, RL_WRITER)
-                    redis.call('PEXPIRE', key, wait)
-                end
-                rl_wake(K)
+            if held == 0 and wait > RL_WRITER_GRACE then
+                -- The last reader has gone, and its release woke the
+                -- writer: it has RL_WRITER_GRACE ms more to come (one that
+                -- died while it waited holds the readers up no longer).
+                wait = RL_WRITER_GRACE
+                redis.call('ZADD', key, 'XX', now + wait, RL_WRITER)
+                redis.call('PEXPIRE', key, wait)
             end
         elseif held >= limit then
             local first = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
@@ -76,9 +73,10 @@ if wait == nil then
         redis.call('ZADD', key, now + ttl, id)
         rl_lengthen(key, ttl)
     end
-    -- Room is left: the next waiter may get in too (a release wakes one).
+    -- Room is left: the next waiter may get in too (a release wakes one):
+    -- for a lock held shared, the next reader.
     if held + 1 < limit then
-        rl_wake(K)
+        rl_wake(K, ARGV[3] == 'shared' and K.rwake or K.wake)
     end
     return {1, 1, rl_fence(K.fence, ttl, last)}
 end

@@ -167,18 +167,18 @@ ev "$T/fair.STRICT.lua" 6 kc:f ${B}fence ${B}q ${B}ws ${B}seq ${B}void:r1 \
 ev "$T/fair.STRICT.lua" 6 kc:f ${B}fence ${B}q ${B}ws ${B}seq ${B}void:r2 \
     own2 10000 hash "m" 5000 r2 ${B}c:h2 P
 [ "$(echo "$out" | head -n 1)" = 0 ] || fail "fair, second (strict): $out"
-ev "$T/release.STRICT.lua" 6 kc:f ${B}fence ${B}q ${B}ws ${B}waiting \
-    ${B}wake tok0 0
+ev "$T/release.STRICT.lua" 7 kc:f ${B}fence ${B}q ${B}ws ${B}waiting \
+    ${B}wake ${B}rwake tok0 0
 want 1 "release with a hand-off (strict)"
 [ "$(rcli get kc:f)" = tok1 ] || fail "the release did not hand over"
 ev "$T/fair.STRICT.lua" 6 kc:f ${B}fence ${B}q ${B}ws ${B}seq ${B}void:r1 \
     tok1 10000 plain "" 5000 r1 ${B}c:h1 P
 [ "$(echo "$out" | head -n 1)" = 1 ] || fail "fair, handed (strict): $out"
-ev "$T/leave.STRICT.lua" 6 kc:f ${B}fence ${B}q ${B}ws ${B}waiting \
-    ${B}wake own2 r2
+ev "$T/leave.STRICT.lua" 7 kc:f ${B}fence ${B}q ${B}ws ${B}waiting \
+    ${B}wake ${B}rwake own2 r2
 want 0 "leave (strict)"
-ev "$T/abandon.STRICT.lua" 7 kc:f ${B}fence ${B}q ${B}ws ${B}waiting \
-    ${B}wake ${B}void:r1 tok1 60000 r1
+ev "$T/abandon.STRICT.lua" 8 kc:f ${B}fence ${B}q ${B}ws ${B}waiting \
+    ${B}wake ${B}rwake ${B}void:r1 tok1 60000 r1
 want 1 "abandon (strict)"
 ev "$T/inspect.STRICT.lua" 2 kc:f ${B}fence
 [ "$(echo "$out" | head -n 1)" = none ] || fail "inspect (strict): $out"

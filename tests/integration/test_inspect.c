@@ -12,6 +12,7 @@
 
 #include "harness/fixture.h"
 #include "harness/server.h"
+#include "harness/util.h"
 #include "test.h"
 
 #define TTL_MS 20000
@@ -183,10 +184,12 @@ void test_inspect_share_leases_listed(void)
 {
     enum { N = REDISLOCK_INFO_TTLS_MAX + 20 };
     th_env e = th_env_start();
-    redislock_lock **l = calloc(N, sizeof *l), *w;
+    redislock_lock **l = calloc(N, sizeof *l);
     redislock_acquire_options o = th_aopts(TTL_MS, 0, 0);
     redislock_info info;
+    th_waiter w;
     char *score;
+    int64_t t0;
     size_t i;
 
     ASSERT(l != NULL);
@@ -222,12 +225,13 @@ void test_inspect_share_leases_listed(void)
     l[1] = th_lock(e.c, "in:rw");
     ASSERT_OK(redislock_acquire(l[1], &o));
     o.shared = 0;
-    o.wait_ms = 300;
-    w = th_lock(e.c, "in:rw");
-    ASSERT_ERR(redislock_acquire(w, &o), REDISLOCK_EHELD);
-    redislock_lock_free(w);
-    score = th_cmd_str(e.r, NULL, "ZSCORE %s %s", "in:rw", "redislock:writer");
-    ASSERT(score != NULL);
+    o.wait_ms = 10000;
+    th_waiter_start(&w, e.c, "in:rw", &o);
+    for (t0 = th_now_ms();
+         (score = th_cmd_str(e.r, NULL, "ZSCORE %s %s", "in:rw",
+                             "redislock:writer")) == NULL;
+         th_sleep_ms(2))
+        ASSERT_LT(th_now_ms() - t0, 2000);
     free(score);
     ASSERT_OK(redislock_inspect(l[0], &info));
     ASSERT_EQ_INT(info.reserved, REDISLOCK_KIND_SHARED);
@@ -237,12 +241,13 @@ void test_inspect_share_leases_listed(void)
     ASSERT(info.share_ttls[0] > 0 && info.share_ttls[0] <= 2000);
     ASSERT(info.share_ttls[1] > 2000 && info.share_ttls[1] <= TTL_MS);
     ASSERT_EQ_INT(info.fence, redislock_fence(l[1]));
-    /* A lock held alone lists none. */
+    /* The writer gets the key once both readers have gone: a lock held
+     * alone lists none. */
     ASSERT_OK(redislock_release(l[0]));
     ASSERT_OK(redislock_release(l[1]));
+    th_waiter_join_ok(&w, 3000);
     redislock_lock_free(l[1]);
-    l[1] = th_lock(e.c, "in:x");
-    ASSERT_OK(redislock_acquire(l[1], &o));
+    l[1] = w.l;
     ASSERT_OK(redislock_inspect(l[1], &info));
     ASSERT(info.share_ttls == NULL);
     ASSERT_EQ_INT(info.nshare_ttls, 0);

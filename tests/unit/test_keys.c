@@ -79,6 +79,7 @@ void test_keys_helper_names(void)
     ASSERT_EQ_INT(rl__is_helper_key("job{job}:rl-void:x", 18), 1);
     ASSERT_EQ_INT(rl__is_helper_key("job{job}:rl-w:", 14), 0);
     ASSERT_EQ_INT(rl__is_helper_key("job{job}:rl-ws", 14), 1);
+    ASSERT_EQ_INT(rl__is_helper_key("job{job}:rl-rwake", 17), 1);
     ASSERT_EQ_INT(rl__is_helper_key("job{job}:rl-wsx", 15), 0);
     ASSERT_EQ_INT(rl__is_helper_key("job{job}:rl-void:", 17), 0);
 }
@@ -98,13 +99,13 @@ static void assert_keyset(const rl__keyset *ks, const char *const *want, int n)
 void test_keys_script_keysets(void)
 {
     static const unsigned char all[] = {
-        RL_KEY_LOCK, RL_KEY_FENCE, RL_KEY_WAITING, RL_KEY_WAKE,
-        RL_KEY_Q,    RL_KEY_WS,    RL_KEY_SEQ,     RL_KEY_VOID};
+        RL_KEY_LOCK,  RL_KEY_FENCE, RL_KEY_WAITING, RL_KEY_WAKE,
+        RL_KEY_RWAKE, RL_KEY_WS,    RL_KEY_SEQ,     RL_KEY_VOID};
     static const char *const names[] = {"job",
                                         "job{job}:rl-fence",
                                         "job{job}:rl-waiting",
                                         "job{job}:rl-wake",
-                                        "job{job}:rl-q",
+                                        "job{job}:rl-rwake",
                                         "job{job}:rl-ws",
                                         "job{job}:rl-seq",
                                         "job{job}:rl-void:r1"};
