@@ -118,8 +118,8 @@ typedef struct cli_cmdopts {
     /* What acquire and run ask the library for: ttl_ms (-t, default
      * REDISLOCK_DEFAULT_TTL_MS), wait_ms (-w, -n; default
      * REDISLOCK_WAIT_FOREVER), the retry settings, fail_fast, owner
-     * (--owner, which also sets reentrant), metadata and limit (run
-     * --limit). release and extend read ttl_ms and owner. */
+     * (--owner, which also sets reentrant), metadata, limit (--limit)
+     * and shared (-s). release and extend read ttl_ms and owner. */
     redislock_acquire_options acq;
     int64_t hold_after_ms; /* --hold-after; 0 */
     const char *command;   /* run -c: a string for sh -c; NULL */
@@ -146,8 +146,14 @@ typedef struct cli_cmdopts {
     {CLI_ID_RETRY_DELAY, "retry-delay", 1},                                   \
     {CLI_ID_RETRY_MAX_DELAY, "retry-max-delay", 1},                           \
     {CLI_ID_MAX_ATTEMPTS, "max-attempts", 1}, {CLI_ID_FAIR, "fair", 0},       \
-    {CLI_ID_VERBOSE, "verbose", 0}
+    {CLI_ID_VERBOSE, "verbose", 0}, {'s', "shared", 0}
 /* clang-format on */
+
+/* Refuses, as a usage error naming the clash, the options that a share
+ * of a lock (-s) cannot have: --limit, --owner, --metadata, --fair and
+ * --hold-after. Returns 0 when there is none, or without -s. Called
+ * before anything connects, so a refused command writes nothing. */
+int cli_check_shared(const char *ctx, const cli_cmdopts *o);
 
 /* What cli_cmd_options() returns when the subcommand should go on. */
 #define CLI_CONTINUE (-1)

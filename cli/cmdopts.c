@@ -82,6 +82,9 @@ static int apply_wait_option(const char *ctx, int id, const char *val,
     case CLI_ID_FAIR:
         acq->fair = 1;
         return 0;
+    case 's':
+        acq->shared = 1;
+        return 0;
     case CLI_ID_LIMIT:
         return cli_parse_count(ctx, "limit", val, REDISLOCK_LIMIT_MAX,
                                &acq->limit);
@@ -138,6 +141,32 @@ static int apply_option(const char *ctx, int id, const char *val,
         return 0;
     }
     return apply_wait_option(ctx, id, val, &o->acq);
+}
+
+int cli_check_shared(const char *ctx, const cli_cmdopts *o)
+{
+    const redislock_acquire_options *acq = &o->acq;
+
+    if (!acq->shared)
+        return 0;
+    /* The library refuses these too, but only once connected; here the
+     * message can name the option rather than the field. */
+    if (acq->limit > 0)
+        return cli_usage(ctx, "-s/--shared and --limit exclude each other: "
+                              "a key is a shared lock or a semaphore");
+    if (acq->owner != NULL)
+        return cli_usage(ctx, "-s/--shared does not take --owner: a share "
+                              "is not reentrant and has a token of its own");
+    if (acq->metadata != NULL)
+        return cli_usage(ctx, "-s/--shared does not take --metadata: a "
+                              "share stores none");
+    if (acq->fair)
+        return cli_usage(ctx, "-s/--shared does not take --fair: its queue "
+                              "is for exclusive locks");
+    if (o->hold_after_ms > 0)
+        return cli_usage(ctx, "--hold-after is for an exclusive lock, not "
+                              "a share (-s/--shared)");
+    return 0;
 }
 
 int cli_cmd_options(int argc, char **argv, const cli_global *g,

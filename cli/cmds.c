@@ -38,7 +38,8 @@ int cli_cmd_acquire(int argc, char **argv, const cli_global *g)
     rc = cli_cmd_options(argc, argv, g, defs, 1, 1, key_names, &o);
     if (rc != CLI_CONTINUE)
         return rc;
-    if ((rc = cli_check_key(ctx, argv[o.operand])) != 0 ||
+    if ((rc = cli_check_shared(ctx, &o)) != 0 ||
+        (rc = cli_check_key(ctx, argv[o.operand])) != 0 ||
         (rc = cli_open(ctx, &o.g, argv[o.operand], 0, &c, &l)) != 0)
         return rc;
     /* A signal while waiting ends the wait cleanly, even when it comes

@@ -122,6 +122,8 @@ static int show_holds(const redislock_info *info)
 static void print_plain(const char *key, size_t keylen,
                         const redislock_info *info, int with_key)
 {
+    size_t i;
+
     if (with_key)
         plain_text(key, keylen, 1);
     else if (!info->held) {
@@ -140,9 +142,20 @@ static void print_plain(const char *key, size_t keylen,
     /* A hold-after reservation: held, by nobody, until it runs out. */
     if (info->reserved == REDISLOCK_KIND_RESERVED)
         fputs(" reserved", stdout);
-    /* A semaphore: its live permits of its limit. */
-    if (info->reserved == REDISLOCK_KIND_SEMAPHORE) {
-        printf(" permits=%lld limit=%d\n", (long long)info->holds, info->limit);
+    /* A semaphore: its live permits of its limit; a lock held shared:
+     * its live shares, which are 0 while a waiting exclusive request
+     * keeps the key for itself. Then each one's lease, shortest first. */
+    if (info->reserved == REDISLOCK_KIND_SEMAPHORE ||
+        info->reserved == REDISLOCK_KIND_SHARED) {
+        if (info->reserved == REDISLOCK_KIND_SEMAPHORE)
+            printf(" permits=%lld limit=%d", (long long)info->holds,
+                   info->limit);
+        else
+            printf(" readers=%lld", (long long)info->holds);
+        for (i = 0; i < info->nshare_ttls; i++)
+            printf("%s%lld", i == 0 ? " leases_ms=" : ",",
+                   (long long)info->share_ttls[i]);
+        putchar('\n');
         return;
     }
     if (show_holds(info))
@@ -155,21 +168,38 @@ static void print_plain(const char *key, size_t keylen,
     putchar('\n');
 }
 
+/* The fields of a semaphore or of a lock held shared, after its TTL:
+ * how many hold it now, each one's lease (shortest first), and the last
+ * fencing token issued. Neither kind has an owner id or metadata. */
+static void json_counted(const redislock_info *info)
+{
+    size_t i;
+
+    if (info->reserved == REDISLOCK_KIND_SEMAPHORE)
+        printf(",\"permits\":%lld,\"limit\":%d", (long long)info->holds,
+               info->limit);
+    else
+        printf(",\"readers\":%lld,\"shared\":true", (long long)info->holds);
+    fputs(",\"leases_ms\":[", stdout);
+    for (i = 0; i < info->nshare_ttls; i++)
+        printf("%s%lld", i == 0 ? "" : ",", (long long)info->share_ttls[i]);
+    putchar(']');
+    if (info->fence > 0)
+        printf(",\"fence\":%lld", (long long)info->fence);
+    putchar('}');
+}
+
 /* The fields of a lock, after its TTL. Another library's lock (no hold
  * count) shows no holds and no fence: redislock issued it none. */
 static void json_lock(const redislock_info *info)
 {
     int known = info->holds > 0;
 
-    if (info->reserved == REDISLOCK_KIND_SEMAPHORE) {
-        printf(",\"permits\":%lld,\"limit\":%d", (long long)info->holds,
-               info->limit);
-        if (info->fence > 0)
-            printf(",\"fence\":%lld", (long long)info->fence);
-        putchar('}');
+    if (info->reserved == REDISLOCK_KIND_SEMAPHORE ||
+        info->reserved == REDISLOCK_KIND_SHARED) {
+        json_counted(info);
         return;
     }
-
     if (known)
         printf(",\"holds\":%lld", (long long)info->holds);
     fputs(",\"owner\":", stdout);

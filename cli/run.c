@@ -583,6 +583,8 @@ int cli_cmd_run(int argc, char **argv, const cli_global *g)
     rc = cli_cmd_options(argc, argv, g, defs, 1, -1, names, &o);
     if (rc != CLI_CONTINUE)
         return rc;
+    if ((rc = cli_check_shared(argv[0], &o)) != 0)
+        return rc;
     if (o.acq.limit > 0 && o.hold_after_ms > 0)
         return cli_usage(argv[0], "--hold-after is for a lock, not a "
                                   "semaphore's permit (--limit)");

@@ -164,6 +164,21 @@ static void lease_text(int64_t ttl, char *buf, size_t size)
         snprintf(buf, size, "its lease is unknown");
 }
 
+/* --verbose: the holders of a key held shared, which have no owner id:
+ * how many readers, or none while a waiting exclusive request keeps the
+ * key for itself. */
+static void shared_text(const redislock_info *info, char *buf, size_t size)
+{
+    char lease[64];
+
+    lease_text(info->ttl_ms, lease, sizeof lease);
+    if (info->holds > 0)
+        snprintf(buf, size, "held shared by %lld reader%s (%s)",
+                 (long long)info->holds, info->holds == 1 ? "" : "s", lease);
+    else
+        snprintf(buf, size, "kept for a waiting exclusive request (%s)", lease);
+}
+
 /*
  * --verbose: who holds the lock now, read with one more request: "held
  * (its lease ends in N ms, owner ID, metadata TEXT)", "free", or why it
@@ -180,6 +195,10 @@ static void holder_text(redislock_lock *l, char *buf, size_t size)
     }
     if (!info.held) {
         snprintf(buf, size, "it is free now");
+        return;
+    }
+    if (info.reserved == REDISLOCK_KIND_SHARED) {
+        shared_text(&info, buf, size);
         return;
     }
     lease_text(info.ttl_ms, lease, sizeof lease);
@@ -208,7 +227,8 @@ static void say_start(const char *ctx, redislock_lock *l,
         snprintf(wait, sizeof wait, "waiting up to %lld ms",
                  (long long)acq->wait_ms);
     holder_text(l, holder, sizeof holder);
-    cli_err(ctx, "taking lock '%s' for %lld ms, %s: %s", quoted_key(l, q),
+    cli_err(ctx, "taking %slock '%s' for %lld ms, %s: %s",
+            acq->shared ? "a share of " : "", quoted_key(l, q),
             (long long)acq->ttl_ms, wait, holder);
 }
 

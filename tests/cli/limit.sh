@@ -55,13 +55,13 @@ bg s1 "$RL" run --limit 3 sem -c "$(hold s1)"
 bg s2 "$RL" run --limit 3 sem -c "$(hold s2)"
 wait_until 10 test -e "$D/s1.in" -a -e "$D/s2.in" || fail "s1, s2 did not run"
 expect 0 "$RL" status sem
-grep -Eq '^held ttl_ms=[0-9]+ permits=2 limit=3$' "$D/out" ||
+grep -Eq '^held ttl_ms=[0-9]+ permits=2 limit=3 leases_ms=[0-9]+,[0-9]+$' "$D/out" ||
     fail "status: $(cat "$D/out")"
 expect 0 "$RL" status --json sem
-grep -Eq '^\{"key":"sem","held":true,"ttl_ms":[0-9]+,"permits":2,"limit":3,"fence":[0-9]+\}$' "$D/out" ||
+grep -Eq '^\{"key":"sem","held":true,"ttl_ms":[0-9]+,"permits":2,"limit":3,"leases_ms":\[[0-9]+,[0-9]+\],"fence":[0-9]+\}$' "$D/out" ||
     fail "status --json: $(cat "$D/out")"
 expect 0 "$RL" list
-grep -Eq '^sem ttl_ms=[0-9]+ permits=2 limit=3$' "$D/out" ||
+grep -Eq '^sem ttl_ms=[0-9]+ permits=2 limit=3 leases_ms=[0-9]+,[0-9]+$' "$D/out" ||
     fail "list: $(cat "$D/out")"
 touch "$D/go"
 bg_wait s1 20
