@@ -50,20 +50,27 @@ typedef struct lb_series {
     int fair;          /* LB_REDISLOCK: .fair = 1 */
     int limit;         /* LB_REDISLOCK: a semaphore's permit (.limit); 0: the
                         * lock */
+    int shared;        /* LB_REDISLOCK: half the cycles take a share
+                        * (.shared = 1) and only read the counter */
     const char *arg1;  /* redis-py: sleep (s); redlock: retryDelay (ms) */
     const char *arg2;  /* redlock: retryJitter (ms) */
     int k, m;
     /* Results. */
     int ran;           /* the workers started and all finished */
-    int counter_ok;    /* the counter read k * m */
+    int counter_ok;    /* the counter read want */
     int clock_ok;      /* the workers' stamps are CLOCK_MONOTONIC */
     long long counter;
-    long overlaps;     /* acquisitions that returned before the previous
-                        * holder began its release: exclusion broken */
+    long long want;    /* what the counter must read: the exclusive cycles
+                        * (k * m unless the series is shared) */
+    long overlaps;     /* acquisitions that returned before a holder they
+                        * exclude began its release: exclusion broken */
+    int readers;       /* the most shared sections held at once */
     double cycles_s;
-    double h50, h99;   /* hand-off (next acquire return - release start), us */
+    double h50, h99;   /* hand-off (next acquire return - release start), us;
+                        * in a shared series only where the two sections
+                        * exclude each other (a hand-over) */
     double x50, x99;   /* the same over holder changes only, us */
-    double sw;         /* share of acquisitions that change holder */
+    double sw;         /* share of hand-offs that change holder */
     double ahead;      /* share of holder changes whose next acquire
                         * returned before the previous release did */
     double cmds_acq;   /* server calls per acquisition */

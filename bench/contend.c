@@ -10,6 +10,12 @@
  * "ready <CLOCK_MONOTONIC ns>" on stdout once connected, then start when
  * stdin reaches EOF, which the parent causes for all at once by closing
  * the pipe's write end.
+ *
+ * A shared series mixes readers and writers on the one key: a worker's
+ * cycle is a shared acquire that only reads the counter when the worker's
+ * index plus the cycle's is odd, else an exclusive one that increments
+ * it. Which it was goes to a byte per cycle after the stamps in the same
+ * MAP_SHARED region.
  */
 #define _GNU_SOURCE
 
@@ -39,6 +45,7 @@ typedef struct worker {
 typedef struct merged {
     lb_cycle c;
     int who;
+    int shared; /* a reader's section */
 } merged;
 
 static void child_fail(const char *what, redislock_err err)
@@ -48,7 +55,7 @@ static void child_fail(const char *what, redislock_err err)
     _exit(2);
 }
 
-static long long counter_bump(redisContext *c)
+static long long counter_get(redisContext *c)
 {
     redisReply *r = redisCommand(c, "GET " LB_COUNTER_KEY);
     long long v;
@@ -58,16 +65,32 @@ static long long counter_bump(redisContext *c)
         _exit(3);
     v = r->type == REDIS_REPLY_STRING ? strtoll(r->str, NULL, 10) : 0;
     freeReplyObject(r);
-    r = redisCommand(c, "SET " LB_COUNTER_KEY " %lld", v + 1);
+    return v;
+}
+
+static long long counter_bump(redisContext *c)
+{
+    long long v = counter_get(c);
+    redisReply *r = redisCommand(c, "SET " LB_COUNTER_KEY " %lld", v + 1);
+
     if (r == NULL || r->type != REDIS_REPLY_STATUS)
         _exit(3);
     freeReplyObject(r);
     return v + 1;
 }
 
-/* A library worker, in a forked child: never returns. */
-static void rl_worker(const lb_env *e, const lb_series *s, lb_cycle *rec,
-                      int go_fd, int ready_fd)
+/* The byte per cycle that says a reader's section: after the k * m
+ * stamps in the same region. */
+static unsigned char *kinds(const lb_series *s, lb_cycle *shm)
+{
+    return (unsigned char *)(shm + (size_t)s->k * s->m);
+}
+
+/* A library worker, in a forked child: never returns. idx is its place
+ * among the workers, rec and kind its rows of the shared region. */
+static void rl_worker(const lb_env *e, const lb_series *s, int idx,
+                      lb_cycle *rec, unsigned char *kind, int go_fd,
+                      int ready_fd)
 {
     redislock_client *cl;
     redislock_lock *l;
@@ -93,10 +116,17 @@ static void rl_worker(const lb_env *e, const lb_series *s, lb_cycle *rec,
     while (read(go_fd, &b, 1) > 0) /* EOF is the start signal */
         ;
     for (i = 0; i < s->m; i++) {
+        /* Readers and writers alternate in each worker, and odd workers
+         * start with a reader, so that both kinds always queue. */
+        o.shared = s->shared && (idx + i) % 2 == 1;
+        kind[i] = (unsigned char)o.shared;
         if ((err = redislock_acquire(l, &o)) != REDISLOCK_OK)
             child_fail("acquire", err);
         rec[i].acq_ret = lb_now_ns();
-        counter_bump(data);
+        if (o.shared)
+            counter_get(data);
+        else
+            counter_bump(data);
         rec[i].rel_start = lb_now_ns();
         if ((err = redislock_release(l)) != REDISLOCK_OK)
             child_fail("release", err);
@@ -152,7 +182,8 @@ static int spawn(const lb_env *e, const lb_series *s, int idx, worker *w,
         close(go[1]);
         close(rp[0]);
         if (s->lib == LB_REDISLOCK)
-            rl_worker(e, s, shm + (size_t)idx * s->m, go[0], rp[1]);
+            rl_worker(e, s, idx, shm + (size_t)idx * s->m,
+                      kinds(s, shm) + (size_t)idx * s->m, go[0], rp[1]);
         if (dup2(go[0], 0) < 0 || dup2(rp[1], 1) < 0)
             _exit(127);
         peer_worker(e, s, w->file);
@@ -169,29 +200,75 @@ static int cmp_merged(const void *a, const void *b)
     return (x->c.acq_ret > y->c.acq_ret) - (x->c.acq_ret < y->c.acq_ret);
 }
 
-/* Hand-offs, holder changes and exclusion, from cycles sorted by the
+/* The most readers' sections held at once, from cycles sorted by the
  * moment each acquire returned. */
+static int most_readers(const merged *v, size_t n)
+{
+    int64_t *rel = malloc((n ? n : 1) * sizeof *rel);
+    size_t i, nr = 0, in = 0, gone = 0;
+    int most = 0;
+
+    if (rel == NULL)
+        lb_die("out of memory");
+    for (i = 0; i < n; i++)
+        if (v[i].shared)
+            rel[nr++] = v[i].c.rel_start;
+    lb_sort_i64(rel, nr);
+    /* At each reader's acquire: the readers in so far, less those whose
+     * release had begun by then. */
+    for (i = 0; i < n; i++) {
+        if (!v[i].shared)
+            continue;
+        in++;
+        while (gone < nr && rel[gone] <= v[i].c.acq_ret)
+            gone++;
+        if ((int)(in - gone) > most)
+            most = (int)(in - gone);
+    }
+    free(rel);
+    return most;
+}
+
+/*
+ * Hand-offs, holder changes and exclusion, from cycles sorted by the
+ * moment each acquire returned. A writer must come after every earlier
+ * section, a reader after every earlier writer: each is checked against
+ * the one of those whose release began last. The gap from that release
+ * is a hand-off when the two exclude each other: always for a writer,
+ * and for a reader only when a writer held just before it (a reader
+ * joining readers waits for nobody). With no readers this is the
+ * previous acquisition's release, as a plain lock's hand-off.
+ */
 static void handoffs(lb_series *s, const merged *v, size_t n)
 {
     int64_t *x = malloc((n ? n : 1) * sizeof *x);
     size_t i, nx = 0, switches = 0, ahead = 0;
+    long any = -1, wr = -1; /* latest release begun: any section, writers */
 
     s->hand = malloc((n ? n : 1) * sizeof *s->hand);
     if (x == NULL || s->hand == NULL)
         lb_die("out of memory");
     s->nhand = 0;
     s->overlaps = 0;
-    for (i = 1; i < n; i++) {
-        int64_t h = v[i].c.acq_ret - v[i - 1].c.rel_start;
+    for (i = 0; i < n; i++) {
+        long r = v[i].shared ? wr : any;
+        int64_t h = r >= 0 ? v[i].c.acq_ret - v[r].c.rel_start : 0;
 
         if (h < 0)
             s->overlaps++;
-        s->hand[s->nhand++] = h;
-        if (v[i].who != v[i - 1].who) {
-            switches++;
-            x[nx++] = h;
-            ahead += v[i].c.acq_ret < v[i - 1].c.rel_end;
+        if (r >= 0 && (!v[i].shared || !v[i - 1].shared)) {
+            s->hand[s->nhand++] = h;
+            if (v[i].who != v[r].who) {
+                switches++;
+                x[nx++] = h;
+                ahead += v[i].c.acq_ret < v[r].c.rel_end;
+            }
         }
+        if (any < 0 || v[i].c.rel_start > v[any].c.rel_start)
+            any = (long)i;
+        if (!v[i].shared &&
+            (wr < 0 || v[i].c.rel_start > v[wr].c.rel_start))
+            wr = (long)i;
     }
     lb_sort_i64(s->hand, s->nhand);
     lb_sort_i64(x, nx);
@@ -201,8 +278,9 @@ static void handoffs(lb_series *s, const merged *v, size_t n)
     s->h99 = (double)lb_pct(s->hand, s->nhand, 99) / 1e3;
     s->x50 = nx ? (double)lb_pct(x, nx, 50) / 1e3 : -1;
     s->x99 = nx ? (double)lb_pct(x, nx, 99) / 1e3 : -1;
-    s->sw = n > 1 ? (double)switches / (double)(n - 1) : 0;
+    s->sw = s->nhand ? (double)switches / (double)s->nhand : 0;
     s->ahead = nx ? (double)ahead / (double)nx : 0;
+    s->readers = most_readers(v, n);
 }
 
 /* Gathers every worker's cycles, merges them and computes the results. */
@@ -229,6 +307,8 @@ static void analyse(lb_series *s, worker *w, lb_cycle *shm, int64_t go)
         for (i = 0; i < (size_t)s->m; i++) {
             v[(size_t)j * s->m + i].c = rec[i];
             v[(size_t)j * s->m + i].who = j;
+            v[(size_t)j * s->m + i].shared =
+                kinds(s, shm)[(size_t)j * s->m + i];
             if (rec[i].rel_end > last)
                 last = rec[i].rel_end;
         }
@@ -264,14 +344,20 @@ static int start_all(const lb_env *e, lb_series *s, worker *w, lb_cycle *shm,
     return 0;
 }
 
-static void check_counter(const lb_env *e, lb_series *s)
+/* The counter must read the number of writers' sections: every cycle
+ * but the readers' (peers write no kinds, and theirs stay 0). */
+static void check_counter(const lb_env *e, lb_series *s, lb_cycle *shm)
 {
     redisReply *r = lb_cmd(e->ctl, "GET " LB_COUNTER_KEY);
+    size_t n = (size_t)s->k * s->m, i;
 
     s->counter = r->type == REDIS_REPLY_STRING ? strtoll(r->str, NULL, 10)
                                                : 0;
     freeReplyObject(r);
-    s->counter_ok = s->counter == (long long)s->k * s->m;
+    s->want = (long long)n;
+    for (i = 0; i < n; i++)
+        s->want -= kinds(s, shm)[i];
+    s->counter_ok = s->counter == s->want;
 }
 
 void lb_run_series(const lb_env *e, lb_series *s)
@@ -288,7 +374,8 @@ void lb_run_series(const lb_env *e, lb_series *s)
     if (s->k > MAX_K)
         lb_die("K of %d is over %d", s->k, MAX_K);
     freeReplyObject(lb_cmd(e->ctl, "FLUSHALL"));
-    shm = mmap(NULL, n * sizeof *shm, PROT_READ | PROT_WRITE,
+    /* The stamps, then a byte per cycle for its kind (zero-filled). */
+    shm = mmap(NULL, n * (sizeof *shm + 1), PROT_READ | PROT_WRITE,
                MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (shm == MAP_FAILED || pipe2(go, O_CLOEXEC) != 0)
         lb_die("mmap or pipe failed");
@@ -312,15 +399,16 @@ void lb_run_series(const lb_env *e, lb_series *s)
         if (!WIFEXITED(status[j]) || WEXITSTATUS(status[j]) != 0)
             snprintf(s->err, sizeof s->err, "worker %d failed (status %d)",
                      j, status[j]);
-    check_counter(e, s);
+    check_counter(e, s, shm);
     s->ran = s->err[0] == '\0';
-    /* The counter's GET and SET are the work, not the lock's cost. */
-    s->cmds_acq = (double)(c1 - c0 - 2 * (long long)n) / (double)n;
+    /* The counter's GET and SET (a reader's GET) are the work, not the
+     * lock's cost. */
+    s->cmds_acq = (double)(c1 - c0 - (long long)n - s->want) / (double)n;
     s->cpu_acq = (u1 - u0) / (double)n;
     if (s->ran)
         analyse(s, w, shm, t_go);
     for (j = 0; j < s->k; j++)
         unlink(w[j].file);
-    munmap(shm, n * sizeof *shm);
+    munmap(shm, n * (sizeof *shm + 1));
     s->seconds = (double)(lb_now_ns() - t_start) / 1e9;
 }

@@ -17,7 +17,8 @@
  * srv_cpu_ratio_tcp=... handoff_p50_us=... handoff_p99_us=...
  * k8_cycles_per_s=... k64_cycles_per_s=... k8_switch=... sem_handoff_p50_us=...
  * lock_bytes=...
- * setnx_bytes=... (then bench/redlock.sh's, from BENCH_REDLOCK)
+ * setnx_bytes=... shared_handoff_p50_us=... (then bench/redlock.sh's, from
+ * BENCH_REDLOCK)
  * Exit status 1 when a counter check, the exclusion check or a run failed.
  */
 #define _GNU_SOURCE
@@ -146,6 +147,9 @@ static size_t plan(const opts *o, lb_series *s)
     static const lb_series rls = {.name = "redislock semaphore, limit 1",
                                   .slug = "rl-sem1", .lib = LB_REDISLOCK,
                                   .limit = 1};
+    static const lb_series rlsh = {.name = "redislock shared, half readers",
+                                   .slug = "rl-shared", .lib = LB_REDISLOCK,
+                                   .shared = 1};
     static const lb_series py = {
         .name = "redis-py Lock, sleep 0.1 s (default)", .slug = "py-0.1",
         .lib = LB_REDIS_PY, .arg1 = "0.1"};
@@ -175,9 +179,12 @@ static size_t plan(const opts *o, lb_series *s)
 
             add(s, &n, rl, k, m);
             add(s, &n, rlf, k, m);
-            /* A semaphore's wake-up path, at the targets' K. */
-            if (k == 8)
+            /* A semaphore's wake-up path, and a shared lock's hand-overs
+             * between readers and writers, at the targets' K. */
+            if (k == 8) {
                 add(s, &n, rls, k, m);
+                add(s, &n, rlsh, k, m);
+            }
         }
         if (peer) {
             add(s, &n, py, k, scaled(300, o->scale));

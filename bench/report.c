@@ -43,7 +43,7 @@ static void row_series(FILE *f, const lb_series *s)
     }
     snprintf(c, sizeof c, "%s %lld/%lld",
              s->counter_ok && s->overlaps == 0 ? "OK" : "**FAIL**",
-             s->counter, (long long)s->k * s->m);
+             s->counter, s->want);
     if (s->x50 >= 0)
         snprintf(x, sizeof x, "%.1f / %.1f", s->x50, s->x99);
     else
@@ -110,11 +110,15 @@ static void table(FILE *f, const lb_micro *m, const lb_series *s, size_t ns)
                "per-round ratios). Other rows (unix socket): K processes "
                "on one lock, cycles/s over the whole run, p50/p99 the "
                "hand-off (next acquire returns - previous release starts), "
-               "over all acquisitions and over those that change holder. "
-               "cmds/acq: INFO commandstats calls per acquisition (commands "
-               "Lua scripts run included; the counter's GET and SET left "
-               "out). server CPU us/acq: INFO cpu's used_cpu_user + "
-               "used_cpu_sys growth per cycle (the contention runs' "
+               "over all acquisitions and over those that change holder "
+               "(shared, half readers: over hand-overs only, where the "
+               "release and the acquire exclude each other; switch is "
+               "their share that changes holder, and the counter counts "
+               "the exclusive cycles). cmds/acq: INFO commandstats calls "
+               "per acquisition (commands Lua scripts run included; the "
+               "counter's GET and SET, a reader's GET, left out). server "
+               "CPU us/acq: INFO cpu's used_cpu_user + used_cpu_sys "
+               "growth per cycle (the contention runs' "
                "includes the counter's GET and SET; not measured for the "
                "PING rows).\n",
             m->rounds);
@@ -127,7 +131,7 @@ static const lb_series *find(const lb_series *s, size_t ns, lb_lib lib,
 
     for (i = 0; i < ns; i++)
         if (s[i].lib == lib && s[i].fair == fair && s[i].k == k &&
-            s[i].limit == 0 && s[i].ran)
+            s[i].limit == 0 && !s[i].shared && s[i].ran)
             return &s[i];
     return NULL;
 }
@@ -325,6 +329,39 @@ static void semaphore(const lb_series *s, size_t ns, double rtt, int k)
            m->h99, yes(m->h99 <= 10 * rtt));
 }
 
+/* The shared lock's run: half the cycles readers, hand-overs only where
+ * the two sides exclude each other. */
+static const lb_series *find_shared(const lb_series *s, size_t ns, int k)
+{
+    size_t i;
+
+    for (i = 0; i < ns; i++)
+        if (s[i].lib == LB_REDISLOCK && s[i].shared && s[i].k == k &&
+            s[i].ran)
+            return &s[i];
+    return NULL;
+}
+
+static void shared_lock(const lb_series *s, size_t ns, double rtt, int k)
+{
+    const lb_series *m = find_shared(s, ns, k);
+
+    if (m == NULL) {
+        printf("  K=%d shared run missing: MISS\n", k);
+        return;
+    }
+    printf("  K=%d shared hand-over p50 <= 2 x RTT (%.1f us): %.1f us %s\n",
+           k, 2 * rtt, m->h50, yes(m->h50 <= 2 * rtt));
+    printf("    (half readers: %zu hand-overs in %lld acquisitions, p99 "
+           "%.1f us; at most %d readers at once%s; counter = exclusive "
+           "cycles: %lld/%lld %s; sections overlapping an exclusive one: "
+           "%ld %s)\n",
+           m->nhand, (long long)m->k * m->m, m->h99, m->readers,
+           m->readers < 2 ? ", so no sharing seen" : "", m->counter,
+           m->want, m->counter_ok ? "OK" : "FAIL", m->overlaps,
+           m->overlaps == 0 ? "OK" : "FAIL: EXCLUSION BROKEN");
+}
+
 static void targets(const lb_series *s, size_t ns, const lb_micro *m,
                     const lb_idle *idle, int nidle,
                     const lb_series *fair, const lb_series *def, int k)
@@ -369,6 +406,7 @@ static void targets(const lb_series *s, size_t ns, const lb_micro *m,
                    i ? "fair" : "default mode");
     }
     semaphore(s, ns, rtt, k);
+    shared_lock(s, ns, rtt, k);
     for (i = 0; i < nidle; i++)
         printf("  blocked waiter (%s) holds 1 server connection: %d %s\n",
                idle[i].fair ? "fair" : "default", idle[i].conns,
@@ -411,6 +449,7 @@ void lb_report(const lb_env *e, const lb_micro *m, const lb_idle *idle,
     const char *redlock = getenv("BENCH_REDLOCK");
     const lb_wire *u = &m->w[LB_UNIX], *tcp = &m->w[LB_TCP];
     const lb_series *sem = find_sem(s, ns, k);
+    const lb_series *sh = find_shared(s, ns, k);
     FILE *f;
     int i;
 
@@ -443,7 +482,7 @@ void lb_report(const lb_env *e, const lb_micro *m, const lb_idle *idle,
            "srv_cpu_ratio_tcp=%.2f handoff_p50_us=%.1f "
            "handoff_p99_us=%.1f k8_cycles_per_s=%.0f k64_cycles_per_s=%.0f "
            "k8_switch=%.3f sem_handoff_p50_us=%.1f lock_bytes=%.0f "
-           "setnx_bytes=%.0f%s%s\n",
+           "setnx_bytes=%.0f shared_handoff_p50_us=%.1f%s%s\n",
            m->ping_p50, u->ratio_min[2], u->ratio[2], u->ratio_min[1],
            tcp->ratio_min[2], tcp->ratio_min[1], u->cpu_cycle[2],
            ratio(u->cpu_cycle[2], u->cpu_cycle[3]),
@@ -453,7 +492,8 @@ void lb_report(const lb_env *e, const lb_micro *m, const lb_idle *idle,
            fair ? fair->cycles_s : 0, k64 ? k64->cycles_s : 0,
            fair ? fair->sw : 0, sem ? sem->h50 : -1,
            mem->ok ? mem->lib_bytes : -1,
-           mem->raw_bytes, redlock ? " " : "", redlock ? redlock : "");
+           mem->raw_bytes, sh ? sh->h50 : -1, redlock ? " " : "",
+           redlock ? redlock : "");
 }
 
 int lb_failed(const lb_series *s, size_t ns, const lb_idle *idle, int nidle)
