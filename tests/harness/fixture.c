@@ -1,8 +1,11 @@
 #include "fixture.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "../test.h"
 #include "util.h"
@@ -105,6 +108,142 @@ long long th_lock_keys(redisContext *c)
     return n;
 }
 
+/* The stopped holder's exit status: 1 its write refused (the expected),
+ * 0 accepted, 2 another outcome; +10 when redislock_check did not
+ * report the loss. */
+static int stopped_holder(const char *url, const char *key,
+                          const redislock_acquire_options *o, const char *res)
+{
+    redislock_client *c;
+    redislock_lock *l;
+    redislock_err e;
+    int lost;
+
+    if (redislock_client_new(&c, url, NULL) != REDISLOCK_OK ||
+        redislock_lock_new(c, key, strlen(key), &l) != REDISLOCK_OK ||
+        redislock_acquire(l, o) != REDISLOCK_OK)
+        return 2;
+    raise(SIGSTOP); /* longer than the lease */
+    lost = redislock_check(l) != REDISLOCK_OK;
+    e = redislock_fenced_set(c, res, strlen(res), "stale", 5,
+                             redislock_fence(l));
+    return (e == REDISLOCK_ESTALE ? 1
+            : e == REDISLOCK_OK   ? 0
+                                  : 2) +
+           (lost ? 0 : 10);
+}
+
+int th_start_stopped_holder(th_env *e, const char *key,
+                            const redislock_acquire_options *o, const char *res)
+{
+    int st;
+    pid_t pid;
+
+    fflush(NULL);
+    pid = fork();
+    ASSERT(pid >= 0);
+    if (pid == 0)
+        _exit(stopped_holder(e->s->unix_url, key, o, res));
+    ASSERT_EQ_INT(waitpid(pid, &st, WUNTRACED), pid);
+    ASSERT(WIFSTOPPED(st));
+    return (int)pid;
+}
+
+void th_resume_refused(int pid)
+{
+    int st;
+
+    ASSERT_EQ_INT(kill(pid, SIGCONT), 0);
+    ASSERT_EQ_INT(waitpid(pid, &st, 0), pid);
+    ASSERT(WIFEXITED(st));
+    test_log("the stopped holder's exit status: %d (1: its write refused)",
+             WEXITSTATUS(st));
+    ASSERT_EQ_INT(WEXITSTATUS(st), 1);
+}
+
+void th_share_expiry(th_env *e, const char *key,
+                     const redislock_acquire_options *shortl,
+                     const redislock_acquire_options *longl)
+{
+    redislock_lock *a = th_lock(e->c, key), *b = th_lock(e->c, key),
+                   *c = th_lock(e->c, key);
+
+    ASSERT_OK(redislock_acquire(b, longl));
+    /* Run out and pruned by a later acquire: gone. */
+    ASSERT_OK(redislock_acquire(a, shortl));
+    th_sleep_ms(120);
+    ASSERT_OK(redislock_acquire(c, longl));
+    ASSERT_EQ_INT(th_cmd_int(e->r, "ZCARD %s", key), 3);
+    ASSERT_ERR(redislock_release(a), REDISLOCK_EEXPIRED);
+    ASSERT_OK(redislock_release(c));
+    /* Run out on the server's clock but still in the set (nobody acquired
+     * since): neither released nor extended. */
+    ASSERT_OK(redislock_acquire(a, shortl));
+    th_sleep_ms(120);
+    ASSERT_EQ_INT(th_cmd_int(e->r, "ZCARD %s", key), 3);
+    ASSERT_ERR(redislock_extend(a, 1000), REDISLOCK_EEXPIRED);
+    ASSERT_OK(redislock_acquire(a, shortl));
+    th_sleep_ms(120);
+    ASSERT_ERR(redislock_release(a), REDISLOCK_EEXPIRED);
+    ASSERT_EQ_INT(th_cmd_int(e->r, "ZCARD %s", key), 2);
+    ASSERT_OK(redislock_release(b));
+    ASSERT_EQ_INT(th_cmd_int(e->r, "EXISTS %s", key), 0);
+    redislock_lock_free(a);
+    redislock_lock_free(b);
+    redislock_lock_free(c);
+}
+
+void th_sharded_shares(int n, const redislock_acquire_options *o,
+                       const redislock_acquire_options *x, const char *mark)
+{
+    th_servers e = th_servers_start(3);
+    redislock_client *c = NULL;
+    redislock_lock *(*l)[3] = calloc((size_t)n, sizeof *l);
+    char key[16];
+    long long on[3] = {0, 0, 0}, size;
+    int i, j, k;
+
+    ASSERT(l != NULL);
+    ASSERT_OK(redislock_client_new_sharded(&c, e.urls, 3, NULL));
+    for (i = 0; i < n; i++) {
+        snprintf(key, sizeof key, "s:%d", i);
+        for (j = 0; j < 3; j++)
+            l[i][j] = th_lock(c, key);
+        ASSERT_OK(redislock_acquire(l[i][0], o));
+        ASSERT_OK(redislock_acquire(l[i][1], o));
+        ASSERT_ERR(redislock_acquire(l[i][2], x), REDISLOCK_EHELD);
+    }
+    for (i = 0; i < n; i++) {
+        snprintf(key, sizeof key, "s:%d", i);
+        for (k = 0; k < 3; k++) {
+            size = th_cmd_int(e.r[k], "ZCARD %s", key);
+            ASSERT(size == 0 || size == 3);
+            if (size > 0) {
+                redisReply *r = th_cmd(e.r[k], "ZSCORE %s %s", key, mark);
+
+                ASSERT_EQ_INT(r->type, REDIS_REPLY_STRING);
+                freeReplyObject(r);
+            }
+            on[k] += size > 0;
+        }
+    }
+    test_log("sets per server: %lld %lld %lld", on[0], on[1], on[2]);
+    ASSERT_EQ_INT(on[0] + on[1] + on[2], n);
+    for (i = 0; i < n; i++) {
+        for (j = 0; j < 2; j++)
+            ASSERT_OK(redislock_release(l[i][j]));
+        ASSERT_OK(redislock_acquire(l[i][2], x));
+        ASSERT_OK(redislock_release(l[i][2]));
+        for (j = 0; j < 3; j++)
+            redislock_lock_free(l[i][j]);
+    }
+    for (k = 0; k < 3; k++)
+        ASSERT_EQ_INT(th_lock_keys(e.r[k]), 0);
+    free(l);
+    redislock_client_free(c);
+    th_servers_stop(&e);
+}
+
 th_env th_env_start(void)
 {
     th_env e;
@@ -202,6 +341,51 @@ long long th_info_field_at_(const char *file, int line, redisContext *r,
     v = strtoll(p + strlen(pat), NULL, 10);
     freeReplyObject(rep);
     return v;
+}
+
+void th_redlock_refuses(const redislock_acquire_options *o, const char *word)
+{
+    th_servers rs = th_servers_start(3);
+    redislock_client *rl = NULL;
+    redislock_lock *q;
+    int i;
+
+    ASSERT_OK(redislock_client_new_redlock(&rl, rs.urls, 3, NULL));
+    q = th_lock(rl, "redlock:key");
+    ASSERT_ERR(redislock_acquire(q, o), REDISLOCK_EINVAL);
+    test_log("on Redlock: %s", redislock_errdetail());
+    ASSERT(strstr(redislock_errdetail(), word) != NULL);
+    for (i = 0; i < 3; i++)
+        ASSERT_EQ_INT(th_cmd_int(rs.r[i], "DBSIZE"), 0);
+    redislock_lock_free(q);
+    redislock_client_free(rl);
+    th_servers_stop(&rs);
+}
+
+void th_assert_silent_at_(const char *file, int line, redisContext *r,
+                          int64_t ms)
+{
+    th_cmdstats *s0 = malloc(sizeof *s0), *s1 = malloc(sizeof *s1);
+    long long all0 = 0, all1 = 0, info;
+    int i;
+
+    if (s0 == NULL || s1 == NULL)
+        test_fail_(file, line, "out of memory");
+    th_sleep_ms(200);
+    th_cmdstats_read(r, s0);
+    th_sleep_ms(ms);
+    th_cmdstats_read(r, s1);
+    for (i = 0; i < s0->n; i++)
+        all0 += s0->e[i].calls;
+    for (i = 0; i < s1->n; i++)
+        all1 += s1->e[i].calls;
+    /* The second snapshot's INFO is the only command of the window. */
+    info = th_cmdstats_calls(s1, "info") - th_cmdstats_calls(s0, "info");
+    free(s0);
+    free(s1);
+    if (all1 - all0 != info)
+        test_fail_(file, line, "%lld commands in %lld ms of silence",
+                   all1 - all0 - info, (long long)ms);
 }
 
 void th_wait_blocked_at_(const char *file, int line, redisContext *r,

@@ -68,6 +68,37 @@ void th_servers_stop(th_servers *e);
  * Helper keys expire on their own shortly after the lock's last use. */
 long long th_lock_keys(redisContext *c);
 
+/* Keys held by many (semaphores, locks held shared) on a sharded client
+ * of three private servers: for each of n keys, two handles take a share
+ * with o and a third is refused with x (REDISLOCK_EHELD). Each key's set
+ * must be whole on one server (the two shares and the member mark that
+ * names its kind), and the keys spread over the servers (logged). Once
+ * the shares are released x takes each key; then only helper keys are
+ * left. */
+void th_sharded_shares(int n, const redislock_acquire_options *o,
+                       const redislock_acquire_options *x, const char *mark);
+
+/* On e's key, a share (a semaphore's permit, a reader's share) taken
+ * with shortl (a lease of about 60 ms) beside one taken with longl (a
+ * long one): once it has run out, whether a later acquire has pruned it
+ * or it is still in the set, release and extend report
+ * REDISLOCK_EEXPIRED, never success, and the set (ZCARD less its kind's
+ * member) counts what it should. Leaves the key free. */
+void th_share_expiry(th_env *e, const char *key,
+                     const redislock_acquire_options *shortl,
+                     const redislock_acquire_options *longl);
+
+/* A holder stopped past its lease: a child process that takes key on
+ * e's server with o (a short lease), stops itself (SIGSTOP) and, once
+ * resumed, writes "stale" to the fenced resource res with its token.
+ * Returns once the child has stopped holding; th_resume_refused() then
+ * resumes it and asserts that it saw the loss (redislock_check) and that
+ * its write was refused (REDISLOCK_ESTALE). */
+int th_start_stopped_holder(th_env *e, const char *key,
+                            const redislock_acquire_options *o,
+                            const char *res);
+void th_resume_refused(int pid);
+
 /* Fair waiters listening for a hand-off on channels matching pattern
  * (a lock's are "<key>{<key>}:rl-c:*"): PUBSUB CHANNELS, which lists
  * the channels with a subscriber. */
@@ -127,6 +158,17 @@ long long th_info_field_at_(const char *file, int line, redisContext *r,
     th_wait_blocked_at_(__FILE__, __LINE__, r, n, ms)
 void th_wait_blocked_at_(const char *file, int line, redisContext *r,
                          long long n, int64_t ms);
+
+/* Asserts that the server sees no command for ms (after a 200 ms settle),
+ * but the INFO that reads its counts (INFO commandstats): blocked waiters
+ * are silent. */
+#define th_assert_silent(r, ms) th_assert_silent_at_(__FILE__, __LINE__, r, ms)
+void th_assert_silent_at_(const char *file, int line, redisContext *r,
+                          int64_t ms);
+
+/* A Redlock client of three private servers refuses an acquire with o
+ * (REDISLOCK_EINVAL, the detail holding word) and writes nothing. */
+void th_redlock_refuses(const redislock_acquire_options *o, const char *word);
 
 /* A token nobody holds, for adopting. */
 #define TH_WRONG_TOKEN "0123456789abcdef0123456789abcdef"

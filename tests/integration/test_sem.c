@@ -128,32 +128,8 @@ void test_sem_expired_permit_not_released(void)
     th_env e = th_env_start();
     redislock_acquire_options shortl = permit(2, 60, 0);
     redislock_acquire_options longl = permit(2, 10000, 0);
-    redislock_lock *a = th_lock(e.c, KEY), *b = th_lock(e.c, KEY),
-                   *c = th_lock(e.c, KEY);
 
-    ASSERT_OK(redislock_acquire(b, &longl));
-    /* Run out and pruned by a later acquire: gone. */
-    ASSERT_OK(redislock_acquire(a, &shortl));
-    th_sleep_ms(120);
-    ASSERT_OK(redislock_acquire(c, &longl));
-    ASSERT_EQ_INT(permits(e.r), 2);
-    ASSERT_EQ_INT(redislock_release(a), REDISLOCK_EEXPIRED);
-    ASSERT_OK(redislock_release(c));
-    /* Run out on the server's clock but still in the set (nobody acquired
-     * since): neither released nor extended. */
-    ASSERT_OK(redislock_acquire(a, &shortl));
-    th_sleep_ms(120);
-    ASSERT_EQ_INT(permits(e.r), 2);
-    ASSERT_EQ_INT(redislock_extend(a, 1000), REDISLOCK_EEXPIRED);
-    ASSERT_OK(redislock_acquire(a, &shortl));
-    th_sleep_ms(120);
-    ASSERT_EQ_INT(redislock_release(a), REDISLOCK_EEXPIRED);
-    ASSERT_EQ_INT(permits(e.r), 1);
-    ASSERT_OK(redislock_release(b));
-    ASSERT_EQ_INT(th_cmd_int(e.r, "EXISTS %s", KEY), 0);
-    redislock_lock_free(a);
-    redislock_lock_free(b);
-    redislock_lock_free(c);
+    th_share_expiry(&e, KEY, &shortl, &longl);
     th_env_stop(&e);
 }
 
@@ -227,28 +203,14 @@ void test_sem_waiter_woken_and_silent(void)
     redislock_acquire_options o = permit(2, 30000, 0);
     redislock_acquire_options wo = permit(2, 30000, REDISLOCK_WAIT_FOREVER);
     redislock_lock *a = th_lock(e.c, KEY), *b = th_lock(e.c, KEY);
-    th_cmdstats *s0 = malloc(sizeof *s0), *s1 = malloc(sizeof *s1);
-    long long all0 = 0, all1 = 0;
     th_waiter w;
     int64_t t0;
-    int i;
 
-    ASSERT(s0 != NULL && s1 != NULL);
     ASSERT_OK(redislock_acquire(a, &o));
     ASSERT_OK(redislock_acquire(b, &o));
     th_waiter_start(&w, e.c, KEY, &wo);
     th_wait_blocked(e.r, 1, 2000);
-    th_sleep_ms(200);
-    th_cmdstats_read(e.r, s0);
-    th_sleep_ms(1000);
-    th_cmdstats_read(e.r, s1);
-    for (i = 0; i < s0->n; i++)
-        all0 += s0->e[i].calls;
-    for (i = 0; i < s1->n; i++)
-        all1 += s1->e[i].calls;
-    /* The second snapshot's INFO is the only command of the window. */
-    ASSERT_EQ_INT(all1 - all0, th_cmdstats_calls(s1, "info") -
-                                   th_cmdstats_calls(s0, "info"));
+    th_assert_silent(e.r, 1000);
     t0 = th_now_us();
     ASSERT_OK(redislock_release(b));
     th_waiter_join_ok(&w, 3000);
@@ -262,17 +224,13 @@ void test_sem_waiter_woken_and_silent(void)
     redislock_lock_free(w.l);
     redislock_lock_free(a);
     redislock_lock_free(b);
-    free(s0);
-    free(s1);
     th_env_stop(&e);
 }
 
 void test_sem_bad_input_leaves_nothing(void)
 {
     th_env e = th_env_start();
-    th_servers rs = th_servers_start(3);
-    redislock_client *rl = NULL;
-    redislock_lock *a = th_lock(e.c, KEY), *q;
+    redislock_lock *a = th_lock(e.c, KEY);
     redislock_acquire_options o;
     static const char *const what[] = {"reentrant", "fair", "owner",
                                        "metadata"};
@@ -302,15 +260,7 @@ void test_sem_bad_input_leaves_nothing(void)
     ASSERT_OK(redislock_release(a));
     ASSERT_EQ_INT(th_cmd_int(e.r, "EXISTS %s", KEY), 0);
     /* Redlock: refused with the reason, nothing sent. */
-    ASSERT_OK(redislock_client_new_redlock(&rl, rs.urls, 3, NULL));
-    q = th_lock(rl, KEY);
-    ASSERT_EQ_INT(redislock_acquire(q, &o), REDISLOCK_EINVAL);
-    ASSERT(strstr(redislock_errdetail(), "semaphore needs one server") != NULL);
-    for (i = 0; i < 3; i++)
-        ASSERT_EQ_INT(th_cmd_int(rs.r[i], "DBSIZE"), 0);
-    redislock_lock_free(q);
-    redislock_client_free(rl);
-    th_servers_stop(&rs);
+    th_redlock_refuses(&o, "semaphore needs one server");
     redislock_lock_free(a);
     th_env_stop(&e);
 }
@@ -618,107 +568,32 @@ void test_sem_model_random_operations(void)
 
 /* On a sharded client each key's semaphore lives on the key's server:
  * keys spread over three servers, each admitting its limit. */
-#define SHARD_KEYS 12
-
 void test_sem_sharded_keys(void)
 {
-    th_servers e = th_servers_start(3);
-    redislock_client *c = NULL;
     redislock_acquire_options o = permit(2, 10000, 0);
-    redislock_lock *l[SHARD_KEYS][3];
-    char keys[SHARD_KEYS][16];
-    long long on[3] = {0, 0, 0};
-    int i, j, k;
 
-    ASSERT_OK(redislock_client_new_sharded(&c, e.urls, 3, NULL));
-    for (i = 0; i < SHARD_KEYS; i++) {
-        snprintf(keys[i], sizeof keys[i], "s:%d", i);
-        for (j = 0; j < 3; j++)
-            l[i][j] = th_lock(c, keys[i]);
-        ASSERT_OK(redislock_acquire(l[i][0], &o));
-        ASSERT_OK(redislock_acquire(l[i][1], &o));
-        ASSERT_ERR(redislock_acquire(l[i][2], &o), REDISLOCK_EHELD);
-    }
-    /* Each set is whole on one server: 2 permits and the limit. */
-    for (i = 0; i < SHARD_KEYS; i++)
-        for (k = 0; k < 3; k++) {
-            long long n = th_cmd_int(e.r[k], "ZCARD %s", keys[i]);
-
-            ASSERT(n == 0 || n == 3);
-            on[k] += n > 0;
-        }
-    test_log("sets per server: %lld %lld %lld", on[0], on[1], on[2]);
-    ASSERT_EQ_INT(on[0] + on[1] + on[2], SHARD_KEYS);
-    for (i = 0; i < SHARD_KEYS; i++)
-        for (j = 0; j < 3; j++) {
-            if (j < 2)
-                ASSERT_OK(redislock_release(l[i][j]));
-            redislock_lock_free(l[i][j]);
-        }
-    /* Only helper keys (fencing counters) are left. */
-    for (k = 0; k < 3; k++)
-        ASSERT_EQ_INT(th_lock_keys(e.r[k]), 0);
-    redislock_client_free(c);
-    th_servers_stop(&e);
+    th_sharded_shares(12, &o, &o, "redislock:limit:2");
 }
 
-/*
- * A permit holder stopped (SIGSTOP) past its lease: two others take the
+/* A permit holder stopped (SIGSTOP) past its lease: two others take the
  * limit's places meanwhile, the newer writes the resource with its
  * fencing token, and the stopped holder, resumed, knows it lost the
- * permit, and its write with its own older token is refused. Exit
- * status of the child: 1 refused (the expected), 0 accepted, 2 another
- * outcome; +10 when redislock_check did not report the loss.
- */
-static int stopped_permit(const char *url)
-{
-    redislock_client *c;
-    redislock_lock *l;
-    redislock_acquire_options o = permit(2, 200, 0);
-    redislock_err e;
-    int lost;
-
-    if (redislock_client_new(&c, url, NULL) != REDISLOCK_OK ||
-        redislock_lock_new(c, KEY, strlen(KEY), &l) != REDISLOCK_OK ||
-        redislock_acquire(l, &o) != REDISLOCK_OK)
-        return 2;
-    raise(SIGSTOP); /* longer than the lease */
-    lost = redislock_check(l) != REDISLOCK_OK;
-    e = redislock_fenced_set(c, "sem:res", 7, "stale", 5, redislock_fence(l));
-    return (e == REDISLOCK_ESTALE ? 1
-            : e == REDISLOCK_OK   ? 0
-                                  : 2) +
-           (lost ? 0 : 10);
-}
-
+ * permit, and its write with its own older token is refused. */
 void test_sem_stopped_holder_write_refused(void)
 {
     th_env e = th_env_start();
     redislock_acquire_options o = permit(2, 5000, 3000);
+    redislock_acquire_options brief = permit(2, 200, 0);
     redislock_lock *a = th_lock(e.c, KEY), *b = th_lock(e.c, KEY);
-    char *v;
-    int st;
-    pid_t pid = fork();
+    int pid = th_start_stopped_holder(&e, KEY, &brief, "sem:res");
 
-    ASSERT(pid >= 0);
-    if (pid == 0)
-        _exit(stopped_permit(e.s->unix_url));
-    ASSERT_EQ_INT(waitpid(pid, &st, WUNTRACED), pid);
-    ASSERT(WIFSTOPPED(st));
     /* One place is free; the other once the stopped holder's lease ends. */
     ASSERT_OK(redislock_acquire(a, &o));
     ASSERT_OK(redislock_acquire(b, &o));
     ASSERT_OK(redislock_fenced_set(e.c, "sem:res", 7, "fresh", 5,
                                    redislock_fence(b)));
-    ASSERT_EQ_INT(kill(pid, SIGCONT), 0);
-    ASSERT_EQ_INT(waitpid(pid, &st, 0), pid);
-    ASSERT(WIFEXITED(st));
-    test_log("the stopped holder's exit status: %d (1: its write refused)",
-             WEXITSTATUS(st));
-    ASSERT_EQ_INT(WEXITSTATUS(st), 1);
-    v = th_cmd_str(e.r, NULL, "GET sem:res");
-    ASSERT_EQ_STR(v, "fresh");
-    free(v);
+    th_resume_refused(pid);
+    ASSERT_KEY(e.r, "sem:res", "fresh");
     ASSERT_OK(redislock_release(a));
     ASSERT_OK(redislock_release(b));
     redislock_lock_free(a);

@@ -265,29 +265,16 @@ void test_shared_waiters_woken_and_silent(void)
     redislock_acquire_options x = th_aopts(30000, 0, 0);
     redislock_acquire_options ow = share(30000, 10000);
     redislock_lock *w = th_lock(e.c, KEY), *q = th_lock(e.c, KEY);
-    th_cmdstats *s0 = malloc(sizeof *s0), *s1 = malloc(sizeof *s1);
     th_waiter rw[WOKEN_READERS];
-    long long all0 = 0, all1 = 0;
     redislock_info info;
     int64_t t0, worst = 0;
     int i;
 
-    ASSERT(s0 != NULL && s1 != NULL);
     ASSERT_OK(redislock_acquire(w, &x));
     for (i = 0; i < WOKEN_READERS; i++)
         th_waiter_start(&rw[i], e.c, KEY, &ow);
     th_wait_blocked(e.r, WOKEN_READERS, 3000);
-    th_sleep_ms(200);
-    th_cmdstats_read(e.r, s0);
-    th_sleep_ms(1000);
-    th_cmdstats_read(e.r, s1);
-    for (i = 0; i < s0->n; i++)
-        all0 += s0->e[i].calls;
-    for (i = 0; i < s1->n; i++)
-        all1 += s1->e[i].calls;
-    /* The second snapshot's INFO is the only command of the window. */
-    ASSERT_EQ_INT(all1 - all0, th_cmdstats_calls(s1, "info") -
-                                   th_cmdstats_calls(s0, "info"));
+    th_assert_silent(e.r, 1000);
     t0 = th_now_us();
     ASSERT_OK(redislock_release(w));
     for (i = 0; i < WOKEN_READERS; i++) {
@@ -309,8 +296,6 @@ void test_shared_waiters_woken_and_silent(void)
     ASSERT_EQ_INT(th_cmd_int(e.r, "EXISTS %s", KEY), 0);
     redislock_lock_free(w);
     redislock_lock_free(q);
-    free(s0);
-    free(s1);
     th_env_stop(&e);
 }
 
@@ -320,30 +305,10 @@ void test_shared_expired_share_not_released(void)
     redislock_acquire_options shortl = share(60, 0);
     redislock_acquire_options longl = share(10000, 0);
     redislock_acquire_options x = th_aopts(1000, 0, 0);
-    redislock_lock *a = th_lock(e.c, KEY), *b = th_lock(e.c, KEY),
-                   *c = th_lock(e.c, KEY);
+    redislock_lock *a = th_lock(e.c, KEY), *b = th_lock(e.c, KEY);
     redislock_err err;
 
-    ASSERT_OK(redislock_acquire(b, &longl));
-    /* Run out and pruned by a later acquire: gone. */
-    ASSERT_OK(redislock_acquire(a, &shortl));
-    th_sleep_ms(120);
-    ASSERT_OK(redislock_acquire(c, &longl));
-    ASSERT_EQ_INT(shares(e.r), 2);
-    ASSERT_ERR(redislock_release(a), REDISLOCK_EEXPIRED);
-    ASSERT_OK(redislock_release(c));
-    /* Run out on the server's clock but still in the set (nobody acquired
-     * since): neither released nor extended. */
-    ASSERT_OK(redislock_acquire(a, &shortl));
-    th_sleep_ms(120);
-    ASSERT_EQ_INT(shares(e.r), 2);
-    ASSERT_ERR(redislock_extend(a, 1000), REDISLOCK_EEXPIRED);
-    ASSERT_OK(redislock_acquire(a, &shortl));
-    th_sleep_ms(120);
-    ASSERT_ERR(redislock_release(a), REDISLOCK_EEXPIRED);
-    ASSERT_EQ_INT(shares(e.r), 1);
-    ASSERT_OK(redislock_release(b));
-    ASSERT_EQ_INT(th_cmd_int(e.r, "EXISTS %s", KEY), 0);
+    th_share_expiry(&e, KEY, &shortl, &longl);
     /* The only share ran out: the key went with it, and a writer may
      * take it at once. */
     ASSERT_OK(redislock_acquire(a, &shortl));
@@ -357,7 +322,6 @@ void test_shared_expired_share_not_released(void)
     ASSERT_OK(redislock_release(b));
     redislock_lock_free(a);
     redislock_lock_free(b);
-    redislock_lock_free(c);
     th_env_stop(&e);
 }
 
@@ -487,39 +451,25 @@ static char *zset_dump(redisContext *r, const char *key)
     return s;
 }
 
-/* Acquires on a key of the other kind are refused with the reason, at
- * once even with a wait, and leave that key as it was. */
-static void kinds_kept_apart(th_env *e)
+/* With the key held as held (a semaphore's permit, a share), an acquire
+ * as asked (the other kind) is refused with the reason (its detail holds
+ * word), at once even with a wait, and leaves the key as it was. */
+static void other_kind_refused(th_env *e, const redislock_acquire_options *held,
+                               const redislock_acquire_options *asked,
+                               const char *word)
 {
-    redislock_acquire_options o = share(5000, 2000);
-    redislock_acquire_options p = th_aopts(5000, 2000, 0);
     redislock_lock *a = th_lock(e->c, KEY), *b = th_lock(e->c, KEY);
     long long keys;
     int64_t t0;
     char *s0, *s1;
 
-    p.limit = 2;
-    ASSERT_OK(redislock_acquire(a, &p));
+    ASSERT_OK(redislock_acquire(a, held));
     s0 = zset_dump(e->r, KEY);
     keys = th_cmd_int(e->r, "DBSIZE");
     t0 = th_now_ms();
-    ASSERT_ERR(redislock_acquire(b, &o), REDISLOCK_EINVAL);
-    test_log("a share of a semaphore: %s", redislock_errdetail());
-    ASSERT(strstr(redislock_errdetail(), "semaphore") != NULL);
-    ASSERT_LT(th_now_ms() - t0, 1000);
-    s1 = zset_dump(e->r, KEY);
-    ASSERT_EQ_STR(s1, s0);
-    ASSERT_EQ_INT(th_cmd_int(e->r, "DBSIZE"), keys);
-    free(s0);
-    free(s1);
-    ASSERT_OK(redislock_release(a));
-    ASSERT_OK(redislock_acquire(a, &o));
-    s0 = zset_dump(e->r, KEY);
-    keys = th_cmd_int(e->r, "DBSIZE");
-    t0 = th_now_ms();
-    ASSERT_ERR(redislock_acquire(b, &p), REDISLOCK_EINVAL);
-    test_log("a permit of a shared lock: %s", redislock_errdetail());
-    ASSERT(strstr(redislock_errdetail(), "shared") != NULL);
+    ASSERT_ERR(redislock_acquire(b, asked), REDISLOCK_EINVAL);
+    test_log("refused: %s", redislock_errdetail());
+    ASSERT(strstr(redislock_errdetail(), word) != NULL);
     ASSERT_LT(th_now_ms() - t0, 1000);
     s1 = zset_dump(e->r, KEY);
     ASSERT_EQ_STR(s1, s0);
@@ -532,12 +482,21 @@ static void kinds_kept_apart(th_env *e)
     redislock_lock_free(b);
 }
 
+/* A share of a semaphore's key, and a permit of a key held shared. */
+static void kinds_kept_apart(th_env *e)
+{
+    redislock_acquire_options o = share(5000, 2000);
+    redislock_acquire_options p = th_aopts(5000, 2000, 0);
+
+    p.limit = 2;
+    other_kind_refused(e, &p, &o, "allows 2 holders at once");
+    other_kind_refused(e, &o, &p, "is a lock held shared");
+}
+
 void test_shared_bad_input_leaves_nothing(void)
 {
     th_env e = th_env_start();
-    th_servers rs = th_servers_start(3);
-    redislock_client *rl = NULL;
-    redislock_lock *a = th_lock(e.c, KEY), *q;
+    redislock_lock *a = th_lock(e.c, KEY);
     redislock_acquire_options o;
     static const char *const what[] = {"limit", "reentrant", "fair", "owner",
                                        "metadata"};
@@ -566,16 +525,7 @@ void test_shared_bad_input_leaves_nothing(void)
     ASSERT_EQ_INT(th_cmd_int(e.r, "EXISTS %s", KEY), 0);
     kinds_kept_apart(&e);
     /* Redlock: refused with the reason, nothing sent. */
-    ASSERT_OK(redislock_client_new_redlock(&rl, rs.urls, 3, NULL));
-    q = th_lock(rl, KEY);
-    ASSERT_ERR(redislock_acquire(q, &o), REDISLOCK_EINVAL);
-    test_log("on Redlock: %s", redislock_errdetail());
-    ASSERT(strstr(redislock_errdetail(), "shared") != NULL);
-    for (i = 0; i < 3; i++)
-        ASSERT_EQ_INT(th_cmd_int(rs.r[i], "DBSIZE"), 0);
-    redislock_lock_free(q);
-    redislock_client_free(rl);
-    th_servers_stop(&rs);
+    th_redlock_refuses(&o, "shared is not built for Redlock");
     redislock_lock_free(a);
     th_env_stop(&e);
 }
@@ -766,71 +716,21 @@ void test_shared_killed_reader_freed_within_ttl(void)
  * cache it fills, a report of what it read) is refused once a later
  * writer has written; and a reader that stores what it read with its
  * token (a fenced read) keeps an earlier writer, stopped past its lease,
- * from changing it afterwards. Exit status of the child: 1 refused (the
- * expected), 0 accepted, 2 another outcome; +10 when redislock_check did
- * not report the loss.
+ * from changing it afterwards (th_start_stopped_holder is the child).
  */
-static int stopped_holder(const char *url, int shared)
-{
-    redislock_client *c;
-    redislock_lock *l;
-    redislock_acquire_options o = shared ? share(200, 0) : th_aopts(200, 0, 0);
-    redislock_err e;
-    int lost;
-
-    if (redislock_client_new(&c, url, NULL) != REDISLOCK_OK ||
-        redislock_lock_new(c, KEY, strlen(KEY), &l) != REDISLOCK_OK ||
-        redislock_acquire(l, &o) != REDISLOCK_OK)
-        return 2;
-    raise(SIGSTOP); /* longer than the lease */
-    lost = redislock_check(l) != REDISLOCK_OK;
-    e = redislock_fenced_set(c, "shr:res", 7, "stale", 5, redislock_fence(l));
-    return (e == REDISLOCK_ESTALE ? 1
-            : e == REDISLOCK_OK   ? 0
-                                  : 2) +
-           (lost ? 0 : 10);
-}
-
-/* Starts the stopped holder and waits until it stopped holding. */
-static pid_t start_stopped(th_env *e, int shared)
-{
-    int st;
-    pid_t pid;
-
-    fflush(NULL);
-    pid = fork();
-    ASSERT(pid >= 0);
-    if (pid == 0)
-        _exit(stopped_holder(e->s->unix_url, shared));
-    ASSERT_EQ_INT(waitpid(pid, &st, WUNTRACED), pid);
-    ASSERT(WIFSTOPPED(st));
-    return pid;
-}
-
-static void resume_refused(pid_t pid)
-{
-    int st;
-
-    ASSERT_EQ_INT(kill(pid, SIGCONT), 0);
-    ASSERT_EQ_INT(waitpid(pid, &st, 0), pid);
-    ASSERT(WIFEXITED(st));
-    test_log("the stopped holder's exit status: %d (1: its write refused)",
-             WEXITSTATUS(st));
-    ASSERT_EQ_INT(WEXITSTATUS(st), 1);
-}
-
 void test_shared_stopped_reader_write_refused(void)
 {
     th_env e = th_env_start();
     redislock_acquire_options x = th_aopts(5000, 3000, 0);
+    redislock_acquire_options brief = share(200, 0);
     redislock_lock *w = th_lock(e.c, KEY);
-    pid_t pid = start_stopped(&e, 1);
+    int pid = th_start_stopped_holder(&e, KEY, &brief, "shr:res");
 
     /* The writer gets the key once the stopped reader's lease ends. */
     ASSERT_OK(redislock_acquire(w, &x));
     ASSERT_OK(redislock_fenced_set(e.c, "shr:res", 7, "fresh", 5,
                                    redislock_fence(w)));
-    resume_refused(pid);
+    th_resume_refused(pid);
     ASSERT_KEY(e.r, "shr:res", "fresh");
     ASSERT_OK(redislock_release(w));
     redislock_lock_free(w);
@@ -841,12 +741,13 @@ void test_shared_stopped_writer_write_refused(void)
 {
     th_env e = th_env_start();
     redislock_acquire_options o = share(5000, 3000);
+    redislock_acquire_options brief = th_aopts(200, 0, 0);
     redislock_lock *a = th_lock(e.c, KEY), *b = th_lock(e.c, KEY);
     char *seen;
-    pid_t pid;
+    int pid;
 
     ASSERT_OK(redislock_fenced_set(e.c, "shr:res", 7, "v0", 2, 1));
-    pid = start_stopped(&e, 0);
+    pid = th_start_stopped_holder(&e, KEY, &brief, "shr:res");
     /* Readers get in once the stopped writer's lease ends; one stores
      * what it read with its token. */
     ASSERT_OK(redislock_acquire(a, &o));
@@ -855,7 +756,7 @@ void test_shared_stopped_writer_write_refused(void)
     ASSERT_EQ_STR(seen, "v0");
     ASSERT_OK(redislock_fenced_set(e.c, "shr:res", 7, seen, strlen(seen),
                                    redislock_fence(a)));
-    resume_refused(pid);
+    th_resume_refused(pid);
     ASSERT_KEY(e.r, "shr:res", seen);
     free(seen);
     ASSERT_OK(redislock_release(a));
@@ -867,51 +768,10 @@ void test_shared_stopped_writer_write_refused(void)
 
 /* On a sharded client each key's shares live on the key's server: keys
  * spread over three servers, each set whole on one of them. */
-#define SHARD_KEYS 12
-
 void test_shared_sharded_keys(void)
 {
-    th_servers e = th_servers_start(3);
-    redislock_client *c = NULL;
     redislock_acquire_options o = share(10000, 0);
     redislock_acquire_options x = th_aopts(10000, 0, 0);
-    redislock_lock *l[SHARD_KEYS][3];
-    char keys[SHARD_KEYS][16];
-    long long on[3] = {0, 0, 0};
-    int i, j, k;
 
-    ASSERT_OK(redislock_client_new_sharded(&c, e.urls, 3, NULL));
-    for (i = 0; i < SHARD_KEYS; i++) {
-        snprintf(keys[i], sizeof keys[i], "s:%d", i);
-        for (j = 0; j < 3; j++)
-            l[i][j] = th_lock(c, keys[i]);
-        ASSERT_OK(redislock_acquire(l[i][0], &o));
-        ASSERT_OK(redislock_acquire(l[i][1], &o));
-        ASSERT_ERR(redislock_acquire(l[i][2], &x), REDISLOCK_EHELD);
-    }
-    /* Each set is whole on one server: 2 shares and the kind marker. */
-    for (i = 0; i < SHARD_KEYS; i++)
-        for (k = 0; k < 3; k++) {
-            long long n = th_cmd_int(e.r[k], "ZCARD %s", keys[i]);
-
-            ASSERT(n == 0 || n == 3);
-            if (n > 0)
-                ASSERT_EQ_INT(has_member(e.r[k], keys[i], MARK), 1);
-            on[k] += n > 0;
-        }
-    test_log("sets per server: %lld %lld %lld", on[0], on[1], on[2]);
-    ASSERT_EQ_INT(on[0] + on[1] + on[2], SHARD_KEYS);
-    for (i = 0; i < SHARD_KEYS; i++) {
-        for (j = 0; j < 2; j++)
-            ASSERT_OK(redislock_release(l[i][j]));
-        ASSERT_OK(redislock_acquire(l[i][2], &x));
-        ASSERT_OK(redislock_release(l[i][2]));
-        for (j = 0; j < 3; j++)
-            redislock_lock_free(l[i][j]);
-    }
-    /* Only helper keys (fencing counters) are left. */
-    for (k = 0; k < 3; k++)
-        ASSERT_EQ_INT(th_lock_keys(e.r[k]), 0);
-    redislock_client_free(c);
-    th_servers_stop(&e);
+    th_sharded_shares(12, &o, &x, MARK);
 }
