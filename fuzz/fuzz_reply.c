@@ -170,11 +170,11 @@ static redislock_err call(redislock_client *c, redislock_lock *l, int op,
     case 3:
         o.reentrant = op == 2;
         o.metadata = op == 3 ? "meta" : NULL;
-        /* A plain acquire is a share of a shared lock on flag 128, else
-         * a semaphore's permit on flag 64 (the two together would be
-         * refused before anything is sent). */
-        o.shared = op == 1 && (flags & 128);
-        o.limit = op == 1 && (flags & 64) && !o.shared ? 3 : 0;
+        /* A plain acquire is a share of a shared lock on flag 128, a
+         * semaphore's permit on flag 64; both make the handle a set of
+         * keys (see LLVMFuzzerTestOneInput), taken as a plain lock. */
+        o.shared = op == 1 && (flags & 192) == 128;
+        o.limit = op == 1 && (flags & 192) == 64 ? 3 : 0;
         if (flags & 16) {
             o.wait_ms = 10000;
             o.retry_fn = no_sleep;
@@ -235,8 +235,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             abort(); /* *out is NULL on failure */
         return 0;
     }
-    if (redislock_lock_new(c, "key", 3, &l) != REDISLOCK_OK)
+    if ((flags & 192) == 192) {
+        /* Every call on a set of two keys (its own scripts). */
+        static const void *const keys[2] = {"key", "key2"};
+        static const size_t lens[2] = {3, 4};
+
+        if (redislock_lock_new_multi(c, keys, lens, 2, &l) != REDISLOCK_OK)
+            abort();
+    } else if (redislock_lock_new(c, "key", 3, &l) != REDISLOCK_OK) {
         abort();
+    }
     err = call(c, l, op, flags);
     if ((unsigned)err >= REDISLOCK_ERR_COUNT_)
         abort();

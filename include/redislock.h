@@ -312,6 +312,32 @@ REDISLOCK_API redislock_err redislock_lock_new(redislock_client *c,
                                                const void *key, size_t keylen,
                                                redislock_lock **out);
 
+/*
+ * Makes a lock handle for a set of n keys (1 .. REDISLOCK_SET_MAX, each
+ * as redislock_lock_new takes one; copied), taken all or none: acquire
+ * takes every key or none, in one step, with one token, one lease and one
+ * fencing token above every earlier token of each key; release, extend,
+ * the watchdog, redislock_valid_ms and redislock_check act on the set. A
+ * waiter waits behind the key that refused it, woken by its release.
+ * A set of one key is an ordinary lock, as redislock_lock_new makes.
+ * The keys must be where one script can take them: on a single client,
+ * any; on a sharded client, on one shard (its ring places whole keys);
+ * in a Redis Cluster, in one hash slot (give them a common {hash tag}).
+ * Other sets, a key given twice and a Redlock client are
+ * REDISLOCK_EINVAL. A set is a plain lock: the
+ * acquire options reentrant, owner, metadata, fair, limit and shared, and
+ * a hold-after release, are REDISLOCK_EINVAL. redislock_key and
+ * redislock_inspect read the first key.
+ */
+REDISLOCK_API redislock_err redislock_lock_new_multi(redislock_client *c,
+                                                     const void *const *keys,
+                                                     const size_t *keylens,
+                                                     size_t n,
+                                                     redislock_lock **out);
+
+/* The most keys of one set (redislock_lock_new_multi). */
+#define REDISLOCK_SET_MAX 8
+
 /* Frees the handle without releasing the lock (it then expires by its TTL).
  * NULL is a no-op. */
 REDISLOCK_API void redislock_lock_free(redislock_lock *l);

@@ -505,6 +505,17 @@ static redislock_err acquire(redislock_lock *l,
     if (opts->shared && rl__client_algo(l->client)->no_shared != NULL)
         return rl__err(REDISLOCK_EINVAL, "%s",
                        rl__client_algo(l->client)->no_shared);
+    if (l->nmore > 0 && (a.rich || opts->fair || opts->limit || opts->shared))
+        return rl__err(REDISLOCK_EINVAL,
+                       "a set of %d keys cannot be %s: a set is a plain lock "
+                       "(one token), not yet any other kind",
+                       l->nmore + 1,
+                       opts->reentrant  ? "reentrant"
+                       : opts->owner    ? "given an owner id"
+                       : opts->metadata ? "given metadata"
+                       : opts->fair     ? "fair"
+                       : opts->limit    ? "a semaphore"
+                                        : "shared");
     if ((err = wait_loop(l, &a, &sent_us)) != REDISLOCK_OK)
         return err;
     /* A hand-off may grant less than the TTL (see rl_handoff in lib.lua):

@@ -36,12 +36,14 @@ typedef struct rl__algo {
     /* Whether an attempt that failed was undone everywhere (its token
      * voided), so the next attempt takes a fresh token. */
     int fresh_token;
-    /* Why fair mode, fenced writes, semaphores or shared locks cannot be
-     * had: the detail of REDISLOCK_EINVAL; NULL when they can. */
+    /* Why fair mode, fenced writes, semaphores, shared locks or sets of
+     * keys cannot be had: the detail of REDISLOCK_EINVAL; NULL when they
+     * can. */
     const char *no_fair;
     const char *no_fenced_set;
     const char *no_semaphore;
     const char *no_shared;
+    const char *no_set;
     /* One attempt: REDISLOCK_OK with l->fence set, or REDISLOCK_EHELD with
      * l->holder_ttl (and l->holder_silent) set, or a failure; *sent_us gets
      * the moment before the first send, from which validity counts. */

@@ -94,49 +94,95 @@ char *rl__helper_join(const char *base, size_t baselen, const char *suffix,
 static const char *const role_suffix[RL_KEY_ROLES] = {
     NULL, "fence", "waiting", "wake", "rwake", "q", "ws", "seq", "void:"};
 
-int rl__keyset_make(rl__keyset *ks, const unsigned char *layout, int n,
-                    const rl__lockname *k, const char *req)
+/* The bytes the names of n roles of layout take for lock k. */
+static size_t names_size(const unsigned char *layout, int n,
+                         const rl__lockname *k, size_t rlen)
 {
-    const char *key = k->key, *base = k->base;
-    size_t keylen = k->keylen, baselen = k->baselen;
-    size_t need = 0, at = 0, rlen = req ? strlen(req) : 0;
+    size_t need = 0;
     int i;
 
-    ks->n = 0;
-    ks->buf = NULL;
-    if (n > RL_KEYS_MAX)
-        return -1;
-    for (i = 0; i < n; i++) {
-        if (layout[i] >= RL_KEY_ROLES || (layout[i] == RL_KEY_VOID && !req))
-            return -1;
+    for (i = 0; i < n; i++)
         if (layout[i] != RL_KEY_LOCK)
-            need += baselen + strlen(role_suffix[layout[i]]) +
+            need += k->baselen + strlen(role_suffix[layout[i]]) +
                     (layout[i] == RL_KEY_VOID ? rlen : 0);
-    }
-    if (need > 0 && (ks->buf = malloc(need)) == NULL)
-        return -1;
+    return need;
+}
+
+/* Appends the n keys of layout for lock k to ks, their names written at
+ * ks->buf + *at. */
+static void add_names(rl__keyset *ks, size_t *at, const unsigned char *layout,
+                      int n, const rl__lockname *k, const char *req,
+                      size_t rlen)
+{
+    int i, j;
+
     for (i = 0; i < n; i++) {
         const char *sfx = role_suffix[layout[i]];
         size_t s;
 
+        j = ks->n++;
         if (layout[i] == RL_KEY_LOCK) {
-            ks->k[i] = key;
-            ks->len[i] = keylen;
+            ks->k[j] = k->key;
+            ks->len[j] = k->keylen;
             continue;
         }
         s = strlen(sfx);
-        ks->k[i] = ks->buf + at;
-        memcpy(ks->buf + at, base, baselen);
-        memcpy(ks->buf + at + baselen, sfx, s);
-        ks->len[i] = baselen + s;
+        ks->k[j] = ks->buf + *at;
+        memcpy(ks->buf + *at, k->base, k->baselen);
+        memcpy(ks->buf + *at + k->baselen, sfx, s);
+        ks->len[j] = k->baselen + s;
         if (layout[i] == RL_KEY_VOID) {
-            memcpy(ks->buf + at + ks->len[i], req, rlen);
-            ks->len[i] += rlen;
+            memcpy(ks->buf + *at + ks->len[j], req, rlen);
+            ks->len[j] += rlen;
         }
-        at += ks->len[i];
+        *at += ks->len[j];
     }
-    ks->n = n;
+}
+
+/* Whether layout's n roles are roles, with a void key only where allowed
+ * and then with a request to name it after. */
+static int layout_ok(const unsigned char *layout, int n, int void_ok,
+                     const char *req)
+{
+    int i;
+
+    for (i = 0; i < n; i++)
+        if (layout[i] >= RL_KEY_ROLES ||
+            (layout[i] == RL_KEY_VOID && (!void_ok || !req)))
+            return 0;
+    return 1;
+}
+
+int rl__keyset_make_set(rl__keyset *ks, const unsigned char *layout, int n,
+                        const unsigned char *each, int neach,
+                        const rl__lockname *k, const rl__lockname *more,
+                        int nmore, const char *req)
+{
+    size_t need, at = 0, rlen = req ? strlen(req) : 0;
+    int i;
+
+    ks->n = 0;
+    ks->buf = NULL;
+    if (n > RL_KEYS_LAYOUT_MAX || neach > RL_KEYS_LAYOUT_MAX || nmore < 0 ||
+        n + (long)neach * nmore > RL_KEYS_MAX ||
+        !layout_ok(layout, n, 1, req) ||
+        (nmore > 0 && !layout_ok(each, neach, 0, req)))
+        return -1;
+    need = names_size(layout, n, k, rlen);
+    for (i = 0; i < nmore; i++)
+        need += names_size(each, neach, &more[i], 0);
+    if (need > 0 && (ks->buf = malloc(need)) == NULL)
+        return -1;
+    add_names(ks, &at, layout, n, k, req, rlen);
+    for (i = 0; i < nmore; i++)
+        add_names(ks, &at, each, neach, &more[i], NULL, 0);
     return 0;
+}
+
+int rl__keyset_make(rl__keyset *ks, const unsigned char *layout, int n,
+                    const rl__lockname *k, const char *req)
+{
+    return rl__keyset_make_set(ks, layout, n, NULL, 0, k, NULL, 0, req);
 }
 
 void rl__keyset_free(rl__keyset *ks)

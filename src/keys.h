@@ -53,8 +53,10 @@ enum {
     RL_KEY_ROLES
 };
 
-/* The most keys one script takes. */
-#define RL_KEYS_MAX 8
+/* The most keys a lock's layout names, and the most one script takes (a
+ * set's script takes a layout's keys for each of its locks). */
+#define RL_KEYS_LAYOUT_MAX 8
+#define RL_KEYS_MAX 64
 
 /* A lock's key and its helper base (rl__helper_name with suffix ""). */
 typedef struct rl__lockname {
@@ -80,6 +82,14 @@ typedef struct rl__keyset {
  */
 int rl__keyset_make(rl__keyset *ks, const unsigned char *layout, int n,
                     const rl__lockname *k, const char *req);
+
+/* The same for a set of locks: layout's keys for k, then each's (neach
+ * roles, no RL_KEY_VOID) for every lock of more (nmore of them), in
+ * order. */
+int rl__keyset_make_set(rl__keyset *ks, const unsigned char *layout, int n,
+                        const unsigned char *each, int neach,
+                        const rl__lockname *k, const rl__lockname *more,
+                        int nmore, const char *req);
 void rl__keyset_free(rl__keyset *ks);
 
 /* Whether the Redis key k is one of the library's helper keys. */

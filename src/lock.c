@@ -18,27 +18,21 @@
 #include "algo.h"
 #include "watchdog.h"
 
-/* Whether the lock's helper keys share its slot, as every script that
- * touches both needs in a cluster. A key whose braces make no valid tag
- * ("a{}b", "x{y") may not: computed, not reasoned about. */
-static int same_slot(redislock_client *c, const redislock_lock *l)
+/* Names key (keylen bytes) as c's lock key n: the client's prefix, then
+ * the key, and the helper base; both malloc'ed. In a cluster the helper
+ * keys must share the key's slot, as every script that touches both
+ * needs; a key whose braces make no valid tag ("a{}b", "x{y") may not:
+ * computed, not reasoned about. */
+static redislock_err name_key(redislock_client *c, const void *key,
+                              size_t keylen, rl__lockname *n)
 {
-    return rl__topo_same_slot(rl__client_topo(c), l->key, l->keylen, l->base,
-                              l->baselen);
-}
-
-redislock_err redislock_lock_new(redislock_client *c, const void *key,
-                                 size_t keylen, redislock_lock **out)
-{
-    redislock_lock *l;
-    pthread_condattr_t attr;
     const char *prefix;
     size_t plen;
+    char *k;
 
-    if (out != NULL)
-        *out = NULL;
-    if (c == NULL || key == NULL || out == NULL)
-        return rl__err(REDISLOCK_EINVAL, "NULL client, key or output");
+    memset(n, 0, sizeof *n);
+    if (key == NULL)
+        return rl__err(REDISLOCK_EINVAL, "NULL key");
     if (keylen == 0)
         return rl__err(REDISLOCK_EINVAL, "empty lock key");
     if (keylen > REDISLOCK_KEY_MAX)
@@ -46,31 +40,64 @@ redislock_err redislock_lock_new(redislock_client *c, const void *key,
                        "lock key of %zu bytes is longer than the limit of %d",
                        keylen, REDISLOCK_KEY_MAX);
     prefix = rl__client_prefix(c, &plen);
-    l = calloc(1, sizeof *l);
-    if (l == NULL || (l->key = malloc(plen + keylen)) == NULL) {
-        free(l);
+    if ((k = malloc(plen + keylen)) == NULL)
+        return rl__err(REDISLOCK_ENOMEM, "out of memory");
+    memcpy(k, prefix, plen);
+    memcpy(k + plen, key, keylen);
+    n->key = k;
+    n->keylen = plen + keylen;
+    n->base = rl__helper_name(n->key, n->keylen, "", &n->baselen);
+    if (n->base == NULL) {
+        free(k);
+        memset(n, 0, sizeof *n);
         return rl__err(REDISLOCK_ENOMEM, "out of memory");
     }
-    memcpy(l->key, prefix, plen);
-    memcpy(l->key + plen, key, keylen);
-    l->keylen = plen + keylen;
-    l->prefixlen = plen;
+    if (!rl__topo_same_slot(rl__client_topo(c), n->key, n->keylen, n->base,
+                            n->baselen)) {
+        free(k);
+        free((char *)n->base);
+        memset(n, 0, sizeof *n);
+        return rl__err(REDISLOCK_EINVAL,
+                       "in a Redis Cluster this key's helper keys would "
+                       "hash to another slot than the key: give it a "
+                       "non-empty {hash tag}");
+    }
+    return REDISLOCK_OK;
+}
+
+static void unname(rl__lockname *n)
+{
+    free((char *)n->key);
+    free((char *)n->base);
+}
+
+redislock_err redislock_lock_new(redislock_client *c, const void *key,
+                                 size_t keylen, redislock_lock **out)
+{
+    redislock_lock *l;
+    pthread_condattr_t attr;
+    rl__lockname n;
+    redislock_err err;
+
+    if (out != NULL)
+        *out = NULL;
+    if (c == NULL || key == NULL || out == NULL)
+        return rl__err(REDISLOCK_EINVAL, "NULL client, key or output");
+    if ((err = name_key(c, key, keylen, &n)) != REDISLOCK_OK)
+        return err;
+    if ((l = calloc(1, sizeof *l)) == NULL) {
+        unname(&n);
+        return rl__err(REDISLOCK_ENOMEM, "out of memory");
+    }
+    l->key = (char *)n.key;
+    l->keylen = n.keylen;
+    l->prefixlen = l->keylen - keylen;
+    l->base = (char *)n.base;
+    l->baselen = n.baselen;
+    l->wait_base = l->base;
+    l->wait_baselen = l->baselen;
     l->client = c;
     l->pool = rl__topo_node(rl__client_topo(c), l->key, l->keylen);
-    l->base = rl__helper_name(l->key, l->keylen, "", &l->baselen);
-    if (l->base == NULL || !same_slot(c, l)) {
-        redislock_err err =
-            l->base == NULL
-                ? rl__err(REDISLOCK_ENOMEM, "out of memory")
-                : rl__err(REDISLOCK_EINVAL,
-                          "in a Redis Cluster this key's helper keys would "
-                          "hash to another slot than the key: give it a "
-                          "non-empty {hash tag}");
-        free(l->base);
-        free(l->key);
-        free(l);
-        return err;
-    }
     l->holder_ttl = -2;
     l->replicas = -1;
     pthread_mutex_init(&l->mu, NULL);
@@ -78,6 +105,75 @@ redislock_err redislock_lock_new(redislock_client *c, const void *key,
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
     pthread_cond_init(&l->wake, &attr);
     pthread_condattr_destroy(&attr);
+    *out = l;
+    return REDISLOCK_OK;
+}
+
+/* Why a set's further key k (its name n) cannot join the set of l: given
+ * before, or out of reach of the first key's script. */
+static redislock_err check_member(redislock_lock *l, const rl__lockname *n,
+                                  int i)
+{
+    rl__topo *topo = rl__client_topo(l->client);
+    int j;
+
+    if (n->keylen == l->keylen && memcmp(n->key, l->key, l->keylen) == 0)
+        return rl__err(REDISLOCK_EINVAL, "key %d of the set is key 0 again", i);
+    for (j = 0; j < i - 1; j++)
+        if (n->keylen == l->more[j].keylen &&
+            memcmp(n->key, l->more[j].key, n->keylen) == 0)
+            return rl__err(REDISLOCK_EINVAL,
+                           "key %d of the set is key %d again", i, j + 1);
+    if (!rl__topo_together(topo, l->key, l->keylen, n->key, n->keylen))
+        return rl__err(REDISLOCK_EINVAL,
+                       "key %d of the set lives on another %s than key 0: a "
+                       "set's keys are taken by one script, so they must "
+                       "share one (%s); sets over several servers are not "
+                       "built yet",
+                       i, rl__topo_cluster(topo) ? "hash slot" : "server",
+                       rl__topo_cluster(topo)
+                           ? "give them a common {hash tag}"
+                           : "a sharded client's ring places each whole key");
+    return REDISLOCK_OK;
+}
+
+redislock_err redislock_lock_new_multi(redislock_client *c,
+                                       const void *const *keys,
+                                       const size_t *keylens, size_t n,
+                                       redislock_lock **out)
+{
+    redislock_lock *l;
+    redislock_err err;
+    size_t i;
+
+    if (out != NULL)
+        *out = NULL;
+    if (c == NULL || keys == NULL || keylens == NULL || out == NULL)
+        return rl__err(REDISLOCK_EINVAL, "NULL client, keys or output");
+    if (n == 0 || n > REDISLOCK_SET_MAX)
+        return rl__err(REDISLOCK_EINVAL,
+                       "a set of %zu keys: a set has 1 to %d keys", n,
+                       REDISLOCK_SET_MAX);
+    if (n > 1 && rl__client_algo(c)->no_set != NULL)
+        return rl__err(REDISLOCK_EINVAL, "%s", rl__client_algo(c)->no_set);
+    if ((err = redislock_lock_new(c, keys[0], keylens[0], &l)) != REDISLOCK_OK)
+        return err;
+    if (n > 1 && (l->more = calloc(n - 1, sizeof *l->more)) == NULL) {
+        redislock_lock_free(l);
+        return rl__err(REDISLOCK_ENOMEM, "out of memory");
+    }
+    for (i = 1; i < n; i++) {
+        err = name_key(c, keys[i], keylens[i], &l->more[i - 1]);
+        if (err == REDISLOCK_OK)
+            err = check_member(l, &l->more[i - 1], (int)i);
+        if (err != REDISLOCK_OK) {
+            if (l->more[i - 1].key != NULL)
+                l->nmore = (int)i;
+            redislock_lock_free(l);
+            return err;
+        }
+        l->nmore = (int)i;
+    }
     *out = l;
     return REDISLOCK_OK;
 }
@@ -93,22 +189,28 @@ void redislock_lock_free(redislock_lock *l)
     free(l->default_owner);
     free(l->info_buf);
     free(l->chan);
+    while (l->nmore > 0)
+        unname(&l->more[--l->nmore]);
+    free(l->more);
     free(l->base);
     free(l->key);
     free(l);
 }
 
 /* Runs the script request q with the keys its layout names for the lock
- * k (and req's void key) on node p, or with p NULL wherever t sends k's
- * key, or with c set on that connection. */
+ * k (and req's void key), and for a set's script those of each lock of
+ * more (nmore), on node p, or with p NULL wherever t sends k's key, or
+ * with c set on that connection. */
 static redislock_err run_keyed(rl__topo *t, rl__pool *p, rl__conn *c,
-                               const rl__lockname *k, const char *req,
-                               rl__request *q, rl__reply **out)
+                               const rl__lockname *k, const rl__lockname *more,
+                               int nmore, const char *req, rl__request *q,
+                               rl__reply **out)
 {
     rl__keyset ks;
     redislock_err err;
 
-    if (rl__keyset_make(&ks, q->s->keys, q->s->nkeys, k, req) != 0)
+    if (rl__keyset_make_set(&ks, q->s->keys, q->s->nkeys, q->s->each,
+                            q->s->neach, k, more, nmore, req) != 0)
         return rl__err(REDISLOCK_ENOMEM, "out of memory");
     q->nkeys = ks.n;
     q->keys = ks.k;
@@ -131,7 +233,7 @@ static redislock_err run_keyed(rl__topo *t, rl__pool *p, rl__conn *c,
 redislock_err rl__lock_run(rl__topo *t, rl__pool *p, const rl__lockname *k,
                            const char *req, rl__request *q, rl__reply **out)
 {
-    return run_keyed(t, p, NULL, k, req, q, out);
+    return run_keyed(t, p, NULL, k, NULL, 0, req, q, out);
 }
 
 redislock_err rl__lock_send_on(redislock_lock *l, rl__conn *c, const char *req,
@@ -139,19 +241,17 @@ redislock_err rl__lock_send_on(redislock_lock *l, rl__conn *c, const char *req,
 {
     rl__lockname k = {l->key, l->keylen, l->base, l->baselen};
 
-    return run_keyed(NULL, NULL, c, &k, req, q, out);
+    return run_keyed(NULL, NULL, c, &k, l->more, l->nmore, req, q, out);
 }
 
-redislock_err rl__abandon(rl__topo *t, rl__pool *p, const char *key,
-                          size_t keylen, const char *base, size_t baselen,
-                          const char *token, const char *req, int64_t ttl_ms,
-                          int64_t timeout_ms)
+redislock_err rl__abandon(rl__topo *t, rl__pool *p, const rl__lockname *names,
+                          int n, const char *token, const char *req,
+                          int64_t ttl_ms, int64_t timeout_ms)
 {
     char ttl[24];
     const char *args[3] = {token, ttl, req};
     size_t lens[3] = {strlen(token), 0, strlen(req)};
-    rl__lockname k = {key, keylen, base, baselen};
-    rl__request q = {.s = &rl__script_abandon,
+    rl__request q = {.s = n > 1 ? &rl__script_set_abandon : &rl__script_abandon,
                      .nargs = 3,
                      .args = args,
                      .lens = lens,
@@ -162,7 +262,7 @@ redislock_err rl__abandon(rl__topo *t, rl__pool *p, const char *key,
     /* Void the token for a minute past its TTL: a request held up in a
      * network queue (TCP retransmissions) may arrive that late. */
     lens[1] = (size_t)snprintf(ttl, sizeof ttl, "%" PRId64, ttl_ms + 60000);
-    err = rl__lock_run(t, p, &k, req, &q, &r);
+    err = run_keyed(t, p, NULL, &names[0], names + 1, n - 1, req, &q, &r);
     if (err == REDISLOCK_OK)
         rl__reply_free(r);
     return err;
@@ -249,8 +349,8 @@ static redislock_err lock_script(redislock_lock *l, int guarded,
         .acked = &acked,
         .timeout_ms = timeout_ms,
         .first = l->fair_queued && s == &rl__script_release ? &ping : NULL};
-    redislock_err err =
-        rl__lock_run(rl__client_topo(l->client), NULL, &k, req, &q, out);
+    redislock_err err = run_keyed(rl__client_topo(l->client), NULL, NULL, &k,
+                                  l->more, l->nmore, req, &q, out);
 
     if (q.wait_replicas > 0)
         l->replicas = err == REDISLOCK_OK ? (int)acked : -1;
@@ -378,6 +478,10 @@ redislock_err redislock_release_hold(redislock_lock *l, int64_t hold_after_ms)
     if (hold_after_ms != 0 &&
         (err = rl__check_ttl(hold_after_ms, "hold-after")) != REDISLOCK_OK)
         return err;
+    if (hold_after_ms != 0 && l->nmore > 0)
+        return rl__err(REDISLOCK_EINVAL,
+                       "hold-after on a set of keys: not built yet (release "
+                       "it without)");
     if (hold_after_ms != 0 && l->limit)
         return rl__err(REDISLOCK_EINVAL,
                        "hold-after on a %s: a share is given back at once "

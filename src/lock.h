@@ -46,10 +46,18 @@ struct redislock_lock {
     /* This handle's holds; 0 when not held. Written by the owner thread,
      * read by redislock_check() from any thread. */
     _Atomic int64_t own;
-    int rich;              /* held in the hash format (owner id) */
-    int fair_queued;       /* taken by a fair call that queued first */
-    int reader;            /* the acquire under way is a reader's: it
-                              blocks on the "rwake" list, not "wake" */
+    int rich;        /* held in the hash format (owner id) */
+    int fair_queued; /* taken by a fair call that queued first */
+    int reader;      /* the acquire under way is a reader's: it
+                        blocks on the "rwake" list, not "wake" */
+    /* A set (redislock_lock_new_multi): its further keys with their
+     * helper bases (key is the first); NULL and 0 for one key. */
+    rl__lockname *more;
+    int nmore;
+    /* The helper base of the key a waiter waits behind: the set's key
+     * that refused the last attempt, else base. */
+    const char *wait_base;
+    size_t wait_baselen;
     int limit;             /* a share: a semaphore's permit of this limit,
                               or RL_LIMIT_SHARED; 0: a lock */
     int64_t ttl_ms;        /* the lease length renewals use */
@@ -102,14 +110,14 @@ redislock_err rl__lock_send_on(redislock_lock *l, rl__conn *c, const char *req,
                                rl__request *q, rl__reply **out);
 
 /* One try at making sure an acquire request req (for token or owner id
- * token, with ttl_ms), whose reply was lost, does not hold the lock at
- * key, now or when it arrives late (abandon.lua): on server p (one of a
- * Redlock quorum), or with p NULL wherever t sends key; waits at most
- * timeout_ms. */
-redislock_err rl__abandon(rl__topo *t, rl__pool *p, const char *key,
-                          size_t keylen, const char *base, size_t baselen,
-                          const char *token, const char *req, int64_t ttl_ms,
-                          int64_t timeout_ms);
+ * token, with ttl_ms), whose reply was lost, does not hold the lock (or
+ * the set) named by names (n of them; the first routes), now or when it
+ * arrives late (abandon.lua, set_abandon.lua): on server p (one of a
+ * Redlock quorum), or with p NULL wherever t sends the first key; waits
+ * at most timeout_ms. */
+redislock_err rl__abandon(rl__topo *t, rl__pool *p, const rl__lockname *names,
+                          int n, const char *token, const char *req,
+                          int64_t ttl_ms, int64_t timeout_ms);
 
 /* The arguments of an owner script (release.lua, extend.lua) for l:
  * its token or owner id, arg2 (hold-after or TTL), and the format this

@@ -28,7 +28,8 @@ typedef struct attempt_req {
  * held by another. One round trip when the lock is free. A fair waiter
  * names the channel a release tells it of a hand-off on. A share takes
  * share_acquire.lua, whose arguments and answers are acquire.lua's but for
- * the limit (or "shared") in the format's place. */
+ * the limit (or "shared") in the format's place; a set set_acquire.lua,
+ * which also says which of its keys refused. */
 static redislock_err attempt_prepare(redislock_lock *l, const rl__try *t,
                                      attempt_req *a)
 {
@@ -58,9 +59,10 @@ static redislock_err attempt_prepare(redislock_lock *l, const rl__try *t,
         a->args[7] = rl__wait_sharded(l) ? "S" : "P";
         a->lens[7] = 1;
     }
-    a->q = (rl__request){.s = t->fair    ? &rl__script_fair
-                              : t->limit ? &rl__script_share_acquire
-                                         : &rl__script_acquire,
+    a->q = (rl__request){.s = l->nmore > 0 ? &rl__script_set_acquire
+                              : t->fair    ? &rl__script_fair
+                              : t->limit   ? &rl__script_share_acquire
+                                           : &rl__script_acquire,
                          .nargs = n,
                          .args = a->args,
                          .lens = a->lens};
@@ -83,6 +85,14 @@ static redislock_err attempt_outcome(redislock_lock *l, redislock_err err,
         l->holder_ttl = a.holder_ttl;
         l->holder_silent = a.silent;
         l->wait_seq = a.seq;
+        /* A set waits behind the key that refused it (the reply's fourth
+         * element: its place in the set, 1 the first). */
+        l->wait_base = l->base;
+        l->wait_baselen = l->baselen;
+        if (l->nmore > 0 && a.seq >= 2 && a.seq <= l->nmore + 1) {
+            l->wait_base = l->more[a.seq - 2].base;
+            l->wait_baselen = l->more[a.seq - 2].baselen;
+        }
         err = REDISLOCK_EHELD;
     }
     rl__lock_set_outcomes(l, &err, 1);
@@ -137,12 +147,16 @@ static redislock_err wait_attempt(redislock_lock *l, const rl__try *t,
  * any longer (and redislock_client_free() finishes it first). */
 static void abandon(redislock_lock *l, const rl__try *t)
 {
+    rl__lockname names[1 + REDISLOCK_SET_MAX] = {
+        {l->key, l->keylen, l->base, l->baselen}};
     rl__watchdog *wd;
+    int i;
 
+    for (i = 0; i < l->nmore; i++)
+        names[1 + i] = l->more[i];
     if (rl__client_watchdog(l->client, &wd) == REDISLOCK_OK)
-        rl__janitor_abandon(wd, rl__client_topo(l->client), NULL, l->key,
-                            l->keylen, l->base, l->baselen, t->id, t->req,
-                            t->ttl_ms);
+        rl__janitor_abandon(wd, rl__client_topo(l->client), NULL, names,
+                            1 + l->nmore, t->id, t->req, t->ttl_ms);
 }
 
 static redislock_err owner(redislock_lock *l, const rl__script *s,
@@ -152,10 +166,14 @@ static redislock_err owner(redislock_lock *l, const rl__script *s,
     size_t lens[3];
     rl__reply *r;
     redislock_err err;
+    int extend = s == &rl__script_extend;
 
     rl__lock_owner_args(l, arg2, args, lens);
+    /* A set's own scripts, which take the same arguments. */
+    if (l->nmore > 0)
+        s = extend ? &rl__script_set_extend : &rl__script_set_release;
     /* An extend writes the lease: the replica-sync guard follows it. */
-    err = s == &rl__script_extend
+    err = extend
               ? rl__lock_write_script(l, timeout_ms, s, NULL, 3, args, lens, &r)
               : rl__lock_script(l, timeout_ms, s, NULL, 3, args, lens, &r);
     rl__lock_set_outcomes(l, &err, 1);

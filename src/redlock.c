@@ -83,8 +83,7 @@ static void undo(redislock_lock *l, const char *id, const char *req,
             rl__client_watchdog(l->client, &wd) == REDISLOCK_OK)
             rl__janitor_abandon(wd, rl__client_topo(l->client),
                                 rl__topo_each(rl__client_topo(l->client), i),
-                                l->key, l->keylen, l->base, l->baselen, id, req,
-                                ttl_ms);
+                                &k, 1, id, req, ttl_ms);
     rl__round_free(&r);
 }
 
@@ -309,6 +308,9 @@ const rl__algo rl__algo_redlock = {
     "admitting its limit, together admit more holders than the limit",
     "a lock held shared is not built for Redlock yet: its readers would "
     "need a majority each and their undoing on every server; use a "
+    "single, sharded or cluster client",
+    "a set of keys is not built for Redlock yet: each server would take "
+    "the set in one script, and a majority of whole sets be needed; use a "
     "single, sharded or cluster client",
     attempt,
     NULL,

@@ -17,7 +17,7 @@ int rl__script_argv(const rl__script *s, int eval, int nkeys,
 {
     int i;
 
-    if (nkeys + nargs > RL_SCRIPT_MAX_ARGS || nkeys > 9)
+    if (nkeys + nargs > RL_SCRIPT_MAX_ARGS || nkeys > RL_KEYS_MAX)
         return -1;
     argv[0] = eval ? "EVAL" : "EVALSHA";
     argl[0] = eval ? 4 : 7;

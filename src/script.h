@@ -23,6 +23,10 @@ typedef struct rl__script {
      * call); NULL for a script whose caller names its keys itself. */
     const unsigned char *keys;
     int nkeys;
+    /* A set's script (rl_keys_each): the roles of the keys it takes for
+     * each further lock of the set, after keys; NULL for the others. */
+    const unsigned char *each;
+    int neach;
 } rl__script;
 
 extern const rl__script rl__script_acquire;
@@ -34,10 +38,14 @@ extern const rl__script rl__script_extend;
 extern const rl__script rl__script_inspect;
 extern const rl__script rl__script_fenced_set;
 extern const rl__script rl__script_share_acquire;
+extern const rl__script rl__script_set_acquire;
+extern const rl__script rl__script_set_release;
+extern const rl__script rl__script_set_extend;
+extern const rl__script rl__script_set_abandon;
 /* Every script above, NULL-terminated. */
 extern const rl__script *const rl__scripts[];
 
-#define RL_SCRIPT_MAX_ARGS 16
+#define RL_SCRIPT_MAX_ARGS (RL_KEYS_MAX + 8)
 #define RL_SCRIPT_ARGV_MAX (3 + RL_SCRIPT_MAX_ARGS)
 
 /* Fills argv/argl (RL_SCRIPT_ARGV_MAX slots) with EVALSHA of s, or EVAL

@@ -52,6 +52,14 @@ int rl__topo_same_slot(const rl__topo *t, const void *a, size_t alen,
            rl__key_slot(a, alen) == rl__key_slot(b, blen);
 }
 
+int rl__topo_together(rl__topo *t, const void *a, size_t alen, const void *b,
+                      size_t blen)
+{
+    if (t->kind == RL_TOPO_CLUSTER)
+        return rl__key_slot(a, alen) == rl__key_slot(b, blen);
+    return rl__topo_node(t, a, alen) == rl__topo_node(t, b, blen);
+}
+
 int rl__topo_cluster(const rl__topo *t)
 {
     return t->kind == RL_TOPO_CLUSTER;

@@ -55,6 +55,11 @@ rl__pool *rl__topo_node(rl__topo *t, const void *key, size_t len);
  * resharding may have made or retired one). */
 rl__pool *rl__topo_each(rl__topo *t, size_t i);
 
+/* Whether one script can take keys a and b: the same node, and in a
+ * cluster the same slot (a script's keys must share one). */
+int rl__topo_together(rl__topo *t, const void *a, size_t alen, const void *b,
+                      size_t blen);
+
 /* Whether one script may name both keys: always, but in a cluster only
  * when they hash to one slot. */
 int rl__topo_same_slot(const rl__topo *t, const void *a, size_t alen,

@@ -363,8 +363,8 @@ redislock_err rl__wait(redislock_lock *l, const char *token, const char *req,
     end_us = rl__now_us() + pause_ms * 1000;
     pause_ms -= RL_SERVER_TICK_MS;
     own = rl__helper_join(l->base, l->baselen, "h:", token, &lens[1]);
-    shared = rl__helper_join(l->base, l->baselen, l->reader ? "rwake" : "wake",
-                             NULL, &lens[0]);
+    shared = rl__helper_join(l->wait_base, l->wait_baselen,
+                             l->reader ? "rwake" : "wake", NULL, &lens[0]);
     if (own == NULL || shared == NULL) {
         free(own);
         free(shared);

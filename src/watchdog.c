@@ -43,8 +43,8 @@ struct rl__job {
     rl__pool *pool; /* a Redlock server; NULL: where topo sends key */
     rl__pool *node; /* the node its timeouts come from */
     int64_t next_us, give_up_us, ttl_ms;
-    char *key, *base; /* in the same allocation */
-    size_t keylen, baselen;
+    rl__lockname *names; /* the lock's, or a set's; strings in the same */
+    int nnames;          /* allocation */
     char token[RL_TOKEN_MAX + 1];
     char req[RL_TOKEN_MAX + 1];
     struct rl__job *next;
@@ -198,8 +198,8 @@ static void run_job(rl__watchdog *wd, struct rl__job *j)
         ;
     *p = j->next;
     pthread_mutex_unlock(&wd->mu);
-    err = rl__abandon(j->topo, j->pool, j->key, j->keylen, j->base, j->baselen,
-                      j->token, j->req, j->ttl_ms, RL_JOB_TIMEOUT_MS);
+    err = rl__abandon(j->topo, j->pool, j->names, j->nnames, j->token, j->req,
+                      j->ttl_ms, RL_JOB_TIMEOUT_MS);
     pthread_mutex_lock(&wd->mu);
     /* Only a failure to reach the server, or a server that cannot serve
      * for now (loading, a busy script), is worth another try. */
@@ -377,24 +377,35 @@ int rl__watch_efd(const rl__watch *w)
 }
 
 void rl__janitor_abandon(rl__watchdog *wd, rl__topo *t, rl__pool *p,
-                         const char *key, size_t keylen, const char *base,
-                         size_t baselen, const char *token, const char *req,
-                         int64_t ttl_ms)
+                         const rl__lockname *names, int n, const char *token,
+                         const char *req, int64_t ttl_ms)
 {
-    struct rl__job *j = calloc(1, sizeof *j + keylen + baselen);
+    size_t size = sizeof(struct rl__job) + (size_t)n * sizeof(rl__lockname);
+    struct rl__job *j;
+    char *at;
+    int i;
 
-    if (j == NULL)
+    for (i = 0; i < n; i++)
+        size += names[i].keylen + names[i].baselen;
+    if ((j = calloc(1, size)) == NULL)
         return;
     j->topo = t;
     j->pool = p;
     /* A cluster's pools live as long as the cluster (cluster.h). */
-    j->node = p != NULL ? p : rl__topo_node(t, key, keylen);
-    j->key = (char *)(j + 1);
-    j->base = j->key + keylen;
-    memcpy(j->key, key, keylen);
-    memcpy(j->base, base, baselen);
-    j->keylen = keylen;
-    j->baselen = baselen;
+    j->node = p != NULL ? p : rl__topo_node(t, names[0].key, names[0].keylen);
+    j->names = (rl__lockname *)(void *)(j + 1);
+    j->nnames = n;
+    at = (char *)(j->names + n);
+    for (i = 0; i < n; i++) {
+        memcpy(at, names[i].key, names[i].keylen);
+        j->names[i].key = at;
+        j->names[i].keylen = names[i].keylen;
+        at += names[i].keylen;
+        memcpy(at, names[i].base, names[i].baselen);
+        j->names[i].base = at;
+        j->names[i].baselen = names[i].baselen;
+        at += names[i].baselen;
+    }
     snprintf(j->token, sizeof j->token, "%s", token);
     snprintf(j->req, sizeof j->req, "%s", req);
     j->ttl_ms = ttl_ms;

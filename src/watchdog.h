@@ -12,6 +12,7 @@
 
 #include <stdint.h>
 
+#include "keys.h"
 #include "redislock.h"
 
 typedef struct rl__watchdog rl__watchdog;
@@ -66,8 +67,7 @@ int rl__watch_efd(const rl__watch *w);
  * TTL.
  */
 void rl__janitor_abandon(rl__watchdog *wd, struct rl__topo *t,
-                         struct rl__pool *p, const char *key, size_t keylen,
-                         const char *base, size_t baselen, const char *token,
-                         const char *req, int64_t ttl_ms);
+                         struct rl__pool *p, const rl__lockname *names, int n,
+                         const char *token, const char *req, int64_t ttl_ms);
 
 #endif

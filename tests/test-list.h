@@ -359,6 +359,7 @@ TEST_ENTRY(excl_shared, 60)
 TEST_ENTRY(keys_slots, 5)
 TEST_ENTRY(keys_helper_names, 5)
 TEST_ENTRY(keys_script_keysets, 5)
+TEST_ENTRY(keys_set_keysets, 5)
 /* The embedded scripts carry only the lib.lua parts they call (no
  * server). */
 TEST_ENTRY(lua_scripts_carry_only_what_they_call, 5)

@@ -111,7 +111,7 @@ void test_keys_script_keysets(void)
                                         "job{job}:rl-void:r1"};
     static const unsigned char two[] = {RL_KEY_LOCK, RL_KEY_FENCE};
     static const unsigned char bad[] = {RL_KEY_LOCK, RL_KEY_ROLES};
-    unsigned char nine[RL_KEYS_MAX + 1] = {0};
+    unsigned char nine[RL_KEYS_LAYOUT_MAX + 1] = {0};
     rl__lockname k = {"job", 3, "job{job}:rl-", 12};
     rl__keyset ks;
 
@@ -129,7 +129,8 @@ void test_keys_script_keysets(void)
     /* A void key without a request, a role that is none, too many. */
     ASSERT_EQ_INT(rl__keyset_make(&ks, all, 8, &k, NULL), -1);
     ASSERT_EQ_INT(rl__keyset_make(&ks, bad, 2, &k, NULL), -1);
-    ASSERT_EQ_INT(rl__keyset_make(&ks, nine, RL_KEYS_MAX + 1, &k, NULL), -1);
+    ASSERT_EQ_INT(rl__keyset_make(&ks, nine, RL_KEYS_LAYOUT_MAX + 1, &k, NULL),
+                  -1);
     /* Every embedded script's layout starts with the lock and is whole. */
     {
         const rl__script *const *s = rl__scripts;
@@ -148,4 +149,43 @@ void test_keys_script_keysets(void)
         ASSERT(rl__script_fenced_set.keys == NULL);
         ASSERT_GE(n, 8);
     }
+}
+
+/* A set's keys: the first lock's layout (with the request's void key),
+ * then each other lock's roles in turn, void keys refused there; no more
+ * than RL_KEYS_MAX in all. */
+void test_keys_set_keysets(void)
+{
+    static const unsigned char first[] = {RL_KEY_LOCK, RL_KEY_FENCE,
+                                          RL_KEY_VOID};
+    static const unsigned char each[] = {RL_KEY_LOCK, RL_KEY_WAKE};
+    static const unsigned char each_void[] = {RL_KEY_LOCK, RL_KEY_VOID};
+    static const char *const names[] = {
+        "a{t}",         "a{t}:rl-fence", "a{t}:rl-void:r9", "b{t}",
+        "b{t}:rl-wake", "c{t}",          "c{t}:rl-wake"};
+    rl__lockname k = {"a{t}", 4, "a{t}:rl-", 8};
+    rl__lockname more[2] = {{"b{t}", 4, "b{t}:rl-", 8},
+                            {"c{t}", 4, "c{t}:rl-", 8}};
+    rl__lockname many[RL_KEYS_MAX];
+    rl__keyset ks;
+    int i;
+
+    ASSERT_EQ_INT(
+        rl__keyset_make_set(&ks, first, 3, each, 2, &k, more, 2, "r9"), 0);
+    assert_keyset(&ks, names, 7);
+    rl__keyset_free(&ks);
+    ASSERT_EQ_INT(
+        rl__keyset_make_set(&ks, first, 3, each_void, 2, &k, more, 2, "r9"),
+        -1);
+    for (i = 0; i < RL_KEYS_MAX; i++)
+        many[i] = more[0];
+    /* 3 + 2 x 30 fits, 3 + 2 x 31 does not. */
+    ASSERT_EQ_INT(rl__keyset_make_set(&ks, first, 3, each, 2, &k, many,
+                                      (RL_KEYS_MAX - 3) / 2, "r9"),
+                  0);
+    ASSERT_EQ_INT(ks.n, 3 + 2 * ((RL_KEYS_MAX - 3) / 2));
+    rl__keyset_free(&ks);
+    ASSERT_EQ_INT(rl__keyset_make_set(&ks, first, 3, each, 2, &k, many,
+                                      (RL_KEYS_MAX - 3) / 2 + 1, "r9"),
+                  -1);
 }

@@ -1,0 +1,45 @@
+-- All of a set of plain locks or none (redislock_lock_new_multi): one
+-- token, one lease and one fencing token for every key. The keys live on
+-- one server (in a cluster, in one slot), so one script decides.
+-- KEYS: the first lock, its fencing counter, its waiting marker and the
+-- void marker of this request (see abandon.lua); then for each further
+-- lock, the lock, its fencing counter and its waiting marker. ARGV as
+-- acquire.lua's (ARGV[3] 'plain'; ARGV[4] unused).
+-- Returns {1, 1, fence} when every key was taken; {0, PTTL, wakes, i}
+-- when the set's i-th key (1: the first) is held, taking none: its
+-- waiting marker is set (as acquire.lua's) so that its release wakes the
+-- caller, which waits behind that key (wakes: rl_wakes).
+local K = rl_keys('lock fence waiting void')
+local L = rl_keys_each(4, 'lock fence waiting')
+local id, ttl = ARGV[1], ARGV[2]
+local last = rl_request_last(K)
+if last == nil then
+    return {0, -2}
+end
+table.insert(L, 1, K)
+for i, x in ipairs(L) do
+    if redis.call('EXISTS', x.lock) == 1 then
+        local kind, holder = rl_holder(x.lock)
+        local wakes = rl_wakes(kind, holder)
+        -- Held by many (readers, permits): their releases wake it too.
+        if kind == 'zset' and rl_share_kind(x.lock) then
+            wakes = 1
+        end
+        local left = redis.call('PTTL', x.lock)
+        rl_mark_waiting(x, left, ARGV[5])
+        return {0, left, wakes, i}
+    end
+end
+-- All free. Every counter is read (and checked) before the first write.
+local fences, lasts = {}, {last}
+for i, x in ipairs(L) do
+    fences[i] = x.fence
+    if i > 1 then
+        lasts[i] = redis.call('GET', x.fence)
+    end
+end
+local fence = rl_count_all(fences, tonumber(ttl) + 1000, lasts)
+for _, x in ipairs(L) do
+    redis.call('SET', x.lock, id, 'PX', ttl)
+end
+return {1, 1, fence}

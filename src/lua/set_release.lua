@@ -1,0 +1,25 @@
+-- Compare-and-delete for a set (set_acquire.lua): every key that holds
+-- the token is freed, its waiters woken or its fair waiter handed it
+-- (rl_handoff).
+-- KEYS: for each lock of the set in turn, the lock and the helpers a
+-- hand-off uses. ARGV[1] the token.
+-- Returns 1 when every key was released; 0 when some had gone (the set's
+-- lease ended; what was left of it is released); -1 when some key is
+-- another owner's (left untouched).
+local K = rl_keys('lock fence q ws waiting wake rwake')
+local L = rl_keys_each(7, 'lock fence q ws waiting wake rwake')
+local res = 1
+table.insert(L, 1, K)
+for _, x in ipairs(L) do
+    -- pcall: a key of another type is another owner's.
+    local v = redis.pcall('GET', x.lock)
+    if v == ARGV[1] then
+        redis.call('DEL', x.lock)
+        rl_handoff(x)
+    elseif not v then
+        res = math.min(res, 0)
+    else
+        res = -1
+    end
+end
+return res
