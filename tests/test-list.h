@@ -378,3 +378,19 @@ TEST_ENTRY(shard_other_clients_name_einval, 30)
 TEST_ENTRY(redlock_same_server_spelt_twice_einval, 30)
 TEST_ENTRY(redlock_same_server_found_late_never_votes, 30)
 TEST_ENTRY(shard_acl_without_info_works, 30)
+/* Sets of keys taken all or none: one token, lease and fencing token;
+ * waiters behind the refusing key; partial loss; ghosts; bad input;
+ * sharded keys; a model-based run; processes; a killed or stopped
+ * holder (test_set.c, test_set_model.c). */
+TEST_ENTRY(set_all_or_none, 30)
+TEST_ENTRY(set_release_and_extend_partial, 30)
+TEST_ENTRY(set_waiter_woken_and_silent, 30)
+TEST_ENTRY(set_watchdog_renews_and_signals_loss, 30)
+TEST_ENTRY(set_ghost_undone, 30)
+TEST_ENTRY(set_bad_input_leaves_nothing, 30)
+TEST_ENTRY(set_sharded_keys, 60)
+TEST_ENTRY(set_model_random_operations, 120)
+TEST_ENTRY(set_processes_exclusion, 120)
+TEST_ENTRY(set_killed_holder_freed_within_ttl, 30)
+TEST_ENTRY(set_stopped_holder_write_refused, 30)
+TEST_ENTRY(set_of_one_is_a_lock, 30)

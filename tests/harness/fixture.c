@@ -34,6 +34,25 @@ redislock_lock *th_lock_at_(const char *file, int line, redislock_client *c,
     return l;
 }
 
+redislock_lock *th_lock_set_at_(const char *file, int line, redislock_client *c,
+                                const char *const *keys, size_t n)
+{
+    size_t lens[REDISLOCK_SET_MAX], i;
+    redislock_lock *l = NULL;
+    redislock_err e;
+
+    if (n > REDISLOCK_SET_MAX)
+        test_fail_(file, line, "th_lock_set: %zu keys, at most %d", n,
+                   REDISLOCK_SET_MAX);
+    for (i = 0; i < n; i++)
+        lens[i] = strlen(keys[i]);
+    e = redislock_lock_new_multi(c, (const void *const *)keys, lens, n, &l);
+    if (e != REDISLOCK_OK || l == NULL)
+        test_fail_(file, line, "redislock_lock_new_multi(%zu keys): %s; %s", n,
+                   redislock_errname(e), redislock_errdetail());
+    return l;
+}
+
 redislock_acquire_options th_aopts(int64_t ttl_ms, int64_t wait_ms,
                                    int64_t retry_delay_ms)
 {

@@ -28,6 +28,12 @@ redislock_client *th_client_url_at_(const char *file, int line, const char *url,
 redislock_lock *th_lock_at_(const char *file, int line, redislock_client *c,
                             const char *key);
 
+/* A handle for the set of n NUL-terminated keys, taken all or none
+ * (redislock_lock_new_multi). */
+#define th_lock_set(c, keys, n) th_lock_set_at_(__FILE__, __LINE__, c, keys, n)
+redislock_lock *th_lock_set_at_(const char *file, int line, redislock_client *c,
+                                const char *const *keys, size_t n);
+
 /* Acquire options with ttl_ms and wait_ms, and a retry delay. */
 redislock_acquire_options th_aopts(int64_t ttl_ms, int64_t wait_ms,
                                    int64_t retry_delay_ms);

@@ -429,15 +429,17 @@ long long th_cmd_int_at_(const char *file, int line, redisContext *c,
     r = vcmd(file, line, 0, c, fmt, ap);
     va_end(ap);
     if (r->type != REDIS_REPLY_INTEGER)
-        test_fail_(file, line, "redis command \"%s\": reply type %d, want "
-                   "an integer", fmt, r->type);
+        test_fail_(file, line,
+                   "redis command \"%s\": reply type %d, want "
+                   "an integer",
+                   fmt, r->type);
     v = r->integer;
     freeReplyObject(r);
     return v;
 }
 
-char *th_cmd_str_at_(const char *file, int line, redisContext *c,
-                     size_t *len, const char *fmt, ...)
+char *th_cmd_str_at_(const char *file, int line, redisContext *c, size_t *len,
+                     const char *fmt, ...)
 {
     redisReply *r;
     char *s = NULL;
@@ -448,8 +450,10 @@ char *th_cmd_str_at_(const char *file, int line, redisContext *c,
     va_end(ap);
     if (r->type != REDIS_REPLY_NIL && r->type != REDIS_REPLY_STRING &&
         r->type != REDIS_REPLY_STATUS)
-        test_fail_(file, line, "redis command \"%s\": reply type %d, want "
-                   "a string", fmt, r->type);
+        test_fail_(file, line,
+                   "redis command \"%s\": reply type %d, want "
+                   "a string",
+                   fmt, r->type);
     if (r->type != REDIS_REPLY_NIL) {
         s = malloc(r->len + 1);
         if (s == NULL)
@@ -588,4 +592,13 @@ int th_wait_key_gone(redisContext *c, const void *key, size_t len,
         th_sleep_ms(5);
     }
     return 1;
+}
+
+long long th_get_num(redisContext *c, const char *key)
+{
+    char *v = th_cmd_str(c, NULL, "GET %s", key);
+    long long n = v != NULL ? atoll(v) : 0;
+
+    free(v);
+    return n;
 }

@@ -76,10 +76,13 @@ long long th_cmd_int_at_(const char *file, int line, redisContext *c,
 
 /* A command whose reply is a bulk string or nil: malloc'ed NUL-terminated
  * copy, or NULL for nil. *len gets the length when len is not NULL. */
-#define th_cmd_str(c, len, ...)                                               \
+#define th_cmd_str(c, len, ...)                                                \
     th_cmd_str_at_(__FILE__, __LINE__, c, len, __VA_ARGS__)
-char *th_cmd_str_at_(const char *file, int line, redisContext *c,
-                     size_t *len, const char *fmt, ...);
+char *th_cmd_str_at_(const char *file, int line, redisContext *c, size_t *len,
+                     const char *fmt, ...);
+
+/* The number a key holds (GET), 0 when it does not exist. */
+long long th_get_num(redisContext *c, const char *key);
 
 /* One INFO commandstats snapshot. */
 #define TH_CMDSTATS_MAX 256
@@ -110,9 +113,9 @@ typedef struct th_monitor {
 
 #define TH_MONITOR_MAX 64
 typedef struct th_monitor_log {
-    int n; /* Commands sent by clients. */
+    int n;                        /* Commands sent by clients. */
     char cmd[TH_MONITOR_MAX][32]; /* Their names, lowercase. */
-    int nlua; /* Commands run by scripts; not listed. */
+    int nlua;                     /* Commands run by scripts; not listed. */
 } th_monitor_log;
 
 void th_monitor_start(th_monitor *m, const th_server *s);

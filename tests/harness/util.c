@@ -195,8 +195,7 @@ void th_join_within_at_(const char *file, int line, pthread_t t, int64_t ms)
         ts.tv_nsec -= 1000000000L;
     }
     if (pthread_timedjoin_np(t, NULL, &ts) != 0)
-        test_fail_(file, line, "thread not done within %lld ms",
-                   (long long)ms);
+        test_fail_(file, line, "thread not done within %lld ms", (long long)ms);
 }
 
 int th_cmp_i64(const void *a, const void *b)
@@ -204,4 +203,15 @@ int th_cmp_i64(const void *a, const void *b)
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
 
     return (x > y) - (x < y);
+}
+
+uint64_t th_seed(const char *var)
+{
+    const char *env = getenv(var);
+    uint64_t seed = env != NULL && env[0] != '\0' ? strtoull(env, NULL, 10)
+                                                  : (uint64_t)th_now_us();
+
+    test_log("seed %llu (%s=%llu replays it)", (unsigned long long)seed, var,
+             (unsigned long long)seed);
+    return seed;
 }

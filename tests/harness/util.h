@@ -12,6 +12,10 @@ int64_t th_now_ms(void);
 /* Microseconds on CLOCK_MONOTONIC. */
 int64_t th_now_us(void);
 
+/* A random test's seed: the environment variable var when set (to replay
+ * a run), else one from the clock; logged with how to replay it. */
+uint64_t th_seed(const char *var);
+
 /* Joins thread t within ms, or fails the test. */
 #define th_join_within(t, ms) th_join_within_at_(__FILE__, __LINE__, t, ms)
 void th_join_within_at_(const char *file, int line, pthread_t t, int64_t ms);

@@ -180,8 +180,57 @@ static int64_t shared_features(th_cluster *tc, redislock_client *c)
     return (w.done_us - released) / 1000;
 }
 
-/* Reentrant and metadata locks, fair hand-off, wake-up, listing and
- * fencing: every script touches its helper keys in the key's slot. */
+/* Sets of keys (redislock_lock_new_multi): keys of one hash slot are
+ * taken together on its master, with their fencing counters; keys of two
+ * slots are refused, even when one master serves both. */
+static void set_features(th_cluster *tc, redislock_client *c)
+{
+    static const char *const same[3] = {"{fs}a", "{fs}b", "{fs}c"};
+    const char *apart[2] = {"fs:0", NULL};
+    size_t lens[3] = {5, 5, 5};
+    redislock_acquire_options o = th_aopts(30000, 0, 0);
+    unsigned slot = th_cluster_keyslot(tc, "fs:0");
+    int at = th_cluster_owner(tc, th_cluster_keyslot(tc, "{fs}a")), i;
+    redislock_lock *s = th_lock_set(c, same, 3);
+    redisContext *r = th_cluster_redis(tc, at);
+    char key[16];
+    char *fence;
+
+    ASSERT_OK(redislock_acquire(s, &o));
+    ASSERT_EQ_INT(th_cmd_int(r, "EXISTS {fs}a {fs}b {fs}c"), 3);
+    ASSERT_KEY(r, "{fs}c", redislock_token(s));
+    fence = th_cmd_str(r, NULL, "GET {fs}c:rl-fence");
+    ASSERT(fence != NULL);
+    ASSERT_EQ_INT(atoll(fence), redislock_fence(s));
+    free(fence);
+    ASSERT_OK(redislock_release(s));
+    ASSERT_EQ_INT(th_cmd_int(r, "EXISTS {fs}a {fs}b {fs}c"), 0);
+    redislock_lock_free(s);
+    redisFree(r);
+    /* A key of another slot on fs:0's master. */
+    for (i = 1; i < 200 && apart[1] == NULL; i++) {
+        snprintf(key, sizeof key, "fs:%d", i);
+        if (th_cluster_keyslot(tc, key) != slot &&
+            th_cluster_owner(tc, th_cluster_keyslot(tc, key)) ==
+                th_cluster_owner(tc, slot))
+            apart[1] = key;
+    }
+    ASSERT(apart[1] != NULL);
+    s = (redislock_lock *)1;
+    lens[0] = strlen(apart[0]);
+    lens[1] = strlen(apart[1]);
+    ASSERT_ERR(
+        redislock_lock_new_multi(c, (const void *const *)apart, lens, 2, &s),
+        REDISLOCK_EINVAL);
+    test_log("%s and %s, one master: %s", apart[0], apart[1],
+             redislock_errdetail());
+    ASSERT(strstr(redislock_errdetail(), "hash slot") != NULL);
+    ASSERT(s == NULL);
+}
+
+/* Reentrant and metadata locks, fair hand-off, wake-up, listing,
+ * fencing and sets of keys: every script touches its helper keys in the
+ * key's slot. */
 void test_cluster_lock_features(void)
 {
     th_cluster *tc = th_cluster_start(3, 0);
@@ -245,6 +294,7 @@ void test_cluster_lock_features(void)
              (long long)woke, (long long)handed);
     ASSERT_LT(woke, WAKE_MAX_MS);
     ASSERT_LT(handed, WAKE_MAX_MS);
+    set_features(tc, c);
     redislock_client_free(c);
     th_cluster_stop(tc);
 }

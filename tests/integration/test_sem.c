@@ -527,15 +527,12 @@ void test_sem_model_random_operations(void)
     th_env e = th_env_start();
     redislock_client *c[4];
     model_h h[MODEL_HANDLES];
-    const char *env = getenv("RL_SEM_SEED");
-    uint64_t seed = env ? strtoull(env, NULL, 10) : (uint64_t)th_now_us();
+    uint64_t seed = th_seed("RL_SEM_SEED");
     uint64_t rng = seed | 1;
     int64_t fence = 0;
     long long n[3] = {0, 0, 0};
     int i, step, believers;
 
-    test_log("seed %llu (RL_SEM_SEED=%llu replays it)",
-             (unsigned long long)seed, (unsigned long long)seed);
     for (i = 0; i < 4; i++)
         c[i] = th_client(e.s);
     for (i = 0; i < MODEL_HANDLES; i++) {

@@ -613,15 +613,6 @@ static void section_worker(const th_server *s, unsigned seed)
     _exit(0);
 }
 
-static long long get_num(redisContext *r, const char *key)
-{
-    char *v = th_cmd_str(r, NULL, "GET %s", key);
-    long long n = v ? atoll(v) : 0;
-
-    free(v);
-    return n;
-}
-
 void test_shared_processes_exclusion(void)
 {
     th_env e = th_env_start();
@@ -642,11 +633,11 @@ void test_shared_processes_exclusion(void)
         ASSERT(WIFEXITED(st));
         ASSERT_EQ_INT(WEXITSTATUS(st), 0);
     }
-    wsec = get_num(e.r, "shr:wsec");
-    rsec = get_num(e.r, "shr:rsec");
-    counter = get_num(e.r, "shr:counter");
-    bad = get_num(e.r, "shr:bad");
-    max = get_num(e.r, "shr:max");
+    wsec = th_get_num(e.r, "shr:wsec");
+    rsec = th_get_num(e.r, "shr:rsec");
+    counter = th_get_num(e.r, "shr:counter");
+    bad = th_get_num(e.r, "shr:bad");
+    max = th_get_num(e.r, "shr:max");
     test_log("%lld writer and %lld reader sections in %lld ms; counter "
              "%lld; overlaps seen %lld; highest reader occupancy %lld",
              wsec, rsec, (long long)(th_now_ms() - t0), counter, bad, max);

@@ -274,16 +274,13 @@ void test_shared_model_random_operations(void)
 {
     th_env e = th_env_start();
     redislock_client *c[MODEL_CLIENTS];
-    const char *env = getenv("RL_SHARED_SEED");
     model *m = calloc(1, sizeof *m);
     int64_t t0 = th_now_ms();
     int i, op;
 
     ASSERT(m != NULL);
-    m->seed = env ? strtoull(env, NULL, 10) : (uint64_t)th_now_us();
+    m->seed = th_seed("RL_SHARED_SEED");
     m->rng = m->seed | 1;
-    test_log("seed %llu (RL_SHARED_SEED=%llu replays it)",
-             (unsigned long long)m->seed, (unsigned long long)m->seed);
     for (i = 0; i < MODEL_CLIENTS; i++)
         c[i] = th_client(e.s);
     for (i = 0; i < MODEL_HANDLES; i++)

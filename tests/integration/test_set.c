@@ -1,0 +1,794 @@
+/*
+ * Sets of keys taken all or none (redislock_lock_new_multi): one token,
+ * one lease and one fencing token above every earlier token of each key;
+ * a held key makes the set take nothing; a waiter blocks behind the key
+ * that refused it and is woken by its release; release, extend and the
+ * watchdog act on every key and report a key that expired or was taken;
+ * a lost reply's ghost set is undone; bad input is refused with nothing
+ * written; sets on sharded clients; a killed holder. The model-based
+ * run, processes excluding each other and a stopped holder are in
+ * test_set_model.c.
+ */
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "harness/fixture.h"
+#include "harness/proxy.h"
+#include "harness/server.h"
+#include "harness/util.h"
+#include "test.h"
+
+/* The server counts whole milliseconds, and its clock and ours differ by
+ * a little: how early a lease may look ended. */
+#define SERVER_MS_SLACK 3
+
+/* redislock_lock_new_multi of the NUL-terminated keys, for refusals. */
+static redislock_err set_try(redislock_client *c, const char *const *keys,
+                             size_t n, redislock_lock **out)
+{
+    size_t lens[16], i;
+
+    for (i = 0; i < n && i < 16; i++)
+        lens[i] = strlen(keys[i]);
+    return redislock_lock_new_multi(c, (const void *const *)keys, lens, n, out);
+}
+
+/* A command over the n keys (EXISTS, MGET), as the server answers it. */
+static redisReply *over_keys(redisContext *r, const char *cmd,
+                             const char *const *keys, size_t n)
+{
+    const char *argv[REDISLOCK_SET_MAX + 1];
+    redisReply *rep;
+    size_t i;
+
+    ASSERT_LE(n, REDISLOCK_SET_MAX);
+    argv[0] = cmd;
+    for (i = 0; i < n; i++)
+        argv[i + 1] = keys[i];
+    rep = redisCommandArgv(r, (int)n + 1, argv, NULL);
+    ASSERT(rep != NULL && rep->type != REDIS_REPLY_ERROR);
+    return rep;
+}
+
+/* How many of the keys exist, in one step. */
+static long long existing(redisContext *r, const char *const *keys, size_t n)
+{
+    redisReply *rep = over_keys(r, "EXISTS", keys, n);
+    long long v = rep->integer;
+
+    freeReplyObject(rep);
+    return v;
+}
+
+/* How many of the keys hold token, in one step. */
+static size_t holding(redisContext *r, const char *const *keys, size_t n,
+                      const char *token)
+{
+    redisReply *rep = over_keys(r, "MGET", keys, n);
+    size_t i, got = 0;
+
+    for (i = 0; i < rep->elements; i++)
+        got += rep->element[i]->type == REDIS_REPLY_STRING &&
+               strcmp(rep->element[i]->str, token) == 0;
+    freeReplyObject(rep);
+    return got;
+}
+
+/* The fencing counter of key: "K{K}:rl-fence", or "K:rl-fence" when K
+ * has a hash tag of its own. Its value, 0 when there is none. */
+static long long counter(redisContext *r, const char *key)
+{
+    const char *open = strchr(key, '{');
+    const char *close = open ? strchr(open + 1, '}') : NULL;
+    int tagged = close != NULL && close > open + 1;
+    char name[128], *v;
+    long long n;
+
+    if (tagged)
+        snprintf(name, sizeof name, "%s:rl-fence", key);
+    else
+        snprintf(name, sizeof name, "%s{%s}:rl-fence", key, key);
+    v = th_cmd_str(r, NULL, "GET %s", name);
+    n = v ? atoll(v) : 0;
+    free(v);
+    return n;
+}
+
+/* A set's acquire on a thread of its own, as th_waiter for one key. */
+typedef struct set_waiter {
+    pthread_t t;
+    redislock_lock *l;
+    redislock_acquire_options o;
+    redislock_err err;
+    int64_t done_us;
+    char detail[256];
+} set_waiter;
+
+static void *set_waiter_thread(void *arg)
+{
+    set_waiter *w = arg;
+
+    w->err = redislock_acquire(w->l, &w->o);
+    w->done_us = th_now_us();
+    snprintf(w->detail, sizeof w->detail, "%s", redislock_errdetail());
+    return NULL;
+}
+
+static void set_waiter_start(set_waiter *w, redislock_lock *l,
+                             const redislock_acquire_options *o)
+{
+    memset(w, 0, sizeof *w);
+    w->l = l;
+    w->o = *o;
+    ASSERT_EQ_INT(pthread_create(&w->t, NULL, set_waiter_thread, w), 0);
+}
+
+static void set_waiter_join_ok(set_waiter *w, int64_t ms)
+{
+    th_join_within(w->t, ms);
+    if (w->err != REDISLOCK_OK)
+        test_fail_(__FILE__, __LINE__, "set waiter: %s; %s",
+                   redislock_errname(w->err), w->detail);
+}
+
+/* Far ahead of the server's clock in microseconds (the year 2096), as a
+ * counter may be after the clock stepped back; below 2^53. */
+#define AHEAD 4000000000000000LL
+
+void test_set_all_or_none(void)
+{
+    static const char *const k[4] = {"set:a", "set:b", "{t}set:c", "set:d"};
+    static const char *const over[2] = {"set:e", "set:a"};
+    th_env e = th_env_start();
+    redislock_acquire_options o = th_aopts(10000, 0, 0);
+    redislock_lock *s = th_lock_set(e.c, k, 4), *s2 = th_lock_set(e.c, over, 2),
+                   *b = th_lock(e.c, k[1]), *d = th_lock(e.c, k[3]);
+    int64_t fb = 0, fence;
+    char tok[300];
+    int i;
+
+    /* Key 1's counter moved on by locks of its own; key 2's put ahead of
+     * the clock: the set's token must pass both. */
+    for (i = 0; i < 5; i++) {
+        ASSERT_OK(redislock_acquire(b, &o));
+        ASSERT_GT(redislock_fence(b), fb);
+        fb = redislock_fence(b);
+        ASSERT_OK(redislock_release(b));
+    }
+    freeReplyObject(th_cmd(e.r, "SET {t}set:c:rl-fence %lld PX 60000", AHEAD));
+    /* The last key held by another owner: nothing taken, nothing counted. */
+    ASSERT_OK(redislock_acquire(d, &o));
+    ASSERT_ERR(redislock_acquire(s, &o), REDISLOCK_EHELD);
+    ASSERT_EQ_INT(existing(e.r, k, 3), 0);
+    ASSERT_EQ_INT(th_lock_keys(e.r), 1);
+    ASSERT_KEY(e.r, k[3], redislock_token(d));
+    ASSERT_EQ_INT(counter(e.r, k[1]), fb);
+    ASSERT_EQ_INT(counter(e.r, k[2]), AHEAD);
+    ASSERT(redislock_token(s) == NULL);
+    ASSERT_EQ_INT(redislock_fence(s), 0);
+    ASSERT_EQ_INT(redislock_holds(s), 0);
+    ASSERT_OK(redislock_release(d));
+    /* Free: all four, with one token, one lease and one fencing token,
+     * which every key's counter now holds. */
+    ASSERT_OK(redislock_acquire(s, &o));
+    snprintf(tok, sizeof tok, "%s", redislock_token(s));
+    ASSERT_TOKEN(tok);
+    fence = redislock_fence(s);
+    test_log("set fence %lld; key 1's last %lld, key 2's counter %lld",
+             (long long)fence, (long long)fb, AHEAD);
+    ASSERT_GT(fence, AHEAD);
+    for (i = 0; i < 4; i++) {
+        ASSERT_KEY(e.r, k[i], tok);
+        ASSERT_GT(th_pttl(e.r, k[i]), 9000);
+        ASSERT_LE(th_pttl(e.r, k[i]), 10000);
+        ASSERT_EQ_INT(counter(e.r, k[i]), fence);
+    }
+    ASSERT_EQ_INT(redislock_holds(s), 1);
+    ASSERT_GT(redislock_valid_ms(s), 9000);
+    ASSERT_OK(redislock_check(s));
+    /* Each key keeps out a lock of its own and a set over it. */
+    ASSERT_ERR(redislock_acquire(b, &o), REDISLOCK_EHELD);
+    ASSERT_ERR(redislock_acquire(s2, &o), REDISLOCK_EHELD);
+    ASSERT_EQ_INT(th_cmd_int(e.r, "EXISTS set:e"), 0);
+    /* Release frees all four; a second release has nothing to free. */
+    ASSERT_OK(redislock_release(s));
+    ASSERT_EQ_INT(existing(e.r, k, 4), 0);
+    ASSERT_EQ_INT(th_lock_keys(e.r), 0);
+    ASSERT_ERR(redislock_release(s), REDISLOCK_EINVAL);
+    ASSERT_EQ_INT(redislock_fence(s), 0);
+    /* Every key's next token passes the set's. */
+    ASSERT_OK(redislock_acquire(b, &o));
+    ASSERT_GT(redislock_fence(b), fence);
+    ASSERT_OK(redislock_release(b));
+    ASSERT_OK(redislock_acquire(s2, &o));
+    ASSERT_GT(redislock_fence(s2), fence);
+    ASSERT_OK(redislock_release(s2));
+    /* The token adopted by another handle of the set releases it all. */
+    ASSERT_OK(redislock_acquire(s, &o));
+    redislock_lock_free(s2);
+    s2 = th_lock_set(e.c, k, 4);
+    ASSERT_OK(redislock_adopt(s2, redislock_token(s)));
+    ASSERT_OK(redislock_release(s2));
+    ASSERT_EQ_INT(existing(e.r, k, 4), 0);
+    ASSERT_ERR(redislock_release(s), REDISLOCK_EEXPIRED);
+    redislock_lock_free(s);
+    redislock_lock_free(s2);
+    redislock_lock_free(b);
+    redislock_lock_free(d);
+    th_env_stop(&e);
+}
+
+/* One key of the set gone (as expired): release frees the rest and says
+ * EEXPIRED; extend lengthens nothing and says EEXPIRED. */
+static void one_key_expired(th_env *e, const char *const *k)
+{
+    redislock_acquire_options o = th_aopts(5000, 0, 0);
+    redislock_lock *s = th_lock_set(e->c, k, 3);
+
+    /* First the whole set lengthens. */
+    ASSERT_OK(redislock_acquire(s, &o));
+    ASSERT_OK(redislock_extend(s, 20000));
+    ASSERT_EQ_INT(holding(e->r, k, 3, redislock_token(s)), 3);
+    ASSERT_GT(th_pttl(e->r, k[0]), 15000);
+    ASSERT_GT(th_pttl(e->r, k[2]), 15000);
+    freeReplyObject(th_cmd(e->r, "PEXPIRE %s 20", k[1]));
+    ASSERT(th_wait_key_gone(e->r, k[1], strlen(k[1]), 1000));
+    ASSERT_ERR(redislock_release(s), REDISLOCK_EEXPIRED);
+    ASSERT_EQ_INT(existing(e->r, k, 3), 0);
+    ASSERT_ERR(redislock_release(s), REDISLOCK_EINVAL);
+    ASSERT_OK(redislock_acquire(s, &o));
+    freeReplyObject(th_cmd(e->r, "DEL %s", k[2]));
+    ASSERT_ERR(redislock_extend(s, 20000), REDISLOCK_EEXPIRED);
+    ASSERT_LE(th_pttl(e->r, k[0]), 5000);
+    ASSERT_LE(th_pttl(e->r, k[1]), 5000);
+    ASSERT_EQ_INT(th_cmd_int(e->r, "EXISTS %s", k[2]), 0);
+    ASSERT_EQ_INT(redislock_valid_ms(s), 0);
+    ASSERT(redislock_check(s) != REDISLOCK_OK);
+    freeReplyObject(th_cmd(e->r, "DEL %s %s", k[0], k[1]));
+    redislock_lock_free(s);
+}
+
+/* One key of the set re-taken by another owner: release frees the rest
+ * and leaves that key alone; extend lengthens nothing. Both say ELOST. */
+static void one_key_taken(th_env *e, const char *const *k)
+{
+    redislock_acquire_options o = th_aopts(5000, 0, 0);
+    redislock_acquire_options other = th_aopts(8000, 0, 0);
+    redislock_lock *s = th_lock_set(e->c, k, 3), *x = th_lock(e->c, k[1]);
+    char tok[300];
+
+    ASSERT_OK(redislock_acquire(s, &o));
+    freeReplyObject(th_cmd(e->r, "DEL %s", k[1]));
+    ASSERT_OK(redislock_acquire(x, &other));
+    snprintf(tok, sizeof tok, "%s", redislock_token(x));
+    ASSERT_ERR(redislock_release(s), REDISLOCK_ELOST);
+    ASSERT_EQ_INT(th_cmd_int(e->r, "EXISTS %s %s", k[0], k[2]), 0);
+    ASSERT_KEY(e->r, k[1], tok);
+    ASSERT_GT(th_pttl(e->r, k[1]), 7000);
+    ASSERT_OK(redislock_release(x));
+    ASSERT_OK(redislock_acquire(s, &o));
+    freeReplyObject(th_cmd(e->r, "DEL %s", k[1]));
+    ASSERT_OK(redislock_acquire(x, &other));
+    snprintf(tok, sizeof tok, "%s", redislock_token(x));
+    ASSERT_ERR(redislock_extend(s, 20000), REDISLOCK_ELOST);
+    ASSERT_EQ_INT(holding(e->r, k, 3, tok), 1);
+    ASSERT_LE(th_pttl(e->r, k[0]), 5000);
+    ASSERT_LE(th_pttl(e->r, k[1]), 8000);
+    ASSERT_LE(th_pttl(e->r, k[2]), 5000);
+    ASSERT_ERR(redislock_check(s), REDISLOCK_ELOST);
+    ASSERT_OK(redislock_release(x));
+    redislock_lock_free(s);
+    redislock_lock_free(x);
+}
+
+void test_set_release_and_extend_partial(void)
+{
+    static const char *const k[3] = {"p:a", "p:b", "p:c"};
+    th_env e = th_env_start();
+
+    one_key_expired(&e, k);
+    one_key_taken(&e, k);
+    th_env_stop(&e);
+}
+
+/* A set waiting behind its key held (index held) by another handle, a
+ * lock of that key or with byset a set of it and another key: blocked,
+ * taking none of its free keys; woken by the holder's release, well
+ * before its 30 s lease would end. With silent, also silent while
+ * blocked. Returns the release-to-return time in us. */
+static int64_t woken_behind(th_env *e, const char *const *k, int held,
+                            int byset, int silent)
+{
+    const char *hk[2] = {k[held], "w:other"};
+    redislock_acquire_options o = th_aopts(30000, 0, 0);
+    redislock_acquire_options wo = th_aopts(30000, 10000, 0);
+    redislock_lock *h = th_lock_set(e->c, hk, byset ? 2 : 1),
+                   *s = th_lock_set(e->c, k, 3);
+    set_waiter w;
+    int64_t t0;
+
+    ASSERT_OK(redislock_acquire(h, &o));
+    set_waiter_start(&w, s, &wo);
+    th_wait_blocked(e->r, 1, 2000);
+    if (silent)
+        th_assert_silent(e->r, 1000);
+    ASSERT_EQ_INT(existing(e->r, k, 3), 1);
+    ASSERT_GT(th_pttl(e->r, k[held]), 20000);
+    t0 = th_now_us();
+    ASSERT_OK(redislock_release(h));
+    set_waiter_join_ok(&w, 3000);
+    ASSERT_EQ_INT(holding(e->r, k, 3, redislock_token(s)), 3);
+    ASSERT_OK(redislock_release(s));
+    ASSERT_EQ_INT(existing(e->r, k, 3), 0);
+    redislock_lock_free(h);
+    redislock_lock_free(s);
+    return w.done_us - t0;
+}
+
+void test_set_waiter_woken_and_silent(void)
+{
+    static const char *const k[3] = {"w:a", "w:b", "w:c"};
+    th_env e = th_env_start();
+    int64_t second = woken_behind(&e, k, 1, 0, 1);
+    int64_t third = woken_behind(&e, k, 2, 0, 0);
+    int64_t byset = woken_behind(&e, k, 1, 1, 0);
+
+    test_log("release to the set's return: %lld us behind its second key, "
+             "%lld us behind its third, %lld us behind another set "
+             "(holder's lease 30 s)",
+             (long long)second, (long long)third, (long long)byset);
+    ASSERT_LT(second, 1000 * 1000);
+    ASSERT_LT(third, 1000 * 1000);
+    ASSERT_LT(byset, 1000 * 1000);
+    th_env_stop(&e);
+}
+
+/* What the loss callback saw, from the watchdog thread. */
+typedef struct lost_log {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int calls;
+    redislock_err why;
+} lost_log;
+
+static void on_lost(redislock_lock *l, redislock_err why, void *arg)
+{
+    lost_log *g = arg;
+
+    (void)l;
+    pthread_mutex_lock(&g->mu);
+    g->calls++;
+    g->why = why;
+    pthread_cond_broadcast(&g->cv);
+    pthread_mutex_unlock(&g->mu);
+}
+
+/* Waits up to ms for fd to become readable. Returns 1 when it did. */
+static int readable_within(int fd, int ms)
+{
+    struct pollfd p = {fd, POLLIN, 0};
+    int64_t t0 = th_now_ms();
+    int n;
+
+    do {
+        n = poll(&p, 1, (int)(ms - (th_now_ms() - t0)));
+    } while (n < 0 && th_now_ms() - t0 < ms);
+    return n == 1 && (p.revents & POLLIN);
+}
+
+/* Waits up to ms for the callback's first call; returns why. */
+static redislock_err lost_why(lost_log *g, int64_t ms)
+{
+    struct timespec ts;
+    redislock_err why;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += (time_t)(ms / 1000);
+    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&g->mu);
+    while (g->calls == 0 && pthread_cond_timedwait(&g->cv, &g->mu, &ts) == 0)
+        ;
+    ASSERT_EQ_INT(g->calls, 1);
+    why = g->why;
+    pthread_mutex_unlock(&g->mu);
+    return why;
+}
+
+/* A watched set of 300 ms leases, one key of which is then taken
+ * (SET, another owner) or deleted: the loss is signalled with want. */
+static void watched_loss(th_env *e, const char *const *k, const char *cmd,
+                         redislock_err want)
+{
+    redislock_acquire_options o = th_aopts(300, 0, 0);
+    redislock_lock *s = th_lock_set(e->c, k, 3);
+    int64_t t0;
+    lost_log g;
+    int i;
+
+    memset(&g, 0, sizeof g);
+    pthread_mutex_init(&g.mu, NULL);
+    pthread_cond_init(&g.cv, NULL);
+    o.watchdog = 1;
+    o.on_lost = on_lost;
+    o.on_lost_arg = &g;
+    ASSERT_OK(redislock_acquire(s, &o));
+    /* Four leases' worth: every key renewed all along. */
+    for (t0 = th_now_ms(); th_now_ms() - t0 < 1200; th_sleep_ms(50)) {
+        ASSERT_EQ_INT(holding(e->r, k, 3, redislock_token(s)), 3);
+        for (i = 0; i < 3; i++)
+            ASSERT_GT(th_pttl(e->r, k[i]), 0);
+    }
+    ASSERT_OK(redislock_check(s));
+    freeReplyObject(th_cmd(e->r, cmd, k[1]));
+    t0 = th_now_ms();
+    ASSERT(readable_within(redislock_lost_fd(s), 2000));
+    test_log("one key %s: the loss signalled %lld ms later (TTL 300 ms)",
+             want == REDISLOCK_ELOST ? "taken" : "deleted",
+             (long long)(th_now_ms() - t0));
+    ASSERT_LE(th_now_ms() - t0, 1000);
+    ASSERT_ERR(lost_why(&g, 1000), want);
+    ASSERT_ERR(redislock_check(s), want);
+    ASSERT_EQ_INT(redislock_valid_ms(s), 0);
+    /* No longer renewed: the other keys run out within their lease. */
+    ASSERT(th_wait_key_gone(e->r, k[0], strlen(k[0]), 300 + 200));
+    ASSERT(th_wait_key_gone(e->r, k[2], strlen(k[2]), 100));
+    redislock_lock_free(s);
+    pthread_cond_destroy(&g.cv);
+    pthread_mutex_destroy(&g.mu);
+}
+
+void test_set_watchdog_renews_and_signals_loss(void)
+{
+    static const char *const k[3] = {"wd:a", "wd:b", "wd:c"};
+    th_env e = th_env_start();
+
+    watched_loss(&e, k, "SET %s intruder", REDISLOCK_ELOST);
+    ASSERT_KEY(e.r, k[1], "intruder");
+    freeReplyObject(th_cmd(e.r, "DEL %s", k[1]));
+    watched_loss(&e, k, "DEL %s", REDISLOCK_EEXPIRED);
+    ASSERT_EQ_INT(existing(e.r, k, 3), 0);
+    th_env_stop(&e);
+}
+
+/*
+ * A set's acquire held up in the network (as sem_ghost_permit_given_back):
+ * it times out, the request arrives later and takes every key at once
+ * for a token nobody knows of, and the watchdog thread's abandon frees
+ * them all once the network lets it through.
+ */
+void test_set_ghost_undone(void)
+{
+    static const char *const k[3] = {"g:a", "g:b", "g:c"};
+    th_server *s = th_server_start(NULL);
+    redisContext *r = th_server_redis(s);
+    th_proxy *p = th_proxy_start(s->port);
+    redislock_options co = {0};
+    redislock_acquire_options o = th_aopts(5000, 0, 0);
+    redislock_client *c, *direct = th_client(s);
+    redislock_lock *l, *one;
+    int64_t t0, seen = -1, undelayed = -1, gone = -1, now;
+    char url[64], *ghost = NULL;
+    long long n;
+
+    snprintf(url, sizeof url, "redis://127.0.0.1:%d", th_proxy_port(p));
+    co.command_timeout_ms = 200;
+    c = th_client_url(url, &co);
+    l = th_lock_set(c, k, 3);
+    /* Once through, so that the server has the scripts. */
+    ASSERT_OK(redislock_acquire(l, &o));
+    ASSERT_OK(redislock_release(l));
+    th_proxy_set_delay(p, 1000);
+    t0 = th_now_ms();
+    ASSERT_ERR(redislock_acquire(l, &o), REDISLOCK_ETIMEDOUT);
+    ASSERT_EQ_INT(redislock_holds(l), 0);
+    while ((now = th_now_ms() - t0) < 3000 && gone < 0) {
+        /* All or none, in each of the server's steps. */
+        n = existing(r, k, 3);
+        if (n != 0 && n != 3)
+            test_fail_(__FILE__, __LINE__, "%lld of 3 keys at %lld ms", n,
+                       (long long)now);
+        if (n == 3 && seen < 0) {
+            seen = now;
+            ghost = th_cmd_str(r, NULL, "GET %s", k[0]);
+            ASSERT(ghost != NULL);
+            ASSERT_EQ_INT(holding(r, k, 3, ghost), 3);
+            th_proxy_set_delay(p, 0);
+            undelayed = now;
+        }
+        if (n == 0 && seen >= 0)
+            gone = now;
+        th_sleep_ms(2);
+    }
+    test_log("ghost set seen at %lld ms, gone at %lld ms (undelayed at "
+             "%lld ms)",
+             (long long)seen, (long long)gone, (long long)undelayed);
+    ASSERT_GE(seen, 1000 - 50);
+    ASSERT_GE(gone, 0);
+    ASSERT_LE(gone - undelayed, 400);
+    /* Every key is free for others, and the set for itself. */
+    one = th_lock(direct, k[2]);
+    ASSERT_OK(redislock_acquire(one, &o));
+    ASSERT_OK(redislock_release(one));
+    ASSERT_OK(redislock_acquire(l, &o));
+    ASSERT_OK(redislock_release(l));
+    ASSERT_EQ_INT(th_lock_keys(r), 0);
+    free(ghost);
+    redislock_lock_free(one);
+    redislock_lock_free(l);
+    redislock_client_free(direct);
+    redislock_client_free(c);
+    th_proxy_stop(p);
+    redisFree(r);
+    th_server_stop(s);
+}
+
+/* Sets that cannot be made: each refused with its reason, *out NULL. */
+static void bad_sets(redislock_client *c)
+{
+    static const char *const nine[9] = {"b:1", "b:2", "b:3", "b:4", "b:5",
+                                        "b:6", "b:7", "b:8", "b:9"};
+    static const char *const twice[3][4] = {{"b:1", "b:2", "b:1", "b:3"},
+                                            {"b:1", "b:2", "b:3", "b:2"},
+                                            {"b:1", "b:2", "b:3", "b:1"}};
+    const char *const *k = nine;
+    size_t lens[2] = {3, 0};
+    redislock_lock *l = (redislock_lock *)1;
+    int i;
+
+    ASSERT_ERR(set_try(c, nine, 0, &l), REDISLOCK_EINVAL);
+    ASSERT(l == NULL);
+    ASSERT_ERR(set_try(c, nine, REDISLOCK_SET_MAX + 1, &l), REDISLOCK_EINVAL);
+    test_log("%d keys: %s", REDISLOCK_SET_MAX + 1, redislock_errdetail());
+    ASSERT(l == NULL);
+    for (i = 0; i < 3; i++) {
+        ASSERT_ERR(set_try(c, twice[i], 4, &l), REDISLOCK_EINVAL);
+        test_log("a key twice: %s", redislock_errdetail());
+        ASSERT(strstr(redislock_errdetail(), "again") != NULL);
+        ASSERT(l == NULL);
+    }
+    ASSERT_ERR(redislock_lock_new_multi(c, NULL, lens, 2, &l),
+               REDISLOCK_EINVAL);
+    ASSERT_ERR(redislock_lock_new_multi(c, (const void *const *)k, NULL, 2, &l),
+               REDISLOCK_EINVAL);
+    ASSERT_ERR(
+        redislock_lock_new_multi(NULL, (const void *const *)k, lens, 1, &l),
+        REDISLOCK_EINVAL);
+    ASSERT_ERR(
+        redislock_lock_new_multi(c, (const void *const *)k, lens, 1, NULL),
+        REDISLOCK_EINVAL);
+    /* An empty second key, as redislock_lock_new refuses it. */
+    ASSERT_ERR(redislock_lock_new_multi(c, (const void *const *)k, lens, 2, &l),
+               REDISLOCK_EINVAL);
+    ASSERT(l == NULL);
+}
+
+/* Acquire options a set refuses, each with its reason, nothing sent. */
+static void bad_options(th_env *e, redislock_lock *s)
+{
+    static const char *const what[] = {"reentrant", "owner",     "metadata",
+                                       "fair",      "semaphore", "shared"};
+    redislock_acquire_options o;
+    int i;
+
+    for (i = 0; i < 6; i++) {
+        o = th_aopts(1000, 1000, 0);
+        o.reentrant = i == 0;
+        o.owner = i == 1 ? "me" : NULL;
+        o.metadata = i == 2 ? "job" : NULL;
+        o.fair = i == 3;
+        o.limit = i == 4 ? 2 : 0;
+        o.shared = i == 5;
+        ASSERT_ERR(redislock_acquire(s, &o), REDISLOCK_EINVAL);
+        test_log("a set %s: %s", what[i], redislock_errdetail());
+        ASSERT(strstr(redislock_errdetail(), what[i]) != NULL);
+        ASSERT_EQ_INT(th_cmd_int(e->r, "DBSIZE"), 0);
+    }
+}
+
+/* A Redlock client refuses a set with the reason, and sends nothing. */
+static void redlock_refuses_set(const char *const *k)
+{
+    th_servers rs = th_servers_start(3);
+    redislock_client *rl = NULL;
+    redislock_lock *l = (redislock_lock *)1;
+    int i;
+
+    ASSERT_OK(redislock_client_new_redlock(&rl, rs.urls, 3, NULL));
+    ASSERT_ERR(set_try(rl, k, 2, &l), REDISLOCK_EINVAL);
+    test_log("on Redlock: %s", redislock_errdetail());
+    ASSERT(strstr(redislock_errdetail(), "not built for Redlock") != NULL);
+    ASSERT(l == NULL);
+    for (i = 0; i < 3; i++)
+        ASSERT_EQ_INT(th_cmd_int(rs.r[i], "DBSIZE"), 0);
+    redislock_client_free(rl);
+    th_servers_stop(&rs);
+}
+
+void test_set_bad_input_leaves_nothing(void)
+{
+    static const char *const k[3] = {"b:1", "b:2", "b:3"};
+    th_env e = th_env_start();
+    redislock_acquire_options o = th_aopts(5000, 0, 0);
+    redislock_lock *s = th_lock_set(e.c, k, 3);
+
+    bad_sets(e.c);
+    ASSERT_EQ_INT(th_cmd_int(e.r, "DBSIZE"), 0);
+    bad_options(&e, s);
+    /* The handle is unharmed: a plain acquire of the set works. */
+    ASSERT_OK(redislock_acquire(s, &o));
+    /* A set has no hold-after: refused, and still held. */
+    ASSERT_ERR(redislock_release_hold(s, 1000), REDISLOCK_EINVAL);
+    test_log("hold-after: %s", redislock_errdetail());
+    ASSERT_GT(redislock_valid_ms(s), 0);
+    ASSERT_EQ_INT(holding(e.r, k, 3, redislock_token(s)), 3);
+    ASSERT_GT(th_pttl(e.r, k[2]), 4000);
+    ASSERT_OK(redislock_release(s));
+    ASSERT_EQ_INT(th_lock_keys(e.r), 0);
+    redlock_refuses_set(k);
+    redislock_lock_free(s);
+    th_env_stop(&e);
+}
+
+/* The server of a sharded client that key lands on, found by taking a
+ * plain lock of it and looking; -1 when none has it. */
+static int shard_of(th_servers *e, redislock_client *c, const char *key)
+{
+    redislock_lock *l = th_lock(c, key);
+    int i, at = -1;
+
+    ASSERT_OK(redislock_acquire(l, NULL));
+    for (i = 0; i < e->n; i++)
+        if (th_cmd_int(e->r[i], "EXISTS %s", key) == 1)
+            at = i;
+    ASSERT_OK(redislock_release(l));
+    redislock_lock_free(l);
+    return at;
+}
+
+/* A set of keys on one shard: taken there, whole. */
+static void set_on_shard(th_servers *e, redislock_client *c,
+                         const char *const *k, int at)
+{
+    redislock_acquire_options o = th_aopts(10000, 0, 0);
+    redislock_lock *s = th_lock_set(c, k, 3);
+    int i;
+
+    ASSERT_OK(redislock_acquire(s, &o));
+    for (i = 0; i < e->n; i++)
+        ASSERT_EQ_INT(existing(e->r[i], k, 3), i == at ? 3 : 0);
+    ASSERT_EQ_INT(holding(e->r[at], k, 3, redislock_token(s)), 3);
+    ASSERT_EQ_INT(counter(e->r[at], k[2]), redislock_fence(s));
+    ASSERT_OK(redislock_release(s));
+    ASSERT_EQ_INT(existing(e->r[at], k, 3), 0);
+    redislock_lock_free(s);
+}
+
+/*
+ * A sharded client of three servers: a set whose keys land on one server
+ * is taken there; keys of two servers are refused, the detail saying
+ * that the ring places whole keys (a hash tag does not group them).
+ */
+void test_set_sharded_keys(void)
+{
+    th_servers e = th_servers_start(3);
+    redislock_client *c = NULL;
+    redislock_lock *l = (redislock_lock *)1;
+    char keys[3][3][16], *one[3], *two[2];
+    int n[3] = {0, 0, 0}, i, at, full = -1, other = -1;
+
+    ASSERT_OK(redislock_client_new_sharded(&c, e.urls, 3, NULL));
+    /* Three keys of one server, and one of another. */
+    for (i = 0; i < 60 && (full < 0 || other < 0); i++) {
+        char key[16];
+
+        snprintf(key, sizeof key, "sh:%d", i);
+        at = shard_of(&e, c, key);
+        ASSERT_GE(at, 0);
+        if (n[at] < 3)
+            snprintf(keys[at][n[at]++], 16, "%s", key);
+        if (full < 0 && n[at] == 3)
+            full = at;
+        else if (full >= 0 && at != full)
+            other = at;
+    }
+    ASSERT(full >= 0 && other >= 0);
+    for (i = 0; i < 3; i++)
+        one[i] = keys[full][i];
+    test_log("keys %s %s %s on server %d, %s on %d", one[0], one[1], one[2],
+             full, keys[other][0], other);
+    set_on_shard(&e, c, (const char *const *)one, full);
+    two[0] = keys[full][0];
+    two[1] = keys[other][0];
+    ASSERT_ERR(set_try(c, (const char *const *)two, 2, &l), REDISLOCK_EINVAL);
+    test_log("across servers: %s", redislock_errdetail());
+    ASSERT(strstr(redislock_errdetail(), "server") != NULL);
+    ASSERT(strstr(redislock_errdetail(), "whole key") != NULL);
+    ASSERT(l == NULL);
+    for (i = 0; i < 3; i++)
+        ASSERT_EQ_INT(th_lock_keys(e.r[i]), 0);
+    redislock_client_free(c);
+    th_servers_stop(&e);
+}
+
+/* kill -9 of a set's holder: an overlapping set waiting meanwhile gets
+ * in when the lease ends, not before, and within a poll after. */
+void test_set_killed_holder_freed_within_ttl(void)
+{
+    static const char *const k[3] = {"k:a", "k:b", "k:c"};
+    static const char *const over[2] = {"k:d", "k:b"};
+    th_env e = th_env_start();
+    redislock_acquire_options o = th_aopts(300, 0, 0);
+    redislock_acquire_options wo = th_aopts(5000, 3000, 0);
+    redislock_lock *s = th_lock_set(e.c, over, 2);
+    int64_t t[2], got;
+    set_waiter w;
+    int fds[2], st;
+    pid_t pid;
+
+    ASSERT_EQ_INT(pipe(fds), 0);
+    fflush(NULL);
+    if ((pid = fork()) == 0) {
+        redislock_client *cc = th_client(e.s);
+        redislock_lock *l = th_lock_set(cc, k, 3);
+
+        close(fds[0]);
+        t[0] = th_now_ms();
+        if (redislock_acquire(l, &o) != REDISLOCK_OK)
+            _exit(2);
+        t[1] = th_now_ms();
+        if (write(fds[1], t, sizeof t) != (ssize_t)sizeof t)
+            _exit(3);
+        pause();
+        _exit(0);
+    }
+    close(fds[1]);
+    ASSERT_EQ_INT(read(fds[0], t, sizeof t), (long long)sizeof t);
+    close(fds[0]);
+    set_waiter_start(&w, s, &wo);
+    ASSERT_EQ_INT(kill(pid, SIGKILL), 0);
+    ASSERT_EQ_INT(waitpid(pid, &st, 0), pid);
+    set_waiter_join_ok(&w, 3000);
+    got = w.done_us / 1000;
+    test_log("the waiting set got in %lld ms after the holder's set was "
+             "taken (lease 300 ms, acquire took %lld ms)",
+             (long long)(got - t[1]), (long long)(t[1] - t[0]));
+    ASSERT_GE(got, t[0] + 300 - SERVER_MS_SLACK);
+    ASSERT_LE(got - t[1], 300 + 100);
+    ASSERT_EQ_INT(holding(e.r, over, 2, redislock_token(s)), 2);
+    ASSERT_OK(redislock_release(s));
+    redislock_lock_free(s);
+    th_env_stop(&e);
+}
+
+/* A set of one key is an ordinary lock (redislock_lock_new's): what a set
+ * of several refuses, it takes. */
+void test_set_of_one_is_a_lock(void)
+{
+    th_env e = th_env_start();
+    const void *keys[1] = {"one"};
+    const size_t lens[1] = {3};
+    redislock_acquire_options o = th_aopts(5000, 0, 0);
+    redislock_lock *l = NULL;
+
+    ASSERT_OK(redislock_lock_new_multi(e.c, keys, lens, 1, &l));
+    o.reentrant = 1;
+    ASSERT_OK(redislock_acquire(l, &o));
+    ASSERT_OK(redislock_acquire(l, &o));
+    ASSERT_EQ_INT(redislock_holds(l), 2);
+    ASSERT_OK(redislock_release(l));
+    ASSERT_OK(redislock_release_hold(l, 1000));
+    ASSERT_GT(th_pttl(e.r, "one"), 0);
+    redislock_lock_free(l);
+    th_env_stop(&e);
+}

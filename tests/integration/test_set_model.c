@@ -1,0 +1,572 @@
+/*
+ * Sets of keys under many owners: random acquires, releases, extends and
+ * pauses of overlapping sets checked against a model of each lease;
+ * processes taking random sets around non-atomic counters; and a set's
+ * holder stopped past its lease, whose fenced write is refused.
+ */
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness/fixture.h"
+#include "harness/server.h"
+#include "harness/util.h"
+#include "test.h"
+
+/*
+ * Random acquires (no wait), releases, extends and pauses by 8 handles of
+ * 4 clients, each handle a set of 1 to 3 of 5 keys, against a model of
+ * each handle's lease, known to within the call's round trip: it ends no
+ * earlier than the call's send plus the TTL and no later than its return
+ * plus the TTL. An extend that fails writes nothing, so the keys that
+ * still hold its token linger until the old lease's end at the latest.
+ * An acquire is refused only when a lease over one of its keys may still
+ * run, and granted only when none surely runs, with a fencing token above
+ * every earlier one of each of its keys. After every step, read from the
+ * server in one step: no key is believed by two handles; every key of a
+ * handle that counts validity holds its token; every key's token is a
+ * lease the model knows. RL_SET_SEED replays a run (the seed is logged).
+ */
+#define MODEL_KEYS 5
+#define MODEL_HANDLES 8
+#define MODEL_CLIENTS 4
+#define MODEL_STEPS 10000
+#define MODEL_SLACK_MS 3
+
+static const char *const model_key[MODEL_KEYS] = {"sm:0", "sm:1", "sm:2",
+                                                  "sm:3", "sm:4"};
+
+typedef struct model_h {
+    redislock_lock *l;
+    int n, key[3];
+    /* held: the handle believes it holds; lingers: a failed extend left
+     * keys that may hold its token until hi. */
+    int held, lingers;
+    int64_t lo, hi; /* the lease's end: surely after lo, surely by hi */
+    char token[300];
+} model_h;
+
+typedef struct model {
+    model_h h[MODEL_HANDLES];
+    uint64_t rng, seed;
+    int64_t fence[MODEL_KEYS]; /* the last fencing token of each key */
+    int step;
+    /* Acquires, of them granted to sets of 2+ keys, refusals, releases or
+     * extends that found the lease ended (and of those, ELOST). */
+    long long acq, multi, refused, ended, lost;
+} model;
+
+static uint64_t model_next(model *m)
+{
+    m->rng ^= m->rng << 13;
+    m->rng ^= m->rng >> 7;
+    m->rng ^= m->rng << 17;
+    return m->rng;
+}
+
+#define MODEL_FAIL(m, ...)                                                     \
+    test_fail_(__FILE__, __LINE__, "step %d (RL_SET_SEED=%llu): %s",           \
+               (m)->step, (unsigned long long)(m)->seed,                       \
+               model_msg_(__VA_ARGS__))
+
+static const char *model_msg_(const char *fmt, ...) TEST_PRINTF_(1, 2);
+
+static const char *model_msg_(const char *fmt, ...)
+{
+    static char buf[512];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    return buf;
+}
+
+static int model_has(const model_h *h, int k)
+{
+    int i;
+
+    for (i = 0; i < h->n; i++)
+        if (h->key[i] == k)
+            return 1;
+    return 0;
+}
+
+static int model_overlap(const model_h *a, const model_h *b)
+{
+    int i;
+
+    for (i = 0; i < a->n; i++)
+        if (model_has(b, a->key[i]))
+            return 1;
+    return 0;
+}
+
+/* Leases over a key of h, of other handles than h (and h's own lingering
+ * keys), that may still run at t, and that surely do. */
+static void model_conflicts(const model *m, const model_h *h, int64_t t,
+                            int *maybe, int *surely)
+{
+    int i;
+
+    *maybe = *surely = 0;
+    for (i = 0; i < MODEL_HANDLES; i++) {
+        const model_h *o = &m->h[i];
+
+        if ((o == h && !o->lingers) || !model_overlap(o, h))
+            continue;
+        *maybe += (o->held || o->lingers) && o->hi + MODEL_SLACK_MS > t;
+        *surely += o->held && o != h && o->lo - MODEL_SLACK_MS > t;
+    }
+}
+
+/* The fencing counter of the model's key k (none has a hash tag). */
+static long long model_counter(redisContext *r, int k)
+{
+    char *v =
+        th_cmd_str(r, NULL, "GET %s{%s}:rl-fence", model_key[k], model_key[k]);
+    long long n = v ? atoll(v) : 0;
+
+    free(v);
+    return n;
+}
+
+/* A granted acquire: above every earlier token of each key, which each
+ * key's counter now holds. */
+static void model_granted(model *m, model_h *h, redisContext *r, int64_t t0,
+                          int64_t t1, int64_t ttl)
+{
+    int64_t f = redislock_fence(h->l);
+    int i, k;
+
+    for (i = 0; i < h->n; i++) {
+        k = h->key[i];
+        if (f <= m->fence[k])
+            MODEL_FAIL(m, "fence %lld, key %s's last %lld", (long long)f,
+                       model_key[k], (long long)m->fence[k]);
+        if (model_counter(r, k) != f)
+            MODEL_FAIL(m, "key %s's counter %lld, the set's fence %lld",
+                       model_key[k], model_counter(r, k), (long long)f);
+        m->fence[k] = f;
+    }
+    h->held = 1, h->lingers = 0;
+    h->lo = t0 + ttl, h->hi = t1 + ttl;
+    snprintf(h->token, sizeof h->token, "%s", redislock_token(h->l));
+    m->multi += h->n > 1;
+}
+
+static void model_acquire(model *m, model_h *h, redisContext *r)
+{
+    int64_t ttl =
+        model_next(m) % 20 == 0 ? 300 : 10 + (int64_t)(model_next(m) % 50);
+    redislock_acquire_options o = th_aopts(ttl, 0, 0);
+    int64_t t0 = th_now_ms(), t1;
+    redislock_err err = redislock_acquire(h->l, &o);
+    int maybe, surely;
+
+    t1 = th_now_ms();
+    m->acq++;
+    if (err == REDISLOCK_OK) {
+        model_conflicts(m, h, t1, &maybe, &surely);
+        if (surely > 0)
+            MODEL_FAIL(m, "a set granted beside %d live leases over its keys",
+                       surely);
+        model_granted(m, h, r, t0, t1, ttl);
+        return;
+    }
+    ASSERT_ERR(err, REDISLOCK_EHELD);
+    model_conflicts(m, h, t0, &maybe, &surely);
+    if (maybe == 0)
+        MODEL_FAIL(m, "a set refused with no lease over its keys running");
+    m->refused++;
+}
+
+static void model_release_or_extend(model *m, model_h *h, int release)
+{
+    int64_t ttl = 10 + (int64_t)(model_next(m) % 50);
+    int64_t valid = redislock_valid_ms(h->l), t0 = th_now_ms(), t1;
+    redislock_err err =
+        release ? redislock_release(h->l) : redislock_extend(h->l, ttl);
+    int maybe, surely;
+
+    t1 = th_now_ms();
+    if (valid > 0 && err != REDISLOCK_OK)
+        MODEL_FAIL(m, "%s with %lld ms valid: %s",
+                   release ? "release" : "extend", (long long)valid,
+                   redislock_errname(err));
+    if (err != REDISLOCK_OK && h->lo - MODEL_SLACK_MS > t1)
+        MODEL_FAIL(m, "%s of a lease that surely runs: %s",
+                   release ? "release" : "extend", redislock_errname(err));
+    if (h->hi + MODEL_SLACK_MS < t0 && err == REDISLOCK_OK)
+        MODEL_FAIL(m, "%s of a lease that surely ended succeeded",
+                   release ? "release" : "extend");
+    if (err == REDISLOCK_ELOST) {
+        /* Another lease holds a key: only one the model knows of. */
+        model_conflicts(m, h, t0, &maybe, &surely);
+        if (maybe == 0)
+            MODEL_FAIL(m, "ELOST with no other lease over its keys");
+    } else if (err != REDISLOCK_OK) {
+        ASSERT_ERR(err, REDISLOCK_EEXPIRED);
+    }
+    m->ended += err != REDISLOCK_OK;
+    m->lost += err == REDISLOCK_ELOST;
+    if (release || err != REDISLOCK_OK) {
+        /* A release frees every key that holds the token; a failed
+         * extend leaves them to their lease. */
+        h->held = 0;
+        h->lingers = !release;
+    } else {
+        /* Never shortened: the later of the old end and the new. */
+        h->lo = h->lo > t0 + ttl ? h->lo : t0 + ttl;
+        h->hi = h->hi > t1 + ttl ? h->hi : t1 + ttl;
+    }
+}
+
+/* The handle, held or lingering, over key k whose token is tok, or -1. */
+static int model_owner(const model *m, int k, const char *tok)
+{
+    int i;
+
+    for (i = 0; i < MODEL_HANDLES; i++)
+        if ((m->h[i].held || m->h[i].lingers) && model_has(&m->h[i], k) &&
+            strcmp(m->h[i].token, tok) == 0)
+            return i;
+    return -1;
+}
+
+/* Checks the server's keys against the beliefs: the keys are read first,
+ * in one step, so a handle that still counts validity after the read
+ * held its lease at the read. */
+static void model_check(model *m, redisContext *r)
+{
+    redisReply *st = th_cmd(r, "MGET sm:0 sm:1 sm:2 sm:3 sm:4");
+    int believer[MODEL_KEYS], i, j, k;
+
+    for (k = 0; k < MODEL_KEYS; k++) {
+        const redisReply *v = st->element[k];
+
+        believer[k] = -1;
+        if (v->type == REDIS_REPLY_STRING && model_owner(m, k, v->str) < 0)
+            MODEL_FAIL(m, "key %s holds %s, no lease the model knows",
+                       model_key[k], v->str);
+    }
+    for (i = 0; i < MODEL_HANDLES; i++) {
+        const model_h *h = &m->h[i];
+
+        if (redislock_valid_ms(h->l) <= 0)
+            continue;
+        if (!h->held)
+            MODEL_FAIL(m, "handle %d counts validity the model ended", i);
+        for (j = 0; j < h->n; j++) {
+            const redisReply *v = st->element[k = h->key[j]];
+
+            if (believer[k] >= 0)
+                MODEL_FAIL(m, "key %s believed by handles %d and %d",
+                           model_key[k], believer[k], i);
+            believer[k] = i;
+            if (v->type != REDIS_REPLY_STRING || strcmp(v->str, h->token))
+                MODEL_FAIL(m, "handle %d believes in key %s, which holds %s", i,
+                           model_key[k],
+                           v->type == REDIS_REPLY_STRING ? v->str : "nothing");
+        }
+    }
+    freeReplyObject(st);
+}
+
+/* h's set: 1 to 3 distinct keys, in a random order, and its handle. */
+static void model_pick(model *m, model_h *h, redislock_client *c)
+{
+    const char *names[3];
+    int n = 1 + (int)(model_next(m) % 3), k;
+
+    h->n = 0;
+    while (h->n < n) {
+        k = (int)(model_next(m) % MODEL_KEYS);
+        if (!model_has(h, k))
+            h->key[h->n++] = k;
+    }
+    for (k = 0; k < n; k++)
+        names[k] = model_key[h->key[k]];
+    h->l = th_lock_set(c, names, (size_t)n);
+}
+
+void test_set_model_random_operations(void)
+{
+    th_env e = th_env_start();
+    redislock_client *c[MODEL_CLIENTS];
+    model *m = calloc(1, sizeof *m);
+    int64_t t0 = th_now_ms();
+    int i, op;
+
+    ASSERT(m != NULL);
+    m->seed = th_seed("RL_SET_SEED");
+    m->rng = m->seed | 1;
+    for (i = 0; i < MODEL_CLIENTS; i++)
+        c[i] = th_client(e.s);
+    for (i = 0; i < MODEL_HANDLES; i++) {
+        model_pick(m, &m->h[i], c[i % MODEL_CLIENTS]);
+        test_log("handle %d: %d keys, %s %s %s", i, m->h[i].n,
+                 model_key[m->h[i].key[0]],
+                 m->h[i].n > 1 ? model_key[m->h[i].key[1]] : "",
+                 m->h[i].n > 2 ? model_key[m->h[i].key[2]] : "");
+    }
+    for (m->step = 0; m->step < MODEL_STEPS; m->step++) {
+        model_h *h = &m->h[model_next(m) % MODEL_HANDLES];
+
+        op = (int)(model_next(m) % 100);
+        if (op < 5)
+            th_sleep_ms((int64_t)(model_next(m) % 16));
+        else if (!h->held)
+            model_acquire(m, h, e.r);
+        else
+            model_release_or_extend(m, h, op < 70);
+        model_check(m, e.r);
+    }
+    test_log("%d steps in %lld ms: %lld acquires, %lld refused, %lld "
+             "granted to sets of 2+ keys; %lld releases or extends found "
+             "the lease ended (%lld of them ELOST)",
+             MODEL_STEPS, (long long)(th_now_ms() - t0), m->acq, m->refused,
+             m->multi, m->ended, m->lost);
+    /* Each outcome was met. */
+    ASSERT_GT(m->refused, 0);
+    ASSERT_GT(m->multi, 0);
+    ASSERT_GT(m->ended, 0);
+    ASSERT_GT(m->lost, 0);
+    for (i = 0; i < MODEL_HANDLES; i++)
+        redislock_lock_free(m->h[i].l);
+    for (i = 0; i < MODEL_CLIENTS; i++)
+        redislock_client_free(c[i]);
+    free(m);
+    th_env_stop(&e);
+}
+
+/*
+ * Processes taking random sets of 2 or 3 of 4 keys (waiting), each
+ * section a deliberately non-atomic increment of every taken key's
+ * counter (GET each, a pause, SET each). Entering and leaving raise and
+ * lower a per-key "in" count in one script each, which counts any
+ * overlap (an "in" count other than 1 on entry or 0 on leaving) in
+ * px:bad, the sections per key, and the sections in at once.
+ */
+#define PROCS 8
+#define ROUNDS 200
+#define PKEYS 4
+
+/* KEYS: px:bad, px:occ, px:max, then each key's in count and sections. */
+#define ENTER                                                                  \
+    "for i = 4, #KEYS, 2 do "                                                  \
+    "if redis.call('INCR', KEYS[i]) ~= 1 then redis.call('INCR', KEYS[1]) "    \
+    "end redis.call('INCR', KEYS[i + 1]) end "                                 \
+    "local n = redis.call('INCR', KEYS[2]) "                                   \
+    "if n > tonumber(redis.call('GET', KEYS[3]) or '0') then "                 \
+    "redis.call('SET', KEYS[3], n) end return n"
+#define LEAVE                                                                  \
+    "for i = 4, #KEYS, 2 do "                                                  \
+    "if redis.call('DECR', KEYS[i]) ~= 0 then redis.call('INCR', KEYS[1]) "    \
+    "end end return redis.call('DECR', KEYS[2])"
+
+/* Runs a command given as argv for a worker; exits it with status 4 on
+ * an error. Returns the reply's number (or a string's). */
+static long long worker_argv(redisContext *r, int argc, const char **argv)
+{
+    redisReply *rep = redisCommandArgv(r, argc, argv, NULL);
+    long long v;
+
+    if (rep == NULL || rep->type == REDIS_REPLY_ERROR) {
+        fprintf(stderr, "worker %d: %s\n", (int)getpid(),
+                rep ? rep->str : r->errstr);
+        _exit(4);
+    }
+    v = rep->type == REDIS_REPLY_INTEGER  ? rep->integer
+        : rep->type == REDIS_REPLY_STRING ? atoll(rep->str)
+                                          : 0;
+    freeReplyObject(rep);
+    return v;
+}
+
+/* One section's script over the set's keys k (n of them). */
+static void worker_script(redisContext *r, const char *script, int n,
+                          const int *k)
+{
+    static const char *const in[PKEYS] = {"px:in0", "px:in1", "px:in2",
+                                          "px:in3"};
+    static const char *const sec[PKEYS] = {"px:sec0", "px:sec1", "px:sec2",
+                                           "px:sec3"};
+    const char *argv[16] = {"EVAL", script, NULL, "px:bad", "px:occ", "px:max"};
+    char nkeys[16];
+    int i;
+
+    snprintf(nkeys, sizeof nkeys, "%d", 3 + 2 * n);
+    argv[2] = nkeys;
+    for (i = 0; i < n; i++) {
+        argv[6 + 2 * i] = in[k[i]];
+        argv[7 + 2 * i] = sec[k[i]];
+    }
+    worker_argv(r, 6 + 2 * n, argv);
+}
+
+/* The section: each taken key's counter read, a pause, each written. */
+static void worker_section(redisContext *r, int n, const int *k, unsigned *seed)
+{
+    static const char *const cnt[PKEYS] = {"px:n0", "px:n1", "px:n2", "px:n3"};
+    const char *argv[3];
+    long long v[3];
+    char num[3][24];
+    int i;
+
+    for (i = 0; i < n; i++) {
+        argv[0] = "GET", argv[1] = cnt[k[i]];
+        v[i] = worker_argv(r, 2, argv);
+    }
+    usleep((useconds_t)(rand_r(seed) % 300));
+    for (i = 0; i < n; i++) {
+        snprintf(num[i], sizeof num[i], "%lld", v[i] + 1);
+        argv[0] = "SET", argv[1] = cnt[k[i]], argv[2] = num[i];
+        worker_argv(r, 3, argv);
+    }
+}
+
+static void set_worker(const th_server *s, unsigned seed)
+{
+    static const char *const lk[PKEYS] = {"px:0", "px:1", "px:2", "px:3"};
+    redislock_client *c = th_client(s);
+    redisContext *r = th_server_redis(s);
+    redislock_acquire_options o = th_aopts(10000, 30000, 0);
+    const char *names[3];
+    int round, n, i, j, k[PKEYS] = {0, 1, 2, 3};
+
+    for (round = 0; round < ROUNDS; round++) {
+        redislock_lock *l;
+
+        /* A random 2 or 3 of the keys, in a random order. */
+        for (i = PKEYS - 1; i > 0; i--) {
+            j = (int)(rand_r(&seed) % (unsigned)(i + 1));
+            n = k[i], k[i] = k[j], k[j] = n;
+        }
+        n = 2 + (int)(rand_r(&seed) % 2);
+        for (i = 0; i < n; i++)
+            names[i] = lk[k[i]];
+        l = th_lock_set(c, names, (size_t)n);
+        if (redislock_acquire(l, &o) != REDISLOCK_OK) {
+            fprintf(stderr, "worker %d: %s\n", (int)getpid(),
+                    redislock_errdetail());
+            _exit(2);
+        }
+        worker_script(r, ENTER, n, k);
+        worker_section(r, n, k, &seed);
+        worker_script(r, LEAVE, n, k);
+        if (redislock_release(l) != REDISLOCK_OK)
+            _exit(3);
+        redislock_lock_free(l);
+    }
+    _exit(0);
+}
+
+void test_set_processes_exclusion(void)
+{
+    th_env e = th_env_start();
+    pid_t pid[PROCS];
+    long long sec[PKEYS], cnt[PKEYS], all = 0;
+    int64_t t0 = th_now_ms();
+    char key[16];
+    int i, st;
+
+    fflush(NULL);
+    for (i = 0; i < PROCS; i++) {
+        pid[i] = fork();
+        ASSERT(pid[i] >= 0);
+        if (pid[i] == 0)
+            set_worker(e.s, (unsigned)getpid() * 2654435761u);
+    }
+    for (i = 0; i < PROCS; i++) {
+        ASSERT_EQ_INT(waitpid(pid[i], &st, 0), pid[i]);
+        ASSERT(WIFEXITED(st));
+        ASSERT_EQ_INT(WEXITSTATUS(st), 0);
+    }
+    for (i = 0; i < PKEYS; i++) {
+        snprintf(key, sizeof key, "px:sec%d", i);
+        sec[i] = th_get_num(e.r, key);
+        snprintf(key, sizeof key, "px:n%d", i);
+        cnt[i] = th_get_num(e.r, key);
+        all += sec[i];
+        test_log("key px:%d: %lld sections, counter %lld", i, sec[i], cnt[i]);
+    }
+    test_log("%d sets in %lld ms; overlaps seen %lld; most sets in at once "
+             "%lld",
+             PROCS * ROUNDS, (long long)(th_now_ms() - t0),
+             th_get_num(e.r, "px:bad"), th_get_num(e.r, "px:max"));
+    ASSERT_EQ_INT(th_get_num(e.r, "px:bad"), 0);
+    for (i = 0; i < PKEYS; i++)
+        ASSERT_EQ_INT(cnt[i], sec[i]);
+    /* Every set took 2 or 3 keys. */
+    ASSERT_GE(all, 2 * PROCS * ROUNDS);
+    ASSERT_LE(all, 3 * PROCS * ROUNDS);
+    ASSERT_EQ_INT(th_cmd_int(e.r, "EXISTS px:0 px:1 px:2 px:3"), 0);
+    th_env_stop(&e);
+}
+
+/* As the harness's stopped holder (th_start_stopped_holder), for a set:
+ * the exit status is 1 when its write was refused, 0 accepted, 2 another
+ * outcome; +10 when redislock_check did not report the loss. */
+static int stopped_set_holder(const char *url, const char *const *k,
+                              const redislock_acquire_options *o,
+                              const char *res)
+{
+    redislock_client *c;
+    redislock_lock *l;
+    size_t lens[3] = {strlen(k[0]), strlen(k[1]), strlen(k[2])};
+    redislock_err e;
+    int lost;
+
+    if (redislock_client_new(&c, url, NULL) != REDISLOCK_OK ||
+        redislock_lock_new_multi(c, (const void *const *)k, lens, 3, &l) !=
+            REDISLOCK_OK ||
+        redislock_acquire(l, o) != REDISLOCK_OK)
+        return 2;
+    raise(SIGSTOP); /* longer than the lease */
+    lost = redislock_check(l) != REDISLOCK_OK;
+    e = redislock_fenced_set(c, res, strlen(res), "stale", 5,
+                             redislock_fence(l));
+    return (e == REDISLOCK_ESTALE ? 1
+            : e == REDISLOCK_OK   ? 0
+                                  : 2) +
+           (lost ? 0 : 10);
+}
+
+/* A set's holder stopped (SIGSTOP) past its 200 ms lease: an overlapping
+ * set takes the keys and writes the resource with its fencing token; the
+ * stopped one, resumed, knows it lost the set, and its write with its
+ * own older token is refused (th_resume_refused). */
+void test_set_stopped_holder_write_refused(void)
+{
+    static const char *const k[3] = {"st:a", "st:b", "st:c"};
+    static const char *const over[2] = {"st:c", "st:d"};
+    th_env e = th_env_start();
+    redislock_acquire_options brief = th_aopts(200, 0, 0);
+    redislock_acquire_options o = th_aopts(5000, 3000, 0);
+    redislock_lock *s = th_lock_set(e.c, over, 2);
+    int st;
+    pid_t pid;
+
+    fflush(NULL);
+    pid = fork();
+    ASSERT(pid >= 0);
+    if (pid == 0)
+        _exit(stopped_set_holder(e.s->unix_url, k, &brief, "st:res"));
+    ASSERT_EQ_INT(waitpid(pid, &st, WUNTRACED), pid);
+    ASSERT(WIFSTOPPED(st));
+    ASSERT_EQ_INT(th_cmd_int(e.r, "EXISTS st:a st:b st:c"), 3);
+    /* The set gets its keys once the stopped holder's lease ends. */
+    ASSERT_OK(redislock_acquire(s, &o));
+    ASSERT_OK(
+        redislock_fenced_set(e.c, "st:res", 6, "fresh", 5, redislock_fence(s)));
+    th_resume_refused((int)pid);
+    ASSERT_KEY(e.r, "st:res", "fresh");
+    ASSERT_OK(redislock_release(s));
+    redislock_lock_free(s);
+    th_env_stop(&e);
+}
