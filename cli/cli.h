@@ -128,6 +128,10 @@ typedef struct cli_cmdopts {
     int all;               /* list --all: keys that are not locks too */
     int verbose;           /* --verbose: say what happens on stderr */
     int operand;           /* index in argv of the first operand */
+    /* -k/--key: the set's further keys, after the KEY operand (run,
+     * acquire, release, extend take them all or none). */
+    const char *keys[REDISLOCK_SET_MAX];
+    int nkeys;
 } cli_cmdopts;
 
 /* Entries of a cli_optdef table: those of every subcommand, and those of
@@ -146,7 +150,7 @@ typedef struct cli_cmdopts {
     {CLI_ID_RETRY_DELAY, "retry-delay", 1},                                   \
     {CLI_ID_RETRY_MAX_DELAY, "retry-max-delay", 1},                           \
     {CLI_ID_MAX_ATTEMPTS, "max-attempts", 1}, {CLI_ID_FAIR, "fair", 0},       \
-    {CLI_ID_VERBOSE, "verbose", 0}, {'s', "shared", 0}
+    {CLI_ID_VERBOSE, "verbose", 0}, {'s', "shared", 0}, {'k', "key", 1}
 /* clang-format on */
 
 /* Refuses, as a usage error naming the clash, the options that a share
@@ -154,6 +158,11 @@ typedef struct cli_cmdopts {
  * --hold-after. Returns 0 when there is none, or without -s. Called
  * before anything connects, so a refused command writes nothing. */
 int cli_check_shared(const char *ctx, const cli_cmdopts *o);
+
+/* The same for a set of keys (-k): --limit, -s, --owner, --metadata,
+ * --fair and --hold-after are for one key; and each key must be a key
+ * (cli_check_key). */
+int cli_check_set(const char *ctx, const cli_cmdopts *o);
 
 /* What cli_cmd_options() returns when the subcommand should go on. */
 #define CLI_CONTINUE (-1)
@@ -285,9 +294,11 @@ void cli_drop_password(cli_global *g);
  * it once the client is made: the library keeps its own copies. */
 void cli_scrub_env(const cli_global *g);
 
-/* cli_connect, then a handle for key. */
+/* cli_connect, then a handle for key, or with o's -k keys (o may be NULL)
+ * for the set of key and those. */
 int cli_open(const char *ctx, const cli_global *g, const char *key,
-             int64_t cap_ms, redislock_client **c, redislock_lock **l);
+             const cli_cmdopts *o, int64_t cap_ms, redislock_client **c,
+             redislock_lock **l);
 
 /* Frees what cli_open made; NULLs are fine. */
 void cli_close(redislock_client *c, redislock_lock *l);

@@ -132,6 +132,14 @@ static int apply_option(const char *ctx, int id, const char *val,
     case CLI_ID_METADATA:
         o->acq.metadata = val;
         return 0;
+    case 'k':
+        if (o->nkeys + 1 >= REDISLOCK_SET_MAX)
+            return cli_usage(ctx,
+                             "a set has at most %d keys: KEY and %d "
+                             "-k/--key",
+                             REDISLOCK_SET_MAX, REDISLOCK_SET_MAX - 1);
+        o->keys[o->nkeys++] = val;
+        return 0;
     case CLI_ID_HOLD_AFTER:
         return cli_parse_hold(ctx, val, &o->hold_after_ms);
     case 'c':
@@ -166,6 +174,30 @@ int cli_check_shared(const char *ctx, const cli_cmdopts *o)
     if (o->hold_after_ms > 0)
         return cli_usage(ctx, "--hold-after is for an exclusive lock, not "
                               "a share (-s/--shared)");
+    return 0;
+}
+
+int cli_check_set(const char *ctx, const cli_cmdopts *o)
+{
+    const redislock_acquire_options *acq = &o->acq;
+    int i, rc;
+
+    if (o->nkeys == 0)
+        return 0;
+    if (acq->limit > 0 || acq->shared || acq->owner != NULL ||
+        acq->metadata != NULL || acq->fair || o->hold_after_ms > 0)
+        return cli_usage(ctx,
+                         "-k/--key takes a set of keys as one plain lock: "
+                         "not with %s",
+                         acq->limit > 0          ? "--limit"
+                         : acq->shared           ? "-s/--shared"
+                         : acq->owner != NULL    ? "--owner"
+                         : acq->metadata != NULL ? "--metadata"
+                         : acq->fair             ? "--fair"
+                                                 : "--hold-after");
+    for (i = 0; i < o->nkeys; i++)
+        if ((rc = cli_check_key(ctx, o->keys[i])) != 0)
+            return rc;
     return 0;
 }
 

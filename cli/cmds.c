@@ -39,8 +39,9 @@ int cli_cmd_acquire(int argc, char **argv, const cli_global *g)
     if (rc != CLI_CONTINUE)
         return rc;
     if ((rc = cli_check_shared(ctx, &o)) != 0 ||
+        (rc = cli_check_set(ctx, &o)) != 0 ||
         (rc = cli_check_key(ctx, argv[o.operand])) != 0 ||
-        (rc = cli_open(ctx, &o.g, argv[o.operand], 0, &c, &l)) != 0)
+        (rc = cli_open(ctx, &o.g, argv[o.operand], &o, 0, &c, &l)) != 0)
         return rc;
     /* A signal while waiting ends the wait cleanly, even when it comes
      * just as the lock is taken. */
@@ -114,8 +115,9 @@ static int act_for_token(int argc, char **argv, const cli_global *g,
         return rc;
     key = argv[o.operand];
     if ((rc = pick_token(ctx, argc, argv, &o, &token)) != 0 ||
+        (rc = cli_check_set(ctx, &o)) != 0 ||
         (rc = cli_check_key(ctx, key)) != 0 ||
-        (rc = cli_open(ctx, &o.g, key, 0, &c, &l)) != 0)
+        (rc = cli_open(ctx, &o.g, key, &o, 0, &c, &l)) != 0)
         return rc;
     err = redislock_adopt(l, token);
     if (err != REDISLOCK_OK)
@@ -135,6 +137,7 @@ int cli_cmd_release(int argc, char **argv, const cli_global *g)
         CLI_OPTS_COMMON,
         {CLI_ID_OWNER, "owner", 1},
         {CLI_ID_HOLD_AFTER, "hold-after", 1},
+        {'k', "key", 1},
         {0, NULL, 0},
     };
 
@@ -144,10 +147,8 @@ int cli_cmd_release(int argc, char **argv, const cli_global *g)
 int cli_cmd_extend(int argc, char **argv, const cli_global *g)
 {
     static const cli_optdef defs[] = {
-        CLI_OPTS_COMMON,
-        {'t', "ttl", 1},
-        {CLI_ID_OWNER, "owner", 1},
-        {0, NULL, 0},
+        CLI_OPTS_COMMON, {'t', "ttl", 1}, {CLI_ID_OWNER, "owner", 1},
+        {'k', "key", 1}, {0, NULL, 0},
     };
 
     return act_for_token(argc, argv, g, defs);
@@ -174,7 +175,7 @@ int cli_cmd_status(int argc, char **argv, const cli_global *g)
         return rc;
     key = argv[o.operand];
     if ((rc = cli_check_key(ctx, key)) != 0 ||
-        (rc = cli_open(ctx, &o.g, key, 0, &c, &l)) != 0)
+        (rc = cli_open(ctx, &o.g, key, NULL, 0, &c, &l)) != 0)
         return rc;
     err = redislock_inspect(l, &info);
     if (err != REDISLOCK_OK) {

@@ -583,7 +583,8 @@ int cli_cmd_run(int argc, char **argv, const cli_global *g)
     rc = cli_cmd_options(argc, argv, g, defs, 1, -1, names, &o);
     if (rc != CLI_CONTINUE)
         return rc;
-    if ((rc = cli_check_shared(argv[0], &o)) != 0)
+    if ((rc = cli_check_shared(argv[0], &o)) != 0 ||
+        (rc = cli_check_set(argv[0], &o)) != 0)
         return rc;
     if (o.acq.limit > 0 && o.hold_after_ms > 0)
         return cli_usage(argv[0], "--hold-after is for a lock, not a "
@@ -594,7 +595,7 @@ int cli_cmd_run(int argc, char **argv, const cli_global *g)
         (rc = cli_check_key(argv[0], key)) != 0)
         return rc;
     run_init(&st, argv[0], key, &o);
-    rc = cli_open(st.ctx, &o.g, key, st.op_cap_ms, &c, &st.l);
+    rc = cli_open(st.ctx, &o.g, key, &o, st.op_cap_ms, &c, &st.l);
     if (rc != 0)
         return rc;
     /* The client has its copy of any password from the environment. */

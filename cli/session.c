@@ -414,15 +414,25 @@ void cli_scrub_env(const cli_global *g)
 }
 
 int cli_open(const char *ctx, const cli_global *g, const char *key,
-             int64_t cap_ms, redislock_client **c, redislock_lock **l)
+             const cli_cmdopts *o, int64_t cap_ms, redislock_client **c,
+             redislock_lock **l)
 {
+    const void *keys[1 + REDISLOCK_SET_MAX];
+    size_t lens[1 + REDISLOCK_SET_MAX];
     redislock_err err;
-    int rc;
+    int rc, i, n = o != NULL ? o->nkeys : 0;
 
     *l = NULL;
     if ((rc = cli_connect(ctx, g, cap_ms, c)) != 0)
         return rc;
-    err = redislock_lock_new(*c, key, strlen(key), l);
+    keys[0] = key;
+    lens[0] = strlen(key);
+    for (i = 0; i < n; i++) {
+        keys[1 + i] = o->keys[i];
+        lens[1 + i] = strlen(o->keys[i]);
+    }
+    err = n > 0 ? redislock_lock_new_multi(*c, keys, lens, (size_t)(1 + n), l)
+                : redislock_lock_new(*c, key, strlen(key), l);
     if (err != REDISLOCK_OK) {
         rc = cli_fail(ctx, err, "cannot make a lock handle");
         redislock_client_free(*c);
