@@ -52,6 +52,8 @@ typedef struct lb_series {
                         * lock */
     int shared;        /* LB_REDISLOCK: half the cycles take a share
                         * (.shared = 1) and only read the counter */
+    int set;           /* LB_REDISLOCK: > 1, a set of that many keys
+                        * (redislock_lock_new_multi), LB_LOCK_KEY first */
     const char *arg1;  /* redis-py: sleep (s); redlock: retryDelay (ms) */
     const char *arg2;  /* redlock: retryJitter (ms) */
     int k, m;

@@ -104,7 +104,22 @@ static void rl_worker(const lb_env *e, const lb_series *s, int idx,
         _exit(3);
     if ((err = redislock_client_new(&cl, e->url, NULL)) != REDISLOCK_OK)
         child_fail("connect", err);
-    err = redislock_lock_new(cl, LB_LOCK_KEY, strlen(LB_LOCK_KEY), &l);
+    if (s->set > 1) {
+        /* A set: the lock's key and others of its own, all on the one
+         * server. */
+        static const char *const names[] = {LB_LOCK_KEY, LB_LOCK_KEY ":2",
+                                            LB_LOCK_KEY ":3", LB_LOCK_KEY ":4"};
+        const void *keys[4];
+        size_t lens[4];
+
+        for (i = 0; i < s->set && i < 4; i++) {
+            keys[i] = names[i];
+            lens[i] = strlen(names[i]);
+        }
+        err = redislock_lock_new_multi(cl, keys, lens, (size_t)i, &l);
+    } else {
+        err = redislock_lock_new(cl, LB_LOCK_KEY, strlen(LB_LOCK_KEY), &l);
+    }
     if (err != REDISLOCK_OK)
         child_fail("lock_new", err);
     o.ttl_ms = LB_TTL_MS;

@@ -17,7 +17,8 @@
  * srv_cpu_ratio_tcp=... handoff_p50_us=... handoff_p99_us=...
  * k8_cycles_per_s=... k64_cycles_per_s=... k8_switch=... sem_handoff_p50_us=...
  * lock_bytes=...
- * setnx_bytes=... shared_handoff_p50_us=... (then bench/redlock.sh's, from
+ * setnx_bytes=... shared_handoff_p50_us=... set_handoff_p50_us=... (then
+ * bench/redlock.sh's, from
  * BENCH_REDLOCK)
  * Exit status 1 when a counter check, the exclusion check or a run failed.
  */
@@ -147,6 +148,9 @@ static size_t plan(const opts *o, lb_series *s)
     static const lb_series rls = {.name = "redislock semaphore, limit 1",
                                   .slug = "rl-sem1", .lib = LB_REDISLOCK,
                                   .limit = 1};
+    static const lb_series rlset = {.name = "redislock set of 2 keys",
+                                    .slug = "rl-set2", .lib = LB_REDISLOCK,
+                                    .set = 2};
     static const lb_series rlsh = {.name = "redislock shared, half readers",
                                    .slug = "rl-shared", .lib = LB_REDISLOCK,
                                    .shared = 1};
@@ -184,6 +188,7 @@ static size_t plan(const opts *o, lb_series *s)
             if (k == 8) {
                 add(s, &n, rls, k, m);
                 add(s, &n, rlsh, k, m);
+                add(s, &n, rlset, k, m);
             }
         }
         if (peer) {

@@ -131,7 +131,7 @@ static const lb_series *find(const lb_series *s, size_t ns, lb_lib lib,
 
     for (i = 0; i < ns; i++)
         if (s[i].lib == lib && s[i].fair == fair && s[i].k == k &&
-            s[i].limit == 0 && !s[i].shared && s[i].ran)
+            s[i].limit == 0 && !s[i].shared && s[i].set < 2 && s[i].ran)
             return &s[i];
     return NULL;
 }
@@ -302,22 +302,38 @@ static void uncontended(const lb_wire *w, const char *wire)
            ratio(w->piped_cpu[0], w->piped_cpu[3]));
 }
 
-/* The semaphore's hand-off (a permit of limit 1: its scripts and
- * wake-ups, the lock's analysis), against the lock's targets. */
-static const lb_series *find_sem(const lb_series *s, size_t ns, int k)
+/* The run at K of the library's series of a kind other than the lock
+ * (a semaphore of limit 1, a shared lock, a set of keys): the lock's
+ * analysis, against the lock's targets. */
+static int is_sem(const lb_series *x)
+{
+    return x->limit > 0;
+}
+
+static int is_shared(const lb_series *x)
+{
+    return x->shared;
+}
+
+static int is_set(const lb_series *x)
+{
+    return x->set > 1;
+}
+
+static const lb_series *find_kind(const lb_series *s, size_t ns, int k,
+                                  int (*is)(const lb_series *))
 {
     size_t i;
 
     for (i = 0; i < ns; i++)
-        if (s[i].lib == LB_REDISLOCK && s[i].limit > 0 && s[i].k == k &&
-            s[i].ran)
+        if (s[i].lib == LB_REDISLOCK && is(&s[i]) && s[i].k == k && s[i].ran)
             return &s[i];
     return NULL;
 }
 
 static void semaphore(const lb_series *s, size_t ns, double rtt, int k)
 {
-    const lb_series *m = find_sem(s, ns, k);
+    const lb_series *m = find_kind(s, ns, k, is_sem);
 
     if (m == NULL) {
         printf("  K=%d semaphore run missing: MISS\n", k);
@@ -331,20 +347,9 @@ static void semaphore(const lb_series *s, size_t ns, double rtt, int k)
 
 /* The shared lock's run: half the cycles readers, hand-overs only where
  * the two sides exclude each other. */
-static const lb_series *find_shared(const lb_series *s, size_t ns, int k)
-{
-    size_t i;
-
-    for (i = 0; i < ns; i++)
-        if (s[i].lib == LB_REDISLOCK && s[i].shared && s[i].k == k &&
-            s[i].ran)
-            return &s[i];
-    return NULL;
-}
-
 static void shared_lock(const lb_series *s, size_t ns, double rtt, int k)
 {
-    const lb_series *m = find_shared(s, ns, k);
+    const lb_series *m = find_kind(s, ns, k, is_shared);
 
     if (m == NULL) {
         printf("  K=%d shared run missing: MISS\n", k);
@@ -360,6 +365,21 @@ static void shared_lock(const lb_series *s, size_t ns, double rtt, int k)
            m->readers < 2 ? ", so no sharing seen" : "", m->counter,
            m->want, m->counter_ok ? "OK" : "FAIL", m->overlaps,
            m->overlaps == 0 ? "OK" : "FAIL: EXCLUSION BROKEN");
+}
+
+/* A set of keys: its hand-off, one script for all its keys. */
+static void key_set(const lb_series *s, size_t ns, double rtt, int k)
+{
+    const lb_series *m = find_kind(s, ns, k, is_set);
+
+    if (m == NULL) {
+        printf("  K=%d set run missing: MISS\n", k);
+        return;
+    }
+    printf("  K=%d set (%d keys) hand-off p50 <= 2 x RTT (%.1f us): %.1f us "
+           "%s; p99 <= 10 x RTT (%.1f us): %.1f us %s\n",
+           k, m->set, 2 * rtt, m->h50, yes(m->h50 <= 2 * rtt), 10 * rtt,
+           m->h99, yes(m->h99 <= 10 * rtt));
 }
 
 static void targets(const lb_series *s, size_t ns, const lb_micro *m,
@@ -407,6 +427,7 @@ static void targets(const lb_series *s, size_t ns, const lb_micro *m,
     }
     semaphore(s, ns, rtt, k);
     shared_lock(s, ns, rtt, k);
+    key_set(s, ns, rtt, k);
     for (i = 0; i < nidle; i++)
         printf("  blocked waiter (%s) holds 1 server connection: %d %s\n",
                idle[i].fair ? "fair" : "default", idle[i].conns,
@@ -448,8 +469,9 @@ void lb_report(const lb_env *e, const lb_micro *m, const lb_idle *idle,
     /* bench/run.sh's Redlock run: its machine-readable figures. */
     const char *redlock = getenv("BENCH_REDLOCK");
     const lb_wire *u = &m->w[LB_UNIX], *tcp = &m->w[LB_TCP];
-    const lb_series *sem = find_sem(s, ns, k);
-    const lb_series *sh = find_shared(s, ns, k);
+    const lb_series *sem = find_kind(s, ns, k, is_sem);
+    const lb_series *sh = find_kind(s, ns, k, is_shared);
+    const lb_series *set = find_kind(s, ns, k, is_set);
     FILE *f;
     int i;
 
@@ -482,7 +504,8 @@ void lb_report(const lb_env *e, const lb_micro *m, const lb_idle *idle,
            "srv_cpu_ratio_tcp=%.2f handoff_p50_us=%.1f "
            "handoff_p99_us=%.1f k8_cycles_per_s=%.0f k64_cycles_per_s=%.0f "
            "k8_switch=%.3f sem_handoff_p50_us=%.1f lock_bytes=%.0f "
-           "setnx_bytes=%.0f shared_handoff_p50_us=%.1f%s%s\n",
+           "setnx_bytes=%.0f shared_handoff_p50_us=%.1f "
+           "set_handoff_p50_us=%.1f%s%s\n",
            m->ping_p50, u->ratio_min[2], u->ratio[2], u->ratio_min[1],
            tcp->ratio_min[2], tcp->ratio_min[1], u->cpu_cycle[2],
            ratio(u->cpu_cycle[2], u->cpu_cycle[3]),
@@ -492,7 +515,8 @@ void lb_report(const lb_env *e, const lb_micro *m, const lb_idle *idle,
            fair ? fair->cycles_s : 0, k64 ? k64->cycles_s : 0,
            fair ? fair->sw : 0, sem ? sem->h50 : -1,
            mem->ok ? mem->lib_bytes : -1,
-           mem->raw_bytes, sh ? sh->h50 : -1, redlock ? " " : "",
+           mem->raw_bytes, sh ? sh->h50 : -1, set ? set->h50 : -1,
+           redlock ? " " : "",
            redlock ? redlock : "");
 }
 
