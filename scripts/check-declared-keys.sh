@@ -28,8 +28,9 @@ set -u
 DEFAULT="lock_* expiry_* script_* input_* auth_* acl_* meta_* holdafter_*
 reentrant_* fair_* wake_* fence_* inspect_* holders_* ghost_* interop_*
 legacy_* retry_* watchdog_* errors_* faults_* timeout_* concurrency_*
-shard_* replicas_* sem_* shared_* cli_fair cli_fence cli_reentrant cli_hold_after
-cli_limit cli_shared cli_prefix cli_not_lock cli_list cli_cmds cli_wait_policy
+shard_* replicas_* sem_* shared_* set_* cli_fair cli_fence cli_reentrant
+cli_hold_after cli_limit cli_shared cli_set cli_prefix cli_not_lock cli_list
+cli_cmds cli_wait_policy
 cluster_lock_features cluster_slot_migration redlock_reentrant_metadata
 redlock_inspect_majority_view redlock_majority_busy_undone"
 
