@@ -354,6 +354,7 @@ TEST_ENTRY(excl_cluster, 120)
 TEST_ENTRY(excl_redlock, 60)
 TEST_ENTRY(excl_semaphore, 60)
 TEST_ENTRY(excl_shared, 60)
+TEST_ENTRY(excl_set, 60)
 
 /* Key names: hash slots and helper keys (no server). */
 TEST_ENTRY(keys_slots, 5)

@@ -16,6 +16,13 @@
  *    token no larger than that one's.
  *  - lease: a belief reaching past the end of the lease the server
  *    reported (PTTL, read while the holder still believed) by over 2 ms.
+ *
+ * A set of keys taken all or none is recorded once per key (its claims,
+ * acquisitions, writes and lease reads, each naming its key), so every
+ * rule holds for each of its keys: no belief of another group overlaps
+ * it on any key, its token is above every earlier one of each key, and
+ * its belief outlasts none of its keys' leases. Two sets that share two
+ * keys and overlap are two overlaps, one per key.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -50,14 +57,31 @@ static void violation(ctx *c, int64_t when)
         c->first_us = when;
 }
 
-/* Sections (of every key) begun by t. */
+/* Whether r stands for its section: a single lock's claim, or a set's
+ * claim on its lowest key (the set's other keys repeat it). */
+static int first_of_set(const excl_rec *r)
+{
+    return r->set == 0 || (r->set & ((1u << r->key) - 1)) == 0;
+}
+
+/* The number of keys of r's set; 0 for a single lock. */
+static int set_size(const excl_rec *r)
+{
+    int k, n = 0;
+
+    for (k = 0; k < EXCL_MAX_KEYS; k++)
+        n += (r->set >> k) & 1;
+    return n;
+}
+
+/* Sections (of every key; a set once) begun by t. */
 static long begun(const ctx *c, int64_t t)
 {
     long n = 0;
     size_t i;
 
     for (i = 0; i < c->nclaims; i++)
-        n += c->claims[i]->t0 <= t;
+        n += c->claims[i]->t0 <= t && first_of_set(c->claims[i]);
     return n;
 }
 
@@ -69,13 +93,31 @@ static void header(const ctx *c, const char *rule, long count, int key,
            rule, count, key, rel(c, when), begun(c, when), c->mode, c->seed);
 }
 
+/* The keys of r's set as " set {0,2}"; "" for a single lock. */
+static const char *set_keys(const excl_rec *r, char *buf, size_t size)
+{
+    size_t n = 0;
+    int k;
+
+    buf[0] = '\0';
+    for (k = 0; k < EXCL_MAX_KEYS && r->set != 0; k++)
+        if (r->set & (1u << k))
+            n += (size_t)snprintf(buf + n, size - n, "%s%d",
+                                  n == 0 ? " set {" : ",", k);
+    if (n > 0)
+        snprintf(buf + n, size - n, "}");
+    return buf;
+}
+
 static void describe(const ctx *c, const char *role, const excl_rec *r)
 {
-    printf("    %s pid %d acquisition %u.%u [%s]%s ttl %" PRId64
+    char set[32];
+
+    printf("    %s pid %d acquisition %u.%u [%s]%s%s ttl %" PRId64
            " ms fence %" PRId64 ": [%.6f, %.6f] s%s\n",
            role, (int)r->pid, r->acq, r->piece, r->what,
-           r->share ? " shared" : "", r->ttl_ms, r->fence, rel(c, r->t0),
-           rel(c, r->t1),
+           r->share ? " shared" : "", set_keys(r, set, sizeof set), r->ttl_ms,
+           r->fence, rel(c, r->t0), rel(c, r->t1),
            r->kind == EXCL_CLAIM && (r->flags & EXCL_C_CLOSED)
                ? " (ended by its release call)"
                : "");
@@ -92,6 +134,9 @@ static int by_claim_id(const void *a, const void *b)
         return x->acq < y->acq ? -1 : 1;
     if (x->piece != y->piece)
         return x->piece < y->piece ? -1 : 1;
+    /* A set's claim has one record per key. */
+    if (x->key != y->key)
+        return x->key < y->key ? -1 : 1;
     /* File order: the later record of a claim replaces the earlier. */
     return x < y ? -1 : x > y;
 }
@@ -106,8 +151,8 @@ static int by_key_start(const void *a, const void *b)
     return x->t0 < y->t0 ? -1 : x->t0 > y->t0;
 }
 
-/* The last record of each claim, non-empty ones, sorted by key and
- * start. */
+/* The last record of each claim (of each key, for a set), non-empty
+ * ones, sorted by key and start. */
 static void collect_claims(ctx *c, const excl_rec *h, size_t n)
 {
     const excl_rec **all = malloc((n + 1) * sizeof *all);
@@ -121,7 +166,8 @@ static void collect_claims(ctx *c, const excl_rec *h, size_t n)
     for (i = 0; i < k; i++) {
         const excl_rec *r = all[i];
         if (i + 1 < k && r->pid == all[i + 1]->pid &&
-            r->acq == all[i + 1]->acq && r->piece == all[i + 1]->piece)
+            r->acq == all[i + 1]->acq && r->piece == all[i + 1]->piece &&
+            r->key == all[i + 1]->key)
             continue;
         if (r->t1 > r->t0)
             all[m++] = r;
@@ -129,9 +175,13 @@ static void collect_claims(ctx *c, const excl_rec *h, size_t n)
     qsort(all, m, sizeof *all, by_key_start);
     c->claims = all;
     c->nclaims = m;
-    c->v->sections = (long)m;
-    for (i = 0; i < m; i++)
+    for (i = 0; i < m; i++) {
+        if (!first_of_set(all[i]))
+            continue;
+        c->v->sections++;
         c->v->shares += all[i]->share != 0;
+        c->v->sets[set_size(all[i])] += all[i]->set != 0;
+    }
 }
 
 static void check_overlaps(ctx *c)
@@ -291,6 +341,7 @@ static void check_fences(ctx *c, const excl_rec *h, size_t n)
 
 static void check_leases(ctx *c, const excl_rec *h, size_t n)
 {
+    char set[32];
     size_t i;
 
     for (i = 0; i < n; i++) {
@@ -307,12 +358,12 @@ static void check_leases(ctx *c, const excl_rec *h, size_t n)
             continue;
         header(c, "belief outlasts the server's lease", c->v->lease, r->key,
                r->t1);
-        printf("    pid %d acquisition %u [%s] ttl %" PRId64
+        printf("    pid %d acquisition %u [%s]%s ttl %" PRId64
                " ms believed it held until %.6f s; the server, asked in "
                "[%.6f, %.6f] s, said PTTL %" PRId64 " ms (%s): ends by "
                "%.6f s, %.3f ms earlier\n",
-               (int)r->pid, r->acq, r->what, r->ttl_ms, rel(c, r->belief),
-               rel(c, r->t0), rel(c, r->t1), r->x,
+               (int)r->pid, r->acq, r->what, set_keys(r, set, sizeof set),
+               r->ttl_ms, rel(c, r->belief), rel(c, r->t0), rel(c, r->t1), r->x,
                r->x == -2 ? "not held with this token" : "held", rel(c, end),
                (double)(r->belief - end) / 1e3);
     }

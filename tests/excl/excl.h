@@ -88,6 +88,11 @@ typedef struct excl_rec {
     int32_t pid;
     uint32_t acq;   /* the pid's acquisition number */
     uint32_t piece; /* EXCL_CLAIM: a belief that lapsed and came back */
+    /* The keys of the set the section took (redislock_lock_new_multi),
+     * bit k for key k; 0 for a single lock. A set's belief is recorded
+     * once per key (see excl_history_add_each), each record naming its
+     * own key, so that the per-key rules see every key the set held. */
+    uint32_t set;
     uint64_t group; /* claims of one group may overlap (a shared owner) */
     int64_t t0, t1; /* ACQ: called, returned; CLAIM: start, end;
                        WRITE: sent, answered; LEASE: sent, answered */
@@ -102,13 +107,16 @@ typedef struct excl_rec {
 int excl_history_open(const char *path);
 /* Appends one record with one write(); the magic is filled in. */
 void excl_history_add(int fd, excl_rec *r);
+/* Appends r once for each key of its set (r->set; once, as it is, when
+ * 0), each copy with its own key, all with one write(). */
+void excl_history_add_each(int fd, excl_rec *r);
 /* Reads every whole record; malloc'ed array, count in *n. */
 excl_rec *excl_history_read(const char *path, size_t *n);
 
 /* ---- The check */
 
 typedef struct excl_verdict {
-    long sections;    /* believed intervals (claims) */
+    long sections;    /* believed intervals (claims; a set's: one) */
     long acquires;    /* acquisitions, re-entries included */
     long overlaps;    /* two groups' beliefs overlapping on one key */
     long stale;       /* accepted writes with a stale fencing token */
@@ -116,6 +124,9 @@ typedef struct excl_verdict {
     long lease;       /* a belief past the lease the server reported */
     long shares;      /* of the sections, those taken as shares */
     long share_pairs; /* two shares' beliefs overlapping: allowed */
+    /* Of the sections, those that took a set, by its number of keys (a
+     * set's belief counts as one section, not one per key). */
+    long sets[EXCL_MAX_KEYS + 1];
     long writes_ok, writes_refused, writes_failed, leases_checked;
     /* The earliest violation: when (run time, s) and after how many
      * sections had begun by then; -1 when none. */
@@ -128,7 +139,8 @@ typedef struct excl_verdict {
  * start (excl_now_us), printed times are relative to it. limit > 1: the
  * keys are semaphores of that limit, and an overlap is more than limit
  * beliefs at once. Otherwise beliefs recorded as shares may overlap one
- * another, never an exclusive one. Returns the number of violations. */
+ * another, never an exclusive one. A set's records are checked key by
+ * key. Returns the number of violations. */
 long excl_check(const excl_rec *h, size_t n, uint64_t seed, int64_t t_base,
                 const char *mode, int limit, excl_verdict *v);
 

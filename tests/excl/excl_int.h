@@ -67,7 +67,10 @@ typedef enum excl_hold {
 } excl_hold;
 
 typedef struct excl_section {
-    int key;
+    int key; /* a set's: its lowest key */
+    /* The keys taken as one set (redislock_lock_new_multi), bit k for
+     * key k; 0: the key alone, with redislock_lock_new. */
+    unsigned set;
     redislock_acquire_options o;
     char owner[64];
     char meta[64];
@@ -92,10 +95,11 @@ typedef struct excl_worker {
     excl_shared *sh;
     int idx;
     excl_rng rng;
-    redislock_client *c;  /* the lock client */
-    redislock_client *c2; /* a second one, for adopting */
-    redislock_client *rc; /* the resource's */
-    redislock_lock *l[EXCL_MAX_KEYS];
+    redislock_client *c;                     /* the lock client */
+    redislock_client *c2;                    /* a second one, for adopting */
+    redislock_client *rc;                    /* the resource's */
+    redislock_lock *l[EXCL_MAX_KEYS];        /* single locks, by key */
+    redislock_lock *ls[1u << EXCL_MAX_KEYS]; /* sets, by their keys' bits */
     redisContext *truth[EXCL_MAX_SERVERS];
     uint32_t acq;
     int pid;

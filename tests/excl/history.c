@@ -57,20 +57,47 @@ int excl_history_open(const char *path)
     return fd;
 }
 
-void excl_history_add(int fd, excl_rec *r)
+/* Appends the n records in buf with one write(). */
+static void add_n(int fd, const excl_rec *buf, size_t n)
 {
-    ssize_t n;
+    ssize_t k;
 
-    r->magic = EXCL_MAGIC;
-    /* One write() of a small record to an O_APPEND file lands whole, after
-     * every earlier one, whichever process made it. */
+    /* One write() of a few small records to an O_APPEND file lands whole,
+     * after every earlier one, whichever process made it: a holder killed
+     * with -9 leaves all of them or none. */
     do
-        n = write(fd, r, sizeof *r);
-    while (n < 0 && errno == EINTR);
-    if (n != (ssize_t)sizeof *r) {
+        k = write(fd, buf, n * sizeof *buf);
+    while (k < 0 && errno == EINTR);
+    if (k != (ssize_t)(n * sizeof *buf)) {
         fprintf(stderr, "excl: history write: %s\n", strerror(errno));
         _exit(3);
     }
+}
+
+void excl_history_add(int fd, excl_rec *r)
+{
+    r->magic = EXCL_MAGIC;
+    add_n(fd, r, 1);
+}
+
+void excl_history_add_each(int fd, excl_rec *r)
+{
+    excl_rec buf[EXCL_MAX_KEYS];
+    size_t n = 0;
+    int k;
+
+    r->magic = EXCL_MAGIC;
+    if (r->set == 0) {
+        add_n(fd, r, 1);
+        return;
+    }
+    for (k = 0; k < EXCL_MAX_KEYS; k++) {
+        if (!(r->set & (1u << k)))
+            continue;
+        buf[n] = *r;
+        buf[n++].key = (uint8_t)k;
+    }
+    add_n(fd, buf, n);
 }
 
 excl_rec *excl_history_read(const char *path, size_t *n)

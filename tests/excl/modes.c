@@ -304,6 +304,56 @@ static void pick_shared(excl_worker *w, excl_section *s)
     label(s, kind);
 }
 
+/*
+ * Sets of keys taken all or none (redislock_lock_new_multi) among the
+ * mode's 3 keys: three sections in five take a pair (each of the three
+ * pairs alike), the rest one key: a set of one, or a plain lock (some of
+ * them fair), so that sets contend with one another on a shared key and
+ * with plain locks, and a set's release hands a key to a fair waiter.
+ * Sets wait behind the key that refused them, or one in ten try once;
+ * some are renewed by the watchdog or extended; every section makes
+ * fenced writes (a set to each of its keys' resources, see fenced_write
+ * in worker.c). Re-entry, owners, metadata, fairness and hold-after are
+ * not for sets (EINVAL).
+ */
+static void pick_set(excl_worker *w, excl_section *s)
+{
+    int64_t p = rnd(w, 0, 99);
+    int a, b;
+    char kind[24];
+
+    basic(w, s, 150, 600);
+    if (p < 60) {
+        a = (int)rnd(w, 0, 2);
+        b = (a + (int)rnd(w, 1, 2)) % 3;
+        s->set = (1u << a) | (1u << b);
+        s->key = a < b ? a : b;
+    } else if (p < 75) {
+        s->set = 1u << s->key;
+    } else if (excl_rng_chance(&w->rng, 40)) {
+        s->o.fair = 1;
+        s->o.retry_delay_ms = excl_rng_chance(&w->rng, 50) ? 100 : 0;
+    }
+    if (!s->o.fair && excl_rng_chance(&w->rng, 10))
+        s->o.wait_ms = 0;
+    if (excl_rng_chance(&w->rng, 25)) {
+        s->o.watchdog = 1;
+        s->hold = EXCL_H_FOR;
+        s->hold_ms = rnd(w, 0, 2 * s->o.ttl_ms);
+    } else if (excl_rng_chance(&w->rng, 20)) {
+        s->extends = (int)rnd(w, 1, 2);
+        s->extend_ttl[0] = rnd(w, 50, 200);
+        s->extend_ttl[1] = rnd(w, s->o.ttl_ms, 3 * s->o.ttl_ms);
+    }
+    snprintf(kind, sizeof kind, "%s%s%s%s",
+             s->set == 0                    ? "plain"
+             : (s->set & (s->set - 1)) != 0 ? "set2"
+                                            : "set1",
+             s->o.watchdog ? " wd" : "", s->extends ? "+ext" : "",
+             s->o.wait_ms == 0 ? " once" : "");
+    label(s, kind);
+}
+
 static void pick_mix_fair(excl_worker *w, excl_section *s)
 {
     pick_mix(w, s, 1);
@@ -343,6 +393,7 @@ const excl_mode excl_modes[] = {
      700, 6000, pick_mix_unfair, 0},
     {"semaphore", EXCL_SINGLE, 1, 7, F_ALL1, 200, 700, 6000, pick_semaphore, 3},
     {"shared", EXCL_SINGLE, 1, 6, F_ALL1, 200, 700, 6000, pick_shared, 0},
+    {"set", EXCL_SINGLE, 3, 6, F_ALL1, 200, 700, 6000, pick_set, 0},
 };
 
 const int excl_nmodes = (int)(sizeof excl_modes / sizeof excl_modes[0]);

@@ -157,6 +157,23 @@ static long stop_workers(const excl_mode *m, excl_shared *sh)
     return bad;
 }
 
+/* Sections by the size of the set they took, when any took one. */
+static void report_sets(const excl_mode *m, const excl_verdict *v)
+{
+    long sets = 0;
+    int k;
+
+    for (k = 1; k <= EXCL_MAX_KEYS; k++)
+        sets += v->sets[k];
+    if (sets == 0)
+        return;
+    printf("excl %s: of the sections,", m->name);
+    for (k = 1; k <= EXCL_MAX_KEYS; k++)
+        if (v->sets[k] > 0)
+            printf(" %ld sets of %d key%s,", v->sets[k], k, k > 1 ? "s" : "");
+    printf(" %ld single locks\n", v->sections - sets);
+}
+
 static void report(const excl_mode *m, uint64_t seed, const excl_result *r)
 {
     const excl_verdict *v = &r->v;
@@ -170,6 +187,7 @@ static void report(const excl_mode *m, uint64_t seed, const excl_result *r)
         printf("excl %s: %ld of the sections shares, %ld exclusive; %ld "
                "pairs of shares overlapped\n",
                m->name, v->shares, v->sections - v->shares, v->share_pairs);
+    report_sets(m, v);
     printf("excl %s: faults:", m->name);
     for (f = 0; f < EXCL_F_COUNT; f++)
         if (m->faults & (1u << f))

@@ -165,6 +165,125 @@ void test_excl_checker_shared(void)
     ASSERT_EQ_INT(check(&h).fence_order, 1);
 }
 
+/* A set's belief as the worker records it: one claim per key of set
+ * (bit k: key k), each naming its key, with the same pid, acquisition,
+ * interval and token. Returns the first key's. */
+static excl_rec *set_claim(hist *h, int pid, unsigned set, const char *what,
+                           int64_t t0, int64_t t1)
+{
+    excl_rec *r, *first = NULL;
+    int k;
+
+    for (k = 0; k < EXCL_MAX_KEYS; k++) {
+        if (!(set & (1u << k)))
+            continue;
+        r = claim(h, pid, 0, what, t0, t1);
+        r->key = (uint8_t)k;
+        r->set = set;
+        first = first != NULL ? first : r;
+    }
+    return first;
+}
+
+/* Sets: a belief on every key of the set, each checked against that
+ * key's other beliefs, and a later record of one key's claim replacing
+ * only that key's. The cases of test_excl_checker_rules, for sets. */
+static void rules_of_sets(void)
+{
+    char out[4096];
+    excl_verdict v;
+    hist h;
+    excl_rec *r;
+
+    /* A set of keys 0 and 1 and a plain lock of key 0: an overlap on key
+     * 0, though the set's record of key 1 came later; the set counts as
+     * one section of two keys. */
+    memset(&h, 0, sizeof h);
+    set_claim(&h, 1, 3, "s01", 0, 100);
+    claim(&h, 2, 0, "p0", 50, 150);
+    v = check_report(&h, out, sizeof out);
+    ASSERT_EQ_INT(v.overlaps, 1);
+    ASSERT_EQ_INT(v.sections, 2);
+    ASSERT_EQ_INT(v.sets[2], 1);
+    ASSERT_EQ_INT(v.first_sections, 2);
+    ASSERT(strstr(out, "VIOLATION overlap #1 on key 0") != NULL);
+    ASSERT(strstr(out, "held by pid 1 acquisition 1.0 [s01] set {0,1} ttl") !=
+           NULL);
+    /* The plain lock on the set's second key instead. */
+    h.r[2].key = 1;
+    v = check_report(&h, out, sizeof out);
+    ASSERT_EQ_INT(v.overlaps, 1);
+    ASSERT(strstr(out, "VIOLATION overlap #1 on key 1") != NULL);
+    /* On a key outside the set: none. */
+    h.r[2].key = 2;
+    ASSERT_EQ_INT(check(&h).overlaps, 0);
+    /* A later record of the set's claim replaces the earlier, key by key:
+     * the set's belief of key 1 ending at 50 leaves key 0's as it was. */
+    h.r[2].key = 0;
+    r = claim(&h, 1, 0, "s01", 0, 50);
+    r->key = 1;
+    r->set = 3;
+    ASSERT_EQ_INT(check(&h).overlaps, 1);
+    r->key = 0;
+    ASSERT_EQ_INT(check(&h).overlaps, 0);
+
+    /* Two sets sharing key 1 overlap there; two disjoint ones never. */
+    memset(&h, 0, sizeof h);
+    set_claim(&h, 1, 3, "s01", 0, 100);
+    set_claim(&h, 2, 6, "s12", 99, 200);
+    v = check_report(&h, out, sizeof out);
+    ASSERT_EQ_INT(v.overlaps, 1);
+    ASSERT_EQ_INT(v.sets[2], 2);
+    ASSERT(strstr(out, "VIOLATION overlap #1 on key 1") != NULL);
+    ASSERT(strstr(out, "and by  pid 2 acquisition 1.0 [s12] set {1,2}") !=
+           NULL);
+    memset(&h, 0, sizeof h);
+    set_claim(&h, 1, 3, "s01", 0, 100);
+    set_claim(&h, 2, 4, "s2", 50, 200);
+    v = check(&h);
+    ASSERT_EQ_INT(v.overlaps, 0);
+    ASSERT_EQ_INT(v.sets[1], 1);
+    ASSERT_EQ_INT(v.sets[2], 1);
+
+    /* Fence order, key by key: a set's token above each key's earlier
+     * ones, and each key's later ones above the set's. */
+    memset(&h, 0, sizeof h);
+    r = add(&h, EXCL_ACQ, 1, 0, 10);
+    r->fence = 20;
+    r = add(&h, EXCL_ACQ, 2, 11, 20);
+    r->fence = 15;
+    r->set = 3;
+    r = add(&h, EXCL_ACQ, 2, 11, 20);
+    r->fence = 15;
+    r->set = 3;
+    r->key = 1;
+    ASSERT_EQ_INT(check(&h).fence_order, 1);
+    h.r[1].fence = h.r[2].fence = 21;
+    ASSERT_EQ_INT(check(&h).fence_order, 0);
+    r = add(&h, EXCL_ACQ, 3, 21, 30);
+    r->key = 1;
+    r->fence = 21;
+    ASSERT_EQ_INT(check(&h).fence_order, 1);
+    r->fence = 22;
+    ASSERT_EQ_INT(check(&h).fence_order, 0);
+
+    /* Lease: the set's belief against each key's PTTL; one key gone while
+     * believed is enough. */
+    memset(&h, 0, sizeof h);
+    r = add(&h, EXCL_LEASE, 1, 1000, 2000);
+    r->set = 3;
+    r->x = 100;
+    r->belief = 2000 + 100 * 1000;
+    r = add(&h, EXCL_LEASE, 1, 2000, 3000);
+    r->set = 3;
+    r->key = 1;
+    r->x = 100;
+    r->belief = 2000 + 100 * 1000;
+    ASSERT_EQ_INT(check(&h).lease, 0);
+    r->x = -2;
+    ASSERT_EQ_INT(check(&h).lease, 1);
+}
+
 void test_excl_checker_rules(void)
 {
     hist h;
@@ -237,4 +356,6 @@ void test_excl_checker_rules(void)
     ASSERT_EQ_INT(check(&h).lease, 0);
     r->belief = 900; /* no longer believed when asked */
     ASSERT_EQ_INT(check(&h).lease, 0);
+
+    rules_of_sets();
 }

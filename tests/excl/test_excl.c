@@ -129,3 +129,16 @@ void test_excl_shared(void)
     ASSERT_GE(r.v.sections - r.v.shares, 1);
     ASSERT_GE(r.v.share_pairs, 1);
 }
+
+/* Sets of two keys among three, sets of one and plain locks: besides the
+ * usual verdict, the run must have taken sets of two keys (each belief
+ * recorded on both keys) and single keys, or a library that took one key
+ * of each set would pass unseen. */
+void test_excl_set(void)
+{
+    excl_result r;
+
+    run_mode("set", &r);
+    ASSERT_GE(r.v.sets[2], 1);
+    ASSERT_GE(r.v.sections - r.v.sets[2], 1);
+}

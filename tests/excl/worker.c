@@ -6,7 +6,9 @@
  * (the watchdog moves it), making fenced writes, extending, re-entering or
  * handing the token to a second handle, and asking the server for the
  * lease now and then; record the claim's end as the moment the release
- * call starts (or the validity's end if earlier); release.
+ * call starts (or the validity's end if earlier); release. A section may
+ * take a set of keys with one handle: its claims, acquisitions, writes
+ * and lease reads are then recorded for each of its keys.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -176,6 +178,7 @@ static void fill(const excl_worker *w, const excl_section *s, excl_rec *r,
     r->pid = w->pid;
     r->acq = w->acq;
     r->share = s->o.shared != 0;
+    r->set = s->set;
     r->ttl_ms = s->o.ttl_ms;
     snprintf(r->what, sizeof r->what, "%s", s->what);
 }
@@ -190,7 +193,24 @@ static void record_acq(excl_worker *w, const excl_section *s, int64_t t0,
     r.t1 = t1;
     r.fence = fence;
     r.ttl_ms = ttl;
-    excl_history_add(w->t->hist_fd, &r);
+    /* A set's: one per key, so that its token is compared with each key's
+     * earlier tokens and each key's later ones with it. */
+    excl_history_add_each(w->t->hist_fd, &r);
+}
+
+/* The keys the section takes, in order; returns how many. */
+static int section_keys(const excl_section *s, int *keys)
+{
+    int k, n = 0;
+
+    if (s->set == 0) {
+        keys[0] = s->key;
+        return 1;
+    }
+    for (k = 0; k < EXCL_MAX_KEYS; k++)
+        if (s->set & (1u << k))
+            keys[n++] = k;
+    return n;
 }
 
 static void publish(excl_worker *w, claim *c)
@@ -198,7 +218,8 @@ static void publish(excl_worker *w, claim *c)
     excl_slot *sl = &w->sh->slot[w->idx];
 
     atomic_store(&sl->end_us, c->open ? c->end : 0);
-    excl_history_add(w->t->hist_fd, &c->r);
+    /* A set's belief covers each of its keys: one record per key. */
+    excl_history_add_each(w->t->hist_fd, &c->r);
 }
 
 /* The validity the handle reports, as an end time; 0 when none. */
@@ -286,22 +307,32 @@ static void claim_close(excl_worker *w, claim *c, int64_t t_rel)
     atomic_store(&w->sh->slot[w->idx].state, EXCL_IDLE);
 }
 
-/* Asks the servers for the lease and records it with the belief. */
+/* Asks the servers for the lease and records it with the belief. A
+ * set's belief must outlast none of its keys' leases (one token, one
+ * lease, but each key expires by itself): each key is asked in turn, and
+ * each answer recorded for its key. */
 static void lease_check(excl_worker *w, const excl_section *s, claim *c)
 {
     const char *id = redislock_token(c->src);
     int64_t t0 = excl_now_us(), belief = c->open ? c->end : 0, pttl;
+    int keys[EXCL_MAX_KEYS], n = section_keys(s, keys), i;
     excl_rec r;
 
     c->next_lease = t0 + EXCL_LEASE_EVERY_US;
-    if (id == NULL || belief <= t0 || !truth_lease(w, s->key, id, &pttl))
+    if (id == NULL || belief <= t0)
         return;
-    fill(w, s, &r, EXCL_LEASE);
-    r.t0 = t0;
-    r.t1 = excl_now_us();
-    r.x = pttl;
-    r.belief = belief;
-    excl_history_add(w->t->hist_fd, &r);
+    for (i = 0; i < n; i++) {
+        t0 = excl_now_us();
+        if (!truth_lease(w, keys[i], id, &pttl))
+            continue;
+        fill(w, s, &r, EXCL_LEASE);
+        r.key = (uint8_t)keys[i];
+        r.t0 = t0;
+        r.t1 = excl_now_us();
+        r.x = pttl;
+        r.belief = belief;
+        excl_history_add(w->t->hist_fd, &r);
+    }
 }
 
 /*
@@ -314,27 +345,38 @@ static void lease_check(excl_worker *w, const excl_section *s, claim *c)
  * later holder, reader or writer, has written. A reader's write refused
  * because a later reader holding beside it wrote first is what the store
  * should do, counted as refused and not a violation.
+ *
+ * A set writes each of its keys' resources with its one token, which
+ * the library makes larger than every earlier token of each key (and
+ * each key's later tokens larger than it): per-key resources stay
+ * ordered whether a set or a single lock wrote them last, and a set
+ * stopped past its lease has each late write refused once a later
+ * holder of that key has written.
  */
 static void fenced_write(excl_worker *w, const excl_section *s, claim *c)
 {
     char res[32], val[48];
+    int keys[EXCL_MAX_KEYS], n = section_keys(s, keys), i;
     excl_rec r;
     redislock_err err;
 
     if (c->r.fence <= 0)
         return;
-    excl_res_name(s->key, res, sizeof res);
     snprintf(val, sizeof val, "%d:%u", w->pid, w->acq);
-    fill(w, s, &r, EXCL_WRITE);
-    r.fence = c->r.fence;
-    r.t0 = excl_now_us();
-    err = redislock_fenced_set(w->rc, res, strlen(res), val, strlen(val),
-                               c->r.fence);
-    r.t1 = excl_now_us();
-    r.x = err == REDISLOCK_OK       ? EXCL_W_ACCEPTED
-          : err == REDISLOCK_ESTALE ? EXCL_W_REFUSED
-                                    : EXCL_W_ERROR;
-    excl_history_add(w->t->hist_fd, &r);
+    for (i = 0; i < n; i++) {
+        excl_res_name(keys[i], res, sizeof res);
+        fill(w, s, &r, EXCL_WRITE);
+        r.key = (uint8_t)keys[i];
+        r.fence = c->r.fence;
+        r.t0 = excl_now_us();
+        err = redislock_fenced_set(w->rc, res, strlen(res), val, strlen(val),
+                                   c->r.fence);
+        r.t1 = excl_now_us();
+        r.x = err == REDISLOCK_OK       ? EXCL_W_ACCEPTED
+              : err == REDISLOCK_ESTALE ? EXCL_W_REFUSED
+                                        : EXCL_W_ERROR;
+        excl_history_add(w->t->hist_fd, &r);
+    }
 }
 
 /* ---- The actions of a section */
@@ -537,16 +579,42 @@ static void work(excl_worker *w, const excl_section *s, claim *c, plan *p)
     }
 }
 
-static redislock_lock *lock_for(excl_worker *w, int key)
+/* Where the section's handle is kept: a single lock's by its key, a
+ * set's by its keys. */
+static redislock_lock **handle_of(excl_worker *w, const excl_section *s)
 {
-    char name[32];
+    return s->set != 0 ? &w->ls[s->set] : &w->l[s->key];
+}
 
-    if (w->l[key] == NULL) {
-        excl_key_name(key, name, sizeof name);
-        if (redislock_lock_new(w->c, name, strlen(name), &w->l[key]) != 0)
-            w->l[key] = NULL;
+/* The section's handle, made when first needed: a single lock, or a set
+ * of the section's keys (a set of one key too). */
+static redislock_lock *lock_for(excl_worker *w, const excl_section *s)
+{
+    redislock_lock **l = handle_of(w, s);
+    char name[EXCL_MAX_KEYS][32];
+    const void *keys[EXCL_MAX_KEYS];
+    size_t lens[EXCL_MAX_KEYS];
+    int k[EXCL_MAX_KEYS], n = section_keys(s, k), i;
+    redislock_err err;
+
+    if (*l != NULL)
+        return *l;
+    for (i = 0; i < n; i++) {
+        excl_key_name(k[i], name[i], sizeof name[i]);
+        keys[i] = name[i];
+        lens[i] = strlen(name[i]);
     }
-    return w->l[key];
+    err = s->set != 0 ? redislock_lock_new_multi(w->c, keys, lens, (size_t)n, l)
+                      : redislock_lock_new(w->c, name[0], lens[0], l);
+    if (err == REDISLOCK_EINVAL) {
+        /* A mistake of the mode's, not a fault: say so and stop. */
+        fprintf(stderr, "excl: worker %d: handle [%s]: %s\n", w->pid, s->what,
+                redislock_errdetail());
+        _exit(4);
+    }
+    if (err != REDISLOCK_OK)
+        *l = NULL;
+    return *l;
 }
 
 /* Releases what the section still holds: re-entries, then the last hold
@@ -572,8 +640,8 @@ static void finish(excl_worker *w, const excl_section *s, claim *c, plan *p)
                             : redislock_release(l);
     if (drop || (err != REDISLOCK_OK && err != REDISLOCK_EEXPIRED &&
                  err != REDISLOCK_ELOST)) {
-        redislock_lock_free(w->l[s->key]);
-        w->l[s->key] = NULL;
+        redislock_lock_free(*handle_of(w, s));
+        *handle_of(w, s) = NULL;
     }
     redislock_lock_free(p->adopter);
 }
@@ -609,7 +677,7 @@ static void section_begin(excl_worker *w, const excl_section *s, claim *c,
 static void section(excl_worker *w, excl_section *s)
 {
     excl_slot *sl = &w->sh->slot[w->idx];
-    redislock_lock *l = lock_for(w, s->key);
+    redislock_lock *l = lock_for(w, s);
     int64_t t_call;
     redislock_err err;
     claim c;
@@ -633,7 +701,7 @@ static void section(excl_worker *w, excl_section *s)
         }
         if (err != REDISLOCK_EHELD) {
             redislock_lock_free(l);
-            w->l[s->key] = NULL;
+            *handle_of(w, s) = NULL;
             th_sleep_ms(excl_rng_range(&w->rng, 5, 50));
         }
         return;
