@@ -1,0 +1,233 @@
+#!/usr/bin/env bash
+# The server matrix (run by CI after `make check`): the tests that talk to
+# a server, from the ASan build of `make check`, against Redis 8.0 and
+# Valkey 8.1 as well as Debian 12's redis-server 7.0.
+#
+# Debian 12 ships neither, so each is built from Debian trixie's upstream
+# source tarball (the .orig.tar only: it is fetched with apt-get source
+# --tar-only through a private apt configuration holding a trixie deb-src
+# entry for the machine's Debian mirror; the system's sources are not
+# changed) with `make MALLOC=libc BUILD_TLS=no`, server binary only.
+# Tarballs and binaries are cached in $SERVERS_CACHE (default
+# ${XDG_CACHE_HOME:-$HOME/.cache}/redislock/servers), one directory per
+# tarball, <name>-<upstream version>; a later run only asks the archive
+# which version trixie has now. If the archive cannot be reached, the
+# newest cached build of the series is used.
+#
+# Ends with one line per server ("Valkey server v=8.1.1: 315 passed, 0
+# failed in 250 s") and exits non-zero if a server could not be had or a
+# test failed.
+#
+# Environment: JOBS (2), CHECK_BUILD (build-check), SERVERS_CACHE,
+# SERVERS ("redis valkey": which of them to run).
+set -euo pipefail
+
+me=check-servers
+jobs=${JOBS:-2}
+asan=${CHECK_BUILD:-build-check}
+cache=${SERVERS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/redislock/servers}
+servers=${SERVERS:-redis valkey}
+
+# Not run against these servers: tests that never reach a real server
+# (pure functions; the fake servers of badserver_*, 74 s of the run; the
+# TLS tests, which this hiredis 0.14 build answers with ENOTLS), and the
+# CLI tests of the sources, packaging and docs (install builds the whole
+# project again). Measured on 2 cores with -j2, the whole suite took 5 min
+# against each server and passed (358/358 on both); without these, about
+# 4 min (301 tests), so the rest stays, the cluster tests and the
+# exclusion checker's runs included: the cluster tests are where the
+# servers differ most (CLUSTER, MOVED, failover). They create clusters
+# with Debian 12's redis-cli 7.0, which the newer servers accept.
+skip='^(backoff|rand|error|canon|keys|guard|version|lua|tls|badserver)_'
+skip="$skip|^excl_checker_"
+skip="$skip|^cli_(install|man_lint|format|layers|exports|ctest_list)$"
+skip="$skip|^cli_helper_names$"
+
+say() { printf '%s: %s\n' "$me" "$*"; }
+
+# name -> Debian source package, the series the matrix is about, binary.
+server_info() {
+    case $1 in
+    redis) echo "redis 8.0 redis-server" ;;
+    valkey) echo "valkey 8.1 valkey-server" ;;
+    *) return 1 ;;
+    esac
+}
+
+# The machine's Debian mirror, from its apt sources (deb822 or one-line);
+# the archive's own address if none is found.
+debian_mirror() {
+    local uri
+    uri=$(awk '/^$/ { deb = 0 }
+        /^Types:/ { deb = / deb( |$)/ }
+        /^URIs:/ && deb {
+            for (i = 2; i <= NF; i++)
+                if ($i ~ /\/debian\/?$/) { print $i; exit }
+        }' /etc/apt/sources.list.d/*.sources 2>/dev/null || true)
+    if [ -z "$uri" ] && [ -f /etc/apt/sources.list ]; then
+        uri=$(awk '$1 == "deb" {
+            for (i = 2; i <= NF; i++)
+                if ($i ~ /\/debian\/?$/) { print $i; exit }
+        }' /etc/apt/sources.list)
+    fi
+    echo "${uri:-http://deb.debian.org/debian}"
+}
+
+mkdir -p "$cache/apt/lists/partial" "$cache/apt/cache/archives/partial" \
+    "$cache/apt/parts"
+: >"$cache/apt/sources.list"
+cat >"$cache/apt/parts/trixie.sources" <<EOF
+Types: deb-src
+URIs: $(debian_mirror)
+Suites: trixie
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+EOF
+apt_opts=(-o "Dir::Etc::SourceList=$cache/apt/sources.list"
+    -o "Dir::Etc::SourceParts=$cache/apt/parts"
+    -o "Dir::State::Lists=$cache/apt/lists"
+    -o "Dir::Cache=$cache/apt/cache")
+# As root, apt hands downloads to its _apt user, who cannot write here.
+[ "$(id -u)" -ne 0 ] || apt_opts+=(-o APT::Sandbox::User=root)
+
+# One fetch-and-build at a time per cache (CI jobs may share it).
+exec 9>"$cache/.lock"
+flock 9
+
+t=$SECONDS
+# apt keeps the old index if it cannot fetch a new one (and may say so
+# with a warning only).
+apt-get "${apt_opts[@]}" -qq update ||
+    say "cannot update trixie's source index; using what is cached"
+say "trixie's source index: $((SECONDS - t)) s"
+
+# cached_build NAME SERIES BINARY: the newest build of the series in the
+# cache, for when the archive cannot say which is current.
+cached_build() {
+    local bin
+    bin=$(find "$cache" -maxdepth 3 -path "$cache/$1-$2.*/bin/$3" |
+        sort -V | tail -n 1)
+    if [ -z "$bin" ]; then
+        say "$1: no $1 $2 from the archive nor in the cache" >&2
+        return 1
+    fi
+    say "$1: the archive did not answer; the cached $bin" >&2
+    echo "$bin"
+}
+
+# fetch_and_build NAME: prints the path of NAME's server binary, fetched
+# and built if the cache lacks it. Progress goes to stderr.
+fetch_and_build() {
+    local name=$1 pkg series binary debver upstream dir t0 src
+    read -r pkg series binary < <(server_info "$name")
+    debver=$(apt-cache "${apt_opts[@]}" showsrc --only-source "$pkg" \
+        2>/dev/null | sed -n 's/^Version: //p' | sort -V | tail -n 1)
+    [ -n "$debver" ] || { cached_build "$name" "$series" "$binary"; return; }
+    # 5:8.0.2-3+deb13u3 -> 8.0.2, the orig tarball's version.
+    upstream=$(echo "$debver" | sed 's/^[0-9]*://; s/-[^-]*$//')
+    case $upstream in
+    "$series".*) ;;
+    *)
+        say "trixie's $pkg is $debver, not $series.x:" \
+            "update check-servers.sh" >&2
+        return 1
+        ;;
+    esac
+    dir=$cache/$name-$upstream
+    if [ -x "$dir/bin/$binary" ] &&
+        "$dir/bin/$binary" --version >/dev/null; then
+        say "$name: trixie's $pkg $debver; built, cached in $dir" >&2
+        echo "$dir/bin/$binary"
+        return 0
+    fi
+    mkdir -p "$dir" || return 1
+    t0=$SECONDS
+    # (set -e does not hold in a function called from a condition: each
+    # step says how it fails.)
+    if ! ls "$dir/${pkg}_$upstream".orig.tar.* >/dev/null 2>&1; then
+        (cd "$dir" &&
+            apt-get "${apt_opts[@]}" -qq source --download-only --tar-only \
+                "$pkg=$debver") >&2 ||
+            { cached_build "$name" "$series" "$binary"; return; }
+    fi
+    src=$dir/src
+    if ! { rm -rf "$src" && mkdir -p "$src" &&
+        tar -xf "$dir/${pkg}_$upstream".orig.tar.* -C "$src" \
+            --strip-components=1; }; then
+        say "$name $upstream: cannot unpack the tarball" >&2
+        return 1
+    fi
+    say "$name: trixie's $pkg $debver;" \
+        "$(basename "$dir/${pkg}_$upstream".orig.tar.*) fetched in" \
+        "$((SECONDS - t0)) s; building" >&2
+    t0=$SECONDS
+    # The server only: no TLS, no jemalloc, no systemd (fewer build needs).
+    if ! make -C "$src/src" -j"$jobs" MALLOC=libc BUILD_TLS=no \
+        USE_SYSTEMD=no "$binary" >"$dir/build.log" 2>&1; then
+        tail -n 30 "$dir/build.log" >&2
+        say "$name $upstream: build failed (log: $dir/build.log)" >&2
+        return 1
+    fi
+    if ! { mkdir -p "$dir/bin" &&
+        cp "$src/src/$binary" "$dir/bin/$binary.new" &&
+        mv "$dir/bin/$binary.new" "$dir/bin/$binary"; }; then
+        return 1
+    fi
+    rm -rf "$src"
+    say "$name $upstream: built in $((SECONDS - t0)) s" >&2
+    echo "$dir/bin/$binary"
+}
+
+declare -A bins
+status=0
+for name in $servers; do
+    server_info "$name" >/dev/null || { say "unknown server $name"; exit 2; }
+    if bin=$(fetch_and_build "$name"); then
+        bins[$name]=$bin
+    else
+        status=1
+    fi
+done
+flock -u 9
+
+# The ASan build of make check, brought up to date (the same configuration,
+# so nothing is rebuilt when make check has just run).
+cmake -S . -B "$asan" -DCMAKE_BUILD_TYPE=Debug -DREDISLOCK_WERROR=ON \
+    -DREDISLOCK_SANITIZE=address,undefined >/dev/null
+cmake --build "$asan" -j"$jobs" >/dev/null
+mapfile -t tests < <("$asan/tests/rl-tests" --list | grep -Ev "$skip")
+
+log=$(mktemp -d)
+trap 'rm -rf "$log"' EXIT
+summary=()
+for name in $servers; do
+    if [ -z "${bins[$name]:-}" ]; then
+        summary+=("$name: no server, not run")
+        continue
+    fi
+    bin=${bins[$name]}
+    version=$("$bin" --version)
+    say "$version"
+    # Some tests start redis-server by name from PATH rather than through
+    # REDIS_SERVER: a directory where that name is this server.
+    mkdir -p "$log/$name"
+    ln -sf "$bin" "$log/$name/redis-server"
+    say "${#tests[@]} tests against $name, -j$jobs"
+    t0=$SECONDS
+    PATH=$log/$name:$PATH REDIS_SERVER=$bin \
+        "$asan/tests/rl-tests" -j"$jobs" "${tests[@]}" | tee "$log/$name.out" ||
+        status=1
+    counts=$(sed -n 's/^\([0-9]* passed, [0-9]* failed\)$/\1/p' \
+        "$log/$name.out" | tail -n 1)
+    case $counts in
+    *" 0 failed") ;;
+    *) status=1 ;;
+    esac
+    took=$((SECONDS - t0))
+    version=$(echo "$version" | cut -d' ' -f1-3)
+    summary+=("$version: ${counts:-no result} in $took s")
+done
+for line in "${summary[@]}"; do
+    say "$line"
+done
+exit "$status"
