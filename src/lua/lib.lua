@@ -172,41 +172,51 @@ local function rl_mark_waiting(K, ttl, mark)
     end
 end
 
--- The next value of the counter keys: one value, greater than every value
--- any of them gave before, written to all (a set's fencing counters
--- share its token). lasts[i] is keys[i]'s value, read by the caller
--- (false: there is none). The value is the larger of each last + 1 and
--- the server's clock in microseconds, so a key need only live life ms
--- past its last use: once it has gone, the clock has moved past every
+-- v, raised past last, the value the counter key holds (false: none; a
+-- value redislock did not write stops the script, see rl_counter_value).
+local function rl_count_past(key, last, v)
+    if last then
+        local n = rl_counter_value(key, last) + 1
+        if n > v then
+            return n
+        end
+    end
+    return v
+end
+
+-- The next value of the counter key: greater than every value it gave
+-- before. last is the counter's value when the caller has read it (false:
+-- there is none; nil: read it here). The value is the larger of last + 1
+-- and the server's clock in microseconds, so the key need only live life
+-- ms past its last use: once it has gone, the clock has moved past every
 -- value it gave, unless the server's clock stepped back by more than that
 -- idle time. The clock also keeps the values of different servers close
 -- (Redlock's token is the largest a majority gives, and any majority's
 -- largest must exceed the earlier ones): a counter that only counted up
 -- from where each server started would not.
-local function rl_count_all(keys, life, lasts)
-    local v = rl_now_us()
-    for i, key in ipairs(keys) do
-        if lasts[i] then
-            local n = rl_counter_value(key, lasts[i]) + 1
-            if n > v then
-                v = n
-            end
-        end
-    end
-    -- Shortening a key's life is harmless: the clock covers it.
-    for _, key in ipairs(keys) do
-        redis.call('SET', key, string.format('%d', v), 'PX', life)
-    end
-    return v
-end
-
--- rl_count_all of the one counter key (last: its value, false: none, nil:
--- read it here).
 local function rl_count(key, life, last)
     if last == nil then
         last = redis.call('GET', key)
     end
-    return rl_count_all({key}, life, {last})
+    local v = rl_count_past(key, last, rl_now_us())
+    -- Shortening the key's life is harmless: the clock covers it.
+    redis.call('SET', key, string.format('%d', v), 'PX', life)
+    return v
+end
+
+-- rl_count for several counter keys at once (a set's fencing counters
+-- share its token): one value past each of lasts (keys[i]'s values, read
+-- by the caller), written to all. Every value is checked before the
+-- first write.
+local function rl_count_all(keys, life, lasts)
+    local v = rl_now_us()
+    for i, key in ipairs(keys) do
+        v = rl_count_past(key, lasts[i], v)
+    end
+    for _, key in ipairs(keys) do
+        redis.call('SET', key, string.format('%d', v), 'PX', life)
+    end
+    return v
 end
 
 -- The next fencing token of the lock whose counter is the key fence (last:
