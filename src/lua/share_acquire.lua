@@ -7,12 +7,11 @@
 -- judged on the server's clock only.
 -- KEYS: the key, its fencing counter, its waiting marker, its wake lists
 -- (writers' and permits' waiters, readers'), and the void marker of this
--- request (see abandon.lua). ARGV as
--- acquire.lua's, but for the limit in the format's place: ARGV[1] the
--- share's token, ARGV[2] TTL in ms, ARGV[3] the limit or 'shared', ARGV[5]
--- the most the caller will wait in ms ('0': it will not, so no marker);
--- ARGV[4] and ARGV[6] unused (a share has no metadata; its token is its
--- request's id).
+-- request (see abandon.lua). ARGV as acquire.lua's, but for the limit in
+-- the format's place: ARGV[1] the share's token, ARGV[2] TTL in ms,
+-- ARGV[3] the limit or 'shared', ARGV[5] the most the caller will wait in
+-- ms ('0': it will not, so no marker); ARGV[4] and ARGV[6] unused (a
+-- share has no metadata; its token is its request's id).
 -- Returns {1, 1, fence} when a share was taken; {0, ms, wakes} when it
 -- cannot be yet (ms until the first lease ends, or the waiting writer's
 -- wait, or another kind's PTTL; wakes as acquire.lua's); error RLLIMIT
