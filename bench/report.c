@@ -307,7 +307,7 @@ static void uncontended(const lb_wire *w, const char *wire)
  * analysis, against the lock's targets. */
 static int is_sem(const lb_series *x)
 {
-    return x->limit > 0;
+    return x->limit;
 }
 
 static int is_shared(const lb_series *x)
@@ -317,7 +317,7 @@ static int is_shared(const lb_series *x)
 
 static int is_set(const lb_series *x)
 {
-    return x->set > 1;
+    return x->set > 1 ? x->set : 0;
 }
 
 static const lb_series *find_kind(const lb_series *s, size_t ns, int k,
@@ -331,17 +331,24 @@ static const lb_series *find_kind(const lb_series *s, size_t ns, int k,
     return NULL;
 }
 
-static void semaphore(const lb_series *s, size_t ns, double rtt, int k)
+/* The hand-off targets of the run of a kind (is picks it and gives its
+ * size: a semaphore's limit, a set's keys), called kind, its size shown
+ * with size (a format of one %d). */
+static void kind_hand_off(const lb_series *s, size_t ns, double rtt, int k,
+                          int (*is)(const lb_series *), const char *kind,
+                          const char *size)
 {
-    const lb_series *m = find_kind(s, ns, k, is_sem);
+    const lb_series *m = find_kind(s, ns, k, is);
+    char sz[32];
 
     if (m == NULL) {
-        printf("  K=%d semaphore run missing: MISS\n", k);
+        printf("  K=%d %s run missing: MISS\n", k, kind);
         return;
     }
-    printf("  K=%d semaphore (limit %d) hand-off p50 <= 2 x RTT (%.1f us): "
-           "%.1f us %s; p99 <= 10 x RTT (%.1f us): %.1f us %s\n",
-           k, m->limit, 2 * rtt, m->h50, yes(m->h50 <= 2 * rtt), 10 * rtt,
+    snprintf(sz, sizeof sz, size, is(m));
+    printf("  K=%d %s (%s) hand-off p50 <= 2 x RTT (%.1f us): %.1f us %s; "
+           "p99 <= 10 x RTT (%.1f us): %.1f us %s\n",
+           k, kind, sz, 2 * rtt, m->h50, yes(m->h50 <= 2 * rtt), 10 * rtt,
            m->h99, yes(m->h99 <= 10 * rtt));
 }
 
@@ -365,21 +372,6 @@ static void shared_lock(const lb_series *s, size_t ns, double rtt, int k)
            m->readers < 2 ? ", so no sharing seen" : "", m->counter,
            m->want, m->counter_ok ? "OK" : "FAIL", m->overlaps,
            m->overlaps == 0 ? "OK" : "FAIL: EXCLUSION BROKEN");
-}
-
-/* A set of keys: its hand-off, one script for all its keys. */
-static void key_set(const lb_series *s, size_t ns, double rtt, int k)
-{
-    const lb_series *m = find_kind(s, ns, k, is_set);
-
-    if (m == NULL) {
-        printf("  K=%d set run missing: MISS\n", k);
-        return;
-    }
-    printf("  K=%d set (%d keys) hand-off p50 <= 2 x RTT (%.1f us): %.1f us "
-           "%s; p99 <= 10 x RTT (%.1f us): %.1f us %s\n",
-           k, m->set, 2 * rtt, m->h50, yes(m->h50 <= 2 * rtt), 10 * rtt,
-           m->h99, yes(m->h99 <= 10 * rtt));
 }
 
 static void targets(const lb_series *s, size_t ns, const lb_micro *m,
@@ -425,9 +417,9 @@ static void targets(const lb_series *s, size_t ns, const lb_micro *m,
             printf("  K=64 %s run missing: scaling target MISS\n",
                    i ? "fair" : "default mode");
     }
-    semaphore(s, ns, rtt, k);
+    kind_hand_off(s, ns, rtt, k, is_sem, "semaphore", "limit %d");
     shared_lock(s, ns, rtt, k);
-    key_set(s, ns, rtt, k);
+    kind_hand_off(s, ns, rtt, k, is_set, "set", "%d keys");
     for (i = 0; i < nidle; i++)
         printf("  blocked waiter (%s) holds 1 server connection: %d %s\n",
                idle[i].fair ? "fair" : "default", idle[i].conns,
