@@ -127,10 +127,30 @@ long long th_lock_keys(redisContext *c)
     return n;
 }
 
+/* In a child: a client of url and a handle for the n keys (a set when
+ * more than one), acquired with o; 0, or -1 when any of it failed. */
+static int child_take(const char *url, const char *const *keys, int n,
+                      const redislock_acquire_options *o, redislock_client **c,
+                      redislock_lock **l)
+{
+    size_t lens[REDISLOCK_SET_MAX];
+    int i;
+
+    if (n < 1 || n > REDISLOCK_SET_MAX ||
+        redislock_client_new(c, url, NULL) != REDISLOCK_OK)
+        return -1;
+    for (i = 0; i < n; i++)
+        lens[i] = strlen(keys[i]);
+    if (redislock_lock_new_multi(*c, (const void *const *)keys, lens, (size_t)n,
+                                 l) != REDISLOCK_OK)
+        return -1;
+    return redislock_acquire(*l, o) == REDISLOCK_OK ? 0 : -1;
+}
+
 /* The stopped holder's exit status: 1 its write refused (the expected),
  * 0 accepted, 2 another outcome; +10 when redislock_check did not
  * report the loss. */
-static int stopped_holder(const char *url, const char *key,
+static int stopped_holder(const char *url, const char *const *keys, int n,
                           const redislock_acquire_options *o, const char *res)
 {
     redislock_client *c;
@@ -138,9 +158,7 @@ static int stopped_holder(const char *url, const char *key,
     redislock_err e;
     int lost;
 
-    if (redislock_client_new(&c, url, NULL) != REDISLOCK_OK ||
-        redislock_lock_new(c, key, strlen(key), &l) != REDISLOCK_OK ||
-        redislock_acquire(l, o) != REDISLOCK_OK)
+    if (child_take(url, keys, n, o, &c, &l) != 0)
         return 2;
     raise(SIGSTOP); /* longer than the lease */
     lost = redislock_check(l) != REDISLOCK_OK;
@@ -152,7 +170,7 @@ static int stopped_holder(const char *url, const char *key,
            (lost ? 0 : 10);
 }
 
-int th_start_stopped_holder(th_env *e, const char *key,
+int th_start_stopped_holder(th_env *e, const char *const *keys, int n,
                             const redislock_acquire_options *o, const char *res)
 {
     int st;
@@ -162,9 +180,38 @@ int th_start_stopped_holder(th_env *e, const char *key,
     pid = fork();
     ASSERT(pid >= 0);
     if (pid == 0)
-        _exit(stopped_holder(e->s->unix_url, key, o, res));
+        _exit(stopped_holder(e->s->unix_url, keys, n, o, res));
     ASSERT_EQ_INT(waitpid(pid, &st, WUNTRACED), pid);
     ASSERT(WIFSTOPPED(st));
+    return (int)pid;
+}
+
+int th_start_holder(th_env *e, const char *const *keys, int n,
+                    const redislock_acquire_options *o, int64_t t[2])
+{
+    redislock_client *c;
+    redislock_lock *l;
+    int fds[2];
+    pid_t pid;
+
+    ASSERT_EQ_INT(pipe(fds), 0);
+    fflush(NULL);
+    pid = fork();
+    ASSERT(pid >= 0);
+    if (pid == 0) {
+        close(fds[0]);
+        t[0] = th_now_ms();
+        if (child_take(e->s->unix_url, keys, n, o, &c, &l) != 0)
+            _exit(2);
+        t[1] = th_now_ms();
+        if (write(fds[1], t, 2 * sizeof *t) != (ssize_t)(2 * sizeof *t))
+            _exit(3);
+        pause();
+        _exit(0);
+    }
+    close(fds[1]);
+    ASSERT_EQ_INT(read(fds[0], t, 2 * sizeof *t), (long long)(2 * sizeof *t));
+    close(fds[0]);
     return (int)pid;
 }
 

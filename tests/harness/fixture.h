@@ -94,13 +94,19 @@ void th_share_expiry(th_env *e, const char *key,
                      const redislock_acquire_options *shortl,
                      const redislock_acquire_options *longl);
 
-/* A holder stopped past its lease: a child process that takes key on
+/* A holder to kill: a child process that takes the n keys (a set when
+ * more than one) on e's server with o and waits for a signal. Returns its
+ * pid once it holds; t gets th_now_ms() before and after its acquire. */
+int th_start_holder(th_env *e, const char *const *keys, int n,
+                    const redislock_acquire_options *o, int64_t t[2]);
+
+/* A holder stopped past its lease: a child process that takes the keys on
  * e's server with o (a short lease), stops itself (SIGSTOP) and, once
  * resumed, writes "stale" to the fenced resource res with its token.
  * Returns once the child has stopped holding; th_resume_refused() then
  * resumes it and asserts that it saw the loss (redislock_check) and that
  * its write was refused (REDISLOCK_ESTALE). */
-int th_start_stopped_holder(th_env *e, const char *key,
+int th_start_stopped_holder(th_env *e, const char *const *keys, int n,
                             const redislock_acquire_options *o,
                             const char *res);
 void th_resume_refused(int pid);

@@ -113,8 +113,8 @@ static void assert_sent(const th_monitor_log *log, const char *want)
 }
 
 /* Records what one lock cycle (acquire, extends, release) sends. */
-static void cycle(env *e, int extends, th_cmdstats *before,
-                  th_cmdstats *after, th_monitor_log *log)
+static void cycle(env *e, int extends, th_cmdstats *before, th_cmdstats *after,
+                  th_monitor_log *log)
 {
     th_monitor m;
     int i;

@@ -21,6 +21,8 @@
 #include "test.h"
 
 #define KEY "sem:key"
+/* KEY as a set of one, for the harness's holders. */
+static const char *const one_key[1] = {KEY};
 
 static redislock_acquire_options permit(int limit, int64_t ttl, int64_t wait)
 {
@@ -271,27 +273,9 @@ void test_sem_killed_holder_freed_within_ttl(void)
     th_env e = th_env_start();
     redislock_acquire_options o = permit(1, 300, 3000);
     redislock_lock *b = th_lock(e.c, KEY);
-    int fds[2], st;
-    int64_t killed;
-    char c;
-    pid_t pid;
+    int64_t killed, t[2];
+    int st, pid = th_start_holder(&e, one_key, 1, &o, t);
 
-    ASSERT_EQ_INT(pipe(fds), 0);
-    if ((pid = fork()) == 0) {
-        redislock_client *cc = th_client(e.s);
-        redislock_lock *l = th_lock(cc, KEY);
-
-        close(fds[0]);
-        if (redislock_acquire(l, &o) != REDISLOCK_OK)
-            _exit(2);
-        if (write(fds[1], "x", 1) != 1)
-            _exit(3);
-        pause();
-        _exit(0);
-    }
-    close(fds[1]);
-    ASSERT_EQ_INT(read(fds[0], &c, 1), 1);
-    close(fds[0]);
     kill(pid, SIGKILL);
     killed = th_now_ms();
     ASSERT_EQ_INT(waitpid(pid, &st, 0), pid);
@@ -582,7 +566,7 @@ void test_sem_stopped_holder_write_refused(void)
     redislock_acquire_options o = permit(2, 5000, 3000);
     redislock_acquire_options brief = permit(2, 200, 0);
     redislock_lock *a = th_lock(e.c, KEY), *b = th_lock(e.c, KEY);
-    int pid = th_start_stopped_holder(&e, KEY, &brief, "sem:res");
+    int pid = th_start_stopped_holder(&e, one_key, 1, &brief, "sem:res");
 
     /* One place is free; the other once the stopped holder's lease ends. */
     ASSERT_OK(redislock_acquire(a, &o));

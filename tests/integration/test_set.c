@@ -733,28 +733,8 @@ void test_set_killed_holder_freed_within_ttl(void)
     redislock_lock *s = th_lock_set(e.c, over, 2);
     int64_t t[2], got;
     set_waiter w;
-    int fds[2], st;
-    pid_t pid;
+    int st, pid = th_start_holder(&e, k, 3, &o, t);
 
-    ASSERT_EQ_INT(pipe(fds), 0);
-    fflush(NULL);
-    if ((pid = fork()) == 0) {
-        redislock_client *cc = th_client(e.s);
-        redislock_lock *l = th_lock_set(cc, k, 3);
-
-        close(fds[0]);
-        t[0] = th_now_ms();
-        if (redislock_acquire(l, &o) != REDISLOCK_OK)
-            _exit(2);
-        t[1] = th_now_ms();
-        if (write(fds[1], t, sizeof t) != (ssize_t)sizeof t)
-            _exit(3);
-        pause();
-        _exit(0);
-    }
-    close(fds[1]);
-    ASSERT_EQ_INT(read(fds[0], t, sizeof t), (long long)sizeof t);
-    close(fds[0]);
     set_waiter_start(&w, s, &wo);
     ASSERT_EQ_INT(kill(pid, SIGKILL), 0);
     ASSERT_EQ_INT(waitpid(pid, &st, 0), pid);

@@ -509,34 +509,6 @@ void test_set_processes_exclusion(void)
     th_env_stop(&e);
 }
 
-/* As the harness's stopped holder (th_start_stopped_holder), for a set:
- * the exit status is 1 when its write was refused, 0 accepted, 2 another
- * outcome; +10 when redislock_check did not report the loss. */
-static int stopped_set_holder(const char *url, const char *const *k,
-                              const redislock_acquire_options *o,
-                              const char *res)
-{
-    redislock_client *c;
-    redislock_lock *l;
-    size_t lens[3] = {strlen(k[0]), strlen(k[1]), strlen(k[2])};
-    redislock_err e;
-    int lost;
-
-    if (redislock_client_new(&c, url, NULL) != REDISLOCK_OK ||
-        redislock_lock_new_multi(c, (const void *const *)k, lens, 3, &l) !=
-            REDISLOCK_OK ||
-        redislock_acquire(l, o) != REDISLOCK_OK)
-        return 2;
-    raise(SIGSTOP); /* longer than the lease */
-    lost = redislock_check(l) != REDISLOCK_OK;
-    e = redislock_fenced_set(c, res, strlen(res), "stale", 5,
-                             redislock_fence(l));
-    return (e == REDISLOCK_ESTALE ? 1
-            : e == REDISLOCK_OK   ? 0
-                                  : 2) +
-           (lost ? 0 : 10);
-}
-
 /* A set's holder stopped (SIGSTOP) past its 200 ms lease: an overlapping
  * set takes the keys and writes the resource with its fencing token; the
  * stopped one, resumed, knows it lost the set, and its write with its
@@ -549,22 +521,14 @@ void test_set_stopped_holder_write_refused(void)
     redislock_acquire_options brief = th_aopts(200, 0, 0);
     redislock_acquire_options o = th_aopts(5000, 3000, 0);
     redislock_lock *s = th_lock_set(e.c, over, 2);
-    int st;
-    pid_t pid;
+    int pid = th_start_stopped_holder(&e, k, 3, &brief, "st:res");
 
-    fflush(NULL);
-    pid = fork();
-    ASSERT(pid >= 0);
-    if (pid == 0)
-        _exit(stopped_set_holder(e.s->unix_url, k, &brief, "st:res"));
-    ASSERT_EQ_INT(waitpid(pid, &st, WUNTRACED), pid);
-    ASSERT(WIFSTOPPED(st));
     ASSERT_EQ_INT(th_cmd_int(e.r, "EXISTS st:a st:b st:c"), 3);
     /* The set gets its keys once the stopped holder's lease ends. */
     ASSERT_OK(redislock_acquire(s, &o));
     ASSERT_OK(
         redislock_fenced_set(e.c, "st:res", 6, "fresh", 5, redislock_fence(s)));
-    th_resume_refused((int)pid);
+    th_resume_refused(pid);
     ASSERT_KEY(e.r, "st:res", "fresh");
     ASSERT_OK(redislock_release(s));
     redislock_lock_free(s);

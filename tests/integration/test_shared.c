@@ -22,6 +22,8 @@
 #include "test.h"
 
 #define KEY "shr:key"
+/* KEY as a set of one, for the harness's holders. */
+static const char *const one_key[1] = {KEY};
 /* The members of a shared key's set that are not shares. */
 #define MARK "redislock:shared"
 #define WRITER "redislock:writer"
@@ -660,28 +662,8 @@ void test_shared_killed_reader_freed_within_ttl(void)
     redislock_acquire_options x = th_aopts(5000, 3000, 0);
     int64_t t[2], got;
     th_waiter w;
-    int fds[2], st;
-    pid_t pid;
+    int st, pid = th_start_holder(&e, one_key, 1, &o, t);
 
-    ASSERT_EQ_INT(pipe(fds), 0);
-    fflush(NULL);
-    if ((pid = fork()) == 0) {
-        redislock_client *cc = th_client(e.s);
-        redislock_lock *l = th_lock(cc, KEY);
-
-        close(fds[0]);
-        t[0] = th_now_ms();
-        if (redislock_acquire(l, &o) != REDISLOCK_OK)
-            _exit(2);
-        t[1] = th_now_ms();
-        if (write(fds[1], t, sizeof t) != (ssize_t)sizeof t)
-            _exit(3);
-        pause();
-        _exit(0);
-    }
-    close(fds[1]);
-    ASSERT_EQ_INT(read(fds[0], t, sizeof t), (long long)sizeof t);
-    close(fds[0]);
     th_waiter_start(&w, e.c, KEY, &x);
     ASSERT_EQ_INT(kill(pid, SIGKILL), 0);
     ASSERT_EQ_INT(waitpid(pid, &st, 0), pid);
@@ -715,7 +697,7 @@ void test_shared_stopped_reader_write_refused(void)
     redislock_acquire_options x = th_aopts(5000, 3000, 0);
     redislock_acquire_options brief = share(200, 0);
     redislock_lock *w = th_lock(e.c, KEY);
-    int pid = th_start_stopped_holder(&e, KEY, &brief, "shr:res");
+    int pid = th_start_stopped_holder(&e, one_key, 1, &brief, "shr:res");
 
     /* The writer gets the key once the stopped reader's lease ends. */
     ASSERT_OK(redislock_acquire(w, &x));
@@ -738,7 +720,7 @@ void test_shared_stopped_writer_write_refused(void)
     int pid;
 
     ASSERT_OK(redislock_fenced_set(e.c, "shr:res", 7, "v0", 2, 1));
-    pid = th_start_stopped_holder(&e, KEY, &brief, "shr:res");
+    pid = th_start_stopped_holder(&e, one_key, 1, &brief, "shr:res");
     /* Readers get in once the stopped writer's lease ends; one stores
      * what it read with its token. */
     ASSERT_OK(redislock_acquire(a, &o));
