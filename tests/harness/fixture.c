@@ -186,6 +186,30 @@ int th_start_stopped_holder(th_env *e, const char *const *keys, int n,
     return (int)pid;
 }
 
+void th_run_workers(th_env *e, int n,
+                    void (*worker)(const th_server *s, unsigned seed))
+{
+    pid_t *pid = calloc((size_t)n, sizeof *pid);
+    int i, st;
+
+    ASSERT(pid != NULL);
+    fflush(NULL);
+    for (i = 0; i < n; i++) {
+        pid[i] = fork();
+        ASSERT(pid[i] >= 0);
+        if (pid[i] == 0) {
+            worker(e->s, (unsigned)getpid() * 2654435761u);
+            _exit(0);
+        }
+    }
+    for (i = 0; i < n; i++) {
+        ASSERT_EQ_INT(waitpid(pid[i], &st, 0), pid[i]);
+        ASSERT(WIFEXITED(st));
+        ASSERT_EQ_INT(WEXITSTATUS(st), 0);
+    }
+    free(pid);
+}
+
 int th_start_holder(th_env *e, const char *const *keys, int n,
                     const redislock_acquire_options *o, int64_t t[2])
 {

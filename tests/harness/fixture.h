@@ -94,6 +94,12 @@ void th_share_expiry(th_env *e, const char *key,
                      const redislock_acquire_options *shortl,
                      const redislock_acquire_options *longl);
 
+/* n worker processes: each runs worker(e's server, a seed of its own),
+ * which ends the process with _exit(); returns once all have, asserting
+ * that each exited 0. */
+void th_run_workers(th_env *e, int n,
+                    void (*worker)(const th_server *s, unsigned seed));
+
 /* A holder to kill: a child process that takes the n keys (a set when
  * more than one) on e's server with o and waits for a signal. Returns its
  * pid once it holds; t gets th_now_ms() before and after its acquire. */

@@ -303,7 +303,7 @@ void test_sem_killed_holder_freed_within_ttl(void)
     "if n > tonumber(redis.call('GET', KEYS[2]) or '0') then "                 \
     "redis.call('SET', KEYS[2], n) end return n"
 
-static void occupant(const th_server *s)
+static void occupant(const th_server *s, unsigned seed)
 {
     redislock_client *c = th_client(s);
     redislock_lock *l = th_lock(c, KEY);
@@ -316,7 +316,7 @@ static void occupant(const th_server *s)
         if (redislock_acquire(l, &o) != REDISLOCK_OK)
             _exit(2);
         freeReplyObject(redisCommand(r, "EVAL %s 2 sem:occ sem:max", RAISE));
-        usleep((useconds_t)(rand() % 300));
+        usleep((useconds_t)(rand_r(&seed) % 300));
         freeReplyObject(redisCommand(r, "DECR sem:occ"));
         if (redislock_release(l) != REDISLOCK_OK)
             _exit(3);
@@ -327,20 +327,10 @@ static void occupant(const th_server *s)
 void test_sem_processes_never_exceed_limit(void)
 {
     th_env e = th_env_start();
-    pid_t pid[SEM_PROCS];
     long long max, rounds;
     char *str;
-    int i, st;
 
-    for (i = 0; i < SEM_PROCS; i++)
-        if ((pid[i] = fork()) == 0) {
-            srand((unsigned)getpid());
-            occupant(e.s);
-        }
-    for (i = 0; i < SEM_PROCS; i++) {
-        ASSERT_EQ_INT(waitpid(pid[i], &st, 0), pid[i]);
-        ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-    }
+    th_run_workers(&e, SEM_PROCS, occupant);
     str = th_cmd_str(e.r, NULL, "GET sem:max");
     max = str ? atoll(str) : 0;
     free(str);

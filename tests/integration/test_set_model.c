@@ -469,24 +469,12 @@ static void set_worker(const th_server *s, unsigned seed)
 void test_set_processes_exclusion(void)
 {
     th_env e = th_env_start();
-    pid_t pid[PROCS];
     long long sec[PKEYS], cnt[PKEYS], all = 0;
     int64_t t0 = th_now_ms();
     char key[16];
-    int i, st;
+    int i;
 
-    fflush(NULL);
-    for (i = 0; i < PROCS; i++) {
-        pid[i] = fork();
-        ASSERT(pid[i] >= 0);
-        if (pid[i] == 0)
-            set_worker(e.s, (unsigned)getpid() * 2654435761u);
-    }
-    for (i = 0; i < PROCS; i++) {
-        ASSERT_EQ_INT(waitpid(pid[i], &st, 0), pid[i]);
-        ASSERT(WIFEXITED(st));
-        ASSERT_EQ_INT(WEXITSTATUS(st), 0);
-    }
+    th_run_workers(&e, PROCS, set_worker);
     for (i = 0; i < PKEYS; i++) {
         snprintf(key, sizeof key, "px:sec%d", i);
         sec[i] = th_get_num(e.r, key);

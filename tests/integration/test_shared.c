@@ -618,23 +618,10 @@ static void section_worker(const th_server *s, unsigned seed)
 void test_shared_processes_exclusion(void)
 {
     th_env e = th_env_start();
-    pid_t pid[PROCS];
     long long wsec, rsec, counter, bad, max;
     int64_t t0 = th_now_ms();
-    int i, st;
 
-    fflush(NULL);
-    for (i = 0; i < PROCS; i++) {
-        pid[i] = fork();
-        ASSERT(pid[i] >= 0);
-        if (pid[i] == 0)
-            section_worker(e.s, (unsigned)getpid() * 2654435761u);
-    }
-    for (i = 0; i < PROCS; i++) {
-        ASSERT_EQ_INT(waitpid(pid[i], &st, 0), pid[i]);
-        ASSERT(WIFEXITED(st));
-        ASSERT_EQ_INT(WEXITSTATUS(st), 0);
-    }
+    th_run_workers(&e, PROCS, section_worker);
     wsec = th_get_num(e.r, "shr:wsec");
     rsec = th_get_num(e.r, "shr:rsec");
     counter = th_get_num(e.r, "shr:counter");
