@@ -408,6 +408,17 @@ void th_waiter_start_at_(const char *file, int line, th_waiter *w,
         test_fail_(file, line, "cannot start a waiter thread");
 }
 
+void th_waiter_start_lock_at_(const char *file, int line, th_waiter *w,
+                              redislock_lock *l,
+                              const redislock_acquire_options *o)
+{
+    memset(w, 0, sizeof *w);
+    w->l = l;
+    w->o = *o;
+    if (pthread_create(&w->t, NULL, waiter_thread, w) != 0)
+        test_fail_(file, line, "cannot start a waiter thread");
+}
+
 void th_waiter_join_ok_at_(const char *file, int line, th_waiter *w, int64_t ms)
 {
     th_join_within_at_(file, line, w->t, ms);

@@ -155,6 +155,13 @@ void th_waiter_start_at_(const char *file, int line, th_waiter *w,
                          redislock_client *c, const char *key,
                          const redislock_acquire_options *o);
 
+/* The same with a handle of the caller's (a set's), which it keeps. */
+#define th_waiter_start_lock(w, l, o)                                          \
+    th_waiter_start_lock_at_(__FILE__, __LINE__, w, l, o)
+void th_waiter_start_lock_at_(const char *file, int line, th_waiter *w,
+                              redislock_lock *l,
+                              const redislock_acquire_options *o);
+
 /* Joins the waiter within ms and asserts that it got the lock. */
 #define th_waiter_join_ok(w, ms)                                               \
     th_waiter_join_ok_at_(__FILE__, __LINE__, w, ms)

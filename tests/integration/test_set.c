@@ -5,9 +5,9 @@
  * that refused it and is woken by its release; release, extend and the
  * watchdog act on every key and report a key that expired or was taken;
  * a lost reply's ghost set is undone; bad input is refused with nothing
- * written; sets on sharded clients; a killed holder. The model-based
- * run, processes excluding each other and a stopped holder are in
- * test_set_model.c.
+ * written; a killed holder. The model-based run, processes excluding each
+ * other and a stopped holder are in test_set_model.c; sets over several
+ * servers in test_spread.c.
  */
 #include <poll.h>
 #include <pthread.h>
@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "harness/fixture.h"
+#include "harness/keysets.h"
 #include "harness/proxy.h"
 #include "harness/server.h"
 #include "harness/util.h"
@@ -38,104 +39,6 @@ static redislock_err set_try(redislock_client *c, const char *const *keys,
     for (i = 0; i < n && i < 16; i++)
         lens[i] = strlen(keys[i]);
     return redislock_lock_new_multi(c, (const void *const *)keys, lens, n, out);
-}
-
-/* A command over the n keys (EXISTS, MGET), as the server answers it. */
-static redisReply *over_keys(redisContext *r, const char *cmd,
-                             const char *const *keys, size_t n)
-{
-    const char *argv[REDISLOCK_SET_MAX + 1];
-    redisReply *rep;
-    size_t i;
-
-    ASSERT_LE(n, REDISLOCK_SET_MAX);
-    argv[0] = cmd;
-    for (i = 0; i < n; i++)
-        argv[i + 1] = keys[i];
-    rep = redisCommandArgv(r, (int)n + 1, argv, NULL);
-    ASSERT(rep != NULL && rep->type != REDIS_REPLY_ERROR);
-    return rep;
-}
-
-/* How many of the keys exist, in one step. */
-static long long existing(redisContext *r, const char *const *keys, size_t n)
-{
-    redisReply *rep = over_keys(r, "EXISTS", keys, n);
-    long long v = rep->integer;
-
-    freeReplyObject(rep);
-    return v;
-}
-
-/* How many of the keys hold token, in one step. */
-static size_t holding(redisContext *r, const char *const *keys, size_t n,
-                      const char *token)
-{
-    redisReply *rep = over_keys(r, "MGET", keys, n);
-    size_t i, got = 0;
-
-    for (i = 0; i < rep->elements; i++)
-        got += rep->element[i]->type == REDIS_REPLY_STRING &&
-               strcmp(rep->element[i]->str, token) == 0;
-    freeReplyObject(rep);
-    return got;
-}
-
-/* The fencing counter of key: "K{K}:rl-fence", or "K:rl-fence" when K
- * has a hash tag of its own. Its value, 0 when there is none. */
-static long long counter(redisContext *r, const char *key)
-{
-    const char *open = strchr(key, '{');
-    const char *close = open ? strchr(open + 1, '}') : NULL;
-    int tagged = close != NULL && close > open + 1;
-    char name[128], *v;
-    long long n;
-
-    if (tagged)
-        snprintf(name, sizeof name, "%s:rl-fence", key);
-    else
-        snprintf(name, sizeof name, "%s{%s}:rl-fence", key, key);
-    v = th_cmd_str(r, NULL, "GET %s", name);
-    n = v ? atoll(v) : 0;
-    free(v);
-    return n;
-}
-
-/* A set's acquire on a thread of its own, as th_waiter for one key. */
-typedef struct set_waiter {
-    pthread_t t;
-    redislock_lock *l;
-    redislock_acquire_options o;
-    redislock_err err;
-    int64_t done_us;
-    char detail[256];
-} set_waiter;
-
-static void *set_waiter_thread(void *arg)
-{
-    set_waiter *w = arg;
-
-    w->err = redislock_acquire(w->l, &w->o);
-    w->done_us = th_now_us();
-    snprintf(w->detail, sizeof w->detail, "%s", redislock_errdetail());
-    return NULL;
-}
-
-static void set_waiter_start(set_waiter *w, redislock_lock *l,
-                             const redislock_acquire_options *o)
-{
-    memset(w, 0, sizeof *w);
-    w->l = l;
-    w->o = *o;
-    ASSERT_EQ_INT(pthread_create(&w->t, NULL, set_waiter_thread, w), 0);
-}
-
-static void set_waiter_join_ok(set_waiter *w, int64_t ms)
-{
-    th_join_within(w->t, ms);
-    if (w->err != REDISLOCK_OK)
-        test_fail_(__FILE__, __LINE__, "set waiter: %s; %s",
-                   redislock_errname(w->err), w->detail);
 }
 
 /* Far ahead of the server's clock in microseconds (the year 2096), as a
@@ -166,11 +69,11 @@ void test_set_all_or_none(void)
     /* The last key held by another owner: nothing taken, nothing counted. */
     ASSERT_OK(redislock_acquire(d, &o));
     ASSERT_ERR(redislock_acquire(s, &o), REDISLOCK_EHELD);
-    ASSERT_EQ_INT(existing(e.r, k, 3), 0);
+    ASSERT_EQ_INT(th_keys_existing(e.r, k, 3), 0);
     ASSERT_EQ_INT(th_lock_keys(e.r), 1);
     ASSERT_KEY(e.r, k[3], redislock_token(d));
-    ASSERT_EQ_INT(counter(e.r, k[1]), fb);
-    ASSERT_EQ_INT(counter(e.r, k[2]), AHEAD);
+    ASSERT_EQ_INT(th_fence_counter(e.r, k[1]), fb);
+    ASSERT_EQ_INT(th_fence_counter(e.r, k[2]), AHEAD);
     ASSERT(redislock_token(s) == NULL);
     ASSERT_EQ_INT(redislock_fence(s), 0);
     ASSERT_EQ_INT(redislock_holds(s), 0);
@@ -188,7 +91,7 @@ void test_set_all_or_none(void)
         ASSERT_KEY(e.r, k[i], tok);
         ASSERT_GT(th_pttl(e.r, k[i]), 9000);
         ASSERT_LE(th_pttl(e.r, k[i]), 10000);
-        ASSERT_EQ_INT(counter(e.r, k[i]), fence);
+        ASSERT_EQ_INT(th_fence_counter(e.r, k[i]), fence);
     }
     ASSERT_EQ_INT(redislock_holds(s), 1);
     ASSERT_GT(redislock_valid_ms(s), 9000);
@@ -199,7 +102,7 @@ void test_set_all_or_none(void)
     ASSERT_EQ_INT(th_cmd_int(e.r, "EXISTS set:e"), 0);
     /* Release frees all four; a second release has nothing to free. */
     ASSERT_OK(redislock_release(s));
-    ASSERT_EQ_INT(existing(e.r, k, 4), 0);
+    ASSERT_EQ_INT(th_keys_existing(e.r, k, 4), 0);
     ASSERT_EQ_INT(th_lock_keys(e.r), 0);
     ASSERT_ERR(redislock_release(s), REDISLOCK_EINVAL);
     ASSERT_EQ_INT(redislock_fence(s), 0);
@@ -216,7 +119,7 @@ void test_set_all_or_none(void)
     s2 = th_lock_set(e.c, k, 4);
     ASSERT_OK(redislock_adopt(s2, redislock_token(s)));
     ASSERT_OK(redislock_release(s2));
-    ASSERT_EQ_INT(existing(e.r, k, 4), 0);
+    ASSERT_EQ_INT(th_keys_existing(e.r, k, 4), 0);
     ASSERT_ERR(redislock_release(s), REDISLOCK_EEXPIRED);
     redislock_lock_free(s);
     redislock_lock_free(s2);
@@ -235,13 +138,13 @@ static void one_key_expired(th_env *e, const char *const *k)
     /* First the whole set lengthens. */
     ASSERT_OK(redislock_acquire(s, &o));
     ASSERT_OK(redislock_extend(s, 20000));
-    ASSERT_EQ_INT(holding(e->r, k, 3, redislock_token(s)), 3);
+    ASSERT_EQ_INT(th_keys_holding(e->r, k, 3, redislock_token(s)), 3);
     ASSERT_GT(th_pttl(e->r, k[0]), 15000);
     ASSERT_GT(th_pttl(e->r, k[2]), 15000);
     freeReplyObject(th_cmd(e->r, "PEXPIRE %s 20", k[1]));
     ASSERT(th_wait_key_gone(e->r, k[1], strlen(k[1]), 1000));
     ASSERT_ERR(redislock_release(s), REDISLOCK_EEXPIRED);
-    ASSERT_EQ_INT(existing(e->r, k, 3), 0);
+    ASSERT_EQ_INT(th_keys_existing(e->r, k, 3), 0);
     ASSERT_ERR(redislock_release(s), REDISLOCK_EINVAL);
     ASSERT_OK(redislock_acquire(s, &o));
     freeReplyObject(th_cmd(e->r, "DEL %s", k[2]));
@@ -278,7 +181,7 @@ static void one_key_taken(th_env *e, const char *const *k)
     ASSERT_OK(redislock_acquire(x, &other));
     snprintf(tok, sizeof tok, "%s", redislock_token(x));
     ASSERT_ERR(redislock_extend(s, 20000), REDISLOCK_ELOST);
-    ASSERT_EQ_INT(holding(e->r, k, 3, tok), 1);
+    ASSERT_EQ_INT(th_keys_holding(e->r, k, 3, tok), 1);
     ASSERT_LE(th_pttl(e->r, k[0]), 5000);
     ASSERT_LE(th_pttl(e->r, k[1]), 8000);
     ASSERT_LE(th_pttl(e->r, k[2]), 5000);
@@ -311,22 +214,22 @@ static int64_t woken_behind(th_env *e, const char *const *k, int held,
     redislock_acquire_options wo = th_aopts(30000, 10000, 0);
     redislock_lock *h = th_lock_set(e->c, hk, byset ? 2 : 1),
                    *s = th_lock_set(e->c, k, 3);
-    set_waiter w;
+    th_waiter w;
     int64_t t0;
 
     ASSERT_OK(redislock_acquire(h, &o));
-    set_waiter_start(&w, s, &wo);
+    th_waiter_start_lock(&w, s, &wo);
     th_wait_blocked(e->r, 1, 2000);
     if (silent)
         th_assert_silent(e->r, 1000);
-    ASSERT_EQ_INT(existing(e->r, k, 3), 1);
+    ASSERT_EQ_INT(th_keys_existing(e->r, k, 3), 1);
     ASSERT_GT(th_pttl(e->r, k[held]), 20000);
     t0 = th_now_us();
     ASSERT_OK(redislock_release(h));
-    set_waiter_join_ok(&w, 3000);
-    ASSERT_EQ_INT(holding(e->r, k, 3, redislock_token(s)), 3);
+    th_waiter_join_ok(&w, 3000);
+    ASSERT_EQ_INT(th_keys_holding(e->r, k, 3, redislock_token(s)), 3);
     ASSERT_OK(redislock_release(s));
-    ASSERT_EQ_INT(existing(e->r, k, 3), 0);
+    ASSERT_EQ_INT(th_keys_existing(e->r, k, 3), 0);
     redislock_lock_free(h);
     redislock_lock_free(s);
     return w.done_us - t0;
@@ -425,7 +328,7 @@ static void watched_loss(th_env *e, const char *const *k, const char *cmd,
     ASSERT_OK(redislock_acquire(s, &o));
     /* Four leases' worth: every key renewed all along. */
     for (t0 = th_now_ms(); th_now_ms() - t0 < 1200; th_sleep_ms(50)) {
-        ASSERT_EQ_INT(holding(e->r, k, 3, redislock_token(s)), 3);
+        ASSERT_EQ_INT(th_keys_holding(e->r, k, 3, redislock_token(s)), 3);
         for (i = 0; i < 3; i++)
             ASSERT_GT(th_pttl(e->r, k[i]), 0);
     }
@@ -457,7 +360,7 @@ void test_set_watchdog_renews_and_signals_loss(void)
     ASSERT_KEY(e.r, k[1], "intruder");
     freeReplyObject(th_cmd(e.r, "DEL %s", k[1]));
     watched_loss(&e, k, "DEL %s", REDISLOCK_EEXPIRED);
-    ASSERT_EQ_INT(existing(e.r, k, 3), 0);
+    ASSERT_EQ_INT(th_keys_existing(e.r, k, 3), 0);
     th_env_stop(&e);
 }
 
@@ -494,7 +397,7 @@ void test_set_ghost_undone(void)
     ASSERT_EQ_INT(redislock_holds(l), 0);
     while ((now = th_now_ms() - t0) < 3000 && gone < 0) {
         /* All or none, in each of the server's steps. */
-        n = existing(r, k, 3);
+        n = th_keys_existing(r, k, 3);
         if (n != 0 && n != 3)
             test_fail_(__FILE__, __LINE__, "%lld of 3 keys at %lld ms", n,
                        (long long)now);
@@ -502,7 +405,7 @@ void test_set_ghost_undone(void)
             seen = now;
             ghost = th_cmd_str(r, NULL, "GET %s", k[0]);
             ASSERT(ghost != NULL);
-            ASSERT_EQ_INT(holding(r, k, 3, ghost), 3);
+            ASSERT_EQ_INT(th_keys_holding(r, k, 3, ghost), 3);
             th_proxy_set_delay(p, 0);
             undelayed = now;
         }
@@ -631,94 +534,13 @@ void test_set_bad_input_leaves_nothing(void)
     ASSERT_ERR(redislock_release_hold(s, 1000), REDISLOCK_EINVAL);
     test_log("hold-after: %s", redislock_errdetail());
     ASSERT_GT(redislock_valid_ms(s), 0);
-    ASSERT_EQ_INT(holding(e.r, k, 3, redislock_token(s)), 3);
+    ASSERT_EQ_INT(th_keys_holding(e.r, k, 3, redislock_token(s)), 3);
     ASSERT_GT(th_pttl(e.r, k[2]), 4000);
     ASSERT_OK(redislock_release(s));
     ASSERT_EQ_INT(th_lock_keys(e.r), 0);
     redlock_refuses_set(k);
     redislock_lock_free(s);
     th_env_stop(&e);
-}
-
-/* The server of a sharded client that key lands on, found by taking a
- * plain lock of it and looking; -1 when none has it. */
-static int shard_of(th_servers *e, redislock_client *c, const char *key)
-{
-    redislock_lock *l = th_lock(c, key);
-    int i, at = -1;
-
-    ASSERT_OK(redislock_acquire(l, NULL));
-    for (i = 0; i < e->n; i++)
-        if (th_cmd_int(e->r[i], "EXISTS %s", key) == 1)
-            at = i;
-    ASSERT_OK(redislock_release(l));
-    redislock_lock_free(l);
-    return at;
-}
-
-/* A set of keys on one shard: taken there, whole. */
-static void set_on_shard(th_servers *e, redislock_client *c,
-                         const char *const *k, int at)
-{
-    redislock_acquire_options o = th_aopts(10000, 0, 0);
-    redislock_lock *s = th_lock_set(c, k, 3);
-    int i;
-
-    ASSERT_OK(redislock_acquire(s, &o));
-    for (i = 0; i < e->n; i++)
-        ASSERT_EQ_INT(existing(e->r[i], k, 3), i == at ? 3 : 0);
-    ASSERT_EQ_INT(holding(e->r[at], k, 3, redislock_token(s)), 3);
-    ASSERT_EQ_INT(counter(e->r[at], k[2]), redislock_fence(s));
-    ASSERT_OK(redislock_release(s));
-    ASSERT_EQ_INT(existing(e->r[at], k, 3), 0);
-    redislock_lock_free(s);
-}
-
-/*
- * A sharded client of three servers: a set whose keys land on one server
- * is taken there; keys of two servers are refused, the detail saying
- * that the ring places whole keys (a hash tag does not group them).
- */
-void test_set_sharded_keys(void)
-{
-    th_servers e = th_servers_start(3);
-    redislock_client *c = NULL;
-    redislock_lock *l = (redislock_lock *)1;
-    char keys[3][3][16], *one[3], *two[2];
-    int n[3] = {0, 0, 0}, i, at, full = -1, other = -1;
-
-    ASSERT_OK(redislock_client_new_sharded(&c, e.urls, 3, NULL));
-    /* Three keys of one server, and one of another. */
-    for (i = 0; i < 60 && (full < 0 || other < 0); i++) {
-        char key[16];
-
-        snprintf(key, sizeof key, "sh:%d", i);
-        at = shard_of(&e, c, key);
-        ASSERT_GE(at, 0);
-        if (n[at] < 3)
-            snprintf(keys[at][n[at]++], 16, "%s", key);
-        if (full < 0 && n[at] == 3)
-            full = at;
-        else if (full >= 0 && at != full)
-            other = at;
-    }
-    ASSERT(full >= 0 && other >= 0);
-    for (i = 0; i < 3; i++)
-        one[i] = keys[full][i];
-    test_log("keys %s %s %s on server %d, %s on %d", one[0], one[1], one[2],
-             full, keys[other][0], other);
-    set_on_shard(&e, c, (const char *const *)one, full);
-    two[0] = keys[full][0];
-    two[1] = keys[other][0];
-    ASSERT_ERR(set_try(c, (const char *const *)two, 2, &l), REDISLOCK_EINVAL);
-    test_log("across servers: %s", redislock_errdetail());
-    ASSERT(strstr(redislock_errdetail(), "server") != NULL);
-    ASSERT(strstr(redislock_errdetail(), "whole key") != NULL);
-    ASSERT(l == NULL);
-    for (i = 0; i < 3; i++)
-        ASSERT_EQ_INT(th_lock_keys(e.r[i]), 0);
-    redislock_client_free(c);
-    th_servers_stop(&e);
 }
 
 /* kill -9 of a set's holder: an overlapping set waiting meanwhile gets
@@ -732,20 +554,20 @@ void test_set_killed_holder_freed_within_ttl(void)
     redislock_acquire_options wo = th_aopts(5000, 3000, 0);
     redislock_lock *s = th_lock_set(e.c, over, 2);
     int64_t t[2], got;
-    set_waiter w;
+    th_waiter w;
     int st, pid = th_start_holder(&e, k, 3, &o, t);
 
-    set_waiter_start(&w, s, &wo);
+    th_waiter_start_lock(&w, s, &wo);
     ASSERT_EQ_INT(kill(pid, SIGKILL), 0);
     ASSERT_EQ_INT(waitpid(pid, &st, 0), pid);
-    set_waiter_join_ok(&w, 3000);
+    th_waiter_join_ok(&w, 3000);
     got = w.done_us / 1000;
     test_log("the waiting set got in %lld ms after the holder's set was "
              "taken (lease 300 ms, acquire took %lld ms)",
              (long long)(got - t[1]), (long long)(t[1] - t[0]));
     ASSERT_GE(got, t[0] + 300 - SERVER_MS_SLACK);
     ASSERT_LE(got - t[1], 300 + 100);
-    ASSERT_EQ_INT(holding(e.r, over, 2, redislock_token(s)), 2);
+    ASSERT_EQ_INT(th_keys_holding(e.r, over, 2, redislock_token(s)), 2);
     ASSERT_OK(redislock_release(s));
     redislock_lock_free(s);
     th_env_stop(&e);
