@@ -28,7 +28,7 @@ set -u
 DEFAULT="lock_* expiry_* script_* input_* auth_* acl_* meta_* holdafter_*
 reentrant_* fair_* wake_* fence_* inspect_* holders_* ghost_* interop_*
 legacy_* retry_* watchdog_* errors_* faults_* timeout_* concurrency_*
-shard_* replicas_* sem_* shared_* set_* cli_fair cli_fence cli_reentrant
+shard_* replicas_* sem_* shared_* set_* spread_* cli_fair cli_fence cli_reentrant
 cli_hold_after cli_limit cli_shared cli_set cli_prefix cli_not_lock cli_list
 cli_cmds cli_wait_policy
 cluster_lock_features cluster_slot_migration redlock_reentrant_metadata

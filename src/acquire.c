@@ -175,7 +175,7 @@ static redislock_err prepare(redislock_lock *l, attempt_cfg *a, int tries,
 {
     l->holder_ttl = -2;
     l->holder_silent = 0;
-    if (rl__client_algo(l->client)->fresh_token && tries > 0 &&
+    if (l->algo->fresh_token && tries > 0 &&
         (a->rich ? rl__token(a->nonce) : rl__lock_token(a->tok)) != 0)
         return rl__err(REDISLOCK_ERANDOM, "getrandom failed");
     fill_try(a, deadline, t);
@@ -189,7 +189,7 @@ static redislock_err attempt(redislock_lock *l, attempt_cfg *a, int tries,
     redislock_err err = prepare(l, a, tries, deadline, &t);
 
     if (err == REDISLOCK_OK)
-        err = rl__client_algo(l->client)->attempt(l, &t, sent_us);
+        err = l->algo->attempt(l, &t, sent_us);
     if (err == REDISLOCK_EHELD)
         a->queued = a->was_queued = a->o->fair;
     return err;
@@ -203,7 +203,7 @@ static redislock_err pause_then(redislock_lock *l, attempt_cfg *a, int tries,
                                 rl__wait_result *res, int64_t *sent_us,
                                 int *ran, redislock_err *next)
 {
-    const rl__algo *algo = rl__client_algo(l->client);
+    const rl__algo *algo = l->algo;
     rl__try t;
     redislock_err err;
 
@@ -251,7 +251,7 @@ static int64_t next_pause(redislock_lock *l, const attempt_cfg *a,
         d = o->retry_fn(o->retry_arg, attempt_no, l->holder_ttl);
         if (d < 0)
             return -1;
-    } else if (a->strategy || !rl__client_algo(l->client)->wakes) {
+    } else if (a->strategy || !l->algo->wakes) {
         /* Without wake-ups (Redlock) waiters retry after a random pause. */
         d = rl__jitter(
             rl__retry_delay((int)o->retry, a->delay_ms, a->cap_ms, attempt_no),
@@ -345,7 +345,7 @@ static int lost_reply(redislock_err err)
  * a failed attempt has undone itself. */
 static void abandon(redislock_lock *l, const attempt_cfg *a)
 {
-    const rl__algo *algo = rl__client_algo(l->client);
+    const rl__algo *algo = l->algo;
     rl__try t;
 
     if (algo->abandon == NULL)
@@ -496,15 +496,12 @@ static redislock_err acquire(redislock_lock *l,
                        "acquired reentrant can be taken again)");
     if ((err = setup(l, opts, &a)) != REDISLOCK_OK)
         return err;
-    if (opts->fair && rl__client_algo(l->client)->no_fair != NULL)
-        return rl__err(REDISLOCK_EINVAL, "%s",
-                       rl__client_algo(l->client)->no_fair);
-    if (opts->limit && rl__client_algo(l->client)->no_semaphore != NULL)
-        return rl__err(REDISLOCK_EINVAL, "%s",
-                       rl__client_algo(l->client)->no_semaphore);
-    if (opts->shared && rl__client_algo(l->client)->no_shared != NULL)
-        return rl__err(REDISLOCK_EINVAL, "%s",
-                       rl__client_algo(l->client)->no_shared);
+    if (opts->fair && l->algo->no_fair != NULL)
+        return rl__err(REDISLOCK_EINVAL, "%s", l->algo->no_fair);
+    if (opts->limit && l->algo->no_semaphore != NULL)
+        return rl__err(REDISLOCK_EINVAL, "%s", l->algo->no_semaphore);
+    if (opts->shared && l->algo->no_shared != NULL)
+        return rl__err(REDISLOCK_EINVAL, "%s", l->algo->no_shared);
     if (l->nmore > 0 && (a.rich || opts->fair || opts->limit || opts->shared))
         return rl__err(REDISLOCK_EINVAL,
                        "a set of %d keys cannot be %s: a set is a plain lock "

@@ -82,6 +82,16 @@ typedef struct rl__algo {
 
 extern const rl__algo rl__algo_one;
 extern const rl__algo rl__algo_redlock;
+extern const rl__algo rl__algo_spread;
+
+/* Whether the set l's keys are out of one script's reach (several
+ * places, rl__topo_place): it then needs rl__spread_new. */
+int rl__spread_needed(redislock_lock *l);
+
+/* Groups the keys of the set l by place and gives l the spread
+ * algorithm (spread.c). */
+redislock_err rl__spread_new(redislock_lock *l);
+void rl__spread_free(struct rl__spread *sp);
 
 /* Decodes inspect.lua's reply into info; strings go into *buf (inspect.c,
  * for every algorithm). */

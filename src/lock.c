@@ -94,9 +94,9 @@ redislock_err redislock_lock_new(redislock_client *c, const void *key,
     l->prefixlen = l->keylen - keylen;
     l->base = (char *)n.base;
     l->baselen = n.baselen;
-    l->wait_base = l->base;
-    l->wait_baselen = l->baselen;
+    l->wait_name = (rl__lockname){l->key, l->keylen, l->base, l->baselen};
     l->client = c;
+    l->algo = rl__client_algo(c);
     l->pool = rl__topo_node(rl__client_topo(c), l->key, l->keylen);
     l->holder_ttl = -2;
     l->replicas = -1;
@@ -110,11 +110,10 @@ redislock_err redislock_lock_new(redislock_client *c, const void *key,
 }
 
 /* Why a set's further key k (its name n) cannot join the set of l: given
- * before, or out of reach of the first key's script. */
+ * before. */
 static redislock_err check_member(redislock_lock *l, const rl__lockname *n,
                                   int i)
 {
-    rl__topo *topo = rl__client_topo(l->client);
     int j;
 
     if (n->keylen == l->keylen && memcmp(n->key, l->key, l->keylen) == 0)
@@ -124,16 +123,6 @@ static redislock_err check_member(redislock_lock *l, const rl__lockname *n,
             memcmp(n->key, l->more[j].key, n->keylen) == 0)
             return rl__err(REDISLOCK_EINVAL,
                            "key %d of the set is key %d again", i, j + 1);
-    if (!rl__topo_together(topo, l->key, l->keylen, n->key, n->keylen))
-        return rl__err(REDISLOCK_EINVAL,
-                       "key %d of the set lives on another %s than key 0: a "
-                       "set's keys are taken by one script, so they must "
-                       "share one (%s); sets over several servers are not "
-                       "built yet",
-                       i, rl__topo_cluster(topo) ? "hash slot" : "server",
-                       rl__topo_cluster(topo)
-                           ? "give them a common {hash tag}"
-                           : "a sharded client's ring places each whole key");
     return REDISLOCK_OK;
 }
 
@@ -174,6 +163,12 @@ redislock_err redislock_lock_new_multi(redislock_client *c,
         }
         l->nmore = (int)i;
     }
+    /* Keys that one script cannot reach together are taken group by
+     * group (spread.c). */
+    if (rl__spread_needed(l) && (err = rl__spread_new(l)) != REDISLOCK_OK) {
+        redislock_lock_free(l);
+        return err;
+    }
     *out = l;
     return REDISLOCK_OK;
 }
@@ -192,6 +187,7 @@ void redislock_lock_free(redislock_lock *l)
     while (l->nmore > 0)
         unname(&l->more[--l->nmore]);
     free(l->more);
+    rl__spread_free(l->spread);
     free(l->base);
     free(l->key);
     free(l);
@@ -326,19 +322,20 @@ redislock_err rl__lock_command(redislock_lock *l, int n, const rl__cmd *cmds,
 static const char *pingv[1] = {"PING"};
 static const rl__cmd ping = {1, pingv, NULL};
 
-/* A script on the lock's key and the helpers it declares (req names the
- * request, for a script that takes its void key), followed by the
- * replica-sync guard's WAIT when guarded and the guard is on. The
- * release of a hold taken by a fair call that queued goes after a PING
- * (see rl__request): fair waiters are likely behind it. */
-static redislock_err lock_script(redislock_lock *l, int guarded,
-                                 int64_t timeout_ms, const rl__script *s,
-                                 const char *req, int nargs, const char **args,
-                                 const size_t *lens, rl__reply **out)
+/* A script on the locks k and more (nmore; req names the request, for a
+ * script that takes its void key), followed by the replica-sync guard's
+ * WAIT when guarded and the guard is on. The release of a hold taken by
+ * a fair call that queued goes after a PING (see rl__request): fair
+ * waiters are likely behind it. */
+static redislock_err names_script(redislock_lock *l, const rl__lockname *k,
+                                  const rl__lockname *more, int nmore,
+                                  int guarded, int64_t timeout_ms,
+                                  const rl__script *s, const char *req,
+                                  int nargs, const char **args,
+                                  const size_t *lens, rl__reply **out)
 {
     const rl__replicas *g = rl__client_replicas(l->client);
     long long acked = -1;
-    rl__lockname k = {l->key, l->keylen, l->base, l->baselen};
     rl__request q = {
         .s = s,
         .nargs = nargs,
@@ -349,12 +346,35 @@ static redislock_err lock_script(redislock_lock *l, int guarded,
         .acked = &acked,
         .timeout_ms = timeout_ms,
         .first = l->fair_queued && s == &rl__script_release ? &ping : NULL};
-    redislock_err err = run_keyed(rl__client_topo(l->client), NULL, NULL, &k,
-                                  l->more, l->nmore, req, &q, out);
+    redislock_err err = run_keyed(rl__client_topo(l->client), NULL, NULL, k,
+                                  more, nmore, req, &q, out);
 
     if (q.wait_replicas > 0)
         l->replicas = err == REDISLOCK_OK ? (int)acked : -1;
     return err;
+}
+
+/* names_script on the lock's key and a set's further keys. */
+static redislock_err lock_script(redislock_lock *l, int guarded,
+                                 int64_t timeout_ms, const rl__script *s,
+                                 const char *req, int nargs, const char **args,
+                                 const size_t *lens, rl__reply **out)
+{
+    rl__lockname k = {l->key, l->keylen, l->base, l->baselen};
+
+    return names_script(l, &k, l->more, l->nmore, guarded, timeout_ms, s, req,
+                        nargs, args, lens, out);
+}
+
+redislock_err rl__lock_group_script(redislock_lock *l,
+                                    const rl__lockname *names, int n,
+                                    int guarded, int64_t timeout_ms,
+                                    const rl__script *s, const char *req,
+                                    int nargs, const char **args,
+                                    const size_t *lens, rl__reply **out)
+{
+    return names_script(l, &names[0], names + 1, n - 1, guarded, timeout_ms, s,
+                        req, nargs, args, lens, out);
 }
 
 redislock_err rl__lock_script(redislock_lock *l, int64_t timeout_ms,
@@ -444,7 +464,7 @@ static redislock_err owner_script(redislock_lock *l, const rl__script *s,
                                   const char *arg2, int64_t timeout_ms,
                                   long long *n)
 {
-    return rl__client_algo(l->client)->owner(l, s, arg2, timeout_ms, n);
+    return l->algo->owner(l, s, arg2, timeout_ms, n);
 }
 
 static redislock_err check_held(const redislock_lock *l)
@@ -604,7 +624,7 @@ redislock_err redislock_ttl(redislock_lock *l, int64_t *ttl_ms)
 {
     if (l == NULL || ttl_ms == NULL)
         return rl__err(REDISLOCK_EINVAL, "NULL lock handle or output");
-    return rl__client_algo(l->client)->ttl(l, ttl_ms);
+    return l->algo->ttl(l, ttl_ms);
 }
 
 int64_t redislock_valid_ms(const redislock_lock *l)

@@ -28,10 +28,17 @@
  * shared (share_acquire.lua): any number of them at once. */
 #define RL_LIMIT_SHARED (-1)
 
+struct rl__algo;
+struct rl__spread;
+
 struct redislock_lock {
     redislock_client *client;
-    rl__pool *pool; /* the server the key lives on */
-    char *key;      /* the Redis key: the client's prefix, then the key */
+    /* How this handle's requests are decided (algo.h): the client's, or
+     * for a set over several nodes spread.c's. */
+    const struct rl__algo *algo;
+    struct rl__spread *spread; /* that set's groups; NULL otherwise */
+    rl__pool *pool;            /* the server the key lives on */
+    char *key; /* the Redis key: the client's prefix, then the key */
     size_t keylen;
     size_t prefixlen;
     /* Prefix of the lock's helper keys (wake list, fair queue), see
@@ -54,10 +61,11 @@ struct redislock_lock {
      * helper bases (key is the first); NULL and 0 for one key. */
     rl__lockname *more;
     int nmore;
-    /* The helper base of the key a waiter waits behind: the set's key
-     * that refused the last attempt, else base. */
-    const char *wait_base;
-    size_t wait_baselen;
+    /* The key a waiter waits behind (its node, its wake list, the
+     * waiter's own list): the set's key that refused the last attempt,
+     * else the key. Its strings are the handle's. Written by the owner
+     * thread between waits; the key is read under mu while blocked. */
+    rl__lockname wait_name;
     int limit;             /* a share: a semaphore's permit of this limit,
                               or RL_LIMIT_SHARED; 0: a lock */
     int64_t ttl_ms;        /* the lease length renewals use */
@@ -79,13 +87,15 @@ struct redislock_lock {
     char *wait_list;
     size_t wait_list_len;
     int wait_fair;
-    rl__conn *waitconn; /* the connection a waiter blocks on (BLPOP), or
-                           listens on, subscribed to chan (fair) */
-    int subscribed;     /* waitconn is subscribed to chan */
-    rl__pool *waitpool; /* the pool waitconn was taken from for one BLPOP
-                           (rl__pool_detach), which gets it back; or NULL:
-                           the handle's own */
-    char *chan;         /* the channel hand-offs to this handle come on */
+    rl__lockname wait_route; /* the key whose node wait_list is on */
+    rl__conn *waitconn;      /* the connection a waiter blocks on (BLPOP), or
+                                listens on, subscribed to chan (fair) */
+    int subscribed;          /* waitconn is subscribed to chan */
+    rl__pool *waitnode;      /* the node waitconn is to */
+    rl__pool *waitpool;      /* the pool waitconn was taken from for one BLPOP
+                                (rl__pool_detach), which gets it back; or NULL:
+                                the handle's own */
+    char *chan;              /* the channel hand-offs to this handle come on */
     size_t chanlen;
     int64_t wait_seq; /* a fair waiter's place, from its last attempt */
     rl__watch *watch; /* non-NULL while watched */
@@ -143,6 +153,15 @@ redislock_err rl__lock_script(redislock_lock *l, int64_t timeout_ms,
  * then, with the replica-sync guard on, WAITs for the replicas on the same
  * connection and records their count in l->replicas. */
 redislock_err rl__lock_write_script(redislock_lock *l, int64_t timeout_ms,
+                                    const rl__script *s, const char *req,
+                                    int nargs, const char **args,
+                                    const size_t *lens, rl__reply **out);
+
+/* rl__lock_script (guarded: rl__lock_write_script) for the group of a
+ * set's locks names (n of them, the first routing; spread.c). */
+redislock_err rl__lock_group_script(redislock_lock *l,
+                                    const rl__lockname *names, int n,
+                                    int guarded, int64_t timeout_ms,
                                     const rl__script *s, const char *req,
                                     int nargs, const char **args,
                                     const size_t *lens, rl__reply **out);

@@ -87,12 +87,9 @@ static redislock_err attempt_outcome(redislock_lock *l, redislock_err err,
         l->wait_seq = a.seq;
         /* A set waits behind the key that refused it (the reply's fourth
          * element: its place in the set, 1 the first). */
-        l->wait_base = l->base;
-        l->wait_baselen = l->baselen;
-        if (l->nmore > 0 && a.seq >= 2 && a.seq <= l->nmore + 1) {
-            l->wait_base = l->more[a.seq - 2].base;
-            l->wait_baselen = l->more[a.seq - 2].baselen;
-        }
+        l->wait_name = (rl__lockname){l->key, l->keylen, l->base, l->baselen};
+        if (l->nmore > 0 && a.seq >= 2 && a.seq <= l->nmore + 1)
+            l->wait_name = l->more[a.seq - 2];
         err = REDISLOCK_EHELD;
     }
     rl__lock_set_outcomes(l, &err, 1);

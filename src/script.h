@@ -41,6 +41,7 @@ extern const rl__script rl__script_share_acquire;
 extern const rl__script rl__script_set_acquire;
 extern const rl__script rl__script_set_release;
 extern const rl__script rl__script_set_extend;
+extern const rl__script rl__script_set_fence;
 extern const rl__script rl__script_set_abandon;
 /* Every script above, NULL-terminated. */
 extern const rl__script *const rl__scripts[];

@@ -52,12 +52,13 @@ int rl__topo_same_slot(const rl__topo *t, const void *a, size_t alen,
            rl__key_slot(a, alen) == rl__key_slot(b, blen);
 }
 
-int rl__topo_together(rl__topo *t, const void *a, size_t alen, const void *b,
-                      size_t blen)
+unsigned long rl__topo_place(rl__topo *t, const void *key, size_t len)
 {
     if (t->kind == RL_TOPO_CLUSTER)
-        return rl__key_slot(a, alen) == rl__key_slot(b, blen);
-    return rl__topo_node(t, a, alen) == rl__topo_node(t, b, blen);
+        return rl__key_slot(key, len);
+    if (t->kind == RL_TOPO_SHARDED)
+        return rl__ring_lookup(t->ring, key, len);
+    return 0;
 }
 
 int rl__topo_cluster(const rl__topo *t)

@@ -55,10 +55,11 @@ rl__pool *rl__topo_node(rl__topo *t, const void *key, size_t len);
  * resharding may have made or retired one). */
 rl__pool *rl__topo_each(rl__topo *t, size_t i);
 
-/* Whether one script can take keys a and b: the same node, and in a
- * cluster the same slot (a script's keys must share one). */
-int rl__topo_together(rl__topo *t, const void *a, size_t alen, const void *b,
-                      size_t blen);
+/* Where one script can reach key, as a number: in a cluster its slot, on
+ * a sharded client its server's place in URL order, else 0. Keys with
+ * the same place can be taken by one script; the numbers also give sets
+ * over several places one global order to take them in. */
+unsigned long rl__topo_place(rl__topo *t, const void *key, size_t len);
 
 /* Whether one script may name both keys: always, but in a cluster only
  * when they hash to one slot. */

@@ -28,6 +28,7 @@ static int start_blocking(redislock_lock *l, char *own, size_t ownlen, int fair)
         l->wait_list = own;
         l->wait_list_len = ownlen;
         l->wait_fair = fair;
+        l->wait_route = l->wait_name;
     }
     pthread_mutex_unlock(&l->mu);
     return cancelled;
@@ -73,18 +74,30 @@ static void end_waitconn(redislock_lock *l, int reroute)
     }
 }
 
-/* The waiter's own connection, opened when there is none (in a cluster,
- * on the slot's master now, which may have changed), with a reply
+/* The node of the key the waiter waits behind (in a cluster, the slot's
+ * master now, which may have changed). */
+static rl__pool *wait_node(const redislock_lock *l)
+{
+    return rl__topo_node(rl__client_topo(l->client), l->wait_name.key,
+                         l->wait_name.keylen);
+}
+
+/* The waiter's own connection, opened when there is none or when it is
+ * to another node than the one the waiter now waits on (a set over
+ * several nodes waits behind the key that refused it), with a reply
  * timeout of timeout_ms. */
 static redislock_err open_waitconn(redislock_lock *l, int64_t timeout_ms,
                                    int *reroute)
 {
+    rl__pool *p = wait_node(l);
     redislock_err err = REDISLOCK_OK;
 
-    if (l->waitconn == NULL)
-        err = rl__conn_open(
-            &rl__topo_node(rl__client_topo(l->client), l->key, l->keylen)->cfg,
-            &l->waitconn);
+    if (l->waitconn != NULL && l->waitnode != p)
+        close_waitconn(l);
+    if (l->waitconn == NULL) {
+        err = rl__conn_open(&p->cfg, &l->waitconn);
+        l->waitnode = p;
+    }
     if (err == REDISLOCK_OK)
         err = rl__conn_timeout(l->waitconn, timeout_ms);
     if ((*reroute = must_reroute(l, err, NULL)) != 0 && l->waitconn)
@@ -109,10 +122,11 @@ static redislock_err blpop(redislock_lock *l, const char **keys,
     /* The idle connection the attempt just used, when there is one: the
      * waiter then holds one server connection, not two. */
     if (l->waitconn == NULL) {
-        rl__pool *p =
-            rl__topo_node(rl__client_topo(l->client), l->key, l->keylen);
-        if (rl__pool_detach(p, &l->waitconn))
+        rl__pool *p = wait_node(l);
+        if (rl__pool_detach(p, &l->waitconn)) {
             l->waitpool = p;
+            l->waitnode = p;
+        }
     }
     /* The reply may take the whole pause, plus a command's time. */
     err = open_waitconn(l, pause_ms + l->pool->cfg.command_timeout_ms, reroute);
@@ -354,7 +368,7 @@ redislock_err rl__wait(redislock_lock *l, const char *token, const char *req,
         return wait_fair(l, req, pause_ms, res);
     /* Without wake-ups (a Redlock quorum has no one server whose release
      * could wake us), sleep. */
-    if (pause_ms < RL_BLOCK_MIN_MS || !rl__client_algo(l->client)->wakes) {
+    if (pause_ms < RL_BLOCK_MIN_MS || !l->algo->wakes) {
         *res = sleep_or_cancel(l, pause_ms);
         return REDISLOCK_OK;
     }
@@ -362,8 +376,11 @@ redislock_err rl__wait(redislock_lock *l, const char *token, const char *req,
      * the server's timeout would come up to a tick late. */
     end_us = rl__now_us() + pause_ms * 1000;
     pause_ms -= RL_SERVER_TICK_MS;
-    own = rl__helper_join(l->base, l->baselen, "h:", token, &lens[1]);
-    shared = rl__helper_join(l->wait_base, l->wait_baselen,
+    /* Both lists where the key waited behind lives (BLPOP's keys must
+     * share its node, and in a cluster its slot). */
+    own = rl__helper_join(l->wait_name.base, l->wait_name.baselen, "h:", token,
+                          &lens[1]);
+    shared = rl__helper_join(l->wait_name.base, l->wait_name.baselen,
                              l->reader ? "rwake" : "wake", NULL, &lens[0]);
     if (own == NULL || shared == NULL) {
         free(own);
@@ -402,6 +419,8 @@ void rl__wait_interrupt(redislock_lock *l)
     size_t pushl[3] = {5, 0, 6}, expl[3] = {7, 0, 5};
     rl__cmd cmds[2] = {{3, push, pushl}, {3, expire, expl}};
     rl__reply *r[2];
+    rl__request q = {.cmds = cmds};
+    rl__lockname route = {0};
     char *name = NULL;
     size_t len = 0;
     int fair = 0;
@@ -411,6 +430,7 @@ void rl__wait_interrupt(redislock_lock *l)
         memcpy(name, l->wait_list, l->wait_list_len);
         len = l->wait_list_len;
         fair = l->wait_fair;
+        route = l->wait_route;
     }
     pthread_mutex_unlock(&l->mu);
     if (name == NULL)
@@ -423,8 +443,11 @@ void rl__wait_interrupt(redislock_lock *l)
         pushl[0] = strlen(push[0]);
         push[1] = name;
     }
-    /* The waiter's own list expires soon, whoever pops it. */
-    if (rl__lock_command(l, fair ? 1 : 2, cmds, r) == REDISLOCK_OK) {
+    /* The waiter's own list expires soon, whoever pops it. It lives on
+     * the node of the key the waiter waits behind. */
+    q.n = fair ? 1 : 2;
+    if (rl__topo_run(rl__client_topo(l->client), route.key, route.keylen, &q,
+                     r) == REDISLOCK_OK) {
         rl__reply_free(r[0]);
         if (!fair)
             rl__reply_free(r[1]);

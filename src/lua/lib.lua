@@ -184,37 +184,55 @@ local function rl_count_past(key, last, v)
     return v
 end
 
+-- Writes v into the counter key, to live life ms past the moment the
+-- server's clock (now, in microseconds) reaches v. A value ahead of this
+-- server's clock (a set over several servers takes its groups' largest,
+-- see set_fence.lua) thus outlives its lead: once the key has gone, the
+-- clock alone gives values past it.
+local function rl_count_write(key, v, now, life)
+    local ahead = 0
+    if v > now then
+        ahead = math.ceil((v - now) / 1000)
+    end
+    redis.call('SET', key, string.format('%d', v), 'PX', life + ahead)
+end
+
 -- The next value of the counter key: greater than every value it gave
 -- before. last is the counter's value when the caller has read it (false:
 -- there is none; nil: read it here). The value is the larger of last + 1
 -- and the server's clock in microseconds, so the key need only live life
--- ms past its last use: once it has gone, the clock has moved past every
--- value it gave, unless the server's clock stepped back by more than that
--- idle time. The clock also keeps the values of different servers close
--- (Redlock's token is the largest a majority gives, and any majority's
--- largest must exceed the earlier ones): a counter that only counted up
--- from where each server started would not.
+-- ms past its last use (rl_count_write): once it has gone, the clock has
+-- moved past every value it gave, unless the server's clock stepped back
+-- by more than that idle time. The clock also keeps the values of
+-- different servers close (Redlock's token is the largest a majority
+-- gives, and any majority's largest must exceed the earlier ones): a
+-- counter that only counted up from where each server started would not.
 local function rl_count(key, life, last)
     if last == nil then
         last = redis.call('GET', key)
     end
-    local v = rl_count_past(key, last, rl_now_us())
+    local now = rl_now_us()
+    local v = rl_count_past(key, last, now)
     -- Shortening the key's life is harmless: the clock covers it.
-    redis.call('SET', key, string.format('%d', v), 'PX', life)
+    rl_count_write(key, v, now, life)
     return v
 end
 
 -- rl_count for several counter keys at once (a set's fencing counters
 -- share its token): one value past each of lasts (keys[i]'s values, read
--- by the caller), written to all. Every value is checked before the
--- first write.
-local function rl_count_all(keys, life, lasts)
-    local v = rl_now_us()
+-- by the caller) and at least floor (a number, or nil), written to all.
+-- Every value is checked before the first write.
+local function rl_count_all(keys, life, lasts, floor)
+    local now = rl_now_us()
+    local v = now
+    if floor and floor > v then
+        v = floor
+    end
     for i, key in ipairs(keys) do
         v = rl_count_past(key, lasts[i], v)
     end
     for _, key in ipairs(keys) do
-        redis.call('SET', key, string.format('%d', v), 'PX', life)
+        rl_count_write(key, v, now, life)
     end
     return v
 end

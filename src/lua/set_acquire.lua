@@ -1,10 +1,12 @@
 -- All of a set of plain locks or none (redislock_lock_new_multi): one
 -- token, one lease and one fencing token for every key. The keys live on
--- one server (in a cluster, in one slot), so one script decides.
+-- one server (in a cluster, in one slot), so one script decides; a set
+-- over several takes one such group after another (spread.c).
 -- KEYS: the first lock, its fencing counter, its waiting marker and the
 -- void marker of this request (see abandon.lua); then for each further
 -- lock, the lock, its fencing counter and its waiting marker. ARGV as
--- acquire.lua's (ARGV[3] 'plain'; ARGV[4] unused).
+-- acquire.lua's (ARGV[3] 'plain'; ARGV[4] unused); ARGV[7], when given,
+-- the least fencing token to give (the token of the set's group before).
 -- Returns {1, 1, fence} when every key was taken; {0, PTTL, wakes, i}
 -- when the set's i-th key (1: the first) is held, taking none: its
 -- waiting marker is set (as acquire.lua's) so that its release wakes the
@@ -38,7 +40,8 @@ for i, x in ipairs(L) do
         lasts[i] = redis.call('GET', x.fence)
     end
 end
-local fence = rl_count_all(fences, tonumber(ttl) + 1000, lasts)
+local fence = rl_count_all(fences, tonumber(ttl) + 1000, lasts,
+                           tonumber(ARGV[7]))
 for _, x in ipairs(L) do
     redis.call('SET', x.lock, id, 'PX', ttl)
 end

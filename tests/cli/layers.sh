@@ -17,7 +17,7 @@ layer() {
     pool | ident) echo 3 ;;
     topology | cluster | redirect) echo 4 ;;
     lock | acquire | wait | inspect | fence | watchdog | redlock | quorum | \
-        algo | one | \
+        algo | one | spread | \
         env) echo 5 ;;
     client | version) echo 6 ;;
     *) echo 0 ;;

@@ -1,8 +1,9 @@
 #!/bin/sh
 # rl-tests-timeout: 110
 # --shard: several -u URLs are independent servers and each key lives on
-# one of them, chosen by a consistent hash; without --shard, more than
-# one URL is a usage error, and so is a server given twice.
+# one of them, chosen by a consistent hash; a set of keys (-k) may span
+# them; without --shard, more than one URL is a usage error, and so is a
+# server given twice.
 set -eu
 . "$(dirname "$0")/lib.inc"
 
@@ -88,6 +89,37 @@ assert keys == sorted("sk%d" % i for i in range(1, 16)), keys
 i=$(awk '$1 == 1 && NR > 1 { print NR - 1; exit }' "$TEST_TMPDIR/placed")
 [ -n "$i" ] || fail "no key from sk1 on went to server 1"
 expect 1 "$RL" --shard acquire -n "sk$i"
+
+# A set of keys over both servers (-k): held together while the command
+# runs, one token on both; a key held on either server makes it take
+# nothing and run nothing.
+a= b=
+i=0
+while [ $i -lt 40 ] && { [ -z "$a" ] || [ -z "$b" ]; }; do
+    expect 0 "$RL" --shard -u "$url1" -u "$url2" acquire -t 5s "sx$i"
+    w=$(on_server "sx$i")
+    expect 0 "$RL" --shard -u "$url1" -u "$url2" release "sx$i" \
+        "$(cat "$TEST_TMPDIR/out")"
+    [ "$w" = 1 ] && [ -z "$a" ] && a=sx$i
+    [ "$w" = 2 ] && [ -z "$b" ] && b=sx$i
+    i=$((i + 1))
+done
+[ -n "$a" ] && [ -n "$b" ] || fail "no keys sx0..sx39 on both servers"
+expect 0 "$RL" --shard -u "$url1" -u "$url2" run -k "$b" "$a" -- sh -c \
+    '"$0" -s "$1" get "$3"; "$0" -s "$2" get "$4"' "$REDIS_CLI" \
+    "$REDIS_SOCK" "$sock2" "$a" "$b"
+[ "$(sed -n 1p "$TEST_TMPDIR/out")" = "$(sed -n 2p "$TEST_TMPDIR/out")" ] &&
+    [ -n "$(sed -n 1p "$TEST_TMPDIR/out")" ] ||
+    fail "the set over two servers: $(cat "$TEST_TMPDIR/out")"
+[ "$(rcli exists "$a")$(rcli2 exists "$b")" = 00 ] ||
+    fail "the set's run left a key"
+expect 0 "$RL" --shard -u "$url1" -u "$url2" acquire -t 20s "$b"
+tokb=$(cat "$TEST_TMPDIR/out")
+expect 1 "$RL" --shard -u "$url1" -u "$url2" run -n -k "$a" "$b" -- \
+    touch "$TEST_TMPDIR/ran"
+[ ! -e "$TEST_TMPDIR/ran" ] || fail "a set ran beside its held key"
+[ "$(rcli exists "$a")" = 0 ] || fail "a refused set took $a"
+expect 0 "$RL" --shard -u "$url1" -u "$url2" release "$b" "$tokb"
 
 # More than one URL without --shard: 64, nothing sent.
 expect 64 "$RL" -u "$url1" -u "$url2" acquire new-key

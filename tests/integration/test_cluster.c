@@ -180,20 +180,32 @@ static int64_t shared_features(th_cluster *tc, redislock_client *c)
     return (w.done_us - released) / 1000;
 }
 
+/* A key's fencing counter on the cluster node r, 0 for none. */
+static long long fence_of(redisContext *r, const char *key)
+{
+    char *v = th_cmd_str(r, NULL, "GET %s{%s}:rl-fence", key, key);
+    long long n = v ? atoll(v) : 0;
+
+    free(v);
+    return n;
+}
+
 /* Sets of keys (redislock_lock_new_multi): keys of one hash slot are
- * taken together on its master, with their fencing counters; keys of two
- * slots are refused, even when one master serves both. */
+ * taken together on its master, with their fencing counters; keys of
+ * several slots, of one master and of another, are taken slot by slot
+ * (spread.c) with one token and one fencing token, and a key held in any
+ * slot makes the set take nothing. */
 static void set_features(th_cluster *tc, redislock_client *c)
 {
     static const char *const same[3] = {"{fs}a", "{fs}b", "{fs}c"};
-    const char *apart[2] = {"fs:0", NULL};
-    size_t lens[3] = {5, 5, 5};
+    const char *apart[3] = {"fs:0", NULL, NULL};
     redislock_acquire_options o = th_aopts(30000, 0, 0);
     unsigned slot = th_cluster_keyslot(tc, "fs:0");
     int at = th_cluster_owner(tc, th_cluster_keyslot(tc, "{fs}a")), i;
-    redislock_lock *s = th_lock_set(c, same, 3);
-    redisContext *r = th_cluster_redis(tc, at);
-    char key[16];
+    int node[3];
+    redislock_lock *s = th_lock_set(c, same, 3), *h;
+    redisContext *r = th_cluster_redis(tc, at), *rn[3];
+    char key[2][16];
     char *fence;
 
     ASSERT_OK(redislock_acquire(s, &o));
@@ -207,25 +219,47 @@ static void set_features(th_cluster *tc, redislock_client *c)
     ASSERT_EQ_INT(th_cmd_int(r, "EXISTS {fs}a {fs}b {fs}c"), 0);
     redislock_lock_free(s);
     redisFree(r);
-    /* A key of another slot on fs:0's master. */
-    for (i = 1; i < 200 && apart[1] == NULL; i++) {
-        snprintf(key, sizeof key, "fs:%d", i);
-        if (th_cluster_keyslot(tc, key) != slot &&
-            th_cluster_owner(tc, th_cluster_keyslot(tc, key)) ==
-                th_cluster_owner(tc, slot))
-            apart[1] = key;
+    /* A key of another slot on fs:0's master, and one of another
+     * master. */
+    for (i = 1; i < 200 && (apart[1] == NULL || apart[2] == NULL); i++) {
+        unsigned ks;
+
+        snprintf(key[apart[1] == NULL ? 0 : 1], sizeof key[0], "fs:%d", i);
+        ks = th_cluster_keyslot(tc, key[apart[1] == NULL ? 0 : 1]);
+        if (apart[1] == NULL && ks != slot &&
+            th_cluster_owner(tc, ks) == th_cluster_owner(tc, slot))
+            apart[1] = key[0];
+        else if (apart[1] != NULL &&
+                 th_cluster_owner(tc, ks) != th_cluster_owner(tc, slot))
+            apart[2] = key[1];
     }
-    ASSERT(apart[1] != NULL);
-    s = (redislock_lock *)1;
-    lens[0] = strlen(apart[0]);
-    lens[1] = strlen(apart[1]);
-    ASSERT_ERR(
-        redislock_lock_new_multi(c, (const void *const *)apart, lens, 2, &s),
-        REDISLOCK_EINVAL);
-    test_log("%s and %s, one master: %s", apart[0], apart[1],
-             redislock_errdetail());
-    ASSERT(strstr(redislock_errdetail(), "hash slot") != NULL);
-    ASSERT(s == NULL);
+    ASSERT(apart[1] != NULL && apart[2] != NULL);
+    for (i = 0; i < 3; i++) {
+        node[i] = th_cluster_owner(tc, th_cluster_keyslot(tc, apart[i]));
+        rn[i] = th_cluster_redis(tc, node[i]);
+    }
+    test_log("set %s %s (one master, two slots) and %s (another master)",
+             apart[0], apart[1], apart[2]);
+    s = th_lock_set(c, apart, 3);
+    ASSERT_OK(redislock_acquire(s, &o));
+    for (i = 0; i < 3; i++) {
+        ASSERT_KEY(rn[i], apart[i], redislock_token(s));
+        ASSERT_EQ_INT(fence_of(rn[i], apart[i]), redislock_fence(s));
+    }
+    ASSERT_OK(redislock_release(s));
+    for (i = 0; i < 3; i++)
+        ASSERT_KEY(rn[i], apart[i], NULL);
+    /* Held in one slot: nothing taken in the others. */
+    h = th_lock(c, apart[1]);
+    ASSERT_OK(redislock_acquire(h, &o));
+    ASSERT_ERR(redislock_acquire(s, &o), REDISLOCK_EHELD);
+    ASSERT_KEY(rn[0], apart[0], NULL);
+    ASSERT_KEY(rn[2], apart[2], NULL);
+    ASSERT_OK(redislock_release(h));
+    redislock_lock_free(h);
+    redislock_lock_free(s);
+    for (i = 0; i < 3; i++)
+        redisFree(rn[i]);
 }
 
 /* Reentrant and metadata locks, fair hand-off, wake-up, listing,

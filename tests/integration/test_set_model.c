@@ -1,6 +1,7 @@
 /*
  * Sets of keys under many owners: random acquires, releases, extends and
- * pauses of overlapping sets checked against a model of each lease;
+ * pauses of overlapping sets checked against a model of each lease, on
+ * one server and over three (spread.c);
  * processes taking random sets around non-atomic counters; and a set's
  * holder stopped past its lease, whose fenced write is refused.
  */
@@ -52,12 +53,15 @@ typedef struct model_h {
 
 typedef struct model {
     model_h h[MODEL_HANDLES];
+    redisContext *kr[MODEL_KEYS]; /* the server of each key */
+    int kat[MODEL_KEYS];          /* its number */
     uint64_t rng, seed;
     int64_t fence[MODEL_KEYS]; /* the last fencing token of each key */
     int step;
     /* Acquires, of them granted to sets of 2+ keys, refusals, releases or
      * extends that found the lease ended (and of those, ELOST). */
     long long acq, multi, refused, ended, lost;
+    long long spread; /* granted to sets over 2+ servers */
 } model;
 
 static uint64_t model_next(model *m)
@@ -125,10 +129,10 @@ static void model_conflicts(const model *m, const model_h *h, int64_t t,
 }
 
 /* The fencing counter of the model's key k (none has a hash tag). */
-static long long model_counter(redisContext *r, int k)
+static long long model_counter(const model *m, int k)
 {
-    char *v =
-        th_cmd_str(r, NULL, "GET %s{%s}:rl-fence", model_key[k], model_key[k]);
+    char *v = th_cmd_str(m->kr[k], NULL, "GET %s{%s}:rl-fence", model_key[k],
+                         model_key[k]);
     long long n = v ? atoll(v) : 0;
 
     free(v);
@@ -137,29 +141,31 @@ static long long model_counter(redisContext *r, int k)
 
 /* A granted acquire: above every earlier token of each key, which each
  * key's counter now holds. */
-static void model_granted(model *m, model_h *h, redisContext *r, int64_t t0,
-                          int64_t t1, int64_t ttl)
+static void model_granted(model *m, model_h *h, int64_t t0, int64_t t1,
+                          int64_t ttl)
 {
     int64_t f = redislock_fence(h->l);
-    int i, k;
+    int i, k, apart = 0;
 
     for (i = 0; i < h->n; i++) {
         k = h->key[i];
         if (f <= m->fence[k])
             MODEL_FAIL(m, "fence %lld, key %s's last %lld", (long long)f,
                        model_key[k], (long long)m->fence[k]);
-        if (model_counter(r, k) != f)
+        if (model_counter(m, k) != f)
             MODEL_FAIL(m, "key %s's counter %lld, the set's fence %lld",
-                       model_key[k], model_counter(r, k), (long long)f);
+                       model_key[k], model_counter(m, k), (long long)f);
         m->fence[k] = f;
+        apart |= m->kat[k] != m->kat[h->key[0]];
     }
+    m->spread += apart;
     h->held = 1, h->lingers = 0;
     h->lo = t0 + ttl, h->hi = t1 + ttl;
     snprintf(h->token, sizeof h->token, "%s", redislock_token(h->l));
     m->multi += h->n > 1;
 }
 
-static void model_acquire(model *m, model_h *h, redisContext *r)
+static void model_acquire(model *m, model_h *h)
 {
     int64_t ttl =
         model_next(m) % 20 == 0 ? 300 : 10 + (int64_t)(model_next(m) % 50);
@@ -175,7 +181,7 @@ static void model_acquire(model *m, model_h *h, redisContext *r)
         if (surely > 0)
             MODEL_FAIL(m, "a set granted beside %d live leases over its keys",
                        surely);
-        model_granted(m, h, r, t0, t1, ttl);
+        model_granted(m, h, t0, t1, ttl);
         return;
     }
     ASSERT_ERR(err, REDISLOCK_EHELD);
@@ -238,16 +244,18 @@ static int model_owner(const model *m, int k, const char *tok)
     return -1;
 }
 
-/* Checks the server's keys against the beliefs: the keys are read first,
- * in one step, so a handle that still counts validity after the read
- * held its lease at the read. */
-static void model_check(model *m, redisContext *r)
+/* Checks the servers' keys against the beliefs: the keys are read first,
+ * each in one step, so a handle that still counts validity after the
+ * reads held its lease at each read. */
+static void model_check(model *m)
 {
-    redisReply *st = th_cmd(r, "MGET sm:0 sm:1 sm:2 sm:3 sm:4");
+    redisReply *st[MODEL_KEYS];
     int believer[MODEL_KEYS], i, j, k;
 
+    for (k = 0; k < MODEL_KEYS; k++)
+        st[k] = th_cmd(m->kr[k], "GET %s", model_key[k]);
     for (k = 0; k < MODEL_KEYS; k++) {
-        const redisReply *v = st->element[k];
+        const redisReply *v = st[k];
 
         believer[k] = -1;
         if (v->type == REDIS_REPLY_STRING && model_owner(m, k, v->str) < 0)
@@ -262,7 +270,7 @@ static void model_check(model *m, redisContext *r)
         if (!h->held)
             MODEL_FAIL(m, "handle %d counts validity the model ended", i);
         for (j = 0; j < h->n; j++) {
-            const redisReply *v = st->element[k = h->key[j]];
+            const redisReply *v = st[k = h->key[j]];
 
             if (believer[k] >= 0)
                 MODEL_FAIL(m, "key %s believed by handles %d and %d",
@@ -274,7 +282,8 @@ static void model_check(model *m, redisContext *r)
                            v->type == REDIS_REPLY_STRING ? v->str : "nothing");
         }
     }
-    freeReplyObject(st);
+    for (k = 0; k < MODEL_KEYS; k++)
+        freeReplyObject(st[k]);
 }
 
 /* h's set: 1 to 3 distinct keys, in a random order, and its handle. */
@@ -294,19 +303,15 @@ static void model_pick(model *m, model_h *h, redislock_client *c)
     h->l = th_lock_set(c, names, (size_t)n);
 }
 
-void test_set_model_random_operations(void)
+/* The model's run on clients c (MODEL_CLIENTS), with m->kr and m->kat
+ * set; fails unless each outcome was met. */
+static void model_run(model *m, redislock_client **c)
 {
-    th_env e = th_env_start();
-    redislock_client *c[MODEL_CLIENTS];
-    model *m = calloc(1, sizeof *m);
     int64_t t0 = th_now_ms();
     int i, op;
 
-    ASSERT(m != NULL);
     m->seed = th_seed("RL_SET_SEED");
     m->rng = m->seed | 1;
-    for (i = 0; i < MODEL_CLIENTS; i++)
-        c[i] = th_client(e.s);
     for (i = 0; i < MODEL_HANDLES; i++) {
         model_pick(m, &m->h[i], c[i % MODEL_CLIENTS]);
         test_log("handle %d: %d keys, %s %s %s", i, m->h[i].n,
@@ -321,16 +326,17 @@ void test_set_model_random_operations(void)
         if (op < 5)
             th_sleep_ms((int64_t)(model_next(m) % 16));
         else if (!h->held)
-            model_acquire(m, h, e.r);
+            model_acquire(m, h);
         else
             model_release_or_extend(m, h, op < 70);
-        model_check(m, e.r);
+        model_check(m);
     }
     test_log("%d steps in %lld ms: %lld acquires, %lld refused, %lld "
-             "granted to sets of 2+ keys; %lld releases or extends found "
-             "the lease ended (%lld of them ELOST)",
+             "granted to sets of 2+ keys (%lld over 2+ servers); %lld "
+             "releases or extends found the lease ended (%lld of them "
+             "ELOST)",
              MODEL_STEPS, (long long)(th_now_ms() - t0), m->acq, m->refused,
-             m->multi, m->ended, m->lost);
+             m->multi, m->spread, m->ended, m->lost);
     /* Each outcome was met. */
     ASSERT_GT(m->refused, 0);
     ASSERT_GT(m->multi, 0);
@@ -338,10 +344,62 @@ void test_set_model_random_operations(void)
     ASSERT_GT(m->lost, 0);
     for (i = 0; i < MODEL_HANDLES; i++)
         redislock_lock_free(m->h[i].l);
+}
+
+void test_set_model_random_operations(void)
+{
+    th_env e = th_env_start();
+    redislock_client *c[MODEL_CLIENTS];
+    model *m = calloc(1, sizeof *m);
+    int i;
+
+    ASSERT(m != NULL);
+    for (i = 0; i < MODEL_KEYS; i++)
+        m->kr[i] = e.r;
+    for (i = 0; i < MODEL_CLIENTS; i++)
+        c[i] = th_client(e.s);
+    model_run(m, c);
     for (i = 0; i < MODEL_CLIENTS; i++)
         redislock_client_free(c[i]);
     free(m);
     th_env_stop(&e);
+}
+
+/* The same on sharded clients of three servers, the keys spread over
+ * them: sets over several servers (spread.c) among them. */
+void test_spread_model_random_operations(void)
+{
+    th_servers e = th_servers_start(3);
+    redislock_client *c[MODEL_CLIENTS];
+    model *m = calloc(1, sizeof *m);
+    int i, j, servers = 0;
+
+    ASSERT(m != NULL);
+    for (i = 0; i < MODEL_CLIENTS; i++)
+        ASSERT_OK(redislock_client_new_sharded(&c[i], e.urls, 3, NULL));
+    /* Where each key lives: take it and look. */
+    for (i = 0; i < MODEL_KEYS; i++) {
+        redislock_lock *l = th_lock(c[0], model_key[i]);
+
+        ASSERT_OK(redislock_acquire(l, NULL));
+        m->kat[i] = -1;
+        for (j = 0; j < 3; j++)
+            if (th_cmd_int(e.r[j], "EXISTS %s", model_key[i]) == 1)
+                m->kat[i] = j;
+        ASSERT_GE(m->kat[i], 0);
+        m->kr[i] = e.r[m->kat[i]];
+        servers |= 1 << m->kat[i];
+        ASSERT_OK(redislock_release(l));
+        redislock_lock_free(l);
+        test_log("%s on server %d", model_key[i], m->kat[i]);
+    }
+    ASSERT(servers != 1 && servers != 2 && servers != 4);
+    model_run(m, c);
+    ASSERT_GT(m->spread, 0);
+    for (i = 0; i < MODEL_CLIENTS; i++)
+        redislock_client_free(c[i]);
+    free(m);
+    th_servers_stop(&e);
 }
 
 /*

@@ -1,0 +1,360 @@
+/*
+ * The lock algorithm of a set of keys that no one script can reach
+ * (redislock_lock_new_multi on a sharded client whose ring puts them on
+ * several servers, or in a cluster on several hash slots). The keys are
+ * grouped by place (rl__topo_place: the slot, or the server), and the
+ * groups are taken one after another in place order, each all or none by
+ * set_acquire.lua, without waiting: a group that is refused has every
+ * group taken before it released, and the waiter then blocks behind the
+ * key that refused it. Since nobody holds one group while waiting for
+ * another, two sets cannot deadlock; the one order keeps two of them
+ * from taking each other's first groups over and over.
+ *
+ * One token, one lease and one fencing token for the whole set: each
+ * group's token is at least the one before (set_acquire.lua's floor), and
+ * the earlier groups' counters are then raised to the last group's
+ * (set_fence.lua), so every later token of every key is past the set's.
+ * The validity counts from the first group's send.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "algo.h"
+#include "clock.h"
+#include "env.h"
+#include "error.h"
+#include "reply.h"
+#include "topology.h"
+#include "watchdog.h"
+
+struct rl__spread {
+    /* The set's keys, grouped: group g is names[start[g] .. start[g+1]),
+     * the groups in place order, each group's keys in the caller's. */
+    rl__lockname names[REDISLOCK_SET_MAX];
+    int start[REDISLOCK_SET_MAX + 1];
+    int ngroups;
+    int lost; /* the group whose acquire reply was lost, or -1 */
+};
+
+int rl__spread_needed(redislock_lock *l)
+{
+    rl__topo *t = rl__client_topo(l->client);
+    unsigned long first = rl__topo_place(t, l->key, l->keylen);
+    int i;
+
+    for (i = 0; i < l->nmore; i++)
+        if (rl__topo_place(t, l->more[i].key, l->more[i].keylen) != first)
+            return 1;
+    return 0;
+}
+
+redislock_err rl__spread_new(redislock_lock *l)
+{
+    rl__topo *t = rl__client_topo(l->client);
+    unsigned long place[REDISLOCK_SET_MAX];
+    struct rl__spread *sp = calloc(1, sizeof *sp);
+    int n = 1 + l->nmore, i, j;
+
+    if (sp == NULL)
+        return rl__err(REDISLOCK_ENOMEM, "out of memory");
+    sp->lost = -1;
+    /* Insertion sort by place, stable: the caller's order within one. */
+    for (i = 0; i < n; i++) {
+        rl__lockname k =
+            i == 0 ? (rl__lockname){l->key, l->keylen, l->base, l->baselen}
+                   : l->more[i - 1];
+        unsigned long p = rl__topo_place(t, k.key, k.keylen);
+
+        for (j = i; j > 0 && place[j - 1] > p; j--) {
+            place[j] = place[j - 1];
+            sp->names[j] = sp->names[j - 1];
+        }
+        place[j] = p;
+        sp->names[j] = k;
+    }
+    for (i = 0; i < n; i++)
+        if (i == 0 || place[i] != place[i - 1])
+            sp->start[sp->ngroups++] = i;
+    sp->start[sp->ngroups] = n;
+    l->spread = sp;
+    l->algo = &rl__algo_spread;
+    return REDISLOCK_OK;
+}
+
+void rl__spread_free(struct rl__spread *sp)
+{
+    free(sp);
+}
+
+/* Group g's script s with args for l: *out its reply. */
+static redislock_err group_script(redislock_lock *l, int g, int guarded,
+                                  int64_t timeout_ms, const rl__script *s,
+                                  const char *req, int nargs, const char **args,
+                                  const size_t *lens, rl__reply **out)
+{
+    const struct rl__spread *sp = l->spread;
+
+    return rl__lock_group_script(l, &sp->names[sp->start[g]],
+                                 sp->start[g + 1] - sp->start[g], guarded,
+                                 timeout_ms, s, req, nargs, args, lens, out);
+}
+
+/* Frees what the token holds of group g, now, or else in the background
+ * (the janitor's abandon, which also releases). */
+static void undo_group(redislock_lock *l, int g, const char *token,
+                       const char *req, int64_t ttl_ms)
+{
+    const struct rl__spread *sp = l->spread;
+    const char *args[1] = {token};
+    size_t lens[1] = {strlen(token)};
+    rl__watchdog *wd;
+    rl__reply *r;
+
+    if (group_script(l, g, 0, 0, &rl__script_set_release, NULL, 1, args, lens,
+                     &r) == REDISLOCK_OK) {
+        rl__reply_free(r);
+        return;
+    }
+    if (rl__client_watchdog(l->client, &wd) == REDISLOCK_OK)
+        rl__janitor_abandon(
+            wd, rl__client_topo(l->client), NULL, &sp->names[sp->start[g]],
+            sp->start[g + 1] - sp->start[g], token, req, ttl_ms);
+}
+
+static void undo(redislock_lock *l, int upto, const rl__try *t)
+{
+    int g;
+
+    for (g = 0; g < upto; g++)
+        undo_group(l, g, t->id, t->req, t->ttl_ms);
+}
+
+/* Raises the counters of the groups before the last to the set's token
+ * (set_fence.lua): REDISLOCK_OK, REDISLOCK_EHELD when a key no longer
+ * holds the token (its lease ended during the acquire), or a failure. */
+static redislock_err raise_fences(redislock_lock *l, const rl__try *t,
+                                  const int64_t *fences)
+{
+    const struct rl__spread *sp = l->spread;
+    int64_t top = fences[sp->ngroups - 1];
+    char v[24], ttl[24];
+    const char *args[3] = {t->id, v, ttl};
+    size_t lens[3] = {strlen(t->id), 0, 0};
+    rl__reply *r;
+    long long n;
+    redislock_err err = REDISLOCK_OK;
+    int g;
+
+    lens[1] = (size_t)snprintf(v, sizeof v, "%" PRId64, top);
+    lens[2] = (size_t)snprintf(ttl, sizeof ttl, "%" PRId64, t->ttl_ms);
+    for (g = 0; g < sp->ngroups - 1 && err == REDISLOCK_OK; g++) {
+        if (fences[g] >= top)
+            continue;
+        err = group_script(l, g, 0, 0, &rl__script_set_fence, NULL, 3, args,
+                           lens, &r);
+        if (err != REDISLOCK_OK)
+            break;
+        if (r->type != REDIS_REPLY_INTEGER)
+            err = rl__err(REDISLOCK_EPROTOCOL, "set_fence answered type %d",
+                          r->type);
+        else if ((n = r->integer) == 0)
+            err = REDISLOCK_EHELD;
+        rl__reply_free(r);
+    }
+    return err;
+}
+
+/* A refusal by group g: the holder's TTL, whether its release wakes, and
+ * the key to wait behind (the reply's fourth element: its place in the
+ * group, 1 the first). */
+static void refused(redislock_lock *l, int g, const rl__acquired *a)
+{
+    const struct rl__spread *sp = l->spread;
+    int at = sp->start[g], n = sp->start[g + 1] - at;
+
+    l->holder_ttl = a->holder_ttl;
+    l->holder_silent = a->silent;
+    l->wait_name = sp->names[at];
+    if (a->seq >= 1 && a->seq <= n)
+        l->wait_name = sp->names[at + a->seq - 1];
+}
+
+static redislock_err attempt(redislock_lock *l, const rl__try *t,
+                             int64_t *sent_us)
+{
+    struct rl__spread *sp = l->spread;
+    char ttl[24], mark[24], floor[24] = "0";
+    const char *args[7] = {t->id, ttl, "plain", "", mark, t->req, floor};
+    size_t lens[7];
+    int64_t fences[REDISLOCK_SET_MAX];
+    int replicas = -1, g;
+    rl__acquired a = {0};
+    rl__reply *r;
+    redislock_err err = REDISLOCK_OK;
+
+    lens[0] = strlen(t->id);
+    lens[1] = (size_t)snprintf(ttl, sizeof ttl, "%" PRId64, t->ttl_ms);
+    lens[2] = 5;
+    lens[3] = 0;
+    lens[4] = (size_t)snprintf(mark, sizeof mark, "%" PRId64, t->mark_ms);
+    lens[5] = strlen(t->req);
+    lens[6] = 1;
+    sp->lost = -1;
+    *sent_us = rl__now_us();
+    for (g = 0; g < sp->ngroups; g++) {
+        err = group_script(l, g, 1, 0, &rl__script_set_acquire, t->req, 7, args,
+                           lens, &r);
+        if (err == REDISLOCK_OK) {
+            err = rl__reply_acquired(r, &a);
+            rl__reply_free(r);
+        }
+        if (err != REDISLOCK_OK) {
+            /* Its outcome may be unknown (a lost reply): that group is
+             * the abandon's to undo. */
+            sp->lost = g;
+            break;
+        }
+        if (!a.taken) {
+            refused(l, g, &a);
+            err = REDISLOCK_EHELD;
+            break;
+        }
+        if (g == 0 || l->replicas < replicas)
+            replicas = l->replicas;
+        fences[g] = a.fence;
+        lens[6] = (size_t)snprintf(floor, sizeof floor, "%" PRId64, a.fence);
+    }
+    if (err == REDISLOCK_OK) {
+        l->replicas = replicas;
+        err = raise_fences(l, t, fences);
+        g = sp->ngroups;
+        if (err == REDISLOCK_EHELD) {
+            /* A lease ended while the later groups were taken: free now. */
+            l->holder_ttl = REDISLOCK_TTL_FREE;
+            l->holder_silent = 0;
+        }
+    }
+    if (err == REDISLOCK_OK)
+        l->fence = fences[sp->ngroups - 1];
+    else
+        undo(l, g, t);
+    rl__lock_set_outcomes(l, &err, 1);
+    return err;
+}
+
+/* The group whose reply was lost (the groups before it were released by
+ * the attempt): the janitor makes sure it holds nothing. */
+static void abandon(redislock_lock *l, const rl__try *t)
+{
+    const struct rl__spread *sp = l->spread;
+    int g = sp->lost;
+    rl__watchdog *wd;
+
+    if (g < 0 || rl__client_watchdog(l->client, &wd) != REDISLOCK_OK)
+        return;
+    rl__janitor_abandon(
+        wd, rl__client_topo(l->client), NULL, &sp->names[sp->start[g]],
+        sp->start[g + 1] - sp->start[g], t->id, t->req, t->ttl_ms);
+}
+
+/* Release or extend: every group, its answers combined (the smallest:
+ * -1 another owner's anywhere, else 0 some key gone, else 1). Every group
+ * is asked even after a failure; the first failure is returned. */
+static redislock_err owner(redislock_lock *l, const rl__script *s,
+                           const char *arg2, int64_t timeout_ms, long long *n)
+{
+    struct rl__spread *sp = l->spread;
+    const char *args[3];
+    size_t lens[3];
+    int extend = s == &rl__script_extend;
+    int replicas = -1, g;
+    long long m, least = 1;
+    rl__reply *r;
+    redislock_err err, first = REDISLOCK_OK;
+
+    rl__lock_owner_args(l, arg2, args, lens);
+    s = extend ? &rl__script_set_extend : &rl__script_set_release;
+    for (g = 0; g < sp->ngroups; g++) {
+        err =
+            group_script(l, g, extend, timeout_ms, s, NULL, 3, args, lens, &r);
+        if (err == REDISLOCK_OK) {
+            err = rl__reply_owner(r, s->name, &m);
+            rl__reply_free(r);
+            if (err == REDISLOCK_OK || err == REDISLOCK_EEXPIRED ||
+                err == REDISLOCK_ELOST) {
+                err = REDISLOCK_OK;
+                least = m < least ? m : least;
+            }
+        }
+        if (extend && (g == 0 || l->replicas < replicas))
+            replicas = l->replicas;
+        if (first == REDISLOCK_OK && err != REDISLOCK_OK)
+            first = err;
+    }
+    if (extend)
+        l->replicas = replicas;
+    rl__lock_set_outcomes(l, &first, 1);
+    if (first != REDISLOCK_OK)
+        return first;
+    *n = least;
+    return least == 0 ? rl__err(REDISLOCK_EEXPIRED, "lock had expired and "
+                                                    "is free")
+           : least < 0
+               ? rl__err(REDISLOCK_ELOST, "lock is now held by another owner")
+               : REDISLOCK_OK;
+}
+
+/* The shorter of two TTLs as PTTL answers them: a key that is free
+ * (-2) is the shortest, one without an expiry (-1) the longest. */
+static int64_t shorter(int64_t a, int64_t b)
+{
+    if (a == REDISLOCK_TTL_FREE || b == REDISLOCK_TTL_FREE)
+        return REDISLOCK_TTL_FREE;
+    if (a == REDISLOCK_TTL_NO_EXPIRY)
+        return b;
+    if (b == REDISLOCK_TTL_NO_EXPIRY)
+        return a;
+    return a < b ? a : b;
+}
+
+/* The shortest TTL of the set's keys. */
+static redislock_err ttl(redislock_lock *l, int64_t *ttl_ms)
+{
+    const struct rl__spread *sp = l->spread;
+    const char *argv[2] = {"PTTL", NULL};
+    size_t lens[2] = {4, 0};
+    rl__cmd cmd = {2, argv, lens};
+    rl__request q = {.n = 1, .cmds = &cmd};
+    int64_t least = REDISLOCK_TTL_NO_EXPIRY;
+    rl__reply *r;
+    redislock_err err = REDISLOCK_OK;
+    int i;
+
+    for (i = 0; i < sp->start[sp->ngroups] && err == REDISLOCK_OK; i++) {
+        argv[1] = sp->names[i].key;
+        lens[1] = sp->names[i].keylen;
+        err = rl__topo_run(rl__client_topo(l->client), sp->names[i].key,
+                           sp->names[i].keylen, &q, &r);
+        if (err != REDISLOCK_OK)
+            break;
+        if (r->type != REDIS_REPLY_INTEGER)
+            err =
+                rl__err(REDISLOCK_EPROTOCOL, "PTTL answered type %d", r->type);
+        else
+            least = shorter(least, r->integer);
+        rl__reply_free(r);
+    }
+    if (err == REDISLOCK_OK)
+        *ttl_ms = least;
+    return err;
+}
+
+/* Inspection goes by key through the client's algorithm (inspect.c), so
+ * .inspect is never called on a handle's. */
+const rl__algo rl__algo_spread = {.wakes = 1,
+                                  .attempt = attempt,
+                                  .abandon = abandon,
+                                  .owner = owner,
+                                  .ttl = ttl};
