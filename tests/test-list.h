@@ -355,6 +355,8 @@ TEST_ENTRY(excl_redlock, 60)
 TEST_ENTRY(excl_semaphore, 60)
 TEST_ENTRY(excl_shared, 60)
 TEST_ENTRY(excl_set, 60)
+TEST_ENTRY(excl_set_sharded, 60)
+TEST_ENTRY(excl_set_cluster, 120)
 
 /* Key names: hash slots and helper keys (no server). */
 TEST_ENTRY(keys_slots, 5)

@@ -394,6 +394,11 @@ const excl_mode excl_modes[] = {
     {"semaphore", EXCL_SINGLE, 1, 7, F_ALL1, 200, 700, 6000, pick_semaphore, 3},
     {"shared", EXCL_SINGLE, 1, 6, F_ALL1, 200, 700, 6000, pick_shared, 0},
     {"set", EXCL_SINGLE, 3, 6, F_ALL1, 200, 700, 6000, pick_set, 0},
+    /* The same sets over several servers (spread.c): the cluster's slots
+     * put the three keys apart; the ring, which hashes the servers'
+     * socket paths (new each run), does in 8 runs of 9. */
+    {"set_sharded", EXCL_SHARDED, 3, 6, F_ALL1, 200, 700, 6000, pick_set, 0},
+    {"set_cluster", EXCL_CLUSTER, 3, 5, F_ALL1, 200, 700, 6000, pick_set, 0},
 };
 
 const int excl_nmodes = (int)(sizeof excl_modes / sizeof excl_modes[0]);

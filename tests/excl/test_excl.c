@@ -142,3 +142,21 @@ void test_excl_set(void)
     ASSERT_GE(r.v.sets[2], 1);
     ASSERT_GE(r.v.sections - r.v.sets[2], 1);
 }
+
+void test_excl_set_sharded(void)
+{
+    excl_result r;
+
+    run_mode("set_sharded", &r);
+    ASSERT_GE(r.v.sets[2], 1);
+    ASSERT_GE(r.v.sections - r.v.sets[2], 1);
+}
+
+void test_excl_set_cluster(void)
+{
+    excl_result r;
+
+    run_mode("set_cluster", &r);
+    ASSERT_GE(r.v.sets[2], 1);
+    ASSERT_GE(r.v.sections - r.v.sets[2], 1);
+}
