@@ -402,8 +402,9 @@ redislock_err rl__wait(redislock_lock *l, const char *token, const char *req,
             err = classify(r, res);
             rl__reply_free(r);
         }
-        /* With then sent, the attempt ran when the BLPOP ended. */
-        if (err == REDISLOCK_OK && *res == RL_WAIT_TIMEOUT &&
+        /* With then sent, the attempt ran when the BLPOP ended; after a
+         * reroute, the next attempt finds the key's node at once. */
+        if (err == REDISLOCK_OK && *res == RL_WAIT_TIMEOUT && !reroute &&
             (then == NULL || !then->ran) && end_us > rl__now_us())
             *res = sleep_or_cancel(l, (end_us - rl__now_us() + 999) / 1000);
     }
