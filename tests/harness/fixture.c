@@ -1,5 +1,9 @@
 #include "fixture.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -502,4 +506,99 @@ void th_wait_blocked_at_(const char *file, int line, redisContext *r,
     if (got != n)
         test_fail_(file, line, "%lld clients blocked after %lld ms, want %lld",
                    got, (long long)ms, n);
+}
+
+/* Reads what the pipes fds[0] (into out) and fds[1] (into err) carry
+ * until both close, within ms; kills pid and fails the test after. */
+static void read_both(const char *file, int line, pid_t pid, const int *fds,
+                      char **bufs, const size_t *sizes, int64_t ms)
+{
+    int64_t until = th_now_ms() + ms;
+    size_t got[2] = {0, 0};
+    int open_fds = 2, i;
+    ssize_t n;
+
+    while (open_fds > 0) {
+        struct pollfd p[2];
+        int64_t left = until - th_now_ms();
+
+        for (i = 0; i < 2; i++)
+            p[i] = (struct pollfd){fds[i], POLLIN, 0};
+        if (left <= 0 || poll(p, 2, (int)left) == 0) {
+            kill(pid, SIGKILL);
+            waitpid(pid, NULL, 0);
+            test_fail_(file, line, "the CLI still runs after %lld ms",
+                       (long long)ms);
+        }
+        for (i = 0; i < 2; i++) {
+            if (fds[i] < 0 || !(p[i].revents & (POLLIN | POLLHUP | POLLERR)))
+                continue;
+            n = read(fds[i], bufs[i] + got[i], sizes[i] - 1 - got[i]);
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n <= 0 || (got[i] += (size_t)n) == sizes[i] - 1) {
+                close(fds[i]);
+                ((int *)fds)[i] = -1;
+                open_fds--;
+            }
+        }
+    }
+    for (i = 0; i < 2; i++)
+        bufs[i][got[i]] = '\0';
+}
+
+int th_cli_at_(const char *file, int line, const char *const *args,
+               const char *auth, char *out, size_t outsize, char *err,
+               size_t errsize)
+{
+#ifndef RL_CLI_PATH
+    (void)args;
+    (void)auth;
+    (void)out;
+    (void)outsize;
+    (void)err;
+    (void)errsize;
+    test_fail_(file, line, "the CLI target was not built");
+    return -1;
+#else
+    const char *argv[24] = {RL_CLI_PATH};
+    char spare[2][256];
+    char *bufs[2] = {out ? out : spare[0], err ? err : spare[1]};
+    size_t sizes[2] = {out ? outsize : sizeof spare[0],
+                       err ? errsize : sizeof spare[1]};
+    int po[2], pe[2], fds[2], st, n = 1;
+    pid_t pid;
+
+    while (*args != NULL && n < 23)
+        argv[n++] = *args++;
+    argv[n] = NULL;
+    if (pipe(po) != 0 || pipe(pe) != 0)
+        test_fail_(file, line, "pipe: %s", strerror(errno));
+    fflush(NULL);
+    if ((pid = fork()) < 0)
+        test_fail_(file, line, "fork: %s", strerror(errno));
+    if (pid == 0) {
+        dup2(po[1], STDOUT_FILENO);
+        dup2(pe[1], STDERR_FILENO);
+        close(po[0]);
+        close(po[1]);
+        close(pe[0]);
+        close(pe[1]);
+        if (auth != NULL)
+            setenv("REDISCLI_AUTH", auth, 1);
+        else
+            unsetenv("REDISCLI_AUTH");
+        execv(RL_CLI_PATH, (char *const *)argv);
+        _exit(127);
+    }
+    close(po[1]);
+    close(pe[1]);
+    fds[0] = po[0];
+    fds[1] = pe[0];
+    read_both(file, line, pid, fds, bufs, sizes, TH_CLI_MS);
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR)
+            test_fail_(file, line, "waitpid: %s", strerror(errno));
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+#endif
 }

@@ -191,6 +191,19 @@ void th_wait_blocked_at_(const char *file, int line, redisContext *r,
 void th_assert_silent_at_(const char *file, int line, redisContext *r,
                           int64_t ms);
 
+/* How long th_cli lets the CLI run before it kills it and fails. */
+#define TH_CLI_MS 20000
+
+/* Runs the built CLI with args (NULL-terminated, after argv[0]) and
+ * $REDISCLI_AUTH set to auth (NULL: unset): its exit status, its stdout
+ * in out and its stderr in err (either may be NULL), each cut to its
+ * size. Fails the test when it runs longer than TH_CLI_MS. */
+#define th_cli(args, auth, out, outsize, err, errsize)                         \
+    th_cli_at_(__FILE__, __LINE__, args, auth, out, outsize, err, errsize)
+int th_cli_at_(const char *file, int line, const char *const *args,
+               const char *auth, char *out, size_t outsize, char *err,
+               size_t errsize);
+
 /* A Redlock client of three private servers refuses an acquire with o
  * (REDISLOCK_EINVAL, the detail holding word) and writes nothing. */
 void th_redlock_refuses(const redislock_acquire_options *o, const char *word);

@@ -40,9 +40,8 @@
 #define EX_NOPERM 77
 #define EX_CONFIG 78
 
-/* Bounds: a CLI run (its own timeouts are 2 s), a server reaching a
- * state (a replica's link, a script running past the threshold). */
-#define CLI_MS 20000
+/* Bound: a server reaching a state (a replica's link, a script running
+ * past the threshold). A CLI run is bounded by th_cli. */
 #define STATE_MS 10000
 
 /* Fails unless text names fix and shows none of a script: Redis echoes
@@ -72,70 +71,17 @@ static void assert_names_fix_at_(const char *file, int line, const char *text,
         ASSERT_NAMES_FIX(redislock_errdetail(), fix);                          \
     } while (0)
 
-/* Reads the child's stderr into err until it closes, within CLI_MS. */
-static void read_all(pid_t pid, int fd, char *err, size_t size)
-{
-    int64_t until = th_now_ms() + CLI_MS;
-    size_t got = 0;
-    ssize_t n;
-
-    for (;;) {
-        struct pollfd p = {fd, POLLIN, 0};
-        int64_t left = until - th_now_ms();
-        if (left <= 0 || poll(&p, 1, (int)left) == 0) {
-            kill(pid, SIGKILL);
-            waitpid(pid, NULL, 0);
-            test_fail_(__FILE__, __LINE__, "the CLI still runs after %d ms",
-                       CLI_MS);
-        }
-        n = read(fd, err + got, size - 1 - got);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0 || (got += (size_t)n) == size - 1)
-            break;
-    }
-    err[got] = '\0';
-}
-
 /* Runs `redislock -u url ARGS...`; its exit status, its stderr in err. */
 static int run_cli(const char *url, const char *const *args, char *err,
                    size_t size)
 {
-#ifndef RL_CLI_PATH
-    (void)url;
-    (void)args;
-    (void)err;
-    (void)size;
-    test_fail_(__FILE__, __LINE__, "the CLI target was not built");
-#else
-    const char *argv[16] = {RL_CLI_PATH, "-u", url};
-    int fds[2], st, n = 3, null;
-    pid_t pid;
+    const char *argv[16] = {"-u", url};
+    int n = 2;
 
     while (*args != NULL && n < 15)
         argv[n++] = *args++;
     argv[n] = NULL;
-    ASSERT_EQ_INT(pipe(fds), 0);
-    fflush(NULL);
-    pid = fork();
-    ASSERT(pid >= 0);
-    if (pid == 0) {
-        null = open("/dev/null", O_WRONLY);
-        dup2(null, STDOUT_FILENO);
-        dup2(fds[1], STDERR_FILENO);
-        close(fds[0]);
-        close(fds[1]);
-        unsetenv("REDISCLI_AUTH");
-        execv(RL_CLI_PATH, (char *const *)argv);
-        _exit(127);
-    }
-    close(fds[1]);
-    read_all(pid, fds[0], err, size);
-    close(fds[0]);
-    while (waitpid(pid, &st, 0) < 0)
-        ASSERT_EQ_INT(errno, EINTR);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-#endif
+    return th_cli(argv, NULL, NULL, 0, err, size);
 }
 
 /* The CLI exits want with one line on stderr that names fix. */
