@@ -2,7 +2,6 @@
 
 #include <ctype.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -10,67 +9,33 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#ifdef __linux__
-#include <sys/prctl.h>
-#endif
 
 #include "../test.h"
 #include "util.h"
 
-#define TH_START_TIMEOUT_MS 5000
 #define TH_STOP_TIMEOUT_MS 5000
-#define TH_PORT_ATTEMPTS 10
 
 #define FAIL(...) test_fail_(__FILE__, __LINE__, __VA_ARGS__)
 
-/* Running servers, for the atexit handler. */
-static th_server *servers;
-
-static void stop_all_at_exit(void)
+/* For the exit list: stops a server its test left running. */
+static void stop_at_exit(void *s)
 {
+    th_server_stop(s);
+}
+
+/* What configure and ping get through th_proc_start: the server being
+ * started and its options. */
+typedef struct start_ctx {
     th_server *s;
+    const th_server_opts *o;
+} start_ctx;
 
-    /* A forked worker inherits the list but does not own the servers. */
-    for (s = servers; s != NULL; s = servers) {
-        while (s != NULL && s->owner != getpid())
-            s = s->next;
-        if (s == NULL)
-            return;
-        th_server_stop(s);
-    }
-}
-
-static void registry_add(th_server *s)
+/* redis.conf, for the port th_proc_start probed. */
+static void write_config(void *obj, FILE *f)
 {
-    static int registered;
+    const th_server *s = ((const start_ctx *)obj)->s;
+    const th_server_opts *o = ((const start_ctx *)obj)->o;
 
-    if (!registered && atexit(stop_all_at_exit) == 0)
-        registered = 1;
-    s->next = servers;
-    servers = s;
-}
-
-static void registry_remove(th_server *s)
-{
-    th_server **pp;
-
-    for (pp = &servers; *pp != NULL; pp = &(*pp)->next) {
-        if (*pp == s) {
-            *pp = s->next;
-            return;
-        }
-    }
-}
-
-static int write_config(const th_server *s, const th_server_opts *o)
-{
-    char path[256];
-    FILE *f;
-
-    snprintf(path, sizeof path, "%s/redis.conf", s->dir);
-    f = fopen(path, "w");
-    if (f == NULL)
-        return -1;
     fprintf(f,
             "bind 127.0.0.1\nport %d\nunixsocket %s\nunixsocketperm 700\n"
             "save \"\"\nappendonly no\ndaemonize no\n"
@@ -84,160 +49,28 @@ static int write_config(const th_server *s, const th_server_opts *o)
                 o->acl_pass ? o->acl_pass : "");
     if (o->extra_config != NULL)
         fprintf(f, "%s\n", o->extra_config);
-    return fclose(f) == 0 ? 0 : -1;
-}
-
-/* In the child: exec redis-server with the config; never returns. */
-static void exec_server(const th_server *s)
-{
-    const char *bin = getenv("REDIS_SERVER");
-    char conf[256], out[256];
-    int fd;
-
-#ifdef __linux__
-    /* If the test dies without cleaning up, the server goes with it. */
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-#endif
-    snprintf(conf, sizeof conf, "%s/redis.conf", s->dir);
-    snprintf(out, sizeof out, "%s/redis.stdout", s->dir);
-    fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    if (fd >= 0) {
-        dup2(fd, STDOUT_FILENO);
-        dup2(fd, STDERR_FILENO);
-        close(fd);
-    }
-    fd = open("/dev/null", O_RDONLY);
-    if (fd >= 0) {
-        dup2(fd, STDIN_FILENO);
-        close(fd);
-    }
-    if (bin == NULL || bin[0] == '\0')
-        bin = "redis-server";
-    execlp(bin, bin, conf, (char *)NULL);
-    fprintf(stderr, "cannot run %s: %s\n", bin, strerror(errno));
-    _exit(127);
 }
 
 /* Answers PING (after AUTH when needed)? */
-static int ping(const th_server *s)
+static int ping(void *obj)
 {
+    const th_server *s = ((const start_ctx *)obj)->s;
     struct timeval tv = {0, 200000};
     redisContext *c = redisConnectUnixWithTimeout(s->sock, tv);
-    redisReply *r;
-    int ok = 0;
 
-    if (c == NULL)
-        return 0;
-    if (!c->err)
+    if (c != NULL && !c->err)
         redisSetTimeout(c, tv);
-    if (!c->err && s->password[0] != '\0') {
-        r = redisCommand(c, "AUTH %s", s->password);
-        freeReplyObject(r);
-    }
-    if (!c->err) {
-        r = redisCommand(c, "PING");
-        ok = r != NULL && r->type == REDIS_REPLY_STATUS &&
-             strcmp(r->str, "PONG") == 0;
-        freeReplyObject(r);
-    }
-    redisFree(c);
-    return ok;
+    if (c != NULL && !c->err && s->password[0] != '\0')
+        freeReplyObject(redisCommand(c, "AUTH %s", s->password));
+    return th_redis_pong(c);
 }
 
-/* Returns 0 when it answers, 1 when it died (status in *st), -1 on
- * timeout. A server is not expected to die, so polling is the event. */
-static int wait_ready(th_server *s, int *st)
-{
-    int64_t deadline = th_now_ms() + TH_START_TIMEOUT_MS;
-
-    for (;;) {
-        if (waitpid(s->pid, st, WNOHANG) == s->pid) {
-            s->pid = -1;
-            return 1;
-        }
-        if (ping(s))
-            return 0;
-        if (th_now_ms() >= deadline)
-            return -1;
-        th_sleep_ms(10);
-    }
-}
-
-/* Whether file dir/name contains needle. */
-static int file_contains(const char *dir, const char *name, const char *needle)
-{
-    char path[256], buf[8192];
-    size_t n;
-    FILE *f;
-
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    f = fopen(path, "r");
-    if (f == NULL)
-        return 0;
-    n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    return strstr(buf, needle) != NULL;
-}
-
-/* Copies the end of the server's log and stdout to stderr. */
-static void dump_logs(const th_server *s)
-{
-    static const char *const names[] = {"redis.log", "redis.stdout"};
-    char path[256], buf[2048];
-    size_t i, n;
-    FILE *f;
-
-    for (i = 0; i < 2; i++) {
-        snprintf(path, sizeof path, "%s/%s", s->dir, names[i]);
-        f = fopen(path, "r");
-        if (f == NULL)
-            continue;
-        if (fseek(f, -(long)(sizeof buf - 1), SEEK_END) != 0)
-            rewind(f);
-        n = fread(buf, 1, sizeof buf - 1, f);
-        buf[n] = '\0';
-        fclose(f);
-        fprintf(stderr, "--- %s (end) ---\n%s\n", names[i], buf);
-    }
-}
-
-/* One start attempt on a fresh port: 0 up, 1 port taken (retry), -1 no. */
-static int try_start(th_server *s, const th_server_opts *o)
-{
-    int st, r;
-
-    s->port = th_free_port();
-    if (s->port < 0 || write_config(s, o) != 0) {
-        fprintf(stderr, "cannot prepare %s: %s\n", s->dir, strerror(errno));
-        return -1;
-    }
-    fflush(NULL);
-    s->pid = fork();
-    if (s->pid < 0) {
-        fprintf(stderr, "fork: %s\n", strerror(errno));
-        return -1;
-    }
-    if (s->pid == 0)
-        exec_server(s);
-    r = wait_ready(s, &st);
-    if (r == 0)
-        return 0;
-    if (r < 0) {
-        fprintf(stderr, "redis-server did not answer PING in %d ms\n",
-                TH_START_TIMEOUT_MS);
-        kill(s->pid, SIGKILL);
-        waitpid(s->pid, NULL, 0);
-        s->pid = -1;
-        return -1;
-    }
-    if (file_contains(s->dir, "redis.log", "Address already in use"))
-        return 1;
-    fprintf(stderr, "redis-server exited at start (%s %d)\n",
-            WIFEXITED(st) ? "exit code" : "signal",
-            WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
-    return -1;
-}
+/* The harness's servers: redis.conf, redis.log and redis.stdout in their
+ * dirs, $REDIS_SERVER or redis-server. */
+static const th_proc_kind server_kind = {.name = "redis",
+                                         .bin_env = "REDIS_SERVER",
+                                         .configure = write_config,
+                                         .ready = ping};
 
 static void check_empty(th_server *s)
 {
@@ -256,7 +89,7 @@ th_server *th_server_start(const th_server_opts *opts)
     th_server_opts none = {0};
     th_server *s = calloc(1, sizeof *s);
     char *dir = th_mkdtemp("rl-redis");
-    int attempt, r = 1;
+    start_ctx x;
 
     if (s == NULL || dir == NULL)
         FAIL("cannot create a server dir in %s: %s", th_tmpdir(),
@@ -269,32 +102,19 @@ th_server *th_server_start(const th_server_opts *opts)
     snprintf(s->unix_url, sizeof s->unix_url, "unix://%s", s->sock);
     snprintf(s->password, sizeof s->password, "%s",
              opts->requirepass ? opts->requirepass : "");
-    s->owner = getpid();
-    for (attempt = 0; r == 1 && attempt < TH_PORT_ATTEMPTS; attempt++)
-        r = try_start(s, opts);
-    if (r != 0) {
-        dump_logs(s);
+    x.s = s;
+    x.o = opts;
+    if (th_proc_start(&server_kind, "redis-server", s->dir, &x, &s->port,
+                      &s->pid) != 0) {
+        th_dump_file_end(s->dir, "redis.log", "redis.log");
+        th_dump_file_end(s->dir, "redis.stdout", "redis.stdout");
         th_rmtree(s->dir);
         FAIL("cannot start redis-server (set REDIS_SERVER to its path)");
     }
     snprintf(s->tcp_url, sizeof s->tcp_url, "redis://127.0.0.1:%d", s->port);
-    registry_add(s);
+    th_cleanup_add(&s->cleanup, stop_at_exit, s);
     check_empty(s);
     return s;
-}
-
-/* Waits up to ms for pid to exit; 1 if it did. */
-static int wait_exit(pid_t pid, int64_t ms)
-{
-    int64_t deadline = th_now_ms() + ms;
-
-    do {
-        pid_t r = waitpid(pid, NULL, WNOHANG);
-        if (r == pid || (r < 0 && errno == ECHILD))
-            return 1;
-        th_sleep_ms(5);
-    } while (th_now_ms() < deadline);
-    return 0;
 }
 
 void th_server_kill(th_server *s)
@@ -338,17 +158,14 @@ void th_server_stop(th_server *s)
 {
     if (s == NULL)
         return;
-    registry_remove(s);
-    if (s->owner == getpid() && s->pid > 0) {
+    th_cleanup_remove(&s->cleanup);
+    if (s->cleanup.owner == getpid() && s->pid > 0) {
         /* A stopped server handles SIGTERM only once continued. */
         kill(s->pid, SIGCONT);
         kill(s->pid, SIGTERM);
-        if (!wait_exit(s->pid, TH_STOP_TIMEOUT_MS)) {
-            kill(s->pid, SIGKILL);
-            waitpid(s->pid, NULL, 0);
-        }
+        th_reap(s->pid, TH_STOP_TIMEOUT_MS);
     }
-    if (s->owner == getpid()) {
+    if (s->cleanup.owner == getpid()) {
         keep_log(s);
         th_rmtree(s->dir);
     }
@@ -376,6 +193,23 @@ void th_server_resume(th_server *s)
     if (waitpid(s->pid, &st, WCONTINUED) != s->pid || !WIFCONTINUED(st))
         FAIL("redis-server %d did not continue", (int)s->pid);
     s->paused = 0;
+}
+
+int th_redis_pong(redisContext *c)
+{
+    redisReply *r;
+    int ok;
+
+    if (c == NULL || c->err) {
+        redisFree(c);
+        return 0;
+    }
+    r = redisCommand(c, "PING");
+    ok = r != NULL && r->type == REDIS_REPLY_STATUS &&
+         strcmp(r->str, "PONG") == 0;
+    freeReplyObject(r);
+    redisFree(c);
+    return ok;
 }
 
 redisContext *th_server_redis(const th_server *s)

@@ -15,6 +15,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "util.h"
+
 typedef struct th_server_opts {
     /* The default user's password (requirepass). NULL: none. */
     const char *requirepass;
@@ -27,7 +29,9 @@ typedef struct th_server_opts {
 
 typedef struct th_server {
     pid_t pid;
-    pid_t owner; /* The process that started it; only it stops it. */
+    /* Its entry in the exit list; cleanup.owner, the process that started
+     * it, is the only one that stops it. */
+    th_cleanup cleanup;
     int port;
     int paused;
     char dir[128];
@@ -35,7 +39,6 @@ typedef struct th_server {
     char unix_url[200];
     char tcp_url[64];
     char password[128]; /* requirepass, or "". */
-    struct th_server *next;
 } th_server;
 
 /* Starts a server; opts may be NULL. The database is checked empty. On
@@ -58,6 +61,10 @@ void th_server_resume(th_server *s);
 /* A new hiredis connection over the unix socket, authenticated as the
  * default user, with a 5 s timeout. Free with redisFree(). */
 redisContext *th_server_redis(const th_server *s);
+
+/* Whether c answers PING with PONG; frees c. NULL or a failed connection:
+ * no. To see whether a process has come up. */
+int th_redis_pong(redisContext *c);
 
 /*
  * Runs a command; fails the test, naming the caller's file:line, on an I/O

@@ -2,21 +2,30 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 
 #include "../test.h"
 
 /* Room left in a unix socket path (107 bytes and a NUL) after the harness's
  * "/rl-redis.XXXXXX/redis.sock". */
 #define TH_TMPDIR_MAX 78
+
+#define TH_START_TIMEOUT_MS 5000
+#define TH_PORT_ATTEMPTS 10
 
 int64_t th_now_ms(void)
 {
@@ -121,6 +130,235 @@ char *th_which(const char *name)
             return strdup(buf);
     }
     return NULL;
+}
+
+/* Opens file dir/name for reading; NULL when it cannot. */
+static FILE *open_in(const char *dir, const char *name)
+{
+    char path[256];
+
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    return fopen(path, "r");
+}
+
+int th_file_contains(const char *dir, const char *name, const char *needle)
+{
+    char buf[8192];
+    FILE *f = open_in(dir, name);
+    size_t n;
+
+    if (f == NULL)
+        return 0;
+    n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    return strstr(buf, needle) != NULL;
+}
+
+void th_dump_file_end(const char *dir, const char *name, const char *label)
+{
+    char buf[2048];
+    FILE *f = open_in(dir, name);
+    size_t n;
+
+    if (f == NULL)
+        return;
+    if (fseek(f, -(long)(sizeof buf - 1), SEEK_END) != 0)
+        rewind(f);
+    n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    if (label != NULL)
+        fprintf(stderr, "--- %s (end) ---\n%s\n", label, buf);
+    else
+        fprintf(stderr, "--- %s/%s (end) ---\n%s\n", dir, name, buf);
+}
+
+void th_reap(pid_t pid, int64_t ms)
+{
+    int64_t deadline = th_now_ms() + ms;
+    pid_t r;
+
+    /* No event to wait on with a deadline: poll. */
+    for (;;) {
+        r = waitpid(pid, NULL, WNOHANG);
+        if (r == pid || (r < 0 && errno == ECHILD))
+            return;
+        if (th_now_ms() >= deadline)
+            break;
+        th_sleep_ms(5);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+}
+
+/* $var when set and not empty, else dflt. */
+static const char *env_or(const char *var, const char *dflt)
+{
+    const char *v = getenv(var);
+
+    return v != NULL && v[0] != '\0' ? v : dflt;
+}
+
+/* In the child: exec the process, its output to dir/<name>.stdout; never
+ * returns. */
+static void proc_exec(const th_proc_kind *k, const char *dir)
+{
+    const char *bin =
+        env_or(k->bin_env, env_or("REDIS_SERVER", "redis-server"));
+    char conf[256], out[256];
+    int fd;
+
+#ifdef __linux__
+    /* If the test dies without cleaning up, the process goes with it. */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+#endif
+    snprintf(conf, sizeof conf, "%s/%s.conf", dir, k->name);
+    snprintf(out, sizeof out, "%s/%s.stdout", dir, k->name);
+    fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (fd >= 0) {
+        dup2(fd, STDOUT_FILENO);
+        dup2(fd, STDERR_FILENO);
+        close(fd);
+    }
+    fd = open("/dev/null", O_RDONLY);
+    if (fd >= 0) {
+        dup2(fd, STDIN_FILENO);
+        close(fd);
+    }
+    execlp(bin, bin, conf, k->mode, (char *)NULL);
+    fprintf(stderr, "cannot run %s: %s\n", bin, strerror(errno));
+    _exit(127);
+}
+
+/* Writes dir/<name>.conf afresh: 0, or -1 with errno. */
+static int proc_configure(const th_proc_kind *k, const char *dir, void *obj)
+{
+    char path[256];
+    FILE *f;
+
+    snprintf(path, sizeof path, "%s/%s.conf", dir, k->name);
+    f = fopen(path, "w");
+    if (f == NULL)
+        return -1;
+    k->configure(obj, f);
+    return fclose(f) == 0 ? 0 : -1;
+}
+
+/* Returns 0 when it answers, 1 when it died (status in *st), -1 on
+ * timeout. A process is not expected to die, so polling is the event. */
+static int proc_wait_ready(const th_proc_kind *k, void *obj, pid_t *pid,
+                           int *st)
+{
+    int64_t deadline = th_now_ms() + TH_START_TIMEOUT_MS;
+
+    for (;;) {
+        if (waitpid(*pid, st, WNOHANG) == *pid) {
+            *pid = 0;
+            return 1;
+        }
+        if (k->ready(obj))
+            return 0;
+        if (th_now_ms() >= deadline)
+            return -1;
+        th_sleep_ms(10);
+    }
+}
+
+/* One start attempt on a fresh port: 0 up, 1 port taken (retry), -1 no. */
+static int proc_try_start(const th_proc_kind *k, const char *what,
+                          const char *dir, void *obj, int *port, pid_t *pid)
+{
+    char log[64];
+    int st, r;
+
+    *port = th_free_port();
+    if (*port < 0 || proc_configure(k, dir, obj) != 0) {
+        fprintf(stderr, "cannot prepare %s: %s\n", dir, strerror(errno));
+        return -1;
+    }
+    fflush(NULL);
+    *pid = fork();
+    if (*pid < 0) {
+        fprintf(stderr, "fork: %s\n", strerror(errno));
+        *pid = 0;
+        return -1;
+    }
+    if (*pid == 0)
+        proc_exec(k, dir);
+    r = proc_wait_ready(k, obj, pid, &st);
+    if (r == 0)
+        return 0;
+    if (r < 0) {
+        fprintf(stderr, "%s did not answer PING in %d ms\n", what,
+                TH_START_TIMEOUT_MS);
+        th_reap(*pid, 0);
+        *pid = 0;
+        return -1;
+    }
+    snprintf(log, sizeof log, "%s.log", k->name);
+    if (th_file_contains(dir, log, "Address already in use"))
+        return 1;
+    fprintf(stderr, "%s exited at start (%s %d)\n", what,
+            WIFEXITED(st) ? "exit code" : "signal",
+            WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+    return -1;
+}
+
+int th_proc_start(const th_proc_kind *k, const char *what, const char *dir,
+                  void *obj, int *port, pid_t *pid)
+{
+    int attempt, r = 1;
+
+    /* th_free_port's port may be taken again before the process binds. */
+    for (attempt = 0; r == 1 && attempt < TH_PORT_ATTEMPTS; attempt++)
+        r = proc_try_start(k, what, dir, obj, port, pid);
+    return r == 0 ? 0 : -1;
+}
+
+/* Registered things, newest first. */
+static th_cleanup *cleanups;
+
+static void cleanup_at_exit(void)
+{
+    th_cleanup *c;
+
+    /* A forked worker inherits the list but does not own what is on it.
+     * Each stop may remove others (a setup stops its parts): start over
+     * from the head every time. */
+    for (c = cleanups; c != NULL; c = cleanups) {
+        while (c != NULL && c->owner != getpid())
+            c = c->next;
+        if (c == NULL)
+            return;
+        th_cleanup_remove(c);
+        c->stop(c->obj);
+    }
+}
+
+void th_cleanup_add(th_cleanup *c, void (*stop)(void *obj), void *obj)
+{
+    static int registered;
+
+    if (!registered && atexit(cleanup_at_exit) == 0)
+        registered = 1;
+    c->stop = stop;
+    c->obj = obj;
+    c->owner = getpid();
+    c->next = cleanups;
+    cleanups = c;
+}
+
+void th_cleanup_remove(th_cleanup *c)
+{
+    th_cleanup **pp;
+
+    for (pp = &cleanups; *pp != NULL; pp = &(*pp)->next) {
+        if (*pp == c) {
+            *pp = c->next;
+            return;
+        }
+    }
 }
 
 /* Failure reporting for test.h. */

@@ -5,6 +5,8 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
 
 /* Milliseconds on CLOCK_MONOTONIC, independent of the library's clock. */
 int64_t th_now_ms(void);
@@ -42,5 +44,63 @@ int th_free_port(void);
 
 /* Finds an executable by name in $PATH; malloc'ed path, or NULL. */
 char *th_which(const char *name);
+
+/* Whether file dir/name contains needle (in its first 8 KiB). */
+int th_file_contains(const char *dir, const char *name, const char *needle);
+
+/* Copies the end (2 KiB) of file dir/name to stderr, under a header naming
+ * it label, or dir/name when label is NULL; a missing file is skipped. To
+ * explain a failure. */
+void th_dump_file_end(const char *dir, const char *name, const char *label);
+
+/* Waits up to ms for child pid to exit, then kills it (SIGKILL); reaped
+ * either way. */
+void th_reap(pid_t pid, int64_t ms);
+
+/* How to start one kind of redis-server process: a server, a sentinel. */
+typedef struct th_proc_kind {
+    /* Its files in its dir: <name>.conf, written before each attempt,
+     * <name>.log, its log (where a taken port shows), and <name>.stdout,
+     * which gets its stdout and stderr. */
+    const char *name;
+    /* The variable naming its binary; else $REDIS_SERVER, else
+     * redis-server from PATH. */
+    const char *bin_env;
+    /* An argument after the config file's path ("--sentinel"), or NULL. */
+    const char *mode;
+    /* Writes its config, for the port just probed, to f. */
+    void (*configure)(void *obj, FILE *f);
+    /* Whether it answers PING. */
+    int (*ready)(void *obj);
+} th_proc_kind;
+
+/* Starts a process of kind k in dir and waits (5 s at most) until it is
+ * ready, on a fresh port again (10 tries) while the port turns out taken.
+ * The port and the pid go to *port and *pid as the start goes on, where
+ * configure and ready find them through obj. Returns 0, or -1 with *pid 0
+ * after saying why on stderr, where what names the process. On Linux the
+ * process gets SIGKILL when the calling thread exits. */
+int th_proc_start(const th_proc_kind *k, const char *what, const char *dir,
+                  void *obj, int *port, pid_t *pid);
+
+/*
+ * Things to stop at exit (servers, sentinel setups) when the process that
+ * registered them exits without stopping them. Each embeds its th_cleanup.
+ * They are stopped newest first, and a forked worker, which inherits the
+ * list, stops none of its parent's.
+ */
+typedef struct th_cleanup {
+    /* Stops and frees obj; called with c off the list already. */
+    void (*stop)(void *obj);
+    void *obj;
+    pid_t owner; /* The process that registered it; only it stops it. */
+    struct th_cleanup *next;
+} th_cleanup;
+
+/* Registers c, to call stop(obj) at exit; c must live until removed. */
+void th_cleanup_add(th_cleanup *c, void (*stop)(void *obj), void *obj);
+
+/* Unregisters c; a no-op when it is not registered. owner stays. */
+void th_cleanup_remove(th_cleanup *c);
 
 #endif
