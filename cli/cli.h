@@ -39,6 +39,9 @@ typedef struct cli_global {
     int shard;
     int redlock;
     int cluster;
+    /* --sentinel NAME: the URLs are sentinels, which name the master of
+     * NAME; NULL: not given. */
+    const char *sentinel;
     const char *prefix; /* --prefix, or NULL */
     /* --password-file's name, and the password read from it (owned, wiped
      * by cli_drop_password()); NULL: the URL's or the environment's. */
@@ -82,6 +85,7 @@ enum {
     CLI_ID_SHARD,
     CLI_ID_REDLOCK,
     CLI_ID_CLUSTER,
+    CLI_ID_SENTINEL,
     CLI_ID_OWNER,
     CLI_ID_METADATA,
     CLI_ID_FAIL_FAST,

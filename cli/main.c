@@ -89,6 +89,7 @@ static int global_options(cli_args *a, cli_global *g)
         {CLI_ID_SHARD, "shard", 0},
         {CLI_ID_REDLOCK, "redlock", 0},
         {CLI_ID_CLUSTER, "cluster", 0},
+        {CLI_ID_SENTINEL, "sentinel", 1},
         {CLI_ID_PASSWORD_FILE, "password-file", 1},
         {CLI_ID_CONNECT_TIMEOUT, "connect-timeout", 1},
         {CLI_ID_COMMAND_TIMEOUT, "command-timeout", 1},
@@ -108,6 +109,8 @@ static int global_options(cli_args *a, cli_global *g)
             g->redlock = 1;
         if (id == CLI_ID_CLUSTER)
             g->cluster = 1;
+        if (id == CLI_ID_SENTINEL)
+            g->sentinel = val;
         if (id == CLI_ID_PASSWORD_FILE)
             g->password_file = val;
         if (id == 'h')

@@ -69,12 +69,20 @@ static int ambiguous_url(const char *url)
  * so all of it goes. */
 static const char *redact_url(const char *url, char *buf, size_t size)
 {
-    char tmp[CLI_QUOTE_MAX];
+    char tmp[CLI_QUOTE_MAX], *pw;
     size_t start, end;
 
     if (!secret_span(url, &start, &end))
-        return cli_quote(url, buf, size);
-    snprintf(tmp, sizeof tmp, "%.*s***%s", (int)start, url, url + end);
+        snprintf(tmp, sizeof tmp, "%s", url);
+    else
+        snprintf(tmp, sizeof tmp, "%.*s***%s", (int)start, url, url + end);
+    /* A redis+sentinel:// URL's sentinel_password too. */
+    if ((pw = strstr(tmp, "sentinel_password=")) != NULL) {
+        pw += 18;
+        memmove(pw + 3, pw + strcspn(pw, "&#"),
+                strlen(pw + strcspn(pw, "&#")) + 1);
+        memcpy(pw, "***", 3);
+    }
     return cli_quote(tmp, buf, size);
 }
 
@@ -152,12 +160,16 @@ static int check_global(const char *ctx, const cli_global *g)
     char q[CLI_QUOTE_MAX];
     size_t i, j;
 
-    if (g->shard + g->redlock + g->cluster > 1)
-        return cli_usage(ctx, "--shard, --redlock and --cluster exclude "
-                              "one another");
-    if (g->nurls > 1 && !g->shard && !g->redlock && !g->cluster)
-        return cli_usage(ctx, "several Redis URLs need --shard, --redlock or "
-                              "--cluster");
+    if (g->shard + g->redlock + g->cluster + (g->sentinel != NULL) > 1)
+        return cli_usage(ctx, "--shard, --redlock, --cluster and --sentinel "
+                              "exclude one another");
+    if (g->nurls > 1 && !g->shard && !g->redlock && !g->cluster &&
+        g->sentinel == NULL)
+        return cli_usage(ctx, "several Redis URLs need --shard, --redlock, "
+                              "--cluster or --sentinel");
+    if (g->sentinel != NULL && g->nurls == 0)
+        return cli_usage(ctx, "--sentinel needs the sentinels' addresses: "
+                              "-u redis://host:port, once for each");
     for (i = 0; i < g->nurls; i++) {
         if (*g->urls[i] == '\0')
             return cli_usage(ctx, "the Redis URL is empty");
@@ -273,9 +285,105 @@ int cli_load_env(cli_global *g)
     return 0;
 }
 
+/* Appends s to buf (of size bytes, holding a string) with every byte but
+ * the URL's unreserved ones %-escaped. */
+static void append_escaped(char *buf, size_t size, const char *s)
+{
+    size_t n = strlen(buf);
+
+    for (; *s != '\0' && n + 4 < size; s++) {
+        unsigned char ch = (unsigned char)*s;
+
+        if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+            (ch >= '0' && ch <= '9') || strchr("-._~", ch) != NULL)
+            buf[n++] = (char)ch;
+        else
+            n += (size_t)snprintf(buf + n, size - n, "%%%02X", ch);
+    }
+    buf[n] = '\0';
+}
+
+/* The scheme of a sentinel's -u URL ("redis" or "rediss"), its
+ * credentials (*auth, *alen bytes, raw) and its host:port (*host, *hl
+ * bytes); NULL when it is not redis://[[user]:password@]host[:port]. */
+static const char *sentinel_part(const char *u, const char **auth, size_t *alen,
+                                 const char **host, size_t *hl)
+{
+    const char *s = strncmp(u, "rediss://", 9) == 0  ? "rediss"
+                    : strncmp(u, "redis://", 8) == 0 ? "redis"
+                                                     : NULL;
+    const char *at;
+
+    if (s == NULL)
+        return NULL;
+    *auth = u + strlen(s) + 3;
+    at = strrchr(*auth, '@');
+    *alen = at != NULL ? (size_t)(at - *auth) : 0;
+    *host = at != NULL ? at + 1 : *auth;
+    *hl = strcspn(*host, "/?#");
+    return *hl > 0 && (*host)[*hl] == '\0' ? s : NULL;
+}
+
+/*
+ * The redis+sentinel:// URL that --sentinel NAME and the -u URLs of the
+ * sentinels (redis://[[user]:password@]host[:port], all of one scheme and
+ * one password) stand for, into buf: the sentinels' credentials become
+ * its sentinel_user and sentinel_password; the data nodes' password comes
+ * from --password-file or $REDISCLI_AUTH. Returns 0, or the usage exit
+ * status.
+ */
+static int sentinel_url(const char *ctx, const cli_global *g, char *buf,
+                        size_t size)
+{
+    const char *scheme = NULL, *s, *auth0 = NULL, *auth, *host, *colon;
+    char q[CLI_QUOTE_MAX], cred[512];
+    size_t i, alen0 = 0, alen, hl;
+
+    snprintf(buf, size, "%s", "");
+    for (i = 0; i < g->nurls; i++) {
+        s = sentinel_part(g->urls[i], &auth, &alen, &host, &hl);
+        if (s == NULL || (scheme != NULL && strcmp(s, scheme) != 0) ||
+            (auth0 != NULL && (alen != alen0 || memcmp(auth, auth0, alen))))
+            return cli_usage(ctx,
+                             "with --sentinel, each -u is a sentinel's "
+                             "redis://[[user]:password@]host[:port], all of "
+                             "one scheme and password, not '%s'",
+                             redact_url(g->urls[i], q, sizeof q));
+        if (scheme == NULL) {
+            scheme = s;
+            auth0 = auth;
+            alen0 = alen;
+            snprintf(buf, size, "%s+sentinel://", s);
+        }
+        snprintf(buf + strlen(buf), size - strlen(buf), "%s%.*s",
+                 i == 0 ? "" : ",", (int)hl, host);
+    }
+    snprintf(buf + strlen(buf), size - strlen(buf), "/");
+    append_escaped(buf, size, g->sentinel);
+    if (alen0 > 0) {
+        /* Still %-escaped, as the query takes them. */
+        colon = memchr(auth0, ':', alen0);
+        snprintf(cred, sizeof cred, "%.*s", (int)alen0, auth0);
+        if (colon == NULL)
+            snprintf(buf + strlen(buf), size - strlen(buf), "?sentinel_user=%s",
+                     cred);
+        else if (colon == auth0)
+            snprintf(buf + strlen(buf), size - strlen(buf),
+                     "?sentinel_password=%s", cred + 1);
+        else
+            snprintf(buf + strlen(buf), size - strlen(buf),
+                     "?sentinel_user=%.*s&sentinel_password=%s",
+                     (int)(colon - auth0), cred, cred + (colon - auth0) + 1);
+    }
+    if (strlen(buf) + 1 >= size)
+        return cli_usage(ctx, "the sentinels' URLs are too long");
+    return 0;
+}
+
 int cli_connect(const char *ctx, const cli_global *g, int64_t cap_ms,
                 redislock_client **c)
 {
+    char sent[2600];
     redislock_options o;
     const char *url = g->nurls > 0 ? g->urls[0] : env_url();
     const char *const *urls;
@@ -292,6 +400,11 @@ int cli_connect(const char *ctx, const cli_global *g, int64_t cap_ms,
     o.max_connections = 1;
     o.prefix = g->prefix;
     o.password = g->password;
+    if (g->sentinel != NULL) {
+        if ((rc = sentinel_url(ctx, g, sent, sizeof sent)) != 0)
+            return rc;
+        url = sent;
+    }
     if (!g->shard && !g->redlock && !g->cluster) {
         err = redislock_client_new(c, url, &o);
         return err == REDISLOCK_OK ? 0 : fail_url(ctx, err, url);

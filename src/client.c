@@ -10,13 +10,16 @@
 #include "cluster.h"
 #include "error.h"
 #include "ident.h"
+#include "sentinel.h"
 #include "shard.h"
+#include "url.h"
 
 typedef enum rl__mode {
     RL_MODE_SINGLE,
     RL_MODE_SHARDED, /* each key on one server, by a consistent hash */
     RL_MODE_REDLOCK, /* each key on every server, a majority deciding */
-    RL_MODE_CLUSTER  /* each key on its slot's master */
+    RL_MODE_CLUSTER, /* each key on its slot's master */
+    RL_MODE_SENTINEL /* every key on the master the sentinels name */
 } rl__mode;
 
 /* The most servers a sharded client takes. */
@@ -27,6 +30,7 @@ struct redislock_client {
     rl__pool *pools; /* none in cluster mode: the cluster has its own */
     size_t npools;
     rl__cluster *cluster;      /* cluster mode only */
+    rl__sentinel *sentinel;    /* Sentinel mode only */
     int64_t server_timeout_ms; /* Redlock; 0: derived from the TTL */
     rl__replicas replicas;     /* the replica-sync guard */
     rl__ring ring;             /* only with more than one server */
@@ -170,6 +174,11 @@ static redislock_err client_alloc(redislock_client **out, rl__mode mode,
     for (i = 0; i < n; i++)
         if (urls[i] == NULL)
             return rl__err(REDISLOCK_EINVAL, "URL %zu is NULL", i);
+    for (i = 0; i < n; i++)
+        if (mode != RL_MODE_SENTINEL && rl__url_is_sentinel(urls[i]))
+            return rl__err(REDISLOCK_EINVAL,
+                           "a redis+sentinel:// URL names a master of its "
+                           "own: give it alone to redislock_client_new()");
     if (*opts == NULL)
         *opts = &zero;
     if ((err = check_options(*opts)) != REDISLOCK_OK)
@@ -218,14 +227,35 @@ static redislock_err new_with_pools(redislock_client **out, rl__mode mode,
     (*out)->topo = (rl__topo){mode == RL_MODE_REDLOCK   ? RL_TOPO_SET
                               : mode == RL_MODE_SHARDED ? RL_TOPO_SHARDED
                                                         : RL_TOPO_SINGLE,
-                              (*out)->pools, n, &(*out)->ring, NULL};
+                              (*out)->pools,
+                              n,
+                              &(*out)->ring,
+                              NULL,
+                              NULL};
     return REDISLOCK_OK;
+}
+
+/* A master found through Redis Sentinel (sentinel.h). */
+static redislock_err new_sentinel(redislock_client **out, const char *url,
+                                  const redislock_options *opts)
+{
+    redislock_err err = client_alloc(out, RL_MODE_SENTINEL, &url, 1, &opts);
+
+    if (err == REDISLOCK_OK &&
+        (err = rl__sentinel_new(url, opts, &(*out)->sentinel)) != 0)
+        return undo(out, err);
+    if (err == REDISLOCK_OK)
+        (*out)->topo =
+            (rl__topo){RL_TOPO_SENTINEL, NULL, 0, NULL, NULL, (*out)->sentinel};
+    return err;
 }
 
 static redislock_err new_sharded(redislock_client **out,
                                  const char *const *urls, size_t n,
                                  const redislock_options *opts)
 {
+    if (n == 1 && urls != NULL && rl__url_is_sentinel(urls[0]))
+        return new_sentinel(out, urls[0], opts);
     return new_with_pools(out, n == 1 ? RL_MODE_SINGLE : RL_MODE_SHARDED, urls,
                           n, opts);
 }
@@ -259,7 +289,7 @@ static redislock_err new_cluster(redislock_client **out,
         return undo(out, err);
     if (err == REDISLOCK_OK)
         (*out)->topo =
-            (rl__topo){RL_TOPO_CLUSTER, NULL, 0, NULL, (*out)->cluster};
+            (rl__topo){RL_TOPO_CLUSTER, NULL, 0, NULL, (*out)->cluster, NULL};
     return err;
 }
 
@@ -362,6 +392,7 @@ void redislock_client_free(redislock_client *c)
         rl__pool_fini(&c->pools[i]);
     free(c->pools);
     rl__cluster_free(c->cluster);
+    rl__sentinel_free(c->sentinel);
     /* After the pools: their connection checks refer to it. */
     if (c->have_ids)
         rl__idset_fini(&c->ids);

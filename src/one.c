@@ -112,20 +112,21 @@ static redislock_err attempt(redislock_lock *l, const rl__try *t,
 }
 
 /* Behind the BLPOP only where the request needs no routing and no WAIT:
- * a cluster's redirections and the replica-sync guard take the pool's
- * path. (Fair waiters never come here: they listen on their channel.) */
+ * a cluster's redirections, a Sentinel failover and the replica-sync
+ * guard take the topology's path. (Fair waiters never come here: they
+ * listen on their channel.) */
 static redislock_err wait_attempt(redislock_lock *l, const rl__try *t,
                                   const char *token, int64_t pause_ms,
                                   rl__wait_result *res, int64_t *sent_us,
                                   int *ran, redislock_err *attempt_err)
 {
+    const rl__replicas *g = rl__client_replicas(l->client);
     attempt_req a;
     rl__then then = {0};
     redislock_err err;
 
     *ran = 0;
-    if (rl__topo_cluster(rl__client_topo(l->client)) ||
-        rl__client_replicas(l->client)->want > 0)
+    if (rl__topo_moves(rl__client_topo(l->client)) || g->want > 0)
         return rl__wait(l, token, t->req, 0, pause_ms, NULL, res);
     if ((err = attempt_prepare(l, t, &a)) != REDISLOCK_OK)
         return err;

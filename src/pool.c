@@ -25,8 +25,9 @@ static redislock_err set_name(rl__pool *p)
     return p->name ? REDISLOCK_OK : rl__err(REDISLOCK_ENOMEM, "out of memory");
 }
 
-redislock_err rl__pool_init(rl__pool *p, const char *url,
-                            const redislock_options *o)
+/* own_auth: the URL's password only. */
+static redislock_err pool_init(rl__pool *p, const char *url,
+                               const redislock_options *o, int own_auth)
 {
     const char *pw;
     redislock_err err;
@@ -49,7 +50,8 @@ redislock_err rl__pool_init(rl__pool *p, const char *url,
                               REDISLOCK_DEFAULT_COMMAND_TIMEOUT_MS));
     p->max = o->max_connections > 0 ? o->max_connections
                                     : REDISLOCK_DEFAULT_MAX_CONNECTIONS;
-    pw = o->password       ? o->password
+    pw = own_auth          ? p->url.password
+         : o->password     ? o->password
          : p->url.password ? p->url.password
                            : getenv("REDISCLI_AUTH");
     if (pw != NULL && (p->password = strdup(pw)) == NULL)
@@ -61,6 +63,18 @@ redislock_err rl__pool_init(rl__pool *p, const char *url,
     if (p->idle == NULL)
         return rl__err(REDISLOCK_ENOMEM, "out of memory");
     return set_name(p);
+}
+
+redislock_err rl__pool_init(rl__pool *p, const char *url,
+                            const redislock_options *o)
+{
+    return pool_init(p, url, o, 0);
+}
+
+redislock_err rl__pool_init_own_auth(rl__pool *p, const char *url,
+                                     const redislock_options *o)
+{
+    return pool_init(p, url, o, 1);
 }
 
 void rl__pool_fini(rl__pool *p)
@@ -96,13 +110,17 @@ static redislock_err open_one(rl__pool *p, rl__conn **out)
 {
     redislock_err err = rl__conn_open(&p->cfg, out);
 
-    if (err == REDISLOCK_OK && p->vet != NULL &&
-        (err = p->vet(p, *out, p->vet_arg)) != REDISLOCK_OK) {
+    if (err != REDISLOCK_OK) {
+        forget_one(p);
+        return err;
+    }
+    if (p->vet != NULL)
+        err = p->vet(p, *out, p->vet_arg);
+    if (err != REDISLOCK_OK) {
         rl__conn_close(*out);
         *out = NULL;
-    }
-    if (err != REDISLOCK_OK)
         forget_one(p);
+    }
     return err;
 }
 

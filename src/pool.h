@@ -38,6 +38,11 @@ typedef struct rl__pool {
 redislock_err rl__pool_init(rl__pool *p, const char *url,
                             const redislock_options *o);
 
+/* The same for a server whose password is its URL's alone (a sentinel:
+ * the options' password and REDISCLI_AUTH are the data nodes'). */
+redislock_err rl__pool_init_own_auth(rl__pool *p, const char *url,
+                                     const redislock_options *o);
+
 void rl__pool_fini(rl__pool *p);
 
 /* Borrows an idle connection, or opens one if fewer than max are open,

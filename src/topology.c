@@ -1,6 +1,10 @@
 #include "topology.h"
 
+#include <string.h>
+
 #include "cluster.h"
+#include "reply.h"
+#include "sentinel.h"
 #include "shard.h"
 
 redislock_err rl__topo_run(rl__topo *t, const char *key, size_t keylen,
@@ -8,6 +12,8 @@ redislock_err rl__topo_run(rl__topo *t, const char *key, size_t keylen,
 {
     redislock_err err;
 
+    if (t->kind == RL_TOPO_SENTINEL)
+        return rl__sentinel_run(t->sentinel, q, out);
     if (t->kind == RL_TOPO_CLUSTER)
         err = rl__cluster_run(t->cluster, NULL, key, keylen, q, out);
     else
@@ -33,11 +39,15 @@ rl__pool *rl__topo_node(rl__topo *t, const void *key, size_t len)
         return rl__cluster_route(t->cluster, key, len);
     if (t->kind == RL_TOPO_SHARDED)
         return &t->pools[rl__ring_lookup(t->ring, key, len)];
+    if (t->kind == RL_TOPO_SENTINEL)
+        return rl__sentinel_node(t->sentinel);
     return &t->pools[0];
 }
 
 rl__pool *rl__topo_each(rl__topo *t, size_t i)
 {
+    if (t->kind == RL_TOPO_SENTINEL)
+        return i == 0 ? rl__sentinel_node(t->sentinel) : NULL;
     if (t->kind != RL_TOPO_CLUSTER)
         return i < t->npools ? &t->pools[i] : NULL;
     if (i == 0)
@@ -66,8 +76,20 @@ int rl__topo_cluster(const rl__topo *t)
     return t->kind == RL_TOPO_CLUSTER;
 }
 
+int rl__topo_moves(const rl__topo *t)
+{
+    return t->kind == RL_TOPO_CLUSTER || t->kind == RL_TOPO_SENTINEL;
+}
+
 int rl__topo_moved(const rl__topo *t, redislock_err err, const rl__reply *r)
 {
+    if (t->kind == RL_TOPO_SENTINEL)
+        return err == REDISLOCK_ECONNECT || err == REDISLOCK_EIO ||
+               err == REDISLOCK_ETIMEDOUT ||
+               (err == REDISLOCK_OK && r != NULL &&
+                r->type == REDIS_REPLY_ERROR &&
+                (strncmp(r->str, "READONLY", 8) == 0 ||
+                 strncmp(r->str, "MASTERDOWN", 10) == 0));
     if (t->kind != RL_TOPO_CLUSTER)
         return 0;
     if (err == REDISLOCK_ECONNECT || err == REDISLOCK_EIO ||

@@ -19,20 +19,23 @@
 
 struct rl__cluster;
 struct rl__ring;
+struct rl__sentinel;
 
 typedef enum rl__topo_kind {
     RL_TOPO_SINGLE,
     RL_TOPO_SHARDED, /* each key on one server, by the ring */
     RL_TOPO_SET,     /* every key on every server (a Redlock quorum) */
-    RL_TOPO_CLUSTER  /* each key on its slot's master */
+    RL_TOPO_CLUSTER, /* each key on its slot's master */
+    RL_TOPO_SENTINEL /* every key on the master the sentinels name */
 } rl__topo_kind;
 
 typedef struct rl__topo {
     rl__topo_kind kind;
     rl__pool *pools; /* all but a cluster: the servers, in URL order */
     size_t npools;
-    const struct rl__ring *ring; /* sharded */
-    struct rl__cluster *cluster; /* cluster */
+    const struct rl__ring *ring;   /* sharded */
+    struct rl__cluster *cluster;   /* cluster */
+    struct rl__sentinel *sentinel; /* Sentinel */
 } rl__topo;
 
 /* Runs q for key (the lock's key, or a resource's): on the key's node,
@@ -71,10 +74,17 @@ int rl__topo_same_slot(const rl__topo *t, const void *a, size_t alen,
  * channel (SSUBSCRIBE, SPUBLISH). */
 int rl__topo_cluster(const rl__topo *t);
 
+/* Whether a key's node can change from one request to the next (a
+ * cluster's resharding or failover, a Sentinel failover): a request then
+ * goes through the topology, which follows the change, rather than
+ * behind a blocking call on a connection of the waiter's (wait.c). */
+int rl__topo_moves(const rl__topo *t);
+
 /* Whether a blocking call on a connection of its own (BLPOP) that ended
  * in err, or with reply r, met a change of the key's node: a cluster's
- * redirection, refusal or lost connection. The caller then opens a new
- * connection to rl__topo_node. */
+ * redirection, refusal or lost connection; a Sentinel master's lost
+ * connection or READONLY. The caller then opens a new connection to
+ * rl__topo_node. */
 int rl__topo_moved(const rl__topo *t, redislock_err err, const rl__reply *r);
 
 #endif

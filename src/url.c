@@ -1,6 +1,8 @@
 #include "url.h"
 
 #include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -348,5 +350,153 @@ void rl__url_free(rl__url *u)
     free(u->path);
     free(u->user);
     free(u->password);
+    memset(u, 0, sizeof *u);
+}
+
+int rl__url_is_sentinel(const char *s)
+{
+    return s != NULL && (strncmp(s, "redis+sentinel://", 17) == 0 ||
+                         strncmp(s, "rediss+sentinel://", 18) == 0);
+}
+
+/* A malloc'ed string of the formatted parts; NULL when out of memory. */
+static char *joined(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static char *joined(const char *fmt, ...)
+{
+    va_list ap;
+    char *out;
+    int n;
+
+    va_start(ap, fmt);
+    n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (out = malloc((size_t)n + 1)) == NULL)
+        return NULL;
+    va_start(ap, fmt);
+    vsnprintf(out, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    return out;
+}
+
+/* Splits the query q (n bytes, no '?') into the sentinels' credentials
+ * (raw, still %-encoded) and the rest, which goes to every URL. */
+static redislock_err split_query(const char *q, size_t n, char *user,
+                                 char *pass, char *rest, size_t size)
+{
+    size_t at = 0, len;
+
+    *user = *pass = *rest = '\0';
+    while (at < n) {
+        len = strcspn(q + at, "&");
+        if (len > n - at)
+            len = n - at;
+        if (len >= size)
+            return rl__err(REDISLOCK_EINVAL, "query parameter too long");
+        if (strncmp(q + at, "sentinel_user=", 14) == 0 && len > 14)
+            snprintf(user, size, "%.*s", (int)(len - 14), q + at + 14);
+        else if (strncmp(q + at, "sentinel_password=", 18) == 0 && len > 18)
+            snprintf(pass, size, "%.*s", (int)(len - 18), q + at + 18);
+        else if (len > 0 && strlen(rest) + len + 2 < size)
+            snprintf(rest + strlen(rest), size - strlen(rest), "%s%.*s",
+                     *rest ? "&" : "", (int)len, q + at);
+        at += len + 1;
+    }
+    return REDISLOCK_OK;
+}
+
+/* One "host[:port]" of the list (n bytes) as a sentinel's URL. */
+static redislock_err sentinel_one(rl__sentinel_url *u, const char *scheme,
+                                  const char *auth, const char *h, size_t n,
+                                  const char *query)
+{
+    const char *close = h[0] == '[' ? memchr(h, ']', n) : NULL;
+    const char *colon =
+        close ? (close + 1 < h + n && close[1] == ':' ? close + 1 : NULL)
+              : memchr(h, ':', n);
+    char *url;
+
+    if (n == 0)
+        return rl__err(REDISLOCK_EINVAL,
+                       "empty sentinel address in the sentinel URL's list");
+    if (u->n == RL_SENTINELS_MAX)
+        return rl__err(REDISLOCK_EINVAL, "more than %d sentinels in the URL",
+                       RL_SENTINELS_MAX);
+    url = joined("%s://%s%.*s%s%s%s", scheme, auth, (int)n, h,
+                 colon ? "" : ":26379", *query ? "?" : "", query);
+    if (url == NULL)
+        return rl__err(REDISLOCK_ENOMEM, "out of memory");
+    u->sentinels[u->n++] = url;
+    return REDISLOCK_OK;
+}
+
+redislock_err rl__sentinel_url_parse(const char *s, rl__sentinel_url *u)
+{
+    char suser[256], spass[256], rest[512], auth[520];
+    const char *scheme, *hosts, *slash, *q, *at, *h;
+    size_t len, hl;
+    int oom;
+    redislock_err err;
+
+    memset(u, 0, sizeof *u);
+    if (!rl__url_is_sentinel(s))
+        return rl__err(REDISLOCK_EINVAL, "not a redis+sentinel:// URL");
+    scheme = s[5] == 's' ? "rediss" : "redis";
+    hosts = strstr(s, "://") + 3;
+    slash = strchr(hosts, '/');
+    if (slash == NULL || slash[1] == '\0' || slash[1] == '/' || slash[1] == '?')
+        return rl__err(REDISLOCK_EINVAL,
+                       "the sentinel URL names no master: want "
+                       "redis+sentinel://host:port[,host:port...]/name");
+    /* The data nodes' user and password: before the last '@' ahead of
+     * the path. */
+    at = NULL;
+    for (h = hosts; h < slash; h++)
+        if (*h == '@')
+            at = h;
+    q = strchr(slash, '?');
+    len = q ? (size_t)(q - slash) : strlen(slash);
+    if ((err = split_query(q ? q + 1 : "", q ? strlen(q + 1) : 0, suser, spass,
+                           rest, sizeof rest)) != REDISLOCK_OK)
+        return err;
+    snprintf(auth, sizeof auth, "%s%s%s%s", suser, *spass ? ":" : "", spass,
+             *suser || *spass ? "@" : "");
+    /* The path: /name[/db]. */
+    hl = strcspn(slash + 1, "/?");
+    if ((u->name = decode(slash + 1, hl, &oom)) == NULL)
+        return oom ? rl__err(REDISLOCK_ENOMEM, "out of memory")
+                   : rl__err(REDISLOCK_EINVAL,
+                             "bad %%-escape in the sentinel URL's master name");
+    u->node_pre = joined("%s://%.*s%s", scheme, at ? (int)(at - hosts) : 0,
+                         hosts, at ? "@" : "");
+    u->node_post = joined("%.*s%s%s", (int)(len - 1 - hl), slash + 1 + hl,
+                          *rest ? "?" : "", rest);
+    u->sentinels = calloc(RL_SENTINELS_MAX, sizeof *u->sentinels);
+    if (u->node_pre == NULL || u->node_post == NULL || u->sentinels == NULL)
+        return rl__err(REDISLOCK_ENOMEM, "out of memory");
+    for (h = at ? at + 1 : hosts; h <= slash; h += hl + 1) {
+        hl = strcspn(h, ",/");
+        if (h + hl > slash)
+            hl = (size_t)(slash - h);
+        if ((err = sentinel_one(u, scheme, auth, h, hl, rest)) != 0)
+            return err;
+        if (h + hl == slash)
+            break;
+    }
+    return REDISLOCK_OK;
+}
+
+void rl__sentinel_url_free(rl__sentinel_url *u)
+{
+    size_t i;
+
+    if (u == NULL)
+        return;
+    for (i = 0; i < u->n; i++)
+        free(u->sentinels[i]);
+    free(u->sentinels);
+    free(u->name);
+    free(u->node_pre);
+    free(u->node_post);
     memset(u, 0, sizeof *u);
 }

@@ -27,4 +27,32 @@ redislock_err rl__url_parse(const char *s, rl__url *u);
 
 void rl__url_free(rl__url *u);
 
+/* Whether s is a Sentinel URL (redis+sentinel:// or rediss+sentinel://). */
+int rl__url_is_sentinel(const char *s);
+
+/*
+ * A Sentinel URL split into the URLs it stands for:
+ * redis+sentinel://[[user]:password@]host[:port][,host[:port]...]/name[/db][?query]
+ * (rediss+sentinel:// for TLS to the sentinels and the nodes). The user
+ * and password are the data nodes'; the query's sentinel_user and
+ * sentinel_password are the sentinels' own; its other parameters
+ * (timeouts) go to both. A sentinel's port defaults to 26379.
+ */
+typedef struct rl__sentinel_url {
+    char *name;       /* the master's name, decoded */
+    char **sentinels; /* each sentinel's URL, as rl__url_parse takes it */
+    size_t n;
+    /* A node's URL is node_pre, "host:port", node_post. */
+    char *node_pre;
+    char *node_post;
+} rl__sentinel_url;
+
+/* The most sentinels a URL names. */
+#define RL_SENTINELS_MAX 16
+
+/* Parses s into u (free it with rl__sentinel_url_free even on failure);
+ * REDISLOCK_EINVAL with a detail naming the problem. */
+redislock_err rl__sentinel_url_parse(const char *s, rl__sentinel_url *u);
+void rl__sentinel_url_free(rl__sentinel_url *u);
+
 #endif

@@ -404,3 +404,11 @@ TEST_ENTRY(spread_model_random_operations, 120)
 /* The Sentinel harness: failover and passwords (test_sentinel_harness.c). */
 TEST_ENTRY(sentinel_harness_failover, 60)
 TEST_ENTRY(sentinel_harness_auth, 60)
+/* Clients of a master found through Sentinel (test_sentinel.c). */
+TEST_ENTRY(sentinel_discovers_master, 60)
+TEST_ENTRY(sentinel_follows_failover, 90)
+TEST_ENTRY(sentinel_one_down, 60)
+TEST_ENTRY(sentinel_unknown_master_name, 60)
+TEST_ENTRY(sentinel_auth, 60)
+TEST_ENTRY(sentinel_cli, 60)
+TEST_ENTRY(sentinel_failover_locks_lost_and_kept, 120)

@@ -15,7 +15,7 @@ layer() {
     clock | rand | error | backoff | url | canon | shard | keys | abi) echo 1 ;;
     conn | script | request | reply) echo 2 ;;
     pool | ident) echo 3 ;;
-    topology | cluster | redirect) echo 4 ;;
+    topology | cluster | redirect | sentinel) echo 4 ;;
     lock | acquire | wait | inspect | fence | watchdog | redlock | quorum | \
         algo | one | spread | \
         env) echo 5 ;;

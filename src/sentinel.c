@@ -1,0 +1,335 @@
+#include "sentinel.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "error.h"
+#include "reply.h"
+#include "url.h"
+
+/* The pause between two askings of the sentinels while a request waits
+ * out a failover. */
+#define RL_SENTINEL_PAUSE_MS 50
+
+struct rl__sentinel {
+    rl__sentinel_url u;
+    rl__pool *sent; /* one per sentinel, in the URL's order */
+    size_t first;   /* the sentinel to ask first: the last that answered */
+    /* The options, with copies of their strings, for each new node. */
+    redislock_options o;
+    char *strs[5];
+    pthread_mutex_t mu; /* guards what follows, and each asking */
+    rl__pool **nodes;   /* every node the sentinels named */
+    size_t nnodes;
+    rl__pool *master; /* NULL until found */
+    int suspect;      /* a request found it gone: ask again first */
+};
+
+/* Copies o's strings into s, so that new nodes can be set up later. */
+static redislock_err keep_options(rl__sentinel *s, const redislock_options *o)
+{
+    const char *from[5] = {o->password, o->tls_ca_file, o->tls_cert_file,
+                           o->tls_key_file, o->tls_server_name};
+    const char **to[5] = {&s->o.password, &s->o.tls_ca_file,
+                          &s->o.tls_cert_file, &s->o.tls_key_file,
+                          &s->o.tls_server_name};
+    int i;
+
+    s->o = *o;
+    s->o.prefix = NULL;
+    for (i = 0; i < 5; i++) {
+        *to[i] = NULL;
+        if (from[i] != NULL && (*to[i] = s->strs[i] = strdup(from[i])) == NULL)
+            return rl__err(REDISLOCK_ENOMEM, "out of memory");
+    }
+    return REDISLOCK_OK;
+}
+
+/* The node at host:port, set up on first sight. */
+static redislock_err node_at(rl__sentinel *s, const char *host, int port,
+                             rl__pool **out)
+{
+    rl__pool **grown, *p;
+    char *url;
+    size_t i, n;
+    int v6 = strchr(host, ':') != NULL;
+    redislock_err err;
+
+    for (i = 0; i < s->nnodes; i++)
+        if (s->nodes[i]->url.host != NULL &&
+            strcmp(s->nodes[i]->url.host, host) == 0 &&
+            s->nodes[i]->url.port == port) {
+            *out = s->nodes[i];
+            return REDISLOCK_OK;
+        }
+    n = strlen(s->u.node_pre) + strlen(host) + strlen(s->u.node_post) + 16;
+    grown = realloc(s->nodes, (s->nnodes + 1) * sizeof *s->nodes);
+    if (grown == NULL)
+        return rl__err(REDISLOCK_ENOMEM, "out of memory");
+    s->nodes = grown;
+    if ((url = malloc(n)) == NULL || (p = malloc(sizeof *p)) == NULL) {
+        free(url);
+        return rl__err(REDISLOCK_ENOMEM, "out of memory");
+    }
+    snprintf(url, n, "%s%s%s%s:%d%s", s->u.node_pre, v6 ? "[" : "", host,
+             v6 ? "]" : "", port, s->u.node_post);
+    err = rl__pool_init(p, url, &s->o);
+    free(url);
+    if (err != REDISLOCK_OK) {
+        rl__pool_fini(p);
+        free(p);
+        return err;
+    }
+    *out = s->nodes[s->nnodes++] = p;
+    return REDISLOCK_OK;
+}
+
+/* Whether node p says it is a master (ROLE). */
+static redislock_err confirm(rl__sentinel *s, rl__pool *p)
+{
+    const char *argv[1] = {"ROLE"};
+    rl__cmd cmd = {1, argv, NULL};
+    rl__request q = {.n = 1, .cmds = &cmd};
+    rl__reply *r;
+    char said[200];
+    redislock_err err = rl__pool_run(p, &q, 0, &r);
+
+    if (err == REDISLOCK_OK)
+        err = rl__request_check(&q, &r);
+    if (err != REDISLOCK_OK) {
+        snprintf(said, sizeof said, "%s", redislock_errdetail());
+        return rl__err(err,
+                       "the sentinels name %s the master of '%s', and it "
+                       "fails: %s",
+                       p->name, s->u.name, said);
+    }
+    if (r->type != REDIS_REPLY_ARRAY || r->elements < 1 ||
+        r->element[0]->type != REDIS_REPLY_STRING)
+        err = rl__err(REDISLOCK_EPROTOCOL, "ROLE of %s answered type %d",
+                      p->name, r->type);
+    else if (strcmp(r->element[0]->str, "master") != 0)
+        err = rl__err(REDISLOCK_EREADONLY,
+                      "the sentinels name %s the master of '%s', but it "
+                      "says it is a %s (a failover under way?)",
+                      p->name, s->u.name, r->element[0]->str);
+    rl__reply_free(r);
+    return err;
+}
+
+/* What sentinel k says of the master: REDISLOCK_OK with *p, or
+ * REDISLOCK_EINVAL when it knows no such name (*unknown set), or why
+ * not. */
+static redislock_err ask(rl__sentinel *s, size_t k, rl__pool **p, int *unknown)
+{
+    const char *argv[3] = {"SENTINEL", "get-master-addr-by-name", s->u.name};
+    rl__cmd cmd = {3, argv, NULL};
+    rl__request q = {.n = 1, .cmds = &cmd};
+    rl__reply *r;
+    redislock_err err = rl__pool_run(&s->sent[k], &q, 0, &r);
+    const rl__reply *h, *port;
+    char said[200];
+
+    *unknown = 0;
+    if (err == REDISLOCK_OK)
+        err = rl__request_check(&q, &r);
+    if (err != REDISLOCK_OK) {
+        snprintf(said, sizeof said, "%s", redislock_errdetail());
+        return rl__err(err, "sentinel %s: %s", s->sent[k].name, said);
+    }
+    if (r->type == REDIS_REPLY_NIL) {
+        rl__reply_free(r);
+        *unknown = 1;
+        return rl__err(REDISLOCK_EINVAL, "sentinel %s knows no master '%s'",
+                       s->sent[k].name, s->u.name);
+    }
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+        (h = r->element[0])->type != REDIS_REPLY_STRING ||
+        (port = r->element[1])->type != REDIS_REPLY_STRING ||
+        atoi(port->str) <= 0 || atoi(port->str) > 65535) {
+        rl__reply_free(r);
+        return rl__err(REDISLOCK_EPROTOCOL,
+                       "sentinel %s answered SENTINEL "
+                       "get-master-addr-by-name with no address",
+                       s->sent[k].name);
+    }
+    err = node_at(s, h->str, atoi(port->str), p);
+    rl__reply_free(r);
+    return err == REDISLOCK_OK ? confirm(s, *p) : err;
+}
+
+/* Asks the sentinels in turn, from the last that answered, until one
+ * names a node that says it is the master. Called with s->mu held. */
+static redislock_err discover(rl__sentinel *s)
+{
+    char said[256] = "";
+    size_t i, k, unknown = 0;
+    redislock_err err, first = REDISLOCK_OK;
+    rl__pool *p;
+    int nil;
+
+    for (i = 0; i < s->u.n; i++) {
+        k = (s->first + i) % s->u.n;
+        if ((err = ask(s, k, &p, &nil)) == REDISLOCK_OK) {
+            s->first = k;
+            s->master = p;
+            s->suspect = 0;
+            return REDISLOCK_OK;
+        }
+        unknown += nil;
+        /* A node's failure says more than a sentinel's refusal. */
+        if (first == REDISLOCK_OK || (!nil && first == REDISLOCK_EINVAL)) {
+            first = err;
+            snprintf(said, sizeof said, "%s", redislock_errdetail());
+        }
+    }
+    if (unknown == s->u.n)
+        return rl__err(REDISLOCK_EINVAL,
+                       "no sentinel knows a master named '%s' (check the "
+                       "name at the end of the redis+sentinel:// URL)",
+                       s->u.name);
+    return rl__err(first, "%zu sentinel%s asked for master '%s': %s", s->u.n,
+                   s->u.n == 1 ? "" : "s", s->u.name, said);
+}
+
+void rl__sentinel_free(rl__sentinel *s)
+{
+    size_t i;
+
+    if (s == NULL)
+        return;
+    for (i = 0; s->sent != NULL && i < s->u.n; i++)
+        rl__pool_fini(&s->sent[i]);
+    free(s->sent);
+    for (i = 0; i < s->nnodes; i++) {
+        rl__pool_fini(s->nodes[i]);
+        free(s->nodes[i]);
+    }
+    free(s->nodes);
+    for (i = 0; i < 5; i++)
+        free(s->strs[i]);
+    rl__sentinel_url_free(&s->u);
+    pthread_mutex_destroy(&s->mu);
+    free(s);
+}
+
+redislock_err rl__sentinel_new(const char *url, const redislock_options *o,
+                               rl__sentinel **out)
+{
+    rl__sentinel *s = calloc(1, sizeof *s);
+    redislock_options so;
+    redislock_err err;
+    size_t i;
+
+    *out = NULL;
+    if (s == NULL)
+        return rl__err(REDISLOCK_ENOMEM, "out of memory");
+    pthread_mutex_init(&s->mu, NULL);
+    if ((err = rl__sentinel_url_parse(url, &s->u)) != REDISLOCK_OK ||
+        (err = keep_options(s, o)) != REDISLOCK_OK) {
+        rl__sentinel_free(s);
+        return err;
+    }
+    /* The sentinels: their URLs' passwords only, one connection each
+     * (asking is one thread at a time). */
+    so = s->o;
+    so.max_connections = 1;
+    if ((s->sent = calloc(s->u.n, sizeof *s->sent)) == NULL)
+        err = rl__err(REDISLOCK_ENOMEM, "out of memory");
+    for (i = 0; err == REDISLOCK_OK && i < s->u.n; i++)
+        err = rl__pool_init_own_auth(&s->sent[i], s->u.sentinels[i], &so);
+    if (err == REDISLOCK_OK)
+        err = discover(s);
+    if (err != REDISLOCK_OK) {
+        rl__sentinel_free(s);
+        return err;
+    }
+    *out = s;
+    return REDISLOCK_OK;
+}
+
+/* The master, asked for again first when a request found it gone; NULL
+ * with the reason when none was ever found. */
+static rl__pool *master(rl__sentinel *s, redislock_err *err)
+{
+    rl__pool *p;
+
+    pthread_mutex_lock(&s->mu);
+    *err = REDISLOCK_OK;
+    if (s->suspect)
+        *err = discover(s);
+    p = s->master;
+    pthread_mutex_unlock(&s->mu);
+    return p;
+}
+
+rl__pool *rl__sentinel_node(rl__sentinel *s)
+{
+    redislock_err err;
+
+    return master(s, &err);
+}
+
+/* q on p, its error replies mapped. */
+static redislock_err run_on(rl__pool *p, const rl__request *q, rl__reply **out)
+{
+    redislock_err err = rl__pool_run(p, q, 0, out);
+
+    return err == REDISLOCK_OK ? rl__request_check(q, out) : err;
+}
+
+/* How long a request may spend riding over a failover: its budget. */
+static int64_t budget_ms(const rl__pool *p, const rl__request *q)
+{
+    int64_t t = p->cfg.command_timeout_ms;
+
+    return q->timeout_ms > 0 && q->timeout_ms < t ? q->timeout_ms : t;
+}
+
+static void suspect(rl__sentinel *s, const rl__pool *p)
+{
+    pthread_mutex_lock(&s->mu);
+    if (s->master == p)
+        s->suspect = 1;
+    pthread_mutex_unlock(&s->mu);
+}
+
+redislock_err rl__sentinel_run(rl__sentinel *s, const rl__request *q,
+                               rl__reply **out)
+{
+    char said[256];
+    redislock_err err, again;
+    rl__pool *p = master(s, &err);
+    int64_t until = 0;
+
+    for (;;) {
+        err = run_on(p, q, out);
+        if (err != REDISLOCK_ECONNECT && err != REDISLOCK_EREADONLY &&
+            err != REDISLOCK_EIO && err != REDISLOCK_ETIMEDOUT)
+            return err;
+        /* Gone, or no longer the master: the sentinels are asked again
+         * before the next request. One whose reply was lost (the
+         * connection broke or timed out after the send) may have run: it
+         * is left to the caller. */
+        suspect(s, p);
+        if (err == REDISLOCK_EIO || err == REDISLOCK_ETIMEDOUT)
+            return err;
+        /* One that surely did not run (it could not be sent, or a replica
+         * refused it) goes to the master the sentinels name next, asked
+         * every RL_SENTINEL_PAUSE_MS while its budget lasts: a failover
+         * takes the sentinels' down-after time and an election. */
+        snprintf(said, sizeof said, "%s", redislock_errdetail());
+        if (until == 0)
+            until = rl__now_ms() + budget_ms(p, q);
+        else if (rl__now_ms() >= until)
+            return rl__err(err, "%s", said);
+        while ((p = master(s, &again)) == NULL || again != REDISLOCK_OK) {
+            if (rl__now_ms() + RL_SENTINEL_PAUSE_MS >= until)
+                return rl__err(err, "%s", said);
+            rl__sleep_ms(RL_SENTINEL_PAUSE_MS);
+            suspect(s, p);
+        }
+    }
+}

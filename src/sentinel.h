@@ -1,0 +1,41 @@
+/*
+ * A master found through Redis Sentinel: the topology of a
+ * redis+sentinel:// client. The sentinels are asked for the master of a
+ * name (SENTINEL get-master-addr-by-name), the node they name is
+ * confirmed with ROLE, and requests go to it. When a request meets a
+ * master that is gone (it cannot be connected to) or has become a replica
+ * (READONLY), the sentinels are asked again and the request goes to the
+ * new master, once; a request whose reply was lost (the connection broke
+ * or timed out after the send) is not sent again, since it may have run,
+ * but the next one asks the sentinels first.
+ *
+ * Each node gets a pool of its own, kept until the client is freed (lock
+ * handles, waiters and the janitor may still hold an old master's), and
+ * reused if the sentinels name it again.
+ *
+ * Above: topology.c. Below: pool.c, url.c.
+ */
+#ifndef RL_SENTINEL_H
+#define RL_SENTINEL_H
+
+#include "pool.h"
+#include "request.h"
+
+typedef struct rl__sentinel rl__sentinel;
+
+/* Parses url (redis+sentinel://), finds the master through the sentinels
+ * and confirms it. The options are copied. */
+redislock_err rl__sentinel_new(const char *url, const redislock_options *o,
+                               rl__sentinel **out);
+void rl__sentinel_free(rl__sentinel *s);
+
+/* The master's node: the one last found (the sentinels asked again
+ * first when a request found it gone). */
+rl__pool *rl__sentinel_node(rl__sentinel *s);
+
+/* Runs q on the master, error replies mapped (rl__request_check), going
+ * to a new master once as said above. */
+redislock_err rl__sentinel_run(rl__sentinel *s, const rl__request *q,
+                               rl__reply **out);
+
+#endif

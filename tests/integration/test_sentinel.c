@@ -1,0 +1,401 @@
+/*
+ * Clients of a master found through Redis Sentinel (redis+sentinel://):
+ * discovery and locking on the master; a failover followed (the holder's
+ * release and a new acquire go to the new master, a waiter's wait too);
+ * a sentinel that is down; a master name no sentinel knows; the data
+ * nodes' and the sentinels' passwords, each checked where it belongs;
+ * URLs that are not right.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/fixture.h"
+#include "harness/sentinel.h"
+#include "harness/server.h"
+#include "harness/util.h"
+#include "test.h"
+
+/* Generous: a split vote retries after twice the failover timeout. */
+#define FAILOVER_MS 30000
+
+/* The token key holds on node i ("" for none), malloc'ed. */
+static char *on_node(th_sentinels *t, int i, const char *key)
+{
+    redisContext *c = th_sentinels_node_redis(t, i);
+    char *v = th_cmd_str(c, NULL, "GET %s", key);
+
+    redisFree(c);
+    return v != NULL ? v : strdup("");
+}
+
+/* The client finds the master (node 0) and locks there: acquire, inspect,
+ * list and release act on it, never on the replica (which has the key
+ * only by replication). */
+void test_sentinel_discovers_master(void)
+{
+    th_sentinels *t = th_sentinels_start(NULL);
+    redislock_client *c = th_client_url(t->url, NULL);
+    redislock_acquire_options o = th_aopts(10000, 0, 0);
+    redislock_lock *l = th_lock(c, "sn:a");
+    redislock_info info;
+    char *v;
+
+    ASSERT_OK(redislock_acquire(l, &o));
+    v = on_node(t, 0, "sn:a");
+    ASSERT_EQ_STR(v, redislock_token(l));
+    free(v);
+    ASSERT_OK(redislock_inspect(l, &info));
+    ASSERT_EQ_INT(info.held, 1);
+    ASSERT_OK(redislock_release(l));
+    v = on_node(t, 0, "sn:a");
+    ASSERT_EQ_STR(v, "");
+    free(v);
+    redislock_lock_free(l);
+    redislock_client_free(c);
+    th_sentinels_stop(t);
+}
+
+/*
+ * kill -9 of the master while a lock is held (confirmed by its replica:
+ * wait_replicas 1) and another client waits for it: once the sentinels
+ * promote the replica, the holder's release reaches the new master, the
+ * waiter gets the lock there, and a new acquire of another key works.
+ * The command timeout (6 s) is longer than the failover, so each request
+ * rides over it. Logs how long locking took to come back.
+ */
+void test_sentinel_follows_failover(void)
+{
+    th_sentinels *t = th_sentinels_start(NULL);
+    redislock_options co = {0};
+    redislock_client *c, *wc;
+    redislock_acquire_options o = th_aopts(20000, 0, 0);
+    redislock_acquire_options wo = th_aopts(20000, 25000, 0);
+    redislock_lock *l, *n;
+    th_waiter w;
+    int64_t killed, failed_over, released, fresh;
+    int old;
+    char *v;
+
+    /* The waiter's client has no replica-sync guard: the new master has
+     * no replica to confirm its acquire. */
+    co.command_timeout_ms = 6000;
+    wc = th_client_url(t->url, &co);
+    co.wait_replicas = 1;
+    c = th_client_url(t->url, &co);
+    l = th_lock(c, "sf:held");
+    ASSERT_OK(redislock_acquire(l, &o));
+    ASSERT_EQ_INT(redislock_replicas(l), 1);
+    th_waiter_start(&w, wc, "sf:held", &wo);
+    {
+        redisContext *r = th_sentinels_node_redis(t, 0);
+        th_wait_blocked(r, 1, 3000);
+        redisFree(r);
+    }
+    killed = th_now_ms();
+    old = th_sentinels_kill_master(t);
+    ASSERT_EQ_INT(old, 0);
+    failed_over = th_sentinels_wait_failover(t, old, FAILOVER_MS);
+    v = on_node(t, 1, "sf:held");
+    ASSERT_EQ_STR(v, redislock_token(l));
+    free(v);
+    /* The holder's release goes to the new master and wakes the
+     * waiter. */
+    ASSERT_OK(redislock_release(l));
+    released = th_now_ms() - killed;
+    th_waiter_join_ok(&w, 10000);
+    v = on_node(t, 1, "sf:held");
+    ASSERT_EQ_STR(v, w.token);
+    free(v);
+    ASSERT_OK(redislock_release(w.l));
+    n = th_lock(wc, "sf:new");
+    ASSERT_OK(redislock_acquire(n, &o));
+    fresh = th_now_ms() - killed;
+    v = on_node(t, 1, "sf:new");
+    ASSERT_EQ_STR(v, redislock_token(n));
+    free(v);
+    ASSERT_OK(redislock_release(n));
+    test_log("failover %lld ms after the kill; the holder's release done "
+             "%lld ms after it, the waiter in %lld ms, a new lock %lld ms",
+             (long long)failed_over, (long long)released,
+             (long long)(w.done_us / 1000 - killed), (long long)fresh);
+    redislock_lock_free(n);
+    redislock_lock_free(w.l);
+    redislock_lock_free(l);
+    redislock_client_free(wc);
+    redislock_client_free(c);
+    th_sentinels_stop(t);
+}
+
+/* The first sentinel of the URL is down: a client is made by asking the
+ * next, and locks. With every sentinel down: REDISLOCK_ECONNECT, the
+ * detail saying that the sentinels were asked. */
+void test_sentinel_one_down(void)
+{
+    th_sentinels *t = th_sentinels_start(NULL);
+    redislock_client *c;
+    redislock_lock *l;
+    int i;
+
+    th_sentinels_kill_sentinel(t, 0);
+    c = th_client_url(t->url, NULL);
+    l = th_lock(c, "sd:a");
+    ASSERT_OK(redislock_acquire(l, NULL));
+    ASSERT_OK(redislock_release(l));
+    redislock_lock_free(l);
+    redislock_client_free(c);
+    for (i = 1; i < TH_SENTINEL_N; i++)
+        th_sentinels_kill_sentinel(t, i);
+    c = (redislock_client *)1;
+    ASSERT_ERR(redislock_client_new(&c, t->url, NULL), REDISLOCK_ECONNECT);
+    test_log("every sentinel down: %s", redislock_errdetail());
+    ASSERT(strstr(redislock_errdetail(), "sentinel") != NULL);
+    ASSERT(c == NULL);
+    th_sentinels_stop(t);
+}
+
+/* A master name no sentinel knows: REDISLOCK_EINVAL naming it; and URLs
+ * that are not right. */
+void test_sentinel_unknown_master_name(void)
+{
+    static const char *const bad[] = {
+        "redis+sentinel://127.0.0.1:1",
+        "redis+sentinel://127.0.0.1:1/",
+        "redis+sentinel://,127.0.0.1:1/name",
+        "redis+sentinel://127.0.0.1:1/%zz",
+    };
+    th_sentinels *t = th_sentinels_start(NULL);
+    redislock_client *c = (redislock_client *)1;
+    const char *urls[2];
+    char url[600], *slash;
+    size_t i;
+
+    snprintf(url, sizeof url, "%s", t->url);
+    slash = strrchr(url, '/');
+    snprintf(slash, sizeof url - (size_t)(slash - url), "/no-such-master");
+    ASSERT_ERR(redislock_client_new(&c, url, NULL), REDISLOCK_EINVAL);
+    test_log("unknown name: %s", redislock_errdetail());
+    ASSERT(strstr(redislock_errdetail(), "no-such-master") != NULL);
+    ASSERT(c == NULL);
+    for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        c = (redislock_client *)1;
+        ASSERT_ERR(redislock_client_new(&c, bad[i], NULL), REDISLOCK_EINVAL);
+        test_log("%s: %s", bad[i], redislock_errdetail());
+        ASSERT(c == NULL);
+    }
+    /* A Sentinel URL is a client of its own, not one server of several. */
+    urls[0] = t->url;
+    urls[1] = "redis://127.0.0.1:1";
+    ASSERT_ERR(redislock_client_new_sharded(&c, urls, 2, NULL),
+               REDISLOCK_EINVAL);
+    ASSERT(strstr(redislock_errdetail(), "alone") != NULL);
+    th_sentinels_stop(t);
+}
+
+/* Passwords: the data nodes' in the URL's userinfo (or the options'),
+ * the sentinels' in sentinel_password; each wrong one is REDISLOCK_EAUTH
+ * naming where it failed; both right, the client locks on the master. */
+void test_sentinel_auth(void)
+{
+    th_sentinel_opts so = {0};
+    th_sentinels *t;
+    redislock_client *c;
+    redislock_options co = {0};
+    redislock_lock *l;
+    char url[700], *q;
+
+    so.data_password = "data-pw";
+    so.sentinel_password = "sent pw@1";
+    t = th_sentinels_start(&so);
+    c = th_client_url(t->url, NULL);
+    l = th_lock(c, "sa:a");
+    ASSERT_OK(redislock_acquire(l, NULL));
+    ASSERT_OK(redislock_release(l));
+    redislock_lock_free(l);
+    redislock_client_free(c);
+    /* A wrong sentinel password. */
+    snprintf(url, sizeof url, "%s", t->url);
+    q = strstr(url, "?sentinel_password=");
+    ASSERT(q != NULL);
+    snprintf(q, sizeof url - (size_t)(q - url), "?sentinel_password=wrong");
+    c = (redislock_client *)1;
+    ASSERT_ERR(redislock_client_new(&c, url, NULL), REDISLOCK_EAUTH);
+    test_log("wrong sentinel password: %s", redislock_errdetail());
+    ASSERT(strstr(redislock_errdetail(), "sentinel") != NULL);
+    /* A wrong data password, from the options (which win over the
+     * URL's): the sentinels answer, the master refuses. */
+    co.password = "wrong";
+    c = (redislock_client *)1;
+    ASSERT_ERR(redislock_client_new(&c, t->url, &co), REDISLOCK_EAUTH);
+    test_log("wrong data password: %s", redislock_errdetail());
+    ASSERT(strstr(redislock_errdetail(), "master") != NULL);
+    ASSERT(c == NULL);
+    th_sentinels_stop(t);
+}
+
+/* The CLI: -u redis+sentinel://... and --sentinel NAME with the
+ * sentinels' -u URLs (their password becoming sentinel_password, the data
+ * nodes' from $REDISCLI_AUTH) lock on the master; --sentinel with another
+ * kind of URL, or with --shard, is a usage error (64). */
+void test_sentinel_cli(void)
+{
+    th_sentinel_opts so = {0};
+    th_sentinels *t;
+    char out[512], err[512], u[3][64], *v, *nl;
+    const char *acq[] = {"-u", NULL, "acquire", "-t", "20s", "sc:a", NULL};
+    const char *rel[] = {"--sentinel", "authed", "-u",      u[0],   "-u", u[1],
+                         "-u",         u[2],     "release", "sc:a", out,  NULL};
+    const char *bad[] = {"--sentinel", "authed", "-u", "unix:///tmp/x.sock",
+                         "status",     "sc:a",   NULL};
+    const char *both[] = {"--sentinel", "authed", "--shard", "-u",
+                          u[0],         "status", "sc:a",    NULL};
+    int i, st;
+
+    so.master_name = "authed";
+    so.data_password = "data-pw";
+    so.sentinel_password = "sent pw@1";
+    t = th_sentinels_start(&so);
+    acq[1] = t->url;
+    st = th_cli(acq, NULL, out, sizeof out, err, sizeof err);
+    test_log("acquire through %s: exit %d, %s", t->url, st, err);
+    ASSERT_EQ_INT(st, 0);
+    if ((nl = strchr(out, '\n')) != NULL)
+        *nl = '\0';
+    v = on_node(t, 0, "sc:a");
+    ASSERT_EQ_STR(v, out);
+    free(v);
+    for (i = 0; i < 3; i++)
+        snprintf(u[i], sizeof u[i], "redis://:sent%%20pw%%401@127.0.0.1:%d",
+                 t->sent_port[i]);
+    st = th_cli(rel, "data-pw", NULL, 0, err, sizeof err);
+    test_log("release with --sentinel: exit %d, %s", st, err);
+    ASSERT_EQ_INT(st, 0);
+    v = on_node(t, 0, "sc:a");
+    ASSERT_EQ_STR(v, "");
+    free(v);
+    /* Without the data password: the master refuses (69, EAUTH's). */
+    st = th_cli(rel, NULL, NULL, 0, err, sizeof err);
+    test_log("no data password: exit %d, %s", st, err);
+    ASSERT(st != 0 && st != 64);
+    ASSERT(strstr(err, "sent pw") == NULL && strstr(err, "sent%20pw") == NULL);
+    ASSERT_EQ_INT(th_cli(bad, NULL, NULL, 0, err, sizeof err), 64);
+    test_log("--sentinel with a unix URL: %s", err);
+    ASSERT_EQ_INT(th_cli(both, NULL, NULL, 0, err, sizeof err), 64);
+    test_log("--sentinel with --shard: %s", err);
+    th_sentinels_stop(t);
+}
+
+/* Locks the failover test takes on each side of the guard. */
+#define FO_LOCKS 20
+
+/* How many of n keys a contender takes now (each lock it gets is a lock
+ * lost by its holder). */
+static int taken_by_contender(redislock_client *c, const char *prefix, int n)
+{
+    redislock_acquire_options o = th_aopts(60000, 0, 0);
+    char key[32];
+    int i, got = 0;
+
+    for (i = 0; i < n; i++) {
+        redislock_lock *l;
+
+        snprintf(key, sizeof key, "%s%d", prefix, i);
+        l = th_lock(c, key);
+        got += redislock_acquire(l, &o) == REDISLOCK_OK;
+        redislock_lock_free(l);
+    }
+    return got;
+}
+
+/*
+ * Failover safety, measured. FO_LOCKS locks are taken with the
+ * replica-sync guard (wait_replicas 1, strict) and confirmed; then the
+ * replica stops, a 40 MB write fills the master's own output buffer for
+ * it (a stream in the kernel's socket buffers would still arrive), and
+ * FO_LOCKS locks are taken without the guard, their writes stuck behind
+ * it. kill -9 of the master, the replica resumed: the sentinels promote
+ * it. A contender then gets every unguarded lock (lost: a second holder)
+ * and none of the guarded ones. Strict mode refuses new acquisitions
+ * (REDISLOCK_ENOTDURABLE) while the new master has no replica, and takes
+ * them again once the old master is back as its replica. Logs the time
+ * until locking resumed, without and with the guard.
+ */
+void test_sentinel_failover_locks_lost_and_kept(void)
+{
+    th_sentinels *t = th_sentinels_start(NULL);
+    redislock_options go = {0}, po = {0};
+    redislock_client *guarded, *plain, *rival;
+    redislock_acquire_options o = th_aopts(60000, 0, 0);
+    redislock_lock *held[2 * FO_LOCKS], *l;
+    redisContext *m = th_sentinels_node_redis(t, 0);
+    size_t big = 40u << 20;
+    char *blob = malloc(big), key[32];
+    int64_t killed, resumed = -1, strict_back = -1;
+    int i, lost_plain, lost_guarded;
+    redislock_err err;
+
+    ASSERT(blob != NULL);
+    memset(blob, 'x', big);
+    go.wait_replicas = 1;
+    go.wait_replicas_timeout_ms = 1000;
+    go.command_timeout_ms = 5000;
+    po.command_timeout_ms = 5000;
+    guarded = th_client_url(t->url, &go);
+    plain = th_client_url(t->url, &po);
+    rival = th_client_url(t->url, &po);
+    for (i = 0; i < FO_LOCKS; i++) {
+        snprintf(key, sizeof key, "fg:%d", i);
+        held[i] = th_lock(guarded, key);
+        ASSERT_OK(redislock_acquire(held[i], &o));
+        ASSERT_EQ_INT(redislock_replicas(held[i]), 1);
+    }
+    th_server_pause(t->node[1]);
+    freeReplyObject(th_cmd(m, "SET fo:blob %b", blob, big));
+    for (i = 0; i < FO_LOCKS; i++) {
+        snprintf(key, sizeof key, "fp:%d", i);
+        held[FO_LOCKS + i] = th_lock(plain, key);
+        ASSERT_OK(redislock_acquire(held[FO_LOCKS + i], &o));
+    }
+    killed = th_now_ms();
+    ASSERT_EQ_INT(th_sentinels_kill_master(t), 0);
+    th_server_resume(t->node[1]);
+    /* Locking resumes: a fresh key, without the guard. */
+    l = th_lock(rival, "fo:fresh");
+    while ((err = redislock_acquire(l, &o)) != REDISLOCK_OK) {
+        ASSERT(th_now_ms() - killed < FAILOVER_MS);
+        th_sleep_ms(20);
+    }
+    resumed = th_now_ms() - killed;
+    redislock_lock_free(l);
+    (void)th_sentinels_wait_failover(t, 0, FAILOVER_MS);
+    lost_plain = taken_by_contender(rival, "fp:", FO_LOCKS);
+    lost_guarded = taken_by_contender(rival, "fg:", FO_LOCKS);
+    /* Strict: no replica of the new master confirms. */
+    l = th_lock(guarded, "fo:strict");
+    ASSERT_ERR(redislock_acquire(l, &o), REDISLOCK_ENOTDURABLE);
+    th_sentinels_restart_node(t, 0);
+    while ((err = redislock_acquire(l, &o)) != REDISLOCK_OK) {
+        ASSERT_ERR(err, REDISLOCK_ENOTDURABLE);
+        ASSERT(th_now_ms() - killed < 2 * FAILOVER_MS);
+        th_sleep_ms(20);
+    }
+    strict_back = th_now_ms() - killed;
+    test_log("after kill -9 of the master: locking resumed in %lld ms; "
+             "locks lost: %d of %d unguarded, %d of %d guarded; the strict "
+             "guard took locks again %lld ms after the kill (once the old "
+             "master was back as a replica)",
+             (long long)resumed, lost_plain, FO_LOCKS, lost_guarded, FO_LOCKS,
+             (long long)strict_back);
+    ASSERT_EQ_INT(lost_guarded, 0);
+    ASSERT_EQ_INT(lost_plain, FO_LOCKS);
+    ASSERT_OK(redislock_release(l));
+    redislock_lock_free(l);
+    for (i = 0; i < 2 * FO_LOCKS; i++)
+        redislock_lock_free(held[i]);
+    free(blob);
+    redisFree(m);
+    redislock_client_free(rival);
+    redislock_client_free(plain);
+    redislock_client_free(guarded);
+    th_sentinels_stop(t);
+}
