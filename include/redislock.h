@@ -142,6 +142,17 @@ typedef struct redislock_options {
      * extend fails with it and keeps the lock); nonzero: it succeeds, and
      * redislock_replicas() tells how many confirmed (a warning). */
     int wait_replicas_lenient;
+    /* WAITAOF guard (servers that have WAITAOF: Redis and Valkey from
+     * 7.2): after every acquire and extend, wait until the write is
+     * fsynced to the master's append-only file (wait_aof_local: 0 or 1)
+     * and to that many replicas' (wait_aof_replicas), for at most
+     * wait_replicas_timeout_ms, strict or lenient as wait_replicas_lenient
+     * says. Each connection is checked when opened: a server without
+     * WAITAOF, or for wait_aof_local one with AOF off or appendfsync no
+     * (whose fsyncs are the kernel's, which WAITAOF cannot see), is
+     * REDISLOCK_ECONFIG. Default 0: off. */
+    int wait_aof_local;
+    int wait_aof_replicas;
 } redislock_options;
 
 /* How the pause between two attempts grows. Every pause is drawn
@@ -457,7 +468,7 @@ typedef struct redislock_info {
 #define REDISLOCK_SIZE_THROUGH_(type, field)                                   \
     (offsetof(type, field) + sizeof(((type *)0)->field))
 #define REDISLOCK_OPTIONS_SIZE                                                 \
-    REDISLOCK_SIZE_THROUGH_(redislock_options, wait_replicas_lenient)
+    REDISLOCK_SIZE_THROUGH_(redislock_options, wait_aof_replicas)
 #define REDISLOCK_ACQUIRE_OPTIONS_SIZE                                         \
     REDISLOCK_SIZE_THROUGH_(redislock_acquire_options, shared)
 #define REDISLOCK_INFO_SIZE REDISLOCK_SIZE_THROUGH_(redislock_info, nshare_ttls)
@@ -584,6 +595,12 @@ REDISLOCK_API size_t redislock_outcomes(const redislock_lock *l,
 /* With the replica-sync guard (wait_replicas): how many replicas
  * confirmed the last acquire or extend; -1 when the guard is off. */
 REDISLOCK_API int redislock_replicas(const redislock_lock *l);
+
+/* With the WAITAOF guard (wait_aof_local, wait_aof_replicas): how many
+ * replicas confirmed the last acquire's or extend's fsync to their
+ * append-only files, and in *local (when not NULL) whether the master
+ * did (1 or 0); -1 each when the guard is off. */
+REDISLOCK_API int redislock_aof(const redislock_lock *l, int *local);
 
 /* How many holds this handle has (0 when it holds nothing). */
 REDISLOCK_API int64_t redislock_holds(const redislock_lock *l);

@@ -53,6 +53,12 @@ static redislock_err check_options(const redislock_options *o)
         o->wait_replicas_timeout_ms < 0)
         return rl__err(REDISLOCK_EINVAL,
                        "negative server timeout or replica-sync setting");
+    if (o->wait_aof_local < 0 || o->wait_aof_local > 1 ||
+        o->wait_aof_replicas < 0)
+        return rl__err(REDISLOCK_EINVAL,
+                       "wait_aof_local %d, wait_aof_replicas %d: want 0 or "
+                       "1 for the master's fsync, and 0 or more replicas",
+                       o->wait_aof_local, o->wait_aof_replicas);
     if (o->prefix != NULL && strlen(o->prefix) > REDISLOCK_KEY_MAX)
         return rl__err(REDISLOCK_EINVAL, "key prefix longer than %d bytes",
                        REDISLOCK_KEY_MAX);
@@ -188,6 +194,8 @@ static redislock_err client_alloc(redislock_client **out, rl__mode mode,
     c->mode = mode;
     c->server_timeout_ms = (*opts)->server_timeout_ms;
     c->replicas.want = (*opts)->wait_replicas;
+    c->replicas.aof_local = (*opts)->wait_aof_local;
+    c->replicas.aof_replicas = (*opts)->wait_aof_replicas;
     c->replicas.timeout_ms = (*opts)->wait_replicas_timeout_ms
                                  ? (*opts)->wait_replicas_timeout_ms
                                  : RL_DEFAULT_WAIT_REPLICAS_MS;
@@ -271,10 +279,12 @@ static redislock_err new_redlock(redislock_client **out,
                        "Redlock needs an odd number of independent servers, "
                        "3 to %d, not %zu",
                        RL_MAX_QUORUM, n);
-    if (opts != NULL && opts->wait_replicas > 0)
+    if (opts != NULL && (opts->wait_replicas > 0 || opts->wait_aof_local > 0 ||
+                         opts->wait_aof_replicas > 0))
         return rl__err(REDISLOCK_EINVAL,
-                       "wait_replicas is for a master with replicas; a "
-                       "Redlock quorum's safety comes from its majority");
+                       "wait_replicas and wait_aof_* are for a master with "
+                       "replicas; a Redlock quorum's safety comes from its "
+                       "majority");
     return new_with_pools(out, RL_MODE_REDLOCK, urls, n, opts);
 }
 

@@ -24,7 +24,9 @@
 
 /* The replica-sync guard's settings (want 0: off). */
 typedef struct rl__replicas {
-    int want;
+    int want;         /* WAIT for this many replicas */
+    int aof_local;    /* WAITAOF: the master's fsync (0 or 1) */
+    int aof_replicas; /* WAITAOF: this many replicas' fsyncs */
     int64_t timeout_ms;
     int lenient;
 } rl__replicas;

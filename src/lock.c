@@ -99,7 +99,7 @@ redislock_err redislock_lock_new(redislock_client *c, const void *key,
     l->algo = rl__client_algo(c);
     l->pool = rl__topo_node(rl__client_topo(c), l->key, l->keylen);
     l->holder_ttl = -2;
-    l->replicas = -1;
+    l->acks = RL_ACKS_NONE;
     pthread_mutex_init(&l->mu, NULL);
     pthread_condattr_init(&attr);
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
@@ -335,7 +335,7 @@ static redislock_err names_script(redislock_lock *l, const rl__lockname *k,
                                   const size_t *lens, rl__reply **out)
 {
     const rl__replicas *g = rl__client_replicas(l->client);
-    long long acked = -1;
+    long long acked = -1, aof[2] = {-1, -1};
     rl__request q = {
         .s = s,
         .nargs = nargs,
@@ -344,14 +344,36 @@ static redislock_err names_script(redislock_lock *l, const rl__lockname *k,
         .wait_replicas = guarded ? g->want : 0,
         .wait_ms = g->timeout_ms,
         .acked = &acked,
+        .wait_aof_local = guarded ? g->aof_local : 0,
+        .wait_aof_replicas = guarded ? g->aof_replicas : 0,
+        .aof_acked = aof,
         .timeout_ms = timeout_ms,
         .first = l->fair_queued && s == &rl__script_release ? &ping : NULL};
     redislock_err err = run_keyed(rl__client_topo(l->client), NULL, NULL, k,
                                   more, nmore, req, &q, out);
 
     if (q.wait_replicas > 0)
-        l->replicas = err == REDISLOCK_OK ? (int)acked : -1;
+        l->acks.replicas = err == REDISLOCK_OK ? (int)acked : -1;
+    if (rl__request_waitaof(&q)) {
+        l->acks.aof_local = err == REDISLOCK_OK ? (int)aof[0] : -1;
+        l->acks.aof_replicas = err == REDISLOCK_OK ? (int)aof[1] : -1;
+    }
     return err;
+}
+
+void rl__acks_least(rl__acks *into, const rl__acks *a, int first)
+{
+    if (first) {
+        *into = *a;
+        return;
+    }
+    into->replicas =
+        a->replicas < into->replicas ? a->replicas : into->replicas;
+    into->aof_local =
+        a->aof_local < into->aof_local ? a->aof_local : into->aof_local;
+    into->aof_replicas = a->aof_replicas < into->aof_replicas
+                             ? a->aof_replicas
+                             : into->aof_replicas;
 }
 
 /* names_script on the lock's key and a set's further keys. */
@@ -393,16 +415,37 @@ redislock_err rl__lock_write_script(redislock_lock *l, int64_t timeout_ms,
     return lock_script(l, 1, timeout_ms, s, req, nargs, args, lens, out);
 }
 
+/* How many of want confirmed (got; -1: none could), for a message. */
+static int confirmed(int got)
+{
+    return got < 0 ? 0 : got;
+}
+
 redislock_err rl__lock_durable(const redislock_lock *l, const char *what)
 {
     const rl__replicas *g = rl__client_replicas(l->client);
+    const rl__acks *a = &l->acks;
 
-    if (g->want == 0 || g->lenient || l->replicas >= g->want)
+    if (g->lenient)
         return REDISLOCK_OK;
-    return rl__err(REDISLOCK_ENOTDURABLE,
-                   "%s: %d of %d replicas confirmed the write within %lld ms",
-                   what, l->replicas < 0 ? 0 : l->replicas, g->want,
-                   (long long)g->timeout_ms);
+    if (g->want > 0 && a->replicas < g->want)
+        return rl__err(REDISLOCK_ENOTDURABLE,
+                       "%s: %d of %d replicas confirmed the write within "
+                       "%lld ms",
+                       what, confirmed(a->replicas), g->want,
+                       (long long)g->timeout_ms);
+    if (g->aof_local > 0 && a->aof_local < g->aof_local)
+        return rl__err(REDISLOCK_ENOTDURABLE,
+                       "%s: the master did not confirm the write's fsync to "
+                       "its append-only file within %lld ms (WAITAOF)",
+                       what, (long long)g->timeout_ms);
+    if (g->aof_replicas > 0 && a->aof_replicas < g->aof_replicas)
+        return rl__err(REDISLOCK_ENOTDURABLE,
+                       "%s: %d of %d replicas confirmed the write's fsync to "
+                       "their append-only files within %lld ms (WAITAOF)",
+                       what, confirmed(a->aof_replicas), g->aof_replicas,
+                       (long long)g->timeout_ms);
+    return REDISLOCK_OK;
 }
 
 void rl__lock_set_validity(redislock_lock *l, int64_t sent_us, int64_t ttl_ms)
@@ -708,5 +751,12 @@ size_t redislock_outcomes(const redislock_lock *l, redislock_err *out, size_t n)
 
 int redislock_replicas(const redislock_lock *l)
 {
-    return l != NULL ? l->replicas : -1;
+    return l != NULL ? l->acks.replicas : -1;
+}
+
+int redislock_aof(const redislock_lock *l, int *local)
+{
+    if (local != NULL)
+        *local = l != NULL ? l->acks.aof_local : -1;
+    return l != NULL ? l->acks.aof_replicas : -1;
 }

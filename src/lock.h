@@ -31,6 +31,23 @@
 struct rl__algo;
 struct rl__spread;
 
+/* What confirmed a write (an acquire or extend) under the guards: the
+ * replicas that have it (WAIT), the master's and the replicas' AOF
+ * fsyncs (WAITAOF); -1 each when not asked. */
+typedef struct rl__acks {
+    int replicas;
+    int aof_local;
+    int aof_replicas;
+} rl__acks;
+
+/* Nothing asked. */
+#define RL_ACKS_NONE ((rl__acks){-1, -1, -1})
+
+/* *into becomes the least of itself and a, field by field (a set over
+ * several servers is confirmed as its least confirmed group); with first,
+ * a itself. */
+void rl__acks_least(rl__acks *into, const rl__acks *a, int first);
+
 struct redislock_lock {
     redislock_client *client;
     /* How this handle's requests are decided (algo.h): the client's, or
@@ -104,7 +121,7 @@ struct redislock_lock {
      * in URL order; otherwise one). Guarded by mu. */
     redislock_err outcomes[RL_MAX_QUORUM];
     size_t noutcomes;
-    int replicas; /* confirmed the last acquire or extend; -1: not asked */
+    rl__acks acks; /* what confirmed the last acquire or extend */
 };
 
 /* Runs the script request q (its keys left to this) for the lock k: the
@@ -150,8 +167,8 @@ redislock_err rl__lock_script(redislock_lock *l, int64_t timeout_ms,
                               rl__reply **out);
 
 /* Runs a script that writes the lock (acquire, extend) on its server,
- * then, with the replica-sync guard on, WAITs for the replicas on the same
- * connection and records their count in l->replicas. */
+ * then, with the replica-sync or AOF guard on, WAITs (WAITAOF) on the
+ * same connection and records what confirmed it in l->acks. */
 redislock_err rl__lock_write_script(redislock_lock *l, int64_t timeout_ms,
                                     const rl__script *s, const char *req,
                                     int nargs, const char **args,
@@ -166,8 +183,9 @@ redislock_err rl__lock_group_script(redislock_lock *l,
                                     int nargs, const char **args,
                                     const size_t *lens, rl__reply **out);
 
-/* REDISLOCK_ENOTDURABLE (what names the call) when the guard is strict
- * and fewer replicas than wanted confirmed the last write; else OK. */
+/* REDISLOCK_ENOTDURABLE (what names the call) when the guards are strict
+ * and fewer replicas or AOF fsyncs than wanted confirmed the last write;
+ * else OK. */
 redislock_err rl__lock_durable(const redislock_lock *l, const char *what);
 
 /* Runs one command on the lock's server, mapping error replies. */

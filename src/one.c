@@ -126,7 +126,8 @@ static redislock_err wait_attempt(redislock_lock *l, const rl__try *t,
     redislock_err err;
 
     *ran = 0;
-    if (rl__topo_moves(rl__client_topo(l->client)) || g->want > 0)
+    if (rl__topo_moves(rl__client_topo(l->client)) || g->want > 0 ||
+        g->aof_local > 0 || g->aof_replicas > 0)
         return rl__wait(l, token, t->req, 0, pause_ms, NULL, res);
     if ((err = attempt_prepare(l, t, &a)) != REDISLOCK_OK)
         return err;

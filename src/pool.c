@@ -50,6 +50,8 @@ static redislock_err pool_init(rl__pool *p, const char *url,
                               REDISLOCK_DEFAULT_COMMAND_TIMEOUT_MS));
     p->max = o->max_connections > 0 ? o->max_connections
                                     : REDISLOCK_DEFAULT_MAX_CONNECTIONS;
+    p->aof_local = o->wait_aof_local;
+    p->aof_replicas = o->wait_aof_replicas;
     pw = own_auth          ? p->url.password
          : o->password     ? o->password
          : p->url.password ? p->url.password
@@ -105,7 +107,80 @@ static void forget_one(rl__pool *p)
     pthread_mutex_unlock(&p->mu);
 }
 
-/* Opens a connection in a slot already counted, and vets it. */
+/* The value of field ("aof_enabled:") in an INFO reply r, or NULL. */
+static const char *info_field(const rl__reply *r, const char *field)
+{
+    const char *at;
+
+    if (r->type != REDIS_REPLY_STRING && r->type != REDIS_REPLY_STATUS &&
+        r->type != 14 /* RESP3 verbatim */)
+        return NULL;
+    at = strstr(r->str, field);
+    return at != NULL ? at + strlen(field) : NULL;
+}
+
+/* Whether the server conn reaches can confirm what the WAITAOF guard
+ * asks: it has the command (COMMAND INFO answers nil for an unknown one),
+ * and for the master's own fsync, AOF on with a policy under which
+ * WAITAOF's count means an fsync (appendfsync always or everysec: with
+ * "no" the kernel flushes when it likes, and WAITAOF cannot know).
+ * Asked once per connection; no guessing from versions. */
+static redislock_err probe_aof(rl__pool *p, rl__conn *conn)
+{
+    const char *cmdv[3] = {"COMMAND", "INFO", "WAITAOF"};
+    const char *infov[2] = {"INFO", "persistence"};
+    const char *cfgv[3] = {"CONFIG", "GET", "appendfsync"};
+    rl__cmd cmds[3] = {{3, cmdv, NULL}, {2, infov, NULL}, {3, cfgv, NULL}};
+    rl__reply *r[3];
+    const char *v;
+    int n = p->aof_local ? 3 : 1, i;
+    redislock_err err = rl__conn_exec(conn, n, cmds, r);
+
+    if (err != REDISLOCK_OK)
+        return err;
+    if (r[0]->type == REDIS_REPLY_ERROR)
+        err = rl__err(REDISLOCK_ECONFIG,
+                      "%s: cannot ask whether it has WAITAOF (COMMAND INFO: "
+                      "%.80s): allow the user COMMAND, or turn the "
+                      "wait_aof_* options off",
+                      p->name, r[0]->str);
+    else if (r[0]->type != REDIS_REPLY_ARRAY || r[0]->elements != 1 ||
+             r[0]->element[0]->type != REDIS_REPLY_ARRAY)
+        err = rl__err(REDISLOCK_ECONFIG,
+                      "%s has no WAITAOF (Redis and Valkey have it from "
+                      "7.2): turn wait_aof_local and wait_aof_replicas off, "
+                      "or use wait_replicas",
+                      p->name);
+    else if (n == 3 &&
+             ((v = info_field(r[1], "aof_enabled:")) == NULL || *v != '1'))
+        err = rl__err(REDISLOCK_ECONFIG,
+                      "%s has AOF off (appendonly no): WAITAOF cannot confirm "
+                      "a local fsync; turn appendonly on, or wait_aof_local "
+                      "off",
+                      p->name);
+    else if (n == 3 && r[2]->type == REDIS_REPLY_ERROR)
+        err = rl__err(REDISLOCK_ECONFIG,
+                      "%s: cannot read appendfsync (%.80s), which decides "
+                      "whether WAITAOF's local count is an fsync: allow the "
+                      "user CONFIG GET, or turn wait_aof_local off",
+                      p->name, r[2]->str);
+    else if (n == 3 &&
+             (r[2]->type != REDIS_REPLY_ARRAY || r[2]->elements != 2 ||
+              r[2]->element[1]->type != REDIS_REPLY_STRING ||
+              strcmp(r[2]->element[1]->str, "no") == 0))
+        err = rl__err(REDISLOCK_ECONFIG,
+                      "%s has appendfsync no: the kernel, not Redis, decides "
+                      "when the AOF reaches the disk, so WAITAOF's local "
+                      "count means nothing; set appendfsync everysec or "
+                      "always, or turn wait_aof_local off",
+                      p->name);
+    for (i = 0; i < n; i++)
+        rl__reply_free(r[i]);
+    return err;
+}
+
+/* Opens a connection in a slot already counted, vets it, and checks it
+ * for the WAITAOF guard. */
 static redislock_err open_one(rl__pool *p, rl__conn **out)
 {
     redislock_err err = rl__conn_open(&p->cfg, out);
@@ -114,7 +189,9 @@ static redislock_err open_one(rl__pool *p, rl__conn **out)
         forget_one(p);
         return err;
     }
-    if (p->vet != NULL)
+    if (p->aof_local || p->aof_replicas)
+        err = probe_aof(p, *out);
+    if (err == REDISLOCK_OK && p->vet != NULL)
         err = p->vet(p, *out, p->vet_arg);
     if (err != REDISLOCK_OK) {
         rl__conn_close(*out);
@@ -213,8 +290,7 @@ redislock_err rl__pool_run(rl__pool *p, const rl__request *q, int asking,
      * top of a command's. */
     if (q->timeout_ms > 0 && q->timeout_ms < t)
         t = q->timeout_ms;
-    if (q->wait_replicas > 0)
-        t += q->wait_ms;
+    t += rl__request_wait_ms(q);
     if ((err = rl__pool_borrow(p, &conn)) != REDISLOCK_OK)
         return err;
     if (t != dflt)

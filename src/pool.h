@@ -31,6 +31,9 @@ typedef struct rl__pool {
      * shared. */
     redislock_err (*vet)(struct rl__pool *p, rl__conn *conn, void *arg);
     void *vet_arg;
+    /* The WAITAOF guard's wants (redislock_options.wait_aof_*): each
+     * connection is checked for them when opened. */
+    int aof_local, aof_replicas;
 } rl__pool;
 
 /* Parses url and sets the pool up; opens nothing. The pool is cleaned up

@@ -51,8 +51,7 @@ static redislock_err attempt(const journey *j, rl__pool *p, int asking,
     rl__request q = *j->q;
     int64_t left = (j->deadline_us - rl__now_us()) / 1000;
 
-    if (q.wait_replicas > 0)
-        left -= q.wait_ms;
+    left -= rl__request_wait_ms(&q);
     q.timeout_ms = left > 1 ? left : 1;
     return rl__pool_run(p, &q, asking, out);
 }
@@ -207,8 +206,7 @@ redislock_err rl__cluster_run(rl__cluster *cl, rl__pool *p, const char *key,
     t = p->cfg.command_timeout_ms;
     if (q->timeout_ms > 0 && q->timeout_ms < t)
         t = q->timeout_ms;
-    if (q->wait_replicas > 0)
-        t += q->wait_ms;
+    t += rl__request_wait_ms(q);
     j.deadline_us = rl__now_us() + t * 1000;
     return run(&j, p, key, keylen, out);
 }

@@ -7,8 +7,8 @@
 #include "error.h"
 
 /* The most commands on the wire for one request: the first command, each
- * command after an ASKING, a WAIT. */
-#define RL_REQ_WIRE_MAX (2 * RL_REQ_MAX_CMDS + 2)
+ * command after an ASKING, a WAIT, a WAITAOF. */
+#define RL_REQ_WIRE_MAX (2 * RL_REQ_MAX_CMDS + 3)
 
 /* A request as it goes on the wire: the first command asked for, its
  * commands,
@@ -20,8 +20,8 @@ typedef struct wire {
     const char *argv[RL_SCRIPT_ARGV_MAX];
     size_t argl[RL_SCRIPT_ARGV_MAX];
     char nk[8];
-    const char *waitv[3];
-    char wn[16], wms[24];
+    const char *waitv[3], *aofv[4];
+    char wn[16], wms[24], an[2][16];
 } wire;
 
 static const char *askv[1] = {"ASKING"};
@@ -68,7 +68,40 @@ static redislock_err lay_out(wire *w, const rl__request *q, int eval,
         w->waitv[2] = w->wms;
         w->cmds[w->n++] = (rl__cmd){3, w->waitv, NULL};
     }
+    if (rl__request_waitaof(q)) {
+        snprintf(w->an[0], sizeof w->an[0], "%d", q->wait_aof_local);
+        snprintf(w->an[1], sizeof w->an[1], "%d", q->wait_aof_replicas);
+        snprintf(w->wms, sizeof w->wms, "%lld", (long long)q->wait_ms);
+        w->aofv[0] = "WAITAOF";
+        w->aofv[1] = w->an[0];
+        w->aofv[2] = w->an[1];
+        w->aofv[3] = w->wms;
+        w->cmds[w->n++] = (rl__cmd){4, w->aofv, NULL};
+    }
     return REDISLOCK_OK;
+}
+
+int rl__request_waitaof(const rl__request *q)
+{
+    return q->wait_aof_local > 0 || q->wait_aof_replicas > 0;
+}
+
+int64_t rl__request_wait_ms(const rl__request *q)
+{
+    return ((q->wait_replicas > 0) + rl__request_waitaof(q)) * q->wait_ms;
+}
+
+/* WAITAOF's answer r into q->aof_acked: [local, replicas]. */
+static void take_aof(const rl__request *q, const rl__reply *r)
+{
+    int ok = r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+             r->element[0]->type == REDIS_REPLY_INTEGER &&
+             r->element[1]->type == REDIS_REPLY_INTEGER;
+
+    if (q->aof_acked == NULL)
+        return;
+    q->aof_acked[0] = ok ? r->element[0]->integer : -1;
+    q->aof_acked[1] = ok ? r->element[1]->integer : -1;
 }
 
 /* Sorts the replies to w's commands: the first command's goes to
@@ -87,7 +120,11 @@ static int take(const wire *w, const rl__request *q, int eval, int first,
         } else if ((i == 0 && first && q->first != NULL) ||
                    w->cmds[i].argv == askv) {
             rl__reply_free(raw[i]);
-        } else if (q->wait_replicas > 0 && i == w->n - 1) {
+        } else if (rl__request_waitaof(q) && i == w->n - 1) {
+            take_aof(q, raw[i]);
+            rl__reply_free(raw[i]);
+        } else if (q->wait_replicas > 0 &&
+                   i == w->n - 1 - rl__request_waitaof(q)) {
             if (q->acked != NULL)
                 *q->acked =
                     raw[i]->type == REDIS_REPLY_INTEGER ? raw[i]->integer : -1;

@@ -58,10 +58,23 @@ typedef struct rl__request {
     int wait_replicas;
     int64_t wait_ms;
     long long *acked;
+    /* Either > 0: WAITAOF wait_aof_local wait_aof_replicas wait_ms
+     * follows (after the WAIT when there is one); its answer goes to
+     * aof_acked[0] (local) and aof_acked[1] (replicas), -1 each for an
+     * error reply. */
+    int wait_aof_local, wait_aof_replicas;
+    long long *aof_acked;
     /* The most the reply may take, WAIT aside; 0: the node's command
      * timeout (a shorter budget only: never longer). */
     int64_t timeout_ms;
 } rl__request;
+
+/* Whether q ends with a WAITAOF. */
+int rl__request_waitaof(const rl__request *q);
+
+/* How long q's trailing WAIT and WAITAOF may take, on top of a
+ * command's time: 0 without them. */
+int64_t rl__request_wait_ms(const rl__request *q);
 
 /* The replies q gets: 1 for a script, n for commands. */
 int rl__request_nreplies(const rl__request *q);

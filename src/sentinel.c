@@ -236,6 +236,7 @@ redislock_err rl__sentinel_new(const char *url, const redislock_options *o,
      * (asking is one thread at a time). */
     so = s->o;
     so.max_connections = 1;
+    so.wait_aof_local = so.wait_aof_replicas = 0;
     if ((s->sent = calloc(s->u.n, sizeof *s->sent)) == NULL)
         err = rl__err(REDISLOCK_ENOMEM, "out of memory");
     for (i = 0; err == REDISLOCK_OK && i < s->u.n; i++)

@@ -189,7 +189,8 @@ static redislock_err attempt(redislock_lock *l, const rl__try *t,
     const char *args[7] = {t->id, ttl, "plain", "", mark, t->req, floor};
     size_t lens[7];
     int64_t fences[REDISLOCK_SET_MAX];
-    int replicas = -1, g;
+    rl__acks acks = RL_ACKS_NONE;
+    int g;
     rl__acquired a = {0};
     rl__reply *r;
     redislock_err err = REDISLOCK_OK;
@@ -221,13 +222,12 @@ static redislock_err attempt(redislock_lock *l, const rl__try *t,
             err = REDISLOCK_EHELD;
             break;
         }
-        if (g == 0 || l->replicas < replicas)
-            replicas = l->replicas;
+        rl__acks_least(&acks, &l->acks, g == 0);
         fences[g] = a.fence;
         lens[6] = (size_t)snprintf(floor, sizeof floor, "%" PRId64, a.fence);
     }
     if (err == REDISLOCK_OK) {
-        l->replicas = replicas;
+        l->acks = acks;
         err = raise_fences(l, t, fences);
         g = sp->ngroups;
         if (err == REDISLOCK_EHELD) {
@@ -269,7 +269,8 @@ static redislock_err owner(redislock_lock *l, const rl__script *s,
     const char *args[3];
     size_t lens[3];
     int extend = s == &rl__script_extend;
-    int replicas = -1, g;
+    rl__acks acks = RL_ACKS_NONE;
+    int g;
     long long m, least = 1;
     rl__reply *r;
     redislock_err err, first = REDISLOCK_OK;
@@ -288,13 +289,13 @@ static redislock_err owner(redislock_lock *l, const rl__script *s,
                 least = m < least ? m : least;
             }
         }
-        if (extend && (g == 0 || l->replicas < replicas))
-            replicas = l->replicas;
+        if (extend)
+            rl__acks_least(&acks, &l->acks, g == 0);
         if (first == REDISLOCK_OK && err != REDISLOCK_OK)
             first = err;
     }
     if (extend)
-        l->replicas = replicas;
+        l->acks = acks;
     rl__lock_set_outcomes(l, &first, 1);
     if (first != REDISLOCK_OK)
         return first;

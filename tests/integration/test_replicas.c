@@ -1,7 +1,11 @@
 /*
- * replicas: the replica-sync guard. A master with one replica (both
- * private servers); WAIT after acquire and extend tells whether the
- * replica has the lock, so that a failover cannot forget it silently.
+ * replicas: the replica-sync guard and the WAITAOF guard. A master with
+ * one replica (both private servers); WAIT after acquire and extend
+ * tells whether the replica has the lock, so that a failover cannot
+ * forget it silently; WAITAOF whether the master's and the replicas'
+ * append-only files have it on disk. Servers without WAITAOF (Redis 7.0,
+ * make check's) are refused when the client connects; the rest of the
+ * WAITAOF tests run in the server matrix (scripts/check-servers.sh).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,16 +23,19 @@ typedef struct pair {
     redisContext *m, *r;
 } pair;
 
-static pair pair_start(void)
+/* A master and its replica, the replica's configuration with extra (its
+ * own persistence, say) added. */
+static pair pair_start_with(const char *extra)
 {
     pair p;
-    char conf[96];
+    char conf[256];
     char *info;
     int64_t t0 = th_now_ms();
 
     p.master = th_server_start(
         &(th_server_opts){.extra_config = "repl-diskless-sync-delay 0\n"});
-    snprintf(conf, sizeof conf, "replicaof 127.0.0.1 %d\n", p.master->port);
+    snprintf(conf, sizeof conf, "replicaof 127.0.0.1 %d\n%s", p.master->port,
+             extra);
     /* The master would otherwise wait 5 s for more replicas to sync. */
     p.replica = th_server_start(&(th_server_opts){.extra_config = conf});
     p.m = th_server_redis(p.master);
@@ -44,6 +51,11 @@ static pair pair_start(void)
     }
     free(info);
     return p;
+}
+
+static pair pair_start(void)
+{
+    return pair_start_with("");
 }
 
 static void pair_stop(pair *p)
@@ -132,6 +144,141 @@ void test_replicas_unconfirmed(void)
     ASSERT(redislock_token(l) != NULL);
     th_server_resume(p.replica);
     ASSERT_OK(redislock_release(l));
+    redislock_lock_free(w);
+    redislock_lock_free(l);
+    redislock_client_free(lenient);
+    redislock_client_free(strict);
+    pair_stop(&p);
+}
+
+/* Whether the server r reaches has WAITAOF (COMMAND INFO answers nil for
+ * a command it lacks). */
+static int has_waitaof(redisContext *r)
+{
+    redisReply *rep = th_cmd(r, "COMMAND INFO WAITAOF");
+    int has = rep->type == REDIS_REPLY_ARRAY && rep->elements == 1 &&
+              rep->element[0]->type == REDIS_REPLY_ARRAY;
+
+    freeReplyObject(rep);
+    return has;
+}
+
+/* redislock_client_new on s with the WAITAOF guard (local, replicas):
+ * REDISLOCK_ECONFIG, the detail holding word. */
+static void aof_refused(const th_server *s, int local, int replicas,
+                        const char *word)
+{
+    redislock_options o = {0};
+    redislock_client *c = (redislock_client *)1;
+
+    o.wait_aof_local = local;
+    o.wait_aof_replicas = replicas;
+    ASSERT_ERR(redislock_client_new(&c, s->unix_url, &o), REDISLOCK_ECONFIG);
+    test_log("wait_aof_local %d, wait_aof_replicas %d: %s", local, replicas,
+             redislock_errdetail());
+    ASSERT(strstr(redislock_errdetail(), word) != NULL);
+    ASSERT(c == NULL);
+}
+
+/*
+ * The WAITAOF guard's check of each connection: a server without WAITAOF
+ * is refused whatever is asked; with it, the master's own fsync is
+ * refused with AOF off and with appendfsync no, and confirmed with
+ * appendfsync always (redislock_aof's local count 1, after acquire and
+ * extend). Bad values are EINVAL.
+ */
+void test_replicas_waitaof_probe(void)
+{
+    th_server *s = th_server_start(NULL);
+    redisContext *r = th_server_redis(s);
+    redislock_options o = {0};
+    redislock_client *c = (redislock_client *)1;
+    redislock_acquire_options ao = th_aopts(10000, 0, 0);
+    redislock_lock *l;
+    int local = -2;
+
+    o.wait_aof_local = 2;
+    ASSERT_ERR(redislock_client_new(&c, s->unix_url, &o), REDISLOCK_EINVAL);
+    o.wait_aof_local = 0;
+    o.wait_aof_replicas = -1;
+    ASSERT_ERR(redislock_client_new(&c, s->unix_url, &o), REDISLOCK_EINVAL);
+    if (!has_waitaof(r)) {
+        test_log("this server has no WAITAOF: the probe says so");
+        aof_refused(s, 1, 0, "no WAITAOF");
+        aof_refused(s, 0, 1, "no WAITAOF");
+        redisFree(r);
+        th_server_stop(s);
+        return;
+    }
+    aof_refused(s, 1, 0, "appendonly no");
+    freeReplyObject(th_cmd(r, "CONFIG SET appendonly yes"));
+    freeReplyObject(th_cmd(r, "CONFIG SET appendfsync no"));
+    aof_refused(s, 1, 0, "appendfsync no");
+    freeReplyObject(th_cmd(r, "CONFIG SET appendfsync always"));
+    o.wait_aof_local = 1;
+    o.wait_aof_replicas = 0;
+    o.wait_replicas_timeout_ms = 2000;
+    c = th_client_url(s->unix_url, &o);
+    l = th_lock(c, "aof:local");
+    ASSERT_OK(redislock_acquire(l, &ao));
+    ASSERT_EQ_INT(redislock_aof(l, &local), 0);
+    ASSERT_EQ_INT(local, 1);
+    ASSERT_OK(redislock_extend(l, 20000));
+    ASSERT_EQ_INT(redislock_aof(l, &local), 0);
+    ASSERT_EQ_INT(local, 1);
+    ASSERT_OK(redislock_release(l));
+    redislock_lock_free(l);
+    redislock_client_free(c);
+    redisFree(r);
+    th_server_stop(s);
+}
+
+/*
+ * The replicas' fsyncs (wait_aof_replicas 1) with a replica whose AOF is
+ * on: confirmed while it runs; once it is stopped, strict mode gives the
+ * lock back (REDISLOCK_ENOTDURABLE naming the fsync) and lenient mode
+ * keeps it with 0 confirmed.
+ */
+void test_replicas_waitaof_confirmed(void)
+{
+    th_server *one = th_server_start(NULL);
+    redisContext *r = th_server_redis(one);
+    redislock_options o = {0};
+    redislock_client *strict, *lenient;
+    redislock_acquire_options ao = th_aopts(10000, 0, 0);
+    redislock_lock *l, *w;
+    pair p;
+    int has = has_waitaof(r);
+
+    if (!has) {
+        test_log("this server has no WAITAOF: the probe says so");
+        aof_refused(one, 0, 1, "no WAITAOF");
+    }
+    redisFree(r);
+    th_server_stop(one);
+    if (!has)
+        return;
+    p = pair_start_with("appendonly yes\nappendfsync always\n");
+    o.wait_aof_replicas = 1;
+    o.wait_replicas_timeout_ms = 2000;
+    strict = th_client_url(p.master->unix_url, &o);
+    o.wait_replicas_lenient = 1;
+    o.wait_replicas_timeout_ms = 200;
+    lenient = th_client_url(p.master->unix_url, &o);
+    l = th_lock(strict, KEY);
+    w = th_lock(lenient, KEY);
+    ASSERT_OK(redislock_acquire(l, &ao));
+    ASSERT_EQ_INT(redislock_aof(l, NULL), 1);
+    ASSERT_OK(redislock_release(l));
+    th_server_pause(p.replica);
+    ASSERT_ERR(redislock_acquire(l, &ao), REDISLOCK_ENOTDURABLE);
+    test_log("replica stopped, strict: %s", redislock_errdetail());
+    ASSERT(strstr(redislock_errdetail(), "fsync") != NULL);
+    ASSERT_KEY(p.m, KEY, NULL);
+    ASSERT_OK(redislock_acquire(w, &ao));
+    ASSERT_EQ_INT(redislock_aof(w, NULL), 0);
+    ASSERT_OK(redislock_release(w));
+    th_server_resume(p.replica);
     redislock_lock_free(w);
     redislock_lock_free(l);
     redislock_client_free(lenient);
