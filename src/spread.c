@@ -101,26 +101,35 @@ static redislock_err group_script(redislock_lock *l, int g, int guarded,
                                  timeout_ms, s, req, nargs, args, lens, out);
 }
 
-/* Frees what the token holds of group g, now, or else in the background
- * (the janitor's abandon, which also releases). */
+/* Frees what the token holds of group g (set_release.lua). */
+static redislock_err release_group(redislock_lock *l, int g, const char *token)
+{
+    const char *args[1] = {token};
+    size_t lens[1] = {strlen(token)};
+    rl__reply *r;
+    redislock_err err = group_script(l, g, 0, 0, &rl__script_set_release,
+                                     NULL, 1, args, lens, &r);
+
+    if (err == REDISLOCK_OK)
+        rl__reply_free(r);
+    return err;
+}
+
+/* The same now, or else in the background (the janitor's abandon, which
+ * also releases). */
 static void undo_group(redislock_lock *l, int g, const char *token,
                        const char *req, int64_t ttl_ms)
 {
     const struct rl__spread *sp = l->spread;
-    const char *args[1] = {token};
-    size_t lens[1] = {strlen(token)};
     rl__watchdog *wd;
-    rl__reply *r;
 
-    if (group_script(l, g, 0, 0, &rl__script_set_release, NULL, 1, args, lens,
-                     &r) == REDISLOCK_OK) {
-        rl__reply_free(r);
+    if (release_group(l, g, token) == REDISLOCK_OK)
         return;
-    }
     if (rl__client_watchdog(l->client, &wd) == REDISLOCK_OK)
-        rl__janitor_abandon(
-            wd, rl__client_topo(l->client), NULL, &sp->names[sp->start[g]],
-            sp->start[g + 1] - sp->start[g], token, req, ttl_ms);
+        rl__janitor_abandon(wd, rl__client_topo(l->client), NULL,
+                            &sp->names[sp->start[g]],
+                            sp->start[g + 1] - sp->start[g], token, req,
+                            ttl_ms);
 }
 
 static void undo(redislock_lock *l, int upto, const rl__try *t)
@@ -261,7 +270,12 @@ static void abandon(redislock_lock *l, const rl__try *t)
 
 /* Release or extend: every group, its answers combined (the smallest:
  * -1 another owner's anywhere, else 0 some key gone, else 1). Every group
- * is asked even after a failure; the first failure is returned. */
+ * is asked even after a failure; the first failure is returned. An
+ * extend that finds the set lost (one group gone or another owner's)
+ * has lengthened the groups before and after that still held it: those
+ * are released, so that a lost set holds nothing past its old lease (as
+ * set_extend.lua, which lengthens nothing then, keeps it on one
+ * server). */
 static redislock_err owner(redislock_lock *l, const rl__script *s,
                            const char *arg2, int64_t timeout_ms, long long *n)
 {
@@ -270,6 +284,7 @@ static redislock_err owner(redislock_lock *l, const rl__script *s,
     size_t lens[3];
     int extend = s == &rl__script_extend;
     rl__acks acks = RL_ACKS_NONE;
+    unsigned lengthened = 0;
     int g;
     long long m, least = 1;
     rl__reply *r;
@@ -287,6 +302,8 @@ static redislock_err owner(redislock_lock *l, const rl__script *s,
                 err == REDISLOCK_ELOST) {
                 err = REDISLOCK_OK;
                 least = m < least ? m : least;
+                if (m > 0)
+                    lengthened |= 1u << g;
             }
         }
         if (extend)
@@ -296,6 +313,9 @@ static redislock_err owner(redislock_lock *l, const rl__script *s,
     }
     if (extend)
         l->acks = acks;
+    for (g = 0; extend && least <= 0 && g < sp->ngroups; g++)
+        if (lengthened & (1u << g))
+            (void)release_group(l, g, l->token);
     rl__lock_set_outcomes(l, &first, 1);
     if (first != REDISLOCK_OK)
         return first;

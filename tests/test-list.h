@@ -402,6 +402,7 @@ TEST_ENTRY(set_of_one_is_a_lock, 30)
 TEST_ENTRY(spread_sharded_sets, 60)
 TEST_ENTRY(spread_fence_above_every_server, 30)
 TEST_ENTRY(spread_lost_reply_undone, 30)
+TEST_ENTRY(spread_lost_extend_holds_nothing, 30)
 TEST_ENTRY(spread_model_random_operations, 120)
 /* The Sentinel harness: failover and passwords (test_sentinel_harness.c). */
 TEST_ENTRY(sentinel_harness_failover, 60)

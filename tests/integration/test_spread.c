@@ -351,3 +351,45 @@ void test_spread_lost_reply_undone(void)
     th_server_stop(a);
     th_server_stop(b);
 }
+
+/*
+ * An extend that finds a set over two servers lost (its second server's
+ * key gone, or another owner's) reports it and leaves nothing held: the
+ * first server's key, which the extend had lengthened before it met the
+ * loss, is released, not kept for the new TTL (a lost set holds nothing
+ * past its old lease). The model-based run found this under load.
+ */
+void test_spread_lost_extend_holds_nothing(void)
+{
+    th_servers e = th_servers_start(2);
+    redislock_client *c = NULL;
+    redislock_acquire_options o = th_aopts(10000, 0, 0);
+    redislock_lock *s, *other;
+    char keys[2][3][24];
+    const char *k[2];
+    int got[2];
+
+    ASSERT_OK(redislock_client_new_sharded(&c, e.urls, 2, NULL));
+    keys_by_server(e.r, 2, c, "sx", keys, got);
+    k[0] = keys[0][0];
+    k[1] = keys[1][0];
+    s = th_lock_set(c, k, 2);
+    /* The second key expired. */
+    ASSERT_OK(redislock_acquire(s, &o));
+    th_cmd_int(e.r[1], "DEL %s", k[1]);
+    ASSERT_ERR(redislock_extend(s, 60000), REDISLOCK_EEXPIRED);
+    ASSERT_KEY(e.r[0], k[0], NULL);
+    /* The second key another owner's. */
+    ASSERT_OK(redislock_acquire(s, &o));
+    th_cmd_int(e.r[1], "DEL %s", k[1]);
+    other = th_lock(c, k[1]);
+    ASSERT_OK(redislock_acquire(other, &o));
+    ASSERT_ERR(redislock_extend(s, 60000), REDISLOCK_ELOST);
+    ASSERT_KEY(e.r[0], k[0], NULL);
+    ASSERT_KEY(e.r[1], k[1], redislock_token(other));
+    ASSERT_OK(redislock_release(other));
+    redislock_lock_free(other);
+    redislock_lock_free(s);
+    redislock_client_free(c);
+    th_servers_stop(&e);
+}
