@@ -167,7 +167,7 @@ static redislock_err discover(rl__sentinel *s)
     char said[256] = "";
     size_t i, k, unknown = 0;
     redislock_err err, first = REDISLOCK_OK;
-    rl__pool *p;
+    rl__pool *p = NULL;
     int nil;
 
     for (i = 0; i < s->u.n; i++) {
