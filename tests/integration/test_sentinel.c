@@ -56,13 +56,24 @@ void test_sentinel_discovers_master(void)
     th_sentinels_stop(t);
 }
 
+/* Counts the locks a listing reports. */
+static int count_listed(const redislock_info *info, void *arg)
+{
+    (void)info;
+    ++*(int *)arg;
+    return 0;
+}
+
 /*
  * kill -9 of the master while a lock is held (confirmed by its replica:
- * wait_replicas 1) and another client waits for it: once the sentinels
- * promote the replica, the holder's release reaches the new master, the
- * waiter gets the lock there, and a new acquire of another key works.
- * The command timeout (6 s) is longer than the failover, so each request
- * rides over it. Logs how long locking took to come back.
+ * wait_replicas 1), another client waits for it, and a third lock is
+ * renewed by the watchdog: once the sentinels promote the replica, the
+ * holder's release reaches the new master, the waiter gets the lock
+ * there, the watchdog's renewals reach it (the lock stays valid, its
+ * lease renewed there), a listing finds the locks there, and a new
+ * acquire of another key works. The command timeout (6 s) is longer
+ * than the failover, so each request rides over it. Logs how long
+ * locking took to come back.
  */
 void test_sentinel_follows_failover(void)
 {
@@ -71,10 +82,10 @@ void test_sentinel_follows_failover(void)
     redislock_client *c, *wc;
     redislock_acquire_options o = th_aopts(20000, 0, 0);
     redislock_acquire_options wo = th_aopts(20000, 25000, 0);
-    redislock_lock *l, *n;
+    redislock_lock *l, *n, *dog;
     th_waiter w;
     int64_t killed, failed_over, released, fresh;
-    int old;
+    int old, listed = 0;
     char *v;
 
     /* The waiter's client has no replica-sync guard: the new master has
@@ -86,6 +97,13 @@ void test_sentinel_follows_failover(void)
     l = th_lock(c, "sf:held");
     ASSERT_OK(redislock_acquire(l, &o));
     ASSERT_EQ_INT(redislock_replicas(l), 1);
+    dog = th_lock(wc, "sf:dog");
+    {
+        redislock_acquire_options d = th_aopts(8000, 0, 0);
+
+        d.watchdog = 1;
+        ASSERT_OK(redislock_acquire(dog, &d));
+    }
     th_waiter_start(&w, wc, "sf:held", &wo);
     {
         redisContext *r = th_sentinels_node_redis(t, 0);
@@ -115,6 +133,21 @@ void test_sentinel_follows_failover(void)
     ASSERT_EQ_STR(v, redislock_token(n));
     free(v);
     ASSERT_OK(redislock_release(n));
+    /* Renewed at the new master within a renewal period (8 s / 3). */
+    th_sleep_ms(3000);
+    ASSERT_OK(redislock_check(dog));
+    v = on_node(t, 1, "sf:dog");
+    ASSERT_EQ_STR(v, redislock_token(dog));
+    free(v);
+    {
+        redisContext *r = th_sentinels_node_redis(t, 1);
+        ASSERT_GT(th_pttl(r, "sf:dog"), 4000);
+        redisFree(r);
+    }
+    ASSERT_OK(redislock_list(wc, "sf:*", count_listed, &listed));
+    ASSERT_EQ_INT(listed, 1);
+    ASSERT_OK(redislock_release(dog));
+    redislock_lock_free(dog);
     test_log("failover %lld ms after the kill; the holder's release done "
              "%lld ms after it, the waiter in %lld ms, a new lock %lld ms",
              (long long)failed_over, (long long)released,
