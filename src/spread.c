@@ -107,8 +107,8 @@ static redislock_err release_group(redislock_lock *l, int g, const char *token)
     const char *args[1] = {token};
     size_t lens[1] = {strlen(token)};
     rl__reply *r;
-    redislock_err err = group_script(l, g, 0, 0, &rl__script_set_release,
-                                     NULL, 1, args, lens, &r);
+    redislock_err err = group_script(l, g, 0, 0, &rl__script_set_release, NULL,
+                                     1, args, lens, &r);
 
     if (err == REDISLOCK_OK)
         rl__reply_free(r);
@@ -126,10 +126,9 @@ static void undo_group(redislock_lock *l, int g, const char *token,
     if (release_group(l, g, token) == REDISLOCK_OK)
         return;
     if (rl__client_watchdog(l->client, &wd) == REDISLOCK_OK)
-        rl__janitor_abandon(wd, rl__client_topo(l->client), NULL,
-                            &sp->names[sp->start[g]],
-                            sp->start[g + 1] - sp->start[g], token, req,
-                            ttl_ms);
+        rl__janitor_abandon(
+            wd, rl__client_topo(l->client), NULL, &sp->names[sp->start[g]],
+            sp->start[g + 1] - sp->start[g], token, req, ttl_ms);
 }
 
 static void undo(redislock_lock *l, int upto, const rl__try *t)
