@@ -29,6 +29,18 @@ static char *on_node(th_sentinels *t, int i, const char *key)
     return v != NULL ? v : strdup("");
 }
 
+/* A client of url takes and releases key once. */
+static void lock_once(const char *url, const char *key)
+{
+    redislock_client *c = th_client_url(url, NULL);
+    redislock_lock *l = th_lock(c, key);
+
+    ASSERT_OK(redislock_acquire(l, NULL));
+    ASSERT_OK(redislock_release(l));
+    redislock_lock_free(l);
+    redislock_client_free(c);
+}
+
 /* The client finds the master (node 0) and locks there: acquire, inspect,
  * list and release act on it, never on the replica (which has the key
  * only by replication). */
@@ -167,16 +179,10 @@ void test_sentinel_one_down(void)
 {
     th_sentinels *t = th_sentinels_start(NULL);
     redislock_client *c;
-    redislock_lock *l;
     int i;
 
     th_sentinels_kill_sentinel(t, 0);
-    c = th_client_url(t->url, NULL);
-    l = th_lock(c, "sd:a");
-    ASSERT_OK(redislock_acquire(l, NULL));
-    ASSERT_OK(redislock_release(l));
-    redislock_lock_free(l);
-    redislock_client_free(c);
+    lock_once(t->url, "sd:a");
     for (i = 1; i < TH_SENTINEL_N; i++)
         th_sentinels_kill_sentinel(t, i);
     c = (redislock_client *)1;
@@ -234,18 +240,12 @@ void test_sentinel_auth(void)
     th_sentinels *t;
     redislock_client *c;
     redislock_options co = {0};
-    redislock_lock *l;
     char url[700], *q;
 
     so.data_password = "data-pw";
     so.sentinel_password = "sent pw@1";
     t = th_sentinels_start(&so);
-    c = th_client_url(t->url, NULL);
-    l = th_lock(c, "sa:a");
-    ASSERT_OK(redislock_acquire(l, NULL));
-    ASSERT_OK(redislock_release(l));
-    redislock_lock_free(l);
-    redislock_client_free(c);
+    lock_once(t->url, "sa:a");
     /* A wrong sentinel password. */
     snprintf(url, sizeof url, "%s", t->url);
     q = strstr(url, "?sentinel_password=");
