@@ -29,6 +29,10 @@ count() {
 }
 
 build "$asan" address,undefined || { echo "check: ASan build failed"; exit 1; }
+# make soak's runner is not in ALL; built here so that a change that
+# breaks it is caught before someone needs a soak.
+cmake --build "$asan" -j"$jobs" --target rl-soak >/dev/null ||
+    { echo "check: rl-soak build failed"; exit 1; }
 build "$tsan" thread || { echo "check: TSan build failed"; exit 1; }
 # Optimisation finds warnings a Debug build does not (maybe-uninitialized).
 cmake -S . -B "${RELEASE_BUILD:-build-release}" -DCMAKE_BUILD_TYPE=Release \

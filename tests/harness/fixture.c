@@ -508,6 +508,7 @@ void th_wait_blocked_at_(const char *file, int line, redisContext *r,
                    got, (long long)ms, n);
 }
 
+#ifdef RL_CLI_PATH
 /* Reads what the pipes fds[0] (into out) and fds[1] (into err) carry
  * until both close, within ms; kills pid and fails the test after. */
 static void read_both(const char *file, int line, pid_t pid, const int *fds,
@@ -546,6 +547,7 @@ static void read_both(const char *file, int line, pid_t pid, const int *fds,
     for (i = 0; i < 2; i++)
         bufs[i][got[i]] = '\0';
 }
+#endif
 
 int th_cli_at_(const char *file, int line, const char *const *args,
                const char *auth, char *out, size_t outsize, char *err,
