@@ -13,12 +13,9 @@
  *   an HTTP server                        ECONNECT, exit 69
  */
 #include <arpa/inet.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netinet/in.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
