@@ -432,3 +432,64 @@ void test_sentinel_failover_locks_lost_and_kept(void)
     redislock_client_free(guarded);
     th_sentinels_stop(t);
 }
+
+/* The role node i says it has (ROLE's first word), malloc'ed. */
+static char *role_of(th_sentinels *t, int i)
+{
+    redisContext *c = th_sentinels_node_redis(t, i);
+    redisReply *r = th_cmd(c, "ROLE");
+    char *v = strdup(r->type == REDIS_REPLY_ARRAY && r->elements > 0 &&
+                             r->element[0]->type == REDIS_REPLY_STRING
+                         ? r->element[0]->str
+                         : "?");
+
+    freeReplyObject(r);
+    redisFree(c);
+    return v;
+}
+
+/*
+ * A manual failover (SENTINEL FAILOVER): the old master lives on as a
+ * replica, so the client's connection to it stays up and its next write
+ * meets READONLY. The client asks the sentinels again and the acquire
+ * goes to the new master, in the same call.
+ */
+void test_sentinel_readonly_followed(void)
+{
+    th_sentinels *t = th_sentinels_start(NULL);
+    redislock_client *c = th_client_url(t->url, NULL);
+    redislock_acquire_options o = th_aopts(10000, 0, 0);
+    redislock_lock *l = th_lock(c, "sr:a");
+    redisContext *s = th_sentinels_sentinel_redis(t, 0);
+    int64_t t0;
+    char *v;
+
+    ASSERT_OK(redislock_acquire(l, &o));
+    ASSERT_OK(redislock_release(l));
+    freeReplyObject(th_cmd(s, "SENTINEL FAILOVER %s", t->master_name));
+    (void)th_sentinels_wait_failover(t, 0, FAILOVER_MS);
+    /* The old master becomes the new one's replica: the sentinels would
+     * tell it so at their next INFO round (10 s); sooner by hand. */
+    {
+        redisContext *n0 = th_sentinels_node_redis(t, 0);
+
+        freeReplyObject(th_cmd(n0, "REPLICAOF 127.0.0.1 %d", t->node[1]->port));
+        redisFree(n0);
+    }
+    t0 = th_now_ms();
+    while (strcmp(v = role_of(t, 0), "slave") != 0) {
+        free(v);
+        ASSERT(th_now_ms() - t0 < FAILOVER_MS);
+        th_sleep_ms(20);
+    }
+    free(v);
+    ASSERT_OK(redislock_acquire(l, &o));
+    v = on_node(t, 1, "sr:a");
+    ASSERT_EQ_STR(v, redislock_token(l));
+    free(v);
+    ASSERT_OK(redislock_release(l));
+    redislock_lock_free(l);
+    redisFree(s);
+    redislock_client_free(c);
+    th_sentinels_stop(t);
+}
