@@ -57,7 +57,7 @@ static void tcp_url(char *buf, int port)
  * through proxies. */
 static void add_proxies(excl_topo *t, int nproxied, int res_too)
 {
-    int up[EXCL_MAX_SERVERS + 1], ports[EXCL_MAX_SERVERS + 1], i, n = 0;
+    int up[EXCL_MAX_SERVERS + 1] = {0}, ports[EXCL_MAX_SERVERS + 1], i, n = 0;
 
     for (i = 0; i < nproxied; i++)
         up[n++] = t->srv[i]->port;
