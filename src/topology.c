@@ -81,19 +81,23 @@ int rl__topo_moves(const rl__topo *t)
     return t->kind == RL_TOPO_CLUSTER || t->kind == RL_TOPO_SENTINEL;
 }
 
+/* Whether r refuses a write because its server is a replica now. */
+static int replica_refusal(const rl__reply *r)
+{
+    return r->type == REDIS_REPLY_ERROR &&
+           (strncmp(r->str, "READONLY", 8) == 0 ||
+            strncmp(r->str, "MASTERDOWN", 10) == 0);
+}
+
 int rl__topo_moved(const rl__topo *t, redislock_err err, const rl__reply *r)
 {
-    if (t->kind == RL_TOPO_SENTINEL)
-        return err == REDISLOCK_ECONNECT || err == REDISLOCK_EIO ||
-               err == REDISLOCK_ETIMEDOUT ||
-               (err == REDISLOCK_OK && r != NULL &&
-                r->type == REDIS_REPLY_ERROR &&
-                (strncmp(r->str, "READONLY", 8) == 0 ||
-                 strncmp(r->str, "MASTERDOWN", 10) == 0));
-    if (t->kind != RL_TOPO_CLUSTER)
+    if (!rl__topo_moves(t))
         return 0;
     if (err == REDISLOCK_ECONNECT || err == REDISLOCK_EIO ||
         err == REDISLOCK_ETIMEDOUT)
         return 1;
-    return err == REDISLOCK_OK && r != NULL && rl__cluster_redirection(r);
+    if (err != REDISLOCK_OK || r == NULL)
+        return 0;
+    return t->kind == RL_TOPO_CLUSTER ? rl__cluster_redirection(r)
+                                      : replica_refusal(r);
 }
