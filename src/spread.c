@@ -339,32 +339,42 @@ static int64_t shorter(int64_t a, int64_t b)
     return a < b ? a : b;
 }
 
-/* The shortest TTL of the set's keys. */
+/* The shortest TTL of the set's keys: one pipeline of PTTLs per
+ * group, on its node. */
 static redislock_err ttl(redislock_lock *l, int64_t *ttl_ms)
 {
     const struct rl__spread *sp = l->spread;
-    const char *argv[2] = {"PTTL", NULL};
-    size_t lens[2] = {4, 0};
-    rl__cmd cmd = {2, argv, lens};
-    rl__request q = {.n = 1, .cmds = &cmd};
+    const char *argv[REDISLOCK_SET_MAX][2];
+    size_t lens[REDISLOCK_SET_MAX][2];
+    rl__cmd cmds[REDISLOCK_SET_MAX];
+    rl__reply *r[REDISLOCK_SET_MAX];
     int64_t least = REDISLOCK_TTL_NO_EXPIRY;
-    rl__reply *r;
     redislock_err err = REDISLOCK_OK;
-    int i;
+    int g, i, at, n;
 
-    for (i = 0; i < sp->start[sp->ngroups] && err == REDISLOCK_OK; i++) {
-        argv[1] = sp->names[i].key;
-        lens[1] = sp->names[i].keylen;
-        err = rl__topo_run(rl__client_topo(l->client), sp->names[i].key,
-                           sp->names[i].keylen, &q, &r);
+    for (g = 0; g < sp->ngroups && err == REDISLOCK_OK; g++) {
+        at = sp->start[g];
+        n = sp->start[g + 1] - at;
+        for (i = 0; i < n; i++) {
+            argv[i][0] = "PTTL";
+            argv[i][1] = sp->names[at + i].key;
+            lens[i][0] = 4;
+            lens[i][1] = sp->names[at + i].keylen;
+            cmds[i] = (rl__cmd){2, argv[i], lens[i]};
+        }
+        err = rl__topo_run(rl__client_topo(l->client), sp->names[at].key,
+                           sp->names[at].keylen,
+                           &(rl__request){.n = n, .cmds = cmds}, r);
         if (err != REDISLOCK_OK)
             break;
-        if (r->type != REDIS_REPLY_INTEGER)
-            err =
-                rl__err(REDISLOCK_EPROTOCOL, "PTTL answered type %d", r->type);
-        else
-            least = shorter(least, r->integer);
-        rl__reply_free(r);
+        for (i = 0; i < n; i++) {
+            if (r[i]->type != REDIS_REPLY_INTEGER)
+                err = rl__err(REDISLOCK_EPROTOCOL, "PTTL answered type %d",
+                              r[i]->type);
+            else
+                least = shorter(least, r[i]->integer);
+            rl__reply_free(r[i]);
+        }
     }
     if (err == REDISLOCK_OK)
         *ttl_ms = least;
