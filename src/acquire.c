@@ -75,13 +75,12 @@ static redislock_err check_share(const redislock_acquire_options *o)
                        "(held shared or alone) or a semaphore",
                        o->limit);
     if ((o->limit > 0 || o->shared) &&
-        (o->reentrant || o->owner != NULL || o->metadata != NULL || o->fair))
+        (o->reentrant || o->owner != NULL || o->metadata != NULL))
         return rl__err(REDISLOCK_EINVAL,
                        "%s cannot be %s: shares have no owner id, metadata "
-                       "or re-entry, and no arrival-order queue yet",
+                       "or re-entry",
                        what,
                        o->reentrant ? "reentrant"
-                       : o->fair    ? "fair"
                        : o->owner   ? "given an owner id"
                                     : "given metadata");
     return REDISLOCK_OK;
@@ -324,8 +323,12 @@ static redislock_err plan_pause(redislock_lock *l, attempt_cfg *a, int tries,
         return gave_up(l, now - start, tries, "attempts exhausted");
     /* Released in between, or about to expire: try again at once, but
      * only once in a row (a server that keeps saying so is not to be
-     * hammered). */
-    if (l->holder_ttl == REDISLOCK_TTL_FREE || l->holder_ttl == 0)
+     * hammered). A queued fair waiter told the key is free waits for the
+     * waiters ahead of it to take it: their hand-off message or its
+     * heartbeat wakes it. */
+    if (a->queued && l->holder_ttl == REDISLOCK_TTL_FREE)
+        a->free_retries = 0;
+    else if (l->holder_ttl == REDISLOCK_TTL_FREE || l->holder_ttl == 0)
         *pause = a->free_retries++ == 0 ? 0 : RL_FREE_RETRY_MS;
     else
         a->free_retries = 0;
@@ -502,7 +505,14 @@ static redislock_err acquire(redislock_lock *l,
         return rl__err(REDISLOCK_EINVAL, "%s", l->algo->no_semaphore);
     if (opts->shared && l->algo->no_shared != NULL)
         return rl__err(REDISLOCK_EINVAL, "%s", l->algo->no_shared);
-    if (l->nmore > 0 && (a.rich || opts->fair || opts->limit || opts->shared))
+    if (l->nmore > 0 && opts->fair)
+        return rl__err(REDISLOCK_EINVAL,
+                       "a set of %d keys cannot be fair: it holds none of its "
+                       "keys while it waits, so it has no place in their "
+                       "queues (a place in each would be a hold while waiting, "
+                       "and sets could then deadlock)",
+                       l->nmore + 1);
+    if (l->nmore > 0 && (a.rich || opts->limit || opts->shared))
         return rl__err(REDISLOCK_EINVAL,
                        "a set of %d keys cannot be %s: a set is a plain lock "
                        "(one token), not yet any other kind",
@@ -510,7 +520,6 @@ static redislock_err acquire(redislock_lock *l,
                        opts->reentrant  ? "reentrant"
                        : opts->owner    ? "given an owner id"
                        : opts->metadata ? "given metadata"
-                       : opts->fair     ? "fair"
                        : opts->limit    ? "a semaphore"
                                         : "shared");
     if ((err = wait_loop(l, &a, &sent_us)) != REDISLOCK_OK)

@@ -84,7 +84,7 @@ static const reply_class classes[] = {
      "a counter key redislock keeps holds something else",
      "delete that key: counting goes on from the server's clock, so "
      "tokens still rise"},
-    /* share_acquire.lua: the key is a semaphore of another limit, or of
+    /* lib.lua's rl_share_room: the key is a semaphore of another limit, or of
      * the other kind held by many (a semaphore, a lock held shared). */
     {"RLLIMIT", NULL, REDISLOCK_EINVAL,
      "the key was set up as a semaphore of another limit, or as the other "

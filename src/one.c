@@ -28,7 +28,8 @@ typedef struct attempt_req {
  * held by another. One round trip when the lock is free. A fair waiter
  * names the channel a release tells it of a hand-off on. A share takes
  * share_acquire.lua, whose arguments and answers are acquire.lua's but for
- * the limit (or "shared") in the format's place; a set set_acquire.lua,
+ * the limit (or "shared") in the format's place (a fair one
+ * share_fair.lua, whose answers are fair.lua's); a set set_acquire.lua,
  * which also says which of its keys refused. */
 static redislock_err attempt_prepare(redislock_lock *l, const rl__try *t,
                                      attempt_req *a)
@@ -59,10 +60,11 @@ static redislock_err attempt_prepare(redislock_lock *l, const rl__try *t,
         a->args[7] = rl__wait_sharded(l) ? "S" : "P";
         a->lens[7] = 1;
     }
-    a->q = (rl__request){.s = l->nmore > 0 ? &rl__script_set_acquire
-                              : t->fair    ? &rl__script_fair
-                              : t->limit   ? &rl__script_share_acquire
-                                           : &rl__script_acquire,
+    a->q = (rl__request){.s = l->nmore > 0          ? &rl__script_set_acquire
+                              : t->fair && t->limit ? &rl__script_share_fair
+                              : t->fair             ? &rl__script_fair
+                              : t->limit            ? &rl__script_share_acquire
+                                                    : &rl__script_acquire,
                          .nargs = n,
                          .args = a->args,
                          .lens = a->lens};

@@ -80,16 +80,7 @@ if kind == 'none' then
                                 last)}
     end
 end
--- The place: from a counter that never goes back (rl_count), so that no
--- later place of this request has the number of an earlier one.
-local seq = tonumber(redis.call('ZSCORE', K.q, req) or '0')
-if seq == 0 then
-    seq = rl_count(K.seq, ARGV[5])
-    redis.call('ZADD', K.q, string.format('%d', seq), req)
-end
-redis.call('HSET', K.ws, req,
-           rl_waiter_entry(now + tonumber(ARGV[5]), ttl, fmt, ARGV[8], ARGV[7],
-                           ARGV[4], id))
-redis.call('PEXPIRE', K.q, ARGV[5])
-rl_keep(K.ws, ARGV[5])
+local seq = rl_queue(K, req, ARGV[5],
+                     rl_waiter_entry(now + tonumber(ARGV[5]), ttl, fmt,
+                                     ARGV[8], ARGV[7], ARGV[4], id))
 return {0, redis.call('PTTL', key), wakes, seq}

@@ -303,6 +303,22 @@ local function rl_waiter(v)
             owner = string.sub(v, m)}
 end
 
+-- Queues the fair waiter whose request is req, or renews its place, with
+-- its entry (rl_waiter_entry), for alive ms. Its place comes from a
+-- counter that never goes back (rl_count), so that no later place of this
+-- request has the number of an earlier one. Returns the place.
+local function rl_queue(K, req, alive, entry)
+    local seq = tonumber(redis.call('ZSCORE', K.q, req) or '0')
+    if seq == 0 then
+        seq = rl_count(K.seq, alive)
+        redis.call('ZADD', K.q, string.format('%d', seq), req)
+    end
+    redis.call('HSET', K.ws, req, entry)
+    redis.call('PEXPIRE', K.q, alive)
+    rl_keep(K.ws, alive)
+    return seq
+end
+
 -- The fencing token of the hand-off to the fair waiter whose request is
 -- req, while that hand-off still stands, else nil. Its record is the ws
 -- field '~' ("<req> <fence> <end ms>"; one at a time: a hand-off happens
@@ -350,59 +366,6 @@ local function rl_wake(K, list)
         end
         redis.call('PEXPIRE', list, marker)
     end
-end
-
--- After the lock K.lock was freed: hands it to the longest-waiting live
--- fair waiter, or else wakes one ordinary waiter and one reader. K names
--- the helpers (fence, q, ws, waiting, wake, rwake; all in the lock's
--- cluster slot). Waiters
--- whose alive time has passed are dead and skipped, a bounded number per
--- call. The lease handed over lasts no longer than the waiter's alive time
--- would have: a waiter that died just before cannot hold the queue up for
--- longer than that; a live one extends it to its TTL at once. The waiter
--- is told on its channel (a channel is not a key): "handoff <request id>
--- <seq> <fence> <lease ms>", seq being its place in the queue, which its
--- last attempt returned: a message for an older place (a lease it missed
--- while it was stopped) does not match. One that was not listening finds
--- the record (rl_handed) with its next attempt.
-local function rl_handoff(K)
-    local now
-    -- Nobody waits: the common release stops here.
-    if redis.call('EXISTS', K.q, K.waiting) == 0 then
-        return false
-    end
-    -- A fencing counter redislock did not write gives no token: no
-    -- hand-off then (the release itself stands), and the waiters meet
-    -- the error with their next attempts.
-    local last, tries = redis.call('GET', K.fence), 16
-    if last and not rl_counter_ok(last) then
-        tries = 0
-    end
-    for _ = 1, tries do
-        local popped = redis.call('ZPOPMIN', K.q)
-        local head, seq = popped[1], tonumber(popped[2])
-        if head == nil then
-            break
-        end
-        local w = rl_waiter(redis.call('HGET', K.ws, head))
-        redis.call('HDEL', K.ws, head)
-        now = now or rl_now_ms()
-        if w and w.alive > now then
-            local lease = math.min(w.ttl, w.alive - now)
-            local fence = rl_create(K.lock, w.owner, lease, w.fmt, w.meta,
-                                    K.fence, head, last)
-            redis.call('HSET', K.ws, '~',
-                       string.format('%s %d %d', head, fence, now + lease))
-            rl_keep(K.ws, lease)
-            redis.call(w.publish, w.chan,
-                       string.format('handoff %s %d %d %d', head, seq, fence,
-                                     lease))
-            return true
-        end
-    end
-    rl_wake(K)
-    rl_wake(K, K.rwake)
-    return false
 end
 
 -- A key held by many at once is a sorted set: a member per share, its
@@ -487,12 +450,233 @@ local function rl_share_writer(K, mark)
     return false, 1
 end
 
+-- The kind of share asked for as share_acquire.lua's ARGV[3] (a limit,
+-- or 'shared'): the member that names it (RL_SEM_LIMIT .. N, RL_SHARED)
+-- and its limit (math.huge for readers).
+local function rl_share_mine(arg)
+    if arg == 'shared' then
+        return RL_SHARED, math.huge
+    end
+    return RL_SEM_LIMIT .. arg, tonumber(arg)
+end
+
+-- What a fair waiter w (rl_waiter) waits for, by the format its entry
+-- names: 'reader' a reader's share of a lock held shared, 'permit' a
+-- semaphore's permit (its meta then the limit), any other the lock
+-- itself. Returns rl_share_mine's answers, or nil for the lock.
+local function rl_share_wants(w)
+    if w.fmt == 'reader' then
+        return rl_share_mine('shared')
+    elseif w.fmt == 'permit' then
+        return rl_share_mine(w.meta)
+    end
+    return nil
+end
+
+-- How long a writer whose wait stops new readers has to come once the
+-- last reader has gone (see rl_share_room).
+local RL_WRITER_GRACE = 500
+
+-- Room at the key for one more share of the kind mine (limit: at most
+-- that many shares; math.huge for readers), judged at now (ms), the
+-- expired shares dropped. Returns nil when there is room, else the ms to
+-- wait (until the first lease ends, or a waiting writer's wait, or the
+-- PTTL of a key of another kind) and whether a release will wake the
+-- caller (rl_wakes); then the shares held and the key's kind ('none'
+-- once the last share has gone). A key that is a semaphore of another
+-- limit, or a lock held shared when a permit is asked for (or the other
+-- way round), stops the script with error RLLIMIT (before any write).
+local function rl_share_room(key, mine, limit, now)
+    local kind, holder = rl_holder(key)
+    if kind == 'none' then
+        return nil, 1, 0, kind
+    elseif kind ~= 'zset' then
+        return redis.call('PTTL', key), rl_wakes(kind, holder), 0, kind
+    end
+    local marker = rl_share_kind(key)
+    if marker == nil then
+        return redis.call('PTTL', key), 0, 0, kind
+    elseif marker ~= mine then
+        error({err = 'RLLIMIT ' .. key .. (marker == RL_SHARED
+            and ' is a lock held shared' or ' allows ' ..
+            string.sub(marker, #RL_SEM_LIMIT + 1) .. ' holders at once')})
+    end
+    local held, writer = rl_share_prune(key, now)
+    if writer then
+        -- A writer waits: no new reader until it has had the key.
+        local wait = writer - now
+        if held == 0 and wait > RL_WRITER_GRACE then
+            -- The last reader has gone, and its release woke the writer:
+            -- it has RL_WRITER_GRACE ms more to come (one that died while
+            -- it waited holds the readers up no longer).
+            wait = RL_WRITER_GRACE
+            redis.call('ZADD', key, 'XX', now + wait, RL_WRITER)
+            redis.call('PEXPIRE', key, wait)
+        end
+        return wait, 1, held, kind
+    elseif held >= limit then
+        local first = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+        return tonumber(first[2]) - now, 1, held, kind
+    elseif held == 0 then
+        kind = 'none' -- the prune took the key
+    end
+    return nil, 1, held, kind
+end
+
+-- Adds the share id to the key (kind: 'none' or 'zset', as rl_share_room
+-- says) with a lease of ttl ms from now (ms), mine naming the kind of a
+-- new set. The key lives as long as its longest lease, never shorter.
+local function rl_share_add(key, kind, mine, id, ttl, now)
+    if kind == 'none' then
+        redis.call('ZADD', key, 'inf', mine, now + ttl, id)
+        redis.call('PEXPIRE', key, ttl)
+    else
+        redis.call('ZADD', key, now + ttl, id)
+        rl_lengthen(key, ttl)
+    end
+end
+
+-- The fencing token of the share handed to the fair waiter whose request
+-- is req and token id, while it stands (its lease lasts), else nil. Its
+-- record is the ws field '~' .. req ("<fence> <end ms>"): several shares
+-- may be handed at once, one record each. A record that no longer stands
+-- is dropped.
+local function rl_share_handed(K, req, id, now)
+    local rec = redis.call('HGET', K.ws, '~' .. req)
+    if not rec then
+        return nil
+    end
+    local fence, till = string.match(rec, '^(%d+) (%d+)$')
+    local score = redis.call('ZSCORE', K.lock, id)
+    if not fence or tonumber(till) <= now or not score or
+            tonumber(score) <= now then
+        redis.call('HDEL', K.ws, '~' .. req)
+        return nil
+    end
+    return tonumber(fence)
+end
+
+-- Grants the live fair waiter w (request head) what it waits for, if the
+-- key has room for it now (ms): the lock when the key is free, a share
+-- when it is free or holds shares of the same kind with room. The lease
+-- lasts no longer than the waiter's alive time would have: a waiter that
+-- died just before cannot hold the key for longer than that; a live one
+-- extends it to its TTL at once. last: the fencing counter's value (as
+-- rl_count). Returns the fencing token and the lease, or nil.
+local function rl_hand(K, w, head, now, last)
+    local lease = math.min(w.ttl, w.alive - now)
+    local mine, limit = rl_share_wants(w)
+    local fence
+    if mine == nil then
+        -- Readers hold the key: the writer's wait stops new readers (as
+        -- its own attempt would record), unless they have all gone.
+        if redis.call('EXISTS', K.lock) == 1 and
+                (redis.call('TYPE', K.lock).ok ~= 'zset' or
+                 not rl_share_writer(K, w.alive - now)) then
+            return nil
+        end
+        fence = rl_create(K.lock, w.owner, lease, w.fmt, w.meta, K.fence,
+                          head, last)
+        redis.call('HSET', K.ws, '~',
+                   string.format('%s %d %d', head, fence, now + lease))
+    else
+        local kind, held = 'none', 0
+        if redis.call('EXISTS', K.lock) == 1 then
+            if redis.call('TYPE', K.lock).ok ~= 'zset' or
+                    rl_share_kind(K.lock) ~= mine then
+                return nil
+            end
+            kind = 'zset'
+            held = rl_share_prune(K.lock, now)
+            if held == 0 then
+                kind = 'none'
+                redis.call('DEL', K.lock)
+            end
+        end
+        if held >= limit then
+            return nil
+        end
+        rl_share_add(K.lock, kind, mine, w.owner, lease, now)
+        fence = rl_fence(K.fence, lease, last)
+        redis.call('HSET', K.ws, '~' .. head,
+                   string.format('%d %d', fence, now + lease))
+    end
+    rl_keep(K.ws, lease)
+    return fence, lease
+end
+
+-- After the key K.lock was freed, or a share of it given back: hands it
+-- to the longest-waiting live fair waiters it has room for, in the order
+-- they came (a lock's waiter takes the free key alone; the readers or
+-- permit holders at the head of the queue take a share each, as many as
+-- there is room for, up to the first waiter that must wait), or else
+-- wakes one ordinary waiter and one reader. K names the helpers (fence,
+-- q, ws, waiting, wake, rwake; all in the lock's cluster slot). Waiters
+-- whose alive time has passed are dead and dropped; a call handles a
+-- bounded number of waiters. Each waiter is told on its channel (a
+-- channel is not a key): "handoff <request id> <seq> <fence> <lease ms>",
+-- seq being its place in the queue, which its last attempt returned: a
+-- message for an older place (a lease it missed while it was stopped)
+-- does not match. One that was not listening finds the record (rl_handed,
+-- rl_share_handed) with its next attempt. With quiet set, nobody is woken
+-- (the key has no room for anyone but the queue's readers).
+local function rl_handoff(K, quiet)
+    local now, handed
+    -- Nobody waits: the common release stops here.
+    if redis.call('EXISTS', K.q, K.waiting) == 0 then
+        return false
+    end
+    -- A fencing counter redislock did not write gives no token: no
+    -- hand-off then (the release itself stands), and the waiters meet
+    -- the error with their next attempts.
+    local last, tries = redis.call('GET', K.fence), 64
+    if last and not rl_counter_ok(last) then
+        tries = 0
+    end
+    for _ = 1, tries do
+        local top = redis.call('ZRANGE', K.q, 0, 0, 'WITHSCORES')
+        local head, seq = top[1], tonumber(top[2])
+        if head == nil then
+            break
+        end
+        local w = rl_waiter(redis.call('HGET', K.ws, head))
+        now = now or rl_now_ms()
+        local fence, lease
+        if w and w.alive > now then
+            fence, lease = rl_hand(K, w, head, now, last)
+            if not fence then
+                break
+            end
+            -- Read again by the next hand's rl_count.
+            last = nil
+        end
+        redis.call('ZREM', K.q, head)
+        redis.call('HDEL', K.ws, head)
+        if fence then
+            handed = true
+            redis.call(w.publish, w.chan,
+                       string.format('handoff %s %d %d %d', head, seq, fence,
+                                     lease))
+            if rl_share_wants(w) == nil then
+                return true
+            end
+        end
+    end
+    -- The ordinary waiters, when no fair one got in or none is left.
+    if not quiet and (not handed or redis.call('EXISTS', K.q) == 0) then
+        rl_wake(K)
+        rl_wake(K, K.rwake)
+    end
+    return handed or false
+end
+
 -- Gives back the share id of the set K.lock (a permit, a reader's share;
--- K: rl_handoff's helpers too). A permit given back wakes a waiter; the
--- last reader's release wakes a writer, or hands the key to a fair one if
--- one queues (no reader waits for a reader to go). Returns 1, or 0 when
--- the share is gone or its lease has ended: never reported as released,
--- even before an acquire dropped it.
+-- K: rl_handoff's helpers too). The room it leaves goes to the fair
+-- waiters at the head of the queue (rl_handoff), or wakes an ordinary
+-- waiter: a permit given back wakes one; the last reader's release wakes
+-- a writer (no reader waits for a reader to go). Returns 1, or 0 when the
+-- share is gone or its lease has ended: never reported as released, even
+-- before an acquire dropped it.
 local function rl_share_release(K, id)
     local score = redis.call('ZSCORE', K.lock, id)
     local now = rl_now_ms()
@@ -501,15 +685,21 @@ local function rl_share_release(K, id)
     end
     local kind = rl_share_kind(K.lock)
     redis.call('ZREM', K.lock, id)
+    -- A share's request id is its token: the record of a hand-off to it
+    -- (rl_share_handed) goes with it.
+    redis.call('HDEL', K.ws, '~' .. id)
     local held = rl_share_prune(K.lock, now)
+    local readers_left = held > 0 and kind == RL_SHARED
+    if redis.call('EXISTS', K.q) == 1 then
+        if held == 0 then
+            redis.call('DEL', K.lock)
+        end
+        rl_handoff(K, readers_left)
+    elseif not readers_left then
+        rl_wake(K)
+    end
     if tonumber(score) <= now then
         return 0
-    end
-    if held == 0 and redis.call('EXISTS', K.q) == 1 then
-        redis.call('DEL', K.lock)
-        rl_handoff(K)
-    elseif held == 0 or kind ~= RL_SHARED then
-        rl_wake(K)
     end
     return 1
 end

@@ -18,60 +18,16 @@
 -- when the key is a semaphore of another limit or a lock of the other of
 -- the two kinds.
 local K = rl_keys('lock fence waiting wake rwake void')
-local RL_WRITER_GRACE = 500
 local key, id, ttl = K.lock, ARGV[1], tonumber(ARGV[2])
-local mine, limit = RL_SHARED, math.huge
-if ARGV[3] ~= 'shared' then
-    mine, limit = RL_SEM_LIMIT .. ARGV[3], tonumber(ARGV[3])
-end
+local mine, limit = rl_share_mine(ARGV[3])
 local last = rl_request_last(K)
 if last == nil then
     return {0, -2}
 end
-local kind, holder = rl_holder(key)
 local now = rl_now_ms()
-local wait, wakes, held = nil, 1, 0
-if kind == 'zset' then
-    local marker = rl_share_kind(key)
-    if marker == nil then
-        wait, wakes = redis.call('PTTL', key), 0
-    elseif marker ~= mine then
-        return redis.error_reply('RLLIMIT ' .. key .. (marker == RL_SHARED
-            and ' is a lock held shared' or ' allows ' ..
-            string.sub(marker, #RL_SEM_LIMIT + 1) .. ' holders at once'))
-    else
-        local writer
-        held, writer = rl_share_prune(key, now)
-        if writer then
-            -- A writer waits: no new reader until it has had the key.
-            wait = writer - now
-            if held == 0 and wait > RL_WRITER_GRACE then
-                -- The last reader has gone, and its release woke the
-                -- writer: it has RL_WRITER_GRACE ms more to come (one that
-                -- died while it waited holds the readers up no longer).
-                wait = RL_WRITER_GRACE
-                redis.call('ZADD', key, 'XX', now + wait, RL_WRITER)
-                redis.call('PEXPIRE', key, wait)
-            end
-        elseif held >= limit then
-            local first = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
-            wait = tonumber(first[2]) - now
-        elseif held == 0 then
-            kind = 'none' -- the prune took the key
-        end
-    end
-elseif kind ~= 'none' then
-    wait, wakes = redis.call('PTTL', key), rl_wakes(kind, holder)
-end
+local wait, wakes, held, kind = rl_share_room(key, mine, limit, now)
 if wait == nil then
-    -- The key lives as long as its longest lease, never shorter.
-    if kind == 'none' then
-        redis.call('ZADD', key, 'inf', mine, now + ttl, id)
-        redis.call('PEXPIRE', key, ttl)
-    else
-        redis.call('ZADD', key, now + ttl, id)
-        rl_lengthen(key, ttl)
-    end
+    rl_share_add(key, kind, mine, id, ttl, now)
     -- Room is left: the next waiter may get in too (a release wakes one):
     -- for a lock held shared, the next reader.
     if held + 1 < limit then

@@ -263,12 +263,21 @@ static void pick_mix(excl_worker *w, excl_section *s, int fair_ok)
     }
 }
 
+/* Whether a section of a mode that mixes fair and unfair waiters (one in
+ * two fair) or of an all-fair mode ("_fair") waits in the queue. */
+static int fair_share(excl_worker *w)
+{
+    return strstr(w->m->name, "_fair") != NULL || excl_rng_chance(&w->rng, 50);
+}
+
 /* A permit of a semaphore of limit 3 (the mode's), plain or renewed by
- * the watchdog; no fenced writes, since holders overlap by design. */
+ * the watchdog, fair or not; no fenced writes, since holders overlap by
+ * design. */
 static void pick_semaphore(excl_worker *w, excl_section *s)
 {
     basic(w, s, 150, 600);
     s->o.limit = w->m->limit;
+    s->o.fair = fair_share(w);
     s->writes = 0;
     if (excl_rng_chance(&w->rng, 30)) {
         s->o.watchdog = 1;
@@ -284,7 +293,9 @@ static void pick_semaphore(excl_worker *w, excl_section *s)
  * another and never a writer, which the checker tells by each belief's
  * kind. Sections wait (a waiting writer stops new readers until it gets
  * the key) or, one in ten, try once; some are renewed by the watchdog.
- * Both kinds make fenced writes (see fenced_write in worker.c).
+ * One section in two waits in the fair queue (readers and writers in
+ * arrival order), every one in the "_fair" mode. Both kinds make fenced
+ * writes (see fenced_write in worker.c).
  */
 static void pick_shared(excl_worker *w, excl_section *s)
 {
@@ -292,6 +303,7 @@ static void pick_shared(excl_worker *w, excl_section *s)
 
     basic(w, s, 150, 600);
     s->o.shared = rnd(w, 0, 2) < 2;
+    s->o.fair = fair_share(w);
     if (excl_rng_chance(&w->rng, 10))
         s->o.wait_ms = 0;
     if (excl_rng_chance(&w->rng, 30)) {
@@ -392,7 +404,10 @@ const excl_mode excl_modes[] = {
     {"redlock", EXCL_REDLOCK, 1, 4, F_PROCS | F(PAUSE_SERVER) | F(DELAY), 200,
      700, 6000, pick_mix_unfair, 0},
     {"semaphore", EXCL_SINGLE, 1, 7, F_ALL1, 200, 700, 6000, pick_semaphore, 3},
+    {"semaphore_fair", EXCL_SINGLE, 1, 7, F_ALL1, 200, 700, 6000,
+     pick_semaphore, 3},
     {"shared", EXCL_SINGLE, 1, 6, F_ALL1, 200, 700, 6000, pick_shared, 0},
+    {"shared_fair", EXCL_SINGLE, 1, 6, F_ALL1, 200, 700, 6000, pick_shared, 0},
     {"set", EXCL_SINGLE, 3, 6, F_ALL1, 200, 700, 6000, pick_set, 0},
     /* The same sets over several servers (spread.c): the cluster's slots
      * put the three keys apart; the ring, which hashes the servers'

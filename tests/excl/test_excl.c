@@ -117,17 +117,33 @@ void test_excl_semaphore(void)
     short_run("semaphore");
 }
 
+void test_excl_semaphore_fair(void)
+{
+    short_run("semaphore_fair");
+}
+
 /* Readers and writers of one key: besides the usual verdict, the run must
  * have seen both kinds and shares held at once, or the library took
  * every share as an exclusive lock and the run proved little. */
-void test_excl_shared(void)
+static void shared_run(const char *mode)
 {
     excl_result r;
 
-    run_mode("shared", &r);
+    run_mode(mode, &r);
     ASSERT_GE(r.v.shares, 1);
     ASSERT_GE(r.v.sections - r.v.shares, 1);
     ASSERT_GE(r.v.share_pairs, 1);
+}
+
+void test_excl_shared(void)
+{
+    shared_run("shared");
+}
+
+/* The same with every reader and writer in the fair queue. */
+void test_excl_shared_fair(void)
+{
+    shared_run("shared_fair");
 }
 
 /* Sets of two keys among three, sets of one and plain locks: besides the

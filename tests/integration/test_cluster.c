@@ -81,6 +81,7 @@ typedef struct waiter {
     pthread_t t;
     redislock_lock *l;
     int fair;
+    int kind; /* 0 a lock, > 0 a permit of that limit, -1 a reader */
     redislock_err err;
     int64_t got_ms;
 } waiter;
@@ -91,15 +92,19 @@ static void *wait_for_lock(void *arg)
     redislock_acquire_options o = th_aopts(10000, 8000, 0);
 
     o.fair = w->fair;
+    o.limit = w->kind > 0 ? w->kind : 0;
+    o.shared = w->kind < 0;
     w->err = redislock_acquire(w->l, &o);
     w->got_ms = th_now_ms();
     return NULL;
 }
 
 /* A holder with a 10 s lease releases; a waiter (fair: handed the lock,
- * else woken) must have it long before the lease would end. */
+ * else woken) must have it long before the lease would end. kind: what
+ * the waiter asks for (see waiter); a permit's holder holds the only one,
+ * a reader's holds the key alone. */
 static int64_t wake_after_release(redislock_client *c, const char *key,
-                                  int fair)
+                                  int fair, int kind)
 {
     redislock_acquire_options o = th_aopts(10000, 0, 0);
     redislock_lock *holder = th_lock(c, key);
@@ -107,8 +112,10 @@ static int64_t wake_after_release(redislock_client *c, const char *key,
     int64_t released;
 
     o.fair = fair;
+    o.limit = kind > 0 ? kind : 0;
     w.l = th_lock(c, key);
     w.fair = fair;
+    w.kind = kind;
     ASSERT_OK(redislock_acquire(holder, &o));
     ASSERT_EQ_INT(pthread_create(&w.t, NULL, wait_for_lock, &w), 0);
     /* Long enough for the waiter to block on the server (BLPOP). */
@@ -322,12 +329,20 @@ void test_cluster_lock_features(void)
     test_log("writer woken %lld ms after the last reader's release",
              (long long)shared_woke);
     ASSERT_LT(shared_woke, WAKE_MAX_MS);
-    woke = wake_after_release(c, "feat:wake", 0);
-    handed = wake_after_release(c, "feat:fair", 1);
+    woke = wake_after_release(c, "feat:wake", 0, 0);
+    handed = wake_after_release(c, "feat:fair", 1, 0);
     test_log("woken %lld ms, handed over %lld ms after release (TTL 10 s)",
              (long long)woke, (long long)handed);
     ASSERT_LT(woke, WAKE_MAX_MS);
     ASSERT_LT(handed, WAKE_MAX_MS);
+    /* Fair shares, told on the key's shard channel. */
+    handed = wake_after_release(c, "feat:fsem", 1, 1);
+    shared_woke = wake_after_release(c, "feat:fshr", 1, -1);
+    test_log("fair permit handed over %lld ms, fair reader %lld ms after "
+             "release",
+             (long long)handed, (long long)shared_woke);
+    ASSERT_LT(handed, WAKE_MAX_MS);
+    ASSERT_LT(shared_woke, WAKE_MAX_MS);
     set_features(tc, c);
     redislock_client_free(c);
     th_cluster_stop(tc);

@@ -37,9 +37,11 @@ static redislock_acquire_options share(int64_t ttl, int64_t wait)
  * handles that count validity agree with each other (one exclusive alone,
  * or shares only) and with the server: an exclusive believer's token is
  * the key's value, a believed share is a live member of the set, and
- * every live member or value belongs to a lease the model holds. Fail-fast
- * writers record no wait, so writer preference never turns a reader away
- * here. RL_SHARED_SEED replays a run (the seed is logged).
+ * every live member or value belongs to a lease the model holds. Writers
+ * that try once record no wait (a fair one's record goes when it leaves
+ * the queue), so writer preference never turns a reader away here. One
+ * acquire in two is fair. RL_SHARED_SEED replays a run (the seed is
+ * logged).
  */
 #define MODEL_HANDLES 8
 #define MODEL_CLIENTS 4
@@ -103,8 +105,13 @@ static void model_acquire(model *m, model_h *h)
     int64_t ttl =
         model_next(m) % 20 == 0 ? 300 : 10 + (int64_t)(model_next(m) % 50);
     redislock_acquire_options o = shared ? share(ttl, 0) : th_aopts(ttl, 0, 0);
-    int64_t t0 = th_now_ms(), t1;
-    redislock_err err = redislock_acquire(h->l, &o);
+    int64_t t0, t1;
+    redislock_err err;
+
+    /* One acquire in two queues fair (and leaves the queue at once). */
+    o.fair = model_next(m) % 2;
+    t0 = th_now_ms();
+    err = redislock_acquire(h->l, &o);
 
     t1 = th_now_ms();
     m->acq[shared]++;

@@ -1,0 +1,381 @@
+/*
+ * Fair (FIFO) shares: a semaphore's permits and a lock's readers taken in
+ * the order their callers came (redislock_acquire_options.fair with limit
+ * or shared; share_fair.lua, and rl_handoff in lib.lua). These tests check
+ * that a release hands the room it leaves to the queue's head in the
+ * release's own script (a newcomer that tries at once finds it taken),
+ * the grant order by fencing token, that readers and writers of one key
+ * keep one arrival order (a writer's release lets in the run of readers
+ * at the head together, up to the next writer), that a waiter that gives
+ * up leaves the queue, that a mismatched limit still fails, and that the
+ * helper keys go away.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/fixture.h"
+#include "harness/server.h"
+#include "harness/util.h"
+#include "test.h"
+
+#define KEY "fsh:k"
+#define BASE KEY "{" KEY "}:rl-"
+#define QUEUE BASE "q"
+#define WAITERS BASE "ws"
+#define SETUP_MS 5000
+#define FOREVER REDISLOCK_WAIT_FOREVER
+
+static redislock_acquire_options fair_permit(int limit, int64_t wait_ms)
+{
+    redislock_acquire_options o = th_aopts(30000, wait_ms, 0);
+
+    o.limit = limit;
+    o.fair = 1;
+    return o;
+}
+
+static redislock_acquire_options fair_reader(int64_t wait_ms)
+{
+    redislock_acquire_options o = th_aopts(30000, wait_ms, 0);
+
+    o.shared = 1;
+    o.fair = 1;
+    return o;
+}
+
+/* Waits until the queue has n members. */
+static void wait_queued(redisContext *r, long long n)
+{
+    int64_t deadline = th_now_ms() + SETUP_MS;
+    long long got;
+
+    while ((got = th_cmd_int(r, "ZCARD " QUEUE)) != n) {
+        if (th_now_ms() >= deadline)
+            test_fail_(__FILE__, __LINE__,
+                       "queue has %lld waiters after %d ms, want %lld", got,
+                       SETUP_MS, n);
+        th_sleep_ms(2);
+    }
+}
+
+/* The shares in KEY's set: its members but the kind's and a waiting
+ * writer's. */
+static long long shares(redisContext *r)
+{
+    long long n = th_cmd_int(r, "ZCARD " KEY);
+    redisReply *rep = th_cmd(r, "ZSCORE " KEY " redislock:writer");
+
+    n -= rep->type == REDIS_REPLY_STRING;
+    freeReplyObject(rep);
+    return n > 0 ? n - 1 : 0;
+}
+
+/* Whether KEY's sorted set has member m. */
+static int has_member(redisContext *r, const char *m)
+{
+    redisReply *rep = th_cmd(r, "ZSCORE " KEY " %s", m);
+    int yes = rep->type == REDIS_REPLY_STRING;
+
+    freeReplyObject(rep);
+    return yes;
+}
+
+/* The queue's members in order, as one string "a b c". */
+static void queue_now(redisContext *r, char *out, size_t len)
+{
+    redisReply *rep = th_cmd(r, "ZRANGE " QUEUE " 0 -1");
+    size_t i, at = 0;
+
+    out[0] = '\0';
+    for (i = 0; i < rep->elements && at < len; i++)
+        at += (size_t)snprintf(out + at, len - at, "%s%s", i ? " " : "",
+                               rep->element[i]->str);
+    freeReplyObject(rep);
+}
+
+/* A newcomer that tries once, unfair: EHELD when the room is taken. */
+static redislock_err newcomer(redislock_client *c,
+                              const redislock_acquire_options *like)
+{
+    redislock_acquire_options o = *like;
+    redislock_lock *l = th_lock(c, KEY);
+    redislock_err err;
+
+    o.fair = 0;
+    o.wait_ms = 0;
+    err = redislock_acquire(l, &o);
+    if (err == REDISLOCK_OK)
+        ASSERT_OK(redislock_release(l));
+    redislock_lock_free(l);
+    return err;
+}
+
+#define NPERMIT 5
+
+/* Limit 2, both permits held, five fair waiters queued one after another:
+ * each release hands its permit to the head in the same script, so a
+ * newcomer trying straight after finds none, and the permits go out in
+ * arrival order (fencing tokens rise with it). */
+void test_fair_permits_fifo_order(void)
+{
+    th_env e = th_env_start();
+    redislock_acquire_options o = fair_permit(2, FOREVER);
+    redislock_lock *h[2] = {th_lock(e.c, KEY), th_lock(e.c, KEY)};
+    th_waiter w[NPERMIT];
+    char q[1024];
+    int i;
+
+    ASSERT_OK(redislock_acquire(h[0], &o));
+    ASSERT_OK(redislock_acquire(h[1], &o));
+    for (i = 0; i < NPERMIT; i++) {
+        th_waiter_start(&w[i], e.c, KEY, &o);
+        wait_queued(e.r, i + 1);
+    }
+    queue_now(e.r, q, sizeof q);
+    test_log("queue: %s", q);
+    /* Each release lets exactly the next waiter in, at once. */
+    for (i = 0; i < NPERMIT; i++) {
+        redislock_lock *rel = i < 2 ? h[i] : w[i - 2].l;
+
+        ASSERT_OK(redislock_release(rel));
+        ASSERT_ERR(newcomer(e.c, &o), REDISLOCK_EHELD);
+        th_waiter_join_ok(&w[i], 5000);
+        ASSERT_EQ_INT(has_member(e.r, w[i].token), 1);
+        if (i + 1 < NPERMIT)
+            ASSERT_EQ_INT(th_cmd_int(e.r, "ZCARD " QUEUE), NPERMIT - i - 1);
+        if (i > 0)
+            ASSERT_GT(redislock_fence(w[i].l), redislock_fence(w[i - 1].l));
+    }
+    ASSERT_EQ_INT(th_cmd_int(e.r, "EXISTS " QUEUE), 0);
+    ASSERT_OK(redislock_release(w[3].l));
+    ASSERT_OK(redislock_release(w[4].l));
+    /* Room and nobody queued: a fair permit is taken in one attempt. */
+    ASSERT_OK(redislock_acquire(h[0], &o));
+    ASSERT_OK(redislock_release(h[0]));
+    ASSERT_EQ_INT(th_cmd_int(e.r, "EXISTS " KEY), 0);
+    ASSERT_EQ_INT(th_cmd_int(e.r, "HLEN " WAITERS), 0);
+    for (i = 0; i < NPERMIT; i++)
+        redislock_lock_free(w[i].l);
+    redislock_lock_free(h[0]);
+    redislock_lock_free(h[1]);
+    th_env_stop(&e);
+}
+
+/* Whether KEY is a plain lock held with token t. */
+static int holds_alone(redisContext *r, const char *t)
+{
+    char *v = th_cmd_str(r, NULL, "GET " KEY);
+    int yes = v != NULL && strcmp(v, t) == 0;
+
+    free(v);
+    return yes;
+}
+
+/* One arrival order for readers and writers: behind an exclusive holder,
+ * readers R1 and R2, writer W, reader R3 queue in that order. The
+ * holder's release lets R1 and R2 in together (not R3: it came after
+ * W); their releases hand the key to W alone; W's release lets R3 in. A
+ * reader that arrives while W waits behind the readers goes behind W. */
+void test_fair_readers_writers_in_arrival_order(void)
+{
+    th_env e = th_env_start();
+    redislock_acquire_options x = th_aopts(30000, 0, 0), wx = x;
+    redislock_acquire_options ro = fair_reader(FOREVER);
+    redislock_lock *holder = th_lock(e.c, KEY);
+    th_waiter r1, r2, w, r3, r4;
+    int64_t f[5];
+    int i;
+
+    wx.fair = 1;
+    wx.wait_ms = FOREVER;
+    ASSERT_OK(redislock_acquire(holder, &x));
+    th_waiter_start(&r1, e.c, KEY, &ro);
+    wait_queued(e.r, 1);
+    th_waiter_start(&r2, e.c, KEY, &ro);
+    wait_queued(e.r, 2);
+    th_waiter_start(&w, e.c, KEY, &wx);
+    wait_queued(e.r, 3);
+    th_waiter_start(&r3, e.c, KEY, &ro);
+    wait_queued(e.r, 4);
+
+    ASSERT_OK(redislock_release(holder));
+    /* In the release's script: both readers, neither W nor R3; and W's
+     * wait recorded, which stops new readers that are not fair. */
+    ASSERT_EQ_INT(shares(e.r), 2);
+    ASSERT_EQ_INT(th_cmd_int(e.r, "ZCARD " KEY), 4);
+    th_waiter_join_ok(&r1, 5000);
+    th_waiter_join_ok(&r2, 5000);
+    ASSERT_EQ_INT(has_member(e.r, r1.token), 1);
+    ASSERT_EQ_INT(has_member(e.r, r2.token), 1);
+    ASSERT_EQ_INT(th_cmd_int(e.r, "ZCARD " QUEUE), 2);
+    /* A reader now goes behind W, though readers hold the key. */
+    th_waiter_start(&r4, e.c, KEY, &ro);
+    wait_queued(e.r, 3);
+    ASSERT_ERR(newcomer(e.c, &ro), REDISLOCK_EHELD);
+
+    f[0] = redislock_fence(r1.l);
+    f[1] = redislock_fence(r2.l);
+    ASSERT_OK(redislock_release(r1.l));
+    ASSERT_EQ_INT(th_cmd_int(e.r, "ZCARD " QUEUE), 3);
+    ASSERT_OK(redislock_release(r2.l));
+    th_waiter_join_ok(&w, 5000);
+    ASSERT_EQ_INT(holds_alone(e.r, w.token), 1);
+    f[2] = redislock_fence(w.l);
+
+    ASSERT_OK(redislock_release(w.l));
+    th_waiter_join_ok(&r3, 5000);
+    th_waiter_join_ok(&r4, 5000);
+    ASSERT_EQ_INT(has_member(e.r, r3.token), 1);
+    ASSERT_EQ_INT(has_member(e.r, r4.token), 1);
+    f[3] = redislock_fence(r3.l);
+    f[4] = redislock_fence(r4.l);
+    test_log("fencing tokens R1 %lld R2 %lld W %lld R3 %lld R4 %lld",
+             (long long)f[0], (long long)f[1], (long long)f[2], (long long)f[3],
+             (long long)f[4]);
+    for (i = 1; i < 5; i++)
+        ASSERT_GT(f[i], f[i - 1]);
+    ASSERT_OK(redislock_release(r3.l));
+    ASSERT_OK(redislock_release(r4.l));
+    ASSERT_EQ_INT(th_cmd_int(e.r, "EXISTS " KEY " " QUEUE), 0);
+    /* No waiter's entry nor a share's hand-off record is left; the last
+     * hand-off of the key itself stays (field "~", see rl_handed) until
+     * the next, or until its lease would have ended. */
+    ASSERT_EQ_INT(th_cmd_int(e.r, "HLEN " WAITERS) -
+                      th_cmd_int(e.r, "HEXISTS " WAITERS " ~"),
+                  0);
+    redislock_lock_free(r1.l);
+    redislock_lock_free(r2.l);
+    redislock_lock_free(w.l);
+    redislock_lock_free(r3.l);
+    redislock_lock_free(r4.l);
+    redislock_lock_free(holder);
+    th_env_stop(&e);
+}
+
+/* A fair writer that gives up ahead of readers, while readers hold the
+ * key: its leaving lets the readers behind it in at once (leave.lua),
+ * rather than at their next heartbeat. A fair permit waiter that gives
+ * up leaves the queue and nothing behind. */
+void test_fair_share_waiter_leaves(void)
+{
+    th_env e = th_env_start();
+    redislock_acquire_options ro = fair_reader(FOREVER), wx;
+    redislock_acquire_options po = fair_permit(1, 300);
+    redislock_lock *r0 = th_lock(e.c, KEY), *wl = th_lock(e.c, KEY);
+    th_waiter r1, wt;
+    redislock_err err;
+    int64_t t0;
+
+    ASSERT_OK(redislock_acquire(r0, &ro));
+    wx = th_aopts(30000, 400, 0);
+    wx.fair = 1;
+    /* W waits behind R0; R1 arrives after W and queues behind it. */
+    th_waiter_start_lock(&wt, wl, &wx);
+    wait_queued(e.r, 1);
+    th_waiter_start(&r1, e.c, KEY, &ro);
+    wait_queued(e.r, 2);
+    th_join_within(wt.t, 5000);
+    t0 = th_now_ms();
+    ASSERT_ERR(wt.err, REDISLOCK_EHELD);
+    th_waiter_join_ok(&r1, 5000);
+    test_log("R1 in %lld ms after W gave up",
+             (long long)(r1.done_us / 1000 - t0));
+    /* Not by its heartbeat (2 s after it queued): by W's leaving. */
+    ASSERT_LE(r1.done_us / 1000 - t0, 1000);
+    ASSERT_EQ_INT(th_cmd_int(e.r, "EXISTS " QUEUE), 0);
+    ASSERT_OK(redislock_release(r1.l));
+    ASSERT_OK(redislock_release(r0));
+    ASSERT_EQ_INT(th_cmd_int(e.r, "EXISTS " KEY), 0);
+
+    /* A permit waiter whose wait ends leaves no trace. */
+    ASSERT_OK(redislock_acquire(r0, &po));
+    err = redislock_acquire(wl, &po);
+    ASSERT_ERR(err, REDISLOCK_EHELD);
+    ASSERT_EQ_INT(th_cmd_int(e.r, "EXISTS " QUEUE), 0);
+    ASSERT_EQ_INT(th_cmd_int(e.r, "HLEN " WAITERS), 0);
+    ASSERT_EQ_INT(shares(e.r), 1);
+    /* A fair waiter with another limit is still told so. */
+    po.limit = 3;
+    ASSERT_ERR(redislock_acquire(wl, &po), REDISLOCK_EINVAL);
+    ASSERT(strstr(redislock_errdetail(), "allows 1 holders") != NULL);
+    ASSERT_OK(redislock_release(r0));
+    ASSERT_EQ_INT(th_cmd_int(e.r, "EXISTS " KEY " " QUEUE), 0);
+    redislock_lock_free(r1.l);
+    redislock_lock_free(r0);
+    redislock_lock_free(wl);
+    th_env_stop(&e);
+}
+
+/* The server's clock in ms. */
+static long long server_ms(redisContext *r)
+{
+    redisReply *t = th_cmd(r, "TIME");
+    long long now = strtoll(t->element[0]->str, NULL, 10) * 1000 +
+                    strtoll(t->element[1]->str, NULL, 10) / 1000;
+
+    freeReplyObject(t);
+    return now;
+}
+
+/* Puts a waiter that is not there into the queue at place seq: its entry
+ * (lib.lua's rl_waiter_entry) says it waits in format fmt (meta: the
+ * limit of a permit) and is alive until alive_ms on the server's clock. */
+static void fake_waiter(redisContext *r, const char *id, long long seq,
+                        const char *fmt, const char *meta, long long alive_ms)
+{
+    char entry[256];
+
+    snprintf(entry, sizeof entry, "%lld 30000 %s P 4 %zu chan%sowner-%s",
+             alive_ms, fmt, strlen(meta), meta, id);
+    freeReplyObject(th_cmd(r, "ZADD " QUEUE " %lld %s", seq, id));
+    freeReplyObject(th_cmd(r, "HSET " WAITERS " %s %s", id, entry));
+}
+
+/* A fair newcomer looks ahead in the queue before it takes the room: the
+ * first limit - held live waiters may take it; a reader takes none behind
+ * a writer; dead waiters are dropped. One that finds no room leaves the
+ * queue at once (its wait is 0), and its leaving hands the room to the
+ * waiter ahead (leave.lua). */
+void test_fair_share_looks_ahead(void)
+{
+    th_env e = th_env_start();
+    redislock_acquire_options po = fair_permit(2, 0), ro = fair_reader(0);
+    redislock_lock *a = th_lock(e.c, KEY), *b = th_lock(e.c, KEY);
+    long long now = server_ms(e.r);
+
+    /* Limit 2, one live waiter ahead: one permit for the newcomer, the
+     * other is the waiter's. */
+    fake_waiter(e.r, "ahead", 1, "permit", "2", now + 60000);
+    ASSERT_OK(redislock_acquire(a, &po));
+    ASSERT_EQ_INT(has_member(e.r, "owner-ahead"), 0);
+    ASSERT_ERR(redislock_acquire(b, &po), REDISLOCK_EHELD);
+    ASSERT_EQ_INT(has_member(e.r, "owner-ahead"), 1);
+    ASSERT_EQ_INT(th_cmd_int(e.r, "EXISTS " QUEUE), 0);
+    ASSERT_OK(redislock_release(a));
+    ASSERT_EQ_INT(th_cmd_int(e.r, "DEL " KEY " " WAITERS), 2);
+    /* A dead waiter ahead is dropped: limit 1, and the room is the
+     * newcomer's. */
+    po.limit = 1;
+    fake_waiter(e.r, "dead", 1, "permit", "1", now - 1);
+    ASSERT_OK(redislock_acquire(b, &po));
+    ASSERT_EQ_INT(th_cmd_int(e.r, "EXISTS " QUEUE " " WAITERS), 0);
+    ASSERT_OK(redislock_release(b));
+    ASSERT_EQ_INT(th_cmd_int(e.r, "EXISTS " KEY), 0);
+
+    /* A writer ahead: the key is free, but a fair reader waits for it,
+     * and the writer gets the key. */
+    fake_waiter(e.r, "writer", 1, "plain", "", now + 60000);
+    ASSERT_ERR(redislock_acquire(a, &ro), REDISLOCK_EHELD);
+    ASSERT(holds_alone(e.r, "owner-writer"));
+    ASSERT_EQ_INT(th_cmd_int(e.r, "DEL " KEY " " WAITERS), 2);
+    /* Readers ahead only: a fair reader goes in beside them. */
+    fake_waiter(e.r, "reader", 1, "reader", "", now + 60000);
+    ASSERT_OK(redislock_acquire(a, &ro));
+    ASSERT_EQ_INT(has_member(e.r, "owner-reader"), 0);
+    ASSERT_EQ_INT(th_cmd_int(e.r, "ZCARD " QUEUE), 1);
+    ASSERT_OK(redislock_release(a));
+    redislock_lock_free(a);
+    redislock_lock_free(b);
+    th_env_stop(&e);
+}
