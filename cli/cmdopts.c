@@ -168,9 +168,6 @@ int cli_check_shared(const char *ctx, const cli_cmdopts *o)
     if (acq->metadata != NULL)
         return cli_usage(ctx, "-s/--shared does not take --metadata: a "
                               "share stores none");
-    if (acq->fair)
-        return cli_usage(ctx, "-s/--shared does not take --fair: its queue "
-                              "is for exclusive locks");
     if (o->hold_after_ms > 0)
         return cli_usage(ctx, "--hold-after is for an exclusive lock, not "
                               "a share (-s/--shared)");

@@ -42,8 +42,6 @@ key_gone sem || fail "the semaphore's key is left"
 expect 64 "$RL" run --limit 0 sem -- true
 err_has "limit"
 expect 64 "$RL" run --limit x sem -- true
-expect 64 "$RL" run --limit 2 --fair sem -- true
-err_has "fair"
 expect 64 "$RL" run --limit 2 --hold-after 1s sem -- touch "$D/ran"
 err_has "hold-after"
 [ ! -e "$D/ran" ] || fail "--limit --hold-after ran the command"

@@ -106,8 +106,7 @@ key_gone rw || fail "the key is left after the exclusive run"
 
 # Bad mixes: usage errors naming the clash, before anything connects
 # (an unreachable server gives 64, not 69) or runs.
-for mix in "--limit 2" "--owner me" "--metadata m" "--fair" \
-    "--hold-after 1s"; do
+for mix in "--limit 2" "--owner me" "--metadata m" "--hold-after 1s"; do
     opt=${mix%% *}
     # shellcheck disable=SC2086 # split on purpose: an option and its value
     expect 64 "$RL" run -s $mix rw -- touch "$D/ran"
@@ -119,7 +118,7 @@ for mix in "--limit 2" "--owner me" "--metadata m" "--fair" \
     err_has "shared.*$opt|$opt.*shared"
 done
 [ ! -e "$D/ran" ] || fail "a refused run -s ran its command"
-for mix in "--limit 2" "--owner me" "--metadata m" "--fair"; do
+for mix in "--limit 2" "--owner me" "--metadata m"; do
     opt=${mix%% *}
     # shellcheck disable=SC2086
     expect 64 "$RL" acquire -s $mix rw
