@@ -151,9 +151,18 @@ static size_t plan(const opts *o, lb_series *s)
     static const lb_series rlset = {.name = "redislock set of 2 keys",
                                     .slug = "rl-set2", .lib = LB_REDISLOCK,
                                     .set = 2};
+    static const lb_series rlsf = {.name = "redislock semaphore fair, "
+                                           "limit 1",
+                                   .slug = "rl-sem1-fair", .lib = LB_REDISLOCK,
+                                   .limit = 1, .fair = 1};
     static const lb_series rlsh = {.name = "redislock shared, half readers",
                                    .slug = "rl-shared", .lib = LB_REDISLOCK,
                                    .shared = 1};
+    static const lb_series rlshf = {.name = "redislock shared fair, half "
+                                            "readers",
+                                    .slug = "rl-shared-fair",
+                                    .lib = LB_REDISLOCK, .shared = 1,
+                                    .fair = 1};
     static const lb_series py = {
         .name = "redis-py Lock, sleep 0.1 s (default)", .slug = "py-0.1",
         .lib = LB_REDIS_PY, .arg1 = "0.1"};
@@ -184,10 +193,13 @@ static size_t plan(const opts *o, lb_series *s)
             add(s, &n, rl, k, m);
             add(s, &n, rlf, k, m);
             /* A semaphore's wake-up path, and a shared lock's hand-overs
-             * between readers and writers, at the targets' K. */
+             * between readers and writers, at the targets' K, each also
+             * fair (a release's hand-off message). */
             if (k == 8) {
                 add(s, &n, rls, k, m);
+                add(s, &n, rlsf, k, m);
                 add(s, &n, rlsh, k, m);
+                add(s, &n, rlshf, k, m);
                 add(s, &n, rlset, k, m);
             }
         }

@@ -321,49 +321,52 @@ static int is_set(const lb_series *x)
 }
 
 static const lb_series *find_kind(const lb_series *s, size_t ns, int k,
-                                  int (*is)(const lb_series *))
+                                  int (*is)(const lb_series *), int fair)
 {
     size_t i;
 
     for (i = 0; i < ns; i++)
-        if (s[i].lib == LB_REDISLOCK && is(&s[i]) && s[i].k == k && s[i].ran)
+        if (s[i].lib == LB_REDISLOCK && is(&s[i]) && s[i].k == k &&
+            s[i].fair == fair && s[i].ran)
             return &s[i];
     return NULL;
 }
 
 /* The hand-off targets of the run of a kind (is picks it and gives its
  * size: a semaphore's limit, a set's keys), called kind, its size shown
- * with size (a format of one %d). */
+ * with size (a format of one %d); fair: its fair run. */
 static void kind_hand_off(const lb_series *s, size_t ns, double rtt, int k,
                           int (*is)(const lb_series *), const char *kind,
-                          const char *size)
+                          const char *size, int fair)
 {
-    const lb_series *m = find_kind(s, ns, k, is);
+    const lb_series *m = find_kind(s, ns, k, is, fair);
     char sz[32];
 
     if (m == NULL) {
-        printf("  K=%d %s run missing: MISS\n", k, kind);
+        printf("  K=%d %s%s run missing: MISS\n", k, fair ? "fair " : "",
+               kind);
         return;
     }
     snprintf(sz, sizeof sz, size, is(m));
-    printf("  K=%d %s (%s) hand-off p50 <= 2 x RTT (%.1f us): %.1f us %s; "
+    printf("  K=%d %s%s (%s) hand-off p50 <= 2 x RTT (%.1f us): %.1f us %s; "
            "p99 <= 10 x RTT (%.1f us): %.1f us %s\n",
-           k, kind, sz, 2 * rtt, m->h50, yes(m->h50 <= 2 * rtt), 10 * rtt,
-           m->h99, yes(m->h99 <= 10 * rtt));
+           k, fair ? "fair " : "", kind, sz, 2 * rtt, m->h50,
+           yes(m->h50 <= 2 * rtt), 10 * rtt, m->h99, yes(m->h99 <= 10 * rtt));
 }
 
-/* The shared lock's run: half the cycles readers, hand-overs only where
- * the two sides exclude each other. */
-static void shared_lock(const lb_series *s, size_t ns, double rtt, int k)
+/* The shared lock's run (fair: the fair one): half the cycles readers,
+ * hand-overs only where the two sides exclude each other. */
+static void shared_lock(const lb_series *s, size_t ns, double rtt, int k,
+                        int fair)
 {
-    const lb_series *m = find_kind(s, ns, k, is_shared);
+    const lb_series *m = find_kind(s, ns, k, is_shared, fair);
 
     if (m == NULL) {
-        printf("  K=%d shared run missing: MISS\n", k);
+        printf("  K=%d %sshared run missing: MISS\n", k, fair ? "fair " : "");
         return;
     }
-    printf("  K=%d shared hand-over p50 <= 2 x RTT (%.1f us): %.1f us %s\n",
-           k, 2 * rtt, m->h50, yes(m->h50 <= 2 * rtt));
+    printf("  K=%d %sshared hand-over p50 <= 2 x RTT (%.1f us): %.1f us %s\n",
+           k, fair ? "fair " : "", 2 * rtt, m->h50, yes(m->h50 <= 2 * rtt));
     printf("    (half readers: %zu hand-overs in %lld acquisitions, p99 "
            "%.1f us; at most %d readers at once%s; counter = exclusive "
            "cycles: %lld/%lld %s; sections overlapping an exclusive one: "
@@ -417,9 +420,11 @@ static void targets(const lb_series *s, size_t ns, const lb_micro *m,
             printf("  K=64 %s run missing: scaling target MISS\n",
                    i ? "fair" : "default mode");
     }
-    kind_hand_off(s, ns, rtt, k, is_sem, "semaphore", "limit %d");
-    shared_lock(s, ns, rtt, k);
-    kind_hand_off(s, ns, rtt, k, is_set, "set", "%d keys");
+    for (i = 0; i < 2; i++) {
+        kind_hand_off(s, ns, rtt, k, is_sem, "semaphore", "limit %d", i);
+        shared_lock(s, ns, rtt, k, i);
+    }
+    kind_hand_off(s, ns, rtt, k, is_set, "set", "%d keys", 0);
     for (i = 0; i < nidle; i++)
         printf("  blocked waiter (%s) holds 1 server connection: %d %s\n",
                idle[i].fair ? "fair" : "default", idle[i].conns,
@@ -461,9 +466,11 @@ void lb_report(const lb_env *e, const lb_micro *m, const lb_idle *idle,
     /* bench/run.sh's Redlock run: its machine-readable figures. */
     const char *redlock = getenv("BENCH_REDLOCK");
     const lb_wire *u = &m->w[LB_UNIX], *tcp = &m->w[LB_TCP];
-    const lb_series *sem = find_kind(s, ns, k, is_sem);
-    const lb_series *sh = find_kind(s, ns, k, is_shared);
-    const lb_series *set = find_kind(s, ns, k, is_set);
+    const lb_series *sem = find_kind(s, ns, k, is_sem, 0);
+    const lb_series *sh = find_kind(s, ns, k, is_shared, 0);
+    const lb_series *set = find_kind(s, ns, k, is_set, 0);
+    const lb_series *semf = find_kind(s, ns, k, is_sem, 1);
+    const lb_series *shf = find_kind(s, ns, k, is_shared, 1);
     FILE *f;
     int i;
 
@@ -497,7 +504,8 @@ void lb_report(const lb_env *e, const lb_micro *m, const lb_idle *idle,
            "handoff_p99_us=%.1f k8_cycles_per_s=%.0f k64_cycles_per_s=%.0f "
            "k8_switch=%.3f sem_handoff_p50_us=%.1f lock_bytes=%.0f "
            "setnx_bytes=%.0f shared_handoff_p50_us=%.1f "
-           "set_handoff_p50_us=%.1f%s%s\n",
+           "set_handoff_p50_us=%.1f sem_fair_handoff_p50_us=%.1f "
+           "shared_fair_handoff_p50_us=%.1f%s%s\n",
            m->ping_p50, u->ratio_min[2], u->ratio[2], u->ratio_min[1],
            tcp->ratio_min[2], tcp->ratio_min[1], u->cpu_cycle[2],
            ratio(u->cpu_cycle[2], u->cpu_cycle[3]),
@@ -508,7 +516,7 @@ void lb_report(const lb_env *e, const lb_micro *m, const lb_idle *idle,
            fair ? fair->sw : 0, sem ? sem->h50 : -1,
            mem->ok ? mem->lib_bytes : -1,
            mem->raw_bytes, sh ? sh->h50 : -1, set ? set->h50 : -1,
-           redlock ? " " : "",
+           semf ? semf->h50 : -1, shf ? shf->h50 : -1, redlock ? " " : "",
            redlock ? redlock : "");
 }
 
