@@ -24,7 +24,7 @@ static const char *const acl_cmds[] = {
     "scan",   "get",     "mget",   "strlen",  "set",       "del",
     "exists", "type",    "time",   "pexpire", "pttl",      "hset",
     "hget",   "hdel",    "hmget",  "hincrby", "lpush",     "llen",
-    "zadd",   "zrem",    "zrange", "zscore",  "zpopmin",   "zremrangebyscore",
+    "zadd",   "zrem",    "zrange", "zscore",  "zremrangebyscore",
     "zcard",  "zcount",  NULL};
 
 #define ACL_HEAD                                                               \
