@@ -72,6 +72,10 @@ typedef struct lb_series {
                         * in a shared series only where the two sections
                         * exclude each other (a hand-over) */
     double x50, x99;   /* the same over holder changes only, us */
+    double t50[3];     /* a shared series' hand-over p50 by transition:
+                        * writer to writer, writer to reader, reader to
+                        * writer, us (-1: none) */
+    size_t nt[3];      /* and how many of each */
     double sw;         /* share of hand-offs that change holder */
     double ahead;      /* share of holder changes whose next acquire
                         * returned before the previous release did */

@@ -256,11 +256,18 @@ static int most_readers(const merged *v, size_t n)
  */
 static void handoffs(lb_series *s, const merged *v, size_t n)
 {
-    int64_t *x = malloc((n ? n : 1) * sizeof *x);
+    int64_t *x = malloc((n ? n : 1) * sizeof *x), *t[3];
     size_t i, nx = 0, switches = 0, ahead = 0;
     long any = -1, wr = -1; /* latest release begun: any section, writers */
+    int j;
 
     s->hand = malloc((n ? n : 1) * sizeof *s->hand);
+    for (j = 0; j < 3; j++) {
+        t[j] = malloc((n ? n : 1) * sizeof *t[j]);
+        s->nt[j] = 0;
+        if (t[j] == NULL)
+            lb_die("out of memory");
+    }
     if (x == NULL || s->hand == NULL)
         lb_die("out of memory");
     s->nhand = 0;
@@ -272,6 +279,10 @@ static void handoffs(lb_series *s, const merged *v, size_t n)
         if (h < 0)
             s->overlaps++;
         if (r >= 0 && (!v[i].shared || !v[i - 1].shared)) {
+            /* By transition: writer to writer, to reader, reader to
+             * writer. */
+            j = v[i].shared ? 1 : v[r].shared ? 2 : 0;
+            t[j][s->nt[j]++] = h;
             s->hand[s->nhand++] = h;
             if (v[i].who != v[r].who) {
                 switches++;
@@ -296,6 +307,11 @@ static void handoffs(lb_series *s, const merged *v, size_t n)
     s->sw = s->nhand ? (double)switches / (double)s->nhand : 0;
     s->ahead = nx ? (double)ahead / (double)nx : 0;
     s->readers = most_readers(v, n);
+    for (j = 0; j < 3; j++) {
+        lb_sort_i64(t[j], s->nt[j]);
+        s->t50[j] = s->nt[j] ? (double)lb_pct(t[j], s->nt[j], 50) / 1e3 : -1;
+        free(t[j]);
+    }
 }
 
 /* Gathers every worker's cycles, merges them and computes the results. */

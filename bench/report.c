@@ -375,6 +375,9 @@ static void shared_lock(const lb_series *s, size_t ns, double rtt, int k,
            m->readers < 2 ? ", so no sharing seen" : "", m->counter,
            m->want, m->counter_ok ? "OK" : "FAIL", m->overlaps,
            m->overlaps == 0 ? "OK" : "FAIL: EXCLUSION BROKEN");
+    printf("    (p50 by transition: writer to writer %.1f us (%zu), writer "
+           "to reader %.1f us (%zu), reader to writer %.1f us (%zu))\n",
+           m->t50[0], m->nt[0], m->t50[1], m->nt[1], m->t50[2], m->nt[2]);
 }
 
 static void targets(const lb_series *s, size_t ns, const lb_micro *m,

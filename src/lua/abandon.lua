@@ -33,5 +33,5 @@ if kind == 'hash' then
     end
 end
 redis.call('DEL', key)
-rl_handoff(K)
+rl_handoff(K, false, {kind = 'none', held = 0})
 return 1

@@ -29,7 +29,7 @@ if kind == 'zset' then
 elseif holder == id and rl_handed(key, kind, K.ws, req, now) then
     redis.call('HDEL', K.ws, '~')
     redis.call('DEL', key)
-    rl_handoff(K)
+    rl_handoff(K, false, {kind = 'none', held = 0})
     return 1
 end
 rl_handoff(K, true)

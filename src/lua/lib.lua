@@ -556,52 +556,64 @@ local function rl_share_handed(K, req, id, now)
     return tonumber(fence)
 end
 
+-- What the key K.lock holds, for the hand-offs of one release (rl_hand
+-- keeps it current): kind 'none' (free), 'zset' (shares of the kind mine,
+-- held of them live: none left is dealt with by rl_hand) or 'other' (held
+-- alone, or not redislock's). A caller that knows says so instead: a
+-- release that freed the key passes {kind = 'none', held = 0}.
+local function rl_room_of(K, now)
+    local t = redis.call('TYPE', K.lock).ok
+    local mine = t == 'zset' and rl_share_kind(K.lock)
+    if t == 'none' then
+        return {kind = 'none', held = 0}
+    elseif not mine then
+        return {kind = 'other', held = 0}
+    end
+    return {kind = 'zset', mine = mine, held = rl_share_prune(K.lock, now)}
+end
+
 -- Grants the live fair waiter w (request head) what it waits for, if the
--- key has room for it now (ms): the lock when the key is free, a share
--- when it is free or holds shares of the same kind with room. The lease
--- lasts no longer than the waiter's alive time would have: a waiter that
--- died just before cannot hold the key for longer than that; a live one
--- extends it to its TTL at once. last: the fencing counter's value (as
--- rl_count). Returns the fencing token and the lease, or nil.
-local function rl_hand(K, w, head, now, last)
+-- key (as st says, see rl_room_of) has room for it now (ms): the lock
+-- when the key is free, a share when it is free or holds shares of the
+-- same kind with room. The lease lasts no longer than the waiter's alive
+-- time would have: a waiter that died just before cannot hold the key for
+-- longer than that; a live one extends it to its TTL at once. last: the
+-- fencing counter's value (as rl_count). Returns the fencing token and
+-- the lease, or nil.
+local function rl_hand(K, st, w, head, now, last)
     local lease = math.min(w.ttl, w.alive - now)
     local mine, limit = rl_share_wants(w)
     local fence
+    if st.kind == 'zset' and st.held == 0 then
+        -- Only a waiting writer's record is left of the set.
+        redis.call('DEL', K.lock)
+        st.kind, st.mine = 'none', nil
+    end
     if mine == nil then
-        -- Readers hold the key: the writer's wait stops new readers (as
-        -- its own attempt would record), unless they have all gone.
-        if redis.call('EXISTS', K.lock) == 1 and
-                (redis.call('TYPE', K.lock).ok ~= 'zset' or
-                 not rl_share_writer(K, w.alive - now)) then
+        if st.kind ~= 'none' then
+            -- Readers hold the key: the writer's wait stops new readers,
+            -- as its own attempt would record.
+            if st.mine == RL_SHARED then
+                rl_share_writer(K, w.alive - now)
+            end
             return nil
         end
         fence = rl_create(K.lock, w.owner, lease, w.fmt, w.meta, K.fence,
                           head, last)
         redis.call('HSET', K.ws, '~',
                    string.format('%s %d %d', head, fence, now + lease))
+        st.kind = 'other'
     else
-        local kind, held = 'none', 0
-        if redis.call('EXISTS', K.lock) == 1 then
-            if redis.call('TYPE', K.lock).ok ~= 'zset' or
-                    rl_share_kind(K.lock) ~= mine then
-                return nil
-            end
-            kind = 'zset'
-            held = rl_share_prune(K.lock, now)
-            if held == 0 then
-                kind = 'none'
-                redis.call('DEL', K.lock)
-            end
-        end
-        if held >= limit then
+        if st.kind == 'other' or (st.kind == 'zset' and
+                (st.mine ~= mine or st.held >= limit)) then
             return nil
         end
-        rl_share_add(K.lock, kind, mine, w.owner, lease, now)
+        rl_share_add(K.lock, st.kind, mine, w.owner, lease, now)
         fence = rl_fence(K.fence, lease, last)
         redis.call('HSET', K.ws, '~' .. head,
                    string.format('%d %d', fence, now + lease))
+        st.kind, st.mine, st.held = 'zset', mine, st.held + 1
     end
-    rl_keep(K.ws, lease)
     return fence, lease
 end
 
@@ -611,17 +623,19 @@ end
 -- permit holders at the head of the queue take a share each, as many as
 -- there is room for, up to the first waiter that must wait), or else
 -- wakes one ordinary waiter and one reader. K names the helpers (fence,
--- q, ws, waiting, wake, rwake; all in the lock's cluster slot). Waiters
--- whose alive time has passed are dead and dropped; a call handles a
--- bounded number of waiters. Each waiter is told on its channel (a
--- channel is not a key): "handoff <request id> <seq> <fence> <lease ms>",
--- seq being its place in the queue, which its last attempt returned: a
--- message for an older place (a lease it missed while it was stopped)
--- does not match. One that was not listening finds the record (rl_handed,
--- rl_share_handed) with its next attempt. With quiet set, nobody is woken
--- (the key has no room for anyone but the queue's readers).
-local function rl_handoff(K, quiet)
-    local now, handed
+-- q, ws, waiting, wake, rwake; all in the lock's cluster slot); st what
+-- the key holds now (rl_room_of; nil: read it here). Waiters whose alive
+-- time has passed are dead and dropped; a call handles a bounded number
+-- of waiters, read RL_HAND_BATCH at a time. Each waiter is told on its
+-- channel (a channel is not a key): "handoff <request id> <seq> <fence>
+-- <lease ms>", seq being its place in the queue, which its last attempt
+-- returned: a message for an older place (a lease it missed while it was
+-- stopped) does not match. One that was not listening finds the record
+-- (rl_handed, rl_share_handed) with its next attempt. With quiet set,
+-- nobody is woken (the key has no room for anyone but the queue's
+-- readers).
+local RL_HAND_BATCH = 16
+local function rl_handoff(K, quiet, st)
     -- Nobody waits: the common release stops here.
     if redis.call('EXISTS', K.q, K.waiting) == 0 then
         return false
@@ -633,41 +647,65 @@ local function rl_handoff(K, quiet)
     if last and not rl_counter_ok(last) then
         tries = 0
     end
-    for _ = 1, tries do
-        local top = redis.call('ZRANGE', K.q, 0, 0, 'WITHSCORES')
-        local head, seq = top[1], tonumber(top[2])
-        if head == nil then
+    local now, handed, empty, keep = nil, false, false, 0
+    while tries > 0 do
+        local top = redis.call('ZRANGE', K.q, 0, RL_HAND_BATCH - 1,
+                               'WITHSCORES')
+        local ids, done, stop = {}, {}, false
+        for i = 1, #top, 2 do
+            ids[#ids + 1] = top[i]
+        end
+        if #ids == 0 then
+            empty = true
             break
         end
-        local w = rl_waiter(redis.call('HGET', K.ws, head))
+        local entries = redis.call('HMGET', K.ws, unpack(ids))
         now = now or rl_now_ms()
-        local fence, lease
-        if w and w.alive > now then
-            fence, lease = rl_hand(K, w, head, now, last)
-            if not fence then
+        st = st or rl_room_of(K, now)
+        for i, head in ipairs(ids) do
+            local w, fence, lease = rl_waiter(entries[i]), nil, nil
+            tries = tries - 1
+            if w and w.alive > now then
+                fence, lease = rl_hand(K, st, w, head, now, last)
+                if not fence then
+                    stop = true
+                    break
+                end
+                last = fence
+                handed = true
+                keep = math.max(keep, lease)
+                redis.call(w.publish, w.chan,
+                           string.format('handoff %s %d %d %d', head,
+                                         tonumber(top[2 * i]), fence, lease))
+            end
+            done[#done + 1] = head
+            if (fence and rl_share_wants(w) == nil) or tries == 0 then
+                stop = true
                 break
             end
-            -- Read again by the next hand's rl_count.
-            last = nil
         end
-        redis.call('ZREM', K.q, head)
-        redis.call('HDEL', K.ws, head)
-        if fence then
-            handed = true
-            redis.call(w.publish, w.chan,
-                       string.format('handoff %s %d %d %d', head, seq, fence,
-                                     lease))
-            if rl_share_wants(w) == nil then
-                return true
-            end
+        -- The waiters served or dead leave the queue.
+        if #done > 0 then
+            redis.call('ZREM', K.q, unpack(done))
+            redis.call('HDEL', K.ws, unpack(done))
+        end
+        if stop then
+            break
+        end
+        empty = #ids < RL_HAND_BATCH
+        if empty then
+            break
         end
     end
+    if keep > 0 then
+        rl_keep(K.ws, keep)
+    end
     -- The ordinary waiters, when no fair one got in or none is left.
-    if not quiet and (not handed or redis.call('EXISTS', K.q) == 0) then
+    if not quiet and (not handed or empty) then
         rl_wake(K)
         rl_wake(K, K.rwake)
     end
-    return handed or false
+    return handed
 end
 
 -- Gives back the share id of the set K.lock (a permit, a reader's share;
@@ -691,10 +729,12 @@ local function rl_share_release(K, id)
     local held = rl_share_prune(K.lock, now)
     local readers_left = held > 0 and kind == RL_SHARED
     if redis.call('EXISTS', K.q) == 1 then
+        local st = {kind = 'zset', mine = kind, held = held}
         if held == 0 then
             redis.call('DEL', K.lock)
+            st = {kind = 'none', held = 0}
         end
-        rl_handoff(K, readers_left)
+        rl_handoff(K, readers_left, st)
     elseif not readers_left then
         rl_wake(K)
     end

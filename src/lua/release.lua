@@ -38,5 +38,5 @@ if ARGV[2] ~= '0' then
     return 1
 end
 redis.call('DEL', key)
-rl_handoff(K)
+rl_handoff(K, false, {kind = 'none', held = 0})
 return 1

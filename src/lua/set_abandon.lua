@@ -15,7 +15,7 @@ table.insert(L, 1, K)
 for _, x in ipairs(L) do
     if redis.pcall('GET', x.lock) == ARGV[1] then
         redis.call('DEL', x.lock)
-        rl_handoff(x)
+        rl_handoff(x, false, {kind = 'none', held = 0})
         n = n + 1
     end
 end

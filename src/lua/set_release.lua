@@ -15,7 +15,7 @@ for _, x in ipairs(L) do
     local v = redis.pcall('GET', x.lock)
     if v == ARGV[1] then
         redis.call('DEL', x.lock)
-        rl_handoff(x)
+        rl_handoff(x, false, {kind = 'none', held = 0})
     elseif not v then
         res = math.min(res, 0)
     else
