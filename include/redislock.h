@@ -103,6 +103,50 @@ typedef struct redislock_lock redislock_lock;
  * Fields are only ever appended, and REDISLOCK_OPTIONS_SIZE then names the
  * new last field (see "ABI" above).
  */
+/* What happens to a lock, as redislock_options.on_event reports it. */
+typedef enum redislock_event_kind {
+    /* An acquire took the lock: ms the call took, attempts, fence. */
+    REDISLOCK_EVENT_ACQUIRED = 1,
+    /* An attempt found the lock held: ms the holder's lease has left
+     * (REDISLOCK_TTL_NO_EXPIRY, or -2 when unknown), attempts so far. */
+    REDISLOCK_EVENT_CONTENDED,
+    /* The acquire pauses before its next attempt: ms the longest it will
+     * pause (a release may end it sooner), attempts so far. */
+    REDISLOCK_EVENT_RETRY,
+    /* An acquire ends without the lock: err (REDISLOCK_EHELD when the
+     * wait ran out), ms the call took, attempts. */
+    REDISLOCK_EVENT_NOT_ACQUIRED,
+    /* A release: err its outcome (REDISLOCK_EEXPIRED: the lease had
+     * ended), ms since the lock was taken. */
+    REDISLOCK_EVENT_RELEASED,
+    /* An extend or a watchdog renewal lengthened the lease: ms of
+     * validity it now has. */
+    REDISLOCK_EVENT_RENEWED,
+    /* An extend or a renewal failed, the lock perhaps still held (a
+     * timeout, a lost connection): err; the watchdog tries again while
+     * the validity lasts. */
+    REDISLOCK_EVENT_RENEW_FAILED,
+    /* The handle learnt that the lock is lost (REDISLOCK_ELOST, or
+     * REDISLOCK_EEXPIRED: the lease ran out): err; as the loss signal,
+     * once per hold. */
+    REDISLOCK_EVENT_LOST
+} redislock_event_kind;
+
+/* One event. Valid only during the callback. Fields not named for the
+ * kind are 0. */
+typedef struct redislock_event {
+    redislock_event_kind kind;
+    redislock_lock *lock; /* read only: see redislock_options.on_event */
+    const void *key;      /* the lock's key as given (a set's first) */
+    size_t keylen;
+    redislock_err err;
+    int attempts;
+    int64_t ms;
+    int64_t fence; /* ACQUIRED: the fencing token */
+} redislock_event;
+
+typedef void (*redislock_event_cb)(const redislock_event *ev, void *arg);
+
 typedef struct redislock_options {
     /* Time for TCP connect plus AUTH and SELECT. Default 2000 ms. */
     int64_t connect_timeout_ms;
@@ -153,6 +197,15 @@ typedef struct redislock_options {
      * REDISLOCK_ECONFIG. Default 0: off. */
     int wait_aof_local;
     int wait_aof_replicas;
+    /* Called with each event of the client's locks (see
+     * redislock_event_kind), with on_event_arg: on the thread that made
+     * the call (acquire, release, extend, check), or for renewals and a
+     * loss they find on the client's watchdog thread. It must return
+     * quickly and call nothing of the library but the read-only calls on
+     * ev->lock (redislock_key, redislock_valid_ms, redislock_fence...).
+     * Default NULL: no events, at no cost. */
+    redislock_event_cb on_event;
+    void *on_event_arg;
 } redislock_options;
 
 /* How the pause between two attempts grows. Every pause is drawn
@@ -468,7 +521,7 @@ typedef struct redislock_info {
 #define REDISLOCK_SIZE_THROUGH_(type, field)                                   \
     (offsetof(type, field) + sizeof(((type *)0)->field))
 #define REDISLOCK_OPTIONS_SIZE                                                 \
-    REDISLOCK_SIZE_THROUGH_(redislock_options, wait_aof_replicas)
+    REDISLOCK_SIZE_THROUGH_(redislock_options, on_event_arg)
 #define REDISLOCK_ACQUIRE_OPTIONS_SIZE                                         \
     REDISLOCK_SIZE_THROUGH_(redislock_acquire_options, shared)
 #define REDISLOCK_INFO_SIZE REDISLOCK_SIZE_THROUGH_(redislock_info, nshare_ttls)

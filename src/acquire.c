@@ -52,6 +52,7 @@ typedef struct attempt_cfg {
     int was_queued;   /* queued at least once (fair) */
     int piped;        /* taken by an attempt sent behind a BLPOP */
     int free_retries; /* attempts in a row that found the lock free */
+    int tries;        /* attempts made */
     int64_t ttl_ms;
     int64_t delay_ms, cap_ms;
     char tok[RL_LOCK_TOKEN_LEN + 1]; /* a plain lock's token */
@@ -391,7 +392,7 @@ static redislock_err wait_loop(redislock_lock *l, attempt_cfg *a,
         } else {
             err = attempt(l, a, tries, deadline, sent_us);
         }
-        tries++;
+        a->tries = ++tries;
         /* An attempt that takes the lock leaves the queue (fair.lua). */
         if (err == REDISLOCK_OK)
             a->queued = 0;
@@ -400,8 +401,14 @@ static redislock_err wait_loop(redislock_lock *l, attempt_cfg *a,
                 abandon(l, a);
             break;
         }
+        rl__lock_event(l, (redislock_event){.kind = REDISLOCK_EVENT_CONTENDED,
+                                            .attempts = tries,
+                                            .ms = l->holder_ttl});
         if ((err = plan_pause(l, a, tries, start, deadline, &pause)) != 0)
             break;
+        rl__lock_event(l, (redislock_event){.kind = REDISLOCK_EVENT_RETRY,
+                                            .attempts = tries,
+                                            .ms = pause});
         err = pause_then(l, a, tries, deadline, pause, &res, sent_us, &ran,
                          &next);
         /* Stopping with an attempt out that may hold the lock: undone. */
@@ -478,13 +485,16 @@ static redislock_err setup(redislock_lock *l,
     return set_req(a);
 }
 
+/* The acquire, once its options are checked and set up in a. */
+static redislock_err
+take(redislock_lock *l, const redislock_acquire_options *opts, attempt_cfg *a);
+
 static redislock_err acquire(redislock_lock *l,
                              const redislock_acquire_options *opts)
 {
     static const redislock_acquire_options defaults;
     attempt_cfg a;
-    int64_t sent_us = 0;
-    int short_lease;
+    int64_t t0 = rl__now_us();
     redislock_err err;
 
     if (l == NULL)
@@ -493,11 +503,33 @@ static redislock_err acquire(redislock_lock *l,
         opts = &defaults;
     if ((err = check_options(opts)) != REDISLOCK_OK)
         return err;
+    memset(&a, 0, sizeof a);
+    err = take(l, opts, &a);
+    /* Events for calls that tried: refused options made no attempt. */
+    if (a.tries > 0)
+        rl__lock_event(
+            l, (redislock_event){.kind = err == REDISLOCK_OK
+                                             ? REDISLOCK_EVENT_ACQUIRED
+                                             : REDISLOCK_EVENT_NOT_ACQUIRED,
+                                 .err = err,
+                                 .attempts = a.tries,
+                                 .ms = (rl__now_us() - t0) / 1000,
+                                 .fence = err == REDISLOCK_OK ? l->fence : 0});
+    return err;
+}
+
+static redislock_err take(redislock_lock *l,
+                          const redislock_acquire_options *opts, attempt_cfg *a)
+{
+    int64_t sent_us = 0;
+    int short_lease;
+    redislock_err err;
+
     if (l->own > 0 && (!opts->reentrant || !l->rich))
         return rl__err(REDISLOCK_EINVAL,
                        "this handle already holds the lock (only a lock "
                        "acquired reentrant can be taken again)");
-    if ((err = setup(l, opts, &a)) != REDISLOCK_OK)
+    if ((err = setup(l, opts, a)) != REDISLOCK_OK)
         return err;
     if (opts->fair && l->algo->no_fair != NULL)
         return rl__err(REDISLOCK_EINVAL, "%s", l->algo->no_fair);
@@ -512,7 +544,7 @@ static redislock_err acquire(redislock_lock *l,
                        "queues (a place in each would be a hold while waiting, "
                        "and sets could then deadlock)",
                        l->nmore + 1);
-    if (l->nmore > 0 && (a.rich || opts->limit || opts->shared))
+    if (l->nmore > 0 && (a->rich || opts->limit || opts->shared))
         return rl__err(REDISLOCK_EINVAL,
                        "a set of %d keys cannot be %s: a set is a plain lock "
                        "(one token), not yet any other kind",
@@ -522,25 +554,25 @@ static redislock_err acquire(redislock_lock *l,
                        : opts->metadata ? "given metadata"
                        : opts->limit    ? "a semaphore"
                                         : "shared");
-    if ((err = wait_loop(l, &a, &sent_us)) != REDISLOCK_OK)
+    if ((err = wait_loop(l, a, &sent_us)) != REDISLOCK_OK)
         return err;
     /* A hand-off may grant less than the TTL (see rl_handoff in lib.lua):
      * the watchdog thread extends it after a third of that lease, off the
      * caller's path; a lock released sooner (the common case) costs no
      * extension at all. */
-    short_lease = a.handed && l->handoff_lease < a.ttl_ms;
+    short_lease = a->handed && l->handoff_lease < a->ttl_ms;
     /* Set on the first hold only: the watchdog thread reads the format
      * (the one release and extend expect), and a re-entry keeps it. A
      * fair call that queued is likely to have fair waiters behind it,
      * whom its release hands the lock to (see lock_script). */
     if (l->own == 0) {
-        l->rich = a.rich;
-        l->fair_queued = a.was_queued;
+        l->rich = a->rich;
+        l->fair_queued = a->was_queued;
         l->limit = opts->shared ? RL_LIMIT_SHARED : opts->limit;
     }
-    rl__lock_take(l, a.id, a.ttl_ms, opts->drift_ms ? opts->drift_ms : -1,
-                  sent_us, short_lease ? l->handoff_lease : a.ttl_ms);
-    if (!a.handed && (err = rl__lock_durable(l, "acquire")) != 0) {
+    rl__lock_take(l, a->id, a->ttl_ms, opts->drift_ms ? opts->drift_ms : -1,
+                  sent_us, short_lease ? l->handoff_lease : a->ttl_ms);
+    if (!a->handed && (err = rl__lock_durable(l, "acquire")) != 0) {
         /* A lock only the master knows of dies with it: give it back. */
         char said[256];
         snprintf(said, sizeof said, "%s", redislock_errdetail());
@@ -551,7 +583,7 @@ static redislock_err acquire(redislock_lock *l,
      * before the block, though the lease began when the attempt ran.
      * After a long block (more than half the lease) it is confirmed now,
      * counted from this extend. */
-    if (a.piped && redislock_valid_ms(l) < (a.ttl_ms - l->drift_ms) / 2 &&
+    if (a->piped && redislock_valid_ms(l) < (a->ttl_ms - l->drift_ms) / 2 &&
         (err = rl__lock_confirm(l)) != REDISLOCK_OK) {
         char said[256];
         snprintf(said, sizeof said, "%s", redislock_errdetail());

@@ -41,6 +41,7 @@ struct redislock_client {
     size_t prefixlen;
     pthread_mutex_t mu;     /* guards watchdog creation */
     rl__watchdog *watchdog; /* made on first use */
+    rl__events events;      /* the caller's event callback */
 };
 
 static redislock_err check_options(const redislock_options *o)
@@ -200,6 +201,7 @@ static redislock_err client_alloc(redislock_client **out, rl__mode mode,
                                  ? (*opts)->wait_replicas_timeout_ms
                                  : RL_DEFAULT_WAIT_REPLICAS_MS;
     c->replicas.lenient = (*opts)->wait_replicas_lenient;
+    c->events = (rl__events){(*opts)->on_event, (*opts)->on_event_arg};
     pthread_mutex_init(&c->mu, NULL);
     c->prefix = strdup((*opts)->prefix ? (*opts)->prefix : "");
     if (c->prefix == NULL) {
@@ -445,6 +447,11 @@ const char *rl__client_prefix(const redislock_client *c, size_t *len)
 {
     *len = c->prefixlen;
     return c->prefix;
+}
+
+const rl__events *rl__client_events(const redislock_client *c)
+{
+    return &c->events;
 }
 
 redislock_err rl__client_watchdog(redislock_client *c, rl__watchdog **out)

@@ -46,6 +46,14 @@ const struct rl__algo *rl__client_algo(const redislock_client *c);
 /* The key prefix and its length. */
 const char *rl__client_prefix(const redislock_client *c, size_t *len);
 
+/* The caller's event callback and its argument (cb NULL: none). */
+typedef struct rl__events {
+    redislock_event_cb cb;
+    void *arg;
+} rl__events;
+
+const rl__events *rl__client_events(const redislock_client *c);
+
 /* The client's watchdog, started on first use. */
 redislock_err rl__client_watchdog(redislock_client *c, rl__watchdog **out);
 

@@ -467,6 +467,7 @@ void rl__lock_take(redislock_lock *l, const char *token, int64_t ttl_ms,
         snprintf(l->token, sizeof l->token, "%s", token);
         atomic_store(&l->lost, 0);
         atomic_store(&l->valid_until_us, 0);
+        l->taken_us = rl__now_us();
     }
     l->own++;
     /* The watchdog thread reads the lease settings of a watched lock: a
@@ -486,7 +487,20 @@ int rl__lock_mark_lost(redislock_lock *l, redislock_err why)
     if (!atomic_compare_exchange_strong(&l->lost, &expected, (int)why))
         return 0;
     atomic_store(&l->valid_until_us, 0);
+    rl__lock_event(l,
+                   (redislock_event){.kind = REDISLOCK_EVENT_LOST, .err = why});
     return 1;
+}
+
+void rl__lock_event(redislock_lock *l, redislock_event ev)
+{
+    const rl__events *e = rl__client_events(l->client);
+
+    if (e->cb == NULL)
+        return;
+    ev.lock = l;
+    ev.key = redislock_key(l, &ev.keylen);
+    e->cb(&ev, e->arg);
 }
 
 void rl__lock_owner_args(const redislock_lock *l, const char *arg2,
@@ -560,6 +574,10 @@ redislock_err redislock_release_hold(redislock_lock *l, int64_t hold_after_ms)
         forget(l, err);
     else if (err == REDISLOCK_OK && (n == 1 || --l->own == 0))
         forget(l, REDISLOCK_OK); /* n == 1: the server's last hold went */
+    rl__lock_event(
+        l, (redislock_event){.kind = REDISLOCK_EVENT_RELEASED,
+                             .err = err,
+                             .ms = (rl__now_us() - l->taken_us) / 1000});
     return err;
 }
 
@@ -595,13 +613,28 @@ redislock_err rl__lock_confirm(redislock_lock *l)
     return send_extend(l, l->ttl_ms, 0);
 }
 
+/* The event of an extend or renewal that ended with err: a final error
+ * is the loss's. */
+static void extend_event(redislock_lock *l, redislock_err err)
+{
+    if (err == REDISLOCK_OK)
+        rl__lock_event(l, (redislock_event){.kind = REDISLOCK_EVENT_RENEWED,
+                                            .ms = redislock_valid_ms(l)});
+    else if (err != REDISLOCK_EEXPIRED && err != REDISLOCK_ELOST)
+        rl__lock_event(l,
+                       (redislock_event){.kind = REDISLOCK_EVENT_RENEW_FAILED,
+                                         .err = err});
+}
+
 redislock_err rl__lock_renew(redislock_lock *l)
 {
     /* An answer after the validity has run out comes too late to matter:
      * wait no longer than that. */
     int64_t left = (atomic_load(&l->valid_until_us) - rl__now_us()) / 1000;
+    redislock_err err = send_extend(l, l->ttl_ms, left > 1 ? left : 1);
 
-    return send_extend(l, l->ttl_ms, left > 1 ? left : 1);
+    extend_event(l, err);
+    return err;
 }
 
 redislock_err redislock_extend(redislock_lock *l, int64_t ttl_ms)
@@ -622,6 +655,7 @@ redislock_err redislock_extend(redislock_lock *l, int64_t ttl_ms)
     err = send_extend(l, ttl_ms, 0);
     if (err == REDISLOCK_EEXPIRED || err == REDISLOCK_ELOST)
         forget(l, err);
+    extend_event(l, err);
     return err;
 }
 

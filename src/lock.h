@@ -121,7 +121,8 @@ struct redislock_lock {
      * in URL order; otherwise one). Guarded by mu. */
     redislock_err outcomes[RL_MAX_QUORUM];
     size_t noutcomes;
-    rl__acks acks; /* what confirmed the last acquire or extend */
+    rl__acks acks;    /* what confirmed the last acquire or extend */
+    int64_t taken_us; /* CLOCK_MONOTONIC when the lock was last taken */
 };
 
 /* Runs the script request q (its keys left to this) for the lock k: the
@@ -218,6 +219,10 @@ redislock_err rl__lock_confirm(redislock_lock *l);
 
 /* Records a loss (first one wins); returns whether this call recorded it. */
 int rl__lock_mark_lost(redislock_lock *l, redislock_err why);
+
+/* Tells the client's event callback, if any, of ev (its kind and the
+ * fields the kind names), filling in the lock and its key. */
+void rl__lock_event(redislock_lock *l, redislock_event ev);
 
 /* Starts the watchdog's renewals of l, acquired by a request sent at
  * sent_us; the first at first_us (0: a third of the TTL after sent_us).

@@ -213,6 +213,9 @@ TEST_ENTRY(fair_permits_fifo_order, 30)
 TEST_ENTRY(fair_readers_writers_in_arrival_order, 30)
 TEST_ENTRY(fair_share_waiter_leaves, 30)
 TEST_ENTRY(fair_share_looks_ahead, 30)
+TEST_ENTRY(events_lock_life, 30)
+TEST_ENTRY(events_watchdog_renewed_and_lost, 30)
+TEST_ENTRY(events_renew_failed, 30)
 TEST_ENTRY(badserver_huge_array_count, 60)
 
 /* Faults around a real server: a killed holder, stalls, wall-clock jumps
