@@ -275,11 +275,17 @@ int cli_add_url(const char *ctx, cli_global *g, const char *url);
 
 /*
  * Connects to the server or, with --shard, the servers from g (or the
- * environment), with the timeouts of cli_set_timeouts(g, cap_ms). Returns
- * 0, or an exit status after printing the error.
+ * environment), with the timeouts of cli_set_timeouts(g, cap_ms). With
+ * verbose, the client's events go to cli_say_event. Returns 0, or an exit
+ * status after printing the error.
  */
 int cli_connect(const char *ctx, const cli_global *g, int64_t cap_ms,
-                redislock_client **c);
+                int verbose, redislock_client **c);
+
+/* --verbose's event callback (redislock_options.on_event; arg: the
+ * command's name for the messages): each pause of a wait, with the
+ * holder's lease, and each renewal, on stderr. */
+void cli_say_event(const redislock_event *ev, void *arg);
 
 /* The longest password --password-file takes, in bytes. */
 #define CLI_PASSWORD_MAX 4096

@@ -162,9 +162,7 @@ static void renew(run_state *st)
         st->next_renew_ms = start + st->renew_every_ms;
         set_kill_by(st, now);
         (void)cli_guard_send(&st->guard, CLI_GUARD_DEADLINE, 0, st->kill_by_ms);
-        if (st->verbose)
-            cli_err(st->ctx, "renewed lock '%s' (valid for %lld ms)", st->key,
-                    (long long)redislock_valid_ms(st->l));
+        /* --verbose says so from the event (cli_say_event). */
         return;
     }
     if (err == REDISLOCK_ELOST || err == REDISLOCK_EEXPIRED) {

@@ -213,6 +213,30 @@ static void holder_text(redislock_lock *l, char *buf, size_t size)
              info.metadata != NULL ? "'" : "");
 }
 
+void cli_say_event(const redislock_event *ev, void *arg)
+{
+    char q[CLI_QUOTE_MAX], lease[64];
+    const char *ctx = arg;
+    int64_t ttl = redislock_holder_ttl(ev->lock);
+
+    if (ttl >= 0)
+        snprintf(lease, sizeof lease, "its lease ends in %lld ms",
+                 (long long)ttl);
+    else
+        snprintf(lease, sizeof lease, "%s",
+                 ttl == REDISLOCK_TTL_NO_EXPIRY ? "it has no expiry"
+                                                : "its lease is unknown");
+    if (ev->kind == REDISLOCK_EVENT_RETRY)
+        cli_err(ctx,
+                "attempt %d: lock '%s' is held (%s); trying again within "
+                "%lld ms, sooner if it is released",
+                ev->attempts, quoted_key(ev->lock, q), lease,
+                (long long)ev->ms);
+    else if (ev->kind == REDISLOCK_EVENT_RENEWED)
+        cli_err(ctx, "renewed lock '%s' (valid for %lld ms)",
+                quoted_key(ev->lock, q), (long long)ev->ms);
+}
+
 /* --verbose, before the wait: what is waited for, and for how long. */
 static void say_start(const char *ctx, redislock_lock *l,
                       const redislock_acquire_options *acq)

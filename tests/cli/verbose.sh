@@ -71,6 +71,9 @@ expect 0 "$RL" acquire -t 800ms vb-wait
 expect 0 "$RL" acquire --verbose -w 10 vb-wait
 err_has "waiting up to 10000 ms: held by another owner \
 \\(its lease ends in [0-9]+ ms\\)"
+# Each pause of the wait (the library's retry event).
+err_has "^redislock: acquire: attempt 1: lock 'vb-wait' is held \\(its lease \
+ends in [0-9]+ ms\\); trying again within [0-9]+ ms, sooner if it is released$"
 err_has "got lock 'vb-wait' after [0-9]+ ms"
 [ -n "$(cat "$TEST_TMPDIR/out")" ] || fail "acquire --verbose printed no token"
 
