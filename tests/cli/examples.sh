@@ -2,14 +2,15 @@
 # The programs of examples/ run against the private server and do what
 # their comments say: reentrant, watchdog (its job outlives the TTL; a
 # loss, simulated by the example or done here with redis-cli, stops it),
-# cron.sh (two at once: one runs the job) and points_demo (exact with the
-# lock). The binaries are in <build>/examples, next to <build>/cli.
+# cron.sh (two at once: one runs the job), points_demo (exact with the
+# lock), redlock and guards (C++: each guard's scope). The binaries are
+# in <build>/examples, next to <build>/cli.
 set -eu
 . "$(dirname "$0")/lib.inc"
 
 : "${SRCDIR:?}"
 ex=$(cd "$(dirname "$RL")/.." && pwd)/examples
-for b in reentrant watchdog points_demo redlock; do
+for b in reentrant watchdog points_demo redlock guards; do
     [ -x "$ex/$b" ] || fail "$ex/$b is not built" \
         "(configure with -DREDISLOCK_BUILD_EXAMPLES=ON)"
 done
@@ -132,6 +133,19 @@ expect 64 sh "$cron" onlyname
 expect 0 "$ex/points_demo"
 out_has '^redislock +\|.*\| exact$'
 exit 0
+
+# --- guards (C++, redislock.hpp): each guard's scope, then nothing held.
+expect 0 "$ex/guards" -k ex:guards
+out_is "unique: held with a fencing token; another: held
+unique: released, another: got it
+shared: two readers at once
+permits: two of 2; a third: none left
+set: both keys held
+exception: the job failed; lock given back
+another limit: REDISLOCK_EINVAL"
+for k in ex:guards ex:guards:a ex:guards:b; do
+    key_gone "$k" || fail "guards left $k behind"
+done
 
 # --- redlock: a job under a quorum of three servers.
 more_servers 2

@@ -6,7 +6,8 @@
 # DESTDIR. Each tree must hold the header, the libraries with their
 # symlinks and SONAME, redislock.pc, the CMake package, the CLI and the man
 # pages, aliases as symlinks that `man -l` opens. Then
-# examples/reentrant.c is built outside the project against the installed
+# examples/reentrant.c (and examples/guards.cpp, for redislock.hpp) is
+# built outside the project against the installed
 # tree: with pkg-config (shared; from a moved copy of the tree; static
 # with --static) and with find_package(redislock), and each binary must
 # take and release its lock on the private server; none of them may
@@ -21,8 +22,10 @@ SRCDIR=$(cd "$SRCDIR" && pwd)
 T=$TEST_TMPDIR
 B=$T/build
 CC=${CC:-cc}
+CXX=${CXX:-c++}
 example=$SRCDIR/examples/reentrant.c
-for tool in cmake make pkg-config readelf man "$CC"; do
+guards=$SRCDIR/examples/guards.cpp
+for tool in cmake make pkg-config readelf man "$CC" "$CXX"; do
     command -v "$tool" >/dev/null 2>&1 || fail "'$tool' is not installed"
 done
 # The version, as the build reads it: from the public header.
@@ -73,8 +76,10 @@ alias_target() {
 # check_tree ROOT: the installed files under the prefix ROOT.
 check_tree() {
     r=$1
-    cmp -s "$SRCDIR/include/redislock.h" "$r/include/redislock.h" ||
-        fail "$r/include/redislock.h is missing or differs"
+    for h in redislock.h redislock.hpp; do
+        cmp -s "$SRCDIR/include/$h" "$r/include/$h" ||
+            fail "$r/include/$h is missing or differs"
+    done
     [ "$(readlink "$r/lib/libredislock.so")" = "$soname" ] ||
         fail "$r/lib/libredislock.so does not link to $soname"
     [ "$(readlink "$r/lib/$soname")" = "libredislock.so.$version" ] ||
@@ -209,6 +214,23 @@ pc_build ex-pc "$T/prefix/lib/pkgconfig"
 links_to "$T/ex-pc" "$T/prefix/lib"
 run_example ex-pc inst:pc "$T/prefix/lib"
 
+# run_guards NAME KEY LIBDIR: the C++ example $T/NAME (redislock.hpp)
+# must run its guards and leave KEY free.
+run_guards() {
+    expect 0 env LD_LIBRARY_PATH="$3" "$T/$1" -k "$2"
+    [ "$(tail -n 1 "$T/out")" = "another limit: REDISLOCK_EINVAL" ] ||
+        fail "$1 printed: $(cat "$T/out")"
+    key_gone "$2" || fail "$1 left $2 behind"
+}
+
+# The C++ header from the same flags (the .pc file covers it).
+# shellcheck disable=SC2046 # the flags are lists
+step cxx-pc "$CXX" -std=c++17 -Wall -Wextra -Werror \
+    $(PKG_CONFIG_PATH=$T/prefix/lib/pkgconfig pkg-config --cflags redislock) \
+    -o "$T/guards-pc" "$guards" \
+    $(PKG_CONFIG_PATH=$T/prefix/lib/pkgconfig pkg-config --libs redislock)
+run_guards guards-pc inst:guards-pc "$T/prefix/lib"
+
 # The .pc file finds its prefix from its own place: a moved tree works.
 cp -R -P "$T/prefix" "$T/moved"
 pc_build ex-moved "$T/moved/lib/pkgconfig"
@@ -225,10 +247,13 @@ run_example ex-static inst:static ""
 mkdir -p "$T/consumer"
 cat >"$T/consumer/CMakeLists.txt" <<EOF
 cmake_minimum_required(VERSION 3.13)
-project(consumer C)
+project(consumer C CXX)
 find_package(redislock $version CONFIG REQUIRED)
 add_executable(ex-shared "$example")
 target_link_libraries(ex-shared PRIVATE redislock::redislock)
+add_executable(ex-guards "$guards")
+set_target_properties(ex-guards PROPERTIES CXX_STANDARD 17)
+target_link_libraries(ex-guards PRIVATE redislock::redislock)
 add_executable(ex-static-cmake "$example")
 target_link_libraries(ex-static-cmake PRIVATE redislock::redislock_static)
 EOF
@@ -247,10 +272,12 @@ for t in ex-shared ex-static-cmake; do
         fail "$t compiles with hiredis's flags: $(cat "$T/flags.out")"
     fi
 done
-cp "$T/consumer/build/ex-shared" "$T/consumer/build/ex-static-cmake" "$T/"
+cp "$T/consumer/build/ex-shared" "$T/consumer/build/ex-static-cmake" \
+    "$T/consumer/build/ex-guards" "$T/"
 links_to "$T/ex-shared" "$T/prefix/lib"
 run_example ex-shared inst:cmake "$T/prefix/lib"
 run_example ex-static-cmake inst:cmake-static ""
+run_guards ex-guards inst:guards-cmake "$T/prefix/lib"
 
 # A Debian package, from the same build configured for /usr.
 if ! command -v dpkg-deb >/dev/null 2>&1; then

@@ -141,7 +141,8 @@ for fn in $funcs; do
 done
 
 # The examples: the .EX/.EE blocks of EXAMPLES, rendered as text (so that
-# roff escapes such as \e and \- become C again), form one translation unit.
+# roff escapes such as \e and \- become C again), form one translation unit
+# (C++17 for the pages of redislock.hpp).
 cc=${CC:-cc}
 # shellcheck disable=SC2086 # CC may hold options
 set -- $cc
@@ -165,10 +166,15 @@ else
             groff -Tascii -P-cbou -ww 2>"$tmp/err" >"$tmp/ex.c" || true
         [ ! -s "$tmp/err" ] ||
             problem "$name: rendering EXAMPLES: $(cat "$tmp/err")"
+        # A page of redislock.hpp's has C++17 examples.
+        lang="$cc -std=c11 -x c"
+        if grep -q 'redislock\.hpp' "$f"; then
+            lang="${CXX:-c++} -std=c++17 -x c++"
+        fi
         # shellcheck disable=SC2086 # CC may hold options
-        if ! $cc -std=c11 -Wall -Wextra -Wpedantic -Werror \
+        if ! $lang -Wall -Wextra -Wpedantic -Werror \
             -Wno-unused-function -fsyntax-only -I"$SRCDIR/include" \
-            -x c "$tmp/ex.c" >"$tmp/err" 2>&1; then
+            "$tmp/ex.c" >"$tmp/err" 2>&1; then
             problem "$name: EXAMPLES does not compile:
 $(cat "$tmp/err")"
         fi

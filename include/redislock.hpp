@@ -1,0 +1,343 @@
+/*
+ * redislock for C++17: a header over redislock.h, nothing to link but
+ * libredislock. Move-only handles that free what they own; RAII guards
+ * that take a lock, a share of one or a semaphore's permit for a scope
+ * and give it back when the scope ends; durations as std::chrono.
+ *
+ * Errors are exceptions: every call that fails throws redislock::error, a
+ * std::system_error whose code() is in redislock::category() (its value
+ * the redislock_err) and whose what() is redislock_errdetail()'s text.
+ * The one expected failure, a lock held by someone else, has calls that
+ * say so instead: try_acquire() returns false. Calls that take a
+ * std::error_code& throw nothing. Destructors never throw: a guard whose
+ * release fails forgets the error (call release() first to see it).
+ *
+ * man redislock_cpp (section 3) has the whole story.
+ */
+#ifndef REDISLOCK_HPP
+#define REDISLOCK_HPP
+
+#include <redislock.h>
+
+#include <chrono>
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+namespace redislock {
+
+/* The redislock_err values as a std::error_category. */
+class error_category_t final : public std::error_category {
+  public:
+    const char *name() const noexcept override { return "redislock"; }
+    std::string message(int c) const override
+    {
+        return redislock_strerror(static_cast<redislock_err>(c));
+    }
+};
+
+inline const std::error_category &category() noexcept
+{
+    static const error_category_t c;
+    return c;
+}
+
+inline std::error_code make_error_code(redislock_err e) noexcept
+{
+    return {static_cast<int>(e), category()};
+}
+
+/* What every throwing call throws: the code and the library's detail. */
+class error : public std::system_error {
+  public:
+    explicit error(redislock_err e)
+        : std::system_error(make_error_code(e), redislock_errdetail())
+    {
+    }
+    redislock_err value() const noexcept
+    {
+        return static_cast<redislock_err>(code().value());
+    }
+};
+
+namespace detail {
+inline void check(redislock_err e)
+{
+    if (e != REDISLOCK_OK)
+        throw error(e);
+}
+} // namespace detail
+
+using std::chrono::milliseconds;
+
+/* Waits for as long as it takes (REDISLOCK_WAIT_FOREVER). */
+inline constexpr milliseconds wait_forever{REDISLOCK_WAIT_FOREVER};
+
+/* redislock_acquire_options with durations; zero means the default, as
+ * in C (a TTL of 30 s; a wait of 0 tries once). raw() gives the C struct
+ * for the options this leaves out. */
+struct acquire_options {
+    milliseconds ttl{0};
+    milliseconds wait{0};
+    bool watchdog = false;
+    bool fair = false;
+    bool fail_fast = false;
+
+    redislock_acquire_options raw() const noexcept
+    {
+        redislock_acquire_options o{};
+
+        o.ttl_ms = ttl.count();
+        o.wait_ms = wait.count();
+        o.watchdog = watchdog;
+        o.fair = fair;
+        o.fail_fast = fail_fast;
+        return o;
+    }
+};
+
+/* A client (redislock_client): one server, several sharded, a Redis
+ * Cluster or a Redlock quorum. Move-only; freed with the object, which
+ * must outlive its locks. */
+class client {
+  public:
+    explicit client(const std::string &url,
+                    const redislock_options *o = nullptr)
+    {
+        detail::check(redislock_client_new(&c_, url.c_str(), o));
+    }
+    static client sharded(const std::vector<std::string> &urls,
+                          const redislock_options *o = nullptr)
+    {
+        return make(urls, o, [](redislock_client **c, const char *const *u,
+                                size_t n, const redislock_options *op) {
+            return redislock_client_new_sharded(c, u, n, op);
+        });
+    }
+    static client cluster(const std::vector<std::string> &seeds,
+                          const redislock_options *o = nullptr)
+    {
+        return make(seeds, o, [](redislock_client **c, const char *const *u,
+                                 size_t n, const redislock_options *op) {
+            return redislock_client_new_cluster(c, u, n, op);
+        });
+    }
+    static client redlock(const std::vector<std::string> &urls,
+                          const redislock_options *o = nullptr)
+    {
+        return make(urls, o, [](redislock_client **c, const char *const *u,
+                                size_t n, const redislock_options *op) {
+            return redislock_client_new_redlock(c, u, n, op);
+        });
+    }
+    client(client &&o) noexcept : c_(std::exchange(o.c_, nullptr)) {}
+    client &operator=(client &&o) noexcept
+    {
+        if (this != &o) {
+            redislock_client_free(c_);
+            c_ = std::exchange(o.c_, nullptr);
+        }
+        return *this;
+    }
+    client(const client &) = delete;
+    client &operator=(const client &) = delete;
+    ~client() { redislock_client_free(c_); }
+    redislock_client *get() const noexcept { return c_; }
+
+  private:
+    explicit client(redislock_client *c) noexcept : c_(c) {}
+    template <class F>
+    static client make(const std::vector<std::string> &urls,
+                       const redislock_options *o, F fn)
+    {
+        std::vector<const char *> u;
+        redislock_client *c = nullptr;
+
+        for (const auto &s : urls)
+            u.push_back(s.c_str());
+        detail::check(fn(&c, u.data(), u.size(), o));
+        return client(c);
+    }
+    redislock_client *c_ = nullptr;
+};
+
+/* A lock handle (redislock_lock) for a key, or for a set of keys taken
+ * all or none. Move-only; freeing it releases nothing (see the guards). */
+class lock {
+  public:
+    lock(client &c, std::string_view key)
+    {
+        detail::check(redislock_lock_new(c.get(), key.data(), key.size(), &l_));
+    }
+    lock(client &c, std::initializer_list<std::string_view> keys)
+    {
+        std::vector<const void *> k;
+        std::vector<size_t> n;
+
+        for (auto s : keys) {
+            k.push_back(s.data());
+            n.push_back(s.size());
+        }
+        detail::check(
+            redislock_lock_new_multi(c.get(), k.data(), n.data(), k.size(), &l_));
+    }
+    lock(lock &&o) noexcept : l_(std::exchange(o.l_, nullptr)) {}
+    lock &operator=(lock &&o) noexcept
+    {
+        if (this != &o) {
+            redislock_lock_free(l_);
+            l_ = std::exchange(o.l_, nullptr);
+        }
+        return *this;
+    }
+    lock(const lock &) = delete;
+    lock &operator=(const lock &) = delete;
+    ~lock() { redislock_lock_free(l_); }
+
+    /* Takes it with the C options; throws error, REDISLOCK_EHELD too. */
+    void acquire(const redislock_acquire_options &o)
+    {
+        detail::check(redislock_acquire(l_, &o));
+    }
+    void acquire(const acquire_options &o = {}) { acquire(o.raw()); }
+    /* Takes it, or returns false when another holder keeps it (EHELD);
+     * throws other errors. */
+    bool try_acquire(const redislock_acquire_options &o)
+    {
+        std::error_code ec;
+
+        if (try_acquire(o, ec))
+            return true;
+        if (ec.value() != REDISLOCK_EHELD)
+            throw error(static_cast<redislock_err>(ec.value()));
+        return false;
+    }
+    bool try_acquire(const acquire_options &o = {})
+    {
+        return try_acquire(o.raw());
+    }
+    bool try_acquire(const redislock_acquire_options &o,
+                     std::error_code &ec) noexcept
+    {
+        ec = make_error_code(redislock_acquire(l_, &o));
+        return !ec;
+    }
+    void release() { detail::check(redislock_release(l_)); }
+    void release(std::error_code &ec) noexcept
+    {
+        ec = make_error_code(redislock_release(l_));
+    }
+    void extend(milliseconds ttl)
+    {
+        detail::check(redislock_extend(l_, ttl.count()));
+    }
+    /* Whether the handle still counts on its lease (redislock_check). */
+    bool valid() const noexcept { return redislock_check(l_) == REDISLOCK_OK; }
+    milliseconds valid_for() const noexcept
+    {
+        return milliseconds(redislock_valid_ms(l_));
+    }
+    std::int64_t fence() const noexcept { return redislock_fence(l_); }
+    bool held() const noexcept { return redislock_holds(l_) > 0; }
+    std::string token() const
+    {
+        const char *t = redislock_token(l_);
+        return t ? t : "";
+    }
+    redislock_lock *get() const noexcept { return l_; }
+
+  private:
+    redislock_lock *l_ = nullptr;
+};
+
+/* A guard: takes the lock (as the kind says) when made, throwing error
+ * when it cannot (REDISLOCK_EHELD once the wait runs out), and gives it
+ * back when it goes. Move-only. */
+class guard {
+  public:
+    guard(guard &&o) noexcept : l_(std::exchange(o.l_, nullptr)) {}
+    guard &operator=(guard &&o) noexcept
+    {
+        if (this != &o) {
+            drop();
+            l_ = std::exchange(o.l_, nullptr);
+        }
+        return *this;
+    }
+    guard(const guard &) = delete;
+    guard &operator=(const guard &) = delete;
+    ~guard() { drop(); }
+    /* Gives it back now, throwing error when the release fails (an
+     * expired lease: REDISLOCK_EEXPIRED); the guard then holds nothing. */
+    void release() { std::exchange(l_, nullptr)->release(); }
+    lock &held_lock() const noexcept { return *l_; }
+
+  protected:
+    guard(lock &l, const redislock_acquire_options &o) : l_(&l)
+    {
+        l.acquire(o);
+    }
+
+  private:
+    void drop() noexcept
+    {
+        std::error_code ec;
+
+        if (l_ != nullptr)
+            std::exchange(l_, nullptr)->release(ec);
+    }
+    lock *l_ = nullptr;
+};
+
+/* The lock alone (or a set of keys: a lock made with several). */
+class unique_guard : public guard {
+  public:
+    explicit unique_guard(lock &l, const acquire_options &o = {})
+        : guard(l, o.raw())
+    {
+    }
+};
+
+/* A share of a lock held shared (a reader). */
+class shared_guard : public guard {
+  public:
+    explicit shared_guard(lock &l, const acquire_options &o = {})
+        : guard(l, with(o))
+    {
+    }
+
+  private:
+    static redislock_acquire_options with(const acquire_options &o)
+    {
+        redislock_acquire_options r = o.raw();
+
+        r.shared = 1;
+        return r;
+    }
+};
+
+/* A permit of a counting semaphore of limit holders. */
+class permit_guard : public guard {
+  public:
+    permit_guard(lock &l, int limit, const acquire_options &o = {})
+        : guard(l, with(o, limit))
+    {
+    }
+
+  private:
+    static redislock_acquire_options with(const acquire_options &o, int limit)
+    {
+        redislock_acquire_options r = o.raw();
+
+        r.limit = limit;
+        return r;
+    }
+};
+
+} // namespace redislock
+
+#endif
