@@ -356,9 +356,10 @@ end
 -- (BLPOP), kept for as long as the marker. The list is K.wake, or with
 -- list set that one: K.rwake, where the readers of a lock held shared
 -- block (a release that lets only a writer in wakes no reader). A wake
--- nobody takes costs a later waiter one early attempt.
-local function rl_wake(K, list)
-    local marker = redis.call('PTTL', K.waiting)
+-- nobody takes costs a later waiter one early attempt. marker: the
+-- marker's PTTL when the caller has read it.
+local function rl_wake(K, list, marker)
+    marker = marker or redis.call('PTTL', K.waiting)
     list = list or K.wake
     if marker > 0 then
         if redis.call('LLEN', list) == 0 then
@@ -702,8 +703,9 @@ local function rl_handoff(K, quiet, st)
     end
     -- The ordinary waiters, when no fair one got in or none is left.
     if not quiet and (not handed or empty) then
-        rl_wake(K)
-        rl_wake(K, K.rwake)
+        local marker = redis.call('PTTL', K.waiting)
+        rl_wake(K, nil, marker)
+        rl_wake(K, K.rwake, marker)
     end
     return handed
 end
@@ -714,9 +716,10 @@ end
 -- waiter: a permit given back wakes one; the last reader's release wakes
 -- a writer (no reader waits for a reader to go). Returns 1, or 0 when the
 -- share is gone or its lease has ended: never reported as released, even
--- before an acquire dropped it.
-local function rl_share_release(K, id)
-    local score = redis.call('ZSCORE', K.lock, id)
+-- before an acquire dropped it. score: the share's score when the caller
+-- has read it.
+local function rl_share_release(K, id, score)
+    score = score or redis.call('ZSCORE', K.lock, id)
     local now = rl_now_ms()
     if not score then
         return 0
@@ -726,12 +729,15 @@ local function rl_share_release(K, id)
     -- A share's request id is its token: the record of a hand-off to it
     -- (rl_share_handed) goes with it.
     redis.call('HDEL', K.ws, '~' .. id)
-    local held = rl_share_prune(K.lock, now)
+    local held, writer = rl_share_prune(K.lock, now)
     local readers_left = held > 0 and kind == RL_SHARED
     if redis.call('EXISTS', K.q) == 1 then
         local st = {kind = 'zset', mine = kind, held = held}
         if held == 0 then
-            redis.call('DEL', K.lock)
+            -- The prune took the key, unless a writer's wait kept it.
+            if writer then
+                redis.call('DEL', K.lock)
+            end
             st = {kind = 'none', held = 0}
         end
         rl_handoff(K, readers_left, st)

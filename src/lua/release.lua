@@ -16,6 +16,18 @@
 -- script never meets half of them.
 local K = rl_keys('lock fence q ws waiting wake rwake')
 local key, id = K.lock, ARGV[1]
+if ARGV[3] == 'z' and ARGV[2] == '0' then
+    -- A share, most likely: its score in one call (nil: the key or the
+    -- share is gone). A key of another type answers WRONGTYPE and is read
+    -- below as any other.
+    local score = redis.pcall('ZSCORE', key, id)
+    if type(score) ~= 'table' then
+        if not score then
+            return 0
+        end
+        return rl_share_release(K, id, score)
+    end
+end
 local kind, holder = rl_holder(key, ARGV[3] ~= 'h' and ARGV[3] ~= 'z')
 if kind == 'zset' then
     -- A share (share_acquire.lua): no hold-after.
