@@ -319,6 +319,32 @@ local function rl_queue(K, req, alive, entry)
     return seq
 end
 
+-- The first n waiters of the queue, in order: their request ids, places
+-- (seqs) and entries (rl_waiter; nil when none), read with one ZRANGE and
+-- one HMGET.
+local function rl_queue_head(K, n)
+    local top = redis.call('ZRANGE', K.q, 0, n - 1, 'WITHSCORES')
+    local ids, seqs, ws = {}, {}, {}
+    for i = 1, #top, 2 do
+        ids[#ids + 1], seqs[#seqs + 1] = top[i], tonumber(top[i + 1])
+    end
+    if #ids > 0 then
+        for i, v in ipairs(redis.call('HMGET', K.ws, unpack(ids))) do
+            ws[i] = rl_waiter(v)
+        end
+    end
+    return ids, seqs, ws
+end
+
+-- Removes the waiters whose request ids are in ids (served, gone or
+-- dead) from the queue and the waiters' hash.
+local function rl_queue_drop(K, ids)
+    if #ids > 0 then
+        redis.call('ZREM', K.q, unpack(ids))
+        redis.call('HDEL', K.ws, unpack(ids))
+    end
+end
+
 -- The fencing token of the hand-off to the fair waiter whose request is
 -- req, while that hand-off still stands, else nil. Its record is the ws
 -- field '~' ("<req> <fence> <end ms>"; one at a time: a hand-off happens
@@ -650,21 +676,16 @@ local function rl_handoff(K, quiet, st)
     end
     local now, handed, empty, keep = nil, false, false, 0
     while tries > 0 do
-        local top = redis.call('ZRANGE', K.q, 0, RL_HAND_BATCH - 1,
-                               'WITHSCORES')
-        local ids, done, stop = {}, {}, false
-        for i = 1, #top, 2 do
-            ids[#ids + 1] = top[i]
-        end
+        local ids, seqs, ws = rl_queue_head(K, RL_HAND_BATCH)
+        local done, stop = {}, false
         if #ids == 0 then
             empty = true
             break
         end
-        local entries = redis.call('HMGET', K.ws, unpack(ids))
         now = now or rl_now_ms()
         st = st or rl_room_of(K, now)
         for i, head in ipairs(ids) do
-            local w, fence, lease = rl_waiter(entries[i]), nil, nil
+            local w, fence, lease = ws[i], nil, nil
             tries = tries - 1
             if w and w.alive > now then
                 fence, lease = rl_hand(K, st, w, head, now, last)
@@ -676,20 +697,18 @@ local function rl_handoff(K, quiet, st)
                 handed = true
                 keep = math.max(keep, lease)
                 redis.call(w.publish, w.chan,
-                           string.format('handoff %s %d %d %d', head,
-                                         tonumber(top[2 * i]), fence, lease))
+                           string.format('handoff %s %d %d %d', head, seqs[i],
+                                         fence, lease))
             end
             done[#done + 1] = head
-            if (fence and rl_share_wants(w) == nil) or tries == 0 then
+            -- A lock handed (st 'other') takes the key alone.
+            if (fence and st.kind == 'other') or tries == 0 then
                 stop = true
                 break
             end
         end
         -- The waiters served or dead leave the queue.
-        if #done > 0 then
-            redis.call('ZREM', K.q, unpack(done))
-            redis.call('HDEL', K.ws, unpack(done))
-        end
+        rl_queue_drop(K, done)
         if stop then
             break
         end

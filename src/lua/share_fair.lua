@@ -45,17 +45,15 @@ if wait == nil then
     -- to fill it, or one ahead waits for something else (a writer ahead
     -- of a reader). Dead ones met are dropped. The look ahead is bounded:
     -- a caller further back waits for the hand-offs.
-    local ids = redis.call('ZRANGE', K.q, 0, 63)
-    local ahead, mine_next = 0, #ids < 64
-    for _, who in ipairs(ids) do
+    local ids, _, ws = rl_queue_head(K, 64)
+    local ahead, dead, mine_next = 0, {}, #ids < 64
+    for i, who in ipairs(ids) do
+        local w = ws[i]
         if who == req then
             mine_next = true
             break
-        end
-        local w = rl_waiter(redis.call('HGET', K.ws, who))
-        if not w or w.alive <= now then
-            redis.call('ZREM', K.q, who)
-            redis.call('HDEL', K.ws, who)
+        elseif not w or w.alive <= now then
+            dead[#dead + 1] = who
         else
             ahead = ahead + 1
             if rl_share_wants(w) ~= mine or held + ahead >= limit then
@@ -64,6 +62,7 @@ if wait == nil then
             end
         end
     end
+    rl_queue_drop(K, dead)
     if mine_next then
         rl_share_add(key, kind, mine, id, ttl, now)
         redis.call('ZREM', K.q, req)
