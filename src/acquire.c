@@ -379,7 +379,7 @@ static redislock_err wait_loop(redislock_lock *l, attempt_cfg *a,
     int64_t start = rl__now_ms(), pause = 0;
     int64_t deadline = a->waits ? rl__deadline(start, a->o->wait_ms) : start;
     rl__wait_result res = RL_WAIT_TIMEOUT;
-    int tries = 0, ran = 0;
+    int ran = 0;
     redislock_err err, next = REDISLOCK_OK;
 
     for (;;) {
@@ -390,9 +390,9 @@ static redislock_err wait_loop(redislock_lock *l, attempt_cfg *a,
         } else if ((err = cancelled(l, 0)) != REDISLOCK_OK) {
             break;
         } else {
-            err = attempt(l, a, tries, deadline, sent_us);
+            err = attempt(l, a, a->tries, deadline, sent_us);
         }
-        a->tries = ++tries;
+        a->tries++;
         /* An attempt that takes the lock leaves the queue (fair.lua). */
         if (err == REDISLOCK_OK)
             a->queued = 0;
@@ -402,14 +402,14 @@ static redislock_err wait_loop(redislock_lock *l, attempt_cfg *a,
             break;
         }
         rl__lock_event(l, (redislock_event){.kind = REDISLOCK_EVENT_CONTENDED,
-                                            .attempts = tries,
+                                            .attempts = a->tries,
                                             .ms = l->holder_ttl});
-        if ((err = plan_pause(l, a, tries, start, deadline, &pause)) != 0)
+        if ((err = plan_pause(l, a, a->tries, start, deadline, &pause)) != 0)
             break;
         rl__lock_event(l, (redislock_event){.kind = REDISLOCK_EVENT_RETRY,
-                                            .attempts = tries,
+                                            .attempts = a->tries,
                                             .ms = pause});
-        err = pause_then(l, a, tries, deadline, pause, &res, sent_us, &ran,
+        err = pause_then(l, a, a->tries, deadline, pause, &res, sent_us, &ran,
                          &next);
         /* Stopping with an attempt out that may hold the lock: undone. */
         if ((err != REDISLOCK_OK || res == RL_WAIT_CANCELLED) && ran &&
@@ -486,38 +486,6 @@ static redislock_err setup(redislock_lock *l,
 }
 
 /* The acquire, once its options are checked and set up in a. */
-static redislock_err
-take(redislock_lock *l, const redislock_acquire_options *opts, attempt_cfg *a);
-
-static redislock_err acquire(redislock_lock *l,
-                             const redislock_acquire_options *opts)
-{
-    static const redislock_acquire_options defaults;
-    attempt_cfg a;
-    int64_t t0 = rl__now_us();
-    redislock_err err;
-
-    if (l == NULL)
-        return rl__err(REDISLOCK_EINVAL, "NULL lock handle");
-    if (opts == NULL)
-        opts = &defaults;
-    if ((err = check_options(opts)) != REDISLOCK_OK)
-        return err;
-    memset(&a, 0, sizeof a);
-    err = take(l, opts, &a);
-    /* Events for calls that tried: refused options made no attempt. */
-    if (a.tries > 0)
-        rl__lock_event(
-            l, (redislock_event){.kind = err == REDISLOCK_OK
-                                             ? REDISLOCK_EVENT_ACQUIRED
-                                             : REDISLOCK_EVENT_NOT_ACQUIRED,
-                                 .err = err,
-                                 .attempts = a.tries,
-                                 .ms = (rl__now_us() - t0) / 1000,
-                                 .fence = err == REDISLOCK_OK ? l->fence : 0});
-    return err;
-}
-
 static redislock_err take(redislock_lock *l,
                           const redislock_acquire_options *opts, attempt_cfg *a)
 {
@@ -604,6 +572,35 @@ static redislock_err take(redislock_lock *l,
         return err;
     }
     return REDISLOCK_OK;
+}
+
+static redislock_err acquire(redislock_lock *l,
+                             const redislock_acquire_options *opts)
+{
+    static const redislock_acquire_options defaults;
+    attempt_cfg a;
+    int64_t t0 = rl__now_us();
+    redislock_err err;
+
+    if (l == NULL)
+        return rl__err(REDISLOCK_EINVAL, "NULL lock handle");
+    if (opts == NULL)
+        opts = &defaults;
+    if ((err = check_options(opts)) != REDISLOCK_OK)
+        return err;
+    memset(&a, 0, sizeof a);
+    err = take(l, opts, &a);
+    /* Events for calls that tried: refused options made no attempt. */
+    if (a.tries > 0)
+        rl__lock_event(
+            l, (redislock_event){.kind = err == REDISLOCK_OK
+                                             ? REDISLOCK_EVENT_ACQUIRED
+                                             : REDISLOCK_EVENT_NOT_ACQUIRED,
+                                 .err = err,
+                                 .attempts = a.tries,
+                                 .ms = (rl__now_us() - t0) / 1000,
+                                 .fence = err == REDISLOCK_OK ? l->fence : 0});
+    return err;
 }
 
 redislock_err redislock_acquire_sized(redislock_lock *l,
