@@ -113,26 +113,17 @@ class client {
     static client sharded(const std::vector<std::string> &urls,
                           const redislock_options *o = nullptr)
     {
-        return make(urls, o, [](redislock_client **c, const char *const *u,
-                                size_t n, const redislock_options *op) {
-            return redislock_client_new_sharded(c, u, n, op);
-        });
+        return make(redislock_client_new_sharded_sized, urls, o);
     }
     static client cluster(const std::vector<std::string> &seeds,
                           const redislock_options *o = nullptr)
     {
-        return make(seeds, o, [](redislock_client **c, const char *const *u,
-                                 size_t n, const redislock_options *op) {
-            return redislock_client_new_cluster(c, u, n, op);
-        });
+        return make(redislock_client_new_cluster_sized, seeds, o);
     }
     static client redlock(const std::vector<std::string> &urls,
                           const redislock_options *o = nullptr)
     {
-        return make(urls, o, [](redislock_client **c, const char *const *u,
-                                size_t n, const redislock_options *op) {
-            return redislock_client_new_redlock(c, u, n, op);
-        });
+        return make(redislock_client_new_redlock_sized, urls, o);
     }
     client(client &&o) noexcept : c_(std::exchange(o.c_, nullptr)) {}
     client &operator=(client &&o) noexcept
@@ -150,16 +141,20 @@ class client {
 
   private:
     explicit client(redislock_client *c) noexcept : c_(c) {}
-    template <class F>
-    static client make(const std::vector<std::string> &urls,
-                       const redislock_options *o, F fn)
+    /* A constructor of several servers' clients (the _sized names: the
+     * header's options size goes with them, as the C macros pass it). */
+    using maker = redislock_err (*)(redislock_client **, const char *const *,
+                                    size_t, const redislock_options *,
+                                    size_t);
+    static client make(maker fn, const std::vector<std::string> &urls,
+                       const redislock_options *o)
     {
         std::vector<const char *> u;
         redislock_client *c = nullptr;
 
         for (const auto &s : urls)
             u.push_back(s.c_str());
-        detail::check(fn(&c, u.data(), u.size(), o));
+        detail::check(fn(&c, u.data(), u.size(), o, REDISLOCK_OPTIONS_SIZE));
         return client(c);
     }
     redislock_client *c_ = nullptr;

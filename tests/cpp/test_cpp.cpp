@@ -63,6 +63,21 @@ static void errors(const std::string &url)
         CHECK(std::strstr(e.what(), "nosuch") != nullptr);
         CHECK(e.code() == redislock::make_error_code(REDISLOCK_EINVAL));
     }
+    /* The constructors of several servers' clients report alike. */
+    CHECK(thrown([] { redislock::client::sharded({"nosuch://x"}); }) ==
+          REDISLOCK_EINVAL);
+    CHECK(thrown([] { redislock::client::cluster({"nosuch://x"}); }) ==
+          REDISLOCK_EINVAL);
+    CHECK(thrown([] { redislock::client::redlock({"nosuch://x"}); }) ==
+          REDISLOCK_EINVAL);
+    {
+        /* A sharded client of one server works as a client of it. */
+        redislock::client s = redislock::client::sharded({url});
+        redislock::lock sl(s, "cpp:sharded");
+
+        CHECK(sl.try_acquire());
+        sl.release();
+    }
     redislock::client c(url);
     redislock::lock l(c, "cpp:err");
     CHECK(thrown([&] { l.release(); }) == REDISLOCK_EINVAL);
