@@ -40,7 +40,9 @@ typedef struct lb_env {
     redisContext *ctl;     /* the benchmark's own control connection */
 } lb_env;
 
-typedef enum lb_lib { LB_REDISLOCK, LB_REDIS_PY, LB_REDLOCK } lb_lib;
+/* LB_RAW: the wake-on-release protocol's floor in raw hiredis (see
+ * raw_worker in contend.c). */
+typedef enum lb_lib { LB_REDISLOCK, LB_REDIS_PY, LB_REDLOCK, LB_RAW } lb_lib;
 
 /* One contention run: K processes, M cycles each, one library setting. */
 typedef struct lb_series {

@@ -4,8 +4,8 @@
  * increment of a counter, release. Workers stamp every cycle on
  * CLOCK_MONOTONIC; the parent merges the stamps by time.
  *
- * Workers are forked children running the library (their stamps go to a
- * MAP_SHARED array made before fork) or redis-py / node-redlock scripts
+ * Workers are forked children running the library or the raw protocol's
+ * floor (their stamps go to a MAP_SHARED array made before fork) or redis-py / node-redlock scripts
  * (their stamps go to a file each). All follow one start protocol: print
  * "ready <CLOCK_MONOTONIC ns>" on stdout once connected, then start when
  * stdin reaches EOF, which the parent causes for all at once by closing
@@ -153,6 +153,74 @@ static void rl_worker(const lb_env *e, const lb_series *s, int idx,
     _exit(0);
 }
 
+/* The floor of a hand-off by wake-on-release, in raw hiredis: the
+ * fewest commands a waiter woken by a release can take the lock with.
+ * A release deletes the key if it holds the token and pushes a wake-up
+ * (a script, so that both are atomic); a waiter that finds the key held
+ * blocks with BLPOP and sends its next SET NX behind it, so that Redis
+ * runs the SET as soon as the release's push serves the BLPOP, as the
+ * library's waiters do. No fencing token, waiting marker, abandoned
+ * requests, queue or shares: what the library adds to this is its
+ * hand-off's cost. Never returns. */
+#define RAW_RELEASE                                                          \
+    "if redis.call('GET', KEYS[1]) == ARGV[1] then "                         \
+    "redis.call('DEL', KEYS[1]) "                                            \
+    "if redis.call('LLEN', KEYS[2]) == 0 then "                              \
+    "redis.call('LPUSH', KEYS[2], 'wake') end "                              \
+    "redis.call('PEXPIRE', KEYS[2], ARGV[2]) return 1 end return 0"
+
+static void raw_worker(const lb_env *e, const lb_series *s, int idx,
+                       lb_cycle *rec, int go_fd, int ready_fd)
+{
+    redisContext *c = lb_connect(e->sock), *data = lb_connect(e->sock);
+    redisReply *r;
+    char tok[32], ttl[16], sha[64] = "", b;
+    int i, ok;
+
+    if (c == NULL || data == NULL)
+        _exit(3);
+    snprintf(tok, sizeof tok, "raw-%d-%d", idx, (int)getpid());
+    snprintf(ttl, sizeof ttl, "%d", LB_TTL_MS);
+    r = redisCommand(c, "SCRIPT LOAD %s", RAW_RELEASE);
+    if (r == NULL || r->type != REDIS_REPLY_STRING || r->len >= 64)
+        _exit(3);
+    memcpy(sha, r->str, r->len);
+    freeReplyObject(r);
+    dprintf(ready_fd, "ready %lld\n", (long long)lb_now_ns());
+    close(ready_fd);
+    while (read(go_fd, &b, 1) > 0) /* EOF is the start signal */
+        ;
+    for (i = 0; i < s->m; i++) {
+        r = redisCommand(c, "SET %s %s NX PX %s", LB_LOCK_KEY, tok, ttl);
+        ok = r != NULL && r->type == REDIS_REPLY_STATUS;
+        freeReplyObject(r);
+        while (!ok) {
+            redisAppendCommand(c, "BLPOP %s 1", LB_LOCK_KEY ":raw-wake");
+            redisAppendCommand(c, "SET %s %s NX PX %s", LB_LOCK_KEY, tok,
+                               ttl);
+            if (redisGetReply(c, (void **)&r) != REDIS_OK)
+                _exit(3);
+            freeReplyObject(r);
+            if (redisGetReply(c, (void **)&r) != REDIS_OK)
+                _exit(3);
+            ok = r->type == REDIS_REPLY_STATUS;
+            freeReplyObject(r);
+        }
+        rec[i].acq_ret = lb_now_ns();
+        counter_bump(data);
+        rec[i].rel_start = lb_now_ns();
+        r = redisCommand(c, "EVALSHA %s 2 %s %s %s %s", sha, LB_LOCK_KEY,
+                         LB_LOCK_KEY ":raw-wake", tok, ttl);
+        if (r == NULL || r->type != REDIS_REPLY_INTEGER || r->integer != 1)
+            _exit(4);
+        freeReplyObject(r);
+        rec[i].rel_end = lb_now_ns();
+    }
+    redisFree(c);
+    redisFree(data);
+    _exit(0);
+}
+
 /* A peer worker: exec of the Python or Node script. Never returns. */
 static void peer_worker(const lb_env *e, const lb_series *s,
                         const char *file)
@@ -199,6 +267,8 @@ static int spawn(const lb_env *e, const lb_series *s, int idx, worker *w,
         if (s->lib == LB_REDISLOCK)
             rl_worker(e, s, idx, shm + (size_t)idx * s->m,
                       kinds(s, shm) + (size_t)idx * s->m, go[0], rp[1]);
+        if (s->lib == LB_RAW)
+            raw_worker(e, s, idx, shm + (size_t)idx * s->m, go[0], rp[1]);
         if (dup2(go[0], 0) < 0 || dup2(rp[1], 1) < 0)
             _exit(127);
         peer_worker(e, s, w->file);
@@ -327,7 +397,7 @@ static void analyse(lb_series *s, worker *w, lb_cycle *shm, int64_t go)
     for (j = 0; j < s->k; j++) {
         lb_cycle *rec = shm + (size_t)j * s->m;
 
-        if (s->lib != LB_REDISLOCK &&
+        if (s->lib != LB_REDISLOCK && s->lib != LB_RAW &&
             lb_read_cycles(w[j].file, rec, s->m) != s->m) {
             snprintf(s->err, sizeof s->err, "worker %d wrote no cycles",
                      j);

@@ -17,9 +17,9 @@
  * srv_cpu_ratio_tcp=... handoff_p50_us=... handoff_p99_us=...
  * k8_cycles_per_s=... k64_cycles_per_s=... k8_switch=... sem_handoff_p50_us=...
  * lock_bytes=...
- * setnx_bytes=... shared_handoff_p50_us=... set_handoff_p50_us=... (then
- * bench/redlock.sh's, from
- * BENCH_REDLOCK)
+ * setnx_bytes=... shared_handoff_p50_us=... set_handoff_p50_us=...
+ * sem_fair_handoff_p50_us=... shared_fair_handoff_p50_us=...
+ * raw_handoff_p50_us=... (then bench/redlock.sh's, from BENCH_REDLOCK)
  * Exit status 1 when a counter check, the exclusion check or a run failed.
  */
 #define _GNU_SOURCE
@@ -163,6 +163,10 @@ static size_t plan(const opts *o, lb_series *s)
                                     .slug = "rl-shared-fair",
                                     .lib = LB_REDISLOCK, .shared = 1,
                                     .fair = 1};
+    static const lb_series raw = {
+        .name = "minimal raw hand-off: SET NX PX; compare-and-delete and "
+                "LPUSH; BLPOP with the SET behind it",
+        .slug = "raw", .lib = LB_RAW};
     static const lb_series py = {
         .name = "redis-py Lock, sleep 0.1 s (default)", .slug = "py-0.1",
         .lib = LB_REDIS_PY, .arg1 = "0.1"};
@@ -196,6 +200,7 @@ static size_t plan(const opts *o, lb_series *s)
              * between readers and writers, at the targets' K, each also
              * fair (a release's hand-off message). */
             if (k == 8) {
+                add(s, &n, raw, k, m);
                 add(s, &n, rls, k, m);
                 add(s, &n, rlsf, k, m);
                 add(s, &n, rlsh, k, m);

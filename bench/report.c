@@ -380,6 +380,48 @@ static void shared_lock(const lb_series *s, size_t ns, double rtt, int k,
            m->t50[0], m->nt[0], m->t50[1], m->nt[1], m->t50[2], m->nt[2]);
 }
 
+/* The raw protocol's hand-off at K (LB_RAW), or NULL. */
+static const lb_series *find_raw(const lb_series *s, size_t ns, int k)
+{
+    size_t i;
+
+    for (i = 0; i < ns; i++)
+        if (s[i].lib == LB_RAW && s[i].k == k && s[i].ran)
+            return &s[i];
+    return NULL;
+}
+
+/* What the library's hand-offs cost over the floor of the protocol they
+ * use (no target: the floor says how much of 2 x RTT is left to the
+ * library's scripts on this machine). */
+static void floor_line(const lb_series *s, size_t ns, double rtt, int k)
+{
+    static const struct {
+        const char *name;
+        int (*is)(const lb_series *);
+        int fair;
+    } kinds[] = {{"semaphore", is_sem, 0}, {"fair semaphore", is_sem, 1},
+                 {"shared", is_shared, 0}, {"fair shared", is_shared, 1},
+                 {"set", is_set, 0}};
+    const lb_series *raw = find_raw(s, ns, k), *x;
+    size_t i;
+
+    if (raw == NULL) {
+        printf("  K=%d minimal raw hand-off run missing\n", k);
+        return;
+    }
+    printf("  K=%d minimal raw hand-off (the protocol's floor, no target): "
+           "p50 %.1f us = %.2f x RTT; the library's over it:",
+           k, raw->h50, raw->h50 / rtt);
+    for (i = 0; i < 2; i++)
+        if ((x = find(s, ns, LB_REDISLOCK, (int)i, k)) != NULL)
+            printf(" %slock %.2f x;", i ? "fair " : "", x->h50 / raw->h50);
+    for (i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+        if ((x = find_kind(s, ns, k, kinds[i].is, kinds[i].fair)) != NULL)
+            printf(" %s %.2f x;", kinds[i].name, x->h50 / raw->h50);
+    printf("\n");
+}
+
 static void targets(const lb_series *s, size_t ns, const lb_micro *m,
                     const lb_idle *idle, int nidle,
                     const lb_series *fair, const lb_series *def, int k)
@@ -428,6 +470,7 @@ static void targets(const lb_series *s, size_t ns, const lb_micro *m,
         shared_lock(s, ns, rtt, k, i);
     }
     kind_hand_off(s, ns, rtt, k, is_set, "set", "%d keys", 0);
+    floor_line(s, ns, rtt, k);
     for (i = 0; i < nidle; i++)
         printf("  blocked waiter (%s) holds 1 server connection: %d %s\n",
                idle[i].fair ? "fair" : "default", idle[i].conns,
@@ -508,7 +551,7 @@ void lb_report(const lb_env *e, const lb_micro *m, const lb_idle *idle,
            "k8_switch=%.3f sem_handoff_p50_us=%.1f lock_bytes=%.0f "
            "setnx_bytes=%.0f shared_handoff_p50_us=%.1f "
            "set_handoff_p50_us=%.1f sem_fair_handoff_p50_us=%.1f "
-           "shared_fair_handoff_p50_us=%.1f%s%s\n",
+           "shared_fair_handoff_p50_us=%.1f raw_handoff_p50_us=%.1f%s%s\n",
            m->ping_p50, u->ratio_min[2], u->ratio[2], u->ratio_min[1],
            tcp->ratio_min[2], tcp->ratio_min[1], u->cpu_cycle[2],
            ratio(u->cpu_cycle[2], u->cpu_cycle[3]),
@@ -519,7 +562,9 @@ void lb_report(const lb_env *e, const lb_micro *m, const lb_idle *idle,
            fair ? fair->sw : 0, sem ? sem->h50 : -1,
            mem->ok ? mem->lib_bytes : -1,
            mem->raw_bytes, sh ? sh->h50 : -1, set ? set->h50 : -1,
-           semf ? semf->h50 : -1, shf ? shf->h50 : -1, redlock ? " " : "",
+           semf ? semf->h50 : -1, shf ? shf->h50 : -1,
+           find_raw(s, ns, k) ? find_raw(s, ns, k)->h50 : -1,
+           redlock ? " " : "",
            redlock ? redlock : "");
 }
 
