@@ -320,20 +320,19 @@ local function rl_queue(K, req, alive, entry)
 end
 
 -- The first n waiters of the queue, in order: their request ids, places
--- (seqs) and entries (rl_waiter; nil when none), read with one ZRANGE and
--- one HMGET.
+-- (seqs) and raw entries (false when none; rl_waiter reads one, so that
+-- a caller that stops at the first pays for no more), read with one
+-- ZRANGE and one HMGET.
 local function rl_queue_head(K, n)
     local top = redis.call('ZRANGE', K.q, 0, n - 1, 'WITHSCORES')
-    local ids, seqs, ws = {}, {}, {}
+    local ids, seqs = {}, {}
     for i = 1, #top, 2 do
-        ids[#ids + 1], seqs[#seqs + 1] = top[i], tonumber(top[i + 1])
+        ids[#ids + 1], seqs[#seqs + 1] = top[i], top[i + 1]
     end
-    if #ids > 0 then
-        for i, v in ipairs(redis.call('HMGET', K.ws, unpack(ids))) do
-            ws[i] = rl_waiter(v)
-        end
+    if #ids == 0 then
+        return ids, seqs, {}
     end
-    return ids, seqs, ws
+    return ids, seqs, redis.call('HMGET', K.ws, unpack(ids))
 end
 
 -- Removes the waiters whose request ids are in ids (served, gone or
@@ -653,7 +652,8 @@ end
 -- q, ws, waiting, wake, rwake; all in the lock's cluster slot); st what
 -- the key holds now (rl_room_of; nil: read it here). Waiters whose alive
 -- time has passed are dead and dropped; a call handles a bounded number
--- of waiters, read RL_HAND_BATCH at a time. Each waiter is told on its
+-- of waiters, read RL_HAND_FIRST first (a lock or a single permit goes to
+-- the first live one) and then RL_HAND_BATCH at a time. Each waiter is told on its
 -- channel (a channel is not a key): "handoff <request id> <seq> <fence>
 -- <lease ms>", seq being its place in the queue, which its last attempt
 -- returned: a message for an older place (a lease it missed while it was
@@ -661,31 +661,36 @@ end
 -- (rl_handed, rl_share_handed) with its next attempt. With quiet set,
 -- nobody is woken (the key has no room for anyone but the queue's
 -- readers).
+local RL_HAND_FIRST = 4
 local RL_HAND_BATCH = 16
 local function rl_handoff(K, quiet, st)
     -- Nobody waits: the common release stops here.
     if redis.call('EXISTS', K.q, K.waiting) == 0 then
         return false
     end
-    -- A fencing counter redislock did not write gives no token: no
-    -- hand-off then (the release itself stands), and the waiters meet
-    -- the error with their next attempts.
-    local last, tries = redis.call('GET', K.fence), 64
-    if last and not rl_counter_ok(last) then
-        tries = 0
-    end
+    local last, tries, batch = nil, 64, RL_HAND_FIRST
     local now, handed, empty, keep = nil, false, false, 0
     while tries > 0 do
-        local ids, seqs, ws = rl_queue_head(K, RL_HAND_BATCH)
+        local ids, seqs, ws = rl_queue_head(K, batch)
         local done, stop = {}, false
         if #ids == 0 then
             empty = true
             break
         end
-        now = now or rl_now_ms()
+        if not now then
+            -- A fencing counter redislock did not write gives no token:
+            -- no hand-off then (the release itself stands), and the
+            -- waiters meet the error with their next attempts. Read only
+            -- when someone is queued: ordinary waiters need no token.
+            last = redis.call('GET', K.fence)
+            if last and not rl_counter_ok(last) then
+                break
+            end
+            now = rl_now_ms()
+        end
         st = st or rl_room_of(K, now)
         for i, head in ipairs(ids) do
-            local w, fence, lease = ws[i], nil, nil
+            local w, fence, lease = rl_waiter(ws[i]), nil, nil
             tries = tries - 1
             if w and w.alive > now then
                 fence, lease = rl_hand(K, st, w, head, now, last)
@@ -697,7 +702,8 @@ local function rl_handoff(K, quiet, st)
                 handed = true
                 keep = math.max(keep, lease)
                 redis.call(w.publish, w.chan,
-                           string.format('handoff %s %d %d %d', head, seqs[i],
+                           string.format('handoff %s %d %d %d', head,
+                                         tonumber(seqs[i]),
                                          fence, lease))
             end
             done[#done + 1] = head
@@ -712,10 +718,11 @@ local function rl_handoff(K, quiet, st)
         if stop then
             break
         end
-        empty = #ids < RL_HAND_BATCH
+        empty = #ids < batch
         if empty then
             break
         end
+        batch = RL_HAND_BATCH
     end
     if keep > 0 then
         rl_keep(K.ws, keep)

@@ -48,7 +48,7 @@ if wait == nil then
     local ids, _, ws = rl_queue_head(K, 64)
     local ahead, dead, mine_next = 0, {}, #ids < 64
     for i, who in ipairs(ids) do
-        local w = ws[i]
+        local w = who ~= req and rl_waiter(ws[i])
         if who == req then
             mine_next = true
             break
