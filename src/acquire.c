@@ -53,6 +53,7 @@ typedef struct attempt_cfg {
     int piped;        /* taken by an attempt sent behind a BLPOP */
     int free_retries; /* attempts in a row that found the lock free */
     int tries;        /* attempts made */
+    int64_t start_ms, deadline_ms; /* the wait's (CLOCK_MONOTONIC ms) */
     int64_t ttl_ms;
     int64_t delay_ms, cap_ms;
     char tok[RL_LOCK_TOKEN_LEN + 1]; /* a plain lock's token */
@@ -308,11 +309,13 @@ static redislock_err cancelled(redislock_lock *l, int force)
              : REDISLOCK_OK;
 }
 
-/* After a held attempt: whether and how long to pause, or why not. */
-static redislock_err plan_pause(redislock_lock *l, attempt_cfg *a, int tries,
-                                int64_t start, int64_t deadline, int64_t *pause)
+/* After a held attempt (the tries-th): whether and how long to pause
+ * within the wait, or why not. */
+static redislock_err plan_pause(redislock_lock *l, attempt_cfg *a,
+                                int64_t *pause)
 {
-    int64_t now = rl__now_ms();
+    int64_t now = rl__now_ms(), start = a->start_ms, deadline = a->deadline_ms;
+    int tries = a->tries;
 
     if (now >= deadline)
         return gave_up(l, now - start, tries, NULL);
@@ -373,15 +376,78 @@ static int handoff_valid(const redislock_lock *l, const attempt_cfg *a,
     return sent_us + (lease - drift) * 1000 > rl__now_us();
 }
 
+/* What an acquire does next. The blocking loop (wait_loop) sequences
+ * these steps; every decision is taken in after_attempt and after_pause,
+ * so that another driver of the same attempts takes the same ones. */
+typedef enum rl__next {
+    RL_NEXT_ATTEMPT, /* try again now */
+    RL_NEXT_PAUSE,   /* pause (its length given), then try again */
+    RL_NEXT_DONE     /* stop: the outcome is given */
+} rl__next;
+
+/* After an attempt that came back with *err: RL_NEXT_DONE with *err the
+ * call's outcome (REDISLOCK_OK: taken; an attempt whose reply was lost
+ * is abandoned), or RL_NEXT_PAUSE with the pause in *pause. */
+static rl__next after_attempt(redislock_lock *l, attempt_cfg *a,
+                              redislock_err *err, int64_t *pause)
+{
+    a->tries++;
+    /* An attempt that takes the lock leaves the queue (fair.lua). */
+    if (*err == REDISLOCK_OK)
+        a->queued = 0;
+    if (*err != REDISLOCK_EHELD) {
+        if (*err != REDISLOCK_OK && lost_reply(*err))
+            abandon(l, a);
+        return RL_NEXT_DONE;
+    }
+    rl__lock_event(l, (redislock_event){.kind = REDISLOCK_EVENT_CONTENDED,
+                                        .attempts = a->tries,
+                                        .ms = l->holder_ttl});
+    *err = plan_pause(l, a, pause);
+    if (*err != REDISLOCK_OK)
+        return RL_NEXT_DONE;
+    rl__lock_event(l, (redislock_event){.kind = REDISLOCK_EVENT_RETRY,
+                                        .attempts = a->tries,
+                                        .ms = *pause});
+    return RL_NEXT_PAUSE;
+}
+
+/* After a pause that ended with res, its last attempt sent at sent_us:
+ * RL_NEXT_DONE with *err (cancelled; or REDISLOCK_OK, the lock handed
+ * over), else RL_NEXT_ATTEMPT. */
+static rl__next after_pause(redislock_lock *l, attempt_cfg *a,
+                            rl__wait_result res, int64_t sent_us,
+                            redislock_err *err)
+{
+    if (res == RL_WAIT_CANCELLED) {
+        *err = cancelled(l, 1);
+        return RL_NEXT_DONE;
+    }
+    if (res == RL_WAIT_HANDOFF && handoff_valid(l, a, sent_us)) {
+        /* Handed over after our last attempt ran: the lease started no
+         * earlier than that attempt was sent. */
+        a->queued = 0;
+        a->handed = 1;
+        *err = REDISLOCK_OK;
+        return RL_NEXT_DONE;
+    }
+    return RL_NEXT_ATTEMPT;
+}
+
+/* The blocking driver: attempts, with a pause between them that blocks
+ * this thread. An ordinary waiter's next attempt goes out behind its
+ * pause (pause_then), and its outcome is taken as the next attempt's. */
 static redislock_err wait_loop(redislock_lock *l, attempt_cfg *a,
                                int64_t *sent_us)
 {
-    int64_t start = rl__now_ms(), pause = 0;
-    int64_t deadline = a->waits ? rl__deadline(start, a->o->wait_ms) : start;
+    int64_t pause = 0;
     rl__wait_result res = RL_WAIT_TIMEOUT;
     int ran = 0;
     redislock_err err, next = REDISLOCK_OK;
 
+    a->start_ms = rl__now_ms();
+    a->deadline_ms =
+        a->waits ? rl__deadline(a->start_ms, a->o->wait_ms) : a->start_ms;
     for (;;) {
         if (ran) {
             /* The attempt that went out behind the last pause. */
@@ -390,44 +456,19 @@ static redislock_err wait_loop(redislock_lock *l, attempt_cfg *a,
         } else if ((err = cancelled(l, 0)) != REDISLOCK_OK) {
             break;
         } else {
-            err = attempt(l, a, a->tries, deadline, sent_us);
+            err = attempt(l, a, a->tries, a->deadline_ms, sent_us);
         }
-        a->tries++;
-        /* An attempt that takes the lock leaves the queue (fair.lua). */
-        if (err == REDISLOCK_OK)
-            a->queued = 0;
-        if (err != REDISLOCK_EHELD) {
-            if (err != REDISLOCK_OK && lost_reply(err))
-                abandon(l, a);
+        if (after_attempt(l, a, &err, &pause) == RL_NEXT_DONE)
             break;
-        }
-        rl__lock_event(l, (redislock_event){.kind = REDISLOCK_EVENT_CONTENDED,
-                                            .attempts = a->tries,
-                                            .ms = l->holder_ttl});
-        if ((err = plan_pause(l, a, a->tries, start, deadline, &pause)) != 0)
-            break;
-        rl__lock_event(l, (redislock_event){.kind = REDISLOCK_EVENT_RETRY,
-                                            .attempts = a->tries,
-                                            .ms = pause});
-        err = pause_then(l, a, a->tries, deadline, pause, &res, sent_us, &ran,
-                         &next);
+        err = pause_then(l, a, a->tries, a->deadline_ms, pause, &res, sent_us,
+                         &ran, &next);
         /* Stopping with an attempt out that may hold the lock: undone. */
         if ((err != REDISLOCK_OK || res == RL_WAIT_CANCELLED) && ran &&
             next != REDISLOCK_EHELD)
             abandon(l, a);
-        if (err != REDISLOCK_OK)
+        if (err != REDISLOCK_OK ||
+            after_pause(l, a, res, *sent_us, &err) == RL_NEXT_DONE)
             break;
-        if (res == RL_WAIT_CANCELLED) {
-            err = cancelled(l, 1);
-            break;
-        }
-        if (res == RL_WAIT_HANDOFF && handoff_valid(l, a, *sent_us)) {
-            /* Handed over after our last attempt ran: the lease started
-             * no earlier than that attempt was sent. */
-            a->queued = 0;
-            a->handed = 1;
-            break;
-        }
     }
     if (a->queued)
         leave_queue(l, a);
