@@ -48,7 +48,7 @@ struct rl__conn {
 #define RL_MAX_PENDING (2 * 1024 * 1024)
 
 #if HIREDIS_MAJOR >= 1
-static void limit_reader(redisReader *r)
+void rl__conn_limit_reader(redisReader *r)
 {
     r->maxelements = RL_MAX_ELEMENTS;
 }
@@ -78,7 +78,7 @@ static void init_limited_fns(void)
     redisReaderFree(r);
 }
 
-static void limit_reader(redisReader *r)
+void rl__conn_limit_reader(redisReader *r)
 {
     pthread_once(&limited_once, init_limited_fns);
     if (default_create_array != NULL)
@@ -195,7 +195,7 @@ static redislock_err take_reply(rl__conn *c, void **reply, const char *what)
 }
 
 /* "host:port" or the socket path, for messages. */
-static const char *endpoint(const rl__url *u, char *buf, size_t len)
+const char *rl__conn_endpoint(const rl__url *u, char *buf, size_t len)
 {
     if (u->path != NULL)
         return u->path;
@@ -225,7 +225,7 @@ static redislock_err start_tls(const rl__conn_cfg *cfg, rl__conn *c, char *buf,
         return REDISLOCK_OK;
     SSL_free(ssl);
     return rl__err(REDISLOCK_ECONNECT, "TLS handshake with %s failed: %s",
-                   endpoint(cfg->url, buf, len), c->ctx->errstr);
+                   rl__conn_endpoint(cfg->url, buf, len), c->ctx->errstr);
 #else
     (void)c;
     (void)buf;
@@ -252,7 +252,7 @@ static redislock_err connect_socket(const rl__conn_cfg *cfg, rl__conn *c)
         /* A child the caller runs (redislock run's command) must not
          * inherit the connection and keep it open. */
         fcntl(c->ctx->fd, F_SETFD, fcntl(c->ctx->fd, F_GETFD) | FD_CLOEXEC);
-        limit_reader(c->ctx->reader);
+        rl__conn_limit_reader(c->ctx->reader);
         c->timeout_ms = cfg->connect_timeout_ms;
         if (redisSetTimeout(c->ctx, tv) != REDIS_OK)
             return rl__err(REDISLOCK_EIO, "cannot set socket timeout");
@@ -260,9 +260,9 @@ static redislock_err connect_socket(const rl__conn_cfg *cfg, rl__conn *c)
     }
     if (is_timeout(c->ctx, saved))
         return rl__err(REDISLOCK_ETIMEDOUT, "connecting to %s: timed out",
-                       endpoint(u, buf, sizeof buf));
+                       rl__conn_endpoint(u, buf, sizeof buf));
     return rl__err(REDISLOCK_ECONNECT, "cannot connect to %s: %s",
-                   endpoint(u, buf, sizeof buf), c->ctx->errstr);
+                   rl__conn_endpoint(u, buf, sizeof buf), c->ctx->errstr);
 }
 
 /* Whether an AUTH error only says the server has no password: a password
@@ -274,46 +274,60 @@ static int auth_not_needed(const rl__reply *r)
            strstr(r->str, "without any password configured") != NULL;
 }
 
-/* AUTH and SELECT, pipelined in one round trip. */
-static redislock_err handshake(const rl__conn_cfg *cfg, rl__conn *c)
+void rl__conn_hello(const rl__conn_cfg *cfg, rl__hello *h)
 {
-    const char *auth[3], *sel[2], *names[2];
-    rl__cmd cmds[2];
-    rl__reply *replies[2];
-    char db[16];
-    int n = 0, i;
-    redislock_err err;
-
+    h->n = 0;
     if (cfg->password != NULL) {
         int has_user = cfg->url->user != NULL;
-        auth[0] = "AUTH";
-        auth[1] = has_user ? cfg->url->user : cfg->password;
-        auth[2] = cfg->password;
-        names[n] = "AUTH";
-        cmds[n++] = (rl__cmd){has_user ? 3 : 2, auth, NULL};
+        h->auth[0] = "AUTH";
+        h->auth[1] = has_user ? cfg->url->user : cfg->password;
+        h->auth[2] = cfg->password;
+        h->names[h->n] = "AUTH";
+        h->cmds[h->n++] = (rl__cmd){has_user ? 3 : 2, h->auth, NULL};
     }
     if (cfg->url->db != 0) {
-        snprintf(db, sizeof db, "%d", cfg->url->db);
-        sel[0] = "SELECT";
-        sel[1] = db;
-        names[n] = "SELECT";
-        cmds[n++] = (rl__cmd){2, sel, NULL};
+        snprintf(h->db, sizeof h->db, "%d", cfg->url->db);
+        h->sel[0] = "SELECT";
+        h->sel[1] = h->db;
+        h->names[h->n] = "SELECT";
+        h->cmds[h->n++] = (rl__cmd){2, h->sel, NULL};
     }
-    if (n == 0)
+}
+
+redislock_err rl__conn_hello_check(const rl__conn_cfg *cfg, const rl__hello *h,
+                                   int i, const rl__reply *r)
+{
+    redislock_err err;
+
+    if (auth_not_needed(r))
         return REDISLOCK_OK;
-    err = rl__conn_exec(c, n, cmds, replies);
-    if (err != REDISLOCK_OK)
-        return err;
-    for (i = 0; i < n && err == REDISLOCK_OK; i++)
-        if (!auth_not_needed(replies[i]))
-            err = rl__reply_check(replies[i], names[i]);
-    if (err == REDISLOCK_ESERVER && cfg->url->db != 0) {
+    err = rl__reply_check(r, h->names[i]);
+    if (err == REDISLOCK_ESERVER && h->cmds[i].argv == h->sel) {
         char said[256];
         snprintf(said, sizeof said, "%s", redislock_errdetail());
         err = rl__err(REDISLOCK_EINVAL, "cannot select database %d: %s",
                       cfg->url->db, said);
     }
-    for (i = 0; i < n; i++)
+    return err;
+}
+
+/* AUTH and SELECT, pipelined in one round trip. */
+static redislock_err handshake(const rl__conn_cfg *cfg, rl__conn *c)
+{
+    rl__hello h;
+    rl__reply *replies[2];
+    redislock_err err;
+    int i;
+
+    rl__conn_hello(cfg, &h);
+    if (h.n == 0)
+        return REDISLOCK_OK;
+    err = rl__conn_exec(c, h.n, h.cmds, replies);
+    if (err != REDISLOCK_OK)
+        return err;
+    for (i = 0; i < h.n && err == REDISLOCK_OK; i++)
+        err = rl__conn_hello_check(cfg, &h, i, replies[i]);
+    for (i = 0; i < h.n; i++)
         rl__reply_free(replies[i]);
     return err;
 }

@@ -40,6 +40,29 @@ redislock_err rl__conn_tls_new(const rl__url *u, const redislock_options *o,
                                void **out);
 void rl__conn_tls_free(void *ctx);
 
+/* What a new connection sends first: AUTH and SELECT as cfg needs them
+ * (n is 0 when neither). Its pointers point into itself and cfg. */
+typedef struct rl__hello {
+    int n;
+    rl__cmd cmds[2];
+    const char *names[2];
+    const char *auth[3], *sel[2];
+    char db[16];
+} rl__hello;
+
+void rl__conn_hello(const rl__conn_cfg *cfg, rl__hello *h);
+
+/* The handshake's outcome from the reply r to h's command i (an AUTH
+ * refused only because the server has no password passes). */
+redislock_err rl__conn_hello_check(const rl__conn_cfg *cfg, const rl__hello *h,
+                                   int i, const rl__reply *r);
+
+/* "host:port" or the socket path of u, in buf. */
+const char *rl__conn_endpoint(const rl__url *u, char *buf, size_t len);
+
+/* Bounds what a misbehaving server can make a reader of r allocate. */
+void rl__conn_limit_reader(redisReader *r);
+
 /* Connects, authenticates and selects the database within the connect
  * timeout. */
 redislock_err rl__conn_open(const rl__conn_cfg *cfg, rl__conn **out);
