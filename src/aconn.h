@@ -1,0 +1,86 @@
+/*
+ * One connection to one Redis server that never blocks, driven by the
+ * caller's event loop: the base of the event-loop API (issue 16). It sits
+ * on hiredis's async API (which queues requests and parses replies) and
+ * adds what that lacks in hiredis 0.14 and what the library needs: the
+ * loop is told which of the socket's events to watch through one
+ * callback (libcurl's multi-socket model, not one adapter per
+ * connection), the connect and every request have a deadline that the
+ * caller's timer enforces through rl__aconn_deadline and rl__aconn_tick,
+ * the handshake (AUTH, SELECT) goes first, and every failure reaches each
+ * pending request as a redislock_err with a detail.
+ *
+ * Single-threaded: every call on a connection, and its callbacks, happen
+ * on the loop's thread.
+ */
+#ifndef RL_ACONN_H
+#define RL_ACONN_H
+
+#include <stdint.h>
+
+#include "conn.h"
+
+#define RL_WATCH_READ 1
+#define RL_WATCH_WRITE 2
+
+typedef struct rl__aconn rl__aconn;
+
+/* How a connection tells the loop what to watch. */
+typedef struct rl__aconn_ops {
+    /* Watch fd for what (RL_WATCH_READ | RL_WATCH_WRITE), replacing what
+     * was asked before; 0: stop watching fd (it is about to close). */
+    void (*watch)(void *ctx, int fd, int what);
+    void *ctx;
+} rl__aconn_ops;
+
+/*
+ * A request's outcome: err REDISLOCK_OK with the reply in r (valid during
+ * the call only; error replies are replies), or why there is none, with
+ * redislock_errdetail() set: REDISLOCK_ETIMEDOUT (no reply by the
+ * deadline), REDISLOCK_EIO or REDISLOCK_EPROTOCOL (the connection failed),
+ * REDISLOCK_ECONNECT or REDISLOCK_EAUTH (it never came up) or
+ * REDISLOCK_ECANCELED (closed by rl__aconn_close). Without a reply the
+ * request may or may not have run. The callback may send more requests
+ * and may close the connection.
+ */
+typedef void (*rl__aconn_cb)(void *arg, redislock_err err, const rl__reply *r);
+
+/*
+ * Starts connecting to cfg's server and queues the handshake; requests may
+ * be sent at once (they go out behind it). cfg and ops are copied, but
+ * cfg's URL and password are borrowed for the connection's life. Fails
+ * only when the connection cannot even be started (out of memory, TLS,
+ * which is not yet supported here: REDISLOCK_ENOTLS); a server that is
+ * down shows as every request's REDISLOCK_ECONNECT.
+ */
+redislock_err rl__aconn_open(const rl__conn_cfg *cfg, const rl__aconn_ops *ops,
+                             rl__aconn **out);
+
+/* Queues a command (binary-safe argv, lens may be NULL for C strings)
+ * with the command timeout as its deadline. On a broken connection, cb is
+ * not called and the error is returned. */
+redislock_err rl__aconn_send(rl__aconn *c, int argc, const char **argv,
+                             const size_t *lens, rl__aconn_cb cb, void *arg);
+
+/* The loop saw what (RL_WATCH_*) on the connection's socket. */
+void rl__aconn_io(rl__aconn *c, int what);
+
+/* The earliest deadline (CLOCK_MONOTONIC us) of the connect or a pending
+ * request; 0 when nothing waits. */
+int64_t rl__aconn_deadline(const rl__aconn *c);
+
+/* Fails the connection if a deadline has passed: every pending request
+ * gets REDISLOCK_ETIMEDOUT. */
+void rl__aconn_tick(rl__aconn *c);
+
+/* Requests sent and not yet answered. */
+int rl__aconn_pending(const rl__aconn *c);
+
+/* Whether the connection has failed (it takes no more requests). */
+int rl__aconn_broken(const rl__aconn *c);
+
+/* Closes the connection; pending requests get REDISLOCK_ECANCELED first.
+ * May be called from a callback. NULL is a no-op. */
+void rl__aconn_close(rl__aconn *c);
+
+#endif

@@ -1,0 +1,418 @@
+/*
+ * The non-blocking connection (src/aconn.c) on a poll() loop of the
+ * test's own, against real servers: many requests in order, the
+ * handshake, a server that is down, one that stops answering, a connect
+ * that never completes, and closing with requests in flight (from outside
+ * and from inside a callback).
+ */
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "aconn.h"
+#include "clock.h"
+#include "harness/blackhole.h"
+#include "harness/server.h"
+#include "test.h"
+#include "url.h"
+
+/* The loop: one connection's fd and what it wants watched. */
+typedef struct loop {
+    int fd, what, calls;
+} loop;
+
+static void watch(void *ctx, int fd, int what)
+{
+    loop *lp = ctx;
+
+    lp->fd = fd;
+    lp->what = what;
+    lp->calls++;
+}
+
+/* Runs c on the loop until *done or limit_ms pass, as an application's
+ * loop would: poll the fd for what it asked, bounded by the next
+ * deadline, then I/O and the timer. */
+static void run(rl__aconn *c, loop *lp, const int *done, int64_t limit_ms)
+{
+    int64_t end = rl__now_us() + limit_ms * 1000;
+
+    while (!*done && rl__now_us() < end) {
+        struct pollfd p = {lp->fd, 0, 0};
+        int64_t d = rl__aconn_deadline(c), wait = 10;
+        int what = 0;
+
+        if (d != 0 && (d - rl__now_us()) / 1000 < wait)
+            wait = d > rl__now_us() ? (d - rl__now_us()) / 1000 : 0;
+        if (lp->what & RL_WATCH_READ)
+            p.events |= POLLIN;
+        if (lp->what & RL_WATCH_WRITE)
+            p.events |= POLLOUT;
+        if (poll(&p, p.events ? 1 : 0, (int)wait) > 0) {
+            if (p.revents & (POLLIN | POLLHUP | POLLERR))
+                what |= RL_WATCH_READ;
+            if (p.revents & (POLLOUT | POLLERR))
+                what |= RL_WATCH_WRITE;
+            rl__aconn_io(c, what & lp->what ? what & lp->what : what);
+        }
+        rl__aconn_tick(c);
+    }
+}
+
+/* What came back for the requests of a test. */
+typedef struct got {
+    int n, done, want;
+    int ok, in_order;
+    int errs[16];   /* count per redislock_err */
+    char detail[300];
+    int64_t last_us;
+    rl__aconn *close_at; /* close this connection in callback close_n */
+    int close_n;
+} got;
+
+static void on_reply(void *arg, redislock_err err, const rl__reply *r)
+{
+    got *g = arg;
+
+    g->n++;
+    g->last_us = rl__now_us();
+    if (err == REDISLOCK_OK) {
+        g->ok++;
+        if (r->type != REDIS_REPLY_INTEGER || r->integer != g->ok)
+            g->in_order = 0;
+    } else {
+        if ((int)err < 16)
+            g->errs[err]++;
+        snprintf(g->detail, sizeof g->detail, "%s", redislock_errdetail());
+    }
+    if (g->close_at != NULL && g->n == g->close_n) {
+        rl__aconn_close(g->close_at);
+        g->close_at = NULL;
+    }
+    g->done = g->n == g->want;
+}
+
+static rl__aconn *open_url(const char *s, rl__url *u, const char *password,
+                           int64_t cmd_ms, loop *lp)
+{
+    rl__conn_cfg cfg = {0};
+    rl__aconn_ops ops = {watch, lp};
+    rl__aconn *c = NULL;
+
+    ASSERT_OK(rl__url_parse(s, u));
+    cfg.url = u;
+    cfg.password = password;
+    cfg.connect_timeout_ms = 500;
+    cfg.command_timeout_ms = cmd_ms;
+    ASSERT_OK(rl__aconn_open(&cfg, &ops, &c));
+    return c;
+}
+
+static void send_incr(rl__aconn *c, got *g, int n)
+{
+    static const char *const argv[] = {"INCR", "aconn:n"};
+    int i;
+
+    g->want += n;
+    g->done = 0;
+    for (i = 0; i < n; i++)
+        ASSERT_OK(rl__aconn_send(c, 2, (const char **)argv, NULL, on_reply, g));
+}
+
+/* 1000 requests queued at once on one connection, over TCP and the unix
+ * socket: every reply arrives, in order, with nothing left pending. */
+void test_aconn_many_requests_in_order(void)
+{
+    th_server *s = th_server_start(NULL);
+    const char *urls[2] = {s->tcp_url, s->unix_url};
+    int i;
+
+    for (i = 0; i < 2; i++) {
+        loop lp = {-1, 0, 0};
+        got g = {.in_order = 1};
+        rl__url u;
+        rl__aconn *c = open_url(urls[i], &u, NULL, 2000, &lp);
+        redisContext *r = th_server_redis(s);
+
+        freeReplyObject(th_cmd(r, "DEL aconn:n"));
+        redisFree(r);
+        send_incr(c, &g, 1000);
+        ASSERT_EQ_INT(rl__aconn_pending(c), 1000);
+        run(c, &lp, &g.done, 10000);
+        ASSERT_EQ_INT(g.ok, 1000);
+        ASSERT(g.in_order);
+        ASSERT_EQ_INT(rl__aconn_pending(c), 0);
+        ASSERT(!rl__aconn_broken(c));
+        ASSERT_EQ_INT(rl__aconn_deadline(c), 0);
+        /* The loop was asked for reads, and writes only while sending. */
+        ASSERT(lp.what == RL_WATCH_READ);
+        rl__aconn_close(c);
+        ASSERT_EQ_INT(lp.what, 0);
+        rl__url_free(&u);
+    }
+    th_server_stop(s);
+}
+
+/* The handshake goes first: with the right password the requests behind
+ * it run; with a wrong one each gets REDISLOCK_EAUTH, and none ran. */
+void test_aconn_handshake_auth(void)
+{
+    th_server_opts o = {.requirepass = "s3cret"};
+    th_server *s = th_server_start(&o);
+    redisContext *r = th_server_redis(s);
+    loop lp = {-1, 0, 0};
+    got g = {.in_order = 1}, bad = {.in_order = 1};
+    rl__url u, u2;
+    rl__aconn *c = open_url(s->unix_url, &u, "s3cret", 2000, &lp), *d;
+
+    freeReplyObject(th_cmd(r, "DEL aconn:n"));
+    send_incr(c, &g, 3);
+    run(c, &lp, &g.done, 5000);
+    ASSERT_EQ_INT(g.ok, 3);
+    rl__aconn_close(c);
+
+    lp = (loop){-1, 0, 0};
+    d = open_url(s->unix_url, &u2, "wrong", 2000, &lp);
+    send_incr(d, &bad, 3);
+    run(d, &lp, &bad.done, 5000);
+    ASSERT_EQ_INT(bad.n, 3);
+    ASSERT_EQ_INT(bad.errs[REDISLOCK_EAUTH], 3);
+    test_log("wrong password: %s", bad.detail);
+    ASSERT(rl__aconn_broken(d));
+    ASSERT_ERR(rl__aconn_send(d, 1, (const char *[]){"PING"}, NULL, on_reply,
+                              &bad),
+               REDISLOCK_EAUTH);
+    {
+        redisReply *v = th_cmd(r, "GET aconn:n");
+
+        ASSERT(v->type == REDIS_REPLY_STRING && strcmp(v->str, "3") == 0);
+        freeReplyObject(v);
+    }
+    rl__aconn_close(d);
+    redisFree(r);
+    rl__url_free(&u);
+    rl__url_free(&u2);
+    th_server_stop(s);
+}
+
+/* A server that is gone: requests get REDISLOCK_ECONNECT naming it, by
+ * the connect timeout, over TCP (refused on connect) and a unix socket
+ * nobody listens on (refused at once). */
+void test_aconn_server_down(void)
+{
+    th_server *s = th_server_start(NULL);
+    char tcp[64], sock[200];
+    const char *urls[2] = {tcp, sock};
+    int i;
+
+    snprintf(tcp, sizeof tcp, "%s", s->tcp_url);
+    snprintf(sock, sizeof sock, "%s", s->unix_url);
+    th_server_kill(s);
+    for (i = 0; i < 2; i++) {
+        loop lp = {-1, 0, 0};
+        got g = {.in_order = 1};
+        rl__url u;
+        rl__aconn *c = open_url(urls[i], &u, NULL, 2000, &lp);
+        int64_t t0 = rl__now_us();
+        redislock_err err = REDISLOCK_OK;
+
+        g.want = 2;
+        for (int k = 0; k < 2 && err == REDISLOCK_OK; k++)
+            err = rl__aconn_send(c, 1, (const char *[]){"PING"}, NULL,
+                                 on_reply, &g);
+        if (err == REDISLOCK_OK)
+            run(c, &lp, &g.done, 3000);
+        else
+            snprintf(g.detail, sizeof g.detail, "%s", redislock_errdetail());
+        test_log("%s: %s", urls[i], g.detail);
+        ASSERT(err == REDISLOCK_ECONNECT || g.errs[REDISLOCK_ECONNECT] == 2);
+        ASSERT(strstr(g.detail, "cannot connect") != NULL);
+        ASSERT(rl__now_us() - t0 < 1500 * 1000);
+        ASSERT(rl__aconn_broken(c));
+        rl__aconn_close(c);
+        rl__url_free(&u);
+    }
+    th_server_stop(s);
+}
+
+/* A server that stops answering (SIGSTOP): every pending request gets
+ * REDISLOCK_ETIMEDOUT by its deadline (the 300 ms command timeout, plus
+ * the loop's slack), not later. */
+void test_aconn_paused_server_times_out(void)
+{
+    th_server *s = th_server_start(NULL);
+    loop lp = {-1, 0, 0};
+    got g = {.in_order = 1};
+    rl__url u;
+    rl__aconn *c = open_url(s->unix_url, &u, NULL, 300, &lp);
+    int64_t t0;
+
+    send_incr(c, &g, 1);
+    run(c, &lp, &g.done, 3000);
+    ASSERT_EQ_INT(g.ok, 1);
+    th_server_pause(s);
+    t0 = rl__now_us();
+    send_incr(c, &g, 10);
+    run(c, &lp, &g.done, 3000);
+    th_server_resume(s);
+    ASSERT_EQ_INT(g.n, 11);
+    ASSERT_EQ_INT(g.errs[REDISLOCK_ETIMEDOUT], 10);
+    test_log("after %lld ms: %s", (long long)(g.last_us - t0) / 1000,
+             g.detail);
+    ASSERT(g.last_us - t0 >= 300 * 1000);
+    ASSERT(g.last_us - t0 < 800 * 1000);
+    ASSERT(strstr(g.detail, "did not answer in 300 ms") != NULL);
+    ASSERT(rl__aconn_broken(c));
+    ASSERT_EQ_INT(lp.what, 0);
+    rl__aconn_close(c);
+    rl__url_free(&u);
+    th_server_stop(s);
+}
+
+/* A connect that never completes (a blackholed port): requests get
+ * REDISLOCK_ETIMEDOUT at the connect timeout plus the command's. */
+void test_aconn_connect_times_out(void)
+{
+    int port = 0, filler = -1, l = th_blackhole(&port, &filler);
+    char url[64];
+    loop lp = {-1, 0, 0};
+    got g = {.in_order = 1};
+    rl__url u;
+    rl__aconn *c;
+    int64_t t0 = rl__now_us();
+
+    ASSERT(l >= 0);
+    snprintf(url, sizeof url, "redis://127.0.0.1:%d", port);
+    c = open_url(url, &u, NULL, 200, &lp);
+    send_incr(c, &g, 2);
+    run(c, &lp, &g.done, 3000);
+    ASSERT_EQ_INT(g.errs[REDISLOCK_ETIMEDOUT], 2);
+    test_log("after %lld ms: %s", (long long)(g.last_us - t0) / 1000,
+             g.detail);
+    ASSERT(strstr(g.detail, "connecting to") != NULL);
+    ASSERT(g.last_us - t0 >= 500 * 1000);
+    ASSERT(g.last_us - t0 < 1200 * 1000);
+    rl__aconn_close(c);
+    rl__url_free(&u);
+    close(l);
+    close(filler);
+}
+
+/* Closing with requests in flight: from outside, every callback runs
+ * with REDISLOCK_ECANCELED before close returns; from inside the third
+ * callback, the rest do, and nothing is touched after (ASan, valgrind). */
+void test_aconn_close_in_flight(void)
+{
+    th_server *s = th_server_start(NULL);
+    loop lp = {-1, 0, 0};
+    got g = {.in_order = 1}, h = {.in_order = 1};
+    rl__url u, u2;
+    rl__aconn *c = open_url(s->unix_url, &u, NULL, 2000, &lp), *d;
+
+    send_incr(c, &g, 50);
+    rl__aconn_close(c);
+    ASSERT_EQ_INT(g.n, 50);
+    ASSERT_EQ_INT(g.errs[REDISLOCK_ECANCELED], 50);
+
+    lp = (loop){-1, 0, 0};
+    d = open_url(s->unix_url, &u2, NULL, 2000, &lp);
+    h.close_at = d;
+    h.close_n = 3;
+    send_incr(d, &h, 50);
+    /* Run by hand: d is gone once the callbacks close it. */
+    while (!h.done) {
+        struct pollfd p = {lp.fd, POLLIN | POLLOUT, 0};
+
+        ASSERT(poll(&p, 1, 2000) > 0);
+        rl__aconn_io(d, (lp.what & RL_WATCH_READ && p.revents & POLLIN
+                             ? RL_WATCH_READ
+                             : 0) |
+                            (lp.what & RL_WATCH_WRITE && p.revents & POLLOUT
+                                 ? RL_WATCH_WRITE
+                                 : 0));
+    }
+    ASSERT_EQ_INT(h.n, 50);
+    ASSERT_EQ_INT(h.ok, 3);
+    ASSERT_EQ_INT(h.errs[REDISLOCK_ECANCELED], 47);
+    ASSERT_EQ_INT(lp.what, 0);
+    rl__url_free(&u);
+    rl__url_free(&u2);
+    th_server_stop(s);
+}
+
+/* A server killed with requests in flight: each gets REDISLOCK_EIO with
+ * a detail that names the server (a reset or a close, as the kernel has
+ * it), and the loop is told to stop watching. */
+void test_aconn_server_killed_mid_flight(void)
+{
+    th_server *s = th_server_start(NULL);
+    loop lp = {-1, 0, 0};
+    got g = {.in_order = 1};
+    rl__url u;
+    rl__aconn *c = open_url(s->unix_url, &u, NULL, 5000, &lp);
+
+    send_incr(c, &g, 1);
+    run(c, &lp, &g.done, 3000);
+    ASSERT_EQ_INT(g.ok, 1);
+    /* Stopped first, so that the requests are surely in flight. */
+    th_server_pause(s);
+    send_incr(c, &g, 10);
+    run(c, &lp, &g.done, 50);
+    ASSERT_EQ_INT(g.n, 1);
+    th_server_kill(s);
+    run(c, &lp, &g.done, 3000);
+    ASSERT_EQ_INT(g.n, 11);
+    ASSERT_EQ_INT(g.errs[REDISLOCK_EIO], 10);
+    test_log("%s", g.detail);
+    ASSERT(strstr(g.detail, s->sock) != NULL);
+    ASSERT_EQ_INT(lp.what, 0);
+    ASSERT(rl__aconn_broken(c));
+    rl__aconn_close(c);
+    rl__url_free(&u);
+    th_server_stop(s);
+}
+
+/* Requests sent from callbacks, as a lock's next step is sent from its
+ * last reply: a chain of 200 runs to its end in order. */
+typedef struct chain {
+    rl__aconn *c;
+    int left, ok, done;
+} chain;
+
+static void chain_step(void *arg, redislock_err err, const rl__reply *r)
+{
+    static const char *const argv[] = {"INCR", "aconn:chain"};
+    chain *ch = arg;
+
+    if (err != REDISLOCK_OK || r->type != REDIS_REPLY_INTEGER ||
+        r->integer != ch->ok + 1) {
+        ch->done = 1;
+        return;
+    }
+    ch->ok++;
+    if (--ch->left == 0 ||
+        rl__aconn_send(ch->c, 2, (const char **)argv, NULL, chain_step, ch) !=
+            REDISLOCK_OK)
+        ch->done = 1;
+}
+
+void test_aconn_send_from_callback(void)
+{
+    static const char *const argv[] = {"INCR", "aconn:chain"};
+    th_server *s = th_server_start(NULL);
+    loop lp = {-1, 0, 0};
+    rl__url u;
+    rl__aconn *c = open_url(s->unix_url, &u, NULL, 2000, &lp);
+    chain ch = {c, 200, 0, 0};
+
+    ASSERT_OK(
+        rl__aconn_send(c, 2, (const char **)argv, NULL, chain_step, &ch));
+    run(c, &lp, &ch.done, 10000);
+    ASSERT_EQ_INT(ch.ok, 200);
+    ASSERT_EQ_INT(rl__aconn_pending(c), 0);
+    rl__aconn_close(c);
+    rl__url_free(&u);
+    th_server_stop(s);
+}
