@@ -1,6 +1,7 @@
 #include "request.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "clock.h"
@@ -268,4 +269,88 @@ void rl__replies_free(rl__replies *out)
         rl__reply_free(out->reply[i]);
         out->reply[i] = NULL;
     }
+}
+
+/* A script request on the loop: its own copy of the keys and arguments,
+ * for the EVAL that follows a NOSCRIPT. */
+typedef struct async_req {
+    rl__aconn *c;
+    const rl__script *s;
+    int nkeys, nargs, eval;
+    rl__aconn_cb cb;
+    void *arg;
+    const char *v[RL_SCRIPT_MAX_ARGS];
+    size_t l[RL_SCRIPT_MAX_ARGS];
+    char data[]; /* the keys' and arguments' bytes */
+} async_req;
+
+static redislock_err async_send(async_req *a);
+
+static void async_reply(void *arg, redislock_err err, const rl__reply *r)
+{
+    async_req *a = arg;
+
+    if (err == REDISLOCK_OK && !a->eval && rl__script_is_noscript(r)) {
+        /* Sent again whole, at the back of the connection's queue. */
+        a->eval = 1;
+        if ((err = async_send(a)) == REDISLOCK_OK)
+            return;
+        r = NULL;
+    }
+    a->cb(a->arg, err, r);
+    free(a);
+}
+
+static redislock_err async_send(async_req *a)
+{
+    const char *argv[RL_SCRIPT_ARGV_MAX];
+    size_t argl[RL_SCRIPT_ARGV_MAX];
+    char nk[8];
+    int argc =
+        rl__script_argv(a->s, a->eval, a->nkeys, a->v, a->l, a->nargs,
+                        a->v + a->nkeys, a->l + a->nkeys, nk, argv, argl);
+
+    if (argc < 0)
+        return rl__err(REDISLOCK_EINVAL, "too many script arguments");
+    return rl__aconn_send(a->c, argc, argv, argl, async_reply, a);
+}
+
+redislock_err rl__request_send_async(rl__aconn *c, const rl__request *q,
+                                     rl__aconn_cb cb, void *arg)
+{
+    async_req *a;
+    size_t bytes = 0, at = 0;
+    int i, n = q->nkeys + q->nargs;
+    redislock_err err;
+
+    if (q->s == NULL || q->first != NULL || q->wait_replicas > 0 ||
+        rl__request_waitaof(q))
+        return rl__err(REDISLOCK_EINVAL,
+                       "on an event loop a request is one script, without "
+                       "a command before it or WAIT after it");
+    if (n > RL_SCRIPT_MAX_ARGS)
+        return rl__err(REDISLOCK_EINVAL, "too many script arguments");
+    for (i = 0; i < n; i++)
+        bytes += i < q->nkeys ? q->klens[i] : q->lens[i - q->nkeys];
+    if ((a = calloc(1, sizeof *a + bytes + 1)) == NULL)
+        return rl__err(REDISLOCK_ENOMEM, "out of memory sending a script");
+    a->c = c;
+    a->s = q->s;
+    a->nkeys = q->nkeys;
+    a->nargs = q->nargs;
+    a->eval = q->s->eval_only;
+    a->cb = cb;
+    a->arg = arg;
+    for (i = 0; i < n; i++) {
+        const char *src = i < q->nkeys ? q->keys[i] : q->args[i - q->nkeys];
+        size_t len = i < q->nkeys ? q->klens[i] : q->lens[i - q->nkeys];
+
+        memcpy(a->data + at, src, len);
+        a->v[i] = a->data + at;
+        a->l[i] = len;
+        at += len;
+    }
+    if ((err = async_send(a)) != REDISLOCK_OK)
+        free(a);
+    return err;
 }

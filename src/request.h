@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "aconn.h"
 #include "conn.h"
 #include "script.h"
 
@@ -115,5 +116,17 @@ void rl__request_par(rl__conn **conns, size_t n, const rl__request *q,
 
 /* Frees every reply of out. */
 void rl__replies_free(rl__replies *out);
+
+/*
+ * On an event loop: sends the script request q on c, and cb gets its one
+ * reply (valid during the call; error replies are replies, for
+ * rl__request_check) or the failure. A script the server lacks is sent
+ * again whole, once, at the back of the connection's queue, so replies
+ * to several requests may come out of their order. q's keys and
+ * arguments are copied. One script only, not yet a pipeline, a command
+ * before it or WAIT after it (REDISLOCK_EINVAL).
+ */
+redislock_err rl__request_send_async(rl__aconn *c, const rl__request *q,
+                                     rl__aconn_cb cb, void *arg);
 
 #endif

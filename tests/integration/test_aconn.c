@@ -15,6 +15,7 @@
 #include "clock.h"
 #include "harness/blackhole.h"
 #include "harness/server.h"
+#include "request.h"
 #include "test.h"
 #include "url.h"
 
@@ -65,7 +66,7 @@ static void run(rl__aconn *c, loop *lp, const int *done, int64_t limit_ms)
 typedef struct got {
     int n, done, want;
     int ok, in_order;
-    int errs[16];   /* count per redislock_err */
+    int errs[16]; /* count per redislock_err */
     char detail[300];
     int64_t last_us;
     rl__aconn *close_at; /* close this connection in callback close_n */
@@ -181,9 +182,9 @@ void test_aconn_handshake_auth(void)
     ASSERT_EQ_INT(bad.errs[REDISLOCK_EAUTH], 3);
     test_log("wrong password: %s", bad.detail);
     ASSERT(rl__aconn_broken(d));
-    ASSERT_ERR(rl__aconn_send(d, 1, (const char *[]){"PING"}, NULL, on_reply,
-                              &bad),
-               REDISLOCK_EAUTH);
+    ASSERT_ERR(
+        rl__aconn_send(d, 1, (const char *[]){"PING"}, NULL, on_reply, &bad),
+        REDISLOCK_EAUTH);
     {
         redisReply *v = th_cmd(r, "GET aconn:n");
 
@@ -220,8 +221,8 @@ void test_aconn_server_down(void)
 
         g.want = 2;
         for (int k = 0; k < 2 && err == REDISLOCK_OK; k++)
-            err = rl__aconn_send(c, 1, (const char *[]){"PING"}, NULL,
-                                 on_reply, &g);
+            err = rl__aconn_send(c, 1, (const char *[]){"PING"}, NULL, on_reply,
+                                 &g);
         if (err == REDISLOCK_OK)
             run(c, &lp, &g.done, 3000);
         else
@@ -259,8 +260,7 @@ void test_aconn_paused_server_times_out(void)
     th_server_resume(s);
     ASSERT_EQ_INT(g.n, 11);
     ASSERT_EQ_INT(g.errs[REDISLOCK_ETIMEDOUT], 10);
-    test_log("after %lld ms: %s", (long long)(g.last_us - t0) / 1000,
-             g.detail);
+    test_log("after %lld ms: %s", (long long)(g.last_us - t0) / 1000, g.detail);
     ASSERT(g.last_us - t0 >= 300 * 1000);
     ASSERT(g.last_us - t0 < 800 * 1000);
     ASSERT(strstr(g.detail, "did not answer in 300 ms") != NULL);
@@ -289,8 +289,7 @@ void test_aconn_connect_times_out(void)
     send_incr(c, &g, 2);
     run(c, &lp, &g.done, 3000);
     ASSERT_EQ_INT(g.errs[REDISLOCK_ETIMEDOUT], 2);
-    test_log("after %lld ms: %s", (long long)(g.last_us - t0) / 1000,
-             g.detail);
+    test_log("after %lld ms: %s", (long long)(g.last_us - t0) / 1000, g.detail);
     ASSERT(strstr(g.detail, "connecting to") != NULL);
     ASSERT(g.last_us - t0 >= 500 * 1000);
     ASSERT(g.last_us - t0 < 1200 * 1000);
@@ -392,9 +391,8 @@ static void chain_step(void *arg, redislock_err err, const rl__reply *r)
         return;
     }
     ch->ok++;
-    if (--ch->left == 0 ||
-        rl__aconn_send(ch->c, 2, (const char **)argv, NULL, chain_step, ch) !=
-            REDISLOCK_OK)
+    if (--ch->left == 0 || rl__aconn_send(ch->c, 2, (const char **)argv, NULL,
+                                          chain_step, ch) != REDISLOCK_OK)
         ch->done = 1;
 }
 
@@ -407,12 +405,112 @@ void test_aconn_send_from_callback(void)
     rl__aconn *c = open_url(s->unix_url, &u, NULL, 2000, &lp);
     chain ch = {c, 200, 0, 0};
 
-    ASSERT_OK(
-        rl__aconn_send(c, 2, (const char **)argv, NULL, chain_step, &ch));
+    ASSERT_OK(rl__aconn_send(c, 2, (const char **)argv, NULL, chain_step, &ch));
     run(c, &lp, &ch.done, 10000);
     ASSERT_EQ_INT(ch.ok, 200);
     ASSERT_EQ_INT(rl__aconn_pending(c), 0);
     rl__aconn_close(c);
     rl__url_free(&u);
+    th_server_stop(s);
+}
+
+/* A script request on the loop (rl__request_send_async): its own copy of
+ * the keys and arguments, and the one NOSCRIPT fallback. */
+typedef struct echo {
+    int n, done, want, bad;
+    char expect[10][8];
+} echo;
+
+static void on_echo(void *arg, redislock_err err, const rl__reply *r)
+{
+    echo *e = arg;
+    int i;
+
+    e->n++;
+    e->done = e->n == e->want;
+    if (err != REDISLOCK_OK || r->type != REDIS_REPLY_ARRAY ||
+        r->elements != 2 || r->element[0]->len != 3 ||
+        memcmp(r->element[0]->str, "a\0b", 3) != 0) {
+        e->bad++;
+        return;
+    }
+    /* Each reply names its request: one expected value, used once. */
+    for (i = 0; i < e->want; i++)
+        if (strcmp(e->expect[i], r->element[1]->str) == 0) {
+            e->expect[i][0] = '\0';
+            return;
+        }
+    e->bad++;
+}
+
+void test_aconn_script_noscript_fallback(void)
+{
+    static const char src[] = "return {KEYS[1], ARGV[1]}";
+    th_server *s = th_server_start(NULL);
+    redisContext *r = th_server_redis(s);
+    redisReply *sha = th_cmd(r, "SCRIPT LOAD %s", src), *st;
+    rl__script sc = {"echo", sha->str, src, 0, NULL, 0, NULL, 0};
+    loop lp = {-1, 0, 0};
+    echo e = {0};
+    rl__url u;
+    rl__aconn *c = open_url(s->unix_url, &u, NULL, 2000, &lp);
+    char key[3] = {'a', '\0', 'b'}, arg[8];
+    const char *keys[1] = {key}, *args[1] = {arg};
+    size_t klens[1] = {3}, lens[1];
+    rl__request q = {0};
+    int i;
+
+    q.s = &sc;
+    q.nkeys = 1;
+    q.keys = keys;
+    q.klens = klens;
+    q.nargs = 1;
+    q.args = args;
+    q.lens = lens;
+    freeReplyObject(th_cmd(r, "SCRIPT FLUSH"));
+    freeReplyObject(th_cmd(r, "CONFIG RESETSTAT"));
+    /* Ten at once, none cached: each falls back on its own; the caller's
+     * buffers change after each send. */
+    e.want = 10;
+    for (i = 0; i < 10; i++) {
+        snprintf(arg, sizeof arg, "v%d", i);
+        snprintf(e.expect[i], sizeof e.expect[i], "v%d", i);
+        lens[0] = strlen(arg);
+        ASSERT_OK(rl__request_send_async(c, &q, on_echo, &e));
+        memset(arg, 'x', sizeof arg);
+    }
+    run(c, &lp, &e.done, 5000);
+    ASSERT_EQ_INT(e.n, 10);
+    ASSERT_EQ_INT(e.bad, 0);
+    st = th_cmd(r, "INFO commandstats");
+    test_log("%s", strstr(st->str, "cmdstat_eval")
+                       ? strstr(st->str, "cmdstat_eval")
+                       : "");
+    ASSERT(strstr(st->str, "cmdstat_eval:calls=10,") != NULL);
+    freeReplyObject(st);
+
+    /* Cached now: EVALSHA alone. */
+    freeReplyObject(th_cmd(r, "CONFIG RESETSTAT"));
+    memset(&e, 0, sizeof e);
+    e.want = 1;
+    snprintf(arg, sizeof arg, "w");
+    snprintf(e.expect[0], sizeof e.expect[0], "w");
+    lens[0] = 1;
+    ASSERT_OK(rl__request_send_async(c, &q, on_echo, &e));
+    run(c, &lp, &e.done, 5000);
+    ASSERT_EQ_INT(e.bad, 0);
+    st = th_cmd(r, "INFO commandstats");
+    ASSERT(strstr(st->str, "cmdstat_eval:") == NULL);
+    ASSERT(strstr(st->str, "cmdstat_evalsha:calls=1,") != NULL);
+    freeReplyObject(st);
+
+    /* What the loop cannot take yet is refused, not half sent. */
+    q.wait_replicas = 1;
+    ASSERT_ERR(rl__request_send_async(c, &q, on_echo, &e), REDISLOCK_EINVAL);
+    ASSERT_EQ_INT(rl__aconn_pending(c), 0);
+    rl__aconn_close(c);
+    rl__url_free(&u);
+    freeReplyObject(sha);
+    redisFree(r);
     th_server_stop(s);
 }
