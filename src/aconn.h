@@ -1,14 +1,15 @@
 /*
  * One connection to one Redis server that never blocks, driven by the
  * caller's event loop: the base of the event-loop API (issue 16). It sits
- * on hiredis's async API (which queues requests and parses replies) and
- * adds what that lacks in hiredis 0.14 and what the library needs: the
- * loop is told which of the socket's events to watch through one
+ * on hiredis's non-blocking primitives (its context's output buffer and
+ * its reply parser) rather than on its async API, which aborts the
+ * process on a reply nobody asked for. It adds what the library needs:
+ * the loop is told which of the socket's events to watch through one
  * callback (libcurl's multi-socket model, not one adapter per
  * connection), the connect and every request have a deadline that the
  * caller's timer enforces through rl__aconn_deadline and rl__aconn_tick,
- * the handshake (AUTH, SELECT) goes first, and every failure reaches each
- * pending request as a redislock_err with a detail.
+ * the handshake (AUTH, SELECT) goes first, and every way the connection
+ * ends reaches each pending request as a redislock_err with a detail.
  *
  * Single-threaded: every call on a connection, and its callbacks, happen
  * on the loop's thread.
@@ -37,7 +38,8 @@ typedef struct rl__aconn_ops {
  * A request's outcome: err REDISLOCK_OK with the reply in r (valid during
  * the call only; error replies are replies), or why there is none, with
  * redislock_errdetail() set: REDISLOCK_ETIMEDOUT (no reply by the
- * deadline), REDISLOCK_EIO or REDISLOCK_EPROTOCOL (the connection failed),
+ * deadline), REDISLOCK_EIO or REDISLOCK_EPROTOCOL (the connection failed,
+ * or the server sent what no request asked for),
  * REDISLOCK_ECONNECT or REDISLOCK_EAUTH (it never came up) or
  * REDISLOCK_ECANCELED (closed by rl__aconn_close). Without a reply the
  * request may or may not have run. The callback may send more requests

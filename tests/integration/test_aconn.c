@@ -14,6 +14,7 @@
 #include "aconn.h"
 #include "clock.h"
 #include "harness/blackhole.h"
+#include "harness/fakeserver.h"
 #include "harness/server.h"
 #include "request.h"
 #include "test.h"
@@ -513,4 +514,53 @@ void test_aconn_script_noscript_fallback(void)
     freeReplyObject(sha);
     redisFree(r);
     th_server_stop(s);
+}
+
+/* A server that misbehaves: a reply nobody asked for (two for one
+ * request), a greeting before any request, and a reply that is not RESP.
+ * Each ends the connection with REDISLOCK_EPROTOCOL, for the requests
+ * pending and for any sent later, never with an abort of the process
+ * (hiredis's async API asserts on the first two). */
+void test_aconn_bad_server_replies(void)
+{
+    static const fs_rule extra[] = {FS_ALWAYS("PING", "+PONG\r\n+PONG\r\n")};
+    static const fs_rule junk[] = {FS_ALWAYS("PING", "HTTP/1.1 400 Bad\r\n")};
+    static const char *const ping[] = {"PING"};
+    struct {
+        const fs_rule *rules;
+        const char *greeting;
+        int send, want_ok;
+    } cases[3] = {
+        {extra, NULL, 1, 1}, {NULL, ":7\r\n", 0, 0}, {junk, NULL, 3, 0}};
+    int i, k, never = 0;
+
+    for (i = 0; i < 3; i++) {
+        fs_server *fs =
+            fs_start(cases[i].rules, cases[i].rules ? 1 : 0, cases[i].greeting);
+        loop lp = {-1, 0, 0};
+        got g = {.in_order = 1};
+        rl__url u;
+        rl__aconn *c = open_url(fs->unix_url, &u, NULL, 1000, &lp);
+        int64_t end = rl__now_us() + 3000 * 1000;
+
+        g.want = cases[i].send;
+        for (k = 0; k < cases[i].send; k++)
+            ASSERT_OK(
+                rl__aconn_send(c, 1, (const char **)ping, NULL, on_reply, &g));
+        /* Until the connection ends (the first case's answer comes first). */
+        while (!rl__aconn_broken(c) && rl__now_us() < end)
+            run(c, &lp, &never, 20);
+        ASSERT(rl__aconn_broken(c));
+        ASSERT_EQ_INT(g.n, cases[i].send);
+        ASSERT_EQ_INT(g.ok, cases[i].want_ok);
+        ASSERT_EQ_INT(g.errs[REDISLOCK_EPROTOCOL], cases[i].send - g.ok);
+        ASSERT_ERR(
+            rl__aconn_send(c, 1, (const char **)ping, NULL, on_reply, &g),
+            REDISLOCK_EPROTOCOL);
+        test_log("case %d: %s", i, redislock_errdetail());
+        ASSERT_EQ_INT(lp.what, 0);
+        rl__aconn_close(c);
+        rl__url_free(&u);
+        fs_stop(fs);
+    }
 }
