@@ -27,11 +27,23 @@
 #include "clock.h"
 #include "error.h"
 
+/* A channel the connection listens on, or is subscribing to. */
+typedef struct rl__asub {
+    char *chan;
+    size_t len;
+    rl__aconn_cb cb;
+    void *arg;
+    int leaving; /* its unsubscribe is on the way: messages are dropped */
+    struct rl__asub *next;
+} rl__asub;
+
 /* One request in flight. */
 typedef struct rl__areq {
-    rl__aconn_cb cb; /* NULL: a handshake command */
+    rl__aconn_cb cb; /* NULL: a handshake command or a (un)subscribe */
     void *arg;
-    int hello; /* the handshake command's index, or -1 */
+    int hello;     /* the handshake command's index, or -1 */
+    rl__asub *sub; /* a (un)subscribe's channel, confirmed by its reply */
+    int unsub;     /* an unsubscribe */
     int64_t deadline_us;
     struct rl__areq *next;
 } rl__areq;
@@ -50,6 +62,9 @@ struct rl__aconn {
     int64_t connect_deadline_us;
     rl__areq *head, *tail;
     int pending;
+    int subscriber; /* subscribed once: takes only (un)subscribes */
+    int sharded;    /* its channels are shard channels (SSUBSCRIBE) */
+    rl__asub *subs;
     redislock_err fail; /* why it ended (REDISLOCK_OK: it has not) */
     char why[300];
 };
@@ -80,6 +95,7 @@ static void fail(rl__aconn *c, redislock_err err, const char *fmt, ...)
 {
     va_list ap;
     rl__areq *q;
+    rl__asub *sub;
 
     if (c->fail == REDISLOCK_OK) {
         c->fail = err;
@@ -106,6 +122,14 @@ static void fail(rl__aconn *c, redislock_err err, const char *fmt, ...)
             q->cb(q->arg, c->fail, NULL);
         }
         free(q);
+    }
+    /* Then every subscription, once. */
+    while ((sub = c->subs) != NULL) {
+        c->subs = sub->next;
+        rl__err(c->fail, "%s", c->why);
+        sub->cb(sub->arg, c->fail, NULL);
+        free(sub->chan);
+        free(sub);
     }
     c->depth--;
 }
@@ -137,13 +161,95 @@ static void maybe_free(rl__aconn *c)
         free(c);
 }
 
-/* A reply: the head request's. */
+static rl__asub *find_sub(const rl__aconn *c, const char *chan, size_t len)
+{
+    rl__asub *s;
+
+    for (s = c->subs; s != NULL; s = s->next)
+        if (s->len == len && memcmp(s->chan, chan, len) == 0)
+            return s;
+    return NULL;
+}
+
+/* What a subscriber connection is told: 1 a message (given to its
+ * channel's callback), 2 a (un)subscribe's confirmation, 0 neither. */
+static int pushed(rl__aconn *c, const rl__reply *r)
+{
+    const rl__reply *kind, *chan;
+    const char *k;
+    rl__asub *s;
+
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 3 ||
+        r->element[0]->type != REDIS_REPLY_STRING ||
+        r->element[1]->type != REDIS_REPLY_STRING)
+        return 0;
+    kind = r->element[0];
+    chan = r->element[1];
+    k = kind->str + (c->sharded && kind->len > 0 && kind->str[0] == 's');
+    if (strcmp(k, "message") == 0) {
+        s = find_sub(c, chan->str, chan->len);
+        if (s != NULL && !s->leaving)
+            s->cb(s->arg, REDISLOCK_OK, r->element[2]);
+        return 1;
+    }
+    if (strcmp(k, "subscribe") == 0 || strcmp(k, "unsubscribe") == 0)
+        return c->head != NULL && c->head->sub != NULL &&
+                       c->head->unsub == (k[0] == 'u') &&
+                       c->head->sub->len == chan->len &&
+                       memcmp(c->head->sub->chan, chan->str, chan->len) == 0
+                   ? 2
+                   : 0;
+    return 0;
+}
+
+/* An unsubscribe confirmed: the channel's callback hears it ended. */
+static void unsubscribed(rl__aconn *c, rl__asub *sub)
+{
+    rl__asub **p;
+
+    for (p = &c->subs; *p != NULL; p = &(*p)->next)
+        if (*p == sub) {
+            *p = sub->next;
+            break;
+        }
+    rl__err(REDISLOCK_ECANCELED, "unsubscribed");
+    sub->cb(sub->arg, REDISLOCK_ECANCELED, NULL);
+    free(sub->chan);
+    free(sub);
+}
+
+/* A reply: the head request's, or on a subscriber connection a message
+ * for a channel. */
 static void deliver(rl__aconn *c, rl__reply *r)
 {
     rl__areq *q = c->head;
     char buf[300];
     redislock_err err;
+    int push = c->subscriber ? pushed(c, r) : 0;
 
+    if (push == 1) {
+        freeReplyObject(r);
+        return;
+    }
+    if (c->subscriber && push == 0 && q != NULL && q->sub != NULL) {
+        /* Refused (an ACL without the channel, say), or not an answer to
+         * it: the subscriber connection is of no more use. */
+        char said[256];
+
+        if (r->type == REDIS_REPLY_ERROR &&
+            (err = rl__reply_check(r, c->sharded ? "SSUBSCRIBE"
+                                                 : "SUBSCRIBE")) != 0) {
+            snprintf(said, sizeof said, "%s", redislock_errdetail());
+        } else {
+            err = REDISLOCK_EPROTOCOL;
+            snprintf(said, sizeof said,
+                     "%s answered a subscription with something else",
+                     where(c, buf, sizeof buf));
+        }
+        freeReplyObject(r);
+        fail(c, err, "%s", said);
+        return;
+    }
     if (q == NULL) {
         freeReplyObject(r);
         fail(c, REDISLOCK_EPROTOCOL,
@@ -156,7 +262,12 @@ static void deliver(rl__aconn *c, rl__reply *r)
     if (c->head == NULL)
         c->tail = NULL;
     c->pending--;
-    if (q->cb != NULL) {
+    if (q->sub != NULL) {
+        if (q->unsub)
+            unsubscribed(c, q->sub);
+        else if (!q->sub->leaving)
+            q->sub->cb(q->sub->arg, REDISLOCK_OK, NULL);
+    } else if (q->cb != NULL) {
         q->cb(q->arg, REDISLOCK_OK, r);
     } else if ((err = rl__conn_hello_check(&c->cfg, &c->hello, q->hello, r)) !=
                REDISLOCK_OK) {
@@ -171,7 +282,7 @@ static void deliver(rl__aconn *c, rl__reply *r)
 
 static redislock_err queue(rl__aconn *c, int argc, const char **argv,
                            const size_t *lens, rl__aconn_cb cb, void *arg,
-                           int hello)
+                           int hello, rl__asub *sub, int unsub)
 {
     rl__areq *q;
     int64_t from = rl__now_us();
@@ -187,6 +298,8 @@ static redislock_err queue(rl__aconn *c, int argc, const char **argv,
     q->cb = cb;
     q->arg = arg;
     q->hello = hello;
+    q->sub = sub;
+    q->unsub = unsub;
     /* Behind a connect under way, a request's time starts with the
      * connection. Requests share the command timeout, so their deadlines
      * come in the order they were sent. */
@@ -247,8 +360,9 @@ redislock_err rl__aconn_open(const rl__conn_cfg *cfg, const rl__aconn_ops *ops,
     rewatch(c);
     rl__conn_hello(&c->cfg, &c->hello);
     for (i = 0; i < c->hello.n; i++) {
-        redislock_err err = queue(c, c->hello.cmds[i].argc,
-                                  c->hello.cmds[i].argv, NULL, NULL, NULL, i);
+        redislock_err err =
+            queue(c, c->hello.cmds[i].argc, c->hello.cmds[i].argv, NULL, NULL,
+                  NULL, i, NULL, 0);
         if (err != REDISLOCK_OK) {
             rl__aconn_close(c);
             return err;
@@ -263,7 +377,62 @@ redislock_err rl__aconn_send(rl__aconn *c, int argc, const char **argv,
 {
     if (cb == NULL)
         return rl__err(REDISLOCK_EINVAL, "a request needs a callback");
-    return queue(c, argc, argv, lens, cb, arg, -1);
+    if (c->subscriber)
+        return rl__err(REDISLOCK_EINVAL,
+                       "a subscribed connection takes no other commands");
+    return queue(c, argc, argv, lens, cb, arg, -1, NULL, 0);
+}
+
+redislock_err rl__aconn_subscribe(rl__aconn *c, const char *chan, size_t len,
+                                  int sharded, rl__aconn_cb cb, void *arg)
+{
+    const char *argv[2] = {sharded ? "SSUBSCRIBE" : "SUBSCRIBE", chan};
+    size_t lens[2] = {strlen(argv[0]), len};
+    rl__asub *sub;
+    redislock_err err;
+
+    if (cb == NULL || (c->subscriber && sharded != c->sharded))
+        return rl__err(REDISLOCK_EINVAL,
+                       cb == NULL ? "a subscription needs a callback"
+                                  : "a connection's channels are all shard "
+                                    "channels or none");
+    if (find_sub(c, chan, len) != NULL)
+        return rl__err(REDISLOCK_EINVAL, "already subscribed to %.*s",
+                       (int)(len > 64 ? 64 : len), chan);
+    if ((sub = calloc(1, sizeof *sub)) == NULL ||
+        (sub->chan = malloc(len ? len : 1)) == NULL) {
+        free(sub);
+        return rl__err(REDISLOCK_ENOMEM, "out of memory subscribing");
+    }
+    memcpy(sub->chan, chan, len);
+    sub->len = len;
+    sub->cb = cb;
+    sub->arg = arg;
+    if ((err = queue(c, 2, argv, lens, NULL, NULL, -1, sub, 0)) != 0) {
+        free(sub->chan);
+        free(sub);
+        return err;
+    }
+    c->subscriber = 1;
+    c->sharded = sharded;
+    sub->next = c->subs;
+    c->subs = sub;
+    return REDISLOCK_OK;
+}
+
+redislock_err rl__aconn_unsubscribe(rl__aconn *c, const char *chan, size_t len)
+{
+    rl__asub *sub = find_sub(c, chan, len);
+    const char *argv[2] = {c->sharded ? "SUNSUBSCRIBE" : "UNSUBSCRIBE", chan};
+    size_t lens[2] = {strlen(argv[0]), len};
+    redislock_err err;
+
+    if (sub == NULL || sub->leaving)
+        return rl__err(REDISLOCK_EINVAL, "not subscribed to %.*s",
+                       (int)(len > 64 ? 64 : len), chan);
+    if ((err = queue(c, 2, argv, lens, NULL, NULL, -1, sub, 1)) == 0)
+        sub->leaving = 1;
+    return err;
 }
 
 /* The socket's first writability: whether the connect succeeded. */

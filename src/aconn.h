@@ -64,6 +64,25 @@ redislock_err rl__aconn_open(const rl__conn_cfg *cfg, const rl__aconn_ops *ops,
 redislock_err rl__aconn_send(rl__aconn *c, int argc, const char **argv,
                              const size_t *lens, rl__aconn_cb cb, void *arg);
 
+/*
+ * Subscribes c to the channel chan (len bytes; sharded: a shard channel,
+ * SSUBSCRIBE, Redis 7 and later), after which c takes no other commands
+ * (rl__aconn_send is REDISLOCK_EINVAL). cb gets REDISLOCK_OK with r NULL
+ * once the server has confirmed it (messages published from then on
+ * arrive), each message on it as r (the payload: a string reply), and,
+ * once, the subscription's end with r NULL and an error:
+ * REDISLOCK_ECANCELED after rl__aconn_unsubscribe, else why the
+ * connection ended (a refused subscription ends it: REDISLOCK_ENOPERM
+ * for an ACL without the channel). The subscribe itself has the command
+ * timeout. A channel once per connection, and all shard channels or none.
+ */
+redislock_err rl__aconn_subscribe(rl__aconn *c, const char *chan, size_t len,
+                                  int sharded, rl__aconn_cb cb, void *arg);
+
+/* Unsubscribes c from chan: messages stop at once, and its callback
+ * hears REDISLOCK_ECANCELED when the server confirms. */
+redislock_err rl__aconn_unsubscribe(rl__aconn *c, const char *chan, size_t len);
+
 /* The loop saw what (RL_WATCH_*) on the connection's socket. */
 void rl__aconn_io(rl__aconn *c, int what);
 

@@ -226,6 +226,8 @@ TEST_ENTRY(aconn_server_killed_mid_flight, 30)
 TEST_ENTRY(aconn_send_from_callback, 30)
 TEST_ENTRY(aconn_script_noscript_fallback, 30)
 TEST_ENTRY(aconn_bad_server_replies, 30)
+TEST_ENTRY(aconn_subscribe_messages, 30)
+TEST_ENTRY(aconn_subscribe_refused, 30)
 TEST_ENTRY(badserver_huge_array_count, 60)
 
 /* Faults around a real server: a killed holder, stalls, wall-clock jumps

@@ -564,3 +564,132 @@ void test_aconn_bad_server_replies(void)
         fs_stop(fs);
     }
 }
+
+/* A subscriber connection: confirmation, messages in order per channel
+ * (a binary channel name too), unsubscribe, and the end when the server
+ * goes. */
+typedef struct listener {
+    int confirmed, messages, ended, bad;
+    redislock_err end_err;
+    int next; /* the payload expected next: "m<next>" */
+} listener;
+
+static void on_message(void *arg, redislock_err err, const rl__reply *r)
+{
+    listener *ls = arg;
+    char want[16];
+
+    if (err != REDISLOCK_OK) {
+        ls->ended++;
+        ls->end_err = err;
+        return;
+    }
+    if (r == NULL) {
+        ls->confirmed++;
+        return;
+    }
+    snprintf(want, sizeof want, "m%d", ls->next++);
+    if (r->type != REDIS_REPLY_STRING || strcmp(r->str, want) != 0)
+        ls->bad++;
+    ls->messages++;
+}
+
+void test_aconn_subscribe_messages(void)
+{
+    static const char chb[4] = {'c', 'h', '\0', 'b'};
+    static const char *const ping[] = {"PING"};
+    th_server *s = th_server_start(NULL);
+    redisContext *r = th_server_redis(s);
+    loop lp = {-1, 0, 0};
+    listener a = {0}, b = {0}, q = {0};
+    rl__url u;
+    rl__aconn *c = open_url(s->unix_url, &u, NULL, 2000, &lp);
+    int i, both = 0;
+
+    ASSERT_OK(rl__aconn_subscribe(c, "ch:a", 4, 0, on_message, &a));
+    ASSERT_OK(rl__aconn_subscribe(c, chb, 4, 0, on_message, &b));
+    ASSERT_ERR(rl__aconn_subscribe(c, "ch:a", 4, 0, on_message, &a),
+               REDISLOCK_EINVAL);
+    ASSERT_ERR(rl__aconn_send(c, 1, (const char **)ping, NULL, on_reply, &a),
+               REDISLOCK_EINVAL);
+    /* Subscribed, then unsubscribed before the server confirmed. */
+    ASSERT_OK(rl__aconn_subscribe(c, "ch:q", 4, 0, on_message, &q));
+    ASSERT_OK(rl__aconn_unsubscribe(c, "ch:q", 4));
+    while (!(a.confirmed && b.confirmed && q.ended)) {
+        both = 0;
+        run(c, &lp, &both, 20);
+        ASSERT(!rl__aconn_broken(c));
+    }
+    ASSERT_EQ_INT(q.confirmed, 0);
+    ASSERT_EQ_INT(q.end_err, REDISLOCK_ECANCELED);
+    for (i = 0; i < 100; i++)
+        freeReplyObject(th_cmd(r, "PUBLISH ch:a m%d", i));
+    for (i = 0; i < 50; i++)
+        freeReplyObject(th_cmd(r, "PUBLISH %b m%d", chb, (size_t)4, i));
+    while (a.messages < 100 || b.messages < 50) {
+        both = 0;
+        run(c, &lp, &both, 20);
+        ASSERT(!rl__aconn_broken(c));
+    }
+    ASSERT_EQ_INT(a.bad + b.bad, 0);
+
+    /* Unsubscribed from ch:a: its end, and nothing more for it. */
+    ASSERT_OK(rl__aconn_unsubscribe(c, "ch:a", 4));
+    ASSERT_ERR(rl__aconn_unsubscribe(c, "ch:a", 4), REDISLOCK_EINVAL);
+    while (!a.ended) {
+        both = 0;
+        run(c, &lp, &both, 20);
+    }
+    ASSERT_EQ_INT(a.end_err, REDISLOCK_ECANCELED);
+    freeReplyObject(th_cmd(r, "PUBLISH ch:a m100"));
+    freeReplyObject(th_cmd(r, "PUBLISH %b m50", chb, (size_t)4));
+    while (b.messages < 51) {
+        both = 0;
+        run(c, &lp, &both, 20);
+    }
+    ASSERT_EQ_INT(a.messages, 100);
+
+    /* The server goes: ch:b hears it once. */
+    redisFree(r);
+    th_server_kill(s);
+    while (!b.ended) {
+        both = 0;
+        run(c, &lp, &both, 20);
+    }
+    ASSERT_EQ_INT(b.ended, 1);
+    ASSERT_EQ_INT(b.end_err, REDISLOCK_EIO);
+    ASSERT_EQ_INT(a.ended + q.ended, 2);
+    rl__aconn_close(c);
+    rl__url_free(&u);
+    th_server_stop(s);
+}
+
+/* A channel the user's ACL does not allow: the subscription ends with
+ * REDISLOCK_ENOPERM, and so does the connection. */
+void test_aconn_subscribe_refused(void)
+{
+    th_server *s = th_server_start(NULL);
+    redisContext *r = th_server_redis(s);
+    loop lp = {-1, 0, 0};
+    listener a = {0};
+    char url[128];
+    rl__url u;
+    rl__aconn *c;
+    int never = 0;
+
+    freeReplyObject(
+        th_cmd(r, "ACL SETUSER nochan on >pw ~* +@all resetchannels"));
+    snprintf(url, sizeof url, "redis://nochan:pw@127.0.0.1:%d", s->port);
+    c = open_url(url, &u, "pw", 2000, &lp);
+    ASSERT_OK(rl__aconn_subscribe(c, "ch:x", 4, 0, on_message, &a));
+    while (!a.ended)
+        run(c, &lp, &never, 20);
+    test_log("%s", redislock_errdetail());
+    ASSERT_EQ_INT(a.confirmed, 0);
+    ASSERT_EQ_INT(a.end_err, REDISLOCK_ENOPERM);
+    ASSERT(rl__aconn_broken(c));
+    rl__aconn_close(c);
+    rl__url_free(&u);
+    redisFree(r);
+    th_server_stop(s);
+}
