@@ -12,7 +12,8 @@ set -eu
 names="base wire node topology lock client"
 layer() {
     case $1 in
-    clock | rand | error | backoff | url | canon | shard | keys | abi) echo 1 ;;
+    clock | rand | error | backoff | url | canon | shard | keys | abi | \
+        timers) echo 1 ;;
     conn | aconn | script | request | reply) echo 2 ;;
     pool | ident) echo 3 ;;
     topology | cluster | redirect | sentinel) echo 4 ;;
