@@ -38,7 +38,7 @@ servers=${SERVERS:-redis valkey}
 # exclusion checker's runs included: the cluster tests are where the
 # servers differ most (CLUSTER, MOVED, failover). They create clusters
 # with Debian 12's redis-cli 7.0, which the newer servers accept.
-skip='^(backoff|rand|error|canon|keys|guard|version|lua|tls|badserver)_'
+skip='^(backoff|rand|timers|error|canon|keys|guard|version|lua|tls|badserver)_'
 skip="$skip|^excl_checker_"
 skip="$skip|^cli_(install|man_lint|format|layers|exports|ctest_list)$"
 skip="$skip|^cli_helper_names$"
