@@ -171,6 +171,34 @@ static rl__asub *find_sub(const rl__aconn *c, const char *chan, size_t len)
     return NULL;
 }
 
+/* Ends the subscription sub: its callback hears err (detail set). */
+static void end_sub(rl__aconn *c, rl__asub *sub, redislock_err err)
+{
+    rl__asub **p;
+
+    for (p = &c->subs; *p != NULL; p = &(*p)->next)
+        if (*p == sub) {
+            *p = sub->next;
+            break;
+        }
+    sub->cb(sub->arg, err, NULL);
+    free(sub->chan);
+    free(sub);
+}
+
+/* The server ended a subscription of its own accord. */
+static void dropped(rl__aconn *c, rl__asub *sub)
+{
+    char buf[300];
+
+    rl__err(REDISLOCK_ETRYLATER,
+            "%s dropped the subscription to %.*s (its slot moved): "
+            "subscribe again where the key lives now",
+            where(c, buf, sizeof buf), (int)(sub->len > 64 ? 64 : sub->len),
+            sub->chan);
+    end_sub(c, sub, REDISLOCK_ETRYLATER);
+}
+
 /* What a subscriber connection is told: 1 a message (given to its
  * channel's callback), 2 a (un)subscribe's confirmation, 0 neither. */
 static int pushed(rl__aconn *c, const rl__reply *r)
@@ -192,30 +220,27 @@ static int pushed(rl__aconn *c, const rl__reply *r)
             s->cb(s->arg, REDISLOCK_OK, r->element[2]);
         return 1;
     }
-    if (strcmp(k, "subscribe") == 0 || strcmp(k, "unsubscribe") == 0)
-        return c->head != NULL && c->head->sub != NULL &&
-                       c->head->unsub == (k[0] == 'u') &&
-                       c->head->sub->len == chan->len &&
-                       memcmp(c->head->sub->chan, chan->str, chan->len) == 0
-                   ? 2
-                   : 0;
+    if (strcmp(k, "subscribe") != 0 && strcmp(k, "unsubscribe") != 0)
+        return 0;
+    if (c->head != NULL && c->head->sub != NULL &&
+        c->head->unsub == (k[0] == 'u') && c->head->sub->len == chan->len &&
+        memcmp(c->head->sub->chan, chan->str, chan->len) == 0)
+        return 2;
+    /* An unsubscribe nobody asked for: a cluster node drops the shard
+     * channels of a slot that moved away. */
+    if (k[0] == 'u' && (s = find_sub(c, chan->str, chan->len)) != NULL &&
+        !s->leaving) {
+        dropped(c, s);
+        return 1;
+    }
     return 0;
 }
 
 /* An unsubscribe confirmed: the channel's callback hears it ended. */
 static void unsubscribed(rl__aconn *c, rl__asub *sub)
 {
-    rl__asub **p;
-
-    for (p = &c->subs; *p != NULL; p = &(*p)->next)
-        if (*p == sub) {
-            *p = sub->next;
-            break;
-        }
     rl__err(REDISLOCK_ECANCELED, "unsubscribed");
-    sub->cb(sub->arg, REDISLOCK_ECANCELED, NULL);
-    free(sub->chan);
-    free(sub);
+    end_sub(c, sub, REDISLOCK_ECANCELED);
 }
 
 /* A reply: the head request's, or on a subscriber connection a message

@@ -49,7 +49,9 @@ typedef void (*rl__aconn_cb)(void *arg, redislock_err err, const rl__reply *r);
 
 /*
  * Starts connecting to cfg's server and queues the handshake; requests may
- * be sent at once (they go out behind it). cfg and ops are copied, but
+ * be sent at once (they go out behind it). A host name is resolved here,
+ * by getaddrinfo, which blocks: a loop that must never block gives an
+ * address or a socket path. cfg and ops are copied, but
  * cfg's URL and password are borrowed for the connection's life. Fails
  * only when the connection cannot even be started (out of memory, TLS,
  * which is not yet supported here: REDISLOCK_ENOTLS); a server that is
@@ -71,7 +73,8 @@ redislock_err rl__aconn_send(rl__aconn *c, int argc, const char **argv,
  * once the server has confirmed it (messages published from then on
  * arrive), each message on it as r (the payload: a string reply), and,
  * once, the subscription's end with r NULL and an error:
- * REDISLOCK_ECANCELED after rl__aconn_unsubscribe, else why the
+ * REDISLOCK_ECANCELED after rl__aconn_unsubscribe, REDISLOCK_ETRYLATER
+ * when the server drops it (a cluster node whose slot moved), else why the
  * connection ended (a refused subscription ends it: REDISLOCK_ENOPERM
  * for an ACL without the channel). The subscribe itself has the command
  * timeout. A channel once per connection, and all shard channels or none.

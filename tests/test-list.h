@@ -230,6 +230,7 @@ TEST_ENTRY(aconn_script_noscript_fallback, 30)
 TEST_ENTRY(aconn_bad_server_replies, 30)
 TEST_ENTRY(aconn_subscribe_messages, 30)
 TEST_ENTRY(aconn_subscribe_refused, 30)
+TEST_ENTRY(aconn_subscription_dropped_by_server, 30)
 TEST_ENTRY(badserver_huge_array_count, 60)
 
 /* Faults around a real server: a killed holder, stalls, wall-clock jumps

@@ -693,3 +693,35 @@ void test_aconn_subscribe_refused(void)
     redisFree(r);
     th_server_stop(s);
 }
+
+/* A cluster node drops the shard channels of a slot that moved: an
+ * unsubscribe nobody asked for ends that subscription with
+ * REDISLOCK_ETRYLATER, and the connection goes on. */
+void test_aconn_subscription_dropped_by_server(void)
+{
+    static const fs_rule rules[] = {FS_ALWAYS(
+        "SSUBSCRIBE", "*3\r\n$10\r\nssubscribe\r\n$4\r\nch:s\r\n:1\r\n"
+                      "*3\r\n$8\r\nsmessage\r\n$4\r\nch:s\r\n$2\r\nm0\r\n"
+                      "*3\r\n$12\r\nsunsubscribe\r\n$4\r\nch:s\r\n:0\r\n")};
+    fs_server *fs = fs_start(rules, 1, NULL);
+    loop lp = {-1, 0, 0};
+    listener a = {0};
+    rl__url u;
+    rl__aconn *c = open_url(fs->unix_url, &u, NULL, 2000, &lp);
+    int never = 0;
+    int64_t end = rl__now_us() + 3000 * 1000;
+
+    ASSERT_OK(rl__aconn_subscribe(c, "ch:s", 4, 1, on_message, &a));
+    while (!a.ended && rl__now_us() < end)
+        run(c, &lp, &never, 20);
+    test_log("%s", redislock_errdetail());
+    ASSERT_EQ_INT(a.confirmed, 1);
+    ASSERT_EQ_INT(a.messages, 1);
+    ASSERT_EQ_INT(a.ended, 1);
+    ASSERT_EQ_INT(a.end_err, REDISLOCK_ETRYLATER);
+    ASSERT(!rl__aconn_broken(c));
+    ASSERT_ERR(rl__aconn_unsubscribe(c, "ch:s", 4), REDISLOCK_EINVAL);
+    rl__aconn_close(c);
+    rl__url_free(&u);
+    fs_stop(fs);
+}
