@@ -60,6 +60,7 @@ struct rl__aconn {
     int closing;   /* rl__aconn_close was called */
     int depth;     /* calls under way that may run callbacks */
     int64_t connect_deadline_us;
+    int64_t told_deadline_us; /* what ops.deadline was last told */
     rl__areq *head, *tail;
     int pending;
     int subscriber; /* subscribed once: takes only (un)subscribes */
@@ -152,6 +153,20 @@ static void fail_io(rl__aconn *c)
     else
         fail(c, REDISLOCK_EIO, "connection to %s failed: %s",
              where(c, buf, sizeof buf), x->errstr[0] ? x->errstr : "I/O error");
+}
+
+/* Tells ops.deadline of a change of the earliest deadline. */
+static void redeadline(rl__aconn *c)
+{
+    int64_t d;
+
+    if (c->ops.deadline == NULL || c->closing)
+        return;
+    d = rl__aconn_deadline(c);
+    if (d != c->told_deadline_us) {
+        c->told_deadline_us = d;
+        c->ops.deadline(c->ops.ctx, d);
+    }
 }
 
 /* Frees c once it is closed and no call is under way. */
@@ -341,6 +356,7 @@ static redislock_err queue(rl__aconn *c, int argc, const char **argv,
     c->pending++;
     c->unwritten = 1;
     rewatch(c);
+    redeadline(c);
     return REDISLOCK_OK;
 }
 
@@ -508,6 +524,7 @@ void rl__aconn_io(rl__aconn *c, int what)
     }
     c->depth--;
     rewatch(c);
+    redeadline(c);
     maybe_free(c);
 }
 
@@ -537,6 +554,7 @@ void rl__aconn_tick(rl__aconn *c)
         fail(c, REDISLOCK_ETIMEDOUT, "%s did not answer in %lld ms",
              where(c, buf, sizeof buf), (long long)c->cfg.command_timeout_ms);
     c->depth--;
+    redeadline(c);
     maybe_free(c);
 }
 

@@ -31,6 +31,9 @@ typedef struct rl__aconn_ops {
     /* Watch fd for what (RL_WATCH_READ | RL_WATCH_WRITE), replacing what
      * was asked before; 0: stop watching fd (it is about to close). */
     void (*watch)(void *ctx, int fd, int what);
+    /* Optional: rl__aconn_deadline may have changed to at_us (0: none),
+     * after a send, I/O or a tick; not after rl__aconn_close. */
+    void (*deadline)(void *ctx, int64_t at_us);
     void *ctx;
 } rl__aconn_ops;
 

@@ -231,6 +231,9 @@ TEST_ENTRY(aconn_bad_server_replies, 30)
 TEST_ENTRY(aconn_subscribe_messages, 30)
 TEST_ENTRY(aconn_subscribe_refused, 30)
 TEST_ENTRY(aconn_subscription_dropped_by_server, 30)
+TEST_ENTRY(loop_many_connections_and_timers, 30)
+TEST_ENTRY(loop_deadline_by_app_timer, 30)
+TEST_ENTRY(loop_close_from_callback_and_free, 30)
 TEST_ENTRY(badserver_huge_array_count, 60)
 
 /* Faults around a real server: a killed holder, stalls, wall-clock jumps

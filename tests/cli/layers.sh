@@ -15,7 +15,7 @@ layer() {
     clock | rand | error | backoff | url | canon | shard | keys | abi | \
         timers) echo 1 ;;
     conn | aconn | script | request | reply) echo 2 ;;
-    pool | ident) echo 3 ;;
+    pool | ident | loop) echo 3 ;;
     topology | cluster | redirect | sentinel) echo 4 ;;
     lock | acquire | wait | inspect | fence | watchdog | redlock | quorum | \
         algo | one | spread | \

@@ -100,7 +100,7 @@ static rl__aconn *open_url(const char *s, rl__url *u, const char *password,
                            int64_t cmd_ms, loop *lp)
 {
     rl__conn_cfg cfg = {0};
-    rl__aconn_ops ops = {watch, lp};
+    rl__aconn_ops ops = {watch, NULL, lp};
     rl__aconn *c = NULL;
 
     ASSERT_OK(rl__url_parse(s, u));

@@ -1,0 +1,213 @@
+/*
+ * An event loop's connections and timers behind two application
+ * callbacks (see loop.h). Sockets are found by fd in a table; each
+ * connection's deadline is a timer in the heap; the application's one
+ * timer follows the heap's earliest entry, asked again after every call
+ * that may have moved it (not inside one: once, at its end).
+ */
+#include <stddef.h>
+#include <stdlib.h>
+
+#include "clock.h"
+#include "error.h"
+#include "loop.h"
+
+/* One connection on the loop. */
+typedef struct rl__lconn {
+    rl__loop_timer deadline; /* its deadline, in the heap */
+    rl__loop *lp;
+    rl__aconn *c;
+    int fd;
+    struct rl__lconn *next;
+} rl__lconn;
+
+struct rl__loop {
+    rl__loop_ops ops;
+    rl__timers timers;
+    rl__lconn **byfd; /* the connection watching each fd, or NULL */
+    size_t nfd;
+    rl__lconn *conns;
+    int64_t told_us; /* what the application timer was set for (0: none) */
+    int depth;       /* calls under way: the timer is set at their end */
+};
+
+/* Sets the application's timer to the heap's earliest entry. */
+static void retime(rl__loop *lp)
+{
+    rl__timer *t = rl__timers_first(&lp->timers);
+    int64_t at = t != NULL ? t->at_us : 0, ms;
+
+    if (lp->depth > 0 || at == lp->told_us)
+        return;
+    lp->told_us = at;
+    if (at == 0) {
+        lp->ops.timer(lp->ops.ctx, -1);
+        return;
+    }
+    /* Rounded up, so that the timer never runs before it is due. */
+    ms = (at - rl__now_us() + 999) / 1000;
+    lp->ops.timer(lp->ops.ctx, ms > 0 ? ms : 0);
+}
+
+static void conn_watch(void *ctx, int fd, int what)
+{
+    rl__lconn *lc = ctx;
+    rl__loop *lp = lc->lp;
+
+    lc->fd = fd;
+    if (what != 0 && (size_t)fd >= lp->nfd) {
+        size_t n = (size_t)fd + 16, i;
+        rl__lconn **v = realloc(lp->byfd, n * sizeof *v);
+
+        if (v == NULL)
+            return; /* its events cannot reach it: its deadline fails it */
+        for (i = lp->nfd; i < n; i++)
+            v[i] = NULL;
+        lp->byfd = v;
+        lp->nfd = n;
+    }
+    if ((size_t)fd < lp->nfd)
+        lp->byfd[fd] = what != 0 ? lc : NULL;
+    lp->ops.watch(lp->ops.ctx, fd, what);
+}
+
+static void conn_deadline(void *ctx, int64_t at_us)
+{
+    rl__lconn *lc = ctx;
+
+    if (at_us == 0)
+        rl__loop_disarm(lc->lp, &lc->deadline);
+    else
+        rl__loop_arm(lc->lp, &lc->deadline, at_us);
+}
+
+static void conn_due(rl__loop_timer *t)
+{
+    rl__lconn *lc = (rl__lconn *)((char *)t - offsetof(rl__lconn, deadline));
+
+    /* Re-arms itself through conn_deadline if it is not past due. */
+    rl__aconn_tick(lc->c);
+}
+
+redislock_err rl__loop_new(const rl__loop_ops *ops, rl__loop **out)
+{
+    rl__loop *lp = calloc(1, sizeof *lp);
+
+    *out = NULL;
+    if (lp == NULL)
+        return rl__err(REDISLOCK_ENOMEM, "out of memory for a loop");
+    lp->ops = *ops;
+    rl__timers_init(&lp->timers);
+    *out = lp;
+    return REDISLOCK_OK;
+}
+
+redislock_err rl__loop_connect(rl__loop *lp, const rl__conn_cfg *cfg,
+                               rl__aconn **out)
+{
+    rl__lconn *lc = calloc(1, sizeof *lc);
+    rl__aconn_ops ops = {conn_watch, conn_deadline, lc};
+    redislock_err err;
+
+    *out = NULL;
+    if (lc == NULL)
+        return rl__err(REDISLOCK_ENOMEM, "out of memory connecting");
+    lc->lp = lp;
+    lc->fd = -1;
+    lc->deadline.fire = conn_due;
+    lp->depth++;
+    err = rl__aconn_open(cfg, &ops, &lc->c);
+    lp->depth--;
+    if (err != REDISLOCK_OK) {
+        rl__loop_disarm(lp, &lc->deadline);
+        free(lc);
+        retime(lp);
+        return err;
+    }
+    lc->next = lp->conns;
+    lp->conns = lc;
+    *out = lc->c;
+    retime(lp);
+    return REDISLOCK_OK;
+}
+
+void rl__loop_close(rl__loop *lp, rl__aconn *c)
+{
+    rl__lconn **p, *lc = NULL;
+
+    for (p = &lp->conns; *p != NULL; p = &(*p)->next)
+        if ((*p)->c == c) {
+            lc = *p;
+            *p = lc->next;
+            break;
+        }
+    if (lc == NULL)
+        return;
+    rl__loop_disarm(lp, &lc->deadline);
+    lp->depth++;
+    rl__aconn_close(c); /* its last watch(fd, 0) still finds lc */
+    lp->depth--;
+    free(lc);
+    retime(lp);
+}
+
+redislock_err rl__loop_arm(rl__loop *lp, rl__loop_timer *t, int64_t at_us)
+{
+    redislock_err err = rl__timer_arm(&lp->timers, &t->t, at_us);
+
+    retime(lp);
+    return err;
+}
+
+void rl__loop_disarm(rl__loop *lp, rl__loop_timer *t)
+{
+    rl__timer_disarm(&lp->timers, &t->t);
+    retime(lp);
+}
+
+void rl__loop_io(rl__loop *lp, int fd, int what)
+{
+    rl__lconn *lc = fd >= 0 && (size_t)fd < lp->nfd ? lp->byfd[fd] : NULL;
+
+    if (lc == NULL)
+        return;
+    lp->depth++;
+    rl__aconn_io(lc->c, what); /* lc may be gone after */
+    lp->depth--;
+    retime(lp);
+}
+
+void rl__loop_timeout(rl__loop *lp)
+{
+    int64_t now = rl__now_us();
+    size_t n = lp->timers.n;
+    rl__timer *t;
+
+    /* The application's timer is spent. */
+    lp->told_us = 0;
+    lp->depth++;
+    /* No more than were armed on entry: one that re-arms itself for now
+     * waits for the next round. */
+    while (n-- > 0 && (t = rl__timers_due(&lp->timers, now)) != NULL) {
+        rl__loop_timer *lt = (rl__loop_timer *)t;
+
+        lt->fire(lt);
+    }
+    lp->depth--;
+    retime(lp);
+}
+
+void rl__loop_free(rl__loop *lp)
+{
+    if (lp == NULL)
+        return;
+    lp->depth++;
+    while (lp->conns != NULL)
+        rl__loop_close(lp, lp->conns->c);
+    lp->depth--;
+    rl__timers_free(&lp->timers);
+    if (lp->told_us != 0)
+        lp->ops.timer(lp->ops.ctx, -1);
+    free(lp->byfd);
+    free(lp);
+}

@@ -1,0 +1,67 @@
+/*
+ * One event loop's share of the library: the non-blocking connections
+ * and the timers of everything run on that loop, behind the two
+ * callbacks an application gives (libcurl's multi-socket model): "watch
+ * this fd for these events" and "call me back in this many ms". The
+ * application hands events back with rl__loop_io and its timer with
+ * rl__loop_timeout. The base of the event-loop API (issue 16); nothing
+ * public uses it yet.
+ *
+ * Each connection's deadline is a timer of the loop's heap, so one
+ * application timer serves every connection and every user timer
+ * (waits, renewals). Single-threaded: the loop's thread only.
+ */
+#ifndef RL_LOOP_H
+#define RL_LOOP_H
+
+#include <stdint.h>
+
+#include "aconn.h"
+#include "timers.h"
+
+typedef struct rl__loop rl__loop;
+
+typedef struct rl__loop_ops {
+    /* Watch fd for what (RL_WATCH_READ | RL_WATCH_WRITE), replacing what
+     * was asked before; 0: stop watching it. */
+    void (*watch)(void *ctx, int fd, int what);
+    /* Call rl__loop_timeout once in ms (0: at once), replacing the timer
+     * asked for before; -1: no timer. */
+    void (*timer)(void *ctx, int64_t ms);
+    void *ctx;
+} rl__loop_ops;
+
+/* A timer of the loop's user: fire is called when it is due. */
+typedef struct rl__loop_timer {
+    rl__timer t; /* first: the heap's entry */
+    void (*fire)(struct rl__loop_timer *lt);
+} rl__loop_timer;
+
+redislock_err rl__loop_new(const rl__loop_ops *ops, rl__loop **out);
+
+/* Closes every connection (their pending requests: REDISLOCK_ECANCELED)
+ * and disarms every timer. NULL is a no-op. Not from a callback. */
+void rl__loop_free(rl__loop *lp);
+
+/* A connection to cfg's server on the loop (see rl__aconn_open). Send on
+ * it with rl__aconn_send and the like; close it with rl__loop_close,
+ * never rl__aconn_close. */
+redislock_err rl__loop_connect(rl__loop *lp, const rl__conn_cfg *cfg,
+                               rl__aconn **out);
+
+/* Closes c (its pending requests: REDISLOCK_ECANCELED). May be called
+ * from a callback. */
+void rl__loop_close(rl__loop *lp, rl__aconn *c);
+
+/* Arms t (its fire set) for at_us, or moves it; disarms it. */
+redislock_err rl__loop_arm(rl__loop *lp, rl__loop_timer *t, int64_t at_us);
+void rl__loop_disarm(rl__loop *lp, rl__loop_timer *t);
+
+/* The application saw what on fd. */
+void rl__loop_io(rl__loop *lp, int fd, int what);
+
+/* The application's timer ran out: every connection past its deadline
+ * fails its requests, and user timers due fire, earliest first. */
+void rl__loop_timeout(rl__loop *lp);
+
+#endif

@@ -1,0 +1,300 @@
+/*
+ * The loop core (src/loop.c) under an application loop of the test's
+ * own: poll() over the fds the library asked for, one timer set where
+ * the library said, nothing else. Many connections to two servers with
+ * user timers among them; deadlines met through the application's timer
+ * alone; closing from a callback; freeing with requests in flight.
+ */
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "harness/server.h"
+#include "loop.h"
+#include "test.h"
+#include "url.h"
+
+#define APP_FDS 64
+
+/* The application: what each fd is watched for, and its one timer. */
+typedef struct app {
+    int what[APP_FDS];
+    int64_t timer_at; /* 0: none */
+    int timer_calls;
+    int64_t early_us; /* fire the timer this much early (libuv's cached
+                         loop time does) */
+} app;
+
+static void app_watch(void *ctx, int fd, int what)
+{
+    app *a = ctx;
+
+    if (fd < 0 || fd >= APP_FDS)
+        test_fail_(__FILE__, __LINE__, "fd %d out of the test's range", fd);
+    a->what[fd] = what;
+}
+
+static void app_timer(void *ctx, int64_t ms)
+{
+    app *a = ctx;
+
+    a->timer_calls++;
+    a->timer_at = ms < 0 ? 0 : rl__now_us() + ms * 1000;
+}
+
+static int watched(const app *a)
+{
+    int fd, n = 0;
+
+    for (fd = 0; fd < APP_FDS; fd++)
+        n += a->what[fd] != 0;
+    return n;
+}
+
+/* One turn of the application's loop: poll what is watched until the
+ * timer (never longer than 5 s: the library must have asked for a timer
+ * when it needs one), then hand over the events and the timer. */
+static void turn(rl__loop *lp, app *a)
+{
+    struct pollfd p[APP_FDS];
+    int fd, n = 0, i, wait = 5000;
+
+    for (fd = 0; fd < APP_FDS; fd++)
+        if (a->what[fd] != 0) {
+            p[n].fd = fd;
+            p[n].events = (short)((a->what[fd] & RL_WATCH_READ ? POLLIN : 0) |
+                                  (a->what[fd] & RL_WATCH_WRITE ? POLLOUT : 0));
+            p[n++].revents = 0;
+        }
+    if (a->timer_at != 0) {
+        int64_t left = (a->timer_at - a->early_us - rl__now_us() + 999) / 1000;
+        wait = left < 0 ? 0 : left < wait ? (int)left : wait;
+    }
+    if (poll(p, (nfds_t)n, wait) == 0 && a->timer_at == 0 && n == 0)
+        test_fail_(__FILE__, __LINE__, "nothing to wait for");
+    for (i = 0; i < n; i++) {
+        int what = 0;
+
+        if (p[i].revents & (POLLIN | POLLHUP | POLLERR))
+            what |= RL_WATCH_READ;
+        if (p[i].revents & (POLLOUT | POLLERR))
+            what |= RL_WATCH_WRITE;
+        if (what != 0)
+            rl__loop_io(lp, p[i].fd, what);
+    }
+    if (a->timer_at != 0 && rl__now_us() >= a->timer_at - a->early_us) {
+        a->timer_at = 0;
+        rl__loop_timeout(lp);
+    }
+}
+
+typedef struct tally {
+    int ok, errs[32], n;
+    redislock_err last;
+} tally;
+
+static void counted(void *arg, redislock_err err, const rl__reply *r)
+{
+    tally *t = arg;
+
+    (void)r;
+    t->n++;
+    if (err == REDISLOCK_OK)
+        t->ok++;
+    else if ((int)err < 32)
+        t->errs[err]++;
+    t->last = err;
+}
+
+static rl__aconn *connect_to(rl__loop *lp, const char *url, rl__url *u,
+                             int64_t cmd_ms)
+{
+    rl__conn_cfg cfg = {0};
+    rl__aconn *c = NULL;
+
+    ASSERT_OK(rl__url_parse(url, u));
+    cfg.url = u;
+    cfg.connect_timeout_ms = 1000;
+    cfg.command_timeout_ms = cmd_ms;
+    ASSERT_OK(rl__loop_connect(lp, &cfg, &c));
+    return c;
+}
+
+static void incr(rl__aconn *c, tally *t, int n)
+{
+    static const char *const argv[] = {"INCR", "loop:n"};
+    int i;
+
+    for (i = 0; i < n; i++)
+        ASSERT_OK(rl__aconn_send(c, 2, (const char **)argv, NULL, counted, t));
+}
+
+/* User timers: each records when it fired. */
+typedef struct utimer {
+    rl__loop_timer lt; /* first: the loop hands this back */
+    int64_t due, fired;
+    int *fires;
+} utimer;
+
+static void utimer_fire(rl__loop_timer *lt)
+{
+    utimer *u = (utimer *)lt;
+
+    if (u->fired == 0)
+        u->fired = rl__now_us();
+    (*u->fires)++;
+}
+
+/* Four connections to two servers, 1000 requests and 50 user timers on
+ * one loop: every reply arrives, every timer fires once, never before it
+ * is due, earliest first. */
+void test_loop_many_connections_and_timers(void)
+{
+    th_server *s1 = th_server_start(NULL), *s2 = th_server_start(NULL);
+    app a = {{0}, 0, 0, 0};
+    rl__loop_ops ops = {app_watch, app_timer, &a};
+    rl__loop *lp;
+    rl__url u[4];
+    rl__aconn *c[4];
+    tally t = {0};
+    static utimer ut[50];
+    int next = 0, i;
+    unsigned seed = (unsigned)th_seed("RL_LOOP_SEED");
+    int64_t start = rl__now_us(), end;
+
+    ASSERT_OK(rl__loop_new(&ops, &lp));
+    for (i = 0; i < 4; i++) {
+        c[i] = connect_to(lp, i % 2 ? s2->unix_url : s1->tcp_url, &u[i], 5000);
+        incr(c[i], &t, 250);
+    }
+    for (i = 0; i < 50; i++) {
+        ut[i].lt.fire = utimer_fire;
+        ut[i].due = start + (int64_t)(rand_r(&seed) % 200) * 1000;
+        ut[i].fired = 0;
+        ut[i].fires = &next;
+        ASSERT_OK(rl__loop_arm(lp, &ut[i].lt, ut[i].due));
+    }
+    end = rl__now_us() + 10 * 1000 * 1000;
+    while ((t.n < 1000 || next < 50) && rl__now_us() < end)
+        turn(lp, &a);
+    ASSERT_EQ_INT(t.ok, 1000);
+    ASSERT_EQ_INT(next, 50);
+    for (i = 0; i < 50; i++)
+        ASSERT(ut[i].fired >= ut[i].due);
+    /* Earliest first: sorted by when each fired, the due times rise. */
+    for (i = 0; i < 50; i++) {
+        int j;
+
+        for (j = 0; j < 50; j++)
+            if (ut[j].fired < ut[i].fired)
+                ASSERT(ut[j].due <= ut[i].due);
+    }
+    /* Idle now: reads watched on the four sockets, no timer. */
+    ASSERT_EQ_INT(watched(&a), 4);
+    ASSERT_EQ_INT(a.timer_at, 0);
+    rl__loop_free(lp);
+    ASSERT_EQ_INT(watched(&a), 0);
+    for (i = 0; i < 4; i++)
+        rl__url_free(&u[i]);
+    th_server_stop(s1);
+    th_server_stop(s2);
+}
+
+/* A server that stops answering: the requests fail at their deadline
+ * through the application's timer alone (this loop never ticks a
+ * connection itself), even when the timer runs a little early and finds
+ * nothing due. */
+void test_loop_deadline_by_app_timer(void)
+{
+    th_server *s = th_server_start(NULL);
+    app a = {{0}, 0, 0, 0};
+    rl__loop_ops ops = {app_watch, app_timer, &a};
+    rl__loop *lp;
+    rl__url u;
+    rl__aconn *c;
+    tally t = {0};
+    int64_t t0, end;
+
+    a.early_us = 3000;
+    ASSERT_OK(rl__loop_new(&ops, &lp));
+    c = connect_to(lp, s->unix_url, &u, 300);
+    incr(c, &t, 1);
+    while (t.n < 1)
+        turn(lp, &a);
+    ASSERT_EQ_INT(t.ok, 1);
+    th_server_pause(s);
+    t0 = rl__now_us();
+    incr(c, &t, 10);
+    ASSERT(a.timer_at != 0);
+    end = t0 + 3 * 1000 * 1000;
+    while (t.n < 11 && rl__now_us() < end)
+        turn(lp, &a);
+    th_server_resume(s);
+    ASSERT_EQ_INT(t.errs[REDISLOCK_ETIMEDOUT], 10);
+    ASSERT(rl__now_us() - t0 >= 300 * 1000);
+    ASSERT(rl__now_us() - t0 < 900 * 1000);
+    ASSERT_EQ_INT(watched(&a), 0);
+    ASSERT_EQ_INT(a.timer_at, 0);
+    rl__loop_close(lp, c);
+    rl__loop_free(lp);
+    rl__url_free(&u);
+    th_server_stop(s);
+}
+
+/* Closing a connection from one of its callbacks, and freeing the loop
+ * with requests in flight on another: each request hears once, the
+ * application is told to stop watching everything and to drop its
+ * timer. */
+typedef struct closer {
+    rl__loop *lp;
+    rl__aconn *c;
+    int n, cancelled;
+} closer;
+
+static void close_on_third(void *arg, redislock_err err, const rl__reply *r)
+{
+    closer *k = arg;
+
+    (void)r;
+    k->n++;
+    k->cancelled += err == REDISLOCK_ECANCELED;
+    if (k->n == 3)
+        rl__loop_close(k->lp, k->c);
+}
+
+void test_loop_close_from_callback_and_free(void)
+{
+    static const char *const argv[] = {"INCR", "loop:k"};
+    th_server *s = th_server_start(NULL);
+    app a = {{0}, 0, 0, 0};
+    rl__loop_ops ops = {app_watch, app_timer, &a};
+    rl__loop *lp;
+    rl__url u1, u2;
+    closer k = {0};
+    tally t = {0};
+    rl__aconn *other;
+    int i;
+
+    ASSERT_OK(rl__loop_new(&ops, &lp));
+    k.lp = lp;
+    k.c = connect_to(lp, s->unix_url, &u1, 2000);
+    other = connect_to(lp, s->unix_url, &u2, 2000);
+    for (i = 0; i < 20; i++)
+        ASSERT_OK(rl__aconn_send(k.c, 2, (const char **)argv, NULL,
+                                 close_on_third, &k));
+    while (k.n < 20)
+        turn(lp, &a);
+    ASSERT_EQ_INT(k.cancelled, 17);
+    ASSERT_EQ_INT(watched(&a), 1);
+    incr(other, &t, 5);
+    rl__loop_free(lp);
+    ASSERT_EQ_INT(t.n, 5);
+    ASSERT_EQ_INT(t.errs[REDISLOCK_ECANCELED], 5);
+    ASSERT_EQ_INT(watched(&a), 0);
+    ASSERT_EQ_INT(a.timer_at, 0);
+    rl__url_free(&u1);
+    rl__url_free(&u2);
+    th_server_stop(s);
+}
