@@ -476,20 +476,24 @@ redislock_err rl__aconn_unsubscribe(rl__aconn *c, const char *chan, size_t len)
     return err;
 }
 
-/* The socket's first writability: whether the connect succeeded. */
+/* An event while connecting: whether the connect failed, succeeded, or
+ * (a spurious event: no error and no peer yet) is still under way. */
 static void check_connect(rl__aconn *c)
 {
+    struct sockaddr_storage peer;
+    socklen_t len = sizeof(int), plen = sizeof peer;
     int e = 0;
-    socklen_t len = sizeof e;
     char buf[300];
 
     if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &e, &len) != 0)
         e = errno;
+    if (e == 0 && getpeername(c->fd, (struct sockaddr *)&peer, &plen) != 0)
+        e = errno == ENOTCONN ? 0 : errno;
+    else if (e == 0)
+        c->connected = 1;
     if (e != 0)
         fail(c, REDISLOCK_ECONNECT, "cannot connect to %s: %s",
              where(c, buf, sizeof buf), strerror(e));
-    else
-        c->connected = 1;
 }
 
 void rl__aconn_io(rl__aconn *c, int what)
