@@ -33,7 +33,8 @@ typedef struct rl__asub {
     size_t len;
     rl__aconn_cb cb;
     void *arg;
-    int leaving; /* its unsubscribe is on the way: messages are dropped */
+    int confirmed; /* the server confirmed it */
+    int leaving;   /* its unsubscribe is on the way: messages are dropped */
     struct rl__asub *next;
 } rl__asub;
 
@@ -242,9 +243,11 @@ static int pushed(rl__aconn *c, const rl__reply *r)
         memcmp(c->head->sub->chan, chan->str, chan->len) == 0)
         return 2;
     /* An unsubscribe nobody asked for: a cluster node drops the shard
-     * channels of a slot that moved away. */
+     * channels of a slot that moved away. Only of a channel it confirmed
+     * and that no request still names (else it is nonsense, for the
+     * caller to fail). */
     if (k[0] == 'u' && (s = find_sub(c, chan->str, chan->len)) != NULL &&
-        !s->leaving) {
+        s->confirmed && !s->leaving) {
         dropped(c, s);
         return 1;
     }
@@ -303,10 +306,13 @@ static void deliver(rl__aconn *c, rl__reply *r)
         c->tail = NULL;
     c->pending--;
     if (q->sub != NULL) {
-        if (q->unsub)
+        if (q->unsub) {
             unsubscribed(c, q->sub);
-        else if (!q->sub->leaving)
-            q->sub->cb(q->sub->arg, REDISLOCK_OK, NULL);
+        } else {
+            q->sub->confirmed = 1;
+            if (!q->sub->leaving)
+                q->sub->cb(q->sub->arg, REDISLOCK_OK, NULL);
+        }
     } else if (q->cb != NULL) {
         q->cb(q->arg, REDISLOCK_OK, r);
     } else if ((err = rl__conn_hello_check(&c->cfg, &c->hello, q->hello, r)) !=

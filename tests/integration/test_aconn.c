@@ -729,3 +729,34 @@ void test_aconn_subscription_dropped_by_server(void)
     rl__url_free(&u);
     fs_stop(fs);
 }
+
+/* An unsubscribe before the subscription was even confirmed is nonsense
+ * (found by fuzz_aconn: it freed the channel its pending subscribe still
+ * named): the connection ends with REDISLOCK_EPROTOCOL, and the channel
+ * hears its end once. */
+void test_aconn_unsubscribe_before_confirmation(void)
+{
+    static const fs_rule rules[] = {
+        FS_ALWAYS("SUBSCRIBE", "*3\r\n$11\r\nunsubscribe\r\n$1\r\na\r\n:0\r\n"
+                               "*3\r\n$9\r\nsubscribe\r\n$1\r\na\r\n:1\r\n")};
+    fs_server *fs = fs_start(rules, 1, NULL);
+    loop lp = {-1, 0, 0};
+    listener a = {0};
+    rl__url u;
+    rl__aconn *c = open_url(fs->unix_url, &u, NULL, 2000, &lp);
+    int never = 0;
+    int64_t end = rl__now_us() + 3000 * 1000;
+
+    ASSERT_OK(rl__aconn_subscribe(c, "a", 1, 0, on_message, &a));
+    while (!a.ended && rl__now_us() < end)
+        run(c, &lp, &never, 20);
+    test_log("%s", redislock_errdetail());
+    ASSERT_EQ_INT(a.confirmed, 0);
+    ASSERT_EQ_INT(a.ended, 1);
+    ASSERT_EQ_INT(a.end_err, REDISLOCK_EPROTOCOL);
+    ASSERT(rl__aconn_broken(c));
+    rl__aconn_close(c);
+    ASSERT_EQ_INT(a.ended, 1);
+    rl__url_free(&u);
+    fs_stop(fs);
+}
