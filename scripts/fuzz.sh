@@ -2,7 +2,7 @@
 # fuzz.sh [--smoke | --runs N] [TARGET...]
 #
 # Builds the libFuzzer targets in fuzz/ (clang, ASan, UBSan) and runs each
-# (url, duration, reply; all by default) on its own corpus, seeded from
+# (url, duration, reply, aconn; all by default) on its own corpus, seeded from
 # fuzz/seeds/TARGET, with fuzz/TARGET.dict:
 #   --runs N   N executions per target (make fuzz: 1000000), the default
 #   --smoke    about 10 s per target, for CI
@@ -30,7 +30,7 @@ while [ $# -gt 0 ]; do
     esac
     shift
 done
-[ -n "$targets" ] || targets="url duration reply"
+[ -n "$targets" ] || targets="url duration reply aconn"
 
 if ! make -s -C "$top/fuzz" BUILD="$build" >"$build.make.log" 2>&1; then
     cat "$build.make.log" >&2
