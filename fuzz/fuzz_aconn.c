@@ -5,11 +5,8 @@
  * checks, and on a subscriber connection confirmations, messages,
  * unsubscribes nobody asked for and everything else a server may send.
  *
- * As in fuzz_reply.c, the connection code runs unchanged and a few hiredis
- * calls are swapped at link time: the non-blocking connects return a
- * context on a socketpair, redisBufferWrite drops the requests, and
- * redisBufferRead feeds the input to the real reply parser, a byte a
- * call; an exhausted input is the server closing the connection.
+ * The connection code runs unchanged against fake.h's server; here the
+ * non-blocking connects are swapped (at link time) for its socketpair.
  *
  * Input: byte 0 picks the setup (bit 0 a subscriber with two channels,
  * bits 1-3 the requests sent first, bit 4 a password, bit 5 a database,
@@ -27,26 +24,12 @@
 #include <sds.h>
 
 #include "aconn.h"
+#include "fake.h"
 #include "url.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 redisContext *__wrap_redisConnectNonBlock(const char *ip, int port);
 redisContext *__wrap_redisConnectUnixNonBlock(const char *path);
-int __wrap_redisBufferWrite(redisContext *c, int *done);
-int __wrap_redisBufferRead(redisContext *c);
-
-static const uint8_t *stream;
-static size_t stream_len, stream_pos;
-static int pair = -1; /* our end of a socketpair: getsockopt works on it */
-
-static redisContext *fake_connect(void)
-{
-    int sv[2];
-
-    if (pair < 0 && socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0)
-        pair = sv[0]; /* sv[1] stays open */
-    return redisConnectFd(pair < 0 ? -1 : dup(pair));
-}
 
 redisContext *__wrap_redisConnectNonBlock(const char *ip, int port)
 {
@@ -59,24 +42,6 @@ redisContext *__wrap_redisConnectUnixNonBlock(const char *path)
 {
     (void)path;
     return fake_connect();
-}
-
-int __wrap_redisBufferWrite(redisContext *c, int *done)
-{
-    sdsclear(c->obuf);
-    *done = 1;
-    return REDIS_OK;
-}
-
-int __wrap_redisBufferRead(redisContext *c)
-{
-    if (stream_pos == stream_len) {
-        c->err = REDIS_ERR_EOF;
-        strcpy(c->errstr, "Server closed the connection");
-        return REDIS_ERR;
-    }
-    redisReaderFeed(c->reader, (const char *)stream + stream_pos++, 1);
-    return REDIS_OK;
 }
 
 /* What the callbacks saw. */

@@ -32,6 +32,7 @@
 #include <hiredis.h>
 #include <sds.h>
 
+#include "fake.h"
 #include "redislock.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -39,23 +40,7 @@ redisContext *__wrap_redisConnectWithTimeout(const char *ip, int port,
                                              const struct timeval tv);
 redisContext *__wrap_redisConnectUnixWithTimeout(const char *path,
                                                  const struct timeval tv);
-int __wrap_redisBufferWrite(redisContext *c, int *done);
-int __wrap_redisBufferRead(redisContext *c);
 int __wrap_poll(struct pollfd *fds, nfds_t n, int timeout);
-
-/* What the server sends, and how much of it was read. */
-static const uint8_t *stream;
-static size_t stream_len, stream_pos;
-static int pair = -1; /* our end of a socketpair: a socket for setsockopt */
-
-static redisContext *fake_connect(void)
-{
-    int sv[2];
-
-    if (pair < 0 && socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0)
-        pair = sv[0]; /* sv[1] stays open, so reads would block forever */
-    return redisConnectFd(pair < 0 ? -1 : dup(pair));
-}
 
 redisContext *__wrap_redisConnectWithTimeout(const char *ip, int port,
                                              const struct timeval tv)
@@ -72,32 +57,6 @@ redisContext *__wrap_redisConnectUnixWithTimeout(const char *path,
     (void)path;
     (void)tv;
     return fake_connect();
-}
-
-static int fail(redisContext *c, int err, const char *msg)
-{
-    c->err = err;
-    strncpy(c->errstr, msg, sizeof c->errstr - 1);
-    c->errstr[sizeof c->errstr - 1] = '\0';
-    return REDIS_ERR;
-}
-
-/* Sending: the request is formatted as usual and dropped. */
-int __wrap_redisBufferWrite(redisContext *c, int *done)
-{
-    sdsclear(c->obuf);
-    *done = 1;
-    return REDIS_OK;
-}
-
-/* Receiving: the next byte of the input goes to the context's real reply
- * parser; an exhausted input is the server closing the connection. */
-int __wrap_redisBufferRead(redisContext *c)
-{
-    if (stream_pos == stream_len)
-        return fail(c, REDIS_ERR_EOF, "Server closed the connection");
-    redisReaderFeed(c->reader, (const char *)stream + stream_pos++, 1);
-    return REDIS_OK;
 }
 
 /* Waiting for the socket: the input is always "ready". */
