@@ -139,21 +139,13 @@ static void fail(rl__aconn *c, redislock_err err, const char *fmt, ...)
 /* The context's I/O error, named. */
 static void fail_io(rl__aconn *c)
 {
-    char buf[300];
-    const redisContext *x = c->ctx;
+    char buf[300], what[340], said[512];
+    redislock_err err;
 
-    if (x->err == REDIS_ERR_EOF)
-        fail(c, REDISLOCK_EIO, "%s closed the connection",
-             where(c, buf, sizeof buf));
-    else if (x->err == REDIS_ERR_PROTOCOL)
-        fail(c, REDISLOCK_EPROTOCOL, "bad reply from %s: %s",
-             where(c, buf, sizeof buf), x->errstr);
-    else if (x->err == REDIS_ERR_OOM)
-        fail(c, REDISLOCK_ENOMEM, "out of memory reading from %s",
-             where(c, buf, sizeof buf));
-    else
-        fail(c, REDISLOCK_EIO, "connection to %s failed: %s",
-             where(c, buf, sizeof buf), x->errstr[0] ? x->errstr : "I/O error");
+    snprintf(what, sizeof what, "connection to %s", where(c, buf, sizeof buf));
+    err = rl__conn_ctx_error(c->ctx, 0, what);
+    snprintf(said, sizeof said, "%s", redislock_errdetail());
+    fail(c, err, "%s", said);
 }
 
 /* Tells ops.deadline of a change of the earliest deadline. */

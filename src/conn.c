@@ -106,13 +106,10 @@ static int is_timeout(const redisContext *ctx, int saved_errno)
             saved_errno == ETIMEDOUT);
 }
 
-/* Marks the connection broken and maps hiredis's error. */
-static redislock_err io_failure(rl__conn *c, int saved_errno, const char *what)
+redislock_err rl__conn_ctx_error(const redisContext *ctx, int timed_out,
+                                 const char *what)
 {
-    redisContext *ctx = c->ctx;
-
-    c->broken = 1;
-    if (is_timeout(ctx, saved_errno))
+    if (timed_out)
         return rl__err(REDISLOCK_ETIMEDOUT, "%s: Redis did not answer in time",
                        what);
     switch (ctx->err) {
@@ -127,6 +124,13 @@ static redislock_err io_failure(rl__conn *c, int saved_errno, const char *what)
         return rl__err(REDISLOCK_EIO, "%s: %s", what,
                        ctx->errstr[0] ? ctx->errstr : "I/O error");
     }
+}
+
+/* Marks the connection broken and maps hiredis's error. */
+static redislock_err io_failure(rl__conn *c, int saved_errno, const char *what)
+{
+    c->broken = 1;
+    return rl__conn_ctx_error(c->ctx, is_timeout(c->ctx, saved_errno), what);
 }
 
 static redislock_err fail(rl__conn *c, redislock_err err, const char *what,

@@ -60,6 +60,11 @@ redislock_err rl__conn_hello_check(const rl__conn_cfg *cfg, const rl__hello *h,
 /* "host:port" or the socket path of u, in buf. */
 const char *rl__conn_endpoint(const rl__url *u, char *buf, size_t len);
 
+/* Maps the failure recorded in ctx (or a timeout) to an error, with a
+ * detail that begins with what. */
+redislock_err rl__conn_ctx_error(const redisContext *ctx, int timed_out,
+                                 const char *what);
+
 /* Bounds what a misbehaving server can make a reader of r allocate. */
 void rl__conn_limit_reader(redisReader *r);
 
