@@ -665,11 +665,20 @@ local RL_HAND_FIRST = 4
 local RL_HAND_BATCH = 16
 local function rl_handoff(K, quiet, st)
     -- Nobody waits: the common release stops here.
-    if redis.call('EXISTS', K.q, K.waiting) == 0 then
+    local n = redis.call('EXISTS', K.q, K.waiting)
+    if n == 0 then
         return false
     end
     local last, tries, batch = nil, 64, RL_HAND_FIRST
-    local now, handed, empty, keep = nil, false, false, 0
+    local now, handed, empty, keep, marker = nil, false, false, 0, nil
+    if n == 1 then
+        -- One of the two. When it is the marker, nobody is queued: the
+        -- ordinary waiters are woken without a read of the queue.
+        marker = redis.call('PTTL', K.waiting)
+        if marker ~= -2 then
+            tries, empty = 0, true
+        end
+    end
     while tries > 0 do
         local ids, seqs, ws = rl_queue_head(K, batch)
         local done, stop = {}, false
@@ -729,7 +738,7 @@ local function rl_handoff(K, quiet, st)
     end
     -- The ordinary waiters, when no fair one got in or none is left.
     if not quiet and (not handed or empty) then
-        local marker = redis.call('PTTL', K.waiting)
+        marker = marker or redis.call('PTTL', K.waiting)
         rl_wake(K, nil, marker)
         rl_wake(K, K.rwake, marker)
     end
