@@ -381,8 +381,11 @@ end
 -- (BLPOP), kept for as long as the marker. The list is K.wake, or with
 -- list set that one: K.rwake, where the readers of a lock held shared
 -- block (a release that lets only a writer in wakes no reader). A wake
--- nobody takes costs a later waiter one early attempt. marker: the
--- marker's PTTL when the caller has read it.
+-- nobody takes costs a later waiter one early attempt. The same word goes
+-- to the channel of the list's name, for the waiters of an event loop,
+-- which listen rather than block (alock.c); PUBLISH, which a cluster's
+-- bus carries to every node. marker: the marker's PTTL when the caller
+-- has read it.
 local function rl_wake(K, list, marker)
     marker = marker or redis.call('PTTL', K.waiting)
     list = list or K.wake
@@ -391,6 +394,7 @@ local function rl_wake(K, list, marker)
             redis.call('LPUSH', list, 'wake')
         end
         redis.call('PEXPIRE', list, marker)
+        redis.call('PUBLISH', list, 'wake')
     end
 end
 
