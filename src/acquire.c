@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "abi.h"
+#include "acquire.h"
 #include "algo.h"
 #include "backoff.h"
 #include "env.h"
@@ -37,28 +38,6 @@
 #define RL_SILENT_POLL_MS 50
 /* The longest a waiting marker is set for, per attempt. */
 #define RL_MARK_MAX_MS 86400000
-
-/* One acquire call's settings, defaults filled in. */
-typedef struct attempt_cfg {
-    const redislock_acquire_options *o;
-    const char *id;   /* token or owner id */
-    const char *req;  /* this call's requests' id (abandon.lua) */
-    const char *fmt;  /* "plain", "hash" or "reentrant" */
-    int rich;         /* hash format */
-    int waits;        /* more than one attempt may be made */
-    int strategy;     /* the caller chose how pauses grow */
-    int queued;       /* a fair waiter in the queue */
-    int handed;       /* a release handed the lock over */
-    int was_queued;   /* queued at least once (fair) */
-    int piped;        /* taken by an attempt sent behind a BLPOP */
-    int free_retries; /* attempts in a row that found the lock free */
-    int tries;        /* attempts made */
-    int64_t start_ms, deadline_ms; /* the wait's (CLOCK_MONOTONIC ms) */
-    int64_t ttl_ms;
-    int64_t delay_ms, cap_ms;
-    char tok[RL_LOCK_TOKEN_LEN + 1]; /* a plain lock's token */
-    char nonce[RL_TOKEN_HEXLEN + 1]; /* req for a lock with an owner id */
-} attempt_cfg;
 
 /* A semaphore's limit, and what a share (a permit, a reader's share of a
  * lock held shared) cannot have. */
@@ -148,7 +127,7 @@ static const char *default_owner(redislock_lock *l)
 }
 
 /* The attempt's request, as the algorithm takes it. */
-static void fill_try(const attempt_cfg *a, int64_t deadline, rl__try *t)
+static void fill_try(const rl__acq *a, int64_t deadline, rl__try *t)
 {
     int64_t left = deadline - rl__now_ms();
 
@@ -171,8 +150,8 @@ static void fill_try(const attempt_cfg *a, int64_t deadline, rl__try *t)
 /* One attempt, sent at *sent_us. Where a failed attempt was undone
  * everywhere (Redlock), its token was voided with it: a plain lock takes
  * a fresh one each time. */
-static redislock_err prepare(redislock_lock *l, attempt_cfg *a, int tries,
-                             int64_t deadline, rl__try *t)
+redislock_err rl__acq_try(redislock_lock *l, rl__acq *a, int tries,
+                          int64_t deadline, rl__try *t)
 {
     l->holder_ttl = -2;
     l->holder_silent = 0;
@@ -183,11 +162,11 @@ static redislock_err prepare(redislock_lock *l, attempt_cfg *a, int tries,
     return REDISLOCK_OK;
 }
 
-static redislock_err attempt(redislock_lock *l, attempt_cfg *a, int tries,
+static redislock_err attempt(redislock_lock *l, rl__acq *a, int tries,
                              int64_t deadline, int64_t *sent_us)
 {
     rl__try t;
-    redislock_err err = prepare(l, a, tries, deadline, &t);
+    redislock_err err = rl__acq_try(l, a, tries, deadline, &t);
 
     if (err == REDISLOCK_OK)
         err = l->algo->attempt(l, &t, sent_us);
@@ -199,7 +178,7 @@ static redislock_err attempt(redislock_lock *l, attempt_cfg *a, int tries,
 /* The pause before attempt tries + 1; an ordinary waiter's goes out with
  * that attempt behind it where the algorithm can (rl__then): *ran then
  * says so and *next is its outcome. */
-static redislock_err pause_then(redislock_lock *l, attempt_cfg *a, int tries,
+static redislock_err pause_then(redislock_lock *l, rl__acq *a, int tries,
                                 int64_t deadline, int64_t pause,
                                 rl__wait_result *res, int64_t *sent_us,
                                 int *ran, redislock_err *next)
@@ -211,7 +190,7 @@ static redislock_err pause_then(redislock_lock *l, attempt_cfg *a, int tries,
     *ran = 0;
     if (a->o->fair || algo->wait_attempt == NULL)
         return rl__wait(l, a->id, a->req, a->o->fair, pause, NULL, res);
-    if ((err = prepare(l, a, tries, deadline, &t)) != REDISLOCK_OK)
+    if ((err = rl__acq_try(l, a, tries, deadline, &t)) != REDISLOCK_OK)
         return err;
     /* The attempt runs at the pause's end at the latest, and from there
      * the caller may block only what is left: a writer's record of its
@@ -224,7 +203,7 @@ static redislock_err pause_then(redislock_lock *l, attempt_cfg *a, int tries,
 
 /* A fair waiter that gives up leaves the queue; if a release handed it
  * the lock meanwhile, the lock goes on to the next waiter. */
-static void leave_queue(redislock_lock *l, attempt_cfg *a)
+static void leave_queue(redislock_lock *l, rl__acq *a)
 {
     const char *args[2] = {a->id, a->req};
     size_t lens[2] = {strlen(a->id), strlen(a->req)};
@@ -240,8 +219,8 @@ static void leave_queue(redislock_lock *l, attempt_cfg *a)
  * the caller's, a waiter blocks until a release wakes it or the holder's
  * lease ends (and a fair waiter at least once per heartbeat); behind a
  * holder whose release wakes nobody, it polls. */
-static int64_t next_pause(redislock_lock *l, const attempt_cfg *a,
-                          int attempt_no, int64_t now, int64_t deadline)
+static int64_t next_pause(redislock_lock *l, const rl__acq *a, int attempt_no,
+                          int64_t now, int64_t deadline)
 {
     const redislock_acquire_options *o = a->o;
     int64_t d;
@@ -311,8 +290,7 @@ static redislock_err cancelled(redislock_lock *l, int force)
 
 /* After a held attempt (the tries-th): whether and how long to pause
  * within the wait, or why not. */
-static redislock_err plan_pause(redislock_lock *l, attempt_cfg *a,
-                                int64_t *pause)
+static redislock_err plan_pause(redislock_lock *l, rl__acq *a, int64_t *pause)
 {
     int64_t now = rl__now_ms(), start = a->start_ms, deadline = a->deadline_ms;
     int tries = a->tries;
@@ -350,7 +328,7 @@ static int lost_reply(redislock_err err)
 /* The attempt, whose reply was lost, must not hold the lock, now or when
  * it arrives late: the algorithm sees to it (in the background), unless
  * a failed attempt has undone itself. */
-static void abandon(redislock_lock *l, const attempt_cfg *a)
+void rl__acq_abandon(redislock_lock *l, const rl__acq *a)
 {
     const rl__algo *algo = l->algo;
     rl__try t;
@@ -366,7 +344,7 @@ static void abandon(redislock_lock *l, const attempt_cfg *a)
  * names this call's request, and the call is queued only from its first
  * attempt on), so counting it from then is safe; a waiter that was paused
  * past it has nothing, and tries again. */
-static int handoff_valid(const redislock_lock *l, const attempt_cfg *a,
+static int handoff_valid(const redislock_lock *l, const rl__acq *a,
                          int64_t sent_us)
 {
     int64_t drift =
@@ -376,20 +354,11 @@ static int handoff_valid(const redislock_lock *l, const attempt_cfg *a,
     return sent_us + (lease - drift) * 1000 > rl__now_us();
 }
 
-/* What an acquire does next. The blocking loop (wait_loop) sequences
- * these steps; every decision is taken in after_attempt and after_pause,
- * so that another driver of the same attempts takes the same ones. */
-typedef enum rl__next {
-    RL_NEXT_ATTEMPT, /* try again now */
-    RL_NEXT_PAUSE,   /* pause (its length given), then try again */
-    RL_NEXT_DONE     /* stop: the outcome is given */
-} rl__next;
-
 /* After an attempt that came back with *err: RL_NEXT_DONE with *err the
  * call's outcome (REDISLOCK_OK: taken; an attempt whose reply was lost
  * is abandoned), or RL_NEXT_PAUSE with the pause in *pause. */
-static rl__next after_attempt(redislock_lock *l, attempt_cfg *a,
-                              redislock_err *err, int64_t *pause)
+rl__next rl__acq_after_attempt(redislock_lock *l, rl__acq *a,
+                               redislock_err *err, int64_t *pause)
 {
     a->tries++;
     /* An attempt that takes the lock leaves the queue (fair.lua). */
@@ -397,7 +366,7 @@ static rl__next after_attempt(redislock_lock *l, attempt_cfg *a,
         a->queued = 0;
     if (*err != REDISLOCK_EHELD) {
         if (*err != REDISLOCK_OK && lost_reply(*err))
-            abandon(l, a);
+            rl__acq_abandon(l, a);
         return RL_NEXT_DONE;
     }
     rl__lock_event(l, (redislock_event){.kind = REDISLOCK_EVENT_CONTENDED,
@@ -415,9 +384,8 @@ static rl__next after_attempt(redislock_lock *l, attempt_cfg *a,
 /* After a pause that ended with res, its last attempt sent at sent_us:
  * RL_NEXT_DONE with *err (cancelled; or REDISLOCK_OK, the lock handed
  * over), else RL_NEXT_ATTEMPT. */
-static rl__next after_pause(redislock_lock *l, attempt_cfg *a,
-                            rl__wait_result res, int64_t sent_us,
-                            redislock_err *err)
+rl__next rl__acq_after_pause(redislock_lock *l, rl__acq *a, rl__wait_result res,
+                             int64_t sent_us, redislock_err *err)
 {
     if (res == RL_WAIT_CANCELLED) {
         *err = cancelled(l, 1);
@@ -437,17 +405,13 @@ static rl__next after_pause(redislock_lock *l, attempt_cfg *a,
 /* The blocking driver: attempts, with a pause between them that blocks
  * this thread. An ordinary waiter's next attempt goes out behind its
  * pause (pause_then), and its outcome is taken as the next attempt's. */
-static redislock_err wait_loop(redislock_lock *l, attempt_cfg *a,
-                               int64_t *sent_us)
+static redislock_err wait_loop(redislock_lock *l, rl__acq *a, int64_t *sent_us)
 {
     int64_t pause = 0;
     rl__wait_result res = RL_WAIT_TIMEOUT;
     int ran = 0;
     redislock_err err, next = REDISLOCK_OK;
 
-    a->start_ms = rl__now_ms();
-    a->deadline_ms =
-        a->waits ? rl__deadline(a->start_ms, a->o->wait_ms) : a->start_ms;
     for (;;) {
         if (ran) {
             /* The attempt that went out behind the last pause. */
@@ -458,16 +422,16 @@ static redislock_err wait_loop(redislock_lock *l, attempt_cfg *a,
         } else {
             err = attempt(l, a, a->tries, a->deadline_ms, sent_us);
         }
-        if (after_attempt(l, a, &err, &pause) == RL_NEXT_DONE)
+        if (rl__acq_after_attempt(l, a, &err, &pause) == RL_NEXT_DONE)
             break;
         err = pause_then(l, a, a->tries, a->deadline_ms, pause, &res, sent_us,
                          &ran, &next);
         /* Stopping with an attempt out that may hold the lock: undone. */
         if ((err != REDISLOCK_OK || res == RL_WAIT_CANCELLED) && ran &&
             next != REDISLOCK_EHELD)
-            abandon(l, a);
+            rl__acq_abandon(l, a);
         if (err != REDISLOCK_OK ||
-            after_pause(l, a, res, *sent_us, &err) == RL_NEXT_DONE)
+            rl__acq_after_pause(l, a, res, *sent_us, &err) == RL_NEXT_DONE)
             break;
     }
     if (a->queued)
@@ -478,7 +442,7 @@ static redislock_err wait_loop(redislock_lock *l, attempt_cfg *a,
 /* The id of this call's requests: a plain lock's token is unique to the
  * call already; an owner id is not, so its requests get one of their
  * own. */
-static redislock_err set_req(attempt_cfg *a)
+static redislock_err set_req(rl__acq *a)
 {
     if (!a->rich) {
         a->req = a->id;
@@ -491,9 +455,8 @@ static redislock_err set_req(attempt_cfg *a)
 }
 
 static redislock_err setup(redislock_lock *l,
-                           const redislock_acquire_options *o, attempt_cfg *a)
+                           const redislock_acquire_options *o, rl__acq *a)
 {
-    memset(a, 0, sizeof *a);
     a->o = o;
     l->reader = o->shared;
     a->rich = o->reentrant || o->owner != NULL || o->metadata != NULL;
@@ -526,14 +489,15 @@ static redislock_err setup(redislock_lock *l,
     return set_req(a);
 }
 
-/* The acquire, once its options are checked and set up in a. */
-static redislock_err take(redislock_lock *l,
-                          const redislock_acquire_options *opts, attempt_cfg *a)
+redislock_err rl__acq_begin(redislock_lock *l,
+                            const redislock_acquire_options *opts, rl__acq *a)
 {
-    int64_t sent_us = 0;
-    int short_lease;
     redislock_err err;
 
+    memset(a, 0, sizeof *a);
+    a->t0_us = rl__now_us();
+    if ((err = check_options(opts)) != REDISLOCK_OK)
+        return err;
     if (l->own > 0 && (!opts->reentrant || !l->rich))
         return rl__err(REDISLOCK_EINVAL,
                        "this handle already holds the lock (only a lock "
@@ -563,8 +527,19 @@ static redislock_err take(redislock_lock *l,
                        : opts->metadata ? "given metadata"
                        : opts->limit    ? "a semaphore"
                                         : "shared");
-    if ((err = wait_loop(l, a, &sent_us)) != REDISLOCK_OK)
-        return err;
+    a->start_ms = rl__now_ms();
+    a->deadline_ms =
+        a->waits ? rl__deadline(a->start_ms, opts->wait_ms) : a->start_ms;
+    return REDISLOCK_OK;
+}
+
+redislock_err rl__acq_finish(redislock_lock *l,
+                             const redislock_acquire_options *opts, rl__acq *a,
+                             int64_t sent_us)
+{
+    int short_lease;
+    redislock_err err;
+
     /* A hand-off may grant less than the TTL (see rl_handoff in lib.lua):
      * the watchdog thread extends it after a third of that lease, off the
      * caller's path; a lock released sooner (the common case) costs no
@@ -615,32 +590,36 @@ static redislock_err take(redislock_lock *l,
     return REDISLOCK_OK;
 }
 
+void rl__acq_end(redislock_lock *l, const rl__acq *a, redislock_err err)
+{
+    /* Events for calls that tried: refused options made no attempt. */
+    if (a->tries > 0)
+        rl__lock_event(
+            l, (redislock_event){.kind = err == REDISLOCK_OK
+                                             ? REDISLOCK_EVENT_ACQUIRED
+                                             : REDISLOCK_EVENT_NOT_ACQUIRED,
+                                 .err = err,
+                                 .attempts = a->tries,
+                                 .ms = (rl__now_us() - a->t0_us) / 1000,
+                                 .fence = err == REDISLOCK_OK ? l->fence : 0});
+}
+
 static redislock_err acquire(redislock_lock *l,
                              const redislock_acquire_options *opts)
 {
     static const redislock_acquire_options defaults;
-    attempt_cfg a;
-    int64_t t0 = rl__now_us();
+    rl__acq a;
+    int64_t sent_us = 0;
     redislock_err err;
 
     if (l == NULL)
         return rl__err(REDISLOCK_EINVAL, "NULL lock handle");
     if (opts == NULL)
         opts = &defaults;
-    if ((err = check_options(opts)) != REDISLOCK_OK)
-        return err;
-    memset(&a, 0, sizeof a);
-    err = take(l, opts, &a);
-    /* Events for calls that tried: refused options made no attempt. */
-    if (a.tries > 0)
-        rl__lock_event(
-            l, (redislock_event){.kind = err == REDISLOCK_OK
-                                             ? REDISLOCK_EVENT_ACQUIRED
-                                             : REDISLOCK_EVENT_NOT_ACQUIRED,
-                                 .err = err,
-                                 .attempts = a.tries,
-                                 .ms = (rl__now_us() - t0) / 1000,
-                                 .fence = err == REDISLOCK_OK ? l->fence : 0});
+    if ((err = rl__acq_begin(l, opts, &a)) == REDISLOCK_OK &&
+        (err = wait_loop(l, &a, &sent_us)) == REDISLOCK_OK)
+        err = rl__acq_finish(l, opts, &a, sent_us);
+    rl__acq_end(l, &a, err);
     return err;
 }
 

@@ -29,6 +29,16 @@ typedef struct rl__try {
     int64_t mark_ms; /* how long the caller may block (waiting marker) */
 } rl__try;
 
+/* An attempt as one script request, with the storage of its arguments:
+ * for a driver that sends it itself (the event loop's, alock.c). The
+ * request's keys are left to the sender (rl__lock_send_async). */
+typedef struct rl__attempt_req {
+    char ttl[24], mark[24], limit[16];
+    const char *args[8];
+    size_t lens[8];
+    rl__request q;
+} rl__attempt_req;
+
 typedef struct rl__algo {
     /* Whether a release wakes waiters blocked on the lock's server; if not,
      * waiters retry after a jittered pause. */
@@ -59,6 +69,14 @@ typedef struct rl__algo {
                                   const char *token, int64_t pause_ms,
                                   rl__wait_result *res, int64_t *sent_us,
                                   int *ran, redislock_err *attempt_err);
+    /* The attempt t as one script request on the key's server, and what
+     * its reply r (or its failure err) says, as attempt would return it
+     * (r is the caller's). NULL: the algorithm's attempts are not one
+     * request (the event loop's driver refuses it). */
+    redislock_err (*attempt_prepare)(redislock_lock *l, const rl__try *t,
+                                     rl__attempt_req *a);
+    redislock_err (*attempt_outcome)(redislock_lock *l, redislock_err err,
+                                     const rl__reply *r);
     /* After an attempt whose reply was lost: makes sure it holds nothing,
      * now or when it arrives late (in the background). NULL: a failed
      * attempt has undone itself. */

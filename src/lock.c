@@ -193,36 +193,44 @@ void redislock_lock_free(redislock_lock *l)
     free(l);
 }
 
-/* Runs the script request q with the keys its layout names for the lock
- * k (and req's void key), and for a set's script those of each lock of
- * more (nmore), on node p, or with p NULL wherever t sends k's key, or
- * with c set on that connection. */
+/* Gives the script request q the keys its layout names for the lock k
+ * (and req's void key), and for a set's script those of each lock of more
+ * (nmore), kept in ks (rl__keyset_free after q's use). */
+static redislock_err keyed(rl__request *q, const rl__lockname *k,
+                           const rl__lockname *more, int nmore, const char *req,
+                           rl__keyset *ks)
+{
+    if (rl__keyset_make_set(ks, q->s->keys, q->s->nkeys, q->s->each,
+                            q->s->neach, k, more, nmore, req) != 0)
+        return rl__err(REDISLOCK_ENOMEM, "out of memory");
+    q->nkeys = ks->n;
+    q->keys = ks->k;
+    q->klens = ks->len;
+    return REDISLOCK_OK;
+}
+
+/* Runs the script request q with its keys (keyed) on node p, or with p
+ * NULL wherever t sends k's key, or with c set on that connection. */
 static redislock_err run_keyed(rl__topo *t, rl__pool *p, rl__conn *c,
                                const rl__lockname *k, const rl__lockname *more,
                                int nmore, const char *req, rl__request *q,
                                rl__reply **out)
 {
+    rl__request run = *q; /* keyed for this run only */
     rl__keyset ks;
     redislock_err err;
 
-    if (rl__keyset_make_set(&ks, q->s->keys, q->s->nkeys, q->s->each,
-                            q->s->neach, k, more, nmore, req) != 0)
-        return rl__err(REDISLOCK_ENOMEM, "out of memory");
-    q->nkeys = ks.n;
-    q->keys = ks.k;
-    q->klens = ks.len;
+    if ((err = keyed(&run, k, more, nmore, req, &ks)) != REDISLOCK_OK)
+        return err;
     if (c != NULL) {
-        err = rl__request_send(c, q, 0, out);
+        err = rl__request_send(c, &run, 0, out);
         if (err == REDISLOCK_OK)
-            err = rl__request_check(q, out);
+            err = rl__request_check(&run, out);
     } else {
-        err = p == NULL ? rl__topo_run(t, k->key, k->keylen, q, out)
-                        : rl__topo_run_on(t, p, q, out);
+        err = p == NULL ? rl__topo_run(t, k->key, k->keylen, &run, out)
+                        : rl__topo_run_on(t, p, &run, out);
     }
     rl__keyset_free(&ks);
-    q->nkeys = 0;
-    q->keys = NULL;
-    q->klens = NULL;
     return err;
 }
 
@@ -238,6 +246,22 @@ redislock_err rl__lock_send_on(redislock_lock *l, rl__conn *c, const char *req,
     rl__lockname k = {l->key, l->keylen, l->base, l->baselen};
 
     return run_keyed(NULL, NULL, c, &k, l->more, l->nmore, req, q, out);
+}
+
+redislock_err rl__lock_send_async(redislock_lock *l, rl__aconn *c,
+                                  const char *req, rl__request *q,
+                                  rl__aconn_cb cb, void *arg)
+{
+    rl__lockname k = {l->key, l->keylen, l->base, l->baselen};
+    rl__request sent = *q; /* keyed here: the keys are copied on send */
+    rl__keyset ks;
+    redislock_err err = keyed(&sent, &k, l->more, l->nmore, req, &ks);
+
+    if (err != REDISLOCK_OK)
+        return err;
+    err = rl__request_send_async(c, &sent, cb, arg);
+    rl__keyset_free(&ks);
+    return err;
 }
 
 redislock_err rl__abandon(rl__topo *t, rl__pool *p, const rl__lockname *names,
@@ -544,10 +568,9 @@ static void forget(redislock_lock *l, redislock_err why)
     atomic_store(&l->valid_until_us, 0);
 }
 
-redislock_err redislock_release_hold(redislock_lock *l, int64_t hold_after_ms)
+redislock_err rl__lock_release_check(const redislock_lock *l,
+                                     int64_t hold_after_ms)
 {
-    char hold[24];
-    long long n = 0;
     redislock_err err = check_held(l);
 
     if (err != REDISLOCK_OK)
@@ -564,12 +587,11 @@ redislock_err redislock_release_hold(redislock_lock *l, int64_t hold_after_ms)
                        "hold-after on a %s: a share is given back at once "
                        "(release it without)",
                        l->limit > 0 ? "semaphore's permit" : "reader's share");
-    /* The last hold: stop renewals first, and wait for one in flight, so
-     * that no renewal is ever sent after release. */
-    if (l->own == 1)
-        rl__lock_unwatch(l);
-    snprintf(hold, sizeof hold, "%" PRId64, hold_after_ms);
-    err = owner_script(l, &rl__script_release, hold, 0, &n);
+    return REDISLOCK_OK;
+}
+
+void rl__lock_released(redislock_lock *l, redislock_err err, long long n)
+{
     if (err == REDISLOCK_EEXPIRED || err == REDISLOCK_ELOST)
         forget(l, err);
     else if (err == REDISLOCK_OK && (n == 1 || --l->own == 0))
@@ -578,6 +600,23 @@ redislock_err redislock_release_hold(redislock_lock *l, int64_t hold_after_ms)
         l, (redislock_event){.kind = REDISLOCK_EVENT_RELEASED,
                              .err = err,
                              .ms = (rl__now_us() - l->taken_us) / 1000});
+}
+
+redislock_err redislock_release_hold(redislock_lock *l, int64_t hold_after_ms)
+{
+    char hold[24];
+    long long n = 0;
+    redislock_err err = rl__lock_release_check(l, hold_after_ms);
+
+    if (err != REDISLOCK_OK)
+        return err;
+    /* The last hold: stop renewals first, and wait for one in flight, so
+     * that no renewal is ever sent after release. */
+    if (l->own == 1)
+        rl__lock_unwatch(l);
+    snprintf(hold, sizeof hold, "%" PRId64, hold_after_ms);
+    err = owner_script(l, &rl__script_release, hold, 0, &n);
+    rl__lock_released(l, err, n);
     return err;
 }
 
@@ -637,7 +676,7 @@ redislock_err rl__lock_renew(redislock_lock *l)
     return err;
 }
 
-redislock_err redislock_extend(redislock_lock *l, int64_t ttl_ms)
+redislock_err rl__lock_extend_check(redislock_lock *l, int64_t ttl_ms)
 {
     redislock_err err = check_held(l);
 
@@ -652,10 +691,24 @@ redislock_err redislock_extend(redislock_lock *l, int64_t ttl_ms)
         if (!l->drift_fixed)
             l->drift_ms = rl__default_drift(ttl_ms);
     }
-    err = send_extend(l, ttl_ms, 0);
+    return REDISLOCK_OK;
+}
+
+void rl__lock_extended(redislock_lock *l, redislock_err err)
+{
     if (err == REDISLOCK_EEXPIRED || err == REDISLOCK_ELOST)
         forget(l, err);
     extend_event(l, err);
+}
+
+redislock_err redislock_extend(redislock_lock *l, int64_t ttl_ms)
+{
+    redislock_err err = rl__lock_extend_check(l, ttl_ms);
+
+    if (err != REDISLOCK_OK)
+        return err;
+    err = send_extend(l, ttl_ms, 0);
+    rl__lock_extended(l, err);
     return err;
 }
 

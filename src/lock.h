@@ -114,9 +114,9 @@ struct redislock_lock {
                                 the handle's own */
     char *chan;              /* the channel hand-offs to this handle come on */
     size_t chanlen;
-    int64_t wait_seq; /* a fair waiter's place, from its last attempt */
-    rl__watch *watch; /* non-NULL while watched */
-    char *info_buf;   /* backs the strings of redislock_inspect */
+    int64_t wait_seq;    /* a fair waiter's place, from its last attempt */
+    rl__watch *watch;    /* non-NULL while watched */
+    char *info_buf;      /* backs the strings of redislock_inspect */
     /* Per-server results of the last request (Redlock: one per server,
      * in URL order; otherwise one). Guarded by mu. */
     redislock_err outcomes[RL_MAX_QUORUM];
@@ -136,6 +136,13 @@ redislock_err rl__lock_run(rl__topo *t, rl__pool *p, const rl__lockname *k,
  * no redirections), and maps error replies. */
 redislock_err rl__lock_send_on(redislock_lock *l, rl__conn *c, const char *req,
                                rl__request *q, rl__reply **out);
+
+/* Sends the script request q for l's lock (keys as rl__lock_run) on the
+ * non-blocking connection c (q's keys and arguments are copied); cb gets
+ * its reply or failure (error replies unmapped: rl__request_check). */
+redislock_err rl__lock_send_async(redislock_lock *l, rl__aconn *c,
+                                  const char *req, rl__request *q,
+                                  rl__aconn_cb cb, void *arg);
 
 /* One try at making sure an acquire request req (for token or owner id
  * token, with ttl_ms), whose reply was lost, does not hold the lock (or
@@ -192,6 +199,24 @@ redislock_err rl__lock_durable(const redislock_lock *l, const char *what);
 /* Runs one command on the lock's server, mapping error replies. */
 redislock_err rl__lock_command(redislock_lock *l, int n, const rl__cmd *cmds,
                                rl__reply **out);
+
+/* Whether l may be released (hold_after_ms: its hold-after, 0 none):
+ * REDISLOCK_EINVAL with the reason when not. */
+redislock_err rl__lock_release_check(const redislock_lock *l,
+                                     int64_t hold_after_ms);
+
+/* A release of l ended with err, the release script having answered n
+ * (rl__reply_owner): the handle's holds, the loss of an expired or lost
+ * lock, the event. */
+void rl__lock_released(redislock_lock *l, redislock_err err, long long n);
+
+/* Whether l may be extended to ttl_ms (REDISLOCK_EINVAL when not); an
+ * unwatched lock takes ttl_ms as its lease length. */
+redislock_err rl__lock_extend_check(redislock_lock *l, int64_t ttl_ms);
+
+/* An extend of l ended with err (the validity already moved on success):
+ * the loss of an expired or lost lock, the event. */
+void rl__lock_extended(redislock_lock *l, redislock_err err);
 
 /* Records that l holds token (a token or owner id) with a TTL of ttl_ms
  * (what renewals use) from a request sent at sent_us that left the

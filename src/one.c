@@ -16,14 +16,6 @@
 #include "wait.h"
 #include "watchdog.h"
 
-/* An attempt's script and arguments, with their storage. */
-typedef struct attempt_req {
-    char ttl[24], mark[24], limit[16];
-    const char *args[8];
-    size_t lens[8];
-    rl__request q;
-} attempt_req;
-
 /* The acquire or fair script: {1, holds, fence} taken, {0, pttl, wakes}
  * held by another. One round trip when the lock is free. A fair waiter
  * names the channel a release tells it of a hand-off on. A share takes
@@ -32,7 +24,7 @@ typedef struct attempt_req {
  * share_fair.lua, whose answers are fair.lua's); a set set_acquire.lua,
  * which also says which of its keys refused. */
 static redislock_err attempt_prepare(redislock_lock *l, const rl__try *t,
-                                     attempt_req *a)
+                                     rl__attempt_req *a)
 {
     int n = t->fair ? 8 : 6;
 
@@ -71,16 +63,14 @@ static redislock_err attempt_prepare(redislock_lock *l, const rl__try *t,
     return REDISLOCK_OK;
 }
 
-/* What the attempt's reply r (or its failure err) says, r freed. */
+/* What the attempt's reply r (or its failure err) says. */
 static redislock_err attempt_outcome(redislock_lock *l, redislock_err err,
-                                     rl__reply *r)
+                                     const rl__reply *r)
 {
     rl__acquired a;
 
-    if (err == REDISLOCK_OK) {
+    if (err == REDISLOCK_OK)
         err = rl__reply_acquired(r, &a);
-        rl__reply_free(r);
-    }
     if (err == REDISLOCK_OK && a.taken) {
         l->fence = a.fence;
     } else if (err == REDISLOCK_OK) {
@@ -101,7 +91,7 @@ static redislock_err attempt_outcome(redislock_lock *l, redislock_err err,
 static redislock_err attempt(redislock_lock *l, const rl__try *t,
                              int64_t *sent_us)
 {
-    attempt_req a;
+    rl__attempt_req a;
     rl__reply *r = NULL;
     redislock_err err = attempt_prepare(l, t, &a);
 
@@ -110,7 +100,11 @@ static redislock_err attempt(redislock_lock *l, const rl__try *t,
     *sent_us = rl__now_us();
     err = rl__lock_write_script(l, 0, a.q.s, t->req, a.q.nargs, a.args, a.lens,
                                 &r);
-    return attempt_outcome(l, err, r);
+    if (err != REDISLOCK_OK)
+        return attempt_outcome(l, err, NULL);
+    err = attempt_outcome(l, err, r);
+    rl__reply_free(r);
+    return err;
 }
 
 /* Behind the BLPOP only where the request needs no routing and no WAIT:
@@ -123,7 +117,7 @@ static redislock_err wait_attempt(redislock_lock *l, const rl__try *t,
                                   int *ran, redislock_err *attempt_err)
 {
     const rl__replicas *g = rl__client_replicas(l->client);
-    attempt_req a;
+    rl__attempt_req a;
     rl__then then = {0};
     redislock_err err;
 
@@ -137,8 +131,11 @@ static redislock_err wait_attempt(redislock_lock *l, const rl__try *t,
     then.req = t->req;
     *sent_us = rl__now_us();
     err = rl__wait(l, token, t->req, 0, pause_ms, &then, res);
-    if ((*ran = then.ran) != 0)
+    if ((*ran = then.ran) != 0) {
         *attempt_err = attempt_outcome(l, then.err, then.r);
+        if (then.err == REDISLOCK_OK && then.r != NULL)
+            rl__reply_free(then.r);
+    }
     return err;
 }
 
@@ -223,6 +220,8 @@ static redislock_err inspect(redislock_client *c, rl__pool *p, size_t at,
 
 const rl__algo rl__algo_one = {.wakes = 1,
                                .attempt = attempt,
+                               .attempt_prepare = attempt_prepare,
+                               .attempt_outcome = attempt_outcome,
                                .wait_attempt = wait_attempt,
                                .abandon = abandon,
                                .owner = owner,

@@ -313,6 +313,8 @@ const rl__algo rl__algo_redlock = {
     "the set in one script, and a majority of whole sets be needed; use a "
     "single, sharded or cluster client",
     attempt,
+    NULL, /* attempts are a round over every server */
+    NULL,
     NULL,
     NULL,
     owner,

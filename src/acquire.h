@@ -1,0 +1,93 @@
+/*
+ * An acquire's steps, for the drivers that sequence them: the blocking
+ * wait loop (acquire.c) and the event loop's (alock.c). Every decision is
+ * taken here, so that both drivers take the same ones: which options are
+ * refused, the token, each attempt's request, what an attempt's outcome
+ * means (taken, pause, give up, abandon a lost reply), what a pause's end
+ * means, and what a lock just taken needs (its lease, validity, guards).
+ *
+ * A driver calls rl__acq_begin, then repeatedly rl__acq_try and its
+ * algorithm's attempt, rl__acq_after_attempt and, after each pause,
+ * rl__acq_after_pause; then rl__acq_finish once taken, and rl__acq_end
+ * with the call's outcome.
+ */
+#ifndef RL_ACQUIRE_H
+#define RL_ACQUIRE_H
+
+#include <stdint.h>
+
+#include "algo.h"
+#include "lock.h"
+#include "rand.h"
+#include "wait.h"
+
+/* One acquire call's settings, defaults filled in, and its progress. */
+typedef struct rl__acq {
+    const redislock_acquire_options *o;
+    const char *id;   /* token or owner id */
+    const char *req;  /* this call's requests' id (abandon.lua) */
+    const char *fmt;  /* "plain", "hash" or "reentrant" */
+    int rich;         /* hash format */
+    int waits;        /* more than one attempt may be made */
+    int strategy;     /* the caller chose how pauses grow */
+    int queued;       /* a fair waiter in the queue */
+    int handed;       /* a release handed the lock over */
+    int was_queued;   /* queued at least once (fair) */
+    int piped;        /* taken by an attempt sent behind a BLPOP */
+    int free_retries; /* attempts in a row that found the lock free */
+    int tries;        /* attempts made */
+    int64_t t0_us;    /* the call's start (CLOCK_MONOTONIC us) */
+    int64_t start_ms, deadline_ms; /* the wait's (CLOCK_MONOTONIC ms) */
+    int64_t ttl_ms;
+    int64_t delay_ms, cap_ms;
+    char tok[RL_LOCK_TOKEN_LEN + 1]; /* a plain lock's token */
+    char nonce[RL_TOKEN_HEXLEN + 1]; /* req for a lock with an owner id */
+} rl__acq;
+
+/* What an acquire does next. */
+typedef enum rl__next {
+    RL_NEXT_ATTEMPT, /* try again now */
+    RL_NEXT_PAUSE,   /* pause (its length given), then try again */
+    RL_NEXT_DONE     /* stop: the outcome is given */
+} rl__next;
+
+/* Checks opts (REDISLOCK_EINVAL with the reason for what the handle or
+ * its algorithm cannot do) and sets a up: token, request id, the wait's
+ * start and deadline. */
+redislock_err rl__acq_begin(redislock_lock *l,
+                            const redislock_acquire_options *opts, rl__acq *a);
+
+/* The request of attempt number tries (0 the first) into t: a fresh
+ * token where the algorithm voids a failed one. */
+redislock_err rl__acq_try(redislock_lock *l, rl__acq *a, int tries,
+                          int64_t deadline, rl__try *t);
+
+/* After an attempt that came back with *err: RL_NEXT_DONE with *err the
+ * call's outcome (REDISLOCK_OK: taken; an attempt whose reply was lost
+ * is abandoned), or RL_NEXT_PAUSE with the pause in *pause. */
+rl__next rl__acq_after_attempt(redislock_lock *l, rl__acq *a,
+                               redislock_err *err, int64_t *pause);
+
+/* The last attempt, whose reply was lost or will not be waited for,
+ * must not hold the lock, now or when it arrives late: the algorithm
+ * sees to it (the janitor, in the background), unless a failed attempt
+ * has undone itself. */
+void rl__acq_abandon(redislock_lock *l, const rl__acq *a);
+
+/* After a pause that ended with res, its last attempt sent at sent_us:
+ * RL_NEXT_DONE with *err (cancelled; or REDISLOCK_OK, the lock handed
+ * over), else RL_NEXT_ATTEMPT. */
+rl__next rl__acq_after_pause(redislock_lock *l, rl__acq *a, rl__wait_result res,
+                             int64_t sent_us, redislock_err *err);
+
+/* The lock was taken by an attempt sent at sent_us: the handle holds it
+ * (lease, validity), under the guards and watchdog opts asks for; on
+ * their failure it is given back and the error returned. */
+redislock_err rl__acq_finish(redislock_lock *l,
+                             const redislock_acquire_options *opts, rl__acq *a,
+                             int64_t sent_us);
+
+/* The call ended with err: its event, for calls that tried. */
+void rl__acq_end(redislock_lock *l, const rl__acq *a, redislock_err err);
+
+#endif
