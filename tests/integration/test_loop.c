@@ -5,89 +5,34 @@
  * user timers among them; deadlines met through the application's timer
  * alone; closing from a callback; freeing with requests in flight.
  */
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "clock.h"
+#include "harness/apploop.h"
 #include "harness/server.h"
 #include "loop.h"
 #include "test.h"
 #include "url.h"
 
-#define APP_FDS 64
-
-/* The application: what each fd is watched for, and its one timer. */
-typedef struct app {
-    int what[APP_FDS];
-    int64_t timer_at; /* 0: none */
-    int timer_calls;
-    int64_t early_us; /* fire the timer this much early (libuv's cached
-                         loop time does) */
-} app;
-
-static void app_watch(void *ctx, int fd, int what)
+static void loop_io(void *lp, int fd, int what)
 {
-    app *a = ctx;
-
-    if (fd < 0 || fd >= APP_FDS)
-        test_fail_(__FILE__, __LINE__, "fd %d out of the test's range", fd);
-    a->what[fd] = what;
+    rl__loop_io(lp, fd, what);
 }
 
-static void app_timer(void *ctx, int64_t ms)
+static void loop_timeout(void *lp)
 {
-    app *a = ctx;
-
-    a->timer_calls++;
-    a->timer_at = ms < 0 ? 0 : rl__now_us() + ms * 1000;
+    rl__loop_timeout(lp);
 }
 
-static int watched(const app *a)
-{
-    int fd, n = 0;
-
-    for (fd = 0; fd < APP_FDS; fd++)
-        n += a->what[fd] != 0;
-    return n;
-}
-
-/* One turn of the application's loop: poll what is watched until the
- * timer (never longer than 5 s: the library must have asked for a timer
- * when it needs one), then hand over the events and the timer. */
+/* The test's application loop, driving lp. */
 static void turn(rl__loop *lp, app *a)
 {
-    struct pollfd p[APP_FDS];
-    int fd, n = 0, i, wait = 5000;
-
-    for (fd = 0; fd < APP_FDS; fd++)
-        if (a->what[fd] != 0) {
-            p[n].fd = fd;
-            p[n].events = (short)((a->what[fd] & RL_WATCH_READ ? POLLIN : 0) |
-                                  (a->what[fd] & RL_WATCH_WRITE ? POLLOUT : 0));
-            p[n++].revents = 0;
-        }
-    if (a->timer_at != 0) {
-        int64_t left = (a->timer_at - a->early_us - rl__now_us() + 999) / 1000;
-        wait = left < 0 ? 0 : left < wait ? (int)left : wait;
-    }
-    if (poll(p, (nfds_t)n, wait) == 0 && a->timer_at == 0 && n == 0)
-        test_fail_(__FILE__, __LINE__, "nothing to wait for");
-    for (i = 0; i < n; i++) {
-        int what = 0;
-
-        if (p[i].revents & (POLLIN | POLLHUP | POLLERR))
-            what |= RL_WATCH_READ;
-        if (p[i].revents & (POLLOUT | POLLERR))
-            what |= RL_WATCH_WRITE;
-        if (what != 0)
-            rl__loop_io(lp, p[i].fd, what);
-    }
-    if (a->timer_at != 0 && rl__now_us() >= a->timer_at - a->early_us) {
-        a->timer_at = 0;
-        rl__loop_timeout(lp);
-    }
+    a->io = loop_io;
+    a->timeout = loop_timeout;
+    a->target = lp;
+    app_turn(a);
 }
 
 typedef struct tally {
@@ -153,7 +98,7 @@ static void utimer_fire(rl__loop_timer *lt)
 void test_loop_many_connections_and_timers(void)
 {
     th_server *s1 = th_server_start(NULL), *s2 = th_server_start(NULL);
-    app a = {{0}, 0, 0, 0};
+    app a = {0};
     rl__loop_ops ops = {app_watch, app_timer, &a};
     rl__loop *lp;
     rl__url u[4];
@@ -192,10 +137,10 @@ void test_loop_many_connections_and_timers(void)
                 ASSERT(ut[j].due <= ut[i].due);
     }
     /* Idle now: reads watched on the four sockets, no timer. */
-    ASSERT_EQ_INT(watched(&a), 4);
+    ASSERT_EQ_INT(app_watched(&a), 4);
     ASSERT_EQ_INT(a.timer_at, 0);
     rl__loop_free(lp);
-    ASSERT_EQ_INT(watched(&a), 0);
+    ASSERT_EQ_INT(app_watched(&a), 0);
     for (i = 0; i < 4; i++)
         rl__url_free(&u[i]);
     th_server_stop(s1);
@@ -209,7 +154,7 @@ void test_loop_many_connections_and_timers(void)
 void test_loop_deadline_by_app_timer(void)
 {
     th_server *s = th_server_start(NULL);
-    app a = {{0}, 0, 0, 0};
+    app a = {0};
     rl__loop_ops ops = {app_watch, app_timer, &a};
     rl__loop *lp;
     rl__url u;
@@ -235,7 +180,7 @@ void test_loop_deadline_by_app_timer(void)
     ASSERT_EQ_INT(t.errs[REDISLOCK_ETIMEDOUT], 10);
     ASSERT(rl__now_us() - t0 >= 300 * 1000);
     ASSERT(rl__now_us() - t0 < 900 * 1000);
-    ASSERT_EQ_INT(watched(&a), 0);
+    ASSERT_EQ_INT(app_watched(&a), 0);
     ASSERT_EQ_INT(a.timer_at, 0);
     rl__loop_close(lp, c);
     rl__loop_free(lp);
@@ -268,7 +213,7 @@ void test_loop_close_from_callback_and_free(void)
 {
     static const char *const argv[] = {"INCR", "loop:k"};
     th_server *s = th_server_start(NULL);
-    app a = {{0}, 0, 0, 0};
+    app a = {0};
     rl__loop_ops ops = {app_watch, app_timer, &a};
     rl__loop *lp;
     rl__url u1, u2;
@@ -287,12 +232,12 @@ void test_loop_close_from_callback_and_free(void)
     while (k.n < 20)
         turn(lp, &a);
     ASSERT_EQ_INT(k.cancelled, 17);
-    ASSERT_EQ_INT(watched(&a), 1);
+    ASSERT_EQ_INT(app_watched(&a), 1);
     incr(other, &t, 5);
     rl__loop_free(lp);
     ASSERT_EQ_INT(t.n, 5);
     ASSERT_EQ_INT(t.errs[REDISLOCK_ECANCELED], 5);
-    ASSERT_EQ_INT(watched(&a), 0);
+    ASSERT_EQ_INT(app_watched(&a), 0);
     ASSERT_EQ_INT(a.timer_at, 0);
     rl__url_free(&u1);
     rl__url_free(&u2);

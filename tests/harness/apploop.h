@@ -1,0 +1,40 @@
+/*
+ * An application's event loop, the tests' own: poll() over the fds the
+ * library asked to watch, one timer set where the library said, nothing
+ * else. It drives the library's loop core (src/loop.h) or a client's
+ * lock operations on a loop (src/alock.h) through the two calls it is
+ * given, the way an adapter for libevent, libuv or libev would.
+ */
+#ifndef RL_TEST_APPLOOP_H
+#define RL_TEST_APPLOOP_H
+
+#include <stdint.h>
+
+#define APP_FDS 256
+
+typedef struct app {
+    int what[APP_FDS];
+    int64_t timer_at; /* 0: none */
+    int timer_calls;
+    int64_t early_us; /* fire the timer this much early (libuv's cached
+                         loop time does) */
+    /* Where the events and the timer go. */
+    void (*io)(void *target, int fd, int what);
+    void (*timeout)(void *target);
+    void *target;
+} app;
+
+/* The callbacks the library is given (ctx: the app). */
+void app_watch(void *ctx, int fd, int what);
+void app_timer(void *ctx, int64_t ms);
+
+/* The fds watched now. */
+int app_watched(const app *a);
+
+/* One turn: poll what is watched until the timer (never longer than 5 s:
+ * the library must have asked for a timer when it needs one; nothing to
+ * wait for at all fails the test), then hand over the events and the
+ * timer. */
+void app_turn(app *a);
+
+#endif
