@@ -14,6 +14,7 @@
 #include "env.h"
 #include "clock.h"
 #include "error.h"
+#include "alock.h"
 #include "lock.h"
 #include "algo.h"
 #include "watchdog.h"
@@ -177,6 +178,8 @@ void redislock_lock_free(redislock_lock *l)
 {
     if (l == NULL)
         return;
+    if (l->aop != NULL)
+        rl__alock_forget(l);
     rl__lock_unwatch(l);
     rl__conn_close(l->waitconn);
     pthread_cond_destroy(&l->wake);

@@ -116,6 +116,7 @@ struct redislock_lock {
     size_t chanlen;
     int64_t wait_seq;    /* a fair waiter's place, from its last attempt */
     rl__watch *watch;    /* non-NULL while watched */
+    struct rl__aop *aop; /* an event loop's operation under way (alock.c) */
     char *info_buf;      /* backs the strings of redislock_inspect */
     /* Per-server results of the last request (Redlock: one per server,
      * in URL order; otherwise one). Guarded by mu. */

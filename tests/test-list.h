@@ -235,6 +235,12 @@ TEST_ENTRY(aconn_unsubscribe_before_confirmation, 30)
 TEST_ENTRY(loop_many_connections_and_timers, 30)
 TEST_ENTRY(loop_deadline_by_app_timer, 30)
 TEST_ENTRY(loop_close_from_callback_and_free, 30)
+TEST_ENTRY(alock_many_at_once, 60)
+TEST_ENTRY(alock_waiters_woken_by_release, 60)
+TEST_ENTRY(alock_deadline_cancel_and_free, 60)
+TEST_ENTRY(alock_server_stops_answering, 60)
+TEST_ENTRY(alock_readers_and_permits_woken, 60)
+TEST_ENTRY(alock_refused, 30)
 TEST_ENTRY(badserver_huge_array_count, 60)
 
 /* Faults around a real server: a killed holder, stalls, wall-clock jumps

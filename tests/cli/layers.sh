@@ -17,9 +17,8 @@ layer() {
     conn | aconn | script | request | reply) echo 2 ;;
     pool | ident | loop) echo 3 ;;
     topology | cluster | redirect | sentinel) echo 4 ;;
-    lock | acquire | wait | inspect | fence | watchdog | redlock | quorum | \
-        algo | one | spread | \
-        env) echo 5 ;;
+    lock | acquire | alock | wait | inspect | fence | watchdog | redlock | \
+        quorum | algo | one | spread | env) echo 5 ;;
     client | version) echo 6 ;;
     *) echo 0 ;;
     esac

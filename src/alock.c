@@ -1,0 +1,677 @@
+/*
+ * A client's lock operations on an application's event loop: see alock.h.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "acquire.h"
+#include "alock.h"
+#include "clock.h"
+#include "env.h"
+#include "error.h"
+#include "keys.h"
+#include "reply.h"
+#include "topology.h"
+
+enum { OP_ACQUIRE, OP_RELEASE, OP_EXTEND };
+
+typedef struct node node;
+typedef struct chan chan;
+typedef struct rl__aop aop;
+
+/* One server, as the loop reaches it. */
+struct node {
+    rl__pool *pool; /* the client's: its address and timeouts */
+    rl__aconn *cmd; /* requests */
+    rl__aconn *sub; /* wake channels */
+    chan *chans;    /* the channels subscribed, or being subscribed or left */
+    node *next;
+};
+
+/* A wake channel the loop listens on for its waiters. */
+struct chan {
+    char *name;
+    size_t len;
+    int ready;        /* the server confirmed the subscription */
+    int leaving;      /* unsubscribed, the server's confirmation awaited */
+    int ended;        /* no subscription (the connection went): renewed by the
+                         next waiter that pauses */
+    aop *head, *tail; /* its waiters, longest paused first */
+    rl__aconn *on;    /* the connection it is subscribed on */
+    node *n;
+    chan *next;
+};
+
+/* An operation under way. */
+struct rl__aop {
+    rl__loop_timer timer; /* first: the loop hands it back */
+    rl__alock *al;
+    redislock_lock *l; /* NULL once its caller has heard */
+    int kind;
+    rl__alock_cb cb;
+    void *arg;
+    int inflight; /* requests whose callbacks are still to come */
+    const rl__script *script;
+    int64_t sent_us;
+    /* An acquire: its options and steps, the channel it listens on. */
+    redislock_acquire_options o;
+    rl__acq a;
+    chan *ch;
+    aop *wnext;
+    int paused;
+    int recheck; /* to try again once the channel is confirmed */
+    /* A release's hold-after or an extend's TTL. */
+    int64_t ms;
+    aop *prev, *next; /* the operations under way */
+};
+
+struct rl__alock {
+    redislock_client *c;
+    rl__loop *lp;
+    node *nodes;
+    aop *ops;
+};
+
+redislock_err rl__alock_new(redislock_client *c, const rl__loop_ops *ops,
+                            rl__alock **out)
+{
+    rl__alock *al = calloc(1, sizeof *al);
+    redislock_err err;
+
+    *out = NULL;
+    if (al == NULL)
+        return rl__err(REDISLOCK_ENOMEM, "out of memory");
+    if ((err = rl__loop_new(ops, &al->lp)) != REDISLOCK_OK) {
+        free(al);
+        return err;
+    }
+    al->c = c;
+    *out = al;
+    return REDISLOCK_OK;
+}
+
+void rl__alock_io(rl__alock *al, int fd, int what)
+{
+    rl__loop_io(al->lp, fd, what);
+}
+
+void rl__alock_timeout(rl__alock *al)
+{
+    rl__loop_timeout(al->lp);
+}
+
+/* The node of l's key. */
+static redislock_err node_get(rl__alock *al, const redislock_lock *l,
+                              node **out)
+{
+    rl__pool *p = rl__topo_node(rl__client_topo(al->c), l->key, l->keylen);
+    node *n = NULL;
+
+    for (n = al->nodes; n != NULL && n->pool != p; n = n->next)
+        ;
+    if (n == NULL) {
+        if ((n = calloc(1, sizeof *n)) == NULL)
+            return rl__err(REDISLOCK_ENOMEM, "out of memory");
+        n->pool = p;
+        n->next = al->nodes;
+        al->nodes = n;
+    }
+    *out = n;
+    return REDISLOCK_OK;
+}
+
+/* The node of l's key, with a request connection that has not failed. */
+static redislock_err node_for(rl__alock *al, const redislock_lock *l,
+                              node **out)
+{
+    node *n = NULL;
+    redislock_err err = node_get(al, l, out);
+
+    if (err != REDISLOCK_OK)
+        return err;
+    n = *out;
+    if (n->cmd != NULL && rl__aconn_broken(n->cmd)) {
+        rl__loop_close(al->lp, n->cmd);
+        n->cmd = NULL;
+    }
+    return n->cmd != NULL ? REDISLOCK_OK
+                          : rl__loop_connect(al->lp, &n->pool->cfg, &n->cmd);
+}
+
+/* What the loop cannot do yet for l, or with l under way already. */
+static redislock_err check_lock(rl__alock *al, const redislock_lock *l)
+{
+    const rl__replicas *g = rl__client_replicas(al->c);
+
+    if (l == NULL)
+        return rl__err(REDISLOCK_EINVAL, "NULL lock handle");
+    if (l->client != al->c)
+        return rl__err(REDISLOCK_EINVAL,
+                       "the lock handle is of another client than the loop's");
+    if (l->aop != NULL)
+        return rl__err(REDISLOCK_EINVAL,
+                       "an operation is under way on this lock handle: wait "
+                       "for its callback");
+    if (l->algo->attempt_prepare == NULL || l->nmore > 0)
+        return rl__err(REDISLOCK_EINVAL,
+                       "%s on the event loop: not built yet (use the blocking "
+                       "calls)",
+                       l->nmore > 0 ? "a set of keys" : "Redlock");
+    if (rl__topo_moves(rl__client_topo(al->c)))
+        return rl__err(REDISLOCK_EINVAL,
+                       "a cluster or Sentinel client on the event loop: not "
+                       "built yet (use the blocking calls)");
+    if (g->want > 0 || g->aof_local > 0 || g->aof_replicas > 0)
+        return rl__err(REDISLOCK_EINVAL,
+                       "the replica-sync and AOF guards on the event loop: "
+                       "not built yet (use the blocking calls)");
+    return REDISLOCK_OK;
+}
+
+static aop *op_new(rl__alock *al, redislock_lock *l, int kind, rl__alock_cb cb,
+                   void *arg)
+{
+    aop *op = calloc(1, sizeof *op);
+
+    if (op == NULL) {
+        rl__err(REDISLOCK_ENOMEM, "out of memory");
+        return NULL;
+    }
+    op->al = al;
+    op->l = l;
+    op->kind = kind;
+    op->cb = cb;
+    op->arg = arg;
+    return op;
+}
+
+/* The operation is under way: l's, and in the loop's list. */
+static void op_start(aop *op)
+{
+    rl__alock *al = op->al;
+
+    op->l->aop = op;
+    op->next = al->ops;
+    if (al->ops != NULL)
+        al->ops->prev = op;
+    al->ops = op;
+}
+
+static void op_free_if_idle(aop *op)
+{
+    if (op->l == NULL && op->inflight == 0)
+        free(op);
+}
+
+static void chan_free(chan *ch)
+{
+    node *n = ch->n;
+    chan **pp;
+
+    for (pp = &n->chans; *pp != NULL && *pp != ch; pp = &(*pp)->next)
+        ;
+    if (*pp == ch)
+        *pp = ch->next;
+    free(ch->name);
+    free(ch);
+}
+
+static void chan_event(void *arg, redislock_err err, const rl__reply *r);
+
+/* Subscribes ch on its node's wake connection, opened if need be. */
+static redislock_err chan_subscribe(rl__alock *al, chan *ch)
+{
+    node *n = ch->n;
+    redislock_err err;
+
+    if (n->sub != NULL && rl__aconn_broken(n->sub)) {
+        rl__loop_close(al->lp, n->sub);
+        n->sub = NULL;
+    }
+    if (n->sub == NULL &&
+        (err = rl__loop_connect(al->lp, &n->pool->cfg, &n->sub)) != 0)
+        return err;
+    if ((err = rl__aconn_subscribe(n->sub, ch->name, ch->len, 0, chan_event,
+                                   ch)) != REDISLOCK_OK)
+        return err;
+    ch->on = n->sub;
+    ch->ended = ch->ready = 0;
+    return REDISLOCK_OK;
+}
+
+/* op no longer listens on its channel; the last to go unsubscribes. */
+static void chan_leave(aop *op)
+{
+    chan *ch = op->ch;
+    aop **pp;
+
+    if (ch == NULL)
+        return;
+    op->ch = NULL;
+    for (pp = &ch->head; *pp != NULL && *pp != op; pp = &(*pp)->wnext)
+        ;
+    if (*pp == op) {
+        *pp = op->wnext;
+        if (ch->tail == op) {
+            aop *t;
+
+            ch->tail = NULL;
+            for (t = ch->head; t != NULL; t = t->wnext)
+                ch->tail = t;
+        }
+    }
+    op->wnext = NULL;
+    if (ch->head != NULL || ch->leaving)
+        return;
+    if (ch->ended)
+        chan_free(ch);
+    else if (rl__aconn_unsubscribe(ch->on, ch->name, ch->len) == REDISLOCK_OK)
+        ch->leaving = 1;
+}
+
+/* op listens on the wake channel of its lock (readers' or writers'),
+ * its subscription asked for if there is none; *fresh says whether the
+ * server has yet to confirm it. */
+static redislock_err chan_join(aop *op, node *n, int *fresh)
+{
+    redislock_lock *l = op->l;
+    size_t len;
+    char *name = rl__helper_join(l->base, l->baselen,
+                                 l->reader ? "rwake" : "wake", NULL, &len);
+    chan *ch;
+    redislock_err err = REDISLOCK_OK;
+
+    if (name == NULL)
+        return rl__err(REDISLOCK_ENOMEM, "out of memory");
+    for (ch = n->chans; ch != NULL; ch = ch->next)
+        if (ch->len == len && memcmp(ch->name, name, len) == 0)
+            break;
+    if (ch != NULL) {
+        free(name);
+    } else if ((ch = calloc(1, sizeof *ch)) == NULL) {
+        free(name);
+        return rl__err(REDISLOCK_ENOMEM, "out of memory");
+    } else {
+        ch->name = name;
+        ch->len = len;
+        ch->n = n;
+        ch->ended = 1;
+        ch->next = n->chans;
+        n->chans = ch;
+    }
+    /* Leaving: subscribed again once the server has confirmed. */
+    if (ch->ended && !ch->leaving)
+        err = chan_subscribe(op->al, ch);
+    if (err != REDISLOCK_OK) {
+        if (ch->head == NULL)
+            chan_free(ch);
+        return err;
+    }
+    op->ch = ch;
+    if (ch->tail != NULL)
+        ch->tail->wnext = op;
+    else
+        ch->head = op;
+    ch->tail = op;
+    *fresh = !ch->ready;
+    return REDISLOCK_OK;
+}
+
+/* The caller hears: the operation is over for l (which may start another
+ * from the callback); what is still in flight is ignored when it comes. */
+static void complete(aop *op, redislock_err err)
+{
+    rl__alock *al = op->al;
+    redislock_lock *l = op->l;
+    char detail[512];
+
+    snprintf(detail, sizeof detail, "%s", redislock_errdetail());
+    chan_leave(op);
+    rl__loop_disarm(al->lp, &op->timer);
+    l->aop = NULL;
+    op->l = NULL;
+    if (op->prev != NULL)
+        op->prev->next = op->next;
+    else
+        al->ops = op->next;
+    if (op->next != NULL)
+        op->next->prev = op->prev;
+    if (err != REDISLOCK_OK)
+        rl__err(err, "%s", detail);
+    op->cb(l, err, op->arg);
+    op_free_if_idle(op);
+}
+
+static void attempt(aop *op);
+
+/* The acquire ends with err: taken (the handle then holds the lock), or
+ * not. */
+static void acquire_done(aop *op, redislock_err err)
+{
+    redislock_lock *l = op->l;
+
+    if (err == REDISLOCK_OK)
+        err = rl__acq_finish(l, &op->o, &op->a, op->sent_us);
+    rl__acq_end(l, &op->a, err);
+    complete(op, err);
+}
+
+/* A paused waiter's pause ends with res: woken, or its time ran out. */
+static void resume(aop *op, rl__wait_result res)
+{
+    redislock_err err = REDISLOCK_OK;
+
+    op->paused = 0;
+    rl__loop_disarm(op->al->lp, &op->timer);
+    if (rl__acq_after_pause(op->l, &op->a, res, op->sent_us, &err) ==
+        RL_NEXT_DONE)
+        acquire_done(op, err);
+    else
+        attempt(op);
+}
+
+static void pause_over(rl__loop_timer *lt)
+{
+    resume((aop *)lt, RL_WAIT_TIMEOUT);
+}
+
+/* Wakes the channel's longest-paused waiter (a message), or with all set
+ * every paused one (the subscription confirmed: a release may have come
+ * between their attempts and it). */
+static void chan_wake(chan *ch, int all)
+{
+    aop *op;
+
+    for (op = ch->head; op != NULL; op = op->wnext)
+        op->recheck = op->paused;
+    for (;;) {
+        for (op = ch->head; op != NULL && !op->recheck; op = op->wnext)
+            ;
+        if (op == NULL)
+            return;
+        op->recheck = 0;
+        resume(op, RL_WAIT_WOKEN);
+        if (!all)
+            return;
+    }
+}
+
+static void chan_event(void *arg, redislock_err err, const rl__reply *r)
+{
+    chan *ch = arg;
+
+    if (err == REDISLOCK_OK && r == NULL) {
+        ch->ready = 1;
+        chan_wake(ch, 1);
+        return;
+    }
+    if (err == REDISLOCK_OK) {
+        chan_wake(ch, 0);
+        return;
+    }
+    /* The subscription's end: its waiters keep their pauses' timers. */
+    ch->ready = 0;
+    ch->ended = 1;
+    ch->on = NULL;
+    if (ch->leaving) {
+        ch->leaving = 0;
+        if (ch->head != NULL && err == REDISLOCK_ECANCELED &&
+            chan_subscribe(ch->head->al, ch) == REDISLOCK_OK)
+            return;
+    }
+    if (ch->head == NULL)
+        chan_free(ch);
+}
+
+/* A refused attempt's pause: listening on the wake channel, with a
+ * timer for its end. */
+static void pause_for(aop *op, int64_t pause_ms)
+{
+    rl__alock *al = op->al;
+    node *n = NULL;
+    int fresh = 0;
+    redislock_err err;
+
+    if (pause_ms <= 0) {
+        resume(op, RL_WAIT_TIMEOUT);
+        return;
+    }
+    op->timer.fire = pause_over;
+    if ((err = rl__loop_arm(al->lp, &op->timer,
+                            rl__now_us() + pause_ms * 1000)) != REDISLOCK_OK) {
+        rl__acq_end(op->l, &op->a, err);
+        complete(op, err);
+        return;
+    }
+    op->paused = 1;
+    /* Without a subscription the pause is a plain timer: a release ends
+     * it no sooner (a server that cannot be reached gives no wake-up).
+     * A fresh one tries again once confirmed (chan_event). */
+    if (op->ch == NULL) {
+        if (node_get(al, op->l, &n) == REDISLOCK_OK)
+            chan_join(op, n, &fresh);
+    } else if (op->ch->ended && !op->ch->leaving) {
+        chan_subscribe(al, op->ch);
+    }
+}
+
+/* An attempt's reply, or its failure. */
+static void attempt_done(void *arg, redislock_err err, const rl__reply *r)
+{
+    aop *op = arg;
+    redislock_lock *l = op->l;
+    int64_t pause = 0;
+
+    op->inflight--;
+    if (l == NULL) {
+        op_free_if_idle(op);
+        return;
+    }
+    if (err == REDISLOCK_OK)
+        err = rl__reply_check(r, op->script->name);
+    err = l->algo->attempt_outcome(l, err, err == REDISLOCK_OK ? r : NULL);
+    if (rl__acq_after_attempt(l, &op->a, &err, &pause) == RL_NEXT_DONE)
+        acquire_done(op, err);
+    else
+        pause_for(op, pause);
+}
+
+/* The next attempt, sent on the key's node. */
+static void attempt(aop *op)
+{
+    redislock_lock *l = op->l;
+    rl__attempt_req req;
+    rl__try t;
+    node *n = NULL;
+    redislock_err err =
+        rl__acq_try(l, &op->a, op->a.tries, op->a.deadline_ms, &t);
+
+    if (err == REDISLOCK_OK)
+        err = node_for(op->al, l, &n);
+    if (err == REDISLOCK_OK)
+        err = l->algo->attempt_prepare(l, &t, &req);
+    if (err == REDISLOCK_OK) {
+        op->script = req.q.s;
+        op->sent_us = rl__now_us();
+        err = rl__lock_send_async(l, n->cmd, t.req, &req.q, attempt_done, op);
+    }
+    if (err == REDISLOCK_OK) {
+        op->inflight++;
+        return;
+    }
+    /* Not sent: nothing to abandon. */
+    rl__acq_end(l, &op->a, err);
+    complete(op, err);
+}
+
+redislock_err rl__alock_acquire(rl__alock *al, redislock_lock *l,
+                                const redislock_acquire_options *o,
+                                rl__alock_cb cb, void *arg)
+{
+    static const redislock_acquire_options defaults;
+    redislock_err err = check_lock(al, l);
+    aop *op;
+
+    if (err != REDISLOCK_OK)
+        return err;
+    if (o == NULL)
+        o = &defaults;
+    if (o->fair || o->watchdog)
+        return rl__err(REDISLOCK_EINVAL,
+                       "%s on the event loop: not built yet (use the "
+                       "blocking calls)",
+                       o->fair ? "a fair waiter" : "the watchdog");
+    if (cb == NULL)
+        return rl__err(REDISLOCK_EINVAL, "an operation needs a callback");
+    if ((op = op_new(al, l, OP_ACQUIRE, cb, arg)) == NULL)
+        return REDISLOCK_ENOMEM;
+    op->o = *o;
+    if ((err = rl__acq_begin(l, &op->o, &op->a)) != REDISLOCK_OK) {
+        free(op);
+        return err;
+    }
+    op_start(op);
+    attempt(op);
+    return REDISLOCK_OK;
+}
+
+/* A release's or an extend's reply, or its failure. */
+static void owner_done(void *arg, redislock_err err, const rl__reply *r)
+{
+    aop *op = arg;
+    redislock_lock *l = op->l;
+    long long n = 0;
+
+    op->inflight--;
+    if (l == NULL) {
+        op_free_if_idle(op);
+        return;
+    }
+    if (err == REDISLOCK_OK &&
+        (err = rl__reply_check(r, op->script->name)) == REDISLOCK_OK)
+        err = rl__reply_owner(r, op->script->name, &n);
+    rl__lock_set_outcomes(l, &err, 1);
+    if (op->kind == OP_RELEASE) {
+        rl__lock_released(l, err, n);
+    } else {
+        if (err == REDISLOCK_OK)
+            rl__lock_set_validity(l, op->sent_us, op->ms);
+        rl__lock_extended(l, err);
+    }
+    complete(op, err);
+}
+
+/* Sends the owner script s (release, extend) with arg2 for l. */
+static redislock_err owner_op(rl__alock *al, redislock_lock *l, int kind,
+                              const rl__script *s, int64_t ms, rl__alock_cb cb,
+                              void *arg)
+{
+    char arg2[24];
+    const char *args[3];
+    size_t lens[3];
+    rl__request q = {.s = s, .nargs = 3, .args = args, .lens = lens};
+    node *n = NULL;
+    aop *op;
+    redislock_err err;
+
+    if (cb == NULL)
+        return rl__err(REDISLOCK_EINVAL, "an operation needs a callback");
+    if (l->watch != NULL)
+        return rl__err(REDISLOCK_EINVAL,
+                       "the lock is renewed by the watchdog thread: release "
+                       "or extend it with the blocking calls");
+    if ((err = node_for(al, l, &n)) != REDISLOCK_OK)
+        return err;
+    if ((op = op_new(al, l, kind, cb, arg)) == NULL)
+        return REDISLOCK_ENOMEM;
+    snprintf(arg2, sizeof arg2, "%" PRId64, ms);
+    rl__lock_owner_args(l, arg2, args, lens);
+    op->script = s;
+    op->ms = ms;
+    op->sent_us = rl__now_us();
+    if ((err = rl__lock_send_async(l, n->cmd, NULL, &q, owner_done, op)) !=
+        REDISLOCK_OK) {
+        free(op);
+        return err;
+    }
+    op->inflight = 1;
+    op_start(op);
+    return REDISLOCK_OK;
+}
+
+redislock_err rl__alock_release(rl__alock *al, redislock_lock *l,
+                                int64_t hold_after_ms, rl__alock_cb cb,
+                                void *arg)
+{
+    redislock_err err = check_lock(al, l);
+
+    if (err == REDISLOCK_OK)
+        err = rl__lock_release_check(l, hold_after_ms);
+    if (err != REDISLOCK_OK)
+        return err;
+    return owner_op(al, l, OP_RELEASE, &rl__script_release, hold_after_ms, cb,
+                    arg);
+}
+
+redislock_err rl__alock_extend(rl__alock *al, redislock_lock *l, int64_t ttl_ms,
+                               rl__alock_cb cb, void *arg)
+{
+    redislock_err err = check_lock(al, l);
+
+    if (err == REDISLOCK_OK)
+        err = rl__lock_extend_check(l, ttl_ms);
+    if (err != REDISLOCK_OK)
+        return err;
+    return owner_op(al, l, OP_EXTEND, &rl__script_extend, ttl_ms, cb, arg);
+}
+
+/* Ends op with REDISLOCK_ECANCELED; an acquire's attempt in flight is
+ * abandoned. */
+static void cancel(aop *op)
+{
+    if (op->kind == OP_ACQUIRE) {
+        if (op->inflight > 0)
+            rl__acq_abandon(op->l, &op->a);
+        rl__err(REDISLOCK_ECANCELED, "the wait was cancelled");
+        rl__acq_end(op->l, &op->a, REDISLOCK_ECANCELED);
+    } else {
+        rl__err(REDISLOCK_ECANCELED,
+                "the lock handle was freed with its %s under way",
+                op->kind == OP_RELEASE ? "release" : "extend");
+    }
+    complete(op, REDISLOCK_ECANCELED);
+}
+
+void rl__alock_cancel(redislock_lock *l)
+{
+    if (l != NULL && l->aop != NULL && l->aop->kind == OP_ACQUIRE)
+        cancel(l->aop);
+}
+
+void rl__alock_forget(redislock_lock *l)
+{
+    if (l->aop != NULL)
+        cancel(l->aop);
+}
+
+void rl__alock_free(rl__alock *al)
+{
+    node *n = NULL;
+
+    if (al == NULL)
+        return;
+    while (al->ops != NULL)
+        cancel(al->ops);
+    /* The connections' ends reach the requests and channels still out:
+     * their callbacks free what is left of them. */
+    rl__loop_free(al->lp);
+    while ((n = al->nodes) != NULL) {
+        al->nodes = n->next;
+        while (n->chans != NULL)
+            chan_free(n->chans);
+        free(n);
+    }
+    free(al);
+}

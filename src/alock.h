@@ -1,0 +1,81 @@
+/*
+ * One client's lock operations on an application's event loop (issue
+ * 16): acquire with waiting, release and extend, each ending in a
+ * callback on the loop, none of them blocking. They take the same steps as
+ * the blocking calls (acquire.h; lock.h's halves of release and extend),
+ * sequenced by replies and timers instead of a blocked thread.
+ *
+ * Per server the loop keeps one connection for requests (pipelined,
+ * answered in order) and one subscribed to the wake channels: a waiter
+ * listens on the channel named like the wake list a blocked waiter pops
+ * (rl_wake in lib.lua publishes to both), so many waiters share one
+ * connection. A waiter subscribes after its first refused attempt and
+ * tries again once the server has confirmed the subscription, so a
+ * release between the two is not missed; a message wakes the loop's
+ * longest-paused waiter on that channel, and each waiter's pause (to the
+ * holder's TTL, the deadline, or the retry strategy's delay) is a timer
+ * of the loop.
+ *
+ * Not yet (each REDISLOCK_EINVAL with the reason): cluster and Sentinel
+ * clients, Redlock, sets of keys, fair waiters, the watchdog, the
+ * replica-sync and AOF guards, TLS (REDISLOCK_ENOTLS). An attempt whose
+ * reply is lost, or that is in flight when its acquire is cancelled, is
+ * abandoned by the client's janitor thread, as the blocking calls' are.
+ *
+ * Single-threaded: every call here, and every callback, on the loop's
+ * thread. One operation at a time per lock handle.
+ */
+#ifndef RL_ALOCK_H
+#define RL_ALOCK_H
+
+#include <stdint.h>
+
+#include "lock.h"
+#include "loop.h"
+
+typedef struct rl__alock rl__alock;
+
+/* An operation's outcome, as the blocking call would return it, with
+ * redislock_errdetail() set; on the loop's thread. The callback may start
+ * another operation, on this lock or any other. */
+typedef void (*rl__alock_cb)(redislock_lock *l, redislock_err err, void *arg);
+
+/* c's operations on the loop whose callbacks ops gives (see loop.h). c
+ * must outlive it. */
+redislock_err rl__alock_new(redislock_client *c, const rl__loop_ops *ops,
+                            rl__alock **out);
+
+/* Ends every operation under way with REDISLOCK_ECANCELED (their
+ * callbacks run first), closes the connections. Not from a callback. NULL
+ * is a no-op. */
+void rl__alock_free(rl__alock *al);
+
+/* The application's events and timer, handed on (loop.h). */
+void rl__alock_io(rl__alock *al, int fd, int what);
+void rl__alock_timeout(rl__alock *al);
+
+/* Acquires l as redislock_acquire would, waiting within o->wait_ms. o is
+ * copied, its strings (owner, metadata) borrowed until the callback.
+ * An error returned means no callback comes. */
+redislock_err rl__alock_acquire(rl__alock *al, redislock_lock *l,
+                                const redislock_acquire_options *o,
+                                rl__alock_cb cb, void *arg);
+
+/* Releases l (hold_after_ms as redislock_release_hold), or extends its
+ * lease to ttl_ms (redislock_extend). */
+redislock_err rl__alock_release(rl__alock *al, redislock_lock *l,
+                                int64_t hold_after_ms, rl__alock_cb cb,
+                                void *arg);
+redislock_err rl__alock_extend(rl__alock *al, redislock_lock *l, int64_t ttl_ms,
+                               rl__alock_cb cb, void *arg);
+
+/* Ends an acquire under way on l with REDISLOCK_ECANCELED, its callback
+ * called now; an attempt in flight is abandoned. Releases and extends
+ * run to their end. */
+void rl__alock_cancel(redislock_lock *l);
+
+/* l is being freed: the operation under way on it ends with
+ * REDISLOCK_ECANCELED, its callback called now (lock.c). */
+void rl__alock_forget(redislock_lock *l);
+
+#endif
