@@ -713,6 +713,77 @@ REDISLOCK_API int redislock_has_tls(void);
 /* The library's version as "MAJOR.MINOR.PATCH". */
 REDISLOCK_API const char *redislock_version(void);
 
+/*
+ * The event-loop API (redislock_loop(3)): a client's locks acquired,
+ * released and extended on the application's event loop, without
+ * blocking and without a thread of the library's, each operation ending
+ * in a callback on the loop. libcurl's multi-socket model: the library
+ * says which sockets to watch and when to call it back, through two
+ * callbacks; the application hands the events and the timer back.
+ * <redislock/libevent.h>, <redislock/libuv.h> and <redislock/libev.h>
+ * wire a loop to those libraries. Every call, and every callback, on the
+ * loop's thread.
+ */
+typedef struct redislock_loop redislock_loop;
+
+/* What to watch a socket for: a mask of these (0: stop watching it). */
+#define REDISLOCK_WATCH_READ 1
+#define REDISLOCK_WATCH_WRITE 2
+
+/* Watch fd for what, replacing what was asked for it before. */
+typedef void (*redislock_watch_cb)(void *ctx, int fd, int what);
+/* Call redislock_loop_timeout() once in ms (0: at once), replacing the
+ * timer asked for before; -1: no timer. */
+typedef void (*redislock_timer_cb)(void *ctx, int64_t ms);
+/* An operation's outcome, as the blocking call would return it, with
+ * redislock_errdetail() set. It may start another operation. */
+typedef void (*redislock_done_cb)(redislock_lock *l, redislock_err err,
+                                  void *arg);
+
+/* A loop for c's locks (c must outlive it): watch and timer get ctx. */
+REDISLOCK_API redislock_err redislock_loop_new(redislock_loop **out,
+                                               redislock_client *c,
+                                               redislock_watch_cb watch,
+                                               redislock_timer_cb timer,
+                                               void *ctx);
+
+/* Ends every operation under way with REDISLOCK_ECANCELED (their
+ * callbacks run first), then closes the loop's connections, unwatching
+ * their sockets. Not from a callback. NULL is a no-op. */
+REDISLOCK_API void redislock_loop_free(redislock_loop *lp);
+
+/* The application saw what (REDISLOCK_WATCH_*) on fd; its timer ran
+ * out. */
+REDISLOCK_API void redislock_loop_io(redislock_loop *lp, int fd, int what);
+REDISLOCK_API void redislock_loop_timeout(redislock_loop *lp);
+
+/* As redislock_acquire, redislock_release_hold and redislock_extend, the
+ * outcome to cb. opts is copied, its strings borrowed until the callback.
+ * An error returned means that no callback comes. One operation at a
+ * time per lock handle. */
+REDISLOCK_API redislock_err
+redislock_loop_acquire_sized(redislock_loop *lp, redislock_lock *l,
+                             const redislock_acquire_options *opts,
+                             size_t opts_size, redislock_done_cb cb, void *arg);
+#define redislock_loop_acquire(lp, l, opts, cb, arg)                           \
+    redislock_loop_acquire_sized(lp, l, opts, REDISLOCK_ACQUIRE_OPTIONS_SIZE,  \
+                                 cb, arg)
+REDISLOCK_API redislock_err redislock_loop_release(redislock_loop *lp,
+                                                   redislock_lock *l,
+                                                   int64_t hold_after_ms,
+                                                   redislock_done_cb cb,
+                                                   void *arg);
+REDISLOCK_API redislock_err redislock_loop_extend(redislock_loop *lp,
+                                                  redislock_lock *l,
+                                                  int64_t ttl_ms,
+                                                  redislock_done_cb cb,
+                                                  void *arg);
+
+/* Ends the acquire under way on l with REDISLOCK_ECANCELED, its callback
+ * called before this returns. Freeing the handle does the same for any
+ * operation under way on it. */
+REDISLOCK_API void redislock_loop_cancel(redislock_loop *lp, redislock_lock *l);
+
 #ifdef __cplusplus
 }
 #endif

@@ -28,7 +28,7 @@ jobs=${JOBS:-2}
 DEFAULT="backoff_* rand_* error_* version_* harness_* lock_* expiry_*
 script_* input_* url_* auth_* meta_* holdafter_* reentrant_* badserver_*
 faults_restart_* faults_clock_probe events_* fair_share_* fair_permits_fifo_order
-aconn_* loop_* alock_*"
+aconn_* loop_* alock_* adapter_*"
 
 command -v valgrind >/dev/null 2>&1 ||
     { echo "check-valgrind: valgrind is not installed" >&2; exit 1; }

@@ -644,9 +644,10 @@ static void cancel(aop *op)
     complete(op, REDISLOCK_ECANCELED);
 }
 
-void rl__alock_cancel(redislock_lock *l)
+void rl__alock_cancel(rl__alock *al, redislock_lock *l)
 {
-    if (l != NULL && l->aop != NULL && l->aop->kind == OP_ACQUIRE)
+    if (l != NULL && l->aop != NULL && l->aop->al == al &&
+        l->aop->kind == OP_ACQUIRE)
         cancel(l->aop);
 }
 

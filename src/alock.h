@@ -69,10 +69,10 @@ redislock_err rl__alock_release(rl__alock *al, redislock_lock *l,
 redislock_err rl__alock_extend(rl__alock *al, redislock_lock *l, int64_t ttl_ms,
                                rl__alock_cb cb, void *arg);
 
-/* Ends an acquire under way on l with REDISLOCK_ECANCELED, its callback
- * called now; an attempt in flight is abandoned. Releases and extends
- * run to their end. */
-void rl__alock_cancel(redislock_lock *l);
+/* Ends an acquire under way on l on this loop with REDISLOCK_ECANCELED,
+ * its callback called now; an attempt in flight is abandoned. Releases
+ * and extends run to their end. */
+void rl__alock_cancel(rl__alock *al, redislock_lock *l);
 
 /* l is being freed: the operation under way on it ends with
  * REDISLOCK_ECANCELED, its callback called now (lock.c). */

@@ -4,8 +4,8 @@
  * callbacks an application gives (libcurl's multi-socket model): "watch
  * this fd for these events" and "call me back in this many ms". The
  * application hands events back with rl__loop_io and its timer with
- * rl__loop_timeout. The base of the event-loop API (issue 16); nothing
- * public uses it yet.
+ * rl__loop_timeout. The base of the event-loop API (redislock_loop(3),
+ * through alock.h).
  *
  * Each connection's deadline is a timer of the loop's heap, so one
  * application timer serves every connection and every user timer

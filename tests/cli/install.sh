@@ -76,7 +76,8 @@ alias_target() {
 # check_tree ROOT: the installed files under the prefix ROOT.
 check_tree() {
     r=$1
-    for h in redislock.h redislock.hpp; do
+    for h in redislock.h redislock.hpp redislock/libevent.h redislock/libuv.h \
+        redislock/libev.h redislock/fds.h; do
         cmp -s "$SRCDIR/include/$h" "$r/include/$h" ||
             fail "$r/include/$h is missing or differs"
     done

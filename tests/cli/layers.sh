@@ -19,7 +19,7 @@ layer() {
     topology | cluster | redirect | sentinel) echo 4 ;;
     lock | acquire | alock | wait | inspect | fence | watchdog | redlock | \
         quorum | algo | one | spread | env) echo 5 ;;
-    client | version) echo 6 ;;
+    client | evloop | version) echo 6 ;;
     *) echo 0 ;;
     esac
 }

@@ -18,6 +18,8 @@ typedef struct app {
     int timer_calls;
     int64_t early_us; /* fire the timer this much early (libuv's cached
                          loop time does) */
+    int max_wait_ms;  /* a turn waits at most this long (0: 5 s, and
+                         nothing to wait for fails the test) */
     /* Where the events and the timer go. */
     void (*io)(void *target, int fd, int what);
     void (*timeout)(void *target);
@@ -31,10 +33,10 @@ void app_timer(void *ctx, int64_t ms);
 /* The fds watched now. */
 int app_watched(const app *a);
 
-/* One turn: poll what is watched until the timer (never longer than 5 s:
- * the library must have asked for a timer when it needs one; nothing to
- * wait for at all fails the test), then hand over the events and the
- * timer. */
+/* One turn: poll what is watched until the timer (never longer than 5 s,
+ * or max_wait_ms: the library must have asked for a timer when it needs
+ * one; nothing to wait for at all fails the test, unless max_wait_ms is
+ * set), then hand over the events and the timer. */
 void app_turn(app *a);
 
 #endif
