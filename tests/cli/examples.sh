@@ -3,14 +3,15 @@
 # their comments say: reentrant, watchdog (its job outlives the TTL; a
 # loss, simulated by the example or done here with redis-cli, stops it),
 # cron.sh (two at once: one runs the job), points_demo (exact with the
-# lock), redlock and guards (C++: each guard's scope). The binaries are
-# in <build>/examples, next to <build>/cli.
+# lock), redlock, guards (C++: each guard's scope) and gifts_server (an
+# HTTP service on one event loop: exact with the lock, oversold without).
+# The binaries are in <build>/examples, next to <build>/cli.
 set -eu
 . "$(dirname "$0")/lib.inc"
 
 : "${SRCDIR:?}"
 ex=$(cd "$(dirname "$RL")/.." && pwd)/examples
-for b in reentrant watchdog points_demo redlock guards; do
+for b in reentrant watchdog points_demo redlock guards gifts_server; do
     [ -x "$ex/$b" ] || fail "$ex/$b is not built" \
         "(configure with -DREDISLOCK_BUILD_EXAMPLES=ON)"
 done
@@ -132,7 +133,6 @@ expect 64 sh "$cron" onlyname
 # --- points_demo: the locked round is exact.
 expect 0 "$ex/points_demo"
 out_has '^redislock +\|.*\| exact$'
-exit 0
 
 # --- guards (C++, redislock.hpp): each guard's scope, then nothing held.
 expect 0 "$ex/guards" -k ex:guards
@@ -168,3 +168,52 @@ key_gone ex:rl || fail "a refused round left ex:rl on the first server"
 kill -9 "$xpid1" "$xpid2"
 expect 69 "$ex/redlock" "$@" -k ex:rl
 err_has 'servers answered'
+
+# --- gifts_server: one thread on one libevent loop, the lock taken on the
+# loop, serves 64 concurrent HTTP clients: with the lock exactly the
+# stock of 10 is redeemed; without it (-n) the same clients oversell.
+# gifts_round FLAGS...: one round; the answers' counts in $gifts.
+gifts_round() {
+    rcli del gifts:stock gifts:redeemed >/dev/null
+    # shellcheck disable=SC2046  # one argument per word
+    rcli mset gifts:stock 10 $(seq -f 'gifts:points:%g 100' 0 63) >/dev/null
+    bg gs "$ex/gifts_server" -u "$REDISLOCK_URL" -p 0 "$@"
+    wait_until 10 grep -q '^listening on' "$TEST_TMPDIR/gs.out" ||
+        fail "gifts_server did not listen: $(cat "$TEST_TMPDIR/gs.err")"
+    port=$(sed -n 's/^listening on \([0-9]*\).*/\1/p' "$TEST_TMPDIR/gs.out")
+    gifts=$("$PYTHON" - "$port" 64 <<'PY'
+import collections, http.client, sys, threading
+port, n = int(sys.argv[1]), int(sys.argv[2])
+codes, mu, go = collections.Counter(), threading.Lock(), threading.Barrier(n)
+def one(i):
+    go.wait()
+    c = http.client.HTTPConnection('127.0.0.1', port, timeout=30)
+    c.request('GET', '/redeem?user=%d' % i)
+    r = c.getresponse()
+    r.read()
+    with mu:
+        codes[r.status] += 1
+ts = [threading.Thread(target=one, args=(i,)) for i in range(n)]
+for t in ts:
+    t.start()
+for t in ts:
+    t.join()
+print(' '.join('%d=%d' % kv for kv in sorted(codes.items())))
+PY
+    ) || fail "the HTTP clients failed"
+    kill "$bg_pid"
+    bg_wait gs 10
+}
+gifts_round
+[ "$gifts" = "200=10 409=54" ] ||
+    fail "with the lock, 64 clients got '$gifts', not 10 gifts and 54 refusals"
+[ "$(rcli get gifts:stock)" = 0 ] && [ "$(rcli get gifts:redeemed)" = 10 ] ||
+    fail "with the lock: stock $(rcli get gifts:stock), redeemed" \
+        "$(rcli get gifts:redeemed)"
+key_gone gifts:lock || fail "gifts_server left its lock behind"
+gifts_round -n
+redeemed=$(rcli get gifts:redeemed)
+[ "$redeemed" -gt 10 ] ||
+    fail "without the lock 64 clients did not oversell: '$gifts'," \
+        "$redeemed redeemed"
+exit 0
