@@ -504,7 +504,7 @@ void rl__aconn_io(rl__aconn *c, int what)
         check_connect(c);
     if (c->ctx != NULL && c->connected && c->unwritten &&
         (what & RL_WATCH_WRITE)) {
-        if (redisBufferWrite(c->ctx, &done) != REDIS_OK)
+        if (rl__conn_buffer_write(c->ctx, &done) != REDIS_OK)
             fail_io(c);
         else if (done)
             c->unwritten = 0;

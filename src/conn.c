@@ -423,6 +423,17 @@ static void sigpipe_restore(const sigset_t *old, int failed)
     pthread_sigmask(SIG_SETMASK, old, NULL);
 }
 
+int rl__conn_buffer_write(redisContext *ctx, int *done)
+{
+    sigset_t old;
+    int st;
+
+    sigpipe_block(&old);
+    st = redisBufferWrite(ctx, done);
+    sigpipe_restore(&old, st != REDIS_OK);
+    return st;
+}
+
 /* Fails the connection for a reason of our own (not hiredis's). */
 static redislock_err fail(rl__conn *c, redislock_err err, const char *what,
                           const char *why)

@@ -60,6 +60,12 @@ redislock_err rl__conn_hello_check(const rl__conn_cfg *cfg, const rl__hello *h,
 /* "host:port" or the socket path of u, in buf. */
 const char *rl__conn_endpoint(const rl__url *u, char *buf, size_t len);
 
+/* redisBufferWrite on a context of the caller's (aconn's non-blocking
+ * ones), with SIGPIPE blocked around it as around every write of this
+ * module's: a socket the server closed must fail the write, not kill the
+ * process. REDIS_OK or REDIS_ERR, and *done, as hiredis's. */
+int rl__conn_buffer_write(redisContext *ctx, int *done);
+
 /* Maps the failure recorded in ctx (or a timeout) to an error, with a
  * detail that begins with what. */
 redislock_err rl__conn_ctx_error(const redisContext *ctx, int timed_out,

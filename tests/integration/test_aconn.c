@@ -6,6 +6,7 @@
  * and from inside a callback).
  */
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -375,6 +376,39 @@ void test_aconn_server_killed_mid_flight(void)
     ASSERT(rl__aconn_broken(c));
     rl__aconn_close(c);
     rl__url_free(&u);
+    th_server_stop(s);
+}
+
+/* A request written to a socket the server has closed: EPIPE, which
+ * raises SIGPIPE, whose default action would kill the process. Here the
+ * default action stands: the request must end with REDISLOCK_EIO and the
+ * process live on. The loop is told of both the write and the end of
+ * file at once, and a unix socket refuses the write at once. */
+void test_aconn_write_after_server_closed_no_sigpipe(void)
+{
+    th_server *s = th_server_start(NULL);
+    redisContext *r = th_server_redis(s);
+    loop lp = {-1, 0, 0};
+    got g = {.in_order = 1};
+    rl__url u;
+    rl__aconn *c = open_url(s->unix_url, &u, NULL, 5000, &lp);
+    void (*was)(int) = signal(SIGPIPE, SIG_DFL);
+
+    send_incr(c, &g, 1);
+    run(c, &lp, &g.done, 3000);
+    ASSERT_EQ_INT(g.ok, 1);
+    ASSERT_EQ_INT(th_cmd_int(r, "CLIENT KILL TYPE normal SKIPME yes"), 1);
+    usleep(50000);
+    send_incr(c, &g, 2);
+    rl__aconn_io(c, RL_WATCH_READ | RL_WATCH_WRITE);
+    run(c, &lp, &g.done, 3000);
+    ASSERT_EQ_INT(g.n, 3);
+    ASSERT_EQ_INT(g.errs[REDISLOCK_EIO], 2);
+    test_log("%s", g.detail);
+    rl__aconn_close(c);
+    signal(SIGPIPE, was);
+    rl__url_free(&u);
+    redisFree(r);
     th_server_stop(s);
 }
 
