@@ -318,6 +318,23 @@ static void deliver(rl__aconn *c, rl__reply *r)
     free(q);
 }
 
+/* Writes what the socket takes of the output waiting. A failed write
+ * fails the connection when failing is set (in rl__aconn_io); else it
+ * is left for the loop's next event on the socket, which meets it. */
+static void write_some(rl__aconn *c, int failing)
+{
+    int done = 0;
+
+    if (c->ctx == NULL || !c->connected || !c->unwritten)
+        return;
+    if (rl__conn_buffer_write(c->ctx, &done) != REDIS_OK) {
+        if (failing)
+            fail_io(c);
+    } else if (done) {
+        c->unwritten = 0;
+    }
+}
+
 static redislock_err queue(rl__aconn *c, int argc, const char **argv,
                            const size_t *lens, rl__aconn_cb cb, void *arg,
                            int hello, rl__asub *sub, int unsub)
@@ -353,6 +370,18 @@ static redislock_err queue(rl__aconn *c, int argc, const char **argv,
     c->tail = q;
     c->pending++;
     c->unwritten = 1;
+    /* Written at once, as the blocking calls write: the loop is asked to
+     * watch for writability only when the socket cannot take it all.
+     * From a callback of this connection the write waits for the end of
+     * its I/O (rl__aconn_io), so that replies read together go out
+     * together; a failed write shows there too, not in the caller's
+     * send. */
+    if (c->depth > 0) {
+        /* rl__aconn_io writes, then tells the loop what to watch. */
+        redeadline(c);
+        return REDISLOCK_OK;
+    }
+    write_some(c, 0);
     rewatch(c);
     redeadline(c);
     return REDISLOCK_OK;
@@ -497,18 +526,13 @@ static void check_connect(rl__aconn *c)
 void rl__aconn_io(rl__aconn *c, int what)
 {
     void *r;
-    int done = 0, st;
+    int st;
 
     c->depth++;
     if (c->ctx != NULL && !c->connected && what != 0)
         check_connect(c);
-    if (c->ctx != NULL && c->connected && c->unwritten &&
-        (what & RL_WATCH_WRITE)) {
-        if (rl__conn_buffer_write(c->ctx, &done) != REDIS_OK)
-            fail_io(c);
-        else if (done)
-            c->unwritten = 0;
-    }
+    if (what & RL_WATCH_WRITE)
+        write_some(c, 1);
     if (c->ctx != NULL && c->connected && (what & RL_WATCH_READ)) {
         /* Replies read before a failure still count. */
         st = redisBufferRead(c->ctx);
@@ -524,6 +548,8 @@ void rl__aconn_io(rl__aconn *c, int what)
         if (c->ctx != NULL && st != REDIS_OK)
             fail_io(c);
     }
+    /* What the callbacks sent. */
+    write_some(c, 1);
     c->depth--;
     rewatch(c);
     redeadline(c);
