@@ -56,6 +56,8 @@ typedef struct lb_series {
                         * (.shared = 1) and only read the counter */
     int set;           /* LB_REDISLOCK: > 1, a set of that many keys
                         * (redislock_lock_new_multi), LB_LOCK_KEY first */
+    int loop;          /* LB_REDISLOCK: acquire and release on an event
+                        * loop (<redislock/libevent.h>) */
     const char *arg1;  /* redis-py: sleep (s); redlock: retryDelay (ms) */
     const char *arg2;  /* redlock: retryJitter (ms) */
     int k, m;
@@ -144,6 +146,8 @@ typedef struct lb_wire {
     double cpu_cycle[4];   /* server CPU per cycle, us (INFO cpu) */
     double piped_cpu[4];   /* the same, 0 and 3 only, cycles pipelined
                             * 64 deep: no wake-up per request */
+    double loop_ratio;     /* median over rounds of the event loop's rate
+                            * (libevent) / the blocking calls' (rate[1]) */
 } lb_wire;
 
 typedef struct lb_micro {

@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include <redislock.h>
+#include <redislock/libevent.h>
 
 #include "bench.h"
 
@@ -86,6 +87,48 @@ static unsigned char *kinds(const lb_series *s, lb_cycle *shm)
     return (unsigned char *)(shm + (size_t)s->k * s->m);
 }
 
+/* An operation on the event loop, and when its callback came. */
+typedef struct loop_step {
+    int done;
+    redislock_err err;
+    int64_t at;
+} loop_step;
+
+static void loop_done(redislock_lock *l, redislock_err err, void *arg)
+{
+    loop_step *st = arg;
+
+    (void)l;
+    st->err = err;
+    st->at = lb_now_ns();
+    st->done = 1;
+}
+
+/* acquire (1) or release (0) of l on the loop a (NULL: the blocking
+ * calls); *at gets when it returned, or its callback came. */
+static redislock_err lock_op(redislock_libevent *a, struct event_base *base,
+                             redislock_lock *l,
+                             const redislock_acquire_options *o, int acquire,
+                             int64_t *at)
+{
+    loop_step st = {0};
+    redislock_err err;
+
+    if (a == NULL) {
+        err = acquire ? redislock_acquire(l, o) : redislock_release(l);
+        *at = lb_now_ns();
+        return err;
+    }
+    err = acquire ? redislock_loop_acquire(redislock_libevent_loop(a), l, o,
+                                           loop_done, &st)
+                  : redislock_loop_release(redislock_libevent_loop(a), l, 0,
+                                           loop_done, &st);
+    while (err == REDISLOCK_OK && !st.done)
+        event_base_loop(base, EVLOOP_ONCE);
+    *at = st.at;
+    return err != REDISLOCK_OK ? err : st.err;
+}
+
 /* A library worker, in a forked child: never returns. idx is its place
  * among the workers, rec and kind its rows of the shared region. */
 static void rl_worker(const lb_env *e, const lb_series *s, int idx,
@@ -96,6 +139,8 @@ static void rl_worker(const lb_env *e, const lb_series *s, int idx,
     redislock_lock *l;
     redislock_acquire_options o = {0};
     redisContext *data = lb_connect(e->sock);
+    struct event_base *base = NULL;
+    redislock_libevent *a = NULL;
     redislock_err err;
     char b;
     int i;
@@ -122,6 +167,10 @@ static void rl_worker(const lb_env *e, const lb_series *s, int idx,
     }
     if (err != REDISLOCK_OK)
         child_fail("lock_new", err);
+    if (s->loop && (base = event_base_new()) == NULL)
+        child_fail("event_base_new", REDISLOCK_ENOMEM);
+    if (s->loop && (err = redislock_libevent_new(&a, cl, base)) != 0)
+        child_fail("redislock_libevent_new", err);
     o.ttl_ms = LB_TTL_MS;
     o.wait_ms = REDISLOCK_WAIT_FOREVER;
     o.fair = s->fair;
@@ -135,18 +184,19 @@ static void rl_worker(const lb_env *e, const lb_series *s, int idx,
          * start with a reader, so that both kinds always queue. */
         o.shared = s->shared && (idx + i) % 2 == 1;
         kind[i] = (unsigned char)o.shared;
-        if ((err = redislock_acquire(l, &o)) != REDISLOCK_OK)
+        if ((err = lock_op(a, base, l, &o, 1, &rec[i].acq_ret)) != 0)
             child_fail("acquire", err);
-        rec[i].acq_ret = lb_now_ns();
         if (o.shared)
             counter_get(data);
         else
             counter_bump(data);
         rec[i].rel_start = lb_now_ns();
-        if ((err = redislock_release(l)) != REDISLOCK_OK)
+        if ((err = lock_op(a, base, l, &o, 0, &rec[i].rel_end)) != 0)
             child_fail("release", err);
-        rec[i].rel_end = lb_now_ns();
     }
+    redislock_libevent_free(a);
+    if (base != NULL)
+        event_base_free(base);
     redislock_lock_free(l);
     redislock_client_free(cl);
     redisFree(data);

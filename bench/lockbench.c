@@ -163,6 +163,10 @@ static size_t plan(const opts *o, lb_series *s)
                                     .slug = "rl-shared-fair",
                                     .lib = LB_REDISLOCK, .shared = 1,
                                     .fair = 1};
+    static const lb_series rlloop = {.name = "redislock on an event loop "
+                                             "(libevent)",
+                                     .slug = "rl-loop", .lib = LB_REDISLOCK,
+                                     .loop = 1};
     static const lb_series raw = {
         .name = "minimal raw hand-off: SET NX PX; compare-and-delete and "
                 "LPUSH; BLPOP with the SET behind it",
@@ -201,6 +205,7 @@ static size_t plan(const opts *o, lb_series *s)
              * fair (a release's hand-off message). */
             if (k == 8) {
                 add(s, &n, raw, k, m);
+                add(s, &n, rlloop, k, m);
                 add(s, &n, rls, k, m);
                 add(s, &n, rlsf, k, m);
                 add(s, &n, rlsh, k, m);

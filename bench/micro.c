@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <redislock.h>
+#include <redislock/libevent.h>
 
 #include "bench.h"
 #include "keys.h"   /* the keys the scripts declare */
@@ -215,9 +216,57 @@ static void lib_cycle(redislock_lock *l, int fair)
                redislock_errdetail());
 }
 
+/* The event loop of variant 4: libevent's, through the adapter. */
+typedef struct loop_run {
+    struct event_base *base;
+    redislock_libevent *a;
+    int step; /* callbacks of the cycle so far */
+} loop_run;
+
+static void loop_released(redislock_lock *l, redislock_err err, void *arg)
+{
+    loop_run *lr = arg;
+
+    (void)l;
+    if (err != REDISLOCK_OK)
+        lb_die("loop release: %s (%s)", redislock_strerror(err),
+               redislock_errdetail());
+    lr->step = 2;
+}
+
+static void loop_acquired(redislock_lock *l, redislock_err err, void *arg)
+{
+    loop_run *lr = arg;
+
+    if (err != REDISLOCK_OK ||
+        (err = redislock_loop_release(redislock_libevent_loop(lr->a), l, 0,
+                                      loop_released, lr)) != REDISLOCK_OK)
+        lb_die("loop acquire: %s (%s)", redislock_strerror(err),
+               redislock_errdetail());
+    lr->step = 1;
+}
+
+/* One acquire+release cycle on the event loop: the release is sent from
+ * the acquire's callback, as a service would. */
+static void loop_cycle(redislock_lock *l, loop_run *lr)
+{
+    redislock_acquire_options o = {0};
+    redislock_err err;
+
+    o.ttl_ms = LB_TTL_MS;
+    o.wait_ms = REDISLOCK_WAIT_FOREVER;
+    lr->step = 0;
+    if ((err = redislock_loop_acquire(redislock_libevent_loop(lr->a), l, &o,
+                                      loop_acquired, lr)) != REDISLOCK_OK)
+        lb_die("loop acquire: %s (%s)", redislock_strerror(err),
+               redislock_errdetail());
+    while (lr->step != 2)
+        event_base_loop(lr->base, EVLOOP_ONCE);
+}
+
 /* Runs variant v for ms; returns cycles per second. */
 static double run_variant(int v, int ms, redisContext *raw, redislock_lock *l,
-                          lat *out, long long *cycles)
+                          loop_run *lr, lat *out, long long *cycles)
 {
     int64_t start = lb_now_ns(), end = start + (int64_t)ms * 1000000;
     int64_t t0, t1;
@@ -228,6 +277,8 @@ static double run_variant(int v, int ms, redisContext *raw, redislock_lock *l,
             raw_cycle(raw, 1);
         else if (v == 3)
             min_cycle(raw, 1);
+        else if (v == 4)
+            loop_cycle(l, lr);
         else
             lib_cycle(l, v == 2);
         t1 = lb_now_ns();
@@ -280,10 +331,11 @@ void lb_run_uncontended(const lb_env *e, lb_wire *m, int t, int rounds,
     redisContext *raw = lb_connect_over(e, t);
     redislock_client *cl = NULL;
     redislock_lock *l = NULL;
-    lat lats[4] = {{0}};
-    double rate[4][32], ratio[4][32], ratio_min[4][32];
-    double cpu[4] = {0}, piped[2] = {0}, u0;
-    long long calls[4] = {0}, cycles[4] = {0}, c0;
+    loop_run lr = {0};
+    lat lats[5] = {{0}};
+    double rate[5][32], ratio[4][32], ratio_min[4][32], loop_ratio[32];
+    double cpu[5] = {0}, piped[2] = {0}, u0;
+    long long calls[5] = {0}, cycles[5] = {0}, c0;
     redisReply *sha;
     int r, j, v;
 
@@ -294,6 +346,9 @@ void lb_run_uncontended(const lb_env *e, lb_wire *m, int t, int rounds,
             0 ||
         redislock_lock_new(cl, SOLO_KEY, strlen(SOLO_KEY), &l) != 0)
         lb_die("uncontended: cannot connect: %s", redislock_errdetail());
+    if ((lr.base = event_base_new()) == NULL ||
+        redislock_libevent_new(&lr.a, cl, lr.base) != REDISLOCK_OK)
+        lb_die("uncontended: no event loop: %s", redislock_errdetail());
     load_script(raw, &rl__script_acquire);
     load_script(raw, &rl__script_release);
     sha = lb_cmd(raw, "SCRIPT LOAD %s", MIN_CAD);
@@ -301,16 +356,17 @@ void lb_run_uncontended(const lb_env *e, lb_wire *m, int t, int rounds,
         lb_die("SCRIPT LOAD of the minimal compare-and-delete failed");
     memcpy(min_cad_sha, sha->str, 41);
     freeReplyObject(sha);
-    for (v = 0; v < 4; v++) /* warm up: connections, script cache */
-        run_variant(v, 20, raw, l, &lats[v], &cycles[v]);
-    for (v = 0; v < 4; v++)
+    for (v = 0; v < 5; v++) /* warm up: connections, script cache */
+        run_variant(v, 20, raw, l, &lr, &lats[v], &cycles[v]);
+    for (v = 0; v < 5; v++)
         lats[v].n = 0, cycles[v] = 0;
     for (r = 0; r < rounds; r++) {
-        for (j = 0; j < 4; j++) {
-            v = (r + j) % 4;
+        for (j = 0; j < 5; j++) {
+            v = (r + j) % 5;
             c0 = lb_server_calls(e->ctl);
             u0 = lb_server_cpu_us(e->ctl);
-            rate[v][r] = run_variant(v, ms, raw, l, &lats[v], &cycles[v]);
+            rate[v][r] =
+                run_variant(v, ms, raw, l, &lr, &lats[v], &cycles[v]);
             cpu[v] += lb_server_cpu_us(e->ctl) - u0;
             calls[v] += lb_server_calls(e->ctl) - c0;
         }
@@ -318,7 +374,9 @@ void lb_run_uncontended(const lb_env *e, lb_wire *m, int t, int rounds,
             ratio[v][r] = rate[v][r] / rate[0][r];
             ratio_min[v][r] = rate[v][r] / rate[3][r];
         }
+        loop_ratio[r] = rate[4][r] / rate[1][r];
     }
+    m->loop_ratio = lb_median(loop_ratio, (size_t)rounds);
     for (r = 0; r < 6; r++) /* alternating: drift hits both alike */
         piped[r % 2] += piped_cpu(e, raw, r % 2 ? 3 : 0, ms / 3) / 3;
     m->piped_cpu[0] = piped[0];
@@ -334,7 +392,10 @@ void lb_run_uncontended(const lb_env *e, lb_wire *m, int t, int rounds,
         m->cpu_cycle[v] = cycles[v] ? cpu[v] / (double)cycles[v] : 0;
         free(lats[v].v);
     }
+    free(lats[4].v);
     m->ran = 1;
+    redislock_libevent_free(lr.a);
+    event_base_free(lr.base);
     redislock_lock_free(l);
     redislock_client_free(cl);
     redisFree(raw);

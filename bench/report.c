@@ -131,9 +131,38 @@ static const lb_series *find(const lb_series *s, size_t ns, lb_lib lib,
 
     for (i = 0; i < ns; i++)
         if (s[i].lib == lib && s[i].fair == fair && s[i].k == k &&
-            s[i].limit == 0 && !s[i].shared && s[i].set < 2 && s[i].ran)
+            s[i].limit == 0 && !s[i].shared && s[i].set < 2 && !s[i].loop &&
+            s[i].ran)
             return &s[i];
     return NULL;
+}
+
+/* The lock's run at K on an event loop, or NULL. */
+static const lb_series *find_loop(const lb_series *s, size_t ns, int k)
+{
+    size_t i;
+
+    for (i = 0; i < ns; i++)
+        if (s[i].lib == LB_REDISLOCK && s[i].loop && s[i].k == k && s[i].ran)
+            return &s[i];
+    return NULL;
+}
+
+/* The event loop's hand-off against the blocking calls' (the default
+ * mode's), same run: within 10 %. */
+static void loop_line(const lb_series *s, size_t ns, const lb_series *def,
+                      int k)
+{
+    const lb_series *lp = find_loop(s, ns, k);
+
+    if (lp == NULL || def == NULL) {
+        printf("  K=%d event loop or default mode run missing: MISS\n", k);
+        return;
+    }
+    printf("  K=%d hand-off on an event loop (libevent) p50 within 10 %% of "
+           "the blocking calls' (%.1f us): %.1f us = %.2f x %s\n",
+           k, def->h50, lp->h50, lp->h50 / def->h50,
+           yes(lp->h50 <= 1.1 * def->h50));
 }
 
 /* The K the targets and the plot use: 8, else the largest one run. */
@@ -295,6 +324,9 @@ static void uncontended(const lb_wire *w, const char *wire)
            "%.2f x %s\n",
            wire, w->cpu_cycle[3], w->cpu_cycle[1], cd, yes(cd <= 1.3),
            w->cpu_cycle[2], cf, yes(cf <= 1.3));
+    printf("  uncontended over %s on an event loop (libevent) >= 0.9 x the "
+           "blocking calls': %.3f %s\n",
+           wire, w->loop_ratio, yes(w->loop_ratio >= 0.9));
     printf("    (pipelined 64 deep, so that no request waits for the "
            "server to wake: the library's scripts %.1f us, the minimal "
            "loop %.1f us per cycle, %.2f x)\n",
@@ -471,6 +503,7 @@ static void targets(const lb_series *s, size_t ns, const lb_micro *m,
     }
     kind_hand_off(s, ns, rtt, k, is_set, "set", "%d keys", 0);
     floor_line(s, ns, rtt, k);
+    loop_line(s, ns, def, k);
     for (i = 0; i < nidle; i++)
         printf("  blocked waiter (%s) holds 1 server connection: %d %s\n",
                idle[i].fair ? "fair" : "default", idle[i].conns,
@@ -551,7 +584,8 @@ void lb_report(const lb_env *e, const lb_micro *m, const lb_idle *idle,
            "k8_switch=%.3f sem_handoff_p50_us=%.1f lock_bytes=%.0f "
            "setnx_bytes=%.0f shared_handoff_p50_us=%.1f "
            "set_handoff_p50_us=%.1f sem_fair_handoff_p50_us=%.1f "
-           "shared_fair_handoff_p50_us=%.1f raw_handoff_p50_us=%.1f%s%s\n",
+           "shared_fair_handoff_p50_us=%.1f raw_handoff_p50_us=%.1f "
+           "loop_handoff_p50_us=%.1f loop_cycle_ratio=%.3f%s%s\n",
            m->ping_p50, u->ratio_min[2], u->ratio[2], u->ratio_min[1],
            tcp->ratio_min[2], tcp->ratio_min[1], u->cpu_cycle[2],
            ratio(u->cpu_cycle[2], u->cpu_cycle[3]),
@@ -564,7 +598,8 @@ void lb_report(const lb_env *e, const lb_micro *m, const lb_idle *idle,
            mem->raw_bytes, sh ? sh->h50 : -1, set ? set->h50 : -1,
            semf ? semf->h50 : -1, shf ? shf->h50 : -1,
            find_raw(s, ns, k) ? find_raw(s, ns, k)->h50 : -1,
-           redlock ? " " : "",
+           find_loop(s, ns, k) ? find_loop(s, ns, k)->h50 : -1,
+           u->loop_ratio, redlock ? " " : "",
            redlock ? redlock : "");
 }
 

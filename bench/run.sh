@@ -63,10 +63,10 @@ rm -f "$out"/cdf-*.dat "$out"/cycles-*.bin "$out"/handoff.png
 bin=$build/bench/lockbench
 # shellcheck disable=SC2046  # pkg-config prints several words.
 cc -std=c11 -O2 -g -Wall -Wextra -Wstrict-prototypes -Wwrite-strings \
-    -Iinclude -Isrc $(pkg-config --cflags hiredis) \
+    -Iinclude -Isrc $(pkg-config --cflags hiredis libevent) \
     -o "$bin" bench/lockbench.c bench/micro.c bench/contend.c \
     bench/memory.c bench/report.c bench/util.c \
-    "$lib" $(pkg-config --libs hiredis) -lpthread ||
+    "$lib" $(pkg-config --libs hiredis libevent) -lpthread ||
     die "cannot compile lockbench"
 
 # Pinning: the server on one CPU, every client on another, so that neither
