@@ -337,7 +337,8 @@ static void write_some(rl__aconn *c, int failing)
 
 static redislock_err queue(rl__aconn *c, int argc, const char **argv,
                            const size_t *lens, rl__aconn_cb cb, void *arg,
-                           int hello, rl__asub *sub, int unsub)
+                           int hello, rl__asub *sub, int unsub,
+                           int64_t block_ms)
 {
     rl__areq *q;
     int64_t from = rl__now_us();
@@ -360,7 +361,7 @@ static redislock_err queue(rl__aconn *c, int argc, const char **argv,
      * come in the order they were sent. */
     if (!c->connected && c->connect_deadline_us > from)
         from = c->connect_deadline_us;
-    q->deadline_us = from + c->cfg.command_timeout_ms * 1000;
+    q->deadline_us = from + (c->cfg.command_timeout_ms + block_ms) * 1000;
     if (c->tail != NULL && q->deadline_us < c->tail->deadline_us)
         q->deadline_us = c->tail->deadline_us;
     if (c->tail != NULL)
@@ -430,7 +431,7 @@ redislock_err rl__aconn_open(const rl__conn_cfg *cfg, const rl__aconn_ops *ops,
     for (i = 0; i < c->hello.n; i++) {
         redislock_err err =
             queue(c, c->hello.cmds[i].argc, c->hello.cmds[i].argv, NULL, NULL,
-                  NULL, i, NULL, 0);
+                  NULL, i, NULL, 0, 0);
         if (err != REDISLOCK_OK) {
             rl__aconn_close(c);
             return err;
@@ -448,7 +449,20 @@ redislock_err rl__aconn_send(rl__aconn *c, int argc, const char **argv,
     if (c->subscriber)
         return rl__err(REDISLOCK_EINVAL,
                        "a subscribed connection takes no other commands");
-    return queue(c, argc, argv, lens, cb, arg, -1, NULL, 0);
+    return queue(c, argc, argv, lens, cb, arg, -1, NULL, 0, 0);
+}
+
+redislock_err rl__aconn_send_block(rl__aconn *c, int argc, const char **argv,
+                                   const size_t *lens, int64_t block_ms,
+                                   rl__aconn_cb cb, void *arg)
+{
+    if (cb == NULL || block_ms < 0)
+        return rl__err(REDISLOCK_EINVAL,
+                       "a request needs a callback, a block a time");
+    if (c->subscriber)
+        return rl__err(REDISLOCK_EINVAL,
+                       "a subscribed connection takes no other commands");
+    return queue(c, argc, argv, lens, cb, arg, -1, NULL, 0, block_ms);
 }
 
 redislock_err rl__aconn_subscribe(rl__aconn *c, const char *chan, size_t len,
@@ -476,7 +490,7 @@ redislock_err rl__aconn_subscribe(rl__aconn *c, const char *chan, size_t len,
     sub->len = len;
     sub->cb = cb;
     sub->arg = arg;
-    if ((err = queue(c, 2, argv, lens, NULL, NULL, -1, sub, 0)) != 0) {
+    if ((err = queue(c, 2, argv, lens, NULL, NULL, -1, sub, 0, 0)) != 0) {
         free(sub->chan);
         free(sub);
         return err;
@@ -498,7 +512,7 @@ redislock_err rl__aconn_unsubscribe(rl__aconn *c, const char *chan, size_t len)
     if (sub == NULL || sub->leaving)
         return rl__err(REDISLOCK_EINVAL, "not subscribed to %.*s",
                        (int)(len > 64 ? 64 : len), chan);
-    if ((err = queue(c, 2, argv, lens, NULL, NULL, -1, sub, 1)) == 0)
+    if ((err = queue(c, 2, argv, lens, NULL, NULL, -1, sub, 1, 0)) == 0)
         sub->leaving = 1;
     return err;
 }

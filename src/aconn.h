@@ -69,6 +69,13 @@ redislock_err rl__aconn_open(const rl__conn_cfg *cfg, const rl__aconn_ops *ops,
 redislock_err rl__aconn_send(rl__aconn *c, int argc, const char **argv,
                              const size_t *lens, rl__aconn_cb cb, void *arg);
 
+/* rl__aconn_send for a blocking command (BLPOP) that the server may hold
+ * for block_ms: its deadline is the command timeout past that; requests
+ * sent behind it wait for it. */
+redislock_err rl__aconn_send_block(rl__aconn *c, int argc, const char **argv,
+                                   const size_t *lens, int64_t block_ms,
+                                   rl__aconn_cb cb, void *arg);
+
 /*
  * Subscribes c to the channel chan (len bytes; sharded: a shard channel,
  * SSUBSCRIBE, Redis 7 and later), after which c takes no other commands

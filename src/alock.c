@@ -14,8 +14,14 @@
 #include "keys.h"
 #include "reply.h"
 #include "topology.h"
+#include "wait.h"
 
 enum { OP_ACQUIRE, OP_RELEASE, OP_EXTEND };
+
+/* Per server, the most waiters that block as the blocking calls' do
+ * (BLPOP, their next attempt behind it), each on a connection of its
+ * own; the others listen on the wake channels. */
+#define RL_LOOP_BLOCKERS 8
 
 typedef struct node node;
 typedef struct chan chan;
@@ -26,7 +32,9 @@ struct node {
     rl__pool *pool; /* the client's: its address and timeouts */
     rl__aconn *cmd; /* requests */
     rl__aconn *sub; /* wake channels */
-    chan *chans;    /* the channels subscribed, or being subscribed or left */
+    rl__aconn *blk[RL_LOOP_BLOCKERS]; /* waiters' BLPOPs */
+    aop *blk_op[RL_LOOP_BLOCKERS];    /* the waiter on each; NULL: free */
+    chan *chans; /* the channels subscribed, or being subscribed or left */
     node *next;
 };
 
@@ -38,6 +46,7 @@ struct chan {
     int leaving;      /* unsubscribed, the server's confirmation awaited */
     int ended;        /* no subscription (the connection went): renewed by the
                          next waiter that pauses */
+    int missed;       /* a wake-up came while none of its waiters was paused */
     aop *head, *tail; /* its waiters, longest paused first */
     rl__aconn *on;    /* the connection it is subscribed on */
     node *n;
@@ -61,6 +70,9 @@ struct rl__aop {
     chan *ch;
     aop *wnext;
     int paused;
+    node *bn;    /* the node of its blocker, and the blocker's place + 1 */
+    int blk;     /* (0: none) */
+    int behind;  /* its attempt went behind its BLPOP */
     int recheck; /* to try again once the channel is confirmed */
     /* A release's hold-after or an extend's TTL. */
     int64_t ms;
@@ -319,6 +331,23 @@ static redislock_err chan_join(aop *op, node *n, int *fresh)
     return REDISLOCK_OK;
 }
 
+/* op gives its blocker back; one still blocked (a cancel) is closed. */
+static void blocker_leave(aop *op)
+{
+    node *n = op->bn;
+    int i = op->blk - 1;
+
+    if (i < 0)
+        return;
+    op->blk = 0;
+    op->bn = NULL;
+    n->blk_op[i] = NULL;
+    if (n->blk[i] != NULL && rl__aconn_pending(n->blk[i]) > 0) {
+        rl__loop_close(op->al->lp, n->blk[i]);
+        n->blk[i] = NULL;
+    }
+}
+
 /* The caller hears: the operation is over for l (which may start another
  * from the callback); what is still in flight is ignored when it comes. */
 static void complete(aop *op, redislock_err err)
@@ -328,10 +357,16 @@ static void complete(aop *op, redislock_err err)
     char detail[512];
 
     snprintf(detail, sizeof detail, "%s", redislock_errdetail());
-    chan_leave(op);
-    rl__loop_disarm(al->lp, &op->timer);
+    /* Detached first: what closing its blocker ends below (the BLPOP and
+     * the attempt behind it) reaches an operation already over, which
+     * that must not free yet. */
     l->aop = NULL;
     op->l = NULL;
+    op->inflight++;
+    chan_leave(op);
+    blocker_leave(op);
+    op->inflight--;
+    rl__loop_disarm(al->lp, &op->timer);
     if (op->prev != NULL)
         op->prev->next = op->next;
     else
@@ -345,6 +380,7 @@ static void complete(aop *op, redislock_err err)
 }
 
 static void attempt(aop *op);
+static int pause_blocked(aop *op, int64_t pause_ms);
 
 /* The acquire ends with err: taken (the handle then holds the lock), or
  * not. */
@@ -389,8 +425,14 @@ static void chan_wake(chan *ch, int all)
     for (;;) {
         for (op = ch->head; op != NULL && !op->recheck; op = op->wnext)
             ;
-        if (op == NULL)
+        if (op == NULL) {
+            /* Nobody paused: the release came while the waiters' attempts
+             * were out, which may have run before it and been refused.
+             * The next to pause tries again at once (pause_for). */
+            if (!all)
+                ch->missed = 1;
             return;
+        }
         op->recheck = 0;
         resume(op, RL_WAIT_WOKEN);
         if (!all)
@@ -438,6 +480,8 @@ static void pause_for(aop *op, int64_t pause_ms)
         resume(op, RL_WAIT_TIMEOUT);
         return;
     }
+    if (pause_blocked(op, pause_ms))
+        return;
     op->timer.fire = pause_over;
     if ((err = rl__loop_arm(al->lp, &op->timer,
                             rl__now_us() + pause_ms * 1000)) != REDISLOCK_OK) {
@@ -454,6 +498,10 @@ static void pause_for(aop *op, int64_t pause_ms)
             chan_join(op, n, &fresh);
     } else if (op->ch->ended && !op->ch->leaving) {
         chan_subscribe(al, op->ch);
+    } else if (op->ch->missed && op->ch->ready) {
+        /* A wake-up no paused waiter took: this one tries again now. */
+        op->ch->missed = 0;
+        resume(op, RL_WAIT_WOKEN);
     }
 }
 
@@ -469,6 +517,14 @@ static void attempt_done(void *arg, redislock_err err, const rl__reply *r)
         op_free_if_idle(op);
         return;
     }
+    if (op->behind) {
+        /* The pause it ended (woken, or its time out): nothing to act on
+         * for a waiter that is not fair; its attempt's outcome below. */
+        redislock_err ignored = REDISLOCK_OK;
+
+        op->behind = 0;
+        rl__acq_after_pause(l, &op->a, RL_WAIT_WOKEN, op->sent_us, &ignored);
+    }
     if (err == REDISLOCK_OK)
         err = rl__reply_check(r, op->script->name);
     err = l->algo->attempt_outcome(l, err, err == REDISLOCK_OK ? r : NULL);
@@ -478,11 +534,30 @@ static void attempt_done(void *arg, redislock_err err, const rl__reply *r)
         pause_for(op, pause);
 }
 
+/* Sends the attempt t on c (cut: ms the waiting marker need not cover,
+ * spent blocked before it runs). */
+static redislock_err send_attempt(aop *op, rl__aconn *c, rl__try *t,
+                                  int64_t cut)
+{
+    redislock_lock *l = op->l;
+    rl__attempt_req req;
+    redislock_err err;
+
+    t->mark_ms = t->mark_ms > cut ? t->mark_ms - cut : 0;
+    if ((err = l->algo->attempt_prepare(l, t, &req)) != REDISLOCK_OK)
+        return err;
+    op->script = req.q.s;
+    op->sent_us = rl__now_us();
+    err = rl__lock_send_async(l, c, t->req, &req.q, attempt_done, op);
+    if (err == REDISLOCK_OK)
+        op->inflight++;
+    return err;
+}
+
 /* The next attempt, sent on the key's node. */
 static void attempt(aop *op)
 {
     redislock_lock *l = op->l;
-    rl__attempt_req req;
     rl__try t;
     node *n = NULL;
     redislock_err err =
@@ -491,19 +566,94 @@ static void attempt(aop *op)
     if (err == REDISLOCK_OK)
         err = node_for(op->al, l, &n);
     if (err == REDISLOCK_OK)
-        err = l->algo->attempt_prepare(l, &t, &req);
-    if (err == REDISLOCK_OK) {
-        op->script = req.q.s;
-        op->sent_us = rl__now_us();
-        err = rl__lock_send_async(l, n->cmd, t.req, &req.q, attempt_done, op);
-    }
-    if (err == REDISLOCK_OK) {
-        op->inflight++;
+        err = send_attempt(op, n->cmd, &t, 0);
+    if (err == REDISLOCK_OK)
         return;
-    }
     /* Not sent: nothing to abandon. */
     rl__acq_end(l, &op->a, err);
     complete(op, err);
+}
+
+/* A blocked waiter's BLPOP came back (woken, or its time ran out), or
+ * failed: its attempt, sent behind it, answers next; without one, it
+ * tries now. */
+static void blocked_done(void *arg, redislock_err err, const rl__reply *r)
+{
+    aop *op = arg;
+
+    (void)err;
+    (void)r;
+    op->inflight--;
+    if (op->l == NULL)
+        op_free_if_idle(op);
+    else if (!op->behind)
+        resume(op, RL_WAIT_WOKEN);
+}
+
+/* The pause as the blocking calls' waiters take it, where a blocker is
+ * free: BLPOP on the wake list for the pause, less a server tick (its
+ * timeout's grain), and no longer than half the lease (the attempt's
+ * validity counts from the BLPOP's send), with the next attempt behind
+ * it, which the server runs as soon as a release wakes the BLPOP, with
+ * no round trip between. Returns 0 when the pause must be the loop's. */
+static int pause_blocked(aop *op, int64_t pause_ms)
+{
+    rl__alock *al = op->al;
+    redislock_lock *l = op->l;
+    const char *argv[3] = {"BLPOP", NULL, NULL};
+    size_t lens[3] = {5, 0, 0};
+    char secs[32], *list;
+    int64_t block = pause_ms - RL_SERVER_TICK_MS;
+    node *n = op->bn;
+    int i = op->blk - 1;
+    rl__try t;
+    redislock_err err;
+
+    if (pause_ms < RL_BLOCK_MIN_MS || op->ch != NULL || !l->algo->wakes)
+        return 0;
+    if (i < 0) {
+        if (node_get(al, l, &n) != REDISLOCK_OK)
+            return 0;
+        for (i = 0; i < RL_LOOP_BLOCKERS && n->blk_op[i] != NULL; i++)
+            ;
+        if (i == RL_LOOP_BLOCKERS)
+            return 0;
+        n->blk_op[i] = op;
+        op->bn = n;
+        op->blk = i + 1;
+    }
+    if (n->blk[i] != NULL && rl__aconn_broken(n->blk[i])) {
+        rl__loop_close(al->lp, n->blk[i]);
+        n->blk[i] = NULL;
+    }
+    if (n->blk[i] == NULL &&
+        rl__loop_connect(al->lp, &n->pool->cfg, &n->blk[i]) != REDISLOCK_OK) {
+        blocker_leave(op);
+        return 0;
+    }
+    if (block > op->a.ttl_ms / 2)
+        block = op->a.ttl_ms / 2;
+    list = rl__helper_join(l->base, l->baselen, l->reader ? "rwake" : "wake",
+                           NULL, &lens[1]);
+    if (list == NULL)
+        return 0;
+    argv[1] = list;
+    argv[2] = secs;
+    lens[2] =
+        (size_t)snprintf(secs, sizeof secs, "%lld.%03lld",
+                         (long long)(block / 1000), (long long)(block % 1000));
+    err =
+        rl__aconn_send_block(n->blk[i], 3, argv, lens, block, blocked_done, op);
+    free(list);
+    if (err != REDISLOCK_OK)
+        return 0;
+    op->inflight++;
+    /* Its attempt behind it; without one, it tries when the BLPOP ends. */
+    if (rl__acq_try(l, &op->a, op->a.tries, op->a.deadline_ms, &t) ==
+            REDISLOCK_OK &&
+        send_attempt(op, n->blk[i], &t, block) == REDISLOCK_OK)
+        op->behind = 1;
+    return 1;
 }
 
 redislock_err rl__alock_acquire(rl__alock *al, redislock_lock *l,
