@@ -15,6 +15,7 @@
 #include "reply.h"
 #include "topology.h"
 #include "wait.h"
+#include "watchdog.h"
 
 enum { OP_ACQUIRE, OP_RELEASE, OP_EXTEND };
 
@@ -79,11 +80,24 @@ struct rl__aop {
     aop *prev, *next; /* the operations under way */
 };
 
+/* A lock the loop renews (acquired with watchdog): its watch
+ * (l->watch, watchdog.c's decisions) is driven by this timer. */
+typedef struct rl__lwatch lwatch;
+struct rl__lwatch {
+    rl__loop_timer timer; /* first: the loop hands it back */
+    rl__alock *al;
+    redislock_lock *l; /* NULL once stopped */
+    int inflight;      /* a renewal out */
+    int64_t sent_us;
+    lwatch *prev, *next; /* the loop's */
+};
+
 struct rl__alock {
     redislock_client *c;
     rl__loop *lp;
     node *nodes;
     aop *ops;
+    lwatch *watches;
 };
 
 redislock_err rl__alock_new(redislock_client *c, const rl__loop_ops *ops,
@@ -382,14 +396,136 @@ static void complete(aop *op, redislock_err err)
 static void attempt(aop *op);
 static int pause_blocked(aop *op, int64_t pause_ms);
 
+static void lwatch_fire(rl__loop_timer *lt);
+
+/* Arms the next renewal, or, the watch over (a loss reported), leaves
+ * it to the unwatch. */
+static void lwatch_next(lwatch *w, rl__renew_step step)
+{
+    if (step == RL_RENEW_KEEP) {
+        w->timer.fire = lwatch_fire;
+        rl__loop_arm(w->al->lp, &w->timer, rl__watch_due(w->l->watch));
+    }
+}
+
+/* A renewal's reply, or its failure. */
+static void lwatch_done(void *arg, redislock_err err, const rl__reply *r)
+{
+    lwatch *w = arg;
+    redislock_lock *l = w->l;
+    long long n = 0;
+
+    w->inflight--;
+    if (l == NULL) {
+        free(w);
+        return;
+    }
+    if (err == REDISLOCK_OK &&
+        (err = rl__reply_check(r, rl__script_extend.name)) == REDISLOCK_OK)
+        err = rl__reply_owner(r, rl__script_extend.name, &n);
+    rl__lock_set_outcomes(l, &err, 1);
+    rl__lock_renewed(l, err, w->sent_us);
+    lwatch_next(w, rl__watch_after(l->watch, err));
+}
+
+/* A renewal is due: sent on the node's request connection (the same
+ * decisions as the watchdog thread's: caps, retries, the loss). */
+static void lwatch_fire(rl__loop_timer *lt)
+{
+    lwatch *w = (lwatch *)lt;
+    redislock_lock *l = w->l;
+    char ttl[24];
+    const char *args[3];
+    size_t lens[3];
+    rl__request q = {
+        .s = &rl__script_extend, .nargs = 3, .args = args, .lens = lens};
+    rl__renew_step step = rl__watch_before(l->watch);
+    node *n = NULL;
+    redislock_err err;
+
+    if (step != RL_RENEW_SEND) {
+        lwatch_next(w, step);
+        return;
+    }
+    snprintf(ttl, sizeof ttl, "%" PRId64, l->ttl_ms);
+    rl__lock_owner_args(l, ttl, args, lens);
+    w->sent_us = rl__now_us();
+    if ((err = node_for(w->al, l, &n)) == REDISLOCK_OK &&
+        (err = rl__lock_send_async(l, n->cmd, NULL, &q, lwatch_done, w)) ==
+            REDISLOCK_OK) {
+        w->inflight++;
+        return;
+    }
+    /* Not sent (no connection): as a failed renewal. */
+    rl__lock_renewed(l, err, w->sent_us);
+    lwatch_next(w, rl__watch_after(l->watch, err));
+}
+
+/* Starts the loop's renewals of l, just taken by a request sent at
+ * sent_us, as o asks (watchdog.c's watch, driven here). */
+static redislock_err lwatch_start(rl__alock *al, redislock_lock *l,
+                                  const redislock_acquire_options *o,
+                                  int64_t sent_us)
+{
+    lwatch *w = calloc(1, sizeof *w);
+    redislock_err err;
+
+    if (w == NULL)
+        return rl__err(REDISLOCK_ENOMEM, "out of memory");
+    if ((err = rl__lock_watch_loop(l, o, sent_us)) != REDISLOCK_OK) {
+        free(w);
+        return err;
+    }
+    w->al = al;
+    w->l = l;
+    l->lwatch = w;
+    w->next = al->watches;
+    if (al->watches != NULL)
+        al->watches->prev = w;
+    al->watches = w;
+    lwatch_next(w, RL_RENEW_KEEP);
+    return REDISLOCK_OK;
+}
+
+void rl__alock_unwatch(redislock_lock *l)
+{
+    lwatch *w = l->lwatch;
+    rl__alock *al;
+
+    if (w == NULL)
+        return;
+    al = w->al;
+    rl__loop_disarm(al->lp, &w->timer);
+    if (w->prev != NULL)
+        w->prev->next = w->next;
+    else
+        al->watches = w->next;
+    if (w->next != NULL)
+        w->next->prev = w->prev;
+    l->lwatch = NULL;
+    w->l = NULL;
+    /* The watch itself goes with rl__lock_unwatch; a renewal out is
+     * ignored when it comes. */
+    if (w->inflight == 0)
+        free(w);
+}
+
 /* The acquire ends with err: taken (the handle then holds the lock), or
- * not. */
+ * not. With watchdog, the loop renews it (not the watchdog thread: the
+ * steps finish it without). */
 static void acquire_done(aop *op, redislock_err err)
 {
     redislock_lock *l = op->l;
+    redislock_acquire_options o = op->o;
 
+    o.watchdog = 0;
     if (err == REDISLOCK_OK)
-        err = rl__acq_finish(l, &op->o, &op->a, op->sent_us);
+        err = rl__acq_finish(l, &o, &op->a, op->sent_us);
+    if (err == REDISLOCK_OK && op->o.watchdog && l->lwatch == NULL &&
+        (err = lwatch_start(op->al, l, &op->o, op->sent_us)) != REDISLOCK_OK)
+        /* Out of memory: without renewals the lock goes back (this one
+         * call blocks, for a command's time at most). */
+        redislock_release(l);
     rl__acq_end(l, &op->a, err);
     complete(op, err);
 }
@@ -668,11 +804,10 @@ redislock_err rl__alock_acquire(rl__alock *al, redislock_lock *l,
         return err;
     if (o == NULL)
         o = &defaults;
-    if (o->fair || o->watchdog)
+    if (o->fair)
         return rl__err(REDISLOCK_EINVAL,
-                       "%s on the event loop: not built yet (use the "
-                       "blocking calls)",
-                       o->fair ? "a fair waiter" : "the watchdog");
+                       "a fair waiter on the event loop: not built yet (use "
+                       "the blocking calls)");
     if (cb == NULL)
         return rl__err(REDISLOCK_EINVAL, "an operation needs a callback");
     if ((op = op_new(al, l, OP_ACQUIRE, cb, arg)) == NULL)
@@ -728,12 +863,16 @@ static redislock_err owner_op(rl__alock *al, redislock_lock *l, int kind,
 
     if (cb == NULL)
         return rl__err(REDISLOCK_EINVAL, "an operation needs a callback");
-    if (l->watch != NULL)
+    if (l->watch != NULL && l->lwatch == NULL)
         return rl__err(REDISLOCK_EINVAL,
                        "the lock is renewed by the watchdog thread: release "
                        "or extend it with the blocking calls");
     if ((err = node_for(al, l, &n)) != REDISLOCK_OK)
         return err;
+    /* The last hold: its renewals stop before the release is sent (one
+     * out goes first on the same connection, and is then ignored). */
+    if (kind == OP_RELEASE && l->own == 1)
+        rl__lock_unwatch(l);
     if ((op = op_new(al, l, kind, cb, arg)) == NULL)
         return REDISLOCK_ENOMEM;
     snprintf(arg2, sizeof arg2, "%" PRId64, ms);
@@ -815,6 +954,10 @@ void rl__alock_free(rl__alock *al)
         return;
     while (al->ops != NULL)
         cancel(al->ops);
+    /* Locks this loop renews are renewed no more: their leases run out
+     * unless released or watched again. */
+    while (al->watches != NULL)
+        rl__lock_unwatch(al->watches->l);
     /* The connections' ends reach the requests and channels still out:
      * their callbacks free what is left of them. */
     rl__loop_free(al->lp);

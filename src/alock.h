@@ -16,9 +16,13 @@
  * holder's TTL, the deadline, or the retry strategy's delay) is a timer
  * of the loop.
  *
+ * With watchdog, the loop renews the lock (watchdog.c's decisions on a
+ * timer of the loop, the renewals on the request connection), and a loss
+ * reaches on_lost on the loop's thread and the validity; no eventfd.
+ *
  * Not yet (each REDISLOCK_EINVAL with the reason): cluster and Sentinel
- * clients, Redlock, sets of keys, fair waiters, the watchdog, the
- * replica-sync and AOF guards, TLS (REDISLOCK_ENOTLS). An attempt whose
+ * clients, Redlock, sets of keys, fair waiters, the replica-sync and AOF
+ * guards, TLS (REDISLOCK_ENOTLS). An attempt whose
  * reply is lost, or that is in flight when its acquire is cancelled, is
  * abandoned by the client's janitor thread, as the blocking calls' are.
  *
@@ -73,6 +77,9 @@ redislock_err rl__alock_extend(rl__alock *al, redislock_lock *l, int64_t ttl_ms,
  * its callback called now; an attempt in flight is abandoned. Releases
  * and extends run to their end. */
 void rl__alock_cancel(rl__alock *al, redislock_lock *l);
+
+/* Stops the loop's renewals of l (rl__lock_unwatch calls it). */
+void rl__alock_unwatch(redislock_lock *l);
 
 /* l is being freed: the operation under way on it ends with
  * REDISLOCK_ECANCELED, its callback called now (lock.c). */

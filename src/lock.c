@@ -313,8 +313,18 @@ redislock_err rl__lock_watch(redislock_lock *l,
                            &l->watch);
 }
 
+redislock_err rl__lock_watch_loop(redislock_lock *l,
+                                  const redislock_acquire_options *o,
+                                  int64_t sent_us)
+{
+    return rl__watch_start(NULL, &lock_lease, l, l->ttl_ms, o, sent_us, 0,
+                           &l->watch);
+}
+
 void rl__lock_unwatch(redislock_lock *l)
 {
+    if (l->lwatch != NULL)
+        rl__alock_unwatch(l);
     rl__watch_stop(l->watch);
     l->watch = NULL;
 }
@@ -695,6 +705,13 @@ redislock_err rl__lock_extend_check(redislock_lock *l, int64_t ttl_ms)
             l->drift_ms = rl__default_drift(ttl_ms);
     }
     return REDISLOCK_OK;
+}
+
+void rl__lock_renewed(redislock_lock *l, redislock_err err, int64_t sent_us)
+{
+    if (err == REDISLOCK_OK)
+        rl__lock_set_validity(l, sent_us, l->ttl_ms);
+    extend_event(l, err);
 }
 
 void rl__lock_extended(redislock_lock *l, redislock_err err)

@@ -117,7 +117,9 @@ struct redislock_lock {
     int64_t wait_seq;    /* a fair waiter's place, from its last attempt */
     rl__watch *watch;    /* non-NULL while watched */
     struct rl__aop *aop; /* an event loop's operation under way (alock.c) */
-    char *info_buf;      /* backs the strings of redislock_inspect */
+    struct rl__lwatch *lwatch; /* an event loop's renewals (alock.c): watch
+                                  is then driven by that loop */
+    char *info_buf;            /* backs the strings of redislock_inspect */
     /* Per-server results of the last request (Redlock: one per server,
      * in URL order; otherwise one). Guarded by mu. */
     redislock_err outcomes[RL_MAX_QUORUM];
@@ -257,6 +259,16 @@ void rl__lock_event(redislock_lock *l, redislock_event ev);
 redislock_err rl__lock_watch(redislock_lock *l,
                              const redislock_acquire_options *o,
                              int64_t sent_us, int64_t first_us);
+
+/* A watch of l (its lease acquired by a request sent at sent_us) that an
+ * event loop drives (rl__watch_start's wd NULL): into l->watch. */
+redislock_err rl__lock_watch_loop(redislock_lock *l,
+                                  const redislock_acquire_options *o,
+                                  int64_t sent_us);
+
+/* A renewal of l sent at sent_us (by an event loop) ended with err: the
+ * validity moves on with success; the event either way. */
+void rl__lock_renewed(redislock_lock *l, redislock_err err, int64_t sent_us);
 
 /* Stops renewing l, waiting for a renewal in flight. No-op if unwatched.
  * Called from the lock's owner thread. */

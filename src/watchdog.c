@@ -118,25 +118,14 @@ static int capped(const struct rl__watch *w, int64_t now)
            (w->max_hold_us > 0 && now - w->started_us >= w->max_hold_us);
 }
 
-/* One due renewal, run without the watchdog's mutex. */
-static verdict renew(struct rl__watch *w)
+/* What a renewal's outcome err means for the watch: KEEP (its next
+ * renewal set) or DROP (over: the loss reported, or a one-shot done). */
+static verdict renewed(struct rl__watch *w, redislock_err err)
 {
     redislock_lock *l = w->lock;
-    int64_t now = rl__now_us(), valid = w->lease->valid_until(l);
+    int64_t now = rl__now_us(), valid;
     int64_t period = w->ttl_ms * 1000 / 3, retry;
-    redislock_err err;
 
-    if (capped(w, now)) {
-        /* No more renewals: the lease runs out at its validity. */
-        if (now < valid) {
-            w->next_us = valid;
-            return KEEP;
-        }
-        report_loss(w, REDISLOCK_EEXPIRED);
-        return DROP;
-    }
-    err = w->lease->renew(l);
-    now = rl__now_us();
     if (err == REDISLOCK_OK) {
         w->renewals++;
         w->next_us = now + period;
@@ -165,6 +154,41 @@ static verdict renew(struct rl__watch *w)
     if (w->next_us > valid)
         w->next_us = valid;
     return KEEP;
+}
+
+rl__renew_step rl__watch_before(rl__watch *w)
+{
+    int64_t now = rl__now_us(), valid = w->lease->valid_until(w->lock);
+
+    if (!capped(w, now))
+        return RL_RENEW_SEND;
+    /* No more renewals: the lease runs out at its validity. */
+    if (now < valid) {
+        w->next_us = valid;
+        return RL_RENEW_KEEP;
+    }
+    report_loss(w, REDISLOCK_EEXPIRED);
+    return RL_RENEW_DROP;
+}
+
+rl__renew_step rl__watch_after(rl__watch *w, redislock_err err)
+{
+    return renewed(w, err) == KEEP ? RL_RENEW_KEEP : RL_RENEW_DROP;
+}
+
+int64_t rl__watch_due(const rl__watch *w)
+{
+    return w->next_us;
+}
+
+/* One due renewal, run without the watchdog's mutex. */
+static verdict renew(struct rl__watch *w)
+{
+    rl__renew_step step = rl__watch_before(w);
+
+    if (step != RL_RENEW_SEND)
+        return step == RL_RENEW_KEEP ? KEEP : DROP;
+    return renewed(w, w->lease->renew(w->lock));
 }
 
 static void wait_until(rl__watchdog *wd, int64_t when_us)
@@ -325,9 +349,12 @@ redislock_err rl__watch_start(rl__watchdog *wd, const rl__lease *lease,
 
     if (w == NULL)
         return rl__err(REDISLOCK_ENOMEM, "out of memory");
-    /* A one-renewal watch (a short hand-off lease) reports no loss. */
-    w->efd = o->watchdog ? eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK) : -1;
-    if (o->watchdog && w->efd < 0) {
+    /* A one-renewal watch (a short hand-off lease) reports no loss; a
+     * watch its caller drives (an event loop's, which may have thousands)
+     * reports it by the callback and validity only. */
+    w->efd =
+        o->watchdog && wd != NULL ? eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK) : -1;
+    if (o->watchdog && wd != NULL && w->efd < 0) {
         free(w);
         return rl__err(REDISLOCK_ENOMEM, "cannot make an eventfd");
     }
@@ -342,8 +369,10 @@ redislock_err rl__watch_start(rl__watchdog *wd, const rl__lease *lease,
     w->max_renewals = o->max_renewals;
     w->cb = o->on_lost;
     w->cb_arg = o->on_lost_arg;
-    w->linked = 1;
     *out = w;
+    if (wd == NULL)
+        return REDISLOCK_OK;
+    w->linked = 1;
     pthread_mutex_lock(&wd->mu);
     w->next = wd->head;
     wd->head = w;
@@ -359,13 +388,14 @@ void rl__watch_stop(rl__watch *w)
 
     if (w == NULL)
         return;
-    wd = w->wd;
-    pthread_mutex_lock(&wd->mu);
-    while (w->busy)
-        pthread_cond_wait(&wd->cv, &wd->mu);
-    if (w->linked)
-        unlink_watch(wd, w);
-    pthread_mutex_unlock(&wd->mu);
+    if ((wd = w->wd) != NULL) {
+        pthread_mutex_lock(&wd->mu);
+        while (w->busy)
+            pthread_cond_wait(&wd->cv, &wd->mu);
+        if (w->linked)
+            unlink_watch(wd, w);
+        pthread_mutex_unlock(&wd->mu);
+    }
     if (w->efd >= 0)
         close(w->efd);
     free(w);

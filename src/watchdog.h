@@ -51,6 +51,19 @@ redislock_err rl__watch_start(rl__watchdog *wd, const rl__lease *lease,
                               int64_t sent_us, int64_t first_us,
                               rl__watch **out);
 
+/* With wd NULL, rl__watch_start makes a watch that its caller drives
+ * (an event loop's, alock.c) rather than the thread, with no eventfd:
+ * at rl__watch_due it calls rl__watch_before, and on RL_RENEW_SEND sends
+ * the renewal itself and gives its outcome to rl__watch_after. KEEP: the
+ * next renewal is due at rl__watch_due; DROP: the watch is over (a loss
+ * was reported, or a one-shot is done). The same decisions as the
+ * thread's. */
+typedef enum { RL_RENEW_SEND, RL_RENEW_KEEP, RL_RENEW_DROP } rl__renew_step;
+
+int64_t rl__watch_due(const rl__watch *w);
+rl__renew_step rl__watch_before(rl__watch *w);
+rl__renew_step rl__watch_after(rl__watch *w, redislock_err err);
+
 /* Stops a watch, waiting for a renewal in flight, and frees it. NULL is
  * a no-op. Called from the lock's owner thread. */
 void rl__watch_stop(rl__watch *w);

@@ -448,6 +448,74 @@ static void readers_and_permits(const driver *d)
     th_env_stop(&e);
 }
 
+/* What the loss callback saw. */
+typedef struct lost {
+    int calls;
+    redislock_err why;
+    int64_t valid; /* redislock_valid_ms in the callback */
+} lost;
+
+static void on_lost(redislock_lock *l, redislock_err why, void *arg)
+{
+    lost *g = arg;
+
+    g->calls++;
+    g->why = why;
+    g->valid = redislock_valid_ms(l);
+}
+
+/* The loop renews a lock acquired with watchdog: past three leases of
+ * 500 ms it is still held, its validity renewed; a release stops the
+ * renewals. A lock whose key another writes over is lost: on_lost runs
+ * on the loop, once, and the handle holds nothing valid. */
+static void watchdog_on_loop(const driver *d)
+{
+    th_env e = th_env_start();
+    redislock_lock *l = th_lock(e.c, "ad:wd"), *x = th_lock(e.c, "ad:wdx");
+    redislock_acquire_options o = th_aopts(500, 0, 0);
+    redislock_loop *lp;
+    void *h = d->open(e.c, &lp);
+    done dn = {0}, dx = {0};
+    lost gl = {0}, gx = {0};
+
+    o.watchdog = 1;
+    o.on_lost = on_lost;
+    o.on_lost_arg = &gl;
+    ASSERT_OK(redislock_loop_acquire(lp, l, &o, record, &dn));
+    o.on_lost_arg = &gx;
+    ASSERT_OK(redislock_loop_acquire(lp, x, &o, record, &dx));
+    run_until(d, h, &dn.calls, 1, 3000);
+    run_until(d, h, &dx.calls, 1, 3000);
+    ASSERT_ERR(dn.err, REDISLOCK_OK);
+    ASSERT_ERR(dx.err, REDISLOCK_OK);
+    ASSERT_EQ_INT(redislock_lost_fd(l), -1);
+    /* Someone else's now. */
+    th_cmd_int(e.r, "DEL ad:wdx");
+    freeReplyObject(th_cmd(e.r, "SET ad:wdx intruder PX 60000"));
+    run_for(d, h, 1500);
+    expect_token(e.r, "ad:wd", redislock_token(l));
+    ASSERT(redislock_valid_ms(l) > 0);
+    ASSERT_OK(redislock_check(l));
+    ASSERT_EQ_INT(gl.calls, 0);
+    ASSERT_EQ_INT(gx.calls, 1);
+    ASSERT_ERR(gx.why, REDISLOCK_ELOST);
+    ASSERT_EQ_INT(gx.valid, 0);
+    ASSERT_ERR(redislock_check(x), REDISLOCK_ELOST);
+    expect_token(e.r, "ad:wdx", "intruder");
+    /* Released: no renewal after it (one would find the key gone). */
+    dn.calls = 0;
+    ASSERT_OK(redislock_loop_release(lp, l, 0, record, &dn));
+    run_until(d, h, &dn.calls, 1, 3000);
+    ASSERT_ERR(dn.err, REDISLOCK_OK);
+    run_for(d, h, 600);
+    ASSERT_EQ_INT(th_cmd_int(e.r, "EXISTS ad:wd"), 0);
+    ASSERT_EQ_INT(gl.calls, 0);
+    d->close(h);
+    redislock_lock_free(l);
+    redislock_lock_free(x);
+    th_env_stop(&e);
+}
+
 void adapter_scenarios(const driver *d)
 {
     many_at_once(d);
@@ -455,4 +523,5 @@ void adapter_scenarios(const driver *d)
     server_stops(d);
     deadline_cancel_free(d);
     readers_and_permits(d);
+    watchdog_on_loop(d);
 }
