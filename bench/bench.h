@@ -185,13 +185,29 @@ typedef struct lb_memory {
 
 void lb_run_memory(const lb_env *e, lb_memory *m, int n);
 
+/* loopscale.c: one event loop holding n locks with the watchdog on and
+ * m waiting (issue 16's scale targets). */
+typedef struct lb_scale {
+    int n, m, ok;
+    double rss_per_lock;      /* client memory per held lock, bytes */
+    double cpu_us_per_lock_s; /* client CPU per held lock per second */
+    int lost;                 /* held locks without validity after it */
+    int waiting;              /* of m, still waiting before the release */
+    long long conns;          /* server connections the loop held */
+    int woke;                 /* all m acquired after their release */
+    double wake_all_ms;       /* from the first release to the last one */
+    char err[200];
+} lb_scale;
+
+void lb_run_loop_scale(const lb_env *e, lb_scale *s, int n, int m);
+
 /* contend.c */
 void lb_run_series(const lb_env *e, lb_series *s);
 
 /* report.c */
 void lb_report(const lb_env *e, const lb_micro *m, const lb_idle *idle,
-               int nidle, const lb_memory *mem, lb_series *s, size_t ns,
-               const char *machine);
+               int nidle, const lb_memory *mem, const lb_scale *scale,
+               lb_series *s, size_t ns, const char *machine);
 /* The exit status: 1 when any counter check or exclusion check failed. */
 int lb_failed(const lb_series *s, size_t ns, const lb_idle *idle, int nidle);
 

@@ -339,6 +339,7 @@ int main(int argc, char **argv)
     lb_micro m = {0};
     lb_idle idle[2] = {{.fair = 0}, {.fair = 1}};
     lb_memory mem;
+    lb_scale scale;
     char machine[1024];
     size_t ns, i;
     int t;
@@ -378,6 +379,11 @@ int main(int argc, char **argv)
     printf("lockbench: memory per held lock, %d locks ...\n",
            scaled(100000, o.scale));
     lb_run_memory(&e, &mem, scaled(100000, o.scale));
+    printf("lockbench: an event loop holding %d locks (watchdog), %d "
+           "waiting ...\n",
+           scaled(10000, o.scale), scaled(1000, o.scale));
+    lb_run_loop_scale(&e, &scale, scaled(10000, o.scale),
+                      scaled(1000, o.scale));
     for (i = 0; i < ns; i++) {
         printf("lockbench: %s, K=%d, M=%d ...", s[i].name, s[i].k, s[i].m);
         fflush(stdout);
@@ -385,7 +391,7 @@ int main(int argc, char **argv)
         printf(" %.1f s%s%s\n", s[i].seconds, s[i].ran ? "" : ", FAILED: ",
                s[i].err);
     }
-    lb_report(&e, &m, idle, 2, &mem, s, ns, machine);
+    lb_report(&e, &m, idle, 2, &mem, &scale, s, ns, machine);
     redisFree(e.ctl);
     return lb_failed(s, ns, idle, 2);
 }

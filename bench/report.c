@@ -516,6 +516,29 @@ static void targets(const lb_series *s, size_t ns, const lb_micro *m,
                idle[i].ok ? "" : " -- ", idle[i].err);
 }
 
+/* One event loop at scale: connections bounded, memory and CPU per held
+ * lock reported (no target of their own). */
+static void loop_scale(const lb_scale *sc)
+{
+    if (!sc->ok && sc->err[0] != '\0') {
+        printf("Event loop at scale: not measured: %s\n", sc->err);
+        return;
+    }
+    printf("Event loop at scale (one thread, libevent): %d locks held with "
+           "the watchdog on, %d waiting: %.0f bytes of client memory and "
+           "%.2f us of client CPU per held lock per second (renewals "
+           "every %d ms); %d held locks without validity after the window\n",
+           sc->n, sc->m, sc->rss_per_lock, sc->cpu_us_per_lock_s, 2000,
+           sc->lost);
+    printf("  %d locks held and %d waiting on <= 10 server connections: %lld "
+           "%s\n",
+           sc->n, sc->m, sc->conns, yes(sc->conns <= 10 && sc->conns > 0));
+    printf("  the %d waiters all acquired once released: %s in %.0f ms "
+           "(%d were still waiting before) %s\n",
+           sc->m, sc->woke ? "yes" : "no", sc->wake_all_ms, sc->waiting,
+           yes(sc->woke && sc->waiting == sc->m));
+}
+
 /* Memory per held plain lock, against SET NX PX's (target: 1.2 x). */
 static void memory(const lb_memory *mem)
 {
@@ -534,8 +557,8 @@ static void memory(const lb_memory *mem)
 }
 
 void lb_report(const lb_env *e, const lb_micro *m, const lb_idle *idle,
-               int nidle, const lb_memory *mem, lb_series *s, size_t ns,
-               const char *machine)
+               int nidle, const lb_memory *mem, const lb_scale *scale,
+               lb_series *s, size_t ns, const char *machine)
 {
     char path[1024];
     int k = target_k(s, ns);
@@ -572,6 +595,7 @@ void lb_report(const lb_env *e, const lb_micro *m, const lb_idle *idle,
     plot(e, m, s, ns, k);
     targets(s, ns, m, idle, nidle, fair, def, k);
     memory(mem);
+    loop_scale(scale);
     if (lb_failed(s, ns, idle, nidle))
         printf("\n*** FAIL: a counter check, the exclusion check or a run "
                "failed (see the table) ***\n");
@@ -585,7 +609,9 @@ void lb_report(const lb_env *e, const lb_micro *m, const lb_idle *idle,
            "setnx_bytes=%.0f shared_handoff_p50_us=%.1f "
            "set_handoff_p50_us=%.1f sem_fair_handoff_p50_us=%.1f "
            "shared_fair_handoff_p50_us=%.1f raw_handoff_p50_us=%.1f "
-           "loop_handoff_p50_us=%.1f loop_cycle_ratio=%.3f%s%s\n",
+           "loop_handoff_p50_us=%.1f loop_cycle_ratio=%.3f "
+           "loop_held=%d loop_conns=%lld loop_bytes_per_lock=%.0f "
+           "loop_cpu_us_per_lock_s=%.2f%s%s\n",
            m->ping_p50, u->ratio_min[2], u->ratio[2], u->ratio_min[1],
            tcp->ratio_min[2], tcp->ratio_min[1], u->cpu_cycle[2],
            ratio(u->cpu_cycle[2], u->cpu_cycle[3]),
@@ -599,7 +625,8 @@ void lb_report(const lb_env *e, const lb_micro *m, const lb_idle *idle,
            semf ? semf->h50 : -1, shf ? shf->h50 : -1,
            find_raw(s, ns, k) ? find_raw(s, ns, k)->h50 : -1,
            find_loop(s, ns, k) ? find_loop(s, ns, k)->h50 : -1,
-           u->loop_ratio, redlock ? " " : "",
+           u->loop_ratio, scale->n, scale->conns, scale->rss_per_lock,
+           scale->cpu_us_per_lock_s, redlock ? " " : "",
            redlock ? redlock : "");
 }
 

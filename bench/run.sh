@@ -65,7 +65,7 @@ bin=$build/bench/lockbench
 cc -std=c11 -O2 -g -Wall -Wextra -Wstrict-prototypes -Wwrite-strings \
     -Iinclude -Isrc $(pkg-config --cflags hiredis libevent) \
     -o "$bin" bench/lockbench.c bench/micro.c bench/contend.c \
-    bench/memory.c bench/report.c bench/util.c \
+    bench/memory.c bench/loopscale.c bench/report.c bench/util.c \
     "$lib" $(pkg-config --libs hiredis libevent) -lpthread ||
     die "cannot compile lockbench"
 
