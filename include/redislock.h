@@ -779,6 +779,14 @@ REDISLOCK_API redislock_err redislock_loop_extend(redislock_loop *lp,
                                                   redislock_done_cb cb,
                                                   void *arg);
 
+/* As redislock_inspect: the key's state into info (the caller's until
+ * the callback), whoever holds it. */
+REDISLOCK_API redislock_err redislock_loop_inspect_sized(
+    redislock_loop *lp, redislock_lock *l, redislock_info *info,
+    size_t info_size, redislock_done_cb cb, void *arg);
+#define redislock_loop_inspect(lp, l, info, cb, arg)                           \
+    redislock_loop_inspect_sized(lp, l, info, REDISLOCK_INFO_SIZE, cb, arg)
+
 /* Ends the acquire under way on l with REDISLOCK_ECANCELED, its callback
  * called before this returns. Freeing the handle does the same for any
  * operation under way on it. */

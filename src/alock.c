@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "abi.h"
 #include "acquire.h"
 #include "alock.h"
 #include "clock.h"
@@ -17,7 +18,7 @@
 #include "wait.h"
 #include "watchdog.h"
 
-enum { OP_ACQUIRE, OP_RELEASE, OP_EXTEND };
+enum { OP_ACQUIRE, OP_RELEASE, OP_EXTEND, OP_INSPECT };
 
 /* Per server, the most waiters that block as the blocking calls' do
  * (BLPOP, their next attempt behind it), each on a connection of its
@@ -77,6 +78,9 @@ struct rl__aop {
     int recheck; /* to try again once the channel is confirmed */
     /* A release's hold-after or an extend's TTL. */
     int64_t ms;
+    /* An inspect's output, the caller's, of info_size bytes. */
+    redislock_info *info;
+    size_t info_size;
     aop *prev, *next; /* the operations under way */
 };
 
@@ -223,6 +227,22 @@ static void op_start(aop *op)
     if (al->ops != NULL)
         al->ops->prev = op;
     al->ops = op;
+}
+
+/* Sends a request of a release, extend or inspect op on c, whose reply
+ * goes to cb; started once sent, freed if not. */
+static redislock_err op_send(aop *op, rl__aconn *c, rl__request *q,
+                             rl__aconn_cb cb)
+{
+    redislock_err err = rl__lock_send_async(op->l, c, NULL, q, cb, op);
+
+    if (err != REDISLOCK_OK) {
+        free(op);
+        return err;
+    }
+    op->inflight = 1;
+    op_start(op);
+    return REDISLOCK_OK;
 }
 
 static void op_free_if_idle(aop *op)
@@ -880,14 +900,53 @@ static redislock_err owner_op(rl__alock *al, redislock_lock *l, int kind,
     op->script = s;
     op->ms = ms;
     op->sent_us = rl__now_us();
-    if ((err = rl__lock_send_async(l, n->cmd, NULL, &q, owner_done, op)) !=
-        REDISLOCK_OK) {
-        free(op);
-        return err;
+    return op_send(op, n->cmd, &q, owner_done);
+}
+
+/* An inspect's reply, or its failure: decoded as the blocking call's. */
+static void inspect_done(void *arg, redislock_err err, const rl__reply *r)
+{
+    aop *op = arg;
+    redislock_lock *l = op->l;
+    redislock_info own;
+
+    op->inflight--;
+    if (l == NULL) {
+        op_free_if_idle(op);
+        return;
     }
-    op->inflight = 1;
-    op_start(op);
-    return REDISLOCK_OK;
+    rl__abi_in(&own, sizeof own, op->info, op->info_size);
+    if (err == REDISLOCK_OK &&
+        (err = rl__reply_check(r, rl__script_inspect.name)) == REDISLOCK_OK)
+        err = rl__inspect_decode(r, &own, &l->info_buf);
+    own.key = l->key + l->prefixlen;
+    own.keylen = l->keylen - l->prefixlen;
+    rl__abi_out(op->info, op->info_size, &own, REDISLOCK_INFO_SIZE);
+    complete(op, err);
+}
+
+redislock_err rl__alock_inspect(rl__alock *al, redislock_lock *l,
+                                redislock_info *info, size_t info_size,
+                                rl__alock_cb cb, void *arg)
+{
+    rl__request q = {.s = &rl__script_inspect};
+    node *n = NULL;
+    aop *op;
+    redislock_err err = check_lock(al, l);
+
+    if (err != REDISLOCK_OK)
+        return err;
+    if (info == NULL || cb == NULL)
+        return rl__err(REDISLOCK_EINVAL, "NULL output or callback");
+    if ((err = rl__abi_check(info_size, RL_INFO_SIZE_0_1, "redislock_info")) !=
+            REDISLOCK_OK ||
+        (err = node_for(al, l, &n)) != REDISLOCK_OK)
+        return err;
+    if ((op = op_new(al, l, OP_INSPECT, cb, arg)) == NULL)
+        return REDISLOCK_ENOMEM;
+    op->info = info;
+    op->info_size = info_size;
+    return op_send(op, n->cmd, &q, inspect_done);
 }
 
 redislock_err rl__alock_release(rl__alock *al, redislock_lock *l,
@@ -928,7 +987,9 @@ static void cancel(aop *op)
     } else {
         rl__err(REDISLOCK_ECANCELED,
                 "the lock handle was freed with its %s under way",
-                op->kind == OP_RELEASE ? "release" : "extend");
+                op->kind == OP_RELEASE  ? "release"
+                : op->kind == OP_EXTEND ? "extend"
+                                        : "inspect");
     }
     complete(op, REDISLOCK_ECANCELED);
 }

@@ -73,6 +73,12 @@ redislock_err rl__alock_release(rl__alock *al, redislock_lock *l,
 redislock_err rl__alock_extend(rl__alock *al, redislock_lock *l, int64_t ttl_ms,
                                rl__alock_cb cb, void *arg);
 
+/* Reads l's key's state into info (info_size bytes, the caller's, until
+ * the callback), as redislock_inspect. */
+redislock_err rl__alock_inspect(rl__alock *al, redislock_lock *l,
+                                redislock_info *info, size_t info_size,
+                                rl__alock_cb cb, void *arg);
+
 /* Ends an acquire under way on l on this loop with REDISLOCK_ECANCELED,
  * its callback called now; an attempt in flight is abandoned. Releases
  * and extends run to their end. */

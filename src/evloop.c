@@ -96,6 +96,17 @@ redislock_err redislock_loop_extend(redislock_loop *lp, redislock_lock *l,
     return rl__alock_extend(lp->al, l, ttl_ms, cb, arg);
 }
 
+redislock_err redislock_loop_inspect_sized(redislock_loop *lp,
+                                           redislock_lock *l,
+                                           redislock_info *info,
+                                           size_t info_size,
+                                           redislock_done_cb cb, void *arg)
+{
+    if (lp == NULL)
+        return rl__err(REDISLOCK_EINVAL, "NULL loop");
+    return rl__alock_inspect(lp->al, l, info, info_size, cb, arg);
+}
+
 void redislock_loop_cancel(redislock_loop *lp, redislock_lock *l)
 {
     if (lp != NULL)

@@ -489,6 +489,21 @@ static void watchdog_on_loop(const driver *d)
     ASSERT_ERR(dn.err, REDISLOCK_OK);
     ASSERT_ERR(dx.err, REDISLOCK_OK);
     ASSERT_EQ_INT(redislock_lost_fd(l), -1);
+    /* Inspected on the loop, as redislock_inspect would. */
+    {
+        redislock_info info;
+
+        memset(&info, 0, sizeof info);
+        dn.calls = 0;
+        ASSERT_OK(redislock_loop_inspect(lp, l, &info, record, &dn));
+        run_until(d, h, &dn.calls, 1, 3000);
+        ASSERT_ERR(dn.err, REDISLOCK_OK);
+        ASSERT_EQ_INT(info.held, 1);
+        ASSERT(info.ttl_ms > 0 && info.ttl_ms <= 500);
+        ASSERT_EQ_INT(info.fence, redislock_fence(l));
+        ASSERT_EQ_INT(info.keylen, 5);
+        ASSERT_EQ_MEM(info.key, "ad:wd", 5);
+    }
     /* Someone else's now. */
     th_cmd_int(e.r, "DEL ad:wdx");
     freeReplyObject(th_cmd(e.r, "SET ad:wdx intruder PX 60000"));

@@ -116,6 +116,14 @@ void test_alock_refused(void)
     o.ttl_ms = -5;
     ASSERT_ERR(redislock_loop_acquire(lp, l, &o, never, &calls),
                REDISLOCK_EINVAL);
+    ASSERT_ERR(redislock_loop_inspect(lp, l, NULL, never, &calls),
+               REDISLOCK_EINVAL);
+    {
+        redislock_info info;
+
+        ASSERT_ERR(redislock_loop_inspect_sized(lp, l, &info, 3, never, &calls),
+                   REDISLOCK_EINVAL);
+    }
     /* Not held: nothing to release or extend. */
     ASSERT_ERR(redislock_loop_release(lp, l, 0, never, &calls),
                REDISLOCK_EINVAL);
