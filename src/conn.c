@@ -431,6 +431,14 @@ int rl__conn_buffer_write(redisContext *ctx, int *done)
     sigpipe_block(&old);
     st = redisBufferWrite(ctx, done);
     sigpipe_restore(&old, st != REDIS_OK);
+    /* hiredis 1.0 answers a non-blocking socket that takes nothing now
+     * (EAGAIN) with REDIS_ERR and no error set: nothing was written, and
+     * the loop's next writability event tries again (1.1 answers OK). */
+    if (st != REDIS_OK && ctx->err == 0) {
+        if (done != NULL)
+            *done = 0;
+        st = REDIS_OK;
+    }
     return st;
 }
 

@@ -63,7 +63,8 @@ const char *rl__conn_endpoint(const rl__url *u, char *buf, size_t len);
 /* redisBufferWrite on a context of the caller's (aconn's non-blocking
  * ones), with SIGPIPE blocked around it as around every write of this
  * module's: a socket the server closed must fail the write, not kill the
- * process. REDIS_OK or REDIS_ERR, and *done, as hiredis's. */
+ * process. REDIS_OK or REDIS_ERR, and *done, as hiredis's (a socket that
+ * takes nothing now is REDIS_OK, not done, with every hiredis). */
 int rl__conn_buffer_write(redisContext *ctx, int *done);
 
 /* Maps the failure recorded in ctx (or a timeout) to an error, with a
