@@ -394,6 +394,9 @@ TEST_ENTRY(excl_shared_fair, 60)
 TEST_ENTRY(excl_set, 60)
 TEST_ENTRY(excl_set_sharded, 60)
 TEST_ENTRY(excl_set_cluster, 120)
+TEST_ENTRY(excl_loop, 60)
+TEST_ENTRY(excl_loop_watchdog, 60)
+TEST_ENTRY(excl_loop_shared, 60)
 
 /* Key names: hash slots and helper keys (no server). */
 TEST_ENTRY(keys_slots, 5)

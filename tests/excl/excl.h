@@ -182,6 +182,8 @@ typedef struct excl_mode {
     /* Chooses what one section does. */
     void (*pick)(struct excl_worker *w, struct excl_section *s);
     int limit; /* > 1: the keys are semaphores of that limit */
+    int loop;  /* the workers acquire, release and extend on an event loop
+                  (redislock_loop(3)), the tests' own poll() loop */
 } excl_mode;
 
 extern const excl_mode excl_modes[];

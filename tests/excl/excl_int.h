@@ -14,6 +14,8 @@
 
 #include <redislock.h>
 
+#include "harness/apploop.h"
+
 #include "excl.h"
 
 #define EXCL_URL_MAX 200
@@ -103,7 +105,9 @@ typedef struct excl_worker {
     redisContext *truth[EXCL_MAX_SERVERS];
     uint32_t acq;
     int pid;
-    char owner[64]; /* this process's own owner id */
+    char owner[64];     /* this process's own owner id */
+    redislock_loop *lp; /* the mode's event loop, or NULL */
+    app app;            /* the application loop driving it */
 } excl_worker;
 
 /* In a forked child: runs sections until told to stop; never returns. */

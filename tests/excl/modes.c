@@ -376,48 +376,70 @@ static void pick_mix_unfair(excl_worker *w, excl_section *s)
     pick_mix(w, s, 0);
 }
 
+/* pick_shared without fair waiters, which the event loop refuses yet. */
+static void pick_loop_shared(excl_worker *w, excl_section *s)
+{
+    pick_shared(w, s);
+    s->o.fair = 0;
+}
+
 /* name, where, keys, workers, faults, gap between faults, short run ms,
- * pick, and a semaphore's limit (0: a lock, shared or not). */
+ * pick, a semaphore's limit (0: a lock, shared or not), and whether on
+ * the event loop. */
 const excl_mode excl_modes[] = {
-    {"default", EXCL_SINGLE, 1, 4, F_ALL1, 200, 700, 6000, pick_default, 0},
-    {"meta_holdafter", EXCL_SINGLE, 1, 4, F_ALL1, 200, 700, 6000, pick_meta, 0},
-    {"fair", EXCL_SINGLE, 1, 4, F_ALL1, 500, 1500, 10000, pick_fair, 0},
+    {"default", EXCL_SINGLE, 1, 4, F_ALL1, 200, 700, 6000, pick_default, 0, 0},
+    {"meta_holdafter", EXCL_SINGLE, 1, 4, F_ALL1, 200, 700, 6000, pick_meta, 0,
+     0},
+    {"fair", EXCL_SINGLE, 1, 4, F_ALL1, 500, 1500, 10000, pick_fair, 0, 0},
     {"fair_retry_short", EXCL_SINGLE, 1, 4,
      F(STOP_HOLDER) | F(KILL_HOLDER) | F(RACE), 300, 900, 6000,
-     pick_fair_retry_short, 0},
-    {"fair_retry_300", EXCL_SINGLE, 1, 4, 0, 0, 0, 6000, pick_fair_retry_300,
+     pick_fair_retry_short, 0, 0},
+    {"fair_retry_300", EXCL_SINGLE, 1, 4, 0, 0, 0, 6000, pick_fair_retry_300, 0,
      0},
-    {"reentrant", EXCL_SINGLE, 1, 4, F_ALL1, 200, 700, 6000, pick_reentrant, 0},
+    {"reentrant", EXCL_SINGLE, 1, 4, F_ALL1, 200, 700, 6000, pick_reentrant, 0,
+     0},
     /* Faults that make a holder's release or renewal arrive after its
      * lease are left out here: the other process of its owner id may hold
      * the lock by then, and a release by the same owner is its release. */
     {"reentrant_shared", EXCL_SINGLE, 1, 4, F(STOP_WAITER) | F(KILL_HOLDER),
-     400, 1200, 6000, pick_reentrant_shared, 0},
-    {"extend", EXCL_SINGLE, 1, 4, F_ALL1, 200, 700, 6000, pick_extend, 0},
-    {"adopt", EXCL_SINGLE, 1, 4, F_ALL1, 200, 700, 6000, pick_adopt, 0},
-    {"retry", EXCL_SINGLE, 1, 4, F_ALL1, 200, 700, 6000, pick_retry, 0},
-    {"watchdog", EXCL_SINGLE, 1, 4, F_ALL1, 200, 700, 6000, pick_watchdog, 0},
+     400, 1200, 6000, pick_reentrant_shared, 0, 0},
+    {"extend", EXCL_SINGLE, 1, 4, F_ALL1, 200, 700, 6000, pick_extend, 0, 0},
+    {"adopt", EXCL_SINGLE, 1, 4, F_ALL1, 200, 700, 6000, pick_adopt, 0, 0},
+    {"retry", EXCL_SINGLE, 1, 4, F_ALL1, 200, 700, 6000, pick_retry, 0, 0},
+    {"watchdog", EXCL_SINGLE, 1, 4, F_ALL1, 200, 700, 6000, pick_watchdog, 0,
+     0},
     {"proxy", EXCL_PROXIED, 1, 4, F_PROCS | F(DELAY) | F(RACE), 300, 900, 6000,
-     pick_mix_fair, 0},
-    {"sharded", EXCL_SHARDED, 3, 5, F_ALL1, 200, 700, 6000, pick_mix_fair, 0},
-    {"cluster", EXCL_CLUSTER, 2, 4, F_ALL1, 200, 700, 6000, pick_mix_fair, 0},
+     pick_mix_fair, 0, 0},
+    {"sharded", EXCL_SHARDED, 3, 5, F_ALL1, 200, 700, 6000, pick_mix_fair, 0,
+     0},
+    {"cluster", EXCL_CLUSTER, 2, 4, F_ALL1, 200, 700, 6000, pick_mix_fair, 0,
+     0},
     {"redlock", EXCL_REDLOCK, 1, 4, F_PROCS | F(PAUSE_SERVER) | F(DELAY), 200,
-     700, 6000, pick_mix_unfair, 0},
-    {"semaphore", EXCL_SINGLE, 1, 7, F_ALL1, 200, 700, 6000, pick_semaphore, 3},
+     700, 6000, pick_mix_unfair, 0, 0},
+    {"semaphore", EXCL_SINGLE, 1, 7, F_ALL1, 200, 700, 6000, pick_semaphore, 3,
+     0},
     /* All fair: a stopped waiter may stall the queue for its alive window
      * (5 s), so faults come less often and the run is longer, as for
      * "fair". */
     {"semaphore_fair", EXCL_SINGLE, 1, 7, F_ALL1, 500, 1500, 10000,
-     pick_semaphore, 3},
-    {"shared", EXCL_SINGLE, 1, 6, F_ALL1, 200, 700, 6000, pick_shared, 0},
-    {"shared_fair", EXCL_SINGLE, 1, 6, F_ALL1, 500, 1500, 10000, pick_shared,
+     pick_semaphore, 3, 0},
+    {"shared", EXCL_SINGLE, 1, 6, F_ALL1, 200, 700, 6000, pick_shared, 0, 0},
+    {"shared_fair", EXCL_SINGLE, 1, 6, F_ALL1, 500, 1500, 10000, pick_shared, 0,
      0},
-    {"set", EXCL_SINGLE, 3, 6, F_ALL1, 200, 700, 6000, pick_set, 0},
+    {"set", EXCL_SINGLE, 3, 6, F_ALL1, 200, 700, 6000, pick_set, 0, 0},
     /* The same sets over several servers (spread.c): the cluster's slots
      * put the three keys apart; the ring, which hashes the servers'
      * socket paths (new each run), does in 8 runs of 9. */
-    {"set_sharded", EXCL_SHARDED, 3, 6, F_ALL1, 200, 700, 6000, pick_set, 0},
-    {"set_cluster", EXCL_CLUSTER, 3, 5, F_ALL1, 200, 700, 6000, pick_set, 0},
+    {"set_sharded", EXCL_SHARDED, 3, 6, F_ALL1, 200, 700, 6000, pick_set, 0, 0},
+    {"set_cluster", EXCL_CLUSTER, 3, 5, F_ALL1, 200, 700, 6000, pick_set, 0, 0},
+    /* The event-loop API: the same sections, every acquire, release and
+     * extend on the worker's loop (blocked waiters, listeners, renewals
+     * on the loop's timer). */
+    {"loop", EXCL_SINGLE, 1, 4, F_ALL1, 200, 700, 6000, pick_default, 0, 1},
+    {"loop_watchdog", EXCL_SINGLE, 1, 4, F_ALL1, 200, 700, 6000, pick_watchdog,
+     0, 1},
+    {"loop_shared", EXCL_SINGLE, 1, 6, F_ALL1, 200, 700, 6000, pick_loop_shared,
+     0, 1},
 };
 
 const int excl_nmodes = (int)(sizeof excl_modes / sizeof excl_modes[0]);

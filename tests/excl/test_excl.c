@@ -176,3 +176,19 @@ void test_excl_set_cluster(void)
     ASSERT_GE(r.v.sets[2], 1);
     ASSERT_GE(r.v.sections - r.v.sets[2], 1);
 }
+
+/* The event-loop API under the same faults (modes.c's loop modes). */
+void test_excl_loop(void)
+{
+    short_run("loop");
+}
+
+void test_excl_loop_watchdog(void)
+{
+    short_run("loop_watchdog");
+}
+
+void test_excl_loop_shared(void)
+{
+    short_run("loop_shared");
+}

@@ -431,11 +431,68 @@ static void plan_make(excl_worker *w, const excl_section *s, plan *p,
         plan_add(p, A_ADOPT, excl_rng_range(&w->rng, from, to), s->adopt);
 }
 
+/* ---- The calls, blocking or, in a loop mode, on the event loop (the
+ * worker's poll() loop turned until the callback comes). */
+
+typedef struct loop_op {
+    int done;
+    redislock_err err;
+} loop_op;
+
+static void loop_op_done(redislock_lock *l, redislock_err err, void *arg)
+{
+    loop_op *op = arg;
+
+    (void)l;
+    op->err = err;
+    op->done = 1;
+}
+
+static redislock_err loop_wait(excl_worker *w, redislock_err err, loop_op *op)
+{
+    while (err == REDISLOCK_OK && !op->done)
+        app_turn(&w->app);
+    return err != REDISLOCK_OK ? err : op->err;
+}
+
+static redislock_err w_acquire(excl_worker *w, redislock_lock *l,
+                               const redislock_acquire_options *o)
+{
+    loop_op op = {0};
+
+    if (w->lp == NULL)
+        return redislock_acquire(l, o);
+    return loop_wait(w, redislock_loop_acquire(w->lp, l, o, loop_op_done, &op),
+                     &op);
+}
+
+static redislock_err w_release(excl_worker *w, redislock_lock *l,
+                               int64_t hold_ms)
+{
+    loop_op op = {0};
+
+    if (w->lp == NULL)
+        return hold_ms ? redislock_release_hold(l, hold_ms)
+                       : redislock_release(l);
+    return loop_wait(
+        w, redislock_loop_release(w->lp, l, hold_ms, loop_op_done, &op), &op);
+}
+
+static redislock_err w_extend(excl_worker *w, redislock_lock *l, int64_t ttl)
+{
+    loop_op op = {0};
+
+    if (w->lp == NULL)
+        return redislock_extend(l, ttl);
+    return loop_wait(w, redislock_loop_extend(w->lp, l, ttl, loop_op_done, &op),
+                     &op);
+}
+
 static void do_extend(excl_worker *w, const excl_section *s, claim *c,
                       int64_t ttl)
 {
     int64_t t0 = excl_now_us();
-    redislock_err err = redislock_extend(c->src, ttl);
+    redislock_err err = w_extend(w, c->src, ttl);
 
     claim_after(w, c, t0, excl_now_us(), err);
     lease_check(w, s, c);
@@ -450,7 +507,7 @@ static void do_nest(excl_worker *w, const excl_section *s, claim *c, plan *p,
 
     o.ttl_ms = s->nested_ttl[i];
     o.wait_ms = 0;
-    err = redislock_acquire(c->src, &o);
+    err = w_acquire(w, c->src, &o);
     t1 = excl_now_us();
     if (err == REDISLOCK_OK) {
         p->nested++;
@@ -499,7 +556,7 @@ static void do_adopt(excl_worker *w, const excl_section *s, claim *c, plan *p,
 static void do_unnest(excl_worker *w, claim *c, plan *p)
 {
     int64_t t0 = excl_now_us();
-    redislock_err err = redislock_release(c->src);
+    redislock_err err = w_release(w, c->src, 0);
 
     if (err == REDISLOCK_OK)
         p->nested--;
@@ -630,14 +687,13 @@ static void finish(excl_worker *w, const excl_section *s, claim *c, plan *p)
     /* The belief ends as the first release call starts. */
     claim_close(w, c, excl_now_us());
     while (p->nested > 0 && err == REDISLOCK_OK && redislock_holds(l) > 1) {
-        err = redislock_release(l);
+        err = w_release(w, l, 0);
         p->nested--;
     }
     if (s->shared && redislock_check(l) != REDISLOCK_OK)
         drop = 1;
     else if (err == REDISLOCK_OK && redislock_holds(l) > 0)
-        err = s->hold_after ? redislock_release_hold(l, s->hold_after)
-                            : redislock_release(l);
+        err = w_release(w, l, s->hold_after);
     if (drop || (err != REDISLOCK_OK && err != REDISLOCK_EEXPIRED &&
                  err != REDISLOCK_ELOST)) {
         redislock_lock_free(*handle_of(w, s));
@@ -690,7 +746,7 @@ static void section(excl_worker *w, excl_section *s)
     atomic_store(&sl->state, EXCL_WAITING);
     w->acq++;
     t_call = excl_now_us();
-    err = redislock_acquire(l, &s->o);
+    err = w_acquire(w, l, &s->o);
     if (err != REDISLOCK_OK) {
         atomic_store(&sl->state, EXCL_IDLE);
         if (err == REDISLOCK_EINVAL) {
@@ -778,6 +834,13 @@ _Noreturn void excl_worker_main(const excl_mode *m, const excl_topo *t,
     snprintf(w.owner, sizeof w.owner, "w%d.%d-%d", idx, gen, w.pid);
     if (connect_all(&w) != 0)
         _exit(0);
+    if (m->loop) {
+        w.app.max_wait_ms = 50;
+        if (redislock_loop_new(&w.lp, w.c, app_watch, app_timer, &w.app) !=
+            REDISLOCK_OK)
+            _exit(0);
+        app_drive(&w.app, w.lp);
+    }
     while (!atomic_load(&sh->stop)) {
         memset(&s, 0, sizeof s);
         m->pick(&w, &s);

@@ -2,11 +2,20 @@
  * The tests' application loop: see apploop.h.
  */
 #include <poll.h>
+#include <time.h>
+
+#include <redislock.h>
 
 #include "apploop.h"
-#include "aconn.h"
-#include "clock.h"
 #include "test.h"
+
+static int64_t now_us(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
 
 void app_watch(void *ctx, int fd, int what)
 {
@@ -22,7 +31,24 @@ void app_timer(void *ctx, int64_t ms)
     app *a = ctx;
 
     a->timer_calls++;
-    a->timer_at = ms < 0 ? 0 : rl__now_us() + ms * 1000;
+    a->timer_at = ms < 0 ? 0 : now_us() + ms * 1000;
+}
+
+static void drive_io(void *lp, int fd, int what)
+{
+    redislock_loop_io(lp, fd, what);
+}
+
+static void drive_timeout(void *lp)
+{
+    redislock_loop_timeout(lp);
+}
+
+void app_drive(app *a, redislock_loop *lp)
+{
+    a->io = drive_io;
+    a->timeout = drive_timeout;
+    a->target = lp;
 }
 
 int app_watched(const app *a)
@@ -42,12 +68,13 @@ void app_turn(app *a)
     for (fd = 0; fd < APP_FDS; fd++)
         if (a->what[fd] != 0) {
             p[n].fd = fd;
-            p[n].events = (short)((a->what[fd] & RL_WATCH_READ ? POLLIN : 0) |
-                                  (a->what[fd] & RL_WATCH_WRITE ? POLLOUT : 0));
+            p[n].events =
+                (short)((a->what[fd] & REDISLOCK_WATCH_READ ? POLLIN : 0) |
+                        (a->what[fd] & REDISLOCK_WATCH_WRITE ? POLLOUT : 0));
             p[n++].revents = 0;
         }
     if (a->timer_at != 0) {
-        int64_t left = (a->timer_at - a->early_us - rl__now_us() + 999) / 1000;
+        int64_t left = (a->timer_at - a->early_us - now_us() + 999) / 1000;
         wait = left < 0 ? 0 : left < wait ? (int)left : wait;
     }
     if (poll(p, (nfds_t)n, wait) == 0 && a->timer_at == 0 && n == 0 &&
@@ -57,13 +84,13 @@ void app_turn(app *a)
         int what = 0;
 
         if (p[i].revents & (POLLIN | POLLHUP | POLLERR))
-            what |= RL_WATCH_READ;
+            what |= REDISLOCK_WATCH_READ;
         if (p[i].revents & (POLLOUT | POLLERR))
-            what |= RL_WATCH_WRITE;
+            what |= REDISLOCK_WATCH_WRITE;
         if (what != 0)
             a->io(a->target, p[i].fd, what);
     }
-    if (a->timer_at != 0 && rl__now_us() >= a->timer_at - a->early_us) {
+    if (a->timer_at != 0 && now_us() >= a->timer_at - a->early_us) {
         a->timer_at = 0;
         a->timeout(a->target);
     }

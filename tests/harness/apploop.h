@@ -10,6 +10,8 @@
 
 #include <stdint.h>
 
+#include <redislock.h>
+
 #define APP_FDS 256
 
 typedef struct app {
@@ -29,6 +31,10 @@ typedef struct app {
 /* The callbacks the library is given (ctx: the app). */
 void app_watch(void *ctx, int fd, int what);
 void app_timer(void *ctx, int64_t ms);
+
+/* Hands the events and the timer to the public event-loop API's lp
+ * (redislock_loop_io, redislock_loop_timeout). */
+void app_drive(app *a, redislock_loop *lp);
 
 /* The fds watched now. */
 int app_watched(const app *a);

@@ -12,25 +12,13 @@
 #include "harness/fixture.h"
 #include "test.h"
 
-static void loop_io(void *lp, int fd, int what)
-{
-    redislock_loop_io(lp, fd, what);
-}
-
-static void loop_timeout(void *lp)
-{
-    redislock_loop_timeout(lp);
-}
-
 static void *poll_open(redislock_client *c, redislock_loop **lp)
 {
     app *a = calloc(1, sizeof *a);
 
     ASSERT(a != NULL);
     ASSERT_OK(redislock_loop_new(lp, c, app_watch, app_timer, a));
-    a->io = loop_io;
-    a->timeout = loop_timeout;
-    a->target = *lp;
+    app_drive(a, *lp);
     a->max_wait_ms = 50;
     return a;
 }
