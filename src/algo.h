@@ -116,6 +116,11 @@ void rl__spread_free(struct rl__spread *sp);
 redislock_err rl__inspect_decode(const rl__reply *r, redislock_info *info,
                                  char **buf);
 
+/* Writes own, l's key's state, out to the caller's info of info_size
+ * bytes, naming l's key without the client's prefix (inspect.c). */
+void rl__inspect_out(const redislock_lock *l, redislock_info *own,
+                     redislock_info *info, size_t info_size);
+
 /* Whether r has the shape inspect.lua answers with. */
 int rl__inspect_well_formed(const rl__reply *r);
 

@@ -919,9 +919,7 @@ static void inspect_done(void *arg, redislock_err err, const rl__reply *r)
     if (err == REDISLOCK_OK &&
         (err = rl__reply_check(r, rl__script_inspect.name)) == REDISLOCK_OK)
         err = rl__inspect_decode(r, &own, &l->info_buf);
-    own.key = l->key + l->prefixlen;
-    own.keylen = l->keylen - l->prefixlen;
-    rl__abi_out(op->info, op->info_size, &own, REDISLOCK_INFO_SIZE);
+    rl__inspect_out(l, &own, op->info, op->info_size);
     complete(op, err);
 }
 

@@ -133,10 +133,16 @@ redislock_err redislock_inspect_sized(redislock_lock *l, redislock_info *info,
     rl__abi_in(&own, sizeof own, info, info_size);
     err = inspect_key(l->client, NULL, 0, l->key, l->keylen, &own, &l->info_buf,
                       &first);
-    own.key = l->key + l->prefixlen;
-    own.keylen = l->keylen - l->prefixlen;
-    rl__abi_out(info, info_size, &own, REDISLOCK_INFO_SIZE);
+    rl__inspect_out(l, &own, info, info_size);
     return err;
+}
+
+void rl__inspect_out(const redislock_lock *l, redislock_info *own,
+                     redislock_info *info, size_t info_size)
+{
+    own->key = l->key + l->prefixlen;
+    own->keylen = l->keylen - l->prefixlen;
+    rl__abi_out(info, info_size, own, REDISLOCK_INFO_SIZE);
 }
 
 /* The 0.1 entry point (in parentheses: the header makes the name a macro),
