@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "lock.h"
+#include "quorum.h"
 #include "wait.h"
 
 /* One acquire attempt's request, as acquire.c built it. */
@@ -71,12 +72,39 @@ typedef struct rl__algo {
                                   int *ran, redislock_err *attempt_err);
     /* The attempt t as one script request on the key's server, and what
      * its reply r (or its failure err) says, as attempt would return it
-     * (r is the caller's). NULL: the algorithm's attempts are not one
-     * request (the event loop's driver refuses it). */
+     * (r is the caller's). attempt_prepare NULL: the algorithm's attempts
+     * are not one request (the event loop's driver refuses it);
+     * attempt_outcome NULL: the request goes to every server (below). */
     redislock_err (*attempt_prepare)(redislock_lock *l, const rl__try *t,
                                      rl__attempt_req *a);
     redislock_err (*attempt_outcome)(redislock_lock *l, redislock_err err,
                                      const rl__reply *r);
+    /* Requests that go to every server of the client at once (Redlock):
+     * the event loop's driver sends each, attempt_prepare's included, as
+     * a round (one reply or failure per server, quorum.h) and hands the
+     * round to these decisions, which the blocking calls share. */
+    int every;
+    /* Attempt t's round r, sent at sent_us: REDISLOCK_OK with l->fence
+     * set, or the refusal with *undo set when t must be undone on every
+     * server: by a round of undo_prepare's request, whose round
+     * round_undone then judges (servers that did not confirm go to the
+     * janitor). */
+    redislock_err (*round_attempt)(redislock_lock *l, const rl__try *t,
+                                   const rl__round *r, int64_t sent_us,
+                                   int *undo);
+    void (*undo_prepare)(redislock_lock *l, const rl__try *t,
+                         rl__attempt_req *a);
+    void (*round_undone)(redislock_client *c, const rl__lockname *k,
+                         const rl__try *t, const rl__round *r);
+    /* The round r of the owner's script s with arg2, sent at start_us, as
+     * owner would answer it. */
+    redislock_err (*round_owner)(redislock_lock *l, const rl__script *s,
+                                 const char *arg2, const rl__round *r,
+                                 int64_t start_us, long long *n);
+    /* The inspect round r, as inspect would answer it. */
+    redislock_err (*round_inspect)(redislock_client *c, const rl__round *r,
+                                   redislock_info *info, char **buf,
+                                   size_t *first);
     /* After an attempt whose reply was lost: makes sure it holds nothing,
      * now or when it arrives late (in the background). NULL: a failed
      * attempt has undone itself. */

@@ -737,6 +737,39 @@ void rl__reply_free(rl__reply *r)
         freeReplyObject(r);
 }
 
+rl__reply *rl__reply_dup(const rl__reply *r)
+{
+    rl__reply *d = malloc(sizeof *d);
+    size_t i;
+
+    if (d == NULL)
+        return NULL;
+    /* Every field, whichever hiredis's struct has; then what it owns,
+     * which freeReplyObject frees where it is not NULL. */
+    *d = *r;
+    d->str = NULL;
+    d->element = NULL;
+    if (r->str != NULL) {
+        if ((d->str = malloc(r->len + 1)) == NULL)
+            goto fail;
+        memcpy(d->str, r->str, r->len);
+        d->str[r->len] = '\0';
+    }
+    if (r->element != NULL) {
+        if ((d->element = calloc(r->elements ? r->elements : 1,
+                                 sizeof *d->element)) == NULL)
+            goto fail;
+        for (i = 0; i < r->elements; i++)
+            if (r->element[i] != NULL &&
+                (d->element[i] = rl__reply_dup(r->element[i])) == NULL)
+                goto fail;
+    }
+    return d;
+fail:
+    freeReplyObject(d);
+    return NULL;
+}
+
 redislock_err rl__reply_check(const rl__reply *r, const char *what)
 {
     if (r->type != REDIS_REPLY_ERROR)

@@ -135,6 +135,10 @@ redislock_err rl__conn_timeout(rl__conn *c, int64_t ms);
 
 void rl__reply_free(rl__reply *r);
 
+/* A copy of r that outlives it (freed with rl__reply_free); NULL when out
+ * of memory. */
+rl__reply *rl__reply_dup(const rl__reply *r);
+
 /* REDISLOCK_OK unless r is an error reply, which it maps (NOAUTH and
  * WRONGPASS to EAUTH, others to ESERVER) with the server's words as detail. */
 redislock_err rl__reply_check(const rl__reply *r, const char *what);

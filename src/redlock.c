@@ -60,31 +60,24 @@ static void tally(const rl__round *round, redislock_err *oc, votes *v)
                                         : round->err[i];
 }
 
-/* The round's request req must not hold the lock on any server, now or
- * when a request still on its way arrives (abandon.lua voids it and undoes
- * what it did, whatever the lock's format); a server that does not
- * confirm that within the timeout is left to the watchdog's janitor,
- * which retries it. */
-static void undo(redislock_lock *l, const char *id, const char *req,
-                 int64_t ttl_ms, int64_t timeout_ms)
+/* The undo of attempt t as one request, the same on every server:
+ * abandon.lua voids t's request and undoes what it did, whatever the
+ * lock's format, now or when a request still on its way arrives; the
+ * request stays void for longer than it could still be on its way. */
+static void undo_prepare(redislock_lock *l, const rl__try *t,
+                         rl__attempt_req *a)
 {
-    char ttl[24];
-    const char *args[3] = {id, ttl, req};
-    size_t lens[3] = {strlen(id), 0, strlen(req)}, i;
-    rl__lockname k = {l->key, l->keylen, l->base, l->baselen};
-    rl__watchdog *wd;
-    rl__round r;
-
-    lens[1] = (size_t)snprintf(ttl, sizeof ttl, "%" PRId64, ttl_ms + 60000);
-    rl__quorum_script(l->client, NULL, timeout_ms, &rl__script_abandon, &k, req,
-                      3, args, lens, &r);
-    for (i = 0; i < r.n; i++)
-        if (r.err[i] != REDISLOCK_OK &&
-            rl__client_watchdog(l->client, &wd) == REDISLOCK_OK)
-            rl__janitor_abandon(wd, rl__client_topo(l->client),
-                                rl__topo_each(rl__client_topo(l->client), i),
-                                &k, 1, id, req, ttl_ms);
-    rl__round_free(&r);
+    (void)l;
+    memset(a, 0, sizeof *a);
+    a->args[0] = t->id;
+    a->args[1] = a->ttl;
+    a->args[2] = t->req;
+    a->lens[0] = strlen(t->id);
+    a->lens[1] =
+        (size_t)snprintf(a->ttl, sizeof a->ttl, "%" PRId64, t->ttl_ms + 60000);
+    a->lens[2] = strlen(t->req);
+    a->q = (rl__request){
+        .s = &rl__script_abandon, .nargs = 3, .args = a->args, .lens = a->lens};
 }
 
 static redislock_err refused(redislock_lock *l, const redislock_err *oc,
@@ -111,40 +104,104 @@ static redislock_err refused(redislock_lock *l, const redislock_err *oc,
                    v->answered, n, q, who);
 }
 
-/* One attempt: the acquire script on every server at once (no waiting
- * marker: nobody is woken), decided by a majority within the lease's
- * validity; undone on every server when it fails. */
-static redislock_err attempt(redislock_lock *l, const rl__try *t,
-                             int64_t *sent_us)
+/* An attempt's request, the same on every server: the acquire script
+ * with no waiting marker (nobody is woken). */
+static redislock_err attempt_prepare(redislock_lock *l, const rl__try *t,
+                                     rl__attempt_req *a)
 {
-    char ttl[24];
-    const char *args[6] = {t->id, ttl, t->fmt, t->meta, "0", t->req};
-    size_t lens[6] = {strlen(t->id),   0, strlen(t->fmt),
-                      strlen(t->meta), 1, strlen(t->req)};
-    rl__lockname k = {l->key, l->keylen, l->base, l->baselen};
-    const char *id = t->id, *req = t->req;
-    int64_t ttl_ms = t->ttl_ms, drift_ms = t->drift_ms;
-    int64_t timeout = rl__client_server_timeout(l->client, ttl_ms), took;
-    redislock_err oc[RL_MAX_QUORUM];
-    rl__round r;
+    (void)l;
+    memset(a, 0, sizeof *a);
+    a->args[0] = t->id;
+    a->args[1] = a->ttl;
+    a->args[2] = t->fmt;
+    a->args[3] = t->meta;
+    a->args[4] = "0";
+    a->args[5] = t->req;
+    a->lens[0] = strlen(t->id);
+    a->lens[1] = (size_t)snprintf(a->ttl, sizeof a->ttl, "%" PRId64, t->ttl_ms);
+    a->lens[2] = strlen(t->fmt);
+    a->lens[3] = strlen(t->meta);
+    a->lens[4] = 1;
+    a->lens[5] = strlen(t->req);
+    a->q = (rl__request){
+        .s = &rl__script_acquire, .nargs = 6, .args = a->args, .lens = a->lens};
+    return REDISLOCK_OK;
+}
+
+/* Attempt t's round r, sent at sent_us: taken by a majority within the
+ * lease's validity, or refused with *undo set (it must be undone on every
+ * server). */
+static redislock_err round_attempt(redislock_lock *l, const rl__try *t,
+                                   const rl__round *r, int64_t sent_us,
+                                   int *undo)
+{
+    redislock_err oc[RL_MAX_QUORUM] = {0};
+    int64_t took;
     votes v;
 
-    lens[1] = (size_t)snprintf(ttl, sizeof ttl, "%" PRId64, ttl_ms);
-    *sent_us = rl__now_us();
-    rl__quorum_script(l->client, NULL, timeout, &rl__script_acquire, &k, req, 6,
-                      args, lens, &r);
-    tally(&r, oc, &v);
-    rl__lock_set_outcomes(l, oc, r.n);
-    rl__round_free(&r);
+    tally(r, oc, &v);
+    rl__lock_set_outcomes(l, oc, r->n);
     /* Validity counts from before the first send; the ceiling keeps a
      * round of 0.9 ms from being taken for free. */
-    took = (rl__now_us() - *sent_us + 999) / 1000;
-    if (v.granted >= RL_QUORUM(r.n) && ttl_ms - took - drift_ms > 0) {
+    took = (rl__now_us() - sent_us + 999) / 1000;
+    *undo =
+        !(v.granted >= RL_QUORUM(r->n) && t->ttl_ms - took - t->drift_ms > 0);
+    if (!*undo) {
         l->fence = v.fence;
         return REDISLOCK_OK;
     }
-    undo(l, id, req, ttl_ms, timeout);
-    return refused(l, oc, r.n, &v, took);
+    return refused(l, oc, r->n, &v, took);
+}
+
+/* The servers of the undo round r (of attempt t on the lock named k)
+ * that did not confirm are left to the watchdog's janitor, which retries
+ * them. */
+static void round_undone(redislock_client *c, const rl__lockname *k,
+                         const rl__try *t, const rl__round *r)
+{
+    rl__watchdog *wd;
+    size_t i;
+
+    for (i = 0; i < r->n; i++)
+        if (r->err[i] != REDISLOCK_OK &&
+            rl__client_watchdog(c, &wd) == REDISLOCK_OK)
+            rl__janitor_abandon(wd, rl__client_topo(c),
+                                rl__topo_each(rl__client_topo(c), i), k, 1,
+                                t->id, t->req, t->ttl_ms);
+}
+
+/* One attempt: a round of its request, decided by a majority, and undone
+ * on every server when it fails; a server that does not confirm the undo
+ * within the timeout is left to the janitor. */
+static redislock_err attempt(redislock_lock *l, const rl__try *t,
+                             int64_t *sent_us)
+{
+    rl__lockname k = {l->key, l->keylen, l->base, l->baselen};
+    int64_t timeout = rl__client_server_timeout(l->client, t->ttl_ms);
+    rl__attempt_req a;
+    redislock_err err = attempt_prepare(l, t, &a);
+    rl__round r;
+    int undo = 0;
+
+    if (err != REDISLOCK_OK)
+        return err;
+    *sent_us = rl__now_us();
+    rl__quorum_script(l->client, NULL, timeout, a.q.s, &k, t->req, a.q.nargs,
+                      a.args, a.lens, &r);
+    err = round_attempt(l, t, &r, *sent_us, &undo);
+    rl__round_free(&r);
+    if (undo) {
+        char detail[512];
+
+        snprintf(detail, sizeof detail, "%s", redislock_errdetail());
+        undo_prepare(l, t, &a);
+        rl__quorum_script(l->client, NULL, timeout, a.q.s, &k, t->req,
+                          a.q.nargs, a.args, a.lens, &r);
+        round_undone(l->client, &k, t, &r);
+        rl__round_free(&r);
+        rl__err(err, "%s", detail);
+    }
+    return err;
 }
 
 /* The outcome a majority gives, or, where none is definite, the first
@@ -182,41 +239,56 @@ static redislock_err majority(redislock_lock *l, const redislock_err *oc,
                    "%s: a majority no longer hold the lock (%s)", what, who);
 }
 
+/* The round r of the owner's script s (arg2 its second argument), sent
+ * at start_us: the majority decides; *n gets the least count a server
+ * answered. */
+static redislock_err round_owner(redislock_lock *l, const rl__script *s,
+                                 const char *arg2, const rl__round *r,
+                                 int64_t start_us, long long *n)
+{
+    int extend = s == &rl__script_extend;
+    int64_t ttl = extend ? strtoll(arg2, NULL, 10) : l->ttl_ms;
+    long long least = 0, one = 0;
+    redislock_err oc[RL_MAX_QUORUM] = {0}, err;
+    size_t i;
+
+    for (i = 0; i < r->n; i++) {
+        oc[i] = r->err[i];
+        if (r->reply[i] != NULL &&
+            (oc[i] = rl__reply_owner(r->reply[i], s->name, &one)) == 0 &&
+            (least == 0 || one < least))
+            least = one;
+    }
+    rl__lock_set_outcomes(l, oc, r->n);
+    err = majority(l, oc, r->n, s == &rl__script_release, s->name);
+    *n = least;
+    if (err == REDISLOCK_OK && extend &&
+        rl__now_us() - start_us >= (ttl - l->drift_ms) * 1000)
+        err = rl__err(REDISLOCK_ETIMEDOUT,
+                      "extend: the majority answered after the new lease's "
+                      "validity had run out");
+    return err;
+}
+
 /* The owner's script on every server at once; the majority decides. */
 static redislock_err owner(redislock_lock *l, const rl__script *s,
                            const char *arg2, int64_t timeout_ms, long long *n)
 {
     const char *args[3];
-    size_t lens[3], i;
+    size_t lens[3];
     rl__lockname k = {l->key, l->keylen, l->base, l->baselen};
-    int extend = s == &rl__script_extend;
-    int64_t ttl = extend ? strtoll(arg2, NULL, 10) : l->ttl_ms;
+    int64_t ttl = s == &rl__script_extend ? strtoll(arg2, NULL, 10) : l->ttl_ms;
     int64_t timeout = rl__client_server_timeout(l->client, ttl);
     int64_t start = rl__now_us();
-    long long least = 0, one = 0;
-    redislock_err oc[RL_MAX_QUORUM], err;
+    redislock_err err;
     rl__round r;
 
     if (timeout_ms > 0 && timeout_ms < timeout)
         timeout = timeout_ms;
     rl__lock_owner_args(l, arg2, args, lens);
     rl__quorum_script(l->client, NULL, timeout, s, &k, NULL, 3, args, lens, &r);
-    for (i = 0; i < r.n; i++) {
-        oc[i] = r.err[i];
-        if (r.reply[i] != NULL &&
-            (oc[i] = rl__reply_owner(r.reply[i], s->name, &one)) == 0 &&
-            (least == 0 || one < least))
-            least = one;
-    }
-    rl__lock_set_outcomes(l, oc, r.n);
+    err = round_owner(l, s, arg2, &r, start, n);
     rl__round_free(&r);
-    err = majority(l, oc, r.n, s == &rl__script_release, s->name);
-    *n = least;
-    if (err == REDISLOCK_OK && extend &&
-        rl__now_us() - start >= (ttl - l->drift_ms) * 1000)
-        err = rl__err(REDISLOCK_ETIMEDOUT,
-                      "extend: the majority answered after the new lease's "
-                      "validity had run out");
     return err;
 }
 
@@ -238,18 +310,52 @@ static int64_t quorum_ttl(int64_t *ttls, size_t n, size_t q)
     return ttls[q - 1];
 }
 
-/* The majority's view (see redislock_client_new_redlock), and in *first
- * the lowest-numbered server that has the key: a listing reports it there
- * only. */
+/* The majority's view (see redislock_client_new_redlock) from the
+ * inspect round r, and in *first the lowest-numbered server that has the
+ * key: a listing reports it there only. */
+static redislock_err round_inspect(redislock_client *c, const rl__round *r,
+                                   redislock_info *info, char **buf,
+                                   size_t *first)
+{
+    int64_t ttls[RL_MAX_QUORUM], fence = 0;
+    size_t i, held = 0, answered = 0, q = RL_QUORUM(r->n);
+    redislock_err err = REDISLOCK_OK;
+
+    (void)c;
+    *first = r->n;
+    for (i = 0; i < r->n; i++) {
+        if (r->reply[i] == NULL || !rl__inspect_well_formed(r->reply[i]))
+            continue;
+        answered++;
+        if (r->reply[i]->element[5]->integer > fence)
+            fence = r->reply[i]->element[5]->integer;
+        if (strcmp(r->reply[i]->element[0]->str, "none") == 0)
+            continue;
+        ttls[held++] = r->reply[i]->element[1]->integer;
+        *first = *first < r->n ? *first : i;
+    }
+    if (answered < q)
+        err = rl__err(REDISLOCK_ENOQUORUM,
+                      "only %zu of %zu servers answered, %zu needed", answered,
+                      r->n, q);
+    else if (held >= q &&
+             (err = rl__inspect_decode(r->reply[*first], info, buf)) == 0)
+        info->ttl_ms = quorum_ttl(ttls, held, q);
+    else if (held < q) {
+        memset(info, 0, sizeof *info);
+        info->ttl_ms = REDISLOCK_TTL_FREE;
+    }
+    info->fence = fence;
+    return err;
+}
+
 static redislock_err inspect(redislock_client *c, rl__pool *p, size_t at,
                              const char *key, size_t keylen, const char *base,
                              size_t baselen, redislock_info *info, char **buf,
                              size_t *first)
 {
-    int64_t ttls[RL_MAX_QUORUM], fence = 0;
-    size_t i, held = 0, answered = 0, q;
-    redislock_err err = REDISLOCK_OK;
     rl__lockname k = {key, keylen, base, baselen};
+    redislock_err err;
     rl__round r;
 
     (void)p;
@@ -257,31 +363,7 @@ static redislock_err inspect(redislock_client *c, rl__pool *p, size_t at,
     rl__quorum_script(c, NULL,
                       rl__client_server_timeout(c, REDISLOCK_TTL_MAX_MS),
                       &rl__script_inspect, &k, NULL, 0, NULL, NULL, &r);
-    q = RL_QUORUM(r.n);
-    *first = r.n;
-    for (i = 0; i < r.n; i++) {
-        if (r.reply[i] == NULL || !rl__inspect_well_formed(r.reply[i]))
-            continue;
-        answered++;
-        if (r.reply[i]->element[5]->integer > fence)
-            fence = r.reply[i]->element[5]->integer;
-        if (strcmp(r.reply[i]->element[0]->str, "none") == 0)
-            continue;
-        ttls[held++] = r.reply[i]->element[1]->integer;
-        *first = *first < r.n ? *first : i;
-    }
-    if (answered < q)
-        err = rl__err(REDISLOCK_ENOQUORUM,
-                      "only %zu of %zu servers answered, %zu needed", answered,
-                      r.n, q);
-    else if (held >= q &&
-             (err = rl__inspect_decode(r.reply[*first], info, buf)) == 0)
-        info->ttl_ms = quorum_ttl(ttls, held, q);
-    else if (held < q) {
-        memset(info, 0, sizeof *info);
-        info->ttl_ms = REDISLOCK_TTL_FREE;
-    }
-    info->fence = fence;
+    err = round_inspect(c, &r, info, buf, first);
     rl__round_free(&r);
     return err;
 }
@@ -298,25 +380,29 @@ static redislock_err ttl(redislock_lock *l, int64_t *ttl_ms)
 }
 
 const rl__algo rl__algo_redlock = {
-    0,
-    1,
-    "fair mode needs one server: a Redlock quorum has no single queue to "
-    "hand the lock down",
-    "a fenced resource lives on one server: use a client of the resource's "
-    "own server, not the Redlock one",
-    "a semaphore needs one server: majorities of independent servers, each "
-    "admitting its limit, together admit more holders than the limit",
-    "a lock held shared is not built for Redlock yet: its readers would "
-    "need a majority each and their undoing on every server; use a "
-    "single, sharded or cluster client",
-    "a set of keys is not built for Redlock yet: each server would take "
-    "the set in one script, and a majority of whole sets be needed; use a "
-    "single, sharded or cluster client",
-    attempt,
-    NULL, /* attempts are a round over every server */
-    NULL,
-    NULL,
-    NULL,
-    owner,
-    ttl,
-    inspect};
+    .wakes = 0,
+    .fresh_token = 1,
+    .no_fair = "fair mode needs one server: a Redlock quorum has no single "
+               "queue to hand the lock down",
+    .no_fenced_set = "a fenced resource lives on one server: use a client of "
+                     "the resource's own server, not the Redlock one",
+    .no_semaphore = "a semaphore needs one server: majorities of independent "
+                    "servers, each admitting its limit, together admit more "
+                    "holders than the limit",
+    .no_shared = "a lock held shared is not built for Redlock yet: its readers "
+                 "would need a majority each and their undoing on every "
+                 "server; use a single, sharded or cluster client",
+    .no_set = "a set of keys is not built for Redlock yet: each server would "
+              "take the set in one script, and a majority of whole sets be "
+              "needed; use a single, sharded or cluster client",
+    .attempt = attempt,
+    .attempt_prepare = attempt_prepare,
+    .every = 1,
+    .round_attempt = round_attempt,
+    .undo_prepare = undo_prepare,
+    .round_undone = round_undone,
+    .round_owner = round_owner,
+    .round_inspect = round_inspect,
+    .owner = owner,
+    .ttl = ttl,
+    .inspect = inspect};
