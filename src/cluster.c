@@ -216,6 +216,20 @@ static redislock_err apply_slots(rl__cluster *cl, const rl__reply *r,
     return err;
 }
 
+redislock_err rl__cluster_load_reply(rl__cluster *cl, const rl__pool *p,
+                                     const rl__reply *r)
+{
+    redislock_err err = rl__reply_check(r, "CLUSTER SLOTS");
+
+    if (err != REDISLOCK_OK)
+        return err;
+    if (r->type != REDIS_REPLY_ARRAY || r->elements == 0)
+        return rl__err(REDISLOCK_EPROTOCOL,
+                       "CLUSTER SLOTS answered no slots: is the cluster set "
+                       "up?");
+    return apply_slots(cl, r, p->url.host);
+}
+
 /* Reads the map from node p. */
 static redislock_err load_from(rl__cluster *cl, rl__pool *p)
 {
@@ -227,20 +241,12 @@ static redislock_err load_from(rl__cluster *cl, rl__pool *p)
 
     if (err != REDISLOCK_OK)
         return err;
-    if ((err = rl__reply_check(r, "CLUSTER SLOTS")) == REDISLOCK_OK) {
-        if (r->type != REDIS_REPLY_ARRAY || r->elements == 0)
-            err = rl__err(REDISLOCK_EPROTOCOL,
-                          "CLUSTER SLOTS answered no slots: is the cluster "
-                          "set up?");
-        else
-            err = apply_slots(cl, r, p->url.host);
-    }
+    err = rl__cluster_load_reply(cl, p, r);
     rl__reply_free(r);
     return err;
 }
 
-/* The nodes to ask for the map, the one that answered last first. */
-static rl__pool **reload_sources(rl__cluster *cl, size_t *n)
+rl__pool **rl__cluster_sources(rl__cluster *cl, size_t *n)
 {
     rl__pool **v;
     size_t i;
@@ -254,10 +260,22 @@ static rl__pool **reload_sources(rl__cluster *cl, size_t *n)
     return v;
 }
 
+/* The node that answered the last reload, p, is asked first next time. */
+static void set_good(rl__cluster *cl, const rl__pool *p)
+{
+    size_t n;
+
+    pthread_rwlock_wrlock(&cl->rw);
+    for (n = 0; n < cl->nnodes && cl->nodes[n] != p; n++)
+        ;
+    cl->good = n < cl->nnodes ? n : 0;
+    pthread_rwlock_unlock(&cl->rw);
+}
+
 static redislock_err reload_now(rl__cluster *cl)
 {
     size_t i, n = 0;
-    rl__pool **v = reload_sources(cl, &n);
+    rl__pool **v = rl__cluster_sources(cl, &n);
     redislock_err err = rl__err(REDISLOCK_ECONNECT, "no cluster node known");
 
     if (v == NULL)
@@ -266,11 +284,7 @@ static redislock_err reload_now(rl__cluster *cl)
         if ((err = load_from(cl, v[i])) == REDISLOCK_OK)
             break;
     if (i < n) {
-        pthread_rwlock_wrlock(&cl->rw);
-        for (n = 0; n < cl->nnodes && cl->nodes[n] != v[i]; n++)
-            ;
-        cl->good = n < cl->nnodes ? n : 0;
-        pthread_rwlock_unlock(&cl->rw);
+        set_good(cl, v[i]);
         free(v);
         return REDISLOCK_OK;
     }
@@ -280,6 +294,17 @@ static redislock_err reload_now(rl__cluster *cl)
         if ((err = load_from(cl, &cl->seeds[i])) == REDISLOCK_OK)
             break;
     return err;
+}
+
+rl__pool *rl__cluster_seed(rl__cluster *cl, size_t i)
+{
+    return i < cl->nseeds ? &cl->seeds[i] : NULL;
+}
+
+void rl__cluster_loaded(rl__cluster *cl, const rl__pool *p)
+{
+    set_good(cl, p);
+    atomic_fetch_add(&cl->epoch, 1);
 }
 
 redislock_err rl__cluster_reload(rl__cluster *cl, uint64_t epoch)

@@ -33,6 +33,18 @@ rl__pool *rl__cluster_route(rl__cluster *cl, const void *key, size_t len);
 size_t rl__cluster_masters(rl__cluster *cl);
 rl__pool *rl__cluster_master(rl__cluster *cl, size_t i);
 
+/* The map read on the event loop (aroute.c), which sends CLUSTER SLOTS
+ * itself: the nodes to ask, the one that answered last first (the
+ * caller frees the array, not the pools; NULL when out of memory), then
+ * the seeds, seed i (NULL past the last); the map replaced by the reply r
+ * of node p; and, once one was, p noted as the one that answered (the
+ * epoch moves on, as after rl__cluster_reload). */
+rl__pool **rl__cluster_sources(rl__cluster *cl, size_t *n);
+rl__pool *rl__cluster_seed(rl__cluster *cl, size_t i);
+redislock_err rl__cluster_load_reply(rl__cluster *cl, const rl__pool *p,
+                                     const rl__reply *r);
+void rl__cluster_loaded(rl__cluster *cl, const rl__pool *p);
+
 /* How many times the map has been read; pass it to rl__cluster_reload. */
 uint64_t rl__cluster_epoch(rl__cluster *cl);
 
@@ -60,6 +72,36 @@ rl__pool *rl__cluster_node(rl__cluster *cl, const char *host, int port);
 redislock_err rl__cluster_run(rl__cluster *cl, rl__pool *p, const char *key,
                               size_t keylen, const rl__request *q,
                               rl__reply **out);
+
+/* Redirections followed at most by one request, as redis-cli does. */
+#define RL_CLUSTER_MAX_HOPS 16
+
+/* What a request's reply asks of it next (redirect.c's steps, which the
+ * event loop's requests take too, aroute.c). */
+typedef enum rl__go {
+    RL_GO_DONE,  /* the answer, or a failure to give back */
+    RL_GO_MOVED, /* the slot's master is another: the map says so now */
+    RL_GO_ASK,   /* once to the node named, after ASKING */
+    RL_GO_PAUSE, /* TRYAGAIN, CLUSTERDOWN: a short pause, then again */
+    RL_GO_RELOAD /* the node cannot be reached: the map read again */
+} rl__go;
+
+/* Where a redirection points. */
+typedef struct rl__hop {
+    unsigned slot;
+    char host[256];
+    int port;
+} rl__hop;
+
+/* What the reply r of node at, or the failure err, asks of a request,
+ * with where a redirection points read into *h. A request that could not
+ * be sent (REDISLOCK_ECONNECT) is sent again; one whose reply was lost is
+ * not (it may have run). */
+rl__go rl__cluster_next(redislock_err err, const rl__reply *r,
+                        const rl__pool *at, rl__hop *h);
+
+/* The pause before asking again, jittered. */
+int64_t rl__cluster_pause_ms(void);
 
 /* Whether r is a reply that sends a request elsewhere or asks it to wait
  * (MOVED, ASK, TRYAGAIN, CLUSTERDOWN). */

@@ -18,23 +18,16 @@
 #include "error.h"
 #include "rand.h"
 
-/* Redirections followed at most by one request, as redis-cli does. */
-#define RL_MAX_HOPS 16
 /* The pause before asking again, drawn from [d/2, d]: a failover or a
  * slot's hand-over takes some tens or hundreds of milliseconds. */
 #define RL_CLUSTER_PAUSE_MS 40
-
-typedef enum { GO_DONE, GO_MOVED, GO_ASK, GO_PAUSE, GO_RELOAD } rl__go;
 
 /* A request on its way through the cluster. */
 typedef struct journey {
     rl__cluster *cl;
     const rl__request *q;
     int64_t deadline_us;
-    /* Where the last redirection pointed. */
-    unsigned slot;
-    char host[256];
-    int port;
+    rl__hop hop; /* where the last redirection pointed */
 } journey;
 
 static void free_replies(rl__reply **r, int n)
@@ -58,7 +51,7 @@ static redislock_err attempt(const journey *j, rl__pool *p, int asking,
 
 /* Reads "<slot> <host>:<port>" of a redirection; an empty host is the
  * asked node's. */
-static int parse_target(journey *q, const char *s, const rl__pool *at)
+static int parse_target(rl__hop *q, const char *s, const rl__pool *at)
 {
     char *end;
     const char *colon;
@@ -88,53 +81,60 @@ static int parse_target(journey *q, const char *s, const rl__pool *at)
 static rl__go said(const rl__reply *r)
 {
     if (r->type != REDIS_REPLY_ERROR)
-        return GO_DONE;
+        return RL_GO_DONE;
     if (strncmp(r->str, "MOVED ", 6) == 0)
-        return GO_MOVED;
+        return RL_GO_MOVED;
     if (strncmp(r->str, "ASK ", 4) == 0)
-        return GO_ASK;
+        return RL_GO_ASK;
     /* A script on a slot being migrated away, whose helper key has left
      * (or was never made) while the lock's key is still here, is refused
      * like a multi-key command would be: TRYAGAIN. */
     if (strncmp(r->str, "TRYAGAIN", 8) == 0 ||
         strncmp(r->str, "CLUSTERDOWN", 11) == 0 ||
         strstr(r->str, "non local key in a cluster node") != NULL)
-        return GO_PAUSE;
-    return GO_DONE;
+        return RL_GO_PAUSE;
+    return RL_GO_DONE;
 }
 
-/* What a reply asks for, with where a redirection points read into q. */
-static rl__go classify(journey *q, const rl__reply *r, const rl__pool *at)
+rl__go rl__cluster_next(redislock_err err, const rl__reply *r,
+                        const rl__pool *at, rl__hop *h)
 {
-    rl__go go = said(r);
+    rl__go go;
 
-    if (go == GO_MOVED || go == GO_ASK)
-        return parse_target(q, r->str + (go == GO_MOVED ? 6 : 4), at) ? go
-                                                                      : GO_DONE;
+    if (err == REDISLOCK_ECONNECT)
+        return RL_GO_RELOAD;
+    if (err != REDISLOCK_OK)
+        return RL_GO_DONE;
+    go = said(r);
+    if (go == RL_GO_MOVED || go == RL_GO_ASK)
+        return parse_target(h, r->str + (go == RL_GO_MOVED ? 6 : 4), at)
+                   ? go
+                   : RL_GO_DONE;
     return go;
 }
 
-/* What the replies to a try, or its failure, ask for. A request that
- * could not be sent is sent again; one whose reply was lost is not (it
- * may have run), but the map is read again for the next. */
+int64_t rl__cluster_pause_ms(void)
+{
+    return rl__jitter(RL_CLUSTER_PAUSE_MS, rl__jitter_rand());
+}
+
+/* What the replies to a try, or its failure, ask for. */
 static rl__go next_step(journey *q, redislock_err err, rl__reply **out,
                         const rl__pool *at)
 {
     int i, n = rl__request_nreplies(q->q);
-    rl__go go = GO_DONE;
+    rl__go go = RL_GO_DONE;
 
-    if (err == REDISLOCK_ECONNECT)
-        return GO_RELOAD;
     if (err != REDISLOCK_OK)
-        return GO_DONE;
-    for (i = 0; i < n && go == GO_DONE; i++)
-        go = classify(q, out[i], at);
+        return rl__cluster_next(err, NULL, at, &q->hop);
+    for (i = 0; i < n && go == RL_GO_DONE; i++)
+        go = rl__cluster_next(err, out[i], at, &q->hop);
     return go;
 }
 
 static void pause_briefly(const journey *q)
 {
-    int64_t d = rl__jitter(RL_CLUSTER_PAUSE_MS, rl__jitter_rand());
+    int64_t d = rl__cluster_pause_ms();
     int64_t left = (q->deadline_us - rl__now_us()) / 1000;
 
     rl__sleep_ms(d < left ? d : left);
@@ -167,19 +167,20 @@ static redislock_err run(journey *q, rl__pool *p, const char *key,
         epoch = rl__cluster_epoch(q->cl);
         err = attempt(q, p, asking, out);
         go = next_step(q, err, out, p);
-        if (go == GO_DONE || rl__now_us() >= q->deadline_us ||
-            ((go == GO_MOVED || go == GO_ASK) && ++hops > RL_MAX_HOPS))
+        if (go == RL_GO_DONE || rl__now_us() >= q->deadline_us ||
+            ((go == RL_GO_MOVED || go == RL_GO_ASK) &&
+             ++hops > RL_CLUSTER_MAX_HOPS))
             return reload_after(q, epoch, err);
         if (err == REDISLOCK_OK)
             free_replies(out, rl__request_nreplies(q->q));
-        asking = go == GO_ASK;
-        if (go == GO_MOVED)
-            p = rl__cluster_moved(q->cl, q->slot, q->host, q->port);
-        else if (go == GO_ASK)
-            p = rl__cluster_node(q->cl, q->host, q->port);
-        if (go == GO_RELOAD)
+        asking = go == RL_GO_ASK;
+        if (go == RL_GO_MOVED)
+            p = rl__cluster_moved(q->cl, q->hop.slot, q->hop.host, q->hop.port);
+        else if (go == RL_GO_ASK)
+            p = rl__cluster_node(q->cl, q->hop.host, q->hop.port);
+        if (go == RL_GO_RELOAD)
             rl__cluster_reload(q->cl, epoch);
-        if (go == GO_RELOAD || go == GO_PAUSE) {
+        if (go == RL_GO_RELOAD || go == RL_GO_PAUSE) {
             pause_briefly(q);
             if (key != NULL)
                 p = rl__cluster_route(q->cl, key, keylen);
@@ -191,14 +192,14 @@ static redislock_err run(journey *q, rl__pool *p, const char *key,
 
 int rl__cluster_redirection(const rl__reply *r)
 {
-    return said(r) != GO_DONE;
+    return said(r) != RL_GO_DONE;
 }
 
 redislock_err rl__cluster_run(rl__cluster *cl, rl__pool *p, const char *key,
                               size_t keylen, const rl__request *q,
                               rl__reply **out)
 {
-    journey j = {cl, q, 0, 0, "", 0};
+    journey j = {cl, q, 0, {0, "", 0}};
     int64_t t;
 
     if (p == NULL)
