@@ -6,50 +6,83 @@
 #include <string.h>
 
 #include "adapters.h"
+#include "apploop.h"
 #include "clock.h"
 #include "fixture.h"
 #include "server.h"
 #include "test.h"
 
 /* What one lock's operations came back with. */
-typedef struct done {
-    int calls;
-    redislock_err err;
-    int64_t at_us;
-} done;
-
-static void record(redislock_lock *l, redislock_err err, void *arg)
+void ad_record(redislock_lock *l, redislock_err err, void *arg)
 {
-    done *d = arg;
+    ad_done *d = arg;
 
     (void)l;
     d->calls++;
     d->err = err;
     d->at_us = rl__now_us();
+    snprintf(d->detail, sizeof d->detail, "%s", redislock_errdetail());
 }
 
-/* Turns d's loop until *n reaches want, within ms. */
-static void run_until(const driver *d, void *h, const int *n, int want,
-                      int64_t ms)
+void ad_run_until_at_(const char *file, int line, const driver *d, void *h,
+                      const int *n, int want, int64_t ms)
 {
     int64_t end = rl__now_us() + ms * 1000;
 
     while (*n < want) {
         if (rl__now_us() > end)
-            test_fail_(__FILE__, __LINE__,
-                       "%s: %d of %d callbacks after %lld ms", d->name, *n,
-                       want, (long long)ms);
+            test_fail_(file, line, "%s: %d of %d callbacks after %lld ms",
+                       d->name, *n, want, (long long)ms);
         d->turn(h);
     }
 }
 
-static void run_for(const driver *d, void *h, int64_t ms)
+void ad_run_for(const driver *d, void *h, int64_t ms)
 {
     int64_t end = rl__now_us() + ms * 1000;
 
     while (rl__now_us() < end)
         d->turn(h);
 }
+
+void ad_on_lost(redislock_lock *l, redislock_err why, void *arg)
+{
+    ad_lost *g = arg;
+
+    g->calls++;
+    g->why = why;
+    g->valid = redislock_valid_ms(l);
+}
+
+/* The tests' own application loop (apploop.h) as a driver. */
+static void *poll_open(redislock_client *c, redislock_loop **lp)
+{
+    app *a = calloc(1, sizeof *a);
+
+    ASSERT(a != NULL);
+    ASSERT_OK(redislock_loop_new(lp, c, app_watch, app_timer, a));
+    app_drive(a, *lp);
+    a->max_wait_ms = 50;
+    return a;
+}
+
+static void poll_turn(void *h)
+{
+    app_turn(h);
+}
+
+static void poll_close(void *h)
+{
+    app *a = h;
+
+    redislock_loop_free(a->target);
+    /* Every socket unwatched, the timer cancelled. */
+    ASSERT_EQ_INT(app_watched(a), 0);
+    ASSERT_EQ_INT(a->timer_at, 0);
+    free(a);
+}
+
+const driver adapter_poll = {"poll", poll_open, poll_turn, poll_close};
 
 #define MANY 100
 #define WAITERS 10
@@ -70,7 +103,7 @@ typedef struct batch {
     redisContext *r;
     const char *key; /* exclusive waiters' key: each holds it alone */
     redislock_lock *l[MANY];
-    done d[MANY];
+    ad_done d[MANY];
     int n, acquired, released, holding, most;
     int release_all_at; /* 0: each gives its lock back at once; else all
                            of them once this many hold (sharers) */
@@ -97,7 +130,7 @@ static void batch_record(batch *b, redislock_lock *l, redislock_err err)
     for (i = 0; i < b->n && b->l[i] != l; i++)
         ;
     ASSERT(i < b->n);
-    record(l, err, &b->d[i]);
+    ad_record(l, err, &b->d[i]);
     ASSERT_ERR(err, REDISLOCK_OK);
 }
 
@@ -178,7 +211,7 @@ static void many_at_once(const driver *d)
                     ? redislock_loop_extend(b.lp, b.l[i], 60000, many_done, &b)
                     : redislock_loop_release(b.lp, b.l[i], 0, many_done, &b));
         }
-        run_until(d, h, &b.released, MANY, 10000);
+        ad_run_until(d, h, &b.released, MANY, 10000);
         for (i = 0; i < MANY; i++) {
             ASSERT_EQ_INT(b.d[i].calls, 1);
             snprintf(key, sizeof key, "ad:many:%d", i);
@@ -223,11 +256,11 @@ static void waiters_woken(const driver *d)
         b.l[i] = th_lock(e.c, "ad:q");
         ASSERT_OK(redislock_loop_acquire(b.lp, b.l[i], &o, batch_acquired, &b));
     }
-    run_for(d, h, 300);
+    ad_run_for(d, h, 300);
     ASSERT_EQ_INT(b.acquired, 0);
     t0 = rl__now_us();
     ASSERT_OK(redislock_release(holder));
-    run_until(d, h, &b.released, WAITERS, 10000);
+    ad_run_until(d, h, &b.released, WAITERS, 10000);
     ASSERT_LT((rl__now_us() - t0) / 1000, 5000);
     ASSERT_EQ_INT(th_cmd_int(e.r, "EXISTS ad:q"), 0);
     free_batch(&b);
@@ -246,7 +279,7 @@ static void server_stops(const driver *d)
     redislock_client *c;
     redislock_loop *lp;
     redislock_lock *l[3];
-    done dn[3] = {{0}};
+    ad_done dn[3] = {{0}};
     redislock_acquire_options o = th_aopts(5000, 0, 0);
     redisContext *r;
     void *h;
@@ -258,18 +291,18 @@ static void server_stops(const driver *d)
     c = th_client_url(s->unix_url, &opts);
     h = d->open(c, &lp);
     l[0] = th_lock(c, "ad:s:0");
-    ASSERT_OK(redislock_loop_acquire(lp, l[0], &o, record, &dn[0]));
-    run_until(d, h, &dn[0].calls, 1, 3000);
+    ASSERT_OK(redislock_loop_acquire(lp, l[0], &o, ad_record, &dn[0]));
+    ad_run_until(d, h, &dn[0].calls, 1, 3000);
     ASSERT_ERR(dn[0].err, REDISLOCK_OK);
     th_server_pause(s);
     t0 = rl__now_us();
-    ASSERT_OK(redislock_loop_release(lp, l[0], 0, record, &dn[0]));
+    ASSERT_OK(redislock_loop_release(lp, l[0], 0, ad_record, &dn[0]));
     for (i = 1; i < 3; i++) {
         char key[16];
 
         snprintf(key, sizeof key, "ad:s:%d", i);
         l[i] = th_lock(c, key);
-        ASSERT_OK(redislock_loop_acquire(lp, l[i], &o, record, &dn[i]));
+        ASSERT_OK(redislock_loop_acquire(lp, l[i], &o, ad_record, &dn[i]));
     }
     for (n = 0; n < 4;) {
         ASSERT_LT((rl__now_us() - t0) / 1000, 2000);
@@ -284,8 +317,8 @@ static void server_stops(const driver *d)
     memset(dn, 0, sizeof dn);
     redislock_lock_free(l[1]);
     l[1] = th_lock(c, "ad:s:new");
-    ASSERT_OK(redislock_loop_acquire(lp, l[1], &o, record, &dn[1]));
-    run_until(d, h, &dn[1].calls, 1, 3000);
+    ASSERT_OK(redislock_loop_acquire(lp, l[1], &o, ad_record, &dn[1]));
+    ad_run_until(d, h, &dn[1].calls, 1, 3000);
     ASSERT_ERR(dn[1].err, REDISLOCK_OK);
     /* The attempt whose reply was lost holds nothing (never run, or
      * undone by the janitor): its key is gone long before its 5 s lease
@@ -293,7 +326,7 @@ static void server_stops(const driver *d)
      * lease. */
     r = th_server_redis(s);
     for (i = 0; i < 40 && th_cmd_int(r, "EXISTS ad:s:2"); i++)
-        run_for(d, h, 50);
+        ad_run_for(d, h, 50);
     ASSERT_EQ_INT(th_cmd_int(r, "EXISTS ad:s:2"), 0);
     ASSERT_LE(th_pttl(r, "ad:s:0"), 5000);
     redisFree(r);
@@ -317,7 +350,7 @@ static void deadline_cancel_free(const driver *d)
     redislock_client *other = th_client(e.s);
     redislock_lock *holder = th_lock(other, "ad:c");
     redislock_lock *l[6];
-    done dn[6] = {{0}};
+    ad_done dn[6] = {{0}};
     redislock_acquire_options o = th_aopts(10000, 0, 0);
     redislock_loop *lp;
     void *h = d->open(e.c, &lp);
@@ -329,14 +362,14 @@ static void deadline_cancel_free(const driver *d)
         l[i] = th_lock(e.c, i == 3 ? "ad:free" : "ad:c");
     t0 = rl__now_us();
     o = th_aopts(5000, 300, 0);
-    ASSERT_OK(redislock_loop_acquire(lp, l[0], &o, record, &dn[0]));
+    ASSERT_OK(redislock_loop_acquire(lp, l[0], &o, ad_record, &dn[0]));
     o.wait_ms = REDISLOCK_WAIT_FOREVER;
     for (i = 1; i < 3; i++)
-        ASSERT_OK(redislock_loop_acquire(lp, l[i], &o, record, &dn[i]));
+        ASSERT_OK(redislock_loop_acquire(lp, l[i], &o, ad_record, &dn[i]));
     /* One operation at a time per handle. */
-    ASSERT_ERR(redislock_loop_acquire(lp, l[1], &o, record, &dn[1]),
+    ASSERT_ERR(redislock_loop_acquire(lp, l[1], &o, ad_record, &dn[1]),
                REDISLOCK_EINVAL);
-    run_until(d, h, &dn[0].calls, 1, 3000);
+    ad_run_until(d, h, &dn[0].calls, 1, 3000);
     ASSERT_ERR(dn[0].err, REDISLOCK_EHELD);
     ASSERT_GE((dn[0].at_us - t0) / 1000, 290);
     ASSERT_LT((dn[0].at_us - t0) / 1000, 1500);
@@ -349,29 +382,29 @@ static void deadline_cancel_free(const driver *d)
     ASSERT_ERR(dn[2].err, REDISLOCK_ECANCELED);
     /* Cancelled before its reply (before it was even written). */
     o.wait_ms = 0;
-    ASSERT_OK(redislock_loop_acquire(lp, l[3], &o, record, &dn[3]));
+    ASSERT_OK(redislock_loop_acquire(lp, l[3], &o, ad_record, &dn[3]));
     redislock_loop_cancel(lp, l[3]);
     ASSERT_ERR(dn[3].err, REDISLOCK_ECANCELED);
-    run_for(d, h, 300); /* the attempt went out and ran */
+    ad_run_for(d, h, 300); /* the attempt went out and ran */
     for (i = 0; i < 300 && th_cmd_int(e.r, "EXISTS ad:free") != 0; i++)
-        run_for(d, h, 10);
-    run_for(d, h, 200);
+        ad_run_for(d, h, 10);
+    ad_run_for(d, h, 200);
     ASSERT_EQ_INT(th_cmd_int(e.r, "EXISTS ad:free"), 0);
     expect_token(e.r, "ad:c", redislock_token(holder));
     /* A waiter after the channel's last one has gone. */
     o.wait_ms = REDISLOCK_WAIT_FOREVER;
-    ASSERT_OK(redislock_loop_acquire(lp, l[4], &o, record, &dn[4]));
-    run_for(d, h, 200);
+    ASSERT_OK(redislock_loop_acquire(lp, l[4], &o, ad_record, &dn[4]));
+    ad_run_for(d, h, 200);
     ASSERT_EQ_INT(dn[4].calls, 0);
     t0 = rl__now_us();
     ASSERT_OK(redislock_release(holder));
-    run_until(d, h, &dn[4].calls, 1, 3000);
+    ad_run_until(d, h, &dn[4].calls, 1, 3000);
     ASSERT_ERR(dn[4].err, REDISLOCK_OK);
     ASSERT_LT((dn[4].at_us - t0) / 1000, 1000);
     expect_token(e.r, "ad:c", redislock_token(l[4]));
     /* The loop freed with a wait under way. */
-    ASSERT_OK(redislock_loop_acquire(lp, l[5], &o, record, &dn[5]));
-    run_for(d, h, 100);
+    ASSERT_OK(redislock_loop_acquire(lp, l[5], &o, ad_record, &dn[5]));
+    ad_run_for(d, h, 100);
     d->close(h);
     ASSERT_EQ_INT(dn[5].calls, 1);
     ASSERT_ERR(dn[5].err, REDISLOCK_ECANCELED);
@@ -404,14 +437,14 @@ static void share_run(th_env *e, const driver *d, void *h, batch *b,
         b->l[i] = th_lock(e->c, key);
         ASSERT_OK(redislock_loop_acquire(b->lp, b->l[i], o, batch_acquired, b));
     }
-    run_for(d, h, 300);
+    ad_run_for(d, h, 300);
     ASSERT_EQ_INT(b->acquired, 0);
     t0 = rl__now_us();
     for (i = 0; i < holders; i++) {
         ASSERT_OK(redislock_release(hl[i]));
         redislock_lock_free(hl[i]);
     }
-    run_until(d, h, &b->released, WAITERS, 10000);
+    ad_run_until(d, h, &b->released, WAITERS, 10000);
     ASSERT_LT((rl__now_us() - t0) / 1000, 3000);
     ASSERT_EQ_INT(b->acquired, WAITERS);
     free_batch(b);
@@ -448,22 +481,6 @@ static void readers_and_permits(const driver *d)
     th_env_stop(&e);
 }
 
-/* What the loss callback saw. */
-typedef struct lost {
-    int calls;
-    redislock_err why;
-    int64_t valid; /* redislock_valid_ms in the callback */
-} lost;
-
-static void on_lost(redislock_lock *l, redislock_err why, void *arg)
-{
-    lost *g = arg;
-
-    g->calls++;
-    g->why = why;
-    g->valid = redislock_valid_ms(l);
-}
-
 /* The loop renews a lock acquired with watchdog: past three leases of
  * 500 ms it is still held, its validity renewed; a release stops the
  * renewals. A lock whose key another writes over is lost: on_lost runs
@@ -475,17 +492,17 @@ static void watchdog_on_loop(const driver *d)
     redislock_acquire_options o = th_aopts(500, 0, 0);
     redislock_loop *lp;
     void *h = d->open(e.c, &lp);
-    done dn = {0}, dx = {0};
-    lost gl = {0}, gx = {0};
+    ad_done dn = {0}, dx = {0};
+    ad_lost gl = {0}, gx = {0};
 
     o.watchdog = 1;
-    o.on_lost = on_lost;
+    o.on_lost = ad_on_lost;
     o.on_lost_arg = &gl;
-    ASSERT_OK(redislock_loop_acquire(lp, l, &o, record, &dn));
+    ASSERT_OK(redislock_loop_acquire(lp, l, &o, ad_record, &dn));
     o.on_lost_arg = &gx;
-    ASSERT_OK(redislock_loop_acquire(lp, x, &o, record, &dx));
-    run_until(d, h, &dn.calls, 1, 3000);
-    run_until(d, h, &dx.calls, 1, 3000);
+    ASSERT_OK(redislock_loop_acquire(lp, x, &o, ad_record, &dx));
+    ad_run_until(d, h, &dn.calls, 1, 3000);
+    ad_run_until(d, h, &dx.calls, 1, 3000);
     ASSERT_ERR(dn.err, REDISLOCK_OK);
     ASSERT_ERR(dx.err, REDISLOCK_OK);
     ASSERT_EQ_INT(redislock_lost_fd(l), -1);
@@ -495,8 +512,8 @@ static void watchdog_on_loop(const driver *d)
 
         memset(&info, 0, sizeof info);
         dn.calls = 0;
-        ASSERT_OK(redislock_loop_inspect(lp, l, &info, record, &dn));
-        run_until(d, h, &dn.calls, 1, 3000);
+        ASSERT_OK(redislock_loop_inspect(lp, l, &info, ad_record, &dn));
+        ad_run_until(d, h, &dn.calls, 1, 3000);
         ASSERT_ERR(dn.err, REDISLOCK_OK);
         ASSERT_EQ_INT(info.held, 1);
         ASSERT(info.ttl_ms > 0 && info.ttl_ms <= 500);
@@ -507,7 +524,7 @@ static void watchdog_on_loop(const driver *d)
     /* Someone else's now. */
     th_cmd_int(e.r, "DEL ad:wdx");
     freeReplyObject(th_cmd(e.r, "SET ad:wdx intruder PX 60000"));
-    run_for(d, h, 1500);
+    ad_run_for(d, h, 1500);
     expect_token(e.r, "ad:wd", redislock_token(l));
     ASSERT(redislock_valid_ms(l) > 0);
     ASSERT_OK(redislock_check(l));
@@ -519,10 +536,10 @@ static void watchdog_on_loop(const driver *d)
     expect_token(e.r, "ad:wdx", "intruder");
     /* Released: no renewal after it (one would find the key gone). */
     dn.calls = 0;
-    ASSERT_OK(redislock_loop_release(lp, l, 0, record, &dn));
-    run_until(d, h, &dn.calls, 1, 3000);
+    ASSERT_OK(redislock_loop_release(lp, l, 0, ad_record, &dn));
+    ad_run_until(d, h, &dn.calls, 1, 3000);
     ASSERT_ERR(dn.err, REDISLOCK_OK);
-    run_for(d, h, 600);
+    ad_run_for(d, h, 600);
     ASSERT_EQ_INT(th_cmd_int(e.r, "EXISTS ad:wd"), 0);
     ASSERT_EQ_INT(gl.calls, 0);
     d->close(h);

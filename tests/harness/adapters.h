@@ -14,6 +14,8 @@
 #ifndef RL_TEST_ADAPTERS_H
 #define RL_TEST_ADAPTERS_H
 
+#include <stdint.h>
+
 #include <redislock.h>
 
 /* One adapter: its library's loop with redislock wired to it. */
@@ -27,5 +29,36 @@ typedef struct driver {
 
 /* Runs every scenario on d's loops (one per scenario). */
 void adapter_scenarios(const driver *d);
+
+/* The tests' own poll() loop (apploop.h) as a driver. */
+extern const driver adapter_poll;
+
+/* What one operation's callback came with (ad_record's arg). */
+typedef struct ad_done {
+    int calls;
+    redislock_err err;
+    int64_t at_us;
+    char detail[256]; /* redislock_errdetail() in the callback */
+} ad_done;
+
+void ad_record(redislock_lock *l, redislock_err err, void *arg);
+
+/* Turns d's loop until *n reaches want; fails the test after ms. */
+#define ad_run_until(d, h, n, want, ms)                                        \
+    ad_run_until_at_(__FILE__, __LINE__, d, h, n, want, ms)
+void ad_run_until_at_(const char *file, int line, const driver *d, void *h,
+                      const int *n, int want, int64_t ms);
+
+/* Turns d's loop for ms. */
+void ad_run_for(const driver *d, void *h, int64_t ms);
+
+/* What the loss callback saw (ad_on_lost's arg). */
+typedef struct ad_lost {
+    int calls;
+    redislock_err why;
+    int64_t valid; /* redislock_valid_ms in the callback */
+} ad_lost;
+
+void ad_on_lost(redislock_lock *l, redislock_err why, void *arg);
 
 #endif

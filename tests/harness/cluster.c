@@ -95,8 +95,7 @@ th_cluster *th_cluster_start(int masters, int replicas)
     c->masters = masters;
     if (c->n > TH_CLUSTER_MAX || (masters != 1 && masters < 3) ||
         (masters == 1 && replicas != 0))
-        FAIL("unsupported cluster: %d masters, %d replicas", masters,
-             replicas);
+        FAIL("unsupported cluster: %d masters, %d replicas", masters, replicas);
     o.extra_config = conf;
     for (i = 0; i < c->n; i++) {
         /* The bus port is probed too: port + 10000 may be taken, or past
@@ -312,4 +311,33 @@ long long th_cluster_counter(redisContext *r, const char *counter)
 
     free(v);
     return n;
+}
+
+char *th_cluster_node_id(th_cluster *c, int i)
+{
+    redisContext *r = th_cluster_redis(c, i);
+    char *id = th_cmd_str(r, NULL, "CLUSTER MYID");
+
+    redisFree(r);
+    return id;
+}
+
+void th_cluster_migrate_keys(redisContext *src, int dport, unsigned slot)
+{
+    redisReply *keys, *m;
+    size_t i;
+
+    for (;;) {
+        keys = th_cmd(src, "CLUSTER GETKEYSINSLOT %u 100", slot);
+        if (keys->elements == 0) {
+            freeReplyObject(keys);
+            return;
+        }
+        for (i = 0; i < keys->elements; i++) {
+            m = th_cmd_raw(src, "MIGRATE 127.0.0.1 %d %s 0 5000", dport,
+                           keys->element[i]->str);
+            freeReplyObject(m);
+        }
+        freeReplyObject(keys);
+    }
 }

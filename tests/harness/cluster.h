@@ -62,4 +62,11 @@ int th_cluster_incr(redisContext *r, const char *counter);
 /* The counter's value (0 when unset). */
 long long th_cluster_counter(redisContext *r, const char *counter);
 
+/* Node i's id (CLUSTER MYID); malloc'ed. */
+char *th_cluster_node_id(th_cluster *c, int i);
+
+/* Moves every key of slot from src, a connection to the node where the
+ * slot is MIGRATING, to the node on port dport, where it is IMPORTING. */
+void th_cluster_migrate_keys(redisContext *src, int dport, unsigned slot);
+
 #endif

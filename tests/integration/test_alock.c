@@ -12,38 +12,9 @@
 #include "harness/fixture.h"
 #include "test.h"
 
-static void *poll_open(redislock_client *c, redislock_loop **lp)
-{
-    app *a = calloc(1, sizeof *a);
-
-    ASSERT(a != NULL);
-    ASSERT_OK(redislock_loop_new(lp, c, app_watch, app_timer, a));
-    app_drive(a, *lp);
-    a->max_wait_ms = 50;
-    return a;
-}
-
-static void poll_turn(void *h)
-{
-    app_turn(h);
-}
-
-static void poll_close(void *h)
-{
-    app *a = h;
-
-    redislock_loop_free(a->target);
-    /* Every socket unwatched, the timer cancelled. */
-    ASSERT_EQ_INT(app_watched(a), 0);
-    ASSERT_EQ_INT(a->timer_at, 0);
-    free(a);
-}
-
-static const driver poll_driver = {"poll", poll_open, poll_turn, poll_close};
-
 void test_alock_scenarios(void)
 {
-    adapter_scenarios(&poll_driver);
+    adapter_scenarios(&adapter_poll);
 }
 
 /* What a callback that must not come would record. */
@@ -128,8 +99,8 @@ void test_alock_refused(void)
     th_env_stop(&e);
 }
 
-/* A Redlock client and a set of keys: not on the loop yet, with the
- * reason. */
+/* On a Redlock client, what the blocking calls refuse (a share), with
+ * their reason; a set of keys: not on the loop yet, with the reason. */
 void test_alock_refused_kinds(void)
 {
     th_servers sv = th_servers_start(3);
@@ -144,9 +115,12 @@ void test_alock_refused_kinds(void)
     ASSERT_OK(redislock_client_new_redlock(&rl, sv.urls, 3, NULL));
     ASSERT_OK(redislock_loop_new(&lp, rl, app_watch, app_timer, &a));
     l = th_lock(rl, "al:k");
+    o.shared = 1;
     ASSERT_ERR(redislock_loop_acquire(lp, l, &o, never, &calls),
                REDISLOCK_EINVAL);
-    ASSERT(strstr(redislock_errdetail(), "Redlock") != NULL);
+    ASSERT(strstr(redislock_errdetail(), "shared is not built for Redlock") !=
+           NULL);
+    o.shared = 0;
     redislock_loop_free(lp);
     redislock_lock_free(l);
     redislock_client_free(rl);

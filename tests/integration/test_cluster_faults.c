@@ -30,10 +30,10 @@ typedef struct run {
     int counter_at; /* the server of the counter */
     char counter[32];
     atomic_int stop;
-    atomic_long done;     /* increments made under the lock */
-    atomic_long errors;   /* acquire or release calls that failed */
-    atomic_long lost;     /* releases that found the lock gone */
-    atomic_long starved;  /* waits that ran out (EHELD) */
+    atomic_long done;    /* increments made under the lock */
+    atomic_long errors;  /* acquire or release calls that failed */
+    atomic_long lost;    /* releases that found the lock gone */
+    atomic_long starved; /* waits that ran out (EHELD) */
     atomic_llong last_error_ms;
 } run;
 
@@ -107,8 +107,8 @@ static void start(run *u, worker *w, th_cluster *tc, int avoid)
     memset(u, 0, sizeof *u);
     u->tc = tc;
     o.command_timeout_ms = COMMAND_TIMEOUT_MS;
-    ASSERT_OK(redislock_client_new_cluster(&u->c, tc->seeds, (size_t)tc->n,
-                                           &o));
+    ASSERT_OK(
+        redislock_client_new_cluster(&u->c, tc->seeds, (size_t)tc->n, &o));
     for (i = 0; i < TAGS_TRIED; i++) {
         snprintf(u->counter, sizeof u->counter, "{ctr%d}n", i);
         u->counter_at =
@@ -133,44 +133,12 @@ static void stop(run *u, worker *w)
     redislock_client_free(u->c);
 }
 
-/* A node's id (CLUSTER MYID); malloc'ed. */
-static char *node_id(th_cluster *tc, int i)
-{
-    redisContext *r = th_cluster_redis(tc, i);
-    char *id = th_cmd_str(r, NULL, "CLUSTER MYID");
-
-    redisFree(r);
-    return id;
-}
-
-/* Moves every key of slot from src (r[0]) to dst's port; the slot is
- * MIGRATING on src and IMPORTING on dst. */
-static void migrate_keys(redisContext *src, int dport, unsigned slot)
-{
-    redisReply *keys, *m;
-    size_t i;
-
-    for (;;) {
-        keys = th_cmd(src, "CLUSTER GETKEYSINSLOT %u 100", slot);
-        if (keys->elements == 0) {
-            freeReplyObject(keys);
-            return;
-        }
-        for (i = 0; i < keys->elements; i++) {
-            m = th_cmd_raw(src, "MIGRATE 127.0.0.1 %d %s 0 5000", dport,
-                           keys->element[i]->str);
-            freeReplyObject(m);
-        }
-        freeReplyObject(keys);
-    }
-}
-
 void test_cluster_slot_migration(void)
 {
     th_cluster *tc = th_cluster_start(3, 0);
     unsigned slot = th_cluster_keyslot(tc, LOCKKEY);
     int src = th_cluster_owner(tc, slot), dst = (src + 1) % 3, i;
-    char *sid = node_id(tc, src), *did = node_id(tc, dst);
+    char *sid = th_cluster_node_id(tc, src), *did = th_cluster_node_id(tc, dst);
     redisContext *rs = th_cluster_redis(tc, src), *rd;
     long long ask, moved;
     worker w[NTHREADS];
@@ -183,9 +151,9 @@ void test_cluster_slot_migration(void)
     freeReplyObject(th_cmd(rs, "CLUSTER SETSLOT %u MIGRATING %s", slot, did));
     /* While migrating, a free lock's key is not on src: ASK. */
     th_sleep_ms(300);
-    migrate_keys(rs, tc->s[dst]->port, slot);
+    th_cluster_migrate_keys(rs, tc->s[dst]->port, slot);
     th_sleep_ms(300);
-    migrate_keys(rs, tc->s[dst]->port, slot);
+    th_cluster_migrate_keys(rs, tc->s[dst]->port, slot);
     for (i = 0; i < 3; i++) {
         redisContext *r = th_cluster_redis(tc, i);
         freeReplyObject(th_cmd(r, "CLUSTER SETSLOT %u NODE %s", slot, did));
