@@ -9,6 +9,7 @@
 #include "abi.h"
 #include "acquire.h"
 #include "alock.h"
+#include "aroute.h"
 #include "clock.h"
 #include "env.h"
 #include "error.h"
@@ -28,6 +29,7 @@ enum { OP_ACQUIRE, OP_RELEASE, OP_EXTEND, OP_INSPECT };
 typedef struct node node;
 typedef struct chan chan;
 typedef struct rl__aop aop;
+typedef struct round round;
 
 /* One server, as the loop reaches it. */
 struct node {
@@ -76,6 +78,8 @@ struct rl__aop {
     int blk;     /* (0: none) */
     int behind;  /* its attempt went behind its BLPOP */
     int recheck; /* to try again once the channel is confirmed */
+    rl__try t;   /* its attempt out as a round: what it asked */
+    round *rd;   /* its request out to every server, if any */
     /* A release's hold-after or an extend's TTL. */
     int64_t ms;
     /* An inspect's output, the caller's, of info_size bytes. */
@@ -92,6 +96,7 @@ struct rl__lwatch {
     rl__alock *al;
     redislock_lock *l; /* NULL once stopped */
     int inflight;      /* a renewal out */
+    round *rd;         /* a renewal out to every server */
     int64_t sent_us;
     lwatch *prev, *next; /* the loop's */
 };
@@ -99,10 +104,41 @@ struct rl__lwatch {
 struct rl__alock {
     redislock_client *c;
     rl__loop *lp;
+    rl__aroute *rt; /* a cluster's redirections; NULL for other clients */
     node *nodes;
     aop *ops;
     lwatch *watches;
+    round *undos; /* failed attempts being undone on every server */
 };
+
+/* A request sent to every server of the client at once (an algorithm
+ * whose requests go to every server: Redlock): each server's reply (a
+ * copy) or failure gathered until all are in or the per-server timeout
+ * has passed, then handed to done; what comes later is dropped. */
+typedef void (*round_fn)(round *rd);
+typedef struct rslot {
+    round *rd;
+    size_t i;
+} rslot;
+struct round {
+    rl__loop_timer timer; /* first: the loop hands it back */
+    rl__alock *al;
+    const rl__script *s;
+    rl__round r;
+    size_t left;   /* servers yet to answer */
+    int pending;   /* callbacks yet to come, answered or not */
+    round_fn done; /* NULL once decided, or dropped */
+    void *arg;
+    /* An undo's: what it undoes, its own copy (strs). */
+    const rl__algo *algo;
+    rl__lockname k;
+    rl__try t;
+    char *strs;
+    round *prev, *next; /* the loop's undos */
+    rslot slot[RL_MAX_QUORUM];
+};
+
+static redislock_err route_conn(void *ctx, rl__pool *p, rl__aconn **out);
 
 redislock_err rl__alock_new(redislock_client *c, const rl__loop_ops *ops,
                             rl__alock **out)
@@ -118,6 +154,13 @@ redislock_err rl__alock_new(redislock_client *c, const rl__loop_ops *ops,
         return err;
     }
     al->c = c;
+    if (rl__topo_cluster(rl__client_topo(c)) &&
+        (err = rl__aroute_new(rl__client_topo(c)->cluster, al->lp, route_conn,
+                              al, &al->rt)) != REDISLOCK_OK) {
+        rl__loop_free(al->lp);
+        free(al);
+        return err;
+    }
     *out = al;
     return REDISLOCK_OK;
 }
@@ -132,11 +175,9 @@ void rl__alock_timeout(rl__alock *al)
     rl__loop_timeout(al->lp);
 }
 
-/* The node of l's key. */
-static redislock_err node_get(rl__alock *al, const redislock_lock *l,
-                              node **out)
+/* The node of the server p. */
+static redislock_err node_at(rl__alock *al, rl__pool *p, node **out)
 {
-    rl__pool *p = rl__topo_node(rl__client_topo(al->c), l->key, l->keylen);
     node *n = NULL;
 
     for (n = al->nodes; n != NULL && n->pool != p; n = n->next)
@@ -152,22 +193,240 @@ static redislock_err node_get(rl__alock *al, const redislock_lock *l,
     return REDISLOCK_OK;
 }
 
-/* The node of l's key, with a request connection that has not failed. */
-static redislock_err node_for(rl__alock *al, const redislock_lock *l,
+/* The node of l's key. */
+static redislock_err node_get(rl__alock *al, const redislock_lock *l,
                               node **out)
 {
-    node *n = NULL;
-    redislock_err err = node_get(al, l, out);
+    return node_at(al, rl__topo_node(rl__client_topo(al->c), l->key, l->keylen),
+                   out);
+}
 
-    if (err != REDISLOCK_OK)
-        return err;
-    n = *out;
+/* n's request connection, opened again if it has failed. */
+static redislock_err node_cmd(rl__alock *al, node *n)
+{
     if (n->cmd != NULL && rl__aconn_broken(n->cmd)) {
         rl__loop_close(al->lp, n->cmd);
         n->cmd = NULL;
     }
     return n->cmd != NULL ? REDISLOCK_OK
                           : rl__loop_connect(al->lp, &n->pool->cfg, &n->cmd);
+}
+
+/* The router's way to a node's request connection. */
+static redislock_err route_conn(void *ctx, rl__pool *p, rl__aconn **out)
+{
+    rl__alock *al = ctx;
+    node *n = NULL;
+    redislock_err err = node_at(al, p, &n);
+
+    if (err == REDISLOCK_OK && (err = node_cmd(al, n)) == REDISLOCK_OK)
+        *out = n->cmd;
+    return err;
+}
+
+/* The node of l's key, with a request connection that has not failed. */
+static redislock_err node_for(rl__alock *al, const redislock_lock *l,
+                              node **out)
+{
+    redislock_err err = node_get(al, l, out);
+
+    return err != REDISLOCK_OK ? err : node_cmd(al, *out);
+}
+
+/* Server i of round rd failed with err (the detail rl__err wrote). */
+static void round_failed(round *rd, size_t i, redislock_err err)
+{
+    rd->r.err[i] = err;
+    snprintf(rd->r.detail[i], sizeof rd->r.detail[i], "%s",
+             redislock_errdetail());
+}
+
+static void round_free_if_idle(round *rd)
+{
+    if (rd->done == NULL && rd->pending == 0) {
+        free(rd->strs);
+        free(rd);
+    }
+}
+
+/* The round is decided: done hears it, once; later replies are dropped. */
+static void round_decide(round *rd)
+{
+    round_fn done = rd->done;
+
+    rd->done = NULL;
+    rl__loop_disarm(rd->al->lp, &rd->timer);
+    done(rd);
+    rl__round_free(&rd->r);
+    round_free_if_idle(rd);
+}
+
+/* Its owner no longer wants the round's outcome. */
+static void round_drop(round *rd)
+{
+    if (rd == NULL || rd->done == NULL)
+        return;
+    rd->done = NULL;
+    rl__loop_disarm(rd->al->lp, &rd->timer);
+    rl__round_free(&rd->r);
+    round_free_if_idle(rd);
+}
+
+/* Every server that has not answered yet fails with err. */
+static void round_give_up(round *rd, redislock_err err, const char *why)
+{
+    size_t i;
+
+    for (i = 0; i < rd->r.n; i++)
+        if (rd->r.reply[i] == NULL && rd->r.err[i] == REDISLOCK_OK) {
+            rl__err(err, "%s: %s",
+                    rl__topo_each(rl__client_topo(rd->al->c), i)->name, why);
+            round_failed(rd, i, err);
+        }
+    rd->left = 0;
+}
+
+static void round_timeout(rl__loop_timer *lt)
+{
+    round *rd = (round *)lt;
+
+    round_give_up(rd, REDISLOCK_ETIMEDOUT,
+                  "no reply within the per-server timeout");
+    round_decide(rd);
+}
+
+/* A server's reply to a round, or its failure; error replies are that
+ * server's failure, as in the blocking calls' rounds. */
+static void round_reply(void *arg, redislock_err err, const rl__reply *r)
+{
+    rslot *sl = arg;
+    round *rd = sl->rd;
+
+    rd->pending--;
+    if (rd->done == NULL || rd->r.reply[sl->i] != NULL ||
+        rd->r.err[sl->i] != REDISLOCK_OK) {
+        round_free_if_idle(rd);
+        return;
+    }
+    if (err == REDISLOCK_OK)
+        err = rl__reply_check(r, rd->s->name);
+    if (err == REDISLOCK_OK && (rd->r.reply[sl->i] = rl__reply_dup(r)) == NULL)
+        err = rl__err(REDISLOCK_ENOMEM, "out of memory");
+    if (err != REDISLOCK_OK)
+        round_failed(rd, sl->i, err);
+    if (--rd->left == 0)
+        round_decide(rd);
+}
+
+/* Sends q (req: the request whose void key it takes, or NULL) for l to
+ * every server of the client, each answered within timeout_ms; done gets
+ * the round on the loop, never from here. A server that cannot be sent
+ * to fails in the round. */
+static redislock_err round_send(rl__alock *al, redislock_lock *l,
+                                rl__request *q, const char *req,
+                                int64_t timeout_ms, round_fn done, void *arg,
+                                round **out)
+{
+    rl__topo *topo = rl__client_topo(al->c);
+    round *rd = calloc(1, sizeof *rd);
+    redislock_err err;
+    size_t i;
+
+    *out = NULL;
+    if (rd == NULL)
+        return rl__err(REDISLOCK_ENOMEM, "out of memory");
+    rd->al = al;
+    rd->s = q->s;
+    rd->r.n = topo->npools;
+    rd->timer.fire = round_timeout;
+    if ((err = rl__loop_arm(al->lp, &rd->timer,
+                            rl__now_us() + timeout_ms * 1000)) != 0) {
+        free(rd);
+        return err;
+    }
+    rd->done = done;
+    rd->arg = arg;
+    for (i = 0; i < rd->r.n; i++) {
+        node *n = NULL;
+
+        rd->slot[i] = (rslot){rd, i};
+        if ((err = node_at(al, rl__topo_each(topo, i), &n)) == REDISLOCK_OK &&
+            (err = node_cmd(al, n)) == REDISLOCK_OK &&
+            (err = rl__lock_send_async(l, NULL, n->cmd, n->pool, req, q,
+                                       round_reply, &rd->slot[i])) ==
+                REDISLOCK_OK) {
+            rd->pending++;
+            rd->left++;
+        } else {
+            round_failed(rd, i, err);
+        }
+    }
+    /* None sent: decided at the loop's next timeout. */
+    if (rd->left == 0)
+        rl__loop_arm(al->lp, &rd->timer, rl__now_us());
+    *out = rd;
+    return REDISLOCK_OK;
+}
+
+/* An undo round is decided: servers that did not confirm go to the
+ * janitor. */
+static void undo_done(round *rd)
+{
+    rl__alock *al = rd->al;
+
+    if (rd->prev != NULL)
+        rd->prev->next = rd->next;
+    else
+        al->undos = rd->next;
+    if (rd->next != NULL)
+        rd->next->prev = rd->prev;
+    rd->algo->round_undone(al->c, &rd->k, &rd->t, &rd->r);
+}
+
+/* The attempt t of l, refused or given up with err, must hold nothing on
+ * any server, now or when it arrives late: its undo goes to every server
+ * with its own copy of the names, so the handle may go before it is
+ * decided. What the caller will hear (err, its detail) stays. */
+static void undo_send(rl__alock *al, redislock_lock *l, const rl__try *t,
+                      redislock_err err)
+{
+    char detail[512];
+    size_t il = strlen(t->id), ql = strlen(t->req);
+    char *strs = malloc(l->keylen + l->baselen + il + ql + 2);
+    rl__attempt_req a;
+    round *rd = NULL;
+    size_t i;
+
+    snprintf(detail, sizeof detail, "%s", redislock_errdetail());
+    l->algo->undo_prepare(l, t, &a);
+    if (strs == NULL || round_send(al, l, &a.q, t->req,
+                                   rl__client_server_timeout(al->c, t->ttl_ms),
+                                   undo_done, NULL, &rd) != REDISLOCK_OK) {
+        /* Out of memory: every server is left to the janitor. */
+        rl__round none = {.n = rl__client_topo(al->c)->npools};
+        rl__lockname k = {l->key, l->keylen, l->base, l->baselen};
+
+        free(strs);
+        for (i = 0; i < none.n; i++)
+            none.err[i] = REDISLOCK_ENOMEM;
+        l->algo->round_undone(al->c, &k, t, &none);
+    } else {
+        rd->strs = strs;
+        rd->algo = l->algo;
+        rd->t = *t;
+        rd->k = (rl__lockname){memcpy(strs, l->key, l->keylen), l->keylen,
+                               memcpy(strs + l->keylen, l->base, l->baselen),
+                               l->baselen};
+        strs += l->keylen + l->baselen;
+        rd->t.id = memcpy(strs, t->id, il + 1);
+        rd->t.req = memcpy(strs + il + 1, t->req, ql + 1);
+        rd->t.fmt = rd->t.meta = "";
+        rd->next = al->undos;
+        if (al->undos != NULL)
+            al->undos->prev = rd;
+        al->undos = rd;
+    }
+    rl__err(err, "%s", detail);
 }
 
 /* What the loop cannot do yet for l, or with l under way already. */
@@ -189,10 +448,10 @@ static redislock_err check_lock(rl__alock *al, const redislock_lock *l)
                        "%s on the event loop: not built yet (use the blocking "
                        "calls)",
                        l->nmore > 0 ? "a set of keys" : "Redlock");
-    if (rl__topo_moves(rl__client_topo(al->c)))
+    if (rl__topo_moves(rl__client_topo(al->c)) && al->rt == NULL)
         return rl__err(REDISLOCK_EINVAL,
-                       "a cluster or Sentinel client on the event loop: not "
-                       "built yet (use the blocking calls)");
+                       "a Sentinel client on the event loop: not built yet "
+                       "(use the blocking calls)");
     if (g->want > 0 || g->aof_local > 0 || g->aof_replicas > 0)
         return rl__err(REDISLOCK_EINVAL,
                        "the replica-sync and AOF guards on the event loop: "
@@ -231,16 +490,32 @@ static void op_start(aop *op)
 
 /* Sends a request of a release, extend or inspect op on c, whose reply
  * goes to cb; started once sent, freed if not. */
-static redislock_err op_send(aop *op, rl__aconn *c, rl__request *q,
-                             rl__aconn_cb cb)
+static redislock_err op_send(aop *op, node *n, rl__request *q, rl__aconn_cb cb)
 {
-    redislock_err err = rl__lock_send_async(op->l, c, NULL, q, cb, op);
+    redislock_err err = rl__lock_send_async(op->l, op->al->rt, n->cmd, n->pool,
+                                            NULL, q, cb, op);
 
     if (err != REDISLOCK_OK) {
         free(op);
         return err;
     }
     op->inflight = 1;
+    op_start(op);
+    return REDISLOCK_OK;
+}
+
+/* Sends a request of a release, extend or inspect op to every server,
+ * whose round goes to done; started once sent, freed if not. */
+static redislock_err op_round(aop *op, rl__request *q, int64_t timeout_ms,
+                              round_fn done)
+{
+    redislock_err err =
+        round_send(op->al, op->l, q, NULL, timeout_ms, done, op, &op->rd);
+
+    if (err != REDISLOCK_OK) {
+        free(op);
+        return err;
+    }
     op_start(op);
     return REDISLOCK_OK;
 }
@@ -400,6 +675,8 @@ static void complete(aop *op, redislock_err err)
     chan_leave(op);
     blocker_leave(op);
     op->inflight--;
+    round_drop(op->rd);
+    op->rd = NULL;
     rl__loop_disarm(al->lp, &op->timer);
     if (op->prev != NULL)
         op->prev->next = op->next;
@@ -448,8 +725,26 @@ static void lwatch_done(void *arg, redislock_err err, const rl__reply *r)
     lwatch_next(w, rl__watch_after(l->watch, err));
 }
 
-/* A renewal is due: sent on the node's request connection (the same
- * decisions as the watchdog thread's: caps, retries, the loss). */
+/* A renewal's round: the majority decides. */
+static void lwatch_round_done(round *rd)
+{
+    lwatch *w = rd->arg;
+    redislock_lock *l = w->l;
+    char ttl[24];
+    long long n = 0;
+    redislock_err err;
+
+    w->rd = NULL;
+    snprintf(ttl, sizeof ttl, "%" PRId64, l->ttl_ms);
+    err = l->algo->round_owner(l, &rl__script_extend, ttl, &rd->r, w->sent_us,
+                               &n);
+    rl__lock_renewed(l, err, w->sent_us);
+    lwatch_next(w, rl__watch_after(l->watch, err));
+}
+
+/* A renewal is due: sent on the node's request connection, or to every
+ * server (the same decisions as the watchdog thread's: caps, retries, the
+ * loss). */
 static void lwatch_fire(rl__loop_timer *lt)
 {
     lwatch *w = (lwatch *)lt;
@@ -470,9 +765,14 @@ static void lwatch_fire(rl__loop_timer *lt)
     snprintf(ttl, sizeof ttl, "%" PRId64, l->ttl_ms);
     rl__lock_owner_args(l, ttl, args, lens);
     w->sent_us = rl__now_us();
-    if ((err = node_for(w->al, l, &n)) == REDISLOCK_OK &&
-        (err = rl__lock_send_async(l, n->cmd, NULL, &q, lwatch_done, w)) ==
-            REDISLOCK_OK) {
+    if (l->algo->every &&
+        (err = round_send(w->al, l, &q, NULL,
+                          rl__client_server_timeout(l->client, l->ttl_ms),
+                          lwatch_round_done, w, &w->rd)) == REDISLOCK_OK)
+        return;
+    if (!l->algo->every && (err = node_for(w->al, l, &n)) == REDISLOCK_OK &&
+        (err = rl__lock_send_async(l, w->al->rt, n->cmd, n->pool, NULL, &q,
+                                   lwatch_done, w)) == REDISLOCK_OK) {
         w->inflight++;
         return;
     }
@@ -524,6 +824,8 @@ void rl__alock_unwatch(redislock_lock *l)
         w->next->prev = w->prev;
     l->lwatch = NULL;
     w->l = NULL;
+    round_drop(w->rd);
+    w->rd = NULL;
     /* The watch itself goes with rl__lock_unwatch; a renewal out is
      * ignored when it comes. */
     if (w->inflight == 0)
@@ -647,8 +949,11 @@ static void pause_for(aop *op, int64_t pause_ms)
     }
     op->paused = 1;
     /* Without a subscription the pause is a plain timer: a release ends
-     * it no sooner (a server that cannot be reached gives no wake-up).
-     * A fresh one tries again once confirmed (chan_event). */
+     * it no sooner (a server that cannot be reached gives no wake-up, nor
+     * does one of a quorum's). A fresh one tries again once confirmed
+     * (chan_event). */
+    if (!op->l->algo->wakes)
+        return;
     if (op->ch == NULL) {
         if (node_get(al, op->l, &n) == REDISLOCK_OK)
             chan_join(op, n, &fresh);
@@ -692,7 +997,7 @@ static void attempt_done(void *arg, redislock_err err, const rl__reply *r)
 
 /* Sends the attempt t on c (cut: ms the waiting marker need not cover,
  * spent blocked before it runs). */
-static redislock_err send_attempt(aop *op, rl__aconn *c, rl__try *t,
+static redislock_err send_attempt(aop *op, node *n, rl__aconn *c, rl__try *t,
                                   int64_t cut)
 {
     redislock_lock *l = op->l;
@@ -704,13 +1009,51 @@ static redislock_err send_attempt(aop *op, rl__aconn *c, rl__try *t,
         return err;
     op->script = req.q.s;
     op->sent_us = rl__now_us();
-    err = rl__lock_send_async(l, c, t->req, &req.q, attempt_done, op);
+    err = rl__lock_send_async(l, op->al->rt, c, n->pool, t->req, &req.q,
+                              attempt_done, op);
     if (err == REDISLOCK_OK)
         op->inflight++;
     return err;
 }
 
-/* The next attempt, sent on the key's node. */
+/* An attempt's round is decided: taken by a majority, or refused and
+ * undone on every server. */
+static void attempt_round_done(round *rd)
+{
+    aop *op = rd->arg;
+    redislock_lock *l = op->l;
+    int64_t pause = 0;
+    int undo = 0;
+    redislock_err err;
+
+    op->rd = NULL;
+    err = l->algo->round_attempt(l, &op->t, &rd->r, op->sent_us, &undo);
+    if (undo)
+        undo_send(op->al, l, &op->t, err);
+    if (rl__acq_after_attempt(l, &op->a, &err, &pause) == RL_NEXT_DONE)
+        acquire_done(op, err);
+    else
+        pause_for(op, pause);
+}
+
+/* Sends the attempt t to every server at once. */
+static redislock_err send_round_attempt(aop *op, const rl__try *t)
+{
+    redislock_lock *l = op->l;
+    rl__attempt_req req;
+    redislock_err err = l->algo->attempt_prepare(l, t, &req);
+
+    if (err != REDISLOCK_OK)
+        return err;
+    op->t = *t;
+    op->script = req.q.s;
+    op->sent_us = rl__now_us();
+    return round_send(op->al, l, &req.q, t->req,
+                      rl__client_server_timeout(l->client, t->ttl_ms),
+                      attempt_round_done, op, &op->rd);
+}
+
+/* The next attempt, sent on the key's node, or to every server. */
 static void attempt(aop *op)
 {
     redislock_lock *l = op->l;
@@ -719,10 +1062,10 @@ static void attempt(aop *op)
     redislock_err err =
         rl__acq_try(l, &op->a, op->a.tries, op->a.deadline_ms, &t);
 
-    if (err == REDISLOCK_OK)
-        err = node_for(op->al, l, &n);
-    if (err == REDISLOCK_OK)
-        err = send_attempt(op, n->cmd, &t, 0);
+    if (err == REDISLOCK_OK && l->algo->every)
+        err = send_round_attempt(op, &t);
+    else if (err == REDISLOCK_OK && (err = node_for(op->al, l, &n)) == 0)
+        err = send_attempt(op, n, n->cmd, &t, 0);
     if (err == REDISLOCK_OK)
         return;
     /* Not sent: nothing to abandon. */
@@ -767,6 +1110,12 @@ static int pause_blocked(aop *op, int64_t pause_ms)
 
     if (pause_ms < RL_BLOCK_MIN_MS || op->ch != NULL || !l->algo->wakes)
         return 0;
+    /* The key's slot has moved to another node since: a blocker there. */
+    if (i >= 0 &&
+        n->pool != rl__topo_node(rl__client_topo(al->c), l->key, l->keylen)) {
+        blocker_leave(op);
+        i = -1;
+    }
     if (i < 0) {
         if (node_get(al, l, &n) != REDISLOCK_OK)
             return 0;
@@ -807,7 +1156,7 @@ static int pause_blocked(aop *op, int64_t pause_ms)
     /* Its attempt behind it; without one, it tries when the BLPOP ends. */
     if (rl__acq_try(l, &op->a, op->a.tries, op->a.deadline_ms, &t) ==
             REDISLOCK_OK &&
-        send_attempt(op, n->blk[i], &t, block) == REDISLOCK_OK)
+        send_attempt(op, n, n->blk[i], &t, block) == REDISLOCK_OK)
         op->behind = 1;
     return 1;
 }
@@ -842,22 +1191,11 @@ redislock_err rl__alock_acquire(rl__alock *al, redislock_lock *l,
     return REDISLOCK_OK;
 }
 
-/* A release's or an extend's reply, or its failure. */
-static void owner_done(void *arg, redislock_err err, const rl__reply *r)
+/* A release or an extend came back with err, the script's answer n. */
+static void owner_finish(aop *op, redislock_err err, long long n)
 {
-    aop *op = arg;
     redislock_lock *l = op->l;
-    long long n = 0;
 
-    op->inflight--;
-    if (l == NULL) {
-        op_free_if_idle(op);
-        return;
-    }
-    if (err == REDISLOCK_OK &&
-        (err = rl__reply_check(r, op->script->name)) == REDISLOCK_OK)
-        err = rl__reply_owner(r, op->script->name, &n);
-    rl__lock_set_outcomes(l, &err, 1);
     if (op->kind == OP_RELEASE) {
         rl__lock_released(l, err, n);
     } else {
@@ -866,6 +1204,39 @@ static void owner_done(void *arg, redislock_err err, const rl__reply *r)
         rl__lock_extended(l, err);
     }
     complete(op, err);
+}
+
+/* A release's or an extend's reply, or its failure. */
+static void owner_done(void *arg, redislock_err err, const rl__reply *r)
+{
+    aop *op = arg;
+    long long n = 0;
+
+    op->inflight--;
+    if (op->l == NULL) {
+        op_free_if_idle(op);
+        return;
+    }
+    if (err == REDISLOCK_OK &&
+        (err = rl__reply_check(r, op->script->name)) == REDISLOCK_OK)
+        err = rl__reply_owner(r, op->script->name, &n);
+    rl__lock_set_outcomes(op->l, &err, 1);
+    owner_finish(op, err, n);
+}
+
+/* A release's or an extend's round: the majority decides. */
+static void owner_round_done(round *rd)
+{
+    aop *op = rd->arg;
+    char arg2[24];
+    long long n = 0;
+    redislock_err err;
+
+    op->rd = NULL;
+    snprintf(arg2, sizeof arg2, "%" PRId64, op->ms);
+    err = op->l->algo->round_owner(op->l, op->script, arg2, &rd->r, op->sent_us,
+                                   &n);
+    owner_finish(op, err, n);
 }
 
 /* Sends the owner script s (release, extend) with arg2 for l. */
@@ -887,7 +1258,7 @@ static redislock_err owner_op(rl__alock *al, redislock_lock *l, int kind,
         return rl__err(REDISLOCK_EINVAL,
                        "the lock is renewed by the watchdog thread: release "
                        "or extend it with the blocking calls");
-    if ((err = node_for(al, l, &n)) != REDISLOCK_OK)
+    if (!l->algo->every && (err = node_for(al, l, &n)) != REDISLOCK_OK)
         return err;
     /* The last hold: its renewals stop before the release is sent (one
      * out goes first on the same connection, and is then ignored). */
@@ -900,7 +1271,12 @@ static redislock_err owner_op(rl__alock *al, redislock_lock *l, int kind,
     op->script = s;
     op->ms = ms;
     op->sent_us = rl__now_us();
-    return op_send(op, n->cmd, &q, owner_done);
+    if (l->algo->every)
+        return op_round(op, &q,
+                        rl__client_server_timeout(
+                            al->c, kind == OP_EXTEND ? ms : l->ttl_ms),
+                        owner_round_done);
+    return op_send(op, n, &q, owner_done);
 }
 
 /* An inspect's reply, or its failure: decoded as the blocking call's. */
@@ -923,6 +1299,22 @@ static void inspect_done(void *arg, redislock_err err, const rl__reply *r)
     complete(op, err);
 }
 
+/* An inspect's round: the majority's view. */
+static void inspect_round_done(round *rd)
+{
+    aop *op = rd->arg;
+    redislock_lock *l = op->l;
+    redislock_info own;
+    size_t first = 0;
+    redislock_err err;
+
+    op->rd = NULL;
+    rl__abi_in(&own, sizeof own, op->info, op->info_size);
+    err = l->algo->round_inspect(l->client, &rd->r, &own, &l->info_buf, &first);
+    rl__inspect_out(l, &own, op->info, op->info_size);
+    complete(op, err);
+}
+
 redislock_err rl__alock_inspect(rl__alock *al, redislock_lock *l,
                                 redislock_info *info, size_t info_size,
                                 rl__alock_cb cb, void *arg)
@@ -938,13 +1330,18 @@ redislock_err rl__alock_inspect(rl__alock *al, redislock_lock *l,
         return rl__err(REDISLOCK_EINVAL, "NULL output or callback");
     if ((err = rl__abi_check(info_size, RL_INFO_SIZE_0_1, "redislock_info")) !=
             REDISLOCK_OK ||
-        (err = node_for(al, l, &n)) != REDISLOCK_OK)
+        (!l->algo->every && (err = node_for(al, l, &n)) != REDISLOCK_OK))
         return err;
     if ((op = op_new(al, l, OP_INSPECT, cb, arg)) == NULL)
         return REDISLOCK_ENOMEM;
     op->info = info;
     op->info_size = info_size;
-    return op_send(op, n->cmd, &q, inspect_done);
+    op->script = q.s;
+    if (l->algo->every)
+        return op_round(op, &q,
+                        rl__client_server_timeout(al->c, REDISLOCK_TTL_MAX_MS),
+                        inspect_round_done);
+    return op_send(op, n, &q, inspect_done);
 }
 
 redislock_err rl__alock_release(rl__alock *al, redislock_lock *l,
@@ -981,6 +1378,8 @@ static void cancel(aop *op)
         if (op->inflight > 0)
             rl__acq_abandon(op->l, &op->a);
         rl__err(REDISLOCK_ECANCELED, "the wait was cancelled");
+        if (op->rd != NULL)
+            undo_send(op->al, op->l, &op->t, REDISLOCK_ECANCELED);
         rl__acq_end(op->l, &op->a, REDISLOCK_ECANCELED);
     } else {
         rl__err(REDISLOCK_ECANCELED,
@@ -1017,8 +1416,18 @@ void rl__alock_free(rl__alock *al)
      * unless released or watched again. */
     while (al->watches != NULL)
         rl__lock_unwatch(al->watches->l);
-    /* The connections' ends reach the requests and channels still out:
-     * their callbacks free what is left of them. */
+    /* Undos not yet confirmed: the servers that have not answered are
+     * left to the janitor. */
+    while (al->undos != NULL) {
+        round_give_up(al->undos, REDISLOCK_ECANCELED,
+                      "the event loop was freed before it answered the "
+                      "undo of an attempt");
+        round_decide(al->undos);
+    }
+    /* Requests paused between a cluster's nodes end; the connections'
+     * ends reach the requests and channels still out: their callbacks
+     * free what is left of them. */
+    rl__aroute_free(al->rt);
     rl__loop_free(al->lp);
     while ((n = al->nodes) != NULL) {
         al->nodes = n->next;

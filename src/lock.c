@@ -15,6 +15,7 @@
 #include "clock.h"
 #include "error.h"
 #include "alock.h"
+#include "aroute.h"
 #include "lock.h"
 #include "algo.h"
 #include "watchdog.h"
@@ -251,9 +252,9 @@ redislock_err rl__lock_send_on(redislock_lock *l, rl__conn *c, const char *req,
     return run_keyed(NULL, NULL, c, &k, l->more, l->nmore, req, q, out);
 }
 
-redislock_err rl__lock_send_async(redislock_lock *l, rl__aconn *c,
-                                  const char *req, rl__request *q,
-                                  rl__aconn_cb cb, void *arg)
+redislock_err rl__lock_send_async(redislock_lock *l, rl__aroute *rt,
+                                  rl__aconn *c, rl__pool *at, const char *req,
+                                  rl__request *q, rl__aconn_cb cb, void *arg)
 {
     rl__lockname k = {l->key, l->keylen, l->base, l->baselen};
     rl__request sent = *q; /* keyed here: the keys are copied on send */
@@ -262,7 +263,9 @@ redislock_err rl__lock_send_async(redislock_lock *l, rl__aconn *c,
 
     if (err != REDISLOCK_OK)
         return err;
-    err = rl__request_send_async(c, &sent, cb, arg);
+    err = rt != NULL
+              ? rl__aroute_send(rt, c, at, l->key, l->keylen, &sent, cb, arg)
+              : rl__request_send_async(c, &sent, cb, arg);
     rl__keyset_free(&ks);
     return err;
 }

@@ -13,6 +13,8 @@
 #include "keys.h"
 #include "pool.h"
 
+struct rl__aroute;
+
 /* Longest token or owner id (other libraries' tokens are UUIDs or base64
  * strings well below this). */
 #define RL_TOKEN_MAX 256
@@ -141,11 +143,13 @@ redislock_err rl__lock_send_on(redislock_lock *l, rl__conn *c, const char *req,
                                rl__request *q, rl__reply **out);
 
 /* Sends the script request q for l's lock (keys as rl__lock_run) on the
- * non-blocking connection c (q's keys and arguments are copied); cb gets
- * its reply or failure (error replies unmapped: rl__request_check). */
-redislock_err rl__lock_send_async(redislock_lock *l, rl__aconn *c,
-                                  const char *req, rl__request *q,
-                                  rl__aconn_cb cb, void *arg);
+ * non-blocking connection c, a connection to node at (q's keys and
+ * arguments are copied); on a cluster (rt not NULL) then wherever its
+ * redirections say (aroute.h). cb gets its reply or failure (error
+ * replies unmapped: rl__request_check). */
+redislock_err rl__lock_send_async(redislock_lock *l, struct rl__aroute *rt,
+                                  rl__aconn *c, rl__pool *at, const char *req,
+                                  rl__request *q, rl__aconn_cb cb, void *arg);
 
 /* One try at making sure an acquire request req (for token or owner id
  * token, with ttl_ms), whose reply was lost, does not hold the lock (or

@@ -16,7 +16,7 @@ layer() {
         timers) echo 1 ;;
     conn | aconn | script | request | reply) echo 2 ;;
     pool | ident | loop) echo 3 ;;
-    topology | cluster | redirect | sentinel) echo 4 ;;
+    topology | cluster | redirect | aroute | sentinel) echo 4 ;;
     lock | acquire | alock | wait | inspect | fence | watchdog | redlock | \
         quorum | algo | one | spread | env) echo 5 ;;
     client | evloop | version) echo 6 ;;

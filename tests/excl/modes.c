@@ -440,6 +440,12 @@ const excl_mode excl_modes[] = {
      0, 1},
     {"loop_shared", EXCL_SINGLE, 1, 6, F_ALL1, 200, 700, 6000, pick_loop_shared,
      0, 1},
+    /* Redlock's rounds on the loop (each request to the three servers at
+     * once, a majority deciding), under the blocking mode's faults. */
+    {"loop_redlock", EXCL_REDLOCK, 1, 4, F_PROCS | F(PAUSE_SERVER) | F(DELAY),
+     200, 700, 6000, pick_mix_unfair, 0, 1},
+    {"loop_cluster", EXCL_CLUSTER, 2, 4, F_ALL1, 200, 700, 6000,
+     pick_mix_unfair, 0, 1},
 };
 
 const int excl_nmodes = (int)(sizeof excl_modes / sizeof excl_modes[0]);

@@ -192,3 +192,13 @@ void test_excl_loop_shared(void)
 {
     short_run("loop_shared");
 }
+
+void test_excl_loop_redlock(void)
+{
+    short_run("loop_redlock");
+}
+
+void test_excl_loop_cluster(void)
+{
+    short_run("loop_cluster");
+}

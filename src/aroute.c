@@ -1,0 +1,332 @@
+/*
+ * A cluster client's requests on an event loop: see aroute.h.
+ */
+#include "aroute.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "error.h"
+#include "script.h"
+
+typedef struct trip trip;
+typedef struct reader reader;
+
+/* A request on its way through the cluster. */
+struct trip {
+    rl__loop_timer timer; /* first: the loop hands it back */
+    rl__aroute *rt;       /* NULL once the router has gone */
+    rl__pool *at;         /* the node it was sent to last */
+    int hops;
+    int out; /* sent, its reply to come */
+    int64_t deadline_us;
+    rl__hop hop;
+    rl__aconn_cb cb;
+    void *arg;
+    const rl__script *s;
+    int nkeys, nargs;
+    const char *v[RL_SCRIPT_MAX_ARGS]; /* keys, then arguments */
+    size_t len[RL_SCRIPT_MAX_ARGS];
+    const char *key;
+    size_t keylen;
+    trip *prev, *next; /* the router's */
+    char data[];       /* what v, len and key point into */
+};
+
+/* The map being read on the loop: the nodes asked in turn, then the
+ * seeds. */
+struct reader {
+    rl__aroute *rt; /* NULL once the router has gone */
+    rl__pool **v;
+    size_t n, i, seed;
+    rl__pool *asked;
+};
+
+struct rl__aroute {
+    rl__cluster *cl;
+    rl__loop *lp;
+    rl__aroute_conn conn;
+    void *ctx;
+    trip *trips;
+    reader *reading; /* NULL: the map is not being read */
+};
+
+redislock_err rl__aroute_new(rl__cluster *cl, rl__loop *lp,
+                             rl__aroute_conn conn, void *ctx, rl__aroute **out)
+{
+    rl__aroute *rt = calloc(1, sizeof *rt);
+
+    *out = NULL;
+    if (rt == NULL)
+        return rl__err(REDISLOCK_ENOMEM, "out of memory");
+    rt->cl = cl;
+    rt->lp = lp;
+    rt->conn = conn;
+    rt->ctx = ctx;
+    *out = rt;
+    return REDISLOCK_OK;
+}
+
+static void reader_free(reader *rd)
+{
+    free(rd->v);
+    free(rd);
+}
+
+static void reader_reply(void *arg, redislock_err err, const rl__reply *r);
+
+/* Asks the next node or seed for the map; with none left, the reading
+ * ends (the next request that cannot reach a node starts another). */
+static void reader_next(reader *rd)
+{
+    static const char *argv[2] = {"CLUSTER", "SLOTS"};
+    rl__aroute *rt = rd->rt;
+    rl__aconn *c = NULL;
+    rl__pool *p;
+
+    for (;;) {
+        p = rd->i < rd->n ? rd->v[rd->i++]
+                          : rl__cluster_seed(rt->cl, rd->seed++);
+        if (p == NULL)
+            break;
+        if (rt->conn(rt->ctx, p, &c) == REDISLOCK_OK &&
+            rl__aconn_send(c, 2, argv, NULL, reader_reply, rd) ==
+                REDISLOCK_OK) {
+            rd->asked = p;
+            return;
+        }
+    }
+    rt->reading = NULL;
+    reader_free(rd);
+}
+
+static void reader_reply(void *arg, redislock_err err, const rl__reply *r)
+{
+    reader *rd = arg;
+    rl__aroute *rt = rd->rt;
+
+    if (rt == NULL) {
+        reader_free(rd);
+        return;
+    }
+    if (err == REDISLOCK_OK &&
+        rl__cluster_load_reply(rt->cl, rd->asked, r) == REDISLOCK_OK) {
+        rl__cluster_loaded(rt->cl, rd->asked);
+        rt->reading = NULL;
+        reader_free(rd);
+        return;
+    }
+    reader_next(rd);
+}
+
+/* Starts reading the map, unless it is being read; what the caller will
+ * hear (err, its detail) stays. */
+static void reload(rl__aroute *rt, redislock_err err)
+{
+    char detail[512];
+    reader *rd;
+
+    if (rt->reading != NULL || (rd = calloc(1, sizeof *rd)) == NULL)
+        return;
+    snprintf(detail, sizeof detail, "%s", redislock_errdetail());
+    rd->rt = rt;
+    if ((rd->v = rl__cluster_sources(rt->cl, &rd->n)) == NULL)
+        rd->n = 0;
+    rt->reading = rd;
+    reader_next(rd);
+    rl__err(err, "%s", detail);
+}
+
+static void trip_free(trip *t)
+{
+    rl__aroute *rt = t->rt;
+
+    if (rt != NULL) {
+        if (t->prev != NULL)
+            t->prev->next = t->next;
+        else
+            rt->trips = t->next;
+        if (t->next != NULL)
+            t->next->prev = t->prev;
+    }
+    free(t);
+}
+
+/* The trip is over: its caller hears err and r. */
+static void trip_end(trip *t, redislock_err err, const rl__reply *r)
+{
+    rl__aconn_cb cb = t->cb;
+    void *arg = t->arg;
+
+    trip_free(t);
+    cb(arg, err, r);
+}
+
+static void trip_reply(void *arg, redislock_err err, const rl__reply *r);
+
+static void asking_done(void *arg, redislock_err err, const rl__reply *r)
+{
+    (void)arg;
+    (void)err;
+    (void)r;
+}
+
+/* Sends t on c, after an ASKING when asking is set. */
+static redislock_err trip_send(trip *t, rl__aconn *c, int asking)
+{
+    static const char *argv[1] = {"ASKING"};
+    rl__request q = {.s = t->s,
+                     .nkeys = t->nkeys,
+                     .nargs = t->nargs,
+                     .keys = t->v,
+                     .klens = t->len,
+                     .args = t->v + t->nkeys,
+                     .lens = t->len + t->nkeys};
+    redislock_err err = REDISLOCK_OK;
+
+    if (asking)
+        err = rl__aconn_send(c, 1, argv, NULL, asking_done, NULL);
+    if (err == REDISLOCK_OK)
+        err = rl__request_send_async(c, &q, trip_reply, t);
+    t->out = err == REDISLOCK_OK;
+    return err;
+}
+
+/* Sends t on to node p (NULL: it could not be made). */
+static void trip_go(trip *t, rl__pool *p, int asking)
+{
+    rl__aconn *c = NULL;
+    redislock_err err;
+
+    if (p == NULL) {
+        trip_end(t, rl__err(REDISLOCK_ENOMEM, "out of memory"), NULL);
+        return;
+    }
+    t->at = p;
+    if ((err = t->rt->conn(t->rt->ctx, p, &c)) != REDISLOCK_OK ||
+        (err = trip_send(t, c, asking)) != REDISLOCK_OK)
+        trip_end(t, err, NULL);
+}
+
+/* A pause is over: the key routed again by the map. */
+static void trip_wake(rl__loop_timer *lt)
+{
+    trip *t = (trip *)lt;
+
+    trip_go(t, rl__cluster_route(t->rt->cl, t->key, t->keylen), 0);
+}
+
+static void trip_reply(void *arg, redislock_err err, const rl__reply *r)
+{
+    trip *t = arg;
+    rl__aroute *rt = t->rt;
+    rl__go go;
+    int64_t now = rl__now_us(), at;
+
+    t->out = 0;
+    if (rt == NULL) {
+        free(t);
+        return;
+    }
+    go = rl__cluster_next(err, r, t->at, &t->hop);
+    if (go == RL_GO_DONE || now >= t->deadline_us ||
+        ((go == RL_GO_MOVED || go == RL_GO_ASK) &&
+         ++t->hops > RL_CLUSTER_MAX_HOPS)) {
+        /* A lost reply: the next request may find a promoted replica. */
+        if (err == REDISLOCK_EIO || err == REDISLOCK_ETIMEDOUT)
+            reload(rt, err);
+        trip_end(t, err, r);
+        return;
+    }
+    switch (go) {
+    case RL_GO_MOVED:
+        trip_go(
+            t, rl__cluster_moved(rt->cl, t->hop.slot, t->hop.host, t->hop.port),
+            0);
+        return;
+    case RL_GO_ASK:
+        trip_go(t, rl__cluster_node(rt->cl, t->hop.host, t->hop.port), 1);
+        return;
+    case RL_GO_RELOAD:
+        reload(rt, err);
+        /* fall through */
+    default:
+        at = now + rl__cluster_pause_ms() * 1000;
+        t->timer.fire = trip_wake;
+        if ((err = rl__loop_arm(rt->lp, &t->timer,
+                                at < t->deadline_us ? at : t->deadline_us)) !=
+            REDISLOCK_OK)
+            trip_end(t, err, NULL);
+    }
+}
+
+redislock_err rl__aroute_send(rl__aroute *rt, rl__aconn *c, rl__pool *at,
+                              const void *key, size_t keylen,
+                              const rl__request *q, rl__aconn_cb cb, void *arg)
+{
+    int i, n = q->nkeys + q->nargs;
+    size_t bytes = keylen, used = 0;
+    trip *t;
+    redislock_err err;
+
+    if (n > RL_SCRIPT_MAX_ARGS)
+        return rl__err(REDISLOCK_EINVAL, "too many script arguments");
+    for (i = 0; i < n; i++)
+        bytes += i < q->nkeys ? q->klens[i] : q->lens[i - q->nkeys];
+    if ((t = calloc(1, sizeof *t + bytes + 1)) == NULL)
+        return rl__err(REDISLOCK_ENOMEM, "out of memory");
+    for (i = 0; i < n; i++) {
+        const char *src = i < q->nkeys ? q->keys[i] : q->args[i - q->nkeys];
+
+        t->len[i] = i < q->nkeys ? q->klens[i] : q->lens[i - q->nkeys];
+        t->v[i] = memcpy(t->data + used, src, t->len[i]);
+        used += t->len[i];
+    }
+    t->key = memcpy(t->data + used, key, keylen);
+    t->keylen = keylen;
+    t->s = q->s;
+    t->nkeys = q->nkeys;
+    t->nargs = q->nargs;
+    t->cb = cb;
+    t->arg = arg;
+    t->at = at;
+    t->deadline_us = rl__now_us() + at->cfg.command_timeout_ms * 1000;
+    if ((err = trip_send(t, c, 0)) != REDISLOCK_OK) {
+        free(t);
+        return err;
+    }
+    t->rt = rt;
+    t->next = rt->trips;
+    if (rt->trips != NULL)
+        rt->trips->prev = t;
+    rt->trips = t;
+    return REDISLOCK_OK;
+}
+
+void rl__aroute_free(rl__aroute *rt)
+{
+    trip *t;
+
+    if (rt == NULL)
+        return;
+    while ((t = rt->trips) != NULL) {
+        rl__aconn_cb cb = t->cb;
+        void *arg = t->arg;
+
+        rt->trips = t->next;
+        t->rt = NULL;
+        /* A trip whose reply is to come is freed by its callback. */
+        if (!t->out) {
+            rl__loop_disarm(rt->lp, &t->timer);
+            free(t);
+        }
+        rl__err(REDISLOCK_ECANCELED,
+                "the event loop was freed with the request under way");
+        cb(arg, REDISLOCK_ECANCELED, NULL);
+    }
+    if (rt->reading != NULL)
+        rt->reading->rt = NULL;
+    free(rt);
+}

@@ -1,0 +1,50 @@
+/*
+ * A cluster client's requests on an event loop: redirect.c's journeys,
+ * without blocking. A request goes to its key's master by the map; a
+ * MOVED reply updates the map and sends it on, an ASK sends it once to the
+ * node named (after ASKING), TRYAGAIN and CLUSTERDOWN pause it briefly on
+ * a loop timer, and a node that cannot be reached has the map read again
+ * (CLUSTER SLOTS sent on the loop, to the nodes in turn, then the seeds)
+ * before the key is routed again; all within the command timeout from the
+ * first send, after which the last answer is the caller's. The decisions
+ * are redirect.c's (rl__cluster_next); the map is cluster.c's.
+ *
+ * The connections are the caller's (the lock layer keeps one request
+ * connection per node): the router asks for them through a callback.
+ * Single-threaded: every call, and every callback, on the loop's thread.
+ */
+#ifndef RL_AROUTE_H
+#define RL_AROUTE_H
+
+#include "aconn.h"
+#include "cluster.h"
+#include "loop.h"
+#include "request.h"
+
+typedef struct rl__aroute rl__aroute;
+
+/* The request connection of node p, opened if need be. */
+typedef redislock_err (*rl__aroute_conn)(void *ctx, rl__pool *p,
+                                         rl__aconn **out);
+
+redislock_err rl__aroute_new(rl__cluster *cl, rl__loop *lp,
+                             rl__aroute_conn conn, void *ctx, rl__aroute **out);
+
+/* Every request under way ends with REDISLOCK_ECANCELED (its callback
+ * runs here), a map being read is forgotten. NULL is a no-op. */
+void rl__aroute_free(rl__aroute *rt);
+
+/*
+ * Sends the script request q for key: first on c, a connection to node at
+ * (the key's node by the map; a waiter's blocking connection, say), then
+ * wherever the cluster says. cb gets the last reply (valid during the
+ * call; error replies are replies, redirections too once the budget or
+ * the hops run out) or failure, once, never from here. q's keys and
+ * arguments are copied. An error return: nothing was sent, and no
+ * callback comes.
+ */
+redislock_err rl__aroute_send(rl__aroute *rt, rl__aconn *c, rl__pool *at,
+                              const void *key, size_t keylen,
+                              const rl__request *q, rl__aconn_cb cb, void *arg);
+
+#endif

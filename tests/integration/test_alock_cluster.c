@@ -1,0 +1,293 @@
+/*
+ * A Redis Cluster client on the event loop (redislock_loop(3)), under the
+ * tests' own application loop, one thread: keys over every master at
+ * once, waiters woken by a release, inspect and extend; a slot migrated
+ * under held and renewed locks and new acquires (ASK while it moves,
+ * MOVED after, each followed on the loop); a master killed and its
+ * replica promoted (the map read again on the loop, the lock's slot
+ * served again).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "harness/adapters.h"
+#include "harness/cluster.h"
+#include "harness/fixture.h"
+#include "test.h"
+
+#define KEYS 60
+#define WAITERS 6
+
+/* Every test here runs on the tests' poll() loop. */
+static const driver *const d = &adapter_poll;
+
+static redislock_client *cluster_client(th_cluster *tc, int64_t timeout_ms)
+{
+    redislock_options o = {0};
+    redislock_client *c = NULL;
+
+    o.command_timeout_ms = timeout_ms;
+    ASSERT_OK(redislock_client_new_cluster(&c, tc->seeds, (size_t)tc->n, &o));
+    return c;
+}
+
+/* Whether key's slot owner holds key with token (a plain lock's value). */
+static int held_by(th_cluster *tc, const char *key, const char *token)
+{
+    int owner = th_cluster_owner(tc, th_cluster_keyslot(tc, key));
+    redisContext *r;
+    char *v;
+    int yes;
+
+    ASSERT(owner >= 0);
+    r = th_cluster_redis(tc, owner);
+    v = th_cmd_str(r, NULL, "GET %s", key);
+    yes = v != NULL && strcmp(v, token) == 0;
+    free(v);
+    redisFree(r);
+    return yes;
+}
+
+/* Waiters on one key: each holds it alone when it hears (its token on the
+ * key's master), then gives it back. */
+typedef struct line {
+    redislock_loop *lp;
+    th_cluster *tc;
+    redislock_lock *l[KEYS];
+    ad_done d[KEYS];
+    int n, acquired, released;
+} line;
+
+static void line_released(redislock_lock *l, redislock_err err, void *arg)
+{
+    line *w = arg;
+
+    (void)l;
+    ASSERT_ERR(err, REDISLOCK_OK);
+    w->released++;
+}
+
+static void line_acquired(redislock_lock *l, redislock_err err, void *arg)
+{
+    line *w = arg;
+    size_t len;
+    const char *key = redislock_key(l, &len);
+    char k[64];
+    int i;
+
+    for (i = 0; w->l[i] != l; i++)
+        ;
+    ad_record(l, err, &w->d[i]);
+    ASSERT_ERR(err, REDISLOCK_OK);
+    snprintf(k, sizeof k, "%.*s", (int)len, key);
+    ASSERT(held_by(w->tc, k, redislock_token(l)));
+    w->acquired++;
+    ASSERT_OK(redislock_loop_release(w->lp, l, 0, line_released, w));
+}
+
+/* Sixty keys over the three masters at once; six waiters behind a 30 s
+ * lease, each woken by the release before it (all within 5 s), holding
+ * alone; inspect and extend on the key's master. */
+void test_alock_cluster_spread_and_wake(void)
+{
+    th_cluster *tc = th_cluster_start(3, 0);
+    redislock_client *c = cluster_client(tc, 2000);
+    redislock_lock *holder = th_lock(c, "alc:w");
+    redislock_acquire_options o = th_aopts(5000, 0, 0);
+    static line w;
+    redislock_info info;
+    ad_done dn = {0};
+    int owners[3] = {0, 0, 0};
+    char key[32];
+    void *h;
+    int64_t t0;
+    int i;
+
+    memset(&w, 0, sizeof w);
+    w.tc = tc;
+    h = d->open(c, &w.lp);
+    for (i = 0; i < KEYS; i++) {
+        snprintf(key, sizeof key, "alc:k%d", i);
+        owners[th_cluster_owner(tc, th_cluster_keyslot(tc, key))]++;
+        w.l[i] = th_lock(c, key);
+        ASSERT_OK(redislock_loop_acquire(w.lp, w.l[i], &o, line_acquired, &w));
+    }
+    ASSERT(owners[0] > 0 && owners[1] > 0 && owners[2] > 0);
+    ad_run_until(d, h, &w.released, KEYS, 10000);
+    for (i = 0; i < KEYS; i++) {
+        ASSERT_EQ_INT(w.d[i].calls, 1);
+        redislock_lock_free(w.l[i]);
+    }
+    /* Waiters behind a 30 s lease: only wake-ups get them in. */
+    memset(&w, 0, sizeof w);
+    w.tc = tc;
+    d->close(h);
+    h = d->open(c, &w.lp);
+    o = th_aopts(30000, 0, 0);
+    ASSERT_OK(redislock_acquire(holder, &o));
+    o.wait_ms = 10000;
+    for (i = 0; i < WAITERS; i++) {
+        w.l[i] = th_lock(c, "alc:w");
+        ASSERT_OK(redislock_loop_acquire(w.lp, w.l[i], &o, line_acquired, &w));
+    }
+    ad_run_for(d, h, 300);
+    ASSERT_EQ_INT(w.acquired, 0);
+    t0 = rl__now_us();
+    ASSERT_OK(redislock_release(holder));
+    ad_run_until(d, h, &w.released, WAITERS, 5000);
+    test_log("%d waiters through a 30 s lease in %lld ms", WAITERS,
+             (long long)((rl__now_us() - t0) / 1000));
+    for (i = 0; i < WAITERS; i++)
+        ASSERT_EQ_INT(w.d[i].calls, 1);
+    /* Inspect and extend, on the key's master. */
+    o = th_aopts(5000, 0, 0);
+    ASSERT_OK(redislock_loop_acquire(w.lp, w.l[0], &o, ad_record, &dn));
+    ad_run_until(d, h, &dn.calls, 1, 3000);
+    ASSERT_ERR(dn.err, REDISLOCK_OK);
+    memset(&info, 0, sizeof info);
+    ASSERT_OK(redislock_loop_inspect(w.lp, w.l[0], &info, ad_record, &dn));
+    ad_run_until(d, h, &dn.calls, 2, 3000);
+    ASSERT_ERR(dn.err, REDISLOCK_OK);
+    ASSERT_EQ_INT(info.held, 1);
+    ASSERT_EQ_INT(info.fence, redislock_fence(w.l[0]));
+    ASSERT_OK(redislock_loop_extend(w.lp, w.l[0], 20000, ad_record, &dn));
+    ad_run_until(d, h, &dn.calls, 3, 3000);
+    ASSERT_ERR(dn.err, REDISLOCK_OK);
+    ASSERT(redislock_valid_ms(w.l[0]) > 5000);
+    ASSERT_OK(redislock_loop_release(w.lp, w.l[0], 0, ad_record, &dn));
+    ad_run_until(d, h, &dn.calls, 4, 3000);
+    ASSERT_ERR(dn.err, REDISLOCK_OK);
+    ASSERT(!held_by(tc, "alc:w", redislock_token(w.l[0])));
+    d->close(h);
+    for (i = 0; i < WAITERS; i++)
+        redislock_lock_free(w.l[i]);
+    redislock_lock_free(holder);
+    redislock_client_free(c);
+    th_cluster_stop(tc);
+}
+
+/* A lock renewed on the loop while its slot moves to another master, and
+ * a free key of that slot acquired while it moves: the acquire meets ASK
+ * and, on the importing node, TRYAGAIN (its keys do not all exist there
+ * yet) until the keys have moved; the renewals meet TRYAGAIN, ASK and
+ * then MOVED; each is followed on the loop, and neither lock is lost. */
+void test_alock_cluster_slot_migration(void)
+{
+    th_cluster *tc = th_cluster_start(3, 0);
+    redislock_client *c = cluster_client(tc, 2000);
+    unsigned slot = th_cluster_keyslot(tc, "{alm}a");
+    int src = th_cluster_owner(tc, slot), dst = (src + 1) % 3, i;
+    char *sid = th_cluster_node_id(tc, src), *did = th_cluster_node_id(tc, dst);
+    redisContext *rs = th_cluster_redis(tc, src);
+    redisContext *rd = th_cluster_redis(tc, dst);
+    redislock_lock *a = th_lock(c, "{alm}a"), *b = th_lock(c, "{alm}b");
+    redislock_acquire_options o = th_aopts(1500, 0, 0);
+    ad_done da = {0}, db = {0};
+    ad_lost ga = {0}, gb = {0};
+    redislock_loop *lp;
+    void *h = d->open(c, &lp);
+    char *v;
+
+    o.watchdog = 1;
+    o.on_lost = ad_on_lost;
+    o.on_lost_arg = &ga;
+    ASSERT_OK(redislock_loop_acquire(lp, a, &o, ad_record, &da));
+    ad_run_until(d, h, &da.calls, 1, 3000);
+    ASSERT_ERR(da.err, REDISLOCK_OK);
+    freeReplyObject(th_cmd(rd, "CLUSTER SETSLOT %u IMPORTING %s", slot, sid));
+    freeReplyObject(th_cmd(rs, "CLUSTER SETSLOT %u MIGRATING %s", slot, did));
+    /* A free key of the migrating slot: not on src, so ASK to dst. */
+    o.on_lost_arg = &gb;
+    o.wait_ms = 3000;
+    ASSERT_OK(redislock_loop_acquire(lp, b, &o, ad_record, &db));
+    ad_run_for(d, h, 200);
+    ASSERT_EQ_INT(db.calls, 0);
+    ASSERT_GT(th_cluster_errorstat(tc, src, "ASK"), 0);
+    ASSERT_GT(th_cluster_errorstat(tc, dst, "TRYAGAIN"), 0);
+    th_cluster_migrate_keys(rs, tc->s[dst]->port, slot);
+    for (i = 0; i < 3; i++) {
+        redisContext *r = th_cluster_redis(tc, i);
+        freeReplyObject(th_cmd(r, "CLUSTER SETSLOT %u NODE %s", slot, did));
+        redisFree(r);
+    }
+    ad_run_until(d, h, &db.calls, 1, 3000);
+    ASSERT_ERR(db.err, REDISLOCK_OK);
+    v = th_cmd_str(rd, NULL, "GET {alm}b");
+    ASSERT(v != NULL);
+    ASSERT_EQ_STR(v, redislock_token(b));
+    free(v);
+    /* Two leases more: both renewed on dst, after MOVED. */
+    ad_run_for(d, h, 3000);
+    ASSERT_GT(th_cluster_errorstat(tc, src, "MOVED"), 0);
+    ASSERT_EQ_INT(ga.calls, 0);
+    ASSERT_EQ_INT(gb.calls, 0);
+    v = th_cmd_str(rd, NULL, "GET {alm}a");
+    ASSERT(v != NULL);
+    ASSERT_EQ_STR(v, redislock_token(a));
+    free(v);
+    ASSERT_OK(redislock_check(a));
+    ASSERT_OK(redislock_check(b));
+    ASSERT_OK(redislock_loop_release(lp, a, 0, ad_record, &da));
+    ASSERT_OK(redislock_loop_release(lp, b, 0, ad_record, &db));
+    ad_run_until(d, h, &da.calls, 2, 3000);
+    ad_run_until(d, h, &db.calls, 2, 3000);
+    ASSERT_ERR(da.err, REDISLOCK_OK);
+    ASSERT_ERR(db.err, REDISLOCK_OK);
+    ASSERT_EQ_INT(th_cmd_int(rd, "EXISTS {alm}a {alm}b"), 0);
+    d->close(h);
+    redislock_lock_free(a);
+    redislock_lock_free(b);
+    redislock_client_free(c);
+    free(sid);
+    free(did);
+    redisFree(rs);
+    redisFree(rd);
+    th_cluster_stop(tc);
+}
+
+/* The master of a lock's slot killed; its replica takes over. The loop's
+ * requests to the dead master cannot connect: the map is read again on
+ * the loop, and an acquire of that slot that started during the failover
+ * is served by the promoted replica, within its command timeout. */
+void test_alock_cluster_failover(void)
+{
+    th_cluster *tc = th_cluster_start(3, 1);
+    redislock_client *c = cluster_client(tc, 8000);
+    unsigned slot = th_cluster_keyslot(tc, "{alf}x");
+    int victim = th_cluster_owner(tc, slot), owner;
+    redislock_lock *l = th_lock(c, "{alf}x"), *l2 = th_lock(c, "{alf}y");
+    redislock_acquire_options o = th_aopts(5000, 0, 0);
+    ad_done dn = {0}, d2 = {0};
+    redislock_loop *lp;
+    void *h = d->open(c, &lp);
+    int64_t killed;
+
+    ASSERT_OK(redislock_loop_acquire(lp, l, &o, ad_record, &dn));
+    ad_run_until(d, h, &dn.calls, 1, 3000);
+    ASSERT_ERR(dn.err, REDISLOCK_OK);
+    ASSERT_OK(redislock_loop_release(lp, l, 0, ad_record, &dn));
+    ad_run_until(d, h, &dn.calls, 2, 3000);
+    th_cluster_kill(tc, victim);
+    killed = rl__now_us();
+    /* The loop sees the master's connection close. */
+    ad_run_for(d, h, 100);
+    ASSERT_OK(redislock_loop_acquire(lp, l2, &o, ad_record, &d2));
+    ad_run_until(d, h, &d2.calls, 1, 10000);
+    test_log("acquire during the failover: %s after %lld ms",
+             redislock_strerror(d2.err),
+             (long long)((d2.at_us - killed) / 1000));
+    ASSERT_ERR(d2.err, REDISLOCK_OK);
+    owner = th_cluster_owner(tc, slot);
+    ASSERT(owner >= 0 && owner != victim);
+    ASSERT(held_by(tc, "{alf}y", redislock_token(l2)));
+    ASSERT_OK(redislock_loop_release(lp, l2, 0, ad_record, &d2));
+    ad_run_until(d, h, &d2.calls, 2, 3000);
+    ASSERT_ERR(d2.err, REDISLOCK_OK);
+    d->close(h);
+    redislock_lock_free(l);
+    redislock_lock_free(l2);
+    redislock_client_free(c);
+    th_cluster_stop(tc);
+}
