@@ -336,7 +336,10 @@ void rl__acq_abandon(redislock_lock *l, const rl__acq *a)
     if (algo->abandon == NULL)
         return;
     fill_try(a, rl__now_ms(), &t);
-    algo->abandon(l, &t);
+    if (a->abandon != NULL)
+        a->abandon(a->abandon_ctx, l, &t);
+    else
+        algo->abandon(l, &t);
 }
 
 /* Whether a hand-off told on the waiter's channel still leaves validity:

@@ -42,6 +42,12 @@ typedef struct rl__acq {
     int64_t delay_ms, cap_ms;
     char tok[RL_LOCK_TOKEN_LEN + 1]; /* a plain lock's token */
     char nonce[RL_TOKEN_HEXLEN + 1]; /* req for a lock with an owner id */
+    /* Who makes sure an abandoned attempt holds nothing, where the
+     * algorithm would leave it to its janitor thread: NULL, the janitor;
+     * else the driver's (the event loop's, on the loop), set after
+     * rl__acq_begin. */
+    void (*abandon)(void *ctx, redislock_lock *l, const rl__try *t);
+    void *abandon_ctx;
 } rl__acq;
 
 /* What an acquire does next. */
@@ -70,8 +76,8 @@ rl__next rl__acq_after_attempt(redislock_lock *l, rl__acq *a,
 
 /* The last attempt, whose reply was lost or will not be waited for,
  * must not hold the lock, now or when it arrives late: the algorithm
- * sees to it (the janitor, in the background), unless a failed attempt
- * has undone itself. */
+ * sees to it (the janitor, in the background) or a->abandon, unless a
+ * failed attempt has undone itself. */
 void rl__acq_abandon(redislock_lock *l, const rl__acq *a);
 
 /* After a pause that ended with res, its last attempt sent at sent_us:

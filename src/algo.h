@@ -86,16 +86,13 @@ typedef struct rl__algo {
     int every;
     /* Attempt t's round r, sent at sent_us: REDISLOCK_OK with l->fence
      * set, or the refusal with *undo set when t must be undone on every
-     * server: by a round of undo_prepare's request, whose round
-     * round_undone then judges (servers that did not confirm go to the
-     * janitor). */
+     * server, by a round of undo_prepare's request (the servers that do
+     * not confirm it are the driver's to try again). */
     redislock_err (*round_attempt)(redislock_lock *l, const rl__try *t,
                                    const rl__round *r, int64_t sent_us,
                                    int *undo);
     void (*undo_prepare)(redislock_lock *l, const rl__try *t,
                          rl__attempt_req *a);
-    void (*round_undone)(redislock_client *c, const rl__lockname *k,
-                         const rl__try *t, const rl__round *r);
     /* The round r of the owner's script s with arg2, sent at start_us, as
      * owner would answer it. */
     redislock_err (*round_owner)(redislock_lock *l, const rl__script *s,

@@ -30,6 +30,7 @@ typedef struct node node;
 typedef struct chan chan;
 typedef struct rl__aop aop;
 typedef struct round round;
+typedef struct sweep sweep;
 
 /* One server, as the loop reaches it. */
 struct node {
@@ -108,7 +109,26 @@ struct rl__alock {
     node *nodes;
     aop *ops;
     lwatch *watches;
-    round *undos; /* failed attempts being undone on every server */
+    round *undos;  /* failed attempts being undone on every server */
+    sweep *sweeps; /* lost attempts being abandoned */
+};
+
+/* An abandoned attempt made to hold nothing, on the loop: the janitor's
+ * job (see rl__janitor_abandon) without its thread. abandon.lua on the
+ * key's node (or one Redlock server), tried again every 50 ms while the
+ * server cannot be reached or cannot serve yet, for at most the TTL plus
+ * a minute. Owns a copy of what it needs: the handle may go first. */
+#define RL_SWEEP_RETRY_US 50000
+struct sweep {
+    rl__loop_timer timer; /* first: the loop hands it back */
+    rl__alock *al;        /* NULL once the loop has gone */
+    rl__pool *pool;       /* a Redlock server; NULL: the key's node */
+    int out;              /* a try's reply to come */
+    int64_t give_up_us, ttl_ms;
+    rl__lockname k;
+    const char *token, *req;
+    sweep *prev, *next; /* the loop's */
+    char data[];
 };
 
 /* A request sent to every server of the client at once (an algorithm
@@ -368,11 +388,148 @@ static redislock_err round_send(rl__alock *al, redislock_lock *l,
     return REDISLOCK_OK;
 }
 
-/* An undo round is decided: servers that did not confirm go to the
- * janitor. */
+static void sweep_free(sweep *sw)
+{
+    rl__alock *al = sw->al;
+
+    if (al != NULL) {
+        rl__loop_disarm(al->lp, &sw->timer);
+        if (sw->prev != NULL)
+            sw->prev->next = sw->next;
+        else
+            al->sweeps = sw->next;
+        if (sw->next != NULL)
+            sw->next->prev = sw->prev;
+    }
+    free(sw);
+}
+
+static void sweep_try(sweep *sw);
+
+static void sweep_fire(rl__loop_timer *lt)
+{
+    sweep_try((sweep *)lt);
+}
+
+/* Tries again in a while, or, past the TTL and a minute, gives up. */
+static void sweep_later(sweep *sw)
+{
+    int64_t now = rl__now_us();
+
+    sw->timer.fire = sweep_fire;
+    if (now >= sw->give_up_us ||
+        rl__loop_arm(sw->al->lp, &sw->timer, now + RL_SWEEP_RETRY_US) != 0)
+        sweep_free(sw);
+}
+
+static void sweep_done(void *arg, redislock_err err, const rl__reply *r)
+{
+    sweep *sw = arg;
+
+    sw->out = 0;
+    if (sw->al == NULL) {
+        free(sw);
+        return;
+    }
+    if (err == REDISLOCK_OK)
+        err = rl__reply_check(r, "abandon");
+    if (rl__abandon_again(err))
+        sweep_later(sw);
+    else
+        sweep_free(sw);
+}
+
+static void sweep_try(sweep *sw)
+{
+    rl__alock *al = sw->al;
+    rl__pool *p = sw->pool != NULL ? sw->pool
+                                   : rl__topo_node(rl__client_topo(al->c),
+                                                   sw->k.key, sw->k.keylen);
+    node *n = NULL;
+
+    if (node_at(al, p, &n) == REDISLOCK_OK && node_cmd(al, n) == REDISLOCK_OK &&
+        rl__abandon_send_async(sw->pool != NULL ? NULL : al->rt, n->cmd,
+                               n->pool, &sw->k, 1, sw->token, sw->req,
+                               sw->ttl_ms, sweep_done, sw) == REDISLOCK_OK) {
+        sw->out = 1;
+        return;
+    }
+    sweep_later(sw);
+}
+
+/* Starts making sure the request req (for token, with ttl_ms) holds
+ * nothing of the lock named k: on server pool, or with pool NULL on the
+ * key's node. Out of memory, the lease ends it. The caller's error
+ * detail stays. */
+static void sweep_start(rl__alock *al, rl__pool *pool, const rl__lockname *k,
+                        const char *token, const char *req, int64_t ttl_ms)
+{
+    size_t tl = strlen(token), ql = strlen(req);
+    sweep *sw = calloc(1, sizeof *sw + k->keylen + k->baselen + tl + ql + 2);
+    char detail[512], *at;
+
+    if (sw == NULL)
+        return;
+    at = sw->data;
+    sw->k.key = memcpy(at, k->key, k->keylen);
+    sw->k.keylen = k->keylen;
+    at += k->keylen;
+    sw->k.base = memcpy(at, k->base, k->baselen);
+    sw->k.baselen = k->baselen;
+    at += k->baselen;
+    sw->token = memcpy(at, token, tl + 1);
+    sw->req = memcpy(at + tl + 1, req, ql + 1);
+    sw->al = al;
+    sw->pool = pool;
+    sw->ttl_ms = ttl_ms;
+    sw->give_up_us = rl__now_us() + (ttl_ms + 60000) * 1000;
+    sw->next = al->sweeps;
+    if (al->sweeps != NULL)
+        al->sweeps->prev = sw;
+    al->sweeps = sw;
+    snprintf(detail, sizeof detail, "%s", redislock_errdetail());
+    sweep_try(sw);
+    rl__err(REDISLOCK_OK, "%s", detail);
+}
+
+/* The acquire's hook (rl__acq's abandon): a lost attempt is swept on the
+ * loop rather than by the janitor thread. */
+static void loop_abandon(void *ctx, redislock_lock *l, const rl__try *t)
+{
+    rl__lockname k = {l->key, l->keylen, l->base, l->baselen};
+
+    sweep_start(ctx, NULL, &k, t->id, t->req, t->ttl_ms);
+}
+
+/* The loop goes: what it was still sweeping goes to the janitor. */
+static void sweeps_hand_over(rl__alock *al)
+{
+    rl__watchdog *wd = NULL;
+    sweep *sw;
+
+    while ((sw = al->sweeps) != NULL) {
+        if (wd != NULL || rl__client_watchdog(al->c, &wd) == REDISLOCK_OK)
+            rl__janitor_abandon(wd, rl__client_topo(al->c), sw->pool, &sw->k, 1,
+                                sw->token, sw->req, sw->ttl_ms);
+        if (sw->out) {
+            /* Freed by its callback, when the loop's end reaches it. */
+            al->sweeps = sw->next;
+            if (al->sweeps != NULL)
+                al->sweeps->prev = NULL;
+            rl__loop_disarm(al->lp, &sw->timer);
+            sw->al = NULL;
+        } else {
+            sweep_free(sw);
+        }
+    }
+}
+
+/* An undo round is decided: servers that did not confirm are swept
+ * again on the loop. */
 static void undo_done(round *rd)
 {
     rl__alock *al = rd->al;
+    size_t i;
 
     if (rd->prev != NULL)
         rd->prev->next = rd->next;
@@ -380,7 +537,10 @@ static void undo_done(round *rd)
         al->undos = rd->next;
     if (rd->next != NULL)
         rd->next->prev = rd->prev;
-    rd->algo->round_undone(al->c, &rd->k, &rd->t, &rd->r);
+    for (i = 0; i < rd->r.n; i++)
+        if (rd->r.err[i] != REDISLOCK_OK)
+            sweep_start(al, rl__topo_each(rl__client_topo(al->c), i), &rd->k,
+                        rd->t.id, rd->t.req, rd->t.ttl_ms);
 }
 
 /* The attempt t of l, refused or given up with err, must hold nothing on
@@ -402,14 +562,13 @@ static void undo_send(rl__alock *al, redislock_lock *l, const rl__try *t,
     if (strs == NULL || round_send(al, l, &a.q, t->req,
                                    rl__client_server_timeout(al->c, t->ttl_ms),
                                    undo_done, NULL, &rd) != REDISLOCK_OK) {
-        /* Out of memory: every server is left to the janitor. */
-        rl__round none = {.n = rl__client_topo(al->c)->npools};
+        /* Out of memory: each server swept on its own. */
         rl__lockname k = {l->key, l->keylen, l->base, l->baselen};
 
         free(strs);
-        for (i = 0; i < none.n; i++)
-            none.err[i] = REDISLOCK_ENOMEM;
-        l->algo->round_undone(al->c, &k, t, &none);
+        for (i = 0; i < rl__client_topo(al->c)->npools; i++)
+            sweep_start(al, rl__topo_each(rl__client_topo(al->c), i), &k, t->id,
+                        t->req, t->ttl_ms);
     } else {
         rd->strs = strs;
         rd->algo = l->algo;
@@ -1186,6 +1345,8 @@ redislock_err rl__alock_acquire(rl__alock *al, redislock_lock *l,
         free(op);
         return err;
     }
+    op->a.abandon = loop_abandon;
+    op->a.abandon_ctx = al;
     op_start(op);
     attempt(op);
     return REDISLOCK_OK;
@@ -1417,13 +1578,14 @@ void rl__alock_free(rl__alock *al)
     while (al->watches != NULL)
         rl__lock_unwatch(al->watches->l);
     /* Undos not yet confirmed: the servers that have not answered are
-     * left to the janitor. */
+     * swept, and what is still being swept goes to the janitor. */
     while (al->undos != NULL) {
         round_give_up(al->undos, REDISLOCK_ECANCELED,
                       "the event loop was freed before it answered the "
                       "undo of an attempt");
         round_decide(al->undos);
     }
+    sweeps_hand_over(al);
     /* Requests paused between a cluster's nodes end; the connections'
      * ends reach the requests and channels still out: their callbacks
      * free what is left of them. */

@@ -270,28 +270,73 @@ redislock_err rl__lock_send_async(redislock_lock *l, rl__aroute *rt,
     return err;
 }
 
+/* abandon.lua's request (set_abandon.lua's for a set of n), its
+ * arguments in a: the token voided for a minute past its TTL, since a
+ * request held up in a network queue (TCP retransmissions) may arrive
+ * that late. */
+typedef struct abandon_req {
+    char ttl[24];
+    const char *args[3];
+    size_t lens[3];
+    rl__request q;
+} abandon_req;
+
+static void abandon_request(int n, const char *token, const char *req,
+                            int64_t ttl_ms, abandon_req *a)
+{
+    a->args[0] = token;
+    a->args[1] = a->ttl;
+    a->args[2] = req;
+    a->lens[0] = strlen(token);
+    a->lens[1] =
+        (size_t)snprintf(a->ttl, sizeof a->ttl, "%" PRId64, ttl_ms + 60000);
+    a->lens[2] = strlen(req);
+    a->q = (rl__request){.s = n > 1 ? &rl__script_set_abandon
+                                    : &rl__script_abandon,
+                         .nargs = 3,
+                         .args = a->args,
+                         .lens = a->lens};
+}
+
 redislock_err rl__abandon(rl__topo *t, rl__pool *p, const rl__lockname *names,
                           int n, const char *token, const char *req,
                           int64_t ttl_ms, int64_t timeout_ms)
 {
-    char ttl[24];
-    const char *args[3] = {token, ttl, req};
-    size_t lens[3] = {strlen(token), 0, strlen(req)};
-    rl__request q = {.s = n > 1 ? &rl__script_set_abandon : &rl__script_abandon,
-                     .nargs = 3,
-                     .args = args,
-                     .lens = lens,
-                     .timeout_ms = timeout_ms};
+    abandon_req a;
     rl__reply *r;
     redislock_err err;
 
-    /* Void the token for a minute past its TTL: a request held up in a
-     * network queue (TCP retransmissions) may arrive that late. */
-    lens[1] = (size_t)snprintf(ttl, sizeof ttl, "%" PRId64, ttl_ms + 60000);
-    err = run_keyed(t, p, NULL, &names[0], names + 1, n - 1, req, &q, &r);
+    abandon_request(n, token, req, ttl_ms, &a);
+    a.q.timeout_ms = timeout_ms;
+    err = run_keyed(t, p, NULL, &names[0], names + 1, n - 1, req, &a.q, &r);
     if (err == REDISLOCK_OK)
         rl__reply_free(r);
     return err;
+}
+
+redislock_err rl__abandon_send_async(rl__aroute *rt, rl__aconn *c, rl__pool *at,
+                                     const rl__lockname *names, int n,
+                                     const char *token, const char *req,
+                                     int64_t ttl_ms, rl__aconn_cb cb, void *arg)
+{
+    abandon_req a;
+    rl__keyset ks;
+    redislock_err err;
+
+    abandon_request(n, token, req, ttl_ms, &a);
+    if ((err = keyed(&a.q, &names[0], names + 1, n - 1, req, &ks)) != 0)
+        return err;
+    err = rt != NULL ? rl__aroute_send(rt, c, at, names[0].key, names[0].keylen,
+                                       &a.q, cb, arg)
+                     : rl__request_send_async(c, &a.q, cb, arg);
+    rl__keyset_free(&ks);
+    return err;
+}
+
+int rl__abandon_again(redislock_err err)
+{
+    return err == REDISLOCK_ETIMEDOUT || err == REDISLOCK_EIO ||
+           err == REDISLOCK_ECONNECT || err == REDISLOCK_ETRYLATER;
 }
 
 /* The lease the watchdog renews: the lock's, through these. */

@@ -161,6 +161,20 @@ redislock_err rl__abandon(rl__topo *t, rl__pool *p, const rl__lockname *names,
                           int n, const char *token, const char *req,
                           int64_t ttl_ms, int64_t timeout_ms);
 
+/* rl__abandon's try on an event loop: sent on c, a connection to node at
+ * (through a cluster's redirections when rt is not NULL); cb gets the
+ * reply or failure (error replies unmapped). */
+redislock_err rl__abandon_send_async(struct rl__aroute *rt, rl__aconn *c,
+                                     rl__pool *at, const rl__lockname *names,
+                                     int n, const char *token, const char *req,
+                                     int64_t ttl_ms, rl__aconn_cb cb,
+                                     void *arg);
+
+/* Whether an abandon that failed with err is worth another try: only a
+ * failure to reach the server, or a server that cannot serve for now
+ * (loading, a busy script). */
+int rl__abandon_again(redislock_err err);
+
 /* The arguments of an owner script (release.lua, extend.lua) for l:
  * its token or owner id, arg2 (hold-after or TTL), and the format this
  * handle holds it in ('h' hash, 'p' plain: the scripts then read a plain

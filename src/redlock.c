@@ -400,7 +400,6 @@ const rl__algo rl__algo_redlock = {
     .every = 1,
     .round_attempt = round_attempt,
     .undo_prepare = undo_prepare,
-    .round_undone = round_undone,
     .round_owner = round_owner,
     .round_inspect = round_inspect,
     .owner = owner,

@@ -225,11 +225,7 @@ static void run_job(rl__watchdog *wd, struct rl__job *j)
     err = rl__abandon(j->topo, j->pool, j->names, j->nnames, j->token, j->req,
                       j->ttl_ms, RL_JOB_TIMEOUT_MS);
     pthread_mutex_lock(&wd->mu);
-    /* Only a failure to reach the server, or a server that cannot serve
-     * for now (loading, a busy script), is worth another try. */
-    if ((err != REDISLOCK_ETIMEDOUT && err != REDISLOCK_EIO &&
-         err != REDISLOCK_ECONNECT && err != REDISLOCK_ETRYLATER) ||
-        rl__now_us() >= j->give_up_us) {
+    if (!rl__abandon_again(err) || rl__now_us() >= j->give_up_us) {
         free(j);
         return;
     }

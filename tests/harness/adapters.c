@@ -10,6 +10,7 @@
 #include "clock.h"
 #include "fixture.h"
 #include "server.h"
+#include "util.h"
 #include "test.h"
 
 /* What one lock's operations came back with. */
@@ -321,13 +322,14 @@ static void server_stops(const driver *d)
     ad_run_until(d, h, &dn[1].calls, 1, 3000);
     ASSERT_ERR(dn[1].err, REDISLOCK_OK);
     /* The attempt whose reply was lost holds nothing (never run, or
-     * undone by the janitor): its key is gone long before its 5 s lease
-     * ends. The release whose reply was lost leaves its lock to its
-     * lease. */
+     * undone on the loop): its key is gone long before its 5 s lease
+     * ends, and the process has no thread but the test's (no janitor).
+     * The release whose reply was lost leaves its lock to its lease. */
     r = th_server_redis(s);
     for (i = 0; i < 40 && th_cmd_int(r, "EXISTS ad:s:2"); i++)
         ad_run_for(d, h, 50);
     ASSERT_EQ_INT(th_cmd_int(r, "EXISTS ad:s:2"), 0);
+    ASSERT_EQ_INT(th_threads(), 1);
     ASSERT_LE(th_pttl(r, "ad:s:0"), 5000);
     redisFree(r);
     for (i = 0; i < 3; i++)

@@ -25,6 +25,9 @@ void th_join_within_at_(const char *file, int line, pthread_t t, int64_t ms);
 /* Sleeps ms milliseconds, resuming after signals. */
 void th_sleep_ms(int64_t ms);
 
+/* The threads of this process now (/proc/self/task); -1 when unknown. */
+int th_threads(void);
+
 /* qsort's comparison of int64_t values, ascending. */
 int th_cmp_i64(const void *a, const void *b);
 

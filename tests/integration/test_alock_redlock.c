@@ -15,6 +15,7 @@
 #include "clock.h"
 #include "harness/adapters.h"
 #include "harness/fixture.h"
+#include "harness/util.h"
 #include "test.h"
 
 #define KEYS 40
@@ -235,10 +236,13 @@ void test_alock_redlock_stopped(void)
     run_until_gone(h, &sv, 1, "alr:q", 1000);
     th_server_resume(sv.s[1]);
     th_server_resume(sv.s[2]);
-    for (i = 0; i < 3; i++) {
-        ASSERT(th_wait_key_gone(sv.r[i], "alr:q", 5, 5000));
+    /* The stopped servers' undos are swept on the loop once they answer
+     * again: no janitor thread in this process. */
+    for (i = 1; i < 3; i++)
+        run_until_gone(h, &sv, i + 1, "alr:q", 5000);
+    for (i = 0; i < 3; i++)
         ASSERT(th_wait_key_gone(sv.r[i], "alr:s0", 6, 5000));
-    }
+    ASSERT_EQ_INT(th_threads(), 1);
     d->close(h);
     for (i = 0; i < 5; i++)
         redislock_lock_free(l[i]);
