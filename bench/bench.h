@@ -91,6 +91,11 @@ typedef struct lb_series {
     int64_t *xhand;    /* sorted hand-offs that changed holder, ns */
     size_t nxhand;
     double seconds;    /* wall time of the run, start-up included */
+    /* The event loop's series: its hand-off p50 over the blocking calls'
+     * (default mode), median over pairs of the two run back to back
+     * (lockbench's loop_pairs); npairs 0: not measured. */
+    double pair_ratio;
+    int npairs;
     char err[200];
 } lb_series;
 

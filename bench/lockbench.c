@@ -331,6 +331,60 @@ static void header(const lb_env *e, const opts *o, char *machine,
                                                  : " (pinned with taskset)");
 }
 
+/* The event loop's hand-off against the blocking calls' at K=8: two
+ * series minutes apart differ by more than the 10 % the target allows
+ * (the box's noise moves one by 15-20 us), so the two are also run back
+ * to back in LB_PAIRS pairs, each at half the rounds, and the target
+ * judges the median of the pairs' ratios. */
+#define LB_PAIRS 5
+static void loop_pairs(const lb_env *e, lb_series *s, size_t ns)
+{
+    lb_series *def = NULL, *lp = NULL;
+    double ratio[LB_PAIRS];
+    size_t i;
+    int r, n = 0;
+
+    for (i = 0; i < ns; i++) {
+        if (s[i].lib != LB_REDISLOCK || s[i].k != 8 || !s[i].ran ||
+            s[i].fair || s[i].limit || s[i].shared || s[i].set > 1)
+            continue;
+        if (s[i].loop)
+            lp = &s[i];
+        else
+            def = &s[i];
+    }
+    if (def == NULL || lp == NULL)
+        return;
+    printf("lockbench: hand-off on an event loop and blocking, K=8, %d "
+           "pairs back to back ...",
+           LB_PAIRS);
+    fflush(stdout);
+    for (r = 0; r < LB_PAIRS; r++) {
+        lb_series d = {0}, l = {0};
+
+        d.name = def->name;
+        d.slug = def->slug;
+        d.lib = def->lib;
+        d.k = l.k = def->k;
+        d.m = l.m = def->m / 2 > 50 ? def->m / 2 : 50;
+        l.name = lp->name;
+        l.slug = lp->slug;
+        l.lib = lp->lib;
+        l.loop = 1;
+        lb_run_series(e, &d);
+        lb_run_series(e, &l);
+        if (d.ran && l.ran && d.h50 > 0)
+            ratio[n++] = l.h50 / d.h50;
+        free(d.hand);
+        free(d.xhand);
+        free(l.hand);
+        free(l.xhand);
+    }
+    lp->npairs = n;
+    lp->pair_ratio = n > 0 ? lb_median(ratio, (size_t)n) : 0;
+    printf(" median %.2f x over %d\n", lp->pair_ratio, n);
+}
+
 int main(int argc, char **argv)
 {
     static lb_series s[MAX_SERIES];
@@ -391,6 +445,7 @@ int main(int argc, char **argv)
         printf(" %.1f s%s%s\n", s[i].seconds, s[i].ran ? "" : ", FAILED: ",
                s[i].err);
     }
+    loop_pairs(&e, s, ns);
     lb_report(&e, &m, idle, 2, &mem, &scale, s, ns, machine);
     redisFree(e.ctl);
     return lb_failed(s, ns, idle, 2);
