@@ -170,8 +170,6 @@ static redislock_err attempt(redislock_lock *l, rl__acq *a, int tries,
 
     if (err == REDISLOCK_OK)
         err = l->algo->attempt(l, &t, sent_us);
-    if (err == REDISLOCK_EHELD)
-        a->queued = a->was_queued = a->o->fair;
     return err;
 }
 
@@ -337,7 +335,7 @@ void rl__acq_abandon(redislock_lock *l, const rl__acq *a)
         return;
     fill_try(a, rl__now_ms(), &t);
     if (a->abandon != NULL)
-        a->abandon(a->abandon_ctx, l, &t);
+        a->abandon(a->drv, l, &t);
     else
         algo->abandon(l, &t);
 }
@@ -364,7 +362,10 @@ rl__next rl__acq_after_attempt(redislock_lock *l, rl__acq *a,
                                redislock_err *err, int64_t *pause)
 {
     a->tries++;
-    /* An attempt that takes the lock leaves the queue (fair.lua). */
+    /* A fair attempt that is refused queues the call; one that takes the
+     * lock leaves the queue (fair.lua). */
+    if (*err == REDISLOCK_EHELD)
+        a->queued = a->was_queued = a->o->fair;
     if (*err == REDISLOCK_OK)
         a->queued = 0;
     if (*err != REDISLOCK_EHELD) {
@@ -541,6 +542,7 @@ redislock_err rl__acq_finish(redislock_lock *l,
                              int64_t sent_us)
 {
     int short_lease;
+    int64_t first_us;
     redislock_err err;
 
     /* A hand-off may grant less than the TTL (see rl_handoff in lib.lua):
@@ -580,11 +582,11 @@ redislock_err rl__acq_finish(redislock_lock *l,
                        "released",
                        said);
     }
+    first_us = short_lease ? sent_us + l->handoff_lease * 1000 / 3 : 0;
     if ((opts->watchdog || short_lease) && l->watch == NULL &&
-        (err =
-             rl__lock_watch(l, opts, sent_us,
-                            short_lease ? sent_us + l->handoff_lease * 1000 / 3
-                                        : 0)) != REDISLOCK_OK) {
+        (err = a->watch != NULL ? a->watch(a->drv, l, opts, sent_us, first_us)
+                                : rl__lock_watch(l, opts, sent_us, first_us)) !=
+            REDISLOCK_OK) {
         /* Without its watchdog the caller would hold a lease nobody
          * renews: give it back. */
         redislock_release(l);

@@ -42,12 +42,16 @@ typedef struct rl__acq {
     int64_t delay_ms, cap_ms;
     char tok[RL_LOCK_TOKEN_LEN + 1]; /* a plain lock's token */
     char nonce[RL_TOKEN_HEXLEN + 1]; /* req for a lock with an owner id */
-    /* Who makes sure an abandoned attempt holds nothing, where the
-     * algorithm would leave it to its janitor thread: NULL, the janitor;
-     * else the driver's (the event loop's, on the loop), set after
-     * rl__acq_begin. */
-    void (*abandon)(void *ctx, redislock_lock *l, const rl__try *t);
-    void *abandon_ctx;
+    /* A driver's own ways (the event loop's, set after rl__acq_begin;
+     * NULL: the blocking calls' threads), with its context drv: who makes
+     * sure an abandoned attempt holds nothing, where the algorithm would
+     * leave it to its janitor thread; and who renews a lock just taken
+     * (rl__lock_watch's arguments), where the watchdog thread would. */
+    void (*abandon)(void *drv, redislock_lock *l, const rl__try *t);
+    redislock_err (*watch)(void *drv, redislock_lock *l,
+                           const redislock_acquire_options *o, int64_t sent_us,
+                           int64_t first_us);
+    void *drv;
 } rl__acq;
 
 /* What an acquire does next. */

@@ -29,24 +29,33 @@ enum { OP_ACQUIRE, OP_RELEASE, OP_EXTEND, OP_INSPECT };
 typedef struct node node;
 typedef struct chan chan;
 typedef struct rl__aop aop;
+struct told {
+    struct told *next;
+    char msg[];
+};
 typedef struct round round;
 typedef struct sweep sweep;
 
 /* One server, as the loop reaches it. */
 struct node {
-    rl__pool *pool; /* the client's: its address and timeouts */
-    rl__aconn *cmd; /* requests */
-    rl__aconn *sub; /* wake channels */
+    rl__pool *pool;  /* the client's: its address and timeouts */
+    rl__aconn *cmd;  /* requests */
+    rl__aconn *sub;  /* wake channels */
+    rl__aconn *ssub; /* fair waiters' shard channels (a cluster's) */
     rl__aconn *blk[RL_LOOP_BLOCKERS]; /* waiters' BLPOPs */
     aop *blk_op[RL_LOOP_BLOCKERS];    /* the waiter on each; NULL: free */
     chan *chans; /* the channels subscribed, or being subscribed or left */
     node *next;
 };
 
-/* A wake channel the loop listens on for its waiters. */
+/* A channel the loop listens on for its waiters: a lock's wake channel,
+ * or a fair waiter's own (its handle's), where a release tells it of a
+ * hand-off. */
 struct chan {
     char *name;
     size_t len;
+    int fair;         /* a fair waiter's: messages are hand-offs to parse */
+    int sharded;      /* a shard channel (SSUBSCRIBE: a cluster's fair ones) */
     int ready;        /* the server confirmed the subscription */
     int leaving;      /* unsubscribed, the server's confirmation awaited */
     int ended;        /* no subscription (the connection went): renewed by the
@@ -80,7 +89,11 @@ struct rl__aop {
     int behind;  /* its attempt went behind its BLPOP */
     int recheck; /* to try again once the channel is confirmed */
     rl__try t;   /* its attempt out as a round: what it asked */
-    round *rd;   /* its request out to every server, if any */
+    /* A fair waiter's messages heard while it was not paused, in order:
+     * read at its next pause, as a blocked waiter reads them at its next
+     * listen (a hand-off is judged against its place then). */
+    struct told *told;
+    round *rd; /* its request out to every server, if any */
     /* A release's hold-after or an extend's TTL. */
     int64_t ms;
     /* An inspect's output, the caller's, of info_size bytes. */
@@ -700,23 +713,25 @@ static void chan_free(chan *ch)
 
 static void chan_event(void *arg, redislock_err err, const rl__reply *r);
 
-/* Subscribes ch on its node's wake connection, opened if need be. */
+/* Subscribes ch on its node's subscribed connection (the shard
+ * channels' own in a cluster), opened if need be. */
 static redislock_err chan_subscribe(rl__alock *al, chan *ch)
 {
     node *n = ch->n;
+    rl__aconn **sub = ch->sharded ? &n->ssub : &n->sub;
     redislock_err err;
 
-    if (n->sub != NULL && rl__aconn_broken(n->sub)) {
-        rl__loop_close(al->lp, n->sub);
-        n->sub = NULL;
+    if (*sub != NULL && rl__aconn_broken(*sub)) {
+        rl__loop_close(al->lp, *sub);
+        *sub = NULL;
     }
-    if (n->sub == NULL &&
-        (err = rl__loop_connect(al->lp, &n->pool->cfg, &n->sub)) != 0)
+    if (*sub == NULL &&
+        (err = rl__loop_connect(al->lp, &n->pool->cfg, sub)) != 0)
         return err;
-    if ((err = rl__aconn_subscribe(n->sub, ch->name, ch->len, 0, chan_event,
-                                   ch)) != REDISLOCK_OK)
+    if ((err = rl__aconn_subscribe(*sub, ch->name, ch->len, ch->sharded,
+                                   chan_event, ch)) != REDISLOCK_OK)
         return err;
-    ch->on = n->sub;
+    ch->on = *sub;
     ch->ended = ch->ready = 0;
     return REDISLOCK_OK;
 }
@@ -757,14 +772,22 @@ static void chan_leave(aop *op)
 static redislock_err chan_join(aop *op, node *n, int *fresh)
 {
     redislock_lock *l = op->l;
-    size_t len;
-    char *name = rl__helper_join(l->base, l->baselen,
-                                 l->reader ? "rwake" : "wake", NULL, &len);
+    int fair = op->o.fair;
+    size_t len = 0;
+    const char *own = fair ? rl__wait_channel(l, &len) : NULL;
+    char *name =
+        fair ? (own != NULL ? malloc(len + 1) : NULL)
+             : rl__helper_join(l->base, l->baselen,
+                               l->reader ? "rwake" : "wake", NULL, &len);
     chan *ch;
     redislock_err err = REDISLOCK_OK;
 
     if (name == NULL)
         return rl__err(REDISLOCK_ENOMEM, "out of memory");
+    if (fair) {
+        memcpy(name, own, len);
+        name[len] = '\0';
+    }
     for (ch = n->chans; ch != NULL; ch = ch->next)
         if (ch->len == len && memcmp(ch->name, name, len) == 0)
             break;
@@ -776,6 +799,8 @@ static redislock_err chan_join(aop *op, node *n, int *fresh)
     } else {
         ch->name = name;
         ch->len = len;
+        ch->fair = fair;
+        ch->sharded = fair && rl__wait_sharded(l);
         ch->n = n;
         ch->ended = 1;
         ch->next = n->chans;
@@ -816,15 +841,50 @@ static void blocker_leave(aop *op)
     }
 }
 
+static void leave_done(void *arg, redislock_err err, const rl__reply *r)
+{
+    (void)arg;
+    (void)err;
+    (void)r;
+}
+
+/* The acquire op's call leaves the fair queue (leave.lua; one try, as
+ * the blocking calls': a waiter that stays queued is dropped from the
+ * queue once its heartbeat window passes). */
+static void leave_queue(aop *op)
+{
+    redislock_lock *l = op->l;
+    const char *args[2] = {op->a.id, op->a.req};
+    size_t lens[2] = {strlen(op->a.id), strlen(op->a.req)};
+    rl__request q = {
+        .s = &rl__script_leave, .nargs = 2, .args = args, .lens = lens};
+    node *n = NULL;
+
+    op->a.queued = 0;
+    if (node_for(op->al, l, &n) == REDISLOCK_OK)
+        rl__lock_send_async(l, op->al->rt, n->cmd, n->pool, NULL, &q,
+                            leave_done, NULL);
+}
+
 /* The caller hears: the operation is over for l (which may start another
  * from the callback); what is still in flight is ignored when it comes. */
 static void complete(aop *op, redislock_err err)
 {
     rl__alock *al = op->al;
     redislock_lock *l = op->l;
+    struct told *m;
     char detail[512];
 
     snprintf(detail, sizeof detail, "%s", redislock_errdetail());
+    /* A fair waiter that gives up leaves the queue (a lock a release
+     * handed it meanwhile goes on to the next waiter), as the blocking
+     * calls' does. */
+    if (op->kind == OP_ACQUIRE && op->a.queued)
+        leave_queue(op);
+    while ((m = op->told) != NULL) {
+        op->told = m->next;
+        free(m);
+    }
     /* Detached first: what closing its blocker ends below (the BLPOP and
      * the attempt behind it) reaches an operation already over, which
      * that must not free yet. */
@@ -941,17 +1001,20 @@ static void lwatch_fire(rl__loop_timer *lt)
 }
 
 /* Starts the loop's renewals of l, just taken by a request sent at
- * sent_us, as o asks (watchdog.c's watch, driven here). */
-static redislock_err lwatch_start(rl__alock *al, redislock_lock *l,
+ * sent_us, as o asks (watchdog.c's watch, driven here): the acquire's
+ * watch hook (rl__acq), so that a hand-off's short lease is extended on
+ * the loop too (its one renewal due at first_us). */
+static redislock_err lwatch_start(void *drv, redislock_lock *l,
                                   const redislock_acquire_options *o,
-                                  int64_t sent_us)
+                                  int64_t sent_us, int64_t first_us)
 {
+    rl__alock *al = drv;
     lwatch *w = calloc(1, sizeof *w);
     redislock_err err;
 
     if (w == NULL)
         return rl__err(REDISLOCK_ENOMEM, "out of memory");
-    if ((err = rl__lock_watch_loop(l, o, sent_us)) != REDISLOCK_OK) {
+    if ((err = rl__lock_watch_loop(l, o, sent_us, first_us)) != REDISLOCK_OK) {
         free(w);
         return err;
     }
@@ -992,21 +1055,14 @@ void rl__alock_unwatch(redislock_lock *l)
 }
 
 /* The acquire ends with err: taken (the handle then holds the lock), or
- * not. With watchdog, the loop renews it (not the watchdog thread: the
- * steps finish it without). */
+ * not. With watchdog, or a hand-off's short lease, the loop renews it
+ * (the watch hook). */
 static void acquire_done(aop *op, redislock_err err)
 {
     redislock_lock *l = op->l;
-    redislock_acquire_options o = op->o;
 
-    o.watchdog = 0;
     if (err == REDISLOCK_OK)
-        err = rl__acq_finish(l, &o, &op->a, op->sent_us);
-    if (err == REDISLOCK_OK && op->o.watchdog && l->lwatch == NULL &&
-        (err = lwatch_start(op->al, l, &op->o, op->sent_us)) != REDISLOCK_OK)
-        /* Out of memory: without renewals the lock goes back (this one
-         * call blocks, for a command's time at most). */
-        redislock_release(l);
+        err = rl__acq_finish(l, &op->o, &op->a, op->sent_us);
     rl__acq_end(l, &op->a, err);
     complete(op, err);
 }
@@ -1057,6 +1113,51 @@ static void chan_wake(chan *ch, int all)
     }
 }
 
+/* A paused fair waiter reads what its channel told it, oldest first: a
+ * hand-off to it ends its pause; a message that does not parse ends its
+ * acquire (REDISLOCK_EPROTOCOL), as a blocked waiter's. */
+static void fair_heard(aop *op)
+{
+    struct told *m;
+    rl__wait_result res = RL_WAIT_TIMEOUT;
+    redislock_err err = REDISLOCK_OK;
+
+    while (op->paused && (m = op->told) != NULL) {
+        op->told = m->next;
+        err = rl__wait_told(op->l, op->a.req, m->msg, &res);
+        free(m);
+        if (err != REDISLOCK_OK) {
+            op->paused = 0;
+            rl__acq_end(op->l, &op->a, err);
+            complete(op, err);
+            return;
+        }
+        if (res == RL_WAIT_HANDOFF) {
+            resume(op, RL_WAIT_HANDOFF);
+            return;
+        }
+    }
+}
+
+/* A message on a fair waiter's channel: kept until its next pause, read
+ * now if it is paused. */
+static void fair_message(chan *ch, const rl__reply *r)
+{
+    aop *op = ch->head;
+    struct told *m, **pp;
+
+    if (op == NULL || r->type != REDIS_REPLY_STRING ||
+        (m = malloc(sizeof *m + r->len + 1)) == NULL)
+        return;
+    memcpy(m->msg, r->str, r->len);
+    m->msg[r->len] = '\0';
+    m->next = NULL;
+    for (pp = &op->told; *pp != NULL; pp = &(*pp)->next)
+        ;
+    *pp = m;
+    fair_heard(op);
+}
+
 static void chan_event(void *arg, redislock_err err, const rl__reply *r)
 {
     chan *ch = arg;
@@ -1067,13 +1168,22 @@ static void chan_event(void *arg, redislock_err err, const rl__reply *r)
         return;
     }
     if (err == REDISLOCK_OK) {
-        chan_wake(ch, 0);
+        if (ch->fair)
+            fair_message(ch, r);
+        else
+            chan_wake(ch, 0);
         return;
     }
-    /* The subscription's end: its waiters keep their pauses' timers. */
+    /* The subscription's end: its waiters keep their pauses' timers; a
+     * fair waiter (whose hand-off could come while it is not subscribed)
+     * tries again at once, as a blocked one does. */
     ch->ready = 0;
     ch->ended = 1;
     ch->on = NULL;
+    if (ch->fair && !ch->leaving && ch->head != NULL && ch->head->paused) {
+        resume(ch->head, RL_WAIT_WOKEN);
+        return;
+    }
     if (ch->leaving) {
         ch->leaving = 0;
         if (ch->head != NULL && err == REDISLOCK_ECANCELED &&
@@ -1097,7 +1207,7 @@ static void pause_for(aop *op, int64_t pause_ms)
         resume(op, RL_WAIT_TIMEOUT);
         return;
     }
-    if (pause_blocked(op, pause_ms))
+    if (!op->o.fair && pause_blocked(op, pause_ms))
         return;
     op->timer.fire = pause_over;
     if ((err = rl__loop_arm(al->lp, &op->timer,
@@ -1113,6 +1223,12 @@ static void pause_for(aop *op, int64_t pause_ms)
      * (chan_event). */
     if (!op->l->algo->wakes)
         return;
+    /* A subscription that ended on a node that no longer serves the key
+     * (its slot moved): the channel is joined anew, on the key's node. */
+    if (op->ch != NULL && op->ch->ended && !op->ch->leaving &&
+        op->ch->n->pool !=
+            rl__topo_node(rl__client_topo(al->c), op->l->key, op->l->keylen))
+        chan_leave(op);
     if (op->ch == NULL) {
         if (node_get(al, op->l, &n) == REDISLOCK_OK)
             chan_join(op, n, &fresh);
@@ -1122,7 +1238,9 @@ static void pause_for(aop *op, int64_t pause_ms)
         /* A wake-up no paused waiter took: this one tries again now. */
         op->ch->missed = 0;
         resume(op, RL_WAIT_WOKEN);
+        return;
     }
+    fair_heard(op);
 }
 
 /* An attempt's reply, or its failure. */
@@ -1332,10 +1450,6 @@ redislock_err rl__alock_acquire(rl__alock *al, redislock_lock *l,
         return err;
     if (o == NULL)
         o = &defaults;
-    if (o->fair)
-        return rl__err(REDISLOCK_EINVAL,
-                       "a fair waiter on the event loop: not built yet (use "
-                       "the blocking calls)");
     if (cb == NULL)
         return rl__err(REDISLOCK_EINVAL, "an operation needs a callback");
     if ((op = op_new(al, l, OP_ACQUIRE, cb, arg)) == NULL)
@@ -1346,7 +1460,8 @@ redislock_err rl__alock_acquire(rl__alock *al, redislock_lock *l,
         return err;
     }
     op->a.abandon = loop_abandon;
-    op->a.abandon_ctx = al;
+    op->a.watch = lwatch_start;
+    op->a.drv = al;
     op_start(op);
     attempt(op);
     return REDISLOCK_OK;

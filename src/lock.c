@@ -363,10 +363,10 @@ redislock_err rl__lock_watch(redislock_lock *l,
 
 redislock_err rl__lock_watch_loop(redislock_lock *l,
                                   const redislock_acquire_options *o,
-                                  int64_t sent_us)
+                                  int64_t sent_us, int64_t first_us)
 {
-    return rl__watch_start(NULL, &lock_lease, l, l->ttl_ms, o, sent_us, 0,
-                           &l->watch);
+    return rl__watch_start(NULL, &lock_lease, l, l->ttl_ms, o, sent_us,
+                           first_us, &l->watch);
 }
 
 void rl__lock_unwatch(redislock_lock *l)

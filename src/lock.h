@@ -278,11 +278,12 @@ redislock_err rl__lock_watch(redislock_lock *l,
                              const redislock_acquire_options *o,
                              int64_t sent_us, int64_t first_us);
 
-/* A watch of l (its lease acquired by a request sent at sent_us) that an
- * event loop drives (rl__watch_start's wd NULL): into l->watch. */
+/* A watch of l (its lease acquired by a request sent at sent_us, the
+ * first renewal due at first_us, 0: a third of the TTL on) that an event
+ * loop drives (rl__watch_start's wd NULL): into l->watch. */
 redislock_err rl__lock_watch_loop(redislock_lock *l,
                                   const redislock_acquire_options *o,
-                                  int64_t sent_us);
+                                  int64_t sent_us, int64_t first_us);
 
 /* A renewal of l sent at sent_us (by an event loop) ended with err: the
  * validity moves on with success; the event either way. */

@@ -266,9 +266,6 @@ static redislock_err subscribe(redislock_lock *l, int *reroute)
 static redislock_err told(redislock_lock *l, const char *req,
                           const rl__reply *r, rl__wait_result *res)
 {
-    const char *m;
-    size_t n = strlen(req);
-
     *res = RL_WAIT_TIMEOUT;
     /* The server's own unsubscribe (a cluster slot that moved away). */
     if (push_of(r, "unsubscribe")) {
@@ -281,7 +278,15 @@ static redislock_err told(redislock_lock *l, const char *req,
                        "unexpected reply type %d on the "
                        "waiter's channel",
                        r->type);
-    m = r->element[2]->str;
+    return rl__wait_told(l, req, r->element[2]->str, res);
+}
+
+redislock_err rl__wait_told(redislock_lock *l, const char *req, const char *m,
+                            rl__wait_result *res)
+{
+    size_t n = strlen(req);
+
+    *res = RL_WAIT_TIMEOUT;
     if (strncmp(m, "handoff ", 8) == 0 && strncmp(m + 8, req, n) == 0 &&
         m[8 + n] == ' ') {
         char *end;

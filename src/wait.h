@@ -69,6 +69,15 @@ int rl__wait_sharded(const redislock_lock *l);
 /* The fencing token and the lease granted by the last RL_WAIT_HANDOFF are
  * stored in l->fence and l->handoff_lease. */
 
+/* What the message m (a payload on l's channel) says to a fair wait of
+ * request req: RL_WAIT_HANDOFF (l->fence and l->handoff_lease set) when
+ * a release handed the lock to it at its place in the queue,
+ * RL_WAIT_CANCELLED for a cancel in force, else RL_WAIT_TIMEOUT (go on
+ * listening); REDISLOCK_EPROTOCOL for a hand-off that does not parse.
+ * The event loop's fair waiters hear messages through this too. */
+redislock_err rl__wait_told(redislock_lock *l, const char *req, const char *m,
+                            rl__wait_result *res);
+
 /* Wakes a waiter blocked in rl__wait on l (any thread). */
 void rl__wait_interrupt(redislock_lock *l);
 

@@ -376,13 +376,6 @@ static void pick_mix_unfair(excl_worker *w, excl_section *s)
     pick_mix(w, s, 0);
 }
 
-/* pick_shared without fair waiters, which the event loop refuses yet. */
-static void pick_loop_shared(excl_worker *w, excl_section *s)
-{
-    pick_shared(w, s);
-    s->o.fair = 0;
-}
-
 /* name, where, keys, workers, faults, gap between faults, short run ms,
  * pick, a semaphore's limit (0: a lock, shared or not), and whether on
  * the event loop. */
@@ -438,14 +431,17 @@ const excl_mode excl_modes[] = {
     {"loop", EXCL_SINGLE, 1, 4, F_ALL1, 200, 700, 6000, pick_default, 0, 1},
     {"loop_watchdog", EXCL_SINGLE, 1, 4, F_ALL1, 200, 700, 6000, pick_watchdog,
      0, 1},
-    {"loop_shared", EXCL_SINGLE, 1, 6, F_ALL1, 200, 700, 6000, pick_loop_shared,
-     0, 1},
+    {"loop_shared", EXCL_SINGLE, 1, 6, F_ALL1, 200, 700, 6000, pick_shared, 0,
+     1},
     /* Redlock's rounds on the loop (each request to the three servers at
      * once, a majority deciding), under the blocking mode's faults. */
     {"loop_redlock", EXCL_REDLOCK, 1, 4, F_PROCS | F(PAUSE_SERVER) | F(DELAY),
      200, 700, 6000, pick_mix_unfair, 0, 1},
     {"loop_cluster", EXCL_CLUSTER, 2, 4, F_ALL1, 200, 700, 6000,
      pick_mix_unfair, 0, 1},
+    /* Fair waiters on the loop (hand-offs heard on their channels), with
+     * "fair"'s spacing of faults. */
+    {"loop_fair", EXCL_SINGLE, 1, 4, F_ALL1, 500, 1500, 10000, pick_fair, 0, 1},
 };
 
 const int excl_nmodes = (int)(sizeof excl_modes / sizeof excl_modes[0]);

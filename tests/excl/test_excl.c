@@ -202,3 +202,8 @@ void test_excl_loop_cluster(void)
 {
     short_run("loop_cluster");
 }
+
+void test_excl_loop_fair(void)
+{
+    short_run("loop_fair");
+}

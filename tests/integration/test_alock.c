@@ -62,12 +62,6 @@ void test_alock_refused(void)
     ASSERT_ERR(redislock_loop_acquire(lp, l, &o, NULL, NULL), REDISLOCK_EINVAL);
     ASSERT_ERR(redislock_loop_acquire_sized(lp, l, &o, 3, never, &calls),
                REDISLOCK_EINVAL);
-    /* Not on the loop yet, each with its reason. */
-    o.fair = 1;
-    ASSERT_ERR(redislock_loop_acquire(lp, l, &o, never, &calls),
-               REDISLOCK_EINVAL);
-    ASSERT(strstr(redislock_errdetail(), "fair") != NULL);
-    o.fair = 0;
     o.on_lost = (redislock_lost_cb)never; /* without watchdog */
     ASSERT_ERR(redislock_loop_acquire(lp, l, &o, never, &calls),
                REDISLOCK_EINVAL);

@@ -87,9 +87,37 @@ static void line_acquired(redislock_lock *l, redislock_err err, void *arg)
     ASSERT_OK(redislock_loop_release(w->lp, l, 0, line_released, w));
 }
 
+/* w's waiters, fair or not, wait behind holder's 30 s lease: none gets
+ * in before its release, then each is woken or handed the lock by the
+ * release before it, within 5 s, once. */
+static void through_a_lease(line *w, void *h, redislock_lock *holder, int fair)
+{
+    redislock_acquire_options o = th_aopts(30000, 0, 0);
+    int64_t t0;
+    int i;
+
+    memset(w->d, 0, sizeof w->d);
+    w->acquired = w->released = 0;
+    ASSERT_OK(redislock_acquire(holder, &o));
+    o = th_aopts(5000, 10000, 0);
+    o.fair = fair;
+    for (i = 0; i < WAITERS; i++)
+        ASSERT_OK(redislock_loop_acquire(w->lp, w->l[i], &o, line_acquired, w));
+    ad_run_for(d, h, 300);
+    ASSERT_EQ_INT(w->acquired, 0);
+    t0 = rl__now_us();
+    ASSERT_OK(redislock_release(holder));
+    ad_run_until(d, h, &w->released, WAITERS, 5000);
+    test_log("%d %swaiters through a 30 s lease in %lld ms", WAITERS,
+             fair ? "fair " : "", (long long)((rl__now_us() - t0) / 1000));
+    for (i = 0; i < WAITERS; i++)
+        ASSERT_EQ_INT(w->d[i].calls, 1);
+}
+
 /* Sixty keys over the three masters at once; six waiters behind a 30 s
  * lease, each woken by the release before it (all within 5 s), holding
- * alone; inspect and extend on the key's master. */
+ * alone, then six fair ones, in the order they asked; inspect and extend
+ * on the key's master. */
 void test_alock_cluster_spread_and_wake(void)
 {
     th_cluster *tc = th_cluster_start(3, 0);
@@ -102,7 +130,6 @@ void test_alock_cluster_spread_and_wake(void)
     int owners[3] = {0, 0, 0};
     char key[32];
     void *h;
-    int64_t t0;
     int i;
 
     memset(&w, 0, sizeof w);
@@ -120,27 +147,19 @@ void test_alock_cluster_spread_and_wake(void)
         ASSERT_EQ_INT(w.d[i].calls, 1);
         redislock_lock_free(w.l[i]);
     }
-    /* Waiters behind a 30 s lease: only wake-ups get them in. */
+    /* Waiters behind a 30 s lease: only wake-ups get them in; fair
+     * ones (a shard channel each, on the key's master) in the order they
+     * asked. */
     memset(&w, 0, sizeof w);
     w.tc = tc;
     d->close(h);
     h = d->open(c, &w.lp);
-    o = th_aopts(30000, 0, 0);
-    ASSERT_OK(redislock_acquire(holder, &o));
-    o.wait_ms = 10000;
-    for (i = 0; i < WAITERS; i++) {
-        w.l[i] = th_lock(c, "alc:w");
-        ASSERT_OK(redislock_loop_acquire(w.lp, w.l[i], &o, line_acquired, &w));
-    }
-    ad_run_for(d, h, 300);
-    ASSERT_EQ_INT(w.acquired, 0);
-    t0 = rl__now_us();
-    ASSERT_OK(redislock_release(holder));
-    ad_run_until(d, h, &w.released, WAITERS, 5000);
-    test_log("%d waiters through a 30 s lease in %lld ms", WAITERS,
-             (long long)((rl__now_us() - t0) / 1000));
     for (i = 0; i < WAITERS; i++)
-        ASSERT_EQ_INT(w.d[i].calls, 1);
+        w.l[i] = th_lock(c, "alc:w");
+    through_a_lease(&w, h, holder, 0);
+    through_a_lease(&w, h, holder, 1);
+    for (i = 1; i < WAITERS; i++)
+        ASSERT(w.d[i].at_us > w.d[i - 1].at_us);
     /* Inspect and extend, on the key's master. */
     o = th_aopts(5000, 0, 0);
     ASSERT_OK(redislock_loop_acquire(w.lp, w.l[0], &o, ad_record, &dn));
