@@ -202,6 +202,7 @@ void test_alock_cluster_slot_migration(void)
     redisContext *rs = th_cluster_redis(tc, src);
     redisContext *rd = th_cluster_redis(tc, dst);
     redislock_lock *a = th_lock(c, "{alm}a"), *b = th_lock(c, "{alm}b");
+    redislock_lock *x = th_lock(c, "{alm}x");
     redislock_acquire_options o = th_aopts(1500, 0, 0);
     ad_done da = {0}, db = {0};
     ad_lost ga = {0}, gb = {0};
@@ -225,6 +226,21 @@ void test_alock_cluster_slot_migration(void)
     ASSERT_EQ_INT(db.calls, 0);
     ASSERT_GT(th_cluster_errorstat(tc, src, "ASK"), 0);
     ASSERT_GT(th_cluster_errorstat(tc, dst, "TRYAGAIN"), 0);
+    /* A loop freed while its request bounces between the two (out, or
+     * pausing on a timer): its callback comes then, with
+     * REDISLOCK_ECANCELED, and nothing of it is left behind. */
+    {
+        redislock_loop *lp2;
+        void *h2 = d->open(c, &lp2);
+        ad_done dc = {0};
+
+        ASSERT_OK(redislock_loop_acquire(lp2, x, &o, ad_record, &dc));
+        ad_run_for(d, h2, 120);
+        ASSERT_EQ_INT(dc.calls, 0);
+        d->close(h2);
+        ASSERT_EQ_INT(dc.calls, 1);
+        ASSERT_ERR(dc.err, REDISLOCK_ECANCELED);
+    }
     th_cluster_migrate_keys(rs, tc->s[dst]->port, slot);
     for (i = 0; i < 3; i++) {
         redisContext *r = th_cluster_redis(tc, i);
@@ -254,10 +270,11 @@ void test_alock_cluster_slot_migration(void)
     ad_run_until(d, h, &db.calls, 2, 3000);
     ASSERT_ERR(da.err, REDISLOCK_OK);
     ASSERT_ERR(db.err, REDISLOCK_OK);
-    ASSERT_EQ_INT(th_cmd_int(rd, "EXISTS {alm}a {alm}b"), 0);
+    ASSERT_EQ_INT(th_cmd_int(rd, "EXISTS {alm}a {alm}b {alm}x"), 0);
     d->close(h);
     redislock_lock_free(a);
     redislock_lock_free(b);
+    redislock_lock_free(x);
     redislock_client_free(c);
     free(sid);
     free(did);
