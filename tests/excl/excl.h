@@ -100,7 +100,7 @@ typedef struct excl_rec {
     int64_t ttl_ms; /* ACQ, CLAIM: the TTL asked for */
     int64_t x;      /* WRITE: the result; LEASE: the PTTL (ms, -2 gone) */
     int64_t belief; /* LEASE: the believed end when it was sent */
-    char what[40];  /* how the holder took it, for the report */
+    char what[64];  /* how the holder took it, for the report */
 } excl_rec;
 
 /* Opens (creating) the history file for appending. */

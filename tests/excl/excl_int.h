@@ -88,7 +88,7 @@ typedef struct excl_section {
     int64_t hold_after; /* release with this hold-after */
     int writes;         /* fenced writes */
     int64_t rest_ms;    /* idle after the section */
-    char what[40];
+    char what[64];
 } excl_section;
 
 typedef struct excl_worker {
