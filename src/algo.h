@@ -86,13 +86,10 @@ typedef struct rl__algo {
     int every;
     /* Attempt t's round r, sent at sent_us: REDISLOCK_OK with l->fence
      * set, or the refusal with *undo set when t must be undone on every
-     * server, by a round of undo_prepare's request (the servers that do
-     * not confirm it are the driver's to try again). */
+     * server (abandon.lua: rl__abandon_request). */
     redislock_err (*round_attempt)(redislock_lock *l, const rl__try *t,
                                    const rl__round *r, int64_t sent_us,
                                    int *undo);
-    void (*undo_prepare)(redislock_lock *l, const rl__try *t,
-                         rl__attempt_req *a);
     /* The round r of the owner's script s with arg2, sent at start_us, as
      * owner would answer it. */
     redislock_err (*round_owner)(redislock_lock *l, const rl__script *s,

@@ -122,7 +122,6 @@ struct rl__alock {
     node *nodes;
     aop *ops;
     lwatch *watches;
-    round *undos;  /* failed attempts being undone on every server */
     sweep *sweeps; /* lost attempts being abandoned */
 };
 
@@ -162,12 +161,6 @@ struct round {
     int pending;   /* callbacks yet to come, answered or not */
     round_fn done; /* NULL once decided, or dropped */
     void *arg;
-    /* An undo's: what it undoes, its own copy (strs). */
-    const rl__algo *algo;
-    rl__lockname k;
-    rl__try t;
-    char *strs;
-    round *prev, *next; /* the loop's undos */
     rslot slot[RL_MAX_QUORUM];
 };
 
@@ -276,10 +269,8 @@ static void round_failed(round *rd, size_t i, redislock_err err)
 
 static void round_free_if_idle(round *rd)
 {
-    if (rd->done == NULL && rd->pending == 0) {
-        free(rd->strs);
+    if (rd->done == NULL && rd->pending == 0)
         free(rd);
-    }
 }
 
 /* The round is decided: done hears it, once; later replies are dropped. */
@@ -336,8 +327,7 @@ static void round_reply(void *arg, redislock_err err, const rl__reply *r)
     round *rd = sl->rd;
 
     rd->pending--;
-    if (rd->done == NULL || rd->r.reply[sl->i] != NULL ||
-        rd->r.err[sl->i] != REDISLOCK_OK) {
+    if (rd->done == NULL) {
         round_free_if_idle(rd);
         return;
     }
@@ -537,68 +527,18 @@ static void sweeps_hand_over(rl__alock *al)
     }
 }
 
-/* An undo round is decided: servers that did not confirm are swept
- * again on the loop. */
-static void undo_done(round *rd)
+/* The attempt t of l, refused or given up, must hold nothing on any
+ * server, now or when it arrives late: a sweep on every server (sent at
+ * once, tried again while a server cannot be reached). The caller's error
+ * detail stays. */
+static void undo_send(rl__alock *al, redislock_lock *l, const rl__try *t)
 {
-    rl__alock *al = rd->al;
+    rl__topo *topo = rl__client_topo(al->c);
+    rl__lockname k = {l->key, l->keylen, l->base, l->baselen};
     size_t i;
 
-    if (rd->prev != NULL)
-        rd->prev->next = rd->next;
-    else
-        al->undos = rd->next;
-    if (rd->next != NULL)
-        rd->next->prev = rd->prev;
-    for (i = 0; i < rd->r.n; i++)
-        if (rd->r.err[i] != REDISLOCK_OK)
-            sweep_start(al, rl__topo_each(rl__client_topo(al->c), i), &rd->k,
-                        rd->t.id, rd->t.req, rd->t.ttl_ms);
-}
-
-/* The attempt t of l, refused or given up with err, must hold nothing on
- * any server, now or when it arrives late: its undo goes to every server
- * with its own copy of the names, so the handle may go before it is
- * decided. What the caller will hear (err, its detail) stays. */
-static void undo_send(rl__alock *al, redislock_lock *l, const rl__try *t,
-                      redislock_err err)
-{
-    char detail[512];
-    size_t il = strlen(t->id), ql = strlen(t->req);
-    char *strs = malloc(l->keylen + l->baselen + il + ql + 2);
-    rl__attempt_req a;
-    round *rd = NULL;
-    size_t i;
-
-    snprintf(detail, sizeof detail, "%s", redislock_errdetail());
-    l->algo->undo_prepare(l, t, &a);
-    if (strs == NULL || round_send(al, l, &a.q, t->req,
-                                   rl__client_server_timeout(al->c, t->ttl_ms),
-                                   undo_done, NULL, &rd) != REDISLOCK_OK) {
-        /* Out of memory: each server swept on its own. */
-        rl__lockname k = {l->key, l->keylen, l->base, l->baselen};
-
-        free(strs);
-        for (i = 0; i < rl__client_topo(al->c)->npools; i++)
-            sweep_start(al, rl__topo_each(rl__client_topo(al->c), i), &k, t->id,
-                        t->req, t->ttl_ms);
-    } else {
-        rd->strs = strs;
-        rd->algo = l->algo;
-        rd->t = *t;
-        rd->k = (rl__lockname){memcpy(strs, l->key, l->keylen), l->keylen,
-                               memcpy(strs + l->keylen, l->base, l->baselen),
-                               l->baselen};
-        strs += l->keylen + l->baselen;
-        rd->t.id = memcpy(strs, t->id, il + 1);
-        rd->t.req = memcpy(strs + il + 1, t->req, ql + 1);
-        rd->t.fmt = rd->t.meta = "";
-        rd->next = al->undos;
-        if (al->undos != NULL)
-            al->undos->prev = rd;
-        al->undos = rd;
-    }
-    rl__err(err, "%s", detail);
+    for (i = 0; i < topo->npools; i++)
+        sweep_start(al, rl__topo_each(topo, i), &k, t->id, t->req, t->ttl_ms);
 }
 
 /* What the loop cannot do yet for l, or with l under way already. */
@@ -615,11 +555,10 @@ static redislock_err check_lock(rl__alock *al, const redislock_lock *l)
         return rl__err(REDISLOCK_EINVAL,
                        "an operation is under way on this lock handle: wait "
                        "for its callback");
-    if (l->algo->attempt_prepare == NULL || l->nmore > 0)
+    if (l->nmore > 0 || l->algo->attempt_prepare == NULL)
         return rl__err(REDISLOCK_EINVAL,
-                       "%s on the event loop: not built yet (use the blocking "
-                       "calls)",
-                       l->nmore > 0 ? "a set of keys" : "Redlock");
+                       "a set of keys on the event loop: not built yet (use "
+                       "the blocking calls)");
     if (rl__topo_moves(rl__client_topo(al->c)) && al->rt == NULL)
         return rl__err(REDISLOCK_EINVAL,
                        "a Sentinel client on the event loop: not built yet "
@@ -1306,7 +1245,7 @@ static void attempt_round_done(round *rd)
     op->rd = NULL;
     err = l->algo->round_attempt(l, &op->t, &rd->r, op->sent_us, &undo);
     if (undo)
-        undo_send(op->al, l, &op->t, err);
+        undo_send(op->al, l, &op->t);
     if (rl__acq_after_attempt(l, &op->a, &err, &pause) == RL_NEXT_DONE)
         acquire_done(op, err);
     else
@@ -1655,7 +1594,7 @@ static void cancel(aop *op)
             rl__acq_abandon(op->l, &op->a);
         rl__err(REDISLOCK_ECANCELED, "the wait was cancelled");
         if (op->rd != NULL)
-            undo_send(op->al, op->l, &op->t, REDISLOCK_ECANCELED);
+            undo_send(op->al, op->l, &op->t);
         rl__acq_end(op->l, &op->a, REDISLOCK_ECANCELED);
     } else {
         rl__err(REDISLOCK_ECANCELED,
@@ -1692,14 +1631,7 @@ void rl__alock_free(rl__alock *al)
      * unless released or watched again. */
     while (al->watches != NULL)
         rl__lock_unwatch(al->watches->l);
-    /* Undos not yet confirmed: the servers that have not answered are
-     * swept, and what is still being swept goes to the janitor. */
-    while (al->undos != NULL) {
-        round_give_up(al->undos, REDISLOCK_ECANCELED,
-                      "the event loop was freed before it answered the "
-                      "undo of an attempt");
-        round_decide(al->undos);
-    }
+    /* What is still being swept goes to the janitor. */
     sweeps_hand_over(al);
     /* Requests paused between a cluster's nodes end; the connections'
      * ends reach the requests and channels still out: their callbacks

@@ -252,37 +252,39 @@ redislock_err rl__lock_send_on(redislock_lock *l, rl__conn *c, const char *req,
     return run_keyed(NULL, NULL, c, &k, l->more, l->nmore, req, q, out);
 }
 
-redislock_err rl__lock_send_async(redislock_lock *l, rl__aroute *rt,
-                                  rl__aconn *c, rl__pool *at, const char *req,
-                                  rl__request *q, rl__aconn_cb cb, void *arg)
+/* Sends q with the keys of the names k and more (the first routes) on
+ * the loop: on c, a connection to node at, or through a cluster's
+ * redirections when rt is not NULL. The keys are copied on send. */
+static redislock_err send_keyed(rl__aroute *rt, rl__aconn *c, rl__pool *at,
+                                const rl__lockname *k, const rl__lockname *more,
+                                int nmore, const char *req,
+                                const rl__request *q, rl__aconn_cb cb,
+                                void *arg)
 {
-    rl__lockname k = {l->key, l->keylen, l->base, l->baselen};
-    rl__request sent = *q; /* keyed here: the keys are copied on send */
+    rl__request sent = *q;
     rl__keyset ks;
-    redislock_err err = keyed(&sent, &k, l->more, l->nmore, req, &ks);
+    redislock_err err = keyed(&sent, k, more, nmore, req, &ks);
 
     if (err != REDISLOCK_OK)
         return err;
     err = rt != NULL
-              ? rl__aroute_send(rt, c, at, l->key, l->keylen, &sent, cb, arg)
+              ? rl__aroute_send(rt, c, at, k->key, k->keylen, &sent, cb, arg)
               : rl__request_send_async(c, &sent, cb, arg);
     rl__keyset_free(&ks);
     return err;
 }
 
-/* abandon.lua's request (set_abandon.lua's for a set of n), its
- * arguments in a: the token voided for a minute past its TTL, since a
- * request held up in a network queue (TCP retransmissions) may arrive
- * that late. */
-typedef struct abandon_req {
-    char ttl[24];
-    const char *args[3];
-    size_t lens[3];
-    rl__request q;
-} abandon_req;
+redislock_err rl__lock_send_async(redislock_lock *l, rl__aroute *rt,
+                                  rl__aconn *c, rl__pool *at, const char *req,
+                                  rl__request *q, rl__aconn_cb cb, void *arg)
+{
+    rl__lockname k = {l->key, l->keylen, l->base, l->baselen};
 
-static void abandon_request(int n, const char *token, const char *req,
-                            int64_t ttl_ms, abandon_req *a)
+    return send_keyed(rt, c, at, &k, l->more, l->nmore, req, q, cb, arg);
+}
+
+void rl__abandon_request(int n, const char *token, const char *req,
+                         int64_t ttl_ms, rl__abandon_req *a)
 {
     a->args[0] = token;
     a->args[1] = a->ttl;
@@ -302,11 +304,11 @@ redislock_err rl__abandon(rl__topo *t, rl__pool *p, const rl__lockname *names,
                           int n, const char *token, const char *req,
                           int64_t ttl_ms, int64_t timeout_ms)
 {
-    abandon_req a;
+    rl__abandon_req a;
     rl__reply *r;
     redislock_err err;
 
-    abandon_request(n, token, req, ttl_ms, &a);
+    rl__abandon_request(n, token, req, ttl_ms, &a);
     a.q.timeout_ms = timeout_ms;
     err = run_keyed(t, p, NULL, &names[0], names + 1, n - 1, req, &a.q, &r);
     if (err == REDISLOCK_OK)
@@ -319,18 +321,11 @@ redislock_err rl__abandon_send_async(rl__aroute *rt, rl__aconn *c, rl__pool *at,
                                      const char *token, const char *req,
                                      int64_t ttl_ms, rl__aconn_cb cb, void *arg)
 {
-    abandon_req a;
-    rl__keyset ks;
-    redislock_err err;
+    rl__abandon_req a;
 
-    abandon_request(n, token, req, ttl_ms, &a);
-    if ((err = keyed(&a.q, &names[0], names + 1, n - 1, req, &ks)) != 0)
-        return err;
-    err = rt != NULL ? rl__aroute_send(rt, c, at, names[0].key, names[0].keylen,
-                                       &a.q, cb, arg)
-                     : rl__request_send_async(c, &a.q, cb, arg);
-    rl__keyset_free(&ks);
-    return err;
+    rl__abandon_request(n, token, req, ttl_ms, &a);
+    return send_keyed(rt, c, at, &names[0], names + 1, n - 1, req, &a.q, cb,
+                      arg);
 }
 
 int rl__abandon_again(redislock_err err)

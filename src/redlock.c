@@ -60,26 +60,6 @@ static void tally(const rl__round *round, redislock_err *oc, votes *v)
                                         : round->err[i];
 }
 
-/* The undo of attempt t as one request, the same on every server:
- * abandon.lua voids t's request and undoes what it did, whatever the
- * lock's format, now or when a request still on its way arrives; the
- * request stays void for longer than it could still be on its way. */
-static void undo_prepare(redislock_lock *l, const rl__try *t,
-                         rl__attempt_req *a)
-{
-    (void)l;
-    memset(a, 0, sizeof *a);
-    a->args[0] = t->id;
-    a->args[1] = a->ttl;
-    a->args[2] = t->req;
-    a->lens[0] = strlen(t->id);
-    a->lens[1] =
-        (size_t)snprintf(a->ttl, sizeof a->ttl, "%" PRId64, t->ttl_ms + 60000);
-    a->lens[2] = strlen(t->req);
-    a->q = (rl__request){
-        .s = &rl__script_abandon, .nargs = 3, .args = a->args, .lens = a->lens};
-}
-
 static redislock_err refused(redislock_lock *l, const redislock_err *oc,
                              size_t n, const votes *v, int64_t took)
 {
@@ -192,11 +172,12 @@ static redislock_err attempt(redislock_lock *l, const rl__try *t,
     rl__round_free(&r);
     if (undo) {
         char detail[512];
+        rl__abandon_req u;
 
         snprintf(detail, sizeof detail, "%s", redislock_errdetail());
-        undo_prepare(l, t, &a);
-        rl__quorum_script(l->client, NULL, timeout, a.q.s, &k, t->req,
-                          a.q.nargs, a.args, a.lens, &r);
+        rl__abandon_request(1, t->id, t->req, t->ttl_ms, &u);
+        rl__quorum_script(l->client, NULL, timeout, u.q.s, &k, t->req,
+                          u.q.nargs, u.args, u.lens, &r);
         round_undone(l->client, &k, t, &r);
         rl__round_free(&r);
         rl__err(err, "%s", detail);
@@ -399,7 +380,6 @@ const rl__algo rl__algo_redlock = {
     .attempt_prepare = attempt_prepare,
     .every = 1,
     .round_attempt = round_attempt,
-    .undo_prepare = undo_prepare,
     .round_owner = round_owner,
     .round_inspect = round_inspect,
     .owner = owner,

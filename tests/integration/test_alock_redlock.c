@@ -234,7 +234,7 @@ void test_alock_redlock_stopped(void)
     ASSERT(strstr(dn[4].detail, "only 1 of 3 servers answered") != NULL);
     ASSERT_LT((dn[4].at_us - t0) / 1000, 100 + 150);
     ASSERT_EQ_INT(redislock_valid_ms(l[4]), 0);
-    /* Undone where it was granted, by the loop's undo round. */
+    /* Undone where it was granted, by the loop's sweeps. */
     run_until_gone(h, &sv, 1, "alr:q", 1000);
     th_server_resume(sv.s[1]);
     th_server_resume(sv.s[2]);
