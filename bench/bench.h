@@ -96,6 +96,9 @@ typedef struct lb_series {
      * (lockbench's loop_pairs); npairs 0: not measured. */
     double pair_ratio;
     int npairs;
+    /* The same for the raw hand-off (LB_RAW) waiting in epoll_wait()
+     * against blocked in read(): the floor of any event loop here. */
+    double floor_ratio;
     char err[200];
 } lb_series;
 
@@ -109,6 +112,14 @@ double lb_median(double *v, size_t n);
 redisContext *lb_connect(const char *sock);
 /* A connection over transport t (LB_UNIX: e->sock, LB_TCP: e->tcp_port). */
 redisContext *lb_connect_over(const lb_env *e, int t);
+/* Makes c wait as an event loop does: its fd non-blocking, watched by a
+ * new epoll instance, returned (-1: failed). lb_get_reply then writes what
+ * c has buffered at once and reads the next reply, in epoll_wait()
+ * between reads; with ep -1 it is redisGetReply (blocked in read()).
+ * What the first costs over the second is the floor of any event loop on
+ * the transport, with or without the library. */
+int lb_nonblock(redisContext *c);
+int lb_get_reply(redisContext *c, int ep, redisReply **r);
 /* Runs a command and dies on a connection failure or an error reply. */
 redisReply *lb_cmd(redisContext *c, const char *fmt, ...);
 /* Sum of every command's calls in INFO commandstats, INFO itself left
@@ -153,6 +164,9 @@ typedef struct lb_wire {
                             * 64 deep: no wake-up per request */
     double loop_ratio;     /* median over rounds of the event loop's rate
                             * (libevent) / the blocking calls' (rate[1]) */
+    double loop_floor;     /* the same for the library's scripts sent by
+                            * hand: waiting in epoll_wait() on a
+                            * non-blocking fd / blocked in read() */
 } lb_wire;
 
 typedef struct lb_micro {

@@ -203,6 +203,17 @@ static void rl_worker(const lb_env *e, const lb_series *s, int idx,
     _exit(0);
 }
 
+/* One reply of the raw worker's connection (ep: lb_get_reply's); exits
+ * the worker if there is none. */
+static redisReply *raw_reply(redisContext *c, int ep)
+{
+    redisReply *r;
+
+    if (lb_get_reply(c, ep, &r) != REDIS_OK || r == NULL)
+        _exit(3);
+    return r;
+}
+
 /* The floor of a hand-off by wake-on-release, in raw hiredis: the
  * fewest commands a waiter woken by a release can take the lock with.
  * A release deletes the key if it holds the token and pushes a wake-up
@@ -211,7 +222,9 @@ static void rl_worker(const lb_env *e, const lb_series *s, int idx,
  * runs the SET as soon as the release's push serves the BLPOP, as the
  * library's waiters do. No fencing token, waiting marker, abandoned
  * requests, queue or shares: what the library adds to this is its
- * hand-off's cost. Never returns. */
+ * hand-off's cost. With s->loop the worker waits in epoll_wait() on a
+ * non-blocking socket, as an event loop does (lb_nonblock). Never
+ * returns. */
 #define RAW_RELEASE                                                          \
     "if redis.call('GET', KEYS[1]) == ARGV[1] then "                         \
     "redis.call('DEL', KEYS[1]) "                                            \
@@ -225,7 +238,7 @@ static void raw_worker(const lb_env *e, const lb_series *s, int idx,
     redisContext *c = lb_connect(e->sock), *data = lb_connect(e->sock);
     redisReply *r;
     char tok[32], ttl[16], sha[64] = "", b;
-    int i, ok;
+    int i, ok, ep = -1;
 
     if (c == NULL || data == NULL)
         _exit(3);
@@ -236,36 +249,39 @@ static void raw_worker(const lb_env *e, const lb_series *s, int idx,
         _exit(3);
     memcpy(sha, r->str, r->len);
     freeReplyObject(r);
+    if (s->loop && (ep = lb_nonblock(c)) < 0) /* waits as a loop does */
+        _exit(3);
     dprintf(ready_fd, "ready %lld\n", (long long)lb_now_ns());
     close(ready_fd);
     while (read(go_fd, &b, 1) > 0) /* EOF is the start signal */
         ;
     for (i = 0; i < s->m; i++) {
-        r = redisCommand(c, "SET %s %s NX PX %s", LB_LOCK_KEY, tok, ttl);
-        ok = r != NULL && r->type == REDIS_REPLY_STATUS;
+        redisAppendCommand(c, "SET %s %s NX PX %s", LB_LOCK_KEY, tok, ttl);
+        r = raw_reply(c, ep);
+        ok = r->type == REDIS_REPLY_STATUS;
         freeReplyObject(r);
         while (!ok) {
             redisAppendCommand(c, "BLPOP %s 1", LB_LOCK_KEY ":raw-wake");
             redisAppendCommand(c, "SET %s %s NX PX %s", LB_LOCK_KEY, tok,
                                ttl);
-            if (redisGetReply(c, (void **)&r) != REDIS_OK)
-                _exit(3);
-            freeReplyObject(r);
-            if (redisGetReply(c, (void **)&r) != REDIS_OK)
-                _exit(3);
+            freeReplyObject(raw_reply(c, ep));
+            r = raw_reply(c, ep);
             ok = r->type == REDIS_REPLY_STATUS;
             freeReplyObject(r);
         }
         rec[i].acq_ret = lb_now_ns();
         counter_bump(data);
         rec[i].rel_start = lb_now_ns();
-        r = redisCommand(c, "EVALSHA %s 2 %s %s %s %s", sha, LB_LOCK_KEY,
-                         LB_LOCK_KEY ":raw-wake", tok, ttl);
-        if (r == NULL || r->type != REDIS_REPLY_INTEGER || r->integer != 1)
+        redisAppendCommand(c, "EVALSHA %s 2 %s %s %s %s", sha, LB_LOCK_KEY,
+                           LB_LOCK_KEY ":raw-wake", tok, ttl);
+        r = raw_reply(c, ep);
+        if (r->type != REDIS_REPLY_INTEGER || r->integer != 1)
             _exit(4);
         freeReplyObject(r);
         rec[i].rel_end = lb_now_ns();
     }
+    if (ep >= 0)
+        close(ep);
     redisFree(c);
     redisFree(data);
     _exit(0);

@@ -337,12 +337,37 @@ static void header(const lb_env *e, const opts *o, char *machine,
  * to back in LB_PAIRS pairs, each at half the rounds, and the target
  * judges the median of the pairs' ratios. */
 #define LB_PAIRS 5
+
+/* One pair of series like def, blocking then waiting on a loop (m
+ * rounds each); their hand-off p50 ratio, or 0 if either failed. */
+static double one_pair(const lb_env *e, const lb_series *def, int m)
+{
+    lb_series d = {0}, l = {0};
+    double q = 0;
+
+    d.name = l.name = def->name;
+    d.slug = l.slug = def->slug;
+    d.lib = l.lib = def->lib;
+    d.k = l.k = def->k;
+    d.m = l.m = m;
+    l.loop = 1;
+    lb_run_series(e, &d);
+    lb_run_series(e, &l);
+    if (d.ran && l.ran && d.h50 > 0)
+        q = l.h50 / d.h50;
+    free(d.hand);
+    free(d.xhand);
+    free(l.hand);
+    free(l.xhand);
+    return q;
+}
+
 static void loop_pairs(const lb_env *e, lb_series *s, size_t ns)
 {
-    lb_series *def = NULL, *lp = NULL;
-    double ratio[LB_PAIRS];
+    lb_series *def = NULL, *lp = NULL, raw = {0};
+    double ratio[LB_PAIRS], rawq[LB_PAIRS], q;
     size_t i;
-    int r, n = 0;
+    int r, n = 0, nf = 0, m;
 
     for (i = 0; i < ns; i++) {
         if (s[i].lib != LB_REDISLOCK || s[i].k != 8 || !s[i].ran ||
@@ -356,33 +381,27 @@ static void loop_pairs(const lb_env *e, lb_series *s, size_t ns)
     if (def == NULL || lp == NULL)
         return;
     printf("lockbench: hand-off on an event loop and blocking, K=8, %d "
-           "pairs back to back ...",
+           "pairs back to back, and as many of the raw hand-off ...",
            LB_PAIRS);
     fflush(stdout);
+    /* the raw hand-off, blocking then on epoll: what a loop costs here
+     * without the library */
+    raw.name = "raw hand-off";
+    raw.slug = "raw-pair";
+    raw.lib = LB_RAW;
+    raw.k = def->k;
+    m = def->m / 2 > 50 ? def->m / 2 : 50;
     for (r = 0; r < LB_PAIRS; r++) {
-        lb_series d = {0}, l = {0};
-
-        d.name = def->name;
-        d.slug = def->slug;
-        d.lib = def->lib;
-        d.k = l.k = def->k;
-        d.m = l.m = def->m / 2 > 50 ? def->m / 2 : 50;
-        l.name = lp->name;
-        l.slug = lp->slug;
-        l.lib = lp->lib;
-        l.loop = 1;
-        lb_run_series(e, &d);
-        lb_run_series(e, &l);
-        if (d.ran && l.ran && d.h50 > 0)
-            ratio[n++] = l.h50 / d.h50;
-        free(d.hand);
-        free(d.xhand);
-        free(l.hand);
-        free(l.xhand);
+        if ((q = one_pair(e, def, m)) > 0)
+            ratio[n++] = q;
+        if ((q = one_pair(e, &raw, m)) > 0)
+            rawq[nf++] = q;
     }
     lp->npairs = n;
     lp->pair_ratio = n > 0 ? lb_median(ratio, (size_t)n) : 0;
-    printf(" median %.2f x over %d\n", lp->pair_ratio, n);
+    lp->floor_ratio = nf > 0 ? lb_median(rawq, (size_t)nf) : 0;
+    printf(" median %.2f x over %d (raw: %.2f x over %d)\n",
+           lp->pair_ratio, n, lp->floor_ratio, nf);
 }
 
 int main(int argc, char **argv)

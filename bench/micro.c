@@ -121,13 +121,19 @@ static void raw_send(redisContext *c, const rl__script *s, const char *req,
     rl__keyset_free(&ks);
 }
 
+/* The epoll instance of variant 5's connection (lb_nonblock): -1 for
+ * none. */
+static int raw_ep = -1;
+
 /* Reads one reply; dies unless it is what the variant expects: an array
  * of 3 (integer: 1) for an acquire (ok), 1 for a release. */
 static void expect(redisContext *c, int type, const char *what)
 {
     redisReply *r = NULL;
 
-    if (redisGetReply(c, (void **)&r) != REDIS_OK || r == NULL ||
+    if (lb_get_reply(c, (c->flags & REDIS_BLOCK) ? -1 : raw_ep, &r) !=
+            REDIS_OK ||
+        r == NULL ||
         r->type != type ||
         (type == REDIS_REPLY_ARRAY && r->elements != 3) ||
         (type == REDIS_REPLY_INTEGER && r->integer != 1))
@@ -265,7 +271,8 @@ static void loop_cycle(redislock_lock *l, loop_run *lr)
 }
 
 /* Runs variant v for ms; returns cycles per second. */
-static double run_variant(int v, int ms, redisContext *raw, redislock_lock *l,
+static double run_variant(int v, int ms, redisContext *raw,
+                          redisContext *rawl, redislock_lock *l,
                           loop_run *lr, lat *out, long long *cycles)
 {
     int64_t start = lb_now_ns(), end = start + (int64_t)ms * 1000000;
@@ -279,6 +286,8 @@ static double run_variant(int v, int ms, redisContext *raw, redislock_lock *l,
             min_cycle(raw, 1);
         else if (v == 4)
             loop_cycle(l, lr);
+        else if (v == 5)
+            raw_cycle(rawl, 1);
         else
             lib_cycle(l, v == 2);
         t1 = lb_now_ns();
@@ -332,16 +341,17 @@ void lb_run_uncontended(const lb_env *e, lb_wire *m, int t, int rounds,
     redislock_client *cl = NULL;
     redislock_lock *l = NULL;
     loop_run lr = {0};
-    lat lats[5] = {{0}};
-    double rate[5][32], ratio[4][32], ratio_min[4][32], loop_ratio[32];
-    double cpu[5] = {0}, piped[2] = {0}, u0;
-    long long calls[5] = {0}, cycles[5] = {0}, c0;
+    redisContext *rawl = lb_connect_over(e, t);
+    lat lats[6] = {{0}};
+    double rate[6][32], ratio[4][32], ratio_min[4][32], loop_ratio[32];
+    double floor_ratio[32], cpu[6] = {0}, piped[2] = {0}, u0;
+    long long calls[6] = {0}, cycles[6] = {0}, c0;
     redisReply *sha;
     int r, j, v;
 
     if (rounds > 32)
         rounds = 32;
-    if (raw == NULL ||
+    if (raw == NULL || rawl == NULL ||
         redislock_client_new(&cl, t == LB_TCP ? e->tcp_url : e->url, NULL) !=
             0 ||
         redislock_lock_new(cl, SOLO_KEY, strlen(SOLO_KEY), &l) != 0)
@@ -349,6 +359,8 @@ void lb_run_uncontended(const lb_env *e, lb_wire *m, int t, int rounds,
     if ((lr.base = event_base_new()) == NULL ||
         redislock_libevent_new(&lr.a, cl, lr.base) != REDISLOCK_OK)
         lb_die("uncontended: no event loop: %s", redislock_errdetail());
+    if ((raw_ep = lb_nonblock(rawl)) < 0) /* variant 5 */
+        lb_die("uncontended: no epoll for the raw event loop");
     load_script(raw, &rl__script_acquire);
     load_script(raw, &rl__script_release);
     sha = lb_cmd(raw, "SCRIPT LOAD %s", MIN_CAD);
@@ -356,17 +368,18 @@ void lb_run_uncontended(const lb_env *e, lb_wire *m, int t, int rounds,
         lb_die("SCRIPT LOAD of the minimal compare-and-delete failed");
     memcpy(min_cad_sha, sha->str, 41);
     freeReplyObject(sha);
-    for (v = 0; v < 5; v++) /* warm up: connections, script cache */
-        run_variant(v, 20, raw, l, &lr, &lats[v], &cycles[v]);
-    for (v = 0; v < 5; v++)
+    for (v = 0; v < 6; v++) /* warm up: connections, script cache */
+        run_variant(v, 20, raw, rawl, l, &lr, &lats[v], &cycles[v]);
+    for (v = 0; v < 6; v++)
         lats[v].n = 0, cycles[v] = 0;
     for (r = 0; r < rounds; r++) {
-        for (j = 0; j < 5; j++) {
-            v = (r + j) % 5;
+        for (j = 0; j < 6; j++) {
+            v = (r + j) % 6;
             c0 = lb_server_calls(e->ctl);
             u0 = lb_server_cpu_us(e->ctl);
             rate[v][r] =
-                run_variant(v, ms, raw, l, &lr, &lats[v], &cycles[v]);
+                run_variant(v, ms, raw, rawl, l, &lr, &lats[v],
+                            &cycles[v]);
             cpu[v] += lb_server_cpu_us(e->ctl) - u0;
             calls[v] += lb_server_calls(e->ctl) - c0;
         }
@@ -375,8 +388,10 @@ void lb_run_uncontended(const lb_env *e, lb_wire *m, int t, int rounds,
             ratio_min[v][r] = rate[v][r] / rate[3][r];
         }
         loop_ratio[r] = rate[4][r] / rate[1][r];
+        floor_ratio[r] = rate[5][r] / rate[0][r];
     }
     m->loop_ratio = lb_median(loop_ratio, (size_t)rounds);
+    m->loop_floor = lb_median(floor_ratio, (size_t)rounds);
     for (r = 0; r < 6; r++) /* alternating: drift hits both alike */
         piped[r % 2] += piped_cpu(e, raw, r % 2 ? 3 : 0, ms / 3) / 3;
     m->piped_cpu[0] = piped[0];
@@ -393,6 +408,10 @@ void lb_run_uncontended(const lb_env *e, lb_wire *m, int t, int rounds,
         free(lats[v].v);
     }
     free(lats[4].v);
+    free(lats[5].v);
+    close(raw_ep);
+    raw_ep = -1;
+    redisFree(rawl);
     m->ran = 1;
     redislock_libevent_free(lr.a);
     event_base_free(lr.base);

@@ -165,6 +165,10 @@ static void loop_line(const lb_series *s, size_t ns, const lb_series *def,
            "%.2f x %s (the series above: %.1f / %.1f us = %.2f x)\n",
            k, lp->npairs, lp->pair_ratio, yes(lp->pair_ratio <= 1.1),
            lp->h50, def->h50, lp->h50 / def->h50);
+    printf("    (the floor of any event loop here: the raw hand-off waiting "
+           "in epoll_wait() against blocked in read(), pairs the same way, "
+           "%.2f x; the library's loop is %.2f x that)\n",
+           lp->floor_ratio, ratio(lp->pair_ratio, lp->floor_ratio));
 }
 
 /* The K the targets and the plot use: 8, else the largest one run. */
@@ -329,6 +333,10 @@ static void uncontended(const lb_wire *w, const char *wire)
     printf("  uncontended over %s on an event loop (libevent) >= 0.9 x the "
            "blocking calls': %.3f %s\n",
            wire, w->loop_ratio, yes(w->loop_ratio >= 0.9));
+    printf("    (the floor of any event loop here: the same scripts sent by "
+           "hand, waiting in epoll_wait() rather than blocked in read(), "
+           "%.3f x; the library's loop is %.3f x that)\n",
+           w->loop_floor, ratio(w->loop_ratio, w->loop_floor));
     printf("    (pipelined 64 deep, so that no request waits for the "
            "server to wake: the library's scripts %.1f us, the minimal "
            "loop %.1f us per cycle, %.2f x)\n",
@@ -612,7 +620,8 @@ void lb_report(const lb_env *e, const lb_micro *m, const lb_idle *idle,
            "set_handoff_p50_us=%.1f sem_fair_handoff_p50_us=%.1f "
            "shared_fair_handoff_p50_us=%.1f raw_handoff_p50_us=%.1f "
            "loop_handoff_p50_us=%.1f loop_handoff_ratio=%.3f "
-           "loop_cycle_ratio=%.3f "
+           "loop_handoff_floor=%.3f "
+           "loop_cycle_ratio=%.3f loop_floor_ratio=%.3f "
            "loop_held=%d loop_conns=%lld loop_bytes_per_lock=%.0f "
            "loop_cpu_us_per_lock_s=%.2f%s%s\n",
            m->ping_p50, u->ratio_min[2], u->ratio[2], u->ratio_min[1],
@@ -629,7 +638,8 @@ void lb_report(const lb_env *e, const lb_micro *m, const lb_idle *idle,
            find_raw(s, ns, k) ? find_raw(s, ns, k)->h50 : -1,
            find_loop(s, ns, k) ? find_loop(s, ns, k)->h50 : -1,
            find_loop(s, ns, k) ? find_loop(s, ns, k)->pair_ratio : -1,
-           u->loop_ratio, scale->n, scale->conns, scale->rss_per_lock,
+           find_loop(s, ns, k) ? find_loop(s, ns, k)->floor_ratio : -1,
+           u->loop_ratio, u->loop_floor, scale->n, scale->conns, scale->rss_per_lock,
            scale->cpu_us_per_lock_s, redlock ? " " : "",
            redlock ? redlock : "");
 }

@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -12,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -118,6 +120,45 @@ redisContext *lb_connect_over(const lb_env *e, int t)
         return NULL;
     }
     return c;
+}
+
+int lb_nonblock(redisContext *c)
+{
+    struct epoll_event ev = {.events = EPOLLIN};
+    int ep = epoll_create1(EPOLL_CLOEXEC);
+
+    ev.data.fd = c->fd;
+    if (ep < 0 ||
+        fcntl(c->fd, F_SETFL, fcntl(c->fd, F_GETFL) | O_NONBLOCK) < 0 ||
+        epoll_ctl(ep, EPOLL_CTL_ADD, c->fd, &ev) < 0) {
+        if (ep >= 0)
+            close(ep);
+        return -1;
+    }
+    c->flags &= ~REDIS_BLOCK;
+    return ep;
+}
+
+int lb_get_reply(redisContext *c, int ep, redisReply **r)
+{
+    struct epoll_event ev;
+    int done = 0;
+
+    *r = NULL;
+    if (ep < 0)
+        return redisGetReply(c, (void **)r);
+    while (!done)
+        if (redisBufferWrite(c, &done) != REDIS_OK)
+            return REDIS_ERR;
+    for (;;) {
+        if (redisGetReplyFromReader(c, (void **)r) != REDIS_OK)
+            return REDIS_ERR;
+        if (*r != NULL)
+            return REDIS_OK;
+        if (epoll_wait(ep, &ev, 1, 5000) != 1 ||
+            redisBufferRead(c) != REDIS_OK)
+            return REDIS_ERR;
+    }
 }
 
 redisReply *lb_cmd(redisContext *c, const char *fmt, ...)
