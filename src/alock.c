@@ -82,6 +82,7 @@ struct rl__aop {
     redislock_acquire_options o;
     rl__acq a;
     chan *ch;
+    const char *ch_key; /* the key whose wake channel ch is (a set's) */
     aop *wnext;
     int paused;
     node *bn;    /* the node of its blocker, and the blocker's place + 1 */
@@ -137,7 +138,8 @@ struct sweep {
     rl__pool *pool;       /* a Redlock server; NULL: the key's node */
     int out;              /* a try's reply to come */
     int64_t give_up_us, ttl_ms;
-    rl__lockname k;
+    rl__lockname names[1 + REDISLOCK_SET_MAX]; /* the lock's keys */
+    int n;
     const char *token, *req;
     sweep *prev, *next; /* the loop's */
     char data[];
@@ -445,14 +447,15 @@ static void sweep_done(void *arg, redislock_err err, const rl__reply *r)
 static void sweep_try(sweep *sw)
 {
     rl__alock *al = sw->al;
-    rl__pool *p = sw->pool != NULL ? sw->pool
-                                   : rl__topo_node(rl__client_topo(al->c),
-                                                   sw->k.key, sw->k.keylen);
+    rl__pool *p = sw->pool != NULL
+                      ? sw->pool
+                      : rl__topo_node(rl__client_topo(al->c), sw->names[0].key,
+                                      sw->names[0].keylen);
     node *n = NULL;
 
     if (node_at(al, p, &n) == REDISLOCK_OK && node_cmd(al, n) == REDISLOCK_OK &&
         rl__abandon_send_async(sw->pool != NULL ? NULL : al->rt, n->cmd,
-                               n->pool, &sw->k, 1, sw->token, sw->req,
+                               n->pool, sw->names, sw->n, sw->token, sw->req,
                                sw->ttl_ms, sweep_done, sw) == REDISLOCK_OK) {
         sw->out = 1;
         return;
@@ -461,25 +464,32 @@ static void sweep_try(sweep *sw)
 }
 
 /* Starts making sure the request req (for token, with ttl_ms) holds
- * nothing of the lock named k: on server pool, or with pool NULL on the
- * key's node. Out of memory, the lease ends it. The caller's error
- * detail stays. */
-static void sweep_start(rl__alock *al, rl__pool *pool, const rl__lockname *k,
-                        const char *token, const char *req, int64_t ttl_ms)
+ * nothing of the lock named names (n: a set's keys, which one script
+ * reaches): on server pool, or with pool NULL on the keys' node. Out of
+ * memory, the lease ends it. The caller's error detail stays. */
+static void sweep_start(rl__alock *al, rl__pool *pool,
+                        const rl__lockname *names, int n, const char *token,
+                        const char *req, int64_t ttl_ms)
 {
-    size_t tl = strlen(token), ql = strlen(req);
-    sweep *sw = calloc(1, sizeof *sw + k->keylen + k->baselen + tl + ql + 2);
+    size_t tl = strlen(token), ql = strlen(req), size = tl + ql + 2;
+    sweep *sw;
     char detail[512], *at;
+    int i;
 
-    if (sw == NULL)
+    for (i = 0; i < n; i++)
+        size += names[i].keylen + names[i].baselen;
+    if ((sw = calloc(1, sizeof *sw + size)) == NULL)
         return;
     at = sw->data;
-    sw->k.key = memcpy(at, k->key, k->keylen);
-    sw->k.keylen = k->keylen;
-    at += k->keylen;
-    sw->k.base = memcpy(at, k->base, k->baselen);
-    sw->k.baselen = k->baselen;
-    at += k->baselen;
+    for (i = 0; i < n; i++) {
+        sw->names[i].key = memcpy(at, names[i].key, names[i].keylen);
+        sw->names[i].keylen = names[i].keylen;
+        at += names[i].keylen;
+        sw->names[i].base = memcpy(at, names[i].base, names[i].baselen);
+        sw->names[i].baselen = names[i].baselen;
+        at += names[i].baselen;
+    }
+    sw->n = n;
     sw->token = memcpy(at, token, tl + 1);
     sw->req = memcpy(at + tl + 1, req, ql + 1);
     sw->al = al;
@@ -495,13 +505,26 @@ static void sweep_start(rl__alock *al, rl__pool *pool, const rl__lockname *k,
     rl__err(REDISLOCK_OK, "%s", detail);
 }
 
+/* l's names: its key, then a set's others; returns how many. */
+static int lock_names(const redislock_lock *l,
+                      rl__lockname names[1 + REDISLOCK_SET_MAX])
+{
+    int i;
+
+    names[0] = (rl__lockname){l->key, l->keylen, l->base, l->baselen};
+    for (i = 0; i < l->nmore; i++)
+        names[1 + i] = l->more[i];
+    return 1 + l->nmore;
+}
+
 /* The acquire's hook (rl__acq's abandon): a lost attempt is swept on the
  * loop rather than by the janitor thread. */
 static void loop_abandon(void *ctx, redislock_lock *l, const rl__try *t)
 {
-    rl__lockname k = {l->key, l->keylen, l->base, l->baselen};
+    rl__lockname names[1 + REDISLOCK_SET_MAX];
+    int n = lock_names(l, names);
 
-    sweep_start(ctx, NULL, &k, t->id, t->req, t->ttl_ms);
+    sweep_start(ctx, NULL, names, n, t->id, t->req, t->ttl_ms);
 }
 
 /* The loop goes: what it was still sweeping goes to the janitor. */
@@ -512,8 +535,8 @@ static void sweeps_hand_over(rl__alock *al)
 
     while ((sw = al->sweeps) != NULL) {
         if (wd != NULL || rl__client_watchdog(al->c, &wd) == REDISLOCK_OK)
-            rl__janitor_abandon(wd, rl__client_topo(al->c), sw->pool, &sw->k, 1,
-                                sw->token, sw->req, sw->ttl_ms);
+            rl__janitor_abandon(wd, rl__client_topo(al->c), sw->pool, sw->names,
+                                sw->n, sw->token, sw->req, sw->ttl_ms);
         if (sw->out) {
             /* Freed by its callback, when the loop's end reaches it. */
             al->sweeps = sw->next;
@@ -534,11 +557,13 @@ static void sweeps_hand_over(rl__alock *al)
 static void undo_send(rl__alock *al, redislock_lock *l, const rl__try *t)
 {
     rl__topo *topo = rl__client_topo(al->c);
-    rl__lockname k = {l->key, l->keylen, l->base, l->baselen};
+    rl__lockname names[1 + REDISLOCK_SET_MAX];
+    int n = lock_names(l, names);
     size_t i;
 
     for (i = 0; i < topo->npools; i++)
-        sweep_start(al, rl__topo_each(topo, i), &k, t->id, t->req, t->ttl_ms);
+        sweep_start(al, rl__topo_each(topo, i), names, n, t->id, t->req,
+                    t->ttl_ms);
 }
 
 /* What the loop cannot do yet for l, or with l under way already. */
@@ -555,10 +580,12 @@ static redislock_err check_lock(rl__alock *al, const redislock_lock *l)
         return rl__err(REDISLOCK_EINVAL,
                        "an operation is under way on this lock handle: wait "
                        "for its callback");
-    if (l->nmore > 0 || l->algo->attempt_prepare == NULL)
+    if (l->algo->attempt_prepare == NULL)
         return rl__err(REDISLOCK_EINVAL,
-                       "a set of keys on the event loop: not built yet (use "
-                       "the blocking calls)");
+                       "a set of keys that no one script reaches (on several "
+                       "servers, or hash slots) on the event loop: not built "
+                       "yet (use the blocking calls, or keys on one server "
+                       "or with one hash tag)");
     if (rl__topo_moves(rl__client_topo(al->c)) && al->rt == NULL)
         return rl__err(REDISLOCK_EINVAL,
                        "a Sentinel client on the event loop: not built yet "
@@ -705,6 +732,14 @@ static void chan_leave(aop *op)
         ch->leaving = 1;
 }
 
+/* The wake list (and channel) that a waiter on l listens to: the one of
+ * the key that refused it (a set's), readers' or writers'. Malloc'd. */
+static char *wake_list(const redislock_lock *l, size_t *len)
+{
+    return rl__helper_join(l->wait_name.base, l->wait_name.baselen,
+                           l->reader ? "rwake" : "wake", NULL, len);
+}
+
 /* op listens on the wake channel of its lock (readers' or writers'),
  * its subscription asked for if there is none; *fresh says whether the
  * server has yet to confirm it. */
@@ -715,9 +750,7 @@ static redislock_err chan_join(aop *op, node *n, int *fresh)
     size_t len = 0;
     const char *own = fair ? rl__wait_channel(l, &len) : NULL;
     char *name =
-        fair ? (own != NULL ? malloc(len + 1) : NULL)
-             : rl__helper_join(l->base, l->baselen,
-                               l->reader ? "rwake" : "wake", NULL, &len);
+        fair ? (own != NULL ? malloc(len + 1) : NULL) : wake_list(l, &len);
     chan *ch;
     redislock_err err = REDISLOCK_OK;
 
@@ -754,6 +787,7 @@ static redislock_err chan_join(aop *op, node *n, int *fresh)
         return err;
     }
     op->ch = ch;
+    op->ch_key = l->wait_name.key;
     if (ch->tail != NULL)
         ch->tail->wnext = op;
     else
@@ -868,6 +902,7 @@ static void lwatch_done(void *arg, redislock_err err, const rl__reply *r)
 {
     lwatch *w = arg;
     redislock_lock *l = w->l;
+    const char *name;
     long long n = 0;
 
     w->inflight--;
@@ -875,9 +910,9 @@ static void lwatch_done(void *arg, redislock_err err, const rl__reply *r)
         free(w);
         return;
     }
-    if (err == REDISLOCK_OK &&
-        (err = rl__reply_check(r, rl__script_extend.name)) == REDISLOCK_OK)
-        err = rl__reply_owner(r, rl__script_extend.name, &n);
+    name = rl__lock_owner_script(l, &rl__script_extend)->name;
+    if (err == REDISLOCK_OK && (err = rl__reply_check(r, name)) == REDISLOCK_OK)
+        err = rl__reply_owner(r, name, &n);
     rl__lock_set_outcomes(l, &err, 1);
     rl__lock_renewed(l, err, w->sent_us);
     lwatch_next(w, rl__watch_after(l->watch, err));
@@ -910,8 +945,10 @@ static void lwatch_fire(rl__loop_timer *lt)
     char ttl[24];
     const char *args[3];
     size_t lens[3];
-    rl__request q = {
-        .s = &rl__script_extend, .nargs = 3, .args = args, .lens = lens};
+    rl__request q = {.s = rl__lock_owner_script(l, &rl__script_extend),
+                     .nargs = 3,
+                     .args = args,
+                     .lens = lens};
     rl__renew_step step = rl__watch_before(l->watch);
     node *n = NULL;
     redislock_err err;
@@ -1168,6 +1205,9 @@ static void pause_for(aop *op, int64_t pause_ms)
         op->ch->n->pool !=
             rl__topo_node(rl__client_topo(al->c), op->l->key, op->l->keylen))
         chan_leave(op);
+    /* A set refused by another of its keys this time: that key's. */
+    if (op->ch != NULL && !op->ch->fair && op->ch_key != op->l->wait_name.key)
+        chan_leave(op);
     if (op->ch == NULL) {
         if (node_get(al, op->l, &n) == REDISLOCK_OK)
             chan_join(op, n, &fresh);
@@ -1354,9 +1394,7 @@ static int pause_blocked(aop *op, int64_t pause_ms)
     }
     if (block > op->a.ttl_ms / 2)
         block = op->a.ttl_ms / 2;
-    list = rl__helper_join(l->base, l->baselen, l->reader ? "rwake" : "wake",
-                           NULL, &lens[1]);
-    if (list == NULL)
+    if ((list = wake_list(l, &lens[1])) == NULL)
         return 0;
     argv[1] = list;
     argv[2] = secs;
@@ -1462,7 +1500,10 @@ static redislock_err owner_op(rl__alock *al, redislock_lock *l, int kind,
     char arg2[24];
     const char *args[3];
     size_t lens[3];
-    rl__request q = {.s = s, .nargs = 3, .args = args, .lens = lens};
+    rl__request q = {.s = rl__lock_owner_script(l, s),
+                     .nargs = 3,
+                     .args = args,
+                     .lens = lens};
     node *n = NULL;
     aop *op;
     redislock_err err;
@@ -1483,7 +1524,7 @@ static redislock_err owner_op(rl__alock *al, redislock_lock *l, int kind,
         return REDISLOCK_ENOMEM;
     snprintf(arg2, sizeof arg2, "%" PRId64, ms);
     rl__lock_owner_args(l, arg2, args, lens);
-    op->script = s;
+    op->script = q.s;
     op->ms = ms;
     op->sent_us = rl__now_us();
     if (l->algo->every)

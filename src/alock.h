@@ -20,11 +20,18 @@
  * timer of the loop, the renewals on the request connection), and a loss
  * reaches on_lost on the loop's thread and the validity; no eventfd.
  *
- * Not yet (each REDISLOCK_EINVAL with the reason): cluster and Sentinel
- * clients, Redlock, sets of keys, fair waiters, the replica-sync and AOF
- * guards, TLS (REDISLOCK_ENOTLS). An attempt whose
- * reply is lost, or that is in flight when its acquire is cancelled, is
- * abandoned by the client's janitor thread, as the blocking calls' are.
+ * Single, sharded, cluster (aroute.c's redirections) and Redlock clients
+ * (a request to every server at once, a round, decided by redlock.c);
+ * fair waiters (their handle's channel); sets of keys that one script
+ * reaches, whose waiter listens on the channel of the key that refused
+ * it. An attempt whose reply is lost, or that is in flight when its
+ * acquire is cancelled, is swept on the loop (abandon.lua, every key of
+ * a set, tried again while the server cannot be reached); what is left
+ * when the loop is freed goes to the janitor thread.
+ *
+ * Not yet (each REDISLOCK_EINVAL with the reason): Sentinel clients, sets
+ * spread over several servers or slots (spread.c), the replica-sync and
+ * AOF guards, TLS (REDISLOCK_ENOTLS).
  *
  * Single-threaded: every call here, and every callback, on the loop's
  * thread. One operation at a time per lock handle.

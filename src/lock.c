@@ -594,6 +594,15 @@ void rl__lock_owner_args(const redislock_lock *l, const char *arg2,
     lens[2] = 1;
 }
 
+const rl__script *rl__lock_owner_script(const redislock_lock *l,
+                                        const rl__script *s)
+{
+    if (l->nmore == 0)
+        return s;
+    return s == &rl__script_extend ? &rl__script_set_extend
+                                   : &rl__script_set_release;
+}
+
 /* Runs a compare-and-X script for l's token by the client's algorithm;
  * *n gets its integer answer, which is mapped: -1 ELOST, 0 EEXPIRED,
  * positive OK. */

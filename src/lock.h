@@ -196,6 +196,12 @@ int rl__abandon_again(redislock_err err);
 void rl__lock_owner_args(const redislock_lock *l, const char *arg2,
                          const char *args[3], size_t lens[3]);
 
+/* The script that does s (release.lua or extend.lua) for l: a set's own
+ * (set_release.lua, set_extend.lua, which take the same arguments) when
+ * l is a set of keys. */
+const rl__script *rl__lock_owner_script(const redislock_lock *l,
+                                        const rl__script *s);
+
 /* Records the per-server results of a request (any thread: the watchdog's
  * renewals are requests too). */
 void rl__lock_set_outcomes(redislock_lock *l, const redislock_err *o, size_t n);

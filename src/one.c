@@ -167,9 +167,7 @@ static redislock_err owner(redislock_lock *l, const rl__script *s,
     int extend = s == &rl__script_extend;
 
     rl__lock_owner_args(l, arg2, args, lens);
-    /* A set's own scripts, which take the same arguments. */
-    if (l->nmore > 0)
-        s = extend ? &rl__script_set_extend : &rl__script_set_release;
+    s = rl__lock_owner_script(l, s);
     /* An extend writes the lease: the replica-sync guard follows it. */
     err = extend
               ? rl__lock_write_script(l, timeout_ms, s, NULL, 3, args, lens, &r)
