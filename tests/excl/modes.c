@@ -442,6 +442,9 @@ const excl_mode excl_modes[] = {
     /* Fair waiters on the loop (hand-offs heard on their channels), with
      * "fair"'s spacing of faults. */
     {"loop_fair", EXCL_SINGLE, 1, 4, F_ALL1, 500, 1500, 10000, pick_fair, 0, 1},
+    /* Sets of keys on one server on the loop (each waiter behind the key
+     * that refused it, woken by that key's release). */
+    {"loop_set", EXCL_SINGLE, 3, 6, F_ALL1, 200, 700, 6000, pick_set, 0, 1},
 };
 
 const int excl_nmodes = (int)(sizeof excl_modes / sizeof excl_modes[0]);

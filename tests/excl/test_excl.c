@@ -207,3 +207,8 @@ void test_excl_loop_fair(void)
 {
     short_run("loop_fair");
 }
+
+void test_excl_loop_set(void)
+{
+    short_run("loop_set");
+}

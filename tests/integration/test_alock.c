@@ -94,16 +94,15 @@ void test_alock_refused(void)
 }
 
 /* On a Redlock client, what the blocking calls refuse (a share), with
- * their reason; a set of keys: not on the loop yet, with the reason. */
+ * their reason (sets on the loop: test_alock_set.c). */
 void test_alock_refused_kinds(void)
 {
     th_servers sv = th_servers_start(3);
     redislock_client *rl;
-    redislock_lock *l, *set;
+    redislock_lock *l;
     redislock_loop *lp;
     app a = {0};
     redislock_acquire_options o = th_aopts(5000, 0, 0);
-    const char *keys[2] = {"al:k1", "al:k2"};
     int calls = 0;
 
     ASSERT_OK(redislock_client_new_redlock(&rl, sv.urls, 3, NULL));
@@ -114,18 +113,8 @@ void test_alock_refused_kinds(void)
                REDISLOCK_EINVAL);
     ASSERT(strstr(redislock_errdetail(), "shared is not built for Redlock") !=
            NULL);
-    o.shared = 0;
     redislock_loop_free(lp);
     redislock_lock_free(l);
-    redislock_client_free(rl);
-    rl = th_client_url(sv.urls[0], NULL);
-    ASSERT_OK(redislock_loop_new(&lp, rl, app_watch, app_timer, &a));
-    set = th_lock_set(rl, keys, 2);
-    ASSERT_ERR(redislock_loop_acquire(lp, set, &o, never, &calls),
-               REDISLOCK_EINVAL);
-    ASSERT(strstr(redislock_errdetail(), "set of keys") != NULL);
-    redislock_loop_free(lp);
-    redislock_lock_free(set);
     redislock_client_free(rl);
     ASSERT_EQ_INT(calls, 0);
     th_servers_stop(&sv);
