@@ -537,6 +537,25 @@ redislock_err rl__acq_begin(redislock_lock *l,
     return REDISLOCK_OK;
 }
 
+/* A lock just taken that the caller must not keep (not durable, its
+ * lease unconfirmed, no watchdog for it) is given back: released by the
+ * blocking call, or on a loop swept as an abandoned attempt is (the
+ * attempt's request undone, whatever it took), which never blocks. */
+static void give_back(redislock_lock *l, const rl__acq *a)
+{
+    rl__try t;
+
+    if (a->abandon == NULL) {
+        redislock_release(l);
+        return;
+    }
+    fill_try(a, rl__now_ms(), &t);
+    a->abandon(a->drv, l, &t);
+    /* 2: holds of a re-entrant lock remain (abandon.lua took back this
+     * request's only). */
+    rl__lock_released(l, REDISLOCK_OK, l->own > 1 ? 2 : 1);
+}
+
 redislock_err rl__acq_finish(redislock_lock *l,
                              const redislock_acquire_options *opts, rl__acq *a,
                              int64_t sent_us)
@@ -565,7 +584,7 @@ redislock_err rl__acq_finish(redislock_lock *l,
         /* A lock only the master knows of dies with it: give it back. */
         char said[256];
         snprintf(said, sizeof said, "%s", redislock_errdetail());
-        redislock_release(l);
+        give_back(l, a);
         return rl__err(REDISLOCK_ENOTDURABLE, "%s; released", said);
     }
     /* Taken by an attempt sent behind a BLPOP: its validity counts from
@@ -576,7 +595,7 @@ redislock_err rl__acq_finish(redislock_lock *l,
         (err = rl__lock_confirm(l)) != REDISLOCK_OK) {
         char said[256];
         snprintf(said, sizeof said, "%s", redislock_errdetail());
-        redislock_release(l);
+        give_back(l, a);
         return rl__err(err,
                        "confirming the lease after a long wait: %s; "
                        "released",
@@ -589,7 +608,7 @@ redislock_err rl__acq_finish(redislock_lock *l,
             REDISLOCK_OK) {
         /* Without its watchdog the caller would hold a lease nobody
          * renews: give it back. */
-        redislock_release(l);
+        give_back(l, a);
         return err;
     }
     return REDISLOCK_OK;

@@ -95,6 +95,10 @@ struct rl__aop {
      * listen (a hand-off is judged against its place then). */
     struct told *told;
     round *rd; /* its request out to every server, if any */
+    /* The guards of its write (acquire, extend) and their answers:
+     * rl__lock_guard's, read by rl__lock_acks. */
+    rl__request gq;
+    long long acked, aof[2];
     /* A release's hold-after or an extend's TTL. */
     int64_t ms;
     /* An inspect's output, the caller's, of info_size bytes. */
@@ -113,6 +117,8 @@ struct rl__lwatch {
     int inflight;      /* a renewal out */
     round *rd;         /* a renewal out to every server */
     int64_t sent_us;
+    rl__request gq; /* its guards (as an aop's) */
+    long long acked, aof[2];
     lwatch *prev, *next; /* the loop's */
 };
 
@@ -569,8 +575,6 @@ static void undo_send(rl__alock *al, redislock_lock *l, const rl__try *t)
 /* What the loop cannot do yet for l, or with l under way already. */
 static redislock_err check_lock(rl__alock *al, const redislock_lock *l)
 {
-    const rl__replicas *g = rl__client_replicas(al->c);
-
     if (l == NULL)
         return rl__err(REDISLOCK_EINVAL, "NULL lock handle");
     if (l->client != al->c)
@@ -590,10 +594,6 @@ static redislock_err check_lock(rl__alock *al, const redislock_lock *l)
         return rl__err(REDISLOCK_EINVAL,
                        "a Sentinel client on the event loop: not built yet "
                        "(use the blocking calls)");
-    if (g->want > 0 || g->aof_local > 0 || g->aof_replicas > 0)
-        return rl__err(REDISLOCK_EINVAL,
-                       "the replica-sync and AOF guards on the event loop: "
-                       "not built yet (use the blocking calls)");
     return REDISLOCK_OK;
 }
 
@@ -897,6 +897,41 @@ static void lwatch_next(lwatch *w, rl__renew_step step)
     }
 }
 
+/* Whether the client asks for the replica-sync or AOF guard. */
+static int client_guarded(redislock_client *c)
+{
+    const rl__replicas *g = rl__client_replicas(c);
+
+    return g->want > 0 || g->aof_local > 0 || g->aof_replicas > 0;
+}
+
+/* The guards (replica-sync, AOF) of a write of l's lease on q, as the
+ * blocking calls send them: WAIT and WAITAOF behind it on the same
+ * connection; *gq keeps them for rl__lock_acks and guarded(). */
+static void guard(const redislock_lock *l, rl__request *q, rl__request *gq,
+                  long long *acked, long long aof[2])
+{
+    rl__lock_guard(l, q, acked, aof);
+    *gq = *q;
+}
+
+/* Whether gq's write was followed by a guard. */
+static int guarded(const rl__request *gq)
+{
+    return gq->wait_replicas > 0 || rl__request_waitaof(gq);
+}
+
+/* What the guards of gq's write confirmed goes to l->acks; a write they
+ * did not confirm enough (a strict guard) is REDISLOCK_ENOTDURABLE. */
+static redislock_err guard_outcome(redislock_lock *l, const rl__request *gq,
+                                   redislock_err err, const char *what)
+{
+    if (!guarded(gq))
+        return err;
+    rl__lock_acks(l, gq, err);
+    return err == REDISLOCK_OK ? rl__lock_durable(l, what) : err;
+}
+
 /* A renewal's reply, or its failure. */
 static void lwatch_done(void *arg, redislock_err err, const rl__reply *r)
 {
@@ -914,6 +949,7 @@ static void lwatch_done(void *arg, redislock_err err, const rl__reply *r)
     if (err == REDISLOCK_OK && (err = rl__reply_check(r, name)) == REDISLOCK_OK)
         err = rl__reply_owner(r, name, &n);
     rl__lock_set_outcomes(l, &err, 1);
+    err = guard_outcome(l, &w->gq, err, "extend");
     rl__lock_renewed(l, err, w->sent_us);
     lwatch_next(w, rl__watch_after(l->watch, err));
 }
@@ -959,6 +995,8 @@ static void lwatch_fire(rl__loop_timer *lt)
     }
     snprintf(ttl, sizeof ttl, "%" PRId64, l->ttl_ms);
     rl__lock_owner_args(l, ttl, args, lens);
+    if (!l->algo->every)
+        guard(l, &q, &w->gq, &w->acked, w->aof);
     w->sent_us = rl__now_us();
     if (l->algo->every &&
         (err = round_send(w->al, l, &q, NULL,
@@ -1242,6 +1280,8 @@ static void attempt_done(void *arg, redislock_err err, const rl__reply *r)
         op->behind = 0;
         rl__acq_after_pause(l, &op->a, RL_WAIT_WOKEN, op->sent_us, &ignored);
     }
+    if (guarded(&op->gq))
+        rl__lock_acks(l, &op->gq, err);
     if (err == REDISLOCK_OK)
         err = rl__reply_check(r, op->script->name);
     err = l->algo->attempt_outcome(l, err, err == REDISLOCK_OK ? r : NULL);
@@ -1264,6 +1304,7 @@ static redislock_err send_attempt(aop *op, node *n, rl__aconn *c, rl__try *t,
     if ((err = l->algo->attempt_prepare(l, t, &req)) != REDISLOCK_OK)
         return err;
     op->script = req.q.s;
+    guard(l, &req.q, &op->gq, &op->acked, op->aof);
     op->sent_us = rl__now_us();
     err = rl__lock_send_async(l, op->al->rt, c, n->pool, t->req, &req.q,
                               attempt_done, op);
@@ -1364,7 +1405,10 @@ static int pause_blocked(aop *op, int64_t pause_ms)
     rl__try t;
     redislock_err err;
 
-    if (pause_ms < RL_BLOCK_MIN_MS || op->ch != NULL || !l->algo->wakes)
+    /* With the guards an attempt is followed by WAIT: not behind a BLPOP,
+     * as in the blocking calls (one.c's wait_attempt). */
+    if (pause_ms < RL_BLOCK_MIN_MS || op->ch != NULL || !l->algo->wakes ||
+        client_guarded(al->c))
         return 0;
     /* The key's slot has moved to another node since: a blocker there. */
     if (i >= 0 &&
@@ -1474,6 +1518,9 @@ static void owner_done(void *arg, redislock_err err, const rl__reply *r)
         (err = rl__reply_check(r, op->script->name)) == REDISLOCK_OK)
         err = rl__reply_owner(r, op->script->name, &n);
     rl__lock_set_outcomes(op->l, &err, 1);
+    /* Not durable: the master has the new lease, a promoted replica may
+     * not; the validity stays where the last confirmed one left it. */
+    err = guard_outcome(op->l, &op->gq, err, "extend");
     owner_finish(op, err, n);
 }
 
@@ -1526,6 +1573,8 @@ static redislock_err owner_op(rl__alock *al, redislock_lock *l, int kind,
     rl__lock_owner_args(l, arg2, args, lens);
     op->script = q.s;
     op->ms = ms;
+    if (kind == OP_EXTEND && !l->algo->every)
+        guard(l, &q, &op->gq, &op->acked, op->aof);
     op->sent_us = rl__now_us();
     if (l->algo->every)
         return op_round(op, &q,

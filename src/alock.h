@@ -29,9 +29,13 @@
  * a set, tried again while the server cannot be reached); what is left
  * when the loop is freed goes to the janitor thread.
  *
+ * The replica-sync and AOF guards: WAIT (WAITAOF) behind each acquire,
+ * extend and renewal on the same connection (request.c), their answers in
+ * l->acks; an acquire they leave not durable is given back by a sweep.
+ *
  * Not yet (each REDISLOCK_EINVAL with the reason): Sentinel clients, sets
- * spread over several servers or slots (spread.c), the replica-sync and
- * AOF guards, TLS (REDISLOCK_ENOTLS).
+ * spread over several servers or slots (spread.c), TLS
+ * (REDISLOCK_ENOTLS).
  *
  * Single-threaded: every call here, and every callback, on the loop's
  * thread. One operation at a time per lock handle.

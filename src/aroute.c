@@ -27,6 +27,7 @@ struct trip {
     void *arg;
     const rl__script *s;
     int nkeys, nargs;
+    rl__request g; /* the guards' fields of the request (sent on each hop) */
     const char *v[RL_SCRIPT_MAX_ARGS]; /* keys, then arguments */
     size_t len[RL_SCRIPT_MAX_ARGS];
     const char *key;
@@ -177,15 +178,16 @@ static void asking_done(void *arg, redislock_err err, const rl__reply *r)
 static redislock_err trip_send(trip *t, rl__aconn *c, int asking)
 {
     static const char *argv[1] = {"ASKING"};
-    rl__request q = {.s = t->s,
-                     .nkeys = t->nkeys,
-                     .nargs = t->nargs,
-                     .keys = t->v,
-                     .klens = t->len,
-                     .args = t->v + t->nkeys,
-                     .lens = t->len + t->nkeys};
+    rl__request q = t->g;
     redislock_err err = REDISLOCK_OK;
 
+    q.s = t->s;
+    q.nkeys = t->nkeys;
+    q.nargs = t->nargs;
+    q.keys = t->v;
+    q.klens = t->len;
+    q.args = t->v + t->nkeys;
+    q.lens = t->len + t->nkeys;
     if (asking)
         err = rl__aconn_send(c, 1, argv, NULL, asking_done, NULL);
     if (err == REDISLOCK_OK)
@@ -289,10 +291,13 @@ redislock_err rl__aroute_send(rl__aroute *rt, rl__aconn *c, rl__pool *at,
     t->s = q->s;
     t->nkeys = q->nkeys;
     t->nargs = q->nargs;
+    rl__request_guards(&t->g, q);
     t->cb = cb;
     t->arg = arg;
     t->at = at;
-    t->deadline_us = rl__now_us() + at->cfg.command_timeout_ms * 1000;
+    t->deadline_us =
+        rl__now_us() +
+        (at->cfg.command_timeout_ms + rl__request_wait_ms(q)) * 1000;
     if ((err = trip_send(t, c, 0)) != REDISLOCK_OK) {
         free(t);
         return err;

@@ -407,6 +407,31 @@ static const rl__cmd ping = {1, pingv, NULL};
  * WAIT when guarded and the guard is on. The release of a hold taken by
  * a fair call that queued goes after a PING (see rl__request): fair
  * waiters are likely behind it. */
+void rl__lock_guard(const redislock_lock *l, rl__request *q, long long *acked,
+                    long long aof[2])
+{
+    const rl__replicas *g = rl__client_replicas(l->client);
+
+    *acked = -1;
+    aof[0] = aof[1] = -1;
+    q->wait_replicas = g->want;
+    q->wait_ms = g->timeout_ms;
+    q->acked = acked;
+    q->wait_aof_local = g->aof_local;
+    q->wait_aof_replicas = g->aof_replicas;
+    q->aof_acked = aof;
+}
+
+void rl__lock_acks(redislock_lock *l, const rl__request *q, redislock_err err)
+{
+    if (q->wait_replicas > 0)
+        l->acks.replicas = err == REDISLOCK_OK ? (int)*q->acked : -1;
+    if (rl__request_waitaof(q)) {
+        l->acks.aof_local = err == REDISLOCK_OK ? (int)q->aof_acked[0] : -1;
+        l->acks.aof_replicas = err == REDISLOCK_OK ? (int)q->aof_acked[1] : -1;
+    }
+}
+
 static redislock_err names_script(redislock_lock *l, const rl__lockname *k,
                                   const rl__lockname *more, int nmore,
                                   int guarded, int64_t timeout_ms,
@@ -414,30 +439,21 @@ static redislock_err names_script(redislock_lock *l, const rl__lockname *k,
                                   int nargs, const char **args,
                                   const size_t *lens, rl__reply **out)
 {
-    const rl__replicas *g = rl__client_replicas(l->client);
-    long long acked = -1, aof[2] = {-1, -1};
+    long long acked, aof[2];
     rl__request q = {
         .s = s,
         .nargs = nargs,
         .args = args,
         .lens = lens,
-        .wait_replicas = guarded ? g->want : 0,
-        .wait_ms = g->timeout_ms,
-        .acked = &acked,
-        .wait_aof_local = guarded ? g->aof_local : 0,
-        .wait_aof_replicas = guarded ? g->aof_replicas : 0,
-        .aof_acked = aof,
         .timeout_ms = timeout_ms,
         .first = l->fair_queued && s == &rl__script_release ? &ping : NULL};
-    redislock_err err = run_keyed(rl__client_topo(l->client), NULL, NULL, k,
-                                  more, nmore, req, &q, out);
+    redislock_err err;
 
-    if (q.wait_replicas > 0)
-        l->acks.replicas = err == REDISLOCK_OK ? (int)acked : -1;
-    if (rl__request_waitaof(&q)) {
-        l->acks.aof_local = err == REDISLOCK_OK ? (int)aof[0] : -1;
-        l->acks.aof_replicas = err == REDISLOCK_OK ? (int)aof[1] : -1;
-    }
+    if (guarded)
+        rl__lock_guard(l, &q, &acked, aof);
+    err = run_keyed(rl__client_topo(l->client), NULL, NULL, k, more, nmore, req,
+                    &q, out);
+    rl__lock_acks(l, &q, err);
     return err;
 }
 

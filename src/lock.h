@@ -232,6 +232,16 @@ redislock_err rl__lock_group_script(redislock_lock *l,
                                     int nargs, const char **args,
                                     const size_t *lens, rl__reply **out);
 
+/* The guards of a write of l's lease (acquire, extend) on q: WAIT and
+ * WAITAOF after it, as the client asks, their answers to *acked and
+ * aof[2] (-1 until they come). Nothing without the guards. */
+void rl__lock_guard(const redislock_lock *l, rl__request *q, long long *acked,
+                    long long aof[2]);
+
+/* Records in l->acks what q's guards confirmed (-1: nothing, when err
+ * says the request failed). */
+void rl__lock_acks(redislock_lock *l, const rl__request *q, redislock_err err);
+
 /* REDISLOCK_ENOTDURABLE (what names the call) when the guards are strict
  * and fewer replicas or AOF fsyncs than wanted confirmed the last write;
  * else OK. */

@@ -82,6 +82,16 @@ static redislock_err lay_out(wire *w, const rl__request *q, int eval,
     return REDISLOCK_OK;
 }
 
+void rl__request_guards(rl__request *to, const rl__request *from)
+{
+    to->wait_replicas = from->wait_replicas;
+    to->wait_ms = from->wait_ms;
+    to->acked = from->acked;
+    to->wait_aof_local = from->wait_aof_local;
+    to->wait_aof_replicas = from->wait_aof_replicas;
+    to->aof_acked = from->aof_acked;
+}
+
 int rl__request_waitaof(const rl__request *q)
 {
     return q->wait_aof_local > 0 || q->wait_aof_replicas > 0;
@@ -272,13 +282,22 @@ void rl__replies_free(rl__replies *out)
 }
 
 /* A script request on the loop: its own copy of the keys and arguments,
- * for the EVAL that follows a NOSCRIPT. */
+ * for the EVAL that follows a NOSCRIPT, and its guards: WAIT and WAITAOF
+ * sent behind the script, whose answers come before the script's reply
+ * goes to the caller. */
 typedef struct async_req {
     rl__aconn *c;
     const rl__script *s;
     int nkeys, nargs, eval;
     rl__aconn_cb cb;
     void *arg;
+    rl__request g;     /* the guards' fields only (a copy of q's) */
+    int out;           /* commands sent whose callbacks are to come */
+    int skip;          /* guards' answers of a round sent again */
+    int guards;        /* guards' answers so far */
+    redislock_err err; /* the script's outcome */
+    rl__reply *reply;  /* its reply, kept while the guards answer */
+    char detail[512];  /* the error detail of err */
     const char *v[RL_SCRIPT_MAX_ARGS];
     size_t l[RL_SCRIPT_MAX_ARGS];
     char data[]; /* the keys' and arguments' bytes */
@@ -286,33 +305,102 @@ typedef struct async_req {
 
 static redislock_err async_send(async_req *a);
 
+/* Every callback in: the script's outcome goes to the caller. */
+static void async_end(async_req *a)
+{
+    if (a->out > 0)
+        return;
+    if (a->err != REDISLOCK_OK)
+        rl__err(a->err, "%s", a->detail);
+    a->cb(a->arg, a->err, a->err == REDISLOCK_OK ? a->reply : NULL);
+    rl__reply_free(a->reply);
+    free(a);
+}
+
 static void async_reply(void *arg, redislock_err err, const rl__reply *r)
 {
     async_req *a = arg;
 
+    a->out--;
     if (err == REDISLOCK_OK && !a->eval && rl__script_is_noscript(r)) {
-        /* Sent again whole, at the back of the connection's queue. */
+        /* Sent again whole, guards too, at the back of the connection's
+         * queue; the first round's guards answer before it. */
         a->eval = 1;
+        a->skip += (a->g.wait_replicas > 0) + rl__request_waitaof(&a->g);
         if ((err = async_send(a)) == REDISLOCK_OK)
             return;
         r = NULL;
     }
-    a->cb(a->arg, err, r);
-    free(a);
+    a->err = err;
+    if (err != REDISLOCK_OK)
+        snprintf(a->detail, sizeof a->detail, "%s", redislock_errdetail());
+    else if (a->out > 0 && (a->reply = rl__reply_dup(r)) == NULL)
+        a->err = rl__err(REDISLOCK_ENOMEM, "out of memory keeping a reply");
+    if (a->out == 0) {
+        /* No guard: the reply goes out as it is. */
+        a->cb(a->arg, err, r);
+        free(a);
+    }
+}
+
+/* A WAIT's or WAITAOF's answer: each round sent has its WAIT first, then
+ * its WAITAOF, and the rounds answer in order. */
+static void async_guard(void *arg, redislock_err err, const rl__reply *r)
+{
+    async_req *a = arg;
+    int per = (a->g.wait_replicas > 0) + rl__request_waitaof(&a->g);
+    int aof = rl__request_waitaof(&a->g) && a->guards++ % per == per - 1;
+
+    a->out--;
+    if (a->skip > 0)
+        a->skip--;
+    else if (aof && err == REDISLOCK_OK)
+        take_aof(&a->g, r);
+    else if (aof && a->g.aof_acked != NULL)
+        a->g.aof_acked[0] = a->g.aof_acked[1] = -1;
+    else if (!aof && a->g.acked != NULL)
+        *a->g.acked = err == REDISLOCK_OK && r->type == REDIS_REPLY_INTEGER
+                          ? r->integer
+                          : -1;
+    async_end(a);
 }
 
 static redislock_err async_send(async_req *a)
 {
     const char *argv[RL_SCRIPT_ARGV_MAX];
     size_t argl[RL_SCRIPT_ARGV_MAX];
-    char nk[8];
+    char nk[8], n[2][24], ms[24];
+    const char *wv[4] = {"WAIT", n[0], ms, NULL};
+    const char *av[4] = {"WAITAOF", n[0], n[1], ms};
     int argc =
         rl__script_argv(a->s, a->eval, a->nkeys, a->v, a->l, a->nargs,
                         a->v + a->nkeys, a->l + a->nkeys, nk, argv, argl);
+    redislock_err err;
 
     if (argc < 0)
         return rl__err(REDISLOCK_EINVAL, "too many script arguments");
-    return rl__aconn_send(a->c, argc, argv, argl, async_reply, a);
+    if ((err = rl__aconn_send(a->c, argc, argv, argl, async_reply, a)) !=
+        REDISLOCK_OK)
+        return err;
+    a->out++;
+    snprintf(ms, sizeof ms, "%lld", (long long)a->g.wait_ms);
+    /* The guards ride behind the script: a failure to queue them fails
+     * the connection's later requests too, so the script's callback
+     * reports it. */
+    if (a->g.wait_replicas > 0) {
+        snprintf(n[0], sizeof n[0], "%d", a->g.wait_replicas);
+        if (rl__aconn_send_block(a->c, 3, wv, NULL, a->g.wait_ms, async_guard,
+                                 a) == REDISLOCK_OK)
+            a->out++;
+    }
+    if (rl__request_waitaof(&a->g)) {
+        snprintf(n[0], sizeof n[0], "%d", a->g.wait_aof_local);
+        snprintf(n[1], sizeof n[1], "%d", a->g.wait_aof_replicas);
+        if (rl__aconn_send_block(a->c, 4, av, NULL, a->g.wait_ms, async_guard,
+                                 a) == REDISLOCK_OK)
+            a->out++;
+    }
+    return REDISLOCK_OK;
 }
 
 redislock_err rl__request_send_async(rl__aconn *c, const rl__request *q,
@@ -323,11 +411,10 @@ redislock_err rl__request_send_async(rl__aconn *c, const rl__request *q,
     int i, n = q->nkeys + q->nargs;
     redislock_err err;
 
-    if (q->s == NULL || q->first != NULL || q->wait_replicas > 0 ||
-        rl__request_waitaof(q))
+    if (q->s == NULL || q->first != NULL)
         return rl__err(REDISLOCK_EINVAL,
                        "on an event loop a request is one script, without "
-                       "a command before it or WAIT after it");
+                       "a command before it");
     if (n > RL_SCRIPT_MAX_ARGS)
         return rl__err(REDISLOCK_EINVAL, "too many script arguments");
     for (i = 0; i < n; i++)
@@ -341,6 +428,7 @@ redislock_err rl__request_send_async(rl__aconn *c, const rl__request *q,
     a->eval = q->s->eval_only;
     a->cb = cb;
     a->arg = arg;
+    rl__request_guards(&a->g, q);
     for (i = 0; i < n; i++) {
         const char *src = i < q->nkeys ? q->keys[i] : q->args[i - q->nkeys];
         size_t len = i < q->nkeys ? q->klens[i] : q->lens[i - q->nkeys];

@@ -70,6 +70,10 @@ typedef struct rl__request {
     int64_t timeout_ms;
 } rl__request;
 
+/* Copies from's guards (WAIT, WAITAOF: counts, timeout, where their
+ * answers go) into to. */
+void rl__request_guards(rl__request *to, const rl__request *from);
+
 /* Whether q ends with a WAITAOF. */
 int rl__request_waitaof(const rl__request *q);
 
@@ -123,8 +127,11 @@ void rl__replies_free(rl__replies *out);
  * rl__request_check) or the failure. A script the server lacks is sent
  * again whole, once, at the back of the connection's queue, so replies
  * to several requests may come out of their order. q's keys and
- * arguments are copied. One script only, not yet a pipeline, a command
- * before it or WAIT after it (REDISLOCK_EINVAL).
+ * arguments are copied. q's guards (WAIT, WAITAOF) are sent behind the
+ * script, and again behind a script sent again; cb comes once they have
+ * answered, their answers in *q->acked and q->aof_acked (which must
+ * outlive the callback). One script only, not yet a pipeline or a command
+ * before it (REDISLOCK_EINVAL).
  */
 redislock_err rl__request_send_async(rl__aconn *c, const rl__request *q,
                                      rl__aconn_cb cb, void *arg);

@@ -497,6 +497,9 @@ void test_aconn_script_noscript_fallback(void)
     const char *keys[1] = {key}, *args[1] = {arg};
     size_t klens[1] = {3}, lens[1];
     rl__request q = {0};
+    static const char *pingv[1] = {"PING"};
+    const rl__cmd ping = {1, pingv, NULL};
+    long long acked = 99;
     int i;
 
     q.s = &sc;
@@ -543,8 +546,31 @@ void test_aconn_script_noscript_fallback(void)
     ASSERT(strstr(st->str, "cmdstat_evalsha:calls=1,") != NULL);
     freeReplyObject(st);
 
-    /* What the loop cannot take yet is refused, not half sent. */
+    /* With the guard: WAIT behind the script, and again behind the
+     * script sent again; one callback, once both WAITs have answered
+     * (this server has no replica: 0), with the script's reply. */
+    freeReplyObject(th_cmd(r, "SCRIPT FLUSH"));
+    freeReplyObject(th_cmd(r, "CONFIG RESETSTAT"));
+    memset(&e, 0, sizeof e);
+    e.want = 1;
+    snprintf(e.expect[0], sizeof e.expect[0], "w");
     q.wait_replicas = 1;
+    q.wait_ms = 10;
+    q.acked = &acked;
+    ASSERT_OK(rl__request_send_async(c, &q, on_echo, &e));
+    ASSERT_EQ_INT(rl__aconn_pending(c), 2);
+    run(c, &lp, &e.done, 5000);
+    ASSERT_EQ_INT(e.n, 1);
+    ASSERT_EQ_INT(e.bad, 0);
+    ASSERT_EQ_INT(acked, 0);
+    ASSERT_EQ_INT(rl__aconn_pending(c), 0);
+    st = th_cmd(r, "INFO commandstats");
+    ASSERT(strstr(st->str, "cmdstat_eval:calls=1,") != NULL);
+    ASSERT(strstr(st->str, "cmdstat_wait:calls=2,") != NULL);
+    freeReplyObject(st);
+
+    /* What the loop cannot take yet is refused, not half sent. */
+    q.first = &ping;
     ASSERT_ERR(rl__request_send_async(c, &q, on_echo, &e), REDISLOCK_EINVAL);
     ASSERT_EQ_INT(rl__aconn_pending(c), 0);
     rl__aconn_close(c);
