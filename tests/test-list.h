@@ -325,6 +325,7 @@ TEST_ENTRY(redlock_inspect_majority_view, 30)
 TEST_ENTRY(redlock_watchdog_renews_and_signals, 30)
 TEST_ENTRY(replicas_confirmed, 30)
 TEST_ENTRY(replicas_unconfirmed, 30)
+TEST_ENTRY(replicas_on_loop, 30)
 TEST_ENTRY(replicas_waitaof_probe, 30)
 TEST_ENTRY(replicas_waitaof_confirmed, 30)
 

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness/adapters.h"
 #include "harness/fixture.h"
 #include "harness/server.h"
 #include "harness/util.h"
@@ -151,6 +152,134 @@ void test_replicas_unconfirmed(void)
     pair_stop(&p);
 }
 
+/*
+ * The guard on the event loop (the tests' poll loop): an acquire, an
+ * extend and the loop's renewals are each followed by WAIT on the loop's
+ * connection and count what it confirms, as the blocking calls do. With
+ * the replica stopped, a strict acquire ends ENOTDURABLE by the WAIT's
+ * timeout and gives the lock back on the loop, a lenient one keeps it
+ * with 0 replicas, and a strict extend is refused with the lock kept.
+ */
+void test_replicas_on_loop(void)
+{
+    const driver *d = &adapter_poll;
+    pair p = pair_start();
+    redislock_client *c = guarded(&p, 0, 3000);
+    redislock_client *strict = guarded(&p, 0, 200);
+    redislock_client *lenient = guarded(&p, 1, 200);
+    redislock_lock *l = th_lock(c, KEY), *t = th_lock(strict, KEY);
+    redislock_lock *w = th_lock(lenient, KEY);
+    redislock_acquire_options o = th_aopts(10000, 0, 0);
+    redislock_loop *lp, *sp, *wp;
+    void *h = d->open(c, &lp), *sh = d->open(strict, &sp);
+    void *wh = d->open(lenient, &wp);
+    ad_done dn = {0}, dt = {0}, dw = {0};
+    ad_lost gl = {0};
+    char *v;
+    int64_t t0;
+
+    ASSERT_OK(redislock_loop_acquire(lp, l, &o, ad_record, &dn));
+    ad_run_until(d, h, &dn.calls, 1, 5000);
+    ASSERT_ERR(dn.err, REDISLOCK_OK);
+    ASSERT_EQ_INT(redislock_replicas(l), 1);
+    v = th_cmd_str(p.r, NULL, "GET " KEY);
+    ASSERT_EQ_STR(v, redislock_token(l));
+    free(v);
+    ASSERT_OK(redislock_loop_extend(lp, l, 20000, ad_record, &dn));
+    ad_run_until(d, h, &dn.calls, 2, 5000);
+    ASSERT_ERR(dn.err, REDISLOCK_OK);
+    ASSERT_EQ_INT(redislock_replicas(l), 1);
+    ASSERT_GT(th_pttl(p.r, KEY), 19000);
+    ASSERT_OK(redislock_loop_release(lp, l, 0, ad_record, &dn));
+    ad_run_until(d, h, &dn.calls, 3, 5000);
+    ASSERT_ERR(dn.err, REDISLOCK_OK);
+    /* Renewed on the loop, each renewal confirmed by the replica. */
+    o = th_aopts(600, 0, 0);
+    o.watchdog = 1;
+    ASSERT_OK(redislock_loop_acquire(lp, l, &o, ad_record, &dn));
+    ad_run_until(d, h, &dn.calls, 4, 5000);
+    ASSERT_ERR(dn.err, REDISLOCK_OK);
+    ad_run_for(d, h, 1500);
+    ASSERT_OK(redislock_check(l));
+    ASSERT_EQ_INT(redislock_replicas(l), 1);
+    v = th_cmd_str(p.r, NULL, "GET " KEY);
+    ASSERT_EQ_STR(v, redislock_token(l));
+    free(v);
+    ASSERT_GT(th_pttl(p.r, KEY), 0);
+    ASSERT_OK(redislock_loop_release(lp, l, 0, ad_record, &dn));
+    ad_run_until(d, h, &dn.calls, 5, 5000);
+    ASSERT_ERR(dn.err, REDISLOCK_OK);
+
+    /* The replica stopped. */
+    o = th_aopts(10000, 0, 0);
+    th_server_pause(p.replica);
+    t0 = th_now_ms();
+    ASSERT_OK(redislock_loop_acquire(sp, t, &o, ad_record, &dt));
+    ad_run_until(d, sh, &dt.calls, 1, 3000);
+    test_log("replica stopped, on the loop: %s after %lld ms (WAIT 200 ms): "
+             "%s",
+             redislock_strerror(dt.err), (long long)(th_now_ms() - t0),
+             dt.detail);
+    ASSERT_ERR(dt.err, REDISLOCK_ENOTDURABLE);
+    ASSERT(strstr(dt.detail, "0 of 1 replicas") != NULL);
+    ASSERT_GE(th_now_ms() - t0, 190);
+    ASSERT_EQ_INT(redislock_replicas(t), 0);
+    ASSERT(redislock_token(t) == NULL);
+    ad_run_for(d, sh, 200); /* the give-back, swept on the loop */
+    ASSERT_KEY(p.m, KEY, NULL);
+    ASSERT_OK(redislock_loop_acquire(wp, w, &o, ad_record, &dw));
+    ad_run_until(d, wh, &dw.calls, 1, 3000);
+    ASSERT_ERR(dw.err, REDISLOCK_OK);
+    ASSERT_EQ_INT(redislock_replicas(w), 0);
+    ASSERT_EQ_INT(th_cmd_int(p.m, "EXISTS " KEY), 1);
+    ASSERT_OK(redislock_loop_release(wp, w, 0, ad_record, &dw));
+    ad_run_until(d, wh, &dw.calls, 2, 3000);
+    ASSERT_ERR(dw.err, REDISLOCK_OK);
+    /* A strict extend: refused, the lock kept (the master has it). */
+    th_server_resume(p.replica);
+    ASSERT_EQ_INT(th_cmd_int(p.m, "WAIT 1 10000"), 1);
+    ASSERT_OK(redislock_loop_acquire(sp, t, &o, ad_record, &dt));
+    ad_run_until(d, sh, &dt.calls, 2, 3000);
+    ASSERT_ERR(dt.err, REDISLOCK_OK);
+    th_server_pause(p.replica);
+    ASSERT_OK(redislock_loop_extend(sp, t, 20000, ad_record, &dt));
+    ad_run_until(d, sh, &dt.calls, 3, 3000);
+    ASSERT_ERR(dt.err, REDISLOCK_ENOTDURABLE);
+    ASSERT(redislock_token(t) != NULL);
+    /* The master has the new lease; the validity is the old one. */
+    ASSERT_LT(redislock_valid_ms(t), 11000);
+    th_server_resume(p.replica);
+    ASSERT_OK(redislock_loop_release(sp, t, 0, ad_record, &dt));
+    ad_run_until(d, sh, &dt.calls, 4, 3000);
+    ASSERT_ERR(dt.err, REDISLOCK_OK);
+    /* Renewals the stopped replica does not confirm renew nothing: the
+     * lease runs out and is reported lost, on the loop. */
+    ASSERT_EQ_INT(th_cmd_int(p.m, "WAIT 1 10000"), 1);
+    o = th_aopts(900, 0, 0);
+    o.watchdog = 1;
+    o.on_lost = ad_on_lost;
+    o.on_lost_arg = &gl;
+    ASSERT_OK(redislock_loop_acquire(sp, t, &o, ad_record, &dt));
+    ad_run_until(d, sh, &dt.calls, 5, 3000);
+    ASSERT_ERR(dt.err, REDISLOCK_OK);
+    th_server_pause(p.replica);
+    ad_run_until(d, sh, &gl.calls, 1, 3000);
+    ASSERT_EQ_INT(redislock_valid_ms(t), 0);
+    th_server_resume(p.replica);
+    ad_run_for(d, sh, 300);
+    ASSERT_EQ_INT(gl.calls, 1);
+    d->close(h);
+    d->close(sh);
+    d->close(wh);
+    redislock_lock_free(w);
+    redislock_lock_free(t);
+    redislock_lock_free(l);
+    redislock_client_free(lenient);
+    redislock_client_free(strict);
+    redislock_client_free(c);
+    pair_stop(&p);
+}
+
 /* Whether the server r reaches has WAITAOF (COMMAND INFO answers nil for
  * a command it lacks). */
 static int has_waitaof(redisContext *r)
@@ -239,6 +368,40 @@ void test_replicas_waitaof_probe(void)
  * lock back (REDISLOCK_ENOTDURABLE naming the fsync) and lenient mode
  * keeps it with 0 confirmed.
  */
+/* l of c (WAIT 1 and WAITAOF 0 1 after each write) on the event loop:
+ * confirmed by both while the replica runs (an acquire and an extend);
+ * with it stopped, ENOTDURABLE and the lock given back. */
+static void aof_on_loop(pair *p, redislock_client *c, redislock_lock *l)
+{
+    const driver *d = &adapter_poll;
+    redislock_acquire_options ao = th_aopts(10000, 0, 0);
+    redislock_loop *lp;
+    void *h = d->open(c, &lp);
+    ad_done dn = {0};
+
+    ASSERT_OK(redislock_loop_acquire(lp, l, &ao, ad_record, &dn));
+    ad_run_until(d, h, &dn.calls, 1, 5000);
+    ASSERT_ERR(dn.err, REDISLOCK_OK);
+    ASSERT_EQ_INT(redislock_replicas(l), 1);
+    ASSERT_EQ_INT(redislock_aof(l, NULL), 1);
+    ASSERT_OK(redislock_loop_extend(lp, l, 20000, ad_record, &dn));
+    ad_run_until(d, h, &dn.calls, 2, 5000);
+    ASSERT_ERR(dn.err, REDISLOCK_OK);
+    ASSERT_EQ_INT(redislock_replicas(l), 1);
+    ASSERT_OK(redislock_loop_release(lp, l, 0, ad_record, &dn));
+    ad_run_until(d, h, &dn.calls, 3, 5000);
+    ASSERT_ERR(dn.err, REDISLOCK_OK);
+    th_server_pause(p->replica);
+    ASSERT_OK(redislock_loop_acquire(lp, l, &ao, ad_record, &dn));
+    ad_run_until(d, h, &dn.calls, 4, 10000);
+    test_log("replica stopped, on the loop: %s", dn.detail);
+    ASSERT_ERR(dn.err, REDISLOCK_ENOTDURABLE);
+    ad_run_for(d, h, 200); /* the give-back, swept on the loop */
+    ASSERT_KEY(p->m, KEY, NULL);
+    th_server_resume(p->replica);
+    d->close(h);
+}
+
 void test_replicas_waitaof_confirmed(void)
 {
     th_server *one = th_server_start(NULL);
@@ -282,6 +445,16 @@ void test_replicas_waitaof_confirmed(void)
     redislock_lock_free(w);
     redislock_lock_free(l);
     redislock_client_free(lenient);
+    redislock_client_free(strict);
+    /* On the event loop, WAIT and WAITAOF both behind each write. */
+    ASSERT_EQ_INT(th_cmd_int(p.m, "WAIT 1 10000"), 1);
+    o.wait_replicas = 1;
+    o.wait_replicas_lenient = 0;
+    o.wait_replicas_timeout_ms = 2000;
+    strict = th_client_url(p.master->unix_url, &o);
+    l = th_lock(strict, KEY);
+    aof_on_loop(&p, strict, l);
+    redislock_lock_free(l);
     redislock_client_free(strict);
     pair_stop(&p);
 }
