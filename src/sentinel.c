@@ -87,6 +87,22 @@ static redislock_err node_at(rl__sentinel *s, const char *host, int port,
     return REDISLOCK_OK;
 }
 
+/* Whether ROLE's reply r says node p is the master. */
+static redislock_err role_of(const rl__sentinel *s, const rl__pool *p,
+                             const rl__reply *r)
+{
+    if (r->type != REDIS_REPLY_ARRAY || r->elements < 1 ||
+        r->element[0]->type != REDIS_REPLY_STRING)
+        return rl__err(REDISLOCK_EPROTOCOL, "ROLE of %s answered type %d",
+                       p->name, r->type);
+    if (strcmp(r->element[0]->str, "master") != 0)
+        return rl__err(REDISLOCK_EREADONLY,
+                       "the sentinels name %s the master of '%s', but it "
+                       "says it is a %s (a failover under way?)",
+                       p->name, s->u.name, r->element[0]->str);
+    return REDISLOCK_OK;
+}
+
 /* Whether node p says it is a master (ROLE). */
 static redislock_err confirm(rl__sentinel *s, rl__pool *p)
 {
@@ -106,41 +122,21 @@ static redislock_err confirm(rl__sentinel *s, rl__pool *p)
                        "fails: %s",
                        p->name, s->u.name, said);
     }
-    if (r->type != REDIS_REPLY_ARRAY || r->elements < 1 ||
-        r->element[0]->type != REDIS_REPLY_STRING)
-        err = rl__err(REDISLOCK_EPROTOCOL, "ROLE of %s answered type %d",
-                      p->name, r->type);
-    else if (strcmp(r->element[0]->str, "master") != 0)
-        err = rl__err(REDISLOCK_EREADONLY,
-                      "the sentinels name %s the master of '%s', but it "
-                      "says it is a %s (a failover under way?)",
-                      p->name, s->u.name, r->element[0]->str);
+    err = role_of(s, p, r);
     rl__reply_free(r);
     return err;
 }
 
-/* What sentinel k says of the master: REDISLOCK_OK with *p, or
- * REDISLOCK_EINVAL when it knows no such name (*unknown set), or why
- * not. */
-static redislock_err ask(rl__sentinel *s, size_t k, rl__pool **p, int *unknown)
+/* What sentinel k answered in r (SENTINEL get-master-addr-by-name):
+ * REDISLOCK_OK with the node it names in *p, REDISLOCK_EINVAL when it
+ * knows no such name (*unknown set), or why not. */
+static redislock_err answer(rl__sentinel *s, size_t k, const rl__reply *r,
+                            rl__pool **p, int *unknown)
 {
-    const char *argv[3] = {"SENTINEL", "get-master-addr-by-name", s->u.name};
-    rl__cmd cmd = {3, argv, NULL};
-    rl__request q = {.n = 1, .cmds = &cmd};
-    rl__reply *r;
-    redislock_err err = rl__pool_run(&s->sent[k], &q, 0, &r);
     const rl__reply *h, *port;
-    char said[200];
 
     *unknown = 0;
-    if (err == REDISLOCK_OK)
-        err = rl__request_check(&q, &r);
-    if (err != REDISLOCK_OK) {
-        snprintf(said, sizeof said, "%s", redislock_errdetail());
-        return rl__err(err, "sentinel %s: %s", s->sent[k].name, said);
-    }
     if (r->type == REDIS_REPLY_NIL) {
-        rl__reply_free(r);
         *unknown = 1;
         return rl__err(REDISLOCK_EINVAL, "sentinel %s knows no master '%s'",
                        s->sent[k].name, s->u.name);
@@ -148,16 +144,54 @@ static redislock_err ask(rl__sentinel *s, size_t k, rl__pool **p, int *unknown)
     if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
         (h = r->element[0])->type != REDIS_REPLY_STRING ||
         (port = r->element[1])->type != REDIS_REPLY_STRING ||
-        atoi(port->str) <= 0 || atoi(port->str) > 65535) {
-        rl__reply_free(r);
+        atoi(port->str) <= 0 || atoi(port->str) > 65535)
         return rl__err(REDISLOCK_EPROTOCOL,
                        "sentinel %s answered SENTINEL "
                        "get-master-addr-by-name with no address",
                        s->sent[k].name);
+    return node_at(s, h->str, atoi(port->str), p);
+}
+
+/* The question to ask a sentinel. */
+static void question(const rl__sentinel *s, const char *argv[3])
+{
+    argv[0] = "SENTINEL";
+    argv[1] = "get-master-addr-by-name";
+    argv[2] = s->u.name;
+}
+
+/* What sentinel k says of the master: REDISLOCK_OK with *p, or
+ * REDISLOCK_EINVAL when it knows no such name (*unknown set), or why
+ * not. */
+static redislock_err ask(rl__sentinel *s, size_t k, rl__pool **p, int *unknown)
+{
+    const char *argv[3];
+    rl__cmd cmd = {3, argv, NULL};
+    rl__request q = {.n = 1, .cmds = &cmd};
+    rl__reply *r;
+    redislock_err err;
+    char said[200];
+
+    question(s, argv);
+    *unknown = 0;
+    if ((err = rl__pool_run(&s->sent[k], &q, 0, &r)) == REDISLOCK_OK)
+        err = rl__request_check(&q, &r);
+    if (err != REDISLOCK_OK) {
+        snprintf(said, sizeof said, "%s", redislock_errdetail());
+        return rl__err(err, "sentinel %s: %s", s->sent[k].name, said);
     }
-    err = node_at(s, h->str, atoi(port->str), p);
+    err = answer(s, k, r, p, unknown);
     rl__reply_free(r);
     return err == REDISLOCK_OK ? confirm(s, *p) : err;
+}
+
+/* p is the master, as sentinel k said: asked first next time. Called
+ * with s->mu held. */
+static void found(rl__sentinel *s, size_t k, rl__pool *p)
+{
+    s->first = k;
+    s->master = p;
+    s->suspect = 0;
 }
 
 /* Asks the sentinels in turn, from the last that answered, until one
@@ -173,9 +207,7 @@ static redislock_err discover(rl__sentinel *s)
     for (i = 0; i < s->u.n; i++) {
         k = (s->first + i) % s->u.n;
         if ((err = ask(s, k, &p, &nil)) == REDISLOCK_OK) {
-            s->first = k;
-            s->master = p;
-            s->suspect = 0;
+            found(s, k, p);
             return REDISLOCK_OK;
         }
         unknown += nil;
@@ -333,4 +365,66 @@ redislock_err rl__sentinel_run(rl__sentinel *s, const rl__request *q,
             suspect(s, p);
         }
     }
+}
+
+rl__pool *rl__sentinel_known(rl__sentinel *s, int *suspect)
+{
+    rl__pool *p;
+
+    pthread_mutex_lock(&s->mu);
+    p = s->master;
+    *suspect = s->suspect;
+    pthread_mutex_unlock(&s->mu);
+    return p;
+}
+
+void rl__sentinel_suspect(rl__sentinel *s, const rl__pool *p)
+{
+    suspect(s, p);
+}
+
+rl__pool *rl__sentinel_asked(rl__sentinel *s, size_t i, const char *argv[3])
+{
+    size_t k;
+
+    if (i >= s->u.n)
+        return NULL;
+    pthread_mutex_lock(&s->mu);
+    k = (s->first + i) % s->u.n;
+    pthread_mutex_unlock(&s->mu);
+    question(s, argv);
+    return &s->sent[k];
+}
+
+redislock_err rl__sentinel_answer(rl__sentinel *s, const rl__pool *sentinel,
+                                  const rl__reply *r, rl__pool **p)
+{
+    size_t k = (size_t)(sentinel - s->sent);
+    int unknown;
+    char said[200];
+    redislock_err err = rl__reply_check(r, "SENTINEL");
+
+    if (err != REDISLOCK_OK) {
+        snprintf(said, sizeof said, "%s", redislock_errdetail());
+        return rl__err(err, "sentinel %s: %s", sentinel->name, said);
+    }
+    pthread_mutex_lock(&s->mu);
+    err = answer(s, k, r, p, &unknown);
+    pthread_mutex_unlock(&s->mu);
+    return err;
+}
+
+redislock_err rl__sentinel_confirm(rl__sentinel *s, const rl__pool *sentinel,
+                                   rl__pool *p, const rl__reply *r)
+{
+    redislock_err err = rl__reply_check(r, "ROLE");
+
+    if (err == REDISLOCK_OK)
+        err = role_of(s, p, r);
+    if (err == REDISLOCK_OK) {
+        pthread_mutex_lock(&s->mu);
+        found(s, (size_t)(sentinel - s->sent), p);
+        pthread_mutex_unlock(&s->mu);
+    }
+    return err;
 }

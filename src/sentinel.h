@@ -38,4 +38,32 @@ rl__pool *rl__sentinel_node(rl__sentinel *s);
 redislock_err rl__sentinel_run(rl__sentinel *s, const rl__request *q,
                                rl__reply **out);
 
+/*
+ * The same steps for an event loop, which sends the requests itself
+ * (aroute.c): nothing here blocks.
+ */
+
+/* The master last found, without asking anyone; *suspect says whether a
+ * request has found it gone since (the sentinels are to be asked). */
+rl__pool *rl__sentinel_known(rl__sentinel *s, int *suspect);
+
+/* A request found node p gone, or a replica now: the sentinels are to be
+ * asked again (if p is still the one they named). */
+void rl__sentinel_suspect(rl__sentinel *s, const rl__pool *p);
+
+/* The i-th sentinel to ask (0 the last that answered), with the question
+ * in argv; NULL past the last. */
+rl__pool *rl__sentinel_asked(rl__sentinel *s, size_t i, const char *argv[3]);
+
+/* What sentinel (one rl__sentinel_asked gave) answered in r: REDISLOCK_OK
+ * with the node it names in *p (set up on first sight), or why not. */
+redislock_err rl__sentinel_answer(rl__sentinel *s, const rl__pool *sentinel,
+                                  const rl__reply *r, rl__pool **p);
+
+/* Whether ROLE's reply r says p, which sentinel named, is the master; if
+ * so it becomes the master requests go to, and sentinel the first asked
+ * next time. */
+redislock_err rl__sentinel_confirm(rl__sentinel *s, const rl__pool *sentinel,
+                                   rl__pool *p, const rl__reply *r);
+
 #endif
