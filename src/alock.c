@@ -1405,10 +1405,7 @@ static int pause_blocked(aop *op, int64_t pause_ms)
     rl__try t;
     redislock_err err;
 
-    /* With the guards an attempt is followed by WAIT: not behind a BLPOP,
-     * as in the blocking calls (one.c's wait_attempt). */
-    if (pause_ms < RL_BLOCK_MIN_MS || op->ch != NULL || !l->algo->wakes ||
-        client_guarded(al->c))
+    if (pause_ms < RL_BLOCK_MIN_MS || op->ch != NULL || !l->algo->wakes)
         return 0;
     /* The key's slot has moved to another node since: a blocker there. */
     if (i >= 0 &&
@@ -1451,8 +1448,14 @@ static int pause_blocked(aop *op, int64_t pause_ms)
     if (err != REDISLOCK_OK)
         return 0;
     op->inflight++;
-    /* Its attempt behind it; without one, it tries when the BLPOP ends. */
-    if (rl__acq_try(l, &op->a, op->a.tries, op->a.deadline_ms, &t) ==
+    /* Its attempt behind it; without one, it tries when the BLPOP ends.
+     * None where the key's node may change (a cluster, Sentinel: when it
+     * dies the attempt's reply is lost with the BLPOP's, and the call with
+     * it, where one sent after finds the new node) or where an attempt is
+     * followed by WAIT (the guards), as in the blocking calls (one.c's
+     * wait_attempt). */
+    if (!rl__topo_moves(rl__client_topo(al->c)) && !client_guarded(al->c) &&
+        rl__acq_try(l, &op->a, op->a.tries, op->a.deadline_ms, &t) ==
             REDISLOCK_OK &&
         send_attempt(op, n, n->blk[i], &t, block) == REDISLOCK_OK)
         op->behind = 1;
