@@ -1172,6 +1172,26 @@ static void fair_message(chan *ch, const rl__reply *r)
     fair_heard(op);
 }
 
+/* Every paused waiter on ch, whose subscription has ended, tries again
+ * now. Unlike chan_wake's walk of the list, the waiters are taken first:
+ * the last to leave an ended channel frees it. */
+static void chan_retry(chan *ch)
+{
+    aop *op, **v;
+    size_t n = 0, i;
+
+    for (op = ch->head; op != NULL; op = op->wnext)
+        n += op->paused;
+    if (n == 0 || (v = malloc(n * sizeof *v)) == NULL)
+        return;
+    for (i = 0, op = ch->head; op != NULL; op = op->wnext)
+        if (op->paused)
+            v[i++] = op;
+    for (i = 0; i < n; i++)
+        resume(v[i], RL_WAIT_WOKEN);
+    free(v);
+}
+
 static void chan_event(void *arg, redislock_err err, const rl__reply *r)
 {
     chan *ch = arg;
@@ -1188,14 +1208,21 @@ static void chan_event(void *arg, redislock_err err, const rl__reply *r)
             chan_wake(ch, 0);
         return;
     }
-    /* The subscription's end: its waiters keep their pauses' timers; a
-     * fair waiter (whose hand-off could come while it is not subscribed)
-     * tries again at once, as a blocked one does. */
+    /* The subscription's end: a fair waiter (whose hand-off could come
+     * while it is not subscribed) tries again at once, as a blocked one
+     * does. So do the others when the server or the connection ended it
+     * (a dead master, a slot moved): a release may have gone unheard, and
+     * the next may be on another node, where their attempts find it. */
     ch->ready = 0;
     ch->ended = 1;
     ch->on = NULL;
     if (ch->fair && !ch->leaving && ch->head != NULL && ch->head->paused) {
         resume(ch->head, RL_WAIT_WOKEN);
+        return;
+    }
+    if (!ch->fair && !ch->leaving && err != REDISLOCK_ECANCELED &&
+        ch->head != NULL) {
+        chan_retry(ch);
         return;
     }
     if (ch->leaving) {
