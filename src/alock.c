@@ -125,7 +125,7 @@ struct rl__lwatch {
 struct rl__alock {
     redislock_client *c;
     rl__loop *lp;
-    rl__aroute *rt; /* a cluster's redirections; NULL for other clients */
+    rl__aroute *rt; /* a cluster's or Sentinel client's router; else NULL */
     node *nodes;
     aop *ops;
     lwatch *watches;
@@ -188,9 +188,10 @@ redislock_err rl__alock_new(redislock_client *c, const rl__loop_ops *ops,
         return err;
     }
     al->c = c;
-    if (rl__topo_cluster(rl__client_topo(c)) &&
-        (err = rl__aroute_new(rl__client_topo(c)->cluster, al->lp, route_conn,
-                              al, &al->rt)) != REDISLOCK_OK) {
+    /* A cluster's and a Sentinel client's requests find their way. */
+    if (rl__topo_moves(rl__client_topo(c)) &&
+        (err = rl__aroute_new(rl__client_topo(c), al->lp, route_conn, al,
+                              &al->rt)) != REDISLOCK_OK) {
         rl__loop_free(al->lp);
         free(al);
         return err;
@@ -231,8 +232,8 @@ static redislock_err node_at(rl__alock *al, rl__pool *p, node **out)
 static redislock_err node_get(rl__alock *al, const redislock_lock *l,
                               node **out)
 {
-    return node_at(al, rl__topo_node(rl__client_topo(al->c), l->key, l->keylen),
-                   out);
+    return node_at(
+        al, rl__topo_node_now(rl__client_topo(al->c), l->key, l->keylen), out);
 }
 
 /* n's request connection, opened again if it has failed. */
@@ -453,10 +454,10 @@ static void sweep_done(void *arg, redislock_err err, const rl__reply *r)
 static void sweep_try(sweep *sw)
 {
     rl__alock *al = sw->al;
-    rl__pool *p = sw->pool != NULL
-                      ? sw->pool
-                      : rl__topo_node(rl__client_topo(al->c), sw->names[0].key,
-                                      sw->names[0].keylen);
+    rl__pool *p = sw->pool != NULL ? sw->pool
+                                   : rl__topo_node_now(rl__client_topo(al->c),
+                                                       sw->names[0].key,
+                                                       sw->names[0].keylen);
     node *n = NULL;
 
     if (node_at(al, p, &n) == REDISLOCK_OK && node_cmd(al, n) == REDISLOCK_OK &&
@@ -590,10 +591,6 @@ static redislock_err check_lock(rl__alock *al, const redislock_lock *l)
                        "servers, or hash slots) on the event loop: not built "
                        "yet (use the blocking calls, or keys on one server "
                        "or with one hash tag)");
-    if (rl__topo_moves(rl__client_topo(al->c)) && al->rt == NULL)
-        return rl__err(REDISLOCK_EINVAL,
-                       "a Sentinel client on the event loop: not built yet "
-                       "(use the blocking calls)");
     return REDISLOCK_OK;
 }
 
@@ -1267,8 +1264,8 @@ static void pause_for(aop *op, int64_t pause_ms)
     /* A subscription that ended on a node that no longer serves the key
      * (its slot moved): the channel is joined anew, on the key's node. */
     if (op->ch != NULL && op->ch->ended && !op->ch->leaving &&
-        op->ch->n->pool !=
-            rl__topo_node(rl__client_topo(al->c), op->l->key, op->l->keylen))
+        op->ch->n->pool != rl__topo_node_now(rl__client_topo(al->c), op->l->key,
+                                             op->l->keylen))
         chan_leave(op);
     /* A set refused by another of its keys this time: that key's. */
     if (op->ch != NULL && !op->ch->fair && op->ch_key != op->l->wait_name.key)
@@ -1435,8 +1432,8 @@ static int pause_blocked(aop *op, int64_t pause_ms)
     if (pause_ms < RL_BLOCK_MIN_MS || op->ch != NULL || !l->algo->wakes)
         return 0;
     /* The key's slot has moved to another node since: a blocker there. */
-    if (i >= 0 &&
-        n->pool != rl__topo_node(rl__client_topo(al->c), l->key, l->keylen)) {
+    if (i >= 0 && n->pool != rl__topo_node_now(rl__client_topo(al->c), l->key,
+                                               l->keylen)) {
         blocker_leave(op);
         i = -1;
     }

@@ -20,8 +20,9 @@
  * timer of the loop, the renewals on the request connection), and a loss
  * reaches on_lost on the loop's thread and the validity; no eventfd.
  *
- * Single, sharded, cluster (aroute.c's redirections) and Redlock clients
- * (a request to every server at once, a round, decided by redlock.c);
+ * Single, sharded, cluster and Sentinel clients (a cluster's redirections
+ * and a Sentinel failover: aroute.c's journeys) and Redlock clients (a
+ * request to every server at once, a round, decided by redlock.c);
  * fair waiters (their handle's channel); sets of keys that one script
  * reaches, whose waiter listens on the channel of the key that refused
  * it. An attempt whose reply is lost, or that is in flight when its
@@ -33,9 +34,8 @@
  * extend and renewal on the same connection (request.c), their answers in
  * l->acks; an acquire they leave not durable is given back by a sweep.
  *
- * Not yet (each REDISLOCK_EINVAL with the reason): Sentinel clients, sets
- * spread over several servers or slots (spread.c), TLS
- * (REDISLOCK_ENOTLS).
+ * Not yet (each REDISLOCK_EINVAL with the reason): sets spread over
+ * several servers or slots (spread.c), TLS (REDISLOCK_ENOTLS).
  *
  * Single-threaded: every call here, and every callback, on the loop's
  * thread. One operation at a time per lock handle.

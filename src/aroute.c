@@ -1,5 +1,6 @@
 /*
- * A cluster client's requests on an event loop: see aroute.h.
+ * A cluster's or a Sentinel client's requests on an event loop: see
+ * aroute.h.
  */
 #include "aroute.h"
 
@@ -13,6 +14,7 @@
 
 typedef struct trip trip;
 typedef struct reader reader;
+typedef struct asker asker;
 
 /* A request on its way through the cluster. */
 struct trip {
@@ -21,6 +23,10 @@ struct trip {
     rl__pool *at;         /* the node it was sent to last */
     int hops;
     int out; /* sent, its reply to come */
+    /* Waiting out a failover: why it could not be sent (its detail),
+     * what its caller hears if the budget runs out first. */
+    redislock_err err;
+    char detail[200];
     int64_t deadline_us;
     rl__hop hop;
     rl__aconn_cb cb;
@@ -45,8 +51,19 @@ struct reader {
     rl__pool *asked;
 };
 
+/* The sentinels being asked on the loop, in turn, for a master that
+ * ROLE confirms. */
+struct asker {
+    rl__aroute *rt; /* NULL once the router has gone */
+    size_t i;       /* the next sentinel to ask */
+    rl__pool *sentinel, *named;
+};
+
 struct rl__aroute {
-    rl__cluster *cl;
+    rl__topo *topo;
+    rl__cluster *cl;  /* a cluster's map, or NULL */
+    rl__sentinel *sn; /* a Sentinel client's, or NULL */
+    asker *asking;    /* NULL: the sentinels are not being asked */
     rl__loop *lp;
     rl__aroute_conn conn;
     void *ctx;
@@ -54,15 +71,17 @@ struct rl__aroute {
     reader *reading; /* NULL: the map is not being read */
 };
 
-redislock_err rl__aroute_new(rl__cluster *cl, rl__loop *lp,
-                             rl__aroute_conn conn, void *ctx, rl__aroute **out)
+redislock_err rl__aroute_new(rl__topo *topo, rl__loop *lp, rl__aroute_conn conn,
+                             void *ctx, rl__aroute **out)
 {
     rl__aroute *rt = calloc(1, sizeof *rt);
 
     *out = NULL;
     if (rt == NULL)
         return rl__err(REDISLOCK_ENOMEM, "out of memory");
-    rt->cl = cl;
+    rt->topo = topo;
+    rt->cl = topo->kind == RL_TOPO_CLUSTER ? topo->cluster : NULL;
+    rt->sn = topo->kind == RL_TOPO_SENTINEL ? topo->sentinel : NULL;
     rt->lp = lp;
     rt->conn = conn;
     rt->ctx = ctx;
@@ -140,6 +159,86 @@ static void reload(rl__aroute *rt, redislock_err err)
     rl__err(err, "%s", detail);
 }
 
+static void asked_reply(void *arg, redislock_err err, const rl__reply *r);
+static void role_reply(void *arg, redislock_err err, const rl__reply *r);
+
+/* Asks the next sentinel; with none left, the asking ends (a request
+ * still waiting starts another at its next pause's end). */
+static void ask_next(asker *a)
+{
+    rl__aroute *rt = a->rt;
+    const char *argv[3];
+    rl__aconn *c = NULL;
+    rl__pool *p;
+
+    while ((p = rl__sentinel_asked(rt->sn, a->i++, argv)) != NULL)
+        if (rt->conn(rt->ctx, p, &c) == REDISLOCK_OK &&
+            rl__aconn_send(c, 3, argv, NULL, asked_reply, a) == REDISLOCK_OK) {
+            a->sentinel = p;
+            return;
+        }
+    rt->asking = NULL;
+    free(a);
+}
+
+/* A sentinel's answer: the node it names is asked whether it is the
+ * master. */
+static void asked_reply(void *arg, redislock_err err, const rl__reply *r)
+{
+    static const char *argv[1] = {"ROLE"};
+    asker *a = arg;
+    rl__aroute *rt = a->rt;
+    rl__aconn *c = NULL;
+
+    if (rt == NULL) {
+        free(a);
+        return;
+    }
+    if (err == REDISLOCK_OK &&
+        rl__sentinel_answer(rt->sn, a->sentinel, r, &a->named) ==
+            REDISLOCK_OK &&
+        rt->conn(rt->ctx, a->named, &c) == REDISLOCK_OK &&
+        rl__aconn_send(c, 1, argv, NULL, role_reply, a) == REDISLOCK_OK)
+        return;
+    ask_next(a);
+}
+
+/* ROLE's answer: a master is the one requests go to from now on. */
+static void role_reply(void *arg, redislock_err err, const rl__reply *r)
+{
+    asker *a = arg;
+    rl__aroute *rt = a->rt;
+
+    if (rt == NULL) {
+        free(a);
+        return;
+    }
+    if (err == REDISLOCK_OK &&
+        rl__sentinel_confirm(rt->sn, a->sentinel, a->named, r) ==
+            REDISLOCK_OK) {
+        rt->asking = NULL;
+        free(a);
+        return;
+    }
+    ask_next(a);
+}
+
+/* Starts asking the sentinels, unless they are being asked; what the
+ * caller will hear (its error detail) stays. */
+static void ask(rl__aroute *rt)
+{
+    char detail[512];
+    asker *a;
+
+    if (rt->asking != NULL || (a = calloc(1, sizeof *a)) == NULL)
+        return;
+    snprintf(detail, sizeof detail, "%s", redislock_errdetail());
+    a->rt = rt;
+    rt->asking = a;
+    ask_next(a);
+    rl__err(REDISLOCK_OK, "%s", detail);
+}
+
 static void trip_free(trip *t)
 {
     rl__aroute *rt = t->rt;
@@ -212,12 +311,75 @@ static void trip_go(trip *t, rl__pool *p, int asking)
         trip_end(t, err, NULL);
 }
 
-/* A pause is over: the key routed again by the map. */
+static void trip_pause(trip *t, int64_t ms);
+
+/* A pause is over: the key routed again by the map, or sent to the master
+ * the sentinels named since; a Sentinel client's request waits on while
+ * no new master is confirmed, within its budget. */
 static void trip_wake(rl__loop_timer *lt)
 {
     trip *t = (trip *)lt;
+    rl__aroute *rt = t->rt;
+    rl__pool *p;
+    int suspect = 0;
 
-    trip_go(t, rl__cluster_route(t->rt->cl, t->key, t->keylen), 0);
+    if (rt->sn == NULL) {
+        trip_go(t, rl__cluster_route(rt->cl, t->key, t->keylen), 0);
+        return;
+    }
+    p = rl__sentinel_known(rt->sn, &suspect);
+    if (!suspect) {
+        trip_go(t, p, 0);
+        return;
+    }
+    ask(rt);
+    if (rl__now_us() >= t->deadline_us) {
+        rl__err(t->err, "%s", t->detail);
+        trip_end(t, t->err, NULL);
+        return;
+    }
+    trip_pause(t, RL_SENTINEL_PAUSE_MS);
+}
+
+/* t waits ms (no longer than its budget) on a loop timer, then goes on. */
+static void trip_pause(trip *t, int64_t ms)
+{
+    int64_t at = rl__now_us() + ms * 1000;
+    redislock_err err;
+
+    t->timer.fire = trip_wake;
+    if ((err = rl__loop_arm(t->rt->lp, &t->timer,
+                            at < t->deadline_us ? at : t->deadline_us)) !=
+        REDISLOCK_OK)
+        trip_end(t, err, NULL);
+}
+
+/* A Sentinel client's reply: a master that cannot be reached or has
+ * become a replica has the sentinels asked again, and a request that
+ * surely did not run (not sent, or refused by a replica) waits for the
+ * master they name next; one whose reply was lost may have run, and is
+ * its caller's (sentinel.c's rules). */
+static void sentinel_reply(trip *t, redislock_err err, const rl__reply *r)
+{
+    rl__aroute *rt = t->rt;
+
+    if (!rl__topo_moved(rt->topo, err, r)) {
+        trip_end(t, err, r);
+        return;
+    }
+    rl__sentinel_suspect(rt->sn, t->at);
+    if (err == REDISLOCK_OK)
+        err = rl__reply_check(r, t->s->name);
+    t->err = err;
+    snprintf(t->detail, sizeof t->detail, "%s", redislock_errdetail());
+    ask(rt);
+    if (err == REDISLOCK_EIO || err == REDISLOCK_ETIMEDOUT ||
+        rl__now_us() >= t->deadline_us) {
+        rl__err(err, "%s", t->detail);
+        trip_end(t, err, NULL);
+        return;
+    }
+    trip_pause(t, RL_SENTINEL_PAUSE_MS);
 }
 
 static void trip_reply(void *arg, redislock_err err, const rl__reply *r)
@@ -225,11 +387,15 @@ static void trip_reply(void *arg, redislock_err err, const rl__reply *r)
     trip *t = arg;
     rl__aroute *rt = t->rt;
     rl__go go;
-    int64_t now = rl__now_us(), at;
+    int64_t now = rl__now_us();
 
     t->out = 0;
     if (rt == NULL) {
         free(t);
+        return;
+    }
+    if (rt->sn != NULL) {
+        sentinel_reply(t, err, r);
         return;
     }
     go = rl__cluster_next(err, r, t->at, &t->hop);
@@ -255,12 +421,7 @@ static void trip_reply(void *arg, redislock_err err, const rl__reply *r)
         reload(rt, err);
         /* fall through */
     default:
-        at = now + rl__cluster_pause_ms() * 1000;
-        t->timer.fire = trip_wake;
-        if ((err = rl__loop_arm(rt->lp, &t->timer,
-                                at < t->deadline_us ? at : t->deadline_us)) !=
-            REDISLOCK_OK)
-            trip_end(t, err, NULL);
+        trip_pause(t, rl__cluster_pause_ms());
     }
 }
 
@@ -333,5 +494,7 @@ void rl__aroute_free(rl__aroute *rt)
     }
     if (rt->reading != NULL)
         rt->reading->rt = NULL;
+    if (rt->asking != NULL)
+        rt->asking->rt = NULL;
     free(rt);
 }

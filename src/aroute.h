@@ -1,17 +1,28 @@
 /*
- * A cluster client's requests on an event loop: redirect.c's journeys,
- * without blocking. A request goes to its key's master by the map; a
- * MOVED reply updates the map and sends it on, an ASK sends it once to the
+ * A cluster's or a Sentinel client's requests on an event loop, without
+ * blocking: the journeys of redirect.c and sentinel.c.
+ *
+ * In a cluster a request goes to its key's master by the map; a MOVED
+ * reply updates the map and sends it on, an ASK sends it once to the
  * node named (after ASKING), TRYAGAIN and CLUSTERDOWN pause it briefly on
  * a loop timer, and a node that cannot be reached has the map read again
  * (CLUSTER SLOTS sent on the loop, to the nodes in turn, then the seeds)
- * before the key is routed again; all within the command timeout from the
- * first send, after which the last answer is the caller's. The decisions
- * are redirect.c's (rl__cluster_next); the map is cluster.c's.
+ * before the key is routed again. The decisions are redirect.c's
+ * (rl__cluster_next); the map is cluster.c's.
  *
- * The connections are the caller's (the lock layer keeps one request
- * connection per node): the router asks for them through a callback.
- * Single-threaded: every call, and every callback, on the loop's thread.
+ * With Sentinel a request goes to the master last found. One that cannot
+ * reach it, or that a replica refuses (READONLY), has the sentinels asked
+ * on the loop (in turn, each answer confirmed by ROLE on the node named)
+ * and waits, in pauses of RL_SENTINEL_PAUSE_MS, until a master is
+ * confirmed, then goes there; one whose reply was lost may have run, so
+ * it is its caller's, while the sentinels are asked for the next.
+ *
+ * Either way, all within the command timeout from the first send, after
+ * which the last answer is the caller's. The connections are the
+ * caller's (the lock layer keeps one request connection per node, and
+ * gets one to each sentinel asked): the router asks for them through a
+ * callback. Single-threaded: every call, and every callback, on the
+ * loop's thread.
  */
 #ifndef RL_AROUTE_H
 #define RL_AROUTE_H
@@ -20,6 +31,8 @@
 #include "cluster.h"
 #include "loop.h"
 #include "request.h"
+#include "sentinel.h"
+#include "topology.h"
 
 typedef struct rl__aroute rl__aroute;
 
@@ -27,8 +40,9 @@ typedef struct rl__aroute rl__aroute;
 typedef redislock_err (*rl__aroute_conn)(void *ctx, rl__pool *p,
                                          rl__aconn **out);
 
-redislock_err rl__aroute_new(rl__cluster *cl, rl__loop *lp,
-                             rl__aroute_conn conn, void *ctx, rl__aroute **out);
+/* A router for topo's requests (a cluster or Sentinel client's). */
+redislock_err rl__aroute_new(rl__topo *topo, rl__loop *lp, rl__aroute_conn conn,
+                             void *ctx, rl__aroute **out);
 
 /* Every request under way ends with REDISLOCK_ECANCELED (its callback
  * runs here), a map being read is forgotten. NULL is a no-op. */

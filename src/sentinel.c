@@ -10,10 +10,6 @@
 #include "reply.h"
 #include "url.h"
 
-/* The pause between two askings of the sentinels while a request waits
- * out a failover. */
-#define RL_SENTINEL_PAUSE_MS 50
-
 struct rl__sentinel {
     rl__sentinel_url u;
     rl__pool *sent; /* one per sentinel, in the URL's order */

@@ -23,6 +23,10 @@
 
 typedef struct rl__sentinel rl__sentinel;
 
+/* The pause between two askings of the sentinels while a request waits
+ * out a failover. */
+#define RL_SENTINEL_PAUSE_MS 50
+
 /* Parses url (redis+sentinel://), finds the master through the sentinels
  * and confirms it. The options are copied. */
 redislock_err rl__sentinel_new(const char *url, const redislock_options *o,

@@ -44,6 +44,15 @@ rl__pool *rl__topo_node(rl__topo *t, const void *key, size_t len)
     return &t->pools[0];
 }
 
+rl__pool *rl__topo_node_now(rl__topo *t, const void *key, size_t len)
+{
+    int suspect;
+
+    if (t->kind == RL_TOPO_SENTINEL)
+        return rl__sentinel_known(t->sentinel, &suspect);
+    return rl__topo_node(t, key, len);
+}
+
 rl__pool *rl__topo_each(rl__topo *t, size_t i)
 {
     if (t->kind == RL_TOPO_SENTINEL)

@@ -53,6 +53,11 @@ redislock_err rl__topo_run_on(rl__topo *t, rl__pool *p, const rl__request *q,
  * node when the slot has no master, which will say where to go). */
 rl__pool *rl__topo_node(rl__topo *t, const void *key, size_t len);
 
+/* The same without blocking, for an event loop: a Sentinel client's
+ * master as last found, even when a request found it gone since (the
+ * loop's router asks the sentinels itself). */
+rl__pool *rl__topo_node_now(rl__topo *t, const void *key, size_t len);
+
 /* Node i of every node, NULL past the last: the servers in URL order, or
  * a cluster's masters by a map read afresh when i is 0 (a failover or a
  * resharding may have made or retired one). */

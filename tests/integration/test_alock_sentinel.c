@@ -1,0 +1,189 @@
+/*
+ * A Sentinel client on the event loop (redislock_loop(3)), under the
+ * tests' own application loop, one thread: its master killed while a
+ * lock is held, renewed and waited for, the loop asks the sentinels
+ * itself, and the release, the waiter, a new lock and the renewals reach
+ * the promoted replica, with nothing ever blocking the loop.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "harness/adapters.h"
+#include "harness/fixture.h"
+#include "harness/sentinel.h"
+#include "test.h"
+
+/* Every test here runs on the tests' poll() loop. */
+static const driver *const d = &adapter_poll;
+
+/* Waiters behind the held lock: more than the loop's 8 blockers, so that
+ * some listen on the wake channel. */
+#define WAITERS 10
+
+typedef struct turns {
+    redislock_loop *lp;
+    ad_done d[WAITERS];
+    redislock_lock *w[WAITERS];
+    int got, released;
+} turns;
+
+static void turn_released(redislock_lock *l, redislock_err err, void *arg)
+{
+    turns *t = arg;
+
+    (void)l;
+    ASSERT_ERR(err, REDISLOCK_OK);
+    t->released++;
+}
+
+/* A waiter's turn: it holds the lock, and gives it back at once. */
+static void turn_taken(redislock_lock *l, redislock_err err, void *arg)
+{
+    turns *t = arg;
+    int i;
+
+    for (i = 0; t->w[i] != l; i++)
+        ;
+    ad_record(l, err, &t->d[i]);
+    ASSERT_ERR(err, REDISLOCK_OK);
+    t->got++;
+    ASSERT_OK(redislock_loop_release(t->lp, l, 0, turn_released, t));
+}
+
+/* key's value on node i (NULL: none). */
+static char *on_node(th_sentinels *t, int i, const char *key)
+{
+    redisContext *r = th_sentinels_node_redis(t, i);
+    char *v = th_cmd_str(r, NULL, "GET %s", key);
+
+    redisFree(r);
+    return v;
+}
+
+/* How long one turn of the loop took at most while ms ran. */
+static int64_t run_for_slowest(void *h, int64_t ms)
+{
+    int64_t end = rl__now_us() + ms * 1000, most = 0, t0, took;
+
+    while ((t0 = rl__now_us()) < end) {
+        d->turn(h);
+        if ((took = rl__now_us() - t0) > most)
+            most = took;
+    }
+    return most / 1000;
+}
+
+/*
+ * The master dies with a lock held (replicated), a waiter behind it and a
+ * renewed lock. The release sent then cannot reach it: the loop asks the
+ * sentinels, waits for the one they promote and releases there, which
+ * wakes the waiter; a new acquire and the renewals go there too. No turn
+ * of the loop takes long (nothing blocks), and every callback comes once.
+ */
+void test_alock_sentinel_failover(void)
+{
+    th_sentinels *t = th_sentinels_start(NULL);
+    redislock_options co = {0};
+    redislock_client *c;
+    redislock_acquire_options o = th_aopts(20000, 0, 0);
+    redislock_lock *held, *dog, *n;
+    static turns tw;
+    ad_done dh = {0}, dd = {0}, dn = {0};
+    ad_lost gl = {0};
+    redislock_loop *lp;
+    void *h;
+    redisContext *r;
+    int64_t killed, slowest;
+    char *v;
+    int i;
+
+    co.command_timeout_ms = 6000;
+    c = th_client_url(t->url, &co);
+    h = d->open(c, &lp);
+    held = th_lock(c, "asf:held");
+    memset(&tw, 0, sizeof tw);
+    tw.lp = lp;
+    dog = th_lock(c, "asf:dog");
+    n = th_lock(c, "asf:new");
+    ASSERT_OK(redislock_loop_acquire(lp, held, &o, ad_record, &dh));
+    ad_run_until(d, h, &dh.calls, 1, 5000);
+    ASSERT_ERR(dh.err, REDISLOCK_OK);
+    o = th_aopts(8000, 0, 0);
+    o.watchdog = 1;
+    o.on_lost = ad_on_lost;
+    o.on_lost_arg = &gl;
+    ASSERT_OK(redislock_loop_acquire(lp, dog, &o, ad_record, &dd));
+    ad_run_until(d, h, &dd.calls, 1, 5000);
+    ASSERT_ERR(dd.err, REDISLOCK_OK);
+    o = th_aopts(20000, 25000, 0);
+    for (i = 0; i < WAITERS; i++) {
+        tw.w[i] = th_lock(c, "asf:held");
+        ASSERT_OK(redislock_loop_acquire(lp, tw.w[i], &o, turn_taken, &tw));
+    }
+    ad_run_for(d, h, 300);
+    ASSERT_EQ_INT(tw.got, 0);
+    /* Both locks on the replica before the master goes. */
+    r = th_sentinels_node_redis(t, 0);
+    ASSERT_EQ_INT(th_cmd_int(r, "WAIT 1 5000"), 1);
+    redisFree(r);
+
+    killed = th_now_ms();
+    ASSERT_EQ_INT(th_sentinels_kill_master(t), 0);
+    /* The loop sees its connections closed (a request written to one
+     * before that would have lost its reply: REDISLOCK_EIO). */
+    ad_run_for(d, h, 100);
+    ASSERT_OK(redislock_loop_release(lp, held, 0, ad_record, &dh));
+    ad_run_until(d, h, &dh.calls, 2, 15000);
+    test_log("release on the promoted replica %lld ms after the kill: %s",
+             (long long)(th_now_ms() - killed), redislock_strerror(dh.err));
+    ASSERT_ERR(dh.err, REDISLOCK_OK);
+    /* Each waiter in turn, those on the channel too (a wake-up lost with
+     * the old master's subscription must not leave them to their
+     * pauses: 20 s). */
+    ad_run_until(d, h, &tw.released, WAITERS, 10000);
+    test_log("%d waiters had their turns %lld ms after the kill", WAITERS,
+             (long long)(th_now_ms() - killed));
+    for (i = 0; i < WAITERS; i++)
+        ASSERT_EQ_INT(tw.d[i].calls, 1);
+    v = on_node(t, 1, "asf:held");
+    ASSERT(v == NULL);
+    free(v);
+    o = th_aopts(20000, 0, 0);
+    ASSERT_OK(redislock_loop_acquire(lp, n, &o, ad_record, &dn));
+    ad_run_until(d, h, &dn.calls, 1, 5000);
+    ASSERT_ERR(dn.err, REDISLOCK_OK);
+    v = on_node(t, 1, "asf:new");
+    ASSERT_EQ_STR(v, redislock_token(n));
+    free(v);
+    /* Renewed at the new master within a renewal period (8 s / 3), and
+     * no turn of the loop blocked meanwhile. */
+    slowest = run_for_slowest(h, 3000);
+    test_log("slowest turn of the loop after the failover: %lld ms",
+             (long long)slowest);
+    ASSERT_LT(slowest, 500);
+    ASSERT_OK(redislock_check(dog));
+    ASSERT_EQ_INT(gl.calls, 0);
+    v = on_node(t, 1, "asf:dog");
+    ASSERT_EQ_STR(v, redislock_token(dog));
+    free(v);
+    r = th_sentinels_node_redis(t, 1);
+    ASSERT_GT(th_pttl(r, "asf:dog"), 4000);
+    redisFree(r);
+    ASSERT_OK(redislock_loop_release(lp, n, 0, ad_record, &dn));
+    ASSERT_OK(redislock_loop_release(lp, dog, 0, ad_record, &dd));
+    ad_run_until(d, h, &dn.calls, 2, 5000);
+    ad_run_until(d, h, &dd.calls, 2, 5000);
+    ASSERT_ERR(dn.err, REDISLOCK_OK);
+    ASSERT_ERR(dd.err, REDISLOCK_OK);
+    ASSERT_EQ_INT(dh.calls, 2);
+    d->close(h);
+    redislock_lock_free(n);
+    redislock_lock_free(dog);
+    for (i = 0; i < WAITERS; i++)
+        redislock_lock_free(tw.w[i]);
+    redislock_lock_free(held);
+    redislock_client_free(c);
+    th_sentinels_stop(t);
+}
