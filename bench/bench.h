@@ -56,6 +56,8 @@ typedef struct lb_series {
                         * (.shared = 1) and only read the counter */
     int set;           /* LB_REDISLOCK: > 1, a set of that many keys
                         * (redislock_lock_new_multi), LB_LOCK_KEY first */
+    int tcp;           /* LB_REDISLOCK and LB_RAW: over loopback TCP
+                        * (e->tcp_url) rather than the unix socket */
     int loop;          /* LB_REDISLOCK: acquire and release on an event
                         * loop (<redislock/libevent.h>) */
     const char *arg1;  /* redis-py: sleep (s); redlock: retryDelay (ms) */
@@ -96,6 +98,8 @@ typedef struct lb_series {
      * (lockbench's loop_pairs); npairs 0: not measured. */
     double pair_ratio;
     int npairs;
+    /* The same over loopback TCP (0: not run), and its floor's. */
+    double tcp_pair_ratio, tcp_floor_ratio;
     /* The same for the raw hand-off (LB_RAW) waiting in epoll_wait()
      * against blocked in read(): the floor of any event loop here. */
     double floor_ratio;

@@ -138,7 +138,7 @@ static void rl_worker(const lb_env *e, const lb_series *s, int idx,
     redislock_client *cl;
     redislock_lock *l;
     redislock_acquire_options o = {0};
-    redisContext *data = lb_connect(e->sock);
+    redisContext *data = lb_connect_over(e, s->tcp ? LB_TCP : LB_UNIX);
     struct event_base *base = NULL;
     redislock_libevent *a = NULL;
     redislock_err err;
@@ -147,7 +147,8 @@ static void rl_worker(const lb_env *e, const lb_series *s, int idx,
 
     if (data == NULL)
         _exit(3);
-    if ((err = redislock_client_new(&cl, e->url, NULL)) != REDISLOCK_OK)
+    if ((err = redislock_client_new(&cl, s->tcp ? e->tcp_url : e->url,
+                                    NULL)) != REDISLOCK_OK)
         child_fail("connect", err);
     if (s->set > 1) {
         /* A set: the lock's key and others of its own, all on the one
@@ -235,7 +236,8 @@ static redisReply *raw_reply(redisContext *c, int ep)
 static void raw_worker(const lb_env *e, const lb_series *s, int idx,
                        lb_cycle *rec, int go_fd, int ready_fd)
 {
-    redisContext *c = lb_connect(e->sock), *data = lb_connect(e->sock);
+    redisContext *c = lb_connect_over(e, s->tcp ? LB_TCP : LB_UNIX);
+    redisContext *data = lb_connect_over(e, s->tcp ? LB_TCP : LB_UNIX);
     redisReply *r;
     char tok[32], ttl[16], sha[64] = "", b;
     int i, ok, ep = -1;

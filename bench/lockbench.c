@@ -340,11 +340,12 @@ static void header(const lb_env *e, const opts *o, char *machine,
 
 /* One pair of series like def, blocking then waiting on a loop (m
  * rounds each); their hand-off p50 ratio, or 0 if either failed. */
-static double one_pair(const lb_env *e, const lb_series *def, int m)
+static double one_pair(const lb_env *e, const lb_series *def, int m, int tcp)
 {
     lb_series d = {0}, l = {0};
     double q = 0;
 
+    d.tcp = l.tcp = tcp;
     d.name = l.name = def->name;
     d.slug = l.slug = def->slug;
     d.lib = l.lib = def->lib;
@@ -365,9 +366,9 @@ static double one_pair(const lb_env *e, const lb_series *def, int m)
 static void loop_pairs(const lb_env *e, lb_series *s, size_t ns)
 {
     lb_series *def = NULL, *lp = NULL, raw = {0};
-    double ratio[LB_PAIRS], rawq[LB_PAIRS], q;
+    double ratio[2][LB_PAIRS], rawq[2][LB_PAIRS], q;
     size_t i;
-    int r, n = 0, nf = 0, m;
+    int r, n[2] = {0, 0}, nf[2] = {0, 0}, m, t;
 
     for (i = 0; i < ns; i++) {
         if (s[i].lib != LB_REDISLOCK || s[i].k != 8 || !s[i].ran ||
@@ -381,7 +382,8 @@ static void loop_pairs(const lb_env *e, lb_series *s, size_t ns)
     if (def == NULL || lp == NULL)
         return;
     printf("lockbench: hand-off on an event loop and blocking, K=8, %d "
-           "pairs back to back, and as many of the raw hand-off ...",
+           "pairs back to back, and as many of the raw hand-off, over the "
+           "unix socket and TCP ...",
            LB_PAIRS);
     fflush(stdout);
     /* the raw hand-off, blocking then on epoll: what a loop costs here
@@ -391,17 +393,23 @@ static void loop_pairs(const lb_env *e, lb_series *s, size_t ns)
     raw.lib = LB_RAW;
     raw.k = def->k;
     m = def->m / 2 > 50 ? def->m / 2 : 50;
-    for (r = 0; r < LB_PAIRS; r++) {
-        if ((q = one_pair(e, def, m)) > 0)
-            ratio[n++] = q;
-        if ((q = one_pair(e, &raw, m)) > 0)
-            rawq[nf++] = q;
-    }
-    lp->npairs = n;
-    lp->pair_ratio = n > 0 ? lb_median(ratio, (size_t)n) : 0;
-    lp->floor_ratio = nf > 0 ? lb_median(rawq, (size_t)nf) : 0;
-    printf(" median %.2f x over %d (raw: %.2f x over %d)\n",
-           lp->pair_ratio, n, lp->floor_ratio, nf);
+    /* over the unix socket, then loopback TCP (t) */
+    for (t = 0; t < 2 && (t == 0 || e->tcp_port != 0); t++)
+        for (r = 0; r < LB_PAIRS; r++) {
+            if ((q = one_pair(e, def, m, t)) > 0)
+                ratio[t][n[t]++] = q;
+            if ((q = one_pair(e, &raw, m, t)) > 0)
+                rawq[t][nf[t]++] = q;
+        }
+    lp->npairs = n[0];
+    lp->pair_ratio = n[0] > 0 ? lb_median(ratio[0], (size_t)n[0]) : 0;
+    lp->floor_ratio = nf[0] > 0 ? lb_median(rawq[0], (size_t)nf[0]) : 0;
+    lp->tcp_pair_ratio = n[1] > 0 ? lb_median(ratio[1], (size_t)n[1]) : 0;
+    lp->tcp_floor_ratio = nf[1] > 0 ? lb_median(rawq[1], (size_t)nf[1]) : 0;
+    printf(" median %.2f x over %d (raw: %.2f x); over TCP %.2f x (raw: "
+           "%.2f x)\n",
+           lp->pair_ratio, n[0], lp->floor_ratio, lp->tcp_pair_ratio,
+           lp->tcp_floor_ratio);
 }
 
 int main(int argc, char **argv)

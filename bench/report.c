@@ -169,6 +169,12 @@ static void loop_line(const lb_series *s, size_t ns, const lb_series *def,
            "in epoll_wait() against blocked in read(), pairs the same way, "
            "%.2f x; the library's loop is %.2f x that)\n",
            lp->floor_ratio, ratio(lp->pair_ratio, lp->floor_ratio));
+    if (lp->tcp_pair_ratio > 0)
+        printf("  K=%d hand-off on an event loop over TCP p50 within 10 %% of "
+               "the blocking calls': median over %d pairs %.2f x %s (the "
+               "raw hand-off's floor over TCP %.2f x)\n",
+               k, lp->npairs, lp->tcp_pair_ratio,
+               yes(lp->tcp_pair_ratio <= 1.1), lp->tcp_floor_ratio);
 }
 
 /* The K the targets and the plot use: 8, else the largest one run. */
@@ -620,7 +626,7 @@ void lb_report(const lb_env *e, const lb_micro *m, const lb_idle *idle,
            "set_handoff_p50_us=%.1f sem_fair_handoff_p50_us=%.1f "
            "shared_fair_handoff_p50_us=%.1f raw_handoff_p50_us=%.1f "
            "loop_handoff_p50_us=%.1f loop_handoff_ratio=%.3f "
-           "loop_handoff_floor=%.3f "
+           "loop_handoff_floor=%.3f loop_handoff_ratio_tcp=%.3f "
            "loop_cycle_ratio=%.3f loop_floor_ratio=%.3f "
            "loop_held=%d loop_conns=%lld loop_bytes_per_lock=%.0f "
            "loop_cpu_us_per_lock_s=%.2f%s%s\n",
@@ -639,6 +645,7 @@ void lb_report(const lb_env *e, const lb_micro *m, const lb_idle *idle,
            find_loop(s, ns, k) ? find_loop(s, ns, k)->h50 : -1,
            find_loop(s, ns, k) ? find_loop(s, ns, k)->pair_ratio : -1,
            find_loop(s, ns, k) ? find_loop(s, ns, k)->floor_ratio : -1,
+           find_loop(s, ns, k) ? find_loop(s, ns, k)->tcp_pair_ratio : -1,
            u->loop_ratio, u->loop_floor, scale->n, scale->conns, scale->rss_per_lock,
            scale->cpu_us_per_lock_s, redlock ? " " : "",
            redlock ? redlock : "");
