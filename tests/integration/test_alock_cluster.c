@@ -33,20 +33,27 @@ static redislock_client *cluster_client(th_cluster *tc, int64_t timeout_ms)
     return c;
 }
 
-/* Whether key's slot owner holds key with token (a plain lock's value). */
-static int held_by(th_cluster *tc, const char *key, const char *token)
+/* key's value on its slot's owner (NULL: none). */
+static char *value_of(th_cluster *tc, const char *key)
 {
     int owner = th_cluster_owner(tc, th_cluster_keyslot(tc, key));
     redisContext *r;
     char *v;
-    int yes;
 
     ASSERT(owner >= 0);
     r = th_cluster_redis(tc, owner);
     v = th_cmd_str(r, NULL, "GET %s", key);
-    yes = v != NULL && strcmp(v, token) == 0;
-    free(v);
     redisFree(r);
+    return v;
+}
+
+/* Whether key's slot owner holds key with token (a plain lock's value). */
+static int held_by(th_cluster *tc, const char *key, const char *token)
+{
+    char *v = value_of(tc, key);
+    int yes = v != NULL && strcmp(v, token) == 0;
+
+    free(v);
     return yes;
 }
 
@@ -324,6 +331,63 @@ void test_alock_cluster_failover(void)
     d->close(h);
     redislock_lock_free(l);
     redislock_lock_free(l2);
+    redislock_client_free(c);
+    th_cluster_stop(tc);
+}
+
+/* A set of three keys with one hash tag (one slot, one script) on the
+ * loop of a cluster client: it waits behind a 30 s lease on its second
+ * key, holding none of the others meanwhile, is woken by the release on
+ * the slot's master, holds all three there with one token, and a second
+ * set behind it gets them once the first is released. A set whose keys
+ * are in several slots is refused with the reason. */
+void test_alock_cluster_set_one_slot(void)
+{
+    th_cluster *tc = th_cluster_start(3, 0);
+    redislock_client *c = cluster_client(tc, 2000);
+    const char *k[3] = {"{acs}a", "{acs}b", "{acs}c"};
+    const char *apart[2] = {"acs:x", "acs:y"};
+    redislock_lock *holder = th_lock(c, "{acs}b");
+    redislock_lock *s = th_lock_set(c, k, 3), *t = th_lock_set(c, k, 3);
+    redislock_lock *x = th_lock_set(c, apart, 2);
+    redislock_acquire_options o = th_aopts(30000, 0, 0);
+    ad_done ds = {0}, dt = {0}, dx = {0};
+    redislock_loop *lp;
+    void *h = d->open(c, &lp);
+    int i;
+
+    ASSERT_OK(redislock_acquire(holder, &o));
+    o = th_aopts(5000, 10000, 0);
+    ASSERT_OK(redislock_loop_acquire(lp, s, &o, ad_record, &ds));
+    ad_run_for(d, h, 300);
+    ASSERT_EQ_INT(ds.calls, 0);
+    ASSERT(value_of(tc, "{acs}a") == NULL);
+    ASSERT(value_of(tc, "{acs}c") == NULL);
+    ASSERT_OK(redislock_release(holder));
+    ad_run_until(d, h, &ds.calls, 1, 3000);
+    ASSERT_ERR(ds.err, REDISLOCK_OK);
+    for (i = 0; i < 3; i++)
+        ASSERT(held_by(tc, k[i], redislock_token(s)));
+    ASSERT_OK(redislock_loop_acquire(lp, t, &o, ad_record, &dt));
+    ad_run_for(d, h, 300);
+    ASSERT_EQ_INT(dt.calls, 0);
+    ASSERT_OK(redislock_loop_release(lp, s, 0, ad_record, &ds));
+    ad_run_until(d, h, &dt.calls, 1, 3000);
+    ASSERT_ERR(dt.err, REDISLOCK_OK);
+    for (i = 0; i < 3; i++)
+        ASSERT(held_by(tc, k[i], redislock_token(t)));
+    ASSERT_OK(redislock_loop_release(lp, t, 0, ad_record, &dt));
+    ad_run_until(d, h, &dt.calls, 2, 3000);
+    ASSERT_ERR(dt.err, REDISLOCK_OK);
+    ASSERT_ERR(redislock_loop_acquire(lp, x, &o, ad_record, &dx),
+               REDISLOCK_EINVAL);
+    ASSERT(strstr(redislock_errdetail(), "hash tag") != NULL);
+    ASSERT_EQ_INT(dx.calls, 0);
+    d->close(h);
+    redislock_lock_free(x);
+    redislock_lock_free(t);
+    redislock_lock_free(s);
+    redislock_lock_free(holder);
     redislock_client_free(c);
     th_cluster_stop(tc);
 }
