@@ -334,8 +334,10 @@ static void async_reply(void *arg, redislock_err err, const rl__reply *r)
     a->err = err;
     if (err != REDISLOCK_OK)
         snprintf(a->detail, sizeof a->detail, "%s", redislock_errdetail());
-    else if (a->out > 0 && (a->reply = rl__reply_dup(r)) == NULL)
-        a->err = rl__err(REDISLOCK_ENOMEM, "out of memory keeping a reply");
+    else if (a->out > 0 && (a->reply = rl__reply_dup(r)) == NULL) {
+        a->err = REDISLOCK_ENOMEM;
+        snprintf(a->detail, sizeof a->detail, "out of memory keeping a reply");
+    }
     if (a->out == 0) {
         /* No guard: the reply goes out as it is. */
         a->cb(a->arg, err, r);

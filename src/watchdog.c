@@ -417,8 +417,12 @@ void rl__janitor_abandon(rl__watchdog *wd, rl__topo *t, rl__pool *p,
         return;
     j->topo = t;
     j->pool = p;
-    /* A cluster's pools live as long as the cluster (cluster.h). */
-    j->node = p != NULL ? p : rl__topo_node(t, names[0].key, names[0].keylen);
+    /* A cluster's pools live as long as the cluster (cluster.h). The node
+     * gives the job's timeouts only (the abandon goes where the topology
+     * routes it then): the one known now, which asks no sentinel, so
+     * that a loop handing its sweeps over does not block. */
+    j->node =
+        p != NULL ? p : rl__topo_node_now(t, names[0].key, names[0].keylen);
     j->names = (rl__lockname *)(void *)(j + 1);
     j->nnames = n;
     at = (char *)(j->names + n);
