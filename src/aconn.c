@@ -69,6 +69,9 @@ struct rl__aconn {
     rl__asub *subs;
     redislock_err fail; /* why it ended (REDISLOCK_OK: it has not) */
     char why[300];
+    /* rediss://: the TLS session, started once the socket connects (its
+     * handshake then goes on in the reads and writes). */
+    void *ssl;
 };
 
 static const char *where(const rl__aconn *c, char *buf, size_t len)
@@ -77,14 +80,19 @@ static const char *where(const rl__aconn *c, char *buf, size_t len)
 }
 
 /* Tells the loop what to watch now: writability while connecting or
- * while output waits, readability once connected. */
+ * while output waits, readability once connected. Over TLS a write that
+ * stopped for want of the peer's answer (the handshake) waits for
+ * readability instead, and one that a read stopped waits for
+ * writability. */
 static void rewatch(rl__aconn *c)
 {
-    int w = 0;
+    int w = 0, rd = 0;
 
     if (c->ctx != NULL)
         w = !c->connected ? RL_WATCH_WRITE
                           : RL_WATCH_READ | (c->unwritten ? RL_WATCH_WRITE : 0);
+    if (c->ctx != NULL && c->ssl != NULL && rl__conn_tls_wants(c->ssl, &rd))
+        w = rd ? RL_WATCH_READ : RL_WATCH_READ | RL_WATCH_WRITE;
     if (w != c->watching) {
         c->watching = w;
         c->ops.watch(c->ops.ctx, c->fd, w);
@@ -396,11 +404,6 @@ redislock_err rl__aconn_open(const rl__conn_cfg *cfg, const rl__aconn_ops *ops,
     int i;
 
     *out = NULL;
-    if (cfg->tls != NULL)
-        return rl__err(REDISLOCK_ENOTLS,
-                       "TLS (rediss://) is not yet available on an event "
-                       "loop; use the blocking API for %s",
-                       rl__conn_endpoint(cfg->url, buf, sizeof buf));
     if ((c = calloc(1, sizeof *c)) == NULL)
         return rl__err(REDISLOCK_ENOMEM, "out of memory connecting");
     c->cfg = *cfg;
@@ -532,9 +535,16 @@ static void check_connect(rl__aconn *c)
         e = errno == ENOTCONN ? 0 : errno;
     else if (e == 0)
         c->connected = 1;
-    if (e != 0)
+    if (e != 0) {
         fail(c, REDISLOCK_ECONNECT, "cannot connect to %s: %s",
              where(c, buf, sizeof buf), strerror(e));
+    } else if (c->connected && c->cfg.tls != NULL &&
+               rl__conn_tls_start(&c->cfg, c->ctx, &c->ssl) != REDISLOCK_OK) {
+        char said[256];
+
+        snprintf(said, sizeof said, "%s", redislock_errdetail());
+        fail(c, REDISLOCK_ECONNECT, "%s", said);
+    }
 }
 
 void rl__aconn_io(rl__aconn *c, int what)
@@ -547,7 +557,7 @@ void rl__aconn_io(rl__aconn *c, int what)
         check_connect(c);
     if (what & RL_WATCH_WRITE)
         write_some(c, 1);
-    if (c->ctx != NULL && c->connected && (what & RL_WATCH_READ)) {
+    while (c->ctx != NULL && c->connected && (what & RL_WATCH_READ)) {
         /* Replies read before a failure still count. */
         st = redisBufferRead(c->ctx);
         while (c->ctx != NULL) {
@@ -561,6 +571,10 @@ void rl__aconn_io(rl__aconn *c, int what)
         }
         if (c->ctx != NULL && st != REDIS_OK)
             fail_io(c);
+        /* Over TLS, decrypted bytes may wait in the session: the socket
+         * will not say so. */
+        if (c->ctx == NULL || c->ssl == NULL || !rl__conn_tls_pending(c->ssl))
+            break;
     }
     /* What the callbacks sent. */
     write_some(c, 1);

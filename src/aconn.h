@@ -56,9 +56,10 @@ typedef void (*rl__aconn_cb)(void *arg, redislock_err err, const rl__reply *r);
  * by getaddrinfo, which blocks: a loop that must never block gives an
  * address or a socket path. cfg and ops are copied, but
  * cfg's URL and password are borrowed for the connection's life. Fails
- * only when the connection cannot even be started (out of memory, TLS,
- * which is not yet supported here: REDISLOCK_ENOTLS); a server that is
- * down shows as every request's REDISLOCK_ECONNECT.
+ * only when the connection cannot even be started (out of memory); over
+ * TLS (cfg->tls) the handshake starts once the socket connects and goes
+ * on in the reads and writes (a failed one: REDISLOCK_ECONNECT); a server
+ * that is down shows as every request's REDISLOCK_ECONNECT.
  */
 redislock_err rl__aconn_open(const rl__conn_cfg *cfg, const rl__aconn_ops *ops,
                              rl__aconn **out);

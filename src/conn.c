@@ -207,35 +207,67 @@ const char *rl__conn_endpoint(const rl__url *u, char *buf, size_t len)
     return buf;
 }
 
-/* The TLS handshake on a fresh connection, for rediss://. */
-static redislock_err start_tls(const rl__conn_cfg *cfg, rl__conn *c, char *buf,
-                               size_t len)
+redislock_err rl__conn_tls_start(const rl__conn_cfg *cfg, redisContext *ctx,
+                                 void **ssl_out)
 {
-    if (cfg->tls == NULL)
-        return REDISLOCK_OK;
 #ifdef REDISLOCK_HAVE_TLS
     const rl__tls *t = cfg->tls;
     SSL *ssl = SSL_new(t->ctx);
+    char buf[300];
 
-    c->tls = 1;
     if (ssl == NULL || SSL_set_tlsext_host_name(ssl, t->name) != 1 ||
         SSL_set1_host(ssl, t->name) != 1) {
         SSL_free(ssl);
         return rl__err(REDISLOCK_ENOMEM, "cannot set up a TLS session");
     }
-    /* hiredis owns ssl once the handshake succeeds; a failed one leaves
-     * it to us (hiredis 1.0 frees only its own wrapper). */
-    if (redisInitiateSSL(c->ctx, ssl) == REDIS_OK)
+    /* hiredis owns ssl once the handshake succeeds (or, on a non-blocking
+     * context, is under way); a failed one leaves it to us (hiredis 1.0
+     * frees only its own wrapper). */
+    if (redisInitiateSSL(ctx, ssl) == REDIS_OK) {
+        if (ssl_out != NULL)
+            *ssl_out = ssl;
         return REDISLOCK_OK;
+    }
     SSL_free(ssl);
     return rl__err(REDISLOCK_ECONNECT, "TLS handshake with %s failed: %s",
-                   rl__conn_endpoint(cfg->url, buf, len), c->ctx->errstr);
+                   rl__conn_endpoint(cfg->url, buf, sizeof buf), ctx->errstr);
 #else
-    (void)c;
-    (void)buf;
-    (void)len;
+    (void)cfg;
+    (void)ctx;
+    (void)ssl_out;
     return rl__err(REDISLOCK_ENOTLS, "TLS is not available in this build");
 #endif
+}
+
+int rl__conn_tls_wants(void *ssl, int *read)
+{
+#ifdef REDISLOCK_HAVE_TLS
+    *read = SSL_want_read((SSL *)ssl);
+    return *read || SSL_want_write((SSL *)ssl);
+#else
+    (void)ssl;
+    *read = 0;
+    return 0;
+#endif
+}
+
+int rl__conn_tls_pending(void *ssl)
+{
+#ifdef REDISLOCK_HAVE_TLS
+    return SSL_pending((SSL *)ssl) > 0;
+#else
+    (void)ssl;
+    return 0;
+#endif
+}
+
+/* The TLS handshake on a fresh connection, for rediss://. */
+static redislock_err start_tls(const rl__conn_cfg *cfg, rl__conn *c)
+{
+    if (cfg->tls == NULL)
+        return REDISLOCK_OK;
+    c->tls = 1;
+    return rl__conn_tls_start(cfg, c->ctx, NULL);
 }
 
 static redislock_err connect_socket(const rl__conn_cfg *cfg, rl__conn *c)
@@ -260,7 +292,7 @@ static redislock_err connect_socket(const rl__conn_cfg *cfg, rl__conn *c)
         c->timeout_ms = cfg->connect_timeout_ms;
         if (redisSetTimeout(c->ctx, tv) != REDIS_OK)
             return rl__err(REDISLOCK_EIO, "cannot set socket timeout");
-        return start_tls(cfg, c, buf, sizeof buf);
+        return start_tls(cfg, c);
     }
     if (is_timeout(c->ctx, saved))
         return rl__err(REDISLOCK_ETIMEDOUT, "connecting to %s: timed out",

@@ -40,6 +40,22 @@ redislock_err rl__conn_tls_new(const rl__url *u, const redislock_options *o,
                                void **out);
 void rl__conn_tls_free(void *ctx);
 
+/* Starts TLS on ctx, connected to cfg's server (cfg->tls set): on a
+ * blocking context the whole handshake, on a non-blocking one its first
+ * step (the rest happens in its reads and writes). *ssl_out (when not
+ * NULL) gets the session, hiredis's to free, for the two below.
+ * REDISLOCK_ENOTLS in a build without TLS. */
+redislock_err rl__conn_tls_start(const rl__conn_cfg *cfg, redisContext *ctx,
+                                 void **ssl_out);
+
+/* Whether ssl's last read or write stopped for want of the socket's
+ * readability (*read) or writability: the caller watches for that. */
+int rl__conn_tls_wants(void *ssl, int *read);
+
+/* Whether ssl holds decrypted bytes not yet read: the socket will not
+ * say so. */
+int rl__conn_tls_pending(void *ssl);
+
 /* What a new connection sends first: AUTH and SELECT as cfg needs them
  * (n is 0 when neither). Its pointers point into itself and cfg. */
 typedef struct rl__hello {
