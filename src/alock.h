@@ -34,8 +34,8 @@
  * extend and renewal on the same connection (request.c), their answers in
  * l->acks; an acquire they leave not durable is given back by a sweep.
  *
- * Not yet (each REDISLOCK_EINVAL with the reason): sets spread over
- * several servers or slots (spread.c), TLS (REDISLOCK_ENOTLS).
+ * Not yet (REDISLOCK_EINVAL with the reason): sets spread over several
+ * servers or slots (spread.c).
  *
  * Single-threaded: every call here, and every callback, on the loop's
  * thread. One operation at a time per lock handle.

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "harness/adapters.h"
 #include "harness/fixture.h"
 #include "harness/server.h"
 #include "harness/util.h"
@@ -124,8 +125,109 @@ void test_tls_refuses_unverified_server(void)
     test_log("wrong CA: %s", redislock_errdetail());
     ASSERT(c == NULL);
     /* The right CA, but a name the certificate does not carry. */
-    ASSERT_ERR(tls_client(&e, "localhost", "stranger", &c),
-               REDISLOCK_ECONNECT);
+    ASSERT_ERR(tls_client(&e, "localhost", "stranger", &c), REDISLOCK_ECONNECT);
     test_log("wrong name: %s", redislock_errdetail());
+    tls_stop(&e);
+}
+
+/* Waiters on the loop over TLS: each takes its turn and gives it back. */
+#define TLS_WAITERS 10
+
+typedef struct tls_turns {
+    redislock_loop *lp;
+    redislock_lock *w[TLS_WAITERS];
+    ad_done d[TLS_WAITERS];
+    int released;
+} tls_turns;
+
+static void tls_turn_released(redislock_lock *l, redislock_err err, void *arg)
+{
+    tls_turns *t = arg;
+
+    (void)l;
+    ASSERT_ERR(err, REDISLOCK_OK);
+    t->released++;
+}
+
+static void tls_turn_taken(redislock_lock *l, redislock_err err, void *arg)
+{
+    tls_turns *t = arg;
+    int i;
+
+    for (i = 0; t->w[i] != l; i++)
+        ;
+    ad_record(l, err, &t->d[i]);
+    ASSERT_ERR(err, REDISLOCK_OK);
+    ASSERT_OK(redislock_loop_release(t->lp, l, 0, tls_turn_released, t));
+}
+
+/*
+ * rediss:// on the event loop (the tests' poll loop): the loop's own
+ * connections do the TLS handshake without blocking (its request, BLPOP
+ * and subscribed connections alike). A lock taken on the loop; ten
+ * waiters behind it (eight blocked on BLPOP, two on the wake channel)
+ * each woken in turn by the release before; a lock renewed on the loop.
+ * Without TLS in the build, rediss:// is refused as for the blocking
+ * calls.
+ */
+void test_tls_on_loop(void)
+{
+    const driver *d = &adapter_poll;
+    redislock_client *c = NULL;
+    redislock_lock *l, *dog;
+    redislock_acquire_options o = th_aopts(30000, 0, 0);
+    static tls_turns t;
+    ad_done dl = {0}, dd = {0};
+    redislock_loop *lp;
+    void *h;
+    tls_env e;
+    int i;
+
+    if (getenv("RL_EXPECT_TLS") != NULL)
+        ASSERT(redislock_has_tls());
+    if (!redislock_has_tls()) {
+        ASSERT_ERR(redislock_client_new(&c, "rediss://localhost:1", NULL),
+                   REDISLOCK_ENOTLS);
+        return;
+    }
+    tls_start(&e);
+    ASSERT_OK(tls_client(&e, "localhost", NULL, &c));
+    h = d->open(c, &lp);
+    memset(&t, 0, sizeof t);
+    t.lp = lp;
+    l = th_lock(c, "tlsl:k");
+    ASSERT_OK(redislock_loop_acquire(lp, l, &o, ad_record, &dl));
+    ad_run_until(d, h, &dl.calls, 1, 5000);
+    ASSERT_ERR(dl.err, REDISLOCK_OK);
+    o = th_aopts(5000, 10000, 0);
+    for (i = 0; i < TLS_WAITERS; i++) {
+        t.w[i] = th_lock(c, "tlsl:k");
+        ASSERT_OK(redislock_loop_acquire(lp, t.w[i], &o, tls_turn_taken, &t));
+    }
+    ad_run_for(d, h, 500);
+    for (i = 0; i < TLS_WAITERS; i++)
+        ASSERT_EQ_INT(t.d[i].calls, 0);
+    ASSERT_OK(redislock_loop_release(lp, l, 0, ad_record, &dl));
+    ad_run_until(d, h, &t.released, TLS_WAITERS, 5000);
+    ASSERT_ERR(dl.err, REDISLOCK_OK);
+    for (i = 0; i < TLS_WAITERS; i++)
+        ASSERT_EQ_INT(t.d[i].calls, 1);
+    o = th_aopts(600, 0, 0);
+    o.watchdog = 1;
+    dog = th_lock(c, "tlsl:dog");
+    ASSERT_OK(redislock_loop_acquire(lp, dog, &o, ad_record, &dd));
+    ad_run_until(d, h, &dd.calls, 1, 5000);
+    ASSERT_ERR(dd.err, REDISLOCK_OK);
+    ad_run_for(d, h, 1500);
+    ASSERT_OK(redislock_check(dog));
+    ASSERT_OK(redislock_loop_release(lp, dog, 0, ad_record, &dd));
+    ad_run_until(d, h, &dd.calls, 2, 5000);
+    ASSERT_ERR(dd.err, REDISLOCK_OK);
+    d->close(h);
+    for (i = 0; i < TLS_WAITERS; i++)
+        redislock_lock_free(t.w[i]);
+    redislock_lock_free(dog);
+    redislock_lock_free(l);
+    redislock_client_free(c);
     tls_stop(&e);
 }
