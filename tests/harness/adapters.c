@@ -55,6 +55,28 @@ void ad_on_lost(redislock_lock *l, redislock_err why, void *arg)
     g->valid = redislock_valid_ms(l);
 }
 
+static void turn_released(redislock_lock *l, redislock_err err, void *arg)
+{
+    ad_turns *t = arg;
+
+    (void)l;
+    ASSERT_ERR(err, REDISLOCK_OK);
+    t->released++;
+}
+
+void ad_turn(redislock_lock *l, redislock_err err, void *arg)
+{
+    ad_turns *t = arg;
+    int i;
+
+    for (i = 0; i < AD_TURNS_MAX && t->w[i] != l; i++)
+        ;
+    ASSERT(i < AD_TURNS_MAX);
+    ad_record(l, err, &t->d[i]);
+    ASSERT_ERR(err, REDISLOCK_OK);
+    ASSERT_OK(redislock_loop_release(t->lp, l, 0, turn_released, t));
+}
+
 /* The tests' own application loop (apploop.h) as a driver. */
 static void *poll_open(redislock_client *c, redislock_loop **lp)
 {

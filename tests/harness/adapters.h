@@ -61,4 +61,17 @@ typedef struct ad_lost {
 
 void ad_on_lost(redislock_lock *l, redislock_err why, void *arg);
 
+/* Waiters that take turns on one key (ad_turn's arg, each acquire's
+ * callback): each records its callback in d[i] (its handle w[i]), must
+ * have the lock, and releases it at once on lp, counted in released. */
+#define AD_TURNS_MAX 16
+typedef struct ad_turns {
+    redislock_loop *lp;
+    redislock_lock *w[AD_TURNS_MAX];
+    ad_done d[AD_TURNS_MAX];
+    int released;
+} ad_turns;
+
+void ad_turn(redislock_lock *l, redislock_err err, void *arg);
+
 #endif

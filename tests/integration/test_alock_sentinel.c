@@ -22,36 +22,6 @@ static const driver *const d = &adapter_poll;
  * some listen on the wake channel. */
 #define WAITERS 10
 
-typedef struct turns {
-    redislock_loop *lp;
-    ad_done d[WAITERS];
-    redislock_lock *w[WAITERS];
-    int got, released;
-} turns;
-
-static void turn_released(redislock_lock *l, redislock_err err, void *arg)
-{
-    turns *t = arg;
-
-    (void)l;
-    ASSERT_ERR(err, REDISLOCK_OK);
-    t->released++;
-}
-
-/* A waiter's turn: it holds the lock, and gives it back at once. */
-static void turn_taken(redislock_lock *l, redislock_err err, void *arg)
-{
-    turns *t = arg;
-    int i;
-
-    for (i = 0; t->w[i] != l; i++)
-        ;
-    ad_record(l, err, &t->d[i]);
-    ASSERT_ERR(err, REDISLOCK_OK);
-    t->got++;
-    ASSERT_OK(redislock_loop_release(t->lp, l, 0, turn_released, t));
-}
-
 /* key's value on node i (NULL: none). */
 static char *on_node(th_sentinels *t, int i, const char *key)
 {
@@ -89,7 +59,7 @@ void test_alock_sentinel_failover(void)
     redislock_client *c;
     redislock_acquire_options o = th_aopts(20000, 0, 0);
     redislock_lock *held, *dog, *n;
-    static turns tw;
+    static ad_turns tw;
     ad_done dh = {0}, dd = {0}, dn = {0};
     ad_lost gl = {0};
     redislock_loop *lp;
@@ -120,10 +90,10 @@ void test_alock_sentinel_failover(void)
     o = th_aopts(20000, 25000, 0);
     for (i = 0; i < WAITERS; i++) {
         tw.w[i] = th_lock(c, "asf:held");
-        ASSERT_OK(redislock_loop_acquire(lp, tw.w[i], &o, turn_taken, &tw));
+        ASSERT_OK(redislock_loop_acquire(lp, tw.w[i], &o, ad_turn, &tw));
     }
     ad_run_for(d, h, 300);
-    ASSERT_EQ_INT(tw.got, 0);
+    ASSERT_EQ_INT(tw.released, 0);
     /* Both locks on the replica before the master goes. */
     r = th_sentinels_node_redis(t, 0);
     ASSERT_EQ_INT(th_cmd_int(r, "WAIT 1 5000"), 1);

@@ -130,36 +130,8 @@ void test_tls_refuses_unverified_server(void)
     tls_stop(&e);
 }
 
-/* Waiters on the loop over TLS: each takes its turn and gives it back. */
+/* Waiters on the loop over TLS. */
 #define TLS_WAITERS 10
-
-typedef struct tls_turns {
-    redislock_loop *lp;
-    redislock_lock *w[TLS_WAITERS];
-    ad_done d[TLS_WAITERS];
-    int released;
-} tls_turns;
-
-static void tls_turn_released(redislock_lock *l, redislock_err err, void *arg)
-{
-    tls_turns *t = arg;
-
-    (void)l;
-    ASSERT_ERR(err, REDISLOCK_OK);
-    t->released++;
-}
-
-static void tls_turn_taken(redislock_lock *l, redislock_err err, void *arg)
-{
-    tls_turns *t = arg;
-    int i;
-
-    for (i = 0; t->w[i] != l; i++)
-        ;
-    ad_record(l, err, &t->d[i]);
-    ASSERT_ERR(err, REDISLOCK_OK);
-    ASSERT_OK(redislock_loop_release(t->lp, l, 0, tls_turn_released, t));
-}
 
 /*
  * rediss:// on the event loop (the tests' poll loop): the loop's own
@@ -176,7 +148,7 @@ void test_tls_on_loop(void)
     redislock_client *c = NULL;
     redislock_lock *l, *dog;
     redislock_acquire_options o = th_aopts(30000, 0, 0);
-    static tls_turns t;
+    static ad_turns t;
     ad_done dl = {0}, dd = {0};
     redislock_loop *lp;
     void *h;
@@ -202,7 +174,7 @@ void test_tls_on_loop(void)
     o = th_aopts(5000, 10000, 0);
     for (i = 0; i < TLS_WAITERS; i++) {
         t.w[i] = th_lock(c, "tlsl:k");
-        ASSERT_OK(redislock_loop_acquire(lp, t.w[i], &o, tls_turn_taken, &t));
+        ASSERT_OK(redislock_loop_acquire(lp, t.w[i], &o, ad_turn, &t));
     }
     ad_run_for(d, h, 500);
     for (i = 0; i < TLS_WAITERS; i++)
