@@ -512,24 +512,12 @@ static void sweep_start(rl__alock *al, rl__pool *pool,
     rl__err(REDISLOCK_OK, "%s", detail);
 }
 
-/* l's names: its key, then a set's others; returns how many. */
-static int lock_names(const redislock_lock *l,
-                      rl__lockname names[1 + REDISLOCK_SET_MAX])
-{
-    int i;
-
-    names[0] = (rl__lockname){l->key, l->keylen, l->base, l->baselen};
-    for (i = 0; i < l->nmore; i++)
-        names[1 + i] = l->more[i];
-    return 1 + l->nmore;
-}
-
 /* The acquire's hook (rl__acq's abandon): a lost attempt is swept on the
  * loop rather than by the janitor thread. */
 static void loop_abandon(void *ctx, redislock_lock *l, const rl__try *t)
 {
     rl__lockname names[1 + REDISLOCK_SET_MAX];
-    int n = lock_names(l, names);
+    int n = rl__lock_names(l, names);
 
     sweep_start(ctx, NULL, names, n, t->id, t->req, t->ttl_ms);
 }
@@ -565,7 +553,7 @@ static void undo_send(rl__alock *al, redislock_lock *l, const rl__try *t)
 {
     rl__topo *topo = rl__client_topo(al->c);
     rl__lockname names[1 + REDISLOCK_SET_MAX];
-    int n = lock_names(l, names);
+    int n = rl__lock_names(l, names);
     size_t i;
 
     for (i = 0; i < topo->npools; i++)
@@ -892,14 +880,6 @@ static void lwatch_next(lwatch *w, rl__renew_step step)
         w->timer.fire = lwatch_fire;
         rl__loop_arm(w->al->lp, &w->timer, rl__watch_due(w->l->watch));
     }
-}
-
-/* Whether the client asks for the replica-sync or AOF guard. */
-static int client_guarded(redislock_client *c)
-{
-    const rl__replicas *g = rl__client_replicas(c);
-
-    return g->want > 0 || g->aof_local > 0 || g->aof_replicas > 0;
 }
 
 /* The guards (replica-sync, AOF) of a write of l's lease on q, as the
@@ -1304,8 +1284,7 @@ static void attempt_done(void *arg, redislock_err err, const rl__reply *r)
         op->behind = 0;
         rl__acq_after_pause(l, &op->a, RL_WAIT_WOKEN, op->sent_us, &ignored);
     }
-    if (guarded(&op->gq))
-        rl__lock_acks(l, &op->gq, err);
+    rl__lock_acks(l, &op->gq, err);
     if (err == REDISLOCK_OK)
         err = rl__reply_check(r, op->script->name);
     err = l->algo->attempt_outcome(l, err, err == REDISLOCK_OK ? r : NULL);
@@ -1478,7 +1457,7 @@ static int pause_blocked(aop *op, int64_t pause_ms)
      * it, where one sent after finds the new node) or where an attempt is
      * followed by WAIT (the guards), as in the blocking calls (one.c's
      * wait_attempt). */
-    if (!rl__topo_moves(rl__client_topo(al->c)) && !client_guarded(al->c) &&
+    if (!rl__topo_moves(rl__client_topo(al->c)) && !rl__lock_guarded(l) &&
         rl__acq_try(l, &op->a, op->a.tries, op->a.deadline_ms, &t) ==
             REDISLOCK_OK &&
         send_attempt(op, n, n->blk[i], &t, block) == REDISLOCK_OK)

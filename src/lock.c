@@ -407,6 +407,24 @@ static const rl__cmd ping = {1, pingv, NULL};
  * WAIT when guarded and the guard is on. The release of a hold taken by
  * a fair call that queued goes after a PING (see rl__request): fair
  * waiters are likely behind it. */
+int rl__lock_names(const redislock_lock *l,
+                   rl__lockname names[1 + REDISLOCK_SET_MAX])
+{
+    int i;
+
+    names[0] = (rl__lockname){l->key, l->keylen, l->base, l->baselen};
+    for (i = 0; i < l->nmore; i++)
+        names[1 + i] = l->more[i];
+    return 1 + l->nmore;
+}
+
+int rl__lock_guarded(const redislock_lock *l)
+{
+    const rl__replicas *g = rl__client_replicas(l->client);
+
+    return g->want > 0 || g->aof_local > 0 || g->aof_replicas > 0;
+}
+
 void rl__lock_guard(const redislock_lock *l, rl__request *q, long long *acked,
                     long long aof[2])
 {

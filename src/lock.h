@@ -232,6 +232,13 @@ redislock_err rl__lock_group_script(redislock_lock *l,
                                     int nargs, const char **args,
                                     const size_t *lens, rl__reply **out);
 
+/* l's names: its key, then a set's others; returns how many. */
+int rl__lock_names(const redislock_lock *l,
+                   rl__lockname names[1 + REDISLOCK_SET_MAX]);
+
+/* Whether l's client asks for the replica-sync or AOF guard. */
+int rl__lock_guarded(const redislock_lock *l);
+
 /* The guards of a write of l's lease (acquire, extend) on q: WAIT and
  * WAITAOF after it, as the client asks, their answers to *acked and
  * aof[2] (-1 until they come). Nothing without the guards. */

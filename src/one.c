@@ -116,14 +116,12 @@ static redislock_err wait_attempt(redislock_lock *l, const rl__try *t,
                                   rl__wait_result *res, int64_t *sent_us,
                                   int *ran, redislock_err *attempt_err)
 {
-    const rl__replicas *g = rl__client_replicas(l->client);
     rl__attempt_req a;
     rl__then then = {0};
     redislock_err err;
 
     *ran = 0;
-    if (rl__topo_moves(rl__client_topo(l->client)) || g->want > 0 ||
-        g->aof_local > 0 || g->aof_replicas > 0)
+    if (rl__topo_moves(rl__client_topo(l->client)) || rl__lock_guarded(l))
         return rl__wait(l, token, t->req, 0, pause_ms, NULL, res);
     if ((err = attempt_prepare(l, t, &a)) != REDISLOCK_OK)
         return err;
@@ -145,16 +143,13 @@ static redislock_err wait_attempt(redislock_lock *l, const rl__try *t,
  * any longer (and redislock_client_free() finishes it first). */
 static void abandon(redislock_lock *l, const rl__try *t)
 {
-    rl__lockname names[1 + REDISLOCK_SET_MAX] = {
-        {l->key, l->keylen, l->base, l->baselen}};
+    rl__lockname names[1 + REDISLOCK_SET_MAX];
+    int n = rl__lock_names(l, names);
     rl__watchdog *wd;
-    int i;
 
-    for (i = 0; i < l->nmore; i++)
-        names[1 + i] = l->more[i];
     if (rl__client_watchdog(l->client, &wd) == REDISLOCK_OK)
-        rl__janitor_abandon(wd, rl__client_topo(l->client), NULL, names,
-                            1 + l->nmore, t->id, t->req, t->ttl_ms);
+        rl__janitor_abandon(wd, rl__client_topo(l->client), NULL, names, n,
+                            t->id, t->req, t->ttl_ms);
 }
 
 static redislock_err owner(redislock_lock *l, const rl__script *s,
