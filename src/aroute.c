@@ -31,11 +31,7 @@ struct trip {
     rl__hop hop;
     rl__aconn_cb cb;
     void *arg;
-    const rl__script *s;
-    int nkeys, nargs;
-    rl__request g; /* the guards' fields of the request (sent on each hop) */
-    const char *v[RL_SCRIPT_MAX_ARGS]; /* keys, then arguments */
-    size_t len[RL_SCRIPT_MAX_ARGS];
+    rl__request_own r; /* the request, sent again on each hop */
     const char *key;
     size_t keylen;
     trip *prev, *next; /* the router's */
@@ -277,20 +273,12 @@ static void asking_done(void *arg, redislock_err err, const rl__reply *r)
 static redislock_err trip_send(trip *t, rl__aconn *c, int asking)
 {
     static const char *argv[1] = {"ASKING"};
-    rl__request q = t->g;
     redislock_err err = REDISLOCK_OK;
 
-    q.s = t->s;
-    q.nkeys = t->nkeys;
-    q.nargs = t->nargs;
-    q.keys = t->v;
-    q.klens = t->len;
-    q.args = t->v + t->nkeys;
-    q.lens = t->len + t->nkeys;
     if (asking)
         err = rl__aconn_send(c, 1, argv, NULL, asking_done, NULL);
     if (err == REDISLOCK_OK)
-        err = rl__request_send_async(c, &q, trip_reply, t);
+        err = rl__request_send_async(c, &t->r.q, trip_reply, t);
     t->out = err == REDISLOCK_OK;
     return err;
 }
@@ -369,7 +357,7 @@ static void sentinel_reply(trip *t, redislock_err err, const rl__reply *r)
     }
     rl__sentinel_suspect(rt->sn, t->at);
     if (err == REDISLOCK_OK)
-        err = rl__reply_check(r, t->s->name);
+        err = rl__reply_check(r, t->r.q.s->name);
     t->err = err;
     snprintf(t->detail, sizeof t->detail, "%s", redislock_errdetail());
     ask(rt);
@@ -429,30 +417,16 @@ redislock_err rl__aroute_send(rl__aroute *rt, rl__aconn *c, rl__pool *at,
                               const void *key, size_t keylen,
                               const rl__request *q, rl__aconn_cb cb, void *arg)
 {
-    int i, n = q->nkeys + q->nargs;
-    size_t bytes = keylen, used = 0;
+    long bytes = rl__request_bytes(q);
     trip *t;
     redislock_err err;
 
-    if (n > RL_SCRIPT_MAX_ARGS)
-        return rl__err(REDISLOCK_EINVAL, "too many script arguments");
-    for (i = 0; i < n; i++)
-        bytes += i < q->nkeys ? q->klens[i] : q->lens[i - q->nkeys];
-    if ((t = calloc(1, sizeof *t + bytes + 1)) == NULL)
+    if (bytes < 0)
+        return REDISLOCK_EINVAL;
+    if ((t = calloc(1, sizeof *t + (size_t)bytes + keylen + 1)) == NULL)
         return rl__err(REDISLOCK_ENOMEM, "out of memory");
-    for (i = 0; i < n; i++) {
-        const char *src = i < q->nkeys ? q->keys[i] : q->args[i - q->nkeys];
-
-        t->len[i] = i < q->nkeys ? q->klens[i] : q->lens[i - q->nkeys];
-        t->v[i] = memcpy(t->data + used, src, t->len[i]);
-        used += t->len[i];
-    }
-    t->key = memcpy(t->data + used, key, keylen);
+    t->key = memcpy(rl__request_copy(&t->r, q, t->data), key, keylen);
     t->keylen = keylen;
-    t->s = q->s;
-    t->nkeys = q->nkeys;
-    t->nargs = q->nargs;
-    rl__request_guards(&t->g, q);
     t->cb = cb;
     t->arg = arg;
     t->at = at;

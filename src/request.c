@@ -82,14 +82,36 @@ static redislock_err lay_out(wire *w, const rl__request *q, int eval,
     return REDISLOCK_OK;
 }
 
-void rl__request_guards(rl__request *to, const rl__request *from)
+long rl__request_bytes(const rl__request *q)
 {
-    to->wait_replicas = from->wait_replicas;
-    to->wait_ms = from->wait_ms;
-    to->acked = from->acked;
-    to->wait_aof_local = from->wait_aof_local;
-    to->wait_aof_replicas = from->wait_aof_replicas;
-    to->aof_acked = from->aof_acked;
+    int i, n = q->nkeys + q->nargs;
+    long bytes = 0;
+
+    if (n > RL_SCRIPT_MAX_ARGS) {
+        rl__err(REDISLOCK_EINVAL, "too many script arguments");
+        return -1;
+    }
+    for (i = 0; i < n; i++)
+        bytes += (long)(i < q->nkeys ? q->klens[i] : q->lens[i - q->nkeys]);
+    return bytes;
+}
+
+char *rl__request_copy(rl__request_own *o, const rl__request *q, char *data)
+{
+    int i, n = q->nkeys + q->nargs;
+
+    o->q = *q;
+    for (i = 0; i < n; i++) {
+        o->len[i] = i < q->nkeys ? q->klens[i] : q->lens[i - q->nkeys];
+        o->v[i] = memcpy(
+            data, i < q->nkeys ? q->keys[i] : q->args[i - q->nkeys], o->len[i]);
+        data += o->len[i];
+    }
+    o->q.keys = o->v;
+    o->q.klens = o->len;
+    o->q.args = o->v + q->nkeys;
+    o->q.lens = o->len + q->nkeys;
+    return data;
 }
 
 int rl__request_waitaof(const rl__request *q)
@@ -287,20 +309,17 @@ void rl__replies_free(rl__replies *out)
  * goes to the caller. */
 typedef struct async_req {
     rl__aconn *c;
-    const rl__script *s;
-    int nkeys, nargs, eval;
+    rl__request_own r; /* the request, guards included */
+    int eval;
     rl__aconn_cb cb;
     void *arg;
-    rl__request g;     /* the guards' fields only (a copy of q's) */
     int out;           /* commands sent whose callbacks are to come */
     int skip;          /* guards' answers of a round sent again */
     int guards;        /* guards' answers so far */
     redislock_err err; /* the script's outcome */
     rl__reply *reply;  /* its reply, kept while the guards answer */
     char detail[512];  /* the error detail of err */
-    const char *v[RL_SCRIPT_MAX_ARGS];
-    size_t l[RL_SCRIPT_MAX_ARGS];
-    char data[]; /* the keys' and arguments' bytes */
+    char data[];       /* the keys' and arguments' bytes */
 } async_req;
 
 static redislock_err async_send(async_req *a);
@@ -326,7 +345,7 @@ static void async_reply(void *arg, redislock_err err, const rl__reply *r)
         /* Sent again whole, guards too, at the back of the connection's
          * queue; the first round's guards answer before it. */
         a->eval = 1;
-        a->skip += (a->g.wait_replicas > 0) + rl__request_waitaof(&a->g);
+        a->skip += (a->r.q.wait_replicas > 0) + rl__request_waitaof(&a->r.q);
         if ((err = async_send(a)) == REDISLOCK_OK)
             return;
         r = NULL;
@@ -350,20 +369,20 @@ static void async_reply(void *arg, redislock_err err, const rl__reply *r)
 static void async_guard(void *arg, redislock_err err, const rl__reply *r)
 {
     async_req *a = arg;
-    int per = (a->g.wait_replicas > 0) + rl__request_waitaof(&a->g);
-    int aof = rl__request_waitaof(&a->g) && a->guards++ % per == per - 1;
+    int per = (a->r.q.wait_replicas > 0) + rl__request_waitaof(&a->r.q);
+    int aof = rl__request_waitaof(&a->r.q) && a->guards++ % per == per - 1;
 
     a->out--;
     if (a->skip > 0)
         a->skip--;
     else if (aof && err == REDISLOCK_OK)
-        take_aof(&a->g, r);
-    else if (aof && a->g.aof_acked != NULL)
-        a->g.aof_acked[0] = a->g.aof_acked[1] = -1;
-    else if (!aof && a->g.acked != NULL)
-        *a->g.acked = err == REDISLOCK_OK && r->type == REDIS_REPLY_INTEGER
-                          ? r->integer
-                          : -1;
+        take_aof(&a->r.q, r);
+    else if (aof && a->r.q.aof_acked != NULL)
+        a->r.q.aof_acked[0] = a->r.q.aof_acked[1] = -1;
+    else if (!aof && a->r.q.acked != NULL)
+        *a->r.q.acked = err == REDISLOCK_OK && r->type == REDIS_REPLY_INTEGER
+                            ? r->integer
+                            : -1;
     async_end(a);
 }
 
@@ -374,9 +393,9 @@ static redislock_err async_send(async_req *a)
     char nk[8], n[2][24], ms[24];
     const char *wv[4] = {"WAIT", n[0], ms, NULL};
     const char *av[4] = {"WAITAOF", n[0], n[1], ms};
-    int argc =
-        rl__script_argv(a->s, a->eval, a->nkeys, a->v, a->l, a->nargs,
-                        a->v + a->nkeys, a->l + a->nkeys, nk, argv, argl);
+    const rl__request *q = &a->r.q;
+    int argc = rl__script_argv(q->s, a->eval, q->nkeys, q->keys, q->klens,
+                               q->nargs, q->args, q->lens, nk, argv, argl);
     redislock_err err;
 
     if (argc < 0)
@@ -385,20 +404,20 @@ static redislock_err async_send(async_req *a)
         REDISLOCK_OK)
         return err;
     a->out++;
-    snprintf(ms, sizeof ms, "%lld", (long long)a->g.wait_ms);
+    snprintf(ms, sizeof ms, "%lld", (long long)a->r.q.wait_ms);
     /* The guards ride behind the script: a failure to queue them fails
      * the connection's later requests too, so the script's callback
      * reports it. */
-    if (a->g.wait_replicas > 0) {
-        snprintf(n[0], sizeof n[0], "%d", a->g.wait_replicas);
-        if (rl__aconn_send_block(a->c, 3, wv, NULL, a->g.wait_ms, async_guard,
+    if (a->r.q.wait_replicas > 0) {
+        snprintf(n[0], sizeof n[0], "%d", a->r.q.wait_replicas);
+        if (rl__aconn_send_block(a->c, 3, wv, NULL, a->r.q.wait_ms, async_guard,
                                  a) == REDISLOCK_OK)
             a->out++;
     }
-    if (rl__request_waitaof(&a->g)) {
-        snprintf(n[0], sizeof n[0], "%d", a->g.wait_aof_local);
-        snprintf(n[1], sizeof n[1], "%d", a->g.wait_aof_replicas);
-        if (rl__aconn_send_block(a->c, 4, av, NULL, a->g.wait_ms, async_guard,
+    if (rl__request_waitaof(&a->r.q)) {
+        snprintf(n[0], sizeof n[0], "%d", a->r.q.wait_aof_local);
+        snprintf(n[1], sizeof n[1], "%d", a->r.q.wait_aof_replicas);
+        if (rl__aconn_send_block(a->c, 4, av, NULL, a->r.q.wait_ms, async_guard,
                                  a) == REDISLOCK_OK)
             a->out++;
     }
@@ -409,37 +428,22 @@ redislock_err rl__request_send_async(rl__aconn *c, const rl__request *q,
                                      rl__aconn_cb cb, void *arg)
 {
     async_req *a;
-    size_t bytes = 0, at = 0;
-    int i, n = q->nkeys + q->nargs;
+    long bytes;
     redislock_err err;
 
     if (q->s == NULL || q->first != NULL)
         return rl__err(REDISLOCK_EINVAL,
                        "on an event loop a request is one script, without "
                        "a command before it");
-    if (n > RL_SCRIPT_MAX_ARGS)
-        return rl__err(REDISLOCK_EINVAL, "too many script arguments");
-    for (i = 0; i < n; i++)
-        bytes += i < q->nkeys ? q->klens[i] : q->lens[i - q->nkeys];
-    if ((a = calloc(1, sizeof *a + bytes + 1)) == NULL)
+    if ((bytes = rl__request_bytes(q)) < 0)
+        return REDISLOCK_EINVAL;
+    if ((a = calloc(1, sizeof *a + (size_t)bytes + 1)) == NULL)
         return rl__err(REDISLOCK_ENOMEM, "out of memory sending a script");
     a->c = c;
-    a->s = q->s;
-    a->nkeys = q->nkeys;
-    a->nargs = q->nargs;
+    rl__request_copy(&a->r, q, a->data);
     a->eval = q->s->eval_only;
     a->cb = cb;
     a->arg = arg;
-    rl__request_guards(&a->g, q);
-    for (i = 0; i < n; i++) {
-        const char *src = i < q->nkeys ? q->keys[i] : q->args[i - q->nkeys];
-        size_t len = i < q->nkeys ? q->klens[i] : q->lens[i - q->nkeys];
-
-        memcpy(a->data + at, src, len);
-        a->v[i] = a->data + at;
-        a->l[i] = len;
-        at += len;
-    }
     if ((err = async_send(a)) != REDISLOCK_OK)
         free(a);
     return err;

@@ -70,9 +70,22 @@ typedef struct rl__request {
     int64_t timeout_ms;
 } rl__request;
 
-/* Copies from's guards (WAIT, WAITAOF: counts, timeout, where their
- * answers go) into to. */
-void rl__request_guards(rl__request *to, const rl__request *from);
+/* A script request with its own copy of its keys and arguments, for one
+ * that outlives its caller's buffers (on an event loop): q's keys and
+ * args point into v and len. */
+typedef struct rl__request_own {
+    rl__request q;
+    const char *v[RL_SCRIPT_MAX_ARGS]; /* keys, then arguments */
+    size_t len[RL_SCRIPT_MAX_ARGS];
+} rl__request_own;
+
+/* The bytes of q's keys and arguments, for rl__request_copy: -1 (the
+ * error detail set) when q has more than RL_SCRIPT_MAX_ARGS of them. */
+long rl__request_bytes(const rl__request *q);
+
+/* Copies q into *o, its keys' and arguments' bytes into data
+ * (rl__request_bytes of them); returns data past them. */
+char *rl__request_copy(rl__request_own *o, const rl__request *q, char *data);
 
 /* Whether q ends with a WAITAOF. */
 int rl__request_waitaof(const rl__request *q);
