@@ -157,3 +157,39 @@ void test_alock_sentinel_failover(void)
     redislock_client_free(c);
     th_sentinels_stop(t);
 }
+
+/* The loop is freed while a release waits out the failover (the master
+ * killed, the sentinels not yet agreed): its callback comes at once with
+ * REDISLOCK_ECANCELED, and nothing the router held is left (ASan,
+ * valgrind). */
+void test_alock_sentinel_freed_mid_failover(void)
+{
+    th_sentinels *t = th_sentinels_start(NULL);
+    redislock_options co = {0};
+    redislock_client *c;
+    redislock_acquire_options o = th_aopts(20000, 0, 0);
+    redislock_lock *l;
+    ad_done dl = {0};
+    redislock_loop *lp;
+    void *h;
+
+    co.command_timeout_ms = 6000;
+    c = th_client_url(t->url, &co);
+    h = d->open(c, &lp);
+    l = th_lock(c, "asf:freed");
+    ASSERT_OK(redislock_loop_acquire(lp, l, &o, ad_record, &dl));
+    ad_run_until(d, h, &dl.calls, 1, 5000);
+    ASSERT_ERR(dl.err, REDISLOCK_OK);
+    ASSERT_EQ_INT(th_sentinels_kill_master(t), 0);
+    ad_run_for(d, h, 100);
+    ASSERT_OK(redislock_loop_release(lp, l, 0, ad_record, &dl));
+    /* Less than the sentinels' down-after time (1 s): still waiting. */
+    ad_run_for(d, h, 300);
+    ASSERT_EQ_INT(dl.calls, 1);
+    d->close(h);
+    ASSERT_EQ_INT(dl.calls, 2);
+    ASSERT_ERR(dl.err, REDISLOCK_ECANCELED);
+    redislock_lock_free(l);
+    redislock_client_free(c);
+    th_sentinels_stop(t);
+}
