@@ -596,6 +596,7 @@ redislock_err rl__acq_finish(redislock_lock *l,
         char said[256];
         snprintf(said, sizeof said, "%s", redislock_errdetail());
         give_back(l, a);
+        a->lapsed = err == REDISLOCK_EEXPIRED || err == REDISLOCK_ELOST;
         return rl__err(err,
                        "confirming the lease after a long wait: %s; "
                        "released",
@@ -640,9 +641,23 @@ static redislock_err acquire(redislock_lock *l,
         return rl__err(REDISLOCK_EINVAL, "NULL lock handle");
     if (opts == NULL)
         opts = &defaults;
-    if ((err = rl__acq_begin(l, opts, &a)) == REDISLOCK_OK &&
-        (err = wait_loop(l, &a, &sent_us)) == REDISLOCK_OK)
-        err = rl__acq_finish(l, opts, &a, sent_us);
+    if ((err = rl__acq_begin(l, opts, &a)) != REDISLOCK_OK) {
+        rl__acq_end(l, &a, err);
+        return err;
+    }
+    for (;;) {
+        if ((err = wait_loop(l, &a, &sent_us)) == REDISLOCK_OK)
+            err = rl__acq_finish(l, opts, &a, sent_us);
+        /* The lease an attempt behind the BLPOP took had ended by the
+         * time the waiter read it (it was stopped, or the reply was
+         * slow), and someone, maybe another handle of its owner id, took
+         * the key: nothing it learned then holds. It tries again and
+         * waits, as long as its deadline lets it. */
+        if (!a.lapsed || rl__now_ms() >= a.deadline_ms)
+            break;
+        a.lapsed = 0;
+        a.piped = 0;
+    }
     rl__acq_end(l, &a, err);
     return err;
 }

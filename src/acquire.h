@@ -34,6 +34,7 @@ typedef struct rl__acq {
     int handed;       /* a release handed the lock over */
     int was_queued;   /* queued at least once (fair) */
     int piped;        /* taken by an attempt sent behind a BLPOP */
+    int lapsed;       /* that lease had ended when confirmed (given back) */
     int free_retries; /* attempts in a row that found the lock free */
     int tries;        /* attempts made */
     int64_t t0_us;    /* the call's start (CLOCK_MONOTONIC us) */

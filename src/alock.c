@@ -956,12 +956,11 @@ static void lwatch_fire(rl__loop_timer *lt)
     lwatch *w = (lwatch *)lt;
     redislock_lock *l = w->l;
     char ttl[24];
-    const char *args[3];
-    size_t lens[3];
+    rl__owner_args a;
     rl__request q = {.s = rl__lock_owner_script(l, &rl__script_extend),
-                     .nargs = 3,
-                     .args = args,
-                     .lens = lens};
+                     .nargs = RL_OWNER_NARGS,
+                     .args = a.args,
+                     .lens = a.lens};
     rl__renew_step step = rl__watch_before(l->watch);
     node *n = NULL;
     redislock_err err;
@@ -971,7 +970,7 @@ static void lwatch_fire(rl__loop_timer *lt)
         return;
     }
     snprintf(ttl, sizeof ttl, "%" PRId64, l->ttl_ms);
-    rl__lock_owner_args(l, ttl, args, lens);
+    rl__lock_owner_args(l, ttl, &a);
     if (!l->algo->every)
         guard(l, &q, &w->gq, &w->acked, w->aof);
     w->sent_us = rl__now_us();
@@ -1551,12 +1550,11 @@ static redislock_err owner_op(rl__alock *al, redislock_lock *l, int kind,
                               void *arg)
 {
     char arg2[24];
-    const char *args[3];
-    size_t lens[3];
+    rl__owner_args a;
     rl__request q = {.s = rl__lock_owner_script(l, s),
-                     .nargs = 3,
-                     .args = args,
-                     .lens = lens};
+                     .nargs = RL_OWNER_NARGS,
+                     .args = a.args,
+                     .lens = a.lens};
     node *n = NULL;
     aop *op;
     redislock_err err;
@@ -1576,7 +1574,7 @@ static redislock_err owner_op(rl__alock *al, redislock_lock *l, int kind,
     if ((op = op_new(al, l, kind, cb, arg)) == NULL)
         return REDISLOCK_ENOMEM;
     snprintf(arg2, sizeof arg2, "%" PRId64, ms);
-    rl__lock_owner_args(l, arg2, args, lens);
+    rl__lock_owner_args(l, arg2, &a);
     op->script = q.s;
     op->ms = ms;
     if (kind == OP_EXTEND && !l->algo->every)

@@ -578,7 +578,10 @@ void rl__lock_take(redislock_lock *l, const char *token, int64_t ttl_ms,
                    int64_t drift_ms, int64_t sent_us, int64_t lease_ms)
 {
     if (l->own == 0) {
-        snprintf(l->token, sizeof l->token, "%s", token);
+        /* A re-entry whose earlier holds had lapsed (rl__lock_granted)
+         * takes with the token it has. */
+        if (token != l->token)
+            snprintf(l->token, sizeof l->token, "%s", token);
         atomic_store(&l->lost, 0);
         atomic_store(&l->valid_until_us, 0);
         l->taken_us = rl__now_us();
@@ -617,15 +620,27 @@ void rl__lock_event(redislock_lock *l, redislock_event ev)
     e->cb(&ev, e->arg);
 }
 
-void rl__lock_owner_args(const redislock_lock *l, const char *arg2,
-                         const char *args[3], size_t lens[3])
+void rl__lock_granted(redislock_lock *l, int64_t fence, int64_t gen)
 {
-    args[0] = l->token;
-    args[1] = arg2;
-    args[2] = l->limit ? "z" : l->rich ? "h" : "p";
-    lens[0] = strlen(l->token);
-    lens[1] = strlen(arg2);
-    lens[2] = 1;
+    if (l->own > 0 && l->fence > 0 && gen > l->fence)
+        l->own = 0;
+    l->fence = fence;
+}
+
+void rl__lock_owner_args(const redislock_lock *l, const char *arg2,
+                         rl__owner_args *a)
+{
+    a->fence[0] = '\0';
+    if (l->fence > 0)
+        snprintf(a->fence, sizeof a->fence, "%" PRId64, l->fence);
+    a->args[0] = l->token;
+    a->args[1] = arg2;
+    a->args[2] = l->limit ? "z" : l->rich ? "h" : "p";
+    a->args[3] = a->fence;
+    a->lens[0] = strlen(l->token);
+    a->lens[1] = strlen(arg2);
+    a->lens[2] = 1;
+    a->lens[3] = strlen(a->fence);
 }
 
 const rl__script *rl__lock_owner_script(const redislock_lock *l,

@@ -85,14 +85,16 @@ struct redislock_lock {
      * else the key. Its strings are the handle's. Written by the owner
      * thread between waits; the key is read under mu while blocked. */
     rl__lockname wait_name;
-    int limit;             /* a share: a semaphore's permit of this limit,
-                              or RL_LIMIT_SHARED; 0: a lock */
-    int64_t ttl_ms;        /* the lease length renewals use */
-    int64_t drift_ms;      /* subtracted from every validity */
-    int drift_fixed;       /* drift_ms was given, not derived from the TTL */
-    int64_t holder_ttl;    /* seen by the last contended attempt */
-    int holder_silent;     /* that holder's release wakes nobody */
-    int64_t fence;         /* fencing token of the last acquisition */
+    int limit;          /* a share: a semaphore's permit of this limit,
+                           or RL_LIMIT_SHARED; 0: a lock */
+    int64_t ttl_ms;     /* the lease length renewals use */
+    int64_t drift_ms;   /* subtracted from every validity */
+    int drift_fixed;    /* drift_ms was given, not derived from the TTL */
+    int64_t holder_ttl; /* seen by the last contended attempt */
+    int holder_silent;  /* that holder's release wakes nobody */
+    /* The fencing token of the last acquisition; the watchdog thread's
+     * renewals send it (rl__lock_owner_args). */
+    _Atomic int64_t fence;
     int64_t handoff_lease; /* the lease a fair hand-off granted, in ms */
     /* Set by either thread, read by any. */
     _Atomic int64_t valid_until_us; /* CLOCK_MONOTONIC; 0: none */
@@ -189,12 +191,27 @@ redislock_err rl__abandon_send_async(struct rl__aroute *rt, rl__aconn *c,
  * (loading, a busy script). */
 int rl__abandon_again(redislock_err err);
 
+/* An acquisition granted l fencing token fence, its hold in the life gen
+ * of the key (the token that made the hash, see rl_create in lib.lua; 0
+ * not known). A handle that holds already (this was a re-entry) whose
+ * holds are in an earlier life (all its tokens are below gen) lost them
+ * when that life ended: it starts over, this hold its first. */
+void rl__lock_granted(redislock_lock *l, int64_t fence, int64_t gen);
+
 /* The arguments of an owner script (release.lua, extend.lua) for l:
- * its token or owner id, arg2 (hold-after or TTL), and the format this
+ * its token or owner id, arg2 (hold-after or TTL), the format this
  * handle holds it in ('h' hash, 'p' plain: the scripts then read a plain
- * lock with one GET). */
+ * lock with one GET; 'z' a share), and its last fencing token ('' when it
+ * has none: adopted), which tells the life of the key its holds are in
+ * from a later one of the same owner id (rl_ours in lib.lua). */
+#define RL_OWNER_NARGS 4
+typedef struct rl__owner_args {
+    const char *args[RL_OWNER_NARGS];
+    size_t lens[RL_OWNER_NARGS];
+    char fence[24];
+} rl__owner_args;
 void rl__lock_owner_args(const redislock_lock *l, const char *arg2,
-                         const char *args[3], size_t lens[3]);
+                         rl__owner_args *a);
 
 /* The script that does s (release.lua or extend.lua) for l: a set's own
  * (set_release.lua, set_extend.lua, which take the same arguments) when

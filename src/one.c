@@ -72,7 +72,7 @@ static redislock_err attempt_outcome(redislock_lock *l, redislock_err err,
     if (err == REDISLOCK_OK)
         err = rl__reply_acquired(r, &a);
     if (err == REDISLOCK_OK && a.taken) {
-        l->fence = a.fence;
+        rl__lock_granted(l, a.fence, a.gen);
     } else if (err == REDISLOCK_OK) {
         l->holder_ttl = a.holder_ttl;
         l->holder_silent = a.silent;
@@ -155,18 +155,18 @@ static void abandon(redislock_lock *l, const rl__try *t)
 static redislock_err owner(redislock_lock *l, const rl__script *s,
                            const char *arg2, int64_t timeout_ms, long long *n)
 {
-    const char *args[3];
-    size_t lens[3];
+    rl__owner_args a;
     rl__reply *r;
     redislock_err err;
     int extend = s == &rl__script_extend;
 
-    rl__lock_owner_args(l, arg2, args, lens);
+    rl__lock_owner_args(l, arg2, &a);
     s = rl__lock_owner_script(l, s);
     /* An extend writes the lease: the replica-sync guard follows it. */
-    err = extend
-              ? rl__lock_write_script(l, timeout_ms, s, NULL, 3, args, lens, &r)
-              : rl__lock_script(l, timeout_ms, s, NULL, 3, args, lens, &r);
+    err = extend ? rl__lock_write_script(l, timeout_ms, s, NULL, RL_OWNER_NARGS,
+                                         a.args, a.lens, &r)
+                 : rl__lock_script(l, timeout_ms, s, NULL, RL_OWNER_NARGS,
+                                   a.args, a.lens, &r);
     rl__lock_set_outcomes(l, &err, 1);
     if (err != REDISLOCK_OK)
         return err;

@@ -23,6 +23,7 @@
 typedef struct votes {
     size_t granted, busy, answered;
     int64_t fence;      /* the largest granted */
+    int64_t gen;        /* the latest life of the key a grant is in */
     int64_t holder_ttl; /* the least a busy server reported, or -2 */
 } votes;
 
@@ -39,6 +40,8 @@ static redislock_err count_vote(const rl__reply *r, votes *v)
         v->granted++;
         if (a.fence > v->fence)
             v->fence = a.fence;
+        if (a.gen > v->gen)
+            v->gen = a.gen;
         return REDISLOCK_OK;
     }
     v->busy++;
@@ -127,7 +130,7 @@ static redislock_err round_attempt(redislock_lock *l, const rl__try *t,
     *undo =
         !(v.granted >= RL_QUORUM(r->n) && t->ttl_ms - took - t->drift_ms > 0);
     if (!*undo) {
-        l->fence = v.fence;
+        rl__lock_granted(l, v.fence, v.gen);
         return REDISLOCK_OK;
     }
     return refused(l, oc, r->n, &v, took);
@@ -255,8 +258,7 @@ static redislock_err round_owner(redislock_lock *l, const rl__script *s,
 static redislock_err owner(redislock_lock *l, const rl__script *s,
                            const char *arg2, int64_t timeout_ms, long long *n)
 {
-    const char *args[3];
-    size_t lens[3];
+    rl__owner_args a;
     rl__lockname k = {l->key, l->keylen, l->base, l->baselen};
     int64_t ttl = s == &rl__script_extend ? strtoll(arg2, NULL, 10) : l->ttl_ms;
     int64_t timeout = rl__client_server_timeout(l->client, ttl);
@@ -266,8 +268,9 @@ static redislock_err owner(redislock_lock *l, const rl__script *s,
 
     if (timeout_ms > 0 && timeout_ms < timeout)
         timeout = timeout_ms;
-    rl__lock_owner_args(l, arg2, args, lens);
-    rl__quorum_script(l->client, NULL, timeout, s, &k, NULL, 3, args, lens, &r);
+    rl__lock_owner_args(l, arg2, &a);
+    rl__quorum_script(l->client, NULL, timeout, s, &k, NULL, RL_OWNER_NARGS,
+                      a.args, a.lens, &r);
     err = round_owner(l, s, arg2, &r, start, n);
     rl__round_free(&r);
     return err;

@@ -18,6 +18,7 @@ typedef struct rl__acquired {
     int taken;
     int64_t holds;      /* taken: this owner's holds */
     int64_t fence;      /* taken: the fencing token, positive */
+    int64_t gen;        /* taken: the key's life (rl_create), 0 unknown */
     int64_t holder_ttl; /* held: the holder's PTTL (-1 none, -2 unknown) */
     int silent;         /* held: its release wakes nobody (rl_wakes 0) */
     int64_t seq;        /* held, fair: the waiter's place; 0 for none */

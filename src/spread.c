@@ -245,7 +245,7 @@ static redislock_err attempt(redislock_lock *l, const rl__try *t,
         }
     }
     if (err == REDISLOCK_OK)
-        l->fence = fences[sp->ngroups - 1];
+        rl__lock_granted(l, fences[sp->ngroups - 1], 0);
     else
         undo(l, g, t);
     rl__lock_set_outcomes(l, &err, 1);
@@ -279,8 +279,7 @@ static redislock_err owner(redislock_lock *l, const rl__script *s,
                            const char *arg2, int64_t timeout_ms, long long *n)
 {
     struct rl__spread *sp = l->spread;
-    const char *args[3];
-    size_t lens[3];
+    rl__owner_args a;
     int extend = s == &rl__script_extend;
     rl__acks acks = RL_ACKS_NONE;
     unsigned lengthened = 0;
@@ -289,11 +288,11 @@ static redislock_err owner(redislock_lock *l, const rl__script *s,
     rl__reply *r;
     redislock_err err, first = REDISLOCK_OK;
 
-    rl__lock_owner_args(l, arg2, args, lens);
+    rl__lock_owner_args(l, arg2, &a);
     s = extend ? &rl__script_set_extend : &rl__script_set_release;
     for (g = 0; g < sp->ngroups; g++) {
-        err =
-            group_script(l, g, extend, timeout_ms, s, NULL, 3, args, lens, &r);
+        err = group_script(l, g, extend, timeout_ms, s, NULL, RL_OWNER_NARGS,
+                           a.args, a.lens, &r);
         if (err == REDISLOCK_OK) {
             err = rl__reply_owner(r, s->name, &m);
             rl__reply_free(r);

@@ -301,7 +301,9 @@ redislock_err rl__wait_told(redislock_lock *l, const char *req, const char *m,
         if (rl__check_fence(fence, "hand-off") != REDISLOCK_OK)
             return REDISLOCK_EPROTOCOL;
         *res = RL_WAIT_HANDOFF;
-        l->fence = fence;
+        /* The hand-off made the key afresh (rl_hand): its life is the
+         * token's. */
+        rl__lock_granted(l, fence, fence);
         l->handoff_lease = lease;
     } else if (strcmp(m, "cancel") == 0) {
         pthread_mutex_lock(&l->mu);

@@ -5,9 +5,11 @@
 -- hash its owner may take again), ARGV[4] metadata ('' for none), ARGV[5]
 -- the most the caller will wait in ms ('0': it will not, so no marker),
 -- ARGV[6] the request's own id (a plain lock's token is one already).
--- Returns {1, holds, fence} when taken, {0, PTTL, wakes} when another
--- owner holds it (or readers do: see rl_share_writer), wakes being 0 when
--- its release will not wake waiters (rl_wakes).
+-- Returns {1, holds, fence, gen} when taken (gen: the life of the key the
+-- hold is in, see rl_create and rl_reenter; a plain lock has none), {0,
+-- PTTL, wakes} when another owner holds it (or readers do: see
+-- rl_share_writer), wakes being 0 when its release will not wake waiters
+-- (rl_wakes).
 local K = rl_keys('lock fence waiting void')
 local key, id, fmt = K.lock, ARGV[1], ARGV[3]
 local last = rl_request_last(K)
@@ -24,8 +26,9 @@ if fmt == 'plain' then
 else
     kind, holder = rl_holder(key)
     if kind == 'none' then
-        return {1, 1, rl_create(key, id, ARGV[2], fmt, ARGV[4], K.fence,
-                                ARGV[6], last)}
+        local fence = rl_create(key, id, ARGV[2], fmt, ARGV[4], K.fence,
+                                ARGV[6], last)
+        return {1, 1, fence, fence}
     end
     if fmt == 'reentrant' and kind == 'hash' and holder == id then
         return rl_reenter(key, ARGV[2], K.fence, ARGV[6], last)
@@ -38,8 +41,9 @@ if kind == 'zset' then
     local free
     free, wakes = rl_share_writer(K, ARGV[5])
     if free then
-        return {1, 1, rl_create(key, id, ARGV[2], fmt, ARGV[4], K.fence,
-                                ARGV[6], last)}
+        local fence = rl_create(key, id, ARGV[2], fmt, ARGV[4], K.fence,
+                                ARGV[6], last)
+        return {1, 1, fence, fence}
     end
 end
 local ttl = redis.call('PTTL', key)

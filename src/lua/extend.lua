@@ -3,7 +3,7 @@
 -- lease is set to at least that from now, never shortened (rl_lengthen),
 -- so a late extend or another handle of the same owner cannot cut short a
 -- lease a holder counts on. A key that has gone is never re-created.
--- ARGV[3] as release.lua's ('z': a share, lengthened alike).
+-- ARGV[3] and ARGV[4] as release.lua's ('z': a share, lengthened alike).
 -- Returns 1 extended, 0 gone (expired, free), -1 another owner's.
 local K = rl_keys('lock')
 local kind, holder = rl_holder(K.lock, ARGV[3] ~= 'h' and ARGV[3] ~= 'z')
@@ -14,6 +14,8 @@ elseif kind == 'none' then
     return 0
 elseif holder ~= ARGV[1] then
     return -1
+elseif kind == 'hash' and not rl_ours(K.lock, ARGV[4]) then
+    return 0
 end
 rl_lengthen(K.lock, ARGV[2])
 return 1

@@ -8,8 +8,8 @@
 -- place in the queue, ARGV[7] the channel it listens on for a hand-off,
 -- ARGV[8] 'S' when that is a shard channel (SPUBLISH, in a cluster), else
 -- 'P'.
--- Returns {1, 1, fence} when the caller holds the lock (taken now, or
--- handed to it by a release), {0, PTTL, wakes, seq} when it is queued
+-- Returns {1, holds, fence, gen} when the caller holds the lock (taken now,
+-- or handed to it by a release; gen as in acquire.lua), {0, PTTL, wakes, seq} when it is queued
 -- (wakes: see acquire.lua; seq its place, which a hand-off message names,
 -- 0 when it has none).
 local K = rl_keys('lock fence q ws seq void')
@@ -37,7 +37,8 @@ if holder == id then
         rl_lengthen(key, ttl)
         redis.call('ZREM', K.q, req)
         redis.call('HDEL', K.ws, req, '~')
-        return {1, 1, fence}
+        -- The hand-off created the hash with this token (rl_hand).
+        return {1, 1, fence, fence}
     end
     if fmt == 'reentrant' and kind == 'hash' then
         redis.call('ZREM', K.q, req)
@@ -76,8 +77,9 @@ if kind == 'none' then
     if head == nil or head == req then
         redis.call('ZREM', K.q, req)
         redis.call('HDEL', K.ws, req)
-        return {1, 1, rl_create(key, id, ttl, fmt, ARGV[4], K.fence, req,
-                                last)}
+        local fence = rl_create(key, id, ttl, fmt, ARGV[4], K.fence, req,
+                                last)
+        return {1, 1, fence, fence}
     end
 end
 local seq = rl_queue(K, req, ARGV[5],

@@ -257,15 +257,19 @@ local function rl_lengthen(key, ttl)
 end
 
 -- Creates the lock for id: a string for the 'plain' format, a hash with
--- owner, holds and meta for 'hash' and 'reentrant'. req names the request
--- that made it (for a hand-off, the waiter's), so that abandon.lua can undo
--- exactly that request. fence is the lock's fencing counter (last: as
+-- owner, holds, gen and meta for 'hash' and 'reentrant'. req names the
+-- request that made it (for a hand-off, the waiter's), so that abandon.lua
+-- can undo exactly that request. gen is the fencing token that created the
+-- hash: it tells this life of the key from a later one that the same owner
+-- id takes (rl_ours). fence is the lock's fencing counter (last: as
 -- rl_count). Returns its fencing token.
 local function rl_create(key, id, ttl, fmt, meta, fence, req, last)
+    local token = rl_fence(fence, ttl, last)
     if fmt == 'plain' then
         redis.call('SET', key, id, 'PX', ttl)
     else
-        redis.call('HSET', key, 'owner', id, 'holds', 1)
+        redis.call('HSET', key, 'owner', id, 'holds', 1, 'gen',
+                   string.format('%d', token))
         if meta ~= '' then
             redis.call('HSET', key, 'meta', meta)
         end
@@ -274,7 +278,23 @@ local function rl_create(key, id, ttl, fmt, meta, fence, req, last)
         end
         redis.call('PEXPIRE', key, ttl)
     end
-    return rl_fence(fence, ttl, last)
+    return token
+end
+
+-- Whether the hash lock key, whose owner field is the caller's owner id,
+-- holds the caller's holds. Not when it was created after the caller's
+-- last acquisition, whose fencing token is fence: its gen (rl_create) is
+-- then larger. That is a later life of the key: the caller's lease ran
+-- out (it was stopped, or its reply came late) and another handle of the
+-- same owner id took the key afresh, whose holds the caller must neither
+-- count, lengthen nor give back. fence '' (not known: an adopted owner
+-- id) and a hash without gen (an older redislock's) pass.
+local function rl_ours(key, fence)
+    if fence == nil or fence == '' then
+        return true
+    end
+    local gen = redis.call('HGET', key, 'gen')
+    return not gen or tonumber(gen) <= tonumber(fence)
 end
 
 -- A fair waiter's entry in the hash ws, field: its request id (the queue
@@ -368,12 +388,15 @@ end
 -- A reentrant owner takes its lock again: one more hold, the lease at
 -- least ttl (never shortened: another handle of the owner may count on
 -- more), a new fencing token from the counter fence; req is the request
--- (see rl_create; last: as rl_count). Returns {1, holds, fence}.
+-- (see rl_create; last: as rl_count). Returns {1, holds, fence, gen}, gen
+-- being the life of the key the hold joined (rl_create; 0 for an older
+-- redislock's hash, which has none).
 local function rl_reenter(key, ttl, fence, req, last)
     local holds = redis.call('HINCRBY', key, 'holds', 1)
     redis.call('HSET', key, 'req', req)
     rl_lengthen(key, ttl)
-    return {1, holds, rl_fence(fence, ttl, last)}
+    return {1, holds, rl_fence(fence, ttl, last),
+            tonumber(redis.call('HGET', key, 'gen') or '0')}
 end
 
 -- Wakes one ordinary waiter of the lock whose helpers K names, if any

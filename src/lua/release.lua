@@ -7,10 +7,12 @@
 -- caller holds it in the hash format (a guess for rl_holder), 'z' a
 -- share of a key held by many (share_acquire.lua: a semaphore's permit, a
 -- reader's share), which is given back (its waiters woken) and takes no
--- hold-after (error RLNOHOLD).
--- Returns -1 another owner's (untouched), 0 gone (expired, free; a
--- share: its lease ended),
--- 1 released, n > 1 still held by the owner with n - 1 holds left.
+-- hold-after (error RLNOHOLD). ARGV[4] the caller's last fencing token
+-- ('' when not known): a hash of a later life than the caller's hold
+-- (rl_ours) is not the caller's.
+-- Returns -1 another owner's (untouched), 0 gone (expired: free, or a
+-- later life of the key, see rl_ours; a share: its lease ended), 1
+-- released, n > 1 still held by the owner with n - 1 holds left.
 -- In a cluster whose slot is being migrated, the server checks the KEYS
 -- before the script runs (TRYAGAIN or ASK while some have moved), so the
 -- script never meets half of them.
@@ -40,6 +42,9 @@ elseif kind == 'none' then
 elseif holder ~= id then
     return -1
 elseif kind == 'hash' then
+    if not rl_ours(key, ARGV[4]) then
+        return 0
+    end
     local left = redis.call('HINCRBY', key, 'holds', -1)
     if left > 0 then
         return left + 1

@@ -81,6 +81,17 @@ void th_assert_key_at_(const char *file, int line, redisContext *c,
     free(got);
 }
 
+void th_assert_field_at_(const char *file, int line, redisContext *c,
+                         const char *key, const char *field, const char *value)
+{
+    char *got = th_cmd_str_at_(file, line, c, NULL, "HGET %s %s", key, field);
+
+    if (got == NULL ? value != NULL : value == NULL || strcmp(got, value))
+        test_fail_(file, line, "HGET %s %s is %s, want %s", key, field,
+                   got ? got : "(nil)", value ? value : "(nil)");
+    free(got);
+}
+
 void th_assert_token_at_(const char *file, int line, const char *t,
                          const char *prefix)
 {

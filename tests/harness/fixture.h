@@ -128,6 +128,12 @@ long long th_listening(redisContext *c, const char *pattern);
 void th_assert_key_at_(const char *file, int line, redisContext *c,
                        const char *key, const char *value);
 
+/* Asserts that field of the hash at key holds value (NULL: absent). */
+#define ASSERT_FIELD(c, key, field, value)                                     \
+    th_assert_field_at_(__FILE__, __LINE__, c, key, field, value)
+void th_assert_field_at_(const char *file, int line, redisContext *c,
+                         const char *key, const char *field, const char *value);
+
 /* Asserts that t is a plain lock's token: "rl1-" and 32 lowercase hex
  * digits. */
 #define ASSERT_TOKEN(t) th_assert_token_at_(__FILE__, __LINE__, t, "rl1-")

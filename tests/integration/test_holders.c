@@ -252,6 +252,132 @@ void test_holders_shared_owner_shorter_ttl(void)
     th_env_stop(&e);
 }
 
+/* A waiter of an owner id, stopped (SIGSTOP) once its BLPOP and the attempt
+ * behind it are out: the attempt takes the lock for it while it sleeps,
+ * that lease runs out, and another handle of the same owner id takes the
+ * lock afresh. When the waiter runs again, the hold its attempt took is
+ * gone: it must not count the other handle's hold as its own (confirming
+ * it with an extend, then releasing it), but try again within its wait,
+ * which re-enters the other's hold. The other's lease and hold are
+ * untouched. */
+void test_holders_stopped_waiter_spares_owner_partner(void)
+{
+    th_env e = th_env_start();
+    redislock_lock *x = th_lock(e.c, "ho:part"), *a = th_lock(e.c, "ho:part");
+    redislock_acquire_options xo = th_aopts(30000, 0, 0);
+    redislock_acquire_options ao = th_aopts(10000, 0, 0);
+    pid_t w;
+    int rc;
+
+    ao.owner = "svc-2";
+    ao.reentrant = 1;
+    ASSERT_OK(redislock_acquire(x, &xo));
+    if ((w = fork()) == 0) {
+        redislock_client *c = th_client(e.s);
+        redislock_lock *l = th_lock(c, "ho:part");
+        redislock_acquire_options o = th_aopts(300, 9000, 0);
+        redislock_err err, rerr = REDISLOCK_OK;
+        o.owner = "svc-2";
+        o.reentrant = 1;
+        err = redislock_acquire(l, &o);
+        if (err == REDISLOCK_OK)
+            rerr = redislock_release(l);
+        if (err != REDISLOCK_OK || rerr != REDISLOCK_OK)
+            test_log("waiter: acquire %s, release %s (%s)",
+                     redislock_errname(err), redislock_errname(rerr),
+                     redislock_errdetail());
+        _exit(err == REDISLOCK_OK && rerr == REDISLOCK_OK ? 0 : 1);
+    }
+    ASSERT_GT(w, 0);
+    th_wait_blocked(e.r, 1, 3000);
+    ASSERT_EQ_INT(kill(w, SIGSTOP), 0);
+    ASSERT_OK(redislock_release(x));
+    /* The attempt behind the BLPOP took the lock for 300 ms; it lapses. */
+    ASSERT(th_wait_key_gone(e.r, "ho:part", 7, 3000));
+    ASSERT_OK(redislock_acquire(a, &ao));
+    ASSERT_FIELD(e.r, "ho:part", "holds", "1");
+    ASSERT_EQ_INT(kill(w, SIGCONT), 0);
+    rc = join_child(w, 12000);
+    ASSERT_EQ_INT(rc, 0);
+    ASSERT_OK(redislock_check(a));
+    ASSERT_TRUTHFUL(e.r, "ho:part", a);
+    ASSERT_FIELD(e.r, "ho:part", "holds", "1");
+    ASSERT_OK(redislock_release(a));
+    ASSERT_KEY(e.r, "ho:part", NULL);
+    redislock_lock_free(x);
+    redislock_lock_free(a);
+    th_env_stop(&e);
+}
+
+/* Two handles of one owner id, one after the other: a's lease runs out and
+ * b takes the key afresh (a later life of it). a's late extend, its late
+ * release (with or without hold-after) and a re-entry that counted a's
+ * lapsed hold as its own would each end b's hold or lengthen it for a;
+ * none may. a hears REDISLOCK_EEXPIRED, and a's re-entry holds one hold
+ * in b's life, which its one release gives back. */
+void test_holders_owner_late_ops_spare_later_life(void)
+{
+    th_env e = th_env_start();
+    redislock_lock *a = th_lock(e.c, "ho:life"), *b = th_lock(e.c, "ho:life");
+    redislock_acquire_options ao = th_aopts(150, 0, 0);
+    redislock_acquire_options bo = th_aopts(10000, 0, 0);
+    char gen[24];
+
+    ao.owner = bo.owner = "svc-3";
+    ao.reentrant = bo.reentrant = 1;
+    ASSERT_OK(redislock_acquire(a, &ao));
+    ASSERT(th_wait_key_gone(e.r, "ho:life", 7, 3000));
+    ASSERT_OK(redislock_acquire(b, &bo));
+    snprintf(gen, sizeof gen, "%lld", (long long)redislock_fence(b));
+    ASSERT_FIELD(e.r, "ho:life", "gen", gen);
+
+    ASSERT_ERR(redislock_extend(a, 60000), REDISLOCK_EEXPIRED);
+    ASSERT_LT(th_pttl(e.r, "ho:life"), 10001);
+    ASSERT_EQ_INT(redislock_holds(a), 0);
+    ASSERT_OK(redislock_acquire(a, &ao));
+    ASSERT_FIELD(e.r, "ho:life", "holds", "2");
+    ASSERT_OK(redislock_release(a));
+    ASSERT_FIELD(e.r, "ho:life", "holds", "1");
+
+    /* a's re-entry into its own life, then that life ends too. */
+    ASSERT_OK(redislock_release(b));
+    ASSERT_OK(redislock_acquire(a, &ao));
+    ASSERT_OK(redislock_acquire(a, &ao));
+    ASSERT_EQ_INT(redislock_holds(a), 2);
+    ASSERT(th_wait_key_gone(e.r, "ho:life", 7, 3000));
+    ASSERT_OK(redislock_acquire(b, &bo));
+    /* A re-entry that lands in b's life: a's two lapsed holds are gone,
+     * so a counts one, and its one release leaves b's hold. */
+    ASSERT_OK(redislock_acquire(a, &ao));
+    ASSERT_EQ_INT(redislock_holds(a), 1);
+    ASSERT_FIELD(e.r, "ho:life", "holds", "2");
+    ASSERT_OK(redislock_release(a));
+    ASSERT_EQ_INT(redislock_holds(a), 0);
+    ASSERT_FIELD(e.r, "ho:life", "holds", "1");
+
+    /* A late release, plain and with hold-after, of a lapsed hold. */
+    ASSERT_OK(redislock_release(b));
+    ASSERT_OK(redislock_acquire(a, &ao));
+    ASSERT(th_wait_key_gone(e.r, "ho:life", 7, 3000));
+    ASSERT_OK(redislock_acquire(b, &bo));
+    ASSERT_ERR(redislock_release_hold(a, 5000), REDISLOCK_EEXPIRED);
+    ASSERT_FIELD(e.r, "ho:life", "owner", "svc-3");
+    ASSERT_FIELD(e.r, "ho:life", "holds", "1");
+    ASSERT_OK(redislock_release(b));
+    ASSERT_OK(redislock_acquire(a, &ao));
+    ASSERT(th_wait_key_gone(e.r, "ho:life", 7, 3000));
+    ASSERT_OK(redislock_acquire(b, &bo));
+    ASSERT_ERR(redislock_release(a), REDISLOCK_EEXPIRED);
+    ASSERT_FIELD(e.r, "ho:life", "holds", "1");
+    ASSERT_OK(redislock_check(b));
+    ASSERT_TRUTHFUL(e.r, "ho:life", b);
+    ASSERT_OK(redislock_release(b));
+    ASSERT_KEY(e.r, "ho:life", NULL);
+    redislock_lock_free(a);
+    redislock_lock_free(b);
+    th_env_stop(&e);
+}
+
 /* An extend to a shorter TTL whose reply is lost (held up in the network
  * past the command timeout) runs late: the lease must still cover the
  * validity the handle kept. */

@@ -21,7 +21,6 @@
 /* Scheduling and round trips on a loaded 2-core box under ASan. */
 #define SLACK_MS 300
 
-
 /* Reentrant acquire options: no wait, the given TTL and owner id. */
 static redislock_acquire_options reopts(int64_t ttl_ms, const char *owner)
 {
@@ -32,27 +31,12 @@ static redislock_acquire_options reopts(int64_t ttl_ms, const char *owner)
     return o;
 }
 
-/* Asserts that field of the hash at key holds value (NULL: absent). */
-#define ASSERT_FIELD(c, key, field, value)                                    \
-    assert_field_at(__FILE__, __LINE__, c, key, field, value)
-static void assert_field_at(const char *file, int line, redisContext *c,
-                            const char *key, const char *field,
-                            const char *value)
-{
-    char *got = th_cmd_str_at_(file, line, c, NULL, "HGET %s %s", key, field);
-
-    if (got == NULL ? value != NULL : value == NULL || strcmp(got, value))
-        test_fail_(file, line, "HGET %s %s is %s, want %s", key, field,
-                   got ? got : "(nil)", value ? value : "(nil)");
-    free(got);
-}
-
 /* Asserts that key's type is want ("hash", "string", "none"). */
-#define ASSERT_TYPE(c, key, want)                                             \
-    do {                                                                      \
-        char *test_t_ = th_cmd_str(c, NULL, "TYPE %s", key);                  \
-        ASSERT_EQ_STR(test_t_, want);                                         \
-        free(test_t_);                                                        \
+#define ASSERT_TYPE(c, key, want)                                              \
+    do {                                                                       \
+        char *test_t_ = th_cmd_str(c, NULL, "TYPE %s", key);                   \
+        ASSERT_EQ_STR(test_t_, want);                                          \
+        free(test_t_);                                                         \
     } while (0)
 
 /* The number of field/value pairs HGETALL returns for key. */
@@ -74,7 +58,7 @@ void test_reentrant_acquire_twice_holds_two(void)
     redislock_lock *other = th_lock(e.c, "re:twice");
     redislock_lock *plain = th_lock(e.c, "re:twice");
     redislock_acquire_options o = reopts(5000, NULL);
-    char owner[300];
+    char owner[300], gen[24];
 
     ASSERT_OK(redislock_acquire(l, &o));
     ASSERT_EQ_INT(redislock_holds(l), 1);
@@ -85,6 +69,7 @@ void test_reentrant_acquire_twice_holds_two(void)
     ASSERT_TYPE(e.r, "re:twice", "hash");
     ASSERT_FIELD(e.r, "re:twice", "owner", owner);
     ASSERT_FIELD(e.r, "re:twice", "holds", "1");
+    snprintf(gen, sizeof gen, "%lld", (long long)redislock_fence(l));
 
     /* Let the TTL run down a little, so that the refresh shows. */
     th_sleep_ms(400);
@@ -93,9 +78,12 @@ void test_reentrant_acquire_twice_holds_two(void)
     ASSERT_GT(th_pttl(e.r, "re:twice"), 5000 - 100);
     ASSERT_EQ_INT(redislock_holds(l), 2);
     ASSERT_EQ_STR(redislock_token(l), owner);
-    /* owner, holds, and req: the request that added the last hold (what
-     * an abandon after a lost reply undoes). */
-    ASSERT_EQ_INT(hash_pairs(e.r, "re:twice"), 3);
+    /* owner, holds, req: the request that added the last hold (what an
+     * abandon after a lost reply undoes), and gen: the fencing token that
+     * made the hash, which a re-entry keeps. */
+    ASSERT_EQ_INT(hash_pairs(e.r, "re:twice"), 4);
+    ASSERT_FIELD(e.r, "re:twice", "gen", gen);
+    ASSERT(redislock_fence(l) > atoll(gen));
     ASSERT_FIELD(e.r, "re:twice", "owner", owner);
     ASSERT_FIELD(e.r, "re:twice", "holds", "2");
 
@@ -171,8 +159,8 @@ static void *run_step(void *arg)
 {
     step *s = arg;
 
-    s->err = s->o != NULL ? redislock_acquire(s->l, s->o)
-                          : redislock_release(s->l);
+    s->err =
+        s->o != NULL ? redislock_acquire(s->l, s->o) : redislock_release(s->l);
     return NULL;
 }
 
@@ -425,11 +413,11 @@ typedef struct prop {
     int step;
 } prop;
 
-#define PROP_FAIL(p, ...)                                                     \
-    do {                                                                      \
-        test_log("seed %" PRIu64 " (RL_SEED to replay), step %d", (p)->seed, \
-                 (p)->step);                                                  \
-        test_fail_(__FILE__, __LINE__, __VA_ARGS__);                          \
+#define PROP_FAIL(p, ...)                                                      \
+    do {                                                                       \
+        test_log("seed %" PRIu64 " (RL_SEED to replay), step %d", (p)->seed,   \
+                 (p)->step);                                                   \
+        test_fail_(__FILE__, __LINE__, __VA_ARGS__);                           \
     } while (0)
 
 static redislock_err prop_run(prop *p, int op, int i)
