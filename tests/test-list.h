@@ -420,6 +420,7 @@ TEST_ENTRY(excl_loop_redlock, 60)
 TEST_ENTRY(excl_loop_cluster, 120)
 TEST_ENTRY(excl_loop_fair, 120)
 TEST_ENTRY(excl_loop_set, 60)
+TEST_ENTRY(excl_loop_reentrant_shared, 60)
 
 /* Key names: hash slots and helper keys (no server). */
 TEST_ENTRY(keys_slots, 5)

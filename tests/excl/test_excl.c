@@ -212,3 +212,8 @@ void test_excl_loop_set(void)
 {
     short_run("loop_set");
 }
+
+void test_excl_loop_reentrant_shared(void)
+{
+    short_run("loop_reentrant_shared");
+}

@@ -29,9 +29,6 @@
 /* Ask the server for the lease at most this often while working. */
 #define EXCL_LEASE_EVERY_US 40000
 #define EXCL_MAX_ACTIONS 12
-/* A shared owner id's holder releases this long before its validity
- * ends, or not at all. */
-#define EXCL_SHARED_MARGIN_US 30000
 
 /* Reads the lease of the key whose holder is ARGV[1]: its PTTL, or -2
  * when the key is gone or held by another token or owner; for a
@@ -40,7 +37,11 @@
  * less the server's clock, in ms, not the key's PTTL, which is the
  * longest lease of all. An exclusive holder of a key that readers also
  * take finds a string there, as for any lock; a sorted set then (or the
- * marker of a waiting writer) is not its hold: -2. */
+ * marker of a waiting writer) is not its hold: -2. A hash that an owner id
+ * holds is its hold only in the life of the key that the holder's last
+ * acquisition (its fencing token, ARGV[2]) was in: a later life, made by
+ * another handle of the owner id once the holder's lease ran out, has a
+ * larger gen (rl_create in lib.lua): -2 too. */
 static const char lease_lua[] =
     "local t = redis.call('TYPE', KEYS[1]).ok "
     "if t == 'zset' then "
@@ -52,7 +53,10 @@ static const char lease_lua[] =
     "if left <= 0 then return -2 end return left end "
     "local v = false "
     "if t == 'string' then v = redis.call('GET', KEYS[1]) "
-    "elseif t == 'hash' then v = redis.call('HGET', KEYS[1], 'owner') end "
+    "elseif t == 'hash' then v = redis.call('HGET', KEYS[1], 'owner') "
+    "local g = redis.call('HGET', KEYS[1], 'gen') "
+    "if g and ARGV[2] ~= '0' and tonumber(g) > tonumber(ARGV[2]) then "
+    "return -2 end end "
     "if v ~= ARGV[1] then return -2 end "
     "return redis.call('PTTL', KEYS[1])";
 
@@ -102,13 +106,15 @@ static redisContext *truth_conn(excl_worker *w, int i)
     return w->truth[i];
 }
 
-/* Server i's PTTL of key as held by id (-2: not so held); 0 if unknown. */
+/* Server i's PTTL of key as held by id, whose last fencing token is fence
+ * (-2: not so held); 0 if unknown. */
 static int truth_one(excl_worker *w, int i, const char *key, const char *id,
-                     int64_t *pttl)
+                     int64_t fence, int64_t *pttl)
 {
     redisContext *r = truth_conn(w, i);
-    redisReply *rep =
-        r ? redisCommand(r, "EVAL %s 1 %s %s", lease_lua, key, id) : NULL;
+    redisReply *rep = r ? redisCommand(r, "EVAL %s 1 %s %s %lld", lease_lua,
+                                       key, id, (long long)fence)
+                        : NULL;
     int known = 0;
 
     if (rep != NULL && rep->type == REDIS_REPLY_INTEGER) {
@@ -137,7 +143,8 @@ static int by_desc(const void *a, const void *b)
 /* The lease as the servers see it: one server's PTTL (-2 when no server
  * holds it for id), or for Redlock the majority-th largest (a server that
  * did not answer counts as holding it forever). 0 when unknown. */
-static int truth_lease(excl_worker *w, int key, const char *id, int64_t *pttl)
+static int truth_lease(excl_worker *w, int key, const char *id, int64_t fence,
+                       int64_t *pttl)
 {
     int64_t v[EXCL_MAX_SERVERS];
     int i, n = w->t->n, known = 0, held = 0;
@@ -145,7 +152,7 @@ static int truth_lease(excl_worker *w, int key, const char *id, int64_t *pttl)
 
     excl_key_name(key, name, sizeof name);
     for (i = 0; i < n; i++) {
-        if (truth_one(w, i, name, id, &v[i]))
+        if (truth_one(w, i, name, id, fence, &v[i]))
             known++;
         else
             v[i] = INT64_MAX;
@@ -323,7 +330,7 @@ static void lease_check(excl_worker *w, const excl_section *s, claim *c)
         return;
     for (i = 0; i < n; i++) {
         t0 = excl_now_us();
-        if (!truth_lease(w, keys[i], id, &pttl))
+        if (!truth_lease(w, keys[i], id, redislock_fence(c->src), &pttl))
             continue;
         fill(w, s, &r, EXCL_LEASE);
         r.key = (uint8_t)keys[i];
@@ -601,11 +608,6 @@ static int64_t release_time(const excl_worker *w, const excl_section *s,
         at = c->end + s->hold_ms * 1000;
     else
         at = c->end + drift - 100000 + s->hold_ms * 1000;
-    /* A shared owner id releases only while its lease lasts: a release
-     * after it would be the owner's release of the other process's
-     * hold. */
-    if (s->shared && at > c->end - EXCL_SHARED_MARGIN_US)
-        at = c->end - EXCL_SHARED_MARGIN_US;
     return ra > 0 && ra < at ? ra : at;
 }
 
@@ -675,9 +677,10 @@ static redislock_lock *lock_for(excl_worker *w, const excl_section *s)
 }
 
 /* Releases what the section still holds: re-entries, then the last hold
- * (ending the claim when the first release call starts). A handle whose release
- * failed (the outcome unknown) is dropped, and so is one of a shared owner id
- * whose validity has run out: see release_time(). */
+ * (ending the claim when the first release call starts), late or not: a
+ * release after the lease ran out must touch nobody's lock, not even one
+ * that another process of a shared owner id took afresh meanwhile. A
+ * handle whose release failed (the outcome unknown) is dropped. */
 static void finish(excl_worker *w, const excl_section *s, claim *c, plan *p)
 {
     redislock_lock *l = p->adopter != NULL ? p->adopter : c->src;
@@ -690,9 +693,7 @@ static void finish(excl_worker *w, const excl_section *s, claim *c, plan *p)
         err = w_release(w, l, 0);
         p->nested--;
     }
-    if (s->shared && redislock_check(l) != REDISLOCK_OK)
-        drop = 1;
-    else if (err == REDISLOCK_OK && redislock_holds(l) > 0)
+    if (err == REDISLOCK_OK && redislock_holds(l) > 0)
         err = w_release(w, l, s->hold_after);
     if (drop || (err != REDISLOCK_OK && err != REDISLOCK_EEXPIRED &&
                  err != REDISLOCK_ELOST)) {
