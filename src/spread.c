@@ -26,6 +26,7 @@
 #include "env.h"
 #include "error.h"
 #include "reply.h"
+#include "spread.h"
 #include "topology.h"
 #include "watchdog.h"
 
@@ -139,39 +140,42 @@ static void undo(redislock_lock *l, int upto, const rl__try *t)
         undo_group(l, g, t->id, t->req, t->ttl_ms);
 }
 
-/* Raises the counters of the groups before the last to the set's token
- * (set_fence.lua): REDISLOCK_OK, REDISLOCK_EHELD when a key no longer
- * holds the token (its lease ended during the acquire), or a failure. */
-static redislock_err raise_fences(redislock_lock *l, const rl__try *t,
-                                  const int64_t *fences)
+int rl__spread_ngroups(const redislock_lock *l)
+{
+    return l->spread->ngroups;
+}
+
+const rl__lockname *rl__spread_group(const redislock_lock *l, int g, int *n)
 {
     const struct rl__spread *sp = l->spread;
-    int64_t top = fences[sp->ngroups - 1];
-    char v[24], ttl[24];
-    const char *args[3] = {t->id, v, ttl};
-    size_t lens[3] = {strlen(t->id), 0, 0};
-    rl__reply *r;
-    long long n;
-    redislock_err err = REDISLOCK_OK;
-    int g;
 
-    lens[1] = (size_t)snprintf(v, sizeof v, "%" PRId64, top);
-    lens[2] = (size_t)snprintf(ttl, sizeof ttl, "%" PRId64, t->ttl_ms);
-    for (g = 0; g < sp->ngroups - 1 && err == REDISLOCK_OK; g++) {
-        if (fences[g] >= top)
-            continue;
-        err = group_script(l, g, 0, 0, &rl__script_set_fence, NULL, 3, args,
-                           lens, &r);
-        if (err != REDISLOCK_OK)
-            break;
-        if (r->type != REDIS_REPLY_INTEGER)
-            err = rl__err(REDISLOCK_EPROTOCOL, "set_fence answered type %d",
-                          r->type);
-        else if ((n = r->integer) == 0)
-            err = REDISLOCK_EHELD;
-        rl__reply_free(r);
-    }
-    return err;
+    *n = sp->start[g + 1] - sp->start[g];
+    return &sp->names[sp->start[g]];
+}
+
+void rl__spread_try_start(const rl__try *t, rl__spread_try *st)
+{
+    memset(st, 0, sizeof *st);
+    st->args[0] = t->id;
+    st->args[1] = st->ttl;
+    st->args[2] = "plain";
+    st->args[3] = "";
+    st->args[4] = st->mark;
+    st->args[5] = t->req;
+    st->args[6] = st->floor;
+    st->lens[0] = strlen(t->id);
+    st->lens[1] =
+        (size_t)snprintf(st->ttl, sizeof st->ttl, "%" PRId64, t->ttl_ms);
+    st->lens[2] = 5;
+    st->lens[3] = 0;
+    st->lens[4] =
+        (size_t)snprintf(st->mark, sizeof st->mark, "%" PRId64, t->mark_ms);
+    st->lens[5] = strlen(t->req);
+    st->lens[6] = (size_t)snprintf(st->floor, sizeof st->floor, "0");
+    st->q = (rl__request){.s = &rl__script_set_acquire,
+                          .nargs = 7,
+                          .args = st->args,
+                          .lens = st->lens};
 }
 
 /* A refusal by group g: the holder's TTL, whether its release wakes, and
@@ -189,65 +193,176 @@ static void refused(redislock_lock *l, int g, const rl__acquired *a)
         l->wait_name = sp->names[at + a->seq - 1];
 }
 
+redislock_err rl__spread_try_group(redislock_lock *l, rl__spread_try *st,
+                                   redislock_err err, const rl__reply *r)
+{
+    rl__acquired a;
+
+    if (err == REDISLOCK_OK)
+        err = rl__reply_acquired(r, &a);
+    if (err != REDISLOCK_OK)
+        return err;
+    if (!a.taken) {
+        refused(l, st->g, &a);
+        return REDISLOCK_EHELD;
+    }
+    rl__acks_least(&st->acks, &l->acks, st->g == 0);
+    st->fences[st->g++] = a.fence;
+    st->lens[6] =
+        (size_t)snprintf(st->floor, sizeof st->floor, "%" PRId64, a.fence);
+    return REDISLOCK_OK;
+}
+
+int rl__spread_fence_needed(const redislock_lock *l, const rl__spread_try *st,
+                            int g)
+{
+    int last = l->spread->ngroups - 1;
+
+    return g < last && st->fences[g] < st->fences[last];
+}
+
+void rl__spread_fence_start(const rl__try *t, const rl__spread_try *st,
+                            rl__spread_fence *f)
+{
+    f->args[0] = t->id;
+    f->args[1] = f->v;
+    f->args[2] = f->ttl;
+    f->lens[0] = strlen(t->id);
+    f->lens[1] =
+        (size_t)snprintf(f->v, sizeof f->v, "%" PRId64, st->fences[st->g - 1]);
+    f->lens[2] = (size_t)snprintf(f->ttl, sizeof f->ttl, "%" PRId64, t->ttl_ms);
+    f->q = (rl__request){.s = &rl__script_set_fence,
+                         .nargs = 3,
+                         .args = f->args,
+                         .lens = f->lens};
+}
+
+redislock_err rl__spread_fence_answer(redislock_err err, const rl__reply *r)
+{
+    if (err != REDISLOCK_OK)
+        return err;
+    if (r->type != REDIS_REPLY_INTEGER)
+        return rl__err(REDISLOCK_EPROTOCOL, "set_fence answered type %d",
+                       r->type);
+    return r->integer == 0 ? REDISLOCK_EHELD : REDISLOCK_OK;
+}
+
+void rl__spread_try_end(redislock_lock *l, rl__spread_try *st,
+                        redislock_err err)
+{
+    if (err == REDISLOCK_OK) {
+        l->acks = st->acks;
+        rl__lock_granted(l, st->fences[st->g - 1], 0);
+    } else if (err == REDISLOCK_EHELD && st->g == l->spread->ngroups) {
+        /* A lease ended while the later groups were taken: free now. */
+        l->holder_ttl = REDISLOCK_TTL_FREE;
+        l->holder_silent = 0;
+    }
+}
+
+void rl__spread_tally_start(rl__spread_tally *y, const rl__script *s)
+{
+    memset(y, 0, sizeof *y);
+    y->extend = s == &rl__script_set_extend || s == &rl__script_extend;
+    y->least = 1;
+}
+
+void rl__spread_tally_add(redislock_lock *l, rl__spread_tally *y, int g,
+                          redislock_err err, const rl__reply *r)
+{
+    const char *name =
+        y->extend ? rl__script_set_extend.name : rl__script_set_release.name;
+    long long m;
+
+    if (err == REDISLOCK_OK) {
+        err = rl__reply_owner(r, name, &m);
+        if (err == REDISLOCK_OK || err == REDISLOCK_EEXPIRED ||
+            err == REDISLOCK_ELOST) {
+            err = REDISLOCK_OK;
+            y->least = m < y->least ? m : y->least;
+            if (m > 0)
+                y->lengthened |= 1u << g;
+        }
+    }
+    if (y->extend)
+        rl__acks_least(&y->acks, &l->acks, y->added == 0);
+    y->added++;
+    if (y->first == REDISLOCK_OK && err != REDISLOCK_OK)
+        y->first = err;
+}
+
+redislock_err rl__spread_tally_end(redislock_lock *l, rl__spread_tally *y,
+                                   long long *n)
+{
+    if (y->extend)
+        l->acks = y->acks;
+    rl__lock_set_outcomes(l, &y->first, 1);
+    if (y->first != REDISLOCK_OK)
+        return y->first;
+    *n = y->least;
+    return y->least == 0 ? rl__err(REDISLOCK_EEXPIRED, "lock had expired and "
+                                                       "is free")
+           : y->least < 0
+               ? rl__err(REDISLOCK_ELOST, "lock is now held by another owner")
+               : REDISLOCK_OK;
+}
+
+int rl__spread_tally_undo(const rl__spread_tally *y, int g)
+{
+    return y->extend && y->least <= 0 && (y->lengthened & (1u << g)) != 0;
+}
+
+/* Raises the counters of the groups before the last to the set's token:
+ * REDISLOCK_OK, REDISLOCK_EHELD when a key no longer holds the token, or
+ * a failure. */
+static redislock_err raise_fences(redislock_lock *l, const rl__try *t,
+                                  const rl__spread_try *st)
+{
+    rl__spread_fence f;
+    rl__reply *r;
+    redislock_err err = REDISLOCK_OK;
+    int g;
+
+    rl__spread_fence_start(t, st, &f);
+    for (g = 0; g < l->spread->ngroups && err == REDISLOCK_OK; g++) {
+        if (!rl__spread_fence_needed(l, st, g))
+            continue;
+        r = NULL;
+        err = group_script(l, g, 0, 0, f.q.s, NULL, f.q.nargs, f.args, f.lens,
+                           &r);
+        err = rl__spread_fence_answer(err, r);
+        rl__reply_free(r);
+    }
+    return err;
+}
+
 static redislock_err attempt(redislock_lock *l, const rl__try *t,
                              int64_t *sent_us)
 {
     struct rl__spread *sp = l->spread;
-    char ttl[24], mark[24], floor[24] = "0";
-    const char *args[7] = {t->id, ttl, "plain", "", mark, t->req, floor};
-    size_t lens[7];
-    int64_t fences[REDISLOCK_SET_MAX];
-    rl__acks acks = RL_ACKS_NONE;
-    int g;
-    rl__acquired a = {0};
-    rl__reply *r;
+    rl__spread_try st;
+    rl__reply *r = NULL;
     redislock_err err = REDISLOCK_OK;
 
-    lens[0] = strlen(t->id);
-    lens[1] = (size_t)snprintf(ttl, sizeof ttl, "%" PRId64, t->ttl_ms);
-    lens[2] = 5;
-    lens[3] = 0;
-    lens[4] = (size_t)snprintf(mark, sizeof mark, "%" PRId64, t->mark_ms);
-    lens[5] = strlen(t->req);
-    lens[6] = 1;
+    rl__spread_try_start(t, &st);
     sp->lost = -1;
     *sent_us = rl__now_us();
-    for (g = 0; g < sp->ngroups; g++) {
-        err = group_script(l, g, 1, 0, &rl__script_set_acquire, t->req, 7, args,
-                           lens, &r);
-        if (err == REDISLOCK_OK) {
-            err = rl__reply_acquired(r, &a);
-            rl__reply_free(r);
-        }
-        if (err != REDISLOCK_OK) {
-            /* Its outcome may be unknown (a lost reply): that group is
-             * the abandon's to undo. */
-            sp->lost = g;
-            break;
-        }
-        if (!a.taken) {
-            refused(l, g, &a);
-            err = REDISLOCK_EHELD;
-            break;
-        }
-        rl__acks_least(&acks, &l->acks, g == 0);
-        fences[g] = a.fence;
-        lens[6] = (size_t)snprintf(floor, sizeof floor, "%" PRId64, a.fence);
-    }
-    if (err == REDISLOCK_OK) {
-        l->acks = acks;
-        err = raise_fences(l, t, fences);
-        g = sp->ngroups;
-        if (err == REDISLOCK_EHELD) {
-            /* A lease ended while the later groups were taken: free now. */
-            l->holder_ttl = REDISLOCK_TTL_FREE;
-            l->holder_silent = 0;
-        }
+    while (st.g < sp->ngroups && err == REDISLOCK_OK) {
+        err = group_script(l, st.g, 1, 0, st.q.s, t->req, st.q.nargs, st.args,
+                           st.lens, &r);
+        err = rl__spread_try_group(l, &st, err, err == REDISLOCK_OK ? r : NULL);
+        rl__reply_free(r);
+        r = NULL;
+        /* Its outcome may be unknown (a lost reply): that group is the
+         * abandon's to undo. */
+        if (err != REDISLOCK_OK && err != REDISLOCK_EHELD)
+            sp->lost = st.g;
     }
     if (err == REDISLOCK_OK)
-        rl__lock_granted(l, fences[sp->ngroups - 1], 0);
-    else
-        undo(l, g, t);
+        err = raise_fences(l, t, &st);
+    rl__spread_try_end(l, &st, err);
+    if (err != REDISLOCK_OK)
+        undo(l, st.g, t);
     rl__lock_set_outcomes(l, &err, 1);
     return err;
 }
@@ -267,62 +382,33 @@ static void abandon(redislock_lock *l, const rl__try *t)
         sp->start[g + 1] - sp->start[g], t->id, t->req, t->ttl_ms);
 }
 
-/* Release or extend: every group, its answers combined (the smallest:
- * -1 another owner's anywhere, else 0 some key gone, else 1). Every group
- * is asked even after a failure; the first failure is returned. An
- * extend that finds the set lost (one group gone or another owner's)
- * has lengthened the groups before and after that still held it: those
- * are released, so that a lost set holds nothing past its old lease (as
- * set_extend.lua, which lengthens nothing then, keeps it on one
- * server). */
+/* Release or extend: every group, each asked even after a failure, the
+ * answers combined (rl__spread_tally); the groups an extend lengthened
+ * for a set it found lost are released. */
 static redislock_err owner(redislock_lock *l, const rl__script *s,
                            const char *arg2, int64_t timeout_ms, long long *n)
 {
     struct rl__spread *sp = l->spread;
     rl__owner_args a;
-    int extend = s == &rl__script_extend;
-    rl__acks acks = RL_ACKS_NONE;
-    unsigned lengthened = 0;
-    int g;
-    long long m, least = 1;
+    rl__spread_tally y;
+    int g, extend = s == &rl__script_extend;
     rl__reply *r;
-    redislock_err err, first = REDISLOCK_OK;
+    redislock_err err;
 
     rl__lock_owner_args(l, arg2, &a);
     s = extend ? &rl__script_set_extend : &rl__script_set_release;
+    rl__spread_tally_start(&y, s);
     for (g = 0; g < sp->ngroups; g++) {
         err = group_script(l, g, extend, timeout_ms, s, NULL, RL_OWNER_NARGS,
                            a.args, a.lens, &r);
-        if (err == REDISLOCK_OK) {
-            err = rl__reply_owner(r, s->name, &m);
+        rl__spread_tally_add(l, &y, g, err, err == REDISLOCK_OK ? r : NULL);
+        if (err == REDISLOCK_OK)
             rl__reply_free(r);
-            if (err == REDISLOCK_OK || err == REDISLOCK_EEXPIRED ||
-                err == REDISLOCK_ELOST) {
-                err = REDISLOCK_OK;
-                least = m < least ? m : least;
-                if (m > 0)
-                    lengthened |= 1u << g;
-            }
-        }
-        if (extend)
-            rl__acks_least(&acks, &l->acks, g == 0);
-        if (first == REDISLOCK_OK && err != REDISLOCK_OK)
-            first = err;
     }
-    if (extend)
-        l->acks = acks;
-    for (g = 0; extend && least <= 0 && g < sp->ngroups; g++)
-        if (lengthened & (1u << g))
+    for (g = 0; g < sp->ngroups; g++)
+        if (rl__spread_tally_undo(&y, g))
             (void)release_group(l, g, l->token);
-    rl__lock_set_outcomes(l, &first, 1);
-    if (first != REDISLOCK_OK)
-        return first;
-    *n = least;
-    return least == 0 ? rl__err(REDISLOCK_EEXPIRED, "lock had expired and "
-                                                    "is free")
-           : least < 0
-               ? rl__err(REDISLOCK_ELOST, "lock is now held by another owner")
-               : REDISLOCK_OK;
+    return rl__spread_tally_end(l, &y, n);
 }
 
 /* The shorter of two TTLs as PTTL answers them: a key that is free
