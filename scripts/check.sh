@@ -19,7 +19,8 @@ sem_ghost_permit_given_back excl_shared set_watchdog_renews_and_signals_loss
 spread_lost_reply_undone spread_sharded_sets sentinel_follows_failover
 events_* fair_permits_fifo_order fair_readers_writers_in_arrival_order
 alock_scenarios alock_redlock_* alock_cluster_* excl_loop_redlock
-excl_loop_cluster adapter_* alock_set_* alock_sentinel_failover"
+excl_loop_cluster adapter_* alock_set_* alock_spread_*
+alock_sentinel_failover"
 
 build() {
     cmake -S . -B "$1" -DCMAKE_BUILD_TYPE=Debug -DREDISLOCK_WERROR=ON \

@@ -73,7 +73,7 @@ typedef struct rl__algo {
     /* The attempt t as one script request on the key's server, and what
      * its reply r (or its failure err) says, as attempt would return it
      * (r is the caller's). attempt_prepare NULL: the algorithm's attempts
-     * are not one request (the event loop's driver refuses it);
+     * are not one request (see groups);
      * attempt_outcome NULL: the request goes to every server (below). */
     redislock_err (*attempt_prepare)(redislock_lock *l, const rl__try *t,
                                      rl__attempt_req *a);
@@ -84,6 +84,10 @@ typedef struct rl__algo {
      * a round (one reply or failure per server, quorum.h) and hands the
      * round to these decisions, which the blocking calls share. */
     int every;
+    /* Requests that go to the groups of a set of keys no one script
+     * reaches, group by group (spread.h's steps): the event loop's driver
+     * takes them with agroup.c. */
+    int groups;
     /* Attempt t's round r, sent at sent_us: REDISLOCK_OK with l->fence
      * set, or the refusal with *undo set when t must be undone on every
      * server (abandon.lua: rl__abandon_request). */

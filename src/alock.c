@@ -8,6 +8,7 @@
 
 #include "abi.h"
 #include "acquire.h"
+#include "agroup.h"
 #include "alock.h"
 #include "aroute.h"
 #include "clock.h"
@@ -94,7 +95,8 @@ struct rl__aop {
      * read at its next pause, as a blocked waiter reads them at its next
      * listen (a hand-off is judged against its place then). */
     struct told *told;
-    round *rd; /* its request out to every server, if any */
+    round *rd;       /* its request out to every server, if any */
+    rl__agroup *grp; /* its requests out to a set's groups, if any */
     /* The guards of its write (acquire, extend) and their answers:
      * rl__lock_guard's, read by rl__lock_acks. */
     rl__request gq;
@@ -116,6 +118,7 @@ struct rl__lwatch {
     redislock_lock *l; /* NULL once stopped */
     int inflight;      /* a renewal out */
     round *rd;         /* a renewal out to every server */
+    rl__agroup *grp;   /* a renewal out to a set's groups */
     int64_t sent_us;
     rl__request gq; /* its guards (as an aop's) */
     long long acked, aof[2];
@@ -129,7 +132,8 @@ struct rl__alock {
     node *nodes;
     aop *ops;
     lwatch *watches;
-    sweep *sweeps; /* lost attempts being abandoned */
+    sweep *sweeps;     /* lost attempts being abandoned */
+    rl__agroup_io gio; /* how a set's groups are reached (agroup.c) */
 };
 
 /* An abandoned attempt made to hold nothing, on the loop: the janitor's
@@ -173,6 +177,11 @@ struct round {
 };
 
 static redislock_err route_conn(void *ctx, rl__pool *p, rl__aconn **out);
+static redislock_err gio_send(void *ctx, const rl__lockname *names, int n,
+                              const char *req, const rl__request *q,
+                              rl__aconn_cb cb, void *arg);
+static void gio_sweep(void *ctx, const rl__lockname *names, int n,
+                      const char *token, const char *req, int64_t ttl_ms);
 
 redislock_err rl__alock_new(redislock_client *c, const rl__loop_ops *ops,
                             rl__alock **out)
@@ -188,6 +197,7 @@ redislock_err rl__alock_new(redislock_client *c, const rl__loop_ops *ops,
         return err;
     }
     al->c = c;
+    al->gio = (rl__agroup_io){al, gio_send, gio_sweep};
     /* A cluster's and a Sentinel client's requests find their way. */
     if (rl__topo_moves(rl__client_topo(c)) &&
         (err = rl__aroute_new(rl__client_topo(c), al->lp, route_conn, al,
@@ -234,6 +244,18 @@ static redislock_err node_get(rl__alock *al, const redislock_lock *l,
 {
     return node_at(
         al, rl__topo_node_now(rl__client_topo(al->c), l->key, l->keylen), out);
+}
+
+/* The node of the key a waiter of l waits behind: the one that refused
+ * it (a set's), which for a set spread over several nodes is not the
+ * first key's. */
+static rl__pool *wait_pool(const rl__alock *al, const redislock_lock *l)
+{
+    const rl__lockname *k = &l->wait_name;
+
+    if (k->key == NULL)
+        return rl__topo_node_now(rl__client_topo(al->c), l->key, l->keylen);
+    return rl__topo_node_now(rl__client_topo(al->c), k->key, k->keylen);
 }
 
 /* n's request connection, opened again if it has failed. */
@@ -513,13 +535,46 @@ static void sweep_start(rl__alock *al, rl__pool *pool,
 }
 
 /* The acquire's hook (rl__acq's abandon): a lost attempt is swept on the
- * loop rather than by the janitor thread. */
+ * loop rather than by the janitor thread; a set's groups each on their
+ * node. */
 static void loop_abandon(void *ctx, redislock_lock *l, const rl__try *t)
 {
+    rl__alock *al = ctx;
     rl__lockname names[1 + REDISLOCK_SET_MAX];
-    int n = rl__lock_names(l, names);
+    int n;
 
-    sweep_start(ctx, NULL, names, n, t->id, t->req, t->ttl_ms);
+    if (l->algo->groups) {
+        rl__agroup_abandon(&al->gio, l, t);
+        return;
+    }
+    n = rl__lock_names(l, names);
+    sweep_start(al, NULL, names, n, t->id, t->req, t->ttl_ms);
+}
+
+/* agroup.c's way to a group's node: the request connection of the node
+ * of its first key, routed on by a cluster's router. */
+static redislock_err gio_send(void *ctx, const rl__lockname *names, int n,
+                              const char *req, const rl__request *q,
+                              rl__aconn_cb cb, void *arg)
+{
+    rl__alock *al = ctx;
+    node *nd = NULL;
+    redislock_err err =
+        node_at(al,
+                rl__topo_node_now(rl__client_topo(al->c), names[0].key,
+                                  names[0].keylen),
+                &nd);
+
+    if (err == REDISLOCK_OK && (err = node_cmd(al, nd)) == REDISLOCK_OK)
+        err = rl__lock_names_send_async(al->rt, nd->cmd, nd->pool, names, n,
+                                        req, q, cb, arg);
+    return err;
+}
+
+static void gio_sweep(void *ctx, const rl__lockname *names, int n,
+                      const char *token, const char *req, int64_t ttl_ms)
+{
+    sweep_start(ctx, NULL, names, n, token, req, ttl_ms);
 }
 
 /* The loop goes: what it was still sweeping goes to the janitor. */
@@ -573,12 +628,6 @@ static redislock_err check_lock(rl__alock *al, const redislock_lock *l)
         return rl__err(REDISLOCK_EINVAL,
                        "an operation is under way on this lock handle: wait "
                        "for its callback");
-    if (l->algo->attempt_prepare == NULL)
-        return rl__err(REDISLOCK_EINVAL,
-                       "a set of keys that no one script reaches (on several "
-                       "servers, or hash slots) on the event loop: not built "
-                       "yet (use the blocking calls, or keys on one server "
-                       "or with one hash tag)");
     return REDISLOCK_OK;
 }
 
@@ -854,6 +903,8 @@ static void complete(aop *op, redislock_err err)
     op->inflight--;
     round_drop(op->rd);
     op->rd = NULL;
+    rl__agroup_drop(op->grp);
+    op->grp = NULL;
     rl__loop_disarm(al->lp, &op->timer);
     if (op->prev != NULL)
         op->prev->next = op->next;
@@ -948,9 +999,20 @@ static void lwatch_round_done(round *rd)
     lwatch_next(w, rl__watch_after(l->watch, err));
 }
 
-/* A renewal is due: sent on the node's request connection, or to every
- * server (the same decisions as the watchdog thread's: caps, retries, the
- * loss). */
+/* A renewal of a set's groups is answered. */
+static void lwatch_group_done(void *arg, redislock_err err, long long n)
+{
+    lwatch *w = arg;
+
+    (void)n;
+    w->grp = NULL;
+    rl__lock_renewed(w->l, err, w->sent_us);
+    lwatch_next(w, rl__watch_after(w->l->watch, err));
+}
+
+/* A renewal is due: sent on the node's request connection, to every
+ * server, or to a set's groups (the same decisions as the watchdog
+ * thread's: caps, retries, the loss). */
 static void lwatch_fire(rl__loop_timer *lt)
 {
     lwatch *w = (lwatch *)lt;
@@ -970,20 +1032,27 @@ static void lwatch_fire(rl__loop_timer *lt)
         return;
     }
     snprintf(ttl, sizeof ttl, "%" PRId64, l->ttl_ms);
-    rl__lock_owner_args(l, ttl, &a);
-    if (!l->algo->every)
-        guard(l, &q, &w->gq, &w->acked, w->aof);
     w->sent_us = rl__now_us();
-    if (l->algo->every &&
-        (err = round_send(w->al, l, &q, NULL,
-                          rl__client_server_timeout(l->client, l->ttl_ms),
-                          lwatch_round_done, w, &w->rd)) == REDISLOCK_OK)
-        return;
-    if (!l->algo->every && (err = node_for(w->al, l, &n)) == REDISLOCK_OK &&
-        (err = rl__lock_send_async(l, w->al->rt, n->cmd, n->pool, NULL, &q,
-                                   lwatch_done, w)) == REDISLOCK_OK) {
-        w->inflight++;
-        return;
+    if (l->algo->groups) {
+        if ((err = rl__agroup_owner(&w->al->gio, l, &rl__script_extend, ttl,
+                                    lwatch_group_done, w, &w->grp)) ==
+            REDISLOCK_OK)
+            return;
+    } else {
+        rl__lock_owner_args(l, ttl, &a);
+        if (!l->algo->every)
+            guard(l, &q, &w->gq, &w->acked, w->aof);
+        if (l->algo->every &&
+            (err = round_send(w->al, l, &q, NULL,
+                              rl__client_server_timeout(l->client, l->ttl_ms),
+                              lwatch_round_done, w, &w->rd)) == REDISLOCK_OK)
+            return;
+        if (!l->algo->every && (err = node_for(w->al, l, &n)) == REDISLOCK_OK &&
+            (err = rl__lock_send_async(l, w->al->rt, n->cmd, n->pool, NULL, &q,
+                                       lwatch_done, w)) == REDISLOCK_OK) {
+            w->inflight++;
+            return;
+        }
     }
     /* Not sent (no connection): as a failed renewal. */
     rl__lock_renewed(l, err, w->sent_us);
@@ -1038,6 +1107,8 @@ void rl__alock_unwatch(redislock_lock *l)
     w->l = NULL;
     round_drop(w->rd);
     w->rd = NULL;
+    rl__agroup_drop(w->grp);
+    w->grp = NULL;
     /* The watch itself goes with rl__lock_unwatch; a renewal out is
      * ignored when it comes. */
     if (w->inflight == 0)
@@ -1243,14 +1314,13 @@ static void pause_for(aop *op, int64_t pause_ms)
     /* A subscription that ended on a node that no longer serves the key
      * (its slot moved): the channel is joined anew, on the key's node. */
     if (op->ch != NULL && op->ch->ended && !op->ch->leaving &&
-        op->ch->n->pool != rl__topo_node_now(rl__client_topo(al->c), op->l->key,
-                                             op->l->keylen))
+        op->ch->n->pool != wait_pool(al, op->l))
         chan_leave(op);
     /* A set refused by another of its keys this time: that key's. */
     if (op->ch != NULL && !op->ch->fair && op->ch_key != op->l->wait_name.key)
         chan_leave(op);
     if (op->ch == NULL) {
-        if (node_get(al, op->l, &n) == REDISLOCK_OK)
+        if (node_at(al, wait_pool(al, op->l), &n) == REDISLOCK_OK)
             chan_join(op, n, &fresh);
     } else if (op->ch->ended && !op->ch->leaving) {
         chan_subscribe(al, op->ch);
@@ -1352,7 +1422,23 @@ static redislock_err send_round_attempt(aop *op, const rl__try *t)
                       attempt_round_done, op, &op->rd);
 }
 
-/* The next attempt, sent on the key's node, or to every server. */
+/* A set's attempt over its groups is over: taken, refused (what it took
+ * given back) or failed. */
+static void attempt_group_done(void *arg, redislock_err err, long long n)
+{
+    aop *op = arg;
+    int64_t pause = 0;
+
+    (void)n;
+    op->grp = NULL;
+    if (rl__acq_after_attempt(op->l, &op->a, &err, &pause) == RL_NEXT_DONE)
+        acquire_done(op, err);
+    else
+        pause_for(op, pause);
+}
+
+/* The next attempt, sent on the key's node, to every server, or to a
+ * set's groups one after another. */
 static void attempt(aop *op)
 {
     redislock_lock *l = op->l;
@@ -1361,9 +1447,14 @@ static void attempt(aop *op)
     redislock_err err =
         rl__acq_try(l, &op->a, op->a.tries, op->a.deadline_ms, &t);
 
-    if (err == REDISLOCK_OK && l->algo->every)
+    if (err == REDISLOCK_OK && l->algo->every) {
         err = send_round_attempt(op, &t);
-    else if (err == REDISLOCK_OK && (err = node_for(op->al, l, &n)) == 0)
+    } else if (err == REDISLOCK_OK && l->algo->groups) {
+        op->t = t;
+        op->sent_us = rl__now_us();
+        err = rl__agroup_attempt(&op->al->gio, l, &op->t, attempt_group_done,
+                                 op, &op->grp);
+    } else if (err == REDISLOCK_OK && (err = node_for(op->al, l, &n)) == 0)
         err = send_attempt(op, n, n->cmd, &t, 0);
     if (err == REDISLOCK_OK)
         return;
@@ -1409,14 +1500,14 @@ static int pause_blocked(aop *op, int64_t pause_ms)
 
     if (pause_ms < RL_BLOCK_MIN_MS || op->ch != NULL || !l->algo->wakes)
         return 0;
-    /* The key's slot has moved to another node since: a blocker there. */
-    if (i >= 0 && n->pool != rl__topo_node_now(rl__client_topo(al->c), l->key,
-                                               l->keylen)) {
+    /* The key's slot has moved to another node since, or a set waits
+     * behind a key of another node this time: a blocker there. */
+    if (i >= 0 && n->pool != wait_pool(al, l)) {
         blocker_leave(op);
         i = -1;
     }
     if (i < 0) {
-        if (node_get(al, l, &n) != REDISLOCK_OK)
+        if (node_at(al, wait_pool(al, l), &n) != REDISLOCK_OK)
             return 0;
         for (i = 0; i < RL_LOOP_BLOCKERS && n->blk_op[i] != NULL; i++)
             ;
@@ -1457,6 +1548,7 @@ static int pause_blocked(aop *op, int64_t pause_ms)
      * followed by WAIT (the guards), as in the blocking calls (one.c's
      * wait_attempt). */
     if (!rl__topo_moves(rl__client_topo(al->c)) && !rl__lock_guarded(l) &&
+        l->algo->attempt_prepare != NULL &&
         rl__acq_try(l, &op->a, op->a.tries, op->a.deadline_ms, &t) ==
             REDISLOCK_OK &&
         send_attempt(op, n, n->blk[i], &t, block) == REDISLOCK_OK)
@@ -1544,6 +1636,30 @@ static void owner_round_done(round *rd)
     owner_finish(op, err, n);
 }
 
+/* A release's or an extend's requests to a set's groups are answered. */
+static void owner_group_done(void *arg, redislock_err err, long long n)
+{
+    aop *op = arg;
+
+    op->grp = NULL;
+    owner_finish(op, err, n);
+}
+
+/* Sends a release or an extend op (s, arg2) to its set's groups;
+ * started once sent, freed if not. */
+static redislock_err op_groups(aop *op, const rl__script *s, const char *arg2)
+{
+    redislock_err err = rl__agroup_owner(&op->al->gio, op->l, s, arg2,
+                                         owner_group_done, op, &op->grp);
+
+    if (err != REDISLOCK_OK) {
+        free(op);
+        return err;
+    }
+    op_start(op);
+    return REDISLOCK_OK;
+}
+
 /* Sends the owner script s (release, extend) with arg2 for l. */
 static redislock_err owner_op(rl__alock *al, redislock_lock *l, int kind,
                               const rl__script *s, int64_t ms, rl__alock_cb cb,
@@ -1565,7 +1681,8 @@ static redislock_err owner_op(rl__alock *al, redislock_lock *l, int kind,
         return rl__err(REDISLOCK_EINVAL,
                        "the lock is renewed by the watchdog thread: release "
                        "or extend it with the blocking calls");
-    if (!l->algo->every && (err = node_for(al, l, &n)) != REDISLOCK_OK)
+    if (!l->algo->every && !l->algo->groups &&
+        (err = node_for(al, l, &n)) != REDISLOCK_OK)
         return err;
     /* The last hold: its renewals stop before the release is sent (one
      * out goes first on the same connection, and is then ignored). */
@@ -1577,9 +1694,11 @@ static redislock_err owner_op(rl__alock *al, redislock_lock *l, int kind,
     rl__lock_owner_args(l, arg2, &a);
     op->script = q.s;
     op->ms = ms;
+    op->sent_us = rl__now_us();
+    if (l->algo->groups)
+        return op_groups(op, s, arg2);
     if (kind == OP_EXTEND && !l->algo->every)
         guard(l, &q, &op->gq, &op->acked, op->aof);
-    op->sent_us = rl__now_us();
     if (l->algo->every)
         return op_round(op, &q,
                         rl__client_server_timeout(
@@ -1684,7 +1803,7 @@ redislock_err rl__alock_extend(rl__alock *al, redislock_lock *l, int64_t ttl_ms,
 static void cancel(aop *op)
 {
     if (op->kind == OP_ACQUIRE) {
-        if (op->inflight > 0)
+        if (op->inflight > 0 || op->grp != NULL)
             rl__acq_abandon(op->l, &op->a);
         rl__err(REDISLOCK_ECANCELED, "the wait was cancelled");
         if (op->rd != NULL)

@@ -283,6 +283,15 @@ redislock_err rl__lock_send_async(redislock_lock *l, rl__aroute *rt,
     return send_keyed(rt, c, at, &k, l->more, l->nmore, req, q, cb, arg);
 }
 
+redislock_err rl__lock_names_send_async(rl__aroute *rt, rl__aconn *c,
+                                        rl__pool *at, const rl__lockname *names,
+                                        int n, const char *req,
+                                        const rl__request *q, rl__aconn_cb cb,
+                                        void *arg)
+{
+    return send_keyed(rt, c, at, &names[0], names + 1, n - 1, req, q, cb, arg);
+}
+
 void rl__abandon_request(int n, const char *token, const char *req,
                          int64_t ttl_ms, rl__abandon_req *a)
 {
@@ -324,8 +333,7 @@ redislock_err rl__abandon_send_async(rl__aroute *rt, rl__aconn *c, rl__pool *at,
     rl__abandon_req a;
 
     rl__abandon_request(n, token, req, ttl_ms, &a);
-    return send_keyed(rt, c, at, &names[0], names + 1, n - 1, req, &a.q, cb,
-                      arg);
+    return rl__lock_names_send_async(rt, c, at, names, n, req, &a.q, cb, arg);
 }
 
 int rl__abandon_again(redislock_err err)

@@ -153,6 +153,14 @@ redislock_err rl__lock_send_async(redislock_lock *l, struct rl__aroute *rt,
                                   rl__aconn *c, rl__pool *at, const char *req,
                                   rl__request *q, rl__aconn_cb cb, void *arg);
 
+/* rl__lock_send_async for the keys names (n of them, the first routing
+ * it): a group of a set's keys that one script reaches (agroup.c). */
+redislock_err rl__lock_names_send_async(struct rl__aroute *rt, rl__aconn *c,
+                                        rl__pool *at, const rl__lockname *names,
+                                        int n, const char *req,
+                                        const rl__request *q, rl__aconn_cb cb,
+                                        void *arg);
+
 /* abandon.lua's request (set_abandon.lua's for a set of n), its
  * arguments' storage in a: the token voided for a minute past its TTL,
  * since a request held up in a network queue (TCP retransmissions) may

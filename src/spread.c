@@ -469,6 +469,7 @@ static redislock_err ttl(redislock_lock *l, int64_t *ttl_ms)
 /* Inspection goes by key through the client's algorithm (inspect.c), so
  * .inspect is never called on a handle's. */
 const rl__algo rl__algo_spread = {.wakes = 1,
+                                  .groups = 1,
                                   .attempt = attempt,
                                   .abandon = abandon,
                                   .owner = owner,

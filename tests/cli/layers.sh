@@ -17,8 +17,8 @@ layer() {
     conn | aconn | script | request | reply) echo 2 ;;
     pool | ident | loop) echo 3 ;;
     topology | cluster | redirect | aroute | sentinel) echo 4 ;;
-    lock | acquire | alock | wait | inspect | fence | watchdog | redlock | \
-        quorum | algo | one | spread | env) echo 5 ;;
+    lock | acquire | alock | agroup | wait | inspect | fence | watchdog | \
+        redlock | quorum | algo | one | spread | env) echo 5 ;;
     client | evloop | version) echo 6 ;;
     *) echo 0 ;;
     esac

@@ -451,6 +451,13 @@ const excl_mode excl_modes[] = {
     /* Sets of keys on one server on the loop (each waiter behind the key
      * that refused it, woken by that key's release). */
     {"loop_set", EXCL_SINGLE, 3, 6, F_ALL1, 200, 700, 6000, pick_set, 0, 1},
+    /* The same over several servers and over a cluster's slots on the
+     * loop (agroup.c: group after group, each group's refusal giving back
+     * the ones before it, waits behind the refusing key's node). */
+    {"loop_set_sharded", EXCL_SHARDED, 3, 6, F_ALL1, 200, 700, 6000, pick_set,
+     0, 1},
+    {"loop_set_cluster", EXCL_CLUSTER, 3, 5, F_ALL1, 200, 700, 6000, pick_set,
+     0, 1},
     /* Two processes per owner id on their loops: late releases meet the
      * other process's later life of the key (see pick_reentrant_shared). */
     {"loop_reentrant_shared", EXCL_SINGLE, 1, 4, F_ALL1, 300, 900, 6000,

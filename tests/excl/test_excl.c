@@ -213,6 +213,16 @@ void test_excl_loop_set(void)
     short_run("loop_set");
 }
 
+void test_excl_loop_set_sharded(void)
+{
+    short_run("loop_set_sharded");
+}
+
+void test_excl_loop_set_cluster(void)
+{
+    short_run("loop_set_cluster");
+}
+
 void test_excl_loop_reentrant_shared(void)
 {
     short_run("loop_reentrant_shared");

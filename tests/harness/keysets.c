@@ -6,6 +6,7 @@
 
 #include <redislock.h>
 
+#include "fixture.h"
 #include "server.h"
 #include "test.h"
 
@@ -78,4 +79,64 @@ long long th_fence_counter_pttl(redisContext *r, const char *key)
 
     counter_name(key, name, sizeof name);
     return th_cmd_int(r, "PTTL %s", name);
+}
+
+/* The server of a sharded client that key lands on, found by taking a
+ * plain lock of it and looking; -1 when none has it. */
+int th_shard_of(redisContext *const *r, int n, redislock_client *c,
+                const char *key)
+{
+    redislock_lock *l = th_lock(c, key);
+    int i, at = -1;
+
+    ASSERT_OK(redislock_acquire(l, NULL));
+    for (i = 0; i < n; i++)
+        if (th_cmd_int(r[i], "EXISTS %s", key) == 1)
+            at = i;
+    ASSERT_OK(redislock_release(l));
+    redislock_lock_free(l);
+    return at;
+}
+
+/* Keys "<prefix>:<i>" sorted by server: up to 3 of each of the n servers
+ * into keys[server][], their counts into got[]. */
+void th_keys_by_server(redisContext *const *r, int n, redislock_client *c,
+                       const char *prefix, char keys[][3][24], int *got)
+{
+    char key[24];
+    int i, at, full = 0;
+
+    memset(got, 0, (size_t)n * sizeof *got);
+    for (i = 0; i < 200 && full < n; i++) {
+        snprintf(key, sizeof key, "%s:%d", prefix, i);
+        at = th_shard_of(r, n, c, key);
+        ASSERT_GE(at, 0);
+        if (got[at] < 3) {
+            snprintf(keys[at][got[at]++], 24, "%s", key);
+            full += got[at] == 3;
+        }
+    }
+    ASSERT_EQ_INT(full, n);
+}
+
+/* How many of the keys hold token, over every server. */
+size_t th_held_anywhere(th_servers *e, const char *const *k, size_t n,
+                        const char *token)
+{
+    size_t got = 0;
+    int i;
+
+    for (i = 0; i < e->n; i++)
+        got += th_keys_holding(e->r[i], k, n, token);
+    return got;
+}
+
+long long th_lock_keys_anywhere(th_servers *e)
+{
+    long long n = 0;
+    int i;
+
+    for (i = 0; i < e->n; i++)
+        n += th_lock_keys(e->r[i]);
+    return n;
 }

@@ -10,6 +10,8 @@
 #include <hiredis.h>
 #include <stddef.h>
 
+#include "fixture.h"
+
 /* How many of the n keys exist (EXISTS). */
 long long th_keys_existing(redisContext *r, const char *const *keys, size_t n);
 
@@ -23,5 +25,20 @@ long long th_fence_counter(redisContext *r, const char *key);
 
 /* Its PTTL: ms left, -1 no expiry, -2 no counter. */
 long long th_fence_counter_pttl(redisContext *r, const char *key);
+
+/* Over the n servers r of a sharded client c: the one key lands on
+ * (found by taking a plain lock of it and looking; -1 when none has it),
+ * and keys "<prefix>:<i>" sorted by server, up to 3 of each into
+ * keys[server][], their counts into got[]. */
+int th_shard_of(redisContext *const *r, int n, redislock_client *c,
+                const char *key);
+void th_keys_by_server(redisContext *const *r, int n, redislock_client *c,
+                       const char *prefix, char keys[][3][24], int *got);
+
+/* Over e's servers: how many of the n keys hold token, and how many lock
+ * keys there are (th_lock_keys). */
+size_t th_held_anywhere(th_servers *e, const char *const *k, size_t n,
+                        const char *token);
+long long th_lock_keys_anywhere(th_servers *e);
 
 #endif

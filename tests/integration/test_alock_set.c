@@ -177,8 +177,7 @@ void test_alock_set_extend_and_watchdog(void)
 /* A set's attempt in flight when its acquire is cancelled, and when its
  * loop is freed: the attempt is made to hold none of the keys, on the
  * loop while it lives and by the janitor after; the keys are free for
- * the next. A set whose keys no one script reaches (several servers of a
- * sharded client) is refused on the loop, with the reason. */
+ * the next. (A set whose keys no one script reaches: test_alock_spread.c.) */
 void test_alock_set_cancel_and_refused(void)
 {
     th_env e = th_env_start();
@@ -188,10 +187,6 @@ void test_alock_set_cancel_and_refused(void)
     ad_done dn = {0};
     redislock_loop *lp;
     void *h = d->open(e.c, &lp);
-    th_servers sv;
-    redislock_client *sh;
-    const char *many[8] = {"asc:1", "asc:2", "asc:3", "asc:4",
-                           "asc:5", "asc:6", "asc:7", "asc:8"};
     int i;
 
     /* Taken and given back first, so that the loop is connected: the
@@ -227,18 +222,5 @@ void test_alock_set_cancel_and_refused(void)
     ASSERT_OK(redislock_release(t));
     redislock_lock_free(s);
     redislock_lock_free(t);
-
-    sv = th_servers_start(3);
-    ASSERT_OK(redislock_client_new_sharded(&sh, sv.urls, 3, NULL));
-    h = d->open(sh, &lp);
-    s = th_lock_set(sh, many, 8);
-    ASSERT_ERR(redislock_loop_acquire(lp, s, &o, ad_record, &dn),
-               REDISLOCK_EINVAL);
-    ASSERT(strstr(redislock_errdetail(), "no one script reaches") != NULL);
-    ASSERT_EQ_INT(dn.calls, 23);
-    d->close(h);
-    redislock_lock_free(s);
-    redislock_client_free(sh);
-    th_servers_stop(&sv);
     th_env_stop(&e);
 }

@@ -21,66 +21,6 @@
 #include "harness/util.h"
 #include "test.h"
 
-/* The server of a sharded client that key lands on, found by taking a
- * plain lock of it and looking; -1 when none has it. */
-static int shard_of(redisContext *const *r, int n, redislock_client *c,
-                    const char *key)
-{
-    redislock_lock *l = th_lock(c, key);
-    int i, at = -1;
-
-    ASSERT_OK(redislock_acquire(l, NULL));
-    for (i = 0; i < n; i++)
-        if (th_cmd_int(r[i], "EXISTS %s", key) == 1)
-            at = i;
-    ASSERT_OK(redislock_release(l));
-    redislock_lock_free(l);
-    return at;
-}
-
-/* Keys "<prefix>:<i>" sorted by server: up to 3 of each of the n servers
- * into keys[server][], their counts into got[]. */
-static void keys_by_server(redisContext *const *r, int n, redislock_client *c,
-                           const char *prefix, char keys[][3][24], int *got)
-{
-    char key[24];
-    int i, at, full = 0;
-
-    memset(got, 0, (size_t)n * sizeof *got);
-    for (i = 0; i < 200 && full < n; i++) {
-        snprintf(key, sizeof key, "%s:%d", prefix, i);
-        at = shard_of(r, n, c, key);
-        ASSERT_GE(at, 0);
-        if (got[at] < 3) {
-            snprintf(keys[at][got[at]++], 24, "%s", key);
-            full += got[at] == 3;
-        }
-    }
-    ASSERT_EQ_INT(full, n);
-}
-
-/* How many of the keys hold token, over every server. */
-static size_t held_anywhere(th_servers *e, const char *const *k, size_t n,
-                            const char *token)
-{
-    size_t got = 0;
-    int i;
-
-    for (i = 0; i < e->n; i++)
-        got += th_keys_holding(e->r[i], k, n, token);
-    return got;
-}
-
-static long long lock_keys_anywhere(th_servers *e)
-{
-    long long n = 0;
-    int i;
-
-    for (i = 0; i < e->n; i++)
-        n += th_lock_keys(e->r[i]);
-    return n;
-}
-
 /* A set of keys on one server: taken there by one script, whole. */
 static void set_on_one(th_servers *e, redislock_client *c, const char *const *k,
                        int at)
@@ -123,13 +63,13 @@ static int64_t woken_behind(th_servers *e, redislock_client *c,
     th_assert_silent(e->r[at], 500);
     for (i = 0; i < e->n; i++)
         th_assert_silent(e->r[i], 300);
-    ASSERT_EQ_INT(lock_keys_anywhere(e), 1);
+    ASSERT_EQ_INT(th_lock_keys_anywhere(e), 1);
     t0 = th_now_us();
     ASSERT_OK(redislock_release(h));
     th_waiter_join_ok(&w, 3000);
-    ASSERT_EQ_INT(held_anywhere(e, k, (size_t)n, redislock_token(s)), n);
+    ASSERT_EQ_INT(th_held_anywhere(e, k, (size_t)n, redislock_token(s)), n);
     ASSERT_OK(redislock_release(s));
-    ASSERT_EQ_INT(lock_keys_anywhere(e), 0);
+    ASSERT_EQ_INT(th_lock_keys_anywhere(e), 0);
     redislock_lock_free(h);
     redislock_lock_free(s);
     return w.done_us - t0;
@@ -155,7 +95,7 @@ void test_spread_sharded_sets(void)
     int64_t ttl, first, last;
 
     ASSERT_OK(redislock_client_new_sharded(&c, e.urls, 3, NULL));
-    keys_by_server(e.r, 3, c, "sp", keys, got);
+    th_keys_by_server(e.r, 3, c, "sp", keys, got);
     for (i = 0; i < 3; i++)
         one[i] = keys[1][i];
     set_on_one(&e, c, one, 1);
@@ -168,7 +108,7 @@ void test_spread_sharded_sets(void)
              all[3]);
     s = th_lock_set(c, all, 4);
     ASSERT_OK(redislock_acquire(s, &o));
-    ASSERT_EQ_INT(held_anywhere(&e, all, 4, redislock_token(s)), 4);
+    ASSERT_EQ_INT(th_held_anywhere(&e, all, 4, redislock_token(s)), 4);
     ASSERT_EQ_INT(th_keys_holding(e.r[2], all, 4, redislock_token(s)), 2);
     ASSERT_EQ_INT(th_fence_counter(e.r[2], all[0]), redislock_fence(s));
     ASSERT_EQ_INT(th_fence_counter(e.r[0], all[1]), redislock_fence(s));
@@ -184,19 +124,19 @@ void test_spread_sharded_sets(void)
     ASSERT_GT(th_pttl(e.r[2], all[2]), 15000);
     ASSERT_GT(th_pttl(e.r[1], all[3]), 15000);
     ASSERT_OK(redislock_release(s));
-    ASSERT_EQ_INT(lock_keys_anywhere(&e), 0);
+    ASSERT_EQ_INT(th_lock_keys_anywhere(&e), 0);
     /* Held on the last server in the set's order, then on the first. */
     h = th_lock(c, all[0]);
     ASSERT_OK(redislock_acquire(h, &o));
     ASSERT_ERR(redislock_acquire(s, &o), REDISLOCK_EHELD);
     test_log("refused: %s", redislock_errdetail());
-    ASSERT_EQ_INT(lock_keys_anywhere(&e), 1);
+    ASSERT_EQ_INT(th_lock_keys_anywhere(&e), 1);
     ASSERT_OK(redislock_release(h));
     redislock_lock_free(h);
     h = th_lock(c, all[1]);
     ASSERT_OK(redislock_acquire(h, &o));
     ASSERT_ERR(redislock_acquire(s, &o), REDISLOCK_EHELD);
-    ASSERT_EQ_INT(lock_keys_anywhere(&e), 1);
+    ASSERT_EQ_INT(th_lock_keys_anywhere(&e), 1);
     ASSERT_OK(redislock_release(h));
     redislock_lock_free(h);
     redislock_lock_free(s);
@@ -265,7 +205,7 @@ void test_spread_fence_above_every_server(void)
     int got[2];
 
     ASSERT_OK(redislock_client_new_sharded(&c, e.urls, 2, NULL));
-    keys_by_server(e.r, 2, c, "sf", keys, got);
+    th_keys_by_server(e.r, 2, c, "sf", keys, got);
     /* Ahead on the second server (the set's last group), then on the
      * first. */
     fence_ahead(&e, c, keys[0][0], keys[1][0], 1);
@@ -300,7 +240,7 @@ void test_spread_lost_reply_undone(void)
     snprintf(url, sizeof url, "redis://127.0.0.1:%d", th_proxy_port(p));
     co.command_timeout_ms = 200;
     ASSERT_OK(redislock_client_new_sharded(&c, urls, 2, &co));
-    keys_by_server(r, 2, c, "sl", keys, got);
+    th_keys_by_server(r, 2, c, "sl", keys, got);
     k[0] = keys[1][0];
     k[1] = keys[0][0];
     s = th_lock_set(c, k, 2);
@@ -370,7 +310,7 @@ void test_spread_lost_extend_holds_nothing(void)
     int got[2];
 
     ASSERT_OK(redislock_client_new_sharded(&c, e.urls, 2, NULL));
-    keys_by_server(e.r, 2, c, "sx", keys, got);
+    th_keys_by_server(e.r, 2, c, "sx", keys, got);
     k[0] = keys[0][0];
     k[1] = keys[1][0];
     s = th_lock_set(c, k, 2);

@@ -1,0 +1,70 @@
+/*
+ * A set of keys spread over several servers or hash slots on an event
+ * loop: spread.h's steps, driven by replies rather than by waiting for
+ * them. An attempt takes the groups one after another, then raises the
+ * earlier groups' fencing counters (those requests at once); a release,
+ * an extend or a renewal goes to every group at once and combines the
+ * answers. Whatever an attempt that does not succeed has taken is given
+ * back (set_release.lua, or swept when that fails), as the blocking
+ * calls do, before its caller hears.
+ *
+ * The loop's driver (alock.c) gives the way to send a request to the
+ * node of a group's keys and to sweep a request's holds, and hears each
+ * chain's outcome once by a callback, never from the call that starts
+ * it. Single-threaded: every call and callback on the loop's thread.
+ */
+#ifndef RL_AGROUP_H
+#define RL_AGROUP_H
+
+#include "aconn.h"
+#include "algo.h"
+
+typedef struct rl__agroup_io {
+    void *ctx;
+    /* Sends q with the keys names (n of them, the first routing it to its
+     * node), req the request whose void marker it takes (or NULL); cb
+     * gets the reply or failure, never from here. */
+    redislock_err (*send)(void *ctx, const rl__lockname *names, int n,
+                          const char *req, const rl__request *q,
+                          rl__aconn_cb cb, void *arg);
+    /* Makes sure the request req of token holds nothing of the keys
+     * names, now or when it arrives late (an abandon, tried again while
+     * the node cannot be reached). */
+    void (*sweep)(void *ctx, const rl__lockname *names, int n,
+                  const char *token, const char *req, int64_t ttl_ms);
+} rl__agroup_io;
+
+typedef struct rl__agroup rl__agroup;
+
+/* A chain's outcome: as the blocking algorithm's attempt or owner script
+ * returns it (n: the owner script's answer). */
+typedef void (*rl__agroup_cb)(void *arg, redislock_err err, long long n);
+
+/* The attempt t of l: cb hears REDISLOCK_OK (l holds the set, its fence
+ * and acks set), REDISLOCK_EHELD (refused; l's waiting fields name the
+ * key to wait behind) or a failure (one group's outcome unknown: the
+ * caller's abandon sweeps the set). t and its strings must live until
+ * then. An error return: nothing was sent. */
+redislock_err rl__agroup_attempt(const rl__agroup_io *io, redislock_lock *l,
+                                 const rl__try *t, rl__agroup_cb cb, void *arg,
+                                 rl__agroup **out);
+
+/* The attempt t of l, whose reply was lost (or whose set must be given
+ * back): swept on every group, now (io's sweep). */
+void rl__agroup_abandon(const rl__agroup_io *io, redislock_lock *l,
+                        const rl__try *t);
+
+/* l's release or extend (s: rl__script_release or rl__script_extend,
+ * arg2 its hold-after or TTL) on every group: cb hears what the blocking
+ * algorithm's owner would return, with n; an extend's guards judged
+ * (REDISLOCK_ENOTDURABLE). An error return: nothing was sent. */
+redislock_err rl__agroup_owner(const rl__agroup_io *io, redislock_lock *l,
+                               const rl__script *s, const char *arg2,
+                               rl__agroup_cb cb, void *arg, rl__agroup **out);
+
+/* The caller no longer wants the outcome, nor the chain to touch l or
+ * use io again: cb is not called, replies still to come are dropped.
+ * NULL is a no-op. */
+void rl__agroup_drop(rl__agroup *gr);
+
+#endif
