@@ -93,6 +93,7 @@ TEST_ENTRY(reentrant_shared_owner_id, 30)
 TEST_ENTRY(reentrant_release_on_other_thread, 30)
 TEST_ENTRY(reentrant_plain_acquire_twice_einval, 30)
 TEST_ENTRY(reentrant_wrong_token_release_elost, 30)
+TEST_ENTRY(reentrant_hash_without_gen, 30)
 TEST_ENTRY(reentrant_metadata_inspect, 30)
 TEST_ENTRY(reentrant_property_random_ops, 120)
 

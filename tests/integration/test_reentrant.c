@@ -236,6 +236,30 @@ void test_reentrant_plain_acquire_twice_einval(void)
     th_env_stop(&e);
 }
 
+/* A hash an older redislock wrote (owner and holds, no gen): taken
+ * again, extended and released by its owner id as before, and given no
+ * gen, which would tell nothing of its life. */
+void test_reentrant_hash_without_gen(void)
+{
+    th_env e = th_env_start();
+    redislock_lock *l = th_lock(e.c, "re:old");
+    redislock_acquire_options o = reopts(5000, "old-1");
+
+    freeReplyObject(th_cmd(e.r, "HSET re:old owner old-1 holds 1"));
+    ASSERT_EQ_INT(th_cmd_int(e.r, "PEXPIRE re:old 5000"), 1);
+    ASSERT_OK(redislock_acquire(l, &o));
+    ASSERT_FIELD(e.r, "re:old", "holds", "2");
+    ASSERT_FIELD(e.r, "re:old", "gen", NULL);
+    ASSERT_OK(redislock_extend(l, 20000));
+    ASSERT_GT(th_pttl(e.r, "re:old"), 15000);
+    ASSERT_OK(redislock_release(l));
+    ASSERT_FIELD(e.r, "re:old", "holds", "1");
+    ASSERT_FIELD(e.r, "re:old", "gen", NULL);
+    ASSERT_EQ_INT(th_cmd_int(e.r, "DEL re:old"), 1);
+    redislock_lock_free(l);
+    th_env_stop(&e);
+}
+
 void test_reentrant_wrong_token_release_elost(void)
 {
     th_env e = th_env_start();
