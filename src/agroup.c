@@ -226,12 +226,12 @@ static void group_done(void *arg, redislock_err err, const rl__reply *r)
     if (err == REDISLOCK_OK)
         err = rl__reply_check(r, rl__script_set_acquire.name);
     err = rl__spread_try_group(l, &gr->st, err, err == REDISLOCK_OK ? r : NULL);
-    if (err == REDISLOCK_OK && gr->st.g < rl__spread_ngroups(l))
-        err = send_group(gr, gr->st.g, gr->st.q, gr->t->req, 1, group_done);
-    else if (err == REDISLOCK_OK) {
+    if (err == REDISLOCK_OK && gr->st.g == rl__spread_ngroups(l)) {
         fences(gr);
         return;
     }
+    if (err == REDISLOCK_OK)
+        err = send_group(gr, gr->st.g, gr->st.q, gr->t->req, 1, group_done);
     if (err != REDISLOCK_OK)
         attempt_end(gr, err);
 }
@@ -282,7 +282,6 @@ static void owner_end(rl__agroup *gr)
      * not; the validity stays where the last confirmed one left it. */
     if (err == REDISLOCK_OK && gr->y.extend && rl__lock_guarded(l))
         err = rl__lock_durable(l, "extend");
-    gr->err = REDISLOCK_OK;
     chain_fail(gr, err);
     chain_end(gr);
 }

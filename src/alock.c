@@ -238,12 +238,12 @@ static redislock_err node_at(rl__alock *al, rl__pool *p, node **out)
     return REDISLOCK_OK;
 }
 
-/* The node of l's key. */
-static redislock_err node_get(rl__alock *al, const redislock_lock *l,
-                              node **out)
+/* The node of key, by the topology as it stands (asking no one). */
+static redislock_err node_of(rl__alock *al, const void *key, size_t keylen,
+                             node **out)
 {
-    return node_at(
-        al, rl__topo_node_now(rl__client_topo(al->c), l->key, l->keylen), out);
+    return node_at(al, rl__topo_node_now(rl__client_topo(al->c), key, keylen),
+                   out);
 }
 
 /* The node of the key a waiter of l waits behind: the one that refused
@@ -285,7 +285,7 @@ static redislock_err route_conn(void *ctx, rl__pool *p, rl__aconn **out)
 static redislock_err node_for(rl__alock *al, const redislock_lock *l,
                               node **out)
 {
-    redislock_err err = node_get(al, l, out);
+    redislock_err err = node_of(al, l->key, l->keylen, out);
 
     return err != REDISLOCK_OK ? err : node_cmd(al, *out);
 }
@@ -559,11 +559,7 @@ static redislock_err gio_send(void *ctx, const rl__lockname *names, int n,
 {
     rl__alock *al = ctx;
     node *nd = NULL;
-    redislock_err err =
-        node_at(al,
-                rl__topo_node_now(rl__client_topo(al->c), names[0].key,
-                                  names[0].keylen),
-                &nd);
+    redislock_err err = node_of(al, names[0].key, names[0].keylen, &nd);
 
     if (err == REDISLOCK_OK && (err = node_cmd(al, nd)) == REDISLOCK_OK)
         err = rl__lock_names_send_async(al->rt, nd->cmd, nd->pool, names, n,
@@ -1691,12 +1687,12 @@ static redislock_err owner_op(rl__alock *al, redislock_lock *l, int kind,
     if ((op = op_new(al, l, kind, cb, arg)) == NULL)
         return REDISLOCK_ENOMEM;
     snprintf(arg2, sizeof arg2, "%" PRId64, ms);
-    rl__lock_owner_args(l, arg2, &a);
-    op->script = q.s;
     op->ms = ms;
     op->sent_us = rl__now_us();
     if (l->algo->groups)
         return op_groups(op, s, arg2);
+    rl__lock_owner_args(l, arg2, &a);
+    op->script = q.s;
     if (kind == OP_EXTEND && !l->algo->every)
         guard(l, &q, &op->gq, &op->acked, op->aof);
     if (l->algo->every)

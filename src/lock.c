@@ -410,11 +410,6 @@ redislock_err rl__lock_command(redislock_lock *l, int n, const rl__cmd *cmds,
 static const char *pingv[1] = {"PING"};
 static const rl__cmd ping = {1, pingv, NULL};
 
-/* A script on the locks k and more (nmore; req names the request, for a
- * script that takes its void key), followed by the replica-sync guard's
- * WAIT when guarded and the guard is on. The release of a hold taken by
- * a fair call that queued goes after a PING (see rl__request): fair
- * waiters are likely behind it. */
 int rl__lock_names(const redislock_lock *l,
                    rl__lockname names[1 + REDISLOCK_SET_MAX])
 {
@@ -458,6 +453,11 @@ void rl__lock_acks(redislock_lock *l, const rl__request *q, redislock_err err)
     }
 }
 
+/* A script on the locks k and more (nmore; req names the request, for a
+ * script that takes its void key), followed by the replica-sync guard's
+ * WAIT when guarded and the guard is on. The release of a hold taken by
+ * a fair call that queued goes after a PING (see rl__request): fair
+ * waiters are likely behind it. */
 static redislock_err names_script(redislock_lock *l, const rl__lockname *k,
                                   const rl__lockname *more, int nmore,
                                   int guarded, int64_t timeout_ms,

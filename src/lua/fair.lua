@@ -9,9 +9,9 @@
 -- ARGV[8] 'S' when that is a shard channel (SPUBLISH, in a cluster), else
 -- 'P'.
 -- Returns {1, holds, fence, gen} when the caller holds the lock (taken now,
--- or handed to it by a release; gen as in acquire.lua), {0, PTTL, wakes, seq} when it is queued
--- (wakes: see acquire.lua; seq its place, which a hand-off message names,
--- 0 when it has none).
+-- or handed to it by a release; gen as in acquire.lua), {0, PTTL, wakes,
+-- seq} when it is queued (wakes: see acquire.lua; seq its place, which a
+-- hand-off message names, 0 when it has none).
 local K = rl_keys('lock fence q ws seq void')
 local key, id, ttl, fmt, req = K.lock, ARGV[1], ARGV[2], ARGV[3], ARGV[6]
 local last = rl_request_last(K)
