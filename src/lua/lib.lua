@@ -453,8 +453,9 @@ end
 -- a writer's wait that ended. Returns the number of shares still held and
 -- the end of a writer's wait (nil: none). The key goes with its last
 -- share, unless a writer waits: it then stays, holding no share, for the
--- writer to take, no longer than the writer's wait.
-local function rl_share_prune(key, now)
+-- writer to take, no longer than the writer's wait (unless going is set:
+-- the caller deletes the key itself).
+local function rl_share_prune(key, now, going)
     redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
     local writer = redis.call('ZSCORE', key, RL_WRITER)
     local held = redis.call('ZCARD', key) - 1
@@ -464,7 +465,7 @@ local function rl_share_prune(key, now)
     if held > 0 then
         return held, writer
     elseif writer then
-        if redis.call('PTTL', key) > writer - now then
+        if not going and redis.call('PTTL', key) > writer - now then
             redis.call('PEXPIRE', key, writer - now)
         end
         return 0, writer
@@ -473,14 +474,27 @@ local function rl_share_prune(key, now)
     return 0, nil
 end
 
+-- A writer that will wait (mark ms, as rl_mark_waiting's) for the readers
+-- of the lock K.lock, held shared by readers still in their leases,
+-- records its wait, which stops new readers (writer preference) for no
+-- longer than that wait nor, per attempt, than the readers' longest lease
+-- and a second: a live writer tries again by then (it pauses no longer
+-- than the lease), a dead one holds readers up no longer.
+local function rl_writer_wait(K, mark, now)
+    mark = tonumber(mark)
+    if mark > 0 then
+        local left = redis.call('PTTL', K.lock)
+        if left >= 0 and left + 1000 < mark then
+            mark = left + 1000
+        end
+        redis.call('ZADD', K.lock, 'GT', now + mark, RL_WRITER)
+    end
+end
+
 -- An exclusive request meets a sorted set at K.lock. A lock held shared
 -- whose readers have all gone is deleted, and true returned: the caller
--- takes the key. Otherwise, on a lock held shared, a writer that will wait
--- (mark ms, as rl_mark_waiting's) records its wait, which stops new
--- readers (writer preference) for no longer than that wait nor, per
--- attempt, than the readers' longest lease and a second: a live writer
--- tries again by then (it pauses no longer than the lease), a dead one
--- holds readers up no longer. Returns false and whether the set's release
+-- takes the key. Otherwise, on a lock held shared, the writer's wait is
+-- recorded (rl_writer_wait). Returns false and whether the set's release
 -- wakes the caller (0 for a set redislock did not write: it polls).
 local function rl_share_writer(K, mark)
     local kind = rl_share_kind(K.lock)
@@ -492,14 +506,7 @@ local function rl_share_writer(K, mark)
         redis.call('DEL', K.lock)
         return true
     end
-    mark = tonumber(mark)
-    if mark > 0 then
-        local left = redis.call('PTTL', K.lock)
-        if left >= 0 and left + 1000 < mark then
-            mark = left + 1000
-        end
-        redis.call('ZADD', K.lock, 'GT', now + mark, RL_WRITER)
-    end
+    rl_writer_wait(K, mark, now)
     return false, 1
 end
 
@@ -645,9 +652,10 @@ local function rl_hand(K, st, w, head, now, last)
     if mine == nil then
         if st.kind ~= 'none' then
             -- Readers hold the key: the writer's wait stops new readers,
-            -- as its own attempt would record.
+            -- as its own attempt would record (rl_share_writer, whose
+            -- reads st has already made: this script read or made it).
             if st.mine == RL_SHARED then
-                rl_share_writer(K, w.alive - now)
+                rl_writer_wait(K, w.alive - now, now)
             end
             return nil
         end
@@ -687,23 +695,24 @@ end
 -- stopped) does not match. One that was not listening finds the record
 -- (rl_handed, rl_share_handed) with its next attempt. With quiet set,
 -- nobody is woken (the key has no room for anyone but the queue's
--- readers).
+-- readers). queued: the caller has seen that the queue exists.
 local RL_HAND_FIRST = 4
 local RL_HAND_BATCH = 16
-local function rl_handoff(K, quiet, st)
-    -- Nobody waits: the common release stops here.
-    local n = redis.call('EXISTS', K.q, K.waiting)
-    if n == 0 then
-        return false
-    end
+local function rl_handoff(K, quiet, st, queued)
     local last, tries, batch = nil, 64, RL_HAND_FIRST
     local now, handed, empty, keep, marker = nil, false, false, 0, nil
-    if n == 1 then
-        -- One of the two. When it is the marker, nobody is queued: the
-        -- ordinary waiters are woken without a read of the queue.
-        marker = redis.call('PTTL', K.waiting)
-        if marker ~= -2 then
-            tries, empty = 0, true
+    if not queued then
+        -- Nobody waits: the common release stops here.
+        local n = redis.call('EXISTS', K.q, K.waiting)
+        if n == 0 then
+            return false
+        elseif n == 1 then
+            -- One of the two. When it is the marker, nobody is queued:
+            -- the ordinary waiters are woken without a read of the queue.
+            marker = redis.call('PTTL', K.waiting)
+            if marker ~= -2 then
+                tries, empty = 0, true
+            end
         end
     end
     while tries > 0 do
@@ -791,9 +800,10 @@ local function rl_share_release(K, id, score)
     -- A share's request id is its token: the record of a hand-off to it
     -- (rl_share_handed) goes with it.
     redis.call('HDEL', K.ws, '~' .. id)
-    local held, writer = rl_share_prune(K.lock, now)
+    local queued = redis.call('EXISTS', K.q) == 1
+    local held, writer = rl_share_prune(K.lock, now, queued)
     local readers_left = held > 0 and kind == RL_SHARED
-    if redis.call('EXISTS', K.q) == 1 then
+    if queued then
         local st = {kind = 'zset', mine = kind, held = held}
         if held == 0 then
             -- The prune took the key, unless a writer's wait kept it.
@@ -802,7 +812,7 @@ local function rl_share_release(K, id, score)
             end
             st = {kind = 'none', held = 0}
         end
-        rl_handoff(K, readers_left, st)
+        rl_handoff(K, readers_left, st, true)
     elseif not readers_left then
         rl_wake(K)
     end
