@@ -16,7 +16,7 @@ local last = rl_request_last(K)
 if last == nil then
     return {0, -2}
 end
-local kind, holder
+local kind, holder, gen
 if fmt == 'plain' then
     -- The common case in one call: taken, or held by someone.
     if redis.call('SET', key, id, 'NX', 'PX', ARGV[2]) then
@@ -24,14 +24,14 @@ if fmt == 'plain' then
     end
     kind, holder = rl_holder(key)
 else
-    kind, holder = rl_holder(key)
+    kind, holder, gen = rl_holder(key)
     if kind == 'none' then
         local fence = rl_create(key, id, ARGV[2], fmt, ARGV[4], K.fence,
                                 ARGV[6], last)
         return {1, 1, fence, fence}
     end
     if fmt == 'reentrant' and kind == 'hash' and holder == id then
-        return rl_reenter(key, ARGV[2], K.fence, ARGV[6], last)
+        return rl_reenter(key, ARGV[2], K.fence, ARGV[6], last, gen)
     end
 end
 local wakes = rl_wakes(kind, holder)

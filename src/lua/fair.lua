@@ -24,7 +24,7 @@ if fmt == 'plain' and redis.call('EXISTS', K.q) == 0 and
     return {1, 1, rl_fence(K.fence, ttl, last)}
 end
 local now = rl_now_ms()
-local kind, holder = rl_holder(key)
+local kind, holder, gen = rl_holder(key)
 if holder == id then
     -- Handed over already (the message may not have reached the caller):
     -- the hand-off issued the last fencing token. Its lease ran from the
@@ -43,7 +43,7 @@ if holder == id then
     if fmt == 'reentrant' and kind == 'hash' then
         redis.call('ZREM', K.q, req)
         redis.call('HDEL', K.ws, req)
-        return rl_reenter(key, ttl, K.fence, req, last)
+        return rl_reenter(key, ttl, K.fence, req, last, gen)
     end
     return {0, redis.call('PTTL', key), 1,
             tonumber(redis.call('ZSCORE', K.q, req) or '0')}

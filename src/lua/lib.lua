@@ -2,7 +2,9 @@
 -- one (so each is still a single script with its own SHA1).
 
 -- The kind of the lock key and who holds it: the string's value (a plain
--- lock's token) or the hash's owner field; false when there is none. A
+-- lock's token) or the hash's owner field; false when there is none. For
+-- a hash, also its gen field (the life of the key, see rl_create; nil
+-- when it has none), read in the same call. A
 -- hold-after reservation is held by nobody: no token names it, so nobody
 -- can release, extend or abandon it before it runs out. With plain set
 -- (the caller holds a plain lock, so the key is most likely a string),
@@ -28,7 +30,8 @@ local function rl_holder(key, plain)
         end
         return kind, v
     elseif kind == 'hash' then
-        return kind, redis.call('HGET', key, 'owner')
+        local f = redis.call('HMGET', key, 'owner', 'gen')
+        return kind, f[1], f[2] or nil
     end
     return kind, false
 end
@@ -281,20 +284,18 @@ local function rl_create(key, id, ttl, fmt, meta, fence, req, last)
     return token
 end
 
--- Whether the hash lock key, whose owner field is the caller's owner id,
--- holds the caller's holds. Not when it was created after the caller's
--- last acquisition, whose fencing token is fence: its gen (rl_create) is
--- then larger. That is a later life of the key: the caller's lease ran
--- out (it was stopped, or its reply came late) and another handle of the
--- same owner id took the key afresh, whose holds the caller must neither
--- count, lengthen nor give back. fence '' (not known: an adopted owner
--- id) and a hash without gen (an older redislock's) pass.
-local function rl_ours(key, fence)
-    if fence == nil or fence == '' then
-        return true
-    end
-    local gen = redis.call('HGET', key, 'gen')
-    return not gen or tonumber(gen) <= tonumber(fence)
+-- Whether a hash lock whose owner field is the caller's owner id, and
+-- whose gen field is gen (rl_holder's third answer), holds the caller's
+-- holds. Not when it was created after the caller's last acquisition,
+-- whose fencing token is fence: its gen (rl_create) is then larger. That
+-- is a later life of the key: the caller's lease ran out (it was stopped,
+-- or its reply came late) and another handle of the same owner id took
+-- the key afresh, whose holds the caller must neither count, lengthen nor
+-- give back. fence '' (not known: an adopted owner id) and a hash without
+-- gen (an older redislock's) pass.
+local function rl_ours(gen, fence)
+    return fence == nil or fence == '' or not gen or
+        tonumber(gen) <= tonumber(fence)
 end
 
 -- A fair waiter's entry in the hash ws, field: its request id (the queue
@@ -388,15 +389,15 @@ end
 -- A reentrant owner takes its lock again: one more hold, the lease at
 -- least ttl (never shortened: another handle of the owner may count on
 -- more), a new fencing token from the counter fence; req is the request
--- (see rl_create; last: as rl_count). Returns {1, holds, fence, gen}, gen
--- being the life of the key the hold joined (rl_create; 0 for an older
--- redislock's hash, which has none).
-local function rl_reenter(key, ttl, fence, req, last)
+-- (see rl_create; last: as rl_count). gen is the hash's gen field, as
+-- rl_holder read it. Returns {1, holds, fence, gen}, gen being the life of
+-- the key the hold joined (rl_create; 0 for an older redislock's hash,
+-- which has none).
+local function rl_reenter(key, ttl, fence, req, last, gen)
     local holds = redis.call('HINCRBY', key, 'holds', 1)
     redis.call('HSET', key, 'req', req)
     rl_lengthen(key, ttl)
-    return {1, holds, rl_fence(fence, ttl, last),
-            tonumber(redis.call('HGET', key, 'gen') or '0')}
+    return {1, holds, rl_fence(fence, ttl, last), tonumber(gen or '0')}
 end
 
 -- Wakes one ordinary waiter of the lock whose helpers K names, if any

@@ -30,7 +30,7 @@ if ARGV[3] == 'z' and ARGV[2] == '0' then
         return rl_share_release(K, id, score)
     end
 end
-local kind, holder = rl_holder(key, ARGV[3] ~= 'h' and ARGV[3] ~= 'z')
+local kind, holder, gen = rl_holder(key, ARGV[3] ~= 'h' and ARGV[3] ~= 'z')
 if kind == 'zset' then
     -- A share (share_acquire.lua): no hold-after.
     if ARGV[2] ~= '0' then
@@ -42,7 +42,7 @@ elseif kind == 'none' then
 elseif holder ~= id then
     return -1
 elseif kind == 'hash' then
-    if not rl_ours(key, ARGV[4]) then
+    if not rl_ours(gen, ARGV[4]) then
         return 0
     end
     local left = redis.call('HINCRBY', key, 'holds', -1)
