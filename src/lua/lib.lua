@@ -450,12 +450,17 @@ local function rl_share_kind(key)
     return nil
 end
 
+-- How long a writer whose wait stops new readers has to come once the
+-- last share has gone: the release of that share woke it, and one that
+-- died while it waited holds the readers up no longer.
+local RL_WRITER_GRACE = 500
+
 -- Drops the shares of the set at key whose leases ended by now (ms), and
 -- a writer's wait that ended. Returns the number of shares still held and
 -- the end of a writer's wait (nil: none). The key goes with its last
 -- share, unless a writer waits: it then stays, holding no share, for the
--- writer to take, no longer than the writer's wait (unless going is set:
--- the caller deletes the key itself).
+-- writer to take, no longer than the writer's wait nor RL_WRITER_GRACE
+-- (unless going is set: the caller deletes the key itself).
 local function rl_share_prune(key, now, going)
     redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
     local writer = redis.call('ZSCORE', key, RL_WRITER)
@@ -466,8 +471,14 @@ local function rl_share_prune(key, now, going)
     if held > 0 then
         return held, writer
     elseif writer then
-        if not going and redis.call('PTTL', key) > writer - now then
-            redis.call('PEXPIRE', key, writer - now)
+        if not going then
+            if writer - now > RL_WRITER_GRACE then
+                writer = now + RL_WRITER_GRACE
+                redis.call('ZADD', key, 'XX', writer, RL_WRITER)
+            end
+            if redis.call('PTTL', key) > writer - now then
+                redis.call('PEXPIRE', key, writer - now)
+            end
         end
         return 0, writer
     end
@@ -503,7 +514,7 @@ local function rl_share_writer(K, mark)
         return false, kind and 1 or 0
     end
     local now = rl_now_ms()
-    if rl_share_prune(K.lock, now) == 0 then
+    if rl_share_prune(K.lock, now, true) == 0 then
         redis.call('DEL', K.lock)
         return true
     end
@@ -534,10 +545,6 @@ local function rl_share_wants(w)
     return nil
 end
 
--- How long a writer whose wait stops new readers has to come once the
--- last reader has gone (see rl_share_room).
-local RL_WRITER_GRACE = 500
-
 -- Room at the key for one more share of the kind mine (limit: at most
 -- that many shares; math.huge for readers), judged at now (ms), the
 -- expired shares dropped. Returns nil when there is room, else the ms to
@@ -564,17 +571,9 @@ local function rl_share_room(key, mine, limit, now)
     end
     local held, writer = rl_share_prune(key, now)
     if writer then
-        -- A writer waits: no new reader until it has had the key.
-        local wait = writer - now
-        if held == 0 and wait > RL_WRITER_GRACE then
-            -- The last reader has gone, and its release woke the writer:
-            -- it has RL_WRITER_GRACE ms more to come (one that died while
-            -- it waited holds the readers up no longer).
-            wait = RL_WRITER_GRACE
-            redis.call('ZADD', key, 'XX', now + wait, RL_WRITER)
-            redis.call('PEXPIRE', key, wait)
-        end
-        return wait, 1, held, kind
+        -- A writer waits: no new reader until it has had the key, or its
+        -- wait has ended (see rl_share_prune).
+        return writer - now, 1, held, kind
     elseif held >= limit then
         local first = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
         return tonumber(first[2]) - now, 1, held, kind
@@ -619,9 +618,10 @@ end
 
 -- What the key K.lock holds, for the hand-offs of one release (rl_hand
 -- keeps it current): kind 'none' (free), 'zset' (shares of the kind mine,
--- held of them live: none left is dealt with by rl_hand) or 'other' (held
--- alone, or not redislock's). A caller that knows says so instead: a
--- release that freed the key passes {kind = 'none', held = 0}.
+-- held of them live: none left is dealt with by rl_hand; writer the end
+-- of a waiting writer's wait, if one waits) or 'other' (held alone, or
+-- not redislock's). A caller that knows says so instead: a release that
+-- freed the key passes {kind = 'none', held = 0}.
 local function rl_room_of(K, now)
     local t = redis.call('TYPE', K.lock).ok
     local mine = t == 'zset' and rl_share_kind(K.lock)
@@ -630,25 +630,33 @@ local function rl_room_of(K, now)
     elseif not mine then
         return {kind = 'other', held = 0}
     end
-    return {kind = 'zset', mine = mine, held = rl_share_prune(K.lock, now)}
+    local held, writer = rl_share_prune(K.lock, now)
+    return {kind = 'zset', mine = mine, held = held, writer = writer}
 end
 
 -- Grants the live fair waiter w (request head) what it waits for, if the
 -- key (as st says, see rl_room_of) has room for it now (ms): the lock
 -- when the key is free, a share when it is free or holds shares of the
--- same kind with room. The lease lasts no longer than the waiter's alive
--- time would have: a waiter that died just before cannot hold the key for
--- longer than that; a live one extends it to its TTL at once. last: the
--- fencing counter's value (as rl_count). Returns the fencing token and
--- the lease, or nil.
+-- same kind with room, unless a writer waits for the readers to go (st's
+-- writer: its wait stops new readers, those handed a share from the
+-- queue as well as those that ask). The lease lasts no longer than the
+-- waiter's alive time would have: a waiter that died just before cannot
+-- hold the key for longer than that; a live one extends it to its TTL at
+-- once. last: the fencing counter's value (as rl_count). Returns the
+-- fencing token and the lease, or nil.
 local function rl_hand(K, st, w, head, now, last)
     local lease = math.min(w.ttl, w.alive - now)
     local mine, limit = rl_share_wants(w)
     local fence
+    if st.writer and mine == RL_SHARED then
+        -- The reader keeps its place: the writer's release hands it a
+        -- share, or its next attempt takes one once the wait has ended.
+        return nil
+    end
     if st.kind == 'zset' and st.held == 0 then
         -- Only a waiting writer's record is left of the set.
         redis.call('DEL', K.lock)
-        st.kind, st.mine = 'none', nil
+        st.kind, st.mine, st.writer = 'none', nil, nil
     end
     if mine == nil then
         if st.kind ~= 'none' then
@@ -802,15 +810,13 @@ local function rl_share_release(K, id, score)
     -- (rl_share_handed) goes with it.
     redis.call('HDEL', K.ws, '~' .. id)
     local queued = redis.call('EXISTS', K.q) == 1
-    local held, writer = rl_share_prune(K.lock, now, queued)
+    local held, writer = rl_share_prune(K.lock, now)
     local readers_left = held > 0 and kind == RL_SHARED
     if queued then
-        local st = {kind = 'zset', mine = kind, held = held}
-        if held == 0 then
-            -- The prune took the key, unless a writer's wait kept it.
-            if writer then
-                redis.call('DEL', K.lock)
-            end
+        -- A writer's wait keeps the key with its last share gone (the
+        -- prune took it otherwise): the queue's readers stay out.
+        local st = {kind = 'zset', mine = kind, held = held, writer = writer}
+        if held == 0 and not writer then
             st = {kind = 'none', held = 0}
         end
         rl_handoff(K, readers_left, st, true)

@@ -7,9 +7,12 @@
  * the grant order by fencing token, that readers and writers of one key
  * keep one arrival order (a writer's release lets in the run of readers
  * at the head together, up to the next writer), that a waiter that gives
- * up leaves the queue, that a mismatched limit still fails, and that the
- * helper keys go away.
+ * up leaves the queue, that a mismatched limit still fails, that a
+ * writer that is not fair still gets in between fair readers, and that
+ * the helper keys go away.
  */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -377,5 +380,112 @@ void test_fair_share_looks_ahead(void)
     ASSERT_OK(redislock_release(a));
     redislock_lock_free(a);
     redislock_lock_free(b);
+    th_env_stop(&e);
+}
+
+/* A fair reader that takes a share of KEY, holds it for READ_HOLD_MS and
+ * gives it back, over and over until told to stop: two of them, the
+ * second half a hold behind the first, keep the key held shared without
+ * a gap (the shell's `redislock run -s --fair` in two loops), and each
+ * release but one comes while the other loop holds. */
+#define READ_HOLD_MS 300
+#define WRITER_WAIT_MS 3000
+
+typedef struct reader_loop {
+    pthread_t t;
+    redislock_lock *l;
+    atomic_int *stop;
+    int lag_ms;         /* before the first acquire */
+    atomic_int rounds;  /* shares taken and given back */
+    atomic_llong fence; /* the last share's fencing token */
+    redislock_err err;  /* the first failure, if any */
+} reader_loop;
+
+static void *reader_loop_main(void *arg)
+{
+    reader_loop *rd = arg;
+    redislock_acquire_options o = th_aopts(2000, 10000, 0);
+
+    o.shared = 1;
+    o.fair = 1;
+    th_sleep_ms(rd->lag_ms);
+    while (!atomic_load(rd->stop) && rd->err == REDISLOCK_OK) {
+        if ((rd->err = redislock_acquire(rd->l, &o)) != REDISLOCK_OK)
+            break;
+        atomic_store(&rd->fence, (long long)redislock_fence(rd->l));
+        th_sleep_ms(READ_HOLD_MS);
+        rd->err = redislock_release(rd->l);
+        atomic_fetch_add(&rd->rounds, 1);
+    }
+    return NULL;
+}
+
+/* Waits until each loop has gone round more times than since[i]. */
+static void wait_rounds(reader_loop *rd, const int since[2], int64_t ms)
+{
+    int64_t deadline = th_now_ms() + ms;
+
+    while (atomic_load(&rd[0].rounds) <= since[0] ||
+           atomic_load(&rd[1].rounds) <= since[1]) {
+        if (th_now_ms() >= deadline)
+            test_fail_(__FILE__, __LINE__,
+                       "reader loops at %d and %d rounds after %lld ms, "
+                       "want past %d and %d",
+                       atomic_load(&rd[0].rounds), atomic_load(&rd[1].rounds),
+                       (long long)ms, since[0], since[1]);
+        th_sleep_ms(5);
+    }
+}
+
+/* Fair readers in two overlapping loops never leave the key free, and
+ * each release of theirs has a queued reader to hand a share to. A
+ * writer that is not fair records its wait, which stops those hand-offs
+ * too: it gets the key when the last share goes, woken by that release
+ * (the readers' leases are 2 s; it is in long before), within its wait.
+ * Its release lets the readers in again, with later fencing tokens. */
+void test_fair_readers_let_writer_in(void)
+{
+    th_env e = th_env_start();
+    redislock_acquire_options x = th_aopts(30000, WRITER_WAIT_MS, 0);
+    redislock_lock *w = th_lock(e.c, KEY);
+    atomic_int stop = 0;
+    reader_loop rd[2];
+    int since[2] = {0, 0}, i;
+    int64_t t0, waited, wfence;
+    redislock_err err;
+
+    for (i = 0; i < 2; i++) {
+        memset(&rd[i], 0, sizeof rd[i]);
+        rd[i].l = th_lock(e.c, KEY);
+        rd[i].stop = &stop;
+        rd[i].lag_ms = i * READ_HOLD_MS / 2;
+        ASSERT_EQ_INT(pthread_create(&rd[i].t, NULL, reader_loop_main, &rd[i]),
+                      0);
+    }
+    wait_rounds(rd, since, SETUP_MS);
+    t0 = th_now_ms();
+    err = redislock_acquire(w, &x);
+    waited = th_now_ms() - t0;
+    test_log("writer: %s after %lld ms; reader rounds %d and %d",
+             redislock_strerror(err), (long long)waited,
+             atomic_load(&rd[0].rounds), atomic_load(&rd[1].rounds));
+    ASSERT_OK(err);
+    /* Woken by the last share's release, not at a lease's end. */
+    ASSERT_LT(waited, 1500);
+    wfence = redislock_fence(w);
+    for (i = 0; i < 2; i++)
+        since[i] = atomic_load(&rd[i].rounds);
+    ASSERT_OK(redislock_release(w));
+    /* No reader starves either: both loops go round again. */
+    wait_rounds(rd, since, SETUP_MS);
+    atomic_store(&stop, 1);
+    for (i = 0; i < 2; i++) {
+        th_join_within(rd[i].t, 5000);
+        ASSERT_OK(rd[i].err);
+        ASSERT_GT(atomic_load(&rd[i].fence), wfence);
+        redislock_lock_free(rd[i].l);
+    }
+    ASSERT_EQ_INT(th_cmd_int(e.r, "EXISTS " KEY " " QUEUE), 0);
+    redislock_lock_free(w);
     th_env_stop(&e);
 }
