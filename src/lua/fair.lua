@@ -14,6 +14,26 @@
 -- hand-off message names, 0 when it has none).
 local K = rl_keys('lock fence q ws seq void')
 local key, id, ttl, fmt, req = K.lock, ARGV[1], ARGV[2], ARGV[3], ARGV[6]
+
+-- The request at the queue's head once the dead waiters ahead of req are
+-- dropped: req itself when none is left ahead of it; nil when 16 were
+-- dropped and more may be ahead (later attempts and hand-offs drop them).
+local function live_head(now)
+    for _ = 1, 16 do
+        local head = redis.call('ZRANGE', K.q, 0, 0)[1]
+        if head == nil or head == req then
+            return req
+        end
+        local w = rl_waiter(redis.call('HGET', K.ws, head))
+        if w and w.alive > now then
+            return head
+        end
+        redis.call('ZREM', K.q, head)
+        redis.call('HDEL', K.ws, head)
+    end
+    return nil
+end
+
 local last = rl_request_last(K)
 if last == nil then
     return {0, -2}
@@ -49,38 +69,27 @@ if holder == id then
             tonumber(redis.call('ZSCORE', K.q, req) or '0')}
 end
 local wakes = rl_wakes(kind, holder)
+local first
+if kind == 'zset' or kind == 'none' then
+    first = live_head(now) == req
+end
 if kind == 'zset' then
     -- Held by many: as in acquire.lua, the alive window bounding the wait
-    -- this writer records.
+    -- this writer records, but only at the queue's head: the record stops
+    -- readers, and those queued ahead of this writer go first. One behind
+    -- them records its wait when it reaches the head (its next attempt,
+    -- or the hand-off that finds it there: rl_hand).
     local free
-    free, wakes = rl_share_writer(K, ARGV[5])
+    free, wakes = rl_share_writer(K, first and ARGV[5] or '0')
     if free then
         kind = 'none'
     end
 end
-if kind == 'none' then
-    -- Free: drop dead waiters ahead (bounded), then take it unless a live
-    -- waiter came first.
-    local head
-    for _ = 1, 16 do
-        head = redis.call('ZRANGE', K.q, 0, 0)[1]
-        if head == nil or head == req then
-            break
-        end
-        local w = rl_waiter(redis.call('HGET', K.ws, head))
-        if w and w.alive > now then
-            break
-        end
-        redis.call('ZREM', K.q, head)
-        redis.call('HDEL', K.ws, head)
-    end
-    if head == nil or head == req then
-        redis.call('ZREM', K.q, req)
-        redis.call('HDEL', K.ws, req)
-        local fence = rl_create(key, id, ttl, fmt, ARGV[4], K.fence, req,
-                                last)
-        return {1, 1, fence, fence}
-    end
+if kind == 'none' and first then
+    redis.call('ZREM', K.q, req)
+    redis.call('HDEL', K.ws, req)
+    local fence = rl_create(key, id, ttl, fmt, ARGV[4], K.fence, req, last)
+    return {1, 1, fence, fence}
 end
 local seq = rl_queue(K, req, ARGV[5],
                      rl_waiter_entry(now + tonumber(ARGV[5]), ttl, fmt,

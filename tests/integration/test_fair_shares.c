@@ -489,3 +489,67 @@ void test_fair_readers_let_writer_in(void)
     redislock_lock_free(w);
     th_env_stop(&e);
 }
+
+/* Waits until KEY's set holds a waiting writer's record. */
+static void wait_writer_recorded(redisContext *r)
+{
+    int64_t deadline = th_now_ms() + SETUP_MS;
+
+    while (!has_member(r, "redislock:writer")) {
+        if (th_now_ms() >= deadline)
+            test_fail_(__FILE__, __LINE__, "no writer's record after %d ms",
+                       SETUP_MS);
+        th_sleep_ms(2);
+    }
+}
+
+/* A fair writer queued behind a fair reader keeps the arrival order both
+ * ways: its wait holds up neither the reader's attempts nor a hand-off to
+ * it. R0 holds a share for long; writer W (not fair) waits 1 s, so fair
+ * reader R1 queues, and fair writer FW behind R1. Once W's wait has
+ * ended, R1 goes in beside R0 (not after R0's lease, nor after FW); their
+ * releases hand the key to FW. */
+void test_fair_writer_keeps_readers_ahead(void)
+{
+    th_env e = th_env_start();
+    redislock_acquire_options o = th_aopts(30000, 0, 0);
+    redislock_acquire_options ro = fair_reader(FOREVER), fo = o;
+    redislock_lock *r0 = th_lock(e.c, KEY);
+    th_waiter w, r1, fw;
+    int64_t gone;
+
+    ro.ttl_ms = 30000;
+    fo.fair = 1;
+    fo.wait_ms = FOREVER;
+    o.shared = 1;
+    ASSERT_OK(redislock_acquire(r0, &o));
+    o.shared = 0;
+    o.wait_ms = 1000;
+    th_waiter_start(&w, e.c, KEY, &o);
+    wait_writer_recorded(e.r);
+    th_waiter_start(&r1, e.c, KEY, &ro);
+    wait_queued(e.r, 1);
+    th_waiter_start(&fw, e.c, KEY, &fo);
+    wait_queued(e.r, 2);
+    th_join_within(w.t, 5000);
+    ASSERT_ERR(w.err, REDISLOCK_EHELD);
+    gone = th_now_ms();
+    th_waiter_join_ok(&r1, 5000);
+    test_log("R1 in %lld ms after W's wait ended",
+             (long long)(r1.done_us / 1000 - gone));
+    /* Its next attempt, at the end of W's wait (a heartbeat at most). */
+    ASSERT_LE(r1.done_us / 1000 - gone, 2500);
+    ASSERT_EQ_INT(shares(e.r), 2);
+    ASSERT_OK(redislock_release(r0));
+    ASSERT_OK(redislock_release(r1.l));
+    th_waiter_join_ok(&fw, 5000);
+    ASSERT_EQ_INT(holds_alone(e.r, fw.token), 1);
+    ASSERT_GT(redislock_fence(fw.l), redislock_fence(r1.l));
+    ASSERT_OK(redislock_release(fw.l));
+    ASSERT_EQ_INT(th_cmd_int(e.r, "EXISTS " KEY " " QUEUE), 0);
+    redislock_lock_free(w.l);
+    redislock_lock_free(r1.l);
+    redislock_lock_free(fw.l);
+    redislock_lock_free(r0);
+    th_env_stop(&e);
+}
