@@ -186,6 +186,8 @@ static redislock_err pause_then(redislock_lock *l, rl__acq *a, int tries,
     redislock_err err;
 
     *ran = 0;
+    if (a->blind)
+        return rl__wait(l, a->id, a->req, 0, pause, NULL, res);
     if (a->o->fair || algo->wait_attempt == NULL)
         return rl__wait(l, a->id, a->req, a->o->fair, pause, NULL, res);
     if ((err = rl__acq_try(l, a, tries, deadline, &t)) != REDISLOCK_OK)
@@ -355,6 +357,26 @@ static int handoff_valid(const redislock_lock *l, const rl__acq *a,
     return sent_us + (lease - drift) * 1000 > rl__now_us();
 }
 
+/* Whether an attempt that failed with err waits out a failover: it
+ * surely did not run, the topology says the key's node is being
+ * replaced, and the wait has time left; the pause, no longer than that,
+ * in *pause. A waiter thus fails only when its wait does, not at the
+ * first request that finds the old master gone: the sentinels take
+ * their down-after time and an election to name another. */
+static int failover_pause(redislock_lock *l, rl__acq *a, redislock_err err,
+                          int64_t *pause)
+{
+    int64_t now = rl__now_ms(),
+            d = rl__topo_failover_pause(rl__client_topo(l->client), err);
+
+    if (d <= 0 || !a->waits || now >= a->deadline_ms ||
+        (a->o->max_attempts > 0 && a->tries >= a->o->max_attempts))
+        return 0;
+    *pause = d < a->deadline_ms - now ? d : a->deadline_ms - now;
+    a->blind = 1;
+    return 1;
+}
+
 /* After an attempt that came back with *err: RL_NEXT_DONE with *err the
  * call's outcome (REDISLOCK_OK: taken; an attempt whose reply was lost
  * is abandoned), or RL_NEXT_PAUSE with the pause in *pause. */
@@ -362,12 +384,20 @@ rl__next rl__acq_after_attempt(redislock_lock *l, rl__acq *a,
                                redislock_err *err, int64_t *pause)
 {
     a->tries++;
+    a->blind = 0;
     /* A fair attempt that is refused queues the call; one that takes the
      * lock leaves the queue (fair.lua). */
     if (*err == REDISLOCK_EHELD)
         a->queued = a->was_queued = a->o->fair;
     if (*err == REDISLOCK_OK)
         a->queued = 0;
+    if (*err != REDISLOCK_EHELD && failover_pause(l, a, *err, pause)) {
+        rl__lock_event(l, (redislock_event){.kind = REDISLOCK_EVENT_RETRY,
+                                            .err = *err,
+                                            .attempts = a->tries,
+                                            .ms = *pause});
+        return RL_NEXT_PAUSE;
+    }
     if (*err != REDISLOCK_EHELD) {
         if (*err != REDISLOCK_OK && lost_reply(*err))
             rl__acq_abandon(l, a);

@@ -35,6 +35,7 @@ typedef struct rl__acq {
     int was_queued;   /* queued at least once (fair) */
     int piped;        /* taken by an attempt sent behind a BLPOP */
     int lapsed;       /* that lease had ended when confirmed (given back) */
+    int blind;        /* this pause waits out a failover: no wake-up */
     int free_retries; /* attempts in a row that found the lock free */
     int tries;        /* attempts made */
     int64_t t0_us;    /* the call's start (CLOCK_MONOTONIC us) */
@@ -73,9 +74,13 @@ redislock_err rl__acq_begin(redislock_lock *l,
 redislock_err rl__acq_try(redislock_lock *l, rl__acq *a, int tries,
                           int64_t deadline, rl__try *t);
 
-/* After an attempt that came back with *err: RL_NEXT_DONE with *err the
- * call's outcome (REDISLOCK_OK: taken; an attempt whose reply was lost
- * is abandoned), or RL_NEXT_PAUSE with the pause in *pause. */
+/* After an attempt that came back with *err (or could not be sent):
+ * RL_NEXT_DONE with *err the call's outcome (REDISLOCK_OK: taken; an
+ * attempt whose reply was lost is abandoned), or RL_NEXT_PAUSE with the
+ * pause in *pause: behind a holder, or, with a->blind set, while the
+ * key's node is being replaced (a failover), which a wait rides out
+ * for as long as it lasts; such a pause is a plain sleep or timer, with
+ * no wake-up to listen for on a node that is gone. */
 rl__next rl__acq_after_attempt(redislock_lock *l, rl__acq *a,
                                redislock_err *err, int64_t *pause);
 

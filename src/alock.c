@@ -1291,7 +1291,7 @@ static void pause_for(aop *op, int64_t pause_ms)
         resume(op, RL_WAIT_TIMEOUT);
         return;
     }
-    if (!op->o.fair && pause_blocked(op, pause_ms))
+    if (!op->o.fair && !op->a.blind && pause_blocked(op, pause_ms))
         return;
     op->timer.fire = pause_over;
     if ((err = rl__loop_arm(al->lp, &op->timer,
@@ -1304,8 +1304,9 @@ static void pause_for(aop *op, int64_t pause_ms)
     /* Without a subscription the pause is a plain timer: a release ends
      * it no sooner (a server that cannot be reached gives no wake-up, nor
      * does one of a quorum's). A fresh one tries again once confirmed
-     * (chan_event). */
-    if (!op->l->algo->wakes)
+     * (chan_event). Nor does a node that is gone (a failover waited
+     * out). */
+    if (!op->l->algo->wakes || op->a.blind)
         return;
     /* A subscription that ended on a node that no longer serves the key
      * (its slot moved): the channel is joined anew, on the key's node. */
@@ -1440,6 +1441,7 @@ static void attempt(aop *op)
     redislock_lock *l = op->l;
     rl__try t;
     node *n = NULL;
+    int64_t pause = 0;
     redislock_err err =
         rl__acq_try(l, &op->a, op->a.tries, op->a.deadline_ms, &t);
 
@@ -1454,9 +1456,12 @@ static void attempt(aop *op)
         err = send_attempt(op, n, n->cmd, &t, 0);
     if (err == REDISLOCK_OK)
         return;
-    /* Not sent: nothing to abandon. */
-    rl__acq_end(l, &op->a, err);
-    complete(op, err);
+    /* Not sent: nothing to abandon; a failover is waited out, as a sent
+     * one's. */
+    if (rl__acq_after_attempt(l, &op->a, &err, &pause) == RL_NEXT_PAUSE)
+        pause_for(op, pause);
+    else
+        acquire_done(op, err);
 }
 
 /* A blocked waiter's BLPOP came back (woken, or its time ran out), or

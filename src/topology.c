@@ -110,3 +110,11 @@ int rl__topo_moved(const rl__topo *t, redislock_err err, const rl__reply *r)
     return t->kind == RL_TOPO_CLUSTER ? rl__cluster_redirection(r)
                                       : replica_refusal(r);
 }
+
+int64_t rl__topo_failover_pause(const rl__topo *t, redislock_err err)
+{
+    if (t->kind != RL_TOPO_SENTINEL ||
+        (err != REDISLOCK_ECONNECT && err != REDISLOCK_EREADONLY))
+        return 0;
+    return RL_SENTINEL_PAUSE_MS;
+}

@@ -22,6 +22,9 @@ static const driver *const d = &adapter_poll;
  * some listen on the wake channel. */
 #define WAITERS 10
 
+/* Generous: a split vote retries after twice the failover timeout. */
+#define FAILOVER_MS 30000
+
 /* key's value on node i (NULL: none). */
 static char *on_node(th_sentinels *t, int i, const char *key)
 {
@@ -191,5 +194,79 @@ void test_alock_sentinel_freed_mid_failover(void)
     ASSERT_ERR(dl.err, REDISLOCK_ECANCELED);
     redislock_lock_free(l);
     redislock_client_free(c);
+    th_sentinels_stop(t);
+}
+
+/*
+ * A loop waiter's wait lasts through a failover: it waits (40 s) behind
+ * a lock renewed by a blocking client's watchdog, with a command timeout
+ * (300 ms) far shorter than the sentinels' down-after time (1 s). kill
+ * -9 of the master: its attempts find no master for a while, and it
+ * pauses on the loop until the sentinels name the promoted replica,
+ * rather than end with the first REDISLOCK_ECONNECT. The holder's
+ * release there frees the key, and the waiter gets it at the new master.
+ */
+void test_alock_sentinel_waiter_waits_through_failover(void)
+{
+    th_sentinels *t = th_sentinels_start(NULL);
+    redislock_options co = {0};
+    redislock_client *hc = th_client_url(t->url, NULL), *c;
+    redislock_acquire_options ho = th_aopts(4000, 0, 0);
+    redislock_acquire_options o = th_aopts(20000, 40000, 0);
+    redislock_lock *h = th_lock(hc, "asw:held"), *w;
+    ad_done dw = {0};
+    redislock_loop *lp;
+    redisContext *r;
+    int64_t killed, failed_over;
+    redislock_err err;
+    void *lh;
+    char *v;
+
+    co.command_timeout_ms = 300;
+    c = th_client_url(t->url, &co);
+    lh = d->open(c, &lp);
+    w = th_lock(c, "asw:held");
+    ho.watchdog = 1;
+    ASSERT_OK(redislock_acquire(h, &ho));
+    ASSERT_OK(redislock_loop_acquire(lp, w, &o, ad_record, &dw));
+    ad_run_for(d, lh, 300);
+    ASSERT_EQ_INT(dw.calls, 0);
+    r = th_sentinels_node_redis(t, 0);
+    ASSERT_EQ_INT(th_cmd_int(r, "WAIT 1 5000"), 1);
+    redisFree(r);
+    killed = th_now_ms();
+    ASSERT_EQ_INT(th_sentinels_kill_master(t), 0);
+    /* The loop turns while the sentinels fail over: the waiter waits on
+     * (its callback would come with REDISLOCK_ECONNECT). */
+    while (th_sentinels_master(t) != 1) {
+        ad_run_for(d, lh, 50);
+        ASSERT(th_now_ms() - killed < FAILOVER_MS);
+        if (dw.calls != 0)
+            break;
+    }
+    failed_over = th_now_ms() - killed;
+    test_log("the sentinels named the new master %lld ms after the kill; "
+             "the waiter's callbacks by then: %d (%s: %s)",
+             (long long)failed_over, dw.calls, redislock_strerror(dw.err),
+             dw.detail);
+    ASSERT_EQ_INT(dw.calls, 0);
+    err = redislock_release(h);
+    test_log("the holder's release after the failover: %s",
+             redislock_strerror(err));
+    ad_run_until(d, lh, &dw.calls, 1, 10000);
+    test_log("the waiter got the lock %lld ms after the kill: %s",
+             (long long)(dw.at_us / 1000 - killed), dw.detail);
+    ASSERT_ERR(dw.err, REDISLOCK_OK);
+    v = on_node(t, 1, "asw:held");
+    ASSERT_EQ_STR(v, redislock_token(w));
+    free(v);
+    ASSERT_OK(redislock_loop_release(lp, w, 0, ad_record, &dw));
+    ad_run_until(d, lh, &dw.calls, 2, 5000);
+    ASSERT_ERR(dw.err, REDISLOCK_OK);
+    d->close(lh);
+    redislock_lock_free(w);
+    redislock_lock_free(h);
+    redislock_client_free(c);
+    redislock_client_free(hc);
     th_sentinels_stop(t);
 }

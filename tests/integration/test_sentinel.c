@@ -493,3 +493,57 @@ void test_sentinel_readonly_followed(void)
     redislock_client_free(c);
     th_sentinels_stop(t);
 }
+
+/*
+ * A waiter's wait lasts through a failover: it waits (40 s) behind a
+ * lock renewed by its watchdog, with a command timeout (300 ms) far
+ * shorter than the sentinels' down-after time (1 s). kill -9 of the
+ * master: the waiter's requests find no master for a while, and it asks
+ * the sentinels again and pauses until they name the promoted replica,
+ * rather than fail with the first REDISLOCK_ECONNECT. The holder's
+ * release there wakes it, and it gets the lock at the new master.
+ */
+void test_sentinel_waiter_waits_through_failover(void)
+{
+    th_sentinels *t = th_sentinels_start(NULL);
+    redislock_options wo = {0};
+    redislock_client *hc = th_client_url(t->url, NULL), *wc;
+    redislock_acquire_options ho = th_aopts(4000, 0, 0);
+    redislock_acquire_options o = th_aopts(20000, 40000, 0);
+    redislock_lock *h = th_lock(hc, "sw:held");
+    redisContext *r;
+    th_waiter w;
+    int64_t killed;
+    redislock_err err;
+    char *v;
+
+    wo.command_timeout_ms = 300;
+    wc = th_client_url(t->url, &wo);
+    ho.watchdog = 1;
+    ASSERT_OK(redislock_acquire(h, &ho));
+    th_waiter_start(&w, wc, "sw:held", &o);
+    r = th_sentinels_node_redis(t, 0);
+    th_wait_blocked(r, 1, 3000);
+    ASSERT_EQ_INT(th_cmd_int(r, "WAIT 1 5000"), 1);
+    redisFree(r);
+    killed = th_now_ms();
+    ASSERT_EQ_INT(th_sentinels_kill_master(t), 0);
+    (void)th_sentinels_wait_failover(t, 0, FAILOVER_MS);
+    /* Its lease may have lapsed at the new master meanwhile: either
+     * way the key is free for the waiter after this. */
+    err = redislock_release(h);
+    test_log("the holder's release after the failover: %s",
+             redislock_strerror(err));
+    th_waiter_join_ok(&w, 10000);
+    test_log("the waiter got the lock %lld ms after the kill",
+             (long long)(w.done_us / 1000 - killed));
+    v = on_node(t, 1, "sw:held");
+    ASSERT_EQ_STR(v, w.token);
+    free(v);
+    ASSERT_OK(redislock_release(w.l));
+    redislock_lock_free(w.l);
+    redislock_lock_free(h);
+    redislock_client_free(wc);
+    redislock_client_free(hc);
+    th_sentinels_stop(t);
+}
