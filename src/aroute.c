@@ -28,6 +28,11 @@ struct trip {
     redislock_err err;
     char detail[200];
     int64_t deadline_us;
+    /* A write that counts only on the master, answered: its reply, kept
+     * while the sentinels are asked whether its node still is. */
+    rl__reply *held;
+    size_t asked;       /* the next sentinel to ask */
+    rl__pool *sentinel; /* the one asked */
     rl__hop hop;
     rl__aconn_cb cb;
     void *arg;
@@ -158,21 +163,31 @@ static void reload(rl__aroute *rt, redislock_err err)
 static void asked_reply(void *arg, redislock_err err, const rl__reply *r);
 static void role_reply(void *arg, redislock_err err, const rl__reply *r);
 
+/* Asks sentinel *i, or the next that can be sent to, for the master
+ * (cb gets the answer); returns the sentinel asked, NULL with none
+ * left. */
+static rl__pool *ask_sentinel(rl__aroute *rt, size_t *i, rl__aconn_cb cb,
+                              void *arg)
+{
+    const char *argv[3];
+    rl__aconn *c = NULL;
+    rl__pool *p;
+
+    while ((p = rl__sentinel_asked(rt->sn, (*i)++, argv)) != NULL)
+        if (rt->conn(rt->ctx, p, &c) == REDISLOCK_OK &&
+            rl__aconn_send(c, 3, argv, NULL, cb, arg) == REDISLOCK_OK)
+            return p;
+    return NULL;
+}
+
 /* Asks the next sentinel; with none left, the asking ends (a request
  * still waiting starts another at its next pause's end). */
 static void ask_next(asker *a)
 {
     rl__aroute *rt = a->rt;
-    const char *argv[3];
-    rl__aconn *c = NULL;
-    rl__pool *p;
 
-    while ((p = rl__sentinel_asked(rt->sn, a->i++, argv)) != NULL)
-        if (rt->conn(rt->ctx, p, &c) == REDISLOCK_OK &&
-            rl__aconn_send(c, 3, argv, NULL, asked_reply, a) == REDISLOCK_OK) {
-            a->sentinel = p;
-            return;
-        }
+    if ((a->sentinel = ask_sentinel(rt, &a->i, asked_reply, a)) != NULL)
+        return;
     rt->asking = NULL;
     free(a);
 }
@@ -238,6 +253,8 @@ static void ask(rl__aroute *rt)
 static void trip_free(trip *t)
 {
     rl__aroute *rt = t->rt;
+
+    rl__reply_free(t->held);
 
     if (rt != NULL) {
         if (t->prev != NULL)
@@ -342,22 +359,16 @@ static void trip_pause(trip *t, int64_t ms)
         trip_end(t, err, NULL);
 }
 
-/* A Sentinel client's reply: a master that cannot be reached or has
- * become a replica has the sentinels asked again, and a request that
- * surely did not run (not sent, or refused by a replica) waits for the
- * master they name next; one whose reply was lost may have run, and is
- * its caller's (sentinel.c's rules). */
-static void sentinel_reply(trip *t, redislock_err err, const rl__reply *r)
+/* t met a master that is gone or replaced (err, its detail written):
+ * the sentinels are asked again, and a request that surely did not run
+ * (not sent, refused by a replica, or run where it does not count) waits
+ * for the master they name next; one whose reply was lost may have run,
+ * and is its caller's (sentinel.c's rules). */
+static void sentinel_moved(trip *t, redislock_err err)
 {
     rl__aroute *rt = t->rt;
 
-    if (!rl__topo_moved(rt->topo, err, r)) {
-        trip_end(t, err, r);
-        return;
-    }
     rl__sentinel_suspect(rt->sn, t->at);
-    if (err == REDISLOCK_OK)
-        err = rl__reply_check(r, t->r.q.s->name);
     t->err = err;
     snprintf(t->detail, sizeof t->detail, "%s", redislock_errdetail());
     ask(rt);
@@ -368,6 +379,79 @@ static void sentinel_reply(trip *t, redislock_err err, const rl__reply *r)
         return;
     }
     trip_pause(t, RL_SENTINEL_PAUSE_MS);
+}
+
+static void settle_reply(void *arg, redislock_err err, const rl__reply *r);
+
+/* Asks the next sentinel whether t's node is still the master, t's reply
+ * held meanwhile; with none left, t fails as sentinel.c's settled(). */
+static void settle_next(trip *t)
+{
+    if ((t->sentinel = ask_sentinel(t->rt, &t->asked, settle_reply, t)) !=
+        NULL) {
+        t->out = 1;
+        return;
+    }
+    rl__err(REDISLOCK_ECONNECT,
+            "no sentinel confirmed %s as the master after a write that "
+            "counts only there: %s",
+            t->at->name, t->detail);
+    trip_end(t, REDISLOCK_ECONNECT, NULL);
+}
+
+/* A sentinel's answer to whether t's node is still the master: t's
+ * reply is its caller's, or t goes to the new master, or the next
+ * sentinel is asked (rl__sentinel_settled). */
+static void settle_reply(void *arg, redislock_err err, const rl__reply *r)
+{
+    trip *t = arg;
+    rl__reply *held;
+
+    t->out = 0;
+    if (t->rt == NULL) {
+        rl__reply_free(t->held);
+        free(t);
+        return;
+    }
+    if (err == REDISLOCK_OK)
+        err = rl__sentinel_settled(t->rt->sn, t->sentinel, t->at, r);
+    if (err == REDISLOCK_OK) {
+        held = t->held;
+        t->held = NULL;
+        trip_end(t, REDISLOCK_OK, held);
+        rl__reply_free(held);
+    } else if (err == REDISLOCK_EREADONLY) {
+        rl__reply_free(t->held);
+        t->held = NULL;
+        sentinel_moved(t, err);
+    } else {
+        snprintf(t->detail, sizeof t->detail, "%s", redislock_errdetail());
+        settle_next(t);
+    }
+}
+
+/* A Sentinel client's reply: a master that cannot be reached or has
+ * become a replica is followed (sentinel_moved); a write that counts
+ * only on the master is confirmed first (settle_next). */
+static void sentinel_reply(trip *t, redislock_err err, const rl__reply *r)
+{
+    if (!rl__topo_moved(t->rt->topo, err, r)) {
+        if (err != REDISLOCK_OK || !t->r.q.settle) {
+            trip_end(t, err, r);
+            return;
+        }
+        if ((t->held = rl__reply_dup(r)) == NULL) {
+            trip_end(t, rl__err(REDISLOCK_ENOMEM, "out of memory"), NULL);
+            return;
+        }
+        t->asked = 0;
+        t->detail[0] = '\0';
+        settle_next(t);
+        return;
+    }
+    if (err == REDISLOCK_OK)
+        err = rl__reply_check(r, t->r.q.s->name);
+    sentinel_moved(t, err);
 }
 
 static void trip_reply(void *arg, redislock_err err, const rl__reply *r)

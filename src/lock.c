@@ -215,6 +215,17 @@ static redislock_err keyed(rl__request *q, const rl__lockname *k,
 
 /* Runs the script request q with its keys (keyed) on node p, or with p
  * NULL wherever t sends k's key, or with c set on that connection. */
+/* Whether a run of script s counts only on the master: a renewal or a
+ * release that lands on a master the sentinels have replaced (it lives
+ * on, a master by its own word, until they demote it) neither keeps nor
+ * frees the lock, whose copy on the new master runs on (rl__request's
+ * settle). */
+static int settles(const rl__script *s)
+{
+    return s == &rl__script_extend || s == &rl__script_set_extend ||
+           s == &rl__script_release || s == &rl__script_set_release;
+}
+
 static redislock_err run_keyed(rl__topo *t, rl__pool *p, rl__conn *c,
                                const rl__lockname *k, const rl__lockname *more,
                                int nmore, const char *req, rl__request *q,
@@ -223,6 +234,8 @@ static redislock_err run_keyed(rl__topo *t, rl__pool *p, rl__conn *c,
     rl__request run = *q; /* keyed for this run only */
     rl__keyset ks;
     redislock_err err;
+
+    run.settle = settles(q->s);
 
     if ((err = keyed(&run, k, more, nmore, req, &ks)) != REDISLOCK_OK)
         return err;
@@ -264,6 +277,8 @@ static redislock_err send_keyed(rl__aroute *rt, rl__aconn *c, rl__pool *at,
     rl__request sent = *q;
     rl__keyset ks;
     redislock_err err = keyed(&sent, k, more, nmore, req, &ks);
+
+    sent.settle = settles(q->s);
 
     if (err != REDISLOCK_OK)
         return err;

@@ -325,6 +325,34 @@ static void suspect(rl__sentinel *s, const rl__pool *p)
     pthread_mutex_unlock(&s->mu);
 }
 
+/* Whether the sentinels, asked in turn, still name p the master after a
+ * write that counts only there ran on it (rl__sentinel_settled). */
+static redislock_err settled(rl__sentinel *s, const rl__pool *p)
+{
+    const char *argv[3];
+    rl__cmd cmd = {3, argv, NULL};
+    rl__request q = {.n = 1, .cmds = &cmd};
+    rl__pool *sp;
+    rl__reply *r;
+    char said[200] = "";
+    size_t i;
+    redislock_err err = REDISLOCK_ECONNECT;
+
+    for (i = 0; (sp = rl__sentinel_asked(s, i, argv)) != NULL; i++) {
+        if ((err = rl__pool_run(sp, &q, 0, &r)) == REDISLOCK_OK) {
+            err = rl__sentinel_settled(s, sp, p, r);
+            rl__reply_free(r);
+        }
+        if (err == REDISLOCK_OK || err == REDISLOCK_EREADONLY)
+            return err;
+        snprintf(said, sizeof said, "%s", redislock_errdetail());
+    }
+    return rl__err(REDISLOCK_ECONNECT,
+                   "no sentinel confirmed %s as the master of '%s' after a "
+                   "write that counts only there: %s",
+                   p->name, s->u.name, said);
+}
+
 redislock_err rl__sentinel_run(rl__sentinel *s, const rl__request *q,
                                rl__reply **out)
 {
@@ -335,6 +363,17 @@ redislock_err rl__sentinel_run(rl__sentinel *s, const rl__request *q,
 
     for (;;) {
         err = run_on(p, q, out);
+        /* A renewal or release on a master the sentinels have replaced
+         * counts for nothing: it goes again to the new one (where the
+         * key may be gone: a loss the caller then learns of). One no
+         * sentinel can confirm fails: it may count for nothing. */
+        if (err == REDISLOCK_OK && q->settle &&
+            (err = settled(s, p)) != REDISLOCK_OK) {
+            rl__reply_free(*out);
+            *out = NULL;
+            if (err != REDISLOCK_EREADONLY)
+                return err;
+        }
         if (err != REDISLOCK_ECONNECT && err != REDISLOCK_EREADONLY &&
             err != REDISLOCK_EIO && err != REDISLOCK_ETIMEDOUT)
             return err;
@@ -408,6 +447,21 @@ redislock_err rl__sentinel_answer(rl__sentinel *s, const rl__pool *sentinel,
     err = answer(s, k, r, p, &unknown);
     pthread_mutex_unlock(&s->mu);
     return err;
+}
+
+redislock_err rl__sentinel_settled(rl__sentinel *s, const rl__pool *sentinel,
+                                   const rl__pool *p, const rl__reply *r)
+{
+    rl__pool *named = NULL;
+    redislock_err err = rl__sentinel_answer(s, sentinel, r, &named);
+
+    if (err != REDISLOCK_OK || named == p)
+        return err;
+    suspect(s, p);
+    return rl__err(REDISLOCK_EREADONLY,
+                   "sentinel %s names %s the master of '%s' now, not %s, "
+                   "where the write ran",
+                   sentinel->name, named->name, s->u.name, p->name);
 }
 
 redislock_err rl__sentinel_confirm(rl__sentinel *s, const rl__pool *sentinel,

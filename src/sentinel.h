@@ -38,7 +38,12 @@ void rl__sentinel_free(rl__sentinel *s);
 rl__pool *rl__sentinel_node(rl__sentinel *s);
 
 /* Runs q on the master, error replies mapped (rl__request_check), going
- * to a new master once as said above. */
+ * to a new master as said above. A write that counts only on the master
+ * (q->settle: a renewal, a release) is confirmed after it ran: the
+ * sentinels, asked in turn, must still name its node (rl__sentinel_settled);
+ * when they name another it is sent again there, within its budget, and
+ * when none answers it fails (REDISLOCK_ECONNECT): it cannot be known to
+ * count. */
 redislock_err rl__sentinel_run(rl__sentinel *s, const rl__request *q,
                                rl__reply **out);
 
@@ -63,6 +68,15 @@ rl__pool *rl__sentinel_asked(rl__sentinel *s, size_t i, const char *argv[3]);
  * with the node it names in *p (set up on first sight), or why not. */
 redislock_err rl__sentinel_answer(rl__sentinel *s, const rl__pool *sentinel,
                                   const rl__reply *r, rl__pool **p);
+
+/* Whether what sentinel (one rl__sentinel_asked gave) answered in r
+ * still names p the master, p being the node a write that counts only
+ * there ran on: REDISLOCK_OK; REDISLOCK_EREADONLY when it names another
+ * (the write does not count: p is suspect, and the write goes again to
+ * the master the sentinels confirm); else why the sentinel did not say
+ * (ask the next). */
+redislock_err rl__sentinel_settled(rl__sentinel *s, const rl__pool *sentinel,
+                                   const rl__pool *p, const rl__reply *r);
 
 /* Whether ROLE's reply r says p, which sentinel named, is the master; if
  * so it becomes the master requests go to, and sentinel the first asked

@@ -621,3 +621,35 @@ redisContext *th_sentinels_sentinel_redis(th_sentinels *t, int i)
         FAIL("%s", err);
     return c;
 }
+
+int64_t th_sentinels_rival(th_sentinels *t, int i, const char *key,
+                           int64_t ms, void (*between)(void *arg),
+                           int (*holds)(void *arg), void *arg, int *held)
+{
+    int64_t t0 = th_now_ms(), got = -1;
+    redisContext *c;
+    redisReply *r;
+
+    signal(SIGPIPE, SIG_IGN);
+    c = th_sentinels_node_redis(t, i);
+    while (got < 0 && th_now_ms() - t0 < ms) {
+        if ((r = redisCommand(c, "SET %s rival NX PX 60000", key)) == NULL) {
+            redisFree(c);
+            c = th_sentinels_node_redis(t, i);
+            continue;
+        }
+        if (r->type == REDIS_REPLY_STATUS) {
+            got = th_now_ms() - t0;
+            *held = holds(arg);
+        }
+        freeReplyObject(r);
+        between(arg);
+    }
+    redisFree(c);
+    test_log("the rival on node %d %s%lld ms; the holder %s", i,
+             got < 0 ? "never got the key in " : "got the key at ",
+             (long long)(got < 0 ? ms : got),
+             got < 0 ? "held on" : *held ? "believed it held"
+                                         : "had learned of the loss");
+    return got;
+}

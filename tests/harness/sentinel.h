@@ -94,6 +94,17 @@ void th_sentinels_restart_node(th_sentinels *t, int i);
 /* kill -9 (and reap) sentinel i: a sentinel that is down. */
 void th_sentinels_kill_sentinel(th_sentinels *t, int i);
 
+/* A rival of a lock's holder on node i: SET key NX PX 60000 every poll,
+ * until it gets the key or ms pass, its connection made again when the
+ * sentinels close it (they close a promoted node's clients; SIGPIPE is
+ * ignored from here on). Between polls, between(arg) runs (a loop's
+ * turns, or a sleep). Returns the ms after the call at which the rival
+ * got the key, *held then set to holds(arg) (whether the holder still
+ * believed it held), or -1; it logs what it saw. */
+int64_t th_sentinels_rival(th_sentinels *t, int i, const char *key,
+                           int64_t ms, void (*between)(void *arg),
+                           int (*holds)(void *arg), void *arg, int *held);
+
 /* A connection to node i (unix socket), authenticated with the data
  * password, 5 s timeout; fails if node i is down. Free with redisFree(). */
 redisContext *th_sentinels_node_redis(th_sentinels *t, int i);

@@ -547,3 +547,62 @@ void test_sentinel_waiter_waits_through_failover(void)
     redislock_client_free(hc);
     th_sentinels_stop(t);
 }
+
+/* How long the switch test watches the new master: past two leases of
+ * the holder's (3 s) after the failover, before the sentinels demote
+ * the old master (their next INFO round, 10 s). */
+#define SWITCH_WATCH_MS 6000
+
+static void pause_poll(void *arg)
+{
+    (void)arg;
+    th_sleep_ms(20);
+}
+
+static int still_holds(void *arg)
+{
+    return redislock_check(arg) == REDISLOCK_OK;
+}
+
+/*
+ * A planned failover (SENTINEL FAILOVER) leaves the old master up, and a
+ * master by its own word until the sentinels demote it seconds later. A
+ * lock renewed by its watchdog (TTL 3 s) follows the switch: a renewal
+ * that lands on the old master once the sentinels name the new one is
+ * not a renewal, and goes to the new master (which has the key by
+ * replication: renewed there, no loss). A rival polling the new master
+ * with SET NX must never get the key while the holder believes it holds
+ * (no loss reported, validity left). Fails before the fix: the holder
+ * renews on the old master, the new master's copy expires and the rival
+ * takes it while the holder holds on.
+ */
+void test_sentinel_renewal_follows_switch(void)
+{
+    th_sentinels *t = th_sentinels_start(NULL);
+    redislock_client *hc = th_client_url(t->url, NULL);
+    redislock_acquire_options o = th_aopts(3000, 0, 0);
+    redislock_lock *h = th_lock(hc, "ss:k");
+    redisContext *s = th_sentinels_sentinel_redis(t, 0);
+    int64_t got;
+    int held = 0;
+    char *v;
+
+    o.watchdog = 1;
+    ASSERT_OK(redislock_acquire(h, &o));
+    freeReplyObject(th_cmd(s, "SENTINEL FAILOVER %s", t->master_name));
+    got = th_sentinels_rival(t, 1, "ss:k", SWITCH_WATCH_MS, pause_poll,
+                             still_holds, h, &held);
+    ASSERT(!(got >= 0 && held));
+    if (got < 0) {
+        /* No false loss: the lease renewed at the new master. */
+        ASSERT_OK(redislock_check(h));
+        v = on_node(t, 1, "ss:k");
+        ASSERT_EQ_STR(v, redislock_token(h));
+        free(v);
+        ASSERT_OK(redislock_release(h));
+    }
+    redisFree(s);
+    redislock_lock_free(h);
+    redislock_client_free(hc);
+    th_sentinels_stop(t);
+}
