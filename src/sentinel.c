@@ -326,7 +326,18 @@ static void suspect(rl__sentinel *s, const rl__pool *p)
 }
 
 /* Whether the sentinels, asked in turn, still name p the master after a
- * write that counts only there ran on it (rl__sentinel_settled). */
+ * write that counts only there ran on it (rl__sentinel_settled).
+ *
+ * Why this way: a master the sentinels replace while it lives on (a
+ * planned failover, a partition) says "master" to ROLE and takes writes
+ * until they demote it, so only the sentinels can tell; asking them
+ * after the write, not before, leaves no gap for a promotion to slip
+ * through unseen. A +switch-master subscription would be sooner but
+ * needs a connection held open per client and a listener, and would
+ * still need this check when its message is lost; this costs one round
+ * trip per renewal (every TTL/3) and release, and nothing per acquire.
+ * A sentinel that has not yet heard of a promotion still names the old
+ * master: the next renewal moves. */
 static redislock_err settled(rl__sentinel *s, const rl__pool *p)
 {
     const char *argv[3];
