@@ -15,7 +15,10 @@
  * on the loop (in turn, each answer confirmed by ROLE on the node named)
  * and waits, in pauses of RL_SENTINEL_PAUSE_MS, until a master is
  * confirmed, then goes there; one whose reply was lost may have run, so
- * it is its caller's, while the sentinels are asked for the next.
+ * it is its caller's, while the sentinels are asked for the next. A
+ * renewal or release (the request's settle) is answered only once a
+ * sentinel still names the node it ran on; when one names another, it
+ * goes again to the new master (rl__sentinel_settled decides).
  *
  * Either way, all within the command timeout from the first send, after
  * which the last answer is the caller's. The connections are the

@@ -7,7 +7,10 @@
  * (READONLY), the sentinels are asked again and the request goes to the
  * new master, once; a request whose reply was lost (the connection broke
  * or timed out after the send) is not sent again, since it may have run,
- * but the next one asks the sentinels first.
+ * but the next one asks the sentinels first. A renewal or release, which
+ * counts only on the master, is confirmed with the sentinels after it
+ * ran (rl__sentinel_settled), since a replaced master that lives on
+ * takes writes and says "master" until they demote it.
  *
  * Each node gets a pool of its own, kept until the client is freed (lock
  * handles, waiters and the janitor may still hold an old master's), and
