@@ -6,6 +6,7 @@
  * nodes' and the sentinels' passwords, each checked where it belongs;
  * URLs that are not right.
  */
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -604,5 +605,40 @@ void test_sentinel_renewal_follows_switch(void)
     redisFree(s);
     redislock_lock_free(h);
     redislock_client_free(hc);
+    th_sentinels_stop(t);
+}
+
+/*
+ * A renewal that no sentinel can confirm does not count: with every
+ * sentinel down (the master up), an extend fails with
+ * REDISLOCK_ECONNECT, the detail saying why, and a lock renewed by its
+ * watchdog (TTL 1.5 s) is reported lost once its lease runs out, rather
+ * than kept on a node that may have been replaced meanwhile.
+ */
+void test_sentinel_renewal_unconfirmed_fails(void)
+{
+    th_sentinels *t = th_sentinels_start(NULL);
+    redislock_client *c = th_client_url(t->url, NULL);
+    redislock_acquire_options o = th_aopts(20000, 0, 0);
+    redislock_lock *l = th_lock(c, "su:a"), *w = th_lock(c, "su:w");
+    struct pollfd pfd = {.events = POLLIN};
+    int i;
+
+    ASSERT_OK(redislock_acquire(l, &o));
+    o = th_aopts(1500, 0, 0);
+    o.watchdog = 1;
+    ASSERT_OK(redislock_acquire(w, &o));
+    pfd.fd = redislock_lost_fd(w);
+    ASSERT_GE(pfd.fd, 0);
+    for (i = 0; i < TH_SENTINEL_N; i++)
+        th_sentinels_kill_sentinel(t, i);
+    ASSERT_ERR(redislock_extend(l, 20000), REDISLOCK_ECONNECT);
+    test_log("extend with every sentinel down: %s", redislock_errdetail());
+    ASSERT(strstr(redislock_errdetail(), "no sentinel confirmed") != NULL);
+    ASSERT_EQ_INT(poll(&pfd, 1, 4000), 1);
+    ASSERT_ERR(redislock_check(w), REDISLOCK_EEXPIRED);
+    redislock_lock_free(w);
+    redislock_lock_free(l);
+    redislock_client_free(c);
     th_sentinels_stop(t);
 }
