@@ -62,6 +62,9 @@ struct rl__watchdog {
     pthread_cond_t cv; /* on CLOCK_MONOTONIC */
     struct rl__watch *head;
     struct rl__job *jobs;
+    /* The job being tried right now, out of jobs while the mutex is
+     * released: stopping must wait for it as for the others. */
+    struct rl__job *running;
     /* When the sleeping thread wakes by itself (INT64_MAX: only when
      * signalled; 0: it is awake). New work due later needs no wake-up: a
      * hand-off's one-renewal watch must not cost a context switch. */
@@ -221,10 +224,12 @@ static void run_job(rl__watchdog *wd, struct rl__job *j)
     for (p = &wd->jobs; *p != j; p = &(*p)->next)
         ;
     *p = j->next;
+    wd->running = j;
     pthread_mutex_unlock(&wd->mu);
     err = rl__abandon(j->topo, j->pool, j->names, j->nnames, j->token, j->req,
                       j->ttl_ms, RL_JOB_TIMEOUT_MS);
     pthread_mutex_lock(&wd->mu);
+    wd->running = NULL;
     if (!rl__abandon_again(err) || rl__now_us() >= j->give_up_us) {
         free(j);
         return;
@@ -300,18 +305,25 @@ redislock_err rl__watchdog_new(redislock_client *c, rl__watchdog **out)
     return REDISLOCK_OK;
 }
 
+static int64_t job_time_ms(const struct rl__job *j)
+{
+    return j->node->cfg.connect_timeout_ms + j->node->cfg.command_timeout_ms;
+}
+
 /* How long stopping may wait for clean-up jobs: one connect and one
- * command on the slowest of their servers. */
+ * command on the slowest of their servers. The one being tried counts:
+ * a process that frees its client while the first abandon of a lost
+ * acquire is under way (the server slow to answer) would otherwise exit
+ * before the abandon got through, and the late request could take the
+ * lock, or add a hold an owner's next acquire cannot tell from its own. */
 static int64_t drain_time_us(const rl__watchdog *wd)
 {
     const struct rl__job *j;
-    int64_t most = 0, t;
+    int64_t most = wd->running != NULL ? job_time_ms(wd->running) : 0;
 
-    for (j = wd->jobs; j != NULL; j = j->next) {
-        t = j->node->cfg.connect_timeout_ms + j->node->cfg.command_timeout_ms;
-        if (t > most)
-            most = t;
-    }
+    for (j = wd->jobs; j != NULL; j = j->next)
+        if (job_time_ms(j) > most)
+            most = job_time_ms(j);
     return most * 1000;
 }
 

@@ -10,6 +10,7 @@
  * holds client-to-server bytes back; a second connection, straight to the
  * server, polls the lock key every few ms.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -174,6 +175,19 @@ static void log_proxy(ghost *g, int64_t t0)
                                      : -1LL);
 }
 
+/* Waits, up to ms, until the proxy has forwarded every chunk it held. */
+static void all_forwarded(ghost *g, int64_t ms)
+{
+    int64_t deadline = th_now_ms() + ms;
+    th_proxy_stats st;
+
+    do {
+        th_sleep_ms(5);
+        th_proxy_stats_get(g->p, &st);
+    } while (st.held_forwarded < st.held && th_now_ms() < deadline);
+    ASSERT_EQ_INT(st.held_forwarded, st.held);
+}
+
 /* The ghost arrives ~1 s late and takes the lock; the proxy then
  * forwards normally again, and the next abandon frees it at once. */
 void test_ghost_acquire_freed_after_delay(void)
@@ -323,7 +337,6 @@ void test_ghost_abandon_retried_while_busy(void)
 {
     ghost g = ghost_start(1);
     redisContext *busy;
-    th_proxy_stats st;
     redisReply *rep;
     int64_t t0, deadline, killed, gone = -1;
     int done = 0;
@@ -344,12 +357,7 @@ void test_ghost_abandon_retried_while_busy(void)
     th_proxy_set_delay(g.p, 0);
     /* Every held-back abandon has reached the server (and been told
      * BUSY), and more have been tried straight. */
-    deadline = th_now_ms() + 5000;
-    do {
-        th_sleep_ms(20);
-        th_proxy_stats_get(g.p, &st);
-    } while (st.held_forwarded < st.held && th_now_ms() < deadline);
-    ASSERT_EQ_INT(st.held_forwarded, st.held);
+    all_forwarded(&g, 5000);
     th_sleep_ms(300);
     rep = th_cmd(g.r, "SCRIPT KILL");
     ASSERT(rep->type == REDIS_REPLY_STATUS);
@@ -373,5 +381,88 @@ void test_ghost_abandon_retried_while_busy(void)
              (long long)gone);
     ASSERT_GE(gone, 0);
     redisFree(busy);
+    ghost_stop(&g);
+}
+
+/* Lifts the proxy's delay at a time, from a thread of its own. */
+typedef struct undelay {
+    th_proxy *p;
+    int64_t at_ms;
+} undelay;
+
+static void *undelay_main(void *arg)
+{
+    undelay *u = arg;
+    int64_t left = u->at_ms - th_now_ms();
+
+    if (left > 0)
+        th_sleep_ms(left);
+    th_proxy_set_delay(u->p, 0);
+    return NULL;
+}
+
+/*
+ * An owner's acquire is held up past its timeout, and the client is freed
+ * at once, while the watchdog thread's first abandon is under way (held
+ * up too); the network is slow until 500 ms. Freeing waits, bounded by a
+ * connect and a command timeout, until the abandon has voided the
+ * request, so that the owner's next acquire cannot meet the ghost: were
+ * the abandon still on its way, it would find the next acquire's request
+ * named in the hash rather than the ghost's, and leave the owner two
+ * holds, one of which no release frees.
+ */
+void test_ghost_client_freed_while_abandoning(void)
+{
+    ghost g = ghost_start(1);
+    redislock_acquire_options a = th_aopts(TTL_MS, 0, 0);
+    redislock_client *c2;
+    redislock_lock *l2;
+    th_proxy_stats st;
+    undelay u;
+    pthread_t th;
+    int64_t t0, deadline, freed;
+    long accepted;
+
+    a.owner = "o1";
+    a.reentrant = 1;
+    th_proxy_set_delay(g.p, NET_DELAY_MS);
+    t0 = th_now_ms();
+    ASSERT_ERR(redislock_acquire(g.l, &a), REDISLOCK_ETIMEDOUT);
+    th_proxy_stats_get(g.p, &st);
+    accepted = st.accepted;
+    /* The abandon's first try is in flight once it has a connection. */
+    deadline = th_now_ms() + 1000;
+    do {
+        th_sleep_ms(1);
+        th_proxy_stats_get(g.p, &st);
+    } while (st.accepted == accepted && th_now_ms() < deadline);
+    ASSERT_GT(st.accepted, accepted);
+    u.p = g.p;
+    u.at_ms = t0 + 500;
+    ASSERT_EQ_INT(pthread_create(&th, NULL, undelay_main, &u), 0);
+    redislock_lock_free(g.l);
+    g.l = NULL;
+    freed = th_now_ms();
+    redislock_client_free(g.c);
+    g.c = NULL;
+    freed = th_now_ms() - freed;
+    test_log("freeing took %lld ms, until %lld ms after the acquire",
+             (long long)freed, (long long)(th_now_ms() - t0));
+    /* The request is void before freeing ends... */
+    ASSERT_EQ_INT(th_cmd_int(g.r, "EVAL %s 0 %s",
+                             "return #redis.call('KEYS', ARGV[1])",
+                             VOID_PATTERN),
+                  1);
+    ASSERT_EQ_INT(pthread_join(th, NULL), 0);
+    /* ...so the owner's next acquire is the one hold, ghost or not. */
+    c2 = th_client(g.s);
+    l2 = th_lock(c2, KEY);
+    ASSERT_OK(redislock_acquire(l2, &a));
+    all_forwarded(&g, 3000);
+    log_proxy(&g, t0);
+    ASSERT_OK(redislock_release(l2));
+    ASSERT_EQ_INT(th_cmd_int(g.r, "EXISTS %s", KEY), 0);
+    redislock_lock_free(l2);
+    redislock_client_free(c2);
     ghost_stop(&g);
 }
