@@ -116,6 +116,17 @@ int cli_getopt(cli_args *a, const cli_optdef *defs, const char **val);
  * Returns buf. */
 const char *cli_quote(const char *s, char *buf, size_t size);
 
+/* Where a client's events go (redislock_options.on_event_arg): it must
+ * outlive the client. */
+typedef struct cli_events {
+    const char *ctx; /* the subcommand's name, for messages */
+    int verbose;     /* each pause of a wait and each renewal on stderr */
+    /* > 2: a descriptor (a non-blocking pipe) written one byte at each
+     * renewal, the watchdog's included, so that run's guardian follows
+     * the lease the library holds; 0: none. */
+    int renewed_fd;
+} cli_events;
+
 /* A subcommand's options, defaults filled in. */
 typedef struct cli_cmdopts {
     cli_global g; /* with -u applied */
@@ -131,6 +142,7 @@ typedef struct cli_cmdopts {
     int json;              /* --json */
     int all;               /* list --all: keys that are not locks too */
     int verbose;           /* --verbose: say what happens on stderr */
+    cli_events ev;         /* the client's events: --verbose, run's pipe */
     int operand;           /* index in argv of the first operand */
     /* -k/--key: the set's further keys, after the KEY operand (run,
      * acquire, release, extend take them all or none). */
@@ -275,17 +287,17 @@ int cli_add_url(const char *ctx, cli_global *g, const char *url);
 
 /*
  * Connects to the server or, with --shard, the servers from g (or the
- * environment), with the timeouts of cli_set_timeouts(g, cap_ms). With
- * verbose, the client's events go to cli_say_event. Returns 0, or an exit
- * status after printing the error.
+ * environment), with the timeouts of cli_set_timeouts(g, cap_ms). The
+ * client's events go to cli_on_event with ev (NULL: none). Returns 0, or
+ * an exit status after printing the error.
  */
 int cli_connect(const char *ctx, const cli_global *g, int64_t cap_ms,
-                int verbose, redislock_client **c);
+                const cli_events *ev, redislock_client **c);
 
-/* --verbose's event callback (redislock_options.on_event; arg: the
- * command's name for the messages): each pause of a wait, with the
- * holder's lease, and each renewal, on stderr. */
-void cli_say_event(const redislock_event *ev, void *arg);
+/* The client's event callback (redislock_options.on_event; arg: a
+ * cli_events): with verbose, each pause of a wait, with the holder's
+ * lease, and each renewal, on stderr; each renewal wakes renewed_fd. */
+void cli_on_event(const redislock_event *ev, void *arg);
 
 /* The longest password --password-file takes, in bytes. */
 #define CLI_PASSWORD_MAX 4096

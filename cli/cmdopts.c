@@ -222,6 +222,8 @@ int cli_cmd_options(int argc, char **argv, const cli_global *g,
     }
     if (id < 0)
         return CLI_EXIT_USAGE;
+    o->ev.ctx = argv[0];
+    o->ev.verbose = o->verbose;
     o->operand = a.i;
     return check_operands(argv[0], argc - a.i, argv + a.i, min_ops, max_ops,
                           names);

@@ -46,7 +46,7 @@ int cli_cmd_list(int argc, char **argv, const cli_global *g)
         if (*pattern == '\0')
             return cli_usage(ctx, "the pattern is empty");
     }
-    if ((rc = cli_connect(ctx, &o.g, 0, 0, &c)) != 0)
+    if ((rc = cli_connect(ctx, &o.g, 0, NULL, &c)) != 0)
         return rc;
     st.json = o.json;
     /* --all: every matching key, those that are not locks marked so. */

@@ -3,11 +3,13 @@
  *
  * The command runs under a guardian (guard.c) that kills it, with all
  * it started, when run dies or the lease's known validity ends; run
- * sends it each new validity end, and passes signals on through it. run
- * is one thread: the signals it passes on are blocked and read from a
- * signalfd, polled with the guardian's socket and a timeout at the next
- * renewal, so renewing, forwarding and the command's end never race with
- * signal handlers.
+ * sends it each new validity end, its own renewals' and the library's
+ * (the watchdog renews a fair hand-off's short lease), and passes
+ * signals on through it. run's own work is on one thread: the signals it
+ * passes on are blocked and read from a signalfd, polled with the
+ * guardian's socket, a pipe the library's renewals write to, and a
+ * timeout at the next renewal, so renewing, forwarding and the command's
+ * end never race with signal handlers.
  */
 #include "cli.h"
 #include "guard.h"
@@ -45,13 +47,14 @@ typedef struct run_state {
     int64_t next_renew_ms;
     int64_t kill_by_ms; /* the command must be dead by then */
     cli_guard guard;
-    pid_t job;     /* the command's pid and process group, once known */
-    int sfd;       /* signalfd for the signals passed on */
-    int tty;       /* the controlling terminal, or -1 */
-    int handed;    /* the command's group was given the terminal */
-    int status;    /* the command's wait status; -1: lost track */
-    int ended;     /* the guardian has reported the end */
-    int start_err; /* errno of a failed exec or fork */
+    pid_t job;      /* the command's pid and process group, once known */
+    int sfd;        /* signalfd for the signals passed on */
+    int renewed[2]; /* a pipe: a byte at each renewal (cli_on_event) */
+    int tty;        /* the controlling terminal, or -1 */
+    int handed;     /* the command's group was given the terminal */
+    int status;     /* the command's wait status; -1: lost track */
+    int ended;      /* the guardian has reported the end */
+    int start_err;  /* errno of a failed exec or fork */
     int exec_failed;
     int expired;        /* the guardian killed the command at the deadline */
     int lost;           /* the command was told to stop */
@@ -162,7 +165,7 @@ static void renew(run_state *st)
         st->next_renew_ms = start + st->renew_every_ms;
         set_kill_by(st, now);
         (void)cli_guard_send(&st->guard, CLI_GUARD_DEADLINE, 0, st->kill_by_ms);
-        /* --verbose says so from the event (cli_say_event). */
+        /* --verbose says so from the event (cli_on_event). */
         return;
     }
     if (err == REDISLOCK_ELOST || err == REDISLOCK_EEXPIRED) {
@@ -186,6 +189,30 @@ static void renew(run_state *st)
                 "(valid for %lld ms)",
                 st->key, redislock_strerror(err), (long long)st->retry_ms,
                 (long long)redislock_valid_ms(st->l));
+}
+
+/*
+ * The lease was renewed: by run's own extend, or by the library's
+ * watchdog, which renews a fair hand-off's short lease to the full TTL
+ * soon after the lock is taken. The guardian's deadline moves with it,
+ * so that the command is killed only once the lease the library holds
+ * has ended.
+ */
+static void follow_lease(run_state *st)
+{
+    char buf[64];
+    int64_t before = st->kill_by_ms;
+
+    while (read(st->renewed[0], buf, sizeof buf) > 0)
+        ;
+    if (st->lost)
+        return;
+    set_kill_by(st, cli_now_ms());
+    if (st->kill_by_ms <= before) {
+        st->kill_by_ms = before;
+        return;
+    }
+    (void)cli_guard_send(&st->guard, CLI_GUARD_DEADLINE, 0, st->kill_by_ms);
 }
 
 /* Gives the terminal back to run's process group if the command's group
@@ -263,24 +290,27 @@ static void pass_signal(run_state *st)
                          si.ssi_code == SI_KERNEL);
 }
 
-/* Waits for a signal, a message or the next renewal, and handles it. */
+/* Waits for a signal, a message, a renewal by the library or the next
+ * renewal of run's own, and handles it. */
 static void wait_event(run_state *st, int64_t now)
 {
-    struct pollfd p[2];
+    struct pollfd p[3];
     int64_t at = now + RUN_IDLE_MS;
 
     if (!st->lost && st->next_renew_ms < at)
         at = st->next_renew_ms;
     p[0].fd = st->sfd;
-    p[0].events = POLLIN;
     p[1].fd = st->guard.fd;
-    p[1].events = POLLIN;
-    if (poll(p, 2, (int)(at > now ? at - now : 0)) <= 0)
+    p[2].fd = st->renewed[0];
+    p[0].events = p[1].events = p[2].events = POLLIN;
+    if (poll(p, 3, (int)(at > now ? at - now : 0)) <= 0)
         return;
     if (p[0].revents != 0)
         pass_signal(st);
     if (p[1].revents != 0)
         from_guard(st);
+    if (p[2].revents != 0)
+        follow_lease(st);
 }
 
 /* Runs until the guardian reports the command's end, renewing the
@@ -480,12 +510,41 @@ static void run_init(run_state *st, const char *ctx, const char *key,
     st->ctx = ctx;
     st->guard.pid = st->job = -1;
     st->guard.fd = st->sfd = st->tty = -1;
+    st->renewed[0] = st->renewed[1] = -1;
     cli_quote(key, st->key, sizeof st->key);
     set_timing(st, o->acq.ttl_ms);
     memset(&scratch, 0, sizeof scratch);
     st->op_ms = cli_set_timeouts(&o->g, st->op_cap_ms, &scratch);
     st->hold_after_ms = o->hold_after_ms;
     st->verbose = o->verbose;
+}
+
+static void close_pipe(int p[2])
+{
+    if (p[0] >= 0)
+        close(p[0]);
+    if (p[1] >= 0)
+        close(p[1]);
+    p[0] = p[1] = -1;
+}
+
+/* The pipe the client's renewals write to, non-blocking both ends: the
+ * library's thread must never wait on it. Returns 0, or an exit status
+ * after a message. */
+static int renewal_pipe(run_state *st, cli_cmdopts *o)
+{
+    int i, ok = pipe(st->renewed) == 0;
+
+    for (i = 0; ok && i < 2; i++)
+        ok = fcntl(st->renewed[i], F_SETFD, FD_CLOEXEC) == 0 &&
+             fcntl(st->renewed[i], F_SETFL, O_NONBLOCK) == 0;
+    if (!ok) {
+        cli_err(st->ctx, "cannot make a pipe: %s", strerror(errno));
+        close_pipe(st->renewed);
+        return CLI_EXIT_SOFTWARE;
+    }
+    o->ev.renewed_fd = st->renewed[1];
+    return 0;
 }
 
 /* Whether the terminal's Ctrl-C killed the command: its group had the
@@ -593,9 +652,13 @@ int cli_cmd_run(int argc, char **argv, const cli_global *g)
         (rc = cli_check_key(argv[0], key)) != 0)
         return rc;
     run_init(&st, argv[0], key, &o);
-    rc = cli_open(st.ctx, &o.g, key, &o, st.op_cap_ms, &c, &st.l);
-    if (rc != 0)
+    if ((rc = renewal_pipe(&st, &o)) != 0)
         return rc;
+    rc = cli_open(st.ctx, &o.g, key, &o, st.op_cap_ms, &c, &st.l);
+    if (rc != 0) {
+        close_pipe(st.renewed);
+        return rc;
+    }
     /* The client has its copy of any password from the environment. */
     cli_scrub_env(&o.g);
     if ((rc = take_signals(&st, g)) == 0)
@@ -605,6 +668,8 @@ int cli_cmd_run(int argc, char **argv, const cli_global *g)
     if (st.tty >= 0)
         close(st.tty);
     cli_close(c, st.l);
+    /* After the client: its callback writes to the pipe until then. */
+    close_pipe(st.renewed);
     if (interrupted(&st))
         pass_interrupt_up();
     return rc;

@@ -381,7 +381,7 @@ static int sentinel_url(const char *ctx, const cli_global *g, char *buf,
 }
 
 int cli_connect(const char *ctx, const cli_global *g, int64_t cap_ms,
-                int verbose, redislock_client **c)
+                const cli_events *ev, redislock_client **c)
 {
     char sent[2600];
     redislock_options o;
@@ -400,9 +400,9 @@ int cli_connect(const char *ctx, const cli_global *g, int64_t cap_ms,
     o.max_connections = 1;
     o.prefix = g->prefix;
     o.password = g->password;
-    if (verbose) {
-        o.on_event = cli_say_event;
-        o.on_event_arg = (void *)ctx;
+    if (ev != NULL && (ev->verbose || ev->renewed_fd > 2)) {
+        o.on_event = cli_on_event;
+        o.on_event_arg = (void *)ev;
     }
     if (g->sentinel != NULL) {
         if ((rc = sentinel_url(ctx, g, sent, sizeof sent)) != 0)
@@ -540,7 +540,7 @@ int cli_open(const char *ctx, const cli_global *g, const char *key,
     int rc, i, n = o != NULL ? o->nkeys : 0;
 
     *l = NULL;
-    if ((rc = cli_connect(ctx, g, cap_ms, o != NULL && o->verbose, c)) != 0)
+    if ((rc = cli_connect(ctx, g, cap_ms, o != NULL ? &o->ev : NULL, c)) != 0)
         return rc;
     keys[0] = key;
     lens[0] = strlen(key);

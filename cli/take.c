@@ -213,10 +213,10 @@ static void holder_text(redislock_lock *l, char *buf, size_t size)
              info.metadata != NULL ? "'" : "");
 }
 
-void cli_say_event(const redislock_event *ev, void *arg)
+/* --verbose: a pause of a wait, with the holder's lease, or a renewal. */
+static void say_event(const redislock_event *ev, const char *ctx)
 {
     char q[CLI_QUOTE_MAX], lease[64];
-    const char *ctx = arg;
     int64_t ttl = redislock_holder_ttl(ev->lock);
 
     if (ttl >= 0)
@@ -235,6 +235,21 @@ void cli_say_event(const redislock_event *ev, void *arg)
     else if (ev->kind == REDISLOCK_EVENT_RENEWED)
         cli_err(ctx, "renewed lock '%s' (valid for %lld ms)",
                 quoted_key(ev->lock, q), (long long)ev->ms);
+}
+
+void cli_on_event(const redislock_event *ev, void *arg)
+{
+    const cli_events *e = arg;
+    char one = 1;
+    ssize_t n;
+
+    if (e->verbose)
+        say_event(ev, e->ctx);
+    if (e->renewed_fd > 2 && ev->kind == REDISLOCK_EVENT_RENEWED) {
+        /* A full pipe is readable already: no byte is needed then. */
+        n = write(e->renewed_fd, &one, 1);
+        (void)n;
+    }
 }
 
 /* --verbose, before the wait: what is waited for, and for how long. */
