@@ -53,6 +53,15 @@ typedef struct cli_global {
     /* $REDISLOCK_CONNECT_TIMEOUT, $REDISLOCK_COMMAND_TIMEOUT; 0: unset. */
     int64_t env_connect_timeout_ms;
     int64_t env_command_timeout_ms;
+    /* The library's durability guards (redislock_options), which run,
+     * acquire and extend ask for: --wait-replicas N,
+     * --wait-replicas-timeout, --wait-replicas-lenient, --wait-aof-local
+     * and --wait-aof-replicas N; 0: off, or the library's default. */
+    int wait_replicas;
+    int64_t wait_replicas_timeout_ms;
+    int wait_replicas_lenient;
+    int wait_aof_local;
+    int wait_aof_replicas;
     /* SIGPIPE's disposition on entry. The CLI ignores SIGPIPE so that a
      * dropped Redis connection is an error rather than death; run's
      * command gets the original back. */
@@ -100,7 +109,12 @@ enum {
     CLI_ID_VERBOSE,
     CLI_ID_CONNECT_TIMEOUT,
     CLI_ID_COMMAND_TIMEOUT,
-    CLI_ID_ALL
+    CLI_ID_ALL,
+    CLI_ID_WAIT_REPLICAS,
+    CLI_ID_WAIT_REPLICAS_TIMEOUT,
+    CLI_ID_WAIT_REPLICAS_LENIENT,
+    CLI_ID_WAIT_AOF_LOCAL,
+    CLI_ID_WAIT_AOF_REPLICAS
 };
 
 /* Returns the next option's id, storing its value in *val; 0 when the
@@ -167,6 +181,14 @@ typedef struct cli_cmdopts {
     {CLI_ID_RETRY_MAX_DELAY, "retry-max-delay", 1},                           \
     {CLI_ID_MAX_ATTEMPTS, "max-attempts", 1}, {CLI_ID_FAIR, "fair", 0},       \
     {CLI_ID_VERBOSE, "verbose", 0}, {'s', "shared", 0}, {'k', "key", 1}
+/* The options of the subcommands that write a lease (run, acquire,
+ * extend): the library's replica-sync and WAITAOF guards. */
+#define CLI_OPTS_GUARDS                                                       \
+    {CLI_ID_WAIT_REPLICAS, "wait-replicas", 1},                               \
+    {CLI_ID_WAIT_REPLICAS_TIMEOUT, "wait-replicas-timeout", 1},               \
+    {CLI_ID_WAIT_REPLICAS_LENIENT, "wait-replicas-lenient", 0},               \
+    {CLI_ID_WAIT_AOF_LOCAL, "wait-aof-local", 0},                             \
+    {CLI_ID_WAIT_AOF_REPLICAS, "wait-aof-replicas", 1}
 /* clang-format on */
 
 /* Refuses, as a usage error naming the clash, the options that a share
@@ -179,6 +201,11 @@ int cli_check_shared(const char *ctx, const cli_cmdopts *o);
  * --fair and --hold-after are for one key; and each key must be a key
  * (cli_check_key). */
 int cli_check_set(const char *ctx, const cli_cmdopts *o);
+
+/* With --wait-replicas-lenient, after an acquire or extend that fewer
+ * replicas (or append-only files) confirmed than the guards ask for: a
+ * warning on stderr naming how many did. */
+void cli_warn_guards(const char *ctx, redislock_lock *l, const cli_global *g);
 
 /* What cli_cmd_options() returns when the subcommand should go on. */
 #define CLI_CONTINUE (-1)

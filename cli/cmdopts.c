@@ -28,6 +28,43 @@ int cli_global_option(const char *ctx, cli_global *g, int id, const char *val)
     return CLI_CONTINUE;
 }
 
+/* The durability guards' options (cli_global's wait_*). */
+static int apply_guard_option(const char *ctx, int id, const char *val,
+                              cli_global *g)
+{
+    switch (id) {
+    case CLI_ID_WAIT_REPLICAS:
+        return cli_parse_count(ctx, "replica count", val, INT_MAX,
+                               &g->wait_replicas);
+    case CLI_ID_WAIT_REPLICAS_TIMEOUT:
+        return cli_parse_timeout(ctx, "replica wait", val,
+                                 &g->wait_replicas_timeout_ms);
+    case CLI_ID_WAIT_REPLICAS_LENIENT:
+        g->wait_replicas_lenient = 1;
+        return 0;
+    case CLI_ID_WAIT_AOF_LOCAL:
+        g->wait_aof_local = 1;
+        return 0;
+    case CLI_ID_WAIT_AOF_REPLICAS:
+        return cli_parse_count(ctx, "append-only file replica count", val,
+                               INT_MAX, &g->wait_aof_replicas);
+    }
+    return CLI_CONTINUE;
+}
+
+/* The guards' timeout and leniency shape a guard: one must be asked for. */
+static int check_guards(const char *ctx, const cli_global *g)
+{
+    if ((g->wait_replicas_timeout_ms > 0 || g->wait_replicas_lenient) &&
+        g->wait_replicas == 0 && !g->wait_aof_local &&
+        g->wait_aof_replicas == 0)
+        return cli_usage(ctx, "--wait-replicas-timeout and "
+                              "--wait-replicas-lenient go with "
+                              "--wait-replicas, --wait-aof-local or "
+                              "--wait-aof-replicas");
+    return 0;
+}
+
 static int check_operands(const char *ctx, int have, char **ops, int min_ops,
                           int max_ops, const char *const *names)
 {
@@ -107,6 +144,8 @@ static int apply_option(const char *ctx, int id, const char *val,
 {
     int rc = cli_global_option(ctx, &o->g, id, val);
 
+    if (rc == CLI_CONTINUE)
+        rc = apply_guard_option(ctx, id, val, &o->g);
     if (rc != CLI_CONTINUE)
         return rc;
     switch (id) {
@@ -222,6 +261,8 @@ int cli_cmd_options(int argc, char **argv, const cli_global *g,
     }
     if (id < 0)
         return CLI_EXIT_USAGE;
+    if ((rc = check_guards(argv[0], &o->g)) != 0)
+        return rc;
     o->ev.ctx = argv[0];
     o->ev.verbose = o->verbose;
     o->operand = a.i;

@@ -23,9 +23,8 @@ static int print_token(const char *ctx, redislock_lock *l)
 int cli_cmd_acquire(int argc, char **argv, const cli_global *g)
 {
     static const cli_optdef defs[] = {
-        CLI_OPTS_COMMON,
-        CLI_OPTS_TAKE,
-        {CLI_ID_LIMIT, "limit", 1},
+        CLI_OPTS_COMMON, CLI_OPTS_TAKE,
+        CLI_OPTS_GUARDS, {CLI_ID_LIMIT, "limit", 1},
         {0, NULL, 0},
     };
     const char *ctx = argv[0];
@@ -125,8 +124,9 @@ static int act_for_token(int argc, char **argv, const cli_global *g,
     else if (strcmp(ctx, "release") == 0)
         rc = outcome(ctx, redislock_release_hold(l, o.hold_after_ms), key,
                      "release");
-    else
-        rc = outcome(ctx, redislock_extend(l, o.acq.ttl_ms), key, "extend");
+    else if ((rc = outcome(ctx, redislock_extend(l, o.acq.ttl_ms), key,
+                           "extend")) == CLI_EXIT_OK)
+        cli_warn_guards(ctx, l, &o.g);
     cli_close(c, l);
     return rc;
 }
@@ -148,7 +148,7 @@ int cli_cmd_extend(int argc, char **argv, const cli_global *g)
 {
     static const cli_optdef defs[] = {
         CLI_OPTS_COMMON, {'t', "ttl", 1}, {CLI_ID_OWNER, "owner", 1},
-        {'k', "key", 1}, {0, NULL, 0},
+        {'k', "key", 1}, CLI_OPTS_GUARDS, {0, NULL, 0},
     };
 
     return act_for_token(argc, argv, g, defs);

@@ -624,6 +624,7 @@ int cli_cmd_run(int argc, char **argv, const cli_global *g)
     static const cli_optdef defs[] = {
         CLI_OPTS_COMMON,
         CLI_OPTS_TAKE,
+        CLI_OPTS_GUARDS,
         {CLI_ID_HOLD_AFTER, "hold-after", 1},
         {CLI_ID_LIMIT, "limit", 1},
         {'c', "command", 1},

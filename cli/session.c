@@ -400,6 +400,11 @@ int cli_connect(const char *ctx, const cli_global *g, int64_t cap_ms,
     o.max_connections = 1;
     o.prefix = g->prefix;
     o.password = g->password;
+    o.wait_replicas = g->wait_replicas;
+    o.wait_replicas_timeout_ms = g->wait_replicas_timeout_ms;
+    o.wait_replicas_lenient = g->wait_replicas_lenient;
+    o.wait_aof_local = g->wait_aof_local;
+    o.wait_aof_replicas = g->wait_aof_replicas;
     if (ev != NULL && (ev->verbose || ev->renewed_fd > 2)) {
         o.on_event = cli_on_event;
         o.on_event_arg = (void *)ev;

@@ -351,6 +351,29 @@ int cli_take(const char *ctx, redislock_lock *l, const cli_cmdopts *o,
         *rc = cli_fail(ctx, err, "cannot acquire lock");
         return 0;
     }
+    cli_warn_guards(ctx, l, &o->g);
     *rc = CLI_EXIT_OK;
     return 1;
+}
+
+void cli_warn_guards(const char *ctx, redislock_lock *l, const cli_global *g)
+{
+    char q[CLI_QUOTE_MAX];
+    int n = redislock_replicas(l), local = -1, aof = redislock_aof(l, &local);
+
+    if (!g->wait_replicas_lenient)
+        return;
+    if (g->wait_replicas > 0 && n < g->wait_replicas)
+        cli_err(ctx,
+                "warning: lock '%s' is held, but %d of the %d replicas "
+                "asked for (--wait-replicas) confirmed it",
+                quoted_key(l, q), n < 0 ? 0 : n, g->wait_replicas);
+    if ((g->wait_aof_local && local != 1) ||
+        (g->wait_aof_replicas > 0 && aof < g->wait_aof_replicas))
+        cli_err(ctx,
+                "warning: lock '%s' is held, but its append-only file "
+                "fsyncs were not all confirmed: master %s, %d of %d "
+                "replicas (--wait-aof-local, --wait-aof-replicas)",
+                quoted_key(l, q), local == 1 ? "yes" : "no", aof < 0 ? 0 : aof,
+                g->wait_aof_replicas);
 }
