@@ -20,6 +20,29 @@ static int print_token(const char *ctx, redislock_lock *l)
     return CLI_EXIT_OK;
 }
 
+/*
+ * A fair hand-off grants only what is left of the waiter's liveness (3 to
+ * 5 s), which the library's watchdog renews to the TTL a third of the way
+ * in; acquire exits before then, so it renews the lease itself, lest the
+ * token it prints expire long before the TTL asked for. Returns 0, or an
+ * exit status after a message, the lock given back.
+ */
+static int full_lease(const char *ctx, redislock_lock *l, const cli_cmdopts *o)
+{
+    redislock_err err;
+    int rc;
+
+    if (!o->acq.fair || redislock_valid_ms(l) >= o->acq.ttl_ms / 10 * 9)
+        return 0;
+    err = redislock_extend(l, o->acq.ttl_ms);
+    if (err == REDISLOCK_OK)
+        return 0;
+    rc = cli_fail(ctx, err, "cannot renew a hand-off's short lease to the TTL");
+    /* Best effort: if this fails the short lease ends soon. */
+    (void)redislock_release(l);
+    return rc;
+}
+
 int cli_cmd_acquire(int argc, char **argv, const cli_global *g)
 {
     static const cli_optdef defs[] = {
@@ -49,7 +72,7 @@ int cli_cmd_acquire(int argc, char **argv, const cli_global *g)
     /* Only a lock taken prints a token: with -E 0 a conflict also exits
      * 0, with nothing on standard output (nor on standard error unless
      * --verbose), as flock -E 0 would. */
-    if (cli_take(ctx, l, &o, &stop, &rc))
+    if (cli_take(ctx, l, &o, &stop, &rc) && (rc = full_lease(ctx, l, &o)) == 0)
         rc = print_token(ctx, l);
     cli_close(c, l);
     return rc;
