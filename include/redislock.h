@@ -172,7 +172,8 @@ typedef struct redislock_options {
     const char *tls_server_name;
     /* Redlock (redislock_client_new_redlock): how long one request waits
      * for each server's reply, all servers being asked at once, so that a
-     * server that is down or stopped costs little of the lease. Default 0:
+     * server that is down or stopped costs little of the lease; a new
+     * connection a round opens waits no longer at each step. Default 0:
      * a tenth of the request's TTL, at least 10 ms and at most
      * command_timeout_ms. */
     int64_t server_timeout_ms;

@@ -85,7 +85,7 @@ static redislock_err check_majority(redislock_client *c)
         pools[i] = &c->pools[i];
         want[i] = 1;
     }
-    rl__pools_borrow(pools, c->npools, want, conns, opened, detail);
+    rl__pools_borrow(pools, c->npools, want, 0, conns, opened, detail);
     for (i = 0; i < c->npools; i++) {
         if (opened[i] == REDISLOCK_OK)
             rl__pool_give_back(pools[i], conns[i]);

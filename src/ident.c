@@ -184,10 +184,12 @@ static redislock_err register_all(const rl__idset *s)
 
 /* A sharded client's new connections write the name again: after a
  * restart without persistence, the first client back restores it. */
-static redislock_err vet_sharded(rl__pool *p, rl__conn *conn, void *arg)
+static redislock_err vet_sharded(rl__pool *p, rl__conn *conn, int64_t budget_ms,
+                                 void *arg)
 {
     const rl__idset *s = arg;
 
+    (void)budget_ms; /* the connection's timeout already holds it */
     return registry(s, (size_t)(p - s->pools), conn, 1);
 }
 
@@ -217,24 +219,31 @@ static redislock_err runid_repeat(const rl__idset *s, size_t i, size_t j,
     return repeated(s, j, i, why);
 }
 
-/* INFO on a Redlock connection, waited for no longer than a round waits
- * for a server when the options bound that (server_timeout_ms): a server
- * that accepts connections but does not answer costs a round no more
- * than before. */
+/* INFO on a Redlock connection, waited for no longer than the budget of
+ * the open it is part of (a round's per-server timeout: a server that
+ * accepts connections but does not answer must cost a round no more than
+ * one that stopped after it answered), nor than server_timeout_ms when
+ * the options set it. The connection's timeout is then the open's
+ * again. */
 static redislock_err read_info_within(const rl__idset *s, rl__pool *p,
-                                      rl__conn *conn, char *runid)
+                                      rl__conn *conn, int64_t budget_ms,
+                                      char *runid)
 {
-    int64_t t = s->info_timeout_ms;
-    int tighter = t > 0 && t < p->cfg.command_timeout_ms;
+    int64_t open_t = p->cfg.command_timeout_ms, t;
     redislock_err err = REDISLOCK_OK;
     long port;
 
-    if (tighter)
+    if (budget_ms > 0 && budget_ms < open_t)
+        open_t = budget_ms;
+    t = s->info_timeout_ms > 0 && s->info_timeout_ms < open_t
+            ? s->info_timeout_ms
+            : open_t;
+    if (t != open_t)
         err = rl__conn_timeout(conn, t);
     if (err == REDISLOCK_OK)
         err = read_info(conn, runid, &port);
-    if (tighter && err == REDISLOCK_OK)
-        err = rl__conn_timeout(conn, p->cfg.command_timeout_ms);
+    if (t != open_t && err == REDISLOCK_OK)
+        err = rl__conn_timeout(conn, open_t);
     return err;
 }
 
@@ -244,7 +253,8 @@ static redislock_err read_info_within(const rl__idset *s, rl__pool *p,
  * were down. An entry found to be another's server never votes: its
  * connections fail from then on.
  */
-static redislock_err vet_redlock(rl__pool *p, rl__conn *conn, void *arg)
+static redislock_err vet_redlock(rl__pool *p, rl__conn *conn, int64_t budget_ms,
+                                 void *arg)
 {
     rl__idset *s = arg;
     size_t i = (size_t)(p - s->pools), dup;
@@ -258,7 +268,7 @@ static redislock_err vet_redlock(rl__pool *p, rl__conn *conn, void *arg)
     snprintf(runid, sizeof runid, "%s", s->ids[i].runid);
     pthread_mutex_unlock(&s->mu);
     if (!known) {
-        if ((err = read_info_within(s, p, conn, runid)) != REDISLOCK_OK)
+        if ((err = read_info_within(s, p, conn, budget_ms, runid)) != 0)
             return err;
         pthread_mutex_lock(&s->mu);
         dup = record_runid(s, i, runid);

@@ -179,20 +179,29 @@ static redislock_err probe_aof(rl__pool *p, rl__conn *conn)
     return err;
 }
 
-/* Opens a connection in a slot already counted, vets it, and checks it
- * for the WAITAOF guard. */
-static redislock_err open_one(rl__pool *p, rl__conn **out)
+/* Opens a connection in a slot already counted, each step waited for at
+ * most budget_ms when that is positive, vets it, and checks it for the
+ * WAITAOF guard. */
+static redislock_err open_one(rl__pool *p, int64_t budget_ms, rl__conn **out)
 {
-    redislock_err err = rl__conn_open(&p->cfg, out);
+    rl__conn_cfg cfg = p->cfg;
+    redislock_err err;
 
-    if (err != REDISLOCK_OK) {
+    if (budget_ms > 0 && budget_ms < cfg.connect_timeout_ms)
+        cfg.connect_timeout_ms = budget_ms;
+    if (budget_ms > 0 && budget_ms < cfg.command_timeout_ms)
+        cfg.command_timeout_ms = budget_ms;
+    if ((err = rl__conn_open(&cfg, out)) != REDISLOCK_OK) {
         forget_one(p);
         return err;
     }
     if (p->aof_local || p->aof_replicas)
         err = probe_aof(p, *out);
     if (err == REDISLOCK_OK && p->vet != NULL)
-        err = p->vet(p, *out, p->vet_arg);
+        err = p->vet(p, *out, budget_ms, p->vet_arg);
+    if (err == REDISLOCK_OK &&
+        cfg.command_timeout_ms != p->cfg.command_timeout_ms)
+        err = rl__conn_timeout(*out, p->cfg.command_timeout_ms);
     if (err != REDISLOCK_OK) {
         rl__conn_close(*out);
         *out = NULL;
@@ -202,6 +211,12 @@ static redislock_err open_one(rl__pool *p, rl__conn **out)
 }
 
 redislock_err rl__pool_borrow(rl__pool *p, rl__conn **out)
+{
+    return rl__pool_borrow_within(p, 0, out);
+}
+
+redislock_err rl__pool_borrow_within(rl__pool *p, int64_t budget_ms,
+                                     rl__conn **out)
 {
     pthread_mutex_lock(&p->mu);
     while (p->nidle == 0 && p->nopen >= p->max)
@@ -214,12 +229,12 @@ redislock_err rl__pool_borrow(rl__pool *p, rl__conn **out)
         if (!rl__conn_stale(*out))
             return REDISLOCK_OK;
         rl__conn_close(*out);
-        return open_one(p, out);
+        return open_one(p, budget_ms, out);
     }
     p->nopen++;
     pthread_mutex_unlock(&p->mu);
     /* Connect outside the mutex: other threads keep their connections. */
-    return open_one(p, out);
+    return open_one(p, budget_ms, out);
 }
 
 int rl__pool_take_idle(rl__pool *p, rl__conn **out)
@@ -327,6 +342,7 @@ redislock_err rl__pool_check(rl__pool *p)
 /* A connection being borrowed from one pool, on a thread of its own. */
 typedef struct borrowing {
     rl__pool *pool;
+    int64_t budget_ms;
     rl__conn **out;
     redislock_err *err;
     char *detail;
@@ -338,14 +354,14 @@ static void *borrow_one(void *arg)
 {
     borrowing *b = arg;
 
-    *b->err = rl__pool_borrow(b->pool, b->out);
+    *b->err = rl__pool_borrow_within(b->pool, b->budget_ms, b->out);
     if (*b->err != REDISLOCK_OK)
         snprintf(b->detail, RL_POOL_DETAIL, "%s", redislock_errdetail());
     return NULL;
 }
 
 void rl__pools_borrow(rl__pool *const *pools, size_t n, const int *want,
-                      rl__conn **out, redislock_err *err,
+                      int64_t budget_ms, rl__conn **out, redislock_err *err,
                       char (*detail)[RL_POOL_DETAIL])
 {
     borrowing b[RL_POOLS_PAR_MAX];
@@ -354,7 +370,8 @@ void rl__pools_borrow(rl__pool *const *pools, size_t n, const int *want,
     if (n > RL_POOLS_PAR_MAX)
         n = RL_POOLS_PAR_MAX;
     for (i = 0; i < n; i++) {
-        b[i] = (borrowing){pools[i], &out[i], &err[i], detail[i], 0, 0};
+        b[i] =
+            (borrowing){pools[i], budget_ms, &out[i], &err[i], detail[i], 0, 0};
         count += want[i] != 0;
     }
     /* A thread each when more than one connection may take a connect

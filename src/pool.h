@@ -28,8 +28,10 @@ typedef struct rl__pool {
     /* Checks each connection the pool opens before its first use, or
      * NULL: a failure closes it and fails the borrow. The client's
      * same-server checks (ident.h) use it; set before the pool is
-     * shared. */
-    redislock_err (*vet)(struct rl__pool *p, rl__conn *conn, void *arg);
+     * shared. budget_ms bounds what it waits for (0: the pool's command
+     * timeout). */
+    redislock_err (*vet)(struct rl__pool *p, rl__conn *conn, int64_t budget_ms,
+                         void *arg);
     void *vet_arg;
     /* The WAITAOF guard's wants (redislock_options.wait_aof_*): each
      * connection is checked for them when opened. */
@@ -51,6 +53,14 @@ void rl__pool_fini(rl__pool *p);
 /* Borrows an idle connection, or opens one if fewer than max are open,
  * or waits for one to be returned. */
 redislock_err rl__pool_borrow(rl__pool *p, rl__conn **out);
+
+/* The same, a connection it must open waited for no longer than
+ * budget_ms at each step (connect, handshake, vet) when budget_ms is
+ * positive: a round with a per-server budget must not wait on a server
+ * that accepts connections but does not answer for the command timeout.
+ * The connection it gives has the pool's command timeout again. */
+redislock_err rl__pool_borrow_within(rl__pool *p, int64_t budget_ms,
+                                     rl__conn **out);
 
 /* Takes an idle connection that is still good, without waiting or
  * connecting: 1 when *out got one, 0 when there was none. */
@@ -75,10 +85,11 @@ void rl__pool_attach(rl__pool *p, rl__conn *conn);
 /* Borrows a connection from each pool i with want[i] into out[i], the
  * ones that must be opened all at once (a thread each), so that servers
  * that are down or stopped cost one connect timeout together rather than
- * one each; err[i] gets each outcome and detail[i] a failure's detail.
- * n is at most RL_POOLS_PAR_MAX. */
+ * one each, and each open no more than budget_ms at a step when that is
+ * positive (see rl__pool_borrow_within); err[i] gets each outcome and
+ * detail[i] a failure's detail. n is at most RL_POOLS_PAR_MAX. */
 void rl__pools_borrow(rl__pool *const *pools, size_t n, const int *want,
-                      rl__conn **out, redislock_err *err,
+                      int64_t budget_ms, rl__conn **out, redislock_err *err,
                       char (*detail)[RL_POOL_DETAIL]);
 
 /* Returns a connection; a broken one is closed, and the next borrower

@@ -6,10 +6,12 @@
 #include "error.h"
 
 /* Borrows one connection per server: idle ones at once, the others
- * opened in parallel; a server that cannot be reached fails here and
- * takes no part. */
-static void borrow_all(redislock_client *c, const int *only, rl__round *r,
-                       rl__conn **conns)
+ * opened in parallel, each open's steps bounded by the round's
+ * per-server timeout (a server never reached, or reached but stopped,
+ * costs the round that much and no more, as it does once connected); a
+ * server that cannot be reached in time fails here and takes no part. */
+static void borrow_all(redislock_client *c, const int *only, int64_t timeout_ms,
+                       rl__round *r, rl__conn **conns)
 {
     rl__pool *pools[RL_MAX_QUORUM];
     int want[RL_MAX_QUORUM];
@@ -21,7 +23,7 @@ static void borrow_all(redislock_client *c, const int *only, rl__round *r,
         want[i] = (only == NULL || only[i]) &&
                   !rl__pool_take_idle(pools[i], &conns[i]);
     }
-    rl__pools_borrow(pools, r->n, want, conns, r->err, r->detail);
+    rl__pools_borrow(pools, r->n, want, timeout_ms, conns, r->err, r->detail);
 }
 
 void rl__quorum_script(redislock_client *c, const int *only, int64_t timeout_ms,
@@ -45,7 +47,7 @@ void rl__quorum_script(redislock_client *c, const int *only, int64_t timeout_ms,
     q.nkeys = ks.n;
     q.keys = ks.k;
     q.klens = ks.len;
-    borrow_all(c, only, out, conns);
+    borrow_all(c, only, timeout_ms, out, conns);
     rl__request_par(conns, out->n, &q, timeout_ms, out);
     for (i = 0; i < out->n; i++)
         if (conns[i] != NULL)

@@ -43,8 +43,21 @@ expect 64 "$RL" --redlock -u "$u1" -u "$u2" -u "$u1" run rk -- true
 expect 64 "$RL" --redlock --shard -u "$u1" -u "$u2" -u "$u3" run rk -- true
 expect 64 "$RL" -u "$u1" -u "$u2" run rk -- true
 
-# One server of three dead: still locks.
+# One server of three stopped (SIGSTOP: it accepts connections but never
+# answers): each call is a fresh client that never reached it, and must
+# still take a 2 s lease (left to expire), its rounds waiting on the stopped server no
+# longer than the 200 ms that lease leaves it (they waited the 2 s
+# command timeout, and every attempt ran out of validity).
 # shellcheck disable=SC2154  # set by more_servers
+kill -STOP "$xpid1"
+t0=$(now_ms)
+expect 0 "$RL" "$@" acquire -t 2s rs
+t1=$(now_ms)
+key_exists rs || fail "acquire with one server stopped left no rs on server 1"
+kill -CONT "$xpid1"
+between 0 6000 $((t1 - t0)) "ms to acquire with one server stopped"
+
+# One server of three dead: still locks.
 kill -9 "$xpid1"
 expect 0 "$RL" --redlock -u "$u1" -u "$u2" -u "$u3" run -n rk -- echo ran
 out_is ran

@@ -315,6 +315,50 @@ void test_redlock_stopped_server_bounded(void)
     th_servers_stop(&e);
 }
 
+/* A client made while one of five servers is stopped has never had a
+ * connection to it: each round opens one, and that open (connect and
+ * the probe of which server it reached) must cost no more than the
+ * round's per-server budget, or the round outlives the lease. With a
+ * 2 s TTL the budget is 200 ms; a round that waited the 2 s command
+ * timeout on the probe left no validity and was undone every time. */
+void test_redlock_fresh_client_one_stopped(void)
+{
+    th_servers e = th_servers_start(5);
+    redislock_acquire_options o = th_aopts(2000, 0, 0);
+    redislock_err out[MAXN];
+    redislock_client *c;
+    redislock_lock *l;
+    int64_t t0, made, took, worst = 0;
+    int i, j;
+
+    th_server_pause(e.s[2]);
+    t0 = th_now_ms();
+    c = redlock(&e, NULL);
+    made = th_now_ms() - t0;
+    l = th_lock(c, KEY);
+    for (i = 0; i < 3; i++) {
+        t0 = th_now_ms();
+        ASSERT_OK(redislock_acquire(l, &o));
+        took = th_now_ms() - t0;
+        worst = took > worst ? took : worst;
+        redislock_outcomes(l, out, MAXN);
+        ASSERT_EQ_INT(out[2], REDISLOCK_ETIMEDOUT);
+        for (j = 0; j < 5; j++)
+            if (j != 2)
+                ASSERT_EQ_INT(th_cmd_int(e.r[j], "EXISTS %s", KEY), 1);
+        ASSERT_OK(redislock_release(l));
+    }
+    test_log("one of 5 stopped before the client: made in %lld ms, "
+             "slowest acquire %lld ms",
+             (long long)made, (long long)worst);
+    /* 200 ms for the stopped server, the rest for a loaded machine. */
+    ASSERT_LT(worst, 200 + 400);
+    th_server_resume(e.s[2]);
+    redislock_lock_free(l);
+    redislock_client_free(c);
+    th_servers_stop(&e);
+}
+
 /* Acquires and releases l once; its fencing token must be larger than
  * *last, and becomes *last. */
 static void next_token(redislock_lock *l, int64_t *last, const char *round)
