@@ -628,7 +628,10 @@ REDISLOCK_API int64_t redislock_fence(const redislock_lock *l);
  * A Redis-backed resource that refuses stale writers: sets key (no client
  * prefix) to value unless a write with a larger fencing token has already
  * been made, in which case REDISLOCK_ESTALE and nothing is written. The
- * highest token seen is kept in a helper key next to key.
+ * highest token seen is kept in a helper key next to key. fence must be
+ * 1 to 2^53 - 1 (REDISLOCK_EINVAL otherwise, nothing sent): the server's
+ * script compares tokens as doubles, exact only below 2^53; the tokens
+ * redislock_fence gives stay below it (they follow the clock in us).
  */
 REDISLOCK_API redislock_err redislock_fenced_set(redislock_client *c,
                                                  const void *key, size_t keylen,

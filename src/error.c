@@ -84,6 +84,12 @@ static const reply_class classes[] = {
      "a counter key redislock keeps holds something else",
      "delete that key: counting goes on from the server's clock, so "
      "tokens still rise"},
+    /* fenced_set.lua: a token a double cannot hold exactly (fence.c
+     * refuses it first; this guards the key against other callers). */
+    {"RLBADTOKEN", NULL, REDISLOCK_EINVAL,
+     "the fencing token is not a whole number from 1 below 2^53, which "
+     "the script's numbers (doubles) compare exactly",
+     "pass the token redislock_fence() gave"},
     /* lib.lua's rl_share_room: the key is a semaphore of another limit, or of
      * the other kind held by many (a semaphore, a lock held shared). */
     {"RLLIMIT", NULL, REDISLOCK_EINVAL,

@@ -9,6 +9,13 @@
 #include "error.h"
 #include "lock.h"
 
+/* The largest token a fenced write takes, 2^53 - 1: the script compares
+ * tokens as Lua numbers, doubles, which above it no longer tell every two
+ * tokens apart, and its token key would then hold what every later write
+ * refuses (lib.lua's rl_counter_ok). Fencing tokens never get there: they
+ * follow the server's clock in microseconds, at 2^53 in the year 2255. */
+#define RL_FENCE_MAX INT64_C(9007199254740991)
+
 int64_t redislock_fence(const redislock_lock *l)
 {
     return l != NULL && l->own > 0 ? l->fence : 0;
@@ -63,6 +70,13 @@ redislock_err redislock_fenced_set(redislock_client *c, const void *key,
                        REDISLOCK_KEY_MAX);
     if (fence <= 0)
         return rl__err(REDISLOCK_EINVAL, "fencing token must be positive");
+    if (fence > RL_FENCE_MAX)
+        return rl__err(REDISLOCK_EINVAL,
+                       "fencing token %" PRId64 " is 2^53 or more: the "
+                       "server's script compares tokens as doubles, exact "
+                       "only below 2^53; pass the token redislock_fence() "
+                       "gave, which stays below it",
+                       fence);
     if (rl__client_algo(c)->no_fenced_set != NULL)
         return rl__err(REDISLOCK_EINVAL, "%s",
                        rl__client_algo(c)->no_fenced_set);

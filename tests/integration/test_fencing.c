@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,7 @@
 #include "harness/fixture.h"
 #include "harness/server.h"
 #include "harness/util.h"
+#include "script.h"
 #include "test.h"
 
 #define ROUNDS 20
@@ -110,6 +112,54 @@ void test_fence_fenced_set(void)
     v = th_cmd_str(r, NULL, "GET fe:res");
     ASSERT_EQ_STR(v, "three");
     free(v);
+    redislock_client_free(c);
+    redisFree(r);
+    th_server_stop(s);
+}
+
+/* The fenced-set script compares tokens as Lua numbers, doubles, exact
+ * only below 2^53. A token from 2^53 up is refused before anything is
+ * sent: written, it left a token key every later write refused
+ * (RLBADCOUNTER) until someone deleted it. 2^53 - 1 is the largest
+ * accepted, and can be written again. */
+void test_fence_fenced_set_refuses_past_2_53(void)
+{
+    static const int64_t big[] = {INT64_C(9007199254740992),
+                                  INT64_C(9007199254740993), INT64_MAX};
+    th_server *s = th_server_start(NULL);
+    redisContext *r = th_server_redis(s);
+    redislock_client *c = th_client(s);
+    int64_t before = th_server_calls(r, "evalsha"), top;
+    redisReply *rep;
+    char *v;
+    size_t i;
+
+    ASSERT_OK(redislock_fenced_set(c, "fe:big", 6, "one", 3, 10));
+    for (i = 0; i < sizeof big / sizeof big[0]; i++) {
+        ASSERT_ERR(redislock_fenced_set(c, "fe:big", 6, "x", 1, big[i]),
+                   REDISLOCK_EINVAL);
+        ASSERT(strstr(redislock_errdetail(), "2^53") != NULL);
+    }
+    test_log("%s", redislock_errdetail());
+    /* Nothing sent: one script ran, the first write. */
+    ASSERT_EQ_INT(th_server_calls(r, "evalsha") - before, 1);
+    v = th_cmd_str(r, NULL, "GET fe:big");
+    ASSERT_EQ_STR(v, "one");
+    free(v);
+    ASSERT_OK(redislock_fenced_set(c, "fe:big", 6, "two", 3, 11));
+    top = INT64_C(9007199254740991);
+    ASSERT_OK(redislock_fenced_set(c, "fe:big", 6, "top", 3, top));
+    ASSERT_OK(redislock_fenced_set(c, "fe:big", 6, "top", 3, top));
+    ASSERT_ERR(redislock_fenced_set(c, "fe:big", 6, "old", 3, 11),
+               REDISLOCK_ESTALE);
+    /* The script refuses such a token too, writing nothing. */
+    rep = redisCommand(r, "EVAL %s 2 fe:big2 fe:big2:h x 9007199254740992",
+                       rl__script_fenced_set.source);
+    ASSERT(rep != NULL);
+    ASSERT_EQ_INT(rep->type, REDIS_REPLY_ERROR);
+    ASSERT(strncmp(rep->str, "RLBADTOKEN", 10) == 0);
+    freeReplyObject(rep);
+    ASSERT_EQ_INT(th_cmd_int(r, "EXISTS fe:big2 fe:big2:h"), 0);
     redislock_client_free(c);
     redisFree(r);
     th_server_stop(s);
