@@ -482,6 +482,7 @@ TEST_ENTRY(spread_model_random_operations, 120)
 /* The Sentinel harness: failover and passwords (test_sentinel_harness.c). */
 TEST_ENTRY(sentinel_harness_failover, 60)
 TEST_ENTRY(sentinel_harness_auth, 60)
+TEST_ENTRY(sentinel_harness_info_survives_client_kill, 60)
 /* Clients of a master found through Sentinel (test_sentinel.c). */
 TEST_ENTRY(sentinel_discovers_master, 60)
 TEST_ENTRY(sentinel_follows_failover, 90)

@@ -1,6 +1,7 @@
 #include "sentinel.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,9 @@
 #define TH_SENT_SETTLE_MS 15000
 #define TH_SENT_SYNC_MS 15000
 #define TH_SENT_POLL_MS 25
+/* How long a node's reply is tried for again after its connection ended
+ * (node_cmd). */
+#define TH_SENT_RESET_MS 2000
 
 #define FAIL(...) test_fail_(__FILE__, __LINE__, __VA_ARGS__)
 
@@ -218,13 +222,56 @@ static th_server *start_node(const th_sentinels *t, const char *more)
     return s;
 }
 
+/* cmd on c, with SIGPIPE blocked in this thread and any it raised taken
+ * back: a write to a connection a sentinel has just ended must fail, not
+ * end the test. */
+static redisReply *node_try(redisContext *c, const char *cmd)
+{
+    struct timespec zero = {0, 0};
+    sigset_t ps, old;
+    redisReply *r;
+
+    sigemptyset(&ps);
+    sigaddset(&ps, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &ps, &old);
+    r = redisCommand(c, cmd);
+    while (sigtimedwait(&ps, NULL, &zero) == SIGPIPE)
+        ;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return r;
+}
+
+/* cmd's reply on node i. A sentinel that reconfigures a node ends its
+ * normal clients' connections (CLIENT KILL TYPE normal after its
+ * REPLICAOF, so that clients learn the new role), the harness's too when
+ * it reads the node then: a connection ended before the reply is opened
+ * again, for up to TH_SENT_RESET_MS. */
+static redisReply *node_cmd(th_sentinels *t, int i, const char *cmd)
+{
+    int64_t deadline = th_now_ms() + TH_SENT_RESET_MS;
+    redisContext *c = th_sentinels_node_redis(t, i);
+    redisReply *r;
+
+    while ((r = node_try(c, cmd)) == NULL && th_now_ms() < deadline) {
+        redisFree(c);
+        th_sleep_ms(10);
+        c = th_sentinels_node_redis(t, i);
+    }
+    if (r == NULL || r->type == REDIS_REPLY_ERROR)
+        FAIL("node %d: %s: %s", i, cmd, r ? r->str : c->errstr);
+    redisFree(c);
+    return r;
+}
+
 /* The INFO replication text of node i, malloc'ed. */
 static char *node_info(th_sentinels *t, int i)
 {
-    redisContext *c = th_sentinels_node_redis(t, i);
-    char *s = th_cmd_str(c, NULL, "INFO replication");
+    redisReply *r = node_cmd(t, i, "INFO replication");
+    char *s = strdup(r->type == REDIS_REPLY_STRING ? r->str : "");
 
-    redisFree(c);
+    freeReplyObject(r);
+    if (s == NULL)
+        FAIL("out of memory");
     return s;
 }
 
@@ -492,19 +539,16 @@ int th_sentinels_kill_master(th_sentinels *t)
 /* ROLE's first element on node i: "master", "slave"; "" when down. */
 static void node_role(th_sentinels *t, int i, char *out, size_t size)
 {
-    redisContext *c;
     redisReply *r;
 
     out[0] = '\0';
     if (t->node[i] == NULL || t->node[i]->pid <= 0)
         return;
-    c = th_sentinels_node_redis(t, i);
-    r = th_cmd(c, "ROLE");
+    r = node_cmd(t, i, "ROLE");
     if (r->type == REDIS_REPLY_ARRAY && r->elements > 0 &&
         r->element[0]->type == REDIS_REPLY_STRING)
         snprintf(out, size, "%s", r->element[0]->str);
     freeReplyObject(r);
-    redisFree(c);
 }
 
 /* Whether every running sentinel names node m, and m says it is master. */

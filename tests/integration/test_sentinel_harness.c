@@ -4,6 +4,8 @@
  * the master) to a writable replica, and, with passwords, refuse clients
  * that do not authenticate while still working among themselves.
  */
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -133,6 +135,93 @@ void test_sentinel_harness_failover(void)
     c = th_sentinels_node_redis(t, 0);
     freeReplyObject(th_cmd(c, "SET sh:third 3"));
     redisFree(c);
+    th_sentinels_stop(t);
+}
+
+/* Ends every normal client's connection to a node (as a sentinel does
+ * when it reconfigures one), over and over for ms once the node on port
+ * is a replica. */
+typedef struct killer {
+    int port;
+    int64_t ms;
+    long kills;
+    pthread_t th;
+} killer;
+
+/* A connection to port, tried until it answers, within 10 s. */
+static redisContext *killer_connect(int port)
+{
+    int64_t deadline = th_now_ms() + 10000;
+    struct timeval tv = {1, 0};
+    redisContext *c;
+
+    for (;;) {
+        c = redisConnectWithTimeout("127.0.0.1", port, tv);
+        if (c != NULL && c->err == 0)
+            return c;
+        redisFree(c);
+        if (th_now_ms() >= deadline)
+            return NULL;
+        th_sleep_ms(5);
+    }
+}
+
+static void *killer_main(void *arg)
+{
+    killer *k = arg;
+    int64_t deadline = th_now_ms() + 10000, end = 0;
+    redisContext *c = killer_connect(k->port);
+    redisReply *r;
+    sigset_t ps;
+
+    /* A sentinel may end this connection too: a write to it then fails
+     * here rather than ending the test (the signal stays with this
+     * thread, blocked, and goes with it). */
+    sigemptyset(&ps);
+    sigaddset(&ps, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &ps, NULL);
+
+    while (c != NULL && (end == 0 || th_now_ms() < end)) {
+        r = end == 0 ? redisCommand(c, "INFO replication")
+                     : redisCommand(c, "CLIENT KILL TYPE normal SKIPME yes");
+        if (r == NULL) {
+            /* A sentinel ended this one: connect again. */
+            redisFree(c);
+            c = killer_connect(k->port);
+            continue;
+        }
+        if (end == 0 && r->type == REDIS_REPLY_STRING &&
+            strstr(r->str, "role:slave") != NULL)
+            end = th_now_ms() + k->ms;
+        else if (end != 0 && r->type == REDIS_REPLY_INTEGER)
+            k->kills += r->integer;
+        freeReplyObject(r);
+        if (end == 0 && th_now_ms() >= deadline)
+            break;
+    }
+    redisFree(c);
+    return NULL;
+}
+
+/* The sentinels end a node's normal connections whenever they
+ * reconfigure it, and the harness, reading INFO replication and ROLE
+ * while it waits for a restarted node to rejoin, must not take that for
+ * a failure: here the connections are ended over and over for 300 ms
+ * during that wait. */
+void test_sentinel_harness_info_survives_client_kill(void)
+{
+    th_sentinels *t = th_sentinels_start(NULL);
+    int old = th_sentinels_kill_master(t);
+    killer k = {0};
+
+    th_sentinels_wait_failover(t, old, FAILOVER_MS);
+    k.port = t->node[old]->port;
+    k.ms = 300;
+    ASSERT_EQ_INT(pthread_create(&k.th, NULL, killer_main, &k), 0);
+    th_sentinels_restart_node(t, old);
+    pthread_join(k.th, NULL);
+    test_log("%ld connections ended while the node rejoined", k.kills);
+    ASSERT_GT(k.kills, 0);
     th_sentinels_stop(t);
 }
 
