@@ -311,10 +311,9 @@ static void model_check(model *m)
         freeReplyObject(st[k]);
 }
 
-/* h's set: 1 to 3 distinct keys, in a random order, and its handle. */
-static void model_pick(model *m, model_h *h, redislock_client *c)
+/* h's set: 1 to 3 distinct keys, in a random order. */
+static void model_pick(model *m, model_h *h)
 {
-    const char *names[3];
     int n = 1 + (int)(model_next(m) % 3), k;
 
     h->n = 0;
@@ -323,27 +322,56 @@ static void model_pick(model *m, model_h *h, redislock_client *c)
         if (!model_has(h, k))
             h->key[h->n++] = k;
     }
-    for (k = 0; k < n; k++)
-        names[k] = model_key[h->key[k]];
-    h->l = th_lock_set(c, names, (size_t)n);
+}
+
+/* Whether some handle's set has keys on two servers (m->kat). */
+static int model_spans(const model *m)
+{
+    int i, j;
+
+    for (i = 0; i < MODEL_HANDLES; i++)
+        for (j = 1; j < m->h[i].n; j++)
+            if (m->kat[m->h[i].key[j]] != m->kat[m->h[i].key[0]])
+                return 1;
+    return 0;
+}
+
+/* The handles' sets, and their handles on clients c. With want_spread,
+ * sets are picked again (a bounded number of times) until one spans two
+ * servers: with the keys four on one server and one on another, the
+ * sets of a seed may all keep to one server, and a run that never takes
+ * a set over two servers tests nothing of spread.c. */
+static void model_handles(model *m, redislock_client **c, int want_spread)
+{
+    const char *names[3];
+    int i, k, tries = 0;
+
+    do
+        for (i = 0; i < MODEL_HANDLES; i++)
+            model_pick(m, &m->h[i]);
+    while (want_spread && !model_spans(m) && ++tries < 100);
+    for (i = 0; i < MODEL_HANDLES; i++) {
+        model_h *h = &m->h[i];
+
+        for (k = 0; k < h->n; k++)
+            names[k] = model_key[h->key[k]];
+        h->l = th_lock_set(c[i % MODEL_CLIENTS], names, (size_t)h->n);
+        test_log("handle %d: %d keys, %s %s %s", i, h->n, names[0],
+                 h->n > 1 ? names[1] : "", h->n > 2 ? names[2] : "");
+    }
 }
 
 /* The model's run on clients c (MODEL_CLIENTS), with m->kr and m->kat
- * set; fails unless each outcome was met. */
-static void model_run(model *m, redislock_client **c)
+ * set (want_spread: the keys on several servers; see model_handles);
+ * fails unless each outcome was met. */
+static void model_run(model *m, redislock_client **c, int want_spread)
 {
     int64_t t0 = th_now_ms();
     int i, op;
 
     m->seed = th_seed("RL_SET_SEED");
     m->rng = m->seed | 1;
-    for (i = 0; i < MODEL_HANDLES; i++) {
-        model_pick(m, &m->h[i], c[i % MODEL_CLIENTS]);
-        test_log("handle %d: %d keys, %s %s %s", i, m->h[i].n,
-                 model_key[m->h[i].key[0]],
-                 m->h[i].n > 1 ? model_key[m->h[i].key[1]] : "",
-                 m->h[i].n > 2 ? model_key[m->h[i].key[2]] : "");
-    }
+    model_handles(m, c, want_spread);
     for (m->step = 0; m->step < MODEL_STEPS; m->step++) {
         model_h *h = &m->h[model_next(m) % MODEL_HANDLES];
 
@@ -383,7 +411,7 @@ void test_set_model_random_operations(void)
         m->kr[i] = e.r;
     for (i = 0; i < MODEL_CLIENTS; i++)
         c[i] = th_client(e.s);
-    model_run(m, c);
+    model_run(m, c, 0);
     for (i = 0; i < MODEL_CLIENTS; i++)
         redislock_client_free(c[i]);
     free(m);
@@ -502,7 +530,7 @@ void test_spread_model_random_operations(void)
         th_servers_stop(&e);
     }
     ASSERT(servers != 1 && servers != 2 && servers != 4);
-    model_run(m, c);
+    model_run(m, c, 1);
     ASSERT_GT(m->spread, 0);
     for (i = 0; i < MODEL_CLIENTS; i++)
         redislock_client_free(c[i]);
