@@ -66,49 +66,81 @@ static redislock_err check_options(const redislock_options *o)
     return REDISLOCK_OK;
 }
 
-/* Redlock tolerates a minority of servers down, from the start too: a
- * client is made when a majority answer. The servers are connected to
- * all at once (those down or stopped cost one connect timeout together),
- * then each is PINGed on the connection made. */
-static redislock_err check_majority(redislock_client *c)
+/* What a pass of check_majority learnt: servers up, and the first
+ * failure of the pass with its detail. */
+typedef struct opened_pass {
+    size_t up;
+    redislock_err first;
+    char said[256];
+} opened_pass;
+
+/* Connects to the servers with want[i] all at once (those down or
+ * stopped cost one connect timeout together), each open's steps bounded
+ * by budget_ms (0: the pools' own timeouts), then PINGs each on the
+ * connection made; clears want[i] of those that answered. */
+static void open_pass(redislock_client *c, int *want, int64_t budget_ms,
+                      opened_pass *p)
 {
     rl__pool *pools[RL_MAX_QUORUM];
     rl__conn *conns[RL_MAX_QUORUM];
-    redislock_err opened[RL_MAX_QUORUM];
+    redislock_err opened[RL_MAX_QUORUM], err;
     char detail[RL_MAX_QUORUM][RL_POOL_DETAIL];
-    int want[RL_MAX_QUORUM];
-    size_t i, up = 0;
-    redislock_err err, first = REDISLOCK_OK;
-    char said[256] = "";
+    size_t i;
 
-    for (i = 0; i < c->npools; i++) {
+    p->first = REDISLOCK_OK;
+    p->said[0] = '\0';
+    for (i = 0; i < c->npools; i++)
         pools[i] = &c->pools[i];
-        want[i] = 1;
-    }
-    rl__pools_borrow(pools, c->npools, want, 0, conns, opened, detail);
+    rl__pools_borrow(pools, c->npools, want, budget_ms, conns, opened, detail);
     for (i = 0; i < c->npools; i++) {
+        if (!want[i])
+            continue;
         if (opened[i] == REDISLOCK_OK)
             rl__pool_give_back(pools[i], conns[i]);
         err = opened[i] != REDISLOCK_OK ? rl__err(opened[i], "%s", detail[i])
                                         : rl__pool_check(pools[i]);
+        want[i] = err != REDISLOCK_OK;
         if (err == REDISLOCK_OK)
-            up++;
-        else if (first == REDISLOCK_OK) {
-            first = err;
-            snprintf(said, sizeof said, "%s", redislock_errdetail());
+            p->up++;
+        else if (p->first == REDISLOCK_OK) {
+            p->first = err;
+            snprintf(p->said, sizeof p->said, "%s", redislock_errdetail());
         }
     }
-    if (up >= c->npools / 2 + 1)
+}
+
+/* Redlock tolerates a minority of servers down, from the start too: a
+ * client is made when a majority answer. A first pass gives each server
+ * what a round gives it for a lease of one command timeout (a tenth of
+ * it, or server_timeout_ms), so a stopped server delays the client no
+ * more than it delays such a round; only when that leaves no majority
+ * (slow servers, a loaded machine) are the others given the pools' own
+ * timeouts. The servers left out are connected to, and identified, by
+ * the rounds (ident.h). */
+static redislock_err check_majority(redislock_client *c)
+{
+    int64_t quick =
+        rl__client_server_timeout(c, c->pools[0].cfg.command_timeout_ms);
+    int want[RL_MAX_QUORUM];
+    opened_pass p = {0};
+    size_t i;
+
+    for (i = 0; i < c->npools; i++)
+        want[i] = 1;
+    open_pass(c, want, quick, &p);
+    if (p.up < c->npools / 2 + 1)
+        open_pass(c, want, 0, &p);
+    if (p.up >= c->npools / 2 + 1)
         return REDISLOCK_OK;
     /* Wrong passwords or rights, a replica, a server configured against
      * us: each says more than "no quorum". */
-    if (first == REDISLOCK_EAUTH || first == REDISLOCK_EINVAL ||
-        first == REDISLOCK_ENOPERM || first == REDISLOCK_EREADONLY ||
-        first == REDISLOCK_ECONFIG)
-        return rl__err(first, "%s", said);
+    if (p.first == REDISLOCK_EAUTH || p.first == REDISLOCK_EINVAL ||
+        p.first == REDISLOCK_ENOPERM || p.first == REDISLOCK_EREADONLY ||
+        p.first == REDISLOCK_ECONFIG)
+        return rl__err(p.first, "%s", p.said);
     return rl__err(REDISLOCK_ENOQUORUM,
-                   "only %zu of %zu servers answered, %zu needed (%s)", up,
-                   c->npools, c->npools / 2 + 1, said);
+                   "only %zu of %zu servers answered, %zu needed (%s)", p.up,
+                   c->npools, c->npools / 2 + 1, p.said);
 }
 
 /* The ring over the servers' canonical names (see ident.h): clients

@@ -13,13 +13,13 @@
  * A Redlock client refuses two entries that are one server, whatever
  * their databases, since they would be one vote counted twice. It reads
  * each entry's run_id from its first connection that answers: at
- * construction for the servers that are up, later for those that were
- * down, and an entry then found to be another's server never votes (its
- * connections fail with REDISLOCK_EINVAL). Until it is read the entry
- * does not vote, and in a Redlock round the read waits no longer than
- * the round's per-server budget (the vet's budget_ms), so a server that
- * accepts connections but never answers costs each round that budget
- * and not the command timeout. Run ids change when a server
+ * construction for the servers that answer in time, later for those
+ * that were down or slow, and an entry then found to be another's server
+ * never votes (its connections fail with REDISLOCK_EINVAL). Until it is
+ * read the entry does not vote, and in a Redlock round the read waits no
+ * longer than the round's per-server budget (the vet's budget_ms), so a
+ * server that accepts connections but never answers costs each round
+ * that budget and not the command timeout. Run ids change when a server
  * restarts, so one case escapes: one server listed twice, one spelling
  * unreachable at construction, and the server restarting before that
  * spelling first answers.
