@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "harness/sentinel.h"
 #include "harness/server.h"
@@ -166,6 +167,27 @@ static redisContext *killer_connect(int port)
     }
 }
 
+/* Whether the INFO text r is that of a server this process started (a
+ * port freed by a kill may be another program's by now: it must not
+ * have its clients ended). */
+static int ours(const redisReply *r)
+{
+    const char *at = strstr(r->str, "process_id:");
+    char path[64];
+    FILE *f;
+    int pid, ppid = 0;
+
+    if (at == NULL)
+        return 0;
+    snprintf(path, sizeof path, "/proc/%d/stat", atoi(at + 11));
+    if ((f = fopen(path, "r")) == NULL)
+        return 0;
+    if (fscanf(f, "%d %*s %*c %d", &pid, &ppid) != 2)
+        ppid = 0;
+    fclose(f);
+    return ppid == (int)getpid();
+}
+
 static void *killer_main(void *arg)
 {
     killer *k = arg;
@@ -180,9 +202,8 @@ static void *killer_main(void *arg)
     sigemptyset(&ps);
     sigaddset(&ps, SIGPIPE);
     pthread_sigmask(SIG_BLOCK, &ps, NULL);
-
     while (c != NULL && (end == 0 || th_now_ms() < end)) {
-        r = end == 0 ? redisCommand(c, "INFO replication")
+        r = end == 0 ? redisCommand(c, "INFO")
                      : redisCommand(c, "CLIENT KILL TYPE normal SKIPME yes");
         if (r == NULL) {
             /* A sentinel ended this one: connect again. */
@@ -190,7 +211,7 @@ static void *killer_main(void *arg)
             c = killer_connect(k->port);
             continue;
         }
-        if (end == 0 && r->type == REDIS_REPLY_STRING &&
+        if (end == 0 && r->type == REDIS_REPLY_STRING && ours(r) &&
             strstr(r->str, "role:slave") != NULL)
             end = th_now_ms() + k->ms;
         else if (end != 0 && r->type == REDIS_REPLY_INTEGER)
@@ -198,6 +219,8 @@ static void *killer_main(void *arg)
         freeReplyObject(r);
         if (end == 0 && th_now_ms() >= deadline)
             break;
+        if (end == 0)
+            th_sleep_ms(1);
     }
     redisFree(c);
     return NULL;
