@@ -475,6 +475,11 @@ int64_t rl__client_server_timeout(const redislock_client *c, int64_t ttl_ms)
     return t < cap ? t : cap;
 }
 
+rl__idset *rl__client_ids(redislock_client *c)
+{
+    return c->mode == RL_MODE_REDLOCK && c->have_ids ? &c->ids : NULL;
+}
+
 const char *rl__client_prefix(const redislock_client *c, size_t *len)
 {
     *len = c->prefixlen;

@@ -11,6 +11,7 @@
 #ifndef RL_ENV_H
 #define RL_ENV_H
 
+#include "ident.h"
 #include "pool.h"
 #include "topology.h"
 #include "watchdog.h"
@@ -35,6 +36,10 @@ const rl__replicas *rl__client_replicas(const redislock_client *c);
 
 /* Redlock's per-server reply timeout for a request with ttl_ms. */
 int64_t rl__client_server_timeout(const redislock_client *c, int64_t ttl_ms);
+
+/* Which of a Redlock client's servers are one (ident.h), for the event
+ * loop's rounds, whose connections are not vetted; NULL for others. */
+rl__idset *rl__client_ids(redislock_client *c);
 
 /* Where the client's requests go. */
 rl__topo *rl__client_topo(redislock_client *c);

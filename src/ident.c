@@ -89,17 +89,12 @@ static void name_unreached(rl__idset *s, size_t i)
  * *tcp_port ("" and 0 when the server does not say, or refuses INFO, as
  * an ACL without +info does: the checks that need them are skipped).
  */
-static redislock_err read_info(rl__conn *conn, char *runid, long *tcp_port)
+static void info_fields(const rl__reply *r, char *runid, long *tcp_port)
 {
-    const char *argv[2] = {"INFO", "server"};
     char port[16];
-    rl__reply *r;
-    redislock_err err = rl__conn_command(conn, 2, argv, NULL, &r);
 
     runid[0] = '\0';
     *tcp_port = 0;
-    if (err != REDISLOCK_OK)
-        return err;
     if (r->type == REDIS_REPLY_STRING
 #ifdef REDIS_REPLY_VERB
         || r->type == REDIS_REPLY_VERB
@@ -112,6 +107,19 @@ static redislock_err read_info(rl__conn *conn, char *runid, long *tcp_port)
                                  sizeof port) == 0)
             *tcp_port = strtol(port, NULL, 10);
     }
+}
+
+static redislock_err read_info(rl__conn *conn, char *runid, long *tcp_port)
+{
+    const char *argv[2] = {"INFO", "server"};
+    rl__reply *r;
+    redislock_err err = rl__conn_command(conn, 2, argv, NULL, &r);
+
+    runid[0] = '\0';
+    *tcp_port = 0;
+    if (err != REDISLOCK_OK)
+        return err;
+    info_fields(r, runid, tcp_port);
     rl__reply_free(r);
     return REDISLOCK_OK;
 }
@@ -376,6 +384,54 @@ redislock_err rl__idset_check(rl__idset *s)
             snprintf(runid, sizeof runid, "%s", s->ids[i].runid);
     pthread_mutex_unlock(&s->mu);
     return dup ? runid_repeat(s, i - 1, dup - 1, runid) : REDISLOCK_OK;
+}
+
+int rl__idset_probe(rl__idset *s, size_t i)
+{
+    int probe;
+
+    pthread_mutex_lock(&s->mu);
+    probe = !s->ids[i].known && !s->ids[i].probing;
+    s->ids[i].probing |= probe;
+    pthread_mutex_unlock(&s->mu);
+    return probe;
+}
+
+void rl__idset_learn(rl__idset *s, size_t i, const rl__reply *r)
+{
+    char runid[RL_RUNID_MAX];
+    long port;
+
+    if (r != NULL)
+        info_fields(r, runid, &port);
+    pthread_mutex_lock(&s->mu);
+    s->ids[i].probing = 0;
+    if (r != NULL && !s->ids[i].known)
+        record_runid(s, i, runid);
+    pthread_mutex_unlock(&s->mu);
+}
+
+redislock_err rl__idset_vote(rl__idset *s, size_t i)
+{
+    char runid[RL_RUNID_MAX];
+    size_t dup;
+    int known;
+    char a[RL_CANON_MAX];
+
+    pthread_mutex_lock(&s->mu);
+    known = s->ids[i].known;
+    dup = s->ids[i].dup_of;
+    snprintf(runid, sizeof runid, "%s", s->ids[i].runid);
+    pthread_mutex_unlock(&s->mu);
+    if (dup)
+        return runid_repeat(s, i, dup - 1, runid);
+    if (!known)
+        return rl__err(REDISLOCK_ECONNECT,
+                       "server %s has not said which server it is yet (INFO "
+                       "server's run_id, asked for now): it votes once it "
+                       "has, unless it is another entry's server",
+                       spelling(&s->pools[i], a, sizeof a));
+    return REDISLOCK_OK;
 }
 
 const char *rl__idset_name(const rl__idset *s, size_t i)

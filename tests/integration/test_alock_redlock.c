@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "clock.h"
 #include "harness/adapters.h"
@@ -357,5 +358,65 @@ void test_alock_redlock_cancel(void)
         redislock_lock_free(l[i]);
     redislock_lock_free(holder);
     redislock_client_free(c);
+    th_servers_stop(&sv);
+}
+
+/* The loop's connections are not vetted as the pools' are: an entry
+ * down when the client was made, which turns out to be another entry's
+ * server (here server 0's database 1, by a socket that appears later),
+ * must not vote on the loop either. The first round asks it which server
+ * it is and goes on without it; later rounds refuse it as a repeat. */
+void test_alock_redlock_same_server_found_late_never_votes(void)
+{
+    th_servers sv = th_servers_start(4);
+    char dir[] = "/tmp/rl-late.XXXXXX", link[64], late[96];
+    const char *urls[5];
+    redislock_client *c = NULL;
+    redislock_acquire_options o = th_aopts(10000, 0, 0);
+    redislock_err out[5];
+    redislock_lock *l;
+    redislock_loop *lp;
+    ad_done dn;
+    void *h;
+    int i;
+
+    ASSERT(mkdtemp(dir) != NULL);
+    snprintf(link, sizeof link, "%s/s.sock", dir);
+    snprintf(late, sizeof late, "unix://%s?db=1", link);
+    for (i = 0; i < 4; i++)
+        urls[i] = sv.urls[i];
+    urls[4] = late;
+    ASSERT_OK(redislock_client_new_redlock(&c, urls, 5, NULL));
+    ASSERT_EQ_INT(symlink(sv.s[0]->sock, link), 0);
+    h = d->open(c, &lp);
+    l = th_lock(c, "alr:dup");
+    freeReplyObject(th_cmd(sv.r[1], "SET alr:dup other PX 60000"));
+    freeReplyObject(th_cmd(sv.r[2], "SET alr:dup other PX 60000"));
+    memset(&dn, 0, sizeof dn);
+    ASSERT_OK(redislock_loop_acquire(lp, l, &o, ad_record, &dn));
+    ad_run_until(d, h, &dn.calls, 1, 3000);
+    ASSERT_ERR(dn.err, REDISLOCK_EHELD);
+    redislock_outcomes(l, out, 5);
+    ASSERT_ERR(out[0], REDISLOCK_OK);
+    ASSERT_ERR(out[3], REDISLOCK_OK);
+    ASSERT(out[4] == REDISLOCK_ECONNECT || out[4] == REDISLOCK_EINVAL);
+    freeReplyObject(th_cmd(sv.r[0], "SELECT 1"));
+    ASSERT_EQ_INT(th_cmd_int(sv.r[0], "EXISTS alr:dup"), 0);
+    freeReplyObject(th_cmd(sv.r[0], "SELECT 0"));
+    /* With a third server free, three real votes make it. */
+    freeReplyObject(th_cmd(sv.r[1], "DEL alr:dup"));
+    ASSERT_OK(redislock_loop_acquire(lp, l, &o, ad_record, &dn));
+    ad_run_until(d, h, &dn.calls, 2, 3000);
+    ASSERT_ERR(dn.err, REDISLOCK_OK);
+    redislock_outcomes(l, out, 5);
+    ASSERT_ERR(out[4], REDISLOCK_EINVAL);
+    ASSERT_OK(redislock_loop_release(lp, l, 0, ad_record, &dn));
+    ad_run_until(d, h, &dn.calls, 3, 3000);
+    ASSERT_ERR(dn.err, REDISLOCK_OK);
+    d->close(h);
+    redislock_lock_free(l);
+    redislock_client_free(c);
+    unlink(link);
+    rmdir(dir);
     th_servers_stop(&sv);
 }
