@@ -63,8 +63,38 @@ typedef enum excl_kind {
     EXCL_WRITE,
     /* The server's own view of the lease, read while the holder believed
      * it held: the belief must not outlast it. */
-    EXCL_LEASE
+    EXCL_LEASE,
+    /* The liveness checker's (see live.c), appended after the above: */
+    /* A section's acquire (not a re-entry): written as it is called (t1
+     * 0, x EXCL_PENDING), then again as it returns (t1, x its result, a
+     * redislock_err; fence the token when OK). belief: the wait asked
+     * (ms); flags EXCL_A_FAIR; share and set as for a claim. Recorded
+     * once, not once per key of a set. */
+    EXCL_ATTEMPT,
+    /* The release of a section's last hold: t0 called, t1 returned, x
+     * its result, belief the hold-after asked (ms). */
+    EXCL_RELEASE,
+    /* A loss the holder was told (flags: EXCL_L_*; belief: the error
+     * that told it), with the server's view read at once on another
+     * connection: x the PTTL of the holder's own lease (-2 gone,
+     * EXCL_PENDING unknown), t0 told, t1 read. */
+    EXCL_LOSS,
+    /* A fault of the nemesis while in force, [t0, t1] (a kill: t0 ==
+     * t1): flags the excl_fault, pid the process hit (0: a server or a
+     * proxy). Written by the parent. */
+    EXCL_FAULT
 } excl_kind;
+
+/* EXCL_ATTEMPT flags. */
+#define EXCL_A_FAIR 1
+/* EXCL_ATTEMPT's x before the call returned; EXCL_LOSS's x unknown. */
+#define EXCL_PENDING (-1000)
+
+/* EXCL_LOSS: how the holder was told. */
+#define EXCL_L_CALLBACK 1 /* the watchdog's on_lost */
+#define EXCL_L_EXTEND 2   /* an extend said ELOST or EEXPIRED */
+#define EXCL_L_RELEASE 3  /* the release did */
+#define EXCL_L_KILLED 4   /* redislock run killed the command (exit 75) */
 
 /* EXCL_WRITE results. */
 #define EXCL_W_ACCEPTED 1
@@ -144,6 +174,36 @@ typedef struct excl_verdict {
 long excl_check(const excl_rec *h, size_t n, uint64_t seed, int64_t t_base,
                 const char *mode, int limit, excl_verdict *v);
 
+/* ---- The liveness check (live.c): see the rules and bounds there. */
+
+/* B: a waiter that fails although its key was surely free (and, for a
+ * fair one, nobody queued ahead) for longer than this missed a grant. */
+#define EXCL_LIVE_FREE_MS 1000
+/* A writer that timed out while only shares held the key for longer
+ * than its wait less this, shares being granted after it came, starved. */
+#define EXCL_LIVE_GRACE_MS 1000
+/* A waiter counts as having come after another once it called this
+ * much later (the queue is joined one round trip after the call). */
+#define EXCL_LIVE_ARRIVAL_MS 300
+/* A fault's effect lasts this long past its undoing (reconnects). */
+#define EXCL_LIVE_FAULT_TAIL_MS 300
+
+typedef struct excl_live_verdict {
+    long attempts;     /* section acquires that returned */
+    long failed;       /* of them, not OK */
+    long losses;       /* losses told */
+    long false_loss;   /* told lost while the server held the lease */
+    long missed_grant; /* failed, the key surely free for > B */
+    long starved;      /* a writer behind shares, a fair waiter overtaken */
+    double first_s;    /* the earliest violation (run time, s); -1: none */
+} excl_live_verdict;
+
+/* Checks the history for liveness, printing each violation as excl_check
+ * does; limit as excl_check's. Returns the number of violations. */
+long excl_live_check(const excl_rec *h, size_t n, uint64_t seed,
+                     int64_t t_base, const char *mode, int limit,
+                     excl_live_verdict *v);
+
 /* ---- Modes and runs */
 
 typedef enum excl_topo_kind {
@@ -192,6 +252,7 @@ const excl_mode *excl_mode_find(const char *name);
 
 typedef struct excl_result {
     excl_verdict v;
+    excl_live_verdict lv;
     long faults[EXCL_F_COUNT];
     long violations;
     long crashed; /* workers that exited with a failure after the run */

@@ -107,6 +107,10 @@ typedef struct excl_worker {
     int pid;
     char owner[64];     /* this process's own owner id */
     redislock_loop *lp; /* the mode's event loop, or NULL */
+    /* The watchdog's on_lost, from its thread: when (0: not told) and
+     * why; the worker records the loss on its own thread. */
+    _Atomic int64_t lost_at;
+    atomic_int lost_why;
     app app;            /* the application loop driving it */
 } excl_worker;
 

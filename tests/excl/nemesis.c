@@ -40,6 +40,7 @@ typedef struct undo {
     int fault;
     int target; /* worker slot, server or proxy index */
     pid_t pid;
+    int64_t since_us; /* injected then (excl_now_us) */
 } undo;
 
 struct excl_nemesis {
@@ -133,11 +134,30 @@ static void later(excl_nemesis *n, int64_t in_ms, int fault, int target,
     n->u[n->nu].fault = fault;
     n->u[n->nu].target = target;
     n->u[n->nu].pid = pid;
+    n->u[n->nu].since_us = excl_now_us();
     n->nu++;
+}
+
+/* The fault in the history, for the liveness rules: a waiter stalled by
+ * it is not to blame (pid 0: a server or a proxy). */
+static void record_fault(const excl_nemesis *n, int fault, pid_t pid,
+                         int64_t since_us)
+{
+    excl_rec r;
+
+    memset(&r, 0, sizeof r);
+    r.kind = EXCL_FAULT;
+    r.flags = (uint8_t)fault;
+    r.pid = (int32_t)pid;
+    r.t0 = since_us;
+    r.t1 = excl_now_us();
+    snprintf(r.what, sizeof r.what, "%s", excl_fault_names[fault]);
+    excl_history_add(n->t->hist_fd, &r);
 }
 
 static void undo_one(excl_nemesis *n, const undo *u)
 {
+    record_fault(n, u->fault, u->pid, u->since_us);
     if (u->fault == EXCL_F_STOP_HOLDER || u->fault == EXCL_F_STOP_WAITER) {
         kill(u->pid, SIGCONT);
         if (atomic_load(&n->sh->slot[u->target].pid) == u->pid)
@@ -249,6 +269,7 @@ static int kill_holder(excl_nemesis *n)
     pid = atomic_load(&n->sh->slot[w].pid);
     atomic_store(&n->sh->slot[w].pid, 0);
     kill(pid, SIGKILL);
+    record_fault(n, EXCL_F_KILL_HOLDER, pid, excl_now_us());
     while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
         ;
     atomic_store(&n->sh->slot[w].state, EXCL_IDLE);

@@ -174,6 +174,17 @@ static void report_sets(const excl_mode *m, const excl_verdict *v)
     printf(" %ld single locks\n", v->sections - sets);
 }
 
+static void report_live(const excl_mode *m, const excl_live_verdict *v)
+{
+    printf("excl %s: liveness: %ld acquires returned, %ld waits failed, %ld "
+           "losses told; false losses %ld, missed grants %ld, starved %ld",
+           m->name, v->attempts, v->failed, v->losses, v->false_loss,
+           v->missed_grant, v->starved);
+    if (v->first_s >= 0)
+        printf("; first at %.3f s", v->first_s);
+    printf("\n");
+}
+
 static void report(const excl_mode *m, uint64_t seed, const excl_result *r)
 {
     const excl_verdict *v = &r->v;
@@ -200,6 +211,7 @@ static void report(const excl_mode *m, uint64_t seed, const excl_result *r)
         printf("; first at %.3f s, after %ld sections", v->first_s,
                v->first_sections);
     printf("\n");
+    report_live(m, &r->lv);
 }
 
 static void run_workload(const excl_mode *m, excl_topo *t, excl_shared *sh,
@@ -273,6 +285,8 @@ long excl_run(const excl_mode *m, uint64_t seed, int64_t run_ms,
     keep_history(m, seed, h, nh);
     res->violations =
         excl_check(h, nh, seed, t.t_base, m->name, m->limit, &res->v);
+    res->violations +=
+        excl_live_check(h, nh, seed, t.t_base, m->name, m->limit, &res->lv);
     report(m, seed, res);
     free(h);
     munmap(sh, sizeof *sh);

@@ -342,6 +342,60 @@ static void lease_check(excl_worker *w, const excl_section *s, claim *c)
     }
 }
 
+/* A loss the holder was told at t (how: EXCL_L_*, why: the error), with
+ * the server's view of the holder's own lease (id, token fence) read at
+ * once, for each of its keys. */
+static void record_loss(excl_worker *w, const excl_section *s, const char *id,
+                        int64_t fence, int how, redislock_err why, int64_t t)
+{
+    int keys[EXCL_MAX_KEYS], n = section_keys(s, keys), i;
+    int64_t pttl;
+    excl_rec r;
+
+    for (i = 0; i < n; i++) {
+        fill(w, s, &r, EXCL_LOSS);
+        r.key = (uint8_t)keys[i];
+        r.fence = fence;
+        r.flags = (uint8_t)how;
+        r.belief = why;
+        r.t0 = t;
+        r.x = id != NULL && truth_lease(w, keys[i], id, fence, &pttl)
+                  ? pttl
+                  : EXCL_PENDING;
+        r.t1 = excl_now_us();
+        excl_history_add(w->t->hist_fd, &r);
+    }
+}
+
+/* What an extend or a release said, when it said the lock is gone. */
+static void loss_if(excl_worker *w, const excl_section *s, const claim *c,
+                    int how, redislock_err err)
+{
+    if (err == REDISLOCK_ELOST || err == REDISLOCK_EEXPIRED)
+        record_loss(w, s, redislock_token(c->src), c->r.fence, how, err,
+                    excl_now_us());
+}
+
+/* The watchdog's on_lost, on its thread: the worker records it. */
+static void on_lost(redislock_lock *l, redislock_err why, void *arg)
+{
+    excl_worker *w = arg;
+
+    (void)l;
+    atomic_store(&w->lost_why, (int)why);
+    atomic_store(&w->lost_at, excl_now_us());
+}
+
+static void lost_told(excl_worker *w, const excl_section *s, const claim *c)
+{
+    int64_t t = atomic_exchange(&w->lost_at, 0);
+
+    if (t != 0)
+        record_loss(w, s, redislock_token(c->src), c->r.fence,
+                    EXCL_L_CALLBACK, (redislock_err)atomic_load(&w->lost_why),
+                    t);
+}
+
 /*
  * A fenced write with the holder's token, by writers and by readers
  * alike: the store keeps the highest token it has seen, so a reader's
@@ -502,6 +556,7 @@ static void do_extend(excl_worker *w, const excl_section *s, claim *c,
     redislock_err err = w_extend(w, c->src, ttl);
 
     claim_after(w, c, t0, excl_now_us(), err);
+    loss_if(w, s, c, EXCL_L_EXTEND, err);
     lease_check(w, s, c);
 }
 
@@ -631,6 +686,7 @@ static void work(excl_worker *w, const excl_section *s, claim *c, plan *p)
             th_sleep_ms((step + 999) / 1000);
         }
         claim_read(w, c);
+        lost_told(w, s, c);
         if (c->open && now >= c->next_lease)
             lease_check(w, s, c);
         if (p->adopter != NULL && s->adopt == 1)
@@ -686,15 +742,28 @@ static void finish(excl_worker *w, const excl_section *s, claim *c, plan *p)
     redislock_lock *l = p->adopter != NULL ? p->adopter : c->src;
     redislock_err err = REDISLOCK_OK;
     int drop = p->adopter != NULL;
+    char *id = redislock_token(l) ? strdup(redislock_token(l)) : NULL;
+    excl_rec r;
 
+    lost_told(w, s, c);
     /* The belief ends as the first release call starts. */
     claim_close(w, c, excl_now_us());
     while (p->nested > 0 && err == REDISLOCK_OK && redislock_holds(l) > 1) {
         err = w_release(w, l, 0);
         p->nested--;
     }
-    if (err == REDISLOCK_OK && redislock_holds(l) > 0)
+    if (err == REDISLOCK_OK && redislock_holds(l) > 0) {
+        fill(w, s, &r, EXCL_RELEASE);
+        r.t0 = excl_now_us();
         err = w_release(w, l, s->hold_after);
+        r.t1 = excl_now_us();
+        r.x = err;
+        r.belief = s->hold_after;
+        excl_history_add(w->t->hist_fd, &r);
+        if (err == REDISLOCK_ELOST || err == REDISLOCK_EEXPIRED)
+            record_loss(w, s, id, c->r.fence, EXCL_L_RELEASE, err, r.t1);
+    }
+    free(id);
     if (drop || (err != REDISLOCK_OK && err != REDISLOCK_EEXPIRED &&
                  err != REDISLOCK_ELOST)) {
         redislock_lock_free(*handle_of(w, s));
@@ -737,6 +806,7 @@ static void section(excl_worker *w, excl_section *s)
     redislock_lock *l = lock_for(w, s);
     int64_t t_call;
     redislock_err err;
+    excl_rec a;
     claim c;
     plan p;
 
@@ -746,8 +816,23 @@ static void section(excl_worker *w, excl_section *s)
     atomic_store(&sl->fair, s->o.fair);
     atomic_store(&sl->state, EXCL_WAITING);
     w->acq++;
-    t_call = excl_now_us();
+    /* A loss told after the last section's release is no news. */
+    atomic_store(&w->lost_at, 0);
+    if (s->o.watchdog) {
+        s->o.on_lost = on_lost;
+        s->o.on_lost_arg = w;
+    }
+    fill(w, s, &a, EXCL_ATTEMPT);
+    a.flags = s->o.fair ? EXCL_A_FAIR : 0;
+    a.belief = s->o.wait_ms;
+    a.x = EXCL_PENDING;
+    t_call = a.t0 = excl_now_us();
+    excl_history_add(w->t->hist_fd, &a);
     err = w_acquire(w, l, &s->o);
+    a.t1 = excl_now_us();
+    a.x = err;
+    a.fence = err == REDISLOCK_OK ? redislock_fence(l) : 0;
+    excl_history_add(w->t->hist_fd, &a);
     if (err != REDISLOCK_OK) {
         atomic_store(&sl->state, EXCL_IDLE);
         if (err == REDISLOCK_EINVAL) {

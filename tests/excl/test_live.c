@@ -1,0 +1,202 @@
+/*
+ * The liveness rules (live.c) on made-up histories: each rule fires on a
+ * history that breaks it and stays quiet on a near miss just inside its
+ * bound or excused by a fault. Times in ms. No server.
+ */
+#include <string.h>
+
+#include <redislock.h>
+
+#include "excl/excl.h"
+#include "test.h"
+
+#define L_MAX 16
+#define MS 1000
+
+typedef struct lhist {
+    excl_rec r[L_MAX];
+    size_t n;
+} lhist;
+
+static excl_rec *rec(lhist *h, int kind, int pid, int64_t t0, int64_t t1)
+{
+    excl_rec *r = &h->r[h->n++];
+
+    ASSERT(h->n <= L_MAX);
+    memset(r, 0, sizeof *r);
+    r->magic = EXCL_MAGIC;
+    r->kind = (uint8_t)kind;
+    r->pid = pid;
+    r->acq = 1;
+    r->ttl_ms = 1000;
+    r->t0 = t0 * MS;
+    r->t1 = t1 * MS;
+    return r;
+}
+
+/* A section's acquire, called at t0 and returning x at t1 after a wait
+ * of wait ms; fair or not, a share or not. */
+static excl_rec *attempt(lhist *h, int pid, int64_t t0, int64_t t1, int x,
+                         int64_t wait, int fair, int share)
+{
+    excl_rec *r = rec(h, EXCL_ATTEMPT, pid, t0, t1);
+
+    r->x = x;
+    r->belief = wait;
+    r->flags = fair ? EXCL_A_FAIR : 0;
+    r->share = (uint8_t)share;
+    return r;
+}
+
+/* A hold: an acquire granted at once at t0, released OK at t1. */
+static void hold(lhist *h, int pid, int64_t t0, int64_t t1, int fair,
+                 int share)
+{
+    attempt(h, pid, t0, t0 + 1, REDISLOCK_OK, 1000, fair, share);
+    rec(h, EXCL_RELEASE, pid, t1 - 1, t1)->x = REDISLOCK_OK;
+}
+
+static excl_live_verdict check(const lhist *h)
+{
+    excl_live_verdict v;
+
+    excl_live_check(h->r, h->n, 1, 0, "live", 0, &v);
+    return v;
+}
+
+static void fault(lhist *h, int f, int pid, int64_t t0, int64_t t1)
+{
+    rec(h, EXCL_FAULT, pid, t0, t1)->flags = (uint8_t)f;
+}
+
+/* A false loss: told lost while the server's lease had more than the
+ * drift allowance (1000 / 100 + 2 ms) plus 10 ms left; not at 22 ms, not
+ * when unknown, not when the watchdog only could not reach the server. */
+void test_excl_live_false_loss(void)
+{
+    lhist h;
+    excl_rec *r;
+
+    memset(&h, 0, sizeof h);
+    r = rec(&h, EXCL_LOSS, 1, 100, 101);
+    r->flags = EXCL_L_EXTEND;
+    r->belief = REDISLOCK_ELOST;
+    r->x = 23;
+    ASSERT_EQ_INT(check(&h).false_loss, 1);
+    r->x = 22;
+    ASSERT_EQ_INT(check(&h).false_loss, 0);
+    r->x = EXCL_PENDING;
+    ASSERT_EQ_INT(check(&h).false_loss, 0);
+    r->x = 500;
+    r->flags = EXCL_L_CALLBACK;
+    r->belief = REDISLOCK_ETIMEDOUT;
+    ASSERT_EQ_INT(check(&h).false_loss, 0);
+    r->belief = REDISLOCK_EEXPIRED;
+    ASSERT_EQ_INT(check(&h).false_loss, 1);
+    r->flags = EXCL_L_KILLED;
+    ASSERT_EQ_INT(check(&h).losses, 1);
+    ASSERT_EQ_INT(check(&h).false_loss, 1);
+}
+
+/* A missed grant: a waiter that timed out at 3000 ms though the key was
+ * free from 100 ms on; not when the holder kept it until 2100 ms (free
+ * for 900 ms < B), nor when a server pause or a fair waiter queued ahead
+ * covered the free time, nor a waiter that tried once. */
+void test_excl_live_missed_grant(void)
+{
+    lhist h;
+    excl_rec *w;
+
+    memset(&h, 0, sizeof h);
+    hold(&h, 1, 0, 100, 0, 0);
+    w = attempt(&h, 2, 50, 3000, REDISLOCK_EHELD, 2950, 0, 0);
+    ASSERT_EQ_INT(check(&h).missed_grant, 1);
+    h.r[1].t1 = 2100 * MS;
+    ASSERT_EQ_INT(check(&h).missed_grant, 0);
+    h.r[1].t1 = 100 * MS;
+    w->belief = 0;
+    ASSERT_EQ_INT(check(&h).missed_grant, 0);
+    w->belief = 2950;
+    fault(&h, EXCL_F_PAUSE_SERVER, 0, 900, 2000);
+    ASSERT_EQ_INT(check(&h).missed_grant, 0);
+    /* A stop of another worker excuses nothing; of the waiter itself,
+     * it does. */
+    h.r[h.n - 1].flags = EXCL_F_STOP_WAITER;
+    h.r[h.n - 1].pid = 3;
+    ASSERT_EQ_INT(check(&h).missed_grant, 1);
+    h.r[h.n - 1].pid = 2;
+    ASSERT_EQ_INT(check(&h).missed_grant, 0);
+    /* A fair waiter queued ahead until 2500 ms (when its wait was
+     * cancelled) holds a fair one back. */
+    h.n--;
+    w->flags = EXCL_A_FAIR;
+    attempt(&h, 3, 20, 2500, REDISLOCK_ECANCELED, 2480, 1, 0);
+    ASSERT_EQ_INT(check(&h).missed_grant, 0);
+    /* Queued behind the waiter, it does not. */
+    h.r[h.n - 1].t0 = 60 * MS;
+    ASSERT_EQ_INT(check(&h).missed_grant, 1);
+    /* A holder killed (never released) keeps the key for 3 TTLs plus
+     * 2.5 s past its believed end. */
+    memset(&h, 0, sizeof h);
+    attempt(&h, 1, 0, 1, REDISLOCK_OK, 0, 0, 0);
+    rec(&h, EXCL_CLAIM, 1, 1, 500);
+    attempt(&h, 2, 50, 9000, REDISLOCK_EHELD, 8950, 0, 0);
+    ASSERT_EQ_INT(check(&h).missed_grant, 1);
+    h.r[2].t1 = 7000 * MS;
+    ASSERT_EQ_INT(check(&h).missed_grant, 0);
+}
+
+/* A writer starved: it timed out at 3000 ms while shares held the key
+ * all along and a share asked for at 1000 ms was granted. Not when no
+ * share came after it (beyond 300 ms), nor when an exclusive holder had
+ * the key for half its wait. */
+void test_excl_live_starved_writer(void)
+{
+    lhist h;
+    excl_rec *late;
+
+    memset(&h, 0, sizeof h);
+    hold(&h, 1, 0, 1500, 0, 1);
+    attempt(&h, 2, 10, 3000, REDISLOCK_EHELD, 2990, 0, 0);
+    hold(&h, 3, 1000, 3100, 1, 1);
+    late = &h.r[3];
+    ASSERT_EQ_INT(check(&h).starved, 1);
+    late->t0 = 300 * MS;
+    ASSERT_EQ_INT(check(&h).starved, 0);
+    late->t0 = 1000 * MS;
+    hold(&h, 4, 1500, 3000, 0, 0);
+    ASSERT_EQ_INT(check(&h).starved, 0);
+    /* Excused by a server pause over the same time. */
+    h.n -= 2;
+    ASSERT_EQ_INT(check(&h).starved, 1);
+    fault(&h, EXCL_F_PAUSE_SERVER, 0, 1500, 3000);
+    ASSERT_EQ_INT(check(&h).starved, 0);
+}
+
+/* A fair waiter overtaken: it timed out at 4000 ms though a fair waiter
+ * that came at 1000 ms was granted at 2000 ms. Not when that one came
+ * within 300 ms of it, nor when it was granted after the timeout, nor
+ * when the waiter was stopped meanwhile (out of the queue). */
+void test_excl_live_starved_fair(void)
+{
+    lhist h;
+    excl_rec *c;
+
+    memset(&h, 0, sizeof h);
+    hold(&h, 1, 0, 3500, 1, 0);
+    attempt(&h, 2, 10, 4000, REDISLOCK_EHELD, 3990, 1, 0);
+    c = attempt(&h, 3, 1000, 2000, REDISLOCK_OK, 3000, 1, 0);
+    ASSERT_EQ_INT(check(&h).starved, 1);
+    c->t0 = 300 * MS;
+    ASSERT_EQ_INT(check(&h).starved, 0);
+    c->t0 = 1000 * MS;
+    c->t1 = 4001 * MS;
+    ASSERT_EQ_INT(check(&h).starved, 0);
+    c->t1 = 2000 * MS;
+    fault(&h, EXCL_F_STOP_WAITER, 2, 500, 1500);
+    ASSERT_EQ_INT(check(&h).starved, 0);
+    /* Overtaken by a waiter that is not fair: allowed. */
+    h.n--;
+    c->flags = 0;
+    ASSERT_EQ_INT(check(&h).starved, 0);
+}
