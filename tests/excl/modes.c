@@ -375,6 +375,33 @@ static void pick_set(excl_worker *w, excl_section *s)
     label(s, kind);
 }
 
+/*
+ * Issue 35's second case: fair readers that keep a share held all the
+ * time (holds of 300 ms, no rest, staggered by the scheduler), and one
+ * writer (worker 0) that does not queue and waits 3 s. A waiting writer
+ * stops new readers, fair or not, so it must get the key well within
+ * its wait; the starvation rule fails the run when shares asked for
+ * after it came keep being granted until it gives up.
+ */
+static void pick_shared_fair_writer(excl_worker *w, excl_section *s)
+{
+    s->key = 0;
+    s->o.ttl_ms = 2000;
+    s->o.wait_ms = 3000;
+    s->writes = 1;
+    s->hold = EXCL_H_FOR;
+    if (w->idx == 0) {
+        s->hold_ms = rnd(w, 0, 30);
+        s->rest_ms = rnd(w, 100, 300);
+        label(s, "excl");
+        return;
+    }
+    s->o.shared = 1;
+    s->o.fair = 1;
+    s->hold_ms = rnd(w, 250, 350);
+    label(s, "share");
+}
+
 static void pick_mix_fair(excl_worker *w, excl_section *s)
 {
     pick_mix(w, s, 1);
@@ -425,6 +452,10 @@ const excl_mode excl_modes[] = {
     {"shared", EXCL_SINGLE, 1, 6, F_ALL1, 200, 700, 6000, pick_shared, 0, 0},
     {"shared_fair", EXCL_SINGLE, 1, 6, F_ALL1, 500, 1500, 10000, pick_shared, 0,
      0},
+    /* Fair readers overlapping all the time, one writer not queued: no
+     * faults, the readers are the writer's trouble. */
+    {"shared_fair_writer", EXCL_SINGLE, 1, 4, 0, 0, 0, 6000,
+     pick_shared_fair_writer, 0, 0},
     {"set", EXCL_SINGLE, 3, 6, F_ALL1, 200, 700, 6000, pick_set, 0, 0},
     /* The same sets over several servers (spread.c): the cluster's slots
      * put the three keys apart; the ring, which hashes the servers'

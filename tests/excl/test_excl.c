@@ -146,6 +146,13 @@ void test_excl_shared_fair(void)
     shared_run("shared_fair");
 }
 
+/* A writer that does not queue, among fair readers that always hold a
+ * share (issue 35's second case): it must get the key within its wait. */
+void test_excl_shared_fair_writer(void)
+{
+    shared_run("shared_fair_writer");
+}
+
 /* Sets of two keys among three, sets of one and plain locks: besides the
  * usual verdict, the run must have taken sets of two keys (each belief
  * recorded on both keys) and single keys, or a library that took one key
