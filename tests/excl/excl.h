@@ -242,9 +242,14 @@ typedef struct excl_mode {
     /* Chooses what one section does. */
     void (*pick)(struct excl_worker *w, struct excl_section *s);
     int limit; /* > 1: the keys are semaphores of that limit */
-    int loop;  /* the workers acquire, release and extend on an event loop
-                  (redislock_loop(3)), the tests' own poll() loop */
+    /* How the workers lock: 0, blocking calls; EXCL_ON_LOOP, acquire,
+     * release and extend on an event loop (redislock_loop(3)), the
+     * tests' own poll() loop; EXCL_VIA_CLI, redislock run (cliworker.c) */
+    int loop;
 } excl_mode;
+
+#define EXCL_ON_LOOP 1
+#define EXCL_VIA_CLI 2
 
 extern const excl_mode excl_modes[];
 extern const int excl_nmodes;

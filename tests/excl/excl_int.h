@@ -114,6 +114,17 @@ typedef struct excl_worker {
     app app;            /* the application loop driving it */
 } excl_worker;
 
+/* The lease of key as the servers see it for id (its last token fence,
+ * 0: any): the PTTL, -2 when not so held; 0 when unknown. */
+int excl_truth_lease(excl_worker *w, int key, const char *id, int64_t fence,
+                     int64_t *pttl);
+/* A record of kind for section s, filled from the worker and the section. */
+void excl_fill(const excl_worker *w, const excl_section *s, excl_rec *r,
+               int kind);
+/* One section run by the CLI (cliworker.c): redislock run with the
+ * section's options, a command that holds for s->hold_ms. */
+void excl_cli_section(excl_worker *w, excl_section *s);
+
 /* In a forked child: runs sections until told to stop; never returns. */
 _Noreturn void excl_worker_main(const excl_mode *m, const excl_topo *t,
                                 excl_shared *sh, int idx, int gen);

@@ -464,12 +464,14 @@ static void check_losses(live *c, const excl_rec *h, size_t n)
         printf("excl %s: VIOLATION false loss #%ld on key %d (seed %" PRIu64
                ")\n    pid %d acquisition %u [%s] ttl %" PRId64
                " told lost at %.3f s by %s (%s); the server's lease for it "
-               "had %" PRId64 " ms left at %.3f s\n",
+               "had %" PRId64 " ms left then (read at %.3f s)\n",
                c->mode, c->v->false_loss, r->key, c->seed, r->pid, r->acq,
                r->what, r->ttl_ms, rel_s(c, r->t0),
                how[r->flags <= EXCL_L_KILLED ? r->flags : 0],
-               redislock_strerror((redislock_err)r->belief), r->x,
-               rel_s(c, r->t1));
+               r->flags == EXCL_L_KILLED
+                   ? "exit 75"
+                   : redislock_strerror((redislock_err)r->belief),
+               r->x, rel_s(c, r->t1));
     }
 }
 

@@ -402,6 +402,26 @@ static void pick_shared_fair_writer(excl_worker *w, excl_section *s)
     label(s, "share");
 }
 
+/*
+ * Issue 35's first case, through the CLI: `redislock run --fair` with a
+ * 30 s TTL (renewed every 10 s) and a command that holds either briefly
+ * or for 3.5 to 4.5 s, past the validity a fair hand-off first reports
+ * (about 3 s). The watchdog renews the lease at once after a hand-off,
+ * so a command killed then (exit 75) is a false loss: the server still
+ * kept the lease for it.
+ */
+static void pick_cli_fair(excl_worker *w, excl_section *s)
+{
+    s->key = 0;
+    s->o.ttl_ms = 30000;
+    s->o.wait_ms = 15000;
+    s->o.fair = 1;
+    s->hold = EXCL_H_FOR;
+    s->hold_ms = excl_rng_chance(&w->rng, 35) ? rnd(w, 200, 600)
+                                               : rnd(w, 3500, 4500);
+    label(s, "cli run");
+}
+
 static void pick_mix_fair(excl_worker *w, excl_section *s)
 {
     pick_mix(w, s, 1);
@@ -413,8 +433,8 @@ static void pick_mix_unfair(excl_worker *w, excl_section *s)
 }
 
 /* name, where, keys, workers, faults, gap between faults, short run ms,
- * pick, a semaphore's limit (0: a lock, shared or not), and whether on
- * the event loop. */
+ * pick, a semaphore's limit (0: a lock, shared or not), and how the
+ * workers lock (1: on the event loop). */
 const excl_mode excl_modes[] = {
     {"default", EXCL_SINGLE, 1, 4, F_ALL1, 200, 700, 6000, pick_default, 0, 0},
     {"meta_holdafter", EXCL_SINGLE, 1, 4, F_ALL1, 200, 700, 6000, pick_meta, 0,
@@ -493,6 +513,10 @@ const excl_mode excl_modes[] = {
      * other process's later life of the key (see pick_reentrant_shared). */
     {"loop_reentrant_shared", EXCL_SINGLE, 1, 4, F_ALL1, 300, 900, 6000,
      pick_reentrant_shared, 0, 1},
+    /* redislock run --fair, three at a time, no faults: hand-offs and
+     * long commands. */
+    {"cli_fair", EXCL_SINGLE, 1, 3, 0, 0, 0, 10000, pick_cli_fair, 0,
+     EXCL_VIA_CLI},
 };
 
 const int excl_nmodes = (int)(sizeof excl_modes / sizeof excl_modes[0]);

@@ -234,3 +234,18 @@ void test_excl_loop_reentrant_shared(void)
 {
     short_run("loop_reentrant_shared");
 }
+
+/* redislock run --fair (issue 35's first case): no command killed while
+ * the server kept its lease. The run sees no claims (the CLI's beliefs
+ * are not recorded), so it asserts acquires and holds instead. */
+void test_excl_cli_fair(void)
+{
+    const excl_mode *m = excl_mode_find("cli_fair");
+    excl_result r;
+
+    ASSERT(m != NULL);
+    excl_run(m, excl_seed(), m->run_ms, &r);
+    ASSERT_EQ_INT(r.violations, 0);
+    ASSERT_EQ_INT(r.crashed, 0);
+    ASSERT_GE(r.lv.attempts - r.lv.failed, 2);
+}

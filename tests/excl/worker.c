@@ -143,8 +143,8 @@ static int by_desc(const void *a, const void *b)
 /* The lease as the servers see it: one server's PTTL (-2 when no server
  * holds it for id), or for Redlock the majority-th largest (a server that
  * did not answer counts as holding it forever). 0 when unknown. */
-static int truth_lease(excl_worker *w, int key, const char *id, int64_t fence,
-                       int64_t *pttl)
+int excl_truth_lease(excl_worker *w, int key, const char *id, int64_t fence,
+                     int64_t *pttl)
 {
     int64_t v[EXCL_MAX_SERVERS];
     int i, n = w->t->n, known = 0, held = 0;
@@ -176,8 +176,8 @@ static int truth_lease(excl_worker *w, int key, const char *id, int64_t fence,
 
 /* ---- Records */
 
-static void fill(const excl_worker *w, const excl_section *s, excl_rec *r,
-                 int kind)
+void excl_fill(const excl_worker *w, const excl_section *s, excl_rec *r,
+               int kind)
 {
     memset(r, 0, sizeof *r);
     r->kind = (uint8_t)kind;
@@ -195,7 +195,7 @@ static void record_acq(excl_worker *w, const excl_section *s, int64_t t0,
 {
     excl_rec r;
 
-    fill(w, s, &r, EXCL_ACQ);
+    excl_fill(w, s, &r, EXCL_ACQ);
     r.t0 = t0;
     r.t1 = t1;
     r.fence = fence;
@@ -330,9 +330,9 @@ static void lease_check(excl_worker *w, const excl_section *s, claim *c)
         return;
     for (i = 0; i < n; i++) {
         t0 = excl_now_us();
-        if (!truth_lease(w, keys[i], id, redislock_fence(c->src), &pttl))
+        if (!excl_truth_lease(w, keys[i], id, redislock_fence(c->src), &pttl))
             continue;
-        fill(w, s, &r, EXCL_LEASE);
+        excl_fill(w, s, &r, EXCL_LEASE);
         r.key = (uint8_t)keys[i];
         r.t0 = t0;
         r.t1 = excl_now_us();
@@ -353,13 +353,13 @@ static void record_loss(excl_worker *w, const excl_section *s, const char *id,
     excl_rec r;
 
     for (i = 0; i < n; i++) {
-        fill(w, s, &r, EXCL_LOSS);
+        excl_fill(w, s, &r, EXCL_LOSS);
         r.key = (uint8_t)keys[i];
         r.fence = fence;
         r.flags = (uint8_t)how;
         r.belief = why;
         r.t0 = t;
-        r.x = id != NULL && truth_lease(w, keys[i], id, fence, &pttl)
+        r.x = id != NULL && excl_truth_lease(w, keys[i], id, fence, &pttl)
                   ? pttl
                   : EXCL_PENDING;
         r.t1 = excl_now_us();
@@ -426,7 +426,7 @@ static void fenced_write(excl_worker *w, const excl_section *s, claim *c)
     snprintf(val, sizeof val, "%d:%u", w->pid, w->acq);
     for (i = 0; i < n; i++) {
         excl_res_name(keys[i], res, sizeof res);
-        fill(w, s, &r, EXCL_WRITE);
+        excl_fill(w, s, &r, EXCL_WRITE);
         r.key = (uint8_t)keys[i];
         r.fence = c->r.fence;
         r.t0 = excl_now_us();
@@ -753,7 +753,7 @@ static void finish(excl_worker *w, const excl_section *s, claim *c, plan *p)
         p->nested--;
     }
     if (err == REDISLOCK_OK && redislock_holds(l) > 0) {
-        fill(w, s, &r, EXCL_RELEASE);
+        excl_fill(w, s, &r, EXCL_RELEASE);
         r.t0 = excl_now_us();
         err = w_release(w, l, s->hold_after);
         r.t1 = excl_now_us();
@@ -780,7 +780,7 @@ static void section_begin(excl_worker *w, const excl_section *s, claim *c,
 
     memset(c, 0, sizeof *c);
     c->src = l;
-    fill(w, s, &c->r, EXCL_CLAIM);
+    excl_fill(w, s, &c->r, EXCL_CLAIM);
     c->r.fence = redislock_fence(l);
     c->r.group = s->shared || s->o.reentrant
                      ? fnv(s->owner)
@@ -822,7 +822,7 @@ static void section(excl_worker *w, excl_section *s)
         s->o.on_lost = on_lost;
         s->o.on_lost_arg = w;
     }
-    fill(w, s, &a, EXCL_ATTEMPT);
+    excl_fill(w, s, &a, EXCL_ATTEMPT);
     a.flags = s->o.fair ? EXCL_A_FAIR : 0;
     a.belief = s->o.wait_ms;
     a.x = EXCL_PENDING;
@@ -920,7 +920,7 @@ _Noreturn void excl_worker_main(const excl_mode *m, const excl_topo *t,
     snprintf(w.owner, sizeof w.owner, "w%d.%d-%d", idx, gen, w.pid);
     if (connect_all(&w) != 0)
         _exit(0);
-    if (m->loop) {
+    if (m->loop == EXCL_ON_LOOP) {
         w.app.max_wait_ms = 50;
         if (redislock_loop_new(&w.lp, w.c, app_watch, app_timer, &w.app) !=
             REDISLOCK_OK)
@@ -930,7 +930,10 @@ _Noreturn void excl_worker_main(const excl_mode *m, const excl_topo *t,
     while (!atomic_load(&sh->stop)) {
         memset(&s, 0, sizeof s);
         m->pick(&w, &s);
-        section(&w, &s);
+        if (m->loop == EXCL_VIA_CLI)
+            excl_cli_section(&w, &s);
+        else
+            section(&w, &s);
     }
     /* No clean-up: the parent kills what is left of the run. */
     _exit(0);
