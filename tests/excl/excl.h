@@ -187,6 +187,9 @@ long excl_check(const excl_rec *h, size_t n, uint64_t seed, int64_t t_base,
 #define EXCL_LIVE_ARRIVAL_MS 300
 /* A fault's effect lasts this long past its undoing (reconnects). */
 #define EXCL_LIVE_FAULT_TAIL_MS 300
+/* R: after a failover is confirmed, some client holds the lock again
+ * within this, and no acquire begun later fails for want of a server. */
+#define EXCL_LIVE_FAILOVER_MS 5000
 
 typedef struct excl_live_verdict {
     long attempts;     /* section acquires that returned */
@@ -195,6 +198,8 @@ typedef struct excl_live_verdict {
     long false_loss;   /* told lost while the server held the lease */
     long missed_grant; /* failed, the key surely free for > B */
     long starved;      /* a writer behind shares, a fair waiter overtaken */
+    long failover;     /* a waiter that gave up in a failover, no lock
+                          within R after it, an error after R */
     double first_s;    /* the earliest violation (run time, s); -1: none */
 } excl_live_verdict;
 
@@ -211,7 +216,8 @@ typedef enum excl_topo_kind {
     EXCL_PROXIED, /* one server, reached through a delaying proxy */
     EXCL_SHARDED, /* three servers, keys spread by the client */
     EXCL_CLUSTER, /* a private Redis Cluster of three masters */
-    EXCL_REDLOCK  /* three servers, two of them behind proxies */
+    EXCL_REDLOCK, /* three servers, two of them behind proxies */
+    EXCL_SENTINEL /* a master, its replica and three sentinels */
 } excl_topo_kind;
 
 /* Faults. */
@@ -223,6 +229,8 @@ typedef enum excl_fault {
     EXCL_F_DELAY,        /* the proxy holds client bytes for a while */
     EXCL_F_RACE,         /* a release timed to a waiter's heartbeat, its
                             alive window's end or a BLPOP timeout */
+    EXCL_F_KILL_MASTER,  /* kill -9 the Sentinel master, once; in force
+                            until the sentinels name the replica master */
     EXCL_F_COUNT
 } excl_fault;
 

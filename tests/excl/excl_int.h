@@ -15,16 +15,18 @@
 #include <redislock.h>
 
 #include "harness/apploop.h"
+#include "harness/sentinel.h"
 
 #include "excl.h"
 
-#define EXCL_URL_MAX 200
+#define EXCL_URL_MAX 520 /* a Sentinel URL names three sentinels */
 
 typedef struct excl_topo {
     excl_topo_kind kind;
     int n; /* lock servers */
     th_server *srv[EXCL_MAX_SERVERS];
     th_cluster *cluster;
+    th_sentinels *sentinels;
     th_server *res;                           /* the fenced resource's server */
     char url[EXCL_MAX_SERVERS][EXCL_URL_MAX]; /* how clients reach them */
     char sock[EXCL_MAX_SERVERS][EXCL_URL_MAX]; /* unix sockets: the truth */

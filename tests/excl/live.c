@@ -219,6 +219,7 @@ static void fault_events(live *c, int pid)
     for (i = 0; i < c->nfault; i++) {
         f = c->fault[i];
         if (f->flags == EXCL_F_PAUSE_SERVER || f->flags == EXCL_F_DELAY ||
+            f->flags == EXCL_F_KILL_MASTER ||
             ((f->flags == EXCL_F_STOP_HOLDER ||
               f->flags == EXCL_F_STOP_WAITER) &&
              f->pid == pid))
@@ -475,6 +476,80 @@ static void check_losses(live *c, const excl_rec *h, size_t n)
     }
 }
 
+/* The latest time the history tells of. */
+static int64_t last_time(const excl_rec *h, size_t n)
+{
+    int64_t t = 0;
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        if (h[i].t0 > t)
+            t = h[i].t0;
+        if (h[i].t1 > t)
+            t = h[i].t1;
+    }
+    return t;
+}
+
+/* The first grant after the master was killed (its return), or 0. */
+static int64_t first_grant_after(const live *c, int64_t t)
+{
+    int64_t first = 0;
+    size_t i;
+    const excl_rec *r;
+
+    for (i = 0; i < c->nat; i++) {
+        r = c->at[i].r;
+        if (r->x == REDISLOCK_OK && r->t1 > t && (first == 0 || r->t1 < first))
+            first = r->t1;
+    }
+    return first;
+}
+
+static void failover_violation(live *c, const char *what, const att *w,
+                               const excl_rec *f, int64_t when)
+{
+    violation(c, when);
+    if (++c->v->failover > LIVE_PRINT_MAX)
+        return;
+    printf("excl %s: VIOLATION failover #%ld (seed %" PRIu64
+           "): %s; master killed at %.3f s, the new one confirmed at "
+           "%.3f s\n",
+           c->mode, c->v->failover, c->seed, what, rel_s(c, f->t0),
+           rel_s(c, f->t1));
+    if (w != NULL)
+        describe(c, "waiter", w->r);
+}
+
+/* Around a master killed (f: from the kill to the new master
+ * confirmed): no waiter gives up for want of a server with over a second
+ * of its wait left, from the kill until R after the confirmation; some
+ * acquire returns OK within R of it; no acquire begun after that fails
+ * but by waiting out its wait. */
+static void check_failover(live *c, const excl_rec *f, int64_t last)
+{
+    int64_t r_end = f->t1 + EXCL_LIVE_FAILOVER_MS * 1000, first;
+    size_t i;
+    const excl_rec *r;
+
+    for (i = 0; i < c->nat; i++) {
+        r = c->at[i].r;
+        if (!waited_and_failed(r) || r->x == REDISLOCK_EHELD)
+            continue;
+        if (r->t1 >= f->t0 && r->t1 <= r_end &&
+            r->t0 + r->belief * 1000 > r->t1 + 1000000)
+            failover_violation(c, "a waiter gave up with its wait to go",
+                               &c->at[i], f, r->t1);
+        else if (r->t0 > r_end)
+            failover_violation(c, "an acquire failed after it", &c->at[i],
+                               f, r->t1);
+    }
+    first = first_grant_after(c, f->t0);
+    if (last > r_end && (first == 0 || first > r_end))
+        failover_violation(c, "no lock taken within R after it", NULL, f,
+                           r_end);
+}
+
 long excl_live_check(const excl_rec *h, size_t n, uint64_t seed,
                      int64_t t_base, const char *mode, int limit,
                      excl_live_verdict *v)
@@ -506,9 +581,12 @@ long excl_live_check(const excl_rec *h, size_t n, uint64_t seed,
         check_fair(&c, &c.at[i]);
     }
     check_losses(&c, h, n);
+    for (i = 0; i < c.nfault; i++)
+        if (c.fault[i]->flags == EXCL_F_KILL_MASTER)
+            check_failover(&c, c.fault[i], last_time(h, n));
     v->first_s = c.first_us != 0 ? rel_s(&c, c.first_us) : -1;
     free(c.at);
     free(c.fault);
     free(c.ev);
-    return v->false_loss + v->missed_grant + v->starved;
+    return v->false_loss + v->missed_grant + v->starved + v->failover;
 }

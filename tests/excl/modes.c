@@ -15,7 +15,8 @@
 
 const char *const excl_fault_names[EXCL_F_COUNT] = {
     "stop-holder",  "stop-waiter", "kill-holder",
-    "pause-server", "delay",       "race"};
+    "pause-server", "delay",       "race",
+    "kill-master"};
 
 static int64_t rnd(excl_worker *w, int64_t lo, int64_t hi)
 {
@@ -422,6 +423,24 @@ static void pick_cli_fair(excl_worker *w, excl_section *s)
     label(s, "cli run");
 }
 
+/*
+ * Issue 35's fourth case: plain locks through redis+sentinel:// with
+ * waits of 20 s, far longer than a failover (the master down after 1 s,
+ * a vote, the replica promoted), and short holds, so that when the
+ * nemesis kills the master some workers wait and one may hold. Waiters
+ * must wait through the failover, and locks be taken again soon after.
+ */
+static void pick_sentinel(excl_worker *w, excl_section *s)
+{
+    s->key = 0;
+    s->o.ttl_ms = rnd(w, 1000, 2000);
+    s->o.wait_ms = 20000;
+    s->writes = 1;
+    s->hold = EXCL_H_FOR;
+    s->hold_ms = rnd(w, 100, 600);
+    label(s, "plain");
+}
+
 static void pick_mix_fair(excl_worker *w, excl_section *s)
 {
     pick_mix(w, s, 1);
@@ -517,6 +536,10 @@ const excl_mode excl_modes[] = {
      * long commands. */
     {"cli_fair", EXCL_SINGLE, 1, 3, 0, 0, 0, 10000, pick_cli_fair, 0,
      EXCL_VIA_CLI},
+    /* Sentinel: the master killed once, 1 to 1.5 s in; the run goes on
+     * well past the failover. */
+    {"sentinel_kill_master", EXCL_SENTINEL, 1, 3, F(KILL_MASTER), 1000, 1500,
+     12000, pick_sentinel, 0, 0},
 };
 
 const int excl_nmodes = (int)(sizeof excl_modes / sizeof excl_modes[0]);

@@ -34,6 +34,9 @@
  * every waiter would wait it out, and a short run would see few
  * sections. */
 #define EXCL_LONG_HOLD_MS 3000
+/* A Sentinel failover: down after 1 s, a vote; twice the failover
+ * timeout when the vote splits (see th_sentinels_wait_failover). */
+#define EXCL_FAILOVER_WAIT_MS 20000
 
 typedef struct undo {
     int64_t due; /* th_now_ms */
@@ -54,6 +57,7 @@ struct excl_nemesis {
     long count[EXCL_F_COUNT];
     int gen[EXCL_MAX_WORKERS];
     int paused[EXCL_MAX_SERVERS];
+    int killed_master;
     redisContext *scan[EXCL_MAX_SERVERS];
 };
 
@@ -426,6 +430,23 @@ static int race(excl_nemesis *n)
     return 1;
 }
 
+/* kill -9 the Sentinel master, once a run, and wait (blocking: there
+ * is nothing else to do meanwhile) until every sentinel names the
+ * replica and it answers as master; the fault is in force until then. */
+static int kill_master(excl_nemesis *n)
+{
+    int64_t since = excl_now_us();
+    int old;
+
+    if (n->t->sentinels == NULL || n->killed_master)
+        return 0;
+    n->killed_master = 1;
+    old = th_sentinels_kill_master(n->t->sentinels);
+    th_sentinels_wait_failover(n->t->sentinels, old, EXCL_FAILOVER_WAIT_MS);
+    record_fault(n, EXCL_F_KILL_MASTER, 0, since);
+    return 1;
+}
+
 static int inject(excl_nemesis *n, int f)
 {
     switch (f) {
@@ -439,6 +460,8 @@ static int inject(excl_nemesis *n, int f)
         return pause_server(n);
     case EXCL_F_DELAY:
         return delay(n);
+    case EXCL_F_KILL_MASTER:
+        return kill_master(n);
     default:
         return race(n);
     }

@@ -79,9 +79,17 @@ static void topo_start(excl_topo *t, const excl_mode *m)
     int i;
 
     t->kind = m->topo;
-    t->n = m->topo == EXCL_SINGLE || m->topo == EXCL_PROXIED ? 1 : 3;
+    t->n = m->topo == EXCL_SINGLE || m->topo == EXCL_PROXIED ||
+                   m->topo == EXCL_SENTINEL
+               ? 1
+               : 3;
     t->res_proxy = -1;
-    if (m->topo == EXCL_CLUSTER) {
+    if (m->topo == EXCL_SENTINEL) {
+        /* The truth is asked of the first master only: once it is
+         * killed, the lease rules see nothing more. */
+        t->sentinels = th_sentinels_start(NULL);
+        t->srv[0] = t->sentinels->node[0];
+    } else if (m->topo == EXCL_CLUSTER) {
         t->cluster = th_cluster_start(3, 0);
         for (i = 0; i < 3; i++)
             t->srv[i] = t->cluster->s[i];
@@ -93,8 +101,9 @@ static void topo_start(excl_topo *t, const excl_mode *m)
     for (i = 0; i < t->n; i++) {
         t->proxy_of[i] = -1;
         snprintf(t->url[i], EXCL_URL_MAX, "%s",
-                 m->topo == EXCL_CLUSTER ? t->cluster->seeds[i]
-                                         : t->srv[i]->unix_url);
+                 m->topo == EXCL_CLUSTER    ? t->cluster->seeds[i]
+                 : m->topo == EXCL_SENTINEL ? t->sentinels->url
+                                            : t->srv[i]->unix_url);
         snprintf(t->sock[i], EXCL_URL_MAX, "%s", t->srv[i]->sock);
     }
     snprintf(t->res_url, EXCL_URL_MAX, "%s", t->res->unix_url);
@@ -111,6 +120,8 @@ static void topo_stop(excl_topo *t)
     excl_proxies_stop(t);
     if (t->cluster != NULL)
         th_cluster_stop(t->cluster);
+    else if (t->sentinels != NULL)
+        th_sentinels_stop(t->sentinels);
     else
         for (i = 0; i < t->n; i++)
             th_server_stop(t->srv[i]);
@@ -177,9 +188,10 @@ static void report_sets(const excl_mode *m, const excl_verdict *v)
 static void report_live(const excl_mode *m, const excl_live_verdict *v)
 {
     printf("excl %s: liveness: %ld acquires returned, %ld waits failed, %ld "
-           "losses told; false losses %ld, missed grants %ld, starved %ld",
+           "losses told; false losses %ld, missed grants %ld, starved %ld, "
+           "failover %ld",
            m->name, v->attempts, v->failed, v->losses, v->false_loss,
-           v->missed_grant, v->starved);
+           v->missed_grant, v->starved, v->failover);
     if (v->first_s >= 0)
         printf("; first at %.3f s", v->first_s);
     printf("\n");

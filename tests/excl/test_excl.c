@@ -249,3 +249,10 @@ void test_excl_cli_fair(void)
     ASSERT_EQ_INT(r.crashed, 0);
     ASSERT_GE(r.lv.attempts - r.lv.failed, 2);
 }
+
+/* A Sentinel master killed with -9 (issue 35's fourth case): waiters
+ * wait through the failover and locks are taken again soon after it. */
+void test_excl_sentinel_kill_master(void)
+{
+    short_run("sentinel_kill_master");
+}

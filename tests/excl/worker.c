@@ -12,6 +12,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -108,13 +109,32 @@ static redisContext *truth_conn(excl_worker *w, int i)
 
 /* Server i's PTTL of key as held by id, whose last fencing token is fence
  * (-2: not so held); 0 if unknown. */
+/* A command on a truth connection. A server killed with -9 (a Sentinel
+ * master) leaves it closed, and the write's SIGPIPE would kill the
+ * worker: blocked meanwhile, and one it raised consumed. */
+static redisReply *truth_command(redisContext *r, const char *key,
+                                 const char *id, int64_t fence)
+{
+    static const struct timespec now = {0, 0};
+    sigset_t pipe, old;
+    redisReply *rep;
+
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe, &old);
+    rep = redisCommand(r, "EVAL %s 1 %s %s %lld", lease_lua, key, id,
+                       (long long)fence);
+    while (sigtimedwait(&pipe, NULL, &now) == SIGPIPE)
+        ;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return rep;
+}
+
 static int truth_one(excl_worker *w, int i, const char *key, const char *id,
                      int64_t fence, int64_t *pttl)
 {
     redisContext *r = truth_conn(w, i);
-    redisReply *rep = r ? redisCommand(r, "EVAL %s 1 %s %s %lld", lease_lua,
-                                       key, id, (long long)fence)
-                        : NULL;
+    redisReply *rep = r ? truth_command(r, key, id, fence) : NULL;
     int known = 0;
 
     if (rep != NULL && rep->type == REDIS_REPLY_INTEGER) {
