@@ -371,7 +371,11 @@ TEST_ENTRY(holders_redlock_release_counts_other_owner, 30)
 /* The exclusion checker (tests/excl): per lock mode, several processes
  * take the same keys under a nemesis for a few seconds; any overlap of
  * believed intervals, accepted stale fenced write, fencing token out of
- * order or belief past the server's lease fails. */
+ * order or belief past the server's lease fails, and so does any false
+ * loss, missed grant, starvation or failover not waited through (the
+ * liveness rules, live.c). excl_shared_fair_writer, excl_cli_fair and
+ * excl_sentinel_kill_master fail until issue 35's defects 2, 1 and 4
+ * are fixed. */
 TEST_ENTRY(sem_admits_limit_holders, 30)
 TEST_ENTRY(sem_limit_mismatch_named, 30)
 TEST_ENTRY(sem_expired_permit_not_released, 30)
@@ -406,6 +410,7 @@ TEST_ENTRY(excl_live_false_loss, 10)
 TEST_ENTRY(excl_live_missed_grant, 10)
 TEST_ENTRY(excl_live_starved_writer, 10)
 TEST_ENTRY(excl_live_starved_fair, 10)
+TEST_ENTRY(excl_live_failover, 10)
 TEST_ENTRY(excl_default, 60)
 TEST_ENTRY(excl_meta_holdafter, 60)
 TEST_ENTRY(excl_fair, 60)

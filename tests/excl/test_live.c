@@ -175,8 +175,9 @@ void test_excl_live_starved_writer(void)
 
 /* A fair waiter overtaken: it timed out at 4000 ms though a fair waiter
  * that came at 1000 ms was granted at 2000 ms. Not when that one came
- * within 300 ms of it, nor when it was granted after the timeout, nor
- * when the waiter was stopped meanwhile (out of the queue). */
+ * within 300 ms of it, nor when it was granted after the timeout or in
+ * its last 300 ms, nor when the waiter was stopped meanwhile (out of the
+ * queue). */
 void test_excl_live_starved_fair(void)
 {
     lhist h;
@@ -192,6 +193,12 @@ void test_excl_live_starved_fair(void)
     c->t0 = 1000 * MS;
     c->t1 = 4001 * MS;
     ASSERT_EQ_INT(check(&h).starved, 0);
+    /* Granted within 300 ms of the waiter's deadline (4000 ms): the
+     * hand-off may have found it gone. */
+    c->t1 = 3701 * MS;
+    ASSERT_EQ_INT(check(&h).starved, 0);
+    c->t1 = 3699 * MS;
+    ASSERT_EQ_INT(check(&h).starved, 1);
     c->t1 = 2000 * MS;
     fault(&h, EXCL_F_STOP_WAITER, 2, 500, 1500);
     ASSERT_EQ_INT(check(&h).starved, 0);
@@ -199,4 +206,36 @@ void test_excl_live_starved_fair(void)
     h.n--;
     c->flags = 0;
     ASSERT_EQ_INT(check(&h).starved, 0);
+}
+
+/* Around a master killed at 1000 ms and replaced at 3000 ms: a waiter
+ * that failed with ECONNECT at 2000 ms, 18.5 s of its wait to go, gave
+ * up; not one with under a second left. A lock must be taken by 8000 ms
+ * (R after the new master) when the run went on that long; an acquire
+ * begun after that must not fail for want of a server. */
+void test_excl_live_failover(void)
+{
+    lhist h;
+    excl_rec *w, *g;
+
+    memset(&h, 0, sizeof h);
+    fault(&h, EXCL_F_KILL_MASTER, 0, 1000, 3000);
+    g = attempt(&h, 1, 3100, 3200, REDISLOCK_OK, 20000, 0, 0);
+    w = attempt(&h, 2, 500, 2000, REDISLOCK_ECONNECT, 20000, 0, 0);
+    ASSERT_EQ_INT(check(&h).failover, 1);
+    w->belief = 2400;
+    ASSERT_EQ_INT(check(&h).failover, 0);
+    /* The first grant at 9000 ms, the run going on to 9500 ms. */
+    g->t0 = 8500 * MS;
+    g->t1 = 9000 * MS;
+    rec(&h, EXCL_WRITE, 1, 9400, 9500);
+    ASSERT_EQ_INT(check(&h).failover, 1);
+    g->t1 = 7900 * MS;
+    g->t0 = 7800 * MS;
+    ASSERT_EQ_INT(check(&h).failover, 0);
+    /* An acquire begun at 8100 ms that cannot connect. */
+    attempt(&h, 3, 8100, 8200, REDISLOCK_ECONNECT, 5000, 0, 0);
+    ASSERT_EQ_INT(check(&h).failover, 1);
+    h.r[h.n - 1].x = REDISLOCK_EHELD;
+    ASSERT_EQ_INT(check(&h).failover, 0);
 }
