@@ -8,11 +8,21 @@
  * the server itself reported (Jepsen's lock workloads; etcd's robustness
  * tests keep a history and validate it after the run).
  *
+ * The liveness check (live.c) reads the same history for the other half:
+ * no holder told its lock was lost while the server kept its lease; no
+ * waiter failing though its key was surely free for over B (1 s) with
+ * nobody queued ahead; no writer starved behind shares for longer than
+ * its wait less a second; no fair waiter overtaken by a later one; and
+ * through a Sentinel failover, no waiter giving up with its wait to go,
+ * and a lock taken again within R (5 s) of the new master. live.c's
+ * header gives each rule's exact bounds and why.
+ *
  * Files: history.c (records, random numbers), checker.c (the checks),
+ * live.c (the liveness checks), cliworker.c (a section run by the CLI),
  * worker.c (a holder process), nemesis.c (faults), run.c (one run: servers,
  * workers, nemesis, check), modes.c (the modes), test_excl.c (the short
- * runs of make check), test_checker.c (the rules on made-up histories),
- * soak.c (make soak).
+ * runs of make check), test_checker.c and test_live.c (the rules on
+ * made-up histories), soak.c (make soak).
  *
  * Environment: EXCL_SEED replays a run's random choices (nemesis timing,
  * TTLs, holds, pauses; not the scheduler's); EXCL_HISTORY_DIR keeps each
