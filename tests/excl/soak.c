@@ -7,7 +7,9 @@
  *   rl-soak [--minutes N] [--seed S] [--mode NAME]...
  *
  * Prints the seed first, each run's figures and violations, a table per
- * mode (sections, faults per kind, overlaps, stale writes accepted) and
+ * mode (sections, faults per kind, overlaps, stale writes accepted,
+ * liveness violations: false losses, missed grants, starvation and
+ * failovers not waited through, summed in the "live" column) and
  * one summary line; exits 1 on any violation or failed run.
  */
 #include <errno.h>
@@ -36,6 +38,7 @@
 
 typedef struct totals {
     excl_result r; /* summed */
+    long live;     /* the liveness rules' violations, all kinds */
     long runs, failed;
 } totals;
 
@@ -116,6 +119,8 @@ static void add(totals *t, const excl_result *r)
     t->r.v.lease += r->v.lease;
     t->r.v.writes_refused += r->v.writes_refused;
     t->r.violations += r->violations;
+    t->live += r->lv.false_loss + r->lv.missed_grant + r->lv.starved +
+               r->lv.failover;
     t->r.seconds += r->seconds;
     for (f = 0; f < EXCL_F_COUNT; f++)
         t->r.faults[f] += r->faults[f];
@@ -125,12 +130,14 @@ static void table(const excl_mode *const *sel, int n, const totals *t)
 {
     int i, f;
 
-    printf("\n%-18s %5s %7s %8s %6s %5s %5s %6s  faults\n", "mode", "runs",
-           "secs", "sections", "overl", "stale", "fence", "lease");
+    printf("\n%-18s %5s %7s %8s %6s %5s %5s %6s %5s  faults\n", "mode",
+           "runs", "secs", "sections", "overl", "stale", "fence", "lease",
+           "live");
     for (i = 0; i < n; i++) {
-        printf("%-18s %5ld %7.0f %8ld %6ld %5ld %5ld %6ld ", sel[i]->name,
+        printf("%-18s %5ld %7.0f %8ld %6ld %5ld %5ld %6ld %5ld ", sel[i]->name,
                t[i].runs, t[i].r.seconds, t[i].r.v.sections, t[i].r.v.overlaps,
-               t[i].r.v.stale, t[i].r.v.fence_order, t[i].r.v.lease);
+               t[i].r.v.stale, t[i].r.v.fence_order, t[i].r.v.lease,
+               t[i].live);
         for (f = 0; f < EXCL_F_COUNT; f++)
             if (sel[i]->faults & (1u << f))
                 printf(" %s=%ld", excl_fault_names[f], t[i].r.faults[f]);
