@@ -12,7 +12,8 @@
  *    connection, still held the holder's own lease with more than its
  *    drift allowance (ttl / 100 + 2 ms) plus 10 ms left. A watchdog that
  *    gave up because it could not reach the server in time is not told a
- *    loss by the server and is not counted.
+ *    loss by the server and is not counted; nor is redislock_valid_ms()
+ *    reaching 0, the lease running out as the holder was told it would.
  *  - missed grant: a waiter (wait > 0) that failed although, inside its
  *    wait, its key (each key of a set) was surely free for longer than B
  *    (EXCL_LIVE_FREE_MS) with nobody queued ahead of it. "Possibly held"
@@ -401,7 +402,8 @@ static void check_writer(live *c, const att *w)
         return;
     if (need < wait / 2)
         need = wait / 2;
-    /* Shares held, no exclusive holder, nothing stalled. */
+    /* The time in which shares held and nothing else did: exclusive
+     * holders (and faults) count as blocks, shares as holders. */
     hold_events(c, w, 0);
     fault_events(c, w->r->pid);
     for (i = 0; i < c->nev; i++) {
