@@ -110,7 +110,7 @@ static void watch_lease(excl_worker *w, const excl_section *s, cli_run *cr)
     if (now < cr->asked_at + CLI_TRUTH_EVERY_US)
         return;
     cr->asked_at = now;
-    if (!excl_truth_lease(w, s->key, cr->token, 0, &pttl) || pttl <= 0)
+    if (!excl_truth_kept(w, s->key, cr->token, 0, &pttl) || pttl <= 0)
         return;
     cr->read_at = now;
     cr->lease_end = now + pttl * 1000;

@@ -117,9 +117,13 @@ typedef struct excl_worker {
 } excl_worker;
 
 /* The lease of key as the servers see it for id (its last token fence,
- * 0: any): the PTTL, -2 when not so held; 0 when unknown. */
+ * 0: any): the PTTL, -2 when not so held; 0 when unknown. For Redlock,
+ * the majority-th longest, a server that did not answer counting as
+ * holding it forever (excl_truth_lease) or not at all (excl_truth_kept). */
 int excl_truth_lease(excl_worker *w, int key, const char *id, int64_t fence,
                      int64_t *pttl);
+int excl_truth_kept(excl_worker *w, int key, const char *id, int64_t fence,
+                    int64_t *pttl);
 /* A record of kind for section s, filled from the worker and the section. */
 void excl_fill(const excl_worker *w, const excl_section *s, excl_rec *r,
                int kind);

@@ -161,10 +161,11 @@ static int by_desc(const void *a, const void *b)
 }
 
 /* The lease as the servers see it: one server's PTTL (-2 when no server
- * holds it for id), or for Redlock the majority-th largest (a server that
- * did not answer counts as holding it forever). 0 when unknown. */
-int excl_truth_lease(excl_worker *w, int key, const char *id, int64_t fence,
-                     int64_t *pttl)
+ * holds it for id), or for Redlock the majority-th largest, a server that
+ * did not answer counting as unknown (INT64_MAX: holding it forever, or
+ * -2: not holding it). 0 when unknown. */
+static int truth_lease(excl_worker *w, int key, const char *id, int64_t fence,
+                       int64_t unknown, int64_t *pttl)
 {
     int64_t v[EXCL_MAX_SERVERS];
     int i, n = w->t->n, known = 0, held = 0;
@@ -175,7 +176,7 @@ int excl_truth_lease(excl_worker *w, int key, const char *id, int64_t fence,
         if (truth_one(w, i, name, id, fence, &v[i]))
             known++;
         else
-            v[i] = INT64_MAX;
+            v[i] = unknown;
         if (v[i] == -1)
             v[i] = INT64_MAX; /* no expiry: no bound */
         held += v[i] != -2;
@@ -192,6 +193,22 @@ int excl_truth_lease(excl_worker *w, int key, const char *id, int64_t fence,
         }
     *pttl = -2;
     return known == n && held == 0;
+}
+
+/* The lease at its longest: a belief must not outlast it. */
+int excl_truth_lease(excl_worker *w, int key, const char *id, int64_t fence,
+                     int64_t *pttl)
+{
+    return truth_lease(w, key, id, fence, INT64_MAX, pttl);
+}
+
+/* The lease at its shortest: what the servers surely still keep, for a
+ * loss the holder was told (a Redlock server that does not answer, say
+ * one paused, may have let it go). */
+int excl_truth_kept(excl_worker *w, int key, const char *id, int64_t fence,
+                    int64_t *pttl)
+{
+    return truth_lease(w, key, id, fence, -2, pttl);
 }
 
 /* ---- Records */
@@ -379,7 +396,7 @@ static void record_loss(excl_worker *w, const excl_section *s, const char *id,
         r.flags = (uint8_t)how;
         r.belief = why;
         r.t0 = t;
-        r.x = id != NULL && excl_truth_lease(w, keys[i], id, fence, &pttl)
+        r.x = id != NULL && excl_truth_kept(w, keys[i], id, fence, &pttl)
                   ? pttl
                   : EXCL_PENDING;
         r.t1 = excl_now_us();
