@@ -18,11 +18,12 @@
  * header gives each rule's exact bounds and why.
  *
  * Files: history.c (records, random numbers), checker.c (the checks),
- * live.c (the liveness checks), cliworker.c (a section run by the CLI),
- * worker.c (a holder process), nemesis.c (faults), run.c (one run: servers,
- * workers, nemesis, check), modes.c (the modes), test_excl.c (the short
- * runs of make check), test_checker.c and test_live.c (the rules on
- * made-up histories), soak.c (make soak).
+ * live.c (the liveness checks), worker.c (a holder process), truth.c
+ * (the servers' own view of a lease), cliworker.c (a section run by the
+ * CLI), nemesis.c (faults), run.c (one run: servers, workers, nemesis,
+ * check), modes.c (the modes), test_excl.c (the short runs of make
+ * check), test_checker.c and test_live.c (the rules on made-up
+ * histories), soak.c (make soak).
  *
  * Environment: EXCL_SEED replays a run's random choices (nemesis timing,
  * TTLs, holds, pauses; not the scheduler's); EXCL_HISTORY_DIR keeps each

@@ -1,0 +1,165 @@
+/*
+ * What the servers themselves say of a lease, asked by a worker on
+ * connections of its own (unix sockets, not the client's): the lease
+ * rule compares beliefs with it, the false-loss rule losses.
+ */
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "excl_int.h"
+
+#define EXCL_TRUTH_TIMEOUT_MS 300
+
+/* Reads the lease of the key whose holder is ARGV[1]: its PTTL, or -2
+ * when the key is gone or held by another token or owner; for a
+ * semaphore or a lock held shared (both sorted sets, members scored by
+ * the end of their leases), the permit's or share's own lease: its score
+ * less the server's clock, in ms, not the key's PTTL, which is the
+ * longest lease of all. An exclusive holder of a key that readers also
+ * take finds a string there, as for any lock; a sorted set then (or the
+ * marker of a waiting writer) is not its hold: -2. A hash that an owner id
+ * holds is its hold only in the life of the key that the holder's last
+ * acquisition (its fencing token, ARGV[2]) was in: a later life, made by
+ * another handle of the owner id once the holder's lease ran out, has a
+ * larger gen (rl_create in lib.lua): -2 too. */
+static const char lease_lua[] =
+    "local t = redis.call('TYPE', KEYS[1]).ok "
+    "if t == 'zset' then "
+    "local sc = redis.call('ZSCORE', KEYS[1], ARGV[1]) "
+    "if not sc then return -2 end "
+    "local now = redis.call('TIME') "
+    "local left = math.floor(tonumber(sc) - (tonumber(now[1]) * 1000 + "
+    "tonumber(now[2]) / 1000)) "
+    "if left <= 0 then return -2 end return left end "
+    "local v = false "
+    "if t == 'string' then v = redis.call('GET', KEYS[1]) "
+    "elseif t == 'hash' then v = redis.call('HGET', KEYS[1], 'owner') "
+    "local g = redis.call('HGET', KEYS[1], 'gen') "
+    "if g and ARGV[2] ~= '0' and tonumber(g) > tonumber(ARGV[2]) then "
+    "return -2 end end "
+    "if v ~= ARGV[1] then return -2 end "
+    "return redis.call('PTTL', KEYS[1])";
+
+static redisContext *truth_conn(excl_worker *w, int i)
+{
+    struct timeval tv = {0, EXCL_TRUTH_TIMEOUT_MS * 1000};
+
+    if (w->truth[i] == NULL) {
+        w->truth[i] = redisConnectUnixWithTimeout(w->t->sock[i], tv);
+        if (w->truth[i] != NULL && !w->truth[i]->err)
+            redisSetTimeout(w->truth[i], tv);
+    }
+    if (w->truth[i] != NULL && w->truth[i]->err) {
+        redisFree(w->truth[i]);
+        w->truth[i] = NULL;
+    }
+    return w->truth[i];
+}
+
+/* Server i's PTTL of key as held by id, whose last fencing token is fence
+ * (-2: not so held); 0 if unknown. */
+/* A command on a truth connection. A server killed with -9 (a Sentinel
+ * master) leaves it closed, and the write's SIGPIPE would kill the
+ * worker: blocked meanwhile, and one it raised consumed. */
+static redisReply *truth_command(redisContext *r, const char *key,
+                                 const char *id, int64_t fence)
+{
+    static const struct timespec now = {0, 0};
+    sigset_t pipe, old;
+    redisReply *rep;
+
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe, &old);
+    rep = redisCommand(r, "EVAL %s 1 %s %s %lld", lease_lua, key, id,
+                       (long long)fence);
+    while (sigtimedwait(&pipe, NULL, &now) == SIGPIPE)
+        ;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return rep;
+}
+
+static int truth_one(excl_worker *w, int i, const char *key, const char *id,
+                     int64_t fence, int64_t *pttl)
+{
+    redisContext *r = truth_conn(w, i);
+    redisReply *rep = r ? truth_command(r, key, id, fence) : NULL;
+    int known = 0;
+
+    if (rep != NULL && rep->type == REDIS_REPLY_INTEGER) {
+        *pttl = rep->integer;
+        known = 1;
+    } else if (rep != NULL && rep->type == REDIS_REPLY_ERROR &&
+               strncmp(rep->str, "MOVED", 5) == 0) {
+        *pttl = -2; /* a cluster node that does not serve the key */
+        known = 1;
+    }
+    if (rep == NULL && w->truth[i] != NULL) {
+        redisFree(w->truth[i]);
+        w->truth[i] = NULL;
+    }
+    freeReplyObject(rep);
+    return known;
+}
+
+static int by_desc(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+    return x > y ? -1 : x < y;
+}
+
+/* The lease as the servers see it: one server's PTTL (-2 when no server
+ * holds it for id), or for Redlock the majority-th largest, a server that
+ * did not answer counting as unknown (INT64_MAX: holding it forever, or
+ * -2: not holding it). 0 when unknown. */
+static int truth_lease(excl_worker *w, int key, const char *id, int64_t fence,
+                       int64_t unknown, int64_t *pttl)
+{
+    int64_t v[EXCL_MAX_SERVERS];
+    int i, n = w->t->n, known = 0, held = 0;
+    char name[32];
+
+    excl_key_name(key, name, sizeof name);
+    for (i = 0; i < n; i++) {
+        if (truth_one(w, i, name, id, fence, &v[i]))
+            known++;
+        else
+            v[i] = unknown;
+        if (v[i] == -1)
+            v[i] = INT64_MAX; /* no expiry: no bound */
+        held += v[i] != -2;
+    }
+    if (w->t->kind == EXCL_REDLOCK) {
+        qsort(v, (size_t)n, sizeof *v, by_desc);
+        *pttl = v[n / 2];
+        return *pttl != INT64_MAX;
+    }
+    for (i = 0; i < n; i++)
+        if (v[i] != -2 && v[i] != INT64_MAX) {
+            *pttl = v[i];
+            return 1;
+        }
+    *pttl = -2;
+    return known == n && held == 0;
+}
+
+/* The lease at its longest: a belief must not outlast it. */
+int excl_truth_lease(excl_worker *w, int key, const char *id, int64_t fence,
+                     int64_t *pttl)
+{
+    return truth_lease(w, key, id, fence, INT64_MAX, pttl);
+}
+
+/* The lease at its shortest: what the servers surely still keep, for a
+ * loss the holder was told (a Redlock server that does not answer, say
+ * one paused, may have let it go). */
+int excl_truth_kept(excl_worker *w, int key, const char *id, int64_t fence,
+                    int64_t *pttl)
+{
+    return truth_lease(w, key, id, fence, -2, pttl);
+}
+
