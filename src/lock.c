@@ -213,8 +213,6 @@ static redislock_err keyed(rl__request *q, const rl__lockname *k,
     return REDISLOCK_OK;
 }
 
-/* Runs the script request q with its keys (keyed) on node p, or with p
- * NULL wherever t sends k's key, or with c set on that connection. */
 /* Whether a run of script s counts only on the master: a renewal or a
  * release that lands on a master the sentinels have replaced (it lives
  * on, a master by its own word, until they demote it) neither keeps nor
@@ -226,6 +224,8 @@ static int settles(const rl__script *s)
            s == &rl__script_release || s == &rl__script_set_release;
 }
 
+/* Runs the script request q with its keys (keyed) on node p, or with p
+ * NULL wherever t sends k's key, or with c set on that connection. */
 static redislock_err run_keyed(rl__topo *t, rl__pool *p, rl__conn *c,
                                const rl__lockname *k, const rl__lockname *more,
                                int nmore, const char *req, rl__request *q,
