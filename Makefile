@@ -86,6 +86,18 @@ bench-redlock: deps
 	cmake --build $(BUILD) -j$(JOBS) --target redislock_static
 	BUILD=$(BUILD) bench/redlock.sh
 
+# The failover table of docs/SAFETY.md: ROUNDS rounds (default 20) of
+# each Sentinel failover, with one and two replicas, without and with the
+# replica-sync guard, from a release build. Prints a line per round and a
+# total per row; not part of make check (a round takes about 10 s).
+ROUNDS ?= 20
+FAILOVER_BUILD ?= build-failover
+.PHONY: failover-table
+failover-table: deps
+	@cmake -S . -B $(FAILOVER_BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null
+	@cmake --build $(FAILOVER_BUILD) -j$(JOBS) --target rl-failover >/dev/null
+	@ROUNDS=$(ROUNDS) BUILD=$(FAILOVER_BUILD) tests/failover/table.sh
+
 # The exclusion checker's long run (tests/excl, docs/SAFETY.md): every lock
 # mode in turn under its nemesis, SOAK_MINUTES in all (default 10), from an
 # ASan+UBSan build. SOAK_SEED=<n> replays a run's random choices. Prints

@@ -278,17 +278,18 @@ static char *node_info(th_sentinels *t, int i)
 /* Whether replica r is in sync with master m, by both their INFO. */
 static int in_sync(th_sentinels *t, int m, int r, char *why, size_t size)
 {
-    char *mi = node_info(t, m), *ri = node_info(t, r), want[64];
+    char *mi = node_info(t, m), *ri = node_info(t, r), want[64], n[40];
     int ok = 1;
 
+    snprintf(n, sizeof n, "connected_slaves:%d\r", t->nodes - 1);
     snprintf(want, sizeof want, "master_port:%d\r", t->node[m]->port);
     if (strstr(ri, want) == NULL ||
         strstr(ri, "master_link_status:up") == NULL) {
         snprintf(why, size, "node %d is not an in-sync replica of node %d", r,
                  m);
         ok = 0;
-    } else if (strstr(mi, "connected_slaves:1\r") == NULL) {
-        snprintf(why, size, "node %d does not report connected_slaves:1", m);
+    } else if (strstr(mi, n) == NULL) {
+        snprintf(why, size, "node %d does not report %s", m, n);
         ok = 0;
     }
     free(mi);
@@ -412,8 +413,8 @@ static int sentinels_agree(th_sentinels *t, int m, int r, char *why,
             ok = 0;
         }
         ok = ok && port >= 0 &&
-             lists(t, c, i, "replicas", 1, "slave", t->node[r]->port, why,
-                   size) &&
+             lists(t, c, i, "replicas", (size_t)t->nodes - 1, "slave",
+                   t->node[r]->port, why, size) &&
              lists(t, c, i, "sentinels", TH_SENTINEL_N - 1, "sentinel", 0, why,
                    size);
         redisFree(c);
@@ -463,15 +464,23 @@ th_sentinels *th_sentinels_start(const th_sentinel_opts *o)
      * the exit stops what did start. */
     th_cleanup_add(&t->cleanup, stop_at_exit, t);
 
-    /* Both start as masters (th_server_start checks the database empty,
-     * which a replica's first sync could race), then node[1] follows. */
+    t->nodes = o->replicas == 2 ? 3 : 2;
+    /* All start as masters (th_server_start checks the database empty,
+     * which a replica's first sync could race), then the replicas follow. */
     t->node[0] = start_node(t, NULL);
-    t->node[1] = start_node(t, NULL);
-    c = th_sentinels_node_redis(t, 1);
-    freeReplyObject(th_cmd(c, "REPLICAOF 127.0.0.1 %d", t->node[0]->port));
-    redisFree(c);
-    /* In sync first, so that the sentinels' first INFO sees the link up. */
-    wait_for(t, 0, 1, TH_SENT_SYNC_MS, in_sync, "the replica's first sync");
+    for (i = 1; i < t->nodes; i++) {
+        char prio[40];
+
+        snprintf(prio, sizeof prio, "replica-priority %d\n",
+                 o->priority[i - 1] > 0 ? o->priority[i - 1] : 100);
+        t->node[i] = start_node(t, prio);
+        c = th_sentinels_node_redis(t, i);
+        freeReplyObject(th_cmd(c, "REPLICAOF 127.0.0.1 %d", t->node[0]->port));
+        redisFree(c);
+    }
+    /* In sync first, so that the sentinels' first INFO sees the links up. */
+    for (i = 1; i < t->nodes; i++)
+        wait_for(t, 0, i, TH_SENT_SYNC_MS, in_sync, "a replica's first sync");
 
     for (i = 0; i < TH_SENTINEL_N; i++)
         start_sentinel(t, i);
@@ -501,8 +510,8 @@ void th_sentinels_stop(th_sentinels *t)
             th_rmtree(t->sent_dir[i]);
     }
     /* th_server_stop leaves a forked worker's copies alone. */
-    th_server_stop(t->node[1]);
-    th_server_stop(t->node[0]);
+    for (i = t->nodes - 1; i >= 0; i--)
+        th_server_stop(t->node[i]);
     free(t);
 }
 
@@ -518,7 +527,7 @@ int th_sentinels_master(th_sentinels *t)
         port = named_port(t, c, i, why, sizeof why);
         redisFree(c);
     }
-    for (i = 0; port > 0 && i < 2; i++)
+    for (i = 0; port > 0 && i < t->nodes; i++)
         if (t->node[i] != NULL && t->node[i]->port == port)
             return i;
     return -1;
@@ -586,12 +595,20 @@ static int failed_over(th_sentinels *t, int m, int unused, char *why,
 int64_t th_sentinels_wait_failover(th_sentinels *t, int old_master, int64_t ms)
 {
     int64_t t0 = th_now_ms();
+    int m;
 
-    if (old_master != 0 && old_master != 1)
+    if (old_master < 0 || old_master >= t->nodes)
         FAIL("no node %d", old_master);
-    if (t->node[1 - old_master]->pid <= 0)
-        FAIL("node %d, the only candidate, is down", 1 - old_master);
-    wait_for(t, 1 - old_master, 0, ms, failed_over, "the failover");
+    /* With two candidates, the one the sentinels settle on. */
+    while ((m = th_sentinels_master(t)) == old_master || m < 0) {
+        if (th_now_ms() - t0 >= ms)
+            FAIL("no failover from node %d within %lld ms", old_master,
+                 (long long)ms);
+        th_sleep_ms(TH_SENT_POLL_MS);
+    }
+    if (t->node[m]->pid <= 0)
+        FAIL("node %d, the one named, is down", m);
+    wait_for(t, m, 0, ms - (th_now_ms() - t0), failed_over, "the failover");
     return th_now_ms() - t0;
 }
 
@@ -609,12 +626,12 @@ void th_sentinels_restart_node(th_sentinels *t, int i)
     char more[64];
     int m = th_sentinels_master(t);
 
-    if (i != 0 && i != 1)
+    if (i < 0 || i >= t->nodes)
         FAIL("no node %d", i);
     old = t->node[i];
     if (old->pid > 0)
         FAIL("node %d is running: kill it before restarting it", i);
-    if (m != 1 - i || t->node[m]->pid <= 0)
+    if (m < 0 || m == i || t->node[m]->pid <= 0)
         FAIL("node %d cannot rejoin: the sentinels name node %d", i, m);
     /* The old port, so that the sentinels know it again rather than list
      * a new replica beside a dead one: it overrides the harness's probed
@@ -647,7 +664,7 @@ void th_sentinels_kill_sentinel(th_sentinels *t, int i)
 
 redisContext *th_sentinels_node_redis(th_sentinels *t, int i)
 {
-    if (i < 0 || i > 1 || t->node[i] == NULL)
+    if (i < 0 || i >= t->nodes || t->node[i] == NULL)
         FAIL("no node %d", i);
     if (t->node[i]->pid <= 0)
         FAIL("node %d is down", i);
@@ -666,9 +683,9 @@ redisContext *th_sentinels_sentinel_redis(th_sentinels *t, int i)
     return c;
 }
 
-int64_t th_sentinels_rival(th_sentinels *t, int i, const char *key,
-                           int64_t ms, void (*between)(void *arg),
-                           int (*holds)(void *arg), void *arg, int *held)
+int64_t th_sentinels_rival(th_sentinels *t, int i, const char *key, int64_t ms,
+                           void (*between)(void *arg), int (*holds)(void *arg),
+                           void *arg, int *held)
 {
     int64_t t0 = th_now_ms(), got = -1;
     redisContext *c;
@@ -693,7 +710,8 @@ int64_t th_sentinels_rival(th_sentinels *t, int i, const char *key,
     test_log("the rival on node %d %s%lld ms; the holder %s", i,
              got < 0 ? "never got the key in " : "got the key at ",
              (long long)(got < 0 ? ms : got),
-             got < 0 ? "held on" : *held ? "believed it held"
-                                         : "had learned of the loss");
+             got < 0 ? "held on"
+             : *held ? "believed it held"
+                     : "had learned of the loss");
     return got;
 }

@@ -25,6 +25,7 @@
 #include "util.h"
 
 #define TH_SENTINEL_N 3
+#define TH_SENTINEL_NODES 3 /* a master and up to two replicas */
 
 typedef struct th_sentinel_opts {
     const char *master_name; /* NULL: "rlmaster". */
@@ -36,12 +37,19 @@ typedef struct th_sentinel_opts {
     const char *sentinel_password;
     int down_after_ms;       /* 0: 1000. */
     int failover_timeout_ms; /* 0: 5000. */
+    /* Replicas of node[0]: 0 or 1: one (node[1]); 2: node[1] and node[2]. */
+    int replicas;
+    /* replica-priority of node[1 + i] (lower is promoted first; 0 here:
+     * Redis's default, 100). */
+    int priority[TH_SENTINEL_NODES - 1];
 } th_sentinel_opts;
 
 typedef struct th_sentinels {
-    /* node[0] starts as the master, node[1] as its replica. A node killed
-     * by the test stays here with pid 0 until restarted or stopped. */
-    th_server *node[2];
+    /* node[0] starts as the master, node[1] (and node[2] with two
+     * replicas) as its replicas; nodes counts them. A node killed by the
+     * test stays here with pid 0 until restarted or stopped. */
+    th_server *node[TH_SENTINEL_NODES];
+    int nodes;
     /* The sentinels; sent_pid[i] is 0 once sentinel i is killed. */
     pid_t sent_pid[TH_SENTINEL_N];
     int sent_port[TH_SENTINEL_N];
@@ -72,15 +80,15 @@ th_sentinels *th_sentinels_start(const th_sentinel_opts *o);
  * removes their dirs and frees t. NULL is a no-op. */
 void th_sentinels_stop(th_sentinels *t);
 
-/* The index (0 or 1) of the node the first sentinel that answers names as
- * the master; -1 when it names neither, or no sentinel answers. */
+/* The index (0 to nodes - 1) of the node the first sentinel that answers names
+ * as the master; -1 when it names neither, or no sentinel answers. */
 int th_sentinels_master(th_sentinels *t);
 
 /* kill -9 (and reap) the node the sentinels name as master; fails when
  * they name none. Returns its index. It stays down. */
 int th_sentinels_kill_master(th_sentinels *t);
 
-/* Waits up to ms until every running sentinel names the node other than
+/* Waits up to ms until every running sentinel names one node other than
  * old_master and that node answers ROLE with "master". Returns the ms
  * waited; fails the test after ms. A split vote among the sentinels
  * retries only after twice the failover timeout: allow for it. */
@@ -101,9 +109,9 @@ void th_sentinels_kill_sentinel(th_sentinels *t, int i);
  * turns, or a sleep). Returns the ms after the call at which the rival
  * got the key, *held then set to holds(arg) (whether the holder still
  * believed it held), or -1; it logs what it saw. */
-int64_t th_sentinels_rival(th_sentinels *t, int i, const char *key,
-                           int64_t ms, void (*between)(void *arg),
-                           int (*holds)(void *arg), void *arg, int *held);
+int64_t th_sentinels_rival(th_sentinels *t, int i, const char *key, int64_t ms,
+                           void (*between)(void *arg), int (*holds)(void *arg),
+                           void *arg, int *held);
 
 /* A connection to node i (unix socket), authenticated with the data
  * password, 5 s timeout; fails if node i is down. Free with redisFree(). */
