@@ -147,6 +147,12 @@ typedef struct redislock_event {
 
 typedef void (*redislock_event_cb)(const redislock_event *ev, void *arg);
 
+/* wait_replicas: wait for every replica the master was seen with (INFO
+ * replication before each write; a count that only grows while the
+ * master keeps its replication ID), at least one, so that a failover,
+ * whichever replica it promotes, keeps the lock. */
+#define REDISLOCK_REPLICAS_ALL (-1)
+
 typedef struct redislock_options {
     /* Time for TCP connect plus AUTH and SELECT. Default 2000 ms. */
     int64_t connect_timeout_ms;
@@ -179,7 +185,9 @@ typedef struct redislock_options {
     int64_t server_timeout_ms;
     /* Replica-sync guard: after every acquire and extend, WAIT until this
      * many replicas of the lock's master have the write, for at most
-     * wait_replicas_timeout_ms (default 0: 100 ms). Default 0: off. */
+     * wait_replicas_timeout_ms (default 0: 100 ms). Default 0: off.
+     * REDISLOCK_REPLICAS_ALL: every replica the master has had (see
+     * below); not on an event loop yet. */
     int wait_replicas;
     int64_t wait_replicas_timeout_ms;
     /* With wait_replicas: 0 (default): an acquisition fewer replicas

@@ -50,7 +50,7 @@ static redislock_err check_options(const redislock_options *o)
         o->max_connections < 0)
         return rl__err(REDISLOCK_EINVAL,
                        "negative timeout or connection count in options");
-    if (o->server_timeout_ms < 0 || o->wait_replicas < 0 ||
+    if (o->server_timeout_ms < 0 || o->wait_replicas < REDISLOCK_REPLICAS_ALL ||
         o->wait_replicas_timeout_ms < 0)
         return rl__err(REDISLOCK_EINVAL,
                        "negative server timeout or replica-sync setting");
@@ -236,7 +236,9 @@ static redislock_err client_alloc(redislock_client **out, rl__mode mode,
     c->events = (rl__events){(*opts)->on_event, (*opts)->on_event_arg};
     pthread_mutex_init(&c->mu, NULL);
     c->prefix = strdup((*opts)->prefix ? (*opts)->prefix : "");
-    if (c->prefix == NULL) {
+    if (c->replicas.want < 0)
+        c->replicas.seen = rl__seen_new();
+    if (c->prefix == NULL || (c->replicas.want < 0 && !c->replicas.seen)) {
         redislock_client_free(c);
         return rl__err(REDISLOCK_ENOMEM, "out of memory");
     }
@@ -313,7 +315,7 @@ static redislock_err new_redlock(redislock_client **out,
                        "Redlock needs an odd number of independent servers, "
                        "3 to %d, not %zu",
                        RL_MAX_QUORUM, n);
-    if (opts != NULL && (opts->wait_replicas > 0 || opts->wait_aof_local > 0 ||
+    if (opts != NULL && (opts->wait_replicas != 0 || opts->wait_aof_local > 0 ||
                          opts->wait_aof_replicas > 0))
         return rl__err(REDISLOCK_EINVAL,
                        "wait_replicas and wait_aof_* are for a master with "
@@ -442,6 +444,7 @@ void redislock_client_free(redislock_client *c)
         rl__idset_fini(&c->ids);
     rl__ring_free(&c->ring);
     free(c->prefix);
+    rl__seen_free(c->replicas.seen);
     pthread_mutex_destroy(&c->mu);
     free(c);
 }

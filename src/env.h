@@ -13,6 +13,7 @@
 
 #include "ident.h"
 #include "pool.h"
+#include "seen.h"
 #include "topology.h"
 #include "watchdog.h"
 
@@ -25,7 +26,8 @@
 
 /* The replica-sync guard's settings (want 0: off). */
 typedef struct rl__replicas {
-    int want;         /* WAIT for this many replicas */
+    int want;         /* WAIT for this many replicas; < 0: every one */
+    rl__seen *seen;   /* with want < 0: the replicas each master had */
     int aof_local;    /* WAITAOF: the master's fsync (0 or 1) */
     int aof_replicas; /* WAITAOF: this many replicas' fsyncs */
     int64_t timeout_ms;

@@ -440,7 +440,7 @@ int rl__lock_guarded(const redislock_lock *l)
 {
     const rl__replicas *g = rl__client_replicas(l->client);
 
-    return g->want > 0 || g->aof_local > 0 || g->aof_replicas > 0;
+    return g->want != 0 || g->aof_local > 0 || g->aof_replicas > 0;
 }
 
 void rl__lock_guard(const redislock_lock *l, rl__request *q, long long *acked,
@@ -450,7 +450,8 @@ void rl__lock_guard(const redislock_lock *l, rl__request *q, long long *acked,
 
     *acked = -1;
     aof[0] = aof[1] = -1;
-    q->wait_replicas = g->want;
+    q->all = g->want < 0 ? g->seen : NULL;
+    q->wait_replicas = g->want < 0 ? rl__seen_guess(g->seen) : g->want;
     q->wait_ms = g->timeout_ms;
     q->acked = acked;
     q->wait_aof_local = g->aof_local;
@@ -460,8 +461,12 @@ void rl__lock_guard(const redislock_lock *l, rl__request *q, long long *acked,
 
 void rl__lock_acks(redislock_lock *l, const rl__request *q, redislock_err err)
 {
-    if (q->wait_replicas > 0)
+    if (q->wait_replicas > 0) {
         l->acks.replicas = err == REDISLOCK_OK ? (int)*q->acked : -1;
+        l->acks.need = q->all == NULL ? q->wait_replicas
+                       : q->need != NULL && err == REDISLOCK_OK ? (int)*q->need
+                                                                : -1;
+    }
     if (rl__request_waitaof(q)) {
         l->acks.aof_local = err == REDISLOCK_OK ? (int)q->aof_acked[0] : -1;
         l->acks.aof_replicas = err == REDISLOCK_OK ? (int)q->aof_acked[1] : -1;
@@ -480,8 +485,9 @@ static redislock_err names_script(redislock_lock *l, const rl__lockname *k,
                                   int nargs, const char **args,
                                   const size_t *lens, rl__reply **out)
 {
-    long long acked, aof[2];
+    long long acked, need = -1, aof[2];
     rl__request q = {
+        .need = &need,
         .s = s,
         .nargs = nargs,
         .args = args,
@@ -506,6 +512,7 @@ void rl__acks_least(rl__acks *into, const rl__acks *a, int first)
     }
     into->replicas =
         a->replicas < into->replicas ? a->replicas : into->replicas;
+    into->need = a->need > into->need ? a->need : into->need;
     into->aof_local =
         a->aof_local < into->aof_local ? a->aof_local : into->aof_local;
     into->aof_replicas = a->aof_replicas < into->aof_replicas
@@ -565,11 +572,11 @@ redislock_err rl__lock_durable(const redislock_lock *l, const char *what)
 
     if (g->lenient)
         return REDISLOCK_OK;
-    if (g->want > 0 && a->replicas < g->want)
+    if (g->want != 0 && (a->need < 0 || a->replicas < a->need))
         return rl__err(REDISLOCK_ENOTDURABLE,
                        "%s: %d of %d replicas confirmed the write within "
                        "%lld ms",
-                       what, confirmed(a->replicas), g->want,
+                       what, confirmed(a->replicas), a->need < 0 ? 1 : a->need,
                        (long long)g->timeout_ms);
     if (g->aof_local > 0 && a->aof_local < g->aof_local)
         return rl__err(REDISLOCK_ENOTDURABLE,

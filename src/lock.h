@@ -40,10 +40,11 @@ typedef struct rl__acks {
     int replicas;
     int aof_local;
     int aof_replicas;
+    int need; /* replicas WAIT had to reach (-1: unknown) */
 } rl__acks;
 
 /* Nothing asked. */
-#define RL_ACKS_NONE ((rl__acks){-1, -1, -1})
+#define RL_ACKS_NONE ((rl__acks){-1, -1, -1, -1})
 
 /* *into becomes the least of itself and a, field by field (a set over
  * several servers is confirmed as its least confirmed group); with first,

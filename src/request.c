@@ -7,9 +7,9 @@
 #include "clock.h"
 #include "error.h"
 
-/* The most commands on the wire for one request: the first command, each
- * command after an ASKING, a WAIT, a WAITAOF. */
-#define RL_REQ_WIRE_MAX (2 * RL_REQ_MAX_CMDS + 3)
+/* The most commands on the wire for one request: the first command, an
+ * INFO replication, each command after an ASKING, a WAIT, a WAITAOF. */
+#define RL_REQ_WIRE_MAX (2 * RL_REQ_MAX_CMDS + 4)
 
 /* A request as it goes on the wire: the first command asked for, its
  * commands,
@@ -26,6 +26,7 @@ typedef struct wire {
 } wire;
 
 static const char *askv[1] = {"ASKING"};
+static const char *infov[2] = {"INFO", "replication"};
 
 int rl__request_nreplies(const rl__request *q)
 {
@@ -56,6 +57,8 @@ static redislock_err lay_out(wire *w, const rl__request *q, int eval,
         return rl__err(REDISLOCK_EINVAL, "a pipeline of %d commands", n);
     if (first && q->first != NULL)
         w->cmds[w->n++] = *q->first;
+    if (q->all != NULL)
+        w->cmds[w->n++] = (rl__cmd){2, infov, NULL};
     for (i = 0; i < n; i++) {
         if (asking)
             w->cmds[w->n++] = (rl__cmd){1, askv, NULL};
@@ -138,18 +141,21 @@ static void take_aof(const rl__request *q, const rl__reply *r)
 }
 
 /* Sorts the replies to w's commands: the first command's goes to
- * *q->first_reply (when asked for), ASKING's are dropped, WAIT's answer
- * goes to *q->acked, the rest to out. Returns whether the server lacked
- * the script sent by EVALSHA (its reply then freed too); a NOSCRIPT to
- * EVAL stays, an error reply like any other. */
+ * *q->first_reply (when asked for), INFO's to *info, ASKING's are
+ * dropped, WAIT's answer goes to *q->acked, the rest to out. Returns whether
+ * the server lacked the script sent by EVALSHA (its reply then freed too); a
+ * NOSCRIPT to EVAL stays, an error reply like any other. */
 static int take(const wire *w, const rl__request *q, int eval, int first,
-                rl__reply **raw, rl__reply **out)
+                rl__reply **raw, rl__reply **out, rl__reply **info)
 {
     int i, k = 0, noscript;
 
     for (i = 0; i < w->n; i++) {
         if (i == 0 && first && q->first != NULL && q->first_reply != NULL) {
             *q->first_reply = raw[i];
+        } else if (w->cmds[i].argv == infov) {
+            rl__reply_free(*info);
+            *info = raw[i];
         } else if ((i == 0 && first && q->first != NULL) ||
                    w->cmds[i].argv == askv) {
             rl__reply_free(raw[i]);
@@ -174,6 +180,35 @@ static int take(const wire *w, const rl__request *q, int eval, int first,
     return noscript;
 }
 
+/* For a request that waits for every replica: how many the master
+ * needs, by its INFO taken before the write, into *q->need; a second
+ * WAIT when the first asked for fewer than that and got fewer. */
+static redislock_err wait_all(rl__conn *c, const rl__request *q,
+                              const rl__reply *info)
+{
+    const char *wv[3] = {"WAIT", NULL, NULL};
+    char n[16], ms[24];
+    rl__reply *r = NULL;
+    redislock_err err;
+    long long need = info != NULL && info->type == REDIS_REPLY_STRING
+                         ? rl__seen_need(q->all, info->str, rl__now_ms())
+                         : -1;
+
+    if (q->need != NULL)
+        *q->need = need;
+    if (need <= q->wait_replicas || q->acked == NULL || *q->acked >= need)
+        return REDISLOCK_OK;
+    snprintf(n, sizeof n, "%lld", need);
+    snprintf(ms, sizeof ms, "%lld", (long long)q->wait_ms);
+    wv[1] = n;
+    wv[2] = ms;
+    err = rl__conn_command(c, 3, wv, NULL, &r);
+    if (err == REDISLOCK_OK)
+        *q->acked = r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
+    rl__reply_free(r);
+    return err;
+}
+
 redislock_err rl__request_send(rl__conn *c, const rl__request *q, int asking,
                                rl__reply **out)
 {
@@ -182,15 +217,22 @@ redislock_err rl__request_send(rl__conn *c, const rl__request *q, int asking,
     redislock_err err;
     wire w;
 
+    rl__reply *info = NULL;
+
     for (;;) {
         if ((err = lay_out(&w, q, eval, asking, first)) != REDISLOCK_OK ||
             (err = rl__conn_exec(c, w.n, w.cmds, raw)) != REDISLOCK_OK)
-            return err;
-        if (!take(&w, q, eval, first, raw, out))
-            return REDISLOCK_OK;
+            break;
+        if (!take(&w, q, eval, first, raw, out, &info)) {
+            if (q->all != NULL)
+                err = wait_all(c, q, info);
+            break;
+        }
         eval = 1;
         first = 0;
     }
+    rl__reply_free(info);
+    return err;
 }
 
 redislock_err rl__request_check(const rl__request *q, rl__reply **out)
@@ -227,6 +269,7 @@ static void round_par(rl__conn **conns, size_t n, const rl__request *q,
     wire w[RL_REQ_MAX_PAR];
     rl__reply *raw[RL_REQ_MAX_PAR][RL_REQ_WIRE_MAX];
     rl__par parts[RL_REQ_MAX_PAR];
+    rl__reply *info = NULL; /* none: Redlock waits for no replica */
     redislock_err err;
     size_t i, busy = 0;
 
@@ -253,7 +296,8 @@ static void round_par(rl__conn **conns, size_t n, const rl__request *q,
         if (parts[i].err != REDISLOCK_OK) {
             failed(out, i, parts[i].err);
             want[i] = 0;
-        } else if (!take(&w[i], q, eval[i], first, raw[i], &out->reply[i])) {
+        } else if (!take(&w[i], q, eval[i], first, raw[i], &out->reply[i],
+                         &info)) {
             want[i] = 0;
         }
     }
@@ -435,6 +479,10 @@ redislock_err rl__request_send_async(rl__aconn *c, const rl__request *q,
         return rl__err(REDISLOCK_EINVAL,
                        "on an event loop a request is one script, without "
                        "a command before it");
+    if (q->all != NULL)
+        return rl__err(REDISLOCK_EINVAL,
+                       "wait_replicas REDISLOCK_REPLICAS_ALL is not "
+                       "supported on an event loop yet: give a number");
     if ((bytes = rl__request_bytes(q)) < 0)
         return REDISLOCK_EINVAL;
     if ((a = calloc(1, sizeof *a + (size_t)bytes + 1)) == NULL)

@@ -19,6 +19,7 @@
 #include "aconn.h"
 #include "conn.h"
 #include "script.h"
+#include "seen.h"
 
 /* The most commands of one pipeline. */
 #define RL_REQ_MAX_CMDS 8
@@ -59,6 +60,13 @@ typedef struct rl__request {
     int wait_replicas;
     int64_t wait_ms;
     long long *acked;
+    /* Non-NULL: wait for every replica the master has (seen.h). INFO
+     * replication goes before the script; when the master needs more
+     * replicas than wait_replicas (rl__seen_guess), a second WAIT for
+     * them follows. How many it needs goes to *need (-1: unknown, not a
+     * master). Not on an event loop yet. */
+    rl__seen *all;
+    long long *need;
     /* Either > 0: WAITAOF wait_aof_local wait_aof_replicas wait_ms
      * follows (after the WAIT when there is one); its answer goes to
      * aof_acked[0] (local) and aof_acked[1] (replicas), -1 each for an

@@ -343,6 +343,7 @@ TEST_ENTRY(replicas_unconfirmed, 30)
 TEST_ENTRY(replicas_on_loop, 30)
 TEST_ENTRY(replicas_waitaof_probe, 30)
 TEST_ENTRY(replicas_waitaof_confirmed, 30)
+TEST_ENTRY(replicas_two_planned_failover, 60)
 
 /* Redis Cluster: each test starts a cluster of its own. */
 TEST_ENTRY(cluster_keys_spread_over_slots, 120)

@@ -14,7 +14,7 @@ layer() {
     case $1 in
     clock | rand | error | backoff | url | canon | shard | keys | abi | \
         timers) echo 1 ;;
-    conn | aconn | script | request | reply) echo 2 ;;
+    conn | aconn | script | request | reply | seen) echo 2 ;;
     pool | ident | loop) echo 3 ;;
     topology | cluster | redirect | aroute | sentinel) echo 4 ;;
     lock | acquire | alock | agroup | wait | inspect | fence | watchdog | \

@@ -41,7 +41,9 @@ static void parse(int argc, char **argv, fo_opts *o, int *rounds)
         else if (strcmp(argv[i], "--replicas") == 0)
             o->replicas = atoi(v);
         else if (strcmp(argv[i], "--guard") == 0)
-            o->guard = strcmp(v, "off") == 0 ? 0 : atoi(v);
+            o->guard = strcmp(v, "off") == 0   ? 0
+                       : strcmp(v, "all") == 0 ? REDISLOCK_REPLICAS_ALL
+                                               : atoi(v);
         else
             usage();
     }
