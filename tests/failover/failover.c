@@ -5,7 +5,7 @@
  * round and the totals.
  *
  *   rl-failover [--rounds N] [--fault failover|kill] [--replicas 1|2]
- *               [--guard off|N|all]
+ *               [--guard off|N|all] [--after-ms MS]
  *
  * Exits 1 when a round failed to run, 0 otherwise (locks lost are a
  * figure here, not a failure: the unguarded rows are expected to lose).
@@ -22,7 +22,7 @@
 static void usage(void)
 {
     fprintf(stderr, "usage: rl-failover [--rounds N] [--fault failover|kill] "
-                    "[--replicas 1|2] [--guard off|N|all]\n");
+                    "[--replicas 1|2] [--guard off|N|all] [--after-ms MS]\n");
     exit(2);
 }
 
@@ -38,6 +38,8 @@ static void parse(int argc, char **argv, fo_opts *o, int *rounds)
         else if (strcmp(argv[i], "--fault") == 0)
             o->fault = strcmp(v, "kill") == 0 ? FO_SENTINEL_KILL
                                               : FO_SENTINEL_FAILOVER;
+        else if (strcmp(argv[i], "--after-ms") == 0)
+            o->after_ms = atoi(v);
         else if (strcmp(argv[i], "--replicas") == 0)
             o->replicas = atoi(v);
         else if (strcmp(argv[i], "--guard") == 0)
@@ -73,7 +75,7 @@ static int run_round(const fo_opts *o, fo_result *r)
 
 int main(int argc, char **argv)
 {
-    fo_opts o = {FO_SENTINEL_FAILOVER, 2, 0};
+    fo_opts o = {FO_SENTINEL_FAILOVER, 2, 0, 12000};
     fo_result r, sum = {0};
     int rounds = 1, i, failed = 0, lossy = 0;
     int64_t back_max = -1;
@@ -96,7 +98,6 @@ int main(int argc, char **argv)
         back_max = r.back_ms > back_max ? r.back_ms : back_max;
         sum.waiter_ms += r.waiter_err == REDISLOCK_OK;
     }
-    fo_format(&o, &r, line, sizeof line);
     printf("total: %d rounds (%d failed to run): grants %d refused %d lost %d "
            "in %d rounds; granting again at most %lld ms after the fault; "
            "waiter got the lock in %lld rounds\n",

@@ -10,12 +10,8 @@
 #include "harness/util.h"
 #include "test.h"
 
-#define FO_STEP_MS 20
-#define FO_FAULT_MS 1000
-/* Granting stops this long after the fault: the old master's grants and
- * the first ones on the new master are all in. */
-#define FO_AFTER_MS 4000
-#define FO_MAX_KEYS ((FO_FAULT_MS + FO_AFTER_MS) / FO_STEP_MS + 8)
+/* Room for every grant of a run of after_ms after the fault. */
+#define FO_MAX_KEYS(after_ms) ((FO_FAULT_MS + (after_ms)) / FO_STEP_MS + 8)
 #define FO_SETTLE_MS 30000
 #define FO_WAITER_KEY "fo:waited"
 #define FO_WAITER_HOLD_MS 300 /* the holder gives it back after the fault */
@@ -76,13 +72,14 @@ static int grant_through(th_sentinels *t, const fo_opts *o, redislock_client *c,
                          fo_result *r, int64_t *fault_ms, int64_t *bad_ms)
 {
     redislock_acquire_options ao = th_aopts(60000, 0, 0);
-    int64_t t0 = th_now_ms(), now;
+    int64_t t0 = th_now_ms(), now,
+            after = o->after_ms > 0 ? o->after_ms : FO_AFTER_MS;
     pthread_t wt;
     int n = 0, i = 0, faulted = 0, released = 0;
     redislock_err err;
 
-    while ((now = th_now_ms() - t0) < FO_FAULT_MS + FO_AFTER_MS &&
-           n < FO_MAX_KEYS) {
+    while ((now = th_now_ms() - t0) < FO_FAULT_MS + after &&
+           n < FO_MAX_KEYS(after)) {
         if (!faulted && now >= FO_FAULT_MS) {
             *fault_ms = now;
             w->fault_ms = th_now_ms();
@@ -152,7 +149,8 @@ void fo_round(const fo_opts *o, fo_result *r)
     redislock_client *c = guarded_client(t, o->guard);
     redislock_acquire_options ao = th_aopts(60000, 0, 0);
     waiter w = {.c = guarded_client(t, o->guard)};
-    granted *g = calloc(FO_MAX_KEYS, sizeof *g);
+    granted *g = calloc(
+        FO_MAX_KEYS(o->after_ms > 0 ? o->after_ms : FO_AFTER_MS), sizeof *g);
     redislock_lock *held = th_lock(c, FO_WAITER_KEY);
     int64_t fault_ms = -1, bad_ms = -1;
     int n, i, old = th_sentinels_master(t);

@@ -15,6 +15,10 @@
 
 #include <redislock.h>
 
+#define FO_STEP_MS 20
+#define FO_FAULT_MS 1000
+#define FO_AFTER_MS 4000
+
 typedef enum fo_fault {
     FO_SENTINEL_FAILOVER, /* SENTINEL FAILOVER: the old master lives on */
     FO_SENTINEL_KILL      /* kill -9 of the master */
@@ -24,6 +28,10 @@ typedef struct fo_opts {
     fo_fault fault;
     int replicas; /* 1 or 2; with 2, replica-priority 10 and 100 */
     int guard;    /* wait_replicas: 0 (off), N, REDISLOCK_REPLICAS_ALL */
+    /* How long granting goes on after the fault; 0: FO_AFTER_MS. A
+     * sentinel may leave the old master up as a master for up to 10 s
+     * (its next INFO round) after a planned failover. */
+    int64_t after_ms;
 } fo_opts;
 
 typedef struct fo_result {

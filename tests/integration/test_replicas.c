@@ -471,7 +471,7 @@ void test_replicas_waitaof_confirmed(void)
  */
 void test_replicas_two_planned_failover(void)
 {
-    fo_opts o = {FO_SENTINEL_FAILOVER, 2, REDISLOCK_REPLICAS_ALL};
+    fo_opts o = {FO_SENTINEL_FAILOVER, 2, REDISLOCK_REPLICAS_ALL, 0};
     fo_result r;
     char line[512];
 
