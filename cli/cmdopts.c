@@ -34,6 +34,11 @@ static int apply_guard_option(const char *ctx, int id, const char *val,
 {
     switch (id) {
     case CLI_ID_WAIT_REPLICAS:
+        /* "all": every replica the master has had (REDISLOCK_REPLICAS_ALL). */
+        if (strcmp(val, "all") == 0) {
+            g->wait_replicas = REDISLOCK_REPLICAS_ALL;
+            return 0;
+        }
         return cli_parse_count(ctx, "replica count", val, INT_MAX,
                                &g->wait_replicas);
     case CLI_ID_WAIT_REPLICAS_TIMEOUT:

@@ -15,6 +15,10 @@ expect 69 "$RL" acquire $guard -t 10s rk
 one_error_line
 err_has "cannot acquire lock: no replica confirmed the lock in time"
 key_gone rk || fail "a lock no replica confirmed is left"
+# "all" waits for at least one replica too.
+expect 69 "$RL" acquire --wait-replicas all --wait-replicas-timeout 100ms rk
+err_has "no replica confirmed the lock in time"
+key_gone rk || fail "a lock no replica confirmed is left (all)"
 # shellcheck disable=SC2086
 expect 69 "$RL" run $guard rk -- sh -c 'echo ran'
 out_is ''
@@ -63,6 +67,13 @@ tok=$(cat "$TEST_TMPDIR/out")
 expect 0 "$RL" extend --wait-replicas 1 --wait-replicas-timeout 5s -t 20s \
     rk "$tok"
 err_empty
+expect 0 "$RL" release rk "$tok"
+# "all": every replica the master has (here its one), at least one.
+expect 0 "$RL" acquire --wait-replicas all --wait-replicas-timeout 5s -t 10s rk
+err_empty
+tok=$(cat "$TEST_TMPDIR/out")
+[ "$("$REDIS_CLI" -s "$rep" exists rk)" = 1 ] ||
+    fail "acquire with all returned before the replica had the lock"
 expect 0 "$RL" release rk "$tok"
 expect 0 "$RL" run --wait-replicas 1 --wait-replicas-timeout 5s rk -- \
     "$REDIS_CLI" -s "$rep" exists rk
