@@ -6,6 +6,8 @@
  */
 
 /* Unit tests: no server. */
+TEST_ENTRY(seen_counts_grow_per_master, 5)
+TEST_ENTRY(seen_not_a_master, 5)
 TEST_ENTRY(backoff_deadline, 5)
 TEST_ENTRY(backoff_pause_jitter_range, 5)
 TEST_ENTRY(backoff_pause_capped_by_holder_ttl, 5)
