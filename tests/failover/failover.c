@@ -78,7 +78,7 @@ int main(int argc, char **argv)
     fo_opts o = {FO_SENTINEL_FAILOVER, 2, 0, 12000};
     fo_result r, sum = {0};
     int rounds = 1, i, failed = 0, lossy = 0;
-    int64_t back_max = -1;
+    int64_t back_max = -1, p50_sum = 0;
     char line[512];
 
     parse(argc, argv, &o, &rounds);
@@ -97,11 +97,14 @@ int main(int argc, char **argv)
         lossy += r.lost > 0;
         back_max = r.back_ms > back_max ? r.back_ms : back_max;
         sum.waiter_ms += r.waiter_err == REDISLOCK_OK;
+        p50_sum += r.p50_us;
     }
     printf("total: %d rounds (%d failed to run): grants %d refused %d lost %d "
            "in %d rounds; granting again at most %lld ms after the fault; "
-           "waiter got the lock in %lld rounds\n",
+           "waiter got the lock in %lld rounds; acquire p50 %lld us "
+           "(mean of rounds)\n",
            rounds, failed, sum.grants, sum.refused, sum.lost, lossy,
-           (long long)back_max, (long long)sum.waiter_ms);
+           (long long)back_max, (long long)sum.waiter_ms,
+           (long long)(rounds > failed ? p50_sum / (rounds - failed) : 0));
     return failed > 0;
 }

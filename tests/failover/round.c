@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -65,6 +66,31 @@ static void fault(th_sentinels *t, fo_fault f)
     redisFree(s);
 }
 
+static int64_t now_us(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static int by_value(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+    return (x > y) - (x < y);
+}
+
+/* The median and the most of the n latencies in us (sorted here). */
+static void latency(int64_t *us, int n, fo_result *r)
+{
+    if (n == 0)
+        return;
+    qsort(us, (size_t)n, sizeof *us, by_value);
+    r->p50_us = us[n / 2];
+    r->max_us = us[n - 1];
+}
+
 /* Takes a fresh key every FO_STEP_MS, the fault at FO_FAULT_MS; keeps
  * the grants in g. Returns how many. */
 static int grant_through(th_sentinels *t, const fo_opts *o, redislock_client *c,
@@ -76,6 +102,8 @@ static int grant_through(th_sentinels *t, const fo_opts *o, redislock_client *c,
             after = o->after_ms > 0 ? o->after_ms : FO_AFTER_MS;
     pthread_t wt;
     int n = 0, i = 0, faulted = 0, released = 0;
+    int64_t us[FO_FAULT_MS / FO_STEP_MS + 1], sent;
+    int nus = 0;
     redislock_err err;
 
     while ((now = th_now_ms() - t0) < FO_FAULT_MS + after &&
@@ -93,7 +121,10 @@ static int grant_through(th_sentinels *t, const fo_opts *o, redislock_client *c,
         }
         snprintf(g[n].key, sizeof g[n].key, "fo:%d", i++);
         g[n].l = th_lock(c, g[n].key);
+        sent = now_us();
         err = redislock_acquire(g[n].l, &ao);
+        if (!faulted && nus < (int)(sizeof us / sizeof us[0]))
+            us[nus++] = now_us() - sent;
         if (err == REDISLOCK_OK) {
             g[n++].at_ms = th_now_ms() - t0;
             r->grants++;
@@ -107,6 +138,7 @@ static int grant_through(th_sentinels *t, const fo_opts *o, redislock_client *c,
     }
     ASSERT(faulted);
     pthread_join(wt, NULL);
+    latency(us, nus, r);
     return n;
 }
 

@@ -42,6 +42,9 @@ typedef struct fo_result {
     int64_t back_ms;
     /* ms into the run of the first and last grant lost; -1. */
     int64_t lost_first_ms, lost_last_ms;
+    /* Acquire latency before the fault (one attempt every FO_STEP_MS):
+     * median and most, in µs. */
+    int64_t p50_us, max_us;
     /* The waiter: ms after the fault it returned, and with what. */
     int64_t waiter_ms;
     redislock_err waiter_err;
