@@ -87,7 +87,7 @@ bench-redlock: deps
 	BUILD=$(BUILD) bench/redlock.sh
 
 # The failover table of docs/SAFETY.md: ROUNDS rounds (default 20) of
-# each Sentinel failover, with one and two replicas, without and with the
+# each Sentinel and Cluster failover, with one and two replicas, without and with the
 # replica-sync guard, from a release build. Prints a line per round and a
 # total per row; not part of make check (a round takes about 10 s).
 ROUNDS ?= 20

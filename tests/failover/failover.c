@@ -4,7 +4,8 @@
  * that a setup that fails ends that round only; prints one line per
  * round and the totals.
  *
- *   rl-failover [--rounds N] [--fault failover|kill] [--replicas 1|2]
+ *   rl-failover [--rounds N] [--replicas 1|2]
+ *               [--fault failover|kill|cluster-failover|cluster-kill]
  *               [--guard off|N|all] [--after-ms MS]
  *
  * Exits 1 when a round failed to run, 0 otherwise (locks lost are a
@@ -19,11 +20,25 @@
 #include "failover/round.h"
 #include "harness/util.h"
 
-static void usage(void)
+_Noreturn static void usage(void)
 {
-    fprintf(stderr, "usage: rl-failover [--rounds N] [--fault failover|kill] "
+    fprintf(stderr, "usage: rl-failover [--rounds N] [--fault "
+                    "failover|kill|cluster-failover|cluster-kill] "
                     "[--replicas 1|2] [--guard off|N|all] [--after-ms MS]\n");
     exit(2);
+}
+
+static fo_fault fault_named(const char *v)
+{
+    if (strcmp(v, "failover") == 0)
+        return FO_SENTINEL_FAILOVER;
+    if (strcmp(v, "kill") == 0)
+        return FO_SENTINEL_KILL;
+    if (strcmp(v, "cluster-failover") == 0)
+        return FO_CLUSTER_FAILOVER;
+    if (strcmp(v, "cluster-kill") == 0)
+        return FO_CLUSTER_KILL;
+    usage();
 }
 
 static void parse(int argc, char **argv, fo_opts *o, int *rounds)
@@ -36,8 +51,7 @@ static void parse(int argc, char **argv, fo_opts *o, int *rounds)
         if (strcmp(argv[i], "--rounds") == 0)
             *rounds = atoi(v);
         else if (strcmp(argv[i], "--fault") == 0)
-            o->fault = strcmp(v, "kill") == 0 ? FO_SENTINEL_KILL
-                                              : FO_SENTINEL_FAILOVER;
+            o->fault = fault_named(v);
         else if (strcmp(argv[i], "--after-ms") == 0)
             o->after_ms = atoi(v);
         else if (strcmp(argv[i], "--replicas") == 0)

@@ -2,10 +2,10 @@
 
 #include <pthread.h>
 #include <stdio.h>
-#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness/cluster.h"
 #include "harness/fixture.h"
 #include "harness/sentinel.h"
 #include "harness/util.h"
@@ -30,6 +30,14 @@ typedef struct waiter {
     redislock_err err;
 } waiter;
 
+/* The servers of a round: a Sentinel setup or a cluster. */
+typedef struct env {
+    th_sentinels *t;
+    th_cluster *tc;
+    int victim;    /* the master at the fault (its index) */
+    unsigned slot; /* a cluster's: the first key's slot */
+} env;
+
 /* The waiter: wants the key the first client holds across the fault. */
 static void *wait_for_key(void *arg)
 {
@@ -43,35 +51,104 @@ static void *wait_for_key(void *arg)
     return NULL;
 }
 
-static redislock_client *guarded_client(const th_sentinels *t, int guard)
+static redislock_client *client(const env *e, int guard)
 {
     redislock_options co = {0};
+    redislock_client *c;
+    const char *seeds[TH_CLUSTER_MAX];
+    size_t n = 0;
+    int i;
 
     co.wait_replicas = guard;
     co.wait_replicas_timeout_ms = 100;
     co.command_timeout_ms = 2000;
-    return th_client_url(t->url, guard != 0 ? &co : NULL);
+    if (e->t != NULL)
+        return th_client_url(e->t->url, &co);
+    /* Seeds of the servers still running: a killed one's are gone. */
+    for (i = 0; i < e->tc->n; i++)
+        if (e->tc->s[i] != NULL)
+            seeds[n++] = e->tc->seeds[i];
+    ASSERT_OK(redislock_client_new_cluster(&c, seeds, n, &co));
+    return c;
 }
 
-static void fault(th_sentinels *t, fo_fault f)
+static int is_cluster(fo_fault f)
+{
+    return f == FO_CLUSTER_FAILOVER || f == FO_CLUSTER_KILL;
+}
+
+static void env_start(env *e, const fo_opts *o)
+{
+    th_sentinel_opts so = {.replicas = o->replicas, .priority = {10, 100}};
+
+    memset(e, 0, sizeof *e);
+    if (!is_cluster(o->fault)) {
+        e->t = th_sentinels_start(&so);
+        e->victim = th_sentinels_master(e->t);
+        return;
+    }
+    e->tc = th_cluster_start(3, o->replicas);
+    e->slot = th_cluster_keyslot(e->tc, "fo:0");
+    e->victim = th_cluster_owner(e->tc, e->slot);
+}
+
+/* A replica of cluster master m (its index). */
+static int replica_of(th_cluster *tc, int m)
+{
+    char want[32];
+    int i, found = -1;
+
+    snprintf(want, sizeof want, "master_port:%d\r", tc->s[m]->port);
+    for (i = 0; i < tc->n && found < 0; i++) {
+        redisContext *r;
+        char *info;
+
+        if (i == m || tc->s[i] == NULL)
+            continue;
+        r = th_cluster_redis(tc, i);
+        info = th_cmd_str(r, NULL, "INFO replication");
+        if (strstr(info, want) != NULL)
+            found = i;
+        free(info);
+        redisFree(r);
+    }
+    return found;
+}
+
+static void fault(env *e, fo_fault f)
 {
     redisContext *s;
 
     if (f == FO_SENTINEL_KILL) {
-        (void)th_sentinels_kill_master(t);
-        return;
+        (void)th_sentinels_kill_master(e->t);
+    } else if (f == FO_SENTINEL_FAILOVER) {
+        s = th_sentinels_sentinel_redis(e->t, 0);
+        freeReplyObject(th_cmd(s, "SENTINEL FAILOVER %s", e->t->master_name));
+        redisFree(s);
+    } else if (f == FO_CLUSTER_KILL) {
+        th_cluster_kill(e->tc, e->victim);
+    } else {
+        s = th_cluster_redis(e->tc, replica_of(e->tc, e->victim));
+        freeReplyObject(th_cmd(s, "CLUSTER FAILOVER"));
+        redisFree(s);
     }
-    s = th_sentinels_sentinel_redis(t, 0);
-    freeReplyObject(th_cmd(s, "SENTINEL FAILOVER %s", t->master_name));
-    redisFree(s);
 }
 
-static int64_t now_us(void)
+/* Waits until another node serves the victim's keys. */
+static void env_settle(env *e)
 {
-    struct timespec ts;
+    int64_t t0 = th_now_ms();
 
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+    if (e->t != NULL) {
+        (void)th_sentinels_wait_failover(e->t, e->victim, FO_SETTLE_MS);
+        return;
+    }
+    while (th_cluster_owner(e->tc, e->slot) == e->victim ||
+           th_cluster_owner(e->tc, e->slot) < 0) {
+        ASSERT_LT(th_now_ms() - t0, FO_SETTLE_MS);
+        th_sleep_ms(50);
+    }
+    th_cluster_wait_ok(e->tc, FO_SETTLE_MS);
 }
 
 static int by_value(const void *a, const void *b)
@@ -93,7 +170,7 @@ static void latency(int64_t *us, int n, fo_result *r)
 
 /* Takes a fresh key every FO_STEP_MS, the fault at FO_FAULT_MS; keeps
  * the grants in g. Returns how many. */
-static int grant_through(th_sentinels *t, const fo_opts *o, redislock_client *c,
+static int grant_through(env *e, const fo_opts *o, redislock_client *c,
                          redislock_lock *held, waiter *w, granted *g,
                          fo_result *r, int64_t *fault_ms, int64_t *bad_ms)
 {
@@ -112,7 +189,7 @@ static int grant_through(th_sentinels *t, const fo_opts *o, redislock_client *c,
             *fault_ms = now;
             w->fault_ms = th_now_ms();
             ASSERT_EQ_INT(pthread_create(&wt, NULL, wait_for_key, w), 0);
-            fault(t, o->fault);
+            fault(e, o->fault);
             faulted = 1;
         }
         if (faulted && !released && now >= *fault_ms + FO_WAITER_HOLD_MS) {
@@ -121,10 +198,10 @@ static int grant_through(th_sentinels *t, const fo_opts *o, redislock_client *c,
         }
         snprintf(g[n].key, sizeof g[n].key, "fo:%d", i++);
         g[n].l = th_lock(c, g[n].key);
-        sent = now_us();
+        sent = th_now_us();
         err = redislock_acquire(g[n].l, &ao);
         if (!faulted && nus < (int)(sizeof us / sizeof us[0]))
-            us[nus++] = now_us() - sent;
+            us[nus++] = th_now_us() - sent;
         if (err == REDISLOCK_OK) {
             g[n++].at_ms = th_now_ms() - t0;
             r->grants++;
@@ -145,10 +222,10 @@ static int grant_through(th_sentinels *t, const fo_opts *o, redislock_client *c,
 /* After the failover settled: the plain client tries each grant's key.
  * Locking is back with the first grant kept after the last failure or
  * loss (bad_ms: the last failed acquisition's time). */
-static void count_lost(const th_sentinels *t, granted *g, int n,
-                       int64_t fault_ms, int64_t bad_ms, fo_result *r)
+static void count_lost(const env *e, granted *g, int n, int64_t fault_ms,
+                       int64_t bad_ms, fo_result *r)
 {
-    redislock_client *plain = th_client_url(t->url, NULL);
+    redislock_client *plain = client(e, 0);
     redislock_acquire_options ao = th_aopts(60000, 0, 0);
     int i, *kept = calloc((size_t)n + 1, sizeof *kept);
 
@@ -176,44 +253,50 @@ static void count_lost(const th_sentinels *t, granted *g, int n,
 
 void fo_round(const fo_opts *o, fo_result *r)
 {
-    th_sentinel_opts so = {.replicas = o->replicas, .priority = {10, 100}};
-    th_sentinels *t = th_sentinels_start(&so);
-    redislock_client *c = guarded_client(t, o->guard);
+    env e;
+    redislock_client *c;
     redislock_acquire_options ao = th_aopts(60000, 0, 0);
-    waiter w = {.c = guarded_client(t, o->guard)};
+    waiter w;
     granted *g = calloc(
         FO_MAX_KEYS(o->after_ms > 0 ? o->after_ms : FO_AFTER_MS), sizeof *g);
-    redislock_lock *held = th_lock(c, FO_WAITER_KEY);
+    redislock_lock *held;
     int64_t fault_ms = -1, bad_ms = -1;
-    int n, i, old = th_sentinels_master(t);
+    int n, i;
 
     ASSERT(g != NULL);
+    env_start(&e, o);
+    c = client(&e, o->guard);
+    w = (waiter){.c = client(&e, o->guard)};
+    held = th_lock(c, FO_WAITER_KEY);
     memset(r, 0, sizeof *r);
     r->back_ms = r->lost_first_ms = r->lost_last_ms = -1;
     ASSERT_OK(redislock_acquire(held, &ao));
-    n = grant_through(t, o, c, held, &w, g, r, &fault_ms, &bad_ms);
+    n = grant_through(&e, o, c, held, &w, g, r, &fault_ms, &bad_ms);
     r->waiter_ms = w.ms;
     r->waiter_err = w.err;
-    (void)th_sentinels_wait_failover(t, old, FO_SETTLE_MS);
-    count_lost(t, g, n, fault_ms, bad_ms, r);
+    env_settle(&e);
+    count_lost(&e, g, n, fault_ms, bad_ms, r);
     for (i = 0; i < n; i++)
         redislock_lock_free(g[i].l);
     free(g);
     redislock_lock_free(held);
     redislock_client_free(w.c);
     redislock_client_free(c);
-    th_sentinels_stop(t);
+    th_sentinels_stop(e.t);
+    th_cluster_stop(e.tc);
 }
 
 void fo_format(const fo_opts *o, const fo_result *r, char *buf, size_t size)
 {
+    static const char *const names[] = {"sentinel-failover", "sentinel-kill",
+                                        "cluster-failover", "cluster-kill"};
+
     snprintf(
         buf, size,
         "%s replicas=%d guard=%s: grants %d refused %d lost %d "
         "(granted %lld-%lld ms into the run), granting (kept) again %lld ms "
         "after the fault, waiter %s after %lld ms",
-        o->fault == FO_SENTINEL_KILL ? "sentinel-kill" : "sentinel-failover",
-        o->replicas,
+        names[o->fault], o->replicas,
         o->guard == 0   ? "off"
         : o->guard < 0  ? "all"
         : o->guard == 1 ? "1"

@@ -1,9 +1,9 @@
 /*
  * One round of a failover measurement: a client takes a fresh key every
  * FO_STEP_MS (TTL 60 s, no wait) through a Sentinel failover started at
- * FO_FAULT_MS, a waiter tries a key held across the fault, and once the
- * failover has settled a second, plain client tries every key the first
- * was granted: each it gets is a lock lost (the first client never gave
+ * FO_FAULT_MS (or a Cluster one), a waiter tries a key held across the fault,
+ * and once the failover has settled a second, plain client tries every key the
+ * first was granted: each it gets is a lock lost (the first client never gave
  * it back and still believes it holds it). Shared by the failover table
  * program (rl-failover, make failover-table) and the regression test in
  * test_replicas.c.
@@ -21,7 +21,12 @@
 
 typedef enum fo_fault {
     FO_SENTINEL_FAILOVER, /* SENTINEL FAILOVER: the old master lives on */
-    FO_SENTINEL_KILL      /* kill -9 of the master */
+    FO_SENTINEL_KILL,     /* kill -9 of the master */
+    /* A cluster of three masters, each with the replicas: CLUSTER
+     * FAILOVER on a replica of the master of the first key, or kill -9
+     * of that master. */
+    FO_CLUSTER_FAILOVER,
+    FO_CLUSTER_KILL
 } fo_fault;
 
 typedef struct fo_opts {
