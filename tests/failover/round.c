@@ -290,18 +290,21 @@ void fo_format(const fo_opts *o, const fo_result *r, char *buf, size_t size)
 {
     static const char *const names[] = {"sentinel-failover", "sentinel-kill",
                                         "cluster-failover", "cluster-kill"};
+    char n[16];
 
+    snprintf(n, sizeof n, "%d", o->guard);
     snprintf(
         buf, size,
         "%s replicas=%d guard=%s: grants %d refused %d lost %d "
         "(granted %lld-%lld ms into the run), granting (kept) again %lld ms "
-        "after the fault, waiter %s after %lld ms",
+        "after the fault, waiter %s after %lld ms; acquire p50 %lld us, "
+        "max %lld us before the fault",
         names[o->fault], o->replicas,
-        o->guard == 0   ? "off"
-        : o->guard < 0  ? "all"
-        : o->guard == 1 ? "1"
-                        : "N",
+        o->guard == 0  ? "off"
+        : o->guard < 0 ? "all"
+                       : n,
         r->grants, r->refused, r->lost, (long long)r->lost_first_ms,
         (long long)r->lost_last_ms, (long long)r->back_ms,
-        redislock_strerror(r->waiter_err), (long long)r->waiter_ms);
+        redislock_strerror(r->waiter_err), (long long)r->waiter_ms,
+        (long long)r->p50_us, (long long)r->max_us);
 }
