@@ -362,7 +362,8 @@ static int handoff_valid(const redislock_lock *l, const rl__acq *a,
  * replaced, and the wait has time left; the pause, no longer than that,
  * in *pause. A waiter thus fails only when its wait does, not at the
  * first request that finds the old master gone: the sentinels take
- * their down-after time and an election to name another. */
+ * their down-after time and an election to name another, a cluster its
+ * node timeout and an election to promote a replica. */
 static int failover_pause(redislock_lock *l, rl__acq *a, redislock_err err,
                           int64_t *pause)
 {

@@ -97,8 +97,10 @@ int rl__topo_moved(const rl__topo *t, redislock_err err, const rl__reply *r);
  * key's node is being replaced: a Sentinel master that cannot be reached
  * or refuses writes (REDISLOCK_ECONNECT, REDISLOCK_EREADONLY) before the
  * sentinels have promoted another, which takes their down-after time and
- * an election, often longer than one request's budget. 0: err is an
- * answer, not a wait (a lost reply may have run, and is the caller's). */
+ * an election; a cluster master that cannot be reached
+ * (REDISLOCK_ECONNECT) before its replica is elected, after the node
+ * timeout. Both often outlast one request's budget. 0: err is an answer,
+ * not a wait (a lost reply may have run, and is the caller's). */
 int64_t rl__topo_failover_pause(const rl__topo *t, redislock_err err);
 
 #endif

@@ -254,6 +254,20 @@ unsigned th_cluster_keyslot(th_cluster *c, const char *key)
     return (unsigned)n;
 }
 
+char *th_cluster_value(th_cluster *c, const char *key)
+{
+    int owner = th_cluster_owner(c, th_cluster_keyslot(c, key));
+    redisContext *r;
+    char *v;
+
+    if (owner < 0)
+        FAIL("no master serves %s's slot", key);
+    r = th_cluster_redis(c, owner);
+    v = th_cmd_str(r, NULL, "GET %s", key);
+    redisFree(r);
+    return v;
+}
+
 void th_cluster_kill(th_cluster *c, int i)
 {
     th_server *s = c->s[i];

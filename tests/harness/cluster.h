@@ -40,6 +40,9 @@ void th_cluster_wait_ok(th_cluster *c, int64_t timeout_ms);
  * running one; -1 when none does. */
 int th_cluster_owner(th_cluster *c, unsigned slot);
 
+/* key's value on its slot's master (NULL: none); malloc'ed. */
+char *th_cluster_value(th_cluster *c, const char *key);
+
 /* CLUSTER KEYSLOT of key, asked of a running server. */
 unsigned th_cluster_keyslot(th_cluster *c, const char *key);
 

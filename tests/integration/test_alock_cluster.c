@@ -33,24 +33,10 @@ static redislock_client *cluster_client(th_cluster *tc, int64_t timeout_ms)
     return c;
 }
 
-/* key's value on its slot's owner (NULL: none). */
-static char *value_of(th_cluster *tc, const char *key)
-{
-    int owner = th_cluster_owner(tc, th_cluster_keyslot(tc, key));
-    redisContext *r;
-    char *v;
-
-    ASSERT(owner >= 0);
-    r = th_cluster_redis(tc, owner);
-    v = th_cmd_str(r, NULL, "GET %s", key);
-    redisFree(r);
-    return v;
-}
-
 /* Whether key's slot owner holds key with token (a plain lock's value). */
 static int held_by(th_cluster *tc, const char *key, const char *token)
 {
-    char *v = value_of(tc, key);
+    char *v = th_cluster_value(tc, key);
     int yes = v != NULL && strcmp(v, token) == 0;
 
     free(v);
@@ -365,8 +351,8 @@ void test_alock_cluster_set_one_slot(void)
     ASSERT_OK(redislock_loop_acquire(lp, s, &o, ad_record, &ds));
     ad_run_for(d, h, 300);
     ASSERT_EQ_INT(ds.calls, 0);
-    ASSERT(value_of(tc, "{acs}a") == NULL);
-    ASSERT(value_of(tc, "{acs}c") == NULL);
+    ASSERT(th_cluster_value(tc, "{acs}a") == NULL);
+    ASSERT(th_cluster_value(tc, "{acs}c") == NULL);
     ASSERT_OK(redislock_release(holder));
     ad_run_until(d, h, &ds.calls, 1, 3000);
     ASSERT_ERR(ds.err, REDISLOCK_OK);
@@ -393,8 +379,8 @@ void test_alock_cluster_set_one_slot(void)
     ASSERT_OK(redislock_loop_acquire(lp, x, &o, ad_record, &dx));
     ad_run_for(d, h, 400);
     ASSERT_EQ_INT(dx.calls, 0);
-    ASSERT(value_of(tc, "acs:x") == NULL);
-    ASSERT(value_of(tc, "acs:z") == NULL);
+    ASSERT(th_cluster_value(tc, "acs:x") == NULL);
+    ASSERT(th_cluster_value(tc, "acs:z") == NULL);
     ASSERT_OK(redislock_release(hy));
     ad_run_until(d, h, &dx.calls, 1, 3000);
     ASSERT_ERR(dx.err, REDISLOCK_OK);
@@ -413,7 +399,7 @@ void test_alock_cluster_set_one_slot(void)
     ad_run_until(d, h, &dx.calls, 3, 3000);
     ASSERT_ERR(dx.err, REDISLOCK_OK);
     for (i = 0; i < 3; i++)
-        ASSERT(value_of(tc, apart[i]) == NULL);
+        ASSERT(th_cluster_value(tc, apart[i]) == NULL);
     d->close(h);
     redislock_lock_free(hy);
     redislock_lock_free(x);
@@ -421,5 +407,71 @@ void test_alock_cluster_set_one_slot(void)
     redislock_lock_free(s);
     redislock_lock_free(holder);
     redislock_client_free(c);
+    th_cluster_stop(tc);
+}
+
+/*
+ * A loop waiter's wait lasts through a failover: it waits (10 s) behind
+ * a lock renewed by a blocking client's watchdog, with a command timeout
+ * (300 ms) far shorter than the cluster's node timeout (1 s). kill -9 of
+ * the key's master: its attempts find no master for a while, and it
+ * pauses on the loop until the promoted replica serves the slot, rather
+ * than end with the first REDISLOCK_ECONNECT. The holder's release there
+ * frees the key, and the waiter gets it at the new master.
+ */
+void test_alock_cluster_waiter_waits_through_failover(void)
+{
+    th_cluster *tc = th_cluster_start(3, 1);
+    unsigned slot = th_cluster_keyslot(tc, "{acw}held");
+    int victim = th_cluster_owner(tc, slot), owner = victim;
+    redislock_client *hc = cluster_client(tc, 0), *c = cluster_client(tc, 300);
+    redislock_acquire_options ho = th_aopts(3000, 0, 0);
+    redislock_acquire_options o = th_aopts(10000, 10000, 0);
+    redislock_lock *h = th_lock(hc, "{acw}held"), *w = th_lock(c, "{acw}held");
+    ad_done dw = {0};
+    redislock_loop *lp;
+    void *lh = d->open(c, &lp);
+    redisContext *r;
+    int64_t killed;
+    redislock_err err;
+
+    ho.watchdog = 1;
+    ASSERT_OK(redislock_acquire(h, &ho));
+    ASSERT_OK(redislock_loop_acquire(lp, w, &o, ad_record, &dw));
+    ad_run_for(d, lh, 300);
+    ASSERT_EQ_INT(dw.calls, 0);
+    r = th_cluster_redis(tc, victim);
+    ASSERT_EQ_INT(th_cmd_int(r, "WAIT 1 5000"), 1);
+    redisFree(r);
+    killed = th_now_ms();
+    th_cluster_kill(tc, victim);
+    /* The loop turns while the replica is elected: the waiter waits on
+     * (its callback would come with REDISLOCK_ECONNECT). */
+    while (dw.calls == 0 && (owner == victim || owner < 0)) {
+        ad_run_for(d, lh, 50);
+        ASSERT(th_now_ms() - killed < 8000);
+        owner = th_cluster_owner(tc, slot);
+    }
+    test_log("the replica serves the slot %lld ms after the kill; the "
+             "waiter's callbacks by then: %d (%s: %s)",
+             (long long)(th_now_ms() - killed), dw.calls,
+             redislock_strerror(dw.err), dw.detail);
+    ASSERT_EQ_INT(dw.calls, 0);
+    err = redislock_release(h);
+    test_log("the holder's release after the failover: %s",
+             redislock_strerror(err));
+    ad_run_until(d, lh, &dw.calls, 1, 8000);
+    test_log("the waiter got the lock %lld ms after the kill: %s",
+             (long long)(dw.at_us / 1000 - killed), dw.detail);
+    ASSERT_ERR(dw.err, REDISLOCK_OK);
+    ASSERT(held_by(tc, "{acw}held", redislock_token(w)));
+    ASSERT_OK(redislock_loop_release(lp, w, 0, ad_record, &dw));
+    ad_run_until(d, lh, &dw.calls, 2, 5000);
+    ASSERT_ERR(dw.err, REDISLOCK_OK);
+    d->close(lh);
+    redislock_lock_free(w);
+    redislock_lock_free(h);
+    redislock_client_free(c);
+    redislock_client_free(hc);
     th_cluster_stop(tc);
 }

@@ -291,3 +291,66 @@ void test_cluster_failover_guarded(void)
     redislock_client_free(c);
     th_cluster_stop(tc);
 }
+
+/*
+ * A waiter's wait lasts through a failover: it waits (10 s) behind a
+ * lock renewed by a watchdog, with a command timeout (300 ms) far
+ * shorter than the cluster's node timeout (1 s), after which the
+ * replica is elected. kill -9 of the key's master: the waiter's requests
+ * find no master for a while, and it reads the map again and pauses
+ * until the replica serves the slot, rather than fail with the first
+ * REDISLOCK_ECONNECT. The holder's release there (or its lease's end)
+ * frees the key, and the waiter gets it at the new master.
+ */
+void test_cluster_waiter_waits_through_failover(void)
+{
+    th_cluster *tc = th_cluster_start(3, 1);
+    unsigned slot = th_cluster_keyslot(tc, "{cw}held");
+    int victim = th_cluster_owner(tc, slot);
+    redislock_options wo = {0};
+    redislock_client *hc, *wc;
+    redislock_acquire_options ho = th_aopts(3000, 0, 0);
+    redislock_acquire_options o = th_aopts(10000, 10000, 0);
+    redislock_lock *h;
+    redisContext *r;
+    th_waiter w;
+    int64_t killed;
+    redislock_err err;
+    char *v;
+
+    ASSERT_OK(redislock_client_new_cluster(&hc, tc->seeds, (size_t)tc->n,
+                                           NULL));
+    wo.command_timeout_ms = 300;
+    ASSERT_OK(redislock_client_new_cluster(&wc, tc->seeds, (size_t)tc->n,
+                                           &wo));
+    h = th_lock(hc, "{cw}held");
+    ho.watchdog = 1;
+    ASSERT_OK(redislock_acquire(h, &ho));
+    th_waiter_start(&w, wc, "{cw}held", &o);
+    r = th_cluster_redis(tc, victim);
+    th_wait_blocked(r, 1, 3000);
+    ASSERT_EQ_INT(th_cmd_int(r, "WAIT 1 5000"), 1);
+    redisFree(r);
+    killed = th_now_ms();
+    th_cluster_kill(tc, victim);
+    th_cluster_wait_ok(tc, 8000);
+    test_log("the replica serves the slot %lld ms after the kill",
+             (long long)(th_now_ms() - killed));
+    /* Its lease may have lapsed at the new master meanwhile: either way
+     * the key is free for the waiter after this. */
+    err = redislock_release(h);
+    test_log("the holder's release after the failover: %s",
+             redislock_strerror(err));
+    th_waiter_join_ok(&w, 8000);
+    test_log("the waiter got the lock %lld ms after the kill",
+             (long long)(w.done_us / 1000 - killed));
+    v = th_cluster_value(tc, "{cw}held");
+    ASSERT_EQ_STR(v, w.token);
+    free(v);
+    ASSERT_OK(redislock_release(w.l));
+    redislock_lock_free(w.l);
+    redislock_lock_free(h);
+    redislock_client_free(wc);
+    redislock_client_free(hc);
+    th_cluster_stop(tc);
+}
