@@ -268,6 +268,30 @@ char *th_cluster_value(th_cluster *c, const char *key)
     return v;
 }
 
+/* A replica's INFO names its master by port. */
+int th_cluster_replica_of(th_cluster *c, int m)
+{
+    char want[32];
+    int i, found = -1;
+
+    snprintf(want, sizeof want, "master_port:%d\r", c->s[m]->port);
+    for (i = 0; i < c->n && found < 0; i++) {
+        redisContext *r;
+        redisReply *rep;
+
+        if (i == m || c->s[i] == NULL)
+            continue;
+        r = th_cluster_redis(c, i);
+        rep = redisCommand(r, "INFO replication");
+        if (rep != NULL && rep->type == REDIS_REPLY_STRING &&
+            strstr(rep->str, want) != NULL)
+            found = i;
+        freeReplyObject(rep);
+        redisFree(r);
+    }
+    return found;
+}
+
 void th_cluster_kill(th_cluster *c, int i)
 {
     th_server *s = c->s[i];
@@ -282,6 +306,42 @@ void th_cluster_kill(th_cluster *c, int i)
     th_server_stop(s);
     th_rmtree(dir);
     c->s[i] = NULL;
+}
+
+void th_cluster_freeze(th_cluster *c, int i, int frozen)
+{
+    if (i < 0 || i >= c->n || c->s[i] == NULL)
+        FAIL("cluster server %d is not running", i);
+    if (kill(c->s[i]->pid, frozen ? SIGSTOP : SIGCONT) != 0)
+        FAIL("%s %d: %s", frozen ? "SIGSTOP" : "SIGCONT", (int)c->s[i]->pid,
+             strerror(errno));
+}
+
+/* Whether r's ROLE says master. */
+static int is_master(redisContext *r)
+{
+    redisReply *rep = redisCommand(r, "ROLE");
+    int yes = rep != NULL && rep->type == REDIS_REPLY_ARRAY &&
+              rep->elements > 0 && rep->element[0]->type == REDIS_REPLY_STRING &&
+              strcmp(rep->element[0]->str, "master") == 0;
+
+    freeReplyObject(rep);
+    return yes;
+}
+
+int64_t th_cluster_wait_master(th_cluster *c, int i, int64_t ms)
+{
+    int64_t t0 = th_now_ms();
+    redisContext *r = th_cluster_redis(c, i);
+
+    /* A promotion has no event to wait on from outside: polled. */
+    while (!is_master(r)) {
+        if (th_now_ms() - t0 >= ms)
+            FAIL("server %d is not a master after %lld ms", i, (long long)ms);
+        th_sleep_ms(10);
+    }
+    redisFree(r);
+    return th_now_ms() - t0;
 }
 
 long long th_cluster_errorstat(th_cluster *c, int i, const char *name)
@@ -354,4 +414,52 @@ void th_cluster_migrate_keys(redisContext *src, int dport, unsigned slot)
         }
         freeReplyObject(keys);
     }
+}
+
+/* One poll of the rival: 1 when it got the key, 0 when refused (counted
+ * in *moved when the reply is MOVED), -1 when the connection broke. */
+static int rival_poll(redisContext *r, const char *key, long *moved)
+{
+    redisReply *rep = redisCommand(r, "SET %s rival NX PX 60000", key);
+    int got;
+
+    if (rep == NULL)
+        return -1;
+    got = rep->type == REDIS_REPLY_STATUS;
+    if (rep->type == REDIS_REPLY_ERROR && strncmp(rep->str, "MOVED", 5) == 0)
+        (*moved)++;
+    freeReplyObject(rep);
+    return got;
+}
+
+int64_t th_cluster_rival(th_cluster *c, int i, const char *key, int64_t ms,
+                         void (*between)(void *arg), int (*holds)(void *arg),
+                         void *arg, int *held)
+{
+    int64_t t0 = th_now_ms(), got = -1;
+    redisContext *r;
+    long polls = 0, moved = 0;
+    int res;
+
+    signal(SIGPIPE, SIG_IGN);
+    r = th_cluster_redis(c, i);
+    while (got < 0 && th_now_ms() - t0 < ms) {
+        polls++;
+        if ((res = rival_poll(r, key, &moved)) < 0) {
+            redisFree(r);
+            r = th_cluster_redis(c, i);
+        } else if (res == 1) {
+            got = th_now_ms() - t0;
+            *held = holds(arg);
+        }
+        between(arg);
+    }
+    redisFree(r);
+    test_log("the rival on server %d (%ld polls, %ld MOVED) %s%lld ms; "
+             "the holder %s",
+             i, polls, moved, got < 0 ? "never got the key in " : "got it at ",
+             (long long)(got < 0 ? ms : got),
+             got < 0 ? "held on" : *held ? "believed it held"
+                                         : "had learned of the loss");
+    return got;
 }

@@ -43,6 +43,10 @@ int th_cluster_owner(th_cluster *c, unsigned slot);
 /* key's value on its slot's master (NULL: none); malloc'ed. */
 char *th_cluster_value(th_cluster *c, const char *key);
 
+/* The replica of master m: the server whose replication names m's port;
+ * -1 when none does. */
+int th_cluster_replica_of(th_cluster *c, int m);
+
 /* CLUSTER KEYSLOT of key, asked of a running server. */
 unsigned th_cluster_keyslot(th_cluster *c, const char *key);
 
@@ -52,6 +56,14 @@ redisContext *th_cluster_redis(th_cluster *c, int i);
 /* SIGKILLs server i (the real fault: no goodbye to the cluster) and
  * forgets it: s[i] becomes NULL. */
 void th_cluster_kill(th_cluster *c, int i);
+
+/* SIGSTOPs server i (frozen set: a node cut off, alive, that neither
+ * answers nor hears of the cluster) or SIGCONTs it (frozen 0). */
+void th_cluster_freeze(th_cluster *c, int i, int frozen);
+
+/* Polls server i's ROLE until it says master; fails the test after ms.
+ * Returns the ms it took. */
+int64_t th_cluster_wait_master(th_cluster *c, int i, int64_t ms);
 
 /* errorstat_<name> count (MOVED, ASK, ...) of server i, from INFO
  * errorstats: how many times it answered that error. */
@@ -71,5 +83,17 @@ char *th_cluster_node_id(th_cluster *c, int i);
 /* Moves every key of slot from src, a connection to the node where the
  * slot is MIGRATING, to the node on port dport, where it is IMPORTING. */
 void th_cluster_migrate_keys(redisContext *src, int dport, unsigned slot);
+
+/* A rival of a lock's holder on server i (a master, or the replica about
+ * to be promoted): SET key NX PX 60000 every poll, its refusals (MOVED
+ * while i is a replica, nil while the key is there) counted, until it
+ * gets the key or ms pass; its connection is made again when it breaks
+ * (SIGPIPE is ignored from here on). Between polls, between(arg) runs
+ * (a loop's turns, or a sleep). Returns the ms after the call at which
+ * the rival got the key, *held then set to holds(arg) (whether the
+ * holder still believed it held), or -1; it logs what it saw. */
+int64_t th_cluster_rival(th_cluster *c, int i, const char *key, int64_t ms,
+                         void (*between)(void *arg), int (*holds)(void *arg),
+                         void *arg, int *held);
 
 #endif

@@ -222,25 +222,6 @@ void test_cluster_failover(void)
     th_cluster_stop(tc);
 }
 
-/* The replica of master m: the server whose replication names m's port. */
-static int replica_of(th_cluster *tc, int m)
-{
-    char want[32];
-    int i, found = -1;
-
-    snprintf(want, sizeof want, "master_port:%d\r", tc->s[m]->port);
-    for (i = 0; i < tc->n && found < 0; i++) {
-        redisContext *r = th_cluster_redis(tc, i);
-        redisReply *rep = redisCommand(r, "INFO replication");
-        if (i != m && rep != NULL && rep->type == REDIS_REPLY_STRING &&
-            strstr(rep->str, want) != NULL)
-            found = i;
-        freeReplyObject(rep);
-        redisFree(r);
-    }
-    return found;
-}
-
 /* The replica-sync guard follows redirections like any request: after a
  * graceful CLUSTER FAILOVER of the lock's master, a guarded client locks
  * again on the promoted replica (WAIT counted there) instead of meeting
@@ -253,7 +234,7 @@ void test_cluster_failover_guarded(void)
     redislock_lock *l;
     redislock_acquire_options ao = th_aopts(5000, 0, 0);
     unsigned slot = th_cluster_keyslot(tc, LOCKKEY);
-    int victim = th_cluster_owner(tc, slot), rep = replica_of(tc, victim);
+    int victim = th_cluster_owner(tc, slot), rep = th_cluster_replica_of(tc, victim);
     int64_t t0, took;
     redisContext *r;
     redisReply *x;
@@ -352,5 +333,195 @@ void test_cluster_waiter_waits_through_failover(void)
     redislock_lock_free(h);
     redislock_client_free(wc);
     redislock_client_free(hc);
+    th_cluster_stop(tc);
+}
+
+/* How long the renewal tests watch the new master: past two leases
+ * of the holder's (1.5 s) after the switch. */
+#define SWITCH_WATCH_MS 3500
+
+static void pause_poll(void *arg)
+{
+    (void)arg;
+    th_sleep_ms(20);
+}
+
+static int still_holds(void *arg)
+{
+    return redislock_check(arg) == REDISLOCK_OK;
+}
+
+/* After the rival's watch: a holder that kept the lock has it, renewed,
+ * on the slot's master now, and gives it back there. */
+static void held_on_new_master(th_cluster *tc, redislock_lock *h,
+                               const char *key, int64_t got)
+{
+    char *v;
+
+    if (got >= 0)
+        return;
+    ASSERT_OK(redislock_check(h));
+    v = th_cluster_value(tc, key);
+    ASSERT_EQ_STR(v, redislock_token(h));
+    free(v);
+    ASSERT_OK(redislock_release(h));
+}
+
+/*
+ * A planned failover (CLUSTER FAILOVER on the replica) leaves the old
+ * master up, a replica now that answers MOVED for the slot. A lock
+ * renewed by its watchdog (TTL 1.5 s) follows the switch: its renewals
+ * follow MOVED to the new master, which has the key by replication, and
+ * renew it there. A rival polling the new master with SET NX must never
+ * get the key while the holder believes it holds; and it does not get it
+ * at all, the holder having lost nothing.
+ */
+void test_cluster_renewal_follows_failover(void)
+{
+    th_cluster *tc = th_cluster_start(3, 1);
+    unsigned slot = th_cluster_keyslot(tc, "{cr}held");
+    int victim = th_cluster_owner(tc, slot);
+    int rep = th_cluster_replica_of(tc, victim);
+    redislock_client *hc;
+    redislock_acquire_options o = th_aopts(1500, 0, 0);
+    redislock_lock *h;
+    redisContext *r;
+    int64_t got;
+    int held = 0;
+
+    ASSERT(rep >= 0);
+    ASSERT_OK(redislock_client_new_cluster(&hc, tc->seeds, (size_t)tc->n,
+                                           NULL));
+    h = th_lock(hc, "{cr}held");
+    o.watchdog = 1;
+    ASSERT_OK(redislock_acquire(h, &o));
+    r = th_cluster_redis(tc, rep);
+    freeReplyObject(th_cmd(r, "CLUSTER FAILOVER"));
+    redisFree(r);
+    got = th_cluster_rival(tc, rep, "{cr}held", SWITCH_WATCH_MS, pause_poll,
+                           still_holds, h, &held);
+    ASSERT_EQ_INT(th_cluster_owner(tc, slot), rep);
+    ASSERT(!(got >= 0 && held));
+    ASSERT_LT(got, 0);
+    held_on_new_master(tc, h, "{cr}held", got);
+    test_log("MOVED answered by the old master: %lld",
+             th_cluster_errorstat(tc, victim, "MOVED"));
+    ASSERT_GT(th_cluster_errorstat(tc, victim, "MOVED"), 0);
+    redislock_lock_free(h);
+    redislock_client_free(hc);
+    th_cluster_stop(tc);
+}
+
+/* An extend on a thread of its own, sent while the node is frozen. */
+typedef struct extender {
+    pthread_t t;
+    redislock_lock *l;
+    redislock_err err;
+    char detail[256];
+} extender;
+
+static void *extend_thread(void *arg)
+{
+    extender *e = arg;
+
+    e->err = redislock_extend(e->l, 10000);
+    snprintf(e->detail, sizeof e->detail, "%s", redislock_errdetail());
+    return NULL;
+}
+
+/* What e's holder believes against the new master's copy of key (read
+ * first: the belief read after it must not be longer). */
+static int64_t belief_over(redisContext *r, extender *e, const char *key,
+                           const char *who)
+{
+    long long pttl = th_cmd_int(r, "PTTL %s", key);
+    int64_t valid = redislock_valid_ms(e->l);
+
+    test_log("%s extend: %s (%s); it believes %lld ms, the new master "
+             "holds %lld ms",
+             who, redislock_errname(e->err), e->detail, (long long)valid,
+             pttl);
+    return valid - pttl;
+}
+
+/* A client for the frozen-master test: guarded, or not (guard 0). */
+static redislock_client *frozen_client(th_cluster *tc, int guard)
+{
+    redislock_options o = {0};
+    redislock_client *c;
+
+    o.wait_replicas = guard;
+    o.wait_replicas_timeout_ms = 300;
+    ASSERT_OK(redislock_client_new_cluster(&c, tc->seeds, (size_t)tc->n, &o));
+    return c;
+}
+
+/*
+ * A master cut off (SIGSTOP: alive, deaf) while its replica is promoted,
+ * then back (SIGCONT): it is a master by its own word until the cluster
+ * bus tells it otherwise, a few ms later, and a renewal that reaches it
+ * first is run there, where it no longer counts. The client cannot tell
+ * from the reply. Two holders (TTL 10 s) renew while it is frozen: one
+ * without a guard, whose outcome is logged (the window SAFETY.md
+ * measures), and one with the strict replica guard (wait_replicas 1),
+ * whose renewal the old master cannot have confirmed (its one replica
+ * left it): it may fail, but it never leaves its holder believing in a
+ * lease longer than the new master's copy. A probe SET sent to the old
+ * master while frozen measures how long it took writes after it woke.
+ */
+void test_cluster_frozen_master_renewal(void)
+{
+    th_cluster *tc = th_cluster_start(3, 1);
+    unsigned slot = th_cluster_keyslot(tc, "{cz}a");
+    int victim = th_cluster_owner(tc, slot);
+    int rep = th_cluster_replica_of(tc, victim), done = 0;
+    redislock_client *pc = frozen_client(tc, 0), *gc = frozen_client(tc, 1);
+    redislock_acquire_options o = th_aopts(10000, 0, 0);
+    extender pe = {0}, ge = {0};
+    redisContext *probe, *r;
+    redisReply *x;
+    int64_t woke;
+
+    ASSERT(rep >= 0);
+    pe.l = th_lock(pc, "{cz}a");
+    ge.l = th_lock(gc, "{cz}b");
+    ASSERT_OK(redislock_acquire(pe.l, &o));
+    ASSERT_OK(redislock_acquire(ge.l, &o));
+    probe = th_cluster_redis(tc, victim);
+    ASSERT_EQ_INT(th_cmd_int(probe, "WAIT 1 5000"), 1);
+    th_cluster_freeze(tc, victim, 1);
+    test_log("the replica was promoted %lld ms after the freeze",
+             (long long)th_cluster_wait_master(tc, rep, 8000));
+    ASSERT_EQ_INT(pthread_create(&pe.t, NULL, extend_thread, &pe), 0);
+    ASSERT_EQ_INT(pthread_create(&ge.t, NULL, extend_thread, &ge), 0);
+    redisAppendCommand(probe, "SET {cz}probe 1");
+    while (!done)
+        ASSERT_EQ_INT(redisBufferWrite(probe, &done), REDIS_OK);
+    /* A write into a frozen server's socket gives no event to wait on:
+     * the extends are given time to be sent. */
+    th_sleep_ms(200);
+    th_cluster_freeze(tc, victim, 0);
+    woke = th_now_ms();
+    ASSERT_EQ_INT(redisGetReply(probe, (void **)&x), REDIS_OK);
+    test_log("the probe sent while frozen: %s", x->str);
+    freeReplyObject(x);
+    while ((x = redisCommand(probe, "SET {cz}probe 1")) != NULL &&
+           x->type != REDIS_REPLY_ERROR)
+        freeReplyObject(x);
+    ASSERT(x != NULL);
+    test_log("the old master's first refusal, %lld ms after it woke: %s",
+             (long long)(th_now_ms() - woke), x->str);
+    freeReplyObject(x);
+    th_join_within(pe.t, 8000);
+    th_join_within(ge.t, 8000);
+    r = th_cluster_redis(tc, rep);
+    (void)belief_over(r, &pe, "{cz}a", "the unguarded");
+    ASSERT_LE(belief_over(r, &ge, "{cz}b", "the guarded"), 0);
+    redisFree(r);
+    redisFree(probe);
+    redislock_lock_free(pe.l);
+    redislock_lock_free(ge.l);
+    redislock_client_free(pc);
+    redislock_client_free(gc);
     th_cluster_stop(tc);
 }
