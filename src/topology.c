@@ -115,9 +115,13 @@ int64_t rl__topo_failover_pause(const rl__topo *t, redislock_err err)
 {
     /* A cluster's map is read again by the request that could not
      * connect (redirect.c, aroute.c): the next one goes wherever the
-     * map says, the promoted replica once it does. */
+     * map says, the promoted replica once it does. A cluster that must
+     * cover every slot answers CLUSTERDOWN (REDISLOCK_ETRYLATER) on
+     * every node meanwhile. */
     if (t->kind == RL_TOPO_CLUSTER)
-        return err == REDISLOCK_ECONNECT ? rl__cluster_pause_ms() : 0;
+        return err == REDISLOCK_ECONNECT || err == REDISLOCK_ETRYLATER
+                   ? rl__cluster_pause_ms()
+                   : 0;
     if (t->kind != RL_TOPO_SENTINEL ||
         (err != REDISLOCK_ECONNECT && err != REDISLOCK_EREADONLY))
         return 0;

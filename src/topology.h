@@ -98,9 +98,11 @@ int rl__topo_moved(const rl__topo *t, redislock_err err, const rl__reply *r);
  * or refuses writes (REDISLOCK_ECONNECT, REDISLOCK_EREADONLY) before the
  * sentinels have promoted another, which takes their down-after time and
  * an election; a cluster master that cannot be reached
- * (REDISLOCK_ECONNECT) before its replica is elected, after the node
- * timeout. Both often outlast one request's budget. 0: err is an answer,
- * not a wait (a lost reply may have run, and is the caller's). */
+ * (REDISLOCK_ECONNECT), or a cluster that refuses every key meanwhile
+ * (CLUSTERDOWN, or any other try-later refusal: REDISLOCK_ETRYLATER),
+ * before the replica is elected after the node timeout. Both often
+ * outlast one request's budget. 0: err is an answer, not a wait (a lost
+ * reply may have run, and is the caller's). */
 int64_t rl__topo_failover_pause(const rl__topo *t, redislock_err err);
 
 #endif

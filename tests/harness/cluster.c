@@ -268,6 +268,21 @@ char *th_cluster_value(th_cluster *c, const char *key)
     return v;
 }
 
+const char *th_cluster_key_away(th_cluster *c, const char *stem, int avoid,
+                                int *at, char *buf, size_t size)
+{
+    int i;
+
+    for (i = 0; i < 64; i++) {
+        snprintf(buf, size, "{%s%d}k", stem, i);
+        *at = th_cluster_owner(c, th_cluster_keyslot(c, buf));
+        if (*at != avoid)
+            return buf;
+    }
+    FAIL("no key {%s...} served by a master other than %d", stem, avoid);
+    return NULL;
+}
+
 /* A replica's INFO names its master by port. */
 int th_cluster_replica_of(th_cluster *c, int m)
 {
@@ -308,6 +323,20 @@ void th_cluster_kill(th_cluster *c, int i)
     c->s[i] = NULL;
 }
 
+void th_cluster_config_set(th_cluster *c, const char *name, const char *value)
+{
+    redisContext *r;
+    int i;
+
+    for (i = 0; i < c->n; i++) {
+        if (c->s[i] == NULL)
+            continue;
+        r = th_cluster_redis(c, i);
+        freeReplyObject(th_cmd(r, "CONFIG SET %s %s", name, value));
+        redisFree(r);
+    }
+}
+
 void th_cluster_freeze(th_cluster *c, int i, int frozen)
 {
     if (i < 0 || i >= c->n || c->s[i] == NULL)
@@ -322,7 +351,8 @@ static int is_master(redisContext *r)
 {
     redisReply *rep = redisCommand(r, "ROLE");
     int yes = rep != NULL && rep->type == REDIS_REPLY_ARRAY &&
-              rep->elements > 0 && rep->element[0]->type == REDIS_REPLY_STRING &&
+              rep->elements > 0 &&
+              rep->element[0]->type == REDIS_REPLY_STRING &&
               strcmp(rep->element[0]->str, "master") == 0;
 
     freeReplyObject(rep);
@@ -459,7 +489,8 @@ int64_t th_cluster_rival(th_cluster *c, int i, const char *key, int64_t ms,
              "the holder %s",
              i, polls, moved, got < 0 ? "never got the key in " : "got it at ",
              (long long)(got < 0 ? ms : got),
-             got < 0 ? "held on" : *held ? "believed it held"
-                                         : "had learned of the loss");
+             got < 0 ? "held on"
+             : *held ? "believed it held"
+                     : "had learned of the loss");
     return got;
 }

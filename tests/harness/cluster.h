@@ -43,6 +43,11 @@ int th_cluster_owner(th_cluster *c, unsigned slot);
 /* key's value on its slot's master (NULL: none); malloc'ed. */
 char *th_cluster_value(th_cluster *c, const char *key);
 
+/* A key "{<stem><i>}k" (written into buf) that a master other than
+ * avoid serves, the first such i; avoid -1: i = 0. Its master in *at. */
+const char *th_cluster_key_away(th_cluster *c, const char *stem, int avoid,
+                                int *at, char *buf, size_t size);
+
 /* The replica of master m: the server whose replication names m's port;
  * -1 when none does. */
 int th_cluster_replica_of(th_cluster *c, int m);
@@ -56,6 +61,9 @@ redisContext *th_cluster_redis(th_cluster *c, int i);
 /* SIGKILLs server i (the real fault: no goodbye to the cluster) and
  * forgets it: s[i] becomes NULL. */
 void th_cluster_kill(th_cluster *c, int i);
+
+/* CONFIG SET name value on every server that runs. */
+void th_cluster_config_set(th_cluster *c, const char *name, const char *value);
 
 /* SIGSTOPs server i (frozen set: a node cut off, alive, that neither
  * answers nor hears of the cluster) or SIGCONTs it (frozen 0). */

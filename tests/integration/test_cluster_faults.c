@@ -19,7 +19,6 @@
 
 #define NTHREADS 4
 #define LOCKKEY "{fl}lock"
-#define TAGS_TRIED 64
 /* Long enough for a request to ride out a failover (about 2-3 s with a
  * 1 s node timeout) rather than fail. */
 #define COMMAND_TIMEOUT_MS 5000
@@ -109,14 +108,8 @@ static void start(run *u, worker *w, th_cluster *tc, int avoid)
     o.command_timeout_ms = COMMAND_TIMEOUT_MS;
     ASSERT_OK(
         redislock_client_new_cluster(&u->c, tc->seeds, (size_t)tc->n, &o));
-    for (i = 0; i < TAGS_TRIED; i++) {
-        snprintf(u->counter, sizeof u->counter, "{ctr%d}n", i);
-        u->counter_at =
-            th_cluster_owner(tc, th_cluster_keyslot(tc, u->counter));
-        if (u->counter_at != avoid)
-            break;
-    }
-    ASSERT_NE_INT(u->counter_at, avoid);
+    th_cluster_key_away(tc, "ctr", avoid, &u->counter_at, u->counter,
+                        sizeof u->counter);
     for (i = 0; i < NTHREADS; i++) {
         w[i].run = u;
         ASSERT_EQ_INT(pthread_create(&w[i].t, NULL, work, &w[i]), 0);
@@ -234,7 +227,8 @@ void test_cluster_failover_guarded(void)
     redislock_lock *l;
     redislock_acquire_options ao = th_aopts(5000, 0, 0);
     unsigned slot = th_cluster_keyslot(tc, LOCKKEY);
-    int victim = th_cluster_owner(tc, slot), rep = th_cluster_replica_of(tc, victim);
+    int victim = th_cluster_owner(tc, slot),
+        rep = th_cluster_replica_of(tc, victim);
     int64_t t0, took;
     redisContext *r;
     redisReply *x;
@@ -277,17 +271,22 @@ void test_cluster_failover_guarded(void)
  * A waiter's wait lasts through a failover: it waits (10 s) behind a
  * lock renewed by a watchdog, with a command timeout (300 ms) far
  * shorter than the cluster's node timeout (1 s), after which the
- * replica is elected. kill -9 of the key's master: the waiter's requests
- * find no master for a while, and it reads the map again and pauses
- * until the replica serves the slot, rather than fail with the first
- * REDISLOCK_ECONNECT. The holder's release there (or its lease's end)
- * frees the key, and the waiter gets it at the new master.
+ * replica is elected; then kill -9 of a master. On the key's own master
+ * (elsewhere 0) the waiter's requests find no master for a while: it
+ * reads the map again and pauses until the replica serves the slot. On
+ * another master of a cluster that requires full coverage (elsewhere 1,
+ * Redis's default) every node answers CLUSTERDOWN from the moment the
+ * dead master is marked failed until its replica is promoted: the
+ * waiter pauses through that too. The holder's release (or its lease's
+ * end) frees the key, and the waiter gets it.
  */
-void test_cluster_waiter_waits_through_failover(void)
+static void waiter_through_kill(int elsewhere)
 {
     th_cluster *tc = th_cluster_start(3, 1);
-    unsigned slot = th_cluster_keyslot(tc, "{cw}held");
-    int victim = th_cluster_owner(tc, slot);
+    int victim, lock_at;
+    char buf[32];
+    const char *key =
+        th_cluster_key_away(tc, "cw", -1, &victim, buf, sizeof buf);
     redislock_options wo = {0};
     redislock_client *hc, *wc;
     redislock_acquire_options ho = th_aopts(3000, 0, 0);
@@ -299,16 +298,20 @@ void test_cluster_waiter_waits_through_failover(void)
     redislock_err err;
     char *v;
 
-    ASSERT_OK(redislock_client_new_cluster(&hc, tc->seeds, (size_t)tc->n,
-                                           NULL));
+    lock_at = victim;
+    if (elsewhere) {
+        key = th_cluster_key_away(tc, "cw", victim, &lock_at, buf, sizeof buf);
+        th_cluster_config_set(tc, "cluster-require-full-coverage", "yes");
+    }
+    ASSERT_OK(
+        redislock_client_new_cluster(&hc, tc->seeds, (size_t)tc->n, NULL));
     wo.command_timeout_ms = 300;
-    ASSERT_OK(redislock_client_new_cluster(&wc, tc->seeds, (size_t)tc->n,
-                                           &wo));
-    h = th_lock(hc, "{cw}held");
+    ASSERT_OK(redislock_client_new_cluster(&wc, tc->seeds, (size_t)tc->n, &wo));
+    h = th_lock(hc, key);
     ho.watchdog = 1;
     ASSERT_OK(redislock_acquire(h, &ho));
-    th_waiter_start(&w, wc, "{cw}held", &o);
-    r = th_cluster_redis(tc, victim);
+    th_waiter_start(&w, wc, key, &o);
+    r = th_cluster_redis(tc, lock_at);
     th_wait_blocked(r, 1, 3000);
     ASSERT_EQ_INT(th_cmd_int(r, "WAIT 1 5000"), 1);
     redisFree(r);
@@ -325,7 +328,7 @@ void test_cluster_waiter_waits_through_failover(void)
     th_waiter_join_ok(&w, 8000);
     test_log("the waiter got the lock %lld ms after the kill",
              (long long)(w.done_us / 1000 - killed));
-    v = th_cluster_value(tc, "{cw}held");
+    v = th_cluster_value(tc, key);
     ASSERT_EQ_STR(v, w.token);
     free(v);
     ASSERT_OK(redislock_release(w.l));
@@ -334,6 +337,16 @@ void test_cluster_waiter_waits_through_failover(void)
     redislock_client_free(wc);
     redislock_client_free(hc);
     th_cluster_stop(tc);
+}
+
+void test_cluster_waiter_waits_through_failover(void)
+{
+    waiter_through_kill(0);
+}
+
+void test_cluster_waiter_waits_through_clusterdown(void)
+{
+    waiter_through_kill(1);
 }
 
 /* How long the renewal tests watch the new master: past two leases
@@ -390,8 +403,8 @@ void test_cluster_renewal_follows_failover(void)
     int held = 0;
 
     ASSERT(rep >= 0);
-    ASSERT_OK(redislock_client_new_cluster(&hc, tc->seeds, (size_t)tc->n,
-                                           NULL));
+    ASSERT_OK(
+        redislock_client_new_cluster(&hc, tc->seeds, (size_t)tc->n, NULL));
     h = th_lock(hc, "{cr}held");
     o.watchdog = 1;
     ASSERT_OK(redislock_acquire(h, &o));
@@ -439,8 +452,7 @@ static int64_t belief_over(redisContext *r, extender *e, const char *key,
 
     test_log("%s extend: %s (%s); it believes %lld ms, the new master "
              "holds %lld ms",
-             who, redislock_errname(e->err), e->detail, (long long)valid,
-             pttl);
+             who, redislock_errname(e->err), e->detail, (long long)valid, pttl);
     return valid - pttl;
 }
 
