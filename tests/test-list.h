@@ -360,6 +360,7 @@ TEST_ENTRY(cluster_failover_guarded, 90)
 TEST_ENTRY(cluster_waiter_waits_through_failover, 60)
 TEST_ENTRY(cluster_waiter_waits_through_clusterdown, 60)
 TEST_ENTRY(cluster_renewal_follows_failover, 60)
+TEST_ENTRY(cluster_renewal_follows_takeover, 60)
 TEST_ENTRY(cluster_frozen_master_renewal, 60)
 
 /* Regressions for the ways a lock was held twice (test_holders.c). */

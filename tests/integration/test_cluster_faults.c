@@ -381,15 +381,18 @@ static void held_on_new_master(th_cluster *tc, redislock_lock *h,
 }
 
 /*
- * A planned failover (CLUSTER FAILOVER on the replica) leaves the old
- * master up, a replica now that answers MOVED for the slot. A lock
- * renewed by its watchdog (TTL 1.5 s) follows the switch: its renewals
- * follow MOVED to the new master, which has the key by replication, and
- * renew it there. A rival polling the new master with SET NX must never
- * get the key while the holder believes it holds; and it does not get it
- * at all, the holder having lost nothing.
+ * A failover that leaves the old master up, cmd sent to the replica:
+ * CLUSTER FAILOVER, which takes over once it has caught up, or CLUSTER
+ * FAILOVER TAKEOVER, which takes over at once, without
+ * the master's agreement or a vote. The old master, a replica now,
+ * answers MOVED for the slot. A lock renewed by its watchdog (TTL
+ * 1.5 s) follows the switch: its renewals follow MOVED to the new
+ * master, which has the key by replication, and renew it there. A rival
+ * polling the new master with SET NX must never get the key while the
+ * holder believes it holds; and it does not get it at all, the holder
+ * having lost nothing.
  */
-void test_cluster_renewal_follows_failover(void)
+static void renewal_through(const char *cmd)
 {
     th_cluster *tc = th_cluster_start(3, 1);
     unsigned slot = th_cluster_keyslot(tc, "{cr}held");
@@ -409,7 +412,7 @@ void test_cluster_renewal_follows_failover(void)
     o.watchdog = 1;
     ASSERT_OK(redislock_acquire(h, &o));
     r = th_cluster_redis(tc, rep);
-    freeReplyObject(th_cmd(r, "CLUSTER FAILOVER"));
+    freeReplyObject(th_cmd(r, cmd));
     redisFree(r);
     got = th_cluster_rival(tc, rep, "{cr}held", SWITCH_WATCH_MS, pause_poll,
                            still_holds, h, &held);
@@ -423,6 +426,16 @@ void test_cluster_renewal_follows_failover(void)
     redislock_lock_free(h);
     redislock_client_free(hc);
     th_cluster_stop(tc);
+}
+
+void test_cluster_renewal_follows_failover(void)
+{
+    renewal_through("CLUSTER FAILOVER");
+}
+
+void test_cluster_renewal_follows_takeover(void)
+{
+    renewal_through("CLUSTER FAILOVER TAKEOVER");
 }
 
 /* An extend on a thread of its own, sent while the node is frozen. */
