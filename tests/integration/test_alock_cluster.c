@@ -498,3 +498,72 @@ void test_alock_cluster_waiter_waits_through_clusterdown(void)
 {
     loop_waiter_through_kill(1);
 }
+
+/* The renewal test's holder on its loop. */
+typedef struct holder {
+    void *h;
+    redislock_lock *l;
+    ad_lost lost;
+} holder;
+
+static void turn_poll(void *arg)
+{
+    ad_run_for(d, ((holder *)arg)->h, 20);
+}
+
+static int loop_holds(void *arg)
+{
+    holder *x = arg;
+
+    return x->lost.calls == 0 && redislock_check(x->l) == REDISLOCK_OK;
+}
+
+/*
+ * A planned failover (CLUSTER FAILOVER on the replica) leaves the old
+ * master up, a replica that answers MOVED for the slot. A lock the loop
+ * renews (TTL 1.5 s) follows the switch: its renewals follow MOVED on
+ * the loop to the new master, which has the key by replication. A rival
+ * polling the new master with SET NX between the loop's turns never
+ * gets the key, the holder having lost nothing.
+ */
+void test_alock_cluster_renewal_follows_failover(void)
+{
+    th_cluster *tc = th_cluster_start(3, 1);
+    unsigned slot = th_cluster_keyslot(tc, "{acr}held");
+    int victim = th_cluster_owner(tc, slot);
+    int rep = th_cluster_replica_of(tc, victim);
+    redislock_client *c = cluster_client(tc, 0);
+    redislock_acquire_options o = th_aopts(1500, 0, 0);
+    holder x = {0};
+    ad_done dl = {0};
+    redislock_loop *lp;
+    redisContext *r;
+    int held = 0;
+
+    ASSERT(rep >= 0);
+    x.l = th_lock(c, "{acr}held");
+    x.h = d->open(c, &lp);
+    o.watchdog = 1;
+    o.on_lost = ad_on_lost;
+    o.on_lost_arg = &x.lost;
+    ASSERT_OK(redislock_loop_acquire(lp, x.l, &o, ad_record, &dl));
+    ad_run_until(d, x.h, &dl.calls, 1, 5000);
+    ASSERT_ERR(dl.err, REDISLOCK_OK);
+    r = th_cluster_redis(tc, rep);
+    freeReplyObject(th_cmd(r, "CLUSTER FAILOVER"));
+    redisFree(r);
+    ASSERT_LT(th_cluster_rival(tc, rep, "{acr}held", 3500, turn_poll,
+                               loop_holds, &x, &held),
+              0);
+    ASSERT_EQ_INT(th_cluster_owner(tc, slot), rep);
+    ASSERT_GT(th_cluster_errorstat(tc, victim, "MOVED"), 0);
+    ASSERT(loop_holds(&x));
+    ASSERT(held_by(tc, "{acr}held", redislock_token(x.l)));
+    ASSERT_OK(redislock_loop_release(lp, x.l, 0, ad_record, &dl));
+    ad_run_until(d, x.h, &dl.calls, 2, 5000);
+    ASSERT_ERR(dl.err, REDISLOCK_OK);
+    d->close(x.h);
+    redislock_lock_free(x.l);
+    redislock_client_free(c);
+    th_cluster_stop(tc);
+}
