@@ -55,6 +55,20 @@ void ad_on_lost(redislock_lock *l, redislock_err why, void *arg)
     g->valid = redislock_valid_ms(l);
 }
 
+void ad_holder_turn(void *arg)
+{
+    ad_holder *x = arg;
+
+    ad_run_for(x->d, x->h, 20);
+}
+
+int ad_holder_holds(void *arg)
+{
+    ad_holder *x = arg;
+
+    return x->lost.calls == 0 && redislock_check(x->l) == REDISLOCK_OK;
+}
+
 static void turn_released(redislock_lock *l, redislock_err err, void *arg)
 {
     ad_turns *t = arg;

@@ -61,6 +61,20 @@ typedef struct ad_lost {
 
 void ad_on_lost(redislock_lock *l, redislock_err why, void *arg);
 
+/* A holder on a loop, watched by a rival between the loop's turns
+ * (th_cluster_rival's between and holds): ad_holder_turn turns d's loop
+ * for 20 ms; ad_holder_holds says whether the holder still believes it
+ * holds (no loss reported through lost, redislock_check OK). */
+typedef struct ad_holder {
+    const driver *d;
+    void *h;
+    redislock_lock *l;
+    ad_lost lost;
+} ad_holder;
+
+void ad_holder_turn(void *arg);
+int ad_holder_holds(void *arg);
+
 /* Waiters that take turns on one key (ad_turn's arg, each acquire's
  * callback): each records its callback in d[i] (its handle w[i]), must
  * have the lock, and releases it at once on lp, counted in released. */

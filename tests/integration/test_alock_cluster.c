@@ -499,25 +499,6 @@ void test_alock_cluster_waiter_waits_through_clusterdown(void)
     loop_waiter_through_kill(1);
 }
 
-/* The renewal test's holder on its loop. */
-typedef struct holder {
-    void *h;
-    redislock_lock *l;
-    ad_lost lost;
-} holder;
-
-static void turn_poll(void *arg)
-{
-    ad_run_for(d, ((holder *)arg)->h, 20);
-}
-
-static int loop_holds(void *arg)
-{
-    holder *x = arg;
-
-    return x->lost.calls == 0 && redislock_check(x->l) == REDISLOCK_OK;
-}
-
 /*
  * A planned failover (CLUSTER FAILOVER on the replica) leaves the old
  * master up, a replica that answers MOVED for the slot. A lock the loop
@@ -534,7 +515,7 @@ void test_alock_cluster_renewal_follows_failover(void)
     int rep = th_cluster_replica_of(tc, victim);
     redislock_client *c = cluster_client(tc, 0);
     redislock_acquire_options o = th_aopts(1500, 0, 0);
-    holder x = {0};
+    ad_holder x = {.d = d};
     ad_done dl = {0};
     redislock_loop *lp;
     redisContext *r;
@@ -552,12 +533,12 @@ void test_alock_cluster_renewal_follows_failover(void)
     r = th_cluster_redis(tc, rep);
     freeReplyObject(th_cmd(r, "CLUSTER FAILOVER"));
     redisFree(r);
-    ASSERT_LT(th_cluster_rival(tc, rep, "{acr}held", 3500, turn_poll,
-                               loop_holds, &x, &held),
+    ASSERT_LT(th_cluster_rival(tc, rep, "{acr}held", 3500, ad_holder_turn,
+                               ad_holder_holds, &x, &held),
               0);
     ASSERT_EQ_INT(th_cluster_owner(tc, slot), rep);
     ASSERT_GT(th_cluster_errorstat(tc, victim, "MOVED"), 0);
-    ASSERT(loop_holds(&x));
+    ASSERT(ad_holder_holds(&x));
     ASSERT(held_by(tc, "{acr}held", redislock_token(x.l)));
     ASSERT_OK(redislock_loop_release(lp, x.l, 0, ad_record, &dl));
     ad_run_until(d, x.h, &dl.calls, 2, 5000);
