@@ -27,6 +27,7 @@ TEST_ENTRY(error_errname_every_code, 5)
 TEST_ENTRY(error_unknown_codes, 5)
 TEST_ENTRY(error_errdetail_never_null, 5)
 TEST_ENTRY(error_reply_classes, 5)
+TEST_ENTRY(topology_failover_pause, 5)
 TEST_ENTRY(error_reply_hides_echo, 5)
 TEST_ENTRY(version_matches_macros, 5)
 
