@@ -97,9 +97,10 @@ void th_cluster_migrate_keys(redisContext *src, int dport, unsigned slot);
  * while i is a replica, nil while the key is there) counted, until it
  * gets the key or ms pass; its connection is made again when it breaks
  * (SIGPIPE is ignored from here on). Between polls, between(arg) runs
- * (a loop's turns, or a sleep). Returns the ms after the call at which
- * the rival got the key, *held then set to holds(arg) (whether the
- * holder still believed it held), or -1; it logs what it saw. */
+ * (a loop's turns; NULL: a 20 ms sleep). Returns the ms after the call
+ * at which the rival got the key, *held then set to holds(arg) (whether
+ * the holder still believed it held; NULL: redislock_check of arg, a
+ * lock handle, says it holds), or -1; it logs what it saw. */
 int64_t th_cluster_rival(th_cluster *c, int i, const char *key, int64_t ms,
                          void (*between)(void *arg), int (*holds)(void *arg),
                          void *arg, int *held);

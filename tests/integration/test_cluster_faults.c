@@ -353,17 +353,6 @@ void test_cluster_waiter_waits_through_clusterdown(void)
  * of the holder's (1.5 s) after the switch. */
 #define SWITCH_WATCH_MS 3500
 
-static void pause_poll(void *arg)
-{
-    (void)arg;
-    th_sleep_ms(20);
-}
-
-static int still_holds(void *arg)
-{
-    return redislock_check(arg) == REDISLOCK_OK;
-}
-
 /* After the rival's watch: a holder that kept the lock has it, renewed,
  * on the slot's master now, and gives it back there. */
 static void held_on_new_master(th_cluster *tc, redislock_lock *h,
@@ -420,8 +409,8 @@ static void renewal_through(const char *cmd)
     r = th_cluster_redis(tc, rep);
     freeReplyObject(th_cmd(r, cmd));
     redisFree(r);
-    got = th_cluster_rival(tc, rep, "{cr}held", SWITCH_WATCH_MS, pause_poll,
-                           still_holds, h, &held);
+    got = th_cluster_rival(tc, rep, "{cr}held", SWITCH_WATCH_MS, NULL, NULL, h,
+                           &held);
     ASSERT_EQ_INT(th_cluster_owner(tc, slot), rep);
     ASSERT(!(got >= 0 && held));
     ASSERT_LT(got, 0);
