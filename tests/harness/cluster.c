@@ -339,6 +339,17 @@ void th_cluster_config_set(th_cluster *c, const char *name, const char *value)
     }
 }
 
+void th_cluster_synced(th_cluster *c, int i, const char *key)
+{
+    redisContext *r = th_cluster_redis(c, i);
+    long long acks;
+
+    freeReplyObject(th_cmd(r, "SET %s:sync 1", key));
+    if ((acks = th_cmd_int(r, "WAIT 1 5000")) != 1)
+        FAIL("server %d: %lld replicas acked within 5 s", i, acks);
+    redisFree(r);
+}
+
 void th_cluster_freeze(th_cluster *c, int i, int frozen)
 {
     if (i < 0 || i >= c->n || c->s[i] == NULL)

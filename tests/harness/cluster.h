@@ -65,6 +65,12 @@ void th_cluster_kill(th_cluster *c, int i);
 /* CONFIG SET name value on every server that runs. */
 void th_cluster_config_set(th_cluster *c, const char *name, const char *value);
 
+/* Waits until a replica of master i has every write i has taken so far:
+ * writes "<key>:sync" there (key has a hash tag of a slot i serves) and
+ * WAITs for one replica's ack of it. A WAIT on a connection that wrote
+ * nothing returns at once, whatever the replicas lack. */
+void th_cluster_synced(th_cluster *c, int i, const char *key);
+
 /* SIGSTOPs server i (frozen set: a node cut off, alive, that neither
  * answers nor hears of the cluster) or SIGCONTs it (frozen 0). */
 void th_cluster_freeze(th_cluster *c, int i, int frozen);

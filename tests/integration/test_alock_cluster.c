@@ -437,7 +437,6 @@ static void loop_waiter_through_kill(int elsewhere)
     ad_done dw = {0};
     redislock_loop *lp;
     void *lh = d->open(c, &lp);
-    redisContext *r;
     int64_t killed;
     redislock_err err;
 
@@ -453,9 +452,7 @@ static void loop_waiter_through_kill(int elsewhere)
     ASSERT_OK(redislock_loop_acquire(lp, w, &o, ad_record, &dw));
     ad_run_for(d, lh, 300);
     ASSERT_EQ_INT(dw.calls, 0);
-    r = th_cluster_redis(tc, lock_at);
-    ASSERT_EQ_INT(th_cmd_int(r, "WAIT 1 5000"), 1);
-    redisFree(r);
+    th_cluster_synced(tc, lock_at, key);
     killed = th_now_ms();
     th_cluster_kill(tc, victim);
     /* The loop turns while the replica is elected: the waiter waits on
