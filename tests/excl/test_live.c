@@ -98,6 +98,31 @@ void test_excl_live_false_loss(void)
     ASSERT_EQ_INT(check(&h).false_loss, 1);
 }
 
+/* A set's loss, one record a key told at one moment: false only when
+ * every key kept the lease (a set is lost with any of its keys), and
+ * counted once. */
+void test_excl_live_false_loss_set(void)
+{
+    lhist h;
+    excl_rec *a, *b;
+
+    memset(&h, 0, sizeof h);
+    a = rec(&h, EXCL_LOSS, 1, 100, 101);
+    b = rec(&h, EXCL_LOSS, 1, 100, 102);
+    a->set = b->set = 3;
+    b->key = 1;
+    a->flags = b->flags = EXCL_L_CALLBACK;
+    a->belief = b->belief = REDISLOCK_EEXPIRED;
+    a->x = 500;
+    b->x = EXCL_PENDING;
+    ASSERT_EQ_INT(check(&h).false_loss, 0);
+    ASSERT_EQ_INT(check(&h).losses, 1);
+    b->x = 5;
+    ASSERT_EQ_INT(check(&h).false_loss, 0);
+    b->x = 400;
+    ASSERT_EQ_INT(check(&h).false_loss, 1);
+}
+
 /* A missed grant: a waiter that timed out at 3000 ms though the key was
  * free from 100 ms on; not when the holder kept it until 2100 ms (free
  * for 900 ms < B), nor when a server pause or a fair waiter queued ahead
