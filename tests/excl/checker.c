@@ -17,6 +17,17 @@
  *  - lease: a belief reaching past the end of the lease the server
  *    reported (PTTL, read while the holder still believed) by over 2 ms.
  *
+ * A failover without the replica-sync guard (EXCL_FAULT_LOSSY) may lose
+ * a lock, as docs/SAFETY.md says, and the old master may grant one until
+ * the sentinels demote it: an overlap of two beliefs, one begun after
+ * the failover began, or a lease read after it began, is counted as such
+ * a loss, not a violation, when the other belief (for a lease read, its
+ * own) began by the new master's confirmation plus
+ * EXCL_FAILOVER_SETTLE_MS and lasted no more than one TTL past the later
+ * of its start and the confirmation: no renewal after the switch
+ * extended it. A holder that believes longer
+ * (it renewed where the key no longer counts) still breaks the rules.
+ *
  * A set of keys taken all or none is recorded once per key (its claims,
  * acquisitions, writes and lease reads, each naming its key), so every
  * rule holds for each of its keys: no belief of another group overlaps
@@ -44,6 +55,8 @@ typedef struct ctx {
     int64_t first_us; /* the earliest violation's time */
     const excl_rec **claims;
     size_t nclaims;
+    const excl_rec *lossy[4]; /* lossy failovers (EXCL_FAULT_LOSSY) */
+    int nlossy;
 } ctx;
 
 static double rel(const ctx *c, int64_t t)
@@ -184,6 +197,53 @@ static void collect_claims(ctx *c, const excl_rec *h, size_t n)
     }
 }
 
+static void collect_lossy(ctx *c, const excl_rec *h, size_t n)
+{
+    size_t i;
+
+    for (i = 0; i < n; i++)
+        if (h[i].kind == EXCL_FAULT && h[i].x == EXCL_FAULT_LOSSY &&
+            c->nlossy < (int)(sizeof c->lossy / sizeof c->lossy[0]))
+            c->lossy[c->nlossy++] = &h[i];
+}
+
+/* Whether belief a may have been lost in a lossy failover that began by
+ * 'after' (see the header): begun while the old master may still grant
+ * (by the confirmation plus EXCL_FAILOVER_SETTLE_MS), and believed no
+ * longer than one TTL past the later of its start and the confirmation,
+ * so that no renewal after the switch extended it. Counted, not a
+ * violation. */
+static int lost_in_failover(ctx *c, const excl_rec *a, int64_t after)
+{
+    const excl_rec *f;
+    int64_t from;
+    int i;
+
+    for (i = 0; i < c->nlossy; i++) {
+        f = c->lossy[i];
+        from = a->t0 > f->t1 ? a->t0 : f->t1;
+        if (after >= f->t0 &&
+            a->t0 <= f->t1 + EXCL_FAILOVER_SETTLE_MS * 1000 &&
+            a->t1 <= from + a->ttl_ms * 1000 + EXCL_LEASE_SLACK_US) {
+            c->v->failover_lost++;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The claim a lease read r was made for, or NULL. */
+static const excl_rec *claim_of(const ctx *c, const excl_rec *r)
+{
+    size_t i;
+
+    for (i = 0; i < c->nclaims; i++)
+        if (c->claims[i]->pid == r->pid && c->claims[i]->acq == r->acq &&
+            c->claims[i]->key == r->key && c->claims[i]->t0 <= r->t0)
+            return c->claims[i];
+    return NULL;
+}
+
 static void check_overlaps(ctx *c)
 {
     size_t i, j;
@@ -201,6 +261,9 @@ static void check_overlaps(ctx *c)
                 c->v->share_pairs++;
                 continue;
             }
+            if (lost_in_failover(c, a, b->t0) ||
+                lost_in_failover(c, b, a->t0))
+                continue;
             violation(c, b->t0);
             if (++c->v->overlaps > EXCL_PRINT_MAX)
                 continue;
@@ -341,6 +404,7 @@ static void check_fences(ctx *c, const excl_rec *h, size_t n)
 
 static void check_leases(ctx *c, const excl_rec *h, size_t n)
 {
+    const excl_rec *a;
     char set[32];
     size_t i;
 
@@ -352,6 +416,9 @@ static void check_leases(ctx *c, const excl_rec *h, size_t n)
             continue;
         c->v->leases_checked++;
         if (r->belief <= r->t0 || r->belief <= end + EXCL_LEASE_SLACK_US)
+            continue;
+        if (c->nlossy > 0 && (a = claim_of(c, r)) != NULL &&
+            lost_in_failover(c, a, r->t1))
             continue;
         violation(c, r->t1);
         if (++c->v->lease > EXCL_PRINT_MAX)
@@ -397,6 +464,7 @@ long excl_check(const excl_rec *h, size_t n, uint64_t seed, int64_t t_base,
     c.mode = mode;
     c.v = v;
     collect_claims(&c, h, n);
+    collect_lossy(&c, h, n);
     if (limit > 1)
         check_limit(&c, limit);
     else

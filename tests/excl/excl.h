@@ -92,9 +92,25 @@ typedef enum excl_kind {
     EXCL_LOSS,
     /* A fault of the nemesis while in force, [t0, t1] (a kill: t0 ==
      * t1): flags the excl_fault, pid the process hit (0: a server or a
-     * proxy). Written by the parent. */
+     * proxy). A failover's t1 is when the new master was confirmed, x
+     * EXCL_FAULT_LOSSY or EXCL_FAULT_GUARDED. Written by the parent. */
     EXCL_FAULT
 } excl_kind;
+
+/* EXCL_FAULT's x: a failover the workers' locks were not guarded
+ * through (wait_replicas off), in which a lock the promoted replica had
+ * not received may be lost, as docs/SAFETY.md says. */
+#define EXCL_FAULT_LOSSY 1
+/* A failover the workers' locks were guarded through (wait_replicas,
+ * strict): no lock is lost, and acquires fail with ENOTDURABLE while the
+ * new master has too few replicas, as docs/SAFETY.md says. */
+#define EXCL_FAULT_GUARDED 2
+/* After a lossy failover's new master is confirmed, how long the old
+ * master may still grant an acquire (an acquire is not checked against
+ * the sentinels; its first renewal is): the old master of SENTINEL
+ * FAILOVER says master until the sentinels demote it, which they do once
+ * it has reported itself master for 8 s. */
+#define EXCL_FAILOVER_SETTLE_MS 15000
 
 /* EXCL_ATTEMPT flags. */
 #define EXCL_A_FAIR 1
@@ -169,6 +185,10 @@ typedef struct excl_verdict {
      * set's belief counts as one section, not one per key). */
     long sets[EXCL_MAX_KEYS + 1];
     long writes_ok, writes_refused, writes_failed, leases_checked;
+    /* Overlaps and lease reads excused as a lock lost in a lossy
+     * failover (EXCL_FAULT_LOSSY; see checker.c): no renewal after the
+     * switch extended the earlier belief. */
+    long failover_lost;
     /* The earliest violation: when (run time, s) and after how many
      * sections had begun by then; -1 when none. */
     double first_s;
@@ -198,9 +218,17 @@ long excl_check(const excl_rec *h, size_t n, uint64_t seed, int64_t t_base,
 #define EXCL_LIVE_ARRIVAL_MS 300
 /* A fault's effect lasts this long past its undoing (reconnects). */
 #define EXCL_LIVE_FAULT_TAIL_MS 300
+/* Whether fault f (an excl_fault) is a failover: a master replaced. */
+int excl_fault_failover(int f);
+
 /* R: after a failover is confirmed, some client holds the lock again
  * within this, and no acquire begun later fails for want of a server. */
 #define EXCL_LIVE_FAILOVER_MS 5000
+/* R with the strict guard and one replica: the new master has none until
+ * the sentinels make the old one its replica, which they do only after it
+ * has reported itself master for 8 s, and it has synced (10.1 s measured
+ * after SENTINEL FAILOVER); until then acquires fail with ENOTDURABLE. */
+#define EXCL_LIVE_FAILOVER_GUARD_MS 15000
 
 typedef struct excl_live_verdict {
     long attempts;     /* section acquires that returned */
@@ -242,6 +270,9 @@ typedef enum excl_fault {
                             alive window's end or a BLPOP timeout */
     EXCL_F_KILL_MASTER,  /* kill -9 the Sentinel master, once; in force
                             until the sentinels name the replica master */
+    EXCL_F_SENTINEL_FAILOVER, /* SENTINEL FAILOVER, once, the old master
+                                 alive (it becomes a replica); in force
+                                 until the new master is confirmed */
     EXCL_F_COUNT
 } excl_fault;
 
@@ -265,6 +296,8 @@ typedef struct excl_mode {
      * release and extend on an event loop (redislock_loop(3)), the
      * tests' own poll() loop; EXCL_VIA_CLI, redislock run (cliworker.c) */
     int loop;
+    /* The replica-sync guard: the workers' wait_replicas (0: off). */
+    int guard;
 } excl_mode;
 
 #define EXCL_ON_LOOP 1

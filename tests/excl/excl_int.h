@@ -104,7 +104,10 @@ typedef struct excl_worker {
     redislock_client *rc;                    /* the resource's */
     redislock_lock *l[EXCL_MAX_KEYS];        /* single locks, by key */
     redislock_lock *ls[1u << EXCL_MAX_KEYS]; /* sets, by their keys' bits */
+    /* The truth's connections, by server (Sentinel: by node), and a
+     * sentinel's, which names the node to read it from. */
     redisContext *truth[EXCL_MAX_SERVERS];
+    redisContext *sent;
     uint32_t acq;
     int pid;
     char owner[64];     /* this process's own owner id */

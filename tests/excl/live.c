@@ -43,13 +43,17 @@
  *    waiter's deadline less EXCL_LIVE_ARRIVAL_MS (a hand-off just before
  *    the deadline may miss it, and its giving up passes the key on).
  *    The writer's rule counts shares granted by then too.
- *  - failover (a Sentinel master killed, the fault in force until every
- *    sentinel names the replica and it answers as master): no waiter
- *    fails other than by EHELD, with over a second of its wait left,
- *    between the kill and R (EXCL_LIVE_FAILOVER_MS: a command timeout of
+ *  - failover (a master killed or replaced by a planned failover, the
+ *    fault in force until the new master is confirmed): no waiter fails
+ *    other than by EHELD, with over a second of its wait left, between
+ *    the fault and R (EXCL_LIVE_FAILOVER_MS: a command timeout of
  *    1 s, a fresh look at the sentinels and a retry, with room) after the
  *    new master was confirmed; some acquire returns OK by then (when the
  *    run lasted that long); none called after that fails but by EHELD.
+ *    Through a failover guarded by the strict replica-sync guard
+ *    (EXCL_FAULT_GUARDED), ENOTDURABLE is the documented refusal while
+ *    the new master lacks replicas, not a failure, and R is
+ *    EXCL_LIVE_FAILOVER_GUARD_MS.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -230,7 +234,7 @@ static void fault_events(live *c, int pid)
     for (i = 0; i < c->nfault; i++) {
         f = c->fault[i];
         if (f->flags == EXCL_F_PAUSE_SERVER || f->flags == EXCL_F_DELAY ||
-            f->flags == EXCL_F_KILL_MASTER ||
+            excl_fault_failover(f->flags) ||
             ((f->flags == EXCL_F_STOP_HOLDER ||
               f->flags == EXCL_F_STOP_WAITER) &&
              f->pid == pid))
@@ -573,9 +577,9 @@ static void failover_violation(live *c, const char *what, const att *w,
     if (++c->v->failover > LIVE_PRINT_MAX)
         return;
     printf("excl %s: VIOLATION failover #%ld (seed %" PRIu64
-           "): %s; master killed at %.3f s, the new one confirmed at "
+           "): %s; %s at %.3f s, the new master confirmed at "
            "%.3f s\n",
-           c->mode, c->v->failover, c->seed, what, rel_s(c, f->t0),
+           c->mode, c->v->failover, c->seed, what, f->what, rel_s(c, f->t0),
            rel_s(c, f->t1));
     if (w != NULL)
         describe(c, "waiter", w->r);
@@ -588,13 +592,17 @@ static void failover_violation(live *c, const char *what, const att *w,
  * but by waiting out its wait. */
 static void check_failover(live *c, const excl_rec *f, int64_t last)
 {
-    int64_t r_end = f->t1 + EXCL_LIVE_FAILOVER_MS * 1000, first;
+    int guarded = f->x == EXCL_FAULT_GUARDED;
+    int64_t r_end = f->t1 + (guarded ? EXCL_LIVE_FAILOVER_GUARD_MS
+                                     : EXCL_LIVE_FAILOVER_MS) * 1000,
+            first;
     size_t i;
     const excl_rec *r;
 
     for (i = 0; i < c->nat; i++) {
         r = c->at[i].r;
-        if (!waited_and_failed(r) || r->x == REDISLOCK_EHELD)
+        if (!waited_and_failed(r) || r->x == REDISLOCK_EHELD ||
+            (guarded && r->x == REDISLOCK_ENOTDURABLE))
             continue;
         if (r->t1 >= f->t0 && r->t1 <= r_end &&
             r->t0 + r->belief * 1000 > r->t1 + 1000000)
@@ -642,7 +650,7 @@ long excl_live_check(const excl_rec *h, size_t n, uint64_t seed,
     }
     check_losses(&c, h, n);
     for (i = 0; i < c.nfault; i++)
-        if (c.fault[i]->flags == EXCL_F_KILL_MASTER)
+        if (excl_fault_failover(c.fault[i]->flags))
             check_failover(&c, c.fault[i], last_time(h, n));
     v->first_s = c.first_us != 0 ? rel_s(&c, c.first_us) : -1;
     free(c.at);

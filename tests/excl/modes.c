@@ -14,9 +14,13 @@
 #define F_ALL1 (F_PROCS | F(PAUSE_SERVER) | F(RACE))
 
 const char *const excl_fault_names[EXCL_F_COUNT] = {
-    "stop-holder",  "stop-waiter", "kill-holder",
-    "pause-server", "delay",       "race",
-    "kill-master"};
+    "stop-holder", "stop-waiter", "kill-holder", "pause-server",
+    "delay",       "race",        "kill-master", "sentinel-failover"};
+
+int excl_fault_failover(int f)
+{
+    return f == EXCL_F_KILL_MASTER || f == EXCL_F_SENTINEL_FAILOVER;
+}
 
 static int64_t rnd(excl_worker *w, int64_t lo, int64_t hi)
 {
@@ -407,9 +411,9 @@ static void pick_shared_fair_writer(excl_worker *w, excl_section *s)
  * Issue 35's first case, through the CLI: `redislock run --fair` with a
  * 30 s TTL (renewed every 10 s) and a command that holds for 3.5 to
  * 4.5 s, past the validity a fair hand-off first reports (about 3 s);
- * the first holder holds briefly, so that the hand-offs start at once. The watchdog renews the lease at once after a hand-off,
- * so a command killed then (exit 75) is a false loss: the server still
- * kept the lease for it.
+ * the first holder holds briefly, so that the hand-offs start at once. The
+ * watchdog renews the lease at once after a hand-off, so a command killed then
+ * (exit 75) is a false loss: the server still kept the lease for it.
  */
 static void pick_cli_fair(excl_worker *w, excl_section *s)
 {
@@ -443,6 +447,26 @@ static void pick_sentinel(excl_worker *w, excl_section *s)
     label(s, "plain");
 }
 
+/*
+ * Issue 35's failover cases: locks through redis+sentinel:// renewed by
+ * the watchdog (TTL 1 to 1.5 s, renewed every third of it) and held for
+ * up to two TTLs, with waits of 20 s, so that when the master is
+ * replaced some workers wait and one holds across the switch. Its
+ * renewals must follow the new master: kept there when the key was
+ * replicated, told lost at the next one when not (without the guard).
+ */
+static void pick_sentinel_watchdog(excl_worker *w, excl_section *s)
+{
+    s->key = 0;
+    s->o.ttl_ms = rnd(w, 1000, 1500);
+    s->o.wait_ms = 20000;
+    s->o.watchdog = 1;
+    s->writes = 1;
+    s->hold = EXCL_H_FOR;
+    s->hold_ms = rnd(w, 100, 2 * s->o.ttl_ms);
+    label(s, "watchdog");
+}
+
 static void pick_mix_fair(excl_worker *w, excl_section *s)
 {
     pick_mix(w, s, 1);
@@ -454,94 +478,112 @@ static void pick_mix_unfair(excl_worker *w, excl_section *s)
 }
 
 /* name, where, keys, workers, faults, gap between faults, short run ms,
- * pick, a semaphore's limit (0: a lock, shared or not), and how the
- * workers lock (1: on the event loop). */
+ * pick, a semaphore's limit (0: a lock, shared or not), how the workers
+ * lock (1: on the event loop) and their replica-sync guard. */
 const excl_mode excl_modes[] = {
-    {"default", EXCL_SINGLE, 1, 4, F_ALL1, 200, 700, 6000, pick_default, 0, 0},
-    {"meta_holdafter", EXCL_SINGLE, 1, 4, F_ALL1, 200, 700, 6000, pick_meta, 0,
+    {"default", EXCL_SINGLE, 1, 4, F_ALL1, 200, 700, 6000, pick_default, 0, 0,
      0},
-    {"fair", EXCL_SINGLE, 1, 4, F_ALL1, 500, 1500, 10000, pick_fair, 0, 0},
+    {"meta_holdafter", EXCL_SINGLE, 1, 4, F_ALL1, 200, 700, 6000, pick_meta, 0,
+     0, 0},
+    {"fair", EXCL_SINGLE, 1, 4, F_ALL1, 500, 1500, 10000, pick_fair, 0, 0, 0},
     {"fair_retry_short", EXCL_SINGLE, 1, 4,
      F(STOP_HOLDER) | F(KILL_HOLDER) | F(RACE), 300, 900, 6000,
-     pick_fair_retry_short, 0, 0},
+     pick_fair_retry_short, 0, 0, 0},
     {"fair_retry_300", EXCL_SINGLE, 1, 4, 0, 0, 0, 6000, pick_fair_retry_300, 0,
-     0},
+     0, 0},
     {"reentrant", EXCL_SINGLE, 1, 4, F_ALL1, 200, 700, 6000, pick_reentrant, 0,
-     0},
+     0, 0},
     {"reentrant_shared", EXCL_SINGLE, 1, 4, F_ALL1, 300, 900, 6000,
-     pick_reentrant_shared, 0, 0},
-    {"extend", EXCL_SINGLE, 1, 4, F_ALL1, 200, 700, 6000, pick_extend, 0, 0},
-    {"adopt", EXCL_SINGLE, 1, 4, F_ALL1, 200, 700, 6000, pick_adopt, 0, 0},
-    {"retry", EXCL_SINGLE, 1, 4, F_ALL1, 200, 700, 6000, pick_retry, 0, 0},
-    {"watchdog", EXCL_SINGLE, 1, 4, F_ALL1, 200, 700, 6000, pick_watchdog, 0,
+     pick_reentrant_shared, 0, 0, 0},
+    {"extend", EXCL_SINGLE, 1, 4, F_ALL1, 200, 700, 6000, pick_extend, 0, 0, 0},
+    {"adopt", EXCL_SINGLE, 1, 4, F_ALL1, 200, 700, 6000, pick_adopt, 0, 0, 0},
+    {"retry", EXCL_SINGLE, 1, 4, F_ALL1, 200, 700, 6000, pick_retry, 0, 0, 0},
+    {"watchdog", EXCL_SINGLE, 1, 4, F_ALL1, 200, 700, 6000, pick_watchdog, 0, 0,
      0},
     {"proxy", EXCL_PROXIED, 1, 4, F_PROCS | F(DELAY) | F(RACE), 300, 900, 6000,
-     pick_mix_fair, 0, 0},
-    {"sharded", EXCL_SHARDED, 3, 5, F_ALL1, 200, 700, 6000, pick_mix_fair, 0,
+     pick_mix_fair, 0, 0, 0},
+    {"sharded", EXCL_SHARDED, 3, 5, F_ALL1, 200, 700, 6000, pick_mix_fair, 0, 0,
      0},
-    {"cluster", EXCL_CLUSTER, 2, 4, F_ALL1, 200, 700, 6000, pick_mix_fair, 0,
+    {"cluster", EXCL_CLUSTER, 2, 4, F_ALL1, 200, 700, 6000, pick_mix_fair, 0, 0,
      0},
     {"redlock", EXCL_REDLOCK, 1, 4, F_PROCS | F(PAUSE_SERVER) | F(DELAY), 200,
-     700, 6000, pick_mix_unfair, 0, 0},
+     700, 6000, pick_mix_unfair, 0, 0, 0},
     {"semaphore", EXCL_SINGLE, 1, 7, F_ALL1, 200, 700, 6000, pick_semaphore, 3,
-     0},
+     0, 0},
     /* All fair: a stopped waiter may stall the queue for its alive window
      * (5 s), so faults come less often and the run is longer, as for
      * "fair". */
     {"semaphore_fair", EXCL_SINGLE, 1, 7, F_ALL1, 500, 1500, 10000,
-     pick_semaphore, 3, 0},
-    {"shared", EXCL_SINGLE, 1, 6, F_ALL1, 200, 700, 6000, pick_shared, 0, 0},
+     pick_semaphore, 3, 0, 0},
+    {"shared", EXCL_SINGLE, 1, 6, F_ALL1, 200, 700, 6000, pick_shared, 0, 0, 0},
     {"shared_fair", EXCL_SINGLE, 1, 6, F_ALL1, 500, 1500, 10000, pick_shared, 0,
-     0},
+     0, 0},
     /* Fair readers overlapping all the time, one writer not queued: no
      * faults, the readers are the writer's trouble. */
     {"shared_fair_writer", EXCL_SINGLE, 1, 4, 0, 0, 0, 6000,
-     pick_shared_fair_writer, 0, 0},
-    {"set", EXCL_SINGLE, 3, 6, F_ALL1, 200, 700, 6000, pick_set, 0, 0},
+     pick_shared_fair_writer, 0, 0, 0},
+    {"set", EXCL_SINGLE, 3, 6, F_ALL1, 200, 700, 6000, pick_set, 0, 0, 0},
     /* The same sets over several servers (spread.c): the cluster's slots
      * put the three keys apart; the ring, which hashes the servers'
      * socket paths (new each run), does in 8 runs of 9. */
-    {"set_sharded", EXCL_SHARDED, 3, 6, F_ALL1, 200, 700, 6000, pick_set, 0, 0},
-    {"set_cluster", EXCL_CLUSTER, 3, 5, F_ALL1, 200, 700, 6000, pick_set, 0, 0},
+    {"set_sharded", EXCL_SHARDED, 3, 6, F_ALL1, 200, 700, 6000, pick_set, 0, 0,
+     0},
+    {"set_cluster", EXCL_CLUSTER, 3, 5, F_ALL1, 200, 700, 6000, pick_set, 0, 0,
+     0},
     /* The event-loop API: the same sections, every acquire, release and
      * extend on the worker's loop (blocked waiters, listeners, renewals
      * on the loop's timer). */
-    {"loop", EXCL_SINGLE, 1, 4, F_ALL1, 200, 700, 6000, pick_default, 0, 1},
+    {"loop", EXCL_SINGLE, 1, 4, F_ALL1, 200, 700, 6000, pick_default, 0, 1, 0},
     {"loop_watchdog", EXCL_SINGLE, 1, 4, F_ALL1, 200, 700, 6000, pick_watchdog,
-     0, 1},
+     0, 1, 0},
     {"loop_shared", EXCL_SINGLE, 1, 6, F_ALL1, 200, 700, 6000, pick_shared, 0,
-     1},
+     1, 0},
     /* Redlock's rounds on the loop (each request to the three servers at
      * once, a majority deciding), under the blocking mode's faults. */
     {"loop_redlock", EXCL_REDLOCK, 1, 4, F_PROCS | F(PAUSE_SERVER) | F(DELAY),
-     200, 700, 6000, pick_mix_unfair, 0, 1},
+     200, 700, 6000, pick_mix_unfair, 0, 1, 0},
     {"loop_cluster", EXCL_CLUSTER, 2, 4, F_ALL1, 200, 700, 6000,
-     pick_mix_unfair, 0, 1},
+     pick_mix_unfair, 0, 1, 0},
     /* Fair waiters on the loop (hand-offs heard on their channels), with
      * "fair"'s spacing of faults. */
-    {"loop_fair", EXCL_SINGLE, 1, 4, F_ALL1, 500, 1500, 10000, pick_fair, 0, 1},
+    {"loop_fair", EXCL_SINGLE, 1, 4, F_ALL1, 500, 1500, 10000, pick_fair, 0, 1,
+     0},
     /* Sets of keys on one server on the loop (each waiter behind the key
      * that refused it, woken by that key's release). */
-    {"loop_set", EXCL_SINGLE, 3, 6, F_ALL1, 200, 700, 6000, pick_set, 0, 1},
+    {"loop_set", EXCL_SINGLE, 3, 6, F_ALL1, 200, 700, 6000, pick_set, 0, 1, 0},
     /* The same over several servers and over a cluster's slots on the
      * loop (agroup.c: group after group, each group's refusal giving back
      * the ones before it, waits behind the refusing key's node). */
     {"loop_set_sharded", EXCL_SHARDED, 3, 6, F_ALL1, 200, 700, 6000, pick_set,
-     0, 1},
+     0, 1, 0},
     {"loop_set_cluster", EXCL_CLUSTER, 3, 5, F_ALL1, 200, 700, 6000, pick_set,
-     0, 1},
+     0, 1, 0},
     /* Two processes per owner id on their loops: late releases meet the
      * other process's later life of the key (see pick_reentrant_shared). */
     {"loop_reentrant_shared", EXCL_SINGLE, 1, 4, F_ALL1, 300, 900, 6000,
-     pick_reentrant_shared, 0, 1},
+     pick_reentrant_shared, 0, 1, 0},
     /* redislock run --fair, three at a time, no faults: hand-offs and
      * long commands. */
     {"cli_fair", EXCL_SINGLE, 1, 3, 0, 0, 0, 10000, pick_cli_fair, 0,
-     EXCL_VIA_CLI},
+     EXCL_VIA_CLI, 0},
     /* Sentinel: the master killed once, 1 to 1.5 s in; the failover
      * takes about 2.5 s, and the run goes on past R (5 s) after it. */
     {"sentinel_kill_master", EXCL_SENTINEL, 1, 3, F(KILL_MASTER), 1000, 1500,
-     9500, pick_sentinel, 0, 0},
+     9500, pick_sentinel, 0, 0, 0},
+    /* SENTINEL FAILOVER with the old master alive, 1 to 1.5 s in, under
+     * renewed locks: without the guard a lock the replica missed may be
+     * lost (a second holder is excused while the first's belief ends by
+     * its next renewal, see EXCL_FAULT_LOSSY); with it (wait_replicas 1)
+     * every rule holds as it is, but for ENOTDURABLE refusals while the
+     * new master has no replica. */
+    {"sentinel_failover", EXCL_SENTINEL, 1, 3, F(SENTINEL_FAILOVER), 1000, 1500,
+     9500, pick_sentinel_watchdog, 0, 0, 0},
+    /* With one replica the strict guard refuses for about 10 s after the
+     * switch (see EXCL_LIVE_FAILOVER_GUARD_MS): the failover comes later,
+     * 2.5 to 3 s in, so that the short run sees sections before it and a
+     * holder across it. */
+    {"sentinel_failover_guard", EXCL_SENTINEL, 1, 3, F(SENTINEL_FAILOVER), 2500,
+     3000, 9500, pick_sentinel_watchdog, 0, 0, 1},
 };
 
 const int excl_nmodes = (int)(sizeof excl_modes / sizeof excl_modes[0]);

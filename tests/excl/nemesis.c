@@ -4,7 +4,8 @@
  * kills a holder with -9 (a new worker takes its place), stops a lock
  * server, makes a proxy hold client bytes, or asks a holder to release at
  * a moment that races a waiter: its next heartbeat, the end of its alive
- * window, or its BLPOP's timeout. Each fault is undone when due.
+ * window, or its BLPOP's timeout; or, once a run, it replaces the
+ * Sentinel master. Each fault is undone when due.
  *
  * The proxies run in a child process of their own ("the proxy host"), so
  * that the parent has no threads when it forks workers.
@@ -57,7 +58,7 @@ struct excl_nemesis {
     long count[EXCL_F_COUNT];
     int gen[EXCL_MAX_WORKERS];
     int paused[EXCL_MAX_SERVERS];
-    int killed_master;
+    int failed_over; /* one failover a run */
     redisContext *scan[EXCL_MAX_SERVERS];
 };
 
@@ -155,6 +156,8 @@ static void record_fault(const excl_nemesis *n, int fault, pid_t pid,
     r.pid = (int32_t)pid;
     r.t0 = since_us;
     r.t1 = excl_now_us();
+    if (excl_fault_failover(fault))
+        r.x = n->m->guard ? EXCL_FAULT_GUARDED : EXCL_FAULT_LOSSY;
     snprintf(r.what, sizeof r.what, "%s", excl_fault_names[fault]);
     excl_history_add(n->t->hist_fd, &r);
 }
@@ -430,20 +433,52 @@ static int race(excl_nemesis *n)
     return 1;
 }
 
-/* kill -9 the Sentinel master, once a run, and wait (blocking: there
- * is nothing else to do meanwhile) until every sentinel names the
- * replica and it answers as master; the fault is in force until then. */
-static int kill_master(excl_nemesis *n)
+/* SENTINEL FAILOVER on one sentinel, the old master alive: retried
+ * while the sentinels refuse it (a replica they do not yet see as good,
+ * a failover they still count as running), for a bounded time. */
+static void ask_failover(excl_nemesis *n)
+{
+    th_sentinels *t = n->t->sentinels;
+    int64_t until = th_now_ms() + EXCL_FAILOVER_WAIT_MS;
+    redisContext *c;
+    redisReply *r;
+    int ok = 0;
+
+    while (!ok) {
+        c = th_sentinels_sentinel_redis(t, 0);
+        r = redisCommand(c, "SENTINEL FAILOVER %s", t->master_name);
+        ok = r != NULL && r->type == REDIS_REPLY_STATUS;
+        if (!ok && th_now_ms() >= until)
+            test_fail_(__FILE__, __LINE__, "SENTINEL FAILOVER: %s",
+                       r ? r->str : c->errstr);
+        freeReplyObject(r);
+        redisFree(c);
+        if (!ok)
+            th_sleep_ms(100);
+    }
+}
+
+/* A Sentinel failover, once a run: kill -9 of the master, or SENTINEL
+ * FAILOVER with the old master alive (the sentinels then make it a
+ * replica). Waits (blocking: there is nothing else to do meanwhile)
+ * until every sentinel names the new master and it answers as one; the
+ * fault is in force until then. */
+static int failover(excl_nemesis *n, int fault)
 {
     int64_t since = excl_now_us();
     int old;
 
-    if (n->t->sentinels == NULL || n->killed_master)
+    if (n->t->sentinels == NULL || n->failed_over)
         return 0;
-    n->killed_master = 1;
-    old = th_sentinels_kill_master(n->t->sentinels);
+    n->failed_over = 1;
+    if (fault == EXCL_F_KILL_MASTER) {
+        old = th_sentinels_kill_master(n->t->sentinels);
+    } else {
+        old = th_sentinels_master(n->t->sentinels);
+        ask_failover(n);
+    }
     th_sentinels_wait_failover(n->t->sentinels, old, EXCL_FAILOVER_WAIT_MS);
-    record_fault(n, EXCL_F_KILL_MASTER, 0, since);
+    record_fault(n, fault, 0, since);
     return 1;
 }
 
@@ -461,7 +496,8 @@ static int inject(excl_nemesis *n, int f)
     case EXCL_F_DELAY:
         return delay(n);
     case EXCL_F_KILL_MASTER:
-        return kill_master(n);
+    case EXCL_F_SENTINEL_FAILOVER:
+        return failover(n, f);
     default:
         return race(n);
     }

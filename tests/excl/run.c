@@ -85,8 +85,8 @@ static void topo_start(excl_topo *t, const excl_mode *m)
                : 3;
     t->res_proxy = -1;
     if (m->topo == EXCL_SENTINEL) {
-        /* The truth is asked of the first master only: once it is
-         * killed, the lease rules see nothing more. */
+        /* srv[0] is the first master; the truth follows the sentinels
+         * (truth.c). */
         t->sentinels = th_sentinels_start(NULL);
         t->srv[0] = t->sentinels->node[0];
     } else if (m->topo == EXCL_CLUSTER) {
@@ -222,6 +222,10 @@ static void report(const excl_mode *m, uint64_t seed, const excl_result *r)
     if (v->first_s >= 0)
         printf("; first at %.3f s, after %ld sections", v->first_s,
                v->first_sections);
+    if (v->failover_lost > 0)
+        printf("; %ld overlaps or lease reads excused as locks lost in an "
+               "unguarded failover",
+               v->failover_lost);
     printf("\n");
     report_live(m, &r->lv);
 }

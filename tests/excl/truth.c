@@ -1,7 +1,10 @@
 /*
  * What the servers themselves say of a lease, asked by a worker on
  * connections of its own (unix sockets, not the client's): the lease
- * rule compares beliefs with it, the false-loss rule losses.
+ * rule compares beliefs with it, the false-loss rule losses. Under
+ * Sentinel it is read on the node the sentinels name at that moment, so
+ * that the rules follow a failover: a holder whose key the new master
+ * lacks believes past that master's lease.
  */
 #include <pthread.h>
 #include <signal.h>
@@ -43,12 +46,57 @@ static const char lease_lua[] =
     "if v ~= ARGV[1] then return -2 end "
     "return redis.call('PTTL', KEYS[1])";
 
-static redisContext *truth_conn(excl_worker *w, int i)
+/* The index of the node the sentinels name as master now (asking each in
+ * turn), or -1 when none answers or names a node of the run. */
+static int named_node(excl_worker *w)
+{
+    const th_sentinels *t = w->t->sentinels;
+    struct timeval tv = {0, EXCL_TRUTH_TIMEOUT_MS * 1000};
+    redisReply *r = NULL;
+    int i, k, port = -1;
+
+    for (i = 0; i < TH_SENTINEL_N && port < 0; i++) {
+        if (w->sent == NULL)
+            w->sent = redisConnectWithTimeout("127.0.0.1", t->sent_port[i], tv);
+        if (w->sent != NULL && !w->sent->err) {
+            redisSetTimeout(w->sent, tv);
+            r = redisCommand(w->sent, "SENTINEL get-master-addr-by-name %s",
+                             t->master_name);
+        }
+        if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+            r->element[1]->type == REDIS_REPLY_STRING)
+            port = atoi(r->element[1]->str);
+        freeReplyObject(r);
+        r = NULL;
+        if (port < 0 && w->sent != NULL) {
+            redisFree(w->sent);
+            w->sent = NULL;
+        }
+    }
+    for (k = 0; k < (int)(sizeof t->node / sizeof t->node[0]); k++)
+        if (port > 0 && t->node[k] != NULL && t->node[k]->port == port)
+            return k;
+    return -1;
+}
+
+/* Where server i's truth is read: its socket, or under Sentinel the
+ * named master's (*slot: that node); NULL when none is named. */
+static const char *truth_path(excl_worker *w, int i, int *slot)
+{
+    *slot = i;
+    if (w->t->kind != EXCL_SENTINEL)
+        return w->t->sock[i];
+    if ((*slot = named_node(w)) < 0)
+        return NULL;
+    return w->t->sentinels->node[*slot]->sock;
+}
+
+static redisContext *truth_conn(excl_worker *w, int i, const char *path)
 {
     struct timeval tv = {0, EXCL_TRUTH_TIMEOUT_MS * 1000};
 
     if (w->truth[i] == NULL) {
-        w->truth[i] = redisConnectUnixWithTimeout(w->t->sock[i], tv);
+        w->truth[i] = redisConnectUnixWithTimeout(path, tv);
         if (w->truth[i] != NULL && !w->truth[i]->err)
             redisSetTimeout(w->truth[i], tv);
     }
@@ -85,7 +133,8 @@ static redisReply *truth_command(redisContext *r, const char *key,
 static int truth_one(excl_worker *w, int i, const char *key, const char *id,
                      int64_t fence, int64_t *pttl)
 {
-    redisContext *r = truth_conn(w, i);
+    const char *path = truth_path(w, i, &i);
+    redisContext *r = path != NULL ? truth_conn(w, i, path) : NULL;
     redisReply *rep = r ? truth_command(r, key, id, fence) : NULL;
     int known = 0;
 
@@ -97,7 +146,7 @@ static int truth_one(excl_worker *w, int i, const char *key, const char *id,
         *pttl = -2; /* a cluster node that does not serve the key */
         known = 1;
     }
-    if (rep == NULL && w->truth[i] != NULL) {
+    if (rep == NULL && path != NULL && w->truth[i] != NULL) {
         redisFree(w->truth[i]);
         w->truth[i] = NULL;
     }

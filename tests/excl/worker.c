@@ -751,6 +751,7 @@ static redislock_err connect_lock(excl_worker *w, redislock_client **c)
     memset(&o, 0, sizeof o);
     o.connect_timeout_ms = EXCL_CMD_TIMEOUT_MS;
     o.command_timeout_ms = EXCL_CMD_TIMEOUT_MS;
+    o.wait_replicas = w->m->guard;
     for (i = 0; i < t->n; i++)
         urls[i] = t->url[i];
     switch (t->kind) {
