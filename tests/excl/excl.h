@@ -239,6 +239,8 @@ typedef struct excl_live_verdict {
     long starved;      /* a writer behind shares, a fair waiter overtaken */
     long failover;     /* a waiter that gave up in a failover, no lock
                           within R after it, an error after R */
+    long reply_lost;   /* waiters that ended with ETIMEDOUT on a stopped
+                          master: documented, counted, not a violation */
     double first_s;    /* the earliest violation (run time, s); -1: none */
 } excl_live_verdict;
 
@@ -273,6 +275,10 @@ typedef enum excl_fault {
     EXCL_F_SENTINEL_FAILOVER, /* SENTINEL FAILOVER, once, the old master
                                  alive (it becomes a replica); in force
                                  until the new master is confirmed */
+    EXCL_F_STOP_MASTER, /* SIGSTOP the Sentinel master, once, until the
+                           sentinels promote its replica; then SIGCONT:
+                           the old master back, a master until they
+                           demote it; in force until the promotion */
     EXCL_F_COUNT
 } excl_fault;
 

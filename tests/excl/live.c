@@ -53,7 +53,10 @@
  *    Through a failover guarded by the strict replica-sync guard
  *    (EXCL_FAULT_GUARDED), ENOTDURABLE is the documented refusal while
  *    the new master lacks replicas, not a failure, and R is
- *    EXCL_LIVE_FAILOVER_GUARD_MS.
+ *    EXCL_LIVE_FAILOVER_GUARD_MS. A waiter on a stopped master that
+ *    ended with ETIMEDOUT while it was stopped is counted apart
+ *    (reply_lost): its request's outcome is unknown, and the docs say
+ *    such an acquire is reported and abandoned, not sent again.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -570,6 +573,15 @@ static int64_t first_grant_after(const live *c, int64_t t)
     return first;
 }
 
+/* Whether r ended because a stopped master did not answer: its outcome
+ * unknown, the acquire is reported and abandoned, as documented (a
+ * request whose reply was lost is not sent again). */
+static int reply_lost(const excl_rec *f, const excl_rec *r)
+{
+    return f->flags == EXCL_F_STOP_MASTER && r->x == REDISLOCK_ETIMEDOUT &&
+           r->t1 >= f->t0 && r->t1 <= f->t1 + EXCL_LIVE_FAULT_TAIL_MS * 1000;
+}
+
 static void failover_violation(live *c, const char *what, const att *w,
                                const excl_rec *f, int64_t when)
 {
@@ -604,6 +616,10 @@ static void check_failover(live *c, const excl_rec *f, int64_t last)
         if (!waited_and_failed(r) || r->x == REDISLOCK_EHELD ||
             (guarded && r->x == REDISLOCK_ENOTDURABLE))
             continue;
+        if (reply_lost(f, r)) {
+            c->v->reply_lost++;
+            continue;
+        }
         if (r->t1 >= f->t0 && r->t1 <= r_end &&
             r->t0 + r->belief * 1000 > r->t1 + 1000000)
             failover_violation(c, "a waiter gave up with its wait to go",

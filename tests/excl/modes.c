@@ -14,12 +14,14 @@
 #define F_ALL1 (F_PROCS | F(PAUSE_SERVER) | F(RACE))
 
 const char *const excl_fault_names[EXCL_F_COUNT] = {
-    "stop-holder", "stop-waiter", "kill-holder", "pause-server",
-    "delay",       "race",        "kill-master", "sentinel-failover"};
+    "stop-holder", "stop-waiter", "kill-holder",       "pause-server",
+    "delay",       "race",        "kill-master",       "sentinel-failover",
+    "stop-master"};
 
 int excl_fault_failover(int f)
 {
-    return f == EXCL_F_KILL_MASTER || f == EXCL_F_SENTINEL_FAILOVER;
+    return f == EXCL_F_KILL_MASTER || f == EXCL_F_SENTINEL_FAILOVER ||
+           f == EXCL_F_STOP_MASTER;
 }
 
 static int64_t rnd(excl_worker *w, int64_t lo, int64_t hi)
@@ -583,6 +585,13 @@ const excl_mode excl_modes[] = {
      * 2.5 to 3 s in, so that the short run sees sections before it and a
      * holder across it. */
     {"sentinel_failover_guard", EXCL_SENTINEL, 1, 3, F(SENTINEL_FAILOVER), 2500,
+     3000, 9500, pick_sentinel_watchdog, 0, 0, 1},
+    /* The old master cut off and back: stopped (SIGSTOP) until the
+     * sentinels promote the replica, then resumed, a master with its
+     * clients' connections until they demote it. */
+    {"sentinel_partition", EXCL_SENTINEL, 1, 3, F(STOP_MASTER), 1000, 1500,
+     9500, pick_sentinel_watchdog, 0, 0, 0},
+    {"sentinel_partition_guard", EXCL_SENTINEL, 1, 3, F(STOP_MASTER), 2500,
      3000, 9500, pick_sentinel_watchdog, 0, 0, 1},
 };
 

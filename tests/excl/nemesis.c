@@ -458,9 +458,10 @@ static void ask_failover(excl_nemesis *n)
     }
 }
 
-/* A Sentinel failover, once a run: kill -9 of the master, or SENTINEL
+/* A Sentinel failover, once a run: kill -9 of the master, SENTINEL
  * FAILOVER with the old master alive (the sentinels then make it a
- * replica). Waits (blocking: there is nothing else to do meanwhile)
+ * replica), or the master stopped until its replica is promoted and
+ * then resumed (cut off from sentinels and clients alike, then back). Waits (blocking: there is nothing else to do meanwhile)
  * until every sentinel names the new master and it answers as one; the
  * fault is in force until then. */
 static int failover(excl_nemesis *n, int fault)
@@ -475,10 +476,15 @@ static int failover(excl_nemesis *n, int fault)
         old = th_sentinels_kill_master(n->t->sentinels);
     } else {
         old = th_sentinels_master(n->t->sentinels);
-        ask_failover(n);
+        if (fault == EXCL_F_STOP_MASTER)
+            th_server_pause(n->t->sentinels->node[old]);
+        else
+            ask_failover(n);
     }
     th_sentinels_wait_failover(n->t->sentinels, old, EXCL_FAILOVER_WAIT_MS);
     record_fault(n, fault, 0, since);
+    if (fault == EXCL_F_STOP_MASTER)
+        th_server_resume(n->t->sentinels->node[old]);
     return 1;
 }
 
@@ -497,6 +503,7 @@ static int inject(excl_nemesis *n, int f)
         return delay(n);
     case EXCL_F_KILL_MASTER:
     case EXCL_F_SENTINEL_FAILOVER:
+    case EXCL_F_STOP_MASTER:
         return failover(n, f);
     default:
         return race(n);

@@ -192,6 +192,9 @@ static void report_live(const excl_mode *m, const excl_live_verdict *v)
            "failover %ld",
            m->name, v->attempts, v->failed, v->losses, v->false_loss,
            v->missed_grant, v->starved, v->failover);
+    if (v->reply_lost > 0)
+        printf("; %ld waits ended by a stopped master's lost reply",
+               v->reply_lost);
     if (v->first_s >= 0)
         printf("; first at %.3f s", v->first_s);
     printf("\n");

@@ -271,3 +271,16 @@ void test_excl_sentinel_failover_guard(void)
 {
     short_run("sentinel_failover_guard");
 }
+
+/* The Sentinel master stopped until its replica is promoted, then back
+ * (a partition that heals): as sentinel_failover, without the guard and
+ * with it. */
+void test_excl_sentinel_partition(void)
+{
+    short_run("sentinel_partition");
+}
+
+void test_excl_sentinel_partition_guard(void)
+{
+    short_run("sentinel_partition_guard");
+}
