@@ -241,6 +241,9 @@ typedef struct excl_live_verdict {
                           within R after it, an error after R */
     long reply_lost;   /* waiters that ended with ETIMEDOUT on a stopped
                           master: documented, counted, not a violation */
+    long guard_refused; /* acquires refused (ENOTDURABLE) and losses told
+                           while a guarded failover's new master lacked
+                           replicas: documented, not violations */
     double first_s;    /* the earliest violation (run time, s); -1: none */
 } excl_live_verdict;
 
@@ -258,7 +261,9 @@ typedef enum excl_topo_kind {
     EXCL_SHARDED, /* three servers, keys spread by the client */
     EXCL_CLUSTER, /* a private Redis Cluster of three masters */
     EXCL_REDLOCK, /* three servers, two of them behind proxies */
-    EXCL_SENTINEL /* a master, its replica and three sentinels */
+    EXCL_SENTINEL, /* a master, its replica and three sentinels */
+    EXCL_SENTINEL2 /* the same with two replicas (a run's topology kind
+                      is then EXCL_SENTINEL) */
 } excl_topo_kind;
 
 /* Faults. */

@@ -53,7 +53,10 @@
  *    Through a failover guarded by the strict replica-sync guard
  *    (EXCL_FAULT_GUARDED), ENOTDURABLE is the documented refusal while
  *    the new master lacks replicas, not a failure, and R is
- *    EXCL_LIVE_FAILOVER_GUARD_MS. A waiter on a stopped master that
+ *    EXCL_LIVE_FAILOVER_GUARD_MS; a loss told from the fault until then
+ *    is not a false loss either (renewals refused so, the lease
+ *    extended on the server but not counted). Both are counted apart
+ *    (guard_refused). A waiter on a stopped master that
  *    ended with ETIMEDOUT while it was stopped is counted apart
  *    (reply_lost): its request's outcome is unknown, and the docs say
  *    such an acquire is reported and abandoned, not sent again.
@@ -505,6 +508,23 @@ static int loss_first(const excl_rec *h, const excl_rec *r)
     return 1;
 }
 
+/* Whether a loss told at t came while a strictly guarded failover's new
+ * master lacked replicas: its renewals were refused (ENOTDURABLE, the
+ * lease extended on the server but not counted), as documented. */
+static int guard_refused(const live *c, int64_t t)
+{
+    size_t i;
+    const excl_rec *f;
+
+    for (i = 0; i < c->nfault; i++) {
+        f = c->fault[i];
+        if (excl_fault_failover(f->flags) && f->x == EXCL_FAULT_GUARDED &&
+            t >= f->t0 && t <= f->t1 + EXCL_LIVE_FAILOVER_GUARD_MS * 1000)
+            return 1;
+    }
+    return 0;
+}
+
 static void check_losses(live *c, const excl_rec *h, size_t n)
 {
     static const char *const how[] = {"?", "the watchdog's on_lost",
@@ -525,6 +545,10 @@ static void check_losses(live *c, const excl_rec *h, size_t n)
         if (!loss_counts(r) ||
             kept <= r->ttl_ms / 100 + 2 + LIVE_LOSS_SLACK_MS)
             continue;
+        if (guard_refused(c, r->t0)) {
+            c->v->guard_refused++;
+            continue;
+        }
         violation(c, r->t0);
         if (++c->v->false_loss > LIVE_PRINT_MAX)
             continue;
@@ -613,9 +637,12 @@ static void check_failover(live *c, const excl_rec *f, int64_t last)
 
     for (i = 0; i < c->nat; i++) {
         r = c->at[i].r;
-        if (!waited_and_failed(r) || r->x == REDISLOCK_EHELD ||
-            (guarded && r->x == REDISLOCK_ENOTDURABLE))
+        if (!waited_and_failed(r) || r->x == REDISLOCK_EHELD)
             continue;
+        if (guarded && r->x == REDISLOCK_ENOTDURABLE) {
+            c->v->guard_refused++;
+            continue;
+        }
         if (reply_lost(f, r)) {
             c->v->reply_lost++;
             continue;

@@ -457,7 +457,7 @@ static void pick_sentinel(excl_worker *w, excl_section *s)
  * renewals must follow the new master: kept there when the key was
  * replicated, told lost at the next one when not (without the guard).
  */
-static void pick_sentinel_watchdog(excl_worker *w, excl_section *s)
+static void pick_failover(excl_worker *w, excl_section *s)
 {
     s->key = 0;
     s->o.ttl_ms = rnd(w, 1000, 1500);
@@ -579,20 +579,36 @@ const excl_mode excl_modes[] = {
      * every rule holds as it is, but for ENOTDURABLE refusals while the
      * new master has no replica. */
     {"sentinel_failover", EXCL_SENTINEL, 1, 3, F(SENTINEL_FAILOVER), 1000, 1500,
-     9500, pick_sentinel_watchdog, 0, 0, 0},
+     9500, pick_failover, 0, 0, 0},
     /* With one replica the strict guard refuses for about 10 s after the
      * switch (see EXCL_LIVE_FAILOVER_GUARD_MS): the failover comes later,
      * 2.5 to 3 s in, so that the short run sees sections before it and a
      * holder across it. */
     {"sentinel_failover_guard", EXCL_SENTINEL, 1, 3, F(SENTINEL_FAILOVER), 2500,
-     3000, 9500, pick_sentinel_watchdog, 0, 0, 1},
+     3000, 9500, pick_failover, 0, 0, 1},
     /* The old master cut off and back: stopped (SIGSTOP) until the
      * sentinels promote the replica, then resumed, a master with its
      * clients' connections until they demote it. */
     {"sentinel_partition", EXCL_SENTINEL, 1, 3, F(STOP_MASTER), 1000, 1500,
-     9500, pick_sentinel_watchdog, 0, 0, 0},
+     9500, pick_failover, 0, 0, 0},
     {"sentinel_partition_guard", EXCL_SENTINEL, 1, 3, F(STOP_MASTER), 2500,
-     3000, 9500, pick_sentinel_watchdog, 0, 0, 1},
+     3000, 9500, pick_failover, 0, 0, 1},
+    /* Issue 40: the failover modes with two replicas. The guard waits
+     * for both (wait_replicas 2): with 1, a lock the old master granted
+     * after the promotion and its other replica confirmed was lost (seed
+     * 139573955731484, 2026-11-29). The new master then has one until
+     * the old one is demoted, as with one replica: the failover comes
+     * later. */
+    {"sentinel_kill_master_2r", EXCL_SENTINEL2, 1, 3, F(KILL_MASTER), 1000,
+     1500, 9500, pick_failover, 0, 0, 0},
+    {"sentinel_failover_2r", EXCL_SENTINEL2, 1, 3, F(SENTINEL_FAILOVER), 1000,
+     1500, 9500, pick_failover, 0, 0, 0},
+    {"sentinel_failover_2r_guard", EXCL_SENTINEL2, 1, 3, F(SENTINEL_FAILOVER),
+     2500, 3000, 9500, pick_failover, 0, 0, 2},
+    {"sentinel_partition_2r", EXCL_SENTINEL2, 1, 3, F(STOP_MASTER), 1000, 1500,
+     9500, pick_failover, 0, 0, 0},
+    {"sentinel_partition_2r_guard", EXCL_SENTINEL2, 1, 3, F(STOP_MASTER), 2500,
+     3000, 9500, pick_failover, 0, 0, 2},
 };
 
 const int excl_nmodes = (int)(sizeof excl_modes / sizeof excl_modes[0]);

@@ -76,18 +76,21 @@ static void add_proxies(excl_topo *t, int nproxied, int res_too)
 
 static void topo_start(excl_topo *t, const excl_mode *m)
 {
+    th_sentinel_opts so;
     int i;
 
-    t->kind = m->topo;
-    t->n = m->topo == EXCL_SINGLE || m->topo == EXCL_PROXIED ||
-                   m->topo == EXCL_SENTINEL
+    memset(&so, 0, sizeof so);
+    so.replicas = m->topo == EXCL_SENTINEL2 ? 2 : 1;
+    t->kind = m->topo == EXCL_SENTINEL2 ? EXCL_SENTINEL : m->topo;
+    t->n = t->kind == EXCL_SINGLE || t->kind == EXCL_PROXIED ||
+                   t->kind == EXCL_SENTINEL
                ? 1
                : 3;
     t->res_proxy = -1;
-    if (m->topo == EXCL_SENTINEL) {
+    if (t->kind == EXCL_SENTINEL) {
         /* srv[0] is the first master; the truth follows the sentinels
          * (truth.c). */
-        t->sentinels = th_sentinels_start(NULL);
+        t->sentinels = th_sentinels_start(&so);
         t->srv[0] = t->sentinels->node[0];
     } else if (m->topo == EXCL_CLUSTER) {
         t->cluster = th_cluster_start(3, 0);
@@ -102,7 +105,7 @@ static void topo_start(excl_topo *t, const excl_mode *m)
         t->proxy_of[i] = -1;
         snprintf(t->url[i], EXCL_URL_MAX, "%s",
                  m->topo == EXCL_CLUSTER    ? t->cluster->seeds[i]
-                 : m->topo == EXCL_SENTINEL ? t->sentinels->url
+                 : t->kind == EXCL_SENTINEL ? t->sentinels->url
                                             : t->srv[i]->unix_url);
         snprintf(t->sock[i], EXCL_URL_MAX, "%s", t->srv[i]->sock);
     }
@@ -192,6 +195,10 @@ static void report_live(const excl_mode *m, const excl_live_verdict *v)
            "failover %ld",
            m->name, v->attempts, v->failed, v->losses, v->false_loss,
            v->missed_grant, v->starved, v->failover);
+    if (v->guard_refused > 0)
+        printf("; %ld acquires or renewals refused by the strict guard "
+               "after the failover",
+               v->guard_refused);
     if (v->reply_lost > 0)
         printf("; %ld waits ended by a stopped master's lost reply",
                v->reply_lost);

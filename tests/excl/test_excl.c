@@ -284,3 +284,30 @@ void test_excl_sentinel_partition_guard(void)
 {
     short_run("sentinel_partition_guard");
 }
+
+/* Issue 40: the failover modes with a master and two replicas. */
+void test_excl_sentinel_kill_master_2r(void)
+{
+    short_run("sentinel_kill_master_2r");
+}
+
+void test_excl_sentinel_failover_2r(void)
+{
+    short_run("sentinel_failover_2r");
+}
+
+void test_excl_sentinel_failover_2r_guard(void)
+{
+    short_run("sentinel_failover_2r_guard");
+}
+
+void test_excl_sentinel_partition_2r(void)
+{
+    short_run("sentinel_partition_2r");
+}
+
+void test_excl_sentinel_partition_2r_guard(void)
+{
+    short_run("sentinel_partition_2r_guard");
+}
+
