@@ -39,7 +39,8 @@
 #include "harness/cluster.h"
 #include "harness/server.h"
 
-#define EXCL_MAX_SERVERS 3
+/* Lock servers: a cluster of three masters with a replica each has six. */
+#define EXCL_MAX_SERVERS 6
 #define EXCL_MAX_KEYS 4
 #define EXCL_MAX_WORKERS 8
 
@@ -262,8 +263,10 @@ typedef enum excl_topo_kind {
     EXCL_CLUSTER, /* a private Redis Cluster of three masters */
     EXCL_REDLOCK, /* three servers, two of them behind proxies */
     EXCL_SENTINEL, /* a master, its replica and three sentinels */
-    EXCL_SENTINEL2 /* the same with two replicas (a run's topology kind
-                      is then EXCL_SENTINEL) */
+    EXCL_SENTINEL2, /* the same with two replicas (a run's topology kind
+                       is then EXCL_SENTINEL) */
+    EXCL_CLUSTER_R  /* a cluster of three masters with a replica each (a
+                       run's kind: EXCL_CLUSTER, its six nodes servers) */
 } excl_topo_kind;
 
 /* Faults. */
@@ -284,6 +287,11 @@ typedef enum excl_fault {
                            sentinels promote its replica; then SIGCONT:
                            the old master back, a master until they
                            demote it; in force until the promotion */
+    EXCL_F_CLUSTER_KILL,     /* kill -9 the cluster master of key 0, once;
+                                in force until its replica serves the slot
+                                and the cluster agrees */
+    EXCL_F_CLUSTER_FAILOVER, /* CLUSTER FAILOVER on that master's replica,
+                                once; in force as the kill */
     EXCL_F_COUNT
 } excl_fault;
 

@@ -16,12 +16,13 @@
 const char *const excl_fault_names[EXCL_F_COUNT] = {
     "stop-holder", "stop-waiter", "kill-holder",       "pause-server",
     "delay",       "race",        "kill-master",       "sentinel-failover",
-    "stop-master"};
+    "stop-master", "cluster-kill",      "cluster-failover"};
 
 int excl_fault_failover(int f)
 {
     return f == EXCL_F_KILL_MASTER || f == EXCL_F_SENTINEL_FAILOVER ||
-           f == EXCL_F_STOP_MASTER;
+           f == EXCL_F_STOP_MASTER || f == EXCL_F_CLUSTER_KILL ||
+           f == EXCL_F_CLUSTER_FAILOVER;
 }
 
 static int64_t rnd(excl_worker *w, int64_t lo, int64_t hi)
@@ -450,7 +451,8 @@ static void pick_sentinel(excl_worker *w, excl_section *s)
 }
 
 /*
- * Issue 35's failover cases: locks through redis+sentinel:// renewed by
+ * Issue 35's failover cases: locks through redis+sentinel:// (or a
+ * cluster's seeds) renewed by
  * the watchdog (TTL 1 to 1.5 s, renewed every third of it) and held for
  * up to two TTLs, with waits of 20 s, so that when the master is
  * replaced some workers wait and one holds across the switch. Its
@@ -609,6 +611,13 @@ const excl_mode excl_modes[] = {
      9500, pick_failover, 0, 0, 0},
     {"sentinel_partition_2r_guard", EXCL_SENTINEL2, 1, 3, F(STOP_MASTER), 2500,
      3000, 9500, pick_failover, 0, 0, 2},
+    /* A cluster of three masters with a replica each: the master of the
+     * key killed with -9, or its replica taking over by CLUSTER FAILOVER,
+     * 1 to 1.5 s in. */
+    {"cluster_kill_master", EXCL_CLUSTER_R, 1, 3, F(CLUSTER_KILL), 1000, 1500,
+     9500, pick_failover, 0, 0, 0},
+    {"cluster_failover", EXCL_CLUSTER_R, 1, 3, F(CLUSTER_FAILOVER), 1000, 1500,
+     9500, pick_failover, 0, 0, 0},
 };
 
 const int excl_nmodes = (int)(sizeof excl_modes / sizeof excl_modes[0]);

@@ -5,7 +5,7 @@
  * server, makes a proxy hold client bytes, or asks a holder to release at
  * a moment that races a waiter: its next heartbeat, the end of its alive
  * window, or its BLPOP's timeout; or, once a run, it replaces the
- * Sentinel master. Each fault is undone when due.
+ * Sentinel master or a cluster's. Each fault is undone when due.
  *
  * The proxies run in a child process of their own ("the proxy host"), so
  * that the parent has no threads when it forks workers.
@@ -488,6 +488,56 @@ static int failover(excl_nemesis *n, int fault)
     return 1;
 }
 
+/* Waits (bounded) until a server other than old serves slot, then until
+ * the cluster agrees. */
+static void wait_new_owner(th_cluster *c, unsigned slot, int old)
+{
+    int64_t until = th_now_ms() + EXCL_FAILOVER_WAIT_MS;
+    int m;
+
+    while ((m = th_cluster_owner(c, slot)) == old || m < 0) {
+        if (th_now_ms() >= until)
+            test_fail_(__FILE__, __LINE__,
+                       "no failover of slot %u from server %d", slot, old);
+        th_sleep_ms(50);
+    }
+    th_cluster_wait_ok(c, EXCL_FAILOVER_WAIT_MS);
+}
+
+/* A cluster failover of the master of key 0, once a run: kill -9, or
+ * CLUSTER FAILOVER on its replica (the old master alive, its replica
+ * then); in force until the replica serves the slot and the cluster
+ * agrees. */
+static int cluster_failover(excl_nemesis *n, int fault)
+{
+    th_cluster *c = n->t->cluster;
+    int64_t since = excl_now_us();
+    char key[32];
+    unsigned slot;
+    int old, rep;
+    redisContext *r;
+
+    if (c == NULL || n->failed_over)
+        return 0;
+    n->failed_over = 1;
+    excl_key_name(0, key, sizeof key);
+    slot = th_cluster_keyslot(c, key);
+    old = th_cluster_owner(c, slot);
+    if (old < 0 || (rep = th_cluster_replica_of(c, old)) < 0)
+        test_fail_(__FILE__, __LINE__, "no master or replica for slot %u",
+                   slot);
+    if (fault == EXCL_F_CLUSTER_KILL) {
+        th_cluster_kill(c, old);
+    } else {
+        r = th_cluster_redis(c, rep);
+        freeReplyObject(th_cmd(r, "CLUSTER FAILOVER"));
+        redisFree(r);
+    }
+    wait_new_owner(c, slot, old);
+    record_fault(n, fault, 0, since);
+    return 1;
+}
+
 static int inject(excl_nemesis *n, int f)
 {
     switch (f) {
@@ -505,6 +555,9 @@ static int inject(excl_nemesis *n, int f)
     case EXCL_F_SENTINEL_FAILOVER:
     case EXCL_F_STOP_MASTER:
         return failover(n, f);
+    case EXCL_F_CLUSTER_KILL:
+    case EXCL_F_CLUSTER_FAILOVER:
+        return cluster_failover(n, f);
     default:
         return race(n);
     }

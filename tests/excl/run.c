@@ -81,20 +81,25 @@ static void topo_start(excl_topo *t, const excl_mode *m)
 
     memset(&so, 0, sizeof so);
     so.replicas = m->topo == EXCL_SENTINEL2 ? 2 : 1;
-    t->kind = m->topo == EXCL_SENTINEL2 ? EXCL_SENTINEL : m->topo;
+    t->kind = m->topo == EXCL_SENTINEL2   ? EXCL_SENTINEL
+              : m->topo == EXCL_CLUSTER_R ? EXCL_CLUSTER
+                                          : m->topo;
     t->n = t->kind == EXCL_SINGLE || t->kind == EXCL_PROXIED ||
                    t->kind == EXCL_SENTINEL
                ? 1
-               : 3;
+           : m->topo == EXCL_CLUSTER_R ? 6
+                                       : 3;
     t->res_proxy = -1;
     if (t->kind == EXCL_SENTINEL) {
         /* srv[0] is the first master; the truth follows the sentinels
          * (truth.c). */
         t->sentinels = th_sentinels_start(&so);
         t->srv[0] = t->sentinels->node[0];
-    } else if (m->topo == EXCL_CLUSTER) {
-        t->cluster = th_cluster_start(3, 0);
-        for (i = 0; i < 3; i++)
+    } else if (t->kind == EXCL_CLUSTER) {
+        /* With replicas, every node is a server: the truth asks each,
+         * the one serving the key answering. */
+        t->cluster = th_cluster_start(3, t->n / 3 - 1);
+        for (i = 0; i < t->n; i++)
             t->srv[i] = t->cluster->s[i];
     } else {
         for (i = 0; i < t->n; i++)
@@ -104,7 +109,7 @@ static void topo_start(excl_topo *t, const excl_mode *m)
     for (i = 0; i < t->n; i++) {
         t->proxy_of[i] = -1;
         snprintf(t->url[i], EXCL_URL_MAX, "%s",
-                 m->topo == EXCL_CLUSTER    ? t->cluster->seeds[i]
+                 t->kind == EXCL_CLUSTER    ? t->cluster->seeds[i]
                  : t->kind == EXCL_SENTINEL ? t->sentinels->url
                                             : t->srv[i]->unix_url);
         snprintf(t->sock[i], EXCL_URL_MAX, "%s", t->srv[i]->sock);

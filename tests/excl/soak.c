@@ -130,11 +130,11 @@ static void table(const excl_mode *const *sel, int n, const totals *t)
 {
     int i, f;
 
-    printf("\n%-18s %5s %7s %8s %6s %5s %5s %6s %5s  faults\n", "mode",
+    printf("\n%-27s %5s %7s %8s %6s %5s %5s %6s %5s  faults\n", "mode",
            "runs", "secs", "sections", "overl", "stale", "fence", "lease",
            "live");
     for (i = 0; i < n; i++) {
-        printf("%-18s %5ld %7.0f %8ld %6ld %5ld %5ld %6ld %5ld ", sel[i]->name,
+        printf("%-27s %5ld %7.0f %8ld %6ld %5ld %5ld %6ld %5ld ", sel[i]->name,
                t[i].runs, t[i].r.seconds, t[i].r.v.sections, t[i].r.v.overlaps,
                t[i].r.v.stale, t[i].r.v.fence_order, t[i].r.v.lease,
                t[i].live);

@@ -311,3 +311,14 @@ void test_excl_sentinel_partition_2r_guard(void)
     short_run("sentinel_partition_2r_guard");
 }
 
+/* A cluster master killed with -9, and a CLUSTER FAILOVER to its
+ * replica, under renewed locks and long waits (issue 35). */
+void test_excl_cluster_kill_master(void)
+{
+    short_run("cluster_kill_master");
+}
+
+void test_excl_cluster_failover(void)
+{
+    short_run("cluster_failover");
+}
