@@ -98,6 +98,15 @@ static int replica_refusal(const rl__reply *r)
             strncmp(r->str, "MASTERDOWN", 10) == 0);
 }
 
+/* Whether r ends a blocking command because its server turned replica:
+ * Redis unblocks every blocked client then with -UNBLOCKED (a master
+ * demoted by CLUSTER FAILOVER or a Sentinel failover). The command ran
+ * no write, so a waiter goes on waiting where the key now is. */
+static int unblocked(const rl__reply *r)
+{
+    return r->type == REDIS_REPLY_ERROR && strncmp(r->str, "UNBLOCKED", 9) == 0;
+}
+
 int rl__topo_moved(const rl__topo *t, redislock_err err, const rl__reply *r)
 {
     if (!rl__topo_moves(t))
@@ -107,6 +116,8 @@ int rl__topo_moved(const rl__topo *t, redislock_err err, const rl__reply *r)
         return 1;
     if (err != REDISLOCK_OK || r == NULL)
         return 0;
+    if (unblocked(r))
+        return 1;
     return t->kind == RL_TOPO_CLUSTER ? rl__cluster_redirection(r)
                                       : replica_refusal(r);
 }

@@ -88,7 +88,8 @@ int rl__topo_moves(const rl__topo *t);
 /* Whether a blocking call on a connection of its own (BLPOP) that ended
  * in err, or with reply r, met a change of the key's node: a cluster's
  * redirection, refusal or lost connection; a Sentinel master's lost
- * connection or READONLY. The caller then opens a new connection to
+ * connection or READONLY; either's -UNBLOCKED, which a master turned
+ * replica answers a blocked client. The caller then opens a new connection to
  * rl__topo_node. */
 int rl__topo_moved(const rl__topo *t, redislock_err err, const rl__reply *r);
 

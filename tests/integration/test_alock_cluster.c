@@ -410,6 +410,23 @@ void test_alock_cluster_set_one_slot(void)
     th_cluster_stop(tc);
 }
 
+/* The end of a loop waiter's test: its callback came with the lock,
+ * which it holds on key's master now and gives back on the loop; the
+ * loop and the locks end. */
+static void loop_waiter_holds(th_cluster *tc, const char *key,
+                              redislock_loop *lp, void *lh, ad_done *dw,
+                              redislock_lock *w, redislock_lock *h)
+{
+    ASSERT_ERR(dw->err, REDISLOCK_OK);
+    ASSERT(held_by(tc, key, redislock_token(w)));
+    ASSERT_OK(redislock_loop_release(lp, w, 0, ad_record, dw));
+    ad_run_until(d, lh, &dw->calls, 2, 5000);
+    ASSERT_ERR(dw->err, REDISLOCK_OK);
+    d->close(lh);
+    redislock_lock_free(w);
+    redislock_lock_free(h);
+}
+
 /*
  * A loop waiter's wait lasts through a failover: it waits (10 s) behind
  * a lock renewed by a blocking client's watchdog, with a command timeout
@@ -473,14 +490,7 @@ static void loop_waiter_through_kill(int elsewhere)
     ad_run_until(d, lh, &dw.calls, 1, 8000);
     test_log("the waiter got the lock %lld ms after the kill",
              (long long)(dw.at_us / 1000 - killed));
-    ASSERT_ERR(dw.err, REDISLOCK_OK);
-    ASSERT(held_by(tc, key, redislock_token(w)));
-    ASSERT_OK(redislock_loop_release(lp, w, 0, ad_record, &dw));
-    ad_run_until(d, lh, &dw.calls, 2, 5000);
-    ASSERT_ERR(dw.err, REDISLOCK_OK);
-    d->close(lh);
-    redislock_lock_free(w);
-    redislock_lock_free(h);
+    loop_waiter_holds(tc, key, lp, lh, &dw, w, h);
     redislock_client_free(c);
     redislock_client_free(hc);
     th_cluster_stop(tc);
@@ -494,6 +504,57 @@ void test_alock_cluster_waiter_waits_through_failover(void)
 void test_alock_cluster_waiter_waits_through_clusterdown(void)
 {
     loop_waiter_through_kill(1);
+}
+
+/*
+ * A loop waiter blocked (BLPOP) on a master that CLUSTER FAILOVER turns
+ * into a replica: Redis ends the BLPOP with -UNBLOCKED. The waiter
+ * tries again on the loop, follows MOVED to the promoted replica and
+ * waits on behind the holder there (10 s), getting the lock at the
+ * holder's release.
+ */
+void test_alock_cluster_waiter_waits_through_manual_failover(void)
+{
+    th_cluster *tc = th_cluster_start(3, 1);
+    unsigned slot = th_cluster_keyslot(tc, "{acu}lock");
+    int victim = th_cluster_owner(tc, slot);
+    int rep = th_cluster_replica_of(tc, victim);
+    redislock_client *hc = cluster_client(tc, 0), *c = cluster_client(tc, 0);
+    redislock_acquire_options ho = th_aopts(3000, 0, 0);
+    redislock_acquire_options o = th_aopts(10000, 10000, 0);
+    redislock_lock *h = th_lock(hc, "{acu}lock"), *w = th_lock(c, "{acu}lock");
+    ad_done dw = {0};
+    redislock_loop *lp;
+    void *lh = d->open(c, &lp);
+    redisContext *r = th_cluster_redis(tc, victim);
+    int64_t t0 = th_now_ms();
+
+    ASSERT(rep >= 0);
+    ho.watchdog = 1;
+    ASSERT_OK(redislock_acquire(h, &ho));
+    ASSERT_OK(redislock_loop_acquire(lp, w, &o, ad_record, &dw));
+    while (th_blocked_clients(r) < 1) {
+        ad_run_for(d, lh, 20);
+        ASSERT(th_now_ms() - t0 < 3000);
+    }
+    redisFree(r);
+    th_cluster_synced(tc, victim, "{acu}lock");
+    r = th_cluster_redis(tc, rep);
+    freeReplyObject(th_cmd(r, "CLUSTER FAILOVER"));
+    redisFree(r);
+    t0 = th_now_ms();
+    while (th_cluster_owner(tc, slot) != rep) {
+        ad_run_for(d, lh, 50);
+        ASSERT(th_now_ms() - t0 < 5000);
+    }
+    ad_run_for(d, lh, 300);
+    ASSERT_EQ_INT(dw.calls, 0);
+    ASSERT_OK(redislock_release(h));
+    ad_run_until(d, lh, &dw.calls, 1, 5000);
+    loop_waiter_holds(tc, "{acu}lock", lp, lh, &dw, w, h);
+    redislock_client_free(c);
+    redislock_client_free(hc);
+    th_cluster_stop(tc);
 }
 
 /*

@@ -267,6 +267,24 @@ void test_cluster_failover_guarded(void)
     th_cluster_stop(tc);
 }
 
+/* The end of a waiter's test: the waiter holds key on the slot's master
+ * now and gives it back; everything is freed. */
+static void waiter_holds(th_cluster *tc, const char *key, th_waiter *w,
+                         redislock_lock *h, redislock_client *wc,
+                         redislock_client *hc)
+{
+    char *v = th_cluster_value(tc, key);
+
+    ASSERT_EQ_STR(v, w->token);
+    free(v);
+    ASSERT_OK(redislock_release(w->l));
+    redislock_lock_free(w->l);
+    redislock_lock_free(h);
+    redislock_client_free(wc);
+    redislock_client_free(hc);
+    th_cluster_stop(tc);
+}
+
 /*
  * A waiter's wait lasts through a failover: it waits (10 s) behind a
  * lock renewed by a watchdog, with a command timeout (300 ms) far
@@ -296,7 +314,6 @@ static void waiter_through_kill(int elsewhere)
     th_waiter w;
     int64_t killed;
     redislock_err err;
-    char *v;
 
     lock_at = victim;
     if (elsewhere) {
@@ -328,15 +345,7 @@ static void waiter_through_kill(int elsewhere)
     th_waiter_join_ok(&w, 8000);
     test_log("the waiter got the lock %lld ms after the kill",
              (long long)(w.done_us / 1000 - killed));
-    v = th_cluster_value(tc, key);
-    ASSERT_EQ_STR(v, w.token);
-    free(v);
-    ASSERT_OK(redislock_release(w.l));
-    redislock_lock_free(w.l);
-    redislock_lock_free(h);
-    redislock_client_free(wc);
-    redislock_client_free(hc);
-    th_cluster_stop(tc);
+    waiter_holds(tc, key, &w, h, wc, hc);
 }
 
 void test_cluster_waiter_waits_through_failover(void)
@@ -347,6 +356,49 @@ void test_cluster_waiter_waits_through_failover(void)
 void test_cluster_waiter_waits_through_clusterdown(void)
 {
     waiter_through_kill(1);
+}
+
+/*
+ * A waiter blocked (BLPOP) on a master that CLUSTER FAILOVER turns into
+ * a replica: Redis ends its BLPOP with -UNBLOCKED (the instance's state
+ * changed), before any attempt of the waiter's could run there (none
+ * goes behind a cluster waiter's BLPOP, one.c's wait_attempt). The
+ * waiter waits on (10 s) behind the holder, now on the promoted
+ * replica, and gets the lock when the holder releases it there.
+ */
+void test_cluster_waiter_waits_through_manual_failover(void)
+{
+    th_cluster *tc = th_cluster_start(3, 1);
+    unsigned slot = th_cluster_keyslot(tc, "{cu}lock");
+    int victim = th_cluster_owner(tc, slot);
+    int rep = th_cluster_replica_of(tc, victim);
+    redislock_client *hc, *wc;
+    redislock_acquire_options ho = th_aopts(3000, 0, 0);
+    redislock_acquire_options o = th_aopts(10000, 10000, 0);
+    redislock_lock *h;
+    redisContext *r;
+    th_waiter w;
+
+    ASSERT(rep >= 0);
+    ASSERT_OK(
+        redislock_client_new_cluster(&hc, tc->seeds, (size_t)tc->n, NULL));
+    ASSERT_OK(
+        redislock_client_new_cluster(&wc, tc->seeds, (size_t)tc->n, NULL));
+    h = th_lock(hc, "{cu}lock");
+    ho.watchdog = 1;
+    ASSERT_OK(redislock_acquire(h, &ho));
+    th_waiter_start(&w, wc, "{cu}lock", &o);
+    r = th_cluster_redis(tc, victim);
+    th_wait_blocked(r, 1, 3000);
+    redisFree(r);
+    th_cluster_synced(tc, victim, "{cu}lock");
+    r = th_cluster_redis(tc, rep);
+    freeReplyObject(th_cmd(r, "CLUSTER FAILOVER"));
+    redisFree(r);
+    th_cluster_wait_master(tc, rep, 5000);
+    ASSERT_OK(redislock_release(h));
+    th_waiter_join_ok(&w, 5000);
+    waiter_holds(tc, "{cu}lock", &w, h, wc, hc);
 }
 
 /* How long the renewal tests watch the new master: past two leases
