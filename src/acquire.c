@@ -439,16 +439,19 @@ rl__next rl__acq_after_pause(redislock_lock *l, rl__acq *a, rl__wait_result res,
 
 /* The blocking driver: attempts, with a pause between them that blocks
  * this thread. An ordinary waiter's next attempt goes out behind its
- * pause (pause_then), and its outcome is taken as the next attempt's. */
-static redislock_err wait_loop(redislock_lock *l, rl__acq *a, int64_t *sent_us)
+ * pause (pause_then), and its outcome is taken as the next attempt's.
+ * With pause 0 or more, the first is that pause, not an attempt. */
+static redislock_err wait_loop(redislock_lock *l, rl__acq *a, int64_t pause,
+                               int64_t *sent_us)
 {
-    int64_t pause = 0;
     rl__wait_result res = RL_WAIT_TIMEOUT;
     int ran = 0;
-    redislock_err err, next = REDISLOCK_OK;
+    redislock_err err = REDISLOCK_OK, next = REDISLOCK_OK;
 
-    for (;;) {
-        if (ran) {
+    for (;; pause = -1) {
+        if (pause >= 0) {
+            /* The wait goes on with a pause (rl__acq_after_finish). */
+        } else if (ran) {
             /* The attempt that went out behind the last pause. */
             err = next;
             a->piped = err == REDISLOCK_OK;
@@ -457,7 +460,8 @@ static redislock_err wait_loop(redislock_lock *l, rl__acq *a, int64_t *sent_us)
         } else {
             err = attempt(l, a, a->tries, a->deadline_ms, sent_us);
         }
-        if (rl__acq_after_attempt(l, a, &err, &pause) == RL_NEXT_DONE)
+        if (pause < 0 &&
+            rl__acq_after_attempt(l, a, &err, &pause) == RL_NEXT_DONE)
             break;
         err = pause_then(l, a, a->tries, a->deadline_ms, pause, &res, sent_us,
                          &ran, &next);
@@ -616,6 +620,7 @@ redislock_err rl__acq_finish(redislock_lock *l,
         char said[256];
         snprintf(said, sizeof said, "%s", redislock_errdetail());
         give_back(l, a);
+        a->refused = 1;
         return rl__err(REDISLOCK_ENOTDURABLE, "%s; released", said);
     }
     /* Taken by an attempt sent behind a BLPOP: its validity counts from
@@ -646,6 +651,34 @@ redislock_err rl__acq_finish(redislock_lock *l,
     return REDISLOCK_OK;
 }
 
+rl__next rl__acq_after_finish(redislock_lock *l, rl__acq *a, redislock_err *err,
+                              int64_t *pause)
+{
+    int refused = a->refused;
+
+    a->refused = 0;
+    /* A failover's new master takes writes before its replicas are back
+     * (the old master among them), and the old one, until it is told,
+     * writes what its promoted replica no longer confirms: the guard
+     * refuses, and the wait goes on as through any failover. Should the
+     * refusal last to the deadline, the caller hears it (with the
+     * guard's detail), not a bare timeout. */
+    if (!refused || !failover_pause(l, a, *err, pause))
+        return RL_NEXT_DONE;
+    /* The lock given back on a loop voided its request id (abandon.lua):
+     * it is never sent again. A plain lock's token is that id. */
+    if ((!a->rich && rl__lock_token(a->tok) != 0) || set_req(a) != 0) {
+        *err = rl__err(REDISLOCK_ERANDOM, "getrandom failed");
+        return RL_NEXT_DONE;
+    }
+    a->piped = 0;
+    rl__lock_event(l, (redislock_event){.kind = REDISLOCK_EVENT_RETRY,
+                                        .err = *err,
+                                        .attempts = a->tries,
+                                        .ms = *pause});
+    return RL_NEXT_PAUSE;
+}
+
 void rl__acq_end(redislock_lock *l, const rl__acq *a, redislock_err err)
 {
     /* Events for calls that tried: refused options made no attempt. */
@@ -665,7 +698,7 @@ static redislock_err acquire(redislock_lock *l,
 {
     static const redislock_acquire_options defaults;
     rl__acq a;
-    int64_t sent_us = 0;
+    int64_t sent_us = 0, pause = -1;
     redislock_err err;
 
     if (l == NULL)
@@ -677,8 +710,12 @@ static redislock_err acquire(redislock_lock *l,
         return err;
     }
     for (;;) {
-        if ((err = wait_loop(l, &a, &sent_us)) == REDISLOCK_OK)
+        if ((err = wait_loop(l, &a, pause, &sent_us)) == REDISLOCK_OK)
             err = rl__acq_finish(l, opts, &a, sent_us);
+        pause = -1;
+        if (err != REDISLOCK_OK &&
+            rl__acq_after_finish(l, &a, &err, &pause) == RL_NEXT_PAUSE)
+            continue;
         /* The lease an attempt behind the BLPOP took had ended by the
          * time the waiter read it (it was stopped, or the reply was
          * slow), and someone, maybe another handle of its owner id, took

@@ -8,8 +8,9 @@
  *
  * A driver calls rl__acq_begin, then repeatedly rl__acq_try and its
  * algorithm's attempt, rl__acq_after_attempt and, after each pause,
- * rl__acq_after_pause; then rl__acq_finish once taken, and rl__acq_end
- * with the call's outcome.
+ * rl__acq_after_pause; then rl__acq_finish once taken (and, when it
+ * fails, rl__acq_after_finish, which may send the call back to a pause),
+ * and rl__acq_end with the call's outcome.
  */
 #ifndef RL_ACQUIRE_H
 #define RL_ACQUIRE_H
@@ -35,6 +36,7 @@ typedef struct rl__acq {
     int was_queued;   /* queued at least once (fair) */
     int piped;        /* taken by an attempt sent behind a BLPOP */
     int lapsed;       /* that lease had ended when confirmed (given back) */
+    int refused;      /* the guard refused the lock taken (given back) */
     int blind;        /* this pause waits out a failover: no wake-up */
     int free_retries; /* attempts in a row that found the lock free */
     int tries;        /* attempts made */
@@ -102,6 +104,15 @@ rl__next rl__acq_after_pause(redislock_lock *l, rl__acq *a, rl__wait_result res,
 redislock_err rl__acq_finish(redislock_lock *l,
                              const redislock_acquire_options *opts, rl__acq *a,
                              int64_t sent_us);
+
+/* After rl__acq_finish failed with *err: RL_NEXT_PAUSE with the pause
+ * in *pause (a->blind set) when the guard refused the lock, which was
+ * given back, while the key's node is being replaced, and the wait has
+ * time left: the next attempts carry a fresh request id (the lock given
+ * back may have voided the last). Else RL_NEXT_DONE, *err the call's
+ * outcome. */
+rl__next rl__acq_after_finish(redislock_lock *l, rl__acq *a, redislock_err *err,
+                              int64_t *pause);
 
 /* The call ended with err: its event, for calls that tried. */
 void rl__acq_end(redislock_lock *l, const rl__acq *a, redislock_err err);

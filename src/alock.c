@@ -955,6 +955,7 @@ static void complete(aop *op, redislock_err err)
 
 static void attempt(aop *op);
 static int pause_blocked(aop *op, int64_t pause_ms);
+static void pause_for(aop *op, int64_t pause_ms);
 
 static void lwatch_fire(rl__loop_timer *lt);
 
@@ -1156,9 +1157,14 @@ void rl__alock_unwatch(redislock_lock *l)
 static void acquire_done(aop *op, redislock_err err)
 {
     redislock_lock *l = op->l;
+    int64_t pause = 0;
 
-    if (err == REDISLOCK_OK)
-        err = rl__acq_finish(l, &op->o, &op->a, op->sent_us);
+    if (err == REDISLOCK_OK &&
+        (err = rl__acq_finish(l, &op->o, &op->a, op->sent_us)) != 0 &&
+        rl__acq_after_finish(l, &op->a, &err, &pause) == RL_NEXT_PAUSE) {
+        pause_for(op, pause);
+        return;
+    }
     rl__acq_end(l, &op->a, err);
     complete(op, err);
 }

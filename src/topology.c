@@ -124,6 +124,14 @@ int rl__topo_moved(const rl__topo *t, redislock_err err, const rl__reply *r)
 
 int64_t rl__topo_failover_pause(const rl__topo *t, redislock_err err)
 {
+    /* The replica-sync guard refused a lock just taken (and given back):
+     * on a topology that fails over, the key's master may be the one
+     * just promoted, whose replicas are still attaching, or the old one
+     * still taking writes its promoted replica no longer confirms. */
+    if (err == REDISLOCK_ENOTDURABLE)
+        return t->kind == RL_TOPO_CLUSTER    ? rl__cluster_pause_ms()
+               : t->kind == RL_TOPO_SENTINEL ? RL_SENTINEL_PAUSE_MS
+                                             : 0;
     /* A cluster's map is read again by the request that could not
      * connect (redirect.c, aroute.c): the next one goes wherever the
      * map says, the promoted replica once it does. A cluster that must

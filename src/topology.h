@@ -102,8 +102,10 @@ int rl__topo_moved(const rl__topo *t, redislock_err err, const rl__reply *r);
  * (REDISLOCK_ECONNECT), or a cluster that refuses every key meanwhile
  * (CLUSTERDOWN, or any other try-later refusal: REDISLOCK_ETRYLATER),
  * before the replica is elected after the node timeout. Both often
- * outlast one request's budget. 0: err is an answer, not a wait (a lost
- * reply may have run, and is the caller's). */
+ * outlast one request's budget. Also after the strict replica-sync
+ * guard refused a lock taken and given back (REDISLOCK_ENOTDURABLE) on
+ * either: a new master's replicas are still attaching. 0: err is an
+ * answer, not a wait (a lost reply may have run, and is the caller's). */
 int64_t rl__topo_failover_pause(const rl__topo *t, redislock_err err);
 
 #endif

@@ -7,6 +7,7 @@
  * make check's) are refused when the client connects; the rest of the
  * WAITAOF tests run in the server matrix (scripts/check-servers.sh).
  */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include "failover/round.h"
 #include "harness/adapters.h"
 #include "harness/fixture.h"
+#include "harness/sentinel.h"
 #include "harness/server.h"
 #include "harness/util.h"
 #include "test.h"
@@ -481,4 +483,131 @@ void test_replicas_two_planned_failover(void)
     ASSERT_GT(r.grants, 0);
     ASSERT_EQ_INT(r.lost, 0);
     ASSERT_GE(r.back_ms, 0);
+}
+
+/* A Sentinel setup with two replicas, a client of it with a strict
+ * guard that counts the refusals a waiter waits on after
+ * (REDISLOCK_EVENT_RETRY with REDISLOCK_ENOTDURABLE). */
+typedef struct strict_set {
+    th_sentinels *t;
+    redislock_client *c;
+    atomic_int refused;
+} strict_set;
+
+static void count_refusal(const redislock_event *ev, void *arg)
+{
+    strict_set *g = arg;
+
+    if (ev->kind == REDISLOCK_EVENT_RETRY && ev->err == REDISLOCK_ENOTDURABLE)
+        atomic_fetch_add(&g->refused, 1);
+}
+
+/* The set, its second replica frozen: the guard (wait_replicas guard)
+ * refuses every lock. */
+static void strict_start(strict_set *g, int guard)
+{
+    th_sentinel_opts so = {.replicas = 2};
+    redislock_options co = {0};
+
+    g->t = th_sentinels_start(&so);
+    atomic_init(&g->refused, 0);
+    co.wait_replicas = guard;
+    co.wait_replicas_timeout_ms = 100;
+    co.command_timeout_ms = 2000;
+    co.on_event = count_refusal;
+    co.on_event_arg = g;
+    g->c = th_client_url(g->t->url, &co);
+    th_server_pause(g->t->node[2]);
+}
+
+/* The waiter holds KEY on the master with token, which it took after
+ * the guard had refused it. */
+static void strict_held(strict_set *g, const char *token)
+{
+    redisContext *r = th_sentinels_node_redis(g->t, th_sentinels_master(g->t));
+    char *v = th_cmd_str(r, NULL, "GET %s", KEY);
+
+    test_log("the guard refused the waiter %d times", atomic_load(&g->refused));
+    ASSERT_GT(atomic_load(&g->refused), 0);
+    ASSERT_EQ_STR(v, token);
+    free(v);
+    redisFree(r);
+}
+
+/*
+ * A waiter with the strict guard waits on through the guard's refusal
+ * where a failover may be under way (Sentinel; the failover table's
+ * planned failover with --guard all: the promoted replica no longer
+ * confirms the old master's writes, the new master's replicas are
+ * still attaching). Here a frozen replica makes the refusal certain:
+ * each lock the waiter takes is refused and given back, and it waits on
+ * (10 s), rather than end with REDISLOCK_ENOTDURABLE at once, until the
+ * replica is back and the guard confirms one. A wait (0.6 s) that ends
+ * while refused returns REDISLOCK_ENOTDURABLE with the guard's detail.
+ */
+void test_replicas_waiter_waits_through_guarded_failover(void)
+{
+    redislock_acquire_options o = th_aopts(5000, 10000, 0);
+    redislock_acquire_options brief = th_aopts(5000, 600, 0);
+    strict_set g;
+    redislock_lock *b;
+    th_waiter w;
+    int64_t t0;
+
+    strict_start(&g, REDISLOCK_REPLICAS_ALL);
+    /* A refusal that lasts the wait is the call's outcome at its end. */
+    b = th_lock(g.c, "rep:brief");
+    t0 = th_now_ms();
+    ASSERT_ERR(redislock_acquire(b, &brief), REDISLOCK_ENOTDURABLE);
+    ASSERT_GE(th_now_ms() - t0, 600);
+    redislock_lock_free(b);
+    atomic_store(&g.refused, 0);
+    th_waiter_start(&w, g.c, KEY, &o);
+    t0 = th_now_ms();
+    while (atomic_load(&g.refused) < 2 && th_now_ms() - t0 < 5000)
+        th_sleep_ms(10);
+    th_server_resume(g.t->node[2]);
+    th_waiter_join_ok(&w, 8000);
+    strict_held(&g, w.token);
+    ASSERT_OK(redislock_release(w.l));
+    redislock_lock_free(w.l);
+    redislock_client_free(g.c);
+    th_sentinels_stop(g.t);
+}
+
+/* The same on the event loop: each lock the guard refused is given back
+ * on the loop (its request id voided, a fresh one taken), and the
+ * waiter waits on. */
+void test_replicas_loop_waiter_waits_through_guarded_failover(void)
+{
+    const driver *d = &adapter_poll;
+    redislock_acquire_options o = th_aopts(5000, 10000, 0);
+    strict_set g;
+    redislock_loop *lp;
+    redislock_lock *w;
+    ad_done dw = {0};
+    void *lh;
+    int64_t t0;
+
+    /* A loop takes a count, not yet REDISLOCK_REPLICAS_ALL. */
+    strict_start(&g, 2);
+    lh = d->open(g.c, &lp);
+    w = th_lock(g.c, KEY);
+    ASSERT_OK(redislock_loop_acquire(lp, w, &o, ad_record, &dw));
+    t0 = th_now_ms();
+    while (atomic_load(&g.refused) < 2 && dw.calls == 0 &&
+           th_now_ms() - t0 < 5000)
+        ad_run_for(d, lh, 10);
+    th_server_resume(g.t->node[2]);
+    ad_run_until(d, lh, &dw.calls, 1, 8000);
+    test_log("the waiter: %s (%s)", redislock_strerror(dw.err), dw.detail);
+    ASSERT_ERR(dw.err, REDISLOCK_OK);
+    strict_held(&g, redislock_token(w));
+    ASSERT_OK(redislock_loop_release(lp, w, 0, ad_record, &dw));
+    ad_run_until(d, lh, &dw.calls, 2, 5000);
+    ASSERT_ERR(dw.err, REDISLOCK_OK);
+    d->close(lh);
+    redislock_lock_free(w);
+    redislock_client_free(g.c);
+    th_sentinels_stop(g.t);
 }

@@ -37,7 +37,12 @@ void test_topology_failover_pause(void)
     ASSERT_GT(rl__topo_failover_pause(&sentinel, REDISLOCK_EREADONLY), 0);
     ASSERT_EQ_INT(rl__topo_failover_pause(&sentinel, REDISLOCK_ETRYLATER), 0);
     no_pause_for_lost_replies(&sentinel);
+    /* A strict guard's refusal of a lock given back: a new master's
+     * replicas may still be attaching. */
+    ASSERT_GT(rl__topo_failover_pause(&cluster, REDISLOCK_ENOTDURABLE), 0);
+    ASSERT_GT(rl__topo_failover_pause(&sentinel, REDISLOCK_ENOTDURABLE), 0);
     /* One server is not replaced: its failures are answers. */
     ASSERT_EQ_INT(rl__topo_failover_pause(&single, REDISLOCK_ECONNECT), 0);
+    ASSERT_EQ_INT(rl__topo_failover_pause(&single, REDISLOCK_ENOTDURABLE), 0);
     no_pause_for_lost_replies(&single);
 }
