@@ -378,6 +378,27 @@ static int failover_pause(redislock_lock *l, rl__acq *a, redislock_err err,
     return 1;
 }
 
+/* After an attempt whose reply was lost, abandoned: whether the wait
+ * goes on, the pause in *pause. Where the key's node may be being
+ * replaced (a master killed mid-request), a waiter with time left goes
+ * on with a fresh token, which is also its request id: the abandon
+ * voids the old one, never sent again. Only a plain lock, not fair: its
+ * fresh token cannot meet the hold the lost attempt may have taken,
+ * where an owner id's attempt would add to that hold (re-entry) before
+ * the abandon, in the background, takes it back, and a fair waiter's
+ * place in the queue is its request id's. */
+static int lost_goes_on(redislock_lock *l, rl__acq *a, int64_t *pause)
+{
+    if (a->rich || a->o->fair || l->algo->fresh_token ||
+        !failover_pause(l, a, REDISLOCK_ECONNECT, pause))
+        return 0;
+    if (rl__lock_token(a->tok) != 0) {
+        a->blind = 0;
+        return 0;
+    }
+    return 1;
+}
+
 /* After an attempt that came back with *err: RL_NEXT_DONE with *err the
  * call's outcome (REDISLOCK_OK: taken; an attempt whose reply was lost
  * is abandoned), or RL_NEXT_PAUSE with the pause in *pause. */
@@ -400,9 +421,16 @@ rl__next rl__acq_after_attempt(redislock_lock *l, rl__acq *a,
         return RL_NEXT_PAUSE;
     }
     if (*err != REDISLOCK_EHELD) {
-        if (*err != REDISLOCK_OK && lost_reply(*err))
-            rl__acq_abandon(l, a);
-        return RL_NEXT_DONE;
+        if (*err == REDISLOCK_OK || !lost_reply(*err))
+            return RL_NEXT_DONE;
+        rl__acq_abandon(l, a);
+        if (!lost_goes_on(l, a, pause))
+            return RL_NEXT_DONE;
+        rl__lock_event(l, (redislock_event){.kind = REDISLOCK_EVENT_RETRY,
+                                            .err = *err,
+                                            .attempts = a->tries,
+                                            .ms = *pause});
+        return RL_NEXT_PAUSE;
     }
     rl__lock_event(l, (redislock_event){.kind = REDISLOCK_EVENT_CONTENDED,
                                         .attempts = a->tries,

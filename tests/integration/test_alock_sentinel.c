@@ -283,6 +283,64 @@ typedef struct holder {
     ad_lost lost;
 } holder;
 
+static void count_lost(const redislock_event *ev, void *arg)
+{
+    if (ev->kind == REDISLOCK_EVENT_RETRY && ev->err == REDISLOCK_EIO)
+        ++*(int *)arg;
+}
+
+/*
+ * A loop waiter whose attempt was out when the master died (frozen,
+ * the attempt sent on the loop's open connection, then kill -9): its
+ * reply lost (REDISLOCK_EIO), the attempt is swept on the loop and the
+ * waiter waits on (10 s) with a fresh token through the failover,
+ * getting the lock at the promoted replica.
+ */
+void test_alock_sentinel_waiter_waits_through_lost_reply(void)
+{
+    th_sentinels *t = th_sentinels_start(NULL);
+    redislock_options co = {0};
+    redislock_acquire_options o = th_aopts(5000, 10000, 0);
+    redislock_client *c;
+    redislock_lock *l;
+    redislock_loop *lp;
+    ad_done dl = {0};
+    int lost = 0;
+    void *h;
+    char *v;
+
+    co.command_timeout_ms = 3000;
+    co.on_event = count_lost;
+    co.on_event_arg = &lost;
+    c = th_client_url(t->url, &co);
+    h = d->open(c, &lp);
+    l = th_lock(c, "asl:lock");
+    /* The loop's connection to the master, open before it is frozen. */
+    ASSERT_OK(redislock_loop_acquire(lp, l, &o, ad_record, &dl));
+    ad_run_until(d, h, &dl.calls, 1, 5000);
+    ASSERT_OK(redislock_loop_release(lp, l, 0, ad_record, &dl));
+    ad_run_until(d, h, &dl.calls, 2, 5000);
+    th_server_pause(t->node[0]);
+    ASSERT_OK(redislock_loop_acquire(lp, l, &o, ad_record, &dl));
+    /* Sent at the first turn: nothing says when it has gone out. */
+    ad_run_for(d, h, 300);
+    ASSERT_EQ_INT(th_sentinels_kill_master(t), 0);
+    ad_run_until(d, h, &dl.calls, 3, 10000);
+    test_log("the waiter: %s (%s); lost replies waited on: %d",
+             redislock_strerror(dl.err), dl.detail, lost);
+    ASSERT_ERR(dl.err, REDISLOCK_OK);
+    ASSERT_GT(lost, 0);
+    v = on_node(t, 1, "asl:lock");
+    ASSERT_EQ_STR(v, redislock_token(l));
+    free(v);
+    ASSERT_OK(redislock_loop_release(lp, l, 0, ad_record, &dl));
+    ad_run_until(d, h, &dl.calls, 4, 5000);
+    d->close(h);
+    redislock_lock_free(l);
+    redislock_client_free(c);
+    th_sentinels_stop(t);
+}
+
 static void turn_poll(void *arg)
 {
     ad_run_for(d, ((holder *)arg)->h, 20);

@@ -7,6 +7,7 @@
  * URLs that are not right.
  */
 #include <poll.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -546,6 +547,59 @@ void test_sentinel_waiter_waits_through_failover(void)
     redislock_lock_free(h);
     redislock_client_free(wc);
     redislock_client_free(hc);
+    th_sentinels_stop(t);
+}
+
+static void count_lost(const redislock_event *ev, void *arg)
+{
+    if (ev->kind == REDISLOCK_EVENT_RETRY && ev->err == REDISLOCK_EIO)
+        atomic_fetch_add((atomic_int *)arg, 1);
+}
+
+/*
+ * A waiter whose attempt was out when the master died: the master is
+ * frozen, the waiter's attempt sent on its open connection, then kill
+ * -9; the reply is lost (REDISLOCK_EIO: the attempt may have run). The
+ * attempt is abandoned (its token voided and, had it run, undone) and
+ * the waiter waits on (10 s) with a fresh token through the failover,
+ * rather than fail, and gets the lock at the promoted replica.
+ */
+void test_sentinel_waiter_waits_through_lost_reply(void)
+{
+    th_sentinels *t = th_sentinels_start(NULL);
+    redislock_options wo = {0};
+    redislock_client *wc;
+    redislock_acquire_options o = th_aopts(5000, 10000, 0);
+    redislock_lock *warm;
+    atomic_int lost;
+    th_waiter w;
+    char *v;
+
+    atomic_init(&lost, 0);
+    wo.command_timeout_ms = 3000;
+    wo.on_event = count_lost;
+    wo.on_event_arg = &lost;
+    wc = th_client_url(t->url, &wo);
+    /* A connection to the master, open before it is frozen. */
+    warm = th_lock(wc, "sl:warm");
+    ASSERT_OK(redislock_acquire(warm, &o));
+    ASSERT_OK(redislock_release(warm));
+    redislock_lock_free(warm);
+    th_server_pause(t->node[0]);
+    th_waiter_start(&w, wc, "sl:lock", &o);
+    /* Nothing tells when the attempt has gone out: it is one write on
+     * an open connection, well within this. */
+    th_sleep_ms(300);
+    ASSERT_EQ_INT(th_sentinels_kill_master(t), 0);
+    th_waiter_join_ok(&w, 10000);
+    test_log("lost replies waited on: %d", atomic_load(&lost));
+    ASSERT_GT(atomic_load(&lost), 0);
+    v = on_node(t, 1, "sl:lock");
+    ASSERT_EQ_STR(v, w.token);
+    free(v);
+    ASSERT_OK(redislock_release(w.l));
+    redislock_lock_free(w.l);
+    redislock_client_free(wc);
     th_sentinels_stop(t);
 }
 
