@@ -315,7 +315,8 @@ typedef struct excl_mode {
      * release and extend on an event loop (redislock_loop(3)), the
      * tests' own poll() loop; EXCL_VIA_CLI, redislock run (cliworker.c) */
     int loop;
-    /* The replica-sync guard: the workers' wait_replicas (0: off). */
+    /* The replica-sync guard: the workers' wait_replicas (0: off;
+     * REDISLOCK_REPLICAS_ALL: every replica the master has had). */
     int guard;
 } excl_mode;
 

@@ -595,22 +595,22 @@ const excl_mode excl_modes[] = {
      9500, pick_failover, 0, 0, 0},
     {"sentinel_partition_guard", EXCL_SENTINEL, 1, 3, F(STOP_MASTER), 2500,
      3000, 9500, pick_failover, 0, 0, 1},
-    /* Issue 40: the failover modes with two replicas. The guard waits
-     * for both (wait_replicas 2): with 1, a lock the old master granted
-     * after the promotion and its other replica confirmed was lost (seed
-     * 139573955731484, 2026-11-29). The new master then has one until
-     * the old one is demoted, as with one replica: the failover comes
-     * later. */
+    /* Issue 40: the failover modes with two replicas. The guard is
+     * REDISLOCK_REPLICAS_ALL, every replica the master has had: with
+     * wait_replicas 1, a lock the old master granted after the promotion
+     * and its other replica confirmed was lost (seed 139573955731484,
+     * 2026-11-29). The new master then has one until the old one is
+     * demoted, as with one replica: the failover comes later. */
     {"sentinel_kill_master_2r", EXCL_SENTINEL2, 1, 3, F(KILL_MASTER), 1000,
      1500, 9500, pick_failover, 0, 0, 0},
     {"sentinel_failover_2r", EXCL_SENTINEL2, 1, 3, F(SENTINEL_FAILOVER), 1000,
      1500, 9500, pick_failover, 0, 0, 0},
     {"sentinel_failover_2r_guard", EXCL_SENTINEL2, 1, 3, F(SENTINEL_FAILOVER),
-     2500, 3000, 9500, pick_failover, 0, 0, 2},
+     2500, 3000, 9500, pick_failover, 0, 0, REDISLOCK_REPLICAS_ALL},
     {"sentinel_partition_2r", EXCL_SENTINEL2, 1, 3, F(STOP_MASTER), 1000, 1500,
      9500, pick_failover, 0, 0, 0},
     {"sentinel_partition_2r_guard", EXCL_SENTINEL2, 1, 3, F(STOP_MASTER), 2500,
-     3000, 9500, pick_failover, 0, 0, 2},
+     3000, 9500, pick_failover, 0, 0, REDISLOCK_REPLICAS_ALL},
     /* A cluster of three masters with a replica each: the master of the
      * key killed with -9, or its replica taking over by CLUSTER FAILOVER,
      * 1 to 1.5 s in. */
