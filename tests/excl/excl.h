@@ -238,6 +238,7 @@ typedef struct excl_live_verdict {
     long false_loss;   /* told lost while the server held the lease */
     long missed_grant; /* failed, the key surely free for > B */
     long starved;      /* a writer behind shares, a fair waiter overtaken */
+    long overtaken;    /* of starved, fair waiters overtaken */
     long failover;     /* a waiter that gave up in a failover, no lock
                           within R after it, an error after R */
     long reply_lost;   /* waiters that ended with ETIMEDOUT on a stopped

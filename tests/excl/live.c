@@ -461,6 +461,7 @@ static void check_fair(live *c, const att *w)
             r->t1 >= served_by(w) ||
             stopped_in(c, w->r->pid, w->r->t0, r->t1))
             continue;
+        c->v->overtaken++;
         report(c, "starvation (a fair waiter overtaken)", ++c->v->starved, w,
                r->t1);
         if (c->v->starved <= LIVE_PRINT_MAX)
