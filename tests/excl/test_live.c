@@ -98,6 +98,33 @@ void test_excl_live_false_loss(void)
     ASSERT_EQ_INT(check(&h).false_loss, 1);
 }
 
+/* A Redlock loss told just after a server was paused or delayed is not
+ * judged (its round could not confirm a majority in time), one told with
+ * no such fault is, and a single server's never is excused by one. */
+void test_excl_live_false_loss_quorum(void)
+{
+    lhist h;
+    excl_live_verdict v;
+    excl_rec *r;
+
+    memset(&h, 0, sizeof h);
+    r = rec(&h, EXCL_LOSS, 1, 2000, 2001);
+    r->flags = EXCL_L_CALLBACK;
+    r->belief = REDISLOCK_EEXPIRED;
+    r->x = 500;
+    excl_live_check(h.r, h.n, 1, 0, "redlock", 0, &v);
+    ASSERT_EQ_INT(v.false_loss, 1);
+    fault(&h, EXCL_F_DELAY, 0, 1500, 1800);
+    excl_live_check(h.r, h.n, 1, 0, "redlock", 0, &v);
+    ASSERT_EQ_INT(v.false_loss, 0);
+    excl_live_check(h.r, h.n, 1, 0, "default", 0, &v);
+    ASSERT_EQ_INT(v.false_loss, 1);
+    h.r[1].t0 = 100 * MS;
+    h.r[1].t1 = 200 * MS;
+    excl_live_check(h.r, h.n, 1, 0, "redlock", 0, &v);
+    ASSERT_EQ_INT(v.false_loss, 1);
+}
+
 /* A set's loss, one record a key told at one moment: false only when
  * every key kept the lease (a set is lost with any of its keys), and
  * counted once. */
