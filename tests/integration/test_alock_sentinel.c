@@ -276,13 +276,6 @@ void test_alock_sentinel_waiter_waits_through_failover(void)
  * the old master (their next INFO round, 10 s). */
 #define SWITCH_WATCH_MS 6000
 
-/* The switch test's holder on its loop. */
-typedef struct holder {
-    void *h;
-    redislock_lock *l;
-    ad_lost lost;
-} holder;
-
 static void count_lost(const redislock_event *ev, void *arg)
 {
     if (ev->kind == REDISLOCK_EVENT_RETRY && ev->err == REDISLOCK_EIO)
@@ -341,18 +334,6 @@ void test_alock_sentinel_waiter_waits_through_lost_reply(void)
     th_sentinels_stop(t);
 }
 
-static void turn_poll(void *arg)
-{
-    ad_run_for(d, ((holder *)arg)->h, 20);
-}
-
-static int loop_holds(void *arg)
-{
-    holder *x = arg;
-
-    return x->lost.calls == 0 && redislock_check(x->l) == REDISLOCK_OK;
-}
-
 /*
  * A planned failover (SENTINEL FAILOVER) leaves the old master up, and a
  * master by its own word until the sentinels demote it. A lock the loop
@@ -368,7 +349,7 @@ void test_alock_sentinel_renewal_follows_switch(void)
     redislock_client *c = th_client_url(t->url, NULL);
     redislock_acquire_options o = th_aopts(3000, 0, 0);
     redisContext *s = th_sentinels_sentinel_redis(t, 0);
-    holder x = {0};
+    ad_holder x = {.d = d};
     ad_done dl = {0};
     redislock_loop *lp;
     int64_t got;
@@ -384,12 +365,12 @@ void test_alock_sentinel_renewal_follows_switch(void)
     ad_run_until(d, x.h, &dl.calls, 1, 5000);
     ASSERT_ERR(dl.err, REDISLOCK_OK);
     freeReplyObject(th_cmd(s, "SENTINEL FAILOVER %s", t->master_name));
-    got = th_sentinels_rival(t, 1, "ass:k", SWITCH_WATCH_MS, turn_poll,
-                             loop_holds, &x, &held);
+    got = th_sentinels_rival(t, 1, "ass:k", SWITCH_WATCH_MS, ad_holder_turn,
+                             ad_holder_holds, &x, &held);
     ASSERT(!(got >= 0 && held));
     if (got < 0) {
         /* No false loss: the lease renewed at the new master. */
-        ASSERT(loop_holds(&x));
+        ASSERT(ad_holder_holds(&x));
         v = on_node(t, 1, "ass:k");
         ASSERT_EQ_STR(v, redislock_token(x.l));
         free(v);
