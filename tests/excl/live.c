@@ -526,23 +526,22 @@ static int guard_refused(const live *c, int64_t t)
     return 0;
 }
 
-/* Whether the loss r, told by a Redlock client, came from a renewal
- * round that a paused or delayed server may have cut short: the round
- * ran within the TTL before r was told, and such a fault was in force
- * then (or ended less than EXCL_LIVE_FAULT_TAIL_MS before). A quorum
- * that one server does not answer in time and another says is expired
- * cannot be confirmed, so the client must report the loss, though a
- * majority, read after the fault, still holds the lease: the "could not
- * reach the server in time" the rule does not count. A single server's
- * answer is the truth, so there a fault excuses nothing. */
-static int quorum_unsure(const live *c, const excl_rec *r)
+/* Whether the loss r came from a renewal that a paused or delayed
+ * server may have cut short: the renewal ran within the TTL before r
+ * was told, and such a fault was in force then (or ended less than
+ * EXCL_LIVE_FAULT_TAIL_MS before). The watchdog that gets no answer in
+ * time must report the loss when the lease it can vouch for ends, and
+ * a Redlock round that one server does not answer and another says is
+ * expired cannot confirm a majority; the renewal stuck behind the pause
+ * may still run once the server resumes, so the server, read after,
+ * holds a lease the client rightly gave up on: the "could not reach the
+ * server in time" the rule does not count. */
+static int renewal_unsure(const live *c, const excl_rec *r)
 {
     int64_t from = r->t0 - r->ttl_ms * 1000;
     size_t i;
     const excl_rec *f;
 
-    if (strstr(c->mode, "redlock") == NULL)
-        return 0;
     for (i = 0; i < c->nfault; i++) {
         f = c->fault[i];
         if ((f->flags == EXCL_F_PAUSE_SERVER || f->flags == EXCL_F_DELAY) &&
@@ -570,7 +569,7 @@ static void check_losses(live *c, const excl_rec *h, size_t n)
             continue;
         c->v->losses++;
         kept = loss_kept(h, n, r);
-        if (!loss_counts(r) || quorum_unsure(c, r) ||
+        if (!loss_counts(r) || renewal_unsure(c, r) ||
             kept <= r->ttl_ms / 100 + 2 + LIVE_LOSS_SLACK_MS)
             continue;
         if (guard_refused(c, r->t0)) {
