@@ -504,10 +504,13 @@ local function rl_writer_wait(K, mark, now)
 end
 
 -- An exclusive request meets a sorted set at K.lock. A lock held shared
--- whose readers have all gone is deleted, and true returned: the caller
--- takes the key. Otherwise, on a lock held shared, the writer's wait is
--- recorded (rl_writer_wait). Returns false and whether the set's release
--- wakes the caller (0 for a set redislock did not write: it polls).
+-- whose readers have all gone is deleted, and true returned: the key is
+-- free (the caller takes it, or, behind other waiters, is queued). Else,
+-- on a lock held shared, the writer's wait is recorded (rl_writer_wait),
+-- and false returned. Then whether a release wakes the caller (0 for a
+-- set redislock did not write: it polls), never nil: it goes into the
+-- caller's reply, which a nil would cut short (its place in the queue
+-- with it, and a hand-off that names the place would go unheeded).
 local function rl_share_writer(K, mark)
     local kind = rl_share_kind(K.lock)
     if kind ~= RL_SHARED then
@@ -516,7 +519,7 @@ local function rl_share_writer(K, mark)
     local now = rl_now_ms()
     if rl_share_prune(K.lock, now, true) == 0 then
         redis.call('DEL', K.lock)
-        return true
+        return true, 1
     end
     rl_writer_wait(K, mark, now)
     return false, 1

@@ -5,24 +5,12 @@
  * past the server's lease. EXCL_SEED replays a run's random choices.
  */
 #include <stdlib.h>
-#include <string.h>
 
 #include "excl/excl.h"
 #include "test.h"
 
 /* The fewest sections a run must see for its verdict to mean anything. */
 #define EXCL_MIN_SECTIONS 2
-
-/* Violations of a rule that a mode is known to break while the defect
- * is open (docs/SAFETY.md, "Liveness"): every run still reports them and
- * make soak fails on them; the short run of make check does not, until
- * the defect is fixed. shared_fair: a fair writer at the queue's head
- * passed over by fair readers that came after it, once a stopped share
- * holder's lease had run out (about 1 run in 20 on 2026-11-29). */
-static long known_open(const char *name, const excl_result *r)
-{
-    return strcmp(name, "shared_fair") == 0 ? r->lv.overtaken : 0;
-}
 
 /* One short run of the mode called name; its figures in *out. */
 static void run_mode(const char *name, excl_result *out)
@@ -35,7 +23,7 @@ static void run_mode(const char *name, excl_result *out)
     excl_run(m, excl_seed(), m->run_ms, out);
     for (f = 0; f < EXCL_F_COUNT; f++)
         faults += out->faults[f];
-    ASSERT_EQ_INT(out->violations - known_open(name, out), 0);
+    ASSERT_EQ_INT(out->violations, 0);
     ASSERT_EQ_INT(out->crashed, 0);
     ASSERT_GE(out->v.sections, EXCL_MIN_SECTIONS);
     if (m->faults != 0)

@@ -553,3 +553,66 @@ void test_fair_writer_keeps_readers_ahead(void)
     redislock_lock_free(r0);
     th_env_stop(&e);
 }
+
+/* A fair waiter's retry strategy of fixed pauses: p[0] after its first
+ * two attempts (the first pause only subscribes to its channel, and the
+ * second attempt follows at once), then p[1]. */
+static int64_t pauses(void *arg, int attempt, int64_t holder_ttl_ms)
+{
+    const int64_t *p = arg;
+
+    (void)holder_ttl_ms;
+    return attempt <= 2 ? p[0] : p[1];
+}
+
+/* A fair writer whose attempt finds the lock held shared with every
+ * share's lease over, behind another waiter, is told the key is free
+ * and keeps its place: the hand-off to it, when the one ahead has had
+ * the key, must reach it (the 2026-11-29 soak's overtaken writer: that
+ * reply lost its place number, so the message went unheeded, the short
+ * lease ran out before the next attempt, and readers queued behind it
+ * went first). A share whose holder stopped (its lease ends at 300 ms)
+ * holds KEY; fair writer X queues at the head, retrying at 1.5 s; fair
+ * writer W behind it tries again at 0.4 s, then pauses 2 s. X takes the
+ * key and releases at once: W must have it within 300 ms, long before
+ * its next attempt. */
+void test_fair_handoff_after_shares_ran_out(void)
+{
+    th_env e = th_env_start();
+    int64_t xp[2] = {1500, 1500}, wp[2] = {400, 2000};
+    redislock_acquire_options xo = th_aopts(30000, FOREVER, 0), wo;
+    long long t;
+    th_waiter x, w;
+    int64_t freed;
+
+    t = server_ms(e.r);
+    ASSERT_EQ_INT(th_cmd_int(e.r,
+                             "ZADD " KEY " inf redislock:shared %lld ghost",
+                             t + 300),
+                  2);
+    ASSERT_EQ_INT(th_cmd_int(e.r, "PEXPIRE " KEY " 5000"), 1);
+    xo.fair = 1;
+    wo = xo;
+    xo.retry_fn = pauses;
+    xo.retry_arg = xp;
+    wo.ttl_ms = 600;
+    wo.wait_ms = 5000;
+    wo.retry_fn = pauses;
+    wo.retry_arg = wp;
+    th_waiter_start(&x, e.c, KEY, &xo);
+    wait_queued(e.r, 1);
+    th_waiter_start(&w, e.c, KEY, &wo);
+    wait_queued(e.r, 2);
+    th_waiter_join_ok(&x, 5000);
+    ASSERT_OK(redislock_release(x.l));
+    freed = th_now_us();
+    th_waiter_join_ok(&w, 5000);
+    test_log("W in %lld ms after X's release",
+             (long long)((w.done_us - freed) / 1000));
+    ASSERT_LT(w.done_us - freed, 300000);
+    ASSERT_GT(redislock_fence(w.l), redislock_fence(x.l));
+    ASSERT_OK(redislock_release(w.l));
+    redislock_lock_free(x.l);
+    redislock_lock_free(w.l);
+    th_env_stop(&e);
+}
