@@ -25,8 +25,9 @@ check: deps
 	JOBS=$(JOBS) scripts/check.sh
 
 # The tests of `make check` 20 times in a row beside a second copy of them
-# (scripts/flake-hunt.sh -n RUNS -l suite|twin|cpu|none; HUNT_ARGS passes
-# options, e.g. HUNT_ARGS="-l twin" to count the copy's runs too): each
+# (scripts/flake-hunt.sh -n RUNS -l suite|twin|cpu|none -c COPIES;
+# HUNT_ARGS passes options, e.g. HUNT_ARGS="-l twin" to count the copy's
+# runs too, "-l twin -c 2" for three suites at once, all counted): each
 # failure with its run and failing line, then "N runs, K failing runs";
 # non-zero on any. Build dirs as check.sh (CHECK_BUILD, TSAN_BUILD); the
 # logs' dir printed.

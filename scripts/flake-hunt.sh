@@ -1,21 +1,23 @@
 #!/bin/sh
-# flake-hunt.sh [-n RUNS] [-l suite|twin|cpu|none] [-o DIR] [-s]
+# flake-hunt.sh [-n RUNS] [-l suite|twin|cpu|none] [-c COPIES] [-o DIR] [-s]
 #
 # Runs the tests as `make check` does (every test under ASan+UBSan, the
 # threaded ones again under TSan) RUNS times in a row (default 20), while
-# a load runs beside them: "suite" (default), a second copy of the same
-# tests in a loop, as a second `make check` would; "twin", the same, but
-# the copy's finished runs count as runs too (each copy is the other's
-# load, so RUNS runs take half as long); "cpu", one busy loop per CPU;
-# "none". Prints each failure as "run N [asan|tsan]: TEST (why)" with the
-# failing assertion's line, then which tests failed how often, then
-# "N runs, K failing runs"; exits non-zero on any failure.
+# a load runs beside them: "suite" (default), COPIES more copies of the
+# same tests in a loop (default 1), as more `make check`s would; "twin",
+# the same, but the copies' finished runs count as runs too (each copy is
+# the others' load, so RUNS runs take 1 / (COPIES + 1) of the time);
+# "cpu", one busy loop per CPU; "none". `-l twin -c 2` is three suites at
+# once, each with two copies beside it. Prints each failure as "run N
+# [asan|tsan]: TEST (why)" with the failing assertion's line, then which
+# tests failed how often, then "N runs, K failing runs"; exits non-zero
+# on any failure.
 #
 # Every run's output is kept in a directory (-o, else a new one under
 # TMPDIR) printed at the start and the end: run-NN.asan, run-NN.tsan, and
-# load/ for the load copy's runs, whose failures are listed but, except
-# with "twin", not counted (a copy's last run, cut short, never counts).
-# -s skips the build and uses the binaries already there.
+# load/C/ for copy C's runs, whose failures are listed but, except with
+# "twin", not counted (a copy's last run, cut short, never counts). -s
+# skips the build and uses the binaries already there.
 #
 # Environment, as scripts/check.sh: CHECK_BUILD (default build-check),
 # TSAN_BUILD (default build-tsan), JOBS (default 2).
@@ -25,6 +27,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top" || exit 2
 runs=20
 load=suite
+copies=1
 dir=
 skip_build=0
 jobs=${JOBS:-2}
@@ -33,13 +36,14 @@ tsan=${TSAN_BUILD:-build-tsan}
 
 usage() {
     echo "usage: scripts/flake-hunt.sh [-n RUNS] [-l suite|twin|cpu|none]" \
-        "[-o DIR] [-s]" >&2
+        "[-c COPIES] [-o DIR] [-s]" >&2
     exit 2
 }
 
-while getopts n:l:o:s opt; do
+while getopts n:l:c:o:s opt; do
     case $opt in
     n) runs=$OPTARG ;;
+    c) copies=$OPTARG ;;
     l) load=$OPTARG ;;
     o) dir=$OPTARG ;;
     s) skip_build=1 ;;
@@ -48,6 +52,7 @@ while getopts n:l:o:s opt; do
 done
 [ $# -ge "$OPTIND" ] && usage
 case $runs in '' | *[!0-9]* | 0) usage ;; esac
+case $copies in '' | *[!0-9]* | 0) usage ;; esac
 case $load in suite | twin | cpu | none) ;; *) usage ;; esac
 
 # The threaded list is check.sh's own, so that both run the same tests.
@@ -77,8 +82,17 @@ if [ -z "$dir" ]; then
 fi
 mkdir -p "$dir/load" || exit 2
 # A directory used before: its old logs must not be read as this hunt's.
-rm -f "$dir/failures" "$dir"/run-* "$dir"/load/*
-echo "flake-hunt: $runs runs beside load '$load'; logs in $dir"
+rm -rf "$dir/failures" "$dir"/run-* "$dir"/load/*
+c=1
+while [ "$c" -le "$copies" ]; do
+    mkdir -p "$dir/load/$c" || exit 2
+    c=$((c + 1))
+done
+case $load in
+suite | twin) what="$copies cop$([ "$copies" -eq 1 ] && echo y || echo ies)" ;;
+*) what=$load ;;
+esac
+echo "flake-hunt: $runs runs beside load '$load' ($what); logs in $dir"
 
 # Runs "$@" with its output in $out, in the background and waited for,
 # so that a signal to this script is handled at once (stop_all ends it).
@@ -99,22 +113,23 @@ suite() {
     run "$tsan/tests/rl-tests" -j"$jobs" $threaded
 }
 
-# The load copy, in a subshell: whole suites until told to stop. The
-# pid of the rl-tests it runs is kept in a file for stop_all.
+# A load copy, in a subshell: whole suites until told to stop, logs in
+# $ld. The pid of the rl-tests it runs is kept in a file for stop_all.
 load_run() {
     "$@" >"$out" 2>&1 &
-    echo $! >"$dir/load/pid"
+    echo $! >"$ld/pid"
     wait $!
 }
 
 suite_loop() {
+    ld=$1
     i=0
     while [ ! -e "$dir/load/stop" ]; do
         i=$((i + 1))
-        out=$dir/load/$i.asan
+        out=$ld/$i.asan
         load_run "$asan/tests/rl-tests" -j"$jobs"
         [ -e "$dir/load/stop" ] && break
-        out=$dir/load/$i.tsan
+        out=$ld/$i.tsan
         # shellcheck disable=SC2086
         load_run "$tsan/tests/rl-tests" -j"$jobs" $threaded
     done
@@ -124,8 +139,12 @@ loadpids=
 start_load() {
     case $load in
     suite | twin)
-        suite_loop &
-        loadpids=$!
+        c=1
+        while [ "$c" -le "$copies" ]; do
+            suite_loop "$dir/load/$c" &
+            loadpids="$loadpids $!"
+            c=$((c + 1))
+        done
         ;;
     cpu)
         n=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)
@@ -147,9 +166,9 @@ stop_all() {
     for p in $loadpids; do
         kill "$p" 2>/dev/null
     done
-    if [ -s "$dir/load/pid" ]; then
-        kill -TERM "$(cat "$dir/load/pid")" 2>/dev/null
-    fi
+    for f in "$dir"/load/*/pid; do
+        [ -s "$f" ] && kill -TERM "$(cat "$f")" 2>/dev/null
+    done
     for p in $loadpids; do
         wait "$p" 2>/dev/null
     done
@@ -196,18 +215,29 @@ failures() {
     }' "$1"
 }
 
-# How many of the load copy's runs have finished: both halves ended with
-# the runner's summary line.
-load_done() {
+# How many of copy $1's runs have finished: both halves ended with the
+# runner's summary line.
+copy_done() {
     n=0
     while grep -qs '^[0-9]* passed, [0-9]* failed$' \
-        "$dir/load/$((n + 1)).tsan"; do
+        "$dir/load/$1/$((n + 1)).tsan"; do
         n=$((n + 1))
     done
     echo "$n"
 }
 
-# Runs counted so far: this loop's, and with "twin" the copy's.
+# The finished runs of all the copies.
+load_done() {
+    t=0
+    c=1
+    while [ "$c" -le "$copies" ]; do
+        t=$((t + $(copy_done "$c")))
+        c=$((c + 1))
+    done
+    echo "$t"
+}
+
+# Runs counted so far: this loop's, and with "twin" the copies'.
 counted() {
     if [ "$load" = twin ]; then
         echo $((i - 1 + $(load_done)))
@@ -238,36 +268,47 @@ done_load=$(load_done)
 stop_all
 trap - INT TERM HUP
 
-# The load copy's failures, for the record: the last run was cut short.
-i=1
-while [ -e "$dir/load/$i.asan" ]; do
-    failures "$dir/load/$i.asan" "load $i asan"
-    [ -e "$dir/load/$i.tsan" ] && failures "$dir/load/$i.tsan" "load $i tsan"
-    i=$((i + 1))
-done | grep -v 'no summary line' >"$dir/load/failures"
-if [ "$load" = twin ]; then
-    # The copy's finished runs count; what its cut-short run saw does not.
+# The copies' failures, for the record (a copy's last run, cut short,
+# is left out).
+c=1
+while [ "$c" -le "$copies" ]; do
     i=1
-    while [ "$i" -le "$done_load" ]; do
-        f=$(failures "$dir/load/$i.asan" "load $i asan"
-            failures "$dir/load/$i.tsan" "load $i tsan")
-        if [ -n "$f" ]; then
-            failing=$((failing + 1))
-            echo "$f" >>"$dir/failures"
-        fi
+    while [ -e "$dir/load/$c/$i.asan" ]; do
+        failures "$dir/load/$c/$i.asan" "load $c.$i asan"
+        [ -e "$dir/load/$c/$i.tsan" ] &&
+            failures "$dir/load/$c/$i.tsan" "load $c.$i tsan"
         i=$((i + 1))
     done
-    echo "== the copy beside: $done_load finished runs, counted =="
+    c=$((c + 1))
+done | grep -v 'no summary line' >"$dir/load/failures"
+if [ "$load" = twin ]; then
+    # The copies' finished runs count; what a cut-short run saw does not.
+    c=1
+    while [ "$c" -le "$copies" ]; do
+        n=$(copy_done "$c")
+        i=1
+        while [ "$i" -le "$n" ]; do
+            f=$(failures "$dir/load/$c/$i.asan" "load $c.$i asan"
+                failures "$dir/load/$c/$i.tsan" "load $c.$i tsan")
+            if [ -n "$f" ]; then
+                failing=$((failing + 1))
+                echo "$f" >>"$dir/failures"
+            fi
+            i=$((i + 1))
+        done
+        c=$((c + 1))
+    done
+    echo "== the copies beside: $done_load finished runs, counted =="
     [ ! -s "$dir/load/failures" ] || cat "$dir/load/failures"
     runs=$((own + done_load))
 elif [ -s "$dir/load/failures" ]; then
-    echo "== failures of the copy beside (not counted) =="
+    echo "== failures of the copies beside (not counted) =="
     cat "$dir/load/failures"
 fi
 
 if [ -s "$dir/failures" ]; then
     echo "== failures per test =="
-    sed -n 's/^[a-z]* [0-9]* \([a-z]*\): \([^ ]*\) .*/\2 (\1)/p' \
+    sed -n 's/^[a-z]* [0-9.]* \([a-z]*\): \([^ ]*\) .*/\2 (\1)/p' \
         "$dir/failures" | sort | uniq -c | sort -rn
 fi
 echo "logs in $dir"
