@@ -156,15 +156,20 @@ void test_retry_exponential_pauses(void)
     test_log("exponential 10 ms, 5 attempts: %lld ms (range 75..150)",
              (long long)ms);
     ASSERT_PAUSES(ms, 75, 150);
-    /* 25 .. 400 doubling: apart from what linear growth would give. */
-    ms6 = wait_attempts(&e, REDISLOCK_RETRY_EXPONENTIAL, 25, 0, 6);
-    test_log("exponential 25 ms, 6 attempts: %lld ms (range 387..775)",
+    /* 10 .. 160 doubling: apart from what linear growth would give (at
+     * most 10 + 20 + 30 + 40 + 50 = 150). Every pause stays under
+     * RL_BLOCK_MIN_MS, so each is slept whole: a longer one blocks in a
+     * BLPOP whose attempt behind it may run up to RL_SERVER_TICK_MS
+     * early (on 2026-11-29, pauses of 25 .. 400 summed to 382 ms, under
+     * their jittered minimum of 387). */
+    ms6 = wait_attempts(&e, REDISLOCK_RETRY_EXPONENTIAL, 10, 0, 6);
+    test_log("exponential 10 ms, 6 attempts: %lld ms (range 155..310)",
              (long long)ms6);
     /* The lower bound is what tells doubling from linear growth; above,
      * a loaded machine's oversleeping adds up over five pauses (1014 ms
-     * seen beside another make check), so only a runaway (each pause
-     * doubled again: 1550) is caught. */
-    ASSERT_GE(ms6, 12 + 25 + 50 + 100 + 200 - ROUNDING_MS);
+     * seen beside another make check for pauses of 25 .. 400), so only
+     * a runaway (each pause doubled again: 3410) is caught. */
+    ASSERT_GE(ms6, 5 + 10 + 20 + 40 + 80 - ROUNDING_MS);
     ASSERT_LE(ms6, 1400);
     env_stop(&e);
 }
