@@ -31,6 +31,9 @@ struct rl__watch {
     int linked;  /* still in the watchdog's list */
     int oneshot; /* one renewal, then done (and no loss report after) */
     int busy;    /* the thread is renewing it right now */
+    /* The last renewal's failure, while it is retried (0: none). */
+    redislock_err failed;
+    char failed_why[200];
     int efd;
     redislock_lost_cb cb;
     void *cb_arg;
@@ -121,6 +124,17 @@ static int capped(const struct rl__watch *w, int64_t now)
            (w->max_hold_us > 0 && now - w->started_us >= w->max_hold_us);
 }
 
+/* Renewals failed (a timeout, say) until the validity ran out: for the
+ * holder that is an expiry, as redislock_check() already says; the
+ * detail keeps the last renewal's error. */
+static redislock_err failed_loss(const struct rl__watch *w)
+{
+    return rl__err(REDISLOCK_EEXPIRED,
+                   "renewals failed until the validity ran out (last: %s: "
+                   "%s)",
+                   redislock_errname(w->failed), w->failed_why);
+}
+
 /* What a renewal's outcome err means for the watch: KEEP (its next
  * renewal set) or DROP (over: the loss reported, or a one-shot done). */
 static verdict renewed(struct rl__watch *w, redislock_err err)
@@ -129,6 +143,7 @@ static verdict renewed(struct rl__watch *w, redislock_err err)
     int64_t now = rl__now_us(), valid;
     int64_t period = w->ttl_ms * 1000 / 3, retry;
 
+    w->failed = err;
     if (err == REDISLOCK_OK) {
         w->renewals++;
         w->next_us = now + period;
@@ -138,20 +153,13 @@ static verdict renewed(struct rl__watch *w, redislock_err err)
         report_loss(w, err);
         return DROP;
     }
+    snprintf(w->failed_why, sizeof w->failed_why, "%s", redislock_errdetail());
     if (now >= (valid = w->lease->valid_until(l))) {
-        /* Renewals failed (a timeout, say) until the validity ran out:
-         * for the holder that is an expiry, as redislock_check() already
-         * says; the detail keeps the last renewal's error. */
-        char last[256];
-        snprintf(last, sizeof last, "%s", redislock_errdetail());
-        report_loss(w, rl__err(REDISLOCK_EEXPIRED,
-                               "renewals failed until the validity ran out "
-                               "(last: %s: %s)",
-                               redislock_errname(err), last));
+        report_loss(w, failed_loss(w));
         return DROP;
     }
     /* A transient failure: try again soon, but not past the validity, at
-     * which point the lock counts as lost. */
+     * which point the lock counts as lost (rl__watch_before). */
     retry = w->ttl_ms * 100;
     w->next_us = now + (retry > RL_RETRY_MIN_US ? retry : RL_RETRY_MIN_US);
     if (w->next_us > valid)
@@ -163,15 +171,30 @@ rl__renew_step rl__watch_before(rl__watch *w)
 {
     int64_t now = rl__now_us(), valid = w->lease->valid_until(w->lock);
 
+    if (now >= valid) {
+        /* No renewal goes once the validity has run out: the holder must
+         * count the lock as lost, and a renewal could only lengthen, on
+         * the server, a lease nobody holds any more. Either renewals
+         * failed until then, or the cap stopped them, or they were held
+         * up past it (the process was stopped, or this thread kept
+         * busy). */
+        if (w->failed != REDISLOCK_OK)
+            report_loss(w, failed_loss(w));
+        else if (capped(w, now))
+            report_loss(w, REDISLOCK_EEXPIRED);
+        else
+            report_loss(w, rl__err(REDISLOCK_EEXPIRED,
+                                   "the lease ran out %lld ms before its "
+                                   "renewal could be sent (the process or "
+                                   "its watchdog was held up)",
+                                   (long long)((now - valid) / 1000)));
+        return RL_RENEW_DROP;
+    }
     if (!capped(w, now))
         return RL_RENEW_SEND;
     /* No more renewals: the lease runs out at its validity. */
-    if (now < valid) {
-        w->next_us = valid;
-        return RL_RENEW_KEEP;
-    }
-    report_loss(w, REDISLOCK_EEXPIRED);
-    return RL_RENEW_DROP;
+    w->next_us = valid;
+    return RL_RENEW_KEEP;
 }
 
 rl__renew_step rl__watch_after(rl__watch *w, redislock_err err)

@@ -109,6 +109,7 @@ TEST_ENTRY(watchdog_max_renewals_cap, 30)
 TEST_ENTRY(watchdog_max_hold_cap, 30)
 TEST_ENTRY(watchdog_validity_after_acquire, 30)
 TEST_ENTRY(watchdog_one_thread_many_locks, 30)
+TEST_ENTRY(watchdog_no_renewal_past_validity, 30)
 
 TEST_ENTRY(retry_constant_pauses, 30)
 TEST_ENTRY(retry_linear_pauses, 30)

@@ -694,3 +694,77 @@ void test_watchdog_check_from_other_thread(void)
     redislock_lock_free(l);
     env_stop(&e);
 }
+
+/* An event callback that holds up the watchdog thread once, at the first
+ * renewal of lock l, for ms: as a stopped process or a starved thread
+ * would (on_event must return quickly; this one does not on purpose). */
+typedef struct holdup {
+    const redislock_lock *l;
+    int64_t ms;
+    atomic_int done;
+    char detail[256]; /* the loss's detail, from the watchdog thread */
+} holdup;
+
+static void hold_thread(const redislock_event *ev, void *arg)
+{
+    holdup *h = arg;
+
+    if (ev->kind == REDISLOCK_EVENT_RENEWED && ev->lock == h->l &&
+        !atomic_exchange(&h->done, 1))
+        th_sleep_ms(h->ms);
+    if (ev->kind == REDISLOCK_EVENT_LOST && ev->lock != h->l)
+        snprintf(h->detail, sizeof h->detail, "%s", redislock_errdetail());
+}
+
+/* A renewal that is due once the validity has run out is not sent: the
+ * holder is told the lock is lost (EEXPIRED), and the server's lease,
+ * which outlives the validity by the drift allowance, runs out as it
+ * would have. Sent then (as before 2026-11-29), it either renewed a
+ * lease the holder had been unable to vouch for, or, answered after its
+ * one-millisecond wait, was reported lost while it kept the key held for
+ * a whole TTL by nobody (the checker's false loss in the sharded mode's
+ * soak). A holds a lock for 1.5 s with a drift allowance of 0.5 s: its
+ * validity ends at 1 s, the server's lease at 1.5 s, its renewal is due
+ * at 0.5 s. B's first renewal, at 0.1 s, holds the watchdog thread up
+ * until 1.2 s. */
+void test_watchdog_no_renewal_past_validity(void)
+{
+    holdup h = {0};
+    redislock_options co = {0};
+    env e;
+    lost_log g;
+    redislock_lock *a, *b;
+    redislock_acquire_options oa = watched(1500, NULL), ob = watched(300, NULL);
+    long long pttl;
+
+    lost_log_init(&g);
+    co.on_event = hold_thread;
+    co.on_event_arg = &h;
+    e = env_start(&co);
+    a = th_lock(e.c, "wd:late");
+    b = th_lock(e.c, "wd:other");
+    oa.on_lost = on_lost;
+    oa.on_lost_arg = &g;
+    oa.drift_ms = 500;
+    h.l = b;
+    h.ms = 1100;
+    ASSERT_OK(redislock_acquire(a, &oa));
+    ASSERT_OK(redislock_acquire(b, &ob));
+    ASSERT_EQ_INT(lost_calls(&g, 5000), 1);
+    pttl = th_pttl(e.r, "wd:late");
+    test_log("lost: %s (%s); the server's lease: %lld ms left",
+             redislock_errname(g.why), h.detail, pttl);
+    ASSERT_EQ_INT(g.why, REDISLOCK_EEXPIRED);
+    ASSERT(strstr(h.detail, "held up") != NULL);
+    /* Not renewed: what is left of the lease from 0 s (or, had A been
+     * renewed before the hold-up, from 0.5 s), never a fresh 1.5 s. */
+    ASSERT_LE(pttl, 1000);
+    ASSERT(th_wait_key_gone(e.r, "wd:late", 7, 2000));
+    ASSERT_ERR(redislock_release(a), REDISLOCK_EEXPIRED);
+    /* B's lease (0.3 s) ran out while its own event held the thread. */
+    ASSERT_ERR(redislock_release(b), REDISLOCK_EEXPIRED);
+    redislock_lock_free(a);
+    redislock_lock_free(b);
+    env_stop(&e);
+    lost_log_fini(&g);
+}
