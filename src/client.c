@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 #include <stdio.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,23 +27,20 @@ typedef enum rl__mode {
 #define RL_MAX_SERVERS 1024
 
 struct redislock_client {
+    rl__env env; /* first: what the lock layer reads (env.h) */
     rl__mode mode;
     rl__pool *pools; /* none in cluster mode: the cluster has its own */
     size_t npools;
-    rl__cluster *cluster;      /* cluster mode only */
-    rl__sentinel *sentinel;    /* Sentinel mode only */
-    int64_t server_timeout_ms; /* Redlock; 0: derived from the TTL */
-    rl__replicas replicas;     /* the replica-sync guard */
-    rl__ring ring;             /* only with more than one server */
-    rl__idset ids;             /* which servers are one: with several */
-    int have_ids;              /* ids needs rl__idset_fini */
-    rl__topo topo;             /* over pools, ring and cluster */
-    char *prefix;
-    size_t prefixlen;
-    pthread_mutex_t mu;     /* guards watchdog creation */
-    rl__watchdog *watchdog; /* made on first use */
-    rl__events events;      /* the caller's event callback */
+    rl__cluster *cluster;   /* cluster mode only */
+    rl__sentinel *sentinel; /* Sentinel mode only */
+    rl__ring ring;          /* only with more than one server */
+    rl__idset ids;          /* which servers are one: with several */
+    int have_ids;           /* ids needs rl__idset_fini */
 };
+
+/* The lock layer reads a client pointer as its env (env.h). */
+_Static_assert(offsetof(struct redislock_client, env) == 0,
+               "the env must come first in struct redislock_client");
 
 static redislock_err check_options(const redislock_options *o)
 {
@@ -169,13 +167,16 @@ static redislock_err setup(redislock_client *c, const char *const *urls,
     for (i = 0; i < c->npools; i++)
         if ((err = rl__pool_init(&c->pools[i], urls[i], o)) != REDISLOCK_OK)
             return err;
+    c->env.server_timeout_cap_ms = c->pools[0].cfg.command_timeout_ms;
     if (c->npools > 1) {
         c->have_ids = 1;
         err = rl__idset_init(&c->ids, c->pools, c->npools,
-                             c->mode == RL_MODE_REDLOCK, c->prefix,
-                             c->prefixlen, c->server_timeout_ms);
+                             c->mode == RL_MODE_REDLOCK, c->env.prefix,
+                             c->env.prefixlen, c->env.server_timeout_ms);
         if (err != REDISLOCK_OK)
             return err;
+        if (c->mode == RL_MODE_REDLOCK)
+            c->env.ids = &c->ids;
     }
     if (c->mode == RL_MODE_REDLOCK) {
         if ((err = check_majority(c)) != REDISLOCK_OK)
@@ -225,24 +226,27 @@ static redislock_err client_alloc(redislock_client **out, rl__mode mode,
     if ((c = calloc(1, sizeof *c)) == NULL)
         return rl__err(REDISLOCK_ENOMEM, "out of memory");
     c->mode = mode;
-    c->server_timeout_ms = (*opts)->server_timeout_ms;
-    c->replicas.want = (*opts)->wait_replicas;
-    c->replicas.aof_local = (*opts)->wait_aof_local;
-    c->replicas.aof_replicas = (*opts)->wait_aof_replicas;
-    c->replicas.timeout_ms = (*opts)->wait_replicas_timeout_ms
-                                 ? (*opts)->wait_replicas_timeout_ms
-                                 : RL_DEFAULT_WAIT_REPLICAS_MS;
-    c->replicas.lenient = (*opts)->wait_replicas_lenient;
-    c->events = (rl__events){(*opts)->on_event, (*opts)->on_event_arg};
-    pthread_mutex_init(&c->mu, NULL);
-    c->prefix = strdup((*opts)->prefix ? (*opts)->prefix : "");
-    if (c->replicas.want < 0)
-        c->replicas.seen = rl__seen_new();
-    if (c->prefix == NULL || (c->replicas.want < 0 && !c->replicas.seen)) {
+    c->env.algo = mode == RL_MODE_REDLOCK ? &rl__algo_redlock : &rl__algo_one;
+    c->env.server_timeout_ms = (*opts)->server_timeout_ms;
+    c->env.server_timeout_cap_ms = REDISLOCK_DEFAULT_COMMAND_TIMEOUT_MS;
+    c->env.replicas.want = (*opts)->wait_replicas;
+    c->env.replicas.aof_local = (*opts)->wait_aof_local;
+    c->env.replicas.aof_replicas = (*opts)->wait_aof_replicas;
+    c->env.replicas.timeout_ms = (*opts)->wait_replicas_timeout_ms
+                                     ? (*opts)->wait_replicas_timeout_ms
+                                     : RL_DEFAULT_WAIT_REPLICAS_MS;
+    c->env.replicas.lenient = (*opts)->wait_replicas_lenient;
+    c->env.events = (rl__events){(*opts)->on_event, (*opts)->on_event_arg};
+    pthread_mutex_init(&c->env.mu, NULL);
+    c->env.prefix = strdup((*opts)->prefix ? (*opts)->prefix : "");
+    if (c->env.replicas.want < 0)
+        c->env.replicas.seen = rl__seen_new();
+    if (c->env.prefix == NULL ||
+        (c->env.replicas.want < 0 && !c->env.replicas.seen)) {
         redislock_client_free(c);
         return rl__err(REDISLOCK_ENOMEM, "out of memory");
     }
-    c->prefixlen = strlen(c->prefix);
+    c->env.prefixlen = strlen(c->env.prefix);
     *out = c;
     return REDISLOCK_OK;
 }
@@ -268,14 +272,14 @@ static redislock_err new_with_pools(redislock_client **out, rl__mode mode,
     (*out)->npools = n;
     if ((err = setup(*out, urls, opts)) != REDISLOCK_OK)
         return undo(out, err);
-    (*out)->topo = (rl__topo){mode == RL_MODE_REDLOCK   ? RL_TOPO_SET
-                              : mode == RL_MODE_SHARDED ? RL_TOPO_SHARDED
-                                                        : RL_TOPO_SINGLE,
-                              (*out)->pools,
-                              n,
-                              &(*out)->ring,
-                              NULL,
-                              NULL};
+    (*out)->env.topo = (rl__topo){mode == RL_MODE_REDLOCK   ? RL_TOPO_SET
+                                  : mode == RL_MODE_SHARDED ? RL_TOPO_SHARDED
+                                                            : RL_TOPO_SINGLE,
+                                  (*out)->pools,
+                                  n,
+                                  &(*out)->ring,
+                                  NULL,
+                                  NULL};
     return REDISLOCK_OK;
 }
 
@@ -289,7 +293,7 @@ static redislock_err new_sentinel(redislock_client **out, const char *url,
         (err = rl__sentinel_new(url, opts, &(*out)->sentinel)) != 0)
         return undo(out, err);
     if (err == REDISLOCK_OK)
-        (*out)->topo =
+        (*out)->env.topo =
             (rl__topo){RL_TOPO_SENTINEL, NULL, 0, NULL, NULL, (*out)->sentinel};
     return err;
 }
@@ -334,7 +338,7 @@ static redislock_err new_cluster(redislock_client **out,
         (err = rl__cluster_new(seeds, n, opts, &(*out)->cluster)) != 0)
         return undo(out, err);
     if (err == REDISLOCK_OK)
-        (*out)->topo =
+        (*out)->env.topo =
             (rl__topo){RL_TOPO_CLUSTER, NULL, 0, NULL, (*out)->cluster, NULL};
     return err;
 }
@@ -433,7 +437,7 @@ void redislock_client_free(redislock_client *c)
     if (c == NULL)
         return;
     /* The watchdog borrows connections: stop it first. */
-    rl__watchdog_free(c->watchdog);
+    rl__watchdog_free(c->env.watchdog);
     for (i = 0; i < c->npools; i++)
         rl__pool_fini(&c->pools[i]);
     free(c->pools);
@@ -443,65 +447,8 @@ void redislock_client_free(redislock_client *c)
     if (c->have_ids)
         rl__idset_fini(&c->ids);
     rl__ring_free(&c->ring);
-    free(c->prefix);
-    rl__seen_free(c->replicas.seen);
-    pthread_mutex_destroy(&c->mu);
+    free(c->env.prefix);
+    rl__seen_free(c->env.replicas.seen);
+    pthread_mutex_destroy(&c->env.mu);
     free(c);
-}
-
-rl__topo *rl__client_topo(redislock_client *c)
-{
-    return &c->topo;
-}
-
-const rl__algo *rl__client_algo(const redislock_client *c)
-{
-    return c->mode == RL_MODE_REDLOCK ? &rl__algo_redlock : &rl__algo_one;
-}
-
-const rl__replicas *rl__client_replicas(const redislock_client *c)
-{
-    return &c->replicas;
-}
-
-int64_t rl__client_server_timeout(const redislock_client *c, int64_t ttl_ms)
-{
-    int64_t t = c->server_timeout_ms;
-    int64_t cap = c->npools > 0 ? c->pools[0].cfg.command_timeout_ms
-                                : REDISLOCK_DEFAULT_COMMAND_TIMEOUT_MS;
-
-    if (t > 0)
-        return t;
-    t = ttl_ms / 10;
-    if (t < RL_MIN_SERVER_TIMEOUT_MS)
-        t = RL_MIN_SERVER_TIMEOUT_MS;
-    return t < cap ? t : cap;
-}
-
-rl__idset *rl__client_ids(redislock_client *c)
-{
-    return c->mode == RL_MODE_REDLOCK && c->have_ids ? &c->ids : NULL;
-}
-
-const char *rl__client_prefix(const redislock_client *c, size_t *len)
-{
-    *len = c->prefixlen;
-    return c->prefix;
-}
-
-const rl__events *rl__client_events(const redislock_client *c)
-{
-    return &c->events;
-}
-
-redislock_err rl__client_watchdog(redislock_client *c, rl__watchdog **out)
-{
-    redislock_err err = REDISLOCK_OK;
-
-    pthread_mutex_lock(&c->mu);
-    if (c->watchdog == NULL)
-        err = rl__watchdog_new(c, &c->watchdog);
-    *out = c->watchdog;
-    pthread_mutex_unlock(&c->mu);
-    return err;
 }

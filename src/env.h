@@ -4,12 +4,16 @@
  * Cluster), the key prefix, the replica-sync guard, Redlock's per-server
  * timeout, and the watchdog shared by all of the client's locks.
  *
- * Declared here, in the lock layer, and defined by client.c in the client
- * layer above: the lock code depends on this interface, not on the
- * client, so the arrows point down (docs/ARCHITECTURE.md).
+ * Data, defined here in the lock layer: client.c, in the client layer
+ * above, fills an rl__env as the first member of its client, and the lock
+ * code reads it through the accessors below, so that it neither includes
+ * nor calls the client: the arrows point down (docs/ARCHITECTURE.md).
  */
 #ifndef RL_ENV_H
 #define RL_ENV_H
+
+#include <pthread.h>
+#include <stdint.h>
 
 #include "ident.h"
 #include "pool.h"
@@ -34,34 +38,103 @@ typedef struct rl__replicas {
     int lenient;
 } rl__replicas;
 
-const rl__replicas *rl__client_replicas(const redislock_client *c);
-
-/* Redlock's per-server reply timeout for a request with ttl_ms. */
-int64_t rl__client_server_timeout(const redislock_client *c, int64_t ttl_ms);
-
-/* Which of a Redlock client's servers are one (ident.h), for the event
- * loop's rounds, whose connections are not vetted; NULL for others. */
-rl__idset *rl__client_ids(redislock_client *c);
-
-/* Where the client's requests go. */
-rl__topo *rl__client_topo(redislock_client *c);
-
-/* How the client's locks are decided (algo.h). */
-struct rl__algo;
-const struct rl__algo *rl__client_algo(const redislock_client *c);
-
-/* The key prefix and its length. */
-const char *rl__client_prefix(const redislock_client *c, size_t *len);
-
 /* The caller's event callback and its argument (cb NULL: none). */
 typedef struct rl__events {
     redislock_event_cb cb;
     void *arg;
 } rl__events;
 
-const rl__events *rl__client_events(const redislock_client *c);
+struct rl__algo;
 
-/* The client's watchdog, started on first use. */
-redislock_err rl__client_watchdog(redislock_client *c, rl__watchdog **out);
+/* The client's part that the lock layer reads. client.c fills it when it
+ * makes the client and puts it first in its struct, so that a client
+ * pointer is a pointer to it (libuv's handles share their fields the same
+ * way): the lock code reads data it is handed and calls nothing above. */
+typedef struct rl__env {
+    rl__topo topo;               /* where the client's requests go */
+    const struct rl__algo *algo; /* how its locks are decided (algo.h) */
+    rl__replicas replicas;       /* the replica-sync guard */
+    int64_t server_timeout_ms;   /* Redlock's per-server timeout; 0: derived */
+    int64_t server_timeout_cap_ms; /* ...from the TTL, no more than this */
+    rl__idset *ids; /* a Redlock client's servers (ident.h); else NULL */
+    char *prefix;   /* the key prefix */
+    size_t prefixlen;
+    rl__events events;
+    pthread_mutex_t mu;     /* guards the watchdog's creation */
+    rl__watchdog *watchdog; /* made on first use (rl__client_watchdog) */
+} rl__env;
+
+static inline rl__env *rl__env_of(redislock_client *c)
+{
+    return (rl__env *)(void *)c;
+}
+
+static inline const rl__env *rl__env_ofc(const redislock_client *c)
+{
+    return (const rl__env *)(const void *)c;
+}
+
+static inline const rl__replicas *rl__client_replicas(const redislock_client *c)
+{
+    return &rl__env_ofc(c)->replicas;
+}
+
+/* Redlock's per-server reply timeout for a request with ttl_ms: the
+ * client's, else a tenth of the TTL, at least RL_MIN_SERVER_TIMEOUT_MS
+ * and at most the command timeout. */
+static inline int64_t rl__client_server_timeout(const redislock_client *c,
+                                                int64_t ttl_ms)
+{
+    const rl__env *e = rl__env_ofc(c);
+    int64_t t = e->server_timeout_ms;
+
+    if (t > 0)
+        return t;
+    t = ttl_ms / 10;
+    if (t < RL_MIN_SERVER_TIMEOUT_MS)
+        t = RL_MIN_SERVER_TIMEOUT_MS;
+    return t < e->server_timeout_cap_ms ? t : e->server_timeout_cap_ms;
+}
+
+/* Which of a Redlock client's servers are one (ident.h), for the event
+ * loop's rounds, whose connections are not vetted; NULL for others. */
+static inline rl__idset *rl__client_ids(redislock_client *c)
+{
+    return rl__env_of(c)->ids;
+}
+
+/* Where the client's requests go. */
+static inline rl__topo *rl__client_topo(redislock_client *c)
+{
+    return &rl__env_of(c)->topo;
+}
+
+/* How the client's locks are decided (algo.h). */
+static inline const struct rl__algo *rl__client_algo(const redislock_client *c)
+{
+    return rl__env_ofc(c)->algo;
+}
+
+/* The key prefix and its length. */
+static inline const char *rl__client_prefix(const redislock_client *c,
+                                            size_t *len)
+{
+    *len = rl__env_ofc(c)->prefixlen;
+    return rl__env_ofc(c)->prefix;
+}
+
+static inline const rl__events *rl__client_events(const redislock_client *c)
+{
+    return &rl__env_ofc(c)->events;
+}
+
+/* The client's watchdog, started on first use (watchdog.c). */
+redislock_err rl__env_watchdog(rl__env *e, rl__watchdog **out);
+
+static inline redislock_err rl__client_watchdog(redislock_client *c,
+                                                rl__watchdog **out)
+{
+    return rl__env_watchdog(rl__env_of(c), out);
+}
 
 #endif

@@ -11,6 +11,7 @@
 
 #include "topology.h"
 #include "clock.h"
+#include "env.h"
 #include "error.h"
 #include "lock.h"
 
@@ -59,7 +60,6 @@ struct rl__job {
 #define RL_JOB_RETRY_US 50000
 
 struct rl__watchdog {
-    redislock_client *client;
     pthread_t thread;
     pthread_mutex_t mu;
     pthread_cond_t cv; /* on CLOCK_MONOTONIC */
@@ -304,7 +304,7 @@ static void *run(void *arg)
     return NULL;
 }
 
-redislock_err rl__watchdog_new(redislock_client *c, rl__watchdog **out)
+redislock_err rl__watchdog_new(rl__watchdog **out)
 {
     rl__watchdog *wd = calloc(1, sizeof *wd);
     pthread_condattr_t attr;
@@ -312,7 +312,6 @@ redislock_err rl__watchdog_new(redislock_client *c, rl__watchdog **out)
     *out = NULL;
     if (wd == NULL)
         return rl__err(REDISLOCK_ENOMEM, "out of memory");
-    wd->client = c;
     pthread_mutex_init(&wd->mu, NULL);
     pthread_condattr_init(&attr);
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
@@ -326,6 +325,18 @@ redislock_err rl__watchdog_new(redislock_client *c, rl__watchdog **out)
     }
     *out = wd;
     return REDISLOCK_OK;
+}
+
+redislock_err rl__env_watchdog(rl__env *e, rl__watchdog **out)
+{
+    redislock_err err = REDISLOCK_OK;
+
+    pthread_mutex_lock(&e->mu);
+    if (e->watchdog == NULL)
+        err = rl__watchdog_new(&e->watchdog);
+    *out = e->watchdog;
+    pthread_mutex_unlock(&e->mu);
+    return err;
 }
 
 static int64_t job_time_ms(const struct rl__job *j)

@@ -32,8 +32,8 @@ typedef struct rl__lease {
     int (*lost)(redislock_lock *l, redislock_err why);
 } rl__lease;
 
-/* Starts the renewal thread for client c. */
-redislock_err rl__watchdog_new(redislock_client *c, rl__watchdog **out);
+/* Starts a renewal thread (one per client: see rl__client_watchdog). */
+redislock_err rl__watchdog_new(rl__watchdog **out);
 
 /* Stops and joins the thread. Every lock must have been unwatched.
  * Clean-up jobs still pending get up to one connect and one command
