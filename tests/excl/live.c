@@ -552,6 +552,28 @@ static int renewal_unsure(const live *c, const excl_rec *r)
     return 0;
 }
 
+/* Whether the loss r was told just after its holder's process was
+ * stopped (EXCL_F_STOP_HOLDER, which stops it past its validity): the
+ * watchdog could not renew, and once continued it rightly reports the
+ * loss. The server's lease then outlives the validity by the drift
+ * allowance and by however long the last renewal took to run after it
+ * was sent, which a loaded machine makes 100 ms and more (2026-11-29,
+ * a flake hunt at load 9). */
+static int holder_stopped(const live *c, const excl_rec *r)
+{
+    size_t i;
+    const excl_rec *f;
+
+    for (i = 0; i < c->nfault; i++) {
+        f = c->fault[i];
+        if (f->flags == EXCL_F_STOP_HOLDER && f->pid == r->pid &&
+            f->t0 <= r->t0 &&
+            f->t1 + EXCL_LIVE_FAULT_TAIL_MS * 1000 >= r->t0)
+            return 1;
+    }
+    return 0;
+}
+
 static void check_losses(live *c, const excl_rec *h, size_t n)
 {
     static const char *const how[] = {"?", "the watchdog's on_lost",
@@ -569,7 +591,7 @@ static void check_losses(live *c, const excl_rec *h, size_t n)
             continue;
         c->v->losses++;
         kept = loss_kept(h, n, r);
-        if (!loss_counts(r) || renewal_unsure(c, r) ||
+        if (!loss_counts(r) || renewal_unsure(c, r) || holder_stopped(c, r) ||
             kept <= r->ttl_ms / 100 + 2 + LIVE_LOSS_SLACK_MS)
             continue;
         if (guard_refused(c, r->t0)) {

@@ -291,3 +291,28 @@ void test_excl_live_failover(void)
     h.r[h.n - 1].x = REDISLOCK_EHELD;
     ASSERT_EQ_INT(check(&h).failover, 0);
 }
+
+/* A loss told just after the holder's own process was stopped (past its
+ * validity) is not judged: its last renewal may have run long after it
+ * was sent, so the server's lease outlives the validity by more than the
+ * drift allowance. Another process's stop, or one long before, does not
+ * excuse it. */
+void test_excl_live_false_loss_holder_stopped(void)
+{
+    lhist h;
+    excl_rec *r;
+
+    memset(&h, 0, sizeof h);
+    r = rec(&h, EXCL_LOSS, 1, 2000, 2001);
+    r->flags = EXCL_L_CALLBACK;
+    r->belief = REDISLOCK_EEXPIRED;
+    r->x = 107;
+    ASSERT_EQ_INT(check(&h).false_loss, 1);
+    fault(&h, EXCL_F_STOP_HOLDER, 2, 1200, 1990);
+    ASSERT_EQ_INT(check(&h).false_loss, 1);
+    h.r[1].pid = 1;
+    ASSERT_EQ_INT(check(&h).false_loss, 0);
+    h.r[1].t0 = 100 * MS;
+    h.r[1].t1 = 200 * MS;
+    ASSERT_EQ_INT(check(&h).false_loss, 1);
+}
