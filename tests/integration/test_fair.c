@@ -25,6 +25,7 @@
 #include "harness/fixture.h"
 #include "harness/server.h"
 #include "harness/util.h"
+#include "script.h"
 #include "test.h"
 
 #define KEY "fq:k"
@@ -567,6 +568,24 @@ static void wait_postponed(redisContext *r, const char *cmd)
         test_fail_(__FILE__, __LINE__, "no client paused in %s", cmd);
 }
 
+/* CLIENT PAUSE WRITE while neither waiter is in the middle of an
+ * attempt (its heartbeat, every 2 s): one caught in its EVALSHA would not
+ * be listening for the cancel. Paused for long: the test unpauses. */
+static void pause_waiting(redisContext *r)
+{
+    int i;
+
+    for (i = 0; i < 100; i++) {
+        freeReplyObject(th_cmd(r, "CLIENT PAUSE 30000 WRITE"));
+        th_sleep_ms(5);
+        if (!postponed(r, "evalsha"))
+            return;
+        freeReplyObject(th_cmd(r, "CLIENT UNPAUSE"));
+        th_sleep_ms(20);
+    }
+    test_fail_(__FILE__, __LINE__, "a waiter was always in an attempt");
+}
+
 static void *cancel_thread(void *arg)
 {
     redislock_cancel(arg);
@@ -610,8 +629,12 @@ void test_fair_leave_passes_handoff_on(void)
     waiter_start(&w2, e.c, fair_opts(30000, 10000), -1);
     wait_queued(e.r, 2, tok2);
     wait_listening(e.r, 2);
+    /* Both scripts cached: a NOSCRIPT and its EVAL after the unpause
+     * would let W1's leave run before the release. */
+    freeReplyObject(th_cmd(e.r, "SCRIPT LOAD %s", rl__script_release.source));
+    freeReplyObject(th_cmd(e.r, "SCRIPT LOAD %s", rl__script_leave.source));
     m = mon_start(e.s);
-    freeReplyObject(th_cmd(e.r, "CLIENT PAUSE 5000 WRITE"));
+    pause_waiting(e.r);
     ASSERT_EQ_INT(pthread_create(&tc, NULL, cancel_thread, w1.l), 0);
     wait_postponed(e.r, "publish");
     rel.l = e.holder;
