@@ -470,10 +470,8 @@ static void trip_reply(void *arg, redislock_err err, const rl__reply *r)
         sentinel_reply(t, err, r);
         return;
     }
-    go = rl__cluster_next(err, r, t->at, &t->hop);
-    if (go == RL_GO_DONE || now >= t->deadline_us ||
-        ((go == RL_GO_MOVED || go == RL_GO_ASK) &&
-         ++t->hops > RL_CLUSTER_MAX_HOPS)) {
+    go = rl__cluster_hops(rl__cluster_next(err, r, t->at, &t->hop), &t->hops);
+    if (go == RL_GO_DONE || now >= t->deadline_us) {
         /* A lost reply: the next request may find a promoted replica. */
         if (err == REDISLOCK_EIO || err == REDISLOCK_ETIMEDOUT)
             reload(rt, err);

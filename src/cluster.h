@@ -73,7 +73,8 @@ redislock_err rl__cluster_run(rl__cluster *cl, rl__pool *p, const char *key,
                               size_t keylen, const rl__request *q,
                               rl__reply **out);
 
-/* Redirections followed at most by one request, as redis-cli does. */
+/* Redirections followed in a row before the map is read again (see
+ * rl__cluster_hops); redis-cli gives up after as many. */
 #define RL_CLUSTER_MAX_HOPS 16
 
 /* What a request's reply asks of it next (redirect.c's steps, which the
@@ -99,6 +100,14 @@ typedef struct rl__hop {
  * not (it may have run). */
 rl__go rl__cluster_next(redislock_err err, const rl__reply *r,
                         const rl__pool *at, rl__hop *h);
+
+/* Counts a redirection in *hops. Past RL_CLUSTER_MAX_HOPS in a row the
+ * nodes are sending the request round without taking it (they disagree
+ * on a slot's owner while it is moved, one told already and the other
+ * not): the map is read again after a pause, as for a node that went
+ * away, and the count starts over; the request's deadline still bounds
+ * it. Returns what the request does next. */
+rl__go rl__cluster_hops(rl__go go, int *hops);
 
 /* The pause before asking again, jittered. */
 int64_t rl__cluster_pause_ms(void);

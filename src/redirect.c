@@ -113,6 +113,15 @@ rl__go rl__cluster_next(redislock_err err, const rl__reply *r,
     return go;
 }
 
+rl__go rl__cluster_hops(rl__go go, int *hops)
+{
+    if ((go != RL_GO_MOVED && go != RL_GO_ASK) ||
+        ++*hops <= RL_CLUSTER_MAX_HOPS)
+        return go;
+    *hops = 0;
+    return RL_GO_RELOAD;
+}
+
 int64_t rl__cluster_pause_ms(void)
 {
     return rl__jitter(RL_CLUSTER_PAUSE_MS, rl__jitter_rand());
@@ -166,10 +175,8 @@ static redislock_err run(journey *q, rl__pool *p, const char *key,
     for (;;) {
         epoch = rl__cluster_epoch(q->cl);
         err = attempt(q, p, asking, out);
-        go = next_step(q, err, out, p);
-        if (go == RL_GO_DONE || rl__now_us() >= q->deadline_us ||
-            ((go == RL_GO_MOVED || go == RL_GO_ASK) &&
-             ++hops > RL_CLUSTER_MAX_HOPS))
+        go = rl__cluster_hops(next_step(q, err, out, p), &hops);
+        if (go == RL_GO_DONE || rl__now_us() >= q->deadline_us)
             return reload_after(q, epoch, err);
         if (err == REDISLOCK_OK)
             free_replies(out, rl__request_nreplies(q->q));
