@@ -33,7 +33,6 @@ static redislock_client *cluster_client(th_cluster *tc, int64_t timeout_ms)
     return c;
 }
 
-/* Whether key's slot owner holds key with token (a plain lock's value). */
 /* Whether key holds nothing. */
 static int free_key(th_cluster *tc, const char *key)
 {
@@ -44,6 +43,7 @@ static int free_key(th_cluster *tc, const char *key)
     return yes;
 }
 
+/* Whether key's slot owner holds key with token (a plain lock's value). */
 static int held_by(th_cluster *tc, const char *key, const char *token)
 {
     char *v = th_cluster_value(tc, key);
@@ -423,6 +423,54 @@ void test_alock_cluster_set_one_slot(void)
     redislock_lock_free(s);
     redislock_lock_free(holder);
     redislock_client_free(c);
+    th_cluster_stop(tc);
+}
+
+/* The loop's twin of cluster_moved_back_and_forth: the old owner of the
+ * lock's slot is told the new one owns it, the others not yet, so the two
+ * send the loop's acquire back and forth with MOVED. Past the hops it
+ * reads the map again and goes on (rl__cluster_hops, aroute.c), and is
+ * taken on the new owner once the others are told, 300 ms later. */
+void test_alock_cluster_moved_back_and_forth(void)
+{
+    th_cluster *tc = th_cluster_start(3, 0);
+    unsigned slot = th_cluster_keyslot(tc, "{acm}lock");
+    int src = th_cluster_owner(tc, slot), dst = (src + 1) % 3, i;
+    char *did = th_cluster_node_id(tc, dst);
+    redislock_client *c = cluster_client(tc, 5000);
+    redislock_acquire_options o = th_aopts(30000, 0, 0);
+    redislock_lock *l = th_lock(c, "{acm}lock");
+    ad_done dl = {0};
+    redislock_loop *lp;
+    void *lh = d->open(c, &lp);
+    redisContext *r = th_cluster_redis(tc, src);
+    int64_t t0;
+
+    freeReplyObject(th_cmd(r, "CLUSTER SETSLOT %u NODE %s", slot, did));
+    redisFree(r);
+    t0 = th_now_ms();
+    ASSERT_OK(redislock_loop_acquire(lp, l, &o, ad_record, &dl));
+    ad_run_for(d, lh, 300);
+    ASSERT_EQ_INT(dl.calls, 0);
+    for (i = 0; i < 3; i++) {
+        if (i == src)
+            continue;
+        r = th_cluster_redis(tc, i);
+        freeReplyObject(th_cmd(r, "CLUSTER SETSLOT %u NODE %s", slot, did));
+        redisFree(r);
+    }
+    ad_run_until(d, lh, &dl.calls, 1, 7000);
+    test_log("taken on the loop %lld ms after the first MOVED, on node %d",
+             (long long)(th_now_ms() - t0), dst);
+    ASSERT_ERR(dl.err, REDISLOCK_OK);
+    ASSERT(held_by(tc, "{acm}lock", redislock_token(l)));
+    ASSERT_OK(redislock_loop_release(lp, l, 0, ad_record, &dl));
+    ad_run_until(d, lh, &dl.calls, 2, 5000);
+    ASSERT_ERR(dl.err, REDISLOCK_OK);
+    d->close(lh);
+    redislock_lock_free(l);
+    redislock_client_free(c);
+    free(did);
     th_cluster_stop(tc);
 }
 
