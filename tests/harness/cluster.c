@@ -258,15 +258,31 @@ unsigned th_cluster_keyslot(th_cluster *c, const char *key)
 
 char *th_cluster_value(th_cluster *c, const char *key)
 {
-    int owner = th_cluster_owner(c, th_cluster_keyslot(c, key));
+    unsigned slot = th_cluster_keyslot(c, key);
+    int64_t deadline = th_now_ms() + 3000;
     redisContext *r;
+    redisReply *rep;
     char *v;
+    int owner;
 
-    if (owner < 0)
-        FAIL("no master serves %s's slot", key);
-    r = th_cluster_redis(c, owner);
-    v = th_cmd_str(r, NULL, "GET %s", key);
-    redisFree(r);
+    /* The nodes' maps may disagree for a moment after a failover: the
+     * one asked may answer MOVED (or CLUSTERDOWN, TRYAGAIN) where the map
+     * read named it. Asked again, for up to 3 s. */
+    for (;;) {
+        if ((owner = th_cluster_owner(c, slot)) < 0)
+            FAIL("no master serves %s's slot", key);
+        r = th_cluster_redis(c, owner);
+        rep = th_cmd_raw(r, "GET %s", key);
+        redisFree(r);
+        if (rep->type != REDIS_REPLY_ERROR || th_now_ms() >= deadline)
+            break;
+        freeReplyObject(rep);
+        th_sleep_ms(20);
+    }
+    if (rep->type == REDIS_REPLY_ERROR)
+        FAIL("GET %s on node %d: %s", key, owner, rep->str);
+    v = rep->type == REDIS_REPLY_STRING ? strdup(rep->str) : NULL;
+    freeReplyObject(rep);
     return v;
 }
 
