@@ -527,3 +527,17 @@ int64_t th_cluster_rival(th_cluster *c, int i, const char *key, int64_t ms,
                      : "had learned of the loss");
     return got;
 }
+
+void th_cluster_slot_to(th_cluster *c, unsigned slot, const char *id, int skip)
+{
+    redisContext *r;
+    int i;
+
+    for (i = 0; i < c->masters; i++) {
+        if (i == skip || c->s[i] == NULL)
+            continue;
+        r = th_cluster_redis(c, i);
+        freeReplyObject(th_cmd(r, "CLUSTER SETSLOT %u NODE %s", slot, id));
+        redisFree(r);
+    }
+}

@@ -94,6 +94,10 @@ long long th_cluster_counter(redisContext *r, const char *counter);
 /* Node i's id (CLUSTER MYID); malloc'ed. */
 char *th_cluster_node_id(th_cluster *c, int i);
 
+/* Tells the servers created as masters, all but skip (-1: none), that
+ * slot is node id's (CLUSTER SETSLOT slot NODE id), one after another. */
+void th_cluster_slot_to(th_cluster *c, unsigned slot, const char *id, int skip);
+
 /* Moves every key of slot from src, a connection to the node where the
  * slot is MIGRATING, to the node on port dport, where it is IMPORTING. */
 void th_cluster_migrate_keys(redisContext *src, int dport, unsigned slot);

@@ -435,7 +435,7 @@ void test_alock_cluster_moved_back_and_forth(void)
 {
     th_cluster *tc = th_cluster_start(3, 0);
     unsigned slot = th_cluster_keyslot(tc, "{acm}lock");
-    int src = th_cluster_owner(tc, slot), dst = (src + 1) % 3, i;
+    int src = th_cluster_owner(tc, slot), dst = (src + 1) % 3;
     char *did = th_cluster_node_id(tc, dst);
     redislock_client *c = cluster_client(tc, 5000);
     redislock_acquire_options o = th_aopts(30000, 0, 0);
@@ -452,13 +452,7 @@ void test_alock_cluster_moved_back_and_forth(void)
     ASSERT_OK(redislock_loop_acquire(lp, l, &o, ad_record, &dl));
     ad_run_for(d, lh, 300);
     ASSERT_EQ_INT(dl.calls, 0);
-    for (i = 0; i < 3; i++) {
-        if (i == src)
-            continue;
-        r = th_cluster_redis(tc, i);
-        freeReplyObject(th_cmd(r, "CLUSTER SETSLOT %u NODE %s", slot, did));
-        redisFree(r);
-    }
+    th_cluster_slot_to(tc, slot, did, src);
     ad_run_until(d, lh, &dl.calls, 1, 7000);
     test_log("taken on the loop %lld ms after the first MOVED, on node %d",
              (long long)(th_now_ms() - t0), dst);

@@ -186,7 +186,7 @@ void test_cluster_moved_back_and_forth(void)
 {
     th_cluster *tc = th_cluster_start(3, 0);
     unsigned slot = th_cluster_keyslot(tc, LOCKKEY);
-    int src = th_cluster_owner(tc, slot), dst = (src + 1) % 3, i;
+    int src = th_cluster_owner(tc, slot), dst = (src + 1) % 3;
     char *did = th_cluster_node_id(tc, dst), *v;
     redisContext *r = th_cluster_redis(tc, src);
     redislock_options o = {0};
@@ -202,13 +202,7 @@ void test_cluster_moved_back_and_forth(void)
     t0 = th_now_ms();
     th_waiter_start(&w, c, LOCKKEY, &ao);
     th_sleep_ms(300);
-    for (i = 0; i < 3; i++) {
-        if (i == src)
-            continue;
-        r = th_cluster_redis(tc, i);
-        freeReplyObject(th_cmd(r, "CLUSTER SETSLOT %u NODE %s", slot, did));
-        redisFree(r);
-    }
+    th_cluster_slot_to(tc, slot, did, src);
     th_waiter_join_ok(&w, COMMAND_TIMEOUT_MS + 2000);
     test_log("taken %lld ms after the first MOVED, on node %d",
              (long long)(w.done_us / 1000 - t0), dst);
