@@ -170,6 +170,16 @@ void excl_history_add(int fd, excl_rec *r);
 void excl_history_add_each(int fd, excl_rec *r);
 /* Reads every whole record; malloc'ed array, count in *n. */
 excl_rec *excl_history_read(const char *path, size_t *n);
+/* Prints, for a closer look at a violation at at_s (s from t_base), the
+ * records that overlap the window from EXCL_EXCERPT_BEFORE_MS before it
+ * to EXCL_EXCERPT_AFTER_MS after, at most EXCL_EXCERPT_MAX of them: a
+ * failure under load seldom comes back with its seed, since the seed
+ * replays the choices, not the scheduler. */
+#define EXCL_EXCERPT_BEFORE_MS 2500
+#define EXCL_EXCERPT_AFTER_MS 500
+#define EXCL_EXCERPT_MAX 200
+void excl_history_excerpt(const excl_rec *h, size_t n, int64_t t_base,
+                          double at_s);
 
 /* ---- The check */
 

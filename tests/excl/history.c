@@ -2,6 +2,7 @@
  * The history file and the random numbers every process draws from.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -123,4 +124,46 @@ excl_rec *excl_history_read(const char *path, size_t *n)
             h[k++] = h[i];
     *n = k;
     return h;
+}
+
+/* One record as a line of the excerpt (times in s from t_base). */
+static void print_rec(const excl_rec *r, int64_t t_base)
+{
+    static const char *const kinds[] = {"?",      "acq",     "claim",
+                                        "write",  "lease",   "attempt",
+                                        "release", "loss",   "fault"};
+    const char *k = r->kind <= EXCL_FAULT ? kinds[r->kind] : kinds[0];
+
+    printf("      %-7s key %u pid %d acq %u%s t0 %.3f t1 %.3f fence %" PRId64
+           " ttl %" PRId64 " x %" PRId64 " belief %.3f flags %u %s\n",
+           k, r->key, r->pid, r->acq, r->share ? " share" : "",
+           (double)(r->t0 - t_base) / 1e6,
+           r->t1 != 0 ? (double)(r->t1 - t_base) / 1e6 : 0.0, r->fence,
+           r->ttl_ms, r->x,
+           r->kind == EXCL_CLAIM || r->kind == EXCL_LEASE
+               ? (double)(r->belief - t_base) / 1e6
+               : (double)r->belief,
+           r->flags, r->what);
+}
+
+void excl_history_excerpt(const excl_rec *h, size_t n, int64_t t_base,
+                          double at_s)
+{
+    int64_t at = t_base + (int64_t)(at_s * 1e6);
+    int64_t from = at - EXCL_EXCERPT_BEFORE_MS * 1000;
+    int64_t to = at + EXCL_EXCERPT_AFTER_MS * 1000;
+    size_t i, shown = 0;
+    const excl_rec *r;
+
+    printf("    the history from %.3f s to %.3f s (at most %d records, in "
+           "the order written):\n",
+           (double)(from - t_base) / 1e6, (double)(to - t_base) / 1e6,
+           EXCL_EXCERPT_MAX);
+    for (i = 0; i < n && shown < EXCL_EXCERPT_MAX; i++) {
+        r = &h[i];
+        if (r->t0 > to || (r->t0 < from && (r->t1 == 0 || r->t1 < from)))
+            continue;
+        print_rec(r, t_base);
+        shown++;
+    }
 }

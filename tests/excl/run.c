@@ -245,6 +245,16 @@ static void report(const excl_mode *m, uint64_t seed, const excl_result *r)
     report_live(m, &r->lv);
 }
 
+/* The earliest violation's time (s), of either checker. */
+static double first_violation(const excl_result *r)
+{
+    if (r->v.first_s < 0)
+        return r->lv.first_s;
+    if (r->lv.first_s < 0 || r->v.first_s < r->lv.first_s)
+        return r->v.first_s;
+    return r->lv.first_s;
+}
+
 static void run_workload(const excl_mode *m, excl_topo *t, excl_shared *sh,
                          int64_t run_ms, excl_result *res)
 {
@@ -319,6 +329,8 @@ long excl_run(const excl_mode *m, uint64_t seed, int64_t run_ms,
     res->violations +=
         excl_live_check(h, nh, seed, t.t_base, m->name, m->limit, &res->lv);
     report(m, seed, res);
+    if (res->violations > 0)
+        excl_history_excerpt(h, nh, t.t_base, first_violation(res));
     free(h);
     munmap(sh, sizeof *sh);
     topo_stop(&t);
