@@ -25,8 +25,12 @@
  * own) began by the new master's confirmation plus
  * EXCL_FAILOVER_SETTLE_MS and lasted no more than one TTL past the later
  * of its start and the confirmation: no renewal after the switch
- * extended it. A holder that believes longer
- * (it renewed where the key no longer counts) still breaks the rules.
+ * extended it. A lease read is judged by the belief it was read
+ * against, not by where its claim ended: a holder that renewed on the
+ * old master before the switch, and on the new one after it while the
+ * key was still there, kept its lock rightly. A holder that believes
+ * longer (it renewed where the key no longer counts) still breaks the
+ * rules.
  *
  * A set of keys taken all or none is recorded once per key (its claims,
  * acquisitions, writes and lease reads, each naming its key), so every
@@ -207,13 +211,15 @@ static void collect_lossy(ctx *c, const excl_rec *h, size_t n)
             c->lossy[c->nlossy++] = &h[i];
 }
 
-/* Whether belief a may have been lost in a lossy failover that began by
+/* Whether a belief that began at t0 and was believed until end (ttl
+ * ms a lease) may have been lost in a lossy failover that began by
  * 'after' (see the header): begun while the old master may still grant
  * (by the confirmation plus EXCL_FAILOVER_SETTLE_MS), and believed no
  * longer than one TTL past the later of its start and the confirmation,
  * so that no renewal after the switch extended it. Counted, not a
  * violation. */
-static int lost_in_failover(ctx *c, const excl_rec *a, int64_t after)
+static int lost_in_failover(ctx *c, int64_t t0, int64_t end, int64_t ttl_ms,
+                            int64_t after)
 {
     const excl_rec *f;
     int64_t from;
@@ -221,15 +227,20 @@ static int lost_in_failover(ctx *c, const excl_rec *a, int64_t after)
 
     for (i = 0; i < c->nlossy; i++) {
         f = c->lossy[i];
-        from = a->t0 > f->t1 ? a->t0 : f->t1;
-        if (after >= f->t0 &&
-            a->t0 <= f->t1 + EXCL_FAILOVER_SETTLE_MS * 1000 &&
-            a->t1 <= from + a->ttl_ms * 1000 + EXCL_LEASE_SLACK_US) {
+        from = t0 > f->t1 ? t0 : f->t1;
+        if (after >= f->t0 && t0 <= f->t1 + EXCL_FAILOVER_SETTLE_MS * 1000 &&
+            end <= from + ttl_ms * 1000 + EXCL_LEASE_SLACK_US) {
             c->v->failover_lost++;
             return 1;
         }
     }
     return 0;
+}
+
+/* The same for the whole of claim a: an overlap with it. */
+static int claim_lost_in_failover(ctx *c, const excl_rec *a, int64_t after)
+{
+    return lost_in_failover(c, a->t0, a->t1, a->ttl_ms, after);
 }
 
 /* The claim a lease read r was made for, or NULL. */
@@ -261,8 +272,8 @@ static void check_overlaps(ctx *c)
                 c->v->share_pairs++;
                 continue;
             }
-            if (lost_in_failover(c, a, b->t0) ||
-                lost_in_failover(c, b, a->t0))
+            if (claim_lost_in_failover(c, a, b->t0) ||
+                claim_lost_in_failover(c, b, a->t0))
                 continue;
             violation(c, b->t0);
             if (++c->v->overlaps > EXCL_PRINT_MAX)
@@ -417,8 +428,15 @@ static void check_leases(ctx *c, const excl_rec *h, size_t n)
         c->v->leases_checked++;
         if (r->belief <= r->t0 || r->belief <= end + EXCL_LEASE_SLACK_US)
             continue;
+        /* Judged by the belief the read was made against, not by the
+         * claim's end: a renewal sent to the old master after the
+         * promotion, before the sentinels switched, lengthens the belief
+         * but not the new master's lease; the next renewal, sent to the
+         * new master once they name it, may then find the key still
+         * there and keep it, rightly, while the read in between found
+         * the lease shorter than the belief. */
         if (c->nlossy > 0 && (a = claim_of(c, r)) != NULL &&
-            lost_in_failover(c, a, r->t1))
+            lost_in_failover(c, a->t0, r->belief, a->ttl_ms, r->t1))
             continue;
         violation(c, r->t1);
         if (++c->v->lease > EXCL_PRINT_MAX)

@@ -410,6 +410,23 @@ void test_excl_checker_failover_loss(void)
     h.r[2].t0 = 3500000;
     h.r[2].t1 = 3600000;
     ASSERT_EQ_INT(check(&h).overlaps, 0);
+    /* A lease read during the switch, against a belief a renewal on the
+     * old master lengthened before the confirmation (2.5 s + the TTL),
+     * while the claim goes on (renewed on the new master once named):
+     * judged by the belief read against, not by the claim's end. */
+    a->t1 = 9000000;
+    l->t0 = 2800000;
+    l->t1 = 2800100;
+    l->x = 200;
+    l->belief = 3500000;
+    ASSERT_EQ_INT(check(&h).lease, 0);
+    /* A belief a TTL past the confirmation is not excused. */
+    l->belief = 4000000 + 3000;
+    ASSERT_EQ_INT(check(&h).lease, 1);
+    a->t1 = l->belief = 4000000;
+    l->t0 = 5700000;
+    l->t1 = 5700100;
+    l->x = -2;
     /* Guarded: no loss is allowed. */
     f->x = EXCL_FAULT_GUARDED;
     l->t0 = 3500000;
