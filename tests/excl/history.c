@@ -144,6 +144,8 @@ static void print_rec(const excl_rec *r, int64_t t_base)
                ? (double)(r->belief - t_base) / 1e6
                : (double)r->belief,
            r->flags, r->what);
+    if (r->kind == EXCL_LOSS && r->why[0] != '\0')
+        printf("        told: %s\n", r->why);
 }
 
 void excl_history_excerpt(const excl_rec *h, size_t n, int64_t t_base,

@@ -609,8 +609,9 @@ static void check_losses(live *c, const excl_rec *h, size_t n)
                c->mode, c->v->false_loss, r->key, c->seed, r->pid, r->acq,
                r->what, r->ttl_ms, rel_s(c, r->t0),
                how[r->flags <= EXCL_L_KILLED ? r->flags : 0],
-               r->flags == EXCL_L_KILLED
-                   ? "exit 75"
+               r->flags == EXCL_L_KILLED ? "exit 75"
+               : r->why[0] != '\0'
+                   ? r->why
                    : redislock_strerror((redislock_err)r->belief),
                kept, rel_s(c, r->t1));
     }

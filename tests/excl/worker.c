@@ -229,7 +229,8 @@ static void lease_check(excl_worker *w, const excl_section *s, claim *c)
  * the server's view of the holder's own lease (id, token fence) read at
  * once, for each of its keys. */
 static void record_loss(excl_worker *w, const excl_section *s, const char *id,
-                        int64_t fence, int how, redislock_err why, int64_t t)
+                        int64_t fence, int how, redislock_err why,
+                        const char *detail, int64_t t)
 {
     int keys[EXCL_MAX_KEYS], n = section_keys(s, keys), i;
     int64_t pttl;
@@ -241,6 +242,7 @@ static void record_loss(excl_worker *w, const excl_section *s, const char *id,
         r.fence = fence;
         r.flags = (uint8_t)how;
         r.belief = why;
+        snprintf(r.why, sizeof r.why, "%s", detail);
         r.t0 = t;
         r.x = id != NULL && excl_truth_kept(w, keys[i], id, fence, &pttl)
                   ? pttl
@@ -256,7 +258,7 @@ static void loss_if(excl_worker *w, const excl_section *s, const claim *c,
 {
     if (err == REDISLOCK_ELOST || err == REDISLOCK_EEXPIRED)
         record_loss(w, s, redislock_token(c->src), c->r.fence, how, err,
-                    excl_now_us());
+                    redislock_errdetail(), excl_now_us());
 }
 
 /* The watchdog's on_lost, on its thread: the worker records it. */
@@ -265,6 +267,8 @@ static void on_lost(redislock_lock *l, redislock_err why, void *arg)
     excl_worker *w = arg;
 
     (void)l;
+    snprintf(w->lost_detail, sizeof w->lost_detail, "%s",
+             redislock_errdetail());
     atomic_store(&w->lost_why, (int)why);
     atomic_store(&w->lost_at, excl_now_us());
 }
@@ -276,7 +280,7 @@ static void lost_told(excl_worker *w, const excl_section *s, const claim *c)
     if (t != 0)
         record_loss(w, s, redislock_token(c->src), c->r.fence,
                     EXCL_L_CALLBACK, (redislock_err)atomic_load(&w->lost_why),
-                    t);
+                    w->lost_detail, t);
 }
 
 /*
@@ -644,7 +648,8 @@ static void finish(excl_worker *w, const excl_section *s, claim *c, plan *p)
         r.belief = s->hold_after;
         excl_history_add(w->t->hist_fd, &r);
         if (err == REDISLOCK_ELOST || err == REDISLOCK_EEXPIRED)
-            record_loss(w, s, id, c->r.fence, EXCL_L_RELEASE, err, r.t1);
+            record_loss(w, s, id, c->r.fence, EXCL_L_RELEASE, err,
+                        redislock_errdetail(), r.t1);
     }
     free(id);
     if (drop || (err != REDISLOCK_OK && err != REDISLOCK_EEXPIRED &&
