@@ -40,6 +40,25 @@ if kind == 'zset' then
         return {1, 1, fence}
     end
 end
+-- Room, and a queue: a hand-off was missed (a holder whose lease ended
+-- without a release hands nothing on), or the room is the queue's by
+-- right. Its head gets the room first, in order, as a release would give
+-- it (rl_handoff, quiet: a reader or permit leaving wakes nobody else):
+-- a waiter that came later must not go in while those ahead of it sleep
+-- out their pauses, and then meet a writer's wait when they wake. The
+-- caller, if queued, may be among those handed.
+if wait == nil and redis.call('EXISTS', K.q) == 1 and
+        rl_handoff(K, true, nil, true) then
+    local fence = rl_share_handed(K, req, id, now)
+    if fence then
+        rl_share_extend(key, id, ttl)
+        redis.call('HDEL', K.ws, req, '~' .. req)
+        return {1, 1, fence}
+    end
+    -- The hand-offs issued fencing tokens: the caller's comes after.
+    last = redis.call('GET', K.fence)
+    wait, wakes, held, kind = rl_share_room(key, mine, limit, now)
+end
 if wait == nil then
     -- Room: the caller may take it unless live waiters ahead of it are
     -- to fill it, or one ahead waits for something else (a writer ahead

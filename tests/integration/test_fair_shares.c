@@ -335,11 +335,11 @@ static void fake_waiter(redisContext *r, const char *id, long long seq,
     freeReplyObject(th_cmd(r, "HSET " WAITERS " %s %s", id, entry));
 }
 
-/* A fair newcomer looks ahead in the queue before it takes the room: the
- * first limit - held live waiters may take it; a reader takes none behind
- * a writer; dead waiters are dropped. One that finds no room leaves the
- * queue at once (its wait is 0), and its leaving hands the room to the
- * waiter ahead (leave.lua). */
+/* A fair newcomer that finds room hands it to the queue's head first
+ * (the live waiters ahead get their permits or shares, in order), then
+ * looks ahead: a reader takes none behind a writer; dead waiters are
+ * dropped. One that finds no room leaves the queue at once (its wait is
+ * 0). */
 void test_fair_share_looks_ahead(void)
 {
     th_env e = th_env_start();
@@ -347,11 +347,11 @@ void test_fair_share_looks_ahead(void)
     redislock_lock *a = th_lock(e.c, KEY), *b = th_lock(e.c, KEY);
     long long now = server_ms(e.r);
 
-    /* Limit 2, one live waiter ahead: one permit for the newcomer, the
-     * other is the waiter's. */
+    /* Limit 2, one live waiter ahead: it is handed a permit, and the
+     * other is the newcomer's. */
     fake_waiter(e.r, "ahead", 1, "permit", "2", now + 60000);
     ASSERT_OK(redislock_acquire(a, &po));
-    ASSERT_EQ_INT(has_member(e.r, "owner-ahead"), 0);
+    ASSERT_EQ_INT(has_member(e.r, "owner-ahead"), 1);
     ASSERT_ERR(redislock_acquire(b, &po), REDISLOCK_EHELD);
     ASSERT_EQ_INT(has_member(e.r, "owner-ahead"), 1);
     ASSERT_EQ_INT(th_cmd_int(e.r, "EXISTS " QUEUE), 0);
@@ -372,11 +372,12 @@ void test_fair_share_looks_ahead(void)
     ASSERT_ERR(redislock_acquire(a, &ro), REDISLOCK_EHELD);
     ASSERT(holds_alone(e.r, "owner-writer"));
     ASSERT_EQ_INT(th_cmd_int(e.r, "DEL " KEY " " WAITERS), 2);
-    /* Readers ahead only: a fair reader goes in beside them. */
+    /* Readers ahead only: they are handed their shares, and a fair
+     * reader goes in beside them. */
     fake_waiter(e.r, "reader", 1, "reader", "", now + 60000);
     ASSERT_OK(redislock_acquire(a, &ro));
-    ASSERT_EQ_INT(has_member(e.r, "owner-reader"), 0);
-    ASSERT_EQ_INT(th_cmd_int(e.r, "ZCARD " QUEUE), 1);
+    ASSERT_EQ_INT(has_member(e.r, "owner-reader"), 1);
+    ASSERT_EQ_INT(th_cmd_int(e.r, "EXISTS " QUEUE), 0);
     ASSERT_OK(redislock_release(a));
     redislock_lock_free(a);
     redislock_lock_free(b);
@@ -614,5 +615,67 @@ void test_fair_handoff_after_shares_ran_out(void)
     ASSERT_OK(redislock_release(w.l));
     redislock_lock_free(x.l);
     redislock_lock_free(w.l);
+    th_env_stop(&e);
+}
+
+/* pauses() that also counts the pauses planned, for a test to know that
+ * the waiter is in the pause after a given attempt. */
+typedef struct counted {
+    int64_t p[2];
+    atomic_int planned;
+} counted;
+
+static int64_t counted_pauses(void *arg, int attempt, int64_t holder_ttl_ms)
+{
+    counted *c = arg;
+
+    atomic_fetch_add(&c->planned, 1);
+    return pauses(c->p, attempt, holder_ttl_ms);
+}
+
+/* A fair reader queued behind a holder whose lease ends without a
+ * release (no hand-off: the key is deleted here, as an expiry would) is
+ * let in by the next fair reader's attempt, not left to its own next
+ * heartbeat: the room goes to the queue's head first (the 2026-11-29
+ * flake hunt's overtaken reader, which woke to find a non-fair writer's
+ * wait and timed out, the later reader holding). A queues behind a
+ * foreign holder and, after its second attempt, pauses 2 s; then the
+ * holder's key goes; B, a fair reader, takes a share at once: A must
+ * hold within 300 ms of B, with the earlier fencing token. */
+void test_fair_reader_let_in_after_missed_handoff(void)
+{
+    th_env e = th_env_start();
+    counted ap = {{2000, 2000}, 0};
+    redislock_acquire_options ao = fair_reader(10000);
+    redislock_acquire_options bo = fair_reader(5000);
+    int64_t deadline = th_now_ms() + SETUP_MS;
+    th_waiter a, b;
+
+    freeReplyObject(th_cmd(e.r, "SET " KEY " ghost PX 30000"));
+    ASSERT_EQ_INT(th_cmd_int(e.r, "EXISTS " KEY), 1);
+    ao.retry_fn = counted_pauses;
+    ao.retry_arg = &ap;
+    th_waiter_start(&a, e.c, KEY, &ao);
+    /* The second pause is planned after the second attempt (the first
+     * only subscribed). */
+    while (atomic_load(&ap.planned) < 2) {
+        ASSERT_LT(th_now_ms(), deadline);
+        th_sleep_ms(2);
+    }
+    ASSERT_EQ_INT(th_cmd_int(e.r, "ZCARD " QUEUE), 1);
+    ASSERT_EQ_INT(th_cmd_int(e.r, "DEL " KEY), 1);
+    th_waiter_start(&b, e.c, KEY, &bo);
+    th_waiter_join_ok(&b, 5000);
+    th_waiter_join_ok(&a, 5000);
+    test_log("A in %lld ms after B",
+             (long long)((a.done_us - b.done_us) / 1000));
+    ASSERT_LT(a.done_us - b.done_us, 300000);
+    ASSERT_LT(redislock_fence(a.l), redislock_fence(b.l));
+    ASSERT_EQ_INT(shares(e.r), 2);
+    ASSERT_OK(redislock_release(a.l));
+    ASSERT_OK(redislock_release(b.l));
+    ASSERT_EQ_INT(th_cmd_int(e.r, "EXISTS " KEY " " QUEUE), 0);
+    redislock_lock_free(a.l);
+    redislock_lock_free(b.l);
     th_env_stop(&e);
 }
