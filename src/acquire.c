@@ -342,19 +342,26 @@ void rl__acq_abandon(redislock_lock *l, const rl__acq *a)
         algo->abandon(l, &t);
 }
 
-/* Whether a hand-off told on the waiter's channel still leaves validity:
+/* Whether a hand-off told on the waiter's channel is taken as it is:
  * its lease began after the waiter's last attempt was sent (the message
  * names this call's request, and the call is queued only from its first
- * attempt on), so counting it from then is safe; a waiter that was paused
- * past it has nothing, and tries again. */
+ * attempt on), so counting it from then is safe, if short: when less than
+ * half the lease is left by that count (the release came late in the
+ * waiter's pause, or this thread was held up), the waiter confirms with
+ * an attempt instead, which finds the hand-off (rl_handed,
+ * rl_share_handed), makes the lease the TTL and counts from its own
+ * sending. Otherwise the caller would start with a validity a watchdog
+ * held up for a moment lets run out, reporting as lost a lease the server
+ * keeps. A waiter that was paused past the lease tries again alike. */
 static int handoff_valid(const redislock_lock *l, const rl__acq *a,
                          int64_t sent_us)
 {
     int64_t drift =
         a->o->drift_ms ? a->o->drift_ms : rl__default_drift(a->ttl_ms);
     int64_t lease = l->handoff_lease < a->ttl_ms ? l->handoff_lease : a->ttl_ms;
+    int64_t valid_us = (lease - drift) * 1000;
 
-    return sent_us + (lease - drift) * 1000 > rl__now_us();
+    return sent_us + valid_us - rl__now_us() > valid_us / 2;
 }
 
 /* Whether an attempt that failed with err waits out a failover: it

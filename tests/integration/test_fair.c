@@ -445,6 +445,62 @@ void test_fair_release_pings_first(void)
     env_stop(&e);
 }
 
+/* A retry strategy of one fixed pause that counts the pauses planned,
+ * for a test to know that the waiter is in the pause after an attempt. */
+typedef struct counted {
+    int64_t pause;
+    atomic_int planned;
+} counted;
+
+static int64_t counted_pause(void *arg, int attempt, int64_t holder_ttl_ms)
+{
+    counted *c = arg;
+
+    (void)attempt;
+    (void)holder_ttl_ms;
+    atomic_fetch_add(&c->planned, 1);
+    return c->pause;
+}
+
+/* A hand-off told long after the waiter's last attempt (more than half
+ * its lease) is confirmed by an attempt, which makes the lease the TTL
+ * from then: the waiter counts a hand-off's lease from its last attempt
+ * (the hand-off came after it), so without the confirmation it would
+ * start with less than half its validity, and a watchdog held up for a
+ * moment would report as lost a lease the server keeps for another
+ * several hundred ms (the 2026-11-29 flake hunt's false loss). The
+ * waiter (TTL 1 s) pauses 4 s after its second attempt; the holder
+ * releases 0.7 s into that pause. */
+void test_fair_late_handoff_confirmed(void)
+{
+    env e = env_start(30000);
+    counted cp = {4000, 0};
+    redislock_acquire_options o = fair_opts(1000, 10000);
+    int64_t deadline = th_now_ms() + SETUP_MS, valid;
+    waiter w;
+
+    o.retry_fn = counted_pause;
+    o.retry_arg = &cp;
+    waiter_start(&w, e.c, o, -1);
+    /* The second pause is planned after the second attempt (the first
+     * only subscribed). */
+    while (atomic_load(&cp.planned) < 2) {
+        ASSERT_LT(th_now_ms(), deadline);
+        th_sleep_ms(2);
+    }
+    wait_listening(e.r, 1);
+    th_sleep_ms(700);
+    ASSERT_OK(redislock_release(e.holder));
+    waiter_join(&w, 3000, REDISLOCK_OK);
+    valid = redislock_valid_ms(w.l);
+    test_log("validity on return %lld ms of 1000", (long long)valid);
+    ASSERT_GT(valid, 500);
+    ASSERT_GT(th_cmd_int(e.r, "PTTL " KEY), 500);
+    ASSERT_OK(redislock_release(w.l));
+    redislock_lock_free(w.l);
+    env_stop(&e);
+}
+
 /* A forked fair waiter on KEY (default TTL, 30 s), killed by the test. */
 static pid_t spawn_fair_waiter(const th_server *s)
 {
