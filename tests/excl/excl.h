@@ -159,7 +159,7 @@ typedef struct excl_rec {
     int64_t x;      /* WRITE: the result; LEASE: the PTTL (ms, -2 gone) */
     int64_t belief; /* LEASE: the believed end when it was sent */
     char what[64];  /* how the holder took it, for the report */
-    char why[96];   /* EXCL_LOSS: the error's detail, as it was told */
+    char why[160];  /* EXCL_LOSS: the error's detail, as it was told */
 } excl_rec;
 
 /* Opens (creating) the history file for appending. */

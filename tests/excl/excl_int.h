@@ -116,7 +116,7 @@ typedef struct excl_worker {
      * why; the worker records the loss on its own thread. */
     _Atomic int64_t lost_at;
     atomic_int lost_why;
-    char lost_detail[96]; /* written before lost_at is */
+    char lost_detail[160]; /* written before lost_at is */
     app app;            /* the application loop driving it */
 } excl_worker;
 
