@@ -85,7 +85,15 @@ if kind == 'zset' then
         kind = 'none'
     end
 end
-if kind == 'none' and first then
+if kind == 'none' and first == false then
+    -- Free, with a live waiter at the head: a hand-off was missed (a
+    -- holder whose lease ended without a release hands nothing on). The
+    -- head gets the key, or its readers their shares, now, as a release
+    -- would give them (rl_handoff, quiet), rather than at its next
+    -- heartbeat; the caller, never the one handed (it is not at the
+    -- head), queues behind.
+    rl_handoff(K, true, {kind = 'none', held = 0}, true)
+elseif kind == 'none' then
     redis.call('ZREM', K.q, req)
     redis.call('HDEL', K.ws, req)
     local fence = rl_create(key, id, ttl, fmt, ARGV[4], K.fence, req, last)

@@ -501,6 +501,43 @@ void test_fair_late_handoff_confirmed(void)
     env_stop(&e);
 }
 
+/* A fair waiter queued behind a holder whose lease ends without a
+ * release (no hand-off: the key is deleted here, as an expiry would) is
+ * handed the lock by the next fair waiter's attempt, not left to its own
+ * next heartbeat; the newcomer queues behind it and is handed the lock
+ * by its release. A (pausing 4 s after its second attempt) queues behind
+ * the holder, whose key goes; B's attempt must let A in within 300 ms. */
+void test_fair_head_let_in_after_missed_handoff(void)
+{
+    env e = env_start(30000);
+    counted cp = {4000, 0};
+    redislock_acquire_options ao = fair_opts(30000, 10000);
+    int64_t deadline = th_now_ms() + SETUP_MS, t0;
+    waiter a, b;
+
+    ao.retry_fn = counted_pause;
+    ao.retry_arg = &cp;
+    waiter_start(&a, e.c, ao, -1);
+    while (atomic_load(&cp.planned) < 2) {
+        ASSERT_LT(th_now_ms(), deadline);
+        th_sleep_ms(2);
+    }
+    ASSERT_EQ_INT(th_cmd_int(e.r, "DEL " KEY), 1);
+    t0 = th_now_us();
+    waiter_start(&b, e.c, fair_opts(30000, 10000), -1);
+    waiter_join(&a, 3000, REDISLOCK_OK);
+    test_log("A in %lld ms after B began", (long long)((a.done_us - t0) / 1000));
+    ASSERT_LT(a.done_us - t0, 300000);
+    wait_queued(e.r, 1, NULL);
+    ASSERT_OK(redislock_release(a.l));
+    waiter_join(&b, 3000, REDISLOCK_OK);
+    ASSERT_GT(redislock_fence(b.l), redislock_fence(a.l));
+    ASSERT_OK(redislock_release(b.l));
+    redislock_lock_free(a.l);
+    redislock_lock_free(b.l);
+    env_stop(&e);
+}
+
 /* A forked fair waiter on KEY (default TTL, 30 s), killed by the test. */
 static pid_t spawn_fair_waiter(const th_server *s)
 {
