@@ -506,8 +506,10 @@ void th_sentinels_stop(th_sentinels *t)
         if (t->sent_pid[i] > 0)
             th_reap(t->sent_pid[i], TH_SENT_STOP_TIMEOUT_MS);
         t->sent_pid[i] = 0;
-        if (t->sent_dir[i][0] != '\0')
+        if (t->sent_dir[i][0] != '\0') {
+            th_keep_log(t->sent_dir[i], "sentinel.log");
             th_rmtree(t->sent_dir[i]);
+        }
     }
     /* th_server_stop leaves a forked worker's copies alone. */
     for (i = t->nodes - 1; i >= 0; i--)

@@ -126,34 +126,6 @@ void th_server_kill(th_server *s)
     s->pid = 0;
 }
 
-/* With RL_TEST_KEEP_LOGS set to a directory, the server's log is copied
- * there before its dir goes, as <test's TMPDIR name>.<server dir>.log
- * (scripts/check-declared-keys.sh reads them). Off by default. */
-static void keep_log(const th_server *s)
-{
-    const char *keep = getenv("RL_TEST_KEEP_LOGS"), *tmp = th_tmpdir();
-    const char *t = strrchr(tmp, '/'), *d = strrchr(s->dir, '/');
-    char from[256], to[1024], buf[8192];
-    FILE *in, *out;
-    size_t n;
-
-    if (keep == NULL || keep[0] == '\0')
-        return;
-    snprintf(from, sizeof from, "%s/redis.log", s->dir);
-    snprintf(to, sizeof to, "%s/%s.%s.log", keep, t ? t + 1 : tmp,
-             d ? d + 1 : s->dir);
-    in = fopen(from, "r");
-    if (in == NULL)
-        return;
-    out = fopen(to, "w");
-    if (out != NULL) {
-        while ((n = fread(buf, 1, sizeof buf, in)) > 0)
-            fwrite(buf, 1, n, out);
-        fclose(out);
-    }
-    fclose(in);
-}
-
 void th_server_stop(th_server *s)
 {
     if (s == NULL)
@@ -166,7 +138,7 @@ void th_server_stop(th_server *s)
         th_reap(s->pid, TH_STOP_TIMEOUT_MS);
     }
     if (s->cleanup.owner == getpid()) {
-        keep_log(s);
+        th_keep_log(s->dir, "redis.log");
         th_rmtree(s->dir);
     }
     free(s);

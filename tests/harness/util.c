@@ -468,3 +468,28 @@ int th_threads(void)
     closedir(d);
     return n;
 }
+
+void th_keep_log(const char *dir, const char *name)
+{
+    const char *keep = getenv("RL_TEST_KEEP_LOGS"), *tmp = th_tmpdir();
+    const char *t = strrchr(tmp, '/'), *d = strrchr(dir, '/');
+    char from[512], to[1024], buf[8192];
+    FILE *in, *out;
+    size_t n;
+
+    if (keep == NULL || keep[0] == '\0')
+        return;
+    snprintf(from, sizeof from, "%s/%s", dir, name);
+    snprintf(to, sizeof to, "%s/%s.%s.log", keep, t ? t + 1 : tmp,
+             d ? d + 1 : dir);
+    in = fopen(from, "r");
+    if (in == NULL)
+        return;
+    out = fopen(to, "w");
+    if (out != NULL) {
+        while ((n = fread(buf, 1, sizeof buf, in)) > 0)
+            fwrite(buf, 1, n, out);
+        fclose(out);
+    }
+    fclose(in);
+}

@@ -56,6 +56,13 @@ int th_file_contains(const char *dir, const char *name, const char *needle);
  * explain a failure. */
 void th_dump_file_end(const char *dir, const char *name, const char *label);
 
+/* With RL_TEST_KEEP_LOGS set to a directory, copies dir/name there
+ * before dir goes, as <test's TMPDIR name>.<dir's name>.log: a server's
+ * redis.log (scripts/check-declared-keys.sh reads them), a sentinel's
+ * sentinel.log (what the sentinels did in a failover a test saw). Off by
+ * default. */
+void th_keep_log(const char *dir, const char *name);
+
 /* Waits up to ms for child pid to exit, then kills it (SIGKILL); reaped
  * either way. */
 void th_reap(pid_t pid, int64_t ms);
