@@ -46,6 +46,9 @@ if kind == 'zset' then
         return {1, 1, fence, fence}
     end
 end
-local ttl = redis.call('PTTL', key)
+-- Readers: until the last share ends (the set may live longer, for a
+-- writer's record).
+local ttl = kind == 'zset' and rl_shares_left(key, rl_now_ms()) or
+    redis.call('PTTL', key)
 rl_mark_waiting(K, ttl, ARGV[5])
 return {0, ttl, wakes}

@@ -102,4 +102,5 @@ end
 local seq = rl_queue(K, req, ARGV[5],
                      rl_waiter_entry(now + tonumber(ARGV[5]), ttl, fmt,
                                      ARGV[8], ARGV[7], ARGV[4], id))
-return {0, redis.call('PTTL', key), wakes, seq}
+return {0, kind == 'zset' and rl_shares_left(key, now) or
+    redis.call('PTTL', key), wakes, seq}

@@ -486,12 +486,35 @@ local function rl_share_prune(key, now, going)
     return 0, nil
 end
 
+-- The ms until the last share of the set at key ends (its longest lease
+-- left), not counting the kind's member nor a writer's record: how long a
+-- writer waits at most for the readers to go. The key itself may live
+-- longer, for a writer's record (rl_writer_wait). A key that is not a
+-- lock held shared: its PTTL.
+local function rl_shares_left(key, now)
+    if rl_share_kind(key) ~= RL_SHARED then
+        return redis.call('PTTL', key)
+    end
+    local top = redis.call('ZREVRANGEBYSCORE', key, '(inf', '-inf',
+                           'WITHSCORES', 'LIMIT', 0, 2)
+    for i = 1, #top, 2 do
+        if top[i] ~= RL_WRITER then
+            return math.max(tonumber(top[i + 1]) - now, 0)
+        end
+    end
+    return 0
+end
+
 -- A writer that will wait (mark ms, as rl_mark_waiting's) for the readers
 -- of the lock K.lock, held shared by readers still in their leases,
 -- records its wait, which stops new readers (writer preference) for no
 -- longer than that wait nor, per attempt, than the readers' longest lease
 -- and a second: a live writer tries again by then (it pauses no longer
--- than the lease), a dead one holds readers up no longer.
+-- than the lease), a dead one holds readers up no longer. The record is
+-- a member of the set, so the set lives as long as it: a key that expired
+-- with its last share's lease would take the record with it, and readers
+-- who came before the writer's next attempt would get in (rl_share_prune
+-- shortens the record to RL_WRITER_GRACE once it finds no share left).
 local function rl_writer_wait(K, mark, now)
     mark = tonumber(mark)
     if mark > 0 then
@@ -500,6 +523,9 @@ local function rl_writer_wait(K, mark, now)
             mark = left + 1000
         end
         redis.call('ZADD', K.lock, 'GT', now + mark, RL_WRITER)
+        if left >= 0 and left < mark then
+            redis.call('PEXPIRE', K.lock, mark)
+        end
     end
 end
 

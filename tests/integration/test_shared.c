@@ -235,6 +235,64 @@ void test_shared_writer_record_ends_with_wait(void)
     th_env_stop(&e);
 }
 
+/* A writer's record outlives the last share's lease, up to a second past
+ * it, though no script runs when that lease ends: the set lives as long
+ * as the record (the 2026-11-29 flake hunt's starved writer: the set
+ * expired with its last share, the record with it, and readers who came
+ * before the writer's next attempt got in). A share whose holder died
+ * ends at 1.5 s; writer W, a process of its own, records its wait (its
+ * record lasts to 2.5 s) and is stopped, as a loaded box may hold it up;
+ * a reader trying at 1.6 s must be turned away, and W, resumed, gets the
+ * key. */
+void test_shared_writer_record_outlives_shares(void)
+{
+    th_env e = th_env_start();
+    redislock_acquire_options ro = share(10000, 0);
+    redislock_lock *late = th_lock(e.c, KEY);
+    redisReply *t = th_cmd(e.r, "TIME");
+    long long now = strtoll(t->element[0]->str, NULL, 10) * 1000 +
+                    strtoll(t->element[1]->str, NULL, 10) / 1000;
+    int64_t t0 = th_now_ms();
+    redislock_err err;
+    int pid, st;
+
+    freeReplyObject(t);
+    ASSERT_EQ_INT(th_cmd_int(e.r, "ZADD " KEY " inf redislock:shared %lld "
+                                  "ghost",
+                             now + 1500),
+                  2);
+    ASSERT_EQ_INT(th_cmd_int(e.r, "PEXPIRE " KEY " 1500"), 1);
+    pid = fork();
+    ASSERT(pid >= 0);
+    if (pid == 0) {
+        redislock_client *c = th_client(e.s);
+        redislock_lock *w = th_lock(c, KEY);
+        redislock_acquire_options x = th_aopts(10000, 5000, 0);
+
+        err = redislock_acquire(w, &x);
+        if (err == REDISLOCK_OK)
+            err = redislock_release(w);
+        _exit(err == REDISLOCK_OK ? 0 : 10 + (int)err);
+    }
+    wait_writer_recorded(e.r, 2000);
+    ASSERT_EQ_INT(kill(pid, SIGSTOP), 0);
+    /* Else W may have taken the key with its first attempt. */
+    ASSERT_LT(th_now_ms() - t0, 1500);
+    /* The share's lease ends at 1.5 s; nothing marks it. */
+    th_sleep_ms(1600 - (th_now_ms() - t0));
+    err = redislock_acquire(late, &ro);
+    ASSERT_EQ_INT(kill(pid, SIGCONT), 0);
+    ASSERT_EQ_INT(waitpid(pid, &st, 0), pid);
+    test_log("reader at %lld ms: %s; writer exit %d",
+             (long long)(th_now_ms() - t0), redislock_errname(err),
+             WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+    ASSERT_ERR(err, REDISLOCK_EHELD);
+    ASSERT(WIFEXITED(st));
+    ASSERT_EQ_INT(WEXITSTATUS(st), 0);
+    redislock_lock_free(late);
+    th_env_stop(&e);
+}
+
 void test_shared_writer_preference(void)
 {
     th_env e = th_env_start();
