@@ -462,6 +462,19 @@ static int64_t counted_pause(void *arg, int attempt, int64_t holder_ttl_ms)
     return c->pause;
 }
 
+/* Waits (bounded) until the waiter using c is in its second pause: that
+ * pause is planned after its second attempt (the first only subscribed
+ * to its channel). */
+static void wait_second_pause(counted *c)
+{
+    int64_t deadline = th_now_ms() + SETUP_MS;
+
+    while (atomic_load(&c->planned) < 2) {
+        ASSERT_LT(th_now_ms(), deadline);
+        th_sleep_ms(2);
+    }
+}
+
 /* A hand-off told long after the waiter's last attempt (more than half
  * its lease) is confirmed by an attempt, which makes the lease the TTL
  * from then: the waiter counts a hand-off's lease from its last attempt
@@ -476,18 +489,13 @@ void test_fair_late_handoff_confirmed(void)
     env e = env_start(30000);
     counted cp = {4000, 0};
     redislock_acquire_options o = fair_opts(1000, 10000);
-    int64_t deadline = th_now_ms() + SETUP_MS, valid;
+    int64_t valid;
     waiter w;
 
     o.retry_fn = counted_pause;
     o.retry_arg = &cp;
     waiter_start(&w, e.c, o, -1);
-    /* The second pause is planned after the second attempt (the first
-     * only subscribed). */
-    while (atomic_load(&cp.planned) < 2) {
-        ASSERT_LT(th_now_ms(), deadline);
-        th_sleep_ms(2);
-    }
+    wait_second_pause(&cp);
     wait_listening(e.r, 1);
     th_sleep_ms(700);
     ASSERT_OK(redislock_release(e.holder));
@@ -512,21 +520,19 @@ void test_fair_head_let_in_after_missed_handoff(void)
     env e = env_start(30000);
     counted cp = {4000, 0};
     redislock_acquire_options ao = fair_opts(30000, 10000);
-    int64_t deadline = th_now_ms() + SETUP_MS, t0;
+    int64_t t0;
     waiter a, b;
 
     ao.retry_fn = counted_pause;
     ao.retry_arg = &cp;
     waiter_start(&a, e.c, ao, -1);
-    while (atomic_load(&cp.planned) < 2) {
-        ASSERT_LT(th_now_ms(), deadline);
-        th_sleep_ms(2);
-    }
+    wait_second_pause(&cp);
     ASSERT_EQ_INT(th_cmd_int(e.r, "DEL " KEY), 1);
     t0 = th_now_us();
     waiter_start(&b, e.c, fair_opts(30000, 10000), -1);
     waiter_join(&a, 3000, REDISLOCK_OK);
-    test_log("A in %lld ms after B began", (long long)((a.done_us - t0) / 1000));
+    test_log("A in %lld ms after B began",
+             (long long)((a.done_us - t0) / 1000));
     ASSERT_LT(a.done_us - t0, 300000);
     wait_queued(e.r, 1, NULL);
     ASSERT_OK(redislock_release(a.l));
