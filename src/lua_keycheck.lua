@@ -32,6 +32,8 @@ local rl_kc_spec = {
     ZADD = {1, 1, 1}, ZREM = {1, 1, 1}, ZRANGE = {1, 1, 1},
     ZPOPMIN = {1, 1, 1}, ZSCORE = {1, 1, 1}, ZCARD = {1, 1, 1},
     ZRANK = {1, 1, 1}, ZCOUNT = {1, 1, 1}, ZREMRANGEBYSCORE = {1, 1, 1},
+    ZRANGEBYSCORE = {1, 1, 1}, ZREVRANGEBYSCORE = {1, 1, 1},
+    ZREVRANGE = {1, 1, 1},
     TIME = {0, 0, 0}, PING = {0, 0, 0}, ECHO = {0, 0, 0},
     -- A channel is not a key (SPUBLISH's is routed like one, but it is
     -- not a key a script must declare).

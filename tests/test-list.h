@@ -495,6 +495,7 @@ TEST_ENTRY(keys_set_keysets, 5)
 /* The embedded scripts carry only the lib.lua parts they call (no
  * server). */
 TEST_ENTRY(lua_scripts_carry_only_what_they_call, 5)
+TEST_ENTRY(lua_keycheck_knows_every_command, 5)
 /* Which servers are the same server: canonical names (no server), then
  * sharded and Redlock clients given one server under two spellings. */
 TEST_ENTRY(canon_loopback_spellings, 5)

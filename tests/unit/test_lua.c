@@ -90,3 +90,62 @@ void test_lua_scripts_carry_only_what_they_call(void)
     ASSERT(strstr(rl__script_extend.source, "local function rl_handoff") ==
            NULL);
 }
+
+/* Whether table (lua_keycheck.lua's text) has an entry "NAME = {". */
+static int keycheck_knows(const char *table, const char *name)
+{
+    char entry[80];
+
+    snprintf(entry, sizeof entry, " %s = {", name);
+    return strstr(table, entry) != NULL;
+}
+
+/* Every command a script runs by name is in the key check's table
+ * (src/lua_keycheck.lua): a command the table does not know fails the
+ * script in check-declared-keys.sh --strict, which runs only in CI. */
+void test_lua_keycheck_knows_every_command(void)
+{
+    static const char *const calls[] = {"redis.call('", "redis.pcall('"};
+    const rl__script *const *s = rl__scripts;
+    char *table = NULL;
+    size_t i, c, len = 0;
+    int seen = 0;
+    FILE *f = fopen(RL_SOURCE_DIR "/src/lua_keycheck.lua", "r");
+
+    ASSERT(f != NULL);
+    table = calloc(1, 1 << 16);
+    ASSERT(table != NULL);
+    len = fread(table, 1, (1 << 16) - 1, f);
+    fclose(f);
+    ASSERT(len > 0 && len < (1 << 16) - 1);
+    for (i = 0; s[i] != NULL; i++) {
+        char *code = code_of(s[i]->source);
+
+        for (c = 0; c < 2; c++) {
+            const char *p = code;
+
+            while ((p = strstr(p, calls[c])) != NULL) {
+                char name[64];
+                size_t n = 0;
+
+                p += strlen(calls[c]);
+                while (isalpha((unsigned char)p[n]) && n + 1 < sizeof name) {
+                    name[n] = (char)toupper((unsigned char)p[n]);
+                    n++;
+                }
+                name[n] = '\0';
+                seen++;
+                if (!keycheck_knows(table, name))
+                    test_fail_(__FILE__, __LINE__,
+                               "%s.lua runs %s, which lua_keycheck.lua's "
+                               "table does not list: add its key positions",
+                               s[i]->name, name);
+            }
+        }
+        free(code);
+    }
+    /* The scripts run commands by name: a scan that found none is
+     * broken, not clean. */
+    ASSERT(seen > 50);
+    free(table);
+}
