@@ -304,6 +304,12 @@ typedef enum excl_fault {
                                 and the cluster agrees */
     EXCL_F_CLUSTER_FAILOVER, /* CLUSTER FAILOVER on that master's replica,
                                 once; in force as the kill */
+    EXCL_F_UNPLANNED, /* never injected: a Sentinel failover the nemesis
+                         did not cause (a loaded box can make the
+                         sentinels, down after 1 s, see a master down),
+                         seen as a change of the named master; in force
+                         from the last sighting of the old one until the
+                         new one is confirmed */
     EXCL_F_COUNT
 } excl_fault;
 

@@ -16,13 +16,14 @@
 const char *const excl_fault_names[EXCL_F_COUNT] = {
     "stop-holder", "stop-waiter", "kill-holder",       "pause-server",
     "delay",       "race",        "kill-master",       "sentinel-failover",
-    "stop-master", "cluster-kill",      "cluster-failover"};
+    "stop-master", "cluster-kill",      "cluster-failover",
+    "unplanned-failover"};
 
 int excl_fault_failover(int f)
 {
     return f == EXCL_F_KILL_MASTER || f == EXCL_F_SENTINEL_FAILOVER ||
            f == EXCL_F_STOP_MASTER || f == EXCL_F_CLUSTER_KILL ||
-           f == EXCL_F_CLUSTER_FAILOVER;
+           f == EXCL_F_CLUSTER_FAILOVER || f == EXCL_F_UNPLANNED;
 }
 
 static int64_t rnd(excl_worker *w, int64_t lo, int64_t hi)

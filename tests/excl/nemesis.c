@@ -59,6 +59,10 @@ struct excl_nemesis {
     int gen[EXCL_MAX_WORKERS];
     int paused[EXCL_MAX_SERVERS];
     int failed_over; /* one failover a run */
+    /* Sentinel: the node the sentinels named at the last look (-1:
+     * none), when they last named it, and when to look again (ms). */
+    int named;
+    int64_t named_us, next_look;
     redisContext *scan[EXCL_MAX_SERVERS];
 };
 
@@ -485,7 +489,40 @@ static int failover(excl_nemesis *n, int fault)
     record_fault(n, fault, 0, since);
     if (fault == EXCL_F_STOP_MASTER)
         th_server_resume(n->t->sentinels->node[old]);
+    n->named = th_sentinels_master(n->t->sentinels);
+    n->named_us = excl_now_us();
     return 1;
+}
+
+/* Sentinel: looks (every 100 ms) whether the sentinels name another
+ * master than at the last look, outside the nemesis's own failover. If
+ * so, a failover it did not cause: waits until it is confirmed, and
+ * records it (EXCL_F_UNPLANNED), from the last look that named the old
+ * master, so that the rules judge the locks across it as across one
+ * the nemesis caused. */
+static void look_for_failover(excl_nemesis *n)
+{
+    th_sentinels *t = n->t->sentinels;
+    int64_t since = n->named_us;
+    int m, old = n->named;
+
+    if (t == NULL || th_now_ms() < n->next_look)
+        return;
+    n->next_look = th_now_ms() + 100;
+    if ((m = th_sentinels_master(t)) < 0)
+        return;
+    n->named = m;
+    n->named_us = excl_now_us();
+    if (m == old || old < 0)
+        return;
+    test_log("a failover the nemesis did not cause: the sentinels name "
+             "node %d, not node %d",
+             m, old);
+    th_sentinels_wait_failover(t, old, EXCL_FAILOVER_WAIT_MS);
+    record_fault(n, EXCL_F_UNPLANNED, 0, since);
+    n->count[EXCL_F_UNPLANNED]++;
+    n->named = th_sentinels_master(t);
+    n->named_us = excl_now_us();
 }
 
 /* Waits (bounded) until a server other than old serves slot, then until
@@ -608,6 +645,8 @@ excl_nemesis *excl_nemesis_new(const excl_mode *m, excl_topo *t,
     n->t = t;
     n->sh = sh;
     excl_rng_seed(&n->rng, seed, 77);
+    n->named = t->sentinels != NULL ? th_sentinels_master(t->sentinels) : -1;
+    n->named_us = excl_now_us();
     n->next_fault =
         th_now_ms() + excl_rng_range(&n->rng, m->gap_lo_ms, m->gap_hi_ms);
     return n;
@@ -620,6 +659,7 @@ int64_t excl_nemesis_step(excl_nemesis *n)
 
     undo_due(n, 0);
     reap(n);
+    look_for_failover(n);
     now = th_now_ms();
     if (n->m->faults != 0 && now >= n->next_fault) {
         inject_some(n);

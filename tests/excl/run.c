@@ -228,7 +228,7 @@ static void report(const excl_mode *m, uint64_t seed, const excl_result *r)
     report_sets(m, v);
     printf("excl %s: faults:", m->name);
     for (f = 0; f < EXCL_F_COUNT; f++)
-        if (m->faults & (1u << f))
+        if ((m->faults & (1u << f)) || r->faults[f] > 0)
             printf(" %s %ld", excl_fault_names[f], r->faults[f]);
     printf("%s\n", m->faults ? "" : " none");
     printf("excl %s: overlaps %ld, stale writes accepted %ld, fence order "

@@ -139,7 +139,7 @@ static void table(const excl_mode *const *sel, int n, const totals *t)
                t[i].r.v.stale, t[i].r.v.fence_order, t[i].r.v.lease,
                t[i].live);
         for (f = 0; f < EXCL_F_COUNT; f++)
-            if (sel[i]->faults & (1u << f))
+            if ((sel[i]->faults & (1u << f)) || t[i].r.faults[f] > 0)
                 printf(" %s=%ld", excl_fault_names[f], t[i].r.faults[f]);
         if (sel[i]->faults == 0)
             printf(" none");
