@@ -549,6 +549,7 @@ static void check_connect(rl__aconn *c)
 
 void rl__aconn_io(rl__aconn *c, int what)
 {
+    char buf[300];
     void *r;
     int st;
 
@@ -571,6 +572,11 @@ void rl__aconn_io(rl__aconn *c, int what)
         }
         if (c->ctx != NULL && st != REDIS_OK)
             fail_io(c);
+        else if (c->ctx != NULL && rl__conn_reader_full(c->ctx->reader))
+            fail(c, REDISLOCK_EPROTOCOL,
+                 "%s sent a reply too large for any request of the "
+                 "library's: not a Redis server, or one that misbehaves",
+                 where(c, buf, sizeof buf));
         /* Over TLS, decrypted bytes may wait in the session: the socket
          * will not say so. */
         if (c->ctx == NULL || c->ssl == NULL || !rl__conn_tls_pending(c->ssl))

@@ -47,6 +47,11 @@ struct rl__conn {
 #define RL_MAX_ELEMENTS 100000
 #define RL_MAX_PENDING (2 * 1024 * 1024)
 
+int rl__conn_reader_full(const redisReader *r)
+{
+    return r->len - r->pos > RL_MAX_PENDING;
+}
+
 #if HIREDIS_MAJOR >= 1
 void rl__conn_limit_reader(redisReader *r)
 {
@@ -527,7 +532,7 @@ static redislock_err read_reply(rl__conn *c, void **reply, int64_t deadline_us,
         first = 0;
         if (redisBufferRead(c->ctx) != REDIS_OK)
             return io_failure(c, errno, what);
-        if (c->ctx->reader->len - c->ctx->reader->pos > RL_MAX_PENDING)
+        if (rl__conn_reader_full(c->ctx->reader))
             return fail(c, REDISLOCK_EPROTOCOL, what, "reply too large");
     }
 }
@@ -664,7 +669,7 @@ static void par_read(rl__par *p)
 {
     if (redisBufferRead(p->c->ctx) != REDIS_OK)
         p->err = io_failure(p->c, errno, "reading a reply");
-    else if (p->c->ctx->reader->len - p->c->ctx->reader->pos > RL_MAX_PENDING)
+    else if (rl__conn_reader_full(p->c->ctx->reader))
         p->err = fail(p->c, REDISLOCK_EPROTOCOL, "reading a reply",
                       "reply too large");
     else

@@ -91,6 +91,11 @@ redislock_err rl__conn_ctx_error(const redisContext *ctx, int timed_out,
 /* Bounds what a misbehaving server can make a reader of r allocate. */
 void rl__conn_limit_reader(redisReader *r);
 
+/* Whether r holds more unparsed bytes than any reply the library takes
+ * (a misbehaving server streaming a reply nobody needs): the caller
+ * fails the connection with "reply too large". */
+int rl__conn_reader_full(const redisReader *r);
+
 /* Connects, authenticates and selects the database within the connect
  * timeout. */
 redislock_err rl__conn_open(const rl__conn_cfg *cfg, rl__conn **out);

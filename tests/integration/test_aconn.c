@@ -629,6 +629,50 @@ void test_aconn_bad_server_replies(void)
     }
 }
 
+/* A reply that never ends: a length header, then data as fast as the
+ * socket takes it (64 MiB of a bulk string, or 8 MiB of array elements).
+ * The connection fails with REDISLOCK_EPROTOCOL (or ENOMEM from the
+ * elements' bound) once it holds more than any reply of the library's
+ * can be, long before its command timeout, which without the bound
+ * ends it (ETIMEDOUT) after reading all it could: 176 MB more peak RSS
+ * on 2026-11-29. */
+void test_aconn_stream_bounded(void)
+{
+    static const struct {
+        const char *head, *fill;
+        int mib;
+    } floods[] = {
+        {"$999999999999\r\n", "x", 64},
+        {"*100000000\r\n", ":1\r\n", 8},
+    };
+    static const char *const ping[] = {"PING"};
+    size_t i;
+
+    for (i = 0; i < sizeof floods / sizeof floods[0]; i++) {
+        fs_rule rules[] = {{NULL, floods[i].head, FS_STREAM, floods[i].mib, 0,
+                            floods[i].fill}};
+        fs_server *fs = fs_start(rules, 1, NULL);
+        loop lp = {-1, 0, 0};
+        got g = {.in_order = 1, .want = 1};
+        rl__url u;
+        rl__aconn *c = open_url(fs->unix_url, &u, NULL, 20000, &lp);
+
+        ASSERT_OK(
+            rl__aconn_send(c, 1, (const char **)ping, NULL, on_reply, &g));
+        run(c, &lp, &g.done, 25000);
+        test_log("%.*s + %d MiB: %s", (int)strlen(floods[i].head) - 2,
+                 floods[i].head, floods[i].mib, g.detail);
+        ASSERT_EQ_INT(g.n, 1);
+        /* The elements' bound (rl__conn_limit_reader) may come first:
+         * ENOMEM, as for the blocking calls. Never the timeout. */
+        ASSERT_EQ_INT(g.errs[REDISLOCK_EPROTOCOL] + g.errs[REDISLOCK_ENOMEM],
+                      1);
+        rl__aconn_close(c);
+        rl__url_free(&u);
+        fs_stop(fs);
+    }
+}
+
 /* A subscriber connection: confirmation, messages in order per channel
  * (a binary channel name too), unsubscribe, and the end when the server
  * goes. */
