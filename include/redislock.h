@@ -187,7 +187,7 @@ typedef struct redislock_options {
      * many replicas of the lock's master have the write, for at most
      * wait_replicas_timeout_ms (default 0: 100 ms). Default 0: off.
      * REDISLOCK_REPLICAS_ALL: every replica the master has had (see
-     * below); not on an event loop yet. */
+     * below). */
     int wait_replicas;
     int64_t wait_replicas_timeout_ms;
     /* With wait_replicas: 0 (default): an acquisition fewer replicas

@@ -21,7 +21,7 @@ typedef struct gslot {
     rl__agroup *gr;
     int g;
     rl__request gq;
-    long long acked, aof[2];
+    rl__guard_acks acks;
 } gslot;
 
 struct rl__agroup {
@@ -114,10 +114,9 @@ static redislock_err send_group(rl__agroup *gr, int g, rl__request q,
 
     s->gr = gr;
     s->g = g;
-    s->acked = -1;
-    s->aof[0] = s->aof[1] = -1;
+    s->acks.acked = s->acks.need = s->acks.aof[0] = s->acks.aof[1] = -1;
     if (guarded)
-        rl__lock_guard(gr->l, &q, &s->acked, s->aof);
+        rl__lock_guard(gr->l, &q, &s->acks);
     s->gq = q;
     err = gr->io.send(gr->io.ctx, names, n, req, &q, cb, s);
     if (err == REDISLOCK_OK)

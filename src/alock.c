@@ -100,7 +100,7 @@ struct rl__aop {
     /* The guards of its write (acquire, extend) and their answers:
      * rl__lock_guard's, read by rl__lock_acks. */
     rl__request gq;
-    long long acked, aof[2];
+    rl__guard_acks acks;
     /* A release's hold-after or an extend's TTL. */
     int64_t ms;
     /* An inspect's output, the caller's, of info_size bytes. */
@@ -121,7 +121,7 @@ struct rl__lwatch {
     rl__agroup *grp;   /* a renewal out to a set's groups */
     int64_t sent_us;
     rl__request gq; /* its guards (as an aop's) */
-    long long acked, aof[2];
+    rl__guard_acks acks;
     lwatch *prev, *next; /* the loop's */
 };
 
@@ -973,9 +973,9 @@ static void lwatch_next(lwatch *w, rl__renew_step step)
  * blocking calls send them: WAIT and WAITAOF behind it on the same
  * connection; *gq keeps them for rl__lock_acks and guarded(). */
 static void guard(const redislock_lock *l, rl__request *q, rl__request *gq,
-                  long long *acked, long long aof[2])
+                  rl__guard_acks *acks)
 {
-    rl__lock_guard(l, q, acked, aof);
+    rl__lock_guard(l, q, acks);
     *gq = *q;
 }
 
@@ -1077,7 +1077,7 @@ static void lwatch_fire(rl__loop_timer *lt)
     } else {
         rl__lock_owner_args(l, ttl, &a);
         if (!l->algo->every)
-            guard(l, &q, &w->gq, &w->acked, w->aof);
+            guard(l, &q, &w->gq, &w->acks);
         if (l->algo->every &&
             (err = round_send(w->al, l, &q, NULL,
                               rl__client_server_timeout(l->client, l->ttl_ms),
@@ -1418,7 +1418,7 @@ static redislock_err send_attempt(aop *op, node *n, rl__aconn *c, rl__try *t,
     if ((err = l->algo->attempt_prepare(l, t, &req)) != REDISLOCK_OK)
         return err;
     op->script = req.q.s;
-    guard(l, &req.q, &op->gq, &op->acked, op->aof);
+    guard(l, &req.q, &op->gq, &op->acks);
     op->sent_us = rl__now_us();
     err = rl__lock_send_async(l, op->al->rt, c, n->pool, t->req, &req.q,
                               attempt_done, op);
@@ -1744,7 +1744,7 @@ static redislock_err owner_op(rl__alock *al, redislock_lock *l, int kind,
     rl__lock_owner_args(l, arg2, &a);
     op->script = q.s;
     if (kind == OP_EXTEND && !l->algo->every)
-        guard(l, &q, &op->gq, &op->acked, op->aof);
+        guard(l, &q, &op->gq, &op->acks);
     if (l->algo->every)
         return op_round(op, &q,
                         rl__client_server_timeout(

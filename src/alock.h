@@ -31,7 +31,9 @@
  * when the loop is freed goes to the janitor thread.
  *
  * The replica-sync and AOF guards: WAIT (WAITAOF) behind each acquire,
- * extend and renewal on the same connection (request.c), their answers in
+ * extend and renewal on the same connection (request.c; for every
+ * replica, INFO replication before it and a second WAIT when the master
+ * has more replicas than the first asked for), their answers in
  * l->acks; an acquire they leave not durable is given back by a sweep.
  *
  * Not yet (REDISLOCK_EINVAL with the reason): sets spread over several

@@ -443,20 +443,19 @@ int rl__lock_guarded(const redislock_lock *l)
     return g->want != 0 || g->aof_local > 0 || g->aof_replicas > 0;
 }
 
-void rl__lock_guard(const redislock_lock *l, rl__request *q, long long *acked,
-                    long long aof[2])
+void rl__lock_guard(const redislock_lock *l, rl__request *q, rl__guard_acks *a)
 {
     const rl__replicas *g = rl__client_replicas(l->client);
 
-    *acked = -1;
-    aof[0] = aof[1] = -1;
+    a->acked = a->need = a->aof[0] = a->aof[1] = -1;
     q->all = g->want < 0 ? g->seen : NULL;
     q->wait_replicas = g->want < 0 ? rl__seen_guess(g->seen) : g->want;
     q->wait_ms = g->timeout_ms;
-    q->acked = acked;
+    q->acked = &a->acked;
+    q->need = &a->need;
     q->wait_aof_local = g->aof_local;
     q->wait_aof_replicas = g->aof_replicas;
-    q->aof_acked = aof;
+    q->aof_acked = a->aof;
 }
 
 void rl__lock_acks(redislock_lock *l, const rl__request *q, redislock_err err)
@@ -485,9 +484,8 @@ static redislock_err names_script(redislock_lock *l, const rl__lockname *k,
                                   int nargs, const char **args,
                                   const size_t *lens, rl__reply **out)
 {
-    long long acked, need = -1, aof[2];
+    rl__guard_acks acks;
     rl__request q = {
-        .need = &need,
         .s = s,
         .nargs = nargs,
         .args = args,
@@ -497,7 +495,7 @@ static redislock_err names_script(redislock_lock *l, const rl__lockname *k,
     redislock_err err;
 
     if (guarded)
-        rl__lock_guard(l, &q, &acked, aof);
+        rl__lock_guard(l, &q, &acks);
     err = run_keyed(rl__client_topo(l->client), NULL, NULL, k, more, nmore, req,
                     &q, out);
     rl__lock_acks(l, &q, err);

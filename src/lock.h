@@ -265,11 +265,17 @@ int rl__lock_names(const redislock_lock *l,
 /* Whether l's client asks for the replica-sync or AOF guard. */
 int rl__lock_guarded(const redislock_lock *l);
 
+/* What the guards of one write answer (see rl__request): WAIT's count,
+ * the replicas the master needs (REDISLOCK_REPLICAS_ALL), WAITAOF's
+ * two counts; -1 each until they come. Must outlive the request. */
+typedef struct rl__guard_acks {
+    long long acked, need, aof[2];
+} rl__guard_acks;
+
 /* The guards of a write of l's lease (acquire, extend) on q: WAIT and
- * WAITAOF after it, as the client asks, their answers to *acked and
- * aof[2] (-1 until they come). Nothing without the guards. */
-void rl__lock_guard(const redislock_lock *l, rl__request *q, long long *acked,
-                    long long aof[2]);
+ * WAITAOF after it (INFO replication before it for every replica), as
+ * the client asks, their answers to *a. Nothing without the guards. */
+void rl__lock_guard(const redislock_lock *l, rl__request *q, rl__guard_acks *a);
 
 /* Records in l->acks what q's guards confirmed (-1: nothing, when err
  * says the request failed). */

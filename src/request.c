@@ -360,6 +360,7 @@ typedef struct async_req {
     int out;           /* commands sent whose callbacks are to come */
     int skip;          /* guards' answers of a round sent again */
     int guards;        /* guards' answers so far */
+    int all_sent;      /* REPLICAS_ALL's INFO, then its second WAIT */
     redislock_err err; /* the script's outcome */
     rl__reply *reply;  /* its reply, kept while the guards answer */
     char detail[512];  /* the error detail of err */
@@ -367,11 +368,49 @@ typedef struct async_req {
 } async_req;
 
 static redislock_err async_send(async_req *a);
+static void async_end(async_req *a);
+
+/* A second WAIT's answer (see async_end). */
+static void async_all(void *arg, redislock_err err, const rl__reply *r)
+{
+    async_req *a = arg;
+
+    a->out--;
+    *a->r.q.acked =
+        err == REDISLOCK_OK && r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
+    async_end(a);
+}
+
+/* For a request that waits for every replica, once the first WAIT has
+ * answered: a second WAIT when the master needs more replicas than it
+ * asked for and got (as wait_all does for a blocking request). Whether
+ * one was sent. */
+static int wait_all_async(async_req *a)
+{
+    const rl__request *q = &a->r.q;
+    const char *wv[3] = {"WAIT", NULL, NULL};
+    char n[24], ms[24];
+
+    if (q->all == NULL || q->need == NULL || q->acked == NULL ||
+        a->all_sent != 1 || a->err != REDISLOCK_OK ||
+        *q->need <= q->wait_replicas || *q->acked >= *q->need)
+        return 0;
+    a->all_sent = 2;
+    snprintf(n, sizeof n, "%lld", *q->need);
+    snprintf(ms, sizeof ms, "%lld", (long long)q->wait_ms);
+    wv[1] = n;
+    wv[2] = ms;
+    if (rl__aconn_send_block(a->c, 3, wv, NULL, q->wait_ms, async_all, a) !=
+        REDISLOCK_OK)
+        return 0; /* the first WAIT's count stands: not enough */
+    a->out++;
+    return 1;
+}
 
 /* Every callback in: the script's outcome goes to the caller. */
 static void async_end(async_req *a)
 {
-    if (a->out > 0)
+    if (a->out > 0 || wait_all_async(a))
         return;
     if (a->err != REDISLOCK_OK)
         rl__err(a->err, "%s", a->detail);
@@ -406,6 +445,20 @@ static void async_reply(void *arg, redislock_err err, const rl__reply *r)
         a->cb(a->arg, err, r);
         free(a);
     }
+}
+
+/* INFO replication's answer, taken before the write: how many replicas
+ * the master needs (rl__seen_need; -1 when it is not a master). */
+static void async_info(void *arg, redislock_err err, const rl__reply *r)
+{
+    async_req *a = arg;
+
+    a->out--;
+    if (a->r.q.need != NULL)
+        *a->r.q.need = err == REDISLOCK_OK && r->type == REDIS_REPLY_STRING
+                           ? rl__seen_need(a->r.q.all, r->str, rl__now_ms())
+                           : -1;
+    async_end(a);
 }
 
 /* A WAIT's or WAITAOF's answer: each round sent has its WAIT first, then
@@ -444,9 +497,24 @@ static redislock_err async_send(async_req *a)
 
     if (argc < 0)
         return rl__err(REDISLOCK_EINVAL, "too many script arguments");
+    /* Every replica: INFO before the write, in its first round only (a
+     * round sent again after a NOSCRIPT wrote nothing). */
+    if (q->all != NULL && !a->all_sent) {
+        if ((err = rl__aconn_send(a->c, 2, infov, NULL, async_info, a)) !=
+            REDISLOCK_OK)
+            return err;
+        a->all_sent = 1;
+        a->out++;
+    }
     if ((err = rl__aconn_send(a->c, argc, argv, argl, async_reply, a)) !=
-        REDISLOCK_OK)
-        return err;
+        REDISLOCK_OK) {
+        if (a->out == 0)
+            return err;
+        /* INFO's answer is to come: the outcome goes out with it. */
+        a->err = err;
+        snprintf(a->detail, sizeof a->detail, "%s", redislock_errdetail());
+        return REDISLOCK_OK;
+    }
     a->out++;
     snprintf(ms, sizeof ms, "%lld", (long long)a->r.q.wait_ms);
     /* The guards ride behind the script: a failure to queue them fails
@@ -479,10 +547,6 @@ redislock_err rl__request_send_async(rl__aconn *c, const rl__request *q,
         return rl__err(REDISLOCK_EINVAL,
                        "on an event loop a request is one script, without "
                        "a command before it");
-    if (q->all != NULL)
-        return rl__err(REDISLOCK_EINVAL,
-                       "wait_replicas REDISLOCK_REPLICAS_ALL is not "
-                       "supported on an event loop yet: give a number");
     if ((bytes = rl__request_bytes(q)) < 0)
         return REDISLOCK_EINVAL;
     if ((a = calloc(1, sizeof *a + (size_t)bytes + 1)) == NULL)

@@ -64,7 +64,8 @@ typedef struct rl__request {
      * replication goes before the script; when the master needs more
      * replicas than wait_replicas (rl__seen_guess), a second WAIT for
      * them follows. How many it needs goes to *need (-1: unknown, not a
-     * master). Not on an event loop yet. */
+     * master). On an event loop too: INFO goes in the first round only,
+     * and the second WAIT once the first has answered. */
     rl__seen *all;
     long long *need;
     /* Either > 0: WAITAOF wait_aof_local wait_aof_replicas wait_ms

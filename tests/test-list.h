@@ -361,6 +361,7 @@ TEST_ENTRY(replicas_waitaof_confirmed, 30)
 TEST_ENTRY(replicas_two_planned_failover, 60)
 TEST_ENTRY(replicas_waiter_waits_through_guarded_failover, 60)
 TEST_ENTRY(replicas_loop_waiter_waits_through_guarded_failover, 60)
+TEST_ENTRY(replicas_loop_every_replica, 60)
 
 /* Redis Cluster: each test starts a cluster of its own. */
 TEST_ENTRY(cluster_keys_spread_over_slots, 120)

@@ -575,9 +575,10 @@ void test_replicas_waiter_waits_through_guarded_failover(void)
     th_sentinels_stop(g.t);
 }
 
-/* The same on the event loop: each lock the guard refused is given back
- * on the loop (its request id voided, a fresh one taken), and the
- * waiter waits on. */
+/* The same on the event loop, with the same guard (every replica): each
+ * lock the guard refused is given back on the loop (its request id
+ * voided, a fresh one taken), and the waiter waits on; the lock it
+ * takes was confirmed by the two replicas the master has. */
 void test_replicas_loop_waiter_waits_through_guarded_failover(void)
 {
     const driver *d = &adapter_poll;
@@ -589,8 +590,7 @@ void test_replicas_loop_waiter_waits_through_guarded_failover(void)
     void *lh;
     int64_t t0;
 
-    /* A loop takes a count, not yet REDISLOCK_REPLICAS_ALL. */
-    strict_start(&g, 2);
+    strict_start(&g, REDISLOCK_REPLICAS_ALL);
     lh = d->open(g.c, &lp);
     w = th_lock(g.c, KEY);
     ASSERT_OK(redislock_loop_acquire(lp, w, &o, ad_record, &dw));
@@ -603,6 +603,7 @@ void test_replicas_loop_waiter_waits_through_guarded_failover(void)
     test_log("the waiter: %s (%s)", redislock_strerror(dw.err), dw.detail);
     ASSERT_ERR(dw.err, REDISLOCK_OK);
     strict_held(&g, redislock_token(w));
+    ASSERT_EQ_INT(redislock_replicas(w), 2);
     ASSERT_OK(redislock_loop_release(lp, w, 0, ad_record, &dw));
     ad_run_until(d, lh, &dw.calls, 2, 5000);
     ASSERT_ERR(dw.err, REDISLOCK_OK);
@@ -610,4 +611,68 @@ void test_replicas_loop_waiter_waits_through_guarded_failover(void)
     redislock_lock_free(w);
     redislock_client_free(g.c);
     th_sentinels_stop(g.t);
+}
+
+/*
+ * The guard for every replica on the event loop: a fresh client's first
+ * acquire asks WAIT for one replica (it has seen none yet) and learns
+ * from INFO, sent before the write, that the master has two. With the
+ * second frozen, the first WAIT answers 1, and a second WAIT for both
+ * follows: the acquire is still out 300 ms in, and once the replica
+ * thaws it succeeds, confirmed by both (without that second WAIT it
+ * would end at once with REDISLOCK_ENOTDURABLE). An extend then asks
+ * for both at once; a frozen replica makes it fail with
+ * REDISLOCK_ENOTDURABLE (strict: the lock is kept), as in the blocking
+ * calls.
+ */
+void test_replicas_loop_every_replica(void)
+{
+    const driver *d = &adapter_poll;
+    th_sentinel_opts so = {.replicas = 2};
+    th_sentinels *t = th_sentinels_start(&so);
+    redislock_options co = {0};
+    redislock_acquire_options o = th_aopts(10000, 0, 0);
+    redislock_client *c;
+    redislock_loop *lp;
+    redislock_lock *l;
+    ad_done dn = {0};
+    void *h;
+
+    co.wait_replicas = REDISLOCK_REPLICAS_ALL;
+    co.wait_replicas_timeout_ms = 3000;
+    co.command_timeout_ms = 3000;
+    c = th_client_url(t->url, &co);
+    h = d->open(c, &lp);
+    l = th_lock(c, KEY);
+    th_server_pause(t->node[2]);
+    ASSERT_OK(redislock_loop_acquire(lp, l, &o, ad_record, &dn));
+    ad_run_for(d, h, 300);
+    test_log("300 ms in, one replica frozen: %d callbacks (%s)", dn.calls,
+             dn.detail);
+    ASSERT_EQ_INT(dn.calls, 0);
+    th_server_resume(t->node[2]);
+    ad_run_until(d, h, &dn.calls, 1, 5000);
+    test_log("first acquire: %s (%s)", redislock_strerror(dn.err), dn.detail);
+    ASSERT_ERR(dn.err, REDISLOCK_OK);
+    ASSERT_EQ_INT(redislock_replicas(l), 2);
+    ASSERT_OK(redislock_loop_extend(lp, l, 20000, ad_record, &dn));
+    ad_run_until(d, h, &dn.calls, 2, 5000);
+    ASSERT_ERR(dn.err, REDISLOCK_OK);
+    ASSERT_EQ_INT(redislock_replicas(l), 2);
+    th_server_pause(t->node[2]);
+    ASSERT_OK(redislock_loop_extend(lp, l, 20000, ad_record, &dn));
+    ad_run_until(d, h, &dn.calls, 3, 8000);
+    test_log("a replica frozen, extend: %s (%s)", redislock_strerror(dn.err),
+             dn.detail);
+    ASSERT_ERR(dn.err, REDISLOCK_ENOTDURABLE);
+    ASSERT_EQ_INT(redislock_replicas(l), 1);
+    ASSERT_OK(redislock_check(l));
+    th_server_resume(t->node[2]);
+    ASSERT_OK(redislock_loop_release(lp, l, 0, ad_record, &dn));
+    ad_run_until(d, h, &dn.calls, 4, 5000);
+    ASSERT_ERR(dn.err, REDISLOCK_OK);
+    d->close(h);
+    redislock_lock_free(l);
+    redislock_client_free(c);
+    th_sentinels_stop(t);
 }
