@@ -36,8 +36,11 @@
  * has more replicas than the first asked for), their answers in
  * l->acks; an acquire they leave not durable is given back by a sweep.
  *
- * Not yet (REDISLOCK_EINVAL with the reason): sets spread over several
- * servers or slots (spread.c).
+ * Sets of keys that no one script reaches (a sharded client's over
+ * several servers, a cluster's over several slots) go group by group
+ * through agroup.c, with spread.h's steps. The one thing the loop refuses
+ * (REDISLOCK_EINVAL with the reason): a lock that the blocking calls
+ * took with the watchdog thread, which renews it there.
  *
  * Single-threaded: every call here, and every callback, on the loop's
  * thread. One operation at a time per lock handle.
