@@ -1750,6 +1750,7 @@ static redislock_err owner_op(rl__alock *al, redislock_lock *l, int kind,
                         rl__client_server_timeout(
                             al->c, kind == OP_EXTEND ? ms : l->ttl_ms),
                         owner_round_done);
+    q.first = rl__lock_first(l, q.s);
     return op_send(op, n, &q, owner_done);
 }
 

@@ -425,6 +425,11 @@ redislock_err rl__lock_command(redislock_lock *l, int n, const rl__cmd *cmds,
 static const char *pingv[1] = {"PING"};
 static const rl__cmd ping = {1, pingv, NULL};
 
+const rl__cmd *rl__lock_first(const redislock_lock *l, const rl__script *s)
+{
+    return l->fair_queued && s == &rl__script_release ? &ping : NULL;
+}
+
 int rl__lock_names(const redislock_lock *l,
                    rl__lockname names[1 + REDISLOCK_SET_MAX])
 {
@@ -474,9 +479,8 @@ void rl__lock_acks(redislock_lock *l, const rl__request *q, redislock_err err)
 
 /* A script on the locks k and more (nmore; req names the request, for a
  * script that takes its void key), followed by the replica-sync guard's
- * WAIT when guarded and the guard is on. The release of a hold taken by
- * a fair call that queued goes after a PING (see rl__request): fair
- * waiters are likely behind it. */
+ * WAIT when guarded and the guard is on, and after rl__lock_first's
+ * command. */
 static redislock_err names_script(redislock_lock *l, const rl__lockname *k,
                                   const rl__lockname *more, int nmore,
                                   int guarded, int64_t timeout_ms,
@@ -485,13 +489,12 @@ static redislock_err names_script(redislock_lock *l, const rl__lockname *k,
                                   const size_t *lens, rl__reply **out)
 {
     rl__guard_acks acks;
-    rl__request q = {
-        .s = s,
-        .nargs = nargs,
-        .args = args,
-        .lens = lens,
-        .timeout_ms = timeout_ms,
-        .first = l->fair_queued && s == &rl__script_release ? &ping : NULL};
+    rl__request q = {.s = s,
+                     .nargs = nargs,
+                     .args = args,
+                     .lens = lens,
+                     .timeout_ms = timeout_ms,
+                     .first = rl__lock_first(l, s)};
     redislock_err err;
 
     if (guarded)

@@ -262,6 +262,11 @@ redislock_err rl__lock_group_script(redislock_lock *l,
 int rl__lock_names(const redislock_lock *l,
                    rl__lockname names[1 + REDISLOCK_SET_MAX]);
 
+/* The command that goes before l's script s, in the same write: a PING
+ * before the release of a hold that a fair call queued for (fair waiters
+ * are likely behind it; see rl__request's first), else NULL. Static. */
+const rl__cmd *rl__lock_first(const redislock_lock *l, const rl__script *s);
+
 /* Whether l's client asks for the replica-sync or AOF guard. */
 int rl__lock_guarded(const redislock_lock *l);
 

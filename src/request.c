@@ -360,7 +360,8 @@ typedef struct async_req {
     int out;           /* commands sent whose callbacks are to come */
     int skip;          /* guards' answers of a round sent again */
     int guards;        /* guards' answers so far */
-    int all_sent;      /* REPLICAS_ALL's INFO, then its second WAIT */
+    int before_sent;   /* what goes before the script (send_before) */
+    int all_sent;      /* REPLICAS_ALL's second WAIT */
     redislock_err err; /* the script's outcome */
     rl__reply *reply;  /* its reply, kept while the guards answer */
     char detail[512];  /* the error detail of err */
@@ -391,11 +392,11 @@ static int wait_all_async(async_req *a)
     const char *wv[3] = {"WAIT", NULL, NULL};
     char n[24], ms[24];
 
-    if (q->all == NULL || q->need == NULL || q->acked == NULL ||
-        a->all_sent != 1 || a->err != REDISLOCK_OK ||
-        *q->need <= q->wait_replicas || *q->acked >= *q->need)
+    if (q->all == NULL || q->need == NULL || q->acked == NULL || a->all_sent ||
+        a->err != REDISLOCK_OK || *q->need <= q->wait_replicas ||
+        *q->acked >= *q->need)
         return 0;
-    a->all_sent = 2;
+    a->all_sent = 1;
     snprintf(n, sizeof n, "%lld", *q->need);
     snprintf(ms, sizeof ms, "%lld", (long long)q->wait_ms);
     wv[1] = n;
@@ -447,6 +448,17 @@ static void async_reply(void *arg, redislock_err err, const rl__reply *r)
     }
 }
 
+/* The answer to the command q sends first (a PING): nothing to keep. */
+static void async_first(void *arg, redislock_err err, const rl__reply *r)
+{
+    async_req *a = arg;
+
+    (void)err;
+    (void)r;
+    a->out--;
+    async_end(a);
+}
+
 /* INFO replication's answer, taken before the write: how many replicas
  * the master needs (rl__seen_need; -1 when it is not a master). */
 static void async_info(void *arg, redislock_err err, const rl__reply *r)
@@ -483,6 +495,26 @@ static void async_guard(void *arg, redislock_err err, const rl__reply *r)
     async_end(a);
 }
 
+/* What goes before the script, in its first round only (a round sent
+ * again after a NOSCRIPT wrote nothing): q's first command, its reply
+ * dropped, and for every replica INFO replication. */
+static redislock_err send_before(async_req *a)
+{
+    const rl__request *q = &a->r.q;
+    redislock_err err = REDISLOCK_OK;
+
+    a->before_sent = 1;
+    if (q->first != NULL &&
+        (err = rl__aconn_send(a->c, q->first->argc, q->first->argv,
+                              q->first->lens, async_first, a)) == REDISLOCK_OK)
+        a->out++;
+    if (err == REDISLOCK_OK && q->all != NULL &&
+        (err = rl__aconn_send(a->c, 2, infov, NULL, async_info, a)) ==
+            REDISLOCK_OK)
+        a->out++;
+    return err;
+}
+
 static redislock_err async_send(async_req *a)
 {
     const char *argv[RL_SCRIPT_ARGV_MAX];
@@ -497,20 +529,13 @@ static redislock_err async_send(async_req *a)
 
     if (argc < 0)
         return rl__err(REDISLOCK_EINVAL, "too many script arguments");
-    /* Every replica: INFO before the write, in its first round only (a
-     * round sent again after a NOSCRIPT wrote nothing). */
-    if (q->all != NULL && !a->all_sent) {
-        if ((err = rl__aconn_send(a->c, 2, infov, NULL, async_info, a)) !=
-            REDISLOCK_OK)
-            return err;
-        a->all_sent = 1;
-        a->out++;
-    }
-    if ((err = rl__aconn_send(a->c, argc, argv, argl, async_reply, a)) !=
-        REDISLOCK_OK) {
+    err = a->before_sent ? REDISLOCK_OK : send_before(a);
+    if (err == REDISLOCK_OK)
+        err = rl__aconn_send(a->c, argc, argv, argl, async_reply, a);
+    if (err != REDISLOCK_OK) {
         if (a->out == 0)
             return err;
-        /* INFO's answer is to come: the outcome goes out with it. */
+        /* What went before answers yet: the outcome goes out with it. */
         a->err = err;
         snprintf(a->detail, sizeof a->detail, "%s", redislock_errdetail());
         return REDISLOCK_OK;
@@ -543,10 +568,10 @@ redislock_err rl__request_send_async(rl__aconn *c, const rl__request *q,
     long bytes;
     redislock_err err;
 
-    if (q->s == NULL || q->first != NULL)
+    if (q->s == NULL || (q->first != NULL && q->first_reply != NULL))
         return rl__err(REDISLOCK_EINVAL,
-                       "on an event loop a request is one script, without "
-                       "a command before it");
+                       "on an event loop a request is one script, and the "
+                       "reply of a command before it is not kept");
     if ((bytes = rl__request_bytes(q)) < 0)
         return REDISLOCK_EINVAL;
     if ((a = calloc(1, sizeof *a + (size_t)bytes + 1)) == NULL)

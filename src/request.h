@@ -157,8 +157,10 @@ void rl__replies_free(rl__replies *out);
  * arguments are copied. q's guards (WAIT, WAITAOF) are sent behind the
  * script, and again behind a script sent again; cb comes once they have
  * answered, their answers in *q->acked and q->aof_acked (which must
- * outlive the callback). One script only, not yet a pipeline or a command
- * before it (REDISLOCK_EINVAL).
+ * outlive the callback); INFO for every replica (q->all) and q->first
+ * (static: it is not copied) go before it in its first round, q->first's
+ * reply dropped. One script only, not yet a pipeline, and no first_reply
+ * (REDISLOCK_EINVAL).
  */
 redislock_err rl__request_send_async(rl__aconn *c, const rl__request *q,
                                      rl__aconn_cb cb, void *arg);
