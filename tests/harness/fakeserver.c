@@ -29,9 +29,8 @@
 #define FS_FILLER 65536
 
 /* The commands counted one by one; the last slot counts the others. */
-static const char *const counted[] = {"PING", "AUTH",    "SELECT",
-                                      "SET",  "PTTL",    "EVALSHA",
-                                      "EVAL", "SCAN",    "*"};
+static const char *const counted[] = {
+    "PING", "AUTH", "SELECT", "SET", "PTTL", "EVALSHA", "EVAL", "SCAN", "*"};
 #define FS_NCOUNTED (sizeof counted / sizeof counted[0])
 
 /* In a MAP_SHARED page: written by connection processes, read by the
@@ -114,8 +113,7 @@ static long header(const char *p, size_t len, char c, size_t *used)
  * takes, 0 when incomplete, -1 when it is not a RESP array of bulk
  * strings.
  */
-static long parse_request(const char *buf, size_t len, char *name,
-                          size_t size)
+static long parse_request(const char *buf, size_t len, char *name, size_t size)
 {
     size_t at = 0, used;
     long argc, i, n;
@@ -148,9 +146,8 @@ static const fs_rule *find_rule(const script *sc, const char *cmd)
         const fs_rule *r = &sc->rules[i];
         if (r->cmd != NULL && strcasecmp(r->cmd, cmd) != 0)
             continue;
-        if (r->times > 0 &&
-            __atomic_fetch_add(&sc->st->hits[i], 1, __ATOMIC_SEQ_CST) >=
-                r->times)
+        if (r->times > 0 && __atomic_fetch_add(&sc->st->hits[i], 1,
+                                               __ATOMIC_SEQ_CST) >= r->times)
             continue;
         return r;
     }
@@ -326,6 +323,11 @@ static int listen_tcp(int *port)
     *port = ntohs(sa.sin_port);
     return fd;
 }
+
+const fs_flood fs_floods[FS_NFLOODS] = {
+    {"$999999999999\r\n", "x", 64},
+    {"*100000000\r\n", ":1\r\n", 8},
+};
 
 fs_server *fs_start(const fs_rule *rules, size_t n, const char *greeting)
 {

@@ -36,14 +36,32 @@ typedef struct fs_rule {
     const char *cmd;   /* command name, any case; NULL matches every one */
     const char *reply; /* raw bytes sent back (NUL-terminated), "" none */
     fs_action action;
-    int param; /* FS_SLOW: ms per byte; FS_STREAM: MiB of filler */
-    int times; /* applies to the first `times` matches only; 0: always */
+    int param;        /* FS_SLOW: ms per byte; FS_STREAM: MiB of filler */
+    int times;        /* applies to the first `times` matches only; 0: always */
     const char *fill; /* FS_STREAM: what is repeated; NULL: "x" */
 } fs_rule;
 
+/* Replies that never end (FS_STREAM): a length header, then fill as
+ * fast as the client reads it: 64 MiB of a bulk string nobody will ever
+ * need, or 8 MiB of array elements (4 bytes each on the wire, a reply
+ * object each in memory). A client must stop reading long before that:
+ * by its timeout, and with a bounded buffer. */
+typedef struct fs_flood {
+    const char *head, *fill;
+    int mib;
+} fs_flood;
+#define FS_NFLOODS 2
+extern const fs_flood fs_floods[FS_NFLOODS];
+
 /* Shorthands: reply at once to every match, or to the first only. */
-#define FS_ALWAYS(cmd, reply) {(cmd), (reply), FS_REPLY, 0, 0, NULL}
-#define FS_ONCE(cmd, reply) {(cmd), (reply), FS_REPLY, 0, 1, NULL}
+#define FS_ALWAYS(cmd, reply)                                                  \
+    {                                                                          \
+        (cmd), (reply), FS_REPLY, 0, 0, NULL                                   \
+    }
+#define FS_ONCE(cmd, reply)                                                    \
+    {                                                                          \
+        (cmd), (reply), FS_REPLY, 0, 1, NULL                                   \
+    }
 
 typedef struct fs_stats fs_stats; /* shared with the server process */
 

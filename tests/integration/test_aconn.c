@@ -629,26 +629,18 @@ void test_aconn_bad_server_replies(void)
     }
 }
 
-/* A reply that never ends: a length header, then data as fast as the
- * socket takes it (64 MiB of a bulk string, or 8 MiB of array elements).
- * The connection fails with REDISLOCK_EPROTOCOL (or ENOMEM from the
- * elements' bound) once it holds more than any reply of the library's
- * can be, long before its command timeout, which without the bound
- * ends it (ETIMEDOUT) after reading all it could: 176 MB more peak RSS
- * on 2026-11-29. */
+/* The never-ending replies (fs_floods): the connection fails with
+ * REDISLOCK_EPROTOCOL (or ENOMEM from the elements' bound) once it holds more
+ * than any reply of the library's can be, long before its command timeout,
+ * which without the bound ends it (ETIMEDOUT) after reading all it could: 176
+ * MB more peak RSS on 2026-11-29. */
 void test_aconn_stream_bounded(void)
 {
-    static const struct {
-        const char *head, *fill;
-        int mib;
-    } floods[] = {
-        {"$999999999999\r\n", "x", 64},
-        {"*100000000\r\n", ":1\r\n", 8},
-    };
     static const char *const ping[] = {"PING"};
+    const fs_flood *floods = fs_floods;
     size_t i;
 
-    for (i = 0; i < sizeof floods / sizeof floods[0]; i++) {
+    for (i = 0; i < FS_NFLOODS; i++) {
         fs_rule rules[] = {{NULL, floods[i].head, FS_STREAM, floods[i].mib, 0,
                             floods[i].fill}};
         fs_server *fs = fs_start(rules, 1, NULL);

@@ -65,8 +65,8 @@ static const char *const op_names[] = {
 /* One scripted reply and what the call must make of it. */
 typedef struct bcase {
     op op;
-    const char *reply; /* to the call's first command (PING: client_new) */
-    unsigned want;     /* a mask of accepted redislock_err codes */
+    const char *reply;  /* to the call's first command (PING: client_new) */
+    unsigned want;      /* a mask of accepted redislock_err codes */
     const char *detail; /* "a|b": the detail names one of them */
 } bcase;
 
@@ -265,8 +265,8 @@ static const char *errnames(unsigned mask, char *buf, size_t size)
     buf[0] = '\0';
     for (e = 0; e < REDISLOCK_ERR_COUNT_ && at < size; e++)
         if (mask & (1u << e))
-            at += (size_t)snprintf(buf + at, size - at, "%s%s",
-                                   at ? "|" : "", redislock_errname(e) + 10);
+            at += (size_t)snprintf(buf + at, size - at, "%s%s", at ? "|" : "",
+                                   redislock_errname(e) + 10);
     return buf;
 }
 
@@ -308,8 +308,8 @@ static int judge(const char *what, op o, const outcome *r, unsigned want,
 
 /* Serves rules on a fresh fake server and runs o against it. */
 static int run_rules(const fs_rule *rules, size_t n, const char *greeting,
-                     const char *what, op o, unsigned want,
-                     const char *detail, int tcp)
+                     const char *what, op o, unsigned want, const char *detail,
+                     int tcp)
 {
     fs_server *s = fs_start(rules, n, greeting);
     outcome r = measure(s, o, tcp);
@@ -338,8 +338,10 @@ static int run_case(const bcase *c, fs_action action, int param, int tcp)
 static void expect_none(int bad)
 {
     if (bad != 0)
-        test_fail_(__FILE__, __LINE__, "%d cases went wrong (see MISMATCH, "
-                   "TOO SLOW, MEMORY and DETAIL above)", bad);
+        test_fail_(__FILE__, __LINE__,
+                   "%d cases went wrong (see MISMATCH, "
+                   "TOO SLOW, MEMORY and DETAIL above)",
+                   bad);
 }
 
 /* Each case, its reply sent at once. */
@@ -460,8 +462,7 @@ void test_badserver_bad_lengths(void)
     bad += run_every_op("$-5\r\n", FS_HANG, 0, EPROTO, 0);
     bad += run_every_op("*-5\r\n", FS_HANG, 0, EPROTO, 0);
     bad += run_every_op("*4294967295\r\n", FS_HANG, 0, huge, 0);
-    bad += run_every_op(":99999999999999999999999\r\n", FS_HANG, 0, EPROTO,
-                        0);
+    bad += run_every_op(":99999999999999999999999\r\n", FS_HANG, 0, EPROTO, 0);
     expect_none(bad);
 }
 
@@ -470,8 +471,8 @@ void test_badserver_bad_lengths(void)
  * count can be refused at once rather than allocated (and later freed). */
 void test_badserver_huge_array_count(void)
 {
-    bcase c = {OP_TTL, "*2147483647\r\n",
-               W2(ETIMEDOUT, EPROTOCOL) | W1(ENOMEM), NULL};
+    bcase c = {OP_TTL, "*2147483647\r\n", W2(ETIMEDOUT, EPROTOCOL) | W1(ENOMEM),
+               NULL};
 
     expect_none(run_case(&c, FS_HANG, 0, 0));
 }
@@ -528,8 +529,7 @@ void test_badserver_slow_valid_reply(void)
     for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         int slow_ping = cases[i].op == OP_CLIENT_NEW;
         fs_rule rules[] = {
-            {"PING", "+PONG\r\n", slow_ping ? FS_SLOW : FS_REPLY, 20, 0,
-             NULL},
+            {"PING", "+PONG\r\n", slow_ping ? FS_SLOW : FS_REPLY, 20, 0, NULL},
             /* 10 ms a byte: the longest reply (16 bytes) still arrives
              * within the 300 ms a call may take. */
             {"SET", cases[i].set, FS_SLOW, 10, 0, NULL},
@@ -539,8 +539,8 @@ void test_badserver_slow_valid_reply(void)
         char what[64];
 
         test_escape_(cases[i].script, strlen(cases[i].script), what, 28);
-        bad += run_rules(rules, 4, NULL, what, cases[i].op, cases[i].want,
-                         NULL, 0);
+        bad += run_rules(rules, 4, NULL, what, cases[i].op, cases[i].want, NULL,
+                         0);
     }
     expect_none(bad);
 }
@@ -655,8 +655,8 @@ void test_badserver_noscript_forever(void)
         fs_server *s = fs_start(rules, 2, NULL);
         outcome r = measure(s, each[i], 0);
 
-        bad += judge("NOSCRIPT to EVALSHA and EVAL", each[i], &r,
-                     W1(ESERVER), "NOSCRIPT");
+        bad += judge("NOSCRIPT to EVALSHA and EVAL", each[i], &r, W1(ESERVER),
+                     "NOSCRIPT");
         test_log("  sent EVALSHA %ld, EVAL %ld", fs_calls(s, "EVALSHA"),
                  fs_calls(s, "EVAL"));
         ASSERT_EQ_INT(fs_calls(s, "EVALSHA"), 1);
@@ -720,10 +720,8 @@ void test_badserver_reconnects_after_failure(void)
 
     fail_then_recover(&closed, REDISLOCK_EIO, ":1\r\n", REDISLOCK_OK);
     fail_then_recover(&hung, REDISLOCK_ETIMEDOUT, ":1\r\n", REDISLOCK_OK);
-    fail_then_recover(&late, REDISLOCK_ETIMEDOUT, ":-1\r\n",
-                      REDISLOCK_ELOST);
-    fail_then_recover(&bad, REDISLOCK_EPROTOCOL, ":0\r\n",
-                      REDISLOCK_EEXPIRED);
+    fail_then_recover(&late, REDISLOCK_ETIMEDOUT, ":-1\r\n", REDISLOCK_ELOST);
+    fail_then_recover(&bad, REDISLOCK_EPROTOCOL, ":0\r\n", REDISLOCK_EEXPIRED);
 }
 
 /* Acquires twice on one client whose server refuses every attempt; the
@@ -820,10 +818,9 @@ void test_badserver_extreme_holder_ttl(void)
 
     for (i = 0; i < sizeof ttls / sizeof ttls[0]; i++)
         for (ff = 0; ff < 2; ff++) {
-            fs_rule rules[] = {FS_ALWAYS("SET", "$-1\r\n"),
-                               FS_ALWAYS("EVALSHA", script),
-                               FS_ALWAYS("PTTL", pttl),
-                               FS_ALWAYS("BLPOP", "*-1\r\n")};
+            fs_rule rules[] = {
+                FS_ALWAYS("SET", "$-1\r\n"), FS_ALWAYS("EVALSHA", script),
+                FS_ALWAYS("PTTL", pttl), FS_ALWAYS("BLPOP", "*-1\r\n")};
             fs_server *s;
             redislock_client *c;
             redislock_lock *l;
@@ -851,34 +848,23 @@ void test_badserver_extreme_holder_ttl(void)
         }
 }
 
-/*
- * A length header, then data as fast as the socket takes it: 64 MiB of
- * a bulk string nobody will ever need, or 8 MiB of array elements (4
- * bytes each on the wire, a reply object each in memory). The client must
- * stop reading long before that: by its timeout, and with a bounded
- * buffer.
- */
+/* The never-ending replies (fs_floods): the blocking call stops reading
+ * long before their end, by its timeout, with a bounded buffer. */
 void test_badserver_stream_bounded(void)
 {
-    static const struct {
-        const char *head, *fill;
-        int mib;
-    } floods[] = {
-        {"$999999999999\r\n", "x", 64},
-        {"*100000000\r\n", ":1\r\n", 8},
-    };
+    const fs_flood *floods = fs_floods;
     size_t i;
     int bad = 0;
 
-    for (i = 0; i < sizeof floods / sizeof floods[0]; i++) {
+    for (i = 0; i < FS_NFLOODS; i++) {
         fs_rule rules[] = {FS_ALWAYS("PING", "+PONG\r\n"),
-                           {NULL, floods[i].head, FS_STREAM, floods[i].mib,
-                            0, floods[i].fill}};
+                           {NULL, floods[i].head, FS_STREAM, floods[i].mib, 0,
+                            floods[i].fill}};
         char what[64];
 
         snprintf(what, sizeof what, "%.*s + %d MiB of \"%.2s\"",
-                 (int)strlen(floods[i].head) - 2, floods[i].head,
-                 floods[i].mib, floods[i].fill);
+                 (int)strlen(floods[i].head) - 2, floods[i].head, floods[i].mib,
+                 floods[i].fill);
         bad += run_rules(rules, 2, NULL, what, OP_ACQUIRE,
                          W2(ETIMEDOUT, EPROTOCOL) | W1(ENOMEM), NULL, 0);
     }
