@@ -21,7 +21,9 @@
  *    returned (plus any hold-after), or, for a holder that never released
  *    (killed, stopped, released late or in error), until its last
  *    believed end plus 3 TTLs plus 2.5 s (extends to 3 TTLs, re-entries
- *    to 2 s, the watchdog's renewals recorded half a second late); an
+ *    to 2 s, the watchdog's renewals recorded half a second late), and
+ *    for an owner id's hold, at least until the latest believed end of
+ *    the owner's later acquisitions (held_by_owner); an
  *    acquire that failed with an error other than EHELD may hold until its
  *    return plus its TTL. A fair waiter queued before (for a non-fair
  *    waiter: at all) blocks the key until its acquire returned. A server
@@ -82,6 +84,7 @@ typedef struct att {
     const excl_rec *r;   /* its last record */
     unsigned mask;       /* its keys */
     int64_t claim_end;   /* the latest believed end recorded */
+    uint64_t group;      /* its claims' (an owner id's, or its own) */
     const excl_rec *rel; /* its release, or NULL */
     int64_t held_to;     /* until when it may have held (OK only) */
 } att;
@@ -165,6 +168,30 @@ static int64_t held_to(const att *a)
     return end + 3 * a->r->ttl_ms * 1000 + LIVE_UNRELEASED_PAD_US;
 }
 
+/* A hold of an owner id that was never released (its process killed,
+ * or stopped past its lease) stays counted in the key's holds: a later
+ * acquire of the same owner id (another process of it, or the worker
+ * that took the killed one's place) re-enters the key, renews it, and
+ * its release leaves the key to that count, alive until the lease the
+ * re-entry last set runs out. So the hold may last until the latest
+ * believed end of those re-entries. */
+static void held_by_owner(live *c, att *a)
+{
+    size_t i;
+    const att *b;
+
+    if (a->r->x != REDISLOCK_OK ||
+        (a->rel != NULL && a->rel->x == REDISLOCK_OK) || a->group == 0 ||
+        (a->group >> 63) != 0)
+        return;
+    for (i = 0; i < c->nat; i++) {
+        b = &c->at[i];
+        if (b->group == a->group && b->r->x == REDISLOCK_OK &&
+            b->r->t0 >= a->r->t0 && b->claim_end > a->held_to)
+            a->held_to = b->claim_end;
+    }
+}
+
 /* Every section's acquire (its last record), with its release and the
  * latest end its claims believed; the nemesis's faults. */
 static void collect(live *c, const excl_rec *h, size_t n)
@@ -196,11 +223,16 @@ static void collect(live *c, const excl_rec *h, size_t n)
             continue;
         if (h[i].kind == EXCL_RELEASE)
             a->rel = &h[i];
-        else if (h[i].t1 > a->claim_end)
-            a->claim_end = h[i].t1;
+        else {
+            a->group = h[i].group;
+            if (h[i].t1 > a->claim_end)
+                a->claim_end = h[i].t1;
+        }
     }
     for (i = 0; i < c->nat; i++)
         c->at[i].held_to = held_to(&c->at[i]);
+    for (i = 0; i < c->nat; i++)
+        held_by_owner(c, &c->at[i]);
 }
 
 /* ---- What blocked a waiter, as a sweep over events */
@@ -324,8 +356,8 @@ static int64_t longest(live *c, int64_t from, int64_t to, int lim,
 
 static void describe(const live *c, const char *role, const excl_rec *r)
 {
-    printf("    %s pid %d acquisition %u [%s]%s%s ttl %" PRId64
-           " wait %" PRId64 " called %.3f s",
+    printf("    %s pid %d acquisition %u [%s]%s%s ttl %" PRId64 " wait %" PRId64
+           " called %.3f s",
            role, r->pid, r->acq, r->what, r->share ? " shared" : "",
            r->flags & EXCL_A_FAIR ? " fair" : "", r->ttl_ms, r->belief,
            rel_s(c, r->t0));
@@ -342,8 +374,8 @@ static void report(live *c, const char *rule, long count, const att *w,
     violation(c, when);
     if (count > LIVE_PRINT_MAX)
         return;
-    printf("excl %s: VIOLATION %s #%ld on key %d (seed %" PRIu64 ")\n",
-           c->mode, rule, count, w->r->key, c->seed);
+    printf("excl %s: VIOLATION %s #%ld on key %d (seed %" PRIu64 ")\n", c->mode,
+           rule, count, w->r->key, c->seed);
     describe(c, "waiter", w->r);
 }
 
@@ -361,8 +393,8 @@ static void check_missed(live *c, const att *w)
     hold_events(c, w, -1);
     queue_events(c, w);
     fault_events(c, w->r->pid);
-    best = longest(c, w->r->t0, w->r->t1, c->limit > 1 ? c->limit : 1, 0,
-                   &total);
+    best =
+        longest(c, w->r->t0, w->r->t1, c->limit > 1 ? c->limit : 1, 0, &total);
     if (best <= EXCL_LIVE_FREE_MS * 1000)
         return;
     report(c, "missed grant", ++c->v->missed_grant, w, w->r->t1);
@@ -458,8 +490,7 @@ static void check_fair(live *c, const att *w)
         if (!(c->at[i].mask & w->mask) || !(r->flags & EXCL_A_FAIR) ||
             r->x != REDISLOCK_OK || r->pid == w->r->pid ||
             r->t0 <= w->r->t0 + EXCL_LIVE_ARRIVAL_MS * 1000 ||
-            r->t1 >= served_by(w) ||
-            stopped_in(c, w->r->pid, w->r->t0, r->t1))
+            r->t1 >= served_by(w) || stopped_in(c, w->r->pid, w->r->t0, r->t1))
             continue;
         c->v->overtaken++;
         report(c, "starvation (a fair waiter overtaken)", ++c->v->starved, w,
@@ -545,8 +576,7 @@ static int renewal_unsure(const live *c, const excl_rec *r)
     for (i = 0; i < c->nfault; i++) {
         f = c->fault[i];
         if ((f->flags == EXCL_F_PAUSE_SERVER || f->flags == EXCL_F_DELAY) &&
-            f->t0 <= r->t0 &&
-            f->t1 + EXCL_LIVE_FAULT_TAIL_MS * 1000 >= from)
+            f->t0 <= r->t0 && f->t1 + EXCL_LIVE_FAULT_TAIL_MS * 1000 >= from)
             return 1;
     }
     return 0;
@@ -567,8 +597,7 @@ static int holder_stopped(const live *c, const excl_rec *r)
     for (i = 0; i < c->nfault; i++) {
         f = c->fault[i];
         if (f->flags == EXCL_F_STOP_HOLDER && f->pid == r->pid &&
-            f->t0 <= r->t0 &&
-            f->t1 + EXCL_LIVE_FAULT_TAIL_MS * 1000 >= r->t0)
+            f->t0 <= r->t0 && f->t1 + EXCL_LIVE_FAULT_TAIL_MS * 1000 >= r->t0)
             return 1;
     }
     return 0;
@@ -680,7 +709,8 @@ static void check_failover(live *c, const excl_rec *f, int64_t last)
 {
     int guarded = f->x == EXCL_FAULT_GUARDED;
     int64_t r_end = f->t1 + (guarded ? EXCL_LIVE_FAILOVER_GUARD_MS
-                                     : EXCL_LIVE_FAILOVER_MS) * 1000,
+                                     : EXCL_LIVE_FAILOVER_MS) *
+                                1000,
             first;
     size_t i;
     const excl_rec *r;
@@ -702,8 +732,8 @@ static void check_failover(live *c, const excl_rec *f, int64_t last)
             failover_violation(c, "a waiter gave up with its wait to go",
                                &c->at[i], f, r->t1);
         else if (r->t0 > r_end)
-            failover_violation(c, "an acquire failed after it", &c->at[i],
-                               f, r->t1);
+            failover_violation(c, "an acquire failed after it", &c->at[i], f,
+                               r->t1);
     }
     first = first_grant_after(c, f->t0);
     if (last > r_end && (first == 0 || first > r_end))
@@ -711,9 +741,8 @@ static void check_failover(live *c, const excl_rec *f, int64_t last)
                            r_end);
 }
 
-long excl_live_check(const excl_rec *h, size_t n, uint64_t seed,
-                     int64_t t_base, const char *mode, int limit,
-                     excl_live_verdict *v)
+long excl_live_check(const excl_rec *h, size_t n, uint64_t seed, int64_t t_base,
+                     const char *mode, int limit, excl_live_verdict *v)
 {
     live c;
     size_t i;

@@ -49,8 +49,7 @@ static excl_rec *attempt(lhist *h, int pid, int64_t t0, int64_t t1, int x,
 }
 
 /* A hold: an acquire granted at once at t0, released OK at t1. */
-static void hold(lhist *h, int pid, int64_t t0, int64_t t1, int fair,
-                 int share)
+static void hold(lhist *h, int pid, int64_t t0, int64_t t1, int fair, int share)
 {
     attempt(h, pid, t0, t0 + 1, REDISLOCK_OK, 1000, fair, share);
     rec(h, EXCL_RELEASE, pid, t1 - 1, t1)->x = REDISLOCK_OK;
@@ -196,6 +195,22 @@ void test_excl_live_missed_grant(void)
     ASSERT_EQ_INT(check(&h).missed_grant, 1);
     h.r[2].t1 = 7000 * MS;
     ASSERT_EQ_INT(check(&h).missed_grant, 0);
+    /* A killed holder of an owner id (pid 1, counted until 6000 ms) whose
+     * owner re-enters at 5500 ms (pid 3, believed until 7000 ms) and
+     * releases: the dead hold keeps the key until the re-entry's lease
+     * ends (seen in excl_loop_reentrant_shared, 2026-11-29), so a waiter
+     * that gave up at 7900 ms missed nothing; without an owner id the
+     * same history is a missed grant. */
+    memset(&h, 0, sizeof h);
+    attempt(&h, 1, 0, 1, REDISLOCK_OK, 0, 0, 0);
+    rec(&h, EXCL_CLAIM, 1, 1, 500)->group = 42;
+    attempt(&h, 3, 5500, 5501, REDISLOCK_OK, 0, 0, 0);
+    rec(&h, EXCL_CLAIM, 3, 5501, 7000)->group = 42;
+    rec(&h, EXCL_RELEASE, 3, 5599, 5600)->x = REDISLOCK_OK;
+    attempt(&h, 2, 5700, 7900, REDISLOCK_EHELD, 2200, 0, 0);
+    ASSERT_EQ_INT(check(&h).missed_grant, 0);
+    h.r[1].group = h.r[3].group = (uint64_t)1 << 63;
+    ASSERT_EQ_INT(check(&h).missed_grant, 1);
 }
 
 /* A writer starved: it timed out at 3000 ms while shares held the key
