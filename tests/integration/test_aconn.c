@@ -500,6 +500,7 @@ void test_aconn_script_noscript_fallback(void)
     static const char *pingv[1] = {"PING"};
     const rl__cmd ping = {1, pingv, NULL};
     long long acked = 99;
+    rl__reply *first = NULL;
     int i;
 
     q.s = &sc;
@@ -569,8 +570,25 @@ void test_aconn_script_noscript_fallback(void)
     ASSERT(strstr(st->str, "cmdstat_wait:calls=2,") != NULL);
     freeReplyObject(st);
 
-    /* What the loop cannot take yet is refused, not half sent. */
+    /* A command before the script (a fair release's PING): sent first,
+     * its reply dropped, the script's reply to the callback. Its reply
+     * cannot be kept on the loop: asked for, the request is refused, not
+     * half sent. */
+    freeReplyObject(th_cmd(r, "CONFIG RESETSTAT"));
+    memset(&e, 0, sizeof e);
+    e.want = 1;
+    snprintf(e.expect[0], sizeof e.expect[0], "w");
+    q.wait_replicas = 0;
     q.first = &ping;
+    ASSERT_OK(rl__request_send_async(c, &q, on_echo, &e));
+    ASSERT_EQ_INT(rl__aconn_pending(c), 2);
+    run(c, &lp, &e.done, 5000);
+    ASSERT_EQ_INT(e.n, 1);
+    ASSERT_EQ_INT(e.bad, 0);
+    st = th_cmd(r, "INFO commandstats");
+    ASSERT(strstr(st->str, "cmdstat_ping:calls=1,") != NULL);
+    freeReplyObject(st);
+    q.first_reply = &first;
     ASSERT_ERR(rl__request_send_async(c, &q, on_echo, &e), REDISLOCK_EINVAL);
     ASSERT_EQ_INT(rl__aconn_pending(c), 0);
     rl__aconn_close(c);
