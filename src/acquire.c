@@ -626,19 +626,33 @@ static void give_back(redislock_lock *l, const rl__acq *a)
     rl__lock_released(l, REDISLOCK_OK, l->own > 1 ? 2 : 1);
 }
 
-redislock_err rl__acq_finish(redislock_lock *l,
-                             const redislock_acquire_options *opts, rl__acq *a,
-                             int64_t sent_us)
+/* A lock given back on a loop voided its request id (abandon.lua): it is
+ * never sent again; the next attempts carry a fresh one. A plain lock's
+ * token is that id. -1 (*err set) when none can be made. */
+static int fresh_req(rl__acq *a, redislock_err *err)
 {
-    int short_lease;
-    int64_t first_us;
+    if ((!a->rich && rl__lock_token(a->tok) != 0) || set_req(a) != 0) {
+        *err = rl__err(REDISLOCK_ERANDOM, "getrandom failed");
+        return -1;
+    }
+    return 0;
+}
+
+/* Whether a hand-off granted less than the TTL (see rl_handoff in
+ * lib.lua): the watchdog thread extends it after a third of that lease,
+ * off the caller's path; a lock released sooner (the common case) costs
+ * no extension at all. */
+static int short_lease(const redislock_lock *l, const rl__acq *a)
+{
+    return a->handed && l->handoff_lease < a->ttl_ms;
+}
+
+redislock_err rl__acq_take(redislock_lock *l,
+                           const redislock_acquire_options *opts, rl__acq *a,
+                           int64_t sent_us)
+{
     redislock_err err;
 
-    /* A hand-off may grant less than the TTL (see rl_handoff in lib.lua):
-     * the watchdog thread extends it after a third of that lease, off the
-     * caller's path; a lock released sooner (the common case) costs no
-     * extension at all. */
-    short_lease = a->handed && l->handoff_lease < a->ttl_ms;
     /* Set on the first hold only: the watchdog thread reads the format
      * (the one release and extend expect), and a re-entry keeps it. A
      * fair call that queued is likely to have fair waiters behind it,
@@ -649,7 +663,7 @@ redislock_err rl__acq_finish(redislock_lock *l,
         l->limit = opts->shared ? RL_LIMIT_SHARED : opts->limit;
     }
     rl__lock_take(l, a->id, a->ttl_ms, opts->drift_ms ? opts->drift_ms : -1,
-                  sent_us, short_lease ? l->handoff_lease : a->ttl_ms);
+                  sent_us, short_lease(l, a) ? l->handoff_lease : a->ttl_ms);
     if (!a->handed && (err = rl__lock_durable(l, "acquire")) != 0) {
         /* A lock only the master knows of dies with it: give it back. */
         char said[256];
@@ -658,23 +672,41 @@ redislock_err rl__acq_finish(redislock_lock *l,
         a->refused = 1;
         return rl__err(REDISLOCK_ENOTDURABLE, "%s; released", said);
     }
+    return REDISLOCK_OK;
+}
+
+int rl__acq_confirm_due(const redislock_lock *l, const rl__acq *a)
+{
     /* Taken by an attempt sent behind a BLPOP: its validity counts from
      * before the block, though the lease began when the attempt ran.
      * After a long block (more than half the lease) it is confirmed now,
-     * counted from this extend. */
-    if (a->piped && redislock_valid_ms(l) < (a->ttl_ms - l->drift_ms) / 2 &&
-        (err = rl__lock_confirm(l)) != REDISLOCK_OK) {
-        char said[256];
-        snprintf(said, sizeof said, "%s", redislock_errdetail());
-        give_back(l, a);
-        a->lapsed = err == REDISLOCK_EEXPIRED || err == REDISLOCK_ELOST;
-        return rl__err(err,
-                       "confirming the lease after a long wait: %s; "
-                       "released",
-                       said);
-    }
-    first_us = short_lease ? sent_us + l->handoff_lease * 1000 / 3 : 0;
-    if ((opts->watchdog || short_lease) && l->watch == NULL &&
+     * counted from that extend. */
+    return a->piped && redislock_valid_ms(l) < (a->ttl_ms - l->drift_ms) / 2;
+}
+
+redislock_err rl__acq_confirmed(redislock_lock *l, rl__acq *a,
+                                redislock_err err)
+{
+    char said[256];
+
+    if (err == REDISLOCK_OK)
+        return REDISLOCK_OK;
+    snprintf(said, sizeof said, "%s", redislock_errdetail());
+    give_back(l, a);
+    a->lapsed = err == REDISLOCK_EEXPIRED || err == REDISLOCK_ELOST;
+    return rl__err(err, "confirming the lease after a long wait: %s; released",
+                   said);
+}
+
+redislock_err rl__acq_keep(redislock_lock *l,
+                           const redislock_acquire_options *opts, rl__acq *a,
+                           int64_t sent_us)
+{
+    int64_t first_us =
+        short_lease(l, a) ? sent_us + l->handoff_lease * 1000 / 3 : 0;
+    redislock_err err;
+
+    if ((opts->watchdog || short_lease(l, a)) && l->watch == NULL &&
         (err = a->watch != NULL ? a->watch(a->drv, l, opts, sent_us, first_us)
                                 : rl__lock_watch(l, opts, sent_us, first_us)) !=
             REDISLOCK_OK) {
@@ -684,6 +716,31 @@ redislock_err rl__acq_finish(redislock_lock *l,
         return err;
     }
     return REDISLOCK_OK;
+}
+
+redislock_err rl__acq_finish(redislock_lock *l,
+                             const redislock_acquire_options *opts, rl__acq *a,
+                             int64_t sent_us)
+{
+    redislock_err err = rl__acq_take(l, opts, a, sent_us);
+
+    if (err == REDISLOCK_OK && rl__acq_confirm_due(l, a))
+        err = rl__acq_confirmed(l, a, rl__lock_confirm(l));
+    return err == REDISLOCK_OK ? rl__acq_keep(l, opts, a, sent_us) : err;
+}
+
+int rl__acq_again(rl__acq *a, redislock_err *err)
+{
+    /* The lease an attempt behind the BLPOP took had ended by the time
+     * the waiter read it (it was stopped, or the reply was slow), and
+     * someone, maybe another handle of its owner id, took the key:
+     * nothing it learned then holds. It tries again and waits, as long
+     * as its deadline lets it. */
+    if (!a->lapsed || rl__now_ms() >= a->deadline_ms)
+        return 0;
+    a->lapsed = 0;
+    a->piped = 0;
+    return fresh_req(a, err) == 0;
 }
 
 rl__next rl__acq_after_finish(redislock_lock *l, rl__acq *a, redislock_err *err,
@@ -700,12 +757,8 @@ rl__next rl__acq_after_finish(redislock_lock *l, rl__acq *a, redislock_err *err,
      * guard's detail), not a bare timeout. */
     if (!refused || !failover_pause(l, a, *err, pause))
         return RL_NEXT_DONE;
-    /* The lock given back on a loop voided its request id (abandon.lua):
-     * it is never sent again. A plain lock's token is that id. */
-    if ((!a->rich && rl__lock_token(a->tok) != 0) || set_req(a) != 0) {
-        *err = rl__err(REDISLOCK_ERANDOM, "getrandom failed");
+    if (fresh_req(a, err) != 0)
         return RL_NEXT_DONE;
-    }
     a->piped = 0;
     rl__lock_event(l, (redislock_event){.kind = REDISLOCK_EVENT_RETRY,
                                         .err = *err,
@@ -751,15 +804,8 @@ static redislock_err acquire(redislock_lock *l,
         if (err != REDISLOCK_OK &&
             rl__acq_after_finish(l, &a, &err, &pause) == RL_NEXT_PAUSE)
             continue;
-        /* The lease an attempt behind the BLPOP took had ended by the
-         * time the waiter read it (it was stopped, or the reply was
-         * slow), and someone, maybe another handle of its owner id, took
-         * the key: nothing it learned then holds. It tries again and
-         * waits, as long as its deadline lets it. */
-        if (!a.lapsed || rl__now_ms() >= a.deadline_ms)
+        if (!rl__acq_again(&a, &err))
             break;
-        a.lapsed = 0;
-        a.piped = 0;
     }
     rl__acq_end(l, &a, err);
     return err;

@@ -8,9 +8,10 @@
  *
  * A driver calls rl__acq_begin, then repeatedly rl__acq_try and its
  * algorithm's attempt, rl__acq_after_attempt and, after each pause,
- * rl__acq_after_pause; then rl__acq_finish once taken (and, when it
- * fails, rl__acq_after_finish, which may send the call back to a pause),
- * and rl__acq_end with the call's outcome.
+ * rl__acq_after_pause; then rl__acq_finish once taken, or its parts (and,
+ * when it fails, rl__acq_after_finish, which may send the call back to a
+ * pause, and rl__acq_again, which may send it back to an attempt), and
+ * rl__acq_end with the call's outcome.
  */
 #ifndef RL_ACQUIRE_H
 #define RL_ACQUIRE_H
@@ -100,10 +101,44 @@ rl__next rl__acq_after_pause(redislock_lock *l, rl__acq *a, rl__wait_result res,
 
 /* The lock was taken by an attempt sent at sent_us: the handle holds it
  * (lease, validity), under the guards and watchdog opts asks for; on
- * their failure it is given back and the error returned. */
+ * their failure it is given back and the error returned. The blocking
+ * calls' whole step, which an event loop takes in its parts:
+ * rl__acq_take; then, when rl__acq_confirm_due, an extend of the lock's
+ * TTL whose outcome goes to rl__acq_confirmed; then rl__acq_keep. */
 redislock_err rl__acq_finish(redislock_lock *l,
                              const redislock_acquire_options *opts, rl__acq *a,
                              int64_t sent_us);
+
+/* The handle holds the lock (lease, validity from sent_us); refused
+ * (given back, REDISLOCK_ENOTDURABLE) when a strict guard did not
+ * confirm enough. */
+redislock_err rl__acq_take(redislock_lock *l,
+                           const redislock_acquire_options *opts, rl__acq *a,
+                           int64_t sent_us);
+
+/* Whether the lease just taken must be confirmed before the caller
+ * counts on it: an attempt sent behind a BLPOP took it, and its validity,
+ * counted from before the block, is under half the lease. */
+int rl__acq_confirm_due(const redislock_lock *l, const rl__acq *a);
+
+/* The confirming extend ended with err (the validity moved on success):
+ * on failure the lock is given back (a->lapsed set when the lease had
+ * ended: rl__acq_again) and the error returned. */
+redislock_err rl__acq_confirmed(redislock_lock *l, rl__acq *a,
+                                redislock_err err);
+
+/* The watchdog opts asks for (or a hand-off's short lease needs), from
+ * sent_us; without it the lock is given back and the error returned. */
+redislock_err rl__acq_keep(redislock_lock *l,
+                           const redislock_acquire_options *opts, rl__acq *a,
+                           int64_t sent_us);
+
+/* Once the call would end with an error: whether it tries again
+ * instead, because the lease it confirmed had lapsed (rl__acq_confirmed)
+ * and its wait has time left; the next attempts carry a fresh request id
+ * (the lock given back may have voided the last). 0 with *err set when
+ * no id can be made. */
+int rl__acq_again(rl__acq *a, redislock_err *err);
 
 /* After rl__acq_finish failed with *err: RL_NEXT_PAUSE with the pause
  * in *pause (a->blind set) when the guard refused the lock, which was

@@ -89,6 +89,8 @@ struct rl__aop {
     node *bn;    /* the node of its blocker, and the blocker's place + 1 */
     int blk;     /* (0: none) */
     int behind;  /* its attempt went behind its BLPOP */
+    int confirming;     /* its lease's confirming extend is out */
+    int64_t confirm_us; /* when that was sent */
     int recheck; /* to try again once the channel is confirmed */
     rl__try t;   /* its attempt out as a round: what it asked */
     /* A fair waiter's messages heard while it was not paused, in order:
@@ -996,24 +998,32 @@ static redislock_err guard_outcome(redislock_lock *l, const rl__request *gq,
     return err == REDISLOCK_OK ? rl__lock_durable(l, what) : err;
 }
 
+/* What the reply r to an extend of l (a renewal, a confirmation) says,
+ * or its failure err: recorded as the server's outcome. */
+static redislock_err extend_outcome(redislock_lock *l, redislock_err err,
+                                    const rl__reply *r)
+{
+    const char *name = rl__lock_owner_script(l, &rl__script_extend)->name;
+    long long n = 0;
+
+    if (err == REDISLOCK_OK && (err = rl__reply_check(r, name)) == REDISLOCK_OK)
+        err = rl__reply_owner(r, name, &n);
+    rl__lock_set_outcomes(l, &err, 1);
+    return err;
+}
+
 /* A renewal's reply, or its failure. */
 static void lwatch_done(void *arg, redislock_err err, const rl__reply *r)
 {
     lwatch *w = arg;
     redislock_lock *l = w->l;
-    const char *name;
-    long long n = 0;
 
     w->inflight--;
     if (l == NULL) {
         free(w);
         return;
     }
-    name = rl__lock_owner_script(l, &rl__script_extend)->name;
-    if (err == REDISLOCK_OK && (err = rl__reply_check(r, name)) == REDISLOCK_OK)
-        err = rl__reply_owner(r, name, &n);
-    rl__lock_set_outcomes(l, &err, 1);
-    err = guard_outcome(l, &w->gq, err, "extend");
+    err = guard_outcome(l, &w->gq, extend_outcome(l, err, r), "extend");
     rl__lock_renewed(l, err, w->sent_us);
     lwatch_next(w, rl__watch_after(l->watch, err));
 }
@@ -1151,22 +1161,90 @@ void rl__alock_unwatch(redislock_lock *l)
         free(w);
 }
 
-/* The acquire ends with err: taken (the handle then holds the lock), or
- * not. With watchdog, or a hand-off's short lease, the loop renews it
- * (the watch hook). */
-static void acquire_done(aop *op, redislock_err err)
+/* The lock taken, its lease confirmed if it had to be (or err): with
+ * watchdog, or a hand-off's short lease, the loop renews it (the watch
+ * hook); the acquire ends, or on a failure may wait on or try again. */
+static void acquire_kept(aop *op, redislock_err err)
 {
     redislock_lock *l = op->l;
     int64_t pause = 0;
 
-    if (err == REDISLOCK_OK &&
-        (err = rl__acq_finish(l, &op->o, &op->a, op->sent_us)) != 0 &&
+    if (err == REDISLOCK_OK)
+        err = rl__acq_keep(l, &op->o, &op->a, op->sent_us);
+    if (err != REDISLOCK_OK &&
         rl__acq_after_finish(l, &op->a, &err, &pause) == RL_NEXT_PAUSE) {
         pause_for(op, pause);
         return;
     }
+    if (err != REDISLOCK_OK && rl__acq_again(&op->a, &err)) {
+        attempt(op);
+        return;
+    }
     rl__acq_end(l, &op->a, err);
     complete(op, err);
+}
+
+/* The confirming extend's reply, or its failure (as an extend's). */
+static void confirm_done(void *arg, redislock_err err, const rl__reply *r)
+{
+    aop *op = arg;
+    redislock_lock *l = op->l;
+
+    op->inflight--;
+    if (l == NULL) {
+        op_free_if_idle(op);
+        return;
+    }
+    op->confirming = 0;
+    if ((err = extend_outcome(l, err, r)) == REDISLOCK_OK)
+        rl__lock_set_validity(l, op->confirm_us, l->ttl_ms);
+    acquire_kept(op, rl__acq_confirmed(l, &op->a, err));
+}
+
+/* Confirms the lease just taken with an extend of its TTL (the lock's
+ * one node: only a single server's attempt goes behind a BLPOP). */
+static redislock_err confirm_send(aop *op)
+{
+    redislock_lock *l = op->l;
+    char ttl[24];
+    rl__owner_args a;
+    rl__request q = {.s = rl__lock_owner_script(l, &rl__script_extend),
+                     .nargs = RL_OWNER_NARGS,
+                     .args = a.args,
+                     .lens = a.lens};
+    node *n = NULL;
+    redislock_err err = node_for(op->al, l, &n);
+
+    if (err != REDISLOCK_OK)
+        return err;
+    snprintf(ttl, sizeof ttl, "%" PRId64, l->ttl_ms);
+    rl__lock_owner_args(l, ttl, &a);
+    op->confirm_us = rl__now_us();
+    err = rl__lock_send_async(l, op->al->rt, n->cmd, n->pool, NULL, &q,
+                              confirm_done, op);
+    if (err != REDISLOCK_OK)
+        return err;
+    op->inflight++;
+    op->confirming = 1;
+    return REDISLOCK_OK;
+}
+
+/* The acquire ends with err: taken (the handle then holds the lock), or
+ * not. A lease an attempt behind a BLPOP took is confirmed first when
+ * the waiter read it late, as the blocking calls do. */
+static void acquire_done(aop *op, redislock_err err)
+{
+    redislock_lock *l = op->l;
+    redislock_err sent;
+
+    if (err == REDISLOCK_OK &&
+        (err = rl__acq_take(l, &op->o, &op->a, op->sent_us)) == REDISLOCK_OK &&
+        rl__acq_confirm_due(l, &op->a)) {
+        if ((sent = confirm_send(op)) == REDISLOCK_OK)
+            return;
+        err = rl__acq_confirmed(l, &op->a, sent);
+    }
+    acquire_kept(op, err);
 }
 
 /* A paused waiter's pause ends with res: woken, or its time ran out. */
@@ -1381,6 +1459,7 @@ static void attempt_done(void *arg, redislock_err err, const rl__reply *r)
     aop *op = arg;
     redislock_lock *l = op->l;
     int64_t pause = 0;
+    int piped = 0;
 
     op->inflight--;
     if (l == NULL) {
@@ -1393,12 +1472,14 @@ static void attempt_done(void *arg, redislock_err err, const rl__reply *r)
         redislock_err ignored = REDISLOCK_OK;
 
         op->behind = 0;
+        piped = 1;
         rl__acq_after_pause(l, &op->a, RL_WAIT_WOKEN, op->sent_us, &ignored);
     }
     rl__lock_acks(l, &op->gq, err);
     if (err == REDISLOCK_OK)
         err = rl__reply_check(r, op->script->name);
     err = l->algo->attempt_outcome(l, err, err == REDISLOCK_OK ? r : NULL);
+    op->a.piped = piped && err == REDISLOCK_OK;
     if (rl__acq_after_attempt(l, &op->a, &err, &pause) == RL_NEXT_DONE)
         acquire_done(op, err);
     else
@@ -1850,7 +1931,10 @@ redislock_err rl__alock_extend(rl__alock *al, redislock_lock *l, int64_t ttl_ms,
 static void cancel(aop *op)
 {
     if (op->kind == OP_ACQUIRE) {
-        if (op->inflight > 0 || op->grp != NULL)
+        /* Taken, its lease being confirmed: given back. */
+        if (op->confirming)
+            rl__acq_confirmed(op->l, &op->a, REDISLOCK_ECANCELED);
+        else if (op->inflight > 0 || op->grp != NULL)
             rl__acq_abandon(op->l, &op->a);
         rl__err(REDISLOCK_ECANCELED, "the wait was cancelled");
         if (op->rd != NULL)

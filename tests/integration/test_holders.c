@@ -19,6 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "harness/adapters.h"
 #include "harness/fakeserver.h"
 #include "harness/fixture.h"
 #include "harness/proxy.h"
@@ -306,6 +307,67 @@ void test_holders_stopped_waiter_spares_owner_partner(void)
     ASSERT_KEY(e.r, "ho:part", NULL);
     redislock_lock_free(x);
     redislock_lock_free(a);
+    th_env_stop(&e);
+}
+
+/* The same on an event loop that does not run meanwhile (the
+ * application busy, or the process stopped): the BLPOP and the attempt
+ * behind it are answered while the loop reads nothing, and by the time
+ * it does, that 1 s lease has lapsed and the partner handle holds the
+ * key. The loop waiter must not report the stale grant (a lock with no
+ * validity, whose release finds nothing of its own): it confirms the
+ * lease, finds it gone, and tries again within its wait, re-entering the
+ * partner's hold; its release gives that back, the partner's untouched. */
+void test_holders_loop_stopped_waiter_spares_owner_partner(void)
+{
+    const driver *d = &adapter_poll;
+    th_env e = th_env_start();
+    redislock_client *c = th_client(e.s);
+    redislock_lock *x = th_lock(e.c, "ho:lpart"), *a = th_lock(e.c, "ho:lpart");
+    redislock_lock *l = th_lock(c, "ho:lpart");
+    redislock_acquire_options xo = th_aopts(30000, 0, 0);
+    redislock_acquire_options ao = th_aopts(10000, 0, 0);
+    /* Its BLPOP blocks for half the lease: 500 ms to release x in. */
+    redislock_acquire_options o = th_aopts(1000, 9000, 0);
+    redislock_loop *lp;
+    ad_done dn = {0};
+    int64_t t0;
+    void *h;
+
+    ao.owner = o.owner = "svc-2";
+    ao.reentrant = o.reentrant = 1;
+    ASSERT_OK(redislock_acquire(x, &xo));
+    h = d->open(c, &lp);
+    ASSERT_OK(redislock_loop_acquire(lp, l, &o, ad_record, &dn));
+    t0 = th_now_ms();
+    while (th_blocked_clients(e.r) < 1 && th_now_ms() - t0 < 3000)
+        ad_run_for(d, h, 5);
+    ASSERT_EQ_INT(th_blocked_clients(e.r), 1);
+    ASSERT_EQ_INT(dn.calls, 0);
+    /* The loop stands still from here. */
+    ASSERT_OK(redislock_release(x));
+    ASSERT(th_wait_key_gone(e.r, "ho:lpart", 8, 3000));
+    ASSERT_OK(redislock_acquire(a, &ao));
+    ASSERT_FIELD(e.r, "ho:lpart", "holds", "1");
+    ad_run_until(d, h, &dn.calls, 1, 9000);
+    test_log("loop waiter: %s (%s), valid %lld ms", redislock_errname(dn.err),
+             dn.detail, (long long)redislock_valid_ms(l));
+    ASSERT_ERR(dn.err, REDISLOCK_OK);
+    ASSERT_GT(redislock_valid_ms(l), 0);
+    ASSERT_FIELD(e.r, "ho:lpart", "holds", "2");
+    ASSERT_OK(redislock_loop_release(lp, l, 0, ad_record, &dn));
+    ad_run_until(d, h, &dn.calls, 2, 5000);
+    ASSERT_ERR(dn.err, REDISLOCK_OK);
+    ASSERT_FIELD(e.r, "ho:lpart", "holds", "1");
+    ASSERT_OK(redislock_check(a));
+    ASSERT_TRUTHFUL(e.r, "ho:lpart", a);
+    ASSERT_OK(redislock_release(a));
+    ASSERT_KEY(e.r, "ho:lpart", NULL);
+    d->close(h);
+    redislock_lock_free(l);
+    redislock_lock_free(x);
+    redislock_lock_free(a);
+    redislock_client_free(c);
     th_env_stop(&e);
 }
 
