@@ -86,13 +86,13 @@ struct rl__aop {
     const char *ch_key; /* the key whose wake channel ch is (a set's) */
     aop *wnext;
     int paused;
-    node *bn;    /* the node of its blocker, and the blocker's place + 1 */
-    int blk;     /* (0: none) */
-    int behind;  /* its attempt went behind its BLPOP */
-    int confirming;     /* its lease's confirming extend is out */
+    node *bn;       /* the node of its blocker, and the blocker's place + 1 */
+    int blk;        /* (0: none) */
+    int behind;     /* its attempt went behind its BLPOP */
+    int confirming; /* its lease's confirming extend is out */
     int64_t confirm_us; /* when that was sent */
-    int recheck; /* to try again once the channel is confirmed */
-    rl__try t;   /* its attempt out as a round: what it asked */
+    int recheck;        /* to try again once the channel is confirmed */
+    rl__try t;          /* its attempt out as a round: what it asked */
     /* A fair waiter's messages heard while it was not paused, in order:
      * read at its next pause, as a blocked waiter reads them at its next
      * listen (a hand-off is judged against its place then). */
