@@ -266,11 +266,16 @@ char *th_cluster_value(th_cluster *c, const char *key)
     int owner;
 
     /* The nodes' maps may disagree for a moment after a failover: the
-     * one asked may answer MOVED (or CLUSTERDOWN, TRYAGAIN) where the map
-     * read named it. Asked again, for up to 3 s. */
+     * map read may name no running node for the slot yet, or the one it
+     * names may answer MOVED (or CLUSTERDOWN, TRYAGAIN). Asked again, for
+     * up to 3 s. */
     for (;;) {
-        if ((owner = th_cluster_owner(c, slot)) < 0)
-            FAIL("no master serves %s's slot", key);
+        if ((owner = th_cluster_owner(c, slot)) < 0) {
+            if (th_now_ms() >= deadline)
+                FAIL("no master serves %s's slot", key);
+            th_sleep_ms(20);
+            continue;
+        }
         r = th_cluster_redis(c, owner);
         rep = th_cmd_raw(r, "GET %s", key);
         redisFree(r);
