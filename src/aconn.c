@@ -46,6 +46,7 @@ typedef struct rl__areq {
     rl__asub *sub; /* a (un)subscribe's channel, confirmed by its reply */
     int unsub;     /* an unsubscribe */
     int64_t deadline_us;
+    int64_t budget_us; /* the command's timeout (and its block) */
     struct rl__areq *next;
 } rl__areq;
 
@@ -365,11 +366,13 @@ static redislock_err queue(rl__aconn *c, int argc, const char **argv,
     q->sub = sub;
     q->unsub = unsub;
     /* Behind a connect under way, a request's time starts with the
-     * connection. Requests share the command timeout, so their deadlines
-     * come in the order they were sent. */
+     * connection (connected() moves it to when that came). Requests
+     * share the command timeout, so their deadlines come in the order
+     * they were sent. */
     if (!c->connected && c->connect_deadline_us > from)
         from = c->connect_deadline_us;
-    q->deadline_us = from + (c->cfg.command_timeout_ms + block_ms) * 1000;
+    q->budget_us = (c->cfg.command_timeout_ms + block_ms) * 1000;
+    q->deadline_us = from + q->budget_us;
     if (c->tail != NULL && q->deadline_us < c->tail->deadline_us)
         q->deadline_us = c->tail->deadline_us;
     if (c->tail != NULL)
@@ -520,6 +523,23 @@ redislock_err rl__aconn_unsubscribe(rl__aconn *c, const char *chan, size_t len)
     return err;
 }
 
+/* The connection is up: the requests sent while it was being made have
+ * their command timeout from now, as a blocking connect and command
+ * would, not from the connect's deadline. */
+static void connected(rl__aconn *c)
+{
+    int64_t now = rl__now_us(), last = 0;
+    rl__areq *q;
+
+    c->connected = 1;
+    for (q = c->head; q != NULL; q = q->next) {
+        q->deadline_us = now + q->budget_us;
+        if (q->deadline_us < last)
+            q->deadline_us = last;
+        last = q->deadline_us;
+    }
+}
+
 /* An event while connecting: whether the connect failed, succeeded, or
  * (a spurious event: no error and no peer yet) is still under way. */
 static void check_connect(rl__aconn *c)
@@ -534,7 +554,7 @@ static void check_connect(rl__aconn *c)
     if (e == 0 && getpeername(c->fd, (struct sockaddr *)&peer, &plen) != 0)
         e = errno == ENOTCONN ? 0 : errno;
     else if (e == 0)
-        c->connected = 1;
+        connected(c);
     if (e != 0) {
         fail(c, REDISLOCK_ECONNECT, "cannot connect to %s: %s",
              where(c, buf, sizeof buf), strerror(e));

@@ -273,6 +273,42 @@ void test_aconn_paused_server_times_out(void)
     th_server_stop(s);
 }
 
+/* A request sent while its connection is being made has the command
+ * timeout from the connect's end, as a blocking connect and command
+ * would: a paused server (whose kernel still completes the connect)
+ * times it out after 300 ms, not after the 3 s connect timeout plus 300
+ * ms, as it did until 2026-11-29. */
+void test_aconn_timeout_from_connect_end(void)
+{
+    th_server *s = th_server_start(NULL);
+    loop lp = {-1, 0, 0};
+    got g = {.in_order = 1};
+    rl__conn_cfg cfg = {0};
+    rl__aconn_ops ops = {watch, NULL, &lp};
+    rl__aconn *c = NULL;
+    rl__url u;
+    int64_t t0;
+
+    ASSERT_OK(rl__url_parse(s->unix_url, &u));
+    cfg.url = &u;
+    cfg.connect_timeout_ms = 3000;
+    cfg.command_timeout_ms = 300;
+    th_server_pause(s);
+    t0 = rl__now_us();
+    ASSERT_OK(rl__aconn_open(&cfg, &ops, &c));
+    send_incr(c, &g, 1);
+    run(c, &lp, &g.done, 6000);
+    th_server_resume(s);
+    ASSERT_EQ_INT(g.errs[REDISLOCK_ETIMEDOUT], 1);
+    test_log("after %lld ms: %s", (long long)(g.last_us - t0) / 1000, g.detail);
+    ASSERT(strstr(g.detail, "did not answer in 300 ms") != NULL);
+    ASSERT(g.last_us - t0 >= 300 * 1000);
+    ASSERT(g.last_us - t0 < 2000 * 1000);
+    rl__aconn_close(c);
+    rl__url_free(&u);
+    th_server_stop(s);
+}
+
 /* A connect that never completes (a blackholed port): requests get
  * REDISLOCK_ETIMEDOUT at the connect timeout, also after a spurious
  * event. */
