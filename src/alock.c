@@ -86,9 +86,14 @@ struct rl__aop {
     const char *ch_key; /* the key whose wake channel ch is (a set's) */
     aop *wnext;
     int paused;
-    node *bn;       /* the node of its blocker, and the blocker's place + 1 */
-    int blk;        /* (0: none) */
-    int behind;     /* its attempt went behind its BLPOP */
+    node *bn;   /* the node of its blocker, and the blocker's place + 1 */
+    int blk;    /* (0: none) */
+    int behind; /* its attempt went behind its BLPOP */
+    /* Its BLPOP's error reply (an ACL without it, a wake list of another
+     * type): the acquire ends with it at its next pause. */
+    redislock_err blk_refused;
+    char blk_why[256];
+    int blk_skip;   /* its BLPOP met a cluster's change: one pause without */
     int confirming; /* its lease's confirming extend is out */
     int64_t confirm_us; /* when that was sent */
     int recheck;        /* to try again once the channel is confirmed */
@@ -1414,8 +1419,16 @@ static void pause_for(aop *op, int64_t pause_ms)
         resume(op, RL_WAIT_TIMEOUT);
         return;
     }
-    if (!op->o.fair && !op->a.blind && pause_blocked(op, pause_ms))
+    if (op->blk_refused != REDISLOCK_OK) {
+        err = rl__err(op->blk_refused, "%s", op->blk_why);
+        rl__acq_end(op->l, &op->a, err);
+        complete(op, err);
         return;
+    }
+    if (!op->o.fair && !op->a.blind && !op->blk_skip &&
+        pause_blocked(op, pause_ms))
+        return;
+    op->blk_skip = 0;
     op->timer.fire = pause_over;
     if ((err = rl__loop_arm(al->lp, &op->timer,
                             rl__now_us() + pause_ms * 1000)) != REDISLOCK_OK) {
@@ -1592,14 +1605,27 @@ static void attempt(aop *op)
 
 /* A blocked waiter's BLPOP came back (woken, or its time ran out), or
  * failed: its attempt, sent behind it, answers next; without one, it
- * tries now. */
+ * tries now. An error reply other than a cluster's change ends the
+ * acquire at its next pause, as the blocking waiter's does: waiting on,
+ * it would send BLPOP and an attempt in a loop as fast as the server
+ * answers. */
 static void blocked_done(void *arg, redislock_err err, const rl__reply *r)
 {
     aop *op = arg;
 
-    (void)err;
-    (void)r;
     op->inflight--;
+    if (op->l != NULL && err == REDISLOCK_OK && r != NULL &&
+        r->type == REDIS_REPLY_ERROR) {
+        /* A slot that moved or a master that failed: its next pause is
+         * the loop's (a timer), and its attempts follow the change. */
+        if (rl__topo_moved(rl__client_topo(op->al->c), err, r)) {
+            op->blk_skip = 1;
+        } else {
+            op->blk_refused = rl__reply_check(r, "BLPOP");
+            snprintf(op->blk_why, sizeof op->blk_why, "%s",
+                     redislock_errdetail());
+        }
+    }
     if (op->l == NULL)
         op_free_if_idle(op);
     else if (!op->behind)

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness/adapters.h"
 #include "harness/fixture.h"
 #include "harness/server.h"
 #include "harness/util.h"
@@ -705,4 +706,50 @@ void test_acl_url_slash_password_hidden(void)
     assert_hidden("redis://u:hunter2/" SECRET "@127.0.0.1", NULL);
     assert_hidden("redis://u:6379/" SECRET "@127.0.0.1", NULL);
     assert_hidden("redis://u:6379/1/" SECRET "@127.0.0.1", NULL);
+}
+
+/* An event-loop waiter whose user may not run BLPOP ends its acquire with
+ * ENOPERM naming BLPOP and docs/ACL.md, as a blocking waiter does. Until
+ * 2026-11-29 it ignored the BLPOP's error reply and sent BLPOP and an
+ * attempt again in a loop as fast as the server answered, for its whole
+ * wait: 6663 commands in a 3 s wait then, under 20 now. */
+void test_acl_loop_waiter_without_blpop(void)
+{
+    lc t = lc_setup(0);
+    redislock_acquire_options o = th_aopts(10000, 3000, 0);
+    ad_done d = {0};
+    redislock_lock *h, *l;
+    redislock_loop *lp;
+    char url[128];
+    long long before, sent;
+    int64_t t0;
+    void *drv;
+
+    user_url(t.s, url, sizeof url);
+    t.c = th_client_url(url, NULL);
+    freeReplyObject(th_cmd(t.r, "ACL SETUSER locker -blpop"));
+    h = th_lock(t.c, "locks:bl");
+    l = th_lock(t.c, "locks:bl");
+    ASSERT_OK(redislock_acquire(h, &o));
+    drv = adapter_poll.open(t.c, &lp);
+    before = th_info_field(t.r, "stats", "total_commands_processed");
+    t0 = th_now_ms();
+    ASSERT_OK(redislock_loop_acquire(lp, l, &o, ad_record, &d));
+    ad_run_until(&adapter_poll, drv, &d.calls, 1, 5000);
+    sent = th_info_field(t.r, "stats", "total_commands_processed") - before;
+    test_log("after %lld ms and %lld commands: %s: %s",
+             (long long)(th_now_ms() - t0), sent, redislock_errname(d.err),
+             d.detail);
+    ASSERT_ERR(d.err, REDISLOCK_ENOPERM);
+    ASSERT(strstr(d.detail, "BLPOP") != NULL);
+    ASSERT(strstr(d.detail, "docs/ACL.md") != NULL);
+    ASSERT_LE(th_now_ms() - t0, 2000);
+    ASSERT_LE(sent, 100);
+    ASSERT_EQ_INT(redislock_holds(l), 0);
+    adapter_poll.close(drv);
+    ASSERT_OK(redislock_release(h));
+    redislock_lock_free(l);
+    redislock_lock_free(h);
+    redislock_client_free(t.c);
+    lc_teardown(&t);
 }
