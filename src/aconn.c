@@ -42,7 +42,10 @@ typedef struct rl__asub {
 typedef struct rl__areq {
     rl__aconn_cb cb; /* NULL: a handshake command or a (un)subscribe */
     void *arg;
-    int hello;     /* the handshake command's index, or -1 */
+    int hello;  /* the handshake command's index, or -1 */
+    int admit;  /* the admission command's index, or -1 */
+    char *held; /* formatted, not yet sent: admission is under way */
+    size_t heldlen;
     rl__asub *sub; /* a (un)subscribe's channel, confirmed by its reply */
     int unsub;     /* an unsubscribe */
     int64_t deadline_us;
@@ -55,6 +58,9 @@ struct rl__aconn {
     rl__conn_cfg cfg;
     rl__aconn_ops ops;
     rl__hello hello;
+    rl__admit_ask ask;                /* the client's admission (conn.h) */
+    int admitting;                    /* its replies have not all come */
+    rl__reply *admit_r[RL_ADMIT_MAX]; /* those that came */
     int fd;
     int watching; /* what ops.watch was last told */
     int connected;
@@ -107,6 +113,7 @@ static void fail(rl__aconn *c, redislock_err err, const char *fmt, ...)
     va_list ap;
     rl__areq *q;
     rl__asub *sub;
+    int i;
 
     if (c->fail == REDISLOCK_OK) {
         c->fail = err;
@@ -122,6 +129,12 @@ static void fail(rl__aconn *c, redislock_err err, const char *fmt, ...)
         redisFree(c->ctx);
         c->ctx = NULL;
     }
+    for (i = 0; i < RL_ADMIT_MAX; i++) {
+        if (c->admit_r[i] != NULL)
+            freeReplyObject(c->admit_r[i]);
+        c->admit_r[i] = NULL;
+    }
+    c->admitting = 0;
     c->depth++;
     while ((q = c->head) != NULL) {
         c->head = q->next;
@@ -132,6 +145,7 @@ static void fail(rl__aconn *c, redislock_err err, const char *fmt, ...)
             rl__err(c->fail, "%s", c->why);
             q->cb(q->arg, c->fail, NULL);
         }
+        free(q->held);
         free(q);
     }
     /* Then every subscription, once. */
@@ -262,6 +276,51 @@ static void unsubscribed(rl__aconn *c, rl__asub *sub)
     end_sub(c, sub, REDISLOCK_ECANCELED);
 }
 
+/* What waited for the admission goes out behind it, in order. */
+static void release_held(rl__aconn *c)
+{
+    rl__areq *q;
+
+    for (q = c->head; q != NULL; q = q->next) {
+        if (q->held == NULL)
+            continue;
+        if (redisAppendFormattedCommand(c->ctx, q->held, q->heldlen) !=
+            REDIS_OK) {
+            fail(c, REDISLOCK_ENOMEM, "out of memory sending a command");
+            return;
+        }
+        free(q->held);
+        q->held = NULL;
+        c->unwritten = 1;
+    }
+}
+
+/* The reply r (now c's) to admission command i; after the last, the
+ * client's verdict: the requests held go out, or the connection fails
+ * with the client's reason. */
+static void admitted(rl__aconn *c, int i, rl__reply *r)
+{
+    const rl__admit *ad = c->cfg.admit;
+    redislock_err err;
+    char said[512];
+
+    c->admit_r[i] = r;
+    if (i + 1 < c->ask.n)
+        return;
+    c->admitting = 0;
+    err = ad->judge(ad->arg, &c->ask, c->admit_r);
+    if (err != REDISLOCK_OK)
+        snprintf(said, sizeof said, "%s", redislock_errdetail());
+    for (i = 0; i < c->ask.n; i++) {
+        freeReplyObject(c->admit_r[i]);
+        c->admit_r[i] = NULL;
+    }
+    if (err != REDISLOCK_OK)
+        fail(c, err, "%s", said);
+    else
+        release_held(c);
+}
+
 /* A reply: the head request's, or on a subscriber connection a message
  * for a channel. */
 static void deliver(rl__aconn *c, rl__reply *r)
@@ -316,6 +375,9 @@ static void deliver(rl__aconn *c, rl__reply *r)
         }
     } else if (q->cb != NULL) {
         q->cb(q->arg, REDISLOCK_OK, r);
+    } else if (q->admit >= 0) {
+        admitted(c, q->admit, r);
+        r = NULL;
     } else if ((err = rl__conn_hello_check(&c->cfg, &c->hello, q->hello, r)) !=
                REDISLOCK_OK) {
         char said[256];
@@ -323,7 +385,8 @@ static void deliver(rl__aconn *c, rl__reply *r)
         snprintf(said, sizeof said, "%s", redislock_errdetail());
         fail(c, err, "%s", said);
     }
-    freeReplyObject(r);
+    if (r != NULL)
+        freeReplyObject(r);
     free(q);
 }
 
@@ -344,9 +407,25 @@ static void write_some(rl__aconn *c, int failing)
     }
 }
 
+/* Formats q's command into c's output, or, while the admission's replies
+ * are awaited, into q->held: nothing goes out on a connection before the
+ * client knows which server it reached. */
+static int append(rl__aconn *c, rl__areq *q, int argc, const char **argv,
+                  const size_t *lens)
+{
+    int n;
+
+    if (!c->admitting || q->hello >= 0 || q->admit >= 0)
+        return redisAppendCommandArgv(c->ctx, argc, argv, lens);
+    if ((n = redisFormatCommandArgv(&q->held, argc, argv, lens)) < 0)
+        return REDIS_ERR;
+    q->heldlen = (size_t)n;
+    return REDIS_OK;
+}
+
 static redislock_err queue(rl__aconn *c, int argc, const char **argv,
                            const size_t *lens, rl__aconn_cb cb, void *arg,
-                           int hello, rl__asub *sub, int unsub,
+                           int hello, int admit, rl__asub *sub, int unsub,
                            int64_t block_ms)
 {
     rl__areq *q;
@@ -356,13 +435,14 @@ static redislock_err queue(rl__aconn *c, int argc, const char **argv,
         return rl__err(c->fail, "%s", c->why);
     if ((q = calloc(1, sizeof *q)) == NULL)
         return rl__err(REDISLOCK_ENOMEM, "out of memory sending a command");
-    if (redisAppendCommandArgv(c->ctx, argc, argv, lens) != REDIS_OK) {
+    q->hello = hello;
+    q->admit = admit;
+    if (append(c, q, argc, argv, lens) != REDIS_OK) {
         free(q);
         return rl__err(REDISLOCK_ENOMEM, "out of memory sending a command");
     }
     q->cb = cb;
     q->arg = arg;
-    q->hello = hello;
     q->sub = sub;
     q->unsub = unsub;
     /* Behind a connect under way, a request's time starts with the
@@ -381,7 +461,7 @@ static redislock_err queue(rl__aconn *c, int argc, const char **argv,
         c->head = q;
     c->tail = q;
     c->pending++;
-    c->unwritten = 1;
+    c->unwritten |= q->held == NULL;
     /* Written at once, as the blocking calls write: the loop is asked to
      * watch for writability only when the socket cannot take it all.
      * From a callback of this connection the write waits for the end of
@@ -399,11 +479,37 @@ static redislock_err queue(rl__aconn *c, int argc, const char **argv,
     return REDISLOCK_OK;
 }
 
+/* Asks what the client's admission wants; one that refuses the
+ * connection at once fails it (its requests hear why). Out of memory is
+ * the caller's. */
+static redislock_err admit(rl__aconn *c)
+{
+    const rl__admit *ad = c->cfg.admit;
+    redislock_err err;
+    char said[512];
+    int i;
+
+    if ((err = ad->ask(ad->arg, &c->ask)) != REDISLOCK_OK) {
+        snprintf(said, sizeof said, "%s", redislock_errdetail());
+        c->ask.n = 0;
+        fail(c, err, "%s", said);
+        return REDISLOCK_OK;
+    }
+    for (i = 0; i < c->ask.n; i++)
+        if ((err = queue(c, c->ask.cmds[i].argc, c->ask.cmds[i].argv,
+                         c->ask.cmds[i].lens, NULL, NULL, -1, i, NULL, 0, 0)) !=
+            REDISLOCK_OK)
+            return err;
+    c->admitting = c->ask.n > 0;
+    return REDISLOCK_OK;
+}
+
 redislock_err rl__aconn_open(const rl__conn_cfg *cfg, const rl__aconn_ops *ops,
                              rl__aconn **out)
 {
     rl__aconn *c;
     char buf[300];
+    redislock_err err;
     int i;
 
     *out = NULL;
@@ -435,13 +541,16 @@ redislock_err rl__aconn_open(const rl__conn_cfg *cfg, const rl__aconn_ops *ops,
     rewatch(c);
     rl__conn_hello(&c->cfg, &c->hello);
     for (i = 0; i < c->hello.n; i++) {
-        redislock_err err =
-            queue(c, c->hello.cmds[i].argc, c->hello.cmds[i].argv, NULL, NULL,
-                  NULL, i, NULL, 0, 0);
+        err = queue(c, c->hello.cmds[i].argc, c->hello.cmds[i].argv, NULL, NULL,
+                    NULL, i, -1, NULL, 0, 0);
         if (err != REDISLOCK_OK) {
             rl__aconn_close(c);
             return err;
         }
+    }
+    if (cfg->admit != NULL && (err = admit(c)) != REDISLOCK_OK) {
+        rl__aconn_close(c);
+        return err;
     }
     *out = c;
     return REDISLOCK_OK;
@@ -455,7 +564,7 @@ redislock_err rl__aconn_send(rl__aconn *c, int argc, const char **argv,
     if (c->subscriber)
         return rl__err(REDISLOCK_EINVAL,
                        "a subscribed connection takes no other commands");
-    return queue(c, argc, argv, lens, cb, arg, -1, NULL, 0, 0);
+    return queue(c, argc, argv, lens, cb, arg, -1, -1, NULL, 0, 0);
 }
 
 redislock_err rl__aconn_send_block(rl__aconn *c, int argc, const char **argv,
@@ -468,7 +577,7 @@ redislock_err rl__aconn_send_block(rl__aconn *c, int argc, const char **argv,
     if (c->subscriber)
         return rl__err(REDISLOCK_EINVAL,
                        "a subscribed connection takes no other commands");
-    return queue(c, argc, argv, lens, cb, arg, -1, NULL, 0, block_ms);
+    return queue(c, argc, argv, lens, cb, arg, -1, -1, NULL, 0, block_ms);
 }
 
 redislock_err rl__aconn_subscribe(rl__aconn *c, const char *chan, size_t len,
@@ -496,7 +605,7 @@ redislock_err rl__aconn_subscribe(rl__aconn *c, const char *chan, size_t len,
     sub->len = len;
     sub->cb = cb;
     sub->arg = arg;
-    if ((err = queue(c, 2, argv, lens, NULL, NULL, -1, sub, 0, 0)) != 0) {
+    if ((err = queue(c, 2, argv, lens, NULL, NULL, -1, -1, sub, 0, 0)) != 0) {
         free(sub->chan);
         free(sub);
         return err;
@@ -518,7 +627,7 @@ redislock_err rl__aconn_unsubscribe(rl__aconn *c, const char *chan, size_t len)
     if (sub == NULL || sub->leaving)
         return rl__err(REDISLOCK_EINVAL, "not subscribed to %.*s",
                        (int)(len > 64 ? 64 : len), chan);
-    if ((err = queue(c, 2, argv, lens, NULL, NULL, -1, sub, 1, 0)) == 0)
+    if ((err = queue(c, 2, argv, lens, NULL, NULL, -1, -1, sub, 1, 0)) == 0)
         sub->leaving = 1;
     return err;
 }

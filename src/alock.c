@@ -297,44 +297,6 @@ static redislock_err node_for(rl__alock *al, const redislock_lock *l,
     return err != REDISLOCK_OK ? err : node_cmd(al, *out);
 }
 
-/* An INFO server sent on the loop for a Redlock server not identified. */
-typedef struct probe {
-    rl__idset *ids;
-    size_t i;
-} probe;
-
-static void probe_reply(void *arg, redislock_err err, const rl__reply *r)
-{
-    probe *pr = arg;
-
-    rl__idset_learn(pr->ids, pr->i, err == REDISLOCK_OK ? r : NULL);
-    free(pr);
-}
-
-/* Redlock: whether server i may vote in a round (ident.h). The loop's
- * connections are not vetted as the pools' are, so one not yet known to
- * be no other entry's server asks it here and votes from a later round
- * on: until then it could be one server counted twice. */
-static redislock_err identified(rl__alock *al, node *n, size_t i)
-{
-    static const char *argv[2] = {"INFO", "server"};
-    rl__idset *ids = rl__client_ids(al->c);
-    probe *pr;
-
-    if (ids == NULL)
-        return REDISLOCK_OK;
-    if (rl__idset_probe(ids, i)) {
-        if ((pr = malloc(sizeof *pr)) != NULL)
-            *pr = (probe){ids, i};
-        if (pr == NULL || rl__aconn_send(n->cmd, 2, argv, NULL, probe_reply,
-                                         pr) != REDISLOCK_OK) {
-            free(pr);
-            rl__idset_learn(ids, i, NULL);
-        }
-    }
-    return rl__idset_vote(ids, i);
-}
-
 /* Server i of round rd failed with err (the detail rl__err wrote). */
 static void round_failed(round *rd, size_t i, redislock_err err)
 {
@@ -451,7 +413,6 @@ static redislock_err round_send(rl__alock *al, redislock_lock *l,
         rd->slot[i] = (rslot){rd, i};
         if ((err = node_at(al, rl__topo_each(topo, i), &n)) == REDISLOCK_OK &&
             (err = node_cmd(al, n)) == REDISLOCK_OK &&
-            (err = identified(al, n, i)) == REDISLOCK_OK &&
             (err = rl__lock_send_async(l, NULL, n->cmd, n->pool, req, q,
                                        round_reply, &rd->slot[i])) ==
                 REDISLOCK_OK) {

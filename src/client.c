@@ -175,8 +175,6 @@ static redislock_err setup(redislock_client *c, const char *const *urls,
                              c->env.prefixlen, c->env.server_timeout_ms);
         if (err != REDISLOCK_OK)
             return err;
-        if (c->mode == RL_MODE_REDLOCK)
-            c->env.ids = &c->ids;
     }
     if (c->mode == RL_MODE_REDLOCK) {
         if ((err = check_majority(c)) != REDISLOCK_OK)

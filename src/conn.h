@@ -19,20 +19,46 @@
 typedef struct redisReply rl__reply;
 typedef struct rl__conn rl__conn;
 
-typedef struct rl__conn_cfg {
-    const rl__url *url;   /* borrowed */
-    const char *password; /* borrowed; NULL for no AUTH */
-    int64_t connect_timeout_ms;
-    int64_t command_timeout_ms;
-    void *tls; /* a redisSSLContext for rediss://, or NULL */
-} rl__conn_cfg;
-
 /* One command of a pipeline. */
 typedef struct rl__cmd {
     int argc;
     const char **argv;
     const size_t *lens;
 } rl__cmd;
+
+/* What a client asks a new connection after AUTH and SELECT, before any
+ * request goes out on it: which server it reached (ident.h). Its
+ * pointers point into itself and into the asker's data. */
+#define RL_ADMIT_MAX 2
+typedef struct rl__admit_ask {
+    int n; /* 0: nothing to ask */
+    rl__cmd cmds[RL_ADMIT_MAX];
+    const char *argv[RL_ADMIT_MAX][4];
+    size_t lens[RL_ADMIT_MAX][4];
+} rl__admit_ask;
+
+/* A client's admission of new connections. ask fills a for one
+ * connection, or refuses it at once (an error, with its detail); judge
+ * gives the verdict on the n replies (error replies among them). Both
+ * may be called from any thread. */
+typedef struct rl__admit {
+    redislock_err (*ask)(void *arg, rl__admit_ask *a);
+    redislock_err (*judge)(void *arg, const rl__admit_ask *a,
+                           rl__reply *const *r);
+    void *arg;
+} rl__admit;
+
+typedef struct rl__conn_cfg {
+    const rl__url *url;   /* borrowed */
+    const char *password; /* borrowed; NULL for no AUTH */
+    int64_t connect_timeout_ms;
+    int64_t command_timeout_ms;
+    void *tls; /* a redisSSLContext for rediss://, or NULL */
+    /* Borrowed; NULL: none. The non-blocking connections (aconn.h) hold
+     * their requests until it passes; the blocking pool runs it through
+     * its vet (pool.h). */
+    const rl__admit *admit;
+} rl__conn_cfg;
 
 /* The TLS context for a rediss:// URL (NULL for others), from the
  * options' certificate files; free with rl__conn_tls_free. */

@@ -15,7 +15,6 @@
 #include <pthread.h>
 #include <stdint.h>
 
-#include "ident.h"
 #include "pool.h"
 #include "seen.h"
 #include "topology.h"
@@ -56,8 +55,7 @@ typedef struct rl__env {
     rl__replicas replicas;       /* the replica-sync guard */
     int64_t server_timeout_ms;   /* Redlock's per-server timeout; 0: derived */
     int64_t server_timeout_cap_ms; /* ...from the TTL, no more than this */
-    rl__idset *ids; /* a Redlock client's servers (ident.h); else NULL */
-    char *prefix;   /* the key prefix */
+    char *prefix;                  /* the key prefix */
     size_t prefixlen;
     rl__events events;
     pthread_mutex_t mu;     /* guards the watchdog's creation */
@@ -94,13 +92,6 @@ static inline int64_t rl__client_server_timeout(const redislock_client *c,
     if (t < RL_MIN_SERVER_TIMEOUT_MS)
         t = RL_MIN_SERVER_TIMEOUT_MS;
     return t < e->server_timeout_cap_ms ? t : e->server_timeout_cap_ms;
-}
-
-/* Which of a Redlock client's servers are one (ident.h), for the event
- * loop's rounds, whose connections are not vetted; NULL for others. */
-static inline rl__idset *rl__client_ids(redislock_client *c)
-{
-    return rl__env_of(c)->ids;
 }
 
 /* Where the client's requests go. */

@@ -140,32 +140,112 @@ static redislock_err misnamed(const rl__idset *s, size_t i, const char *theirs,
                    s->regkey);
 }
 
-/* Compares entry i's name with the server's registry key, after writing
- * it there unless a name is there already (when write is set). Another
- * name refuses the client. Error replies (a key outside the user's ACL
- * pattern, a read-only server) skip the check. */
-static redislock_err registry(const rl__idset *s, size_t i, rl__conn *conn,
-                              int write)
+/* One command of a, argv[0..argc) with its lengths. */
+static void ask_one(rl__admit_ask *a, int argc, const char *const *argv,
+                    const size_t *lens)
+{
+    int k;
+
+    for (k = 0; k < argc; k++) {
+        a->argv[a->n][k] = argv[k];
+        a->lens[a->n][k] = lens[k];
+    }
+    a->cmds[a->n] = (rl__cmd){argc, a->argv[a->n], a->lens[a->n]};
+    a->n++;
+}
+
+/* Entry i's registry key read, after its name is written there unless a
+ * name is there already (when write is set). */
+static void registry_ask(const rl__idset *s, size_t i, int write,
+                         rl__admit_ask *a)
 {
     const char *name = s->ids[i].canon;
     const char *set[4] = {"SET", s->regkey, name, "NX"};
     const char *get[2] = {"GET", s->regkey};
     size_t setl[4] = {3, s->regkeylen, strlen(name), 2};
     size_t getl[2] = {3, s->regkeylen};
-    rl__cmd cmds[2] = {{4, set, setl}, {2, get, getl}};
-    rl__reply *r[2] = {NULL, NULL}, *got;
-    redislock_err err =
-        rl__conn_exec(conn, write ? 2 : 1, cmds + (write ? 0 : 1), r);
 
-    if (err != REDISLOCK_OK)
-        return err;
-    got = r[write ? 1 : 0];
+    a->n = 0;
+    if (write)
+        ask_one(a, 4, set, setl);
+    ask_one(a, 2, get, getl);
+}
+
+/* Compares entry i's name with the registry key's (the last reply of
+ * registry_ask's). Another name refuses the client. Error replies (a key
+ * outside the user's ACL pattern, a read-only server) skip the check. */
+static redislock_err registry_judge(const rl__idset *s, size_t i,
+                                    const rl__admit_ask *a, rl__reply *const *r)
+{
+    const char *name = s->ids[i].canon;
+    const rl__reply *got = r[a->n - 1];
+
     if (got->type == REDIS_REPLY_STRING &&
         (got->len != strlen(name) || memcmp(got->str, name, got->len) != 0))
-        err = misnamed(s, i, got->str, got->len);
-    rl__reply_free(r[0]);
-    rl__reply_free(r[1]);
+        return misnamed(s, i, got->str, got->len);
+    return REDISLOCK_OK;
+}
+
+/* a's commands on conn, then judge's verdict on their replies. */
+static redislock_err exec_ask(rl__conn *conn, const rl__admit_ask *a,
+                              redislock_err (*judge)(void *,
+                                                     const rl__admit_ask *,
+                                                     rl__reply *const *),
+                              void *arg)
+{
+    rl__reply *r[RL_ADMIT_MAX] = {NULL};
+    redislock_err err;
+    int k;
+
+    if (a->n == 0)
+        return REDISLOCK_OK;
+    if ((err = rl__conn_exec(conn, a->n, a->cmds, r)) != REDISLOCK_OK)
+        return err;
+    err = judge(arg, a, r);
+    for (k = 0; k < a->n; k++)
+        rl__reply_free(r[k]);
     return err;
+}
+
+/* The entry a pool's admission is for. */
+static rl__idset *set_of(const rl__pool *p, size_t *i)
+{
+    rl__idset *s = p->vet_arg;
+
+    *i = (size_t)(p - s->pools);
+    return s;
+}
+
+static redislock_err ask_sharded(void *arg, rl__admit_ask *a)
+{
+    size_t i;
+    const rl__idset *s = set_of(arg, &i);
+
+    registry_ask(s, i, 1, a);
+    return REDISLOCK_OK;
+}
+
+static redislock_err judge_sharded(void *arg, const rl__admit_ask *a,
+                                   rl__reply *const *r)
+{
+    size_t i;
+    const rl__idset *s = set_of(arg, &i);
+
+    return registry_judge(s, i, a, r);
+}
+
+/* The registry judge for register_all, with its entry. */
+typedef struct reg_entry {
+    const rl__idset *s;
+    size_t i;
+} reg_entry;
+
+static redislock_err judge_entry(void *arg, const rl__admit_ask *a,
+                                 rl__reply *const *r)
+{
+    const reg_entry *e = arg;
+
+    return registry_judge(e->s, e->i, a, r);
 }
 
 /* The registry on every server: read everywhere first, so that a client
@@ -173,6 +253,8 @@ static redislock_err registry(const rl__idset *s, size_t i, rl__conn *conn,
 static redislock_err register_all(const rl__idset *s)
 {
     rl__conn *conn;
+    rl__admit_ask a;
+    reg_entry e = {s, 0};
     redislock_err err;
     size_t i;
     int write;
@@ -182,7 +264,9 @@ static redislock_err register_all(const rl__idset *s)
             err = rl__pool_borrow(&s->pools[i], &conn);
             if (err != REDISLOCK_OK)
                 return err;
-            err = registry(s, i, conn, write);
+            e.i = i;
+            registry_ask(s, i, write, &a);
+            err = exec_ask(conn, &a, judge_entry, &e);
             rl__pool_give_back(&s->pools[i], conn);
             if (err != REDISLOCK_OK)
                 return err;
@@ -195,10 +279,12 @@ static redislock_err register_all(const rl__idset *s)
 static redislock_err vet_sharded(rl__pool *p, rl__conn *conn, int64_t budget_ms,
                                  void *arg)
 {
-    const rl__idset *s = arg;
+    rl__admit_ask a;
 
     (void)budget_ms; /* the connection's timeout already holds it */
-    return registry(s, (size_t)(p - s->pools), conn, 1);
+    (void)arg;
+    ask_sharded(p, &a);
+    return exec_ask(conn, &a, judge_sharded, p);
 }
 
 /* Records entry i's run_id ("": the server will not say) and marks it
@@ -227,62 +313,91 @@ static redislock_err runid_repeat(const rl__idset *s, size_t i, size_t j,
     return repeated(s, j, i, why);
 }
 
-/* INFO on a Redlock connection, waited for no longer than the budget of
- * the open it is part of (a round's per-server timeout: a server that
- * accepts connections but does not answer must cost a round no more than
- * one that stopped after it answered), nor than server_timeout_ms when
- * the options set it. The connection's timeout is then the open's
- * again. */
-static redislock_err read_info_within(const rl__idset *s, rl__pool *p,
-                                      rl__conn *conn, int64_t budget_ms,
-                                      char *runid)
+/* A Redlock connection reads which server it reached until one of its
+ * entry's has: at construction for the servers that answer, later for
+ * those that were down. An entry found to be another's server never
+ * votes: its connections are refused from then on. */
+static redislock_err ask_redlock(void *arg, rl__admit_ask *a)
 {
-    int64_t open_t = p->cfg.command_timeout_ms, t;
-    redislock_err err = REDISLOCK_OK;
-    long port;
-
-    if (budget_ms > 0 && budget_ms < open_t)
-        open_t = budget_ms;
-    t = s->info_timeout_ms > 0 && s->info_timeout_ms < open_t
-            ? s->info_timeout_ms
-            : open_t;
-    if (t != open_t)
-        err = rl__conn_timeout(conn, t);
-    if (err == REDISLOCK_OK)
-        err = read_info(conn, runid, &port);
-    if (t != open_t && err == REDISLOCK_OK)
-        err = rl__conn_timeout(conn, open_t);
-    return err;
-}
-
-/*
- * A Redlock entry's connections read which server they reached until one
- * has: at construction for the servers that answer, later for those that
- * were down. An entry found to be another's server never votes: its
- * connections fail from then on.
- */
-static redislock_err vet_redlock(rl__pool *p, rl__conn *conn, int64_t budget_ms,
-                                 void *arg)
-{
-    rl__idset *s = arg;
-    size_t i = (size_t)(p - s->pools), dup;
+    static const char *const info[2] = {"INFO", "server"};
+    static const size_t lens[2] = {4, 6};
+    size_t i, dup;
+    rl__idset *s = set_of(arg, &i);
     char runid[RL_RUNID_MAX];
     int known;
-    redislock_err err;
 
     pthread_mutex_lock(&s->mu);
     dup = s->ids[i].dup_of;
     known = s->ids[i].known;
     snprintf(runid, sizeof runid, "%s", s->ids[i].runid);
     pthread_mutex_unlock(&s->mu);
-    if (!known) {
-        if ((err = read_info_within(s, p, conn, budget_ms, runid)) != 0)
-            return err;
-        pthread_mutex_lock(&s->mu);
-        dup = record_runid(s, i, runid);
-        pthread_mutex_unlock(&s->mu);
-    }
+    a->n = 0;
+    if (dup)
+        return runid_repeat(s, i, dup - 1, runid);
+    if (!known)
+        ask_one(a, 2, info, lens);
+    return REDISLOCK_OK;
+}
+
+static redislock_err judge_redlock(void *arg, const rl__admit_ask *a,
+                                   rl__reply *const *r)
+{
+    size_t i, dup;
+    rl__idset *s = set_of(arg, &i);
+    char runid[RL_RUNID_MAX];
+    long port;
+
+    (void)a;
+    info_fields(r[0], runid, &port);
+    pthread_mutex_lock(&s->mu);
+    dup = s->ids[i].known ? s->ids[i].dup_of : record_runid(s, i, runid);
+    snprintf(runid, sizeof runid, "%s", s->ids[i].runid);
+    pthread_mutex_unlock(&s->mu);
     return dup ? runid_repeat(s, i, dup - 1, runid) : REDISLOCK_OK;
+}
+
+/* The blocking pool's admission of a Redlock connection: INFO waited for
+ * no longer than the budget of the open it is part of (a round's
+ * per-server timeout: a server that accepts connections but does not
+ * answer must cost a round no more than one that stopped after it
+ * answered), nor than server_timeout_ms when the options set it. The
+ * connection's timeout is then the open's again. */
+static redislock_err vet_redlock(rl__pool *p, rl__conn *conn, int64_t budget_ms,
+                                 void *arg)
+{
+    const rl__idset *s = arg;
+    int64_t open_t = p->cfg.command_timeout_ms, t;
+    rl__admit_ask a;
+    redislock_err err;
+
+    if ((err = ask_redlock(p, &a)) != REDISLOCK_OK || a.n == 0)
+        return err;
+    if (budget_ms > 0 && budget_ms < open_t)
+        open_t = budget_ms;
+    t = s->info_timeout_ms > 0 && s->info_timeout_ms < open_t
+            ? s->info_timeout_ms
+            : open_t;
+    if (t != open_t && (err = rl__conn_timeout(conn, t)) != REDISLOCK_OK)
+        return err;
+    err = exec_ask(conn, &a, judge_redlock, p);
+    if (t != open_t && err == REDISLOCK_OK)
+        err = rl__conn_timeout(conn, open_t);
+    return err;
+}
+
+/* p's connections are admitted by ask and judge: the blocking pool's
+ * through vet, the non-blocking ones through their configuration. */
+static void admit_by(rl__pool *p, rl__idset *s,
+                     redislock_err (*vet)(rl__pool *, rl__conn *, int64_t,
+                                          void *),
+                     redislock_err (*ask)(void *, rl__admit_ask *),
+                     redislock_err (*judge)(void *, const rl__admit_ask *,
+                                            rl__reply *const *))
+{
+    p->vet = vet;
+    p->vet_arg = s;
+    p->admit = (rl__admit){ask, judge, p};
+    p->cfg.admit = &p->admit;
 }
 
 redislock_err rl__idset_init(rl__idset *s, rl__pool *pools, size_t n,
@@ -307,10 +422,8 @@ redislock_err rl__idset_init(rl__idset *s, rl__pool *pools, size_t n,
     s->regkeylen = plen + sizeof suffix - 1;
     for (i = 0; i < n; i++)
         name_unreached(s, i);
-    for (i = 0; i < n && redlock; i++) {
-        pools[i].vet = vet_redlock;
-        pools[i].vet_arg = s;
-    }
+    for (i = 0; i < n && redlock; i++)
+        admit_by(&pools[i], s, vet_redlock, ask_redlock, judge_redlock);
     return check_names(s);
 }
 
@@ -363,10 +476,8 @@ static redislock_err check_sharded(rl__idset *s)
         (err = check_runids(s)) != REDISLOCK_OK ||
         (err = register_all(s)) != REDISLOCK_OK)
         return err;
-    for (i = 0; i < s->n; i++) {
-        s->pools[i].vet = vet_sharded;
-        s->pools[i].vet_arg = s;
-    }
+    for (i = 0; i < s->n; i++)
+        admit_by(&s->pools[i], s, vet_sharded, ask_sharded, judge_sharded);
     return REDISLOCK_OK;
 }
 
@@ -384,54 +495,6 @@ redislock_err rl__idset_check(rl__idset *s)
             snprintf(runid, sizeof runid, "%s", s->ids[i].runid);
     pthread_mutex_unlock(&s->mu);
     return dup ? runid_repeat(s, i - 1, dup - 1, runid) : REDISLOCK_OK;
-}
-
-int rl__idset_probe(rl__idset *s, size_t i)
-{
-    int probe;
-
-    pthread_mutex_lock(&s->mu);
-    probe = !s->ids[i].known && !s->ids[i].probing;
-    s->ids[i].probing |= probe;
-    pthread_mutex_unlock(&s->mu);
-    return probe;
-}
-
-void rl__idset_learn(rl__idset *s, size_t i, const rl__reply *r)
-{
-    char runid[RL_RUNID_MAX];
-    long port;
-
-    if (r != NULL)
-        info_fields(r, runid, &port);
-    pthread_mutex_lock(&s->mu);
-    s->ids[i].probing = 0;
-    if (r != NULL && !s->ids[i].known)
-        record_runid(s, i, runid);
-    pthread_mutex_unlock(&s->mu);
-}
-
-redislock_err rl__idset_vote(rl__idset *s, size_t i)
-{
-    char runid[RL_RUNID_MAX];
-    size_t dup;
-    int known;
-    char a[RL_CANON_MAX];
-
-    pthread_mutex_lock(&s->mu);
-    known = s->ids[i].known;
-    dup = s->ids[i].dup_of;
-    snprintf(runid, sizeof runid, "%s", s->ids[i].runid);
-    pthread_mutex_unlock(&s->mu);
-    if (dup)
-        return runid_repeat(s, i, dup - 1, runid);
-    if (!known)
-        return rl__err(REDISLOCK_ECONNECT,
-                       "server %s has not said which server it is yet (INFO "
-                       "server's run_id, asked for now): it votes once it "
-                       "has, unless it is another entry's server",
-                       spelling(&s->pools[i], a, sizeof a));
-    return REDISLOCK_OK;
 }
 
 const char *rl__idset_name(const rl__idset *s, size_t i)

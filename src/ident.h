@@ -40,7 +40,6 @@ typedef struct rl__ident {
     char runid[RL_RUNID_MAX]; /* at the latest connection; "" unknown */
     size_t dup_of;            /* Redlock: 1 + the entry it repeats, or 0 */
     int known;                /* Redlock: runid has been read */
-    int probing;              /* Redlock: an event loop is reading it */
 } rl__ident;
 
 typedef struct rl__idset {
@@ -67,21 +66,6 @@ redislock_err rl__idset_init(rl__idset *s, rl__pool *pools, size_t n,
  * sockets' names and the registry). REDISLOCK_EINVAL names both
  * spellings of a repeated server and the fix. */
 redislock_err rl__idset_check(rl__idset *s);
-
-/* Redlock on an event loop, whose connections are not vetted: whether
- * the caller should read entry i's run_id now (INFO server, its reply
- * to rl__idset_learn): 1 when it is not known and no read is out. */
-int rl__idset_probe(rl__idset *s, size_t i);
-
-/* INFO server's reply r for entry i (NULL: none came; it may be read
- * again). */
-void rl__idset_learn(rl__idset *s, size_t i, const rl__reply *r);
-
-/* Whether entry i may vote: REDISLOCK_OK once its run_id is known and no
- * other entry's; REDISLOCK_EINVAL when it repeats another entry's
- * server; REDISLOCK_ECONNECT while it is not known. The detail says
- * which. */
-redislock_err rl__idset_vote(rl__idset *s, size_t i);
 
 /* Server i's canonical name. */
 const char *rl__idset_name(const rl__idset *s, size_t i);

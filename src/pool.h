@@ -33,6 +33,9 @@ typedef struct rl__pool {
     redislock_err (*vet)(struct rl__pool *p, rl__conn *conn, int64_t budget_ms,
                          void *arg);
     void *vet_arg;
+    /* The same check for the non-blocking connections (cfg.admit points
+     * here when it is set). */
+    rl__admit admit;
     /* The WAITAOF guard's wants (redislock_options.wait_aof_*): each
      * connection is checked for them when opened. */
     int aof_local, aof_replicas;
