@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness/adapters.h"
 #include "harness/fixture.h"
 #include "harness/proxy.h"
 #include "harness/server.h"
@@ -621,6 +622,59 @@ void test_shard_acl_without_info_works(void)
         ASSERT(v != NULL && strncmp(v, "127.0.0.1:", 10) == 0);
         free(v);
     }
+    redislock_client_free(c);
+    th_servers_stop(&e);
+}
+
+/* One lock operation on a new event loop of c's: its callback's outcome
+ * (the detail in d). */
+static redislock_err loop_op(redislock_client *c, redislock_lock *l,
+                             int release, ad_done *d)
+{
+    redislock_loop *lp;
+    void *drv = adapter_poll.open(c, &lp);
+
+    memset(d, 0, sizeof *d);
+    if (release)
+        ASSERT_OK(redislock_loop_release(lp, l, 0, ad_record, d));
+    else
+        ASSERT_OK(redislock_loop_acquire(lp, l, NULL, ad_record, d));
+    ad_run_until(&adapter_poll, drv, &d->calls, 1, 5000);
+    adapter_poll.close(drv);
+    return d->err;
+}
+
+/*
+ * A sharded client's event-loop connections are admitted as its blocking
+ * ones are, before their first request: a new one writes the server
+ * registry key back (lost here with FLUSHALL, as in a restart without
+ * persistence), and one whose server names itself otherwise is refused
+ * with nothing written. Until 2026-11-29 the loop's connections were not
+ * checked at all.
+ */
+void test_shard_loop_connections_admitted(void)
+{
+    th_servers e = th_servers_start(2);
+    redislock_client *c = sharded(e.urls, 2);
+    redislock_lock *l;
+    ad_done d;
+    char key[32], name[64];
+
+    snprintf(name, sizeof name, "127.0.0.1:%d/0", e.s[0]->port);
+    key_on(&e, c, 0, key, sizeof key);
+    l = th_lock(c, key);
+    freeReplyObject(th_cmd(e.r[0], "FLUSHALL"));
+    ASSERT_ERR(loop_op(c, l, 0, &d), REDISLOCK_OK);
+    ASSERT_KEY(e.r[0], "redislock:rl-server", name);
+    ASSERT_ERR(loop_op(c, l, 1, &d), REDISLOCK_OK);
+
+    freeReplyObject(th_cmd(e.r[0], "SET redislock:rl-server 10.0.0.9:1/0"));
+    ASSERT_ERR(loop_op(c, l, 0, &d), REDISLOCK_EINVAL);
+    test_log("%s", d.detail);
+    ASSERT(strstr(d.detail, "10.0.0.9:1/0") != NULL);
+    ASSERT(strstr(d.detail, name) != NULL);
+    ASSERT_EQ_INT(th_cmd_int(e.r[0], "EXISTS %s", key), 0);
+    redislock_lock_free(l);
     redislock_client_free(c);
     th_servers_stop(&e);
 }
