@@ -9,6 +9,7 @@
 #include "abi.h"
 #include "algo.h"
 #include "cluster.h"
+#include "engine.h"
 #include "error.h"
 #include "ident.h"
 #include "sentinel.h"
@@ -436,6 +437,7 @@ void redislock_client_free(redislock_client *c)
         return;
     /* The watchdog borrows connections: stop it first. */
     rl__watchdog_free(c->env.watchdog);
+    rl__engine_free(c->env.engine);
     for (i = 0; i < c->npools; i++)
         rl__pool_fini(&c->pools[i]);
     free(c->pools);

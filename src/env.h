@@ -58,8 +58,9 @@ typedef struct rl__env {
     char *prefix;                  /* the key prefix */
     size_t prefixlen;
     rl__events events;
-    pthread_mutex_t mu;     /* guards the watchdog's creation */
-    rl__watchdog *watchdog; /* made on first use (rl__client_watchdog) */
+    pthread_mutex_t mu;        /* guards the watchdog's and engine's creation */
+    rl__watchdog *watchdog;    /* made on first use (rl__client_watchdog) */
+    struct rl__engine *engine; /* the blocking calls' loops (engine.h) */
 } rl__env;
 
 static inline rl__env *rl__env_of(redislock_client *c)
@@ -127,5 +128,9 @@ static inline redislock_err rl__client_watchdog(redislock_client *c,
 {
     return rl__env_watchdog(rl__env_of(c), out);
 }
+
+/* The engine of the client's blocking calls, made on first use
+ * (engine.c). */
+redislock_err rl__env_engine(redislock_client *c, struct rl__engine **out);
 
 #endif

@@ -16,6 +16,7 @@
 #include "error.h"
 #include "alock.h"
 #include "aroute.h"
+#include "engine.h"
 #include "lock.h"
 #include "algo.h"
 #include "watchdog.h"
@@ -747,6 +748,29 @@ void rl__lock_released(redislock_lock *l, redislock_err err, long long n)
                              .ms = (rl__now_us() - l->taken_us) / 1000});
 }
 
+static redislock_err start_release(rl__alock *al, redislock_lock *l, void *arg,
+                                   rl__alock_cb cb, void *cbarg)
+{
+    return rl__alock_release(al, l, *(const int64_t *)arg, cb, cbarg);
+}
+
+static redislock_err start_extend(rl__alock *al, redislock_lock *l, void *arg,
+                                  rl__alock_cb cb, void *cbarg)
+{
+    return rl__alock_extend(al, l, *(const int64_t *)arg, cb, cbarg);
+}
+
+/* Runs start on the engine (engine.h) for l, which the watchdog thread
+ * does not renew. */
+static redislock_err on_engine(redislock_lock *l, rl__engine_start start,
+                               void *arg)
+{
+    rl__engine *e;
+    redislock_err err = rl__env_engine(l->client, &e);
+
+    return err != REDISLOCK_OK ? err : rl__engine_run(e, l, start, arg);
+}
+
 redislock_err redislock_release_hold(redislock_lock *l, int64_t hold_after_ms)
 {
     char hold[24];
@@ -759,6 +783,8 @@ redislock_err redislock_release_hold(redislock_lock *l, int64_t hold_after_ms)
      * that no renewal is ever sent after release. */
     if (l->own == 1)
         rl__lock_unwatch(l);
+    if (l->watch == NULL)
+        return on_engine(l, start_release, &hold_after_ms);
     snprintf(hold, sizeof hold, "%" PRId64, hold_after_ms);
     err = owner_script(l, &rl__script_release, hold, 0, &n);
     rl__lock_released(l, err, n);
@@ -859,6 +885,8 @@ redislock_err redislock_extend(redislock_lock *l, int64_t ttl_ms)
 
     if (err != REDISLOCK_OK)
         return err;
+    if (l->watch == NULL)
+        return on_engine(l, start_extend, &ttl_ms);
     err = send_extend(l, ttl_ms, 0);
     rl__lock_extended(l, err);
     return err;

@@ -18,7 +18,7 @@ layer() {
     pool | ident | loop) echo 3 ;;
     topology | cluster | redirect | aroute | sentinel) echo 4 ;;
     lock | acquire | alock | agroup | wait | inspect | fence | watchdog | \
-        redlock | quorum | algo | one | spread | env | ploop) echo 5 ;;
+        redlock | quorum | algo | one | spread | env | ploop | engine) echo 5 ;;
     client | evloop | version) echo 6 ;;
     *) echo 0 ;;
     esac

@@ -1,0 +1,147 @@
+/*
+ * A client's stack of idle private loops, and one blocking call on one
+ * of them (engine.h).
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "engine.h"
+#include "env.h"
+#include "error.h"
+#include "ploop.h"
+
+/* An idle loop on the stack. */
+typedef struct idle {
+    rl__ploop *pl;
+    struct idle *next;
+} idle;
+
+struct rl__engine {
+    redislock_client *c;
+    pthread_mutex_t mu;
+    idle *top;
+};
+
+/* One call's outcome, written by its callback on the calling thread. */
+typedef struct call {
+    atomic_int done;
+    redislock_err err;
+    char detail[512];
+} call;
+
+redislock_err rl__engine_new(redislock_client *c, rl__engine **out)
+{
+    rl__engine *e = calloc(1, sizeof *e);
+
+    *out = NULL;
+    if (e == NULL)
+        return rl__err(REDISLOCK_ENOMEM, "out of memory");
+    if (pthread_mutex_init(&e->mu, NULL) != 0) {
+        free(e);
+        return rl__err(REDISLOCK_ENOMEM, "cannot make a mutex");
+    }
+    e->c = c;
+    *out = e;
+    return REDISLOCK_OK;
+}
+
+void rl__engine_free(rl__engine *e)
+{
+    idle *i, *next;
+
+    if (e == NULL)
+        return;
+    for (i = e->top; i != NULL; i = next) {
+        next = i->next;
+        rl__ploop_free(i->pl);
+        free(i);
+    }
+    pthread_mutex_destroy(&e->mu);
+    free(e);
+}
+
+/* An idle loop, or a new one. */
+static redislock_err take(rl__engine *e, rl__ploop **pl)
+{
+    idle *i;
+
+    pthread_mutex_lock(&e->mu);
+    if ((i = e->top) != NULL)
+        e->top = i->next;
+    pthread_mutex_unlock(&e->mu);
+    if (i == NULL)
+        return rl__ploop_new(e->c, pl);
+    *pl = i->pl;
+    free(i);
+    return REDISLOCK_OK;
+}
+
+/* Back on the stack; freed when even that is out of memory. */
+static void give_back(rl__engine *e, rl__ploop *pl)
+{
+    idle *i = malloc(sizeof *i);
+
+    if (i == NULL) {
+        rl__ploop_free(pl);
+        return;
+    }
+    i->pl = pl;
+    pthread_mutex_lock(&e->mu);
+    i->next = e->top;
+    e->top = i;
+    pthread_mutex_unlock(&e->mu);
+}
+
+static void ended(redislock_lock *l, redislock_err err, void *arg)
+{
+    call *k = arg;
+
+    (void)l;
+    k->err = err;
+    snprintf(k->detail, sizeof k->detail, "%s",
+             err != REDISLOCK_OK ? redislock_errdetail() : "");
+    atomic_store(&k->done, 1);
+}
+
+redislock_err rl__engine_run(rl__engine *e, redislock_lock *l,
+                             rl__engine_start start, void *arg)
+{
+    rl__ploop *pl;
+    call k = {.err = REDISLOCK_OK};
+    redislock_err err;
+
+    atomic_init(&k.done, 0);
+    if ((err = take(e, &pl)) != REDISLOCK_OK)
+        return err;
+    if ((err = start(rl__ploop_alock(pl), l, arg, ended, &k)) != REDISLOCK_OK) {
+        give_back(e, pl);
+        return err;
+    }
+    if ((err = rl__ploop_run(pl, &k.done, NULL, NULL)) != REDISLOCK_OK) {
+        /* The operation is still under way: freeing the loop ends it
+         * (its callback: REDISLOCK_ECANCELED); the poll error stands. */
+        snprintf(k.detail, sizeof k.detail, "%s", redislock_errdetail());
+        rl__ploop_free(pl);
+        rl__err(err, "%s", k.detail);
+        return err;
+    }
+    give_back(e, pl);
+    if (k.err != REDISLOCK_OK)
+        rl__err(k.err, "%s", k.detail);
+    return k.err;
+}
+
+redislock_err rl__env_engine(redislock_client *c, rl__engine **out)
+{
+    rl__env *e = rl__env_of(c);
+    redislock_err err = REDISLOCK_OK;
+
+    pthread_mutex_lock(&e->mu);
+    if (e->engine == NULL)
+        err = rl__engine_new(c, &e->engine);
+    *out = e->engine;
+    pthread_mutex_unlock(&e->mu);
+    return err;
+}

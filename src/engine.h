@@ -1,0 +1,37 @@
+/*
+ * The blocking calls' way onto the one engine: a client's stack of idle
+ * private loops (ploop.h). A blocking call takes one, starts its
+ * operation on the loop's engine (alock.h), runs the loop on the calling
+ * thread until the operation's callback, and puts the loop back, its
+ * connections open for the next call, as libcurl's easy interface runs
+ * its multi interface. Threads calling at once each take their own loop.
+ *
+ * Step 1 of docs/ARCHITECTURE.md's plan: release, extend and inspect.
+ */
+#ifndef RL_ENGINE_H
+#define RL_ENGINE_H
+
+#include "alock.h"
+
+typedef struct rl__engine rl__engine;
+
+/* Starts an operation on l on the engine al, to end with cb(l, err, cbarg)
+ * (rl__alock_release and the like, with their own arguments in arg). An
+ * error returned means no callback comes. */
+typedef redislock_err (*rl__engine_start)(rl__alock *al, redislock_lock *l,
+                                          void *arg, rl__alock_cb cb,
+                                          void *cbarg);
+
+/* The engine of c's blocking calls: no loop is made until a call needs
+ * one. */
+redislock_err rl__engine_new(redislock_client *c, rl__engine **out);
+
+/* Frees the idle loops. No call may be running. NULL is a no-op. */
+void rl__engine_free(rl__engine *e);
+
+/* Runs start on a private loop on the calling thread until its callback;
+ * returns the operation's outcome, its detail set on this thread. */
+redislock_err rl__engine_run(rl__engine *e, redislock_lock *l,
+                             rl__engine_start start, void *arg);
+
+#endif
