@@ -141,6 +141,7 @@ struct rl__alock {
     lwatch *watches;
     sweep *sweeps;     /* lost attempts being abandoned */
     rl__agroup_io gio; /* how a set's groups are reached (agroup.c) */
+    int private_loop;  /* rl__alock_private */
 };
 
 /* An abandoned attempt made to hold nothing, on the loop: the janitor's
@@ -1692,8 +1693,10 @@ redislock_err rl__alock_acquire(rl__alock *al, redislock_lock *l,
         return err;
     }
     op->a.abandon = loop_abandon;
-    op->a.watch = lwatch_start;
     op->a.drv = al;
+    /* A private loop runs only during its call: the thread renews. */
+    if (!al->private_loop)
+        op->a.watch = lwatch_start;
     op_start(op);
     attempt(op);
     return REDISLOCK_OK;
@@ -1976,4 +1979,14 @@ void rl__alock_free(rl__alock *al)
         free(n);
     }
     free(al);
+}
+
+void rl__alock_private(rl__alock *al)
+{
+    al->private_loop = 1;
+}
+
+void rl__alock_idle(rl__alock *al)
+{
+    sweeps_hand_over(al);
 }

@@ -100,6 +100,16 @@ redislock_err rl__alock_inspect(rl__alock *al, redislock_lock *l,
  * and extends run to their end. */
 void rl__alock_cancel(rl__alock *al, redislock_lock *l);
 
+/* al runs on a private loop that runs only during a blocking call
+ * (engine.h): the locks it acquires with the watchdog are renewed by the
+ * client's watchdog thread, not by the loop. */
+void rl__alock_private(rl__alock *al);
+
+/* A private loop's call has ended: what al is still sweeping goes to
+ * the janitor thread (a reply to come is ignored when the loop next
+ * runs). */
+void rl__alock_idle(rl__alock *al);
+
 /* Stops the loop's renewals of l (rl__lock_unwatch calls it). */
 void rl__alock_unwatch(redislock_lock *l);
 

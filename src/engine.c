@@ -24,8 +24,11 @@ struct rl__engine {
     idle *top;
 };
 
-/* One call's outcome, written by its callback on the calling thread. */
+/* One call: its lock and engine, and its outcome, written by its
+ * callback on the calling thread. */
 typedef struct call {
+    redislock_lock *l;
+    rl__alock *al;
     atomic_int done;
     redislock_err err;
     char detail[512];
@@ -71,18 +74,25 @@ static redislock_err take(rl__engine *e, rl__ploop **pl)
     if ((i = e->top) != NULL)
         e->top = i->next;
     pthread_mutex_unlock(&e->mu);
-    if (i == NULL)
-        return rl__ploop_new(e->c, pl);
+    if (i == NULL) {
+        redislock_err err = rl__ploop_new(e->c, pl);
+
+        if (err == REDISLOCK_OK)
+            rl__alock_private(rl__ploop_alock(*pl));
+        return err;
+    }
     *pl = i->pl;
     free(i);
     return REDISLOCK_OK;
 }
 
-/* Back on the stack; freed when even that is out of memory. */
+/* Back on the stack, what it still sweeps handed to the janitor; freed
+ * when even that is out of memory. */
 static void give_back(rl__engine *e, rl__ploop *pl)
 {
     idle *i = malloc(sizeof *i);
 
+    rl__alock_idle(rl__ploop_alock(pl));
     if (i == NULL) {
         rl__ploop_free(pl);
         return;
@@ -105,32 +115,83 @@ static void ended(redislock_lock *l, redislock_err err, void *arg)
     atomic_store(&k->done, 1);
 }
 
+/* The loop was woken (redislock_cancel): a cancel of the acquire under
+ * way ends it here, on the loop's thread. One that comes once the call
+ * is done stays for the next acquire (sticky, as documented). */
+static void woken(void *arg)
+{
+    call *k = arg;
+    int cancel = 0;
+
+    pthread_mutex_lock(&k->l->mu);
+    if (k->l->cancelled && !atomic_load(&k->done)) {
+        k->l->cancelled = 0;
+        cancel = 1;
+    }
+    pthread_mutex_unlock(&k->l->mu);
+    if (cancel)
+        rl__alock_cancel(k->al, k->l);
+}
+
+/* Whether l's acquire may start: not when a cancel came first (which it
+ * then takes). With pl, records that l's acquire runs on it. */
+static int may_start(redislock_lock *l, rl__ploop *pl)
+{
+    int go;
+
+    pthread_mutex_lock(&l->mu);
+    go = !l->cancelled;
+    l->cancelled = 0;
+    l->running = go ? pl : NULL;
+    pthread_mutex_unlock(&l->mu);
+    return go;
+}
+
 redislock_err rl__engine_run(rl__engine *e, redislock_lock *l,
-                             rl__engine_start start, void *arg)
+                             rl__engine_start start, void *arg, int acquire)
 {
     rl__ploop *pl;
-    call k = {.err = REDISLOCK_OK};
+    call k = {.l = l, .err = REDISLOCK_OK};
     redislock_err err;
 
     atomic_init(&k.done, 0);
     if ((err = take(e, &pl)) != REDISLOCK_OK)
         return err;
-    if ((err = start(rl__ploop_alock(pl), l, arg, ended, &k)) != REDISLOCK_OK) {
+    k.al = rl__ploop_alock(pl);
+    if (acquire && !may_start(l, pl)) {
         give_back(e, pl);
-        return err;
+        return rl__err(REDISLOCK_ECANCELED, "the wait was cancelled");
     }
-    if ((err = rl__ploop_run(pl, &k.done, NULL, NULL)) != REDISLOCK_OK) {
+    if ((err = start(k.al, l, arg, ended, &k)) == REDISLOCK_OK &&
+        (err = rl__ploop_run(pl, &k.done, acquire ? woken : NULL, &k)) !=
+            REDISLOCK_OK) {
         /* The operation is still under way: freeing the loop ends it
          * (its callback: REDISLOCK_ECANCELED); the poll error stands. */
         snprintf(k.detail, sizeof k.detail, "%s", redislock_errdetail());
+        if (acquire)
+            may_start(l, NULL);
         rl__ploop_free(pl);
-        rl__err(err, "%s", k.detail);
-        return err;
+        return rl__err(err, "%s", k.detail);
+    }
+    if (acquire) {
+        pthread_mutex_lock(&l->mu);
+        l->running = NULL;
+        pthread_mutex_unlock(&l->mu);
     }
     give_back(e, pl);
+    if (err != REDISLOCK_OK)
+        return err;
     if (k.err != REDISLOCK_OK)
         rl__err(k.err, "%s", k.detail);
     return k.err;
+}
+
+void rl__engine_cancel(redislock_lock *l)
+{
+    pthread_mutex_lock(&l->mu);
+    if (l->running != NULL)
+        rl__ploop_wake(l->running);
+    pthread_mutex_unlock(&l->mu);
 }
 
 redislock_err rl__env_engine(redislock_client *c, rl__engine **out)
@@ -144,4 +205,14 @@ redislock_err rl__env_engine(redislock_client *c, rl__engine **out)
     *out = e->engine;
     pthread_mutex_unlock(&e->mu);
     return err;
+}
+
+redislock_err rl__engine_call(redislock_lock *l, rl__engine_start start,
+                              void *arg, int acquire)
+{
+    rl__engine *e;
+    redislock_err err = rl__env_engine(l->client, &e);
+
+    return err != REDISLOCK_OK ? err
+                               : rl__engine_run(e, l, start, arg, acquire);
 }

@@ -6,7 +6,7 @@
  * connections open for the next call, as libcurl's easy interface runs
  * its multi interface. Threads calling at once each take their own loop.
  *
- * Step 1 of docs/ARCHITECTURE.md's plan: release, extend and inspect.
+ * Steps 1-3 of docs/ARCHITECTURE.md's plan: acquire, release, extend.
  */
 #ifndef RL_ENGINE_H
 #define RL_ENGINE_H
@@ -30,8 +30,19 @@ redislock_err rl__engine_new(redislock_client *c, rl__engine **out);
 void rl__engine_free(rl__engine *e);
 
 /* Runs start on a private loop on the calling thread until its callback;
- * returns the operation's outcome, its detail set on this thread. */
+ * returns the operation's outcome, its detail set on this thread. An
+ * acquire (acquire set) is cancellable: redislock_cancel's flag, set
+ * before it starts, makes it REDISLOCK_ECANCELED at once; set while it
+ * runs, rl__engine_cancel ends it on its loop. */
 redislock_err rl__engine_run(rl__engine *e, redislock_lock *l,
-                             rl__engine_start start, void *arg);
+                             rl__engine_start start, void *arg, int acquire);
+
+/* rl__engine_run on l's client's engine, made on first use. */
+redislock_err rl__engine_call(redislock_lock *l, rl__engine_start start,
+                              void *arg, int acquire);
+
+/* After redislock_cancel set l's flag: wakes the loop l's acquire runs
+ * on, if any. */
+void rl__engine_cancel(redislock_lock *l);
 
 #endif

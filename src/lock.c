@@ -760,17 +760,6 @@ static redislock_err start_extend(rl__alock *al, redislock_lock *l, void *arg,
     return rl__alock_extend(al, l, *(const int64_t *)arg, cb, cbarg);
 }
 
-/* Runs start on the engine (engine.h) for l, which the watchdog thread
- * does not renew. */
-static redislock_err on_engine(redislock_lock *l, rl__engine_start start,
-                               void *arg)
-{
-    rl__engine *e;
-    redislock_err err = rl__env_engine(l->client, &e);
-
-    return err != REDISLOCK_OK ? err : rl__engine_run(e, l, start, arg);
-}
-
 redislock_err redislock_release_hold(redislock_lock *l, int64_t hold_after_ms)
 {
     char hold[24];
@@ -784,7 +773,7 @@ redislock_err redislock_release_hold(redislock_lock *l, int64_t hold_after_ms)
     if (l->own == 1)
         rl__lock_unwatch(l);
     if (l->watch == NULL)
-        return on_engine(l, start_release, &hold_after_ms);
+        return rl__engine_call(l, start_release, &hold_after_ms, 0);
     snprintf(hold, sizeof hold, "%" PRId64, hold_after_ms);
     err = owner_script(l, &rl__script_release, hold, 0, &n);
     rl__lock_released(l, err, n);
@@ -886,7 +875,7 @@ redislock_err redislock_extend(redislock_lock *l, int64_t ttl_ms)
     if (err != REDISLOCK_OK)
         return err;
     if (l->watch == NULL)
-        return on_engine(l, start_extend, &ttl_ms);
+        return rl__engine_call(l, start_extend, &ttl_ms, 0);
     err = send_extend(l, ttl_ms, 0);
     rl__lock_extended(l, err);
     return err;

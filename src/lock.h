@@ -104,6 +104,7 @@ struct redislock_lock {
     pthread_mutex_t mu;
     pthread_cond_t wake; /* a short pause sleeps on it; CLOCK_MONOTONIC */
     int cancelled;
+    struct rl__ploop *running; /* the private loop an acquire runs on */
     /* While it blocks: the waiter's own list (BLPOP), or for a fair
      * waiter its channel; NULL otherwise. */
     char *wait_list;
