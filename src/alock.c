@@ -142,6 +142,7 @@ struct rl__alock {
     sweep *sweeps;     /* lost attempts being abandoned */
     rl__agroup_io gio; /* how a set's groups are reached (agroup.c) */
     int private_loop;  /* rl__alock_private */
+    int loose;         /* requests out that no operation waits for */
 };
 
 /* An abandoned attempt made to hold nothing, on the loop: the janitor's
@@ -854,9 +855,11 @@ static void blocker_leave(aop *op)
 
 static void leave_done(void *arg, redislock_err err, const rl__reply *r)
 {
-    (void)arg;
+    rl__alock *al = arg;
+
     (void)err;
     (void)r;
+    al->loose--;
 }
 
 /* The acquire op's call leaves the fair queue (leave.lua; one try, as
@@ -872,9 +875,10 @@ static void leave_queue(aop *op)
     node *n = NULL;
 
     op->a.queued = 0;
-    if (node_for(op->al, l, &n) == REDISLOCK_OK)
+    if (node_for(op->al, l, &n) == REDISLOCK_OK &&
         rl__lock_send_async(l, op->al->rt, n->cmd, n->pool, NULL, &q,
-                            leave_done, NULL);
+                            leave_done, op->al) == REDISLOCK_OK)
+        op->al->loose++;
 }
 
 /* The caller hears: the operation is over for l (which may start another
@@ -1984,6 +1988,18 @@ void rl__alock_free(rl__alock *al)
 void rl__alock_private(rl__alock *al)
 {
     al->private_loop = 1;
+}
+
+int rl__alock_busy(const rl__alock *al)
+{
+    const sweep *sw;
+
+    if (al->loose > 0)
+        return 1;
+    for (sw = al->sweeps; sw != NULL; sw = sw->next)
+        if (sw->out)
+            return 1;
+    return 0;
 }
 
 void rl__alock_idle(rl__alock *al)

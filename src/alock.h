@@ -105,6 +105,14 @@ void rl__alock_cancel(rl__alock *al, redislock_lock *l);
  * client's watchdog thread, not by the loop. */
 void rl__alock_private(rl__alock *al);
 
+/* Whether al still waits for the answer to a request that no operation
+ * waits for: a fair waiter's leave, a sweep's first try (an abandon, the
+ * give-back of an unconfirmed lock). A private loop runs on until it has
+ * none (rl__ploop_settle), so that a blocking call's requests are
+ * answered before it returns, as the blocking driver's were; each has
+ * its deadline. */
+int rl__alock_busy(const rl__alock *al);
+
 /* A private loop's call has ended: what al is still sweeping goes to
  * the janitor thread (a reply to come is ignored when the loop next
  * runs). */

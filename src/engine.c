@@ -178,7 +178,13 @@ redislock_err rl__engine_run(rl__engine *e, redislock_lock *l,
         l->running = NULL;
         pthread_mutex_unlock(&l->mu);
     }
-    give_back(e, pl);
+    /* What the call sent without waiting (a fair waiter's leave, a
+     * give-back) is answered before it returns, as the blocking calls'
+     * are; a loop whose poll() failed is not kept. */
+    if (err == REDISLOCK_OK && rl__ploop_settle(pl) != REDISLOCK_OK)
+        rl__ploop_free(pl);
+    else
+        give_back(e, pl);
     if (err != REDISLOCK_OK)
         return err;
     if (k.err != REDISLOCK_OK)

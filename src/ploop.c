@@ -260,3 +260,13 @@ redislock_err rl__ploop_run(rl__ploop *pl, const atomic_int *done,
             return err;
     return REDISLOCK_OK;
 }
+
+redislock_err rl__ploop_settle(rl__ploop *pl)
+{
+    redislock_err err;
+
+    while (rl__alock_busy(pl->al))
+        if ((err = round_once(pl, NULL, NULL)) != REDISLOCK_OK)
+            return err;
+    return REDISLOCK_OK;
+}

@@ -40,6 +40,12 @@ typedef void (*rl__ploop_woken_cb)(void *arg);
 redislock_err rl__ploop_run(rl__ploop *pl, const atomic_int *done,
                             rl__ploop_woken_cb woken, void *arg);
 
+/* Polls and dispatches until the engine waits for no request's answer
+ * (rl__alock_busy): what an operation sent without waiting for it. Each
+ * such request has its deadline, so this ends. REDISLOCK_OK, or
+ * REDISLOCK_EIO when poll() fails. */
+redislock_err rl__ploop_settle(rl__ploop *pl);
+
 /* From any thread: makes the running (or next) rl__ploop_run call its
  * woken callback. Async-signal-safe. */
 void rl__ploop_wake(rl__ploop *pl);
