@@ -83,6 +83,11 @@ static redislock_err take(rl__engine *e, rl__ploop **pl)
     }
     *pl = i->pl;
     free(i);
+    /* A loop whose poll() fails is not kept; a new one takes its place. */
+    if (rl__ploop_refresh(*pl) != REDISLOCK_OK) {
+        rl__ploop_free(*pl);
+        return take(e, pl);
+    }
     return REDISLOCK_OK;
 }
 

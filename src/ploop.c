@@ -225,8 +225,10 @@ static void dispatch(rl__ploop *pl, const struct pollfd *p)
         rl__alock_io(pl->al, p->fd, what);
 }
 
-static redislock_err round_once(rl__ploop *pl, rl__ploop_woken_cb woken,
-                                void *arg)
+/* One poll() round, waiting at most for the engine's timer, or not at
+ * all with nowait. */
+static redislock_err round_once(rl__ploop *pl, int nowait,
+                                rl__ploop_woken_cb woken, void *arg)
 {
     size_t n, i;
     int got;
@@ -234,7 +236,7 @@ static redislock_err round_once(rl__ploop *pl, rl__ploop_woken_cb woken,
     if (poll_set(pl, &n) != 0)
         return rl__err(REDISLOCK_ENOMEM, "out of memory");
     pl->round++;
-    got = poll(pl->pfd, (nfds_t)n, timeout_ms(pl));
+    got = poll(pl->pfd, (nfds_t)n, nowait ? 0 : timeout_ms(pl));
     if (got < 0 && errno != EINTR)
         return rl__err(REDISLOCK_EIO, "poll: %s", strerror(errno));
     for (i = 1; got > 0 && i < n; i++)
@@ -256,7 +258,7 @@ redislock_err rl__ploop_run(rl__ploop *pl, const atomic_int *done,
     redislock_err err;
 
     while (!atomic_load(done))
-        if ((err = round_once(pl, woken, arg)) != REDISLOCK_OK)
+        if ((err = round_once(pl, 0, woken, arg)) != REDISLOCK_OK)
             return err;
     return REDISLOCK_OK;
 }
@@ -266,7 +268,12 @@ redislock_err rl__ploop_settle(rl__ploop *pl)
     redislock_err err;
 
     while (rl__alock_busy(pl->al))
-        if ((err = round_once(pl, NULL, NULL)) != REDISLOCK_OK)
+        if ((err = round_once(pl, 0, NULL, NULL)) != REDISLOCK_OK)
             return err;
     return REDISLOCK_OK;
+}
+
+redislock_err rl__ploop_refresh(rl__ploop *pl)
+{
+    return round_once(pl, 1, NULL, NULL);
 }

@@ -46,6 +46,13 @@ redislock_err rl__ploop_run(rl__ploop *pl, const atomic_int *done,
  * REDISLOCK_EIO when poll() fails. */
 redislock_err rl__ploop_settle(rl__ploop *pl);
 
+/* One poll() round that does not wait: what came while the loop was
+ * idle (a server's close of an idle connection, a stray reply) reaches
+ * the engine before a new operation sends on it, as the blocking
+ * connections' stale check does. REDISLOCK_OK, or REDISLOCK_EIO when
+ * poll() fails. */
+redislock_err rl__ploop_refresh(rl__ploop *pl);
+
 /* From any thread: makes the running (or next) rl__ploop_run call its
  * woken callback. Async-signal-safe. */
 void rl__ploop_wake(rl__ploop *pl);
