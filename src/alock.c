@@ -1407,8 +1407,9 @@ static void pause_for(aop *op, int64_t pause_ms)
      * it no sooner (a server that cannot be reached gives no wake-up, nor
      * does one of a quorum's). A fresh one tries again once confirmed
      * (chan_event). Nor does a node that is gone (a failover waited
-     * out). */
-    if (!op->l->algo->wakes || op->a.blind)
+     * out). Nor on a private loop, whose ordinary waiter sleeps a pause
+     * too short to block on the server precisely, as wait.c's does. */
+    if (!op->l->algo->wakes || op->a.blind || (al->private_loop && !op->o.fair))
         return;
     /* A subscription that ended on a node that no longer serves the key
      * (its slot moved): the channel is joined anew, on the key's node. */
