@@ -556,6 +556,26 @@ redislock_err rl__aconn_open(const rl__conn_cfg *cfg, const rl__aconn_ops *ops,
     return REDISLOCK_OK;
 }
 
+redislock_err rl__aconn_adopt(const rl__conn_cfg *cfg, const rl__aconn_ops *ops,
+                              redisContext *ctx, rl__aconn **out)
+{
+    rl__aconn *c = calloc(1, sizeof *c);
+
+    *out = NULL;
+    if (c == NULL) {
+        redisFree(ctx);
+        return rl__err(REDISLOCK_ENOMEM, "out of memory connecting");
+    }
+    c->cfg = *cfg;
+    c->ops = *ops;
+    c->ctx = ctx;
+    c->fd = ctx->fd;
+    c->connected = 1;
+    rewatch(c);
+    *out = c;
+    return REDISLOCK_OK;
+}
+
 redislock_err rl__aconn_send(rl__aconn *c, int argc, const char **argv,
                              const size_t *lens, rl__aconn_cb cb, void *arg)
 {

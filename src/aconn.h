@@ -64,6 +64,12 @@ typedef void (*rl__aconn_cb)(void *arg, redislock_err err, const rl__reply *r);
 redislock_err rl__aconn_open(const rl__conn_cfg *cfg, const rl__aconn_ops *ops,
                              rl__aconn **out);
 
+/* A connection over ctx, a blocking connection's made non-blocking
+ * (rl__conn_unblock): up, its handshake and admission done, nothing
+ * unread. The connection owns ctx from here, failed or not. */
+redislock_err rl__aconn_adopt(const rl__conn_cfg *cfg, const rl__aconn_ops *ops,
+                              redisContext *ctx, rl__aconn **out);
+
 /* Queues a command (binary-safe argv, lens may be NULL for C strings)
  * with the command timeout as its deadline. On a broken connection, cb is
  * not called and the error is returned. */

@@ -267,6 +267,33 @@ static rl__pool *wait_pool(const rl__alock *al, const redislock_lock *l)
     return rl__topo_node_now(rl__client_topo(al->c), k->key, k->keylen);
 }
 
+/* A private loop's request connection to n without a new connect: the
+ * one its waiter blocked on (pause_blocked lends it), once idle, or an
+ * idle one of the client's pool (the constructor's, the watchdog's),
+ * made non-blocking; 0: none. A blocking call then holds one connection
+ * per server, as the blocking driver's do. */
+static int node_reuse(rl__alock *al, node *n)
+{
+    rl__conn *pc;
+    redisContext *ctx;
+    int i;
+
+    for (i = 0; i < RL_LOOP_BLOCKERS; i++)
+        if (n->blk[i] != NULL && !rl__aconn_broken(n->blk[i]) &&
+            rl__aconn_pending(n->blk[i]) == 0) {
+            n->cmd = n->blk[i];
+            n->blk[i] = NULL;
+            return 1;
+        }
+    if (!rl__pool_detach(n->pool, &pc))
+        return 0;
+    if ((ctx = rl__conn_unblock(pc)) == NULL) {
+        rl__pool_attach(n->pool, pc);
+        return 0;
+    }
+    return rl__loop_adopt(al->lp, &n->pool->cfg, ctx, &n->cmd) == REDISLOCK_OK;
+}
+
 /* n's request connection, opened again if it has failed. */
 static redislock_err node_cmd(rl__alock *al, node *n)
 {
@@ -274,8 +301,9 @@ static redislock_err node_cmd(rl__alock *al, node *n)
         rl__loop_close(al->lp, n->cmd);
         n->cmd = NULL;
     }
-    return n->cmd != NULL ? REDISLOCK_OK
-                          : rl__loop_connect(al->lp, &n->pool->cfg, &n->cmd);
+    if (n->cmd != NULL || (al->private_loop && node_reuse(al, n)))
+        return REDISLOCK_OK;
+    return rl__loop_connect(al->lp, &n->pool->cfg, &n->cmd);
 }
 
 /* The router's way to a node's request connection. */
@@ -1640,6 +1668,14 @@ static int pause_blocked(aop *op, int64_t pause_ms)
     if (n->blk[i] != NULL && rl__aconn_broken(n->blk[i])) {
         rl__loop_close(al->lp, n->blk[i]);
         n->blk[i] = NULL;
+    }
+    /* A private loop's waiter blocks on its request connection, idle
+     * once the attempt's reply came, as the blocking calls' waiter does
+     * (node_reuse takes it back). */
+    if (n->blk[i] == NULL && al->private_loop && n->cmd != NULL &&
+        !rl__aconn_broken(n->cmd) && rl__aconn_pending(n->cmd) == 0) {
+        n->blk[i] = n->cmd;
+        n->cmd = NULL;
     }
     if (n->blk[i] == NULL &&
         rl__loop_connect(al->lp, &n->pool->cfg, &n->blk[i]) != REDISLOCK_OK) {

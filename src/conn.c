@@ -403,6 +403,20 @@ void rl__conn_close(rl__conn *c)
     free(c);
 }
 
+redisContext *rl__conn_unblock(rl__conn *c)
+{
+    redisContext *ctx = c->ctx;
+    int fl;
+
+    if (c->tls || c->broken || ctx == NULL ||
+        (fl = fcntl(ctx->fd, F_GETFL)) < 0 ||
+        fcntl(ctx->fd, F_SETFL, fl | O_NONBLOCK) != 0)
+        return NULL;
+    ctx->flags &= ~REDIS_BLOCK;
+    free(c);
+    return ctx;
+}
+
 redislock_err rl__conn_timeout(rl__conn *c, int64_t ms)
 {
     if (redisSetTimeout(c->ctx, to_timeval(ms)) == REDIS_OK) {

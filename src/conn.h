@@ -128,6 +128,12 @@ redislock_err rl__conn_open(const rl__conn_cfg *cfg, rl__conn **out);
 
 void rl__conn_close(rl__conn *c);
 
+/* c's context, switched to non-blocking for a non-blocking connection
+ * to take over (rl__aconn_adopt), c's wrapper freed; NULL, c kept as it
+ * was, for a TLS connection (its session stays with the blocking reads)
+ * or when the socket cannot be switched. */
+redisContext *rl__conn_unblock(rl__conn *c);
+
 /* Whether an idle connection has something waiting that nobody asked
  * for: bytes, or the server's close (looked for once it has been idle a
  * while: a syscall saved on the hot path). */

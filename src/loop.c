@@ -102,21 +102,26 @@ redislock_err rl__loop_new(const rl__loop_ops *ops, rl__loop **out)
     return REDISLOCK_OK;
 }
 
-redislock_err rl__loop_connect(rl__loop *lp, const rl__conn_cfg *cfg,
-                               rl__aconn **out)
+/* A connection on the loop: a new one, or one over ctx (rl__loop_adopt). */
+static redislock_err add(rl__loop *lp, const rl__conn_cfg *cfg,
+                         redisContext *ctx, rl__aconn **out)
 {
     rl__lconn *lc = calloc(1, sizeof *lc);
     rl__aconn_ops ops = {conn_watch, conn_deadline, lc};
     redislock_err err;
 
     *out = NULL;
-    if (lc == NULL)
+    if (lc == NULL) {
+        if (ctx != NULL)
+            redisFree(ctx);
         return rl__err(REDISLOCK_ENOMEM, "out of memory connecting");
+    }
     lc->lp = lp;
     lc->fd = -1;
     lc->deadline.fire = conn_due;
     lp->depth++;
-    err = rl__aconn_open(cfg, &ops, &lc->c);
+    err = ctx != NULL ? rl__aconn_adopt(cfg, &ops, ctx, &lc->c)
+                      : rl__aconn_open(cfg, &ops, &lc->c);
     lp->depth--;
     if (err != REDISLOCK_OK) {
         rl__loop_disarm(lp, &lc->deadline);
@@ -129,6 +134,18 @@ redislock_err rl__loop_connect(rl__loop *lp, const rl__conn_cfg *cfg,
     *out = lc->c;
     retime(lp);
     return REDISLOCK_OK;
+}
+
+redislock_err rl__loop_connect(rl__loop *lp, const rl__conn_cfg *cfg,
+                               rl__aconn **out)
+{
+    return add(lp, cfg, NULL, out);
+}
+
+redislock_err rl__loop_adopt(rl__loop *lp, const rl__conn_cfg *cfg,
+                             redisContext *ctx, rl__aconn **out)
+{
+    return add(lp, cfg, ctx, out);
 }
 
 void rl__loop_close(rl__loop *lp, rl__aconn *c)

@@ -49,6 +49,11 @@ void rl__loop_free(rl__loop *lp);
 redislock_err rl__loop_connect(rl__loop *lp, const rl__conn_cfg *cfg,
                                rl__aconn **out);
 
+/* rl__loop_connect's connection over ctx, a blocking one made
+ * non-blocking (see rl__aconn_adopt), which it owns from here. */
+redislock_err rl__loop_adopt(rl__loop *lp, const rl__conn_cfg *cfg,
+                             redisContext *ctx, rl__aconn **out);
+
 /* Closes c (its pending requests: REDISLOCK_ECANCELED). May be called
  * from a callback. */
 void rl__loop_close(rl__loop *lp, rl__aconn *c);
