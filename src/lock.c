@@ -218,11 +218,15 @@ static redislock_err keyed(rl__request *q, const rl__lockname *k,
  * release that lands on a master the sentinels have replaced (it lives
  * on, a master by its own word, until they demote it) neither keeps nor
  * frees the lock, whose copy on the new master runs on (rl__request's
- * settle). */
+ * settle). So with an abandon, which on a loop gives back a lock the
+ * guard refused as the blocking call's release does: settled, it is
+ * what moves the next acquire off a replaced master, whose replicas
+ * have left it and will never confirm a write there. */
 static int settles(const rl__script *s)
 {
     return s == &rl__script_extend || s == &rl__script_set_extend ||
-           s == &rl__script_release || s == &rl__script_set_release;
+           s == &rl__script_release || s == &rl__script_set_release ||
+           s == &rl__script_abandon || s == &rl__script_set_abandon;
 }
 
 /* Runs the script request q with its keys (keyed) on node p, or with p

@@ -77,10 +77,10 @@ typedef struct rl__request {
     /* The most the reply may take, WAIT aside; 0: the node's command
      * timeout (a shorter budget only: never longer). */
     int64_t timeout_ms;
-    /* A write that counts only on the master (a renewal, a release): a
-     * topology whose master can change under it (Sentinel) confirms,
-     * after it ran, that its node is still the master, or sends it again
-     * to the one that is. */
+    /* A write that counts only on the master (a renewal, a release, an
+     * abandon): a topology whose master can change under it (Sentinel)
+     * confirms, after it ran, that its node is still the master, or sends
+     * it again to the one that is. */
     int settle;
 } rl__request;
 
