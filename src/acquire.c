@@ -163,59 +163,6 @@ redislock_err rl__acq_try(redislock_lock *l, rl__acq *a, int tries,
     return REDISLOCK_OK;
 }
 
-static redislock_err attempt(redislock_lock *l, rl__acq *a, int tries,
-                             int64_t deadline, int64_t *sent_us)
-{
-    rl__try t;
-    redislock_err err = rl__acq_try(l, a, tries, deadline, &t);
-
-    if (err == REDISLOCK_OK)
-        err = l->algo->attempt(l, &t, sent_us);
-    return err;
-}
-
-/* The pause before attempt tries + 1; an ordinary waiter's goes out with
- * that attempt behind it where the algorithm can (rl__then): *ran then
- * says so and *next is its outcome. */
-static redislock_err pause_then(redislock_lock *l, rl__acq *a, int tries,
-                                int64_t deadline, int64_t pause,
-                                rl__wait_result *res, int64_t *sent_us,
-                                int *ran, redislock_err *next)
-{
-    const rl__algo *algo = l->algo;
-    rl__try t;
-    redislock_err err;
-
-    *ran = 0;
-    if (a->blind)
-        return rl__wait(l, a->id, a->req, 0, pause, NULL, res);
-    if (a->o->fair || algo->wait_attempt == NULL)
-        return rl__wait(l, a->id, a->req, a->o->fair, pause, NULL, res);
-    if ((err = rl__acq_try(l, a, tries, deadline, &t)) != REDISLOCK_OK)
-        return err;
-    /* The attempt runs at the pause's end at the latest, and from there
-     * the caller may block only what is left: a writer's record of its
-     * wait (rl_share_writer) must not outlast the deadline. Woken sooner,
-     * the record is shorter than the wait, and the next attempt renews
-     * it. */
-    t.mark_ms = t.mark_ms > pause ? t.mark_ms - pause : 0;
-    return algo->wait_attempt(l, &t, a->id, pause, res, sent_us, ran, next);
-}
-
-/* A fair waiter that gives up leaves the queue; if a release handed it
- * the lock meanwhile, the lock goes on to the next waiter. */
-static void leave_queue(redislock_lock *l, rl__acq *a)
-{
-    const char *args[2] = {a->id, a->req};
-    size_t lens[2] = {strlen(a->id), strlen(a->req)};
-    rl__reply *r;
-
-    if (rl__lock_script(l, 0, &rl__script_leave, NULL, 2, args, lens, &r) ==
-        REDISLOCK_OK)
-        rl__reply_free(r);
-    a->queued = 0;
-}
-
 /* The pause before attempt + 1, or -1 to give up. Without a strategy of
  * the caller's, a waiter blocks until a release wakes it or the holder's
  * lease ends (and a fair waiter at least once per heartbeat); behind a
@@ -331,16 +278,12 @@ static int lost_reply(redislock_err err)
  * a failed attempt has undone itself. */
 void rl__acq_abandon(redislock_lock *l, const rl__acq *a)
 {
-    const rl__algo *algo = l->algo;
     rl__try t;
 
-    if (algo->abandon == NULL)
+    if (!l->algo->abandons)
         return;
     fill_try(a, rl__now_ms(), &t);
-    if (a->abandon != NULL)
-        a->abandon(a->drv, l, &t);
-    else
-        algo->abandon(l, &t);
+    a->abandon(a->drv, l, &t);
 }
 
 /* Whether a hand-off told on the waiter's channel is taken as it is:
@@ -473,47 +416,6 @@ rl__next rl__acq_after_pause(redislock_lock *l, rl__acq *a, rl__wait_result res,
     return RL_NEXT_ATTEMPT;
 }
 
-/* The blocking driver: attempts, with a pause between them that blocks
- * this thread. An ordinary waiter's next attempt goes out behind its
- * pause (pause_then), and its outcome is taken as the next attempt's.
- * With pause 0 or more, the first is that pause, not an attempt. */
-static redislock_err wait_loop(redislock_lock *l, rl__acq *a, int64_t pause,
-                               int64_t *sent_us)
-{
-    rl__wait_result res = RL_WAIT_TIMEOUT;
-    int ran = 0;
-    redislock_err err = REDISLOCK_OK, next = REDISLOCK_OK;
-
-    for (;; pause = -1) {
-        if (pause >= 0) {
-            /* The wait goes on with a pause (rl__acq_after_finish). */
-        } else if (ran) {
-            /* The attempt that went out behind the last pause. */
-            err = next;
-            a->piped = err == REDISLOCK_OK;
-        } else if ((err = cancelled(l, 0)) != REDISLOCK_OK) {
-            break;
-        } else {
-            err = attempt(l, a, a->tries, a->deadline_ms, sent_us);
-        }
-        if (pause < 0 &&
-            rl__acq_after_attempt(l, a, &err, &pause) == RL_NEXT_DONE)
-            break;
-        err = pause_then(l, a, a->tries, a->deadline_ms, pause, &res, sent_us,
-                         &ran, &next);
-        /* Stopping with an attempt out that may hold the lock: undone. */
-        if ((err != REDISLOCK_OK || res == RL_WAIT_CANCELLED) && ran &&
-            next != REDISLOCK_EHELD)
-            rl__acq_abandon(l, a);
-        if (err != REDISLOCK_OK ||
-            rl__acq_after_pause(l, a, res, *sent_us, &err) == RL_NEXT_DONE)
-            break;
-    }
-    if (a->queued)
-        leave_queue(l, a);
-    return err;
-}
-
 /* The id of this call's requests: a plain lock's token is unique to the
  * call already; an owner id is not, so its requests get one of their
  * own. */
@@ -609,17 +511,13 @@ redislock_err rl__acq_begin(redislock_lock *l,
 }
 
 /* A lock just taken that the caller must not keep (not durable, its
- * lease unconfirmed, no watchdog for it) is given back: released by the
- * blocking call, or on a loop swept as an abandoned attempt is (the
- * attempt's request undone, whatever it took), which never blocks. */
+ * lease unconfirmed, no watchdog for it) is given back: swept as an
+ * abandoned attempt is (the attempt's request undone, whatever it took),
+ * which never blocks. */
 static void give_back(redislock_lock *l, const rl__acq *a)
 {
     rl__try t;
 
-    if (a->abandon == NULL) {
-        redislock_release(l);
-        return;
-    }
     fill_try(a, rl__now_ms(), &t);
     a->abandon(a->drv, l, &t);
     /* 2: holds of a re-entrant lock remain (abandon.lua took back this
@@ -719,17 +617,6 @@ redislock_err rl__acq_keep(redislock_lock *l,
     return REDISLOCK_OK;
 }
 
-redislock_err rl__acq_finish(redislock_lock *l,
-                             const redislock_acquire_options *opts, rl__acq *a,
-                             int64_t sent_us)
-{
-    redislock_err err = rl__acq_take(l, opts, a, sent_us);
-
-    if (err == REDISLOCK_OK && rl__acq_confirm_due(l, a))
-        err = rl__acq_confirmed(l, a, rl__lock_confirm(l));
-    return err == REDISLOCK_OK ? rl__acq_keep(l, opts, a, sent_us) : err;
-}
-
 int rl__acq_again(rl__acq *a, redislock_err *err)
 {
     /* The lease an attempt behind the BLPOP took had ended by the time
@@ -788,40 +675,16 @@ static redislock_err start_acquire(rl__alock *al, redislock_lock *l, void *arg,
     return rl__alock_acquire(al, l, arg, cb, cbarg);
 }
 
+/* On a private loop (engine.c), as every blocking call. */
 static redislock_err acquire(redislock_lock *l,
                              const redislock_acquire_options *opts)
 {
     static const redislock_acquire_options defaults;
-    rl__acq a;
-    int64_t sent_us = 0, pause = -1;
-    redislock_err err;
 
     if (l == NULL)
         return rl__err(REDISLOCK_EINVAL, "NULL lock handle");
-    if (opts == NULL)
-        opts = &defaults;
-    /* Step 2 of the engine (docs/ARCHITECTURE.md), not yet the default:
-     * RL_ENGINE_ACQUIRE in the environment runs the acquire on a private
-     * loop, for the differences still to settle (see the engine branch's
-     * log). Temporary: the switch goes when the step lands. */
-    if (getenv("RL_ENGINE_ACQUIRE") != NULL)
-        return rl__engine_call(l, start_acquire, (void *)opts, 1);
-    if ((err = rl__acq_begin(l, opts, &a)) != REDISLOCK_OK) {
-        rl__acq_end(l, &a, err);
-        return err;
-    }
-    for (;;) {
-        if ((err = wait_loop(l, &a, pause, &sent_us)) == REDISLOCK_OK)
-            err = rl__acq_finish(l, opts, &a, sent_us);
-        pause = -1;
-        if (err != REDISLOCK_OK &&
-            rl__acq_after_finish(l, &a, &err, &pause) == RL_NEXT_PAUSE)
-            continue;
-        if (!rl__acq_again(&a, &err))
-            break;
-    }
-    rl__acq_end(l, &a, err);
-    return err;
+    return rl__engine_call(l, start_acquire,
+                           (void *)(opts != NULL ? opts : &defaults), 1);
 }
 
 redislock_err redislock_acquire_sized(redislock_lock *l,
@@ -852,9 +715,6 @@ void redislock_cancel(redislock_lock *l)
         return;
     pthread_mutex_lock(&l->mu);
     l->cancelled = 1;
-    pthread_cond_broadcast(&l->wake);
     pthread_mutex_unlock(&l->mu);
-    /* A waiter blocked on the server is woken through its own list. */
-    rl__wait_interrupt(l);
     rl__engine_cancel(l);
 }

@@ -1,17 +1,18 @@
 /*
- * An acquire's steps, for the drivers that sequence them: the blocking
- * wait loop (acquire.c) and the event loop's (alock.c). Every decision is
- * taken here, so that both drivers take the same ones: which options are
- * refused, the token, each attempt's request, what an attempt's outcome
- * means (taken, pause, give up, abandon a lost reply), what a pause's end
- * means, and what a lock just taken needs (its lease, validity, guards).
+ * An acquire's steps, which the engine (alock.c) sequences for the
+ * blocking calls (on a private loop) and the event-loop API alike. Every
+ * decision is taken here: which options are refused, the token, each
+ * attempt's request, what an attempt's outcome means (taken, pause, give
+ * up, abandon a lost reply), what a pause's end means, and what a lock
+ * just taken needs (its lease, validity, guards).
  *
- * A driver calls rl__acq_begin, then repeatedly rl__acq_try and its
- * algorithm's attempt, rl__acq_after_attempt and, after each pause,
- * rl__acq_after_pause; then rl__acq_finish once taken, or its parts (and,
- * when it fails, rl__acq_after_finish, which may send the call back to a
- * pause, and rl__acq_again, which may send it back to an attempt), and
- * rl__acq_end with the call's outcome.
+ * The driver calls rl__acq_begin, then repeatedly rl__acq_try and its
+ * algorithm's attempt request, rl__acq_after_attempt and, after each
+ * pause, rl__acq_after_pause; once taken rl__acq_take, when
+ * rl__acq_confirm_due a confirming extend and rl__acq_confirmed, then
+ * rl__acq_keep (and, when one fails, rl__acq_after_finish, which may send
+ * the call back to a pause, and rl__acq_again, which may send it back to
+ * an attempt), and rl__acq_end with the call's outcome.
  */
 #ifndef RL_ACQUIRE_H
 #define RL_ACQUIRE_H
@@ -47,11 +48,10 @@ typedef struct rl__acq {
     int64_t delay_ms, cap_ms;
     char tok[RL_LOCK_TOKEN_LEN + 1]; /* a plain lock's token */
     char nonce[RL_TOKEN_HEXLEN + 1]; /* req for a lock with an owner id */
-    /* A driver's own ways (the event loop's, set after rl__acq_begin;
-     * NULL: the blocking calls' threads), with its context drv: who makes
-     * sure an abandoned attempt holds nothing, where the algorithm would
-     * leave it to its janitor thread; and who renews a lock just taken
-     * (rl__lock_watch's arguments), where the watchdog thread would. */
+    /* The engine's ways, set after rl__acq_begin, with its context drv:
+     * who makes sure an abandoned attempt holds nothing (a sweep on the
+     * loop); and who renews a lock just taken (rl__lock_watch's
+     * arguments; NULL: the watchdog thread, as for a private loop's). */
     void (*abandon)(void *drv, redislock_lock *l, const rl__try *t);
     redislock_err (*watch)(void *drv, redislock_lock *l,
                            const redislock_acquire_options *o, int64_t sent_us,
@@ -99,16 +99,6 @@ void rl__acq_abandon(redislock_lock *l, const rl__acq *a);
 rl__next rl__acq_after_pause(redislock_lock *l, rl__acq *a, rl__wait_result res,
                              int64_t sent_us, redislock_err *err);
 
-/* The lock was taken by an attempt sent at sent_us: the handle holds it
- * (lease, validity), under the guards and watchdog opts asks for; on
- * their failure it is given back and the error returned. The blocking
- * calls' whole step, which an event loop takes in its parts:
- * rl__acq_take; then, when rl__acq_confirm_due, an extend of the lock's
- * TTL whose outcome goes to rl__acq_confirmed; then rl__acq_keep. */
-redislock_err rl__acq_finish(redislock_lock *l,
-                             const redislock_acquire_options *opts, rl__acq *a,
-                             int64_t sent_us);
-
 /* The handle holds the lock (lease, validity from sent_us); refused
  * (given back, REDISLOCK_ENOTDURABLE) when a strict guard did not
  * confirm enough. */
@@ -140,7 +130,8 @@ redislock_err rl__acq_keep(redislock_lock *l,
  * no id can be made. */
 int rl__acq_again(rl__acq *a, redislock_err *err);
 
-/* After rl__acq_finish failed with *err: RL_NEXT_PAUSE with the pause
+/* After rl__acq_take, the confirming extend or rl__acq_keep failed with
+ * *err: RL_NEXT_PAUSE with the pause
  * in *pause (a->blind set) when the guard refused the lock, which was
  * given back, while the key's node is being replaced, and the wait has
  * time left: the next attempts carry a fresh request id (the lock given

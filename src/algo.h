@@ -14,7 +14,6 @@
 
 #include "lock.h"
 #include "quorum.h"
-#include "wait.h"
 
 /* One acquire attempt's request, as acquire.c built it. */
 typedef struct rl__try {
@@ -55,26 +54,12 @@ typedef struct rl__algo {
     const char *no_semaphore;
     const char *no_shared;
     const char *no_set;
-    /* One attempt: REDISLOCK_OK with l->fence set, or REDISLOCK_EHELD with
-     * l->holder_ttl (and l->holder_silent) set, or a failure; *sent_us gets
-     * the moment before the first send, from which validity counts. */
-    redislock_err (*attempt)(redislock_lock *l, const rl__try *t,
-                             int64_t *sent_us);
-    /* An ordinary waiter's pause of pause_ms (rl__wait, waiter named
-     * token), with the next attempt t sent behind the block where the
-     * topology lets it (see rl__then): *ran then says so, *attempt_err
-     * gets what attempt would have returned and *sent_us the moment
-     * before the send. NULL: the algorithm never does (the lock code
-     * waits, then attempts). */
-    redislock_err (*wait_attempt)(redislock_lock *l, const rl__try *t,
-                                  const char *token, int64_t pause_ms,
-                                  rl__wait_result *res, int64_t *sent_us,
-                                  int *ran, redislock_err *attempt_err);
     /* The attempt t as one script request on the key's server, and what
-     * its reply r (or its failure err) says, as attempt would return it
-     * (r is the caller's). attempt_prepare NULL: the algorithm's attempts
-     * are not one request (see groups);
-     * attempt_outcome NULL: the request goes to every server (below). */
+     * its reply r (or its failure err) says: REDISLOCK_OK with l->fence
+     * set, or REDISLOCK_EHELD with l->holder_ttl (and l->holder_silent)
+     * set, or a failure (r is the caller's). attempt_prepare NULL: the
+     * algorithm's attempts are not one request (see groups); attempt_outcome
+     * NULL: the request goes to every server (below). */
     redislock_err (*attempt_prepare)(redislock_lock *l, const rl__try *t,
                                      rl__attempt_req *a);
     redislock_err (*attempt_outcome)(redislock_lock *l, redislock_err err,
@@ -103,10 +88,10 @@ typedef struct rl__algo {
     redislock_err (*round_inspect)(redislock_client *c, const rl__round *r,
                                    redislock_info *info, char **buf,
                                    size_t *first);
-    /* After an attempt whose reply was lost: makes sure it holds nothing,
-     * now or when it arrives late (in the background). NULL: a failed
-     * attempt has undone itself. */
-    void (*abandon)(redislock_lock *l, const rl__try *t);
+    /* Whether an attempt whose reply was lost must be swept (abandon.lua:
+     * it holds nothing, now or when it arrives late); 0: a failed attempt
+     * has undone itself. */
+    int abandons;
     /* The owner's compare-and-X script (release.lua, extend.lua) for l's
      * token with arg2, the reply awaited at most timeout_ms (0: the
      * default): *n its answer as rl__reply_owner maps it. */

@@ -600,49 +600,6 @@ redislock_err rl__conn_exec(rl__conn *c, int n, const rl__cmd *cmds,
     return err;
 }
 
-redislock_err rl__conn_send(rl__conn *c, int argc, const char **argv,
-                            const size_t *lens)
-{
-    sigset_t old;
-    redislock_err err = REDISLOCK_OK;
-
-    if (c->broken)
-        return rl__err(REDISLOCK_EIO, "connection is broken");
-    sigpipe_block(&old);
-    if (redisAppendCommandArgv(c->ctx, argc, argv, lens) != REDIS_OK)
-        err = io_failure(c, errno, "sending a command");
-    else
-        err = flush(c);
-    sigpipe_restore(&old, err != REDISLOCK_OK);
-    c->used_us = rl__now_us();
-    return err;
-}
-
-redislock_err rl__conn_listen(rl__conn *c, int64_t wait_ms, rl__reply **out)
-{
-    void *reply = NULL;
-    struct pollfd p = {c->ctx->fd, POLLIN, 0};
-    redislock_err err;
-
-    *out = NULL;
-    if (c->broken)
-        return rl__err(REDISLOCK_EIO, "connection is broken");
-    if ((err = take_reply(c, &reply, "listening")) != REDISLOCK_OK)
-        return err;
-    /* Over TLS a message may wait decrypted in the library while the
-     * socket is quiet: it is then read with the next bytes, or found by
-     * the caller's next attempt. */
-    if (reply == NULL &&
-        poll(&p, 1, wait_ms > INT32_MAX ? INT32_MAX : (int)wait_ms) <= 0)
-        return REDISLOCK_OK;
-    if (reply == NULL)
-        err = read_reply(c, &reply, rl__now_us() + c->timeout_ms * 1000,
-                         "listening");
-    c->used_us = rl__now_us();
-    *out = reply;
-    return err;
-}
-
 /* Sends a part's commands; the reading comes later. */
 static void par_send(rl__par *p)
 {

@@ -173,16 +173,6 @@ void rl__conn_exec_par(rl__par *parts, size_t n);
 redislock_err rl__conn_command(rl__conn *c, int argc, const char **argv,
                                const size_t *lens, rl__reply **out);
 
-/* Sends one command without reading its reply: for a subscribed
- * connection, whose replies rl__conn_listen reads. */
-redislock_err rl__conn_send(rl__conn *c, int argc, const char **argv,
-                            const size_t *lens);
-
-/* Reads the next reply or message on a subscribed connection, waiting up
- * to wait_ms for it to begin (then the whole of it within the reply
- * timeout): *out is NULL when none came. */
-redislock_err rl__conn_listen(rl__conn *c, int64_t wait_ms, rl__reply **out);
-
 /* Sets the reply timeout for the following commands. */
 redislock_err rl__conn_timeout(rl__conn *c, int64_t ms);
 

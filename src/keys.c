@@ -193,14 +193,11 @@ void rl__keyset_free(rl__keyset *ks)
 }
 
 /* Whether suffix names one of the helper keys the library makes: the
- * roles' names, "fenced" (redislock_fenced_set) and an ordinary waiter's
- * own list "h:<token>" (where a cancel reaches it). */
+ * roles' names and "fenced" (redislock_fenced_set). */
 static int helper_suffix(const char *s, size_t n)
 {
     size_t i, k;
 
-    if (n > 2 && memcmp(s, "h:", 2) == 0)
-        return 1;
     if (n == 6 && memcmp(s, "fenced", 6) == 0)
         return 1;
     for (i = 1; i < RL_KEY_ROLES; i++) {

@@ -78,7 +78,6 @@ redislock_err redislock_lock_new(redislock_client *c, const void *key,
                                  size_t keylen, redislock_lock **out)
 {
     redislock_lock *l;
-    pthread_condattr_t attr;
     rl__lockname n;
     redislock_err err;
 
@@ -104,10 +103,6 @@ redislock_err redislock_lock_new(redislock_client *c, const void *key,
     l->holder_ttl = -2;
     l->acks = RL_ACKS_NONE;
     pthread_mutex_init(&l->mu, NULL);
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&l->wake, &attr);
-    pthread_condattr_destroy(&attr);
     *out = l;
     return REDISLOCK_OK;
 }
@@ -183,8 +178,6 @@ void redislock_lock_free(redislock_lock *l)
     if (l->aop != NULL)
         rl__alock_forget(l);
     rl__lock_unwatch(l);
-    rl__conn_close(l->waitconn);
-    pthread_cond_destroy(&l->wake);
     pthread_mutex_destroy(&l->mu);
     free(l->default_owner);
     free(l->info_buf);
@@ -230,11 +223,10 @@ static int settles(const rl__script *s)
 }
 
 /* Runs the script request q with its keys (keyed) on node p, or with p
- * NULL wherever t sends k's key, or with c set on that connection. */
-static redislock_err run_keyed(rl__topo *t, rl__pool *p, rl__conn *c,
-                               const rl__lockname *k, const rl__lockname *more,
-                               int nmore, const char *req, rl__request *q,
-                               rl__reply **out)
+ * NULL wherever t sends k's key. */
+static redislock_err run_keyed(rl__topo *t, rl__pool *p, const rl__lockname *k,
+                               const rl__lockname *more, int nmore,
+                               const char *req, rl__request *q, rl__reply **out)
 {
     rl__request run = *q; /* keyed for this run only */
     rl__keyset ks;
@@ -244,14 +236,8 @@ static redislock_err run_keyed(rl__topo *t, rl__pool *p, rl__conn *c,
 
     if ((err = keyed(&run, k, more, nmore, req, &ks)) != REDISLOCK_OK)
         return err;
-    if (c != NULL) {
-        err = rl__request_send(c, &run, 0, out);
-        if (err == REDISLOCK_OK)
-            err = rl__request_check(&run, out);
-    } else {
-        err = p == NULL ? rl__topo_run(t, k->key, k->keylen, &run, out)
-                        : rl__topo_run_on(t, p, &run, out);
-    }
+    err = p == NULL ? rl__topo_run(t, k->key, k->keylen, &run, out)
+                    : rl__topo_run_on(t, p, &run, out);
     rl__keyset_free(&ks);
     return err;
 }
@@ -259,15 +245,7 @@ static redislock_err run_keyed(rl__topo *t, rl__pool *p, rl__conn *c,
 redislock_err rl__lock_run(rl__topo *t, rl__pool *p, const rl__lockname *k,
                            const char *req, rl__request *q, rl__reply **out)
 {
-    return run_keyed(t, p, NULL, k, NULL, 0, req, q, out);
-}
-
-redislock_err rl__lock_send_on(redislock_lock *l, rl__conn *c, const char *req,
-                               rl__request *q, rl__reply **out)
-{
-    rl__lockname k = {l->key, l->keylen, l->base, l->baselen};
-
-    return run_keyed(NULL, NULL, c, &k, l->more, l->nmore, req, q, out);
+    return run_keyed(t, p, k, NULL, 0, req, q, out);
 }
 
 /* Sends q with the keys of the names k and more (the first routes) on
@@ -339,7 +317,7 @@ redislock_err rl__abandon(rl__topo *t, rl__pool *p, const rl__lockname *names,
 
     rl__abandon_request(n, token, req, ttl_ms, &a);
     a.q.timeout_ms = timeout_ms;
-    err = run_keyed(t, p, NULL, &names[0], names + 1, n - 1, req, &a.q, &r);
+    err = run_keyed(t, p, &names[0], names + 1, n - 1, req, &a.q, &r);
     if (err == REDISLOCK_OK)
         rl__reply_free(r);
     return err;
@@ -504,8 +482,8 @@ static redislock_err names_script(redislock_lock *l, const rl__lockname *k,
 
     if (guarded)
         rl__lock_guard(l, &q, &acks);
-    err = run_keyed(rl__client_topo(l->client), NULL, NULL, k, more, nmore, req,
-                    &q, out);
+    err = run_keyed(rl__client_topo(l->client), NULL, k, more, nmore, req, &q,
+                    out);
     rl__lock_acks(l, &q, err);
     return err;
 }
@@ -809,11 +787,6 @@ static redislock_err send_extend(redislock_lock *l, int64_t ttl_ms,
     if (err == REDISLOCK_OK)
         rl__lock_set_validity(l, sent_us, ttl_ms);
     return err;
-}
-
-redislock_err rl__lock_confirm(redislock_lock *l)
-{
-    return send_extend(l, l->ttl_ms, 0);
 }
 
 /* The event of an extend or renewal that ended with err: a final error

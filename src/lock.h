@@ -102,23 +102,9 @@ struct redislock_lock {
     _Atomic int lost;               /* a redislock_err; 0 while not lost */
     /* Cancellation of a wait, from any thread. */
     pthread_mutex_t mu;
-    pthread_cond_t wake; /* a short pause sleeps on it; CLOCK_MONOTONIC */
     int cancelled;
     struct rl__ploop *running; /* the private loop an acquire runs on */
-    /* While it blocks: the waiter's own list (BLPOP), or for a fair
-     * waiter its channel; NULL otherwise. */
-    char *wait_list;
-    size_t wait_list_len;
-    int wait_fair;
-    rl__lockname wait_route; /* the key whose node wait_list is on */
-    rl__conn *waitconn;      /* the connection a waiter blocks on (BLPOP), or
-                                listens on, subscribed to chan (fair) */
-    int subscribed;          /* waitconn is subscribed to chan */
-    rl__pool *waitnode;      /* the node waitconn is to */
-    rl__pool *waitpool;      /* the pool waitconn was taken from for one BLPOP
-                                (rl__pool_detach), which gets it back; or NULL:
-                                the handle's own */
-    char *chan;              /* the channel hand-offs to this handle come on */
+    char *chan; /* the channel hand-offs to this handle come on */
     size_t chanlen;
     int64_t wait_seq;    /* a fair waiter's place, from its last attempt */
     rl__watch *watch;    /* non-NULL while watched */
@@ -139,12 +125,6 @@ struct redislock_lock {
  * NULL), wherever t sends k's key, or on node p when it is not NULL. */
 redislock_err rl__lock_run(rl__topo *t, rl__pool *p, const rl__lockname *k,
                            const char *req, rl__request *q, rl__reply **out);
-
-/* Sends the script request q for l's lock (keys as rl__lock_run) on c, a
- * connection of the waiter's that no topology routes (wait.c: one server,
- * no redirections), and maps error replies. */
-redislock_err rl__lock_send_on(redislock_lock *l, rl__conn *c, const char *req,
-                               rl__request *q, rl__reply **out);
 
 /* Sends the script request q for l's lock (keys as rl__lock_run) on the
  * non-blocking connection c, a connection to node at (q's keys and
@@ -331,12 +311,6 @@ void rl__lock_set_validity(redislock_lock *l, int64_t sent_us, int64_t ttl_ms);
  * moves the validity forward from the moment the request was sent. Does
  * not touch the handle's holds, so the watchdog thread may call it. */
 redislock_err rl__lock_renew(redislock_lock *l);
-
-/* The same, waiting as long as a command may (rl__lock_renew waits no
- * longer than the validity left): for a lease just taken whose validity
- * counts from long before it began (an attempt sent behind a long BLPOP,
- * see acquire.c). */
-redislock_err rl__lock_confirm(redislock_lock *l);
 
 /* Records a loss (first one wins); returns whether this call recorded it. */
 int rl__lock_mark_lost(redislock_lock *l, redislock_err why);

@@ -88,70 +88,6 @@ static redislock_err attempt_outcome(redislock_lock *l, redislock_err err,
     return err;
 }
 
-static redislock_err attempt(redislock_lock *l, const rl__try *t,
-                             int64_t *sent_us)
-{
-    rl__attempt_req a;
-    rl__reply *r = NULL;
-    redislock_err err = attempt_prepare(l, t, &a);
-
-    if (err != REDISLOCK_OK)
-        return err;
-    *sent_us = rl__now_us();
-    err = rl__lock_write_script(l, 0, a.q.s, t->req, a.q.nargs, a.args, a.lens,
-                                &r);
-    if (err != REDISLOCK_OK)
-        return attempt_outcome(l, err, NULL);
-    err = attempt_outcome(l, err, r);
-    rl__reply_free(r);
-    return err;
-}
-
-/* Behind the BLPOP only where the request needs no routing and no WAIT:
- * a cluster's redirections, a Sentinel failover and the replica-sync
- * guard take the topology's path. (Fair waiters never come here: they
- * listen on their channel.) */
-static redislock_err wait_attempt(redislock_lock *l, const rl__try *t,
-                                  const char *token, int64_t pause_ms,
-                                  rl__wait_result *res, int64_t *sent_us,
-                                  int *ran, redislock_err *attempt_err)
-{
-    rl__attempt_req a;
-    rl__then then = {0};
-    redislock_err err;
-
-    *ran = 0;
-    if (rl__topo_moves(rl__client_topo(l->client)) || rl__lock_guarded(l))
-        return rl__wait(l, token, t->req, 0, pause_ms, NULL, res);
-    if ((err = attempt_prepare(l, t, &a)) != REDISLOCK_OK)
-        return err;
-    then.q = &a.q;
-    then.req = t->req;
-    *sent_us = rl__now_us();
-    err = rl__wait(l, token, t->req, 0, pause_ms, &then, res);
-    if ((*ran = then.ran) != 0) {
-        *attempt_err = attempt_outcome(l, then.err, then.r);
-        if (then.err == REDISLOCK_OK && then.r != NULL)
-            rl__reply_free(then.r);
-    }
-    return err;
-}
-
-/* The attempt must not hold the lock, now or if the request arrives
- * late, whatever the lock's format: the client's watchdog thread sees to
- * it, retrying until the server answers, so the caller's call is not made
- * any longer (and redislock_client_free() finishes it first). */
-static void abandon(redislock_lock *l, const rl__try *t)
-{
-    rl__lockname names[1 + REDISLOCK_SET_MAX];
-    int n = rl__lock_names(l, names);
-    rl__watchdog *wd;
-
-    if (rl__client_watchdog(l->client, &wd) == REDISLOCK_OK)
-        rl__janitor_abandon(wd, rl__client_topo(l->client), NULL, names, n,
-                            t->id, t->req, t->ttl_ms);
-}
-
 static redislock_err owner(redislock_lock *l, const rl__script *s,
                            const char *arg2, int64_t timeout_ms, long long *n)
 {
@@ -212,11 +148,9 @@ static redislock_err inspect(redislock_client *c, rl__pool *p, size_t at,
 }
 
 const rl__algo rl__algo_one = {.wakes = 1,
-                               .attempt = attempt,
                                .attempt_prepare = attempt_prepare,
                                .attempt_outcome = attempt_outcome,
-                               .wait_attempt = wait_attempt,
-                               .abandon = abandon,
+                               .abandons = 1,
                                .owner = owner,
                                .ttl = ttl,
                                .inspect = inspect};

@@ -136,58 +136,6 @@ static redislock_err round_attempt(redislock_lock *l, const rl__try *t,
     return refused(l, oc, r->n, &v, took);
 }
 
-/* The servers of the undo round r (of attempt t on the lock named k)
- * that did not confirm are left to the watchdog's janitor, which retries
- * them. */
-static void round_undone(redislock_client *c, const rl__lockname *k,
-                         const rl__try *t, const rl__round *r)
-{
-    rl__watchdog *wd;
-    size_t i;
-
-    for (i = 0; i < r->n; i++)
-        if (r->err[i] != REDISLOCK_OK &&
-            rl__client_watchdog(c, &wd) == REDISLOCK_OK)
-            rl__janitor_abandon(wd, rl__client_topo(c),
-                                rl__topo_each(rl__client_topo(c), i), k, 1,
-                                t->id, t->req, t->ttl_ms);
-}
-
-/* One attempt: a round of its request, decided by a majority, and undone
- * on every server when it fails; a server that does not confirm the undo
- * within the timeout is left to the janitor. */
-static redislock_err attempt(redislock_lock *l, const rl__try *t,
-                             int64_t *sent_us)
-{
-    rl__lockname k = {l->key, l->keylen, l->base, l->baselen};
-    int64_t timeout = rl__client_server_timeout(l->client, t->ttl_ms);
-    rl__attempt_req a;
-    redislock_err err = attempt_prepare(l, t, &a);
-    rl__round r;
-    int undo = 0;
-
-    if (err != REDISLOCK_OK)
-        return err;
-    *sent_us = rl__now_us();
-    rl__quorum_script(l->client, NULL, timeout, a.q.s, &k, t->req, a.q.nargs,
-                      a.args, a.lens, &r);
-    err = round_attempt(l, t, &r, *sent_us, &undo);
-    rl__round_free(&r);
-    if (undo) {
-        char detail[512];
-        rl__abandon_req u;
-
-        snprintf(detail, sizeof detail, "%s", redislock_errdetail());
-        rl__abandon_request(1, t->id, t->req, t->ttl_ms, &u);
-        rl__quorum_script(l->client, NULL, timeout, u.q.s, &k, t->req,
-                          u.q.nargs, u.args, u.lens, &r);
-        round_undone(l->client, &k, t, &r);
-        rl__round_free(&r);
-        rl__err(err, "%s", detail);
-    }
-    return err;
-}
-
 /* The outcome a majority gives, or, where none is definite, the first
  * failure that leaves it unknown. */
 static redislock_err majority(redislock_lock *l, const redislock_err *oc,
@@ -379,7 +327,6 @@ const rl__algo rl__algo_redlock = {
     .no_set = "a set of keys is not built for Redlock yet: each server would "
               "take the set in one script, and a majority of whole sets be "
               "needed; use a single, sharded or cluster client",
-    .attempt = attempt,
     .attempt_prepare = attempt_prepare,
     .every = 1,
     .round_attempt = round_attempt,

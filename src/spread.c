@@ -116,30 +116,6 @@ static redislock_err release_group(redislock_lock *l, int g, const char *token)
     return err;
 }
 
-/* The same now, or else in the background (the janitor's abandon, which
- * also releases). */
-static void undo_group(redislock_lock *l, int g, const char *token,
-                       const char *req, int64_t ttl_ms)
-{
-    const struct rl__spread *sp = l->spread;
-    rl__watchdog *wd;
-
-    if (release_group(l, g, token) == REDISLOCK_OK)
-        return;
-    if (rl__client_watchdog(l->client, &wd) == REDISLOCK_OK)
-        rl__janitor_abandon(
-            wd, rl__client_topo(l->client), NULL, &sp->names[sp->start[g]],
-            sp->start[g + 1] - sp->start[g], token, req, ttl_ms);
-}
-
-static void undo(redislock_lock *l, int upto, const rl__try *t)
-{
-    int g;
-
-    for (g = 0; g < upto; g++)
-        undo_group(l, g, t->id, t->req, t->ttl_ms);
-}
-
 int rl__spread_ngroups(const redislock_lock *l)
 {
     return l->spread->ngroups;
@@ -312,76 +288,6 @@ int rl__spread_tally_undo(const rl__spread_tally *y, int g)
     return y->extend && y->least <= 0 && (y->lengthened & (1u << g)) != 0;
 }
 
-/* Raises the counters of the groups before the last to the set's token:
- * REDISLOCK_OK, REDISLOCK_EHELD when a key no longer holds the token, or
- * a failure. */
-static redislock_err raise_fences(redislock_lock *l, const rl__try *t,
-                                  const rl__spread_try *st)
-{
-    rl__spread_fence f;
-    rl__reply *r;
-    redislock_err err = REDISLOCK_OK;
-    int g;
-
-    rl__spread_fence_start(t, st, &f);
-    for (g = 0; g < l->spread->ngroups && err == REDISLOCK_OK; g++) {
-        if (!rl__spread_fence_needed(l, st, g))
-            continue;
-        r = NULL;
-        err = group_script(l, g, 0, 0, f.q.s, NULL, f.q.nargs, f.args, f.lens,
-                           &r);
-        err = rl__spread_fence_answer(err, r);
-        rl__reply_free(r);
-    }
-    return err;
-}
-
-static redislock_err attempt(redislock_lock *l, const rl__try *t,
-                             int64_t *sent_us)
-{
-    struct rl__spread *sp = l->spread;
-    rl__spread_try st;
-    rl__reply *r = NULL;
-    redislock_err err = REDISLOCK_OK;
-
-    rl__spread_try_start(t, &st);
-    sp->lost = -1;
-    *sent_us = rl__now_us();
-    while (st.g < sp->ngroups && err == REDISLOCK_OK) {
-        err = group_script(l, st.g, 1, 0, st.q.s, t->req, st.q.nargs, st.args,
-                           st.lens, &r);
-        err = rl__spread_try_group(l, &st, err, err == REDISLOCK_OK ? r : NULL);
-        rl__reply_free(r);
-        r = NULL;
-        /* Its outcome may be unknown (a lost reply): that group is the
-         * abandon's to undo. */
-        if (err != REDISLOCK_OK && err != REDISLOCK_EHELD)
-            sp->lost = st.g;
-    }
-    if (err == REDISLOCK_OK)
-        err = raise_fences(l, t, &st);
-    rl__spread_try_end(l, &st, err);
-    if (err != REDISLOCK_OK)
-        undo(l, st.g, t);
-    rl__lock_set_outcomes(l, &err, 1);
-    return err;
-}
-
-/* The group whose reply was lost (the groups before it were released by
- * the attempt): the janitor makes sure it holds nothing. */
-static void abandon(redislock_lock *l, const rl__try *t)
-{
-    const struct rl__spread *sp = l->spread;
-    int g = sp->lost;
-    rl__watchdog *wd;
-
-    if (g < 0 || rl__client_watchdog(l->client, &wd) != REDISLOCK_OK)
-        return;
-    rl__janitor_abandon(
-        wd, rl__client_topo(l->client), NULL, &sp->names[sp->start[g]],
-        sp->start[g + 1] - sp->start[g], t->id, t->req, t->ttl_ms);
-}
-
 /* Release or extend: every group, each asked even after a failure, the
  * answers combined (rl__spread_tally); the groups an extend lengthened
  * for a set it found lost are released. */
@@ -468,9 +374,5 @@ static redislock_err ttl(redislock_lock *l, int64_t *ttl_ms)
 
 /* Inspection goes by key through the client's algorithm (inspect.c), so
  * .inspect is never called on a handle's. */
-const rl__algo rl__algo_spread = {.wakes = 1,
-                                  .groups = 1,
-                                  .attempt = attempt,
-                                  .abandon = abandon,
-                                  .owner = owner,
-                                  .ttl = ttl};
+const rl__algo rl__algo_spread = {
+    .wakes = 1, .groups = 1, .abandons = 1, .owner = owner, .ttl = ttl};

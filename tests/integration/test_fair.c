@@ -709,12 +709,10 @@ static void *release_thread(void *arg)
 
 /*
  * The race of a cancel and a release, made deterministic with CLIENT PAUSE
- * WRITE: W1 hears of its cancel first, then the release hands W1 the
- * lock, and only then does W1's leave run, which must pass the lock on to
- * W2. A waiter blocked on the server hears of a cancel through a push (a
- * PUBLISH, postponed first here, the release behind it); one on a private
- * loop (RL_ENGINE_ACQUIRE) at once, and sends its leave: that is
- * postponed behind the release.
+ * WRITE: the release is postponed, then W1 hears of its cancel (at once,
+ * on its private loop) and sends its leave, postponed behind the release.
+ * So the release hands W1 the lock, and only then does W1's leave run,
+ * which must pass the lock on to W2.
  */
 void test_fair_leave_passes_handoff_on(void)
 {
@@ -726,7 +724,7 @@ void test_fair_leave_passes_handoff_on(void)
     mon_log *log = malloc(sizeof *log);
     int64_t t_go;
     waiter w1, w2;
-    int i, i1, i2, engine = getenv("RL_ENGINE_ACQUIRE") != NULL;
+    int i, i1, i2;
 
     ASSERT(log != NULL);
     waiter_start(&w1, e.c, fair_opts(30000, FOREVER), -1);
@@ -741,17 +739,10 @@ void test_fair_leave_passes_handoff_on(void)
     m = mon_start(e.s);
     pause_waiting(e.r);
     rel.l = e.holder;
-    if (engine) {
-        ASSERT_EQ_INT(pthread_create(&tr, NULL, release_thread, &rel), 0);
-        wait_postponed(e.r, "evalsha", 1);
-        ASSERT_EQ_INT(pthread_create(&tc, NULL, cancel_thread, w1.l), 0);
-        wait_postponed(e.r, "evalsha", 2);
-    } else {
-        ASSERT_EQ_INT(pthread_create(&tc, NULL, cancel_thread, w1.l), 0);
-        wait_postponed(e.r, "publish", 1);
-        ASSERT_EQ_INT(pthread_create(&tr, NULL, release_thread, &rel), 0);
-        wait_postponed(e.r, "evalsha", 1);
-    }
+    ASSERT_EQ_INT(pthread_create(&tr, NULL, release_thread, &rel), 0);
+    wait_postponed(e.r, "evalsha", 1);
+    ASSERT_EQ_INT(pthread_create(&tc, NULL, cancel_thread, w1.l), 0);
+    wait_postponed(e.r, "evalsha", 2);
     t_go = th_now_us();
     freeReplyObject(th_cmd(e.r, "CLIENT UNPAUSE"));
     th_join_within(tc, 3000);
