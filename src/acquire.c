@@ -607,7 +607,7 @@ redislock_err rl__acq_keep(redislock_lock *l,
 
     if ((opts->watchdog || short_lease(l, a)) && l->watch == NULL &&
         (err = a->watch != NULL ? a->watch(a->drv, l, opts, sent_us, first_us)
-                                : rl__lock_watch(l, opts, sent_us, first_us)) !=
+                                : rl__acq_watch(l, opts, sent_us, first_us)) !=
             REDISLOCK_OK) {
         /* Without its watchdog the caller would hold a lease nobody
          * renews: give it back. */
@@ -655,6 +655,36 @@ rl__next rl__acq_after_finish(redislock_lock *l, rl__acq *a, redislock_err *err,
     return RL_NEXT_PAUSE;
 }
 
+/* The lease the watchdog renews: the lock's, through these. */
+static int64_t lease_valid_until(const redislock_lock *l)
+{
+    return atomic_load(&l->valid_until_us);
+}
+
+static const rl__lease lock_lease = {rl__lock_renew, lease_valid_until,
+                                     rl__lock_mark_lost};
+
+redislock_err rl__acq_watch(redislock_lock *l,
+                            const redislock_acquire_options *o, int64_t sent_us,
+                            int64_t first_us)
+{
+    rl__watchdog *wd;
+    redislock_err err = rl__client_watchdog(l->client, &wd);
+
+    if (err != REDISLOCK_OK)
+        return err;
+    return rl__watch_start(wd, &lock_lease, l, l->ttl_ms, o, sent_us, first_us,
+                           &l->watch);
+}
+
+redislock_err rl__acq_watch_loop(redislock_lock *l,
+                                 const redislock_acquire_options *o,
+                                 int64_t sent_us, int64_t first_us)
+{
+    return rl__watch_start(NULL, &lock_lease, l, l->ttl_ms, o, sent_us,
+                           first_us, &l->watch);
+}
+
 void rl__acq_end(redislock_lock *l, const rl__acq *a, redislock_err err)
 {
     /* Events for calls that tried: refused options made no attempt. */
@@ -667,54 +697,4 @@ void rl__acq_end(redislock_lock *l, const rl__acq *a, redislock_err err)
                                  .attempts = a->tries,
                                  .ms = (rl__now_us() - a->t0_us) / 1000,
                                  .fence = err == REDISLOCK_OK ? l->fence : 0});
-}
-
-static redislock_err start_acquire(rl__alock *al, redislock_lock *l, void *arg,
-                                   rl__alock_cb cb, void *cbarg)
-{
-    return rl__alock_acquire(al, l, arg, cb, cbarg);
-}
-
-/* On a private loop (engine.c), as every blocking call. */
-static redislock_err acquire(redislock_lock *l,
-                             const redislock_acquire_options *opts)
-{
-    static const redislock_acquire_options defaults;
-
-    if (l == NULL)
-        return rl__err(REDISLOCK_EINVAL, "NULL lock handle");
-    return rl__engine_call(l, start_acquire,
-                           (void *)(opts != NULL ? opts : &defaults), 1);
-}
-
-redislock_err redislock_acquire_sized(redislock_lock *l,
-                                      const redislock_acquire_options *opts,
-                                      size_t opts_size)
-{
-    redislock_acquire_options o;
-    redislock_err err;
-
-    if (opts != NULL &&
-        (err = rl__abi_check(opts_size, RL_ACQUIRE_OPTIONS_SIZE_0_1,
-                             "redislock_acquire_options")) != REDISLOCK_OK)
-        return err;
-    return acquire(l, rl__abi_in(&o, sizeof o, opts, opts_size));
-}
-
-/* The 0.1 entry point, which takes 0.1's redislock_acquire_options. The
- * name is in parentheses because the header makes it a macro. */
-redislock_err(redislock_acquire)(redislock_lock *l,
-                                 const redislock_acquire_options *opts)
-{
-    return redislock_acquire_sized(l, opts, RL_ACQUIRE_OPTIONS_SIZE_0_1);
-}
-
-void redislock_cancel(redislock_lock *l)
-{
-    if (l == NULL)
-        return;
-    pthread_mutex_lock(&l->mu);
-    l->cancelled = 1;
-    pthread_mutex_unlock(&l->mu);
-    rl__engine_cancel(l);
 }

@@ -50,7 +50,7 @@ typedef struct rl__acq {
     char nonce[RL_TOKEN_HEXLEN + 1]; /* req for a lock with an owner id */
     /* The engine's ways, set after rl__acq_begin, with its context drv:
      * who makes sure an abandoned attempt holds nothing (a sweep on the
-     * loop); and who renews a lock just taken (rl__lock_watch's
+     * loop); and who renews a lock just taken (rl__acq_watch's
      * arguments; NULL: the watchdog thread, as for a private loop's). */
     void (*abandon)(void *drv, redislock_lock *l, const rl__try *t);
     redislock_err (*watch)(void *drv, redislock_lock *l,
@@ -139,6 +139,21 @@ int rl__acq_again(rl__acq *a, redislock_err *err);
  * outcome. */
 rl__next rl__acq_after_finish(redislock_lock *l, rl__acq *a, redislock_err *err,
                               int64_t *pause);
+
+/* Starts the watchdog's renewals of l, acquired by a request sent at
+ * sent_us; the first at first_us (0: a third of the TTL after sent_us).
+ * Without o->watchdog the watch is one renewal only (the extension of a
+ * short hand-off lease). */
+redislock_err rl__acq_watch(redislock_lock *l,
+                            const redislock_acquire_options *o, int64_t sent_us,
+                            int64_t first_us);
+
+/* A watch of l (its lease acquired by a request sent at sent_us, the
+ * first renewal due at first_us, 0: a third of the TTL on) that an event
+ * loop drives (rl__watch_start's wd NULL): into l->watch. */
+redislock_err rl__acq_watch_loop(redislock_lock *l,
+                                 const redislock_acquire_options *o,
+                                 int64_t sent_us, int64_t first_us);
 
 /* The call ended with err: its event, for calls that tried. */
 void rl__acq_end(redislock_lock *l, const rl__acq *a, redislock_err err);

@@ -14,6 +14,7 @@
 #include "clock.h"
 #include "env.h"
 #include "error.h"
+#include "keyed.h"
 #include "keys.h"
 #include "reply.h"
 #include "topology.h"
@@ -1104,6 +1105,8 @@ static void lwatch_fire(rl__loop_timer *lt)
     lwatch_next(w, rl__watch_after(l->watch, err));
 }
 
+static void loop_unwatch(redislock_lock *l);
+
 /* Starts the loop's renewals of l, just taken by a request sent at
  * sent_us, as o asks (watchdog.c's watch, driven here): the acquire's
  * watch hook (rl__acq), so that a hand-off's short lease is extended on
@@ -1118,13 +1121,14 @@ static redislock_err lwatch_start(void *drv, redislock_lock *l,
 
     if (w == NULL)
         return rl__err(REDISLOCK_ENOMEM, "out of memory");
-    if ((err = rl__lock_watch_loop(l, o, sent_us, first_us)) != REDISLOCK_OK) {
+    if ((err = rl__acq_watch_loop(l, o, sent_us, first_us)) != REDISLOCK_OK) {
         free(w);
         return err;
     }
     w->al = al;
     w->l = l;
     l->lwatch = w;
+    l->lwatch_stop = loop_unwatch;
     w->next = al->watches;
     if (al->watches != NULL)
         al->watches->prev = w;
@@ -1133,7 +1137,9 @@ static redislock_err lwatch_start(void *drv, redislock_lock *l,
     return REDISLOCK_OK;
 }
 
-void rl__alock_unwatch(redislock_lock *l)
+/* Stops the loop's renewals of l (rl__lock_unwatch, through
+ * l->lwatch_stop). */
+static void loop_unwatch(redislock_lock *l)
 {
     lwatch *w = l->lwatch;
     rl__alock *al;

@@ -118,9 +118,6 @@ int rl__alock_busy(const rl__alock *al);
  * runs). */
 void rl__alock_idle(rl__alock *al);
 
-/* Stops the loop's renewals of l (rl__lock_unwatch calls it). */
-void rl__alock_unwatch(redislock_lock *l);
-
 /* l is being freed: the operation under way on it ends with
  * REDISLOCK_ECANCELED, its callback called now (lock.c). */
 void rl__alock_forget(redislock_lock *l);

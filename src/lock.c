@@ -1,5 +1,7 @@
 /*
- * The lock handle, release and extend. A plain lock's key holds a random
+ * The lock handle's lease and what every operation on it shares: the
+ * owner scripts and what their answers do to the handle (release,
+ * extend, renew), validity, guards, events. A plain lock's key holds a random
  * token as a string with a server-side TTL (SET key token NX PX ttl), the
  * format redis-py's Lock, node-redlock and bsm/redislock use too; a lock
  * with an owner id (reentrant, or with metadata) is a hash. Release and
@@ -14,366 +16,15 @@
 #include "env.h"
 #include "clock.h"
 #include "error.h"
-#include "alock.h"
-#include "aroute.h"
-#include "engine.h"
 #include "lock.h"
+#include "keyed.h"
 #include "algo.h"
 #include "watchdog.h"
-
-/* Names key (keylen bytes) as c's lock key n: the client's prefix, then
- * the key, and the helper base; both malloc'ed. In a cluster the helper
- * keys must share the key's slot, as every script that touches both
- * needs; a key whose braces make no valid tag ("a{}b", "x{y") may not:
- * computed, not reasoned about. */
-static redislock_err name_key(redislock_client *c, const void *key,
-                              size_t keylen, rl__lockname *n)
-{
-    const char *prefix;
-    size_t plen;
-    char *k;
-
-    memset(n, 0, sizeof *n);
-    if (key == NULL)
-        return rl__err(REDISLOCK_EINVAL, "NULL key");
-    if (keylen == 0)
-        return rl__err(REDISLOCK_EINVAL, "empty lock key");
-    if (keylen > REDISLOCK_KEY_MAX)
-        return rl__err(REDISLOCK_EINVAL,
-                       "lock key of %zu bytes is longer than the limit of %d",
-                       keylen, REDISLOCK_KEY_MAX);
-    prefix = rl__client_prefix(c, &plen);
-    if ((k = malloc(plen + keylen)) == NULL)
-        return rl__err(REDISLOCK_ENOMEM, "out of memory");
-    memcpy(k, prefix, plen);
-    memcpy(k + plen, key, keylen);
-    n->key = k;
-    n->keylen = plen + keylen;
-    n->base = rl__helper_name(n->key, n->keylen, "", &n->baselen);
-    if (n->base == NULL) {
-        free(k);
-        memset(n, 0, sizeof *n);
-        return rl__err(REDISLOCK_ENOMEM, "out of memory");
-    }
-    if (!rl__topo_same_slot(rl__client_topo(c), n->key, n->keylen, n->base,
-                            n->baselen)) {
-        free(k);
-        free((char *)n->base);
-        memset(n, 0, sizeof *n);
-        return rl__err(REDISLOCK_EINVAL,
-                       "in a Redis Cluster this key's helper keys would "
-                       "hash to another slot than the key: give it a "
-                       "non-empty {hash tag}");
-    }
-    return REDISLOCK_OK;
-}
-
-static void unname(rl__lockname *n)
-{
-    free((char *)n->key);
-    free((char *)n->base);
-}
-
-redislock_err redislock_lock_new(redislock_client *c, const void *key,
-                                 size_t keylen, redislock_lock **out)
-{
-    redislock_lock *l;
-    rl__lockname n;
-    redislock_err err;
-
-    if (out != NULL)
-        *out = NULL;
-    if (c == NULL || key == NULL || out == NULL)
-        return rl__err(REDISLOCK_EINVAL, "NULL client, key or output");
-    if ((err = name_key(c, key, keylen, &n)) != REDISLOCK_OK)
-        return err;
-    if ((l = calloc(1, sizeof *l)) == NULL) {
-        unname(&n);
-        return rl__err(REDISLOCK_ENOMEM, "out of memory");
-    }
-    l->key = (char *)n.key;
-    l->keylen = n.keylen;
-    l->prefixlen = l->keylen - keylen;
-    l->base = (char *)n.base;
-    l->baselen = n.baselen;
-    l->wait_name = (rl__lockname){l->key, l->keylen, l->base, l->baselen};
-    l->client = c;
-    l->algo = rl__client_algo(c);
-    l->pool = rl__topo_node(rl__client_topo(c), l->key, l->keylen);
-    l->holder_ttl = -2;
-    l->acks = RL_ACKS_NONE;
-    pthread_mutex_init(&l->mu, NULL);
-    *out = l;
-    return REDISLOCK_OK;
-}
-
-/* Why a set's further key k (its name n) cannot join the set of l: given
- * before. */
-static redislock_err check_member(redislock_lock *l, const rl__lockname *n,
-                                  int i)
-{
-    int j;
-
-    if (n->keylen == l->keylen && memcmp(n->key, l->key, l->keylen) == 0)
-        return rl__err(REDISLOCK_EINVAL, "key %d of the set is key 0 again", i);
-    for (j = 0; j < i - 1; j++)
-        if (n->keylen == l->more[j].keylen &&
-            memcmp(n->key, l->more[j].key, n->keylen) == 0)
-            return rl__err(REDISLOCK_EINVAL,
-                           "key %d of the set is key %d again", i, j + 1);
-    return REDISLOCK_OK;
-}
-
-redislock_err redislock_lock_new_multi(redislock_client *c,
-                                       const void *const *keys,
-                                       const size_t *keylens, size_t n,
-                                       redislock_lock **out)
-{
-    redislock_lock *l;
-    redislock_err err;
-    size_t i;
-
-    if (out != NULL)
-        *out = NULL;
-    if (c == NULL || keys == NULL || keylens == NULL || out == NULL)
-        return rl__err(REDISLOCK_EINVAL, "NULL client, keys or output");
-    if (n == 0 || n > REDISLOCK_SET_MAX)
-        return rl__err(REDISLOCK_EINVAL,
-                       "a set of %zu keys: a set has 1 to %d keys", n,
-                       REDISLOCK_SET_MAX);
-    if (n > 1 && rl__client_algo(c)->no_set != NULL)
-        return rl__err(REDISLOCK_EINVAL, "%s", rl__client_algo(c)->no_set);
-    if ((err = redislock_lock_new(c, keys[0], keylens[0], &l)) != REDISLOCK_OK)
-        return err;
-    if (n > 1 && (l->more = calloc(n - 1, sizeof *l->more)) == NULL) {
-        redislock_lock_free(l);
-        return rl__err(REDISLOCK_ENOMEM, "out of memory");
-    }
-    for (i = 1; i < n; i++) {
-        err = name_key(c, keys[i], keylens[i], &l->more[i - 1]);
-        if (err == REDISLOCK_OK)
-            err = check_member(l, &l->more[i - 1], (int)i);
-        if (err != REDISLOCK_OK) {
-            if (l->more[i - 1].key != NULL)
-                l->nmore = (int)i;
-            redislock_lock_free(l);
-            return err;
-        }
-        l->nmore = (int)i;
-    }
-    /* Keys that one script cannot reach together are taken group by
-     * group (spread.c). */
-    if (rl__spread_needed(l) && (err = rl__spread_new(l)) != REDISLOCK_OK) {
-        redislock_lock_free(l);
-        return err;
-    }
-    *out = l;
-    return REDISLOCK_OK;
-}
-
-void redislock_lock_free(redislock_lock *l)
-{
-    if (l == NULL)
-        return;
-    if (l->aop != NULL)
-        rl__alock_forget(l);
-    rl__lock_unwatch(l);
-    pthread_mutex_destroy(&l->mu);
-    free(l->default_owner);
-    free(l->info_buf);
-    free(l->chan);
-    while (l->nmore > 0)
-        unname(&l->more[--l->nmore]);
-    free(l->more);
-    rl__spread_free(l->spread);
-    free(l->base);
-    free(l->key);
-    free(l);
-}
-
-/* Gives the script request q the keys its layout names for the lock k
- * (and req's void key), and for a set's script those of each lock of more
- * (nmore), kept in ks (rl__keyset_free after q's use). */
-static redislock_err keyed(rl__request *q, const rl__lockname *k,
-                           const rl__lockname *more, int nmore, const char *req,
-                           rl__keyset *ks)
-{
-    if (rl__keyset_make_set(ks, q->s->keys, q->s->nkeys, q->s->each,
-                            q->s->neach, k, more, nmore, req) != 0)
-        return rl__err(REDISLOCK_ENOMEM, "out of memory");
-    q->nkeys = ks->n;
-    q->keys = ks->k;
-    q->klens = ks->len;
-    return REDISLOCK_OK;
-}
-
-/* Whether a run of script s counts only on the master: a renewal or a
- * release that lands on a master the sentinels have replaced (it lives
- * on, a master by its own word, until they demote it) neither keeps nor
- * frees the lock, whose copy on the new master runs on (rl__request's
- * settle). So with an abandon, which on a loop gives back a lock the
- * guard refused as the blocking call's release does: settled, it is
- * what moves the next acquire off a replaced master, whose replicas
- * have left it and will never confirm a write there. */
-static int settles(const rl__script *s)
-{
-    return s == &rl__script_extend || s == &rl__script_set_extend ||
-           s == &rl__script_release || s == &rl__script_set_release ||
-           s == &rl__script_abandon || s == &rl__script_set_abandon;
-}
-
-/* Runs the script request q with its keys (keyed) on node p, or with p
- * NULL wherever t sends k's key. */
-static redislock_err run_keyed(rl__topo *t, rl__pool *p, const rl__lockname *k,
-                               const rl__lockname *more, int nmore,
-                               const char *req, rl__request *q, rl__reply **out)
-{
-    rl__request run = *q; /* keyed for this run only */
-    rl__keyset ks;
-    redislock_err err;
-
-    run.settle = settles(q->s);
-
-    if ((err = keyed(&run, k, more, nmore, req, &ks)) != REDISLOCK_OK)
-        return err;
-    err = p == NULL ? rl__topo_run(t, k->key, k->keylen, &run, out)
-                    : rl__topo_run_on(t, p, &run, out);
-    rl__keyset_free(&ks);
-    return err;
-}
-
-redislock_err rl__lock_run(rl__topo *t, rl__pool *p, const rl__lockname *k,
-                           const char *req, rl__request *q, rl__reply **out)
-{
-    return run_keyed(t, p, k, NULL, 0, req, q, out);
-}
-
-/* Sends q with the keys of the names k and more (the first routes) on
- * the loop: on c, a connection to node at, or through a cluster's
- * redirections when rt is not NULL. The keys are copied on send. */
-static redislock_err send_keyed(rl__aroute *rt, rl__aconn *c, rl__pool *at,
-                                const rl__lockname *k, const rl__lockname *more,
-                                int nmore, const char *req,
-                                const rl__request *q, rl__aconn_cb cb,
-                                void *arg)
-{
-    rl__request sent = *q;
-    rl__keyset ks;
-    redislock_err err = keyed(&sent, k, more, nmore, req, &ks);
-
-    sent.settle = settles(q->s);
-
-    if (err != REDISLOCK_OK)
-        return err;
-    err = rt != NULL
-              ? rl__aroute_send(rt, c, at, k->key, k->keylen, &sent, cb, arg)
-              : rl__request_send_async(c, &sent, cb, arg);
-    rl__keyset_free(&ks);
-    return err;
-}
-
-redislock_err rl__lock_send_async(redislock_lock *l, rl__aroute *rt,
-                                  rl__aconn *c, rl__pool *at, const char *req,
-                                  rl__request *q, rl__aconn_cb cb, void *arg)
-{
-    rl__lockname k = {l->key, l->keylen, l->base, l->baselen};
-
-    return send_keyed(rt, c, at, &k, l->more, l->nmore, req, q, cb, arg);
-}
-
-redislock_err rl__lock_names_send_async(rl__aroute *rt, rl__aconn *c,
-                                        rl__pool *at, const rl__lockname *names,
-                                        int n, const char *req,
-                                        const rl__request *q, rl__aconn_cb cb,
-                                        void *arg)
-{
-    return send_keyed(rt, c, at, &names[0], names + 1, n - 1, req, q, cb, arg);
-}
-
-void rl__abandon_request(int n, const char *token, const char *req,
-                         int64_t ttl_ms, rl__abandon_req *a)
-{
-    a->args[0] = token;
-    a->args[1] = a->ttl;
-    a->args[2] = req;
-    a->lens[0] = strlen(token);
-    a->lens[1] =
-        (size_t)snprintf(a->ttl, sizeof a->ttl, "%" PRId64, ttl_ms + 60000);
-    a->lens[2] = strlen(req);
-    a->q = (rl__request){.s = n > 1 ? &rl__script_set_abandon
-                                    : &rl__script_abandon,
-                         .nargs = 3,
-                         .args = a->args,
-                         .lens = a->lens};
-}
-
-redislock_err rl__abandon(rl__topo *t, rl__pool *p, const rl__lockname *names,
-                          int n, const char *token, const char *req,
-                          int64_t ttl_ms, int64_t timeout_ms)
-{
-    rl__abandon_req a;
-    rl__reply *r;
-    redislock_err err;
-
-    rl__abandon_request(n, token, req, ttl_ms, &a);
-    a.q.timeout_ms = timeout_ms;
-    err = run_keyed(t, p, &names[0], names + 1, n - 1, req, &a.q, &r);
-    if (err == REDISLOCK_OK)
-        rl__reply_free(r);
-    return err;
-}
-
-redislock_err rl__abandon_send_async(rl__aroute *rt, rl__aconn *c, rl__pool *at,
-                                     const rl__lockname *names, int n,
-                                     const char *token, const char *req,
-                                     int64_t ttl_ms, rl__aconn_cb cb, void *arg)
-{
-    rl__abandon_req a;
-
-    rl__abandon_request(n, token, req, ttl_ms, &a);
-    return rl__lock_names_send_async(rt, c, at, names, n, req, &a.q, cb, arg);
-}
-
-int rl__abandon_again(redislock_err err)
-{
-    return err == REDISLOCK_ETIMEDOUT || err == REDISLOCK_EIO ||
-           err == REDISLOCK_ECONNECT || err == REDISLOCK_ETRYLATER;
-}
-
-/* The lease the watchdog renews: the lock's, through these. */
-static int64_t lease_valid_until(const redislock_lock *l)
-{
-    return atomic_load(&l->valid_until_us);
-}
-
-static const rl__lease lock_lease = {rl__lock_renew, lease_valid_until,
-                                     rl__lock_mark_lost};
-
-redislock_err rl__lock_watch(redislock_lock *l,
-                             const redislock_acquire_options *o,
-                             int64_t sent_us, int64_t first_us)
-{
-    rl__watchdog *wd;
-    redislock_err err = rl__client_watchdog(l->client, &wd);
-
-    if (err != REDISLOCK_OK)
-        return err;
-    return rl__watch_start(wd, &lock_lease, l, l->ttl_ms, o, sent_us, first_us,
-                           &l->watch);
-}
-
-redislock_err rl__lock_watch_loop(redislock_lock *l,
-                                  const redislock_acquire_options *o,
-                                  int64_t sent_us, int64_t first_us)
-{
-    return rl__watch_start(NULL, &lock_lease, l, l->ttl_ms, o, sent_us,
-                           first_us, &l->watch);
-}
 
 void rl__lock_unwatch(redislock_lock *l)
 {
     if (l->lwatch != NULL)
-        rl__alock_unwatch(l);
+        l->lwatch_stop(l);
     rl__watch_stop(l->watch);
     l->watch = NULL;
 }
@@ -482,8 +133,8 @@ static redislock_err names_script(redislock_lock *l, const rl__lockname *k,
 
     if (guarded)
         rl__lock_guard(l, &q, &acks);
-    err = run_keyed(rl__client_topo(l->client), NULL, k, more, nmore, req, &q,
-                    out);
+    err = rl__lock_run_set(rl__client_topo(l->client), NULL, k, more, nmore,
+                           req, &q, out);
     rl__lock_acks(l, &q, err);
     return err;
 }
@@ -730,47 +381,8 @@ void rl__lock_released(redislock_lock *l, redislock_err err, long long n)
                              .ms = (rl__now_us() - l->taken_us) / 1000});
 }
 
-static redislock_err start_release(rl__alock *al, redislock_lock *l, void *arg,
-                                   rl__alock_cb cb, void *cbarg)
-{
-    return rl__alock_release(al, l, *(const int64_t *)arg, cb, cbarg);
-}
-
-static redislock_err start_extend(rl__alock *al, redislock_lock *l, void *arg,
-                                  rl__alock_cb cb, void *cbarg)
-{
-    return rl__alock_extend(al, l, *(const int64_t *)arg, cb, cbarg);
-}
-
-redislock_err redislock_release_hold(redislock_lock *l, int64_t hold_after_ms)
-{
-    char hold[24];
-    long long n = 0;
-    redislock_err err = rl__lock_release_check(l, hold_after_ms);
-
-    if (err != REDISLOCK_OK)
-        return err;
-    /* The last hold: stop renewals first, and wait for one in flight, so
-     * that no renewal is ever sent after release. */
-    if (l->own == 1)
-        rl__lock_unwatch(l);
-    if (l->watch == NULL)
-        return rl__engine_call(l, start_release, &hold_after_ms, 0);
-    snprintf(hold, sizeof hold, "%" PRId64, hold_after_ms);
-    err = owner_script(l, &rl__script_release, hold, 0, &n);
-    rl__lock_released(l, err, n);
-    return err;
-}
-
-redislock_err redislock_release(redislock_lock *l)
-{
-    return redislock_release_hold(l, 0);
-}
-
-/* The extend request itself, for redislock_extend and the watchdog;
- * timeout_ms > 0 bounds the wait for the reply. */
-static redislock_err send_extend(redislock_lock *l, int64_t ttl_ms,
-                                 int64_t timeout_ms)
+redislock_err rl__lock_send_extend(redislock_lock *l, int64_t ttl_ms,
+                                   int64_t timeout_ms)
 {
     char ttl[24];
     int64_t sent_us;
@@ -807,7 +419,7 @@ redislock_err rl__lock_renew(redislock_lock *l)
     /* An answer after the validity has run out comes too late to matter:
      * wait no longer than that. */
     int64_t left = (atomic_load(&l->valid_until_us) - rl__now_us()) / 1000;
-    redislock_err err = send_extend(l, l->ttl_ms, left > 1 ? left : 1);
+    redislock_err err = rl__lock_send_extend(l, l->ttl_ms, left > 1 ? left : 1);
 
     extend_event(l, err);
     return err;
@@ -843,19 +455,6 @@ void rl__lock_extended(redislock_lock *l, redislock_err err)
     if (err == REDISLOCK_EEXPIRED || err == REDISLOCK_ELOST)
         forget(l, err);
     extend_event(l, err);
-}
-
-redislock_err redislock_extend(redislock_lock *l, int64_t ttl_ms)
-{
-    redislock_err err = rl__lock_extend_check(l, ttl_ms);
-
-    if (err != REDISLOCK_OK)
-        return err;
-    if (l->watch == NULL)
-        return rl__engine_call(l, start_extend, &ttl_ms, 0);
-    err = send_extend(l, ttl_ms, 0);
-    rl__lock_extended(l, err);
-    return err;
 }
 
 redislock_err redislock_adopt(redislock_lock *l, const char *token)
@@ -927,11 +526,6 @@ redislock_err redislock_check(const redislock_lock *l)
     if (redislock_valid_ms(l) <= 0)
         return rl__err(REDISLOCK_EEXPIRED, "the lease's validity has run out");
     return REDISLOCK_OK;
-}
-
-int redislock_lost_fd(const redislock_lock *l)
-{
-    return l != NULL ? rl__watch_efd(l->watch) : -1;
 }
 
 int64_t redislock_holds(const redislock_lock *l)

@@ -111,7 +111,9 @@ struct redislock_lock {
     struct rl__aop *aop; /* an event loop's operation under way (alock.c) */
     struct rl__lwatch *lwatch; /* an event loop's renewals (alock.c): watch
                                   is then driven by that loop */
-    char *info_buf;            /* backs the strings of redislock_inspect */
+    /* Stops them (set with lwatch by that loop, which is above). */
+    void (*lwatch_stop)(struct redislock_lock *l);
+    char *info_buf; /* backs the strings of redislock_inspect */
     /* Per-server results of the last request (Redlock: one per server,
      * in URL order; otherwise one). Guarded by mu. */
     redislock_err outcomes[RL_MAX_QUORUM];
@@ -119,67 +121,6 @@ struct redislock_lock {
     rl__acks acks;    /* what confirmed the last acquire or extend */
     int64_t taken_us; /* CLOCK_MONOTONIC when the lock was last taken */
 };
-
-/* Runs the script request q (its keys left to this) for the lock k: the
- * keys its layout names (req: the request whose void key it takes, or
- * NULL), wherever t sends k's key, or on node p when it is not NULL. */
-redislock_err rl__lock_run(rl__topo *t, rl__pool *p, const rl__lockname *k,
-                           const char *req, rl__request *q, rl__reply **out);
-
-/* Sends the script request q for l's lock (keys as rl__lock_run) on the
- * non-blocking connection c, a connection to node at (q's keys and
- * arguments are copied); on a cluster (rt not NULL) then wherever its
- * redirections say (aroute.h). cb gets its reply or failure (error
- * replies unmapped: rl__request_check). */
-redislock_err rl__lock_send_async(redislock_lock *l, struct rl__aroute *rt,
-                                  rl__aconn *c, rl__pool *at, const char *req,
-                                  rl__request *q, rl__aconn_cb cb, void *arg);
-
-/* rl__lock_send_async for the keys names (n of them, the first routing
- * it): a group of a set's keys that one script reaches (agroup.c). */
-redislock_err rl__lock_names_send_async(struct rl__aroute *rt, rl__aconn *c,
-                                        rl__pool *at, const rl__lockname *names,
-                                        int n, const char *req,
-                                        const rl__request *q, rl__aconn_cb cb,
-                                        void *arg);
-
-/* abandon.lua's request (set_abandon.lua's for a set of n), its
- * arguments' storage in a: the token voided for a minute past its TTL,
- * since a request held up in a network queue (TCP retransmissions) may
- * arrive that late. Its keys are the sender's to add. */
-typedef struct rl__abandon_req {
-    char ttl[24];
-    const char *args[3];
-    size_t lens[3];
-    rl__request q;
-} rl__abandon_req;
-
-void rl__abandon_request(int n, const char *token, const char *req,
-                         int64_t ttl_ms, rl__abandon_req *a);
-
-/* One try at making sure an acquire request req (for token or owner id
- * token, with ttl_ms), whose reply was lost, does not hold the lock (or
- * the set) named by names (n of them; the first routes), now or when it
- * arrives late (abandon.lua, set_abandon.lua): on server p (one of a
- * Redlock quorum), or with p NULL wherever t sends the first key; waits
- * at most timeout_ms. */
-redislock_err rl__abandon(rl__topo *t, rl__pool *p, const rl__lockname *names,
-                          int n, const char *token, const char *req,
-                          int64_t ttl_ms, int64_t timeout_ms);
-
-/* rl__abandon's try on an event loop: sent on c, a connection to node at
- * (through a cluster's redirections when rt is not NULL); cb gets the
- * reply or failure (error replies unmapped). */
-redislock_err rl__abandon_send_async(struct rl__aroute *rt, rl__aconn *c,
-                                     rl__pool *at, const rl__lockname *names,
-                                     int n, const char *token, const char *req,
-                                     int64_t ttl_ms, rl__aconn_cb cb,
-                                     void *arg);
-
-/* Whether an abandon that failed with err is worth another try: only a
- * failure to reach the server, or a server that cannot serve for now
- * (loading, a busy script). */
-int rl__abandon_again(redislock_err err);
 
 /* An acquisition granted l fencing token fence, its hold in the life gen
  * of the key (the token that made the hash, see rl_create in lib.lua; 0
@@ -319,27 +260,18 @@ int rl__lock_mark_lost(redislock_lock *l, redislock_err why);
  * fields the kind names), filling in the lock and its key. */
 void rl__lock_event(redislock_lock *l, redislock_event ev);
 
-/* Starts the watchdog's renewals of l, acquired by a request sent at
- * sent_us; the first at first_us (0: a third of the TTL after sent_us).
- * Without o->watchdog the watch is one renewal only (the extension of a
- * short hand-off lease). */
-redislock_err rl__lock_watch(redislock_lock *l,
-                             const redislock_acquire_options *o,
-                             int64_t sent_us, int64_t first_us);
-
-/* A watch of l (its lease acquired by a request sent at sent_us, the
- * first renewal due at first_us, 0: a third of the TTL on) that an event
- * loop drives (rl__watch_start's wd NULL): into l->watch. */
-redislock_err rl__lock_watch_loop(redislock_lock *l,
-                                  const redislock_acquire_options *o,
-                                  int64_t sent_us, int64_t first_us);
+/* The extend request itself, for redislock_extend of a watched lock and
+ * the watchdog's renewal; timeout_ms > 0 bounds the wait for the reply. */
+redislock_err rl__lock_send_extend(redislock_lock *l, int64_t ttl_ms,
+                                   int64_t timeout_ms);
 
 /* A renewal of l sent at sent_us (by an event loop) ended with err: the
  * validity moves on with success; the event either way. */
 void rl__lock_renewed(redislock_lock *l, redislock_err err, int64_t sent_us);
 
-/* Stops renewing l, waiting for a renewal in flight. No-op if unwatched.
- * Called from the lock's owner thread. */
+/* Stops renewing l, waiting for a renewal in flight: the watchdog
+ * thread's, or the loop's that renews it (l->lwatch_stop). No-op if
+ * unwatched. Called from the lock's owner thread. */
 void rl__lock_unwatch(redislock_lock *l);
 
 /* The drift allowed for a lease of ttl_ms when the caller gave none:

@@ -12,6 +12,7 @@
 #include "clock.h"
 #include "env.h"
 #include "error.h"
+#include "keyed.h"
 #include "reply.h"
 #include "wait.h"
 #include "watchdog.h"

@@ -14,6 +14,7 @@
 #include "env.h"
 #include "error.h"
 #include "lock.h"
+#include "keyed.h"
 
 /* A failed renewal is retried after a tenth of the TTL (at least this),
  * until the lease's validity runs out. */

@@ -18,7 +18,8 @@ layer() {
     pool | ident | loop) echo 3 ;;
     topology | cluster | redirect | aroute | sentinel) echo 4 ;;
     lock | acquire | alock | agroup | wait | inspect | fence | watchdog | \
-        redlock | quorum | algo | one | spread | env | ploop | engine) echo 5 ;;
+        redlock | quorum | algo | one | spread | env | ploop | engine | \
+        calls | keyed) echo 5 ;;
     client | evloop | version) echo 6 ;;
     *) echo 0 ;;
     esac

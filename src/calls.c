@@ -1,0 +1,295 @@
+/*
+ * The public calls on a lock handle that reach across the lock layer:
+ * making and freeing it, and the blocking acquire, release, extend and
+ * cancel, each run on the engine (engine.c: a private loop on the calling
+ * thread). A watched lock's release of a hold that is not its last, and
+ * its extend, go through the algorithm here instead, beside the watchdog
+ * thread that renews it.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "abi.h"
+#include "acquire.h"
+#include "algo.h"
+#include "alock.h"
+#include "engine.h"
+#include "env.h"
+#include "error.h"
+#include "lock.h"
+
+/* Names key (keylen bytes) as c's lock key n: the client's prefix, then
+ * the key, and the helper base; both malloc'ed. In a cluster the helper
+ * keys must share the key's slot, as every script that touches both
+ * needs; a key whose braces make no valid tag ("a{}b", "x{y") may not:
+ * computed, not reasoned about. */
+static redislock_err name_key(redislock_client *c, const void *key,
+                              size_t keylen, rl__lockname *n)
+{
+    const char *prefix;
+    size_t plen;
+    char *k;
+
+    memset(n, 0, sizeof *n);
+    if (key == NULL)
+        return rl__err(REDISLOCK_EINVAL, "NULL key");
+    if (keylen == 0)
+        return rl__err(REDISLOCK_EINVAL, "empty lock key");
+    if (keylen > REDISLOCK_KEY_MAX)
+        return rl__err(REDISLOCK_EINVAL,
+                       "lock key of %zu bytes is longer than the limit of %d",
+                       keylen, REDISLOCK_KEY_MAX);
+    prefix = rl__client_prefix(c, &plen);
+    if ((k = malloc(plen + keylen)) == NULL)
+        return rl__err(REDISLOCK_ENOMEM, "out of memory");
+    memcpy(k, prefix, plen);
+    memcpy(k + plen, key, keylen);
+    n->key = k;
+    n->keylen = plen + keylen;
+    n->base = rl__helper_name(n->key, n->keylen, "", &n->baselen);
+    if (n->base == NULL) {
+        free(k);
+        memset(n, 0, sizeof *n);
+        return rl__err(REDISLOCK_ENOMEM, "out of memory");
+    }
+    if (!rl__topo_same_slot(rl__client_topo(c), n->key, n->keylen, n->base,
+                            n->baselen)) {
+        free(k);
+        free((char *)n->base);
+        memset(n, 0, sizeof *n);
+        return rl__err(REDISLOCK_EINVAL,
+                       "in a Redis Cluster this key's helper keys would "
+                       "hash to another slot than the key: give it a "
+                       "non-empty {hash tag}");
+    }
+    return REDISLOCK_OK;
+}
+
+static void unname(rl__lockname *n)
+{
+    free((char *)n->key);
+    free((char *)n->base);
+}
+
+redislock_err redislock_lock_new(redislock_client *c, const void *key,
+                                 size_t keylen, redislock_lock **out)
+{
+    redislock_lock *l;
+    rl__lockname n;
+    redislock_err err;
+
+    if (out != NULL)
+        *out = NULL;
+    if (c == NULL || key == NULL || out == NULL)
+        return rl__err(REDISLOCK_EINVAL, "NULL client, key or output");
+    if ((err = name_key(c, key, keylen, &n)) != REDISLOCK_OK)
+        return err;
+    if ((l = calloc(1, sizeof *l)) == NULL) {
+        unname(&n);
+        return rl__err(REDISLOCK_ENOMEM, "out of memory");
+    }
+    l->key = (char *)n.key;
+    l->keylen = n.keylen;
+    l->prefixlen = l->keylen - keylen;
+    l->base = (char *)n.base;
+    l->baselen = n.baselen;
+    l->wait_name = (rl__lockname){l->key, l->keylen, l->base, l->baselen};
+    l->client = c;
+    l->algo = rl__client_algo(c);
+    l->pool = rl__topo_node(rl__client_topo(c), l->key, l->keylen);
+    l->holder_ttl = -2;
+    l->acks = RL_ACKS_NONE;
+    pthread_mutex_init(&l->mu, NULL);
+    *out = l;
+    return REDISLOCK_OK;
+}
+
+/* Why a set's further key k (its name n) cannot join the set of l: given
+ * before. */
+static redislock_err check_member(redislock_lock *l, const rl__lockname *n,
+                                  int i)
+{
+    int j;
+
+    if (n->keylen == l->keylen && memcmp(n->key, l->key, l->keylen) == 0)
+        return rl__err(REDISLOCK_EINVAL, "key %d of the set is key 0 again", i);
+    for (j = 0; j < i - 1; j++)
+        if (n->keylen == l->more[j].keylen &&
+            memcmp(n->key, l->more[j].key, n->keylen) == 0)
+            return rl__err(REDISLOCK_EINVAL,
+                           "key %d of the set is key %d again", i, j + 1);
+    return REDISLOCK_OK;
+}
+
+redislock_err redislock_lock_new_multi(redislock_client *c,
+                                       const void *const *keys,
+                                       const size_t *keylens, size_t n,
+                                       redislock_lock **out)
+{
+    redislock_lock *l;
+    redislock_err err;
+    size_t i;
+
+    if (out != NULL)
+        *out = NULL;
+    if (c == NULL || keys == NULL || keylens == NULL || out == NULL)
+        return rl__err(REDISLOCK_EINVAL, "NULL client, keys or output");
+    if (n == 0 || n > REDISLOCK_SET_MAX)
+        return rl__err(REDISLOCK_EINVAL,
+                       "a set of %zu keys: a set has 1 to %d keys", n,
+                       REDISLOCK_SET_MAX);
+    if (n > 1 && rl__client_algo(c)->no_set != NULL)
+        return rl__err(REDISLOCK_EINVAL, "%s", rl__client_algo(c)->no_set);
+    if ((err = redislock_lock_new(c, keys[0], keylens[0], &l)) != REDISLOCK_OK)
+        return err;
+    if (n > 1 && (l->more = calloc(n - 1, sizeof *l->more)) == NULL) {
+        redislock_lock_free(l);
+        return rl__err(REDISLOCK_ENOMEM, "out of memory");
+    }
+    for (i = 1; i < n; i++) {
+        err = name_key(c, keys[i], keylens[i], &l->more[i - 1]);
+        if (err == REDISLOCK_OK)
+            err = check_member(l, &l->more[i - 1], (int)i);
+        if (err != REDISLOCK_OK) {
+            if (l->more[i - 1].key != NULL)
+                l->nmore = (int)i;
+            redislock_lock_free(l);
+            return err;
+        }
+        l->nmore = (int)i;
+    }
+    /* Keys that one script cannot reach together are taken group by
+     * group (spread.c). */
+    if (rl__spread_needed(l) && (err = rl__spread_new(l)) != REDISLOCK_OK) {
+        redislock_lock_free(l);
+        return err;
+    }
+    *out = l;
+    return REDISLOCK_OK;
+}
+
+void redislock_lock_free(redislock_lock *l)
+{
+    if (l == NULL)
+        return;
+    if (l->aop != NULL)
+        rl__alock_forget(l);
+    rl__lock_unwatch(l);
+    pthread_mutex_destroy(&l->mu);
+    free(l->default_owner);
+    free(l->info_buf);
+    free(l->chan);
+    while (l->nmore > 0)
+        unname(&l->more[--l->nmore]);
+    free(l->more);
+    rl__spread_free(l->spread);
+    free(l->base);
+    free(l->key);
+    free(l);
+}
+
+static redislock_err start_release(rl__alock *al, redislock_lock *l, void *arg,
+                                   rl__alock_cb cb, void *cbarg)
+{
+    return rl__alock_release(al, l, *(const int64_t *)arg, cb, cbarg);
+}
+
+static redislock_err start_extend(rl__alock *al, redislock_lock *l, void *arg,
+                                  rl__alock_cb cb, void *cbarg)
+{
+    return rl__alock_extend(al, l, *(const int64_t *)arg, cb, cbarg);
+}
+
+redislock_err redislock_release_hold(redislock_lock *l, int64_t hold_after_ms)
+{
+    char hold[24];
+    long long n = 0;
+    redislock_err err = rl__lock_release_check(l, hold_after_ms);
+
+    if (err != REDISLOCK_OK)
+        return err;
+    /* The last hold: stop renewals first, and wait for one in flight, so
+     * that no renewal is ever sent after release. */
+    if (l->own == 1)
+        rl__lock_unwatch(l);
+    if (l->watch == NULL)
+        return rl__engine_call(l, start_release, &hold_after_ms, 0);
+    snprintf(hold, sizeof hold, "%" PRId64, hold_after_ms);
+    err = l->algo->owner(l, &rl__script_release, hold, 0, &n);
+    rl__lock_released(l, err, n);
+    return err;
+}
+
+redislock_err redislock_release(redislock_lock *l)
+{
+    return redislock_release_hold(l, 0);
+}
+
+redislock_err redislock_extend(redislock_lock *l, int64_t ttl_ms)
+{
+    redislock_err err = rl__lock_extend_check(l, ttl_ms);
+
+    if (err != REDISLOCK_OK)
+        return err;
+    if (l->watch == NULL)
+        return rl__engine_call(l, start_extend, &ttl_ms, 0);
+    err = rl__lock_send_extend(l, ttl_ms, 0);
+    rl__lock_extended(l, err);
+    return err;
+}
+
+int redislock_lost_fd(const redislock_lock *l)
+{
+    return l != NULL ? rl__watch_efd(l->watch) : -1;
+}
+
+static redislock_err start_acquire(rl__alock *al, redislock_lock *l, void *arg,
+                                   rl__alock_cb cb, void *cbarg)
+{
+    return rl__alock_acquire(al, l, arg, cb, cbarg);
+}
+
+/* On a private loop (engine.c), as every blocking call. */
+static redislock_err acquire(redislock_lock *l,
+                             const redislock_acquire_options *opts)
+{
+    static const redislock_acquire_options defaults;
+
+    if (l == NULL)
+        return rl__err(REDISLOCK_EINVAL, "NULL lock handle");
+    return rl__engine_call(l, start_acquire,
+                           (void *)(opts != NULL ? opts : &defaults), 1);
+}
+
+redislock_err redislock_acquire_sized(redislock_lock *l,
+                                      const redislock_acquire_options *opts,
+                                      size_t opts_size)
+{
+    redislock_acquire_options o;
+    redislock_err err;
+
+    if (opts != NULL &&
+        (err = rl__abi_check(opts_size, RL_ACQUIRE_OPTIONS_SIZE_0_1,
+                             "redislock_acquire_options")) != REDISLOCK_OK)
+        return err;
+    return acquire(l, rl__abi_in(&o, sizeof o, opts, opts_size));
+}
+
+/* The 0.1 entry point, which takes 0.1's redislock_acquire_options. The
+ * name is in parentheses because the header makes it a macro. */
+redislock_err(redislock_acquire)(redislock_lock *l,
+                                 const redislock_acquire_options *opts)
+{
+    return redislock_acquire_sized(l, opts, RL_ACQUIRE_OPTIONS_SIZE_0_1);
+}
+
+void redislock_cancel(redislock_lock *l)
+{
+    if (l == NULL)
+        return;
+    pthread_mutex_lock(&l->mu);
+    l->cancelled = 1;
+    pthread_mutex_unlock(&l->mu);
+    rl__engine_cancel(l);
+}

@@ -1,0 +1,78 @@
+/*
+ * A lock's script requests with their keys, and the abandon request
+ * (keyed.c).
+ */
+#ifndef RL_KEYED_H
+#define RL_KEYED_H
+
+#include "lock.h"
+
+/* Runs the script request q (its keys left to this) for the lock k: the
+ * keys its layout names (req: the request whose void key it takes, or
+ * NULL), wherever t sends k's key, or on node p when it is not NULL. */
+redislock_err rl__lock_run(rl__topo *t, rl__pool *p, const rl__lockname *k,
+                           const char *req, rl__request *q, rl__reply **out);
+
+/* rl__lock_run for a set: the keys of k, then of each lock of more
+ * (nmore), in a set script's layout. */
+redislock_err rl__lock_run_set(rl__topo *t, rl__pool *p, const rl__lockname *k,
+                               const rl__lockname *more, int nmore,
+                               const char *req, rl__request *q,
+                               rl__reply **out);
+
+/* Sends the script request q for l's lock (keys as rl__lock_run) on the
+ * non-blocking connection c, a connection to node at (q's keys and
+ * arguments are copied); on a cluster (rt not NULL) then wherever its
+ * redirections say (aroute.h). cb gets its reply or failure (error
+ * replies unmapped: rl__request_check). */
+redislock_err rl__lock_send_async(redislock_lock *l, struct rl__aroute *rt,
+                                  rl__aconn *c, rl__pool *at, const char *req,
+                                  rl__request *q, rl__aconn_cb cb, void *arg);
+
+/* rl__lock_send_async for the keys names (n of them, the first routing
+ * it): a group of a set's keys that one script reaches (agroup.c). */
+redislock_err rl__lock_names_send_async(struct rl__aroute *rt, rl__aconn *c,
+                                        rl__pool *at, const rl__lockname *names,
+                                        int n, const char *req,
+                                        const rl__request *q, rl__aconn_cb cb,
+                                        void *arg);
+
+/* abandon.lua's request (set_abandon.lua's for a set of n), its
+ * arguments' storage in a: the token voided for a minute past its TTL,
+ * since a request held up in a network queue (TCP retransmissions) may
+ * arrive that late. Its keys are the sender's to add. */
+typedef struct rl__abandon_req {
+    char ttl[24];
+    const char *args[3];
+    size_t lens[3];
+    rl__request q;
+} rl__abandon_req;
+
+void rl__abandon_request(int n, const char *token, const char *req,
+                         int64_t ttl_ms, rl__abandon_req *a);
+
+/* One try at making sure an acquire request req (for token or owner id
+ * token, with ttl_ms), whose reply was lost, does not hold the lock (or
+ * the set) named by names (n of them; the first routes), now or when it
+ * arrives late (abandon.lua, set_abandon.lua): on server p (one of a
+ * Redlock quorum), or with p NULL wherever t sends the first key; waits
+ * at most timeout_ms. */
+redislock_err rl__abandon(rl__topo *t, rl__pool *p, const rl__lockname *names,
+                          int n, const char *token, const char *req,
+                          int64_t ttl_ms, int64_t timeout_ms);
+
+/* rl__abandon's try on an event loop: sent on c, a connection to node at
+ * (through a cluster's redirections when rt is not NULL); cb gets the
+ * reply or failure (error replies unmapped). */
+redislock_err rl__abandon_send_async(struct rl__aroute *rt, rl__aconn *c,
+                                     rl__pool *at, const rl__lockname *names,
+                                     int n, const char *token, const char *req,
+                                     int64_t ttl_ms, rl__aconn_cb cb,
+                                     void *arg);
+
+/* Whether an abandon that failed with err is worth another try: only a
+ * failure to reach the server, or a server that cannot serve for now
+ * (loading, a busy script). */
+int rl__abandon_again(redislock_err err);
+
+#endif
