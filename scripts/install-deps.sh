@@ -5,7 +5,7 @@ set -eu
 
 PKGS="gcc make cmake pkg-config libhiredis-dev redis-server redis-tools
 python3 python3-redis man-db groff-base clang-format libfaketime
-libevent-dev libuv1-dev libev-dev"
+libevent-dev libuv1-dev libev-dev universal-ctags"
 
 missing=""
 for p in $PKGS; do

@@ -19,6 +19,7 @@ of the call graph), then a count line. Exits 1 when there is either,
 """
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -44,15 +45,23 @@ def layers():
 
 def functions():
     """Function name -> the file defining it, for those not static."""
+    # Debian's universal-ctags installs ctags-universal, and ctags as an
+    # alternative that another ctags package may hold.
+    ctags = shutil.which("ctags-universal") or "ctags"
     out = subprocess.run(
-        ["ctags", "-x", "--c-kinds=f", "--language-force=C"] +
+        [ctags, "-x", "--c-kinds=f", "--language-force=C"] +
         sorted(f for f in os.listdir(SRC) if f.endswith(".c")),
         cwd=SRC, capture_output=True, text=True, check=True).stdout
     defs = {}
     for line in out.splitlines():
         m = re.match(r"(\S+)\s+function\s+\d+\s+(\S+)\s+(.*)", line)
-        if m and not m.group(3).lstrip().startswith("static"):
-            defs[m.group(1)] = m.group(2)
+        if not m or m.group(3).lstrip().startswith("static"):
+            continue
+        # "redislock_err(redislock_acquire)(...)", a definition whose name
+        # is in parentheses (the header makes it a macro), is read by
+        # ctags as one of a function named after its type.
+        p = re.match(r"\s*\w+\((\w+)\)\s*\(", m.group(3))
+        defs[p.group(1) if p else m.group(1)] = m.group(2)
     return defs
 
 

@@ -69,4 +69,9 @@ for f in *.c *.h; do
     done
 done
 [ -z "$bad" ] || fail "layers crossed:$bad"
+# The calls too: none into a higher layer, and no files that call each
+# other round a loop (scripts/layer-calls.py, with Universal Ctags).
+calls=$(python3 "$SRCDIR/scripts/layer-calls.py" 2>&1) ||
+    fail "calls cross the layers or go round a loop:
+$calls"
 exit 0
