@@ -283,7 +283,7 @@ void rl__acq_abandon(redislock_lock *l, const rl__acq *a)
     if (!l->algo->abandons)
         return;
     fill_try(a, rl__now_ms(), &t);
-    a->abandon(a->drv, l, &t);
+    a->abandon(a->drv, l, &t, 0);
 }
 
 /* Whether a hand-off told on the waiter's channel is taken as it is:
@@ -519,7 +519,7 @@ static void give_back(redislock_lock *l, const rl__acq *a)
     rl__try t;
 
     fill_try(a, rl__now_ms(), &t);
-    a->abandon(a->drv, l, &t);
+    a->abandon(a->drv, l, &t, 1);
     /* 2: holds of a re-entrant lock remain (abandon.lua took back this
      * request's only). */
     rl__lock_released(l, REDISLOCK_OK, l->own > 1 ? 2 : 1);

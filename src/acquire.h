@@ -50,9 +50,11 @@ typedef struct rl__acq {
     char nonce[RL_TOKEN_HEXLEN + 1]; /* req for a lock with an owner id */
     /* The engine's ways, set after rl__acq_begin, with its context drv:
      * who makes sure an abandoned attempt holds nothing (a sweep on the
-     * loop); and who renews a lock just taken (rl__acq_watch's
-     * arguments; NULL: the watchdog thread, as for a private loop's). */
-    void (*abandon)(void *drv, redislock_lock *l, const rl__try *t);
+     * loop; settle: a give-back, which a blocking call waits for as for a
+     * release, where a lost attempt's sweep is left to the background); and who
+     * renews a lock just taken (rl__acq_watch's arguments; NULL: the watchdog
+     * thread, as for a private loop's). */
+    void (*abandon)(void *drv, redislock_lock *l, const rl__try *t, int settle);
     redislock_err (*watch)(void *drv, redislock_lock *l,
                            const redislock_acquire_options *o, int64_t sent_us,
                            int64_t first_us);

@@ -141,8 +141,8 @@ static void undo_done(void *arg, redislock_err err, const rl__reply *r)
         /* Not known to be given back: swept, as the blocking calls hand
          * it to the janitor. */
         names = rl__spread_group(gr->l, s->g, &n);
-        gr->io.sweep(gr->io.ctx, names, n, gr->t->id, gr->t->req,
-                     gr->t->ttl_ms);
+        gr->io.sweep(gr->io.ctx, names, n, gr->t->id, gr->t->req, gr->t->ttl_ms,
+                     0);
     }
     if (gr->pending == 0)
         chain_end(gr);
@@ -165,7 +165,7 @@ static void undo(rl__agroup *gr, int upto)
             const rl__lockname *names = rl__spread_group(gr->l, g, &n);
 
             gr->io.sweep(gr->io.ctx, names, n, gr->t->id, gr->t->req,
-                         gr->t->ttl_ms);
+                         gr->t->ttl_ms, 0);
         }
     if (gr->pending == 0)
         chain_end(gr);
@@ -257,14 +257,14 @@ redislock_err rl__agroup_attempt(const rl__agroup_io *io, redislock_lock *l,
 }
 
 void rl__agroup_abandon(const rl__agroup_io *io, redislock_lock *l,
-                        const rl__try *t)
+                        const rl__try *t, int settle)
 {
     int g, n;
 
     for (g = 0; g < rl__spread_ngroups(l); g++) {
         const rl__lockname *names = rl__spread_group(l, g, &n);
 
-        io->sweep(io->ctx, names, n, t->id, t->req, t->ttl_ms);
+        io->sweep(io->ctx, names, n, t->id, t->req, t->ttl_ms, settle);
     }
 }
 

@@ -29,9 +29,11 @@ typedef struct rl__agroup_io {
                           rl__aconn_cb cb, void *arg);
     /* Makes sure the request req of token holds nothing of the keys
      * names, now or when it arrives late (an abandon, tried again while
-     * the node cannot be reached). */
+     * the node cannot be reached); with settle, a blocking call waits
+     * for its first try before it returns. */
     void (*sweep)(void *ctx, const rl__lockname *names, int n,
-                  const char *token, const char *req, int64_t ttl_ms);
+                  const char *token, const char *req, int64_t ttl_ms,
+                  int settle);
 } rl__agroup_io;
 
 typedef struct rl__agroup rl__agroup;
@@ -49,10 +51,10 @@ redislock_err rl__agroup_attempt(const rl__agroup_io *io, redislock_lock *l,
                                  const rl__try *t, rl__agroup_cb cb, void *arg,
                                  rl__agroup **out);
 
-/* The attempt t of l, whose reply was lost (or whose set must be given
- * back): swept on every group, now (io's sweep). */
+/* The attempt t of l, whose reply was lost (or, settle, whose set must
+ * be given back): swept on every group, now (io's sweep). */
 void rl__agroup_abandon(const rl__agroup_io *io, redislock_lock *l,
-                        const rl__try *t);
+                        const rl__try *t, int settle);
 
 /* l's release or extend (s: rl__script_release or rl__script_extend,
  * arg2 its hold-after or TTL) on every group: cb hears what the blocking

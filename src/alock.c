@@ -157,6 +157,8 @@ struct sweep {
     rl__alock *al;        /* NULL once the loop has gone */
     rl__pool *pool;       /* a Redlock server; NULL: the key's node */
     int out;              /* a try's reply to come */
+    int settle; /* a blocking call waits for its first try (rl__alock_busy):
+                   a give-back, as a release; not a lost attempt's */
     int64_t give_up_us, ttl_ms;
     rl__lockname names[1 + REDISLOCK_SET_MAX]; /* the lock's keys */
     int n;
@@ -191,7 +193,8 @@ static redislock_err gio_send(void *ctx, const rl__lockname *names, int n,
                               const char *req, const rl__request *q,
                               rl__aconn_cb cb, void *arg);
 static void gio_sweep(void *ctx, const rl__lockname *names, int n,
-                      const char *token, const char *req, int64_t ttl_ms);
+                      const char *token, const char *req, int64_t ttl_ms,
+                      int settle);
 
 redislock_err rl__alock_new(redislock_client *c, const rl__loop_ops *ops,
                             rl__alock **out)
@@ -536,7 +539,7 @@ static void sweep_try(sweep *sw)
  * memory, the lease ends it. The caller's error detail stays. */
 static void sweep_start(rl__alock *al, rl__pool *pool,
                         const rl__lockname *names, int n, const char *token,
-                        const char *req, int64_t ttl_ms)
+                        const char *req, int64_t ttl_ms, int settle)
 {
     size_t tl = strlen(token), ql = strlen(req), size = tl + ql + 2;
     sweep *sw;
@@ -562,6 +565,7 @@ static void sweep_start(rl__alock *al, rl__pool *pool,
     sw->al = al;
     sw->pool = pool;
     sw->ttl_ms = ttl_ms;
+    sw->settle = settle;
     sw->give_up_us = rl__now_us() + (ttl_ms + 60000) * 1000;
     sw->next = al->sweeps;
     if (al->sweeps != NULL)
@@ -575,18 +579,19 @@ static void sweep_start(rl__alock *al, rl__pool *pool,
 /* The acquire's hook (rl__acq's abandon): a lost attempt is swept on the
  * loop rather than by the janitor thread; a set's groups each on their
  * node. */
-static void loop_abandon(void *ctx, redislock_lock *l, const rl__try *t)
+static void loop_abandon(void *ctx, redislock_lock *l, const rl__try *t,
+                         int settle)
 {
     rl__alock *al = ctx;
     rl__lockname names[1 + REDISLOCK_SET_MAX];
     int n;
 
     if (l->algo->groups) {
-        rl__agroup_abandon(&al->gio, l, t);
+        rl__agroup_abandon(&al->gio, l, t, settle);
         return;
     }
     n = rl__lock_names(l, names);
-    sweep_start(al, NULL, names, n, t->id, t->req, t->ttl_ms);
+    sweep_start(al, NULL, names, n, t->id, t->req, t->ttl_ms, settle);
 }
 
 /* agroup.c's way to a group's node: the request connection of the node
@@ -606,9 +611,10 @@ static redislock_err gio_send(void *ctx, const rl__lockname *names, int n,
 }
 
 static void gio_sweep(void *ctx, const rl__lockname *names, int n,
-                      const char *token, const char *req, int64_t ttl_ms)
+                      const char *token, const char *req, int64_t ttl_ms,
+                      int settle)
 {
-    sweep_start(ctx, NULL, names, n, token, req, ttl_ms);
+    sweep_start(ctx, NULL, names, n, token, req, ttl_ms, settle);
 }
 
 /* The loop goes: what it was still sweeping goes to the janitor. */
@@ -647,7 +653,7 @@ static void undo_send(rl__alock *al, redislock_lock *l, const rl__try *t)
 
     for (i = 0; i < topo->npools; i++)
         sweep_start(al, rl__topo_each(topo, i), names, n, t->id, t->req,
-                    t->ttl_ms);
+                    t->ttl_ms, 1);
 }
 
 /* What the loop cannot do yet for l, or with l under way already. */
@@ -2040,7 +2046,7 @@ int rl__alock_busy(const rl__alock *al)
     if (al->loose > 0)
         return 1;
     for (sw = al->sweeps; sw != NULL; sw = sw->next)
-        if (sw->out)
+        if (sw->out && sw->settle)
             return 1;
     return 0;
 }

@@ -106,8 +106,10 @@ void rl__alock_cancel(rl__alock *al, redislock_lock *l);
 void rl__alock_private(rl__alock *al);
 
 /* Whether al still waits for the answer to a request that no operation
- * waits for: a fair waiter's leave, a sweep's first try (an abandon, the
- * give-back of an unconfirmed lock). A private loop runs on until it has
+ * waits for: a fair waiter's leave, the first try of a sweep that gives
+ * a lock back (not of one after a lost reply, which the janitor takes
+ * over, as the blocking driver left it to the janitor's background
+ * tries). A private loop runs on until it has
  * none (rl__ploop_settle), so that a blocking call's requests are
  * answered before it returns, as the blocking driver's were; each has
  * its deadline. */
