@@ -275,7 +275,7 @@ static rl__pool *wait_pool(const rl__alock *al, const redislock_lock *l)
  * one its waiter blocked on (pause_blocked lends it), once idle, or an
  * idle one of the client's pool (the constructor's, the watchdog's),
  * made non-blocking; 0: none. A blocking call then holds one connection
- * per server, as the blocking driver's do. */
+ * per server, as the blocking driver's did. */
 static int node_reuse(rl__alock *al, node *n)
 {
     rl__conn *pc;
@@ -1613,7 +1613,7 @@ static void attempt(aop *op)
 /* A blocked waiter's BLPOP came back (woken, or its time ran out), or
  * failed: its attempt, sent behind it, answers next; without one, it
  * tries now. An error reply other than a cluster's change ends the
- * acquire at its next pause, as the blocking waiter's does: waiting on,
+ * acquire at its next pause, as the blocking driver's waiter did: waiting on,
  * it would send BLPOP and an attempt in a loop as fast as the server
  * answers. */
 static void blocked_done(void *arg, redislock_err err, const rl__reply *r)
@@ -1639,12 +1639,12 @@ static void blocked_done(void *arg, redislock_err err, const rl__reply *r)
         resume(op, RL_WAIT_WOKEN);
 }
 
-/* The pause as the blocking calls' waiters take it, where a blocker is
- * free: BLPOP on the wake list for the pause, less a server tick (its
- * timeout's grain), and no longer than half the lease (the attempt's
- * validity counts from the BLPOP's send), with the next attempt behind
- * it, which the server runs as soon as a release wakes the BLPOP, with
- * no round trip between. Returns 0 when the pause must be the loop's. */
+/* A waiter's pause blocked on the server, where a blocker is free: BLPOP
+ * on the wake list for the pause, less a server tick (its timeout's
+ * grain), and no longer than half the lease (the attempt's validity
+ * counts from the BLPOP's send), with the next attempt behind it, which
+ * the server runs as soon as a release wakes the BLPOP, with no round
+ * trip between. Returns 0 when the pause must be the loop's. */
 static int pause_blocked(aop *op, int64_t pause_ms)
 {
     rl__alock *al = op->al;
@@ -1682,7 +1682,7 @@ static int pause_blocked(aop *op, int64_t pause_ms)
         n->blk[i] = NULL;
     }
     /* A private loop's waiter blocks on its request connection, idle
-     * once the attempt's reply came, as the blocking calls' waiter does
+     * once the attempt's reply came, as the blocking driver's waiter did
      * (node_reuse takes it back). */
     if (n->blk[i] == NULL && al->private_loop && n->cmd != NULL &&
         !rl__aconn_broken(n->cmd) && rl__aconn_pending(n->cmd) == 0) {
@@ -1713,8 +1713,7 @@ static int pause_blocked(aop *op, int64_t pause_ms)
      * None where the key's node may change (a cluster, Sentinel: when it
      * dies the attempt's reply is lost with the BLPOP's, and the call with
      * it, where one sent after finds the new node) or where an attempt is
-     * followed by WAIT (the guards), as in the blocking calls (one.c's
-     * wait_attempt). */
+     * followed by WAIT (the guards). */
     if (!rl__topo_moves(rl__client_topo(al->c)) && !rl__lock_guarded(l) &&
         l->algo->attempt_prepare != NULL &&
         rl__acq_try(l, &op->a, op->a.tries, op->a.deadline_ms, &t) ==

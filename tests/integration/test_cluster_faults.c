@@ -406,7 +406,7 @@ void test_cluster_waiter_waits_through_clusterdown(void)
  * A waiter blocked (BLPOP) on a master that CLUSTER FAILOVER turns into
  * a replica: Redis ends its BLPOP with -UNBLOCKED (the instance's state
  * changed), before any attempt of the waiter's could run there (none
- * goes behind a cluster waiter's BLPOP, one.c's wait_attempt). The
+ * goes behind a cluster waiter's BLPOP: alock.c's pause_blocked). The
  * waiter waits on (10 s) behind the holder, now on the promoted
  * replica, and gets the lock when the holder releases it there.
  */
