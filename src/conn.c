@@ -37,10 +37,6 @@ struct rl__conn {
     int spoke;          /* a reply has been read: the peer speaks RESP */
 };
 
-/* A connection idle for less than this is not checked before reuse: what
- * the check finds (a server's close, stray bytes) comes with idleness. */
-#define RL_STALE_AFTER_US 100000
-
 /* Bounds on what a misbehaving server can make us hold: the library's
  * replies have a handful of elements (SCAN batches a few hundred) and are
  * small. */

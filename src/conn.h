@@ -134,6 +134,11 @@ void rl__conn_close(rl__conn *c);
  * or when the socket cannot be switched. */
 redisContext *rl__conn_unblock(rl__conn *c);
 
+/* A connection idle for less than this is not checked before reuse: what
+ * the check finds (a server's close, stray bytes) comes with idleness. A
+ * private loop's connections are checked by the same rule (engine.c). */
+#define RL_STALE_AFTER_US 100000
+
 /* Whether an idle connection has something waiting that nobody asked
  * for: bytes, or the server's close (looked for once it has been idle a
  * while: a syscall saved on the hot path). */

@@ -7,21 +7,24 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "clock.h"
+#include "conn.h"
 #include "engine.h"
 #include "env.h"
 #include "error.h"
 #include "ploop.h"
 
-/* An idle loop on the stack. */
+/* An idle loop on the stack, and since when it is idle. */
 typedef struct idle {
     rl__ploop *pl;
-    struct idle *next;
+    int64_t since_us;
 } idle;
 
 struct rl__engine {
     redislock_client *c;
     pthread_mutex_t mu;
-    idle *top;
+    idle *stack; /* the idle loops, the last given back on top */
+    size_t n, cap;
 };
 
 /* One call: its lock and engine, and its outcome, written by its
@@ -52,60 +55,62 @@ redislock_err rl__engine_new(redislock_client *c, rl__engine **out)
 
 void rl__engine_free(rl__engine *e)
 {
-    idle *i, *next;
-
     if (e == NULL)
         return;
-    for (i = e->top; i != NULL; i = next) {
-        next = i->next;
-        rl__ploop_free(i->pl);
-        free(i);
-    }
+    while (e->n > 0)
+        rl__ploop_free(e->stack[--e->n].pl);
+    free(e->stack);
     pthread_mutex_destroy(&e->mu);
     free(e);
 }
 
-/* An idle loop, or a new one. */
+/* An idle loop, or a new one. One idle for a while first hears what came
+ * meanwhile (a server's close of its connection), as the pool checks a
+ * connection idle that long; a loop whose poll() fails is not kept. */
 static redislock_err take(rl__engine *e, rl__ploop **pl)
 {
-    idle *i;
+    idle i = {NULL, 0};
+    redislock_err err;
 
-    pthread_mutex_lock(&e->mu);
-    if ((i = e->top) != NULL)
-        e->top = i->next;
-    pthread_mutex_unlock(&e->mu);
-    if (i == NULL) {
-        redislock_err err = rl__ploop_new(e->c, pl);
-
-        if (err == REDISLOCK_OK)
-            rl__alock_private(rl__ploop_alock(*pl));
-        return err;
+    for (;;) {
+        pthread_mutex_lock(&e->mu);
+        if (e->n > 0)
+            i = e->stack[--e->n];
+        pthread_mutex_unlock(&e->mu);
+        if (i.pl == NULL)
+            break;
+        if (rl__now_us() - i.since_us <= RL_STALE_AFTER_US ||
+            rl__ploop_refresh(i.pl) == REDISLOCK_OK) {
+            *pl = i.pl;
+            return REDISLOCK_OK;
+        }
+        rl__ploop_free(i.pl);
+        i.pl = NULL;
     }
-    *pl = i->pl;
-    free(i);
-    /* A loop whose poll() fails is not kept; a new one takes its place. */
-    if (rl__ploop_refresh(*pl) != REDISLOCK_OK) {
-        rl__ploop_free(*pl);
-        return take(e, pl);
-    }
-    return REDISLOCK_OK;
+    if ((err = rl__ploop_new(e->c, pl)) == REDISLOCK_OK)
+        rl__alock_private(rl__ploop_alock(*pl));
+    return err;
 }
 
 /* Back on the stack, what it still sweeps handed to the janitor; freed
- * when even that is out of memory. */
+ * when the stack cannot grow. */
 static void give_back(rl__engine *e, rl__ploop *pl)
 {
-    idle *i = malloc(sizeof *i);
+    idle *grown;
 
     rl__alock_idle(rl__ploop_alock(pl));
-    if (i == NULL) {
-        rl__ploop_free(pl);
-        return;
-    }
-    i->pl = pl;
     pthread_mutex_lock(&e->mu);
-    i->next = e->top;
-    e->top = i;
+    if (e->n == e->cap) {
+        grown = realloc(e->stack, (e->cap ? e->cap * 2 : 4) * sizeof *grown);
+        if (grown == NULL) {
+            pthread_mutex_unlock(&e->mu);
+            rl__ploop_free(pl);
+            return;
+        }
+        e->stack = grown;
+        e->cap = e->cap ? e->cap * 2 : 4;
+    }
+    e->stack[e->n++] = (idle){pl, rl__now_us()};
     pthread_mutex_unlock(&e->mu);
 }
 
