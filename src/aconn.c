@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 
 #include "aconn.h"
 #include "clock.h"
@@ -72,6 +73,9 @@ struct rl__aconn {
     rl__areq *head, *tail;
     int pending;
     int subscriber; /* subscribed once: takes only (un)subscribes */
+    int fl;         /* the socket's file status flags, once read (have_fl) */
+    int have_fl;
+    int64_t rcv_ms; /* the SO_RCVTIMEO set for rl__aconn_wait (0: none) */
     int sharded;    /* its channels are shard channels (SSUBSCRIBE) */
     rl__asub *subs;
     redislock_err fail; /* why it ended (REDISLOCK_OK: it has not) */
@@ -696,47 +700,120 @@ static void check_connect(rl__aconn *c)
     }
 }
 
-void rl__aconn_io(rl__aconn *c, int what)
+/* Hands on what a read (its status st) put in the reader: every whole
+ * reply to its request, in order; then a read's failure, or a reply
+ * past the reader's bounds, ends the connection. */
+static void take_replies(rl__aconn *c, int st)
 {
     char buf[300];
     void *r;
-    int st;
 
+    /* Replies read before a failure still count. */
+    while (c->ctx != NULL) {
+        if (redisGetReplyFromReader(c->ctx, &r) != REDIS_OK) {
+            fail_io(c);
+            break;
+        }
+        if (r == NULL)
+            break;
+        deliver(c, r);
+    }
+    if (c->ctx != NULL && st != REDIS_OK)
+        fail_io(c);
+    else if (c->ctx != NULL && rl__conn_reader_full(c->ctx->reader))
+        fail(c, REDISLOCK_EPROTOCOL,
+             "%s sent a reply too large for any request of the "
+             "library's: not a Redis server, or one that misbehaves",
+             where(c, buf, sizeof buf));
+}
+
+/* The end of every call that may run callbacks: what they sent goes out,
+ * the loop hears what to watch and when, and a connection closed on the
+ * way is freed. */
+static void io_done(rl__aconn *c)
+{
+    write_some(c, 1);
+    c->depth--;
+    rewatch(c);
+    redeadline(c);
+    maybe_free(c);
+}
+
+void rl__aconn_io(rl__aconn *c, int what)
+{
     c->depth++;
     if (c->ctx != NULL && !c->connected && what != 0)
         check_connect(c);
     if (what & RL_WATCH_WRITE)
         write_some(c, 1);
     while (c->ctx != NULL && c->connected && (what & RL_WATCH_READ)) {
-        /* Replies read before a failure still count. */
-        st = redisBufferRead(c->ctx);
-        while (c->ctx != NULL) {
-            if (redisGetReplyFromReader(c->ctx, &r) != REDIS_OK) {
-                fail_io(c);
-                break;
-            }
-            if (r == NULL)
-                break;
-            deliver(c, r);
-        }
-        if (c->ctx != NULL && st != REDIS_OK)
-            fail_io(c);
-        else if (c->ctx != NULL && rl__conn_reader_full(c->ctx->reader))
-            fail(c, REDISLOCK_EPROTOCOL,
-                 "%s sent a reply too large for any request of the "
-                 "library's: not a Redis server, or one that misbehaves",
-                 where(c, buf, sizeof buf));
+        take_replies(c, redisBufferRead(c->ctx));
         /* Over TLS, decrypted bytes may wait in the session: the socket
          * will not say so. */
         if (c->ctx == NULL || c->ssl == NULL || !rl__conn_tls_pending(c->ssl))
             break;
     }
-    /* What the callbacks sent. */
-    write_some(c, 1);
-    c->depth--;
-    rewatch(c);
-    redeadline(c);
-    maybe_free(c);
+    io_done(c);
+}
+
+int rl__aconn_waitable(const rl__aconn *c, int64_t *deadline_us)
+{
+    const rl__areq *q = c->head;
+
+    if (c->ctx == NULL || !c->connected || c->ssl != NULL ||
+        c->cfg.tls != NULL || c->subscriber || c->unwritten || c->admitting ||
+        q == NULL || q->held != NULL || c->cfg.command_timeout_ms <= 0 ||
+        q->budget_us != c->cfg.command_timeout_ms * 1000 ||
+        q->deadline_us - rl__now_us() < q->budget_us - 1000)
+        return 0;
+    *deadline_us = q->deadline_us;
+    return 1;
+}
+
+/* Makes c's socket blocking (on), its reads bounded by the command
+ * timeout, or non-blocking again; whether it could. */
+static int blocking(rl__aconn *c, int on)
+{
+    struct timeval tv;
+
+    if (!c->have_fl) {
+        if ((c->fl = fcntl(c->fd, F_GETFL)) < 0)
+            return 0;
+        c->have_fl = 1;
+    }
+    if (on && c->rcv_ms != c->cfg.command_timeout_ms) {
+        tv.tv_sec = (time_t)(c->cfg.command_timeout_ms / 1000);
+        tv.tv_usec = (suseconds_t)(c->cfg.command_timeout_ms % 1000 * 1000);
+        if (setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) != 0)
+            return 0;
+        c->rcv_ms = c->cfg.command_timeout_ms;
+    }
+    return fcntl(c->fd, F_SETFL,
+                 on ? c->fl & ~O_NONBLOCK : c->fl | O_NONBLOCK) == 0;
+}
+
+int rl__aconn_wait(rl__aconn *c)
+{
+    int64_t d;
+    int st;
+
+    if (!rl__aconn_waitable(c, &d) || !blocking(c, 1))
+        return 0;
+    c->depth++;
+    /* Bytes, the server's close or an error, or nothing once the
+     * command timeout has passed (EAGAIN: the deadline's tick fails the
+     * request). */
+    st = redisBufferRead(c->ctx);
+    if (!blocking(c, 0)) {
+        char e[128];
+
+        snprintf(e, sizeof e, "%s", strerror(errno));
+        fail(c, REDISLOCK_EIO, "cannot make a socket non-blocking: %s", e);
+    } else {
+        take_replies(c, st);
+    }
+    io_done(c);
+    return 1;
 }
 
 int64_t rl__aconn_deadline(const rl__aconn *c)
@@ -772,6 +849,11 @@ void rl__aconn_tick(rl__aconn *c)
 int rl__aconn_pending(const rl__aconn *c)
 {
     return c->pending;
+}
+
+int rl__aconn_subscribed(const rl__aconn *c)
+{
+    return c->ctx != NULL && c->subscriber;
 }
 
 int rl__aconn_broken(const rl__aconn *c)

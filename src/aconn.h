@@ -106,6 +106,20 @@ redislock_err rl__aconn_unsubscribe(rl__aconn *c, const char *chan, size_t len);
 /* The loop saw what (RL_WATCH_*) on the connection's socket. */
 void rl__aconn_io(rl__aconn *c, int what);
 
+/* Whether the next thing c's socket can bring is the reply to its head
+ * request, a fresh one (sent within the last ms, with no block time),
+ * over a plain socket with nothing left to write and no subscription;
+ * its deadline then in *deadline_us. */
+int rl__aconn_waitable(const rl__aconn *c, int64_t *deadline_us);
+
+/* When rl__aconn_waitable: reads c's socket once in blocking mode, until
+ * bytes come or the command timeout passes, and hands them on as
+ * rl__aconn_io does. A private loop's (ploop.h) wait for one reply: a
+ * blocking read wakes sooner than a poll() and the read after it. 0: c
+ * was not waitable or its socket could not be made blocking (nothing
+ * done: poll instead). */
+int rl__aconn_wait(rl__aconn *c);
+
 /* The earliest deadline (CLOCK_MONOTONIC us) of the connect or a pending
  * request; 0 when nothing waits. */
 int64_t rl__aconn_deadline(const rl__aconn *c);
@@ -116,6 +130,9 @@ void rl__aconn_tick(rl__aconn *c);
 
 /* Requests sent and not yet answered. */
 int rl__aconn_pending(const rl__aconn *c);
+
+/* Whether the connection is up and subscribed: messages may come. */
+int rl__aconn_subscribed(const rl__aconn *c);
 
 /* Whether the connection has failed (it takes no more requests). */
 int rl__aconn_broken(const rl__aconn *c);

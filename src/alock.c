@@ -228,6 +228,11 @@ void rl__alock_io(rl__alock *al, int fd, int what)
     rl__loop_io(al->lp, fd, what);
 }
 
+int rl__alock_wait(rl__alock *al)
+{
+    return rl__loop_wait(al->lp);
+}
+
 void rl__alock_timeout(rl__alock *al)
 {
     rl__loop_timeout(al->lp);

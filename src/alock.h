@@ -74,6 +74,10 @@ void rl__alock_free(rl__alock *al);
 void rl__alock_io(rl__alock *al, int fd, int what);
 void rl__alock_timeout(rl__alock *al);
 
+/* A private loop's wait for the one reply it can be waiting for, in a
+ * blocking read (rl__loop_wait); 0: poll instead. */
+int rl__alock_wait(rl__alock *al);
+
 /* Acquires l as redislock_acquire would, waiting within o->wait_ms. o is
  * copied, its strings (owner, metadata) borrowed until the callback.
  * An error returned means no callback comes. */

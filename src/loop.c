@@ -194,6 +194,29 @@ void rl__loop_io(rl__loop *lp, int fd, int what)
     retime(lp);
 }
 
+int rl__loop_wait(rl__loop *lp)
+{
+    rl__timer *first = rl__timers_first(&lp->timers);
+    rl__lconn *lc, *one = NULL;
+    int64_t d;
+    int done;
+
+    for (lc = lp->conns; lc != NULL; lc = lc->next)
+        if (rl__aconn_pending(lc->c) > 0 || rl__aconn_subscribed(lc->c)) {
+            if (one != NULL)
+                return 0;
+            one = lc;
+        }
+    if (one == NULL || !rl__aconn_waitable(one->c, &d) || first == NULL ||
+        first->at_us < d)
+        return 0;
+    lp->depth++;
+    done = rl__aconn_wait(one->c); /* one may be gone after */
+    lp->depth--;
+    retime(lp);
+    return done;
+}
+
 void rl__loop_timeout(rl__loop *lp)
 {
     int64_t now = rl__now_us();

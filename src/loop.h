@@ -65,6 +65,13 @@ void rl__loop_disarm(rl__loop *lp, rl__loop_timer *t);
 /* The application saw what on fd. */
 void rl__loop_io(rl__loop *lp, int fd, int what);
 
+/* When the loop can only be waiting for one reply on one connection
+ * (the others idle, no subscription, no timer due before that request's
+ * deadline), waits for it in a blocking read (rl__aconn_wait) and hands
+ * on what came; whether it did. For a private loop (ploop.h) only: the
+ * call blocks its thread, up to the command timeout. */
+int rl__loop_wait(rl__loop *lp);
+
 /* The application's timer ran out: every connection past its deadline
  * fails its requests, and user timers due fire, earliest first. */
 void rl__loop_timeout(rl__loop *lp);

@@ -225,6 +225,16 @@ static void dispatch(rl__ploop *pl, const struct pollfd *p)
         rl__alock_io(pl->al, p->fd, what);
 }
 
+/* The engine's timer, if it is due. */
+static void due(rl__ploop *pl)
+{
+    if (pl->due_us >= 0 && rl__now_us() >= pl->due_us) {
+        /* One-shot: the engine asks again for the next one. */
+        pl->due_us = -1;
+        rl__alock_timeout(pl->al);
+    }
+}
+
 /* One poll() round, waiting at most for the engine's timer, or not at
  * all with nowait. */
 static redislock_err round_once(rl__ploop *pl, int nowait,
@@ -233,6 +243,13 @@ static redislock_err round_once(rl__ploop *pl, int nowait,
     size_t n, i;
     int got;
 
+    /* One reply awaited and nothing else: a blocking read, not poll().
+     * A wake-up meanwhile waits for the next round. */
+    if (!nowait && rl__alock_wait(pl->al)) {
+        pl->round++;
+        due(pl);
+        return REDISLOCK_OK;
+    }
     if (poll_set(pl, &n) != 0)
         return rl__err(REDISLOCK_ENOMEM, "out of memory");
     pl->round++;
@@ -241,11 +258,7 @@ static redislock_err round_once(rl__ploop *pl, int nowait,
         return rl__err(REDISLOCK_EIO, "poll: %s", strerror(errno));
     for (i = 1; got > 0 && i < n; i++)
         dispatch(pl, &pl->pfd[i]);
-    if (pl->due_us >= 0 && rl__now_us() >= pl->due_us) {
-        /* One-shot: the engine asks again for the next one. */
-        pl->due_us = -1;
-        rl__alock_timeout(pl->al);
-    }
+    due(pl);
     if (got > 0 && (pl->pfd[0].revents & POLLIN) && drained(pl) &&
         woken != NULL)
         woken(arg);
