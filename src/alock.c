@@ -143,6 +143,7 @@ struct rl__alock {
     sweep *sweeps;     /* lost attempts being abandoned */
     rl__agroup_io gio; /* how a set's groups are reached (agroup.c) */
     int private_loop;  /* rl__alock_private */
+    aop *spare;        /* an ended op's memory, for the next one */
     int loose;         /* requests out that no operation waits for */
 };
 
@@ -679,9 +680,15 @@ static redislock_err check_lock(rl__alock *al, const redislock_lock *l)
 static aop *op_new(rl__alock *al, redislock_lock *l, int kind, rl__alock_cb cb,
                    void *arg)
 {
-    aop *op = calloc(1, sizeof *op);
+    aop *op = al->spare;
 
-    if (op == NULL) {
+    /* A blocking call runs one op after another on its loop: one op's
+     * memory serves the next (an aop is over 1 KiB: no calloc's clear and
+     * no consolidation of the heap per call). */
+    if (op != NULL) {
+        al->spare = NULL;
+        memset(op, 0, sizeof *op);
+    } else if ((op = calloc(1, sizeof *op)) == NULL) {
         rl__err(REDISLOCK_ENOMEM, "out of memory");
         return NULL;
     }
@@ -691,6 +698,15 @@ static aop *op_new(rl__alock *al, redislock_lock *l, int kind, rl__alock_cb cb,
     op->cb = cb;
     op->arg = arg;
     return op;
+}
+
+/* An op that has ended, or never started: kept as the spare, or freed. */
+static void op_drop(aop *op)
+{
+    if (op->al->spare == NULL)
+        op->al->spare = op;
+    else
+        free(op);
 }
 
 /* The operation is under way: l's, and in the loop's list. */
@@ -713,7 +729,7 @@ static redislock_err op_send(aop *op, node *n, rl__request *q, rl__aconn_cb cb)
                                             NULL, q, cb, op);
 
     if (err != REDISLOCK_OK) {
-        free(op);
+        op_drop(op);
         return err;
     }
     op->inflight = 1;
@@ -730,7 +746,7 @@ static redislock_err op_round(aop *op, rl__request *q, int64_t timeout_ms,
         round_send(op->al, op->l, q, NULL, timeout_ms, done, op, &op->rd);
 
     if (err != REDISLOCK_OK) {
-        free(op);
+        op_drop(op);
         return err;
     }
     op_start(op);
@@ -740,7 +756,7 @@ static redislock_err op_round(aop *op, rl__request *q, int64_t timeout_ms,
 static void op_free_if_idle(aop *op)
 {
     if (op->l == NULL && op->inflight == 0)
-        free(op);
+        op_drop(op);
 }
 
 static void chan_free(chan *ch)
@@ -1746,7 +1762,7 @@ redislock_err rl__alock_acquire(rl__alock *al, redislock_lock *l,
         return REDISLOCK_ENOMEM;
     op->o = *o;
     if ((err = rl__acq_begin(l, &op->o, &op->a)) != REDISLOCK_OK) {
-        free(op);
+        op_drop(op);
         return err;
     }
     op->a.abandon = loop_abandon;
@@ -1827,7 +1843,7 @@ static redislock_err op_groups(aop *op, const rl__script *s, const char *arg2)
                                          owner_group_done, op, &op->grp);
 
     if (err != REDISLOCK_OK) {
-        free(op);
+        op_drop(op);
         return err;
     }
     op_start(op);
@@ -2035,6 +2051,7 @@ void rl__alock_free(rl__alock *al)
             chan_free(n->chans);
         free(n);
     }
+    free(al->spare);
     free(al);
 }
 

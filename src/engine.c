@@ -120,8 +120,8 @@ static void ended(redislock_lock *l, redislock_err err, void *arg)
 
     (void)l;
     k->err = err;
-    snprintf(k->detail, sizeof k->detail, "%s",
-             err != REDISLOCK_OK ? redislock_errdetail() : "");
+    if (err != REDISLOCK_OK)
+        snprintf(k->detail, sizeof k->detail, "%s", redislock_errdetail());
     atomic_store(&k->done, 1);
 }
 
