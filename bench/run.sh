@@ -57,13 +57,18 @@ if [ ! -f "$stamp" ] || [ "$peers/package-lock.json" -nt "$stamp" ]; then
 fi
 
 # lockbench links the static library, and its rl__script_release (the SHA
-# and source of the release script the raw loop sends), hence -Isrc.
+# and source of the release script the raw loop sends), hence the -I of
+# src/'s layer folders (those holding headers).
+srcinc=()
+for d in src/*/; do
+    if compgen -G "$d*.h" >/dev/null; then srcinc+=("-I${d%/}"); fi
+done
 mkdir -p "$out" "$build/bench"
 rm -f "$out"/cdf-*.dat "$out"/cycles-*.bin "$out"/handoff.png
 bin=$build/bench/lockbench
 # shellcheck disable=SC2046  # pkg-config prints several words.
 cc -std=c11 -O2 -g -Wall -Wextra -Wstrict-prototypes -Wwrite-strings \
-    -Iinclude -Isrc $(pkg-config --cflags hiredis libevent) \
+    -Iinclude "${srcinc[@]}" $(pkg-config --cflags hiredis libevent) \
     -o "$bin" bench/lockbench.c bench/micro.c bench/contend.c \
     bench/memory.c bench/loopscale.c bench/report.c bench/util.c \
     "$lib" $(pkg-config --libs hiredis libevent) -lpthread ||

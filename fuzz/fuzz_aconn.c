@@ -1,5 +1,5 @@
 /*
- * libFuzzer target for the non-blocking connection (src/aconn.c): what it
+ * libFuzzer target for the non-blocking connection (src/wire/aconn.c): what it
  * does with a server's bytes itself, beyond hiredis's reply parser, in
  * both modes: replies matched to requests in order, the handshake's
  * checks, and on a subscriber connection confirmations, messages,

@@ -3,7 +3,7 @@
  * replies: the public API, run against a "server" whose every byte comes
  * from the fuzzer.
  *
- * The library's own connection code (src/conn.c) runs unchanged; only
+ * The library's own connection code (src/wire/conn.c) runs unchanged; only
  * a few calls are swapped out at link time (-Wl,--wrap): connect returns
  * a real hiredis context on a socketpair nobody writes to,
  * redisBufferWrite drops the formatted request, redisBufferRead feeds the

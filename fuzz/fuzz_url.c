@@ -1,5 +1,5 @@
 /*
- * libFuzzer target for the URL parser (src/url.c): any bytes, as a
+ * libFuzzer target for the URL parser (src/base/url.c): any bytes, as a
  * NUL-terminated string. Besides the sanitizers it checks what a caller
  * relies on: a parsed URL names exactly one endpoint with a port and a
  * database in range; a failure is EINVAL (or ENOTLS) with a detail.

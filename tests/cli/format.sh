@@ -9,7 +9,7 @@ command -v clang-format >/dev/null 2>&1 ||
     fail "clang-format is not installed (Debian package clang-format)"
 cd "$SRCDIR"
 bad=
-for f in src/*.c src/*.h include/*.h cli/*.c cli/*.h; do
+for f in src/*/*.c src/*/*.h include/*.h cli/*.c cli/*.h; do
     clang-format --style=file "$f" | cmp -s - "$f" || bad="$bad $f"
 done
 [ -z "$bad" ] || fail "not formatted by .clang-format:$bad"

@@ -13,15 +13,15 @@ cd "$SRCDIR/src"
 if grep -n "\.\. '[a-z:]*'" lua/*.lua; then
     fail "a script builds a key name: declare the key in KEYS instead"
 fi
-roles=$(sed -n '/^static const char \*const role_suffix/,/};/p' keys.c |
+roles=$(sed -n '/^static const char \*const role_suffix/,/};/p' base/keys.c |
     grep -o '"[a-z:]*"' | tr -d '"')
 # "c:" names a fair waiter's channel (wait.c), which is not a key.
-c=$(grep -oh 'rl__helper_\(name\|join\)([^"]*"[a-z:]*"' ./*.c |
+c=$(grep -oh 'rl__helper_\(name\|join\)([^"]*"[a-z:]*"' ./*/*.c |
     sed 's/.*"\([a-z:]*\)"$/\1/' | grep -vx 'c:')
 # shellcheck disable=SC2086 # one suffix a word
 written=$(printf '%s\n' $roles $c | grep -v '^$' | sort -u)
 known=$( (printf '%s\n' $roles
-    sed -n '/^static int helper_suffix/,/^}/p' keys.c |
+    sed -n '/^static int helper_suffix/,/^}/p' base/keys.c |
         grep -o '"[a-z:]*"' | tr -d '"') | sort -u)
 [ -n "$roles" ] && [ -n "$written" ] && [ -n "$known" ] ||
     fail "no suffixes found: grep needs a look"

@@ -1,8 +1,8 @@
 /*
  * An application's event loop, the tests' own: poll() over the fds the
  * library asked to watch, one timer set where the library said, nothing
- * else. It drives the library's loop core (src/loop.h) or a client's
- * lock operations on a loop (src/alock.h) through the two calls it is
+ * else. It drives the library's loop core (src/node/loop.h) or a client's
+ * lock operations on a loop (src/lock/alock.h) through the two calls it is
  * given, the way an adapter for libevent, libuv or libev would.
  */
 #ifndef RL_TEST_APPLOOP_H

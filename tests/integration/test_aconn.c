@@ -1,5 +1,5 @@
 /*
- * The non-blocking connection (src/aconn.c) on a poll() loop of the
+ * The non-blocking connection (src/wire/aconn.c) on a poll() loop of the
  * test's own, against real servers: many requests in order, the
  * handshake, a server that is down, one that stops answering, a connect
  * that never completes, and closing with requests in flight (from outside

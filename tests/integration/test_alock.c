@@ -1,5 +1,5 @@
 /*
- * The event-loop API (redislock_loop(3), src/alock.c) under the tests'
+ * The event-loop API (redislock_loop(3), src/lock/alock.c) under the tests'
  * own application loop (harness/apploop.h: poll() over what the library
  * asks to watch, one timer), one thread: the scenarios every adapter
  * runs (harness/adapters.h), and what the API refuses.

@@ -1,5 +1,5 @@
 /*
- * The loop core (src/loop.c) under an application loop of the test's
+ * The loop core (src/node/loop.c) under an application loop of the test's
  * own: poll() over the fds the library asked for, one timer set where
  * the library said, nothing else. Many connections to two servers with
  * user timers among them; deadlines met through the application's timer

@@ -1,5 +1,5 @@
 /*
- * The private poll() loop (src/ploop.c), the blocking calls' way to run
+ * The private poll() loop (src/lock/ploop.c), the blocking calls' way to run
  * the engine: an operation started on its engine runs to its callback
  * under rl__ploop_run on the calling thread, with no application loop:
  * an acquire and release; a waiter woken by a release from another

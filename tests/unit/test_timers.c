@@ -1,5 +1,5 @@
 /*
- * The timer heap (src/timers.c) against a model: random arms, re-arms,
+ * The timer heap (src/base/timers.c) against a model: random arms, re-arms,
  * disarms and pops of due timers, each checked against a plain array
  * searched in full. RL_TIMERS_SEED replays a run (the seed is logged).
  */
