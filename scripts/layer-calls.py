@@ -2,20 +2,20 @@
 """layer-calls.py [--quiet]: the calls between src/'s files, layer by layer.
 
 The include test (tests/cli/layers.sh) keeps #include arrows pointing
-down; this looks at calls. Every function src/*.c defines outside a
+down; this looks at calls. Every function src/*/*.c defines outside a
 static scope is found with Universal Ctags (Debian's universal-ctags);
 each identifier a file uses with a "(" after it, comments and strings
 left out, that names such a function of another file is a call from
 that file to the other. Calls through pointers (the algorithm tables,
 callbacks) are not seen: those are the arrows that are allowed to point
-up. The layers are layers.sh's, read from its case block, so that one
-place says them.
+up. A file's layer is its folder (src/lock/alock.c is in lock), and the
+layers' order is layers.sh's names="...", so that one place says them.
 
-Prints every call into a higher layer ("lock.c (lock) -> client.c
-(client): rl__client_topo") and every cycle among files (files that
-call each other round a loop, however long: a strongly connected part
-of the call graph), then a count line. Exits 1 when there is either,
-0 when there is none, 2 when it cannot look.
+Prints every call into a higher layer ("lock/lock.c (lock) ->
+client/client.c (client): rl__client_topo") and every cycle among files
+(files that call each other round a loop, however long: a strongly
+connected part of the call graph), then a count line. Exits 1 when
+there is either, 0 when there is none, 2 when it cannot look.
 """
 import os
 import re
@@ -29,28 +29,31 @@ LAYERS_SH = os.path.join(TOP, "tests", "cli", "layers.sh")
 
 
 def layers():
-    """Module -> layer number, and the layers' names, from layers.sh."""
+    """The layers' names bottom up, from layers.sh; and src/'s .c files,
+    "folder/file.c", of the folders that are layers."""
     text = open(LAYERS_SH).read()
     names = re.search(r'^names="([^"]*)"', text, re.M).group(1).split()
-    body = re.search(r"^layer\(\) \{\n    case \$1 in\n(.*?)\n    esac",
-                     text, re.M | re.S).group(1)
-    where = {}
-    for mods, n in re.findall(r"((?:[a-z_]+ *\| *\\?\s*)*[a-z_]+)\) echo (\d)",
-                              body):
-        for m in re.split(r"[|\\\s]+", mods):
-            if m and m != "*":
-                where[m] = int(n)
-    return where, names
+    files = sorted(os.path.join(d, f) for d in names
+                   if os.path.isdir(os.path.join(SRC, d))
+                   for f in os.listdir(os.path.join(SRC, d))
+                   if f.endswith(".c"))
+    if not files:
+        raise OSError("no .c file in src/'s layer folders %s" % names)
+    return names, files
 
 
-def functions():
+def layer(f, names):
+    """The layer number of "folder/file.c", 1 at the bottom."""
+    return names.index(f.split("/")[0]) + 1
+
+
+def functions(files):
     """Function name -> the file defining it, for those not static."""
     # Debian's universal-ctags installs ctags-universal, and ctags as an
     # alternative that another ctags package may hold.
     ctags = shutil.which("ctags-universal") or "ctags"
     out = subprocess.run(
-        [ctags, "-x", "--c-kinds=f", "--language-force=C"] +
-        sorted(f for f in os.listdir(SRC) if f.endswith(".c")),
+        [ctags, "-x", "--c-kinds=f", "--language-force=C"] + files,
         cwd=SRC, capture_output=True, text=True, check=True).stdout
     defs = {}
     for line in out.splitlines():
@@ -73,12 +76,10 @@ def code(path):
     return pat.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
 
 
-def calls(defs):
+def calls(defs, files):
     """(caller file, callee file) -> the callee functions named."""
     edges = {}
-    for f in sorted(os.listdir(SRC)):
-        if not f.endswith(".c"):
-            continue
+    for f in files:
         for name in set(re.findall(r"\b([A-Za-z_]\w*)\s*\(",
                                    code(os.path.join(SRC, f)))):
             g = defs.get(name)
@@ -126,16 +127,16 @@ def cycles(edges):
 def main():
     quiet = "--quiet" in sys.argv[1:]
     try:
-        where, names = layers()
-        defs = functions()
+        names, files = layers()
+        defs = functions(files)
     except (OSError, AttributeError, subprocess.CalledProcessError) as e:
         print("layer-calls: cannot look: %s" % e, file=sys.stderr)
         return 2
-    edges = calls(defs)
+    edges = calls(defs, files)
     up = []
     for (a, b), fns in sorted(edges.items()):
-        la, lb = where.get(a[:-2], 0), where.get(b[:-2], 0)
-        if la and lb and lb > la:
+        la, lb = layer(a, names), layer(b, names)
+        if lb > la:
             up.append("%s (%s) -> %s (%s): %s" % (a, names[la - 1], b,
                                                   names[lb - 1],
                                                   ", ".join(sorted(fns))))

@@ -1,28 +1,30 @@
 #!/bin/sh
 # rl-tests-timeout: 60
-# The library's layers (docs/ARCHITECTURE.md), arrows pointing one way: a
-# file in src/ includes headers of its own layer and of the layers below,
-# never above. Every module of src/ is placed in a layer here, so that a
-# new one is placed on purpose; hiredis is included by conn only (aconn
-# reaches it through conn.h), and the CLI includes the public header only.
+# The library's layers (docs/ARCHITECTURE.md), arrows pointing one way:
+# src/ has one folder a layer, and a module's layer is its folder. A file
+# includes headers of its own layer and of the layers below, never above;
+# every .c and .h of src/ is in a layer's folder (beside them src/ holds
+# only the build's inputs: CMakeLists.txt, lua/, the *.cmake helpers and
+# lua_keycheck.lua), so that a new one is placed on purpose; hiredis is
+# included by conn only (aconn reaches it through conn.h), and the CLI
+# includes the public header only.
 set -eu
 . "$SRCDIR/tests/cli/lib.inc"
 
-# The layers, bottom up.
+# The layers, bottom up: the folders of src/.
 names="base wire node topology lock client"
+# layer DIR: the layer's number, 1 at the bottom; 0 for a folder that is
+# no layer.
 layer() {
-    case $1 in
-    clock | rand | error | backoff | url | canon | shard | keys | abi | \
-        timers) echo 1 ;;
-    conn | aconn | script | request | reply | seen) echo 2 ;;
-    pool | ident | loop) echo 3 ;;
-    topology | cluster | redirect | aroute | sentinel) echo 4 ;;
-    lock | acquire | alock | agroup | wait | inspect | fence | watchdog | \
-        redlock | quorum | algo | one | spread | env | ploop | engine | \
-        calls | keyed) echo 5 ;;
-    client | evloop | version) echo 6 ;;
-    *) echo 0 ;;
-    esac
+    i=0
+    for n in $names; do
+        i=$((i + 1))
+        if [ "$n" = "$1" ]; then
+            echo "$i"
+            return
+        fi
+    done
+    echo 0
 }
 name() {
     n=$1
@@ -31,35 +33,56 @@ name() {
     shift $((n - 1))
     echo "$1"
 }
+# home H: the folder of header H.h; empty when no layer has it.
+home() {
+    for n in $names; do
+        if [ -f "$n/$1.h" ]; then
+            echo "$n"
+            return
+        fi
+    done
+    echo
+}
 
 cd "$SRCDIR/src"
 bad=
-for f in *.c *.h; do
-    m=${f%.*}
-    lf=$(layer "$m")
+for f in *.c *.h */*/*.c */*/*.h; do
+    if [ -e "$f" ]; then
+        bad="$bad
+  src/$f is in no layer: move it into its layer's folder"
+    fi
+done
+for f in */*.c */*.h; do
+    [ -e "$f" ] || continue
+    lf=$(layer "${f%%/*}")
     if [ "$lf" = 0 ]; then
         bad="$bad
-  src/$f is in no layer: place it in tests/cli/layers.sh and ARCHITECTURE.md"
+  src/$f is in no layer: ${f%%/*}/ is no layer's folder"
         continue
     fi
     for h in $(sed -n 's/^#include "\([a-z_]*\)\.h".*/\1/p' "$f"); do
         [ "$h" = redislock ] && continue
-        lh=$(layer "$h")
-        if [ "$lh" = 0 ]; then
+        dh=$(home "$h")
+        if [ -z "$dh" ]; then
             bad="$bad
   src/$f includes $h.h, which is in no layer"
-        elif [ "$lh" -gt "$lf" ]; then
+        elif [ "$(layer "$dh")" -gt "$lf" ]; then
             bad="$bad
-  src/$f ($(name "$lf")) includes $h.h ($(name "$lh")): an arrow upwards"
+  src/$f ($(name "$lf")) includes $dh/$h.h ($dh): an arrow upwards"
         fi
     done
-    case $m in
-    conn) ;;
+    case $f in
+    wire/conn.c | wire/conn.h) ;;
     *) if grep -q '^#include <hiredis' "$f"; then
         bad="$bad
   src/$f includes hiredis itself: only conn does"
     fi ;;
     esac
+done
+# One file of a name: "x.h" names one header whichever folder includes it.
+for f in $(for g in */*.c */*.h; do echo "${g#*/}"; done | sort | uniq -d); do
+    bad="$bad
+  src/*/$f: more than one file of that name"
 done
 cd "$SRCDIR/cli"
 for f in *.c *.h; do
