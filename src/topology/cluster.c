@@ -440,16 +440,6 @@ rl__pool *rl__cluster_route(rl__cluster *cl, const void *key, size_t len)
     return p;
 }
 
-size_t rl__cluster_masters(rl__cluster *cl)
-{
-    size_t n;
-
-    pthread_rwlock_rdlock(&cl->rw);
-    n = cl->nmasters;
-    pthread_rwlock_unlock(&cl->rw);
-    return n;
-}
-
 rl__pool *rl__cluster_master(rl__cluster *cl, size_t i)
 {
     rl__pool *p = NULL;

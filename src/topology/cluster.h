@@ -28,9 +28,8 @@ void rl__cluster_free(rl__cluster *cl);
  * (some node when the slot has no master: it will say where to go). */
 rl__pool *rl__cluster_route(rl__cluster *cl, const void *key, size_t len);
 
-/* The masters that serve at least one slot by the last map read: their
- * number, and master i (NULL past the end). */
-size_t rl__cluster_masters(rl__cluster *cl);
+/* Master i of those that serve at least one slot by the last map read
+ * (NULL past the end). */
 rl__pool *rl__cluster_master(rl__cluster *cl, size_t i);
 
 /* The map read on the event loop (aroute.c), which sends CLUSTER SLOTS
