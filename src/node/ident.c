@@ -234,27 +234,12 @@ static redislock_err judge_sharded(void *arg, const rl__admit_ask *a,
     return registry_judge(s, i, a, r);
 }
 
-/* The registry judge for register_all, with its entry. */
-typedef struct reg_entry {
-    const rl__idset *s;
-    size_t i;
-} reg_entry;
-
-static redislock_err judge_entry(void *arg, const rl__admit_ask *a,
-                                 rl__reply *const *r)
-{
-    const reg_entry *e = arg;
-
-    return registry_judge(e->s, e->i, a, r);
-}
-
 /* The registry on every server: read everywhere first, so that a client
  * refused by one server writes its names on none. */
 static redislock_err register_all(const rl__idset *s)
 {
     rl__conn *conn;
     rl__admit_ask a;
-    reg_entry e = {s, 0};
     redislock_err err;
     size_t i;
     int write;
@@ -264,9 +249,8 @@ static redislock_err register_all(const rl__idset *s)
             err = rl__pool_borrow(&s->pools[i], &conn);
             if (err != REDISLOCK_OK)
                 return err;
-            e.i = i;
             registry_ask(s, i, write, &a);
-            err = exec_ask(conn, &a, judge_entry, &e);
+            err = exec_ask(conn, &a, judge_sharded, &s->pools[i]);
             rl__pool_give_back(&s->pools[i], conn);
             if (err != REDISLOCK_OK)
                 return err;
@@ -420,8 +404,10 @@ redislock_err rl__idset_init(rl__idset *s, rl__pool *pools, size_t n,
     memcpy(s->regkey, prefix, plen);
     memcpy(s->regkey + plen, suffix, sizeof suffix);
     s->regkeylen = plen + sizeof suffix - 1;
-    for (i = 0; i < n; i++)
+    for (i = 0; i < n; i++) {
         name_unreached(s, i);
+        pools[i].vet_arg = s; /* which entry a pool is (set_of) */
+    }
     for (i = 0; i < n && redlock; i++)
         admit_by(&pools[i], s, vet_redlock, ask_redlock, judge_redlock);
     return check_names(s);
