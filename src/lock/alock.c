@@ -1867,7 +1867,9 @@ static redislock_err owner_op(rl__alock *al, redislock_lock *l, int kind,
 
     if (cb == NULL)
         return rl__err(REDISLOCK_EINVAL, "an operation needs a callback");
-    if (l->watch != NULL && l->lwatch == NULL)
+    /* A private loop runs a blocking call, which may (as the watchdog's
+     * renewals run beside it on their own connections). */
+    if (l->watch != NULL && l->lwatch == NULL && !al->private_loop)
         return rl__err(REDISLOCK_EINVAL,
                        "the lock is renewed by the watchdog thread: release "
                        "or extend it with the blocking calls");

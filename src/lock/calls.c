@@ -2,11 +2,9 @@
  * The public calls on a lock handle that reach across the lock layer:
  * making and freeing it, and the blocking acquire, release, extend and
  * cancel, each run on the engine (engine.c: a private loop on the calling
- * thread). A watched lock's release of a hold that is not its last, and
- * its extend, go through the algorithm here instead, beside the watchdog
- * thread that renews it.
+ * thread), a watched lock's too, beside the watchdog thread that renews
+ * it.
  */
-#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -203,8 +201,6 @@ static redislock_err start_extend(rl__alock *al, redislock_lock *l, void *arg,
 
 redislock_err redislock_release_hold(redislock_lock *l, int64_t hold_after_ms)
 {
-    char hold[24];
-    long long n = 0;
     redislock_err err = rl__lock_release_check(l, hold_after_ms);
 
     if (err != REDISLOCK_OK)
@@ -213,12 +209,7 @@ redislock_err redislock_release_hold(redislock_lock *l, int64_t hold_after_ms)
      * that no renewal is ever sent after release. */
     if (l->own == 1)
         rl__lock_unwatch(l);
-    if (l->watch == NULL)
-        return rl__engine_call(l, start_release, &hold_after_ms, 0);
-    snprintf(hold, sizeof hold, "%" PRId64, hold_after_ms);
-    err = l->algo->owner(l, &rl__script_release, hold, 0, &n);
-    rl__lock_released(l, err, n);
-    return err;
+    return rl__engine_call(l, start_release, &hold_after_ms, 0);
 }
 
 redislock_err redislock_release(redislock_lock *l)
@@ -232,11 +223,7 @@ redislock_err redislock_extend(redislock_lock *l, int64_t ttl_ms)
 
     if (err != REDISLOCK_OK)
         return err;
-    if (l->watch == NULL)
-        return rl__engine_call(l, start_extend, &ttl_ms, 0);
-    err = rl__lock_send_extend(l, ttl_ms, 0);
-    rl__lock_extended(l, err);
-    return err;
+    return rl__engine_call(l, start_extend, &ttl_ms, 0);
 }
 
 int redislock_lost_fd(const redislock_lock *l)
