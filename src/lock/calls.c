@@ -1,9 +1,9 @@
 /*
  * The public calls on a lock handle that reach across the lock layer:
- * making and freeing it, and the blocking acquire, release, extend and
- * cancel, each run on the engine (engine.c: a private loop on the calling
- * thread), a watched lock's too, beside the watchdog thread that renews
- * it.
+ * making and freeing it, and the blocking acquire, release, extend,
+ * inspect and cancel, each run on the engine (engine.c: a private loop on
+ * the calling thread), a watched lock's too, beside the watchdog thread
+ * that renews it.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -269,6 +269,40 @@ redislock_err(redislock_acquire)(redislock_lock *l,
                                  const redislock_acquire_options *opts)
 {
     return redislock_acquire_sized(l, opts, RL_ACQUIRE_OPTIONS_SIZE_0_1);
+}
+
+/* What an inspect fills: the caller's info, of its size. */
+typedef struct inspect_out {
+    redislock_info *info;
+    size_t size;
+} inspect_out;
+
+static redislock_err start_inspect(rl__alock *al, redislock_lock *l, void *arg,
+                                   rl__alock_cb cb, void *cbarg)
+{
+    const inspect_out *o = arg;
+
+    return rl__alock_inspect(al, l, o->info, o->size, cb, cbarg);
+}
+
+/* The library's info is filled in a struct of its own and then copied to
+ * the caller's, of info_size bytes (see "ABI" in redislock.h): a failed
+ * read leaves its fields as they were. */
+redislock_err redislock_inspect_sized(redislock_lock *l, redislock_info *info,
+                                      size_t info_size)
+{
+    inspect_out o = {info, info_size};
+
+    if (l == NULL || info == NULL)
+        return rl__err(REDISLOCK_EINVAL, "NULL lock handle or output");
+    return rl__engine_call(l, start_inspect, &o, 0);
+}
+
+/* The 0.1 entry point (in parentheses: the header makes the name a macro),
+ * which fills 0.1's redislock_info. */
+redislock_err(redislock_inspect)(redislock_lock *l, redislock_info *info)
+{
+    return redislock_inspect_sized(l, info, RL_INFO_SIZE_0_1);
 }
 
 void redislock_cancel(redislock_lock *l)

@@ -114,42 +114,12 @@ static redislock_err inspect_key(redislock_client *c, rl__pool *p, size_t at,
     return err;
 }
 
-/* The library's info is filled in a struct of its own and then copied to
- * the caller's, of info_size bytes (see "ABI" in redislock.h). It starts
- * as a copy of the caller's, since a failed read leaves fields as they
- * were. */
-redislock_err redislock_inspect_sized(redislock_lock *l, redislock_info *info,
-                                      size_t info_size)
-{
-    redislock_info own;
-    redislock_err err;
-    size_t first;
-
-    if (l == NULL || info == NULL)
-        return rl__err(REDISLOCK_EINVAL, "NULL lock handle or output");
-    err = rl__abi_check(info_size, RL_INFO_SIZE_0_1, "redislock_info");
-    if (err != REDISLOCK_OK)
-        return err;
-    rl__abi_in(&own, sizeof own, info, info_size);
-    err = inspect_key(l->client, NULL, 0, l->key, l->keylen, &own, &l->info_buf,
-                      &first);
-    rl__inspect_out(l, &own, info, info_size);
-    return err;
-}
-
 void rl__inspect_out(const redislock_lock *l, redislock_info *own,
                      redislock_info *info, size_t info_size)
 {
     own->key = l->key + l->prefixlen;
     own->keylen = l->keylen - l->prefixlen;
     rl__abi_out(info, info_size, own, REDISLOCK_INFO_SIZE);
-}
-
-/* The 0.1 entry point (in parentheses: the header makes the name a macro),
- * which fills 0.1's redislock_info. */
-redislock_err(redislock_inspect)(redislock_lock *l, redislock_info *info)
-{
-    return redislock_inspect_sized(l, info, RL_INFO_SIZE_0_1);
 }
 
 /* One SCAN step on one server: the next cursor into *cursor, the keys
