@@ -498,7 +498,11 @@ void test_wake_cancel_blocked_waiter(void)
     ASSERT_ERR(w.err, REDISLOCK_ECANCELED);
     ASSERT_LE((w.done_us - t0) / 1000, 100);
     ASSERT_EQ_INT(redislock_holds(w.l), 0);
-    ASSERT_EQ_INT(th_blocked_clients(e.r), 0);
+    /* The cancelled call closed its blocked connection before it returned;
+     * the server hears that close on its own time (over TCP loopback
+     * another CPU's packets may come first: this INFO did once, on
+     * 2026-11-30, beside two other suites), so it is given a moment. */
+    th_wait_blocked(e.r, 0, 1000);
     /* A cancel reaches the call directly: no per-waiter list is made
      * (until 2026-11-30 the cancel pushed to one). */
     rep = th_cmd(e.r, "KEYS %s", BASE "h:*");
