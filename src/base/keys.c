@@ -225,3 +225,29 @@ int rl__is_helper_key(const char *k, size_t len)
     /* Both forms, "X{X}" and a key with a tag of its own, have a tag. */
     return rl__hash_tag(k, (size_t)(at - k), &off, &tlen);
 }
+
+size_t rl__lockname_size(const rl__lockname *names, int n)
+{
+    size_t size = 0;
+    int i;
+
+    for (i = 0; i < n; i++)
+        size += names[i].keylen + names[i].baselen;
+    return size;
+}
+
+char *rl__lockname_copy(rl__lockname *to, const rl__lockname *names, int n,
+                        char *at)
+{
+    int i;
+
+    for (i = 0; i < n; i++) {
+        to[i].key = memcpy(at, names[i].key, names[i].keylen);
+        to[i].keylen = names[i].keylen;
+        at += names[i].keylen;
+        to[i].base = memcpy(at, names[i].base, names[i].baselen);
+        to[i].baselen = names[i].baselen;
+        at += names[i].baselen;
+    }
+    return at;
+}

@@ -66,6 +66,14 @@ typedef struct rl__lockname {
     size_t baselen;
 } rl__lockname;
 
+/* The bytes n names' strings take. */
+size_t rl__lockname_size(const rl__lockname *names, int n);
+
+/* Copies n names into to, their strings into at (rl__lockname_size
+ * bytes); returns the end of what it wrote. */
+char *rl__lockname_copy(rl__lockname *to, const rl__lockname *names, int n,
+                        char *at);
+
 /* The KEYS of one script call, with the storage of their names. */
 typedef struct rl__keyset {
     int n;

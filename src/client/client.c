@@ -10,6 +10,7 @@
 #include "algo.h"
 #include "cluster.h"
 #include "engine.h"
+#include "keeper.h"
 #include "error.h"
 #include "ident.h"
 #include "sentinel.h"
@@ -435,9 +436,10 @@ void redislock_client_free(redislock_client *c)
 
     if (c == NULL)
         return;
-    /* The watchdog borrows connections: stop it first. */
-    rl__watchdog_free(c->env.watchdog);
+    /* The blocking calls' loops hand their sweeps to the keeper, which
+     * gets time to finish them; both use the pools' servers. */
     rl__engine_free(c->env.engine);
+    rl__keeper_free(c->env.keeper);
     for (i = 0; i < c->npools; i++)
         rl__pool_fini(&c->pools[i]);
     free(c->pools);

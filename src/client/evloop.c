@@ -8,6 +8,7 @@
 #include "abi.h"
 #include "alock.h"
 #include "error.h"
+#include "keeper.h"
 
 struct redislock_loop {
     rl__alock *al;
@@ -23,6 +24,7 @@ redislock_err redislock_loop_new(redislock_loop **out, redislock_client *c,
 {
     rl__loop_ops ops = {watch, timer, ctx};
     redislock_loop *lp;
+    rl__alock_hand hand;
     redislock_err err;
 
     if (out != NULL)
@@ -36,6 +38,9 @@ redislock_err redislock_loop_new(redislock_loop **out, redislock_client *c,
         free(lp);
         return err;
     }
+    /* Its sweeps still under way when it is freed go to the keeper. */
+    rl__keeper_hand(c, &hand);
+    rl__alock_hand_to(lp->al, &hand);
     *out = lp;
     return REDISLOCK_OK;
 }

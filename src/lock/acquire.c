@@ -538,7 +538,7 @@ static int fresh_req(rl__acq *a, redislock_err *err)
 }
 
 /* Whether a hand-off granted less than the TTL (see rl_handoff in
- * lib.lua): the watchdog thread extends it after a third of that lease,
+ * lib.lua): its renewals extend it after a third of that lease,
  * off the caller's path; a lock released sooner (the common case) costs
  * no extension at all. */
 static int short_lease(const redislock_lock *l, const rl__acq *a)
@@ -552,7 +552,7 @@ redislock_err rl__acq_take(redislock_lock *l,
 {
     redislock_err err;
 
-    /* Set on the first hold only: the watchdog thread reads the format
+    /* Set on the first hold only: the keeper's renewals read the format
      * (the one release and extend expect), and a re-entry keeps it. A
      * fair call that queued is likely to have fair waiters behind it,
      * whom its release hands the lock to (see lock_script). */
@@ -606,9 +606,7 @@ redislock_err rl__acq_keep(redislock_lock *l,
     redislock_err err;
 
     if ((opts->watchdog || short_lease(l, a)) && l->watch == NULL &&
-        (err = a->watch != NULL ? a->watch(a->drv, l, opts, sent_us, first_us)
-                                : rl__acq_watch(l, opts, sent_us, first_us)) !=
-            REDISLOCK_OK) {
+        (err = a->watch(a->drv, l, opts, sent_us, first_us)) != REDISLOCK_OK) {
         /* Without its watchdog the caller would hold a lease nobody
          * renews: give it back. */
         give_back(l, a);
@@ -655,34 +653,20 @@ rl__next rl__acq_after_finish(redislock_lock *l, rl__acq *a, redislock_err *err,
     return RL_NEXT_PAUSE;
 }
 
-/* The lease the watchdog renews: the lock's, through these. */
+/* The lease a watch watches: the lock's, through these. */
 static int64_t lease_valid_until(const redislock_lock *l)
 {
     return atomic_load(&l->valid_until_us);
 }
 
-static const rl__lease lock_lease = {rl__lock_renew, lease_valid_until,
-                                     rl__lock_mark_lost};
-
-redislock_err rl__acq_watch(redislock_lock *l,
-                            const redislock_acquire_options *o, int64_t sent_us,
-                            int64_t first_us)
-{
-    rl__watchdog *wd;
-    redislock_err err = rl__client_watchdog(l->client, &wd);
-
-    if (err != REDISLOCK_OK)
-        return err;
-    return rl__watch_start(wd, &lock_lease, l, l->ttl_ms, o, sent_us, first_us,
-                           &l->watch);
-}
+static const rl__lease lock_lease = {lease_valid_until, rl__lock_mark_lost};
 
 redislock_err rl__acq_watch_loop(redislock_lock *l,
                                  const redislock_acquire_options *o,
-                                 int64_t sent_us, int64_t first_us)
+                                 int64_t sent_us, int64_t first_us, int efd)
 {
-    return rl__watch_start(NULL, &lock_lease, l, l->ttl_ms, o, sent_us,
-                           first_us, &l->watch);
+    return rl__watch_start(&lock_lease, l, l->ttl_ms, o, sent_us, first_us, efd,
+                           &l->watch);
 }
 
 void rl__acq_end(redislock_lock *l, const rl__acq *a, redislock_err err)

@@ -52,8 +52,8 @@ typedef struct rl__acq {
      * who makes sure an abandoned attempt holds nothing (a sweep on the
      * loop; settle: a give-back, which a blocking call waits for as for a
      * release, where a lost attempt's sweep is left to the background); and who
-     * renews a lock just taken (rl__acq_watch's arguments; NULL: the watchdog
-     * thread, as for a private loop's). */
+     * renews a lock just taken (the loop, or for a private loop's the
+     * client's keeper thread). */
     void (*abandon)(void *drv, redislock_lock *l, const rl__try *t, int settle);
     redislock_err (*watch)(void *drv, redislock_lock *l,
                            const redislock_acquire_options *o, int64_t sent_us,
@@ -91,7 +91,7 @@ rl__next rl__acq_after_attempt(redislock_lock *l, rl__acq *a,
 
 /* The last attempt, whose reply was lost or will not be waited for,
  * must not hold the lock, now or when it arrives late: the algorithm
- * sees to it (the janitor, in the background) or a->abandon, unless a
+ * sees to it (a sweep on the engine, a->abandon), unless a
  * failed attempt has undone itself. */
 void rl__acq_abandon(redislock_lock *l, const rl__acq *a);
 
@@ -142,20 +142,13 @@ int rl__acq_again(rl__acq *a, redislock_err *err);
 rl__next rl__acq_after_finish(redislock_lock *l, rl__acq *a, redislock_err *err,
                               int64_t *pause);
 
-/* Starts the watchdog's renewals of l, acquired by a request sent at
- * sent_us; the first at first_us (0: a third of the TTL after sent_us).
- * Without o->watchdog the watch is one renewal only (the extension of a
- * short hand-off lease). */
-redislock_err rl__acq_watch(redislock_lock *l,
-                            const redislock_acquire_options *o, int64_t sent_us,
-                            int64_t first_us);
-
 /* A watch of l (its lease acquired by a request sent at sent_us, the
- * first renewal due at first_us, 0: a third of the TTL on) that an event
- * loop drives (rl__watch_start's wd NULL): into l->watch. */
+ * first renewal due at first_us, 0: a third of the TTL on) that a loop
+ * drives (watchdog.h), into l->watch; with efd, with a loss eventfd (a
+ * blocking call's lock, which the keeper renews). */
 redislock_err rl__acq_watch_loop(redislock_lock *l,
                                  const redislock_acquire_options *o,
-                                 int64_t sent_us, int64_t first_us);
+                                 int64_t sent_us, int64_t first_us, int efd);
 
 /* The call ended with err: its event, for calls that tried. */
 void rl__acq_end(redislock_lock *l, const rl__acq *a, redislock_err err);

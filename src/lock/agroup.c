@@ -138,8 +138,7 @@ static void undo_done(void *arg, redislock_err err, const rl__reply *r)
     if (err == REDISLOCK_OK)
         err = rl__reply_check(r, rl__script_set_release.name);
     if (err != REDISLOCK_OK) {
-        /* Not known to be given back: swept, as the blocking calls hand
-         * it to the janitor. */
+        /* Not known to be given back: swept, as a lost attempt is. */
         names = rl__spread_group(gr->l, s->g, &n);
         gr->io.sweep(gr->io.ctx, names, n, gr->t->id, gr->t->req, gr->t->ttl_ms,
                      0);

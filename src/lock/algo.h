@@ -92,11 +92,6 @@ typedef struct rl__algo {
      * it holds nothing, now or when it arrives late); 0: a failed attempt
      * has undone itself. */
     int abandons;
-    /* The owner's compare-and-X script (release.lua, extend.lua) for l's
-     * token with arg2, the reply awaited at most timeout_ms (0: the
-     * default): *n its answer as rl__reply_owner maps it. */
-    redislock_err (*owner)(redislock_lock *l, const rl__script *s,
-                           const char *arg2, int64_t timeout_ms, long long *n);
     /* The key's remaining TTL, whoever holds it (redislock_ttl). */
     redislock_err (*ttl)(redislock_lock *l, int64_t *ttl_ms);
     /* Reads key's state (inspect.lua) into info, strings into *buf. p is

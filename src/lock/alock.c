@@ -130,6 +130,10 @@ struct rl__lwatch {
     int64_t sent_us;
     rl__request gq; /* its guards (as an aop's) */
     rl__guard_acks acks;
+    /* Being stopped by rl__alock_unkeep, which waits for the renewal out:
+     * called once it has been answered, and the watch gone. */
+    void (*gone)(void *arg);
+    void *gone_arg;
     lwatch *prev, *next; /* the loop's */
 };
 
@@ -140,15 +144,15 @@ struct rl__alock {
     node *nodes;
     aop *ops;
     lwatch *watches;
-    sweep *sweeps;     /* lost attempts being abandoned */
-    rl__agroup_io gio; /* how a set's groups are reached (agroup.c) */
-    int private_loop;  /* rl__alock_private */
-    aop *spare;        /* an ended op's memory, for the next one */
-    int loose;         /* requests out that no operation waits for */
+    sweep *sweeps;       /* lost attempts being abandoned */
+    rl__agroup_io gio;   /* how a set's groups are reached (agroup.c) */
+    int private_loop;    /* rl__alock_private */
+    rl__alock_hand hand; /* where leftovers go (rl__alock_hand_to) */
+    aop *spare;          /* an ended op's memory, for the next one */
+    int loose;           /* requests out that no operation waits for */
 };
 
-/* An abandoned attempt made to hold nothing, on the loop: the janitor's
- * job (see rl__janitor_abandon) without its thread. abandon.lua on the
+/* An abandoned attempt made to hold nothing, on the loop. abandon.lua on the
  * key's node (or one Redlock server), tried again every 50 ms while the
  * server cannot be reached or cannot serve yet, for at most the TTL plus
  * a minute. Owns a copy of what it needs: the handle may go first. */
@@ -547,24 +551,14 @@ static void sweep_start(rl__alock *al, rl__pool *pool,
                         const rl__lockname *names, int n, const char *token,
                         const char *req, int64_t ttl_ms, int settle)
 {
-    size_t tl = strlen(token), ql = strlen(req), size = tl + ql + 2;
+    size_t tl = strlen(token), ql = strlen(req);
     sweep *sw;
     char detail[512], *at;
-    int i;
 
-    for (i = 0; i < n; i++)
-        size += names[i].keylen + names[i].baselen;
-    if ((sw = calloc(1, sizeof *sw + size)) == NULL)
+    if ((sw = calloc(1, sizeof *sw + rl__lockname_size(names, n) + tl + ql +
+                            2)) == NULL)
         return;
-    at = sw->data;
-    for (i = 0; i < n; i++) {
-        sw->names[i].key = memcpy(at, names[i].key, names[i].keylen);
-        sw->names[i].keylen = names[i].keylen;
-        at += names[i].keylen;
-        sw->names[i].base = memcpy(at, names[i].base, names[i].baselen);
-        sw->names[i].baselen = names[i].baselen;
-        at += names[i].baselen;
-    }
+    at = rl__lockname_copy(sw->names, names, n, sw->data);
     sw->n = n;
     sw->token = memcpy(at, token, tl + 1);
     sw->req = memcpy(at + tl + 1, req, ql + 1);
@@ -583,8 +577,8 @@ static void sweep_start(rl__alock *al, rl__pool *pool,
 }
 
 /* The acquire's hook (rl__acq's abandon): a lost attempt is swept on the
- * loop rather than by the janitor thread; a set's groups each on their
- * node. */
+ * loop itself (a private one hands what is left to the keeper); a set's groups
+ * each on their node. */
 static void loop_abandon(void *ctx, redislock_lock *l, const rl__try *t,
                          int settle)
 {
@@ -623,16 +617,16 @@ static void gio_sweep(void *ctx, const rl__lockname *names, int n,
     sweep_start(ctx, NULL, names, n, token, req, ttl_ms, settle);
 }
 
-/* The loop goes: what it was still sweeping goes to the janitor. */
+/* The loop goes idle or away: what it was still sweeping goes to its
+ * hand (the keeper). */
 static void sweeps_hand_over(rl__alock *al)
 {
-    rl__watchdog *wd = NULL;
     sweep *sw;
 
     while ((sw = al->sweeps) != NULL) {
-        if (wd != NULL || rl__client_watchdog(al->c, &wd) == REDISLOCK_OK)
-            rl__janitor_abandon(wd, rl__client_topo(al->c), sw->pool, sw->names,
-                                sw->n, sw->token, sw->req, sw->ttl_ms);
+        if (al->hand.sweep != NULL)
+            al->hand.sweep(al->hand.ctx, sw->pool, sw->names, sw->n, sw->token,
+                           sw->req, sw->ttl_ms);
         if (sw->out) {
             /* Freed by its callback, when the loop's end reaches it. */
             al->sweeps = sw->next;
@@ -644,6 +638,32 @@ static void sweeps_hand_over(rl__alock *al)
             sweep_free(sw);
         }
     }
+}
+
+void rl__alock_sweep(rl__alock *al, rl__pool *pool, const rl__lockname *names,
+                     int n, const char *token, const char *req, int64_t ttl_ms)
+{
+    sweep_start(al, pool, names, n, token, req, ttl_ms, 0);
+}
+
+size_t rl__alock_sweeping(const rl__alock *al, int64_t *slowest_ms)
+{
+    const sweep *sw;
+    const rl__pool *p;
+    size_t n = 0;
+    int64_t ms;
+
+    *slowest_ms = 0;
+    for (sw = al->sweeps; sw != NULL; sw = sw->next, n++) {
+        p = sw->pool != NULL
+                ? sw->pool
+                : rl__topo_node_now(rl__client_topo(al->c), sw->names[0].key,
+                                    sw->names[0].keylen);
+        ms = p->cfg.connect_timeout_ms + p->cfg.command_timeout_ms;
+        if (ms > *slowest_ms)
+            *slowest_ms = ms;
+    }
+    return n;
 }
 
 /* The attempt t of l, refused or given up, must hold nothing on any
@@ -990,8 +1010,18 @@ static void lwatch_fire(rl__loop_timer *lt);
 
 /* Arms the next renewal, or, the watch over (a loss reported), leaves
  * it to the unwatch. */
+static void loop_unwatch(redislock_lock *l);
+
 static void lwatch_next(lwatch *w, rl__renew_step step)
 {
+    void (*gone)(void *) = w->gone;
+    void *arg = w->gone_arg;
+
+    if (gone != NULL) {
+        loop_unwatch(w->l);
+        gone(arg);
+        return;
+    }
     if (step == RL_RENEW_KEEP) {
         w->timer.fire = lwatch_fire;
         rl__loop_arm(w->al->lp, &w->timer, rl__watch_due(w->l->watch));
@@ -1132,7 +1162,23 @@ static void lwatch_fire(rl__loop_timer *lt)
     lwatch_next(w, rl__watch_after(l->watch, err));
 }
 
-static void loop_unwatch(redislock_lock *l);
+/* Renewals of l (its watch made) on this loop, from its watch's due time. */
+static redislock_err lwatch_link(rl__alock *al, redislock_lock *l)
+{
+    lwatch *w = calloc(1, sizeof *w);
+
+    if (w == NULL)
+        return rl__err(REDISLOCK_ENOMEM, "out of memory");
+    w->al = al;
+    w->l = l;
+    l->lwatch = w;
+    w->next = al->watches;
+    if (al->watches != NULL)
+        al->watches->prev = w;
+    al->watches = w;
+    lwatch_next(w, RL_RENEW_KEEP);
+    return REDISLOCK_OK;
+}
 
 /* Starts the loop's renewals of l, just taken by a request sent at
  * sent_us, as o asks (watchdog.c's watch, driven here): the acquire's
@@ -1142,30 +1188,74 @@ static redislock_err lwatch_start(void *drv, redislock_lock *l,
                                   const redislock_acquire_options *o,
                                   int64_t sent_us, int64_t first_us)
 {
-    rl__alock *al = drv;
-    lwatch *w = calloc(1, sizeof *w);
-    redislock_err err;
+    redislock_err err = rl__acq_watch_loop(l, o, sent_us, first_us, 0);
 
-    if (w == NULL)
-        return rl__err(REDISLOCK_ENOMEM, "out of memory");
-    if ((err = rl__acq_watch_loop(l, o, sent_us, first_us)) != REDISLOCK_OK) {
-        free(w);
-        return err;
+    if (err == REDISLOCK_OK && (err = lwatch_link(drv, l)) != REDISLOCK_OK)
+        rl__lock_unwatch(l);
+    else if (err == REDISLOCK_OK)
+        l->lwatch_stop = loop_unwatch;
+    return err;
+}
+
+/* A private loop's watch hook: the lock goes to the keeper. */
+static redislock_err private_keep(void *drv, redislock_lock *l,
+                                  const redislock_acquire_options *o,
+                                  int64_t sent_us, int64_t first_us)
+{
+    rl__alock *al = drv;
+
+    if (al->hand.keep == NULL)
+        return rl__err(REDISLOCK_EINVAL, "this loop cannot hand a watched "
+                                         "lock over");
+    return al->hand.keep(al->hand.ctx, l, o, sent_us, first_us);
+}
+
+redislock_err rl__alock_keep(rl__alock *al, redislock_lock *l)
+{
+    return lwatch_link(al, l);
+}
+
+void rl__alock_unkeep(rl__alock *al, redislock_lock *l, void (*gone)(void *),
+                      void *arg)
+{
+    lwatch *w = l->lwatch;
+
+    if (w != NULL && (w->inflight > 0 || w->rd != NULL || w->grp != NULL)) {
+        /* Its answer may still move the lease, as a renewal finished
+         * before the release: it comes first. */
+        rl__loop_disarm(al->lp, &w->timer);
+        w->gone = gone;
+        w->gone_arg = arg;
+        return;
     }
-    w->al = al;
-    w->l = l;
-    l->lwatch = w;
-    l->lwatch_stop = loop_unwatch;
-    w->next = al->watches;
-    if (al->watches != NULL)
-        al->watches->prev = w;
-    al->watches = w;
-    lwatch_next(w, RL_RENEW_KEEP);
-    return REDISLOCK_OK;
+    loop_unwatch(l);
+    gone(arg);
+}
+
+void rl__alock_unkeep_all(rl__alock *al)
+{
+    lwatch *w;
+    void (*gone)(void *);
+    void *arg;
+
+    while ((w = al->watches) != NULL) {
+        /* One being stopped is stopped now: its sender waits no more. */
+        gone = w->gone;
+        arg = w->gone_arg;
+        w->gone = NULL;
+        loop_unwatch(w->l);
+        if (gone != NULL)
+            gone(arg);
+    }
+}
+
+void rl__alock_hand_to(rl__alock *al, const rl__alock_hand *h)
+{
+    al->hand = *h;
 }
 
 /* Stops the loop's renewals of l (rl__lock_unwatch, through
- * l->lwatch_stop). */
+ * l->lwatch_stop, or the keeper's rl__alock_unkeep). */
 static void loop_unwatch(redislock_lock *l)
 {
     lwatch *w = l->lwatch;
@@ -1767,9 +1857,8 @@ redislock_err rl__alock_acquire(rl__alock *al, redislock_lock *l,
     }
     op->a.abandon = loop_abandon;
     op->a.drv = al;
-    /* A private loop runs only during its call: the thread renews. */
-    if (!al->private_loop)
-        op->a.watch = lwatch_start;
+    /* A private loop runs only during its call: the keeper renews. */
+    op->a.watch = al->private_loop ? private_keep : lwatch_start;
     op_start(op);
     attempt(op);
     return REDISLOCK_OK;
@@ -1867,9 +1956,9 @@ static redislock_err owner_op(rl__alock *al, redislock_lock *l, int kind,
 
     if (cb == NULL)
         return rl__err(REDISLOCK_EINVAL, "an operation needs a callback");
-    /* A private loop runs a blocking call, which may (as the watchdog's
+    /* A private loop runs a blocking call, which may (as the keeper.s
      * renewals run beside it on their own connections). */
-    if (l->watch != NULL && l->lwatch == NULL && !al->private_loop)
+    if (l->kept && !al->private_loop)
         return rl__err(REDISLOCK_EINVAL,
                        "the lock is renewed by the watchdog thread: release "
                        "or extend it with the blocking calls");
@@ -2040,7 +2129,7 @@ void rl__alock_free(rl__alock *al)
      * unless released or watched again. */
     while (al->watches != NULL)
         rl__lock_unwatch(al->watches->l);
-    /* What is still being swept goes to the janitor. */
+    /* What is still being swept goes to the keeper. */
     sweeps_hand_over(al);
     /* Requests paused between a cluster's nodes end; the connections'
      * ends reach the requests and channels still out: their callbacks

@@ -28,7 +28,7 @@
  * it. An attempt whose reply is lost, or that is in flight when its
  * acquire is cancelled, is swept on the loop (abandon.lua, every key of
  * a set, tried again while the server cannot be reached); what is left
- * when the loop is freed goes to the janitor thread.
+ * when the loop is freed goes to the client's keeper thread (keeper.h).
  *
  * The replica-sync and AOF guards: WAIT (WAITAOF) behind each acquire,
  * extend and renewal on the same connection (request.c; for every
@@ -39,8 +39,9 @@
  * Sets of keys that no one script reaches (a sharded client's over
  * several servers, a cluster's over several slots) go group by group
  * through agroup.c, with spread.h's steps. The one thing the loop refuses
- * (REDISLOCK_EINVAL with the reason): a lock that the blocking calls
- * took with the watchdog thread, which renews it there.
+ * (REDISLOCK_EINVAL with the reason): the release or extend of a lock
+ * that the blocking calls took with the watchdog, which the keeper
+ * thread renews.
  *
  * Single-threaded: every call here, and every callback, on the loop's
  * thread. One operation at a time per lock handle.
@@ -104,24 +105,66 @@ redislock_err rl__alock_inspect(rl__alock *al, redislock_lock *l,
  * and extends run to their end. */
 void rl__alock_cancel(rl__alock *al, redislock_lock *l);
 
+/* Where a loop sends what outlives its part in it: a lock a blocking
+ * call acquired with the watchdog (keep, called on the loop's thread at
+ * the grant: the lock's watch made, the renewals to start elsewhere; an
+ * error gives the lock back) and the sweeps still under way when a
+ * private loop goes idle or any loop is freed (sweep: the data to start
+ * them again elsewhere). The client's keeper (keeper.h). */
+typedef struct rl__alock_hand {
+    redislock_err (*keep)(void *ctx, redislock_lock *l,
+                          const redislock_acquire_options *o, int64_t sent_us,
+                          int64_t first_us);
+    void (*sweep)(void *ctx, struct rl__pool *pool, const rl__lockname *names,
+                  int n, const char *token, const char *req, int64_t ttl_ms);
+    void *ctx;
+} rl__alock_hand;
+
+/* Sets where al's leftovers go (h is copied). Without it, they go
+ * nowhere: the leases of its sweeps end them. */
+void rl__alock_hand_to(rl__alock *al, const rl__alock_hand *h);
+
 /* al runs on a private loop that runs only during a blocking call
- * (engine.h): the locks it acquires with the watchdog are renewed by the
- * client's watchdog thread, not by the loop. */
+ * (engine.h): the locks it acquires with the watchdog go to its hand's
+ * keep, not to renewals on this loop. */
 void rl__alock_private(rl__alock *al);
+
+/* Renews l, handed over by a blocking call (its watch, l->watch, made
+ * already), on this loop until rl__alock_unkeep. */
+redislock_err rl__alock_keep(rl__alock *al, redislock_lock *l);
+
+/* Stops the renewals of l on this loop, then calls gone(arg): at once,
+ * or once the renewal out has been answered (its outcome recorded in l,
+ * as a renewal that ended before the stop), so that no renewal is sent,
+ * or reaches the server, after the release that follows. Also if l is
+ * not renewed here. */
+void rl__alock_unkeep(rl__alock *al, redislock_lock *l, void (*gone)(void *),
+                      void *arg);
+
+/* Stops every renewal on this loop at once (the client goes): a reply
+ * to one out is ignored. */
+void rl__alock_unkeep_all(rl__alock *al);
+
+/* Starts a sweep (see rl__alock_hand) on this loop. */
+void rl__alock_sweep(rl__alock *al, struct rl__pool *pool,
+                     const rl__lockname *names, int n, const char *token,
+                     const char *req, int64_t ttl_ms);
+
+/* How many sweeps are under way on al, and how long the slowest of
+ * their servers may take to connect and answer (ms). */
+size_t rl__alock_sweeping(const rl__alock *al, int64_t *slowest_ms);
 
 /* Whether al still waits for the answer to a request that no operation
  * waits for: a fair waiter's leave, the first try of a sweep that gives
- * a lock back (not of one after a lost reply, which the janitor takes
- * over, as the blocking driver left it to the janitor's background
- * tries). A private loop runs on until it has
+ * a lock back (not of one after a lost reply, which the keeper takes
+ * over). A private loop runs on until it has
  * none (rl__ploop_settle), so that a blocking call's requests are
  * answered before it returns, as the blocking driver's were; each has
  * its deadline. */
 int rl__alock_busy(const rl__alock *al);
 
 /* A private loop's call has ended: what al is still sweeping goes to
- * the janitor thread (a reply to come is ignored when the loop next
- * runs). */
+ * its hand (a reply to come is ignored when the loop next runs). */
 void rl__alock_idle(rl__alock *al);
 
 /* l is being freed: the operation under way on it ends with

@@ -2,8 +2,8 @@
  * The public calls on a lock handle that reach across the lock layer:
  * making and freeing it, and the blocking acquire, release, extend,
  * inspect and cancel, each run on the engine (engine.c: a private loop on
- * the calling thread), a watched lock's too, beside the watchdog thread
- * that renews it.
+ * the calling thread), a watched lock's too, beside the keeper thread
+ * that renews it (keeper.c).
  */
 #include <stdlib.h>
 #include <string.h>

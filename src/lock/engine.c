@@ -12,6 +12,7 @@
 #include "engine.h"
 #include "env.h"
 #include "error.h"
+#include "keeper.h"
 #include "ploop.h"
 
 /* An idle loop on the stack, and since when it is idle. */
@@ -87,12 +88,17 @@ static redislock_err take(rl__engine *e, rl__ploop **pl)
         rl__ploop_free(i.pl);
         i.pl = NULL;
     }
-    if ((err = rl__ploop_new(e->c, pl)) == REDISLOCK_OK)
+    if ((err = rl__ploop_new(e->c, pl)) == REDISLOCK_OK) {
+        rl__alock_hand hand;
+
+        rl__keeper_hand(e->c, &hand);
         rl__alock_private(rl__ploop_alock(*pl));
+        rl__alock_hand_to(rl__ploop_alock(*pl), &hand);
+    }
     return err;
 }
 
-/* Back on the stack, what it still sweeps handed to the janitor; freed
+/* Back on the stack, what it still sweeps handed to the keeper; freed
  * when the stack cannot grow. */
 static void give_back(rl__engine *e, rl__ploop *pl)
 {

@@ -2,7 +2,7 @@
  * The client as the lock layer sees it: its topology (one server, several
  * sharded by key or asked together by a Redlock quorum, or a Redis
  * Cluster), the key prefix, the replica-sync guard, Redlock's per-server
- * timeout, and the watchdog shared by all of the client's locks.
+ * timeout, and the keeper thread shared by all of the client's locks.
  *
  * Data, defined here in the lock layer: client.c, in the client layer
  * above, fills an rl__env as the first member of its client, and the lock
@@ -18,7 +18,6 @@
 #include "pool.h"
 #include "seen.h"
 #include "topology.h"
-#include "watchdog.h"
 
 /* The most servers of a Redlock quorum: as many as one request runs on
  * at once. */
@@ -58,8 +57,8 @@ typedef struct rl__env {
     char *prefix;                  /* the key prefix */
     size_t prefixlen;
     rl__events events;
-    pthread_mutex_t mu;        /* guards the watchdog's and engine's creation */
-    rl__watchdog *watchdog;    /* made on first use (rl__client_watchdog) */
+    pthread_mutex_t mu;        /* guards the keeper's and engine's creation */
+    struct rl__keeper *keeper; /* made on first use (keeper.h) */
     struct rl__engine *engine; /* the blocking calls' loops (engine.h) */
 } rl__env;
 
@@ -118,15 +117,6 @@ static inline const char *rl__client_prefix(const redislock_client *c,
 static inline const rl__events *rl__client_events(const redislock_client *c)
 {
     return &rl__env_ofc(c)->events;
-}
-
-/* The client's watchdog, started on first use (watchdog.c). */
-redislock_err rl__env_watchdog(rl__env *e, rl__watchdog **out);
-
-static inline redislock_err rl__client_watchdog(redislock_client *c,
-                                                rl__watchdog **out)
-{
-    return rl__env_watchdog(rl__env_of(c), out);
 }
 
 /* The engine of the client's blocking calls, made on first use

@@ -3,7 +3,7 @@
  * declares, rl__keyset_make), run through the topology or sent on an
  * event loop's connection, and the abandon request that makes sure a lost
  * attempt holds nothing (keyed.h). Below the handle's code (lock.c) and
- * the janitor (watchdog.c), which both send such requests.
+ * the engine (alock.c), which send such requests.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -46,28 +46,20 @@ static int settles(const rl__script *s)
            s == &rl__script_abandon || s == &rl__script_set_abandon;
 }
 
-redislock_err rl__lock_run_set(rl__topo *t, rl__pool *p, const rl__lockname *k,
-                               const rl__lockname *more, int nmore,
-                               const char *req, rl__request *q, rl__reply **out)
+redislock_err rl__lock_run(rl__topo *t, rl__pool *p, const rl__lockname *k,
+                           const char *req, rl__request *q, rl__reply **out)
 {
     rl__request run = *q; /* keyed for this run only */
     rl__keyset ks;
     redislock_err err;
 
     run.settle = settles(q->s);
-
-    if ((err = keyed(&run, k, more, nmore, req, &ks)) != REDISLOCK_OK)
+    if ((err = keyed(&run, k, NULL, 0, req, &ks)) != REDISLOCK_OK)
         return err;
     err = p == NULL ? rl__topo_run(t, k->key, k->keylen, &run, out)
                     : rl__topo_run_on(t, p, &run, out);
     rl__keyset_free(&ks);
     return err;
-}
-
-redislock_err rl__lock_run(rl__topo *t, rl__pool *p, const rl__lockname *k,
-                           const char *req, rl__request *q, rl__reply **out)
-{
-    return rl__lock_run_set(t, p, k, NULL, 0, req, q, out);
 }
 
 /* Sends q with the keys of the names k and more (the first routes) on
@@ -127,22 +119,6 @@ void rl__abandon_request(int n, const char *token, const char *req,
                          .nargs = 3,
                          .args = a->args,
                          .lens = a->lens};
-}
-
-redislock_err rl__abandon(rl__topo *t, rl__pool *p, const rl__lockname *names,
-                          int n, const char *token, const char *req,
-                          int64_t ttl_ms, int64_t timeout_ms)
-{
-    rl__abandon_req a;
-    rl__reply *r;
-    redislock_err err;
-
-    rl__abandon_request(n, token, req, ttl_ms, &a);
-    a.q.timeout_ms = timeout_ms;
-    err = rl__lock_run_set(t, p, &names[0], names + 1, n - 1, req, &a.q, &r);
-    if (err == REDISLOCK_OK)
-        rl__reply_free(r);
-    return err;
 }
 
 redislock_err rl__abandon_send_async(rl__aroute *rt, rl__aconn *c, rl__pool *at,

@@ -13,13 +13,6 @@
 redislock_err rl__lock_run(rl__topo *t, rl__pool *p, const rl__lockname *k,
                            const char *req, rl__request *q, rl__reply **out);
 
-/* rl__lock_run for a set: the keys of k, then of each lock of more
- * (nmore), in a set script's layout. */
-redislock_err rl__lock_run_set(rl__topo *t, rl__pool *p, const rl__lockname *k,
-                               const rl__lockname *more, int nmore,
-                               const char *req, rl__request *q,
-                               rl__reply **out);
-
 /* Sends the script request q for l's lock (keys as rl__lock_run) on the
  * non-blocking connection c, a connection to node at (q's keys and
  * arguments are copied); on a cluster (rt not NULL) then wherever its
@@ -54,16 +47,9 @@ void rl__abandon_request(int n, const char *token, const char *req,
 /* One try at making sure an acquire request req (for token or owner id
  * token, with ttl_ms), whose reply was lost, does not hold the lock (or
  * the set) named by names (n of them; the first routes), now or when it
- * arrives late (abandon.lua, set_abandon.lua): on server p (one of a
- * Redlock quorum), or with p NULL wherever t sends the first key; waits
- * at most timeout_ms. */
-redislock_err rl__abandon(rl__topo *t, rl__pool *p, const rl__lockname *names,
-                          int n, const char *token, const char *req,
-                          int64_t ttl_ms, int64_t timeout_ms);
-
-/* rl__abandon's try on an event loop: sent on c, a connection to node at
- * (through a cluster's redirections when rt is not NULL); cb gets the
- * reply or failure (error replies unmapped). */
+ * arrives late (abandon.lua, set_abandon.lua): sent on c, a connection
+ * to node at (through a cluster's redirections when rt is not NULL); cb
+ * gets the reply or failure (error replies unmapped). */
 redislock_err rl__abandon_send_async(struct rl__aroute *rt, rl__aconn *c,
                                      rl__pool *at, const rl__lockname *names,
                                      int n, const char *token, const char *req,

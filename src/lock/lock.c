@@ -23,8 +23,10 @@
 
 void rl__lock_unwatch(redislock_lock *l)
 {
-    if (l->lwatch != NULL)
+    if (l->lwatch_stop != NULL)
         l->lwatch_stop(l);
+    l->lwatch_stop = NULL;
+    l->kept = 0;
     rl__watch_stop(l->watch);
     l->watch = NULL;
 }
@@ -111,34 +113,6 @@ void rl__lock_acks(redislock_lock *l, const rl__request *q, redislock_err err)
     }
 }
 
-/* A script on the locks k and more (nmore; req names the request, for a
- * script that takes its void key), followed by the replica-sync guard's
- * WAIT when guarded and the guard is on, and after rl__lock_first's
- * command. */
-static redislock_err names_script(redislock_lock *l, const rl__lockname *k,
-                                  const rl__lockname *more, int nmore,
-                                  int guarded, int64_t timeout_ms,
-                                  const rl__script *s, const char *req,
-                                  int nargs, const char **args,
-                                  const size_t *lens, rl__reply **out)
-{
-    rl__guard_acks acks;
-    rl__request q = {.s = s,
-                     .nargs = nargs,
-                     .args = args,
-                     .lens = lens,
-                     .timeout_ms = timeout_ms,
-                     .first = rl__lock_first(l, s)};
-    redislock_err err;
-
-    if (guarded)
-        rl__lock_guard(l, &q, &acks);
-    err = rl__lock_run_set(rl__client_topo(l->client), NULL, k, more, nmore,
-                           req, &q, out);
-    rl__lock_acks(l, &q, err);
-    return err;
-}
-
 void rl__acks_least(rl__acks *into, const rl__acks *a, int first)
 {
     if (first) {
@@ -153,45 +127,6 @@ void rl__acks_least(rl__acks *into, const rl__acks *a, int first)
     into->aof_replicas = a->aof_replicas < into->aof_replicas
                              ? a->aof_replicas
                              : into->aof_replicas;
-}
-
-/* names_script on the lock's key and a set's further keys. */
-static redislock_err lock_script(redislock_lock *l, int guarded,
-                                 int64_t timeout_ms, const rl__script *s,
-                                 const char *req, int nargs, const char **args,
-                                 const size_t *lens, rl__reply **out)
-{
-    rl__lockname k = {l->key, l->keylen, l->base, l->baselen};
-
-    return names_script(l, &k, l->more, l->nmore, guarded, timeout_ms, s, req,
-                        nargs, args, lens, out);
-}
-
-redislock_err rl__lock_group_script(redislock_lock *l,
-                                    const rl__lockname *names, int n,
-                                    int guarded, int64_t timeout_ms,
-                                    const rl__script *s, const char *req,
-                                    int nargs, const char **args,
-                                    const size_t *lens, rl__reply **out)
-{
-    return names_script(l, &names[0], names + 1, n - 1, guarded, timeout_ms, s,
-                        req, nargs, args, lens, out);
-}
-
-redislock_err rl__lock_script(redislock_lock *l, int64_t timeout_ms,
-                              const rl__script *s, const char *req, int nargs,
-                              const char **args, const size_t *lens,
-                              rl__reply **out)
-{
-    return lock_script(l, 0, timeout_ms, s, req, nargs, args, lens, out);
-}
-
-redislock_err rl__lock_write_script(redislock_lock *l, int64_t timeout_ms,
-                                    const rl__script *s, const char *req,
-                                    int nargs, const char **args,
-                                    const size_t *lens, rl__reply **out)
-{
-    return lock_script(l, 1, timeout_ms, s, req, nargs, args, lens, out);
 }
 
 /* How many of want confirmed (got; -1: none could), for a message. */
@@ -252,7 +187,7 @@ void rl__lock_take(redislock_lock *l, const char *token, int64_t ttl_ms,
         l->taken_us = rl__now_us();
     }
     l->own++;
-    /* The watchdog thread reads the lease settings of a watched lock: a
+    /* The keeper's renewals read the lease settings of a watched lock: a
      * re-entry keeps those it was first acquired with. */
     if (l->watch == NULL) {
         l->ttl_ms = ttl_ms;
@@ -317,16 +252,6 @@ const rl__script *rl__lock_owner_script(const redislock_lock *l,
                                    : &rl__script_set_release;
 }
 
-/* Runs a compare-and-X script for l's token by the client's algorithm;
- * *n gets its integer answer, which is mapped: -1 ELOST, 0 EEXPIRED,
- * positive OK. */
-static redislock_err owner_script(redislock_lock *l, const rl__script *s,
-                                  const char *arg2, int64_t timeout_ms,
-                                  long long *n)
-{
-    return l->algo->owner(l, s, arg2, timeout_ms, n);
-}
-
 static redislock_err check_held(const redislock_lock *l)
 {
     if (l == NULL)
@@ -381,26 +306,6 @@ void rl__lock_released(redislock_lock *l, redislock_err err, long long n)
                              .ms = (rl__now_us() - l->taken_us) / 1000});
 }
 
-redislock_err rl__lock_send_extend(redislock_lock *l, int64_t ttl_ms,
-                                   int64_t timeout_ms)
-{
-    char ttl[24];
-    int64_t sent_us;
-    long long n;
-    redislock_err err;
-
-    snprintf(ttl, sizeof ttl, "%" PRId64, ttl_ms);
-    sent_us = rl__now_us();
-    err = owner_script(l, &rl__script_extend, ttl, timeout_ms, &n);
-    if (err == REDISLOCK_OK)
-        err = rl__lock_durable(l, "extend");
-    /* Not durable: the master has the new lease, a promoted replica may
-     * not; the validity stays where the last confirmed one left it. */
-    if (err == REDISLOCK_OK)
-        rl__lock_set_validity(l, sent_us, ttl_ms);
-    return err;
-}
-
 /* The event of an extend or renewal that ended with err: a final error
  * is the loss's. */
 static void extend_event(redislock_lock *l, redislock_err err)
@@ -414,17 +319,6 @@ static void extend_event(redislock_lock *l, redislock_err err)
                                          .err = err});
 }
 
-redislock_err rl__lock_renew(redislock_lock *l)
-{
-    /* An answer after the validity has run out comes too late to matter:
-     * wait no longer than that. */
-    int64_t left = (atomic_load(&l->valid_until_us) - rl__now_us()) / 1000;
-    redislock_err err = rl__lock_send_extend(l, l->ttl_ms, left > 1 ? left : 1);
-
-    extend_event(l, err);
-    return err;
-}
-
 redislock_err rl__lock_extend_check(redislock_lock *l, int64_t ttl_ms)
 {
     redislock_err err = check_held(l);
@@ -433,8 +327,8 @@ redislock_err rl__lock_extend_check(redislock_lock *l, int64_t ttl_ms)
         return err;
     if ((err = rl__check_ttl(ttl_ms, "TTL")) != REDISLOCK_OK)
         return err;
-    /* A watched lock keeps the lease length it was acquired with; the
-     * watchdog thread reads it. */
+    /* A watched lock keeps the lease length it was acquired with; its
+     * renewals read it. */
     if (l->watch == NULL) {
         l->ttl_ms = ttl_ms;
         if (!l->drift_fixed)

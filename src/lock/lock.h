@@ -1,6 +1,6 @@
 /* The lock handle's state, shared by the modules that act on it:
- * lock.c (handle, release, extend), acquire.c (the wait loop), inspect.c
- * (reading a lock's state) and watchdog.c (the renewal thread). */
+ * lock.c (handle, release, extend), acquire.c (the acquire's steps),
+ * inspect.c (reading a lock's state) and alock.c (the engine). */
 #ifndef RL_LOCK_H
 #define RL_LOCK_H
 
@@ -12,6 +12,7 @@
 #include "env.h"
 #include "keys.h"
 #include "pool.h"
+#include "watchdog.h"
 
 struct rl__aroute;
 
@@ -66,7 +67,7 @@ struct redislock_lock {
     char *base;
     size_t baselen;
     /* The token (plain lock) or owner id (hash lock). It and the key do
-     * not change while the lock is watched, so the watchdog thread reads
+     * not change while the lock is watched, so the keeper's renewals read
      * them without locking. */
     char token[RL_TOKEN_MAX + 1];
     char *default_owner; /* "host:pid:random", made on first use */
@@ -93,7 +94,7 @@ struct redislock_lock {
     int drift_fixed;    /* drift_ms was given, not derived from the TTL */
     int64_t holder_ttl; /* seen by the last contended attempt */
     int holder_silent;  /* that holder's release wakes nobody */
-    /* The fencing token of the last acquisition; the watchdog thread's
+    /* The fencing token of the last acquisition; the keeper's
      * renewals send it (rl__lock_owner_args). */
     _Atomic int64_t fence;
     int64_t handoff_lease; /* the lease a fair hand-off granted, in ms */
@@ -109,10 +110,14 @@ struct redislock_lock {
     int64_t wait_seq;    /* a fair waiter's place, from its last attempt */
     rl__watch *watch;    /* non-NULL while watched */
     struct rl__aop *aop; /* an event loop's operation under way (alock.c) */
-    struct rl__lwatch *lwatch; /* an event loop's renewals (alock.c): watch
-                                  is then driven by that loop */
-    /* Stops them (set with lwatch by that loop, which is above). */
+    struct rl__lwatch *lwatch; /* a loop's renewals (alock.c): watch is
+                                  then driven by that loop; on the keeper's,
+                                  read on its thread only */
+    /* Stops them, set when they start (by the loop, which is above, or
+     * for the keeper's by the blocking call), on the lock's own thread;
+     * NULL: not renewed. */
     void (*lwatch_stop)(struct redislock_lock *l);
+    int kept;       /* renewed on the client's keeper thread (keeper.h) */
     char *info_buf; /* backs the strings of redislock_inspect */
     /* Per-server results of the last request (Redlock: one per server,
      * in URL order; otherwise one). Guarded by mu. */
@@ -150,35 +155,9 @@ void rl__lock_owner_args(const redislock_lock *l, const char *arg2,
 const rl__script *rl__lock_owner_script(const redislock_lock *l,
                                         const rl__script *s);
 
-/* Records the per-server results of a request (any thread: the watchdog's
+/* Records the per-server results of a request (any thread: the keeper's
  * renewals are requests too). */
 void rl__lock_set_outcomes(redislock_lock *l, const redislock_err *o, size_t n);
-
-/* Runs a script on the lock's key and the helper keys it declares (req:
- * the request whose void key it takes, or NULL) wherever the topology
- * sends it, its reply awaited at most timeout_ms (0: the command
- * timeout); error replies mapped. */
-redislock_err rl__lock_script(redislock_lock *l, int64_t timeout_ms,
-                              const rl__script *s, const char *req, int nargs,
-                              const char **args, const size_t *lens,
-                              rl__reply **out);
-
-/* Runs a script that writes the lock (acquire, extend) on its server,
- * then, with the replica-sync or AOF guard on, WAITs (WAITAOF) on the
- * same connection and records what confirmed it in l->acks. */
-redislock_err rl__lock_write_script(redislock_lock *l, int64_t timeout_ms,
-                                    const rl__script *s, const char *req,
-                                    int nargs, const char **args,
-                                    const size_t *lens, rl__reply **out);
-
-/* rl__lock_script (guarded: rl__lock_write_script) for the group of a
- * set's locks names (n of them, the first routing; spread.c). */
-redislock_err rl__lock_group_script(redislock_lock *l,
-                                    const rl__lockname *names, int n,
-                                    int guarded, int64_t timeout_ms,
-                                    const rl__script *s, const char *req,
-                                    int nargs, const char **args,
-                                    const size_t *lens, rl__reply **out);
 
 /* l's names: its key, then a set's others; returns how many. */
 int rl__lock_names(const redislock_lock *l,
@@ -248,22 +227,12 @@ void rl__lock_take(redislock_lock *l, const char *token, int64_t ttl_ms,
  * before still holds. */
 void rl__lock_set_validity(redislock_lock *l, int64_t sent_us, int64_t ttl_ms);
 
-/* Sends the extend script for l's token with l->ttl_ms, and on success
- * moves the validity forward from the moment the request was sent. Does
- * not touch the handle's holds, so the watchdog thread may call it. */
-redislock_err rl__lock_renew(redislock_lock *l);
-
 /* Records a loss (first one wins); returns whether this call recorded it. */
 int rl__lock_mark_lost(redislock_lock *l, redislock_err why);
 
 /* Tells the client's event callback, if any, of ev (its kind and the
  * fields the kind names), filling in the lock and its key. */
 void rl__lock_event(redislock_lock *l, redislock_event ev);
-
-/* The extend request itself, for redislock_extend of a watched lock and
- * the watchdog's renewal; timeout_ms > 0 bounds the wait for the reply. */
-redislock_err rl__lock_send_extend(redislock_lock *l, int64_t ttl_ms,
-                                   int64_t timeout_ms);
 
 /* A renewal of l sent at sent_us (by an event loop) ended with err: the
  * validity moves on with success; the event either way. */

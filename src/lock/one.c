@@ -2,7 +2,7 @@
  * The one-server lock algorithm: one server holds each key (single,
  * sharded and cluster clients; the topology says which). An attempt is
  * one script on that server, a release wakes its waiters, and a request
- * whose reply was lost is abandoned by the watchdog's janitor.
+ * whose reply was lost is abandoned by a sweep on the engine.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -15,7 +15,6 @@
 #include "keyed.h"
 #include "reply.h"
 #include "wait.h"
-#include "watchdog.h"
 
 /* The acquire or fair script: {1, holds, fence} taken, {0, pttl, wakes}
  * held by another. One round trip when the lock is free. A fair waiter
@@ -89,29 +88,6 @@ static redislock_err attempt_outcome(redislock_lock *l, redislock_err err,
     return err;
 }
 
-static redislock_err owner(redislock_lock *l, const rl__script *s,
-                           const char *arg2, int64_t timeout_ms, long long *n)
-{
-    rl__owner_args a;
-    rl__reply *r;
-    redislock_err err;
-    int extend = s == &rl__script_extend;
-
-    rl__lock_owner_args(l, arg2, &a);
-    s = rl__lock_owner_script(l, s);
-    /* An extend writes the lease: the replica-sync guard follows it. */
-    err = extend ? rl__lock_write_script(l, timeout_ms, s, NULL, RL_OWNER_NARGS,
-                                         a.args, a.lens, &r)
-                 : rl__lock_script(l, timeout_ms, s, NULL, RL_OWNER_NARGS,
-                                   a.args, a.lens, &r);
-    rl__lock_set_outcomes(l, &err, 1);
-    if (err != REDISLOCK_OK)
-        return err;
-    err = rl__reply_owner(r, s->name, n);
-    rl__reply_free(r);
-    return err;
-}
-
 static redislock_err ttl(redislock_lock *l, int64_t *ttl_ms)
 {
     const char *argv[2] = {"PTTL", l->key};
@@ -152,6 +128,5 @@ const rl__algo rl__algo_one = {.wakes = 1,
                                .attempt_prepare = attempt_prepare,
                                .attempt_outcome = attempt_outcome,
                                .abandons = 1,
-                               .owner = owner,
                                .ttl = ttl,
                                .inspect = inspect};

@@ -29,6 +29,7 @@ struct rl__ploop {
     int wake[2];         /* a pipe: [0] polled, [1] written by rl__ploop_wake */
     struct pollfd *pfd;
     size_t pcap;
+    int polls; /* rl__ploop_polls: never a blocking read */
 };
 
 static watched *find(rl__ploop *pl, int fd)
@@ -245,7 +246,7 @@ static redislock_err round_once(rl__ploop *pl, int nowait,
 
     /* One reply awaited and nothing else: a blocking read, not poll().
      * A wake-up meanwhile waits for the next round. */
-    if (!nowait && rl__alock_wait(pl->al)) {
+    if (!nowait && !pl->polls && rl__alock_wait(pl->al)) {
         pl->round++;
         due(pl);
         return REDISLOCK_OK;
@@ -284,6 +285,17 @@ redislock_err rl__ploop_settle(rl__ploop *pl)
         if ((err = round_once(pl, 0, NULL, NULL)) != REDISLOCK_OK)
             return err;
     return REDISLOCK_OK;
+}
+
+redislock_err rl__ploop_round(rl__ploop *pl, rl__ploop_woken_cb woken,
+                              void *arg)
+{
+    return round_once(pl, 0, woken, arg);
+}
+
+void rl__ploop_polls(rl__ploop *pl)
+{
+    pl->polls = 1;
 }
 
 redislock_err rl__ploop_refresh(rl__ploop *pl)

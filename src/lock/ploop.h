@@ -53,6 +53,18 @@ redislock_err rl__ploop_settle(rl__ploop *pl);
  * poll() fails. */
 redislock_err rl__ploop_refresh(rl__ploop *pl);
 
+/* One round: poll() until an fd is ready, the engine's timer is due or
+ * the loop is woken (then woken(arg), when not NULL), and dispatch. For a
+ * loop that runs for as long as its owner decides (the keeper's).
+ * REDISLOCK_OK, or REDISLOCK_EIO when poll() fails. */
+redislock_err rl__ploop_round(rl__ploop *pl, rl__ploop_woken_cb woken,
+                              void *arg);
+
+/* The loop always polls, even when one reply is all it awaits (which a
+ * call's loop reads blocking): a wake-up must reach a loop that serves
+ * other threads (the keeper's) without waiting for that reply. */
+void rl__ploop_polls(rl__ploop *pl);
+
 /* From any thread: makes the running (or next) rl__ploop_run call its
  * woken callback. Async-signal-safe. */
 void rl__ploop_wake(rl__ploop *pl);

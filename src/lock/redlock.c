@@ -17,7 +17,6 @@
 #include "error.h"
 #include "quorum.h"
 #include "reply.h"
-#include "watchdog.h"
 
 /* One attempt's tally. */
 typedef struct votes {
@@ -202,28 +201,6 @@ static redislock_err round_owner(redislock_lock *l, const rl__script *s,
     return err;
 }
 
-/* The owner's script on every server at once; the majority decides. */
-static redislock_err owner(redislock_lock *l, const rl__script *s,
-                           const char *arg2, int64_t timeout_ms, long long *n)
-{
-    rl__owner_args a;
-    rl__lockname k = {l->key, l->keylen, l->base, l->baselen};
-    int64_t ttl = s == &rl__script_extend ? strtoll(arg2, NULL, 10) : l->ttl_ms;
-    int64_t timeout = rl__client_server_timeout(l->client, ttl);
-    int64_t start = rl__now_us();
-    redislock_err err;
-    rl__round r;
-
-    if (timeout_ms > 0 && timeout_ms < timeout)
-        timeout = timeout_ms;
-    rl__lock_owner_args(l, arg2, &a);
-    rl__quorum_script(l->client, NULL, timeout, s, &k, NULL, RL_OWNER_NARGS,
-                      a.args, a.lens, &r);
-    err = round_owner(l, s, arg2, &r, start, n);
-    rl__round_free(&r);
-    return err;
-}
-
 /* Longest TTL first; -1 (no expiry) is the longest of all. */
 static int longer_first(const void *x, const void *y)
 {
@@ -332,6 +309,5 @@ const rl__algo rl__algo_redlock = {
     .round_attempt = round_attempt,
     .round_owner = round_owner,
     .round_inspect = round_inspect,
-    .owner = owner,
     .ttl = ttl,
     .inspect = inspect};

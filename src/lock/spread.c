@@ -28,7 +28,6 @@
 #include "reply.h"
 #include "spread.h"
 #include "topology.h"
-#include "watchdog.h"
 
 struct rl__spread {
     /* The set's keys, grouped: group g is names[start[g] .. start[g+1]),
@@ -87,33 +86,6 @@ redislock_err rl__spread_new(redislock_lock *l)
 void rl__spread_free(struct rl__spread *sp)
 {
     free(sp);
-}
-
-/* Group g's script s with args for l: *out its reply. */
-static redislock_err group_script(redislock_lock *l, int g, int guarded,
-                                  int64_t timeout_ms, const rl__script *s,
-                                  const char *req, int nargs, const char **args,
-                                  const size_t *lens, rl__reply **out)
-{
-    const struct rl__spread *sp = l->spread;
-
-    return rl__lock_group_script(l, &sp->names[sp->start[g]],
-                                 sp->start[g + 1] - sp->start[g], guarded,
-                                 timeout_ms, s, req, nargs, args, lens, out);
-}
-
-/* Frees what the token holds of group g (set_release.lua). */
-static redislock_err release_group(redislock_lock *l, int g, const char *token)
-{
-    const char *args[1] = {token};
-    size_t lens[1] = {strlen(token)};
-    rl__reply *r;
-    redislock_err err = group_script(l, g, 0, 0, &rl__script_set_release, NULL,
-                                     1, args, lens, &r);
-
-    if (err == REDISLOCK_OK)
-        rl__reply_free(r);
-    return err;
 }
 
 int rl__spread_ngroups(const redislock_lock *l)
@@ -288,35 +260,6 @@ int rl__spread_tally_undo(const rl__spread_tally *y, int g)
     return y->extend && y->least <= 0 && (y->lengthened & (1u << g)) != 0;
 }
 
-/* Release or extend: every group, each asked even after a failure, the
- * answers combined (rl__spread_tally); the groups an extend lengthened
- * for a set it found lost are released. */
-static redislock_err owner(redislock_lock *l, const rl__script *s,
-                           const char *arg2, int64_t timeout_ms, long long *n)
-{
-    struct rl__spread *sp = l->spread;
-    rl__owner_args a;
-    rl__spread_tally y;
-    int g, extend = s == &rl__script_extend;
-    rl__reply *r;
-    redislock_err err;
-
-    rl__lock_owner_args(l, arg2, &a);
-    s = extend ? &rl__script_set_extend : &rl__script_set_release;
-    rl__spread_tally_start(&y, s);
-    for (g = 0; g < sp->ngroups; g++) {
-        err = group_script(l, g, extend, timeout_ms, s, NULL, RL_OWNER_NARGS,
-                           a.args, a.lens, &r);
-        rl__spread_tally_add(l, &y, g, err, err == REDISLOCK_OK ? r : NULL);
-        if (err == REDISLOCK_OK)
-            rl__reply_free(r);
-    }
-    for (g = 0; g < sp->ngroups; g++)
-        if (rl__spread_tally_undo(&y, g))
-            (void)release_group(l, g, l->token);
-    return rl__spread_tally_end(l, &y, n);
-}
-
 /* The shorter of two TTLs as PTTL answers them: a key that is free
  * (-2) is the shortest, one without an expiry (-1) the longest. */
 static int64_t shorter(int64_t a, int64_t b)
@@ -375,4 +318,4 @@ static redislock_err ttl(redislock_lock *l, int64_t *ttl_ms)
 /* Inspection goes by key through the client's algorithm (inspect.c), so
  * .inspect is never called on a handle's. */
 const rl__algo rl__algo_spread = {
-    .wakes = 1, .groups = 1, .abandons = 1, .owner = owner, .ttl = ttl};
+    .wakes = 1, .groups = 1, .abandons = 1, .ttl = ttl};
