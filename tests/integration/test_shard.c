@@ -358,6 +358,49 @@ void test_shard_release_extend_watchdog(void)
     th_servers_stop(&e);
 }
 
+/* A server that stops answering costs the locks on the others nothing:
+ * with a lock on server 0 whose renewal (due at 1 s) hangs there for the
+ * 2 s command timeout, a lock of a third the lease on server 1 is still
+ * renewed every 300 ms, and is held throughout. (Before 2026-11-30 one
+ * thread sent the renewals one at a time, each waiting for its reply:
+ * the second lock's renewals waited behind the first's and it was
+ * reported lost at about 1.8 s.) */
+void test_shard_stalled_server_spares_other_renewals(void)
+{
+    th_servers e = th_servers_start(2);
+    redislock_client *c = sharded(e.urls, 2);
+    redislock_acquire_options slow = th_aopts(3000, 0, 0),
+                              fast = th_aopts(900, 0, 0);
+    redislock_lock *a, *b;
+    char ka[32], kb[32];
+    int64_t until;
+
+    key_on(&e, c, 0, ka, sizeof ka);
+    key_on(&e, c, 1, kb, sizeof kb);
+    a = th_lock(c, ka);
+    b = th_lock(c, kb);
+    slow.watchdog = fast.watchdog = 1;
+    ASSERT_OK(redislock_acquire(a, &slow));
+    ASSERT_OK(redislock_acquire(b, &fast));
+    th_server_pause(e.s[0]);
+    /* a's renewal goes at 1 s and waits until 3 s; b's lease (900 ms)
+     * would run out at 1.8 s if its renewals waited behind it. */
+    until = th_now_ms() + 2500;
+    while (th_now_ms() < until) {
+        ASSERT_OK(redislock_check(b));
+        th_sleep_ms(50);
+    }
+    ASSERT_KEY(e.r[1], kb, redislock_token(b));
+    ASSERT_GT(th_pttl(e.r[1], kb), 0);
+    th_server_resume(e.s[0]);
+    ASSERT_OK(redislock_release(b));
+    ASSERT_EQ_INT(th_cmd_int(e.r[1], "EXISTS %s", kb), 0);
+    redislock_lock_free(a);
+    redislock_lock_free(b);
+    redislock_client_free(c);
+    th_servers_stop(&e);
+}
+
 /* ---- One server, spelt differently --------------------------------- */
 
 #define NSPELT 200
