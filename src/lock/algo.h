@@ -92,16 +92,6 @@ typedef struct rl__algo {
      * it holds nothing, now or when it arrives late); 0: a failed attempt
      * has undone itself. */
     int abandons;
-    /* The key's remaining TTL, whoever holds it (redislock_ttl). */
-    redislock_err (*ttl)(redislock_lock *l, int64_t *ttl_ms);
-    /* Reads key's state (inspect.lua) into info, strings into *buf. p is
-     * the node a listing found key on (NULL: wherever key lives) and at
-     * its number; *first gets the number of the node that reports the key
-     * in a listing (a lock on several servers is listed once). */
-    redislock_err (*inspect)(redislock_client *c, rl__pool *p, size_t at,
-                             const char *key, size_t keylen, const char *base,
-                             size_t baselen, redislock_info *info, char **buf,
-                             size_t *first);
 } rl__algo;
 
 extern const rl__algo rl__algo_one;

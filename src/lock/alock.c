@@ -184,12 +184,13 @@ typedef struct rslot {
 struct round {
     rl__loop_timer timer; /* first: the loop hands it back */
     rl__alock *al;
-    const rl__script *s;
+    const char *name; /* what it runs, for messages */
     rl__round r;
     size_t left;   /* servers yet to answer */
     int pending;   /* callbacks yet to come, answered or not */
     round_fn done; /* NULL once decided, or dropped */
     void *arg;
+    rl__alock_round_cb out; /* rl__alock_round's caller, through round_out */
     rslot slot[RL_MAX_QUORUM];
 };
 
@@ -414,7 +415,7 @@ static void round_reply(void *arg, redislock_err err, const rl__reply *r)
         return;
     }
     if (err == REDISLOCK_OK)
-        err = rl__reply_check(r, rd->s->name);
+        err = rl__reply_check(r, rd->name);
     if (err == REDISLOCK_OK && (rd->r.reply[sl->i] = rl__reply_dup(r)) == NULL)
         err = rl__err(REDISLOCK_ENOMEM, "out of memory");
     if (err != REDISLOCK_OK)
@@ -424,9 +425,10 @@ static void round_reply(void *arg, redislock_err err, const rl__reply *r)
 }
 
 /* Sends q (req: the request whose void key it takes, or NULL) for l to
- * every server of the client, each answered within timeout_ms; done gets
- * the round on the loop, never from here. A server that cannot be sent
- * to fails in the round. */
+ * every server of the client, or with l NULL q as it is (its keys
+ * given), each answered within timeout_ms; done gets the round on the
+ * loop, never from here. A server that cannot be sent to fails in the
+ * round. */
 static redislock_err round_send(rl__alock *al, redislock_lock *l,
                                 rl__request *q, const char *req,
                                 int64_t timeout_ms, round_fn done, void *arg,
@@ -441,7 +443,7 @@ static redislock_err round_send(rl__alock *al, redislock_lock *l,
     if (rd == NULL)
         return rl__err(REDISLOCK_ENOMEM, "out of memory");
     rd->al = al;
-    rd->s = q->s;
+    rd->name = rl__request_name(q);
     rd->r.n = topo->npools;
     rd->timer.fire = round_timeout;
     if ((err = rl__loop_arm(al->lp, &rd->timer,
@@ -457,8 +459,11 @@ static redislock_err round_send(rl__alock *al, redislock_lock *l,
         rd->slot[i] = (rslot){rd, i};
         if ((err = node_at(al, rl__topo_each(topo, i), &n)) == REDISLOCK_OK &&
             (err = node_cmd(al, n)) == REDISLOCK_OK &&
-            (err = rl__lock_send_async(l, NULL, n->cmd, n->pool, req, q,
-                                       round_reply, &rd->slot[i])) ==
+            (err = l != NULL
+                       ? rl__lock_send_async(l, NULL, n->cmd, n->pool, req, q,
+                                             round_reply, &rd->slot[i])
+                       : rl__request_send_async(n->cmd, q, round_reply,
+                                                &rd->slot[i])) ==
                 REDISLOCK_OK) {
             rd->pending++;
             rd->left++;
@@ -471,6 +476,44 @@ static redislock_err round_send(rl__alock *al, redislock_lock *l,
         rl__loop_arm(al->lp, &rd->timer, rl__now_us());
     *out = rd;
     return REDISLOCK_OK;
+}
+
+/* A round of rl__alock_round's is decided. */
+static void round_out(round *rd)
+{
+    rd->out(rd->arg, &rd->r);
+}
+
+redislock_err rl__alock_round(rl__alock *al, const rl__request *q,
+                              int64_t timeout_ms, rl__alock_round_cb done,
+                              void *arg)
+{
+    rl__request sent = *q;
+    round *rd;
+    redislock_err err =
+        round_send(al, NULL, &sent, NULL, timeout_ms, round_out, arg, &rd);
+
+    if (err == REDISLOCK_OK)
+        rd->out = done;
+    return err;
+}
+
+redislock_err rl__alock_send(rl__alock *al, rl__pool *p, const char *key,
+                             size_t keylen, const rl__request *q,
+                             rl__aconn_cb cb, void *arg)
+{
+    node *n = NULL;
+    redislock_err err =
+        p != NULL ? node_at(al, p, &n) : node_of(al, key, keylen, &n);
+
+    if (err == REDISLOCK_OK)
+        err = node_cmd(al, n);
+    if (err != REDISLOCK_OK)
+        return err;
+    return p == NULL && al->rt != NULL
+               ? rl__aroute_send(al->rt, n->cmd, n->pool, key, keylen, q, cb,
+                                 arg)
+               : rl__request_send_async(n->cmd, q, cb, arg);
 }
 
 static void sweep_free(sweep *sw)

@@ -51,8 +51,10 @@
 
 #include <stdint.h>
 
+#include "aconn.h"
 #include "lock.h"
 #include "loop.h"
+#include "quorum.h"
 
 typedef struct rl__alock rl__alock;
 
@@ -166,6 +168,25 @@ int rl__alock_busy(const rl__alock *al);
 /* A private loop's call has ended: what al is still sweeping goes to
  * its hand (a reply to come is ignored when the loop next runs). */
 void rl__alock_idle(rl__alock *al);
+
+/* Requests no handle owns (engine.h's blocking reads: a listing, a TTL,
+ * a fenced write). rl__alock_send sends q (a script with its keys, or a
+ * command: rl__request_send_async) on server p, or with p NULL on the
+ * node of key, through a cluster's or Sentinel's routing; cb gets its
+ * reply (error replies unmapped) or failure. rl__alock_round sends q to
+ * every server of the client at once, each answered within timeout_ms;
+ * done gets each's reply or failure (error replies are failures), on
+ * the loop, and may take the replies (setting them NULL). Neither can be
+ * taken back: the loop runs until they end, or is freed. */
+typedef void (*rl__alock_round_cb)(void *arg, rl__round *r);
+
+redislock_err rl__alock_send(rl__alock *al, struct rl__pool *p, const char *key,
+                             size_t keylen, const rl__request *q,
+                             rl__aconn_cb cb, void *arg);
+
+redislock_err rl__alock_round(rl__alock *al, const rl__request *q,
+                              int64_t timeout_ms, rl__alock_round_cb done,
+                              void *arg);
 
 /* l is being freed: the operation under way on it ends with
  * REDISLOCK_ECANCELED, its callback called now (lock.c). */

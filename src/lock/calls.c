@@ -95,7 +95,6 @@ redislock_err redislock_lock_new(redislock_client *c, const void *key,
     l->wait_name = (rl__lockname){l->key, l->keylen, l->base, l->baselen};
     l->client = c;
     l->algo = rl__client_algo(c);
-    l->pool = rl__topo_node(rl__client_topo(c), l->key, l->keylen);
     l->holder_ttl = -2;
     l->acks = RL_ACKS_NONE;
     pthread_mutex_init(&l->mu, NULL);
@@ -313,4 +312,66 @@ void redislock_cancel(redislock_lock *l)
     l->cancelled = 1;
     pthread_mutex_unlock(&l->mu);
     rl__engine_cancel(l);
+}
+
+/* The shorter of two TTLs as PTTL answers them: a key that is free
+ * (-2) is the shortest, one without an expiry (-1) the longest. */
+static int64_t shorter(int64_t a, int64_t b)
+{
+    if (a == REDISLOCK_TTL_FREE || b == REDISLOCK_TTL_FREE)
+        return REDISLOCK_TTL_FREE;
+    if (a == REDISLOCK_TTL_NO_EXPIRY)
+        return b;
+    if (b == REDISLOCK_TTL_NO_EXPIRY)
+        return a;
+    return a < b ? a : b;
+}
+
+/* PTTL of one key, on its node. */
+static redislock_err pttl(redislock_client *c, const rl__lockname *k,
+                          int64_t *ttl_ms)
+{
+    const char *argv[2] = {"PTTL", k->key};
+    size_t lens[2] = {4, k->keylen};
+    rl__request q = {.nargs = 2, .args = argv, .lens = lens};
+    rl__reply *r;
+    redislock_err err = rl__engine_request(c, NULL, k->key, k->keylen, &q, &r);
+
+    if (err != REDISLOCK_OK)
+        return err;
+    if (r->type != REDIS_REPLY_INTEGER)
+        err = rl__err(REDISLOCK_EPROTOCOL, "PTTL answered type %d", r->type);
+    else
+        *ttl_ms = r->integer;
+    rl__reply_free(r);
+    return err;
+}
+
+redislock_err redislock_ttl(redislock_lock *l, int64_t *ttl_ms)
+{
+    rl__lockname names[1 + REDISLOCK_SET_MAX];
+    redislock_info info;
+    int64_t least = REDISLOCK_TTL_NO_EXPIRY, one = 0;
+    redislock_err err = REDISLOCK_OK;
+    int i, n;
+
+    if (l == NULL || ttl_ms == NULL)
+        return rl__err(REDISLOCK_EINVAL, "NULL lock handle or output");
+    /* No one server's PTTL answers for a quorum: the majority's. */
+    if (l->algo->every) {
+        if ((err = redislock_inspect(l, &info)) == REDISLOCK_OK)
+            *ttl_ms = info.ttl_ms;
+        return err;
+    }
+    /* A set over several servers or slots: its shortest key; one script
+     * takes a set on one node whole, so its first key tells. */
+    n = rl__lock_names(l, names);
+    if (!l->algo->groups)
+        n = 1;
+    for (i = 0; i < n && err == REDISLOCK_OK; i++)
+        if ((err = pttl(l->client, &names[i], &one)) == REDISLOCK_OK)
+            least = shorter(least, one);
+    if (err == REDISLOCK_OK)
+        *ttl_ms = least;
+    return err;
 }

@@ -6,6 +6,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "clock.h"
 #include "conn.h"
@@ -237,4 +238,94 @@ redislock_err rl__engine_call(redislock_lock *l, rl__engine_start start,
 
     return err != REDISLOCK_OK ? err
                                : rl__engine_run(e, l, start, arg, acquire);
+}
+
+/* A request of rl__engine_request's or rl__engine_round's, and what it
+ * brought back. */
+typedef struct lone {
+    rl__pool *p;
+    const char *key;
+    size_t keylen;
+    const rl__request *q;
+    int64_t timeout_ms;
+    rl__reply *reply;
+    rl__round *round;
+    rl__alock_cb cb; /* the call's end (engine_run's) */
+    void *cbarg;
+} lone;
+
+static void lone_reply(void *arg, redislock_err err, const rl__reply *r)
+{
+    lone *o = arg;
+
+    if (err == REDISLOCK_OK)
+        err = rl__reply_check(r, rl__request_name(o->q));
+    if (err == REDISLOCK_OK && (o->reply = rl__reply_dup(r)) == NULL)
+        err = rl__err(REDISLOCK_ENOMEM, "out of memory");
+    o->cb(NULL, err, o->cbarg);
+}
+
+static redislock_err start_lone(rl__alock *al, redislock_lock *l, void *arg,
+                                rl__alock_cb cb, void *cbarg)
+{
+    lone *o = arg;
+
+    (void)l;
+    o->cb = cb;
+    o->cbarg = cbarg;
+    return rl__alock_send(al, o->p, o->key, o->keylen, o->q, lone_reply, o);
+}
+
+redislock_err rl__engine_request(redislock_client *c, rl__pool *p,
+                                 const char *key, size_t keylen,
+                                 const rl__request *q, rl__reply **out)
+{
+    lone o = {.p = p, .key = key, .keylen = keylen, .q = q};
+    rl__engine *e;
+    redislock_err err = rl__env_engine(c, &e);
+
+    if (err == REDISLOCK_OK)
+        err = rl__engine_run(e, NULL, start_lone, &o, 0);
+    *out = err == REDISLOCK_OK ? o.reply : NULL;
+    if (err != REDISLOCK_OK)
+        rl__reply_free(o.reply);
+    return err;
+}
+
+/* The round is in: its replies are the caller's. */
+static void round_in(void *arg, rl__round *r)
+{
+    lone *o = arg;
+    size_t i;
+
+    *o->round = *r;
+    for (i = 0; i < r->n; i++)
+        r->reply[i] = NULL;
+    o->cb(NULL, REDISLOCK_OK, o->cbarg);
+}
+
+static redislock_err start_round(rl__alock *al, redislock_lock *l, void *arg,
+                                 rl__alock_cb cb, void *cbarg)
+{
+    lone *o = arg;
+
+    (void)l;
+    o->cb = cb;
+    o->cbarg = cbarg;
+    return rl__alock_round(al, o->q, o->timeout_ms, round_in, o);
+}
+
+redislock_err rl__engine_round(redislock_client *c, const rl__request *q,
+                               int64_t timeout_ms, rl__round *out)
+{
+    lone o = {.q = q, .timeout_ms = timeout_ms, .round = out};
+    rl__engine *e;
+    redislock_err err = rl__env_engine(c, &e);
+
+    memset(out, 0, sizeof *out);
+    if (err == REDISLOCK_OK)
+        err = rl__engine_run(e, NULL, start_round, &o, 0);
+    if (err != REDISLOCK_OK)
+        rl__round_free(out);
+    return err;
 }

@@ -41,6 +41,19 @@ redislock_err rl__engine_run(rl__engine *e, redislock_lock *l,
 redislock_err rl__engine_call(redislock_lock *l, rl__engine_start start,
                               void *arg, int acquire);
 
+/* A blocking read or write no handle owns, run on c's engine as a call
+ * (rl__alock_send): q on server p, or with p NULL on the node of key;
+ * *out its reply (error replies mapped), the caller's to free. */
+redislock_err rl__engine_request(redislock_client *c, struct rl__pool *p,
+                                 const char *key, size_t keylen,
+                                 const rl__request *q, rl__reply **out);
+
+/* q on every server of c at once, each answered within timeout_ms
+ * (rl__alock_round): *out each's reply or failure, the caller's to free
+ * (rl__round_free). */
+redislock_err rl__engine_round(redislock_client *c, const rl__request *q,
+                               int64_t timeout_ms, rl__round *out);
+
 /* After redislock_cancel set l's flag: wakes the loop l's acquire runs
  * on, if any. */
 void rl__engine_cancel(redislock_lock *l);

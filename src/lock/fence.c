@@ -6,6 +6,7 @@
 
 #include "env.h"
 #include "algo.h"
+#include "engine.h"
 #include "error.h"
 #include "lock.h"
 
@@ -21,7 +22,7 @@ int64_t redislock_fence(const redislock_lock *l)
     return l != NULL && l->own > 0 ? l->fence : 0;
 }
 
-static redislock_err run_fenced_set(rl__topo *t, const char **keys,
+static redislock_err run_fenced_set(redislock_client *c, const char **keys,
                                     const size_t *klens, const void *value,
                                     size_t vlen, int64_t fence)
 {
@@ -39,7 +40,7 @@ static redislock_err run_fenced_set(rl__topo *t, const char **keys,
     redislock_err err;
 
     lens[1] = (size_t)snprintf(f, sizeof f, "%" PRId64, fence);
-    err = rl__topo_run(t, keys[0], klens[0], &q, &r);
+    err = rl__engine_request(c, NULL, keys[0], klens[0], &q, &r);
     if (err != REDISLOCK_OK)
         return err;
     if (r->type != REDIS_REPLY_INTEGER)
@@ -94,8 +95,8 @@ redislock_err redislock_fenced_set(redislock_client *c, const void *key,
                        "in a Redis Cluster this key's helper key would hash "
                        "to another slot: give it a non-empty {hash tag}");
     }
-    err = run_fenced_set(rl__client_topo(c), keys, klens,
-                         value == NULL ? "" : value, vlen, fence);
+    err =
+        run_fenced_set(c, keys, klens, value == NULL ? "" : value, vlen, fence);
     free(hw);
     return err;
 }

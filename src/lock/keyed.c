@@ -46,22 +46,6 @@ static int settles(const rl__script *s)
            s == &rl__script_abandon || s == &rl__script_set_abandon;
 }
 
-redislock_err rl__lock_run(rl__topo *t, rl__pool *p, const rl__lockname *k,
-                           const char *req, rl__request *q, rl__reply **out)
-{
-    rl__request run = *q; /* keyed for this run only */
-    rl__keyset ks;
-    redislock_err err;
-
-    run.settle = settles(q->s);
-    if ((err = keyed(&run, k, NULL, 0, req, &ks)) != REDISLOCK_OK)
-        return err;
-    err = p == NULL ? rl__topo_run(t, k->key, k->keylen, &run, out)
-                    : rl__topo_run_on(t, p, &run, out);
-    rl__keyset_free(&ks);
-    return err;
-}
-
 /* Sends q with the keys of the names k and more (the first routes) on
  * the loop: on c, a connection to node at, or through a cluster's
  * redirections when rt is not NULL. The keys are copied on send. */

@@ -7,13 +7,8 @@
 
 #include "lock.h"
 
-/* Runs the script request q (its keys left to this) for the lock k: the
- * keys its layout names (req: the request whose void key it takes, or
- * NULL), wherever t sends k's key, or on node p when it is not NULL. */
-redislock_err rl__lock_run(rl__topo *t, rl__pool *p, const rl__lockname *k,
-                           const char *req, rl__request *q, rl__reply **out);
-
-/* Sends the script request q for l's lock (keys as rl__lock_run) on the
+/* Sends the script request q for l's lock (the keys its layout names,
+ * req: the request whose void key it takes, or NULL) on the
  * non-blocking connection c, a connection to node at (q's keys and
  * arguments are copied); on a cluster (rt not NULL) then wherever its
  * redirections say (aroute.h). cb gets its reply or failure (error

@@ -50,14 +50,6 @@ redislock_err rl__check_ttl(int64_t ttl_ms, const char *what)
     return REDISLOCK_OK;
 }
 
-redislock_err rl__lock_command(redislock_lock *l, int n, const rl__cmd *cmds,
-                               rl__reply **out)
-{
-    rl__request q = {.n = n, .cmds = cmds};
-
-    return rl__topo_run(rl__client_topo(l->client), l->key, l->keylen, &q, out);
-}
-
 static const char *pingv[1] = {"PING"};
 static const rl__cmd ping = {1, pingv, NULL};
 
@@ -387,13 +379,6 @@ redislock_err redislock_adopt(redislock_lock *l, const char *token)
     rl__lock_take(l, token, REDISLOCK_DEFAULT_TTL_MS, -1, 0, 0);
     atomic_store(&l->valid_until_us, 0);
     return REDISLOCK_OK;
-}
-
-redislock_err redislock_ttl(redislock_lock *l, int64_t *ttl_ms)
-{
-    if (l == NULL || ttl_ms == NULL)
-        return rl__err(REDISLOCK_EINVAL, "NULL lock handle or output");
-    return l->algo->ttl(l, ttl_ms);
 }
 
 int64_t redislock_valid_ms(const redislock_lock *l)

@@ -58,7 +58,6 @@ struct redislock_lock {
      * for a set over several nodes spread.c's. */
     const struct rl__algo *algo;
     struct rl__spread *spread; /* that set's groups; NULL otherwise */
-    rl__pool *pool;            /* the server the key lives on */
     char *key; /* the Redis key: the client's prefix, then the key */
     size_t keylen;
     size_t prefixlen;
@@ -191,10 +190,6 @@ void rl__lock_acks(redislock_lock *l, const rl__request *q, redislock_err err);
  * and fewer replicas or AOF fsyncs than wanted confirmed the last write;
  * else OK. */
 redislock_err rl__lock_durable(const redislock_lock *l, const char *what);
-
-/* Runs one command on the lock's server, mapping error replies. */
-redislock_err rl__lock_command(redislock_lock *l, int n, const rl__cmd *cmds,
-                               rl__reply **out);
 
 /* Whether l may be released (hold_after_ms: its hold-after, 0 none):
  * REDISLOCK_EINVAL with the reason when not. */

@@ -88,45 +88,7 @@ static redislock_err attempt_outcome(redislock_lock *l, redislock_err err,
     return err;
 }
 
-static redislock_err ttl(redislock_lock *l, int64_t *ttl_ms)
-{
-    const char *argv[2] = {"PTTL", l->key};
-    size_t lens[2] = {4, l->keylen};
-    rl__cmd cmd = {2, argv, lens};
-    rl__reply *r;
-    redislock_err err;
-
-    if ((err = rl__lock_command(l, 1, &cmd, &r)) != REDISLOCK_OK)
-        return err;
-    if (r->type != REDIS_REPLY_INTEGER)
-        err = rl__err(REDISLOCK_EPROTOCOL, "PTTL answered type %d", r->type);
-    else
-        *ttl_ms = r->integer;
-    rl__reply_free(r);
-    return err;
-}
-
-static redislock_err inspect(redislock_client *c, rl__pool *p, size_t at,
-                             const char *key, size_t keylen, const char *base,
-                             size_t baselen, redislock_info *info, char **buf,
-                             size_t *first)
-{
-    rl__lockname k = {key, keylen, base, baselen};
-    rl__request q = {.s = &rl__script_inspect};
-    rl__reply *r;
-    redislock_err err = rl__lock_run(rl__client_topo(c), p, &k, NULL, &q, &r);
-
-    *first = at;
-    if (err != REDISLOCK_OK)
-        return err;
-    err = rl__inspect_decode(r, info, buf);
-    rl__reply_free(r);
-    return err;
-}
-
 const rl__algo rl__algo_one = {.wakes = 1,
                                .attempt_prepare = attempt_prepare,
                                .attempt_outcome = attempt_outcome,
-                               .abandons = 1,
-                               .ttl = ttl,
-                               .inspect = inspect};
+                               .abandons = 1};

@@ -1,7 +1,7 @@
 /*
- * Redlock's rounds: one script sent to every server of a Redlock client
- * at once, each reply waited for at most the per-server timeout, and the
- * replies (or each server's failure) handed back together.
+ * Redlock's rounds as data: every server's reply or failure to one
+ * request sent to them all at once (alock.c sends them), and the
+ * majority and the per-server outcomes in words.
  */
 #ifndef RL_QUORUM_H
 #define RL_QUORUM_H
@@ -12,16 +12,6 @@
 /* Per server: its reply (NULL where err is set), or its failure and
  * what went wrong there. */
 typedef rl__replies rl__round;
-
-/* Runs s with the keys it declares for k (req: the request whose void
- * key it takes, or NULL) and nargs arguments on every server of c, or
- * those with only[i] set when only is not NULL (the others get neither a
- * reply nor an error), waiting at most timeout_ms for each; error replies
- * become that server's err. */
-void rl__quorum_script(redislock_client *c, const int *only, int64_t timeout_ms,
-                       const rl__script *s, const rl__lockname *k,
-                       const char *req, int nargs, const char **args,
-                       const size_t *lens, rl__round *out);
 
 void rl__round_free(rl__round *r);
 

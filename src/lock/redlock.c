@@ -258,36 +258,6 @@ static redislock_err round_inspect(redislock_client *c, const rl__round *r,
     return err;
 }
 
-static redislock_err inspect(redislock_client *c, rl__pool *p, size_t at,
-                             const char *key, size_t keylen, const char *base,
-                             size_t baselen, redislock_info *info, char **buf,
-                             size_t *first)
-{
-    rl__lockname k = {key, keylen, base, baselen};
-    redislock_err err;
-    rl__round r;
-
-    (void)p;
-    (void)at;
-    rl__quorum_script(c, NULL,
-                      rl__client_server_timeout(c, REDISLOCK_TTL_MAX_MS),
-                      &rl__script_inspect, &k, NULL, 0, NULL, NULL, &r);
-    err = round_inspect(c, &r, info, buf, first);
-    rl__round_free(&r);
-    return err;
-}
-
-/* No one server's PTTL answers for a quorum: the majority's, by inspect. */
-static redislock_err ttl(redislock_lock *l, int64_t *ttl_ms)
-{
-    redislock_info info;
-    redislock_err err = redislock_inspect(l, &info);
-
-    if (err == REDISLOCK_OK)
-        *ttl_ms = info.ttl_ms;
-    return err;
-}
-
 const rl__algo rl__algo_redlock = {
     .wakes = 0,
     .fresh_token = 1,
@@ -308,6 +278,4 @@ const rl__algo rl__algo_redlock = {
     .every = 1,
     .round_attempt = round_attempt,
     .round_owner = round_owner,
-    .round_inspect = round_inspect,
-    .ttl = ttl,
-    .inspect = inspect};
+    .round_inspect = round_inspect};

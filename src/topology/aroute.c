@@ -450,7 +450,7 @@ static void sentinel_reply(trip *t, redislock_err err, const rl__reply *r)
         return;
     }
     if (err == REDISLOCK_OK)
-        err = rl__reply_check(r, t->r.q.s->name);
+        err = rl__reply_check(r, rl__request_name(&t->r.q));
     sentinel_moved(t, err);
 }
 

@@ -28,6 +28,11 @@ typedef struct wire {
 static const char *askv[1] = {"ASKING"};
 static const char *infov[2] = {"INFO", "replication"};
 
+const char *rl__request_name(const rl__request *q)
+{
+    return q->s != NULL ? q->s->name : "the command";
+}
+
 int rl__request_nreplies(const rl__request *q)
 {
     return q->s != NULL ? 1 : q->n;
@@ -523,12 +528,18 @@ static redislock_err async_send(async_req *a)
     const char *wv[4] = {"WAIT", n[0], ms, NULL};
     const char *av[4] = {"WAITAOF", n[0], n[1], ms};
     const rl__request *q = &a->r.q;
-    int argc = rl__script_argv(q->s, a->eval, q->nkeys, q->keys, q->klens,
-                               q->nargs, q->args, q->lens, nk, argv, argl);
+    int argc = q->s == NULL ? q->nargs
+                            : rl__script_argv(q->s, a->eval, q->nkeys, q->keys,
+                                              q->klens, q->nargs, q->args,
+                                              q->lens, nk, argv, argl);
     redislock_err err;
 
     if (argc < 0)
         return rl__err(REDISLOCK_EINVAL, "too many script arguments");
+    if (q->s == NULL) {
+        memcpy(argv, q->args, (size_t)argc * sizeof *argv);
+        memcpy(argl, q->lens, (size_t)argc * sizeof *argl);
+    }
     err = a->before_sent ? REDISLOCK_OK : send_before(a);
     if (err == REDISLOCK_OK)
         err = rl__aconn_send(a->c, argc, argv, argl, async_reply, a);
@@ -568,17 +579,20 @@ redislock_err rl__request_send_async(rl__aconn *c, const rl__request *q,
     long bytes;
     redislock_err err;
 
-    if (q->s == NULL || (q->first != NULL && q->first_reply != NULL))
+    if ((q->s == NULL && (q->n != 0 || q->nkeys != 0 || q->nargs < 1 ||
+                          q->nargs > RL_SCRIPT_ARGV_MAX)) ||
+        (q->first != NULL && q->first_reply != NULL))
         return rl__err(REDISLOCK_EINVAL,
-                       "on an event loop a request is one script, and the "
-                       "reply of a command before it is not kept");
+                       "on an event loop a request is one script or one "
+                       "command, and the reply of a command before it is "
+                       "not kept");
     if ((bytes = rl__request_bytes(q)) < 0)
         return REDISLOCK_EINVAL;
     if ((a = calloc(1, sizeof *a + (size_t)bytes + 1)) == NULL)
         return rl__err(REDISLOCK_ENOMEM, "out of memory sending a script");
     a->c = c;
     rl__request_copy(&a->r, q, a->data);
-    a->eval = q->s->eval_only;
+    a->eval = q->s == NULL || q->s->eval_only; /* a command: no NOSCRIPT */
     a->cb = cb;
     a->arg = arg;
     if ((err = async_send(a)) != REDISLOCK_OK)

@@ -160,9 +160,14 @@ void rl__replies_free(rl__replies *out);
  * outlive the callback); INFO for every replica (q->all) and q->first
  * (static: it is not copied) go before it in its first round, q->first's
  * reply dropped. One script only, not yet a pipeline, and no first_reply
- * (REDISLOCK_EINVAL).
+ * (REDISLOCK_EINVAL). Or one command: no script, no keys and no n, the
+ * command's words in args (so that it is copied as a script's
+ * arguments are), its reply as it comes.
  */
 redislock_err rl__request_send_async(rl__aconn *c, const rl__request *q,
                                      rl__aconn_cb cb, void *arg);
+
+/* What q runs, for messages: its script's name, or "the command". */
+const char *rl__request_name(const rl__request *q);
 
 #endif
