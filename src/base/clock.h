@@ -11,7 +11,4 @@ int64_t rl__now_ms(void);
 /* Microseconds on CLOCK_MONOTONIC. */
 int64_t rl__now_us(void);
 
-/* Sleeps ms milliseconds (restarting after signals). */
-void rl__sleep_ms(int64_t ms);
-
 #endif

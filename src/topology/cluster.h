@@ -59,19 +59,6 @@ rl__pool *rl__cluster_moved(rl__cluster *cl, unsigned slot, const char *host,
 /* The pool of the node at host:port (an ASK target), made if new. */
 rl__pool *rl__cluster_node(rl__cluster *cl, const char *host, int port);
 
-/*
- * Runs q on the cluster (redirect.c): on node p, or with p NULL on the
- * master of key's slot by the current map, then wherever MOVED and ASK
- * replies say, pausing through TRYAGAIN and CLUSTERDOWN, reading the map
- * again when a node cannot be reached; all within q's time budget (the
- * command timeout, or q->timeout_ms when shorter). A request with a WAIT
- * follows them too: the WAIT goes with the script to each node asked.
- * Error replies are returned as replies, as rl__pool_run does.
- */
-redislock_err rl__cluster_run(rl__cluster *cl, rl__pool *p, const char *key,
-                              size_t keylen, const rl__request *q,
-                              rl__reply **out);
-
 /* Redirections followed in a row before the map is read again (see
  * rl__cluster_hops); redis-cli gives up after as many. */
 #define RL_CLUSTER_MAX_HOPS 16

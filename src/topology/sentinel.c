@@ -301,116 +301,12 @@ rl__pool *rl__sentinel_node(rl__sentinel *s)
     return master(s, &err);
 }
 
-/* q on p, its error replies mapped. */
-static redislock_err run_on(rl__pool *p, const rl__request *q, rl__reply **out)
-{
-    redislock_err err = rl__pool_run(p, q, 0, out);
-
-    return err == REDISLOCK_OK ? rl__request_check(q, out) : err;
-}
-
-/* How long a request may spend riding over a failover: its budget. */
-static int64_t budget_ms(const rl__pool *p, const rl__request *q)
-{
-    int64_t t = p->cfg.command_timeout_ms;
-
-    return q->timeout_ms > 0 && q->timeout_ms < t ? q->timeout_ms : t;
-}
-
 static void suspect(rl__sentinel *s, const rl__pool *p)
 {
     pthread_mutex_lock(&s->mu);
     if (s->master == p)
         s->suspect = 1;
     pthread_mutex_unlock(&s->mu);
-}
-
-/* Whether the sentinels, asked in turn, still name p the master after a
- * write that counts only there ran on it (rl__sentinel_settled).
- *
- * Why this way: a master the sentinels replace while it lives on (a
- * planned failover, a partition) says "master" to ROLE and takes writes
- * until they demote it, so only the sentinels can tell; asking them
- * after the write, not before, leaves no gap for a promotion to slip
- * through unseen. A +switch-master subscription would be sooner but
- * needs a connection held open per client and a listener, and would
- * still need this check when its message is lost; this costs one round
- * trip per renewal (every TTL/3) and release, and nothing per acquire.
- * A sentinel that has not yet heard of a promotion still names the old
- * master: the next renewal moves. */
-static redislock_err settled(rl__sentinel *s, const rl__pool *p)
-{
-    const char *argv[3];
-    rl__cmd cmd = {3, argv, NULL};
-    rl__request q = {.n = 1, .cmds = &cmd};
-    rl__pool *sp;
-    rl__reply *r;
-    char said[200] = "";
-    size_t i;
-    redislock_err err = REDISLOCK_ECONNECT;
-
-    for (i = 0; (sp = rl__sentinel_asked(s, i, argv)) != NULL; i++) {
-        if ((err = rl__pool_run(sp, &q, 0, &r)) == REDISLOCK_OK) {
-            err = rl__sentinel_settled(s, sp, p, r);
-            rl__reply_free(r);
-        }
-        if (err == REDISLOCK_OK || err == REDISLOCK_EREADONLY)
-            return err;
-        snprintf(said, sizeof said, "%s", redislock_errdetail());
-    }
-    return rl__err(REDISLOCK_ECONNECT,
-                   "no sentinel confirmed %s as the master of '%s' after a "
-                   "write that counts only there: %s",
-                   p->name, s->u.name, said);
-}
-
-redislock_err rl__sentinel_run(rl__sentinel *s, const rl__request *q,
-                               rl__reply **out)
-{
-    char said[256];
-    redislock_err err, again;
-    rl__pool *p = master(s, &err);
-    int64_t until = 0;
-
-    for (;;) {
-        err = run_on(p, q, out);
-        /* A renewal or release on a master the sentinels have replaced
-         * counts for nothing: it goes again to the new one (where the
-         * key may be gone: a loss the caller then learns of). One no
-         * sentinel can confirm fails: it may count for nothing. */
-        if (err == REDISLOCK_OK && q->settle &&
-            (err = settled(s, p)) != REDISLOCK_OK) {
-            rl__reply_free(*out);
-            *out = NULL;
-            if (err != REDISLOCK_EREADONLY)
-                return err;
-        }
-        if (err != REDISLOCK_ECONNECT && err != REDISLOCK_EREADONLY &&
-            err != REDISLOCK_EIO && err != REDISLOCK_ETIMEDOUT)
-            return err;
-        /* Gone, or no longer the master: the sentinels are asked again
-         * before the next request. One whose reply was lost (the
-         * connection broke or timed out after the send) may have run: it
-         * is left to the caller. */
-        suspect(s, p);
-        if (err == REDISLOCK_EIO || err == REDISLOCK_ETIMEDOUT)
-            return err;
-        /* One that surely did not run (it could not be sent, or a replica
-         * refused it) goes to the master the sentinels name next, asked
-         * every RL_SENTINEL_PAUSE_MS while its budget lasts: a failover
-         * takes the sentinels' down-after time and an election. */
-        snprintf(said, sizeof said, "%s", redislock_errdetail());
-        if (until == 0)
-            until = rl__now_ms() + budget_ms(p, q);
-        else if (rl__now_ms() >= until)
-            return rl__err(err, "%s", said);
-        while ((p = master(s, &again)) == NULL || again != REDISLOCK_OK) {
-            if (rl__now_ms() + RL_SENTINEL_PAUSE_MS >= until)
-                return rl__err(err, "%s", said);
-            rl__sleep_ms(RL_SENTINEL_PAUSE_MS);
-            suspect(s, p);
-        }
-    }
 }
 
 rl__pool *rl__sentinel_known(rl__sentinel *s, int *suspect)

@@ -40,16 +40,6 @@ void rl__sentinel_free(rl__sentinel *s);
  * first when a request found it gone). */
 rl__pool *rl__sentinel_node(rl__sentinel *s);
 
-/* Runs q on the master, error replies mapped (rl__request_check), going
- * to a new master as said above. A write that counts only on the master
- * (q->settle: a renewal, a release) is confirmed after it ran: the
- * sentinels, asked in turn, must still name its node (rl__sentinel_settled);
- * when they name another it is sent again there, within its budget, and
- * when none answers it fails (REDISLOCK_ECONNECT): it cannot be known to
- * count. */
-redislock_err rl__sentinel_run(rl__sentinel *s, const rl__request *q,
-                               rl__reply **out);
-
 /*
  * The same steps for an event loop, which sends the requests itself
  * (aroute.c): nothing here blocks.

@@ -7,32 +7,6 @@
 #include "sentinel.h"
 #include "shard.h"
 
-redislock_err rl__topo_run(rl__topo *t, const char *key, size_t keylen,
-                           const rl__request *q, rl__reply **out)
-{
-    redislock_err err;
-
-    if (t->kind == RL_TOPO_SENTINEL)
-        return rl__sentinel_run(t->sentinel, q, out);
-    if (t->kind == RL_TOPO_CLUSTER)
-        err = rl__cluster_run(t->cluster, NULL, key, keylen, q, out);
-    else
-        err = rl__pool_run(rl__topo_node(t, key, keylen), q, 0, out);
-    return err == REDISLOCK_OK ? rl__request_check(q, out) : err;
-}
-
-redislock_err rl__topo_run_on(rl__topo *t, rl__pool *p, const rl__request *q,
-                              rl__reply **out)
-{
-    redislock_err err;
-
-    if (t->kind == RL_TOPO_CLUSTER)
-        err = rl__cluster_run(t->cluster, p, NULL, 0, q, out);
-    else
-        err = rl__pool_run(p, q, 0, out);
-    return err == REDISLOCK_OK ? rl__request_check(q, out) : err;
-}
-
 rl__pool *rl__topo_node(rl__topo *t, const void *key, size_t len)
 {
     if (t->kind == RL_TOPO_CLUSTER)

@@ -38,17 +38,6 @@ typedef struct rl__topo {
     struct rl__sentinel *sentinel; /* Sentinel */
 } rl__topo;
 
-/* Runs q for key (the lock's key, or a resource's): on the key's node,
- * in a cluster wherever its redirections say, within q's time budget.
- * Error replies are mapped (rl__request_check). On a set of servers, on
- * the first (callers ask each server through rl__topo_each instead). */
-redislock_err rl__topo_run(rl__topo *t, const char *key, size_t keylen,
-                           const rl__request *q, rl__reply **out);
-
-/* Runs q, which names no key (SCAN), on node p itself. */
-redislock_err rl__topo_run_on(rl__topo *t, rl__pool *p, const rl__request *q,
-                              rl__reply **out);
-
 /* The node that serves key now (in a cluster by the current map: some
  * node when the slot has no master, which will say where to go). */
 rl__pool *rl__topo_node(rl__topo *t, const void *key, size_t len);

@@ -155,25 +155,6 @@ int rl__conn_broken(const rl__conn *c);
 redislock_err rl__conn_exec(rl__conn *c, int n, const rl__cmd *cmds,
                             rl__reply **out);
 
-/* One connection's part of a round sent to several servers at once. */
-typedef struct rl__par {
-    rl__conn *c;         /* NULL: not taking part */
-    int n;               /* commands, and replies wanted */
-    const rl__cmd *cmds; /* n */
-    rl__reply **out;     /* n slots, filled on success */
-    int64_t deadline_us; /* CLOCK_MONOTONIC; all n replies by then */
-    redislock_err err;   /* the outcome */
-    int got;             /* replies read so far */
-} rl__par;
-
-/*
- * Sends every part's commands first, then reads the replies as they come
- * in on all connections together (poll), each part by its own deadline:
- * a round costs the slowest answer, not the sum. Each part's err tells
- * its outcome as rl__conn_exec would; a failed part's replies are freed.
- */
-void rl__conn_exec_par(rl__par *parts, size_t n);
-
 /* Sends one command and reads its reply. */
 redislock_err rl__conn_command(rl__conn *c, int argc, const char **argv,
                                const size_t *lens, rl__reply **out);

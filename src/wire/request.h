@@ -134,17 +134,6 @@ typedef struct rl__replies {
     char detail[RL_REQ_MAX_PAR][RL_REQ_DETAIL];
 } rl__replies;
 
-/*
- * Sends the script request q on the n connections at once and reads the
- * replies as they come (rl__conn_exec_par), each within timeout_ms of
- * the round's start (a round costs the slowest answer, not the sum). A NULL
- * connection takes no part (out keeps what it had for it: a failure set
- * before, or nothing). Servers that lacked the script get it whole in a
- * second round. Error replies become that connection's failure.
- */
-void rl__request_par(rl__conn **conns, size_t n, const rl__request *q,
-                     int64_t timeout_ms, rl__replies *out);
-
 /* Frees every reply of out. */
 void rl__replies_free(rl__replies *out);
 
