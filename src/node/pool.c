@@ -294,26 +294,15 @@ void rl__pool_give_back(rl__pool *p, rl__conn *conn)
     pthread_mutex_unlock(&p->mu);
 }
 
-redislock_err rl__pool_run(rl__pool *p, const rl__request *q, int asking,
-                           rl__reply **out)
+redislock_err rl__pool_command(rl__pool *p, int argc, const char **argv,
+                               rl__reply **out)
 {
-    int64_t dflt = p->cfg.command_timeout_ms, t = dflt;
     rl__conn *conn;
-    redislock_err err;
+    redislock_err err = rl__pool_borrow(p, &conn);
 
-    /* One deadline rule: a shorter budget only, and the WAIT's time on
-     * top of a command's. */
-    if (q->timeout_ms > 0 && q->timeout_ms < t)
-        t = q->timeout_ms;
-    t += rl__request_wait_ms(q);
-    if ((err = rl__pool_borrow(p, &conn)) != REDISLOCK_OK)
+    if (err != REDISLOCK_OK)
         return err;
-    if (t != dflt)
-        err = rl__conn_timeout(conn, t);
-    if (err == REDISLOCK_OK)
-        err = rl__request_send(conn, q, asking, out);
-    if (t != dflt && !rl__conn_broken(conn))
-        rl__conn_timeout(conn, dflt);
+    err = rl__conn_command(conn, argc, argv, NULL, out);
     rl__pool_give_back(p, conn);
     return err;
 }
@@ -321,12 +310,10 @@ redislock_err rl__pool_run(rl__pool *p, const rl__request *q, int asking,
 redislock_err rl__pool_check(rl__pool *p)
 {
     const char *ping[] = {"PING"};
-    rl__cmd cmd = {1, ping, NULL};
-    rl__request q = {.n = 1, .cmds = &cmd};
     rl__reply *r;
     redislock_err err;
 
-    err = rl__pool_run(p, &q, 0, &r);
+    err = rl__pool_command(p, 1, ping, &r);
     if (err != REDISLOCK_OK)
         return err;
     err = rl__reply_check(r, "PING");

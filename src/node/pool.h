@@ -99,13 +99,11 @@ void rl__pools_borrow(rl__pool *const *pools, size_t n, const int *want,
  * opens a fresh one: that is how a dropped connection is re-established. */
 void rl__pool_give_back(rl__pool *p, rl__conn *conn);
 
-/* Runs q on a borrowed connection, each command after an ASKING when
- * asking (see rl__request_send): its replies awaited no longer than q's
- * budget (the pool's command timeout, or q->timeout_ms when shorter),
- * plus the WAIT's time when q has one. Error replies are returned as
- * replies. */
-redislock_err rl__pool_run(rl__pool *p, const rl__request *q, int asking,
-                           rl__reply **out);
+/* Runs one command on a borrowed connection, its reply awaited for the
+ * pool's command timeout: the constructors' checks (a PING, a cluster's
+ * map, the sentinels' answers). Error replies are returned as replies. */
+redislock_err rl__pool_command(rl__pool *p, int argc, const char **argv,
+                               rl__reply **out);
 
 /* Opens a connection now and checks it with PING, so that a wrong
  * address, password or database fails at once. */

@@ -234,10 +234,8 @@ redislock_err rl__cluster_load_reply(rl__cluster *cl, const rl__pool *p,
 static redislock_err load_from(rl__cluster *cl, rl__pool *p)
 {
     const char *argv[2] = {"CLUSTER", "SLOTS"};
-    rl__cmd cmd = {2, argv, NULL};
-    rl__request q = {.n = 1, .cmds = &cmd};
     rl__reply *r;
-    redislock_err err = rl__pool_run(p, &q, 0, &r);
+    redislock_err err = rl__pool_command(p, 2, argv, &r);
 
     if (err != REDISLOCK_OK)
         return err;

@@ -99,18 +99,28 @@ static redislock_err role_of(const rl__sentinel *s, const rl__pool *p,
     return REDISLOCK_OK;
 }
 
+/* Maps an error reply *r to command's error, freeing it. */
+static redislock_err checked(rl__reply **r, const char *command)
+{
+    redislock_err err = rl__reply_check(*r, command);
+
+    if (err != REDISLOCK_OK) {
+        rl__reply_free(*r);
+        *r = NULL;
+    }
+    return err;
+}
+
 /* Whether node p says it is a master (ROLE). */
 static redislock_err confirm(rl__sentinel *s, rl__pool *p)
 {
     const char *argv[1] = {"ROLE"};
-    rl__cmd cmd = {1, argv, NULL};
-    rl__request q = {.n = 1, .cmds = &cmd};
-    rl__reply *r;
+    rl__reply *r = NULL;
     char said[200];
-    redislock_err err = rl__pool_run(p, &q, 0, &r);
+    redislock_err err = rl__pool_command(p, 1, argv, &r);
 
     if (err == REDISLOCK_OK)
-        err = rl__request_check(&q, &r);
+        err = checked(&r, "ROLE");
     if (err != REDISLOCK_OK) {
         snprintf(said, sizeof said, "%s", redislock_errdetail());
         return rl__err(err,
@@ -162,16 +172,14 @@ static void question(const rl__sentinel *s, const char *argv[3])
 static redislock_err ask(rl__sentinel *s, size_t k, rl__pool **p, int *unknown)
 {
     const char *argv[3];
-    rl__cmd cmd = {3, argv, NULL};
-    rl__request q = {.n = 1, .cmds = &cmd};
-    rl__reply *r;
+    rl__reply *r = NULL;
     redislock_err err;
     char said[200];
 
     question(s, argv);
     *unknown = 0;
-    if ((err = rl__pool_run(&s->sent[k], &q, 0, &r)) == REDISLOCK_OK)
-        err = rl__request_check(&q, &r);
+    if ((err = rl__pool_command(&s->sent[k], 3, argv, &r)) == REDISLOCK_OK)
+        err = checked(&r, "SENTINEL");
     if (err != REDISLOCK_OK) {
         snprintf(said, sizeof said, "%s", redislock_errdetail());
         return rl__err(err, "sentinel %s: %s", s->sent[k].name, said);

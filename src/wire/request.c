@@ -7,87 +7,11 @@
 #include "clock.h"
 #include "error.h"
 
-/* The most commands on the wire for one request: the first command, an
- * INFO replication, each command after an ASKING, a WAIT, a WAITAOF. */
-#define RL_REQ_WIRE_MAX (2 * RL_REQ_MAX_CMDS + 4)
-
-/* A request as it goes on the wire: the first command asked for, its
- * commands,
- * each after an ASKING when asked for, then the WAIT; with the storage their
- * arguments use. */
-typedef struct wire {
-    rl__cmd cmds[RL_REQ_WIRE_MAX];
-    int n;
-    const char *argv[RL_SCRIPT_ARGV_MAX];
-    size_t argl[RL_SCRIPT_ARGV_MAX];
-    char nk[8];
-    const char *waitv[3], *aofv[4];
-    char wn[16], wms[24], an[2][16];
-} wire;
-
-static const char *askv[1] = {"ASKING"};
 static const char *infov[2] = {"INFO", "replication"};
 
 const char *rl__request_name(const rl__request *q)
 {
     return q->s != NULL ? q->s->name : "the command";
-}
-
-int rl__request_nreplies(const rl__request *q)
-{
-    return q->s != NULL ? 1 : q->n;
-}
-
-/* Lays q out on w, the script as EVALSHA, or EVAL when eval is set; with
- * first set, q's first command goes first. */
-static redislock_err lay_out(wire *w, const rl__request *q, int eval,
-                             int asking, int first)
-{
-    rl__cmd script;
-    const rl__cmd *cmds = q->cmds;
-    int n = rl__request_nreplies(q), i;
-
-    w->n = 0;
-    if (q->s != NULL) {
-        script.argc =
-            rl__script_argv(q->s, eval, q->nkeys, q->keys, q->klens, q->nargs,
-                            q->args, q->lens, w->nk, w->argv, w->argl);
-        if (script.argc < 0)
-            return rl__err(REDISLOCK_EINVAL, "too many script arguments");
-        script.argv = w->argv;
-        script.lens = w->argl;
-        cmds = &script;
-    }
-    if (n < 1 || n > RL_REQ_MAX_CMDS)
-        return rl__err(REDISLOCK_EINVAL, "a pipeline of %d commands", n);
-    if (first && q->first != NULL)
-        w->cmds[w->n++] = *q->first;
-    if (q->all != NULL)
-        w->cmds[w->n++] = (rl__cmd){2, infov, NULL};
-    for (i = 0; i < n; i++) {
-        if (asking)
-            w->cmds[w->n++] = (rl__cmd){1, askv, NULL};
-        w->cmds[w->n++] = cmds[i];
-    }
-    if (q->wait_replicas > 0) {
-        snprintf(w->wn, sizeof w->wn, "%d", q->wait_replicas);
-        snprintf(w->wms, sizeof w->wms, "%lld", (long long)q->wait_ms);
-        w->waitv[0] = "WAIT";
-        w->waitv[1] = w->wn;
-        w->waitv[2] = w->wms;
-        w->cmds[w->n++] = (rl__cmd){3, w->waitv, NULL};
-    }
-    if (rl__request_waitaof(q)) {
-        snprintf(w->an[0], sizeof w->an[0], "%d", q->wait_aof_local);
-        snprintf(w->an[1], sizeof w->an[1], "%d", q->wait_aof_replicas);
-        snprintf(w->wms, sizeof w->wms, "%lld", (long long)q->wait_ms);
-        w->aofv[0] = "WAITAOF";
-        w->aofv[1] = w->an[0];
-        w->aofv[2] = w->an[1];
-        w->aofv[3] = w->wms;
-        w->cmds[w->n++] = (rl__cmd){4, w->aofv, NULL};
-    }
-    return REDISLOCK_OK;
 }
 
 long rl__request_bytes(const rl__request *q)
@@ -143,117 +67,6 @@ static void take_aof(const rl__request *q, const rl__reply *r)
         return;
     q->aof_acked[0] = ok ? r->element[0]->integer : -1;
     q->aof_acked[1] = ok ? r->element[1]->integer : -1;
-}
-
-/* Sorts the replies to w's commands: the first command's goes to
- * *q->first_reply (when asked for), INFO's to *info, ASKING's are
- * dropped, WAIT's answer goes to *q->acked, the rest to out. Returns whether
- * the server lacked the script sent by EVALSHA (its reply then freed too); a
- * NOSCRIPT to EVAL stays, an error reply like any other. */
-static int take(const wire *w, const rl__request *q, int eval, int first,
-                rl__reply **raw, rl__reply **out, rl__reply **info)
-{
-    int i, k = 0, noscript;
-
-    for (i = 0; i < w->n; i++) {
-        if (i == 0 && first && q->first != NULL && q->first_reply != NULL) {
-            *q->first_reply = raw[i];
-        } else if (w->cmds[i].argv == infov) {
-            rl__reply_free(*info);
-            *info = raw[i];
-        } else if ((i == 0 && first && q->first != NULL) ||
-                   w->cmds[i].argv == askv) {
-            rl__reply_free(raw[i]);
-        } else if (rl__request_waitaof(q) && i == w->n - 1) {
-            take_aof(q, raw[i]);
-            rl__reply_free(raw[i]);
-        } else if (q->wait_replicas > 0 &&
-                   i == w->n - 1 - rl__request_waitaof(q)) {
-            if (q->acked != NULL)
-                *q->acked =
-                    raw[i]->type == REDIS_REPLY_INTEGER ? raw[i]->integer : -1;
-            rl__reply_free(raw[i]);
-        } else {
-            out[k++] = raw[i];
-        }
-    }
-    noscript = q->s != NULL && !eval && rl__script_is_noscript(out[0]);
-    if (noscript) {
-        rl__reply_free(out[0]);
-        out[0] = NULL;
-    }
-    return noscript;
-}
-
-/* For a request that waits for every replica: how many the master
- * needs, by its INFO taken before the write, into *q->need; a second
- * WAIT when the first asked for fewer than that and got fewer. */
-static redislock_err wait_all(rl__conn *c, const rl__request *q,
-                              const rl__reply *info)
-{
-    const char *wv[3] = {"WAIT", NULL, NULL};
-    char n[16], ms[24];
-    rl__reply *r = NULL;
-    redislock_err err;
-    long long need = info != NULL && info->type == REDIS_REPLY_STRING
-                         ? rl__seen_need(q->all, info->str, rl__now_ms())
-                         : -1;
-
-    if (q->need != NULL)
-        *q->need = need;
-    if (need <= q->wait_replicas || q->acked == NULL || *q->acked >= need)
-        return REDISLOCK_OK;
-    snprintf(n, sizeof n, "%lld", need);
-    snprintf(ms, sizeof ms, "%lld", (long long)q->wait_ms);
-    wv[1] = n;
-    wv[2] = ms;
-    err = rl__conn_command(c, 3, wv, NULL, &r);
-    if (err == REDISLOCK_OK)
-        *q->acked = r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
-    rl__reply_free(r);
-    return err;
-}
-
-redislock_err rl__request_send(rl__conn *c, const rl__request *q, int asking,
-                               rl__reply **out)
-{
-    rl__reply *raw[RL_REQ_WIRE_MAX];
-    int eval = q->s != NULL && q->s->eval_only, first = 1;
-    redislock_err err;
-    wire w;
-
-    rl__reply *info = NULL;
-
-    for (;;) {
-        if ((err = lay_out(&w, q, eval, asking, first)) != REDISLOCK_OK ||
-            (err = rl__conn_exec(c, w.n, w.cmds, raw)) != REDISLOCK_OK)
-            break;
-        if (!take(&w, q, eval, first, raw, out, &info)) {
-            if (q->all != NULL)
-                err = wait_all(c, q, info);
-            break;
-        }
-        eval = 1;
-        first = 0;
-    }
-    rl__reply_free(info);
-    return err;
-}
-
-redislock_err rl__request_check(const rl__request *q, rl__reply **out)
-{
-    int i, n = rl__request_nreplies(q);
-    redislock_err err = REDISLOCK_OK;
-
-    for (i = 0; i < n && err == REDISLOCK_OK; i++)
-        err = rl__reply_check(out[i],
-                              q->s != NULL ? q->s->name : q->cmds[i].argv[0]);
-    if (err != REDISLOCK_OK)
-        for (i = 0; i < n; i++) {
-            rl__reply_free(out[i]);
-            out[i] = NULL;
-        }
-    return err;
 }
 
 void rl__replies_free(rl__replies *out)
@@ -493,13 +306,10 @@ redislock_err rl__request_send_async(rl__aconn *c, const rl__request *q,
     long bytes;
     redislock_err err;
 
-    if ((q->s == NULL && (q->n != 0 || q->nkeys != 0 || q->nargs < 1 ||
-                          q->nargs > RL_SCRIPT_ARGV_MAX)) ||
-        (q->first != NULL && q->first_reply != NULL))
+    if (q->s == NULL &&
+        (q->nkeys != 0 || q->nargs < 1 || q->nargs > RL_SCRIPT_ARGV_MAX))
         return rl__err(REDISLOCK_EINVAL,
-                       "on an event loop a request is one script or one "
-                       "command, and the reply of a command before it is "
-                       "not kept");
+                       "a request is one script or one command");
     if ((bytes = rl__request_bytes(q)) < 0)
         return REDISLOCK_EINVAL;
     if ((a = calloc(1, sizeof *a + (size_t)bytes + 1)) == NULL)

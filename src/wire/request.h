@@ -1,14 +1,14 @@
 /*
- * The request layer: one request type for everything the library sends,
- * a script with its keys and arguments or a short pipeline of commands,
- * optionally followed in the same write by WAIT (the replica-sync guard),
- * run on one connection or on several at once (Redlock). The one NOSCRIPT
- * fallback lives here: a server that lacks a script (after a restart,
- * SCRIPT FLUSH, or a node just promoted or added) gets it whole, once.
+ * The request layer: one request type for everything a lock operation
+ * sends, a script with its keys and arguments (or one bare command),
+ * optionally with a PING before it and followed in the same write by
+ * WAIT and WAITAOF (the guards), on an event loop's connection. The one
+ * NOSCRIPT fallback lives here: a server that lacks a script (after a
+ * restart, SCRIPT FLUSH, or a node just promoted or added) gets it
+ * whole, once.
  *
- * Above: pool.c (a node runs a request on a borrowed connection),
- * redirect.c (a cluster follows the replies), quorum.c (every server at
- * once). Below: conn.c and script.c.
+ * Above: aroute.c (a cluster's and Sentinel's routing) and the lock
+ * layer's engine. Below: aconn.c and script.c.
  */
 #ifndef RL_REQUEST_H
 #define RL_REQUEST_H
@@ -21,8 +21,6 @@
 #include "script.h"
 #include "seen.h"
 
-/* The most commands of one pipeline. */
-#define RL_REQ_MAX_CMDS 8
 /* The most connections one request runs on at once. */
 #define RL_REQ_MAX_PAR 15
 /* Room for the detail of one connection's failure. */
@@ -36,25 +34,16 @@ typedef struct rl__request {
     const size_t *klens;
     const char *const *args;
     const size_t *lens;
-    /* ...or, when s is NULL, n commands. */
-    int n;
-    const rl__cmd *cmds;
+    /* (When s is NULL: one command, its words in args; no keys.) */
     /* Non-NULL: a command that goes first, in the same write, its reply
-     * to *first_reply (freed when that is NULL; once set, the caller's to
-     * free, even when the request then fails); a script the server lacked
-     * is sent again without it. Two uses:
-     * - a PING before a fair release. Redis writes its output to the
-     *   clients that got some during one pass of its event loop most
-     *   recent first, so the caller, who got PONG before its script ran,
-     *   is written to after the subscribers the script published to: the
-     *   next holder of a fair hand-off hears before the releaser does,
-     *   rather than after the releaser has gone on to its next request;
-     * - a waiter's BLPOP before its next attempt: Redis runs what a
-     *   blocked client sent after the blocking command as soon as that is
-     *   served, so a release that wakes it is followed at once by its
-     *   attempt, with no round trip between (wait.c). */
+     * dropped; a script the server lacked is sent again without it. A
+     * PING before a fair release: Redis writes its output to the clients
+     * that got some during one pass of its event loop most recent first,
+     * so the caller, who got PONG before its script ran, is written to
+     * after the subscribers the script published to: the next holder of
+     * a fair hand-off hears before the releaser does, rather than after
+     * the releaser has gone on to its next request. */
     const rl__cmd *first;
-    rl__reply **first_reply;
     /* > 0: WAIT wait_replicas wait_ms follows the script on the same
      * connection, in the same write; its answer goes to *acked. */
     int wait_replicas;
@@ -74,9 +63,6 @@ typedef struct rl__request {
      * error reply. */
     int wait_aof_local, wait_aof_replicas;
     long long *aof_acked;
-    /* The most the reply may take, WAIT aside; 0: the node's command
-     * timeout (a shorter budget only: never longer). */
-    int64_t timeout_ms;
     /* A write that counts only on the master (a renewal, a release, an
      * abandon): a topology whose master can change under it (Sentinel)
      * confirms, after it ran, that its node is still the master, or sends
@@ -108,25 +94,9 @@ int rl__request_waitaof(const rl__request *q);
  * command's time: 0 without them. */
 int64_t rl__request_wait_ms(const rl__request *q);
 
-/* The replies q gets: 1 for a script, n for commands. */
-int rl__request_nreplies(const rl__request *q);
-
-/*
- * Sends q on c, each command after an ASKING when asking is set (a
- * cluster's one-time redirection), and reads its replies into out (as
- * many as rl__request_nreplies). Error replies are returned as replies:
- * the caller looks for redirections before mapping them. A script the
- * server lacks is sent again whole, once.
- */
-redislock_err rl__request_send(rl__conn *c, const rl__request *q, int asking,
-                               rl__reply **out);
-
-/* Maps error replies among q's replies (rl__reply_check, named after the
- * script or command); on an error frees them all. */
-redislock_err rl__request_check(const rl__request *q, rl__reply **out);
-
-/* The outcome of a request run on several connections: per connection,
- * its reply or its failure with the detail rl__err wrote. */
+/* The outcome of a request sent to several servers at once (a Redlock
+ * round): per server, its reply or its failure with the detail rl__err
+ * wrote. */
 typedef struct rl__replies {
     size_t n;
     rl__reply *reply[RL_REQ_MAX_PAR]; /* NULL where err is set */
@@ -140,7 +110,7 @@ void rl__replies_free(rl__replies *out);
 /*
  * On an event loop: sends the script request q on c, and cb gets its one
  * reply (valid during the call; error replies are replies, for
- * rl__request_check) or the failure. A script the server lacks is sent
+ * rl__reply_check) or the failure. A script the server lacks is sent
  * again whole, once, at the back of the connection's queue, so replies
  * to several requests may come out of their order. q's keys and
  * arguments are copied. q's guards (WAIT, WAITAOF) are sent behind the
@@ -148,10 +118,9 @@ void rl__replies_free(rl__replies *out);
  * answered, their answers in *q->acked and q->aof_acked (which must
  * outlive the callback); INFO for every replica (q->all) and q->first
  * (static: it is not copied) go before it in its first round, q->first's
- * reply dropped. One script only, not yet a pipeline, and no first_reply
- * (REDISLOCK_EINVAL). Or one command: no script, no keys and no n, the
- * command's words in args (so that it is copied as a script's
- * arguments are), its reply as it comes.
+ * reply dropped. Or one command: no script and no keys, the command's
+ * words in args (so that it is copied as a script's arguments are), its
+ * reply as it comes.
  */
 redislock_err rl__request_send_async(rl__aconn *c, const rl__request *q,
                                      rl__aconn_cb cb, void *arg);
