@@ -99,16 +99,16 @@ th_cluster *th_cluster_start(int masters, int replicas)
         (masters == 1 && replicas != 0))
         FAIL("unsupported cluster: %d masters, %d replicas", masters, replicas);
     o.extra_config = conf;
+    /* The bus port is probed too, at each start attempt (port + 10000
+     * may be taken, or past 65535). Full coverage is not required, so
+     * that the masters that still run keep serving while a failed one
+     * is replaced. The config file is relative to the server's dir. */
+    o.cluster_bus = 1;
+    snprintf(conf, sizeof conf,
+             "cluster-enabled yes\ncluster-config-file nodes.conf\n"
+             "cluster-node-timeout %d\ncluster-require-full-coverage no",
+             TH_CLUSTER_NODE_TIMEOUT_MS);
     for (i = 0; i < c->n; i++) {
-        /* The bus port is probed too: port + 10000 may be taken, or past
-         * 65535. Full coverage is not required, so that the masters that
-         * still run keep serving while a failed one is replaced. The
-         * config file is relative to the server's dir. */
-        snprintf(conf, sizeof conf,
-                 "cluster-enabled yes\ncluster-config-file nodes.conf\n"
-                 "cluster-node-timeout %d\ncluster-port %d\n"
-                 "cluster-require-full-coverage no",
-                 TH_CLUSTER_NODE_TIMEOUT_MS, th_free_port());
         c->s[i] = th_server_start(&o);
         c->seeds[i] = c->s[i]->tcp_url;
     }

@@ -47,6 +47,8 @@ static void write_config(void *obj, FILE *f)
     if (o->acl_user != NULL)
         fprintf(f, "user %s on >%s ~* &* +@all\n", o->acl_user,
                 o->acl_pass ? o->acl_pass : "");
+    if (o->cluster_bus)
+        fprintf(f, "cluster-port %d\n", th_free_port());
     if (o->extra_config != NULL)
         fprintf(f, "%s\n", o->extra_config);
 }

@@ -25,6 +25,10 @@ typedef struct th_server_opts {
     const char *acl_pass;
     /* More configuration lines (TLS, say), appended as they are. */
     const char *extra_config;
+    /* A cluster node: its bus port (cluster-port) is a free port picked
+     * at each start attempt, as the server's own port is, so that one
+     * taken between the pick and the bind is picked again. */
+    int cluster_bus;
 } th_server_opts;
 
 typedef struct th_server {

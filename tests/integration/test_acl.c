@@ -646,7 +646,7 @@ static void assert_hidden(const char *url, const redislock_options *opts)
 
 void test_acl_errdetail_hides_password(void)
 {
-    th_server_opts so = {SECRET, NULL, NULL, NULL};
+    th_server_opts so = {.requirepass = SECRET};
     th_server *s;
     redisContext *r;
     redislock_options o = {0};

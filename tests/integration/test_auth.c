@@ -15,7 +15,7 @@
 
 static th_server *start_with_password(void)
 {
-    th_server_opts o = {PASS, NULL, NULL, NULL};
+    th_server_opts o = {.requirepass = PASS};
 
     /* A password from the caller's shell must not leak into the test. */
     unsetenv("REDISCLI_AUTH");

@@ -88,7 +88,8 @@ void test_harness_server_basics(void)
 
 static void check_auth(void)
 {
-    th_server_opts o = {"pw0", "alice", "pa55", NULL};
+    th_server_opts o = {
+        .requirepass = "pw0", .acl_user = "alice", .acl_pass = "pa55"};
     th_server *s = th_server_start(&o);
     redisContext *c = th_server_redis(s);
     redisReply *r;
