@@ -240,8 +240,8 @@ redislock_err rl__engine_call(redislock_lock *l, rl__engine_start start,
                                : rl__engine_run(e, l, start, arg, acquire);
 }
 
-/* A request of rl__engine_request's or rl__engine_round's, and what it
- * brought back. */
+/* A request of rl__engine_request's (round NULL) or rl__engine_round's,
+ * and what it brought back. */
 typedef struct lone {
     rl__pool *p;
     const char *key;
@@ -265,33 +265,6 @@ static void lone_reply(void *arg, redislock_err err, const rl__reply *r)
     o->cb(NULL, err, o->cbarg);
 }
 
-static redislock_err start_lone(rl__alock *al, redislock_lock *l, void *arg,
-                                rl__alock_cb cb, void *cbarg)
-{
-    lone *o = arg;
-
-    (void)l;
-    o->cb = cb;
-    o->cbarg = cbarg;
-    return rl__alock_send(al, o->p, o->key, o->keylen, o->q, lone_reply, o);
-}
-
-redislock_err rl__engine_request(redislock_client *c, rl__pool *p,
-                                 const char *key, size_t keylen,
-                                 const rl__request *q, rl__reply **out)
-{
-    lone o = {.p = p, .key = key, .keylen = keylen, .q = q};
-    rl__engine *e;
-    redislock_err err = rl__env_engine(c, &e);
-
-    if (err == REDISLOCK_OK)
-        err = rl__engine_run(e, NULL, start_lone, &o, 0);
-    *out = err == REDISLOCK_OK ? o.reply : NULL;
-    if (err != REDISLOCK_OK)
-        rl__reply_free(o.reply);
-    return err;
-}
-
 /* The round is in: its replies are the caller's. */
 static void round_in(void *arg, rl__round *r)
 {
@@ -304,28 +277,51 @@ static void round_in(void *arg, rl__round *r)
     o->cb(NULL, REDISLOCK_OK, o->cbarg);
 }
 
-static redislock_err start_round(rl__alock *al, redislock_lock *l, void *arg,
-                                 rl__alock_cb cb, void *cbarg)
+static redislock_err start_lone(rl__alock *al, redislock_lock *l, void *arg,
+                                rl__alock_cb cb, void *cbarg)
 {
     lone *o = arg;
 
     (void)l;
     o->cb = cb;
     o->cbarg = cbarg;
-    return rl__alock_round(al, o->q, o->timeout_ms, round_in, o);
+    return o->round != NULL
+               ? rl__alock_round(al, o->q, o->timeout_ms, round_in, o)
+               : rl__alock_send(al, o->p, o->key, o->keylen, o->q, lone_reply,
+                                o);
+}
+
+/* Runs o as a call on c's engine. */
+static redislock_err run_lone(redislock_client *c, lone *o)
+{
+    rl__engine *e;
+    redislock_err err = rl__env_engine(c, &e);
+
+    return err != REDISLOCK_OK ? err
+                               : rl__engine_run(e, NULL, start_lone, o, 0);
+}
+
+redislock_err rl__engine_request(redislock_client *c, rl__pool *p,
+                                 const char *key, size_t keylen,
+                                 const rl__request *q, rl__reply **out)
+{
+    lone o = {.p = p, .key = key, .keylen = keylen, .q = q};
+    redislock_err err = run_lone(c, &o);
+
+    *out = err == REDISLOCK_OK ? o.reply : NULL;
+    if (err != REDISLOCK_OK)
+        rl__reply_free(o.reply);
+    return err;
 }
 
 redislock_err rl__engine_round(redislock_client *c, const rl__request *q,
                                int64_t timeout_ms, rl__round *out)
 {
     lone o = {.q = q, .timeout_ms = timeout_ms, .round = out};
-    rl__engine *e;
-    redislock_err err = rl__env_engine(c, &e);
+    redislock_err err;
 
     memset(out, 0, sizeof *out);
-    if (err == REDISLOCK_OK)
-        err = rl__engine_run(e, NULL, start_round, &o, 0);
-    if (err != REDISLOCK_OK)
+    if ((err = run_lone(c, &o)) != REDISLOCK_OK)
         rl__round_free(out);
     return err;
 }
