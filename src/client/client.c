@@ -66,46 +66,35 @@ static redislock_err check_options(const redislock_options *o)
     return REDISLOCK_OK;
 }
 
-/* What a pass of check_majority learnt: servers up, and the first
- * failure of the pass with its detail. */
-typedef struct opened_pass {
-    size_t up;
-    redislock_err first;
-    char said[256];
-} opened_pass;
-
-/* Connects to the servers with want[i] all at once (those down or
- * stopped cost one connect timeout together), each open's steps bounded
- * by budget_ms (0: the pools' own timeouts), then PINGs each on the
- * connection made; clears want[i] of those that answered. */
+/* Asks the servers with want[i] for a PING all at once (those down or
+ * stopped cost one timeout together), each new connection's steps
+ * bounded by budget_ms (0: the pools' own timeouts); clears want[i] of
+ * those that answered, and counts them in *up. The first failure, with
+ * its detail in said, is *first. */
 static void open_pass(redislock_client *c, int *want, int64_t budget_ms,
-                      opened_pass *p)
+                      size_t *up, redislock_err *first, char *said, size_t len)
 {
-    rl__pool *pools[RL_MAX_QUORUM];
-    rl__conn *conns[RL_MAX_QUORUM];
-    redislock_err opened[RL_MAX_QUORUM], err;
-    char detail[RL_MAX_QUORUM][RL_POOL_DETAIL];
-    size_t i;
+    rl__pool_ask a[RL_MAX_QUORUM];
+    redislock_err err;
+    size_t i, n = 0;
+    int at[RL_MAX_QUORUM];
 
-    p->first = REDISLOCK_OK;
-    p->said[0] = '\0';
     for (i = 0; i < c->npools; i++)
-        pools[i] = &c->pools[i];
-    rl__pools_borrow(pools, c->npools, want, budget_ms, conns, opened, detail);
-    for (i = 0; i < c->npools; i++) {
-        if (!want[i])
-            continue;
-        if (opened[i] == REDISLOCK_OK)
-            rl__pool_give_back(pools[i], conns[i]);
-        err = opened[i] != REDISLOCK_OK ? rl__err(opened[i], "%s", detail[i])
-                                        : rl__pool_check(pools[i]);
-        want[i] = err != REDISLOCK_OK;
-        if (err == REDISLOCK_OK)
-            p->up++;
-        else if (p->first == REDISLOCK_OK) {
-            p->first = err;
-            snprintf(p->said, sizeof p->said, "%s", redislock_errdetail());
+        if (want[i]) {
+            at[n] = (int)i;
+            rl__pool_ping(&a[n++], &c->pools[i]);
         }
+    rl__pools_ask(a, n, budget_ms);
+    for (i = 0; i < n; i++) {
+        err = rl__pool_pinged(&a[i]);
+        want[at[i]] = err != REDISLOCK_OK;
+        if (err == REDISLOCK_OK)
+            ++*up;
+        else if (*first == REDISLOCK_OK) {
+            *first = err;
+            snprintf(said, len, "%s", redislock_errdetail());
+        }
+        rl__pool_ask_free(&a[i]);
     }
 }
 
@@ -122,25 +111,26 @@ static redislock_err check_majority(redislock_client *c)
     int64_t quick =
         rl__client_server_timeout(c, c->pools[0].cfg.command_timeout_ms);
     int want[RL_MAX_QUORUM];
-    opened_pass p = {0};
-    size_t i;
+    redislock_err first = REDISLOCK_OK;
+    char said[256] = "";
+    size_t i, up = 0;
 
     for (i = 0; i < c->npools; i++)
         want[i] = 1;
-    open_pass(c, want, quick, &p);
-    if (p.up < c->npools / 2 + 1)
-        open_pass(c, want, 0, &p);
-    if (p.up >= c->npools / 2 + 1)
+    open_pass(c, want, quick, &up, &first, said, sizeof said);
+    if (up < c->npools / 2 + 1)
+        open_pass(c, want, 0, &up, &first, said, sizeof said);
+    if (up >= c->npools / 2 + 1)
         return REDISLOCK_OK;
     /* Wrong passwords or rights, a replica, a server configured against
      * us: each says more than "no quorum". */
-    if (p.first == REDISLOCK_EAUTH || p.first == REDISLOCK_EINVAL ||
-        p.first == REDISLOCK_ENOPERM || p.first == REDISLOCK_EREADONLY ||
-        p.first == REDISLOCK_ECONFIG)
-        return rl__err(p.first, "%s", p.said);
+    if (first == REDISLOCK_EAUTH || first == REDISLOCK_EINVAL ||
+        first == REDISLOCK_ENOPERM || first == REDISLOCK_EREADONLY ||
+        first == REDISLOCK_ECONFIG)
+        return rl__err(first, "%s", said);
     return rl__err(REDISLOCK_ENOQUORUM,
-                   "only %zu of %zu servers answered, %zu needed (%s)", p.up,
-                   c->npools, c->npools / 2 + 1, p.said);
+                   "only %zu of %zu servers answered, %zu needed (%s)", up,
+                   c->npools, c->npools / 2 + 1, said);
 }
 
 /* The ring over the servers' canonical names (see ident.h): clients
@@ -174,7 +164,7 @@ static redislock_err setup(redislock_client *c, const char *const *urls,
         c->have_ids = 1;
         err = rl__idset_init(&c->ids, c->pools, c->npools,
                              c->mode == RL_MODE_REDLOCK, c->env.prefix,
-                             c->env.prefixlen, c->env.server_timeout_ms);
+                             c->env.prefixlen);
         if (err != REDISLOCK_OK)
             return err;
     }

@@ -234,9 +234,33 @@ void rl__alock_io(rl__alock *al, int fd, int what)
     rl__loop_io(al->lp, fd, what);
 }
 
-int rl__alock_wait(rl__alock *al)
+rl__loop *rl__alock_loop(rl__alock *al)
 {
-    return rl__loop_wait(al->lp);
+    return al->lp;
+}
+
+redislock_err rl__alock_on_ploop(redislock_client *c, rl__ploop **pl,
+                                 rl__alock **al)
+{
+    rl__loop_ops ops;
+    redislock_err err;
+
+    *al = NULL;
+    if ((err = rl__ploop_new(pl, &ops)) != REDISLOCK_OK)
+        return err;
+    if ((err = rl__alock_new(c, &ops, al)) != REDISLOCK_OK) {
+        rl__ploop_free(*pl);
+        *pl = NULL;
+        return err;
+    }
+    rl__ploop_drive(*pl, (*al)->lp);
+    return REDISLOCK_OK;
+}
+
+void rl__alock_free_on_ploop(rl__ploop *pl, rl__alock *al)
+{
+    rl__alock_free(al);
+    rl__ploop_free(pl);
 }
 
 void rl__alock_timeout(rl__alock *al)
@@ -283,14 +307,12 @@ static rl__pool *wait_pool(const rl__alock *al, const redislock_lock *l)
 }
 
 /* A private loop's request connection to n without a new connect: the
- * one its waiter blocked on (pause_blocked lends it), once idle, or an
- * idle one of the client's pool (the constructor's, the watchdog's),
- * made non-blocking; 0: none. A blocking call then holds one connection
- * per server, as the blocking driver's did. */
+ * one its waiter blocked on (pause_blocked lends it), once idle, or one
+ * the constructor's checks left idle in the client's pool; 0: none. A
+ * blocking call then holds one connection per server. */
 static int node_reuse(rl__alock *al, node *n)
 {
-    rl__conn *pc;
-    redisContext *ctx;
+    rl__aconn *pc;
     int i;
 
     for (i = 0; i < RL_LOOP_BLOCKERS; i++)
@@ -300,13 +322,11 @@ static int node_reuse(rl__alock *al, node *n)
             n->blk[i] = NULL;
             return 1;
         }
-    if (!rl__pool_detach(n->pool, &pc))
+    if ((pc = rl__pool_take(n->pool)) == NULL ||
+        rl__loop_adopt(al->lp, pc) != REDISLOCK_OK)
         return 0;
-    if ((ctx = rl__conn_unblock(pc)) == NULL) {
-        rl__pool_attach(n->pool, pc);
-        return 0;
-    }
-    return rl__loop_adopt(al->lp, &n->pool->cfg, ctx, &n->cmd) == REDISLOCK_OK;
+    n->cmd = pc;
+    return 1;
 }
 
 /* n's request connection, opened again if it has failed. */

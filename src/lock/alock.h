@@ -54,6 +54,7 @@
 #include "aconn.h"
 #include "lock.h"
 #include "loop.h"
+#include "ploop.h"
 #include "quorum.h"
 
 typedef struct rl__alock rl__alock;
@@ -77,9 +78,15 @@ void rl__alock_free(rl__alock *al);
 void rl__alock_io(rl__alock *al, int fd, int what);
 void rl__alock_timeout(rl__alock *al);
 
-/* A private loop's wait for the one reply it can be waiting for, in a
- * blocking read (rl__loop_wait); 0: poll instead. */
-int rl__alock_wait(rl__alock *al);
+/* The loop it runs on. */
+rl__loop *rl__alock_loop(rl__alock *al);
+
+/* c's operations on a new private loop (ploop.h), which *pl drives on
+ * the calling thread: a blocking call's engine, or the keeper's. Freed
+ * with rl__alock_free_on_ploop. */
+redislock_err rl__alock_on_ploop(redislock_client *c, rl__ploop **pl,
+                                 rl__alock **al);
+void rl__alock_free_on_ploop(rl__ploop *pl, rl__alock *al);
 
 /* Acquires l as redislock_acquire would, waiting within o->wait_ms. o is
  * copied, its strings (owner, metadata) borrowed until the callback.
@@ -160,7 +167,7 @@ size_t rl__alock_sweeping(const rl__alock *al, int64_t *slowest_ms);
  * waits for: a fair waiter's leave, the first try of a sweep that gives
  * a lock back (not of one after a lost reply, which the keeper takes
  * over). A private loop runs on until it has
- * none (rl__ploop_settle), so that a blocking call's requests are
+ * none (engine.c settles it), so that a blocking call's requests are
  * answered before it returns, as the blocking driver's were; each has
  * its deadline. */
 int rl__alock_busy(const rl__alock *al);

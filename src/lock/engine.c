@@ -14,11 +14,12 @@
 #include "env.h"
 #include "error.h"
 #include "keeper.h"
-#include "ploop.h"
 
-/* An idle loop on the stack, and since when it is idle. */
+/* A private loop with its engine: on the stack, since when it is
+ * idle. */
 typedef struct idle {
     rl__ploop *pl;
+    rl__alock *al;
     int64_t since_us;
 } idle;
 
@@ -59,8 +60,10 @@ void rl__engine_free(rl__engine *e)
 {
     if (e == NULL)
         return;
-    while (e->n > 0)
-        rl__ploop_free(e->stack[--e->n].pl);
+    while (e->n > 0) {
+        e->n--;
+        rl__alock_free_on_ploop(e->stack[e->n].pl, e->stack[e->n].al);
+    }
     free(e->stack);
     pthread_mutex_destroy(&e->mu);
     free(e);
@@ -69,9 +72,9 @@ void rl__engine_free(rl__engine *e)
 /* An idle loop, or a new one. One idle for a while first hears what came
  * meanwhile (a server's close of its connection), as the pool checks a
  * connection idle that long; a loop whose poll() fails is not kept. */
-static redislock_err take(rl__engine *e, rl__ploop **pl)
+static redislock_err take(rl__engine *e, idle *out)
 {
-    idle i = {NULL, 0};
+    idle i = {NULL, NULL, 0};
     redislock_err err;
 
     for (;;) {
@@ -83,42 +86,57 @@ static redislock_err take(rl__engine *e, rl__ploop **pl)
             break;
         if (rl__now_us() - i.since_us <= RL_STALE_AFTER_US ||
             rl__ploop_refresh(i.pl) == REDISLOCK_OK) {
-            *pl = i.pl;
+            *out = i;
             return REDISLOCK_OK;
         }
-        rl__ploop_free(i.pl);
+        rl__alock_free_on_ploop(i.pl, i.al);
         i.pl = NULL;
     }
-    if ((err = rl__ploop_new(e->c, pl)) == REDISLOCK_OK) {
+    if ((err = rl__alock_on_ploop(e->c, &out->pl, &out->al)) == REDISLOCK_OK) {
         rl__alock_hand hand;
 
         rl__keeper_hand(e->c, &hand);
-        rl__alock_private(rl__ploop_alock(*pl));
-        rl__alock_hand_to(rl__ploop_alock(*pl), &hand);
+        rl__alock_private(out->al);
+        rl__alock_hand_to(out->al, &hand);
     }
     return err;
 }
 
 /* Back on the stack, what it still sweeps handed to the keeper; freed
  * when the stack cannot grow. */
-static void give_back(rl__engine *e, rl__ploop *pl)
+static void give_back(rl__engine *e, idle i)
 {
     idle *grown;
 
-    rl__alock_idle(rl__ploop_alock(pl));
+    rl__alock_idle(i.al);
     pthread_mutex_lock(&e->mu);
     if (e->n == e->cap) {
         grown = realloc(e->stack, (e->cap ? e->cap * 2 : 4) * sizeof *grown);
         if (grown == NULL) {
             pthread_mutex_unlock(&e->mu);
-            rl__ploop_free(pl);
+            rl__alock_free_on_ploop(i.pl, i.al);
             return;
         }
         e->stack = grown;
         e->cap = e->cap ? e->cap * 2 : 4;
     }
-    e->stack[e->n++] = (idle){pl, rl__now_us()};
+    i.since_us = rl__now_us();
+    e->stack[e->n++] = i;
     pthread_mutex_unlock(&e->mu);
+}
+
+/* Polls until the engine waits for no request's answer (rl__alock_busy):
+ * what an operation sent without waiting for it. Each such request has
+ * its deadline, so this ends. REDISLOCK_OK, or REDISLOCK_EIO when poll()
+ * fails. */
+static redislock_err settle(idle i)
+{
+    redislock_err err;
+
+    while (rl__alock_busy(i.al))
+        if ((err = rl__ploop_round(i.pl, NULL, NULL)) != REDISLOCK_OK)
+            return err;
+    return REDISLOCK_OK;
 }
 
 static void ended(redislock_lock *l, redislock_err err, void *arg)
@@ -167,27 +185,27 @@ static int may_start(redislock_lock *l, rl__ploop *pl)
 redislock_err rl__engine_run(rl__engine *e, redislock_lock *l,
                              rl__engine_start start, void *arg, int acquire)
 {
-    rl__ploop *pl;
+    idle i;
     call k = {.l = l, .err = REDISLOCK_OK};
     redislock_err err;
 
     atomic_init(&k.done, 0);
-    if ((err = take(e, &pl)) != REDISLOCK_OK)
+    if ((err = take(e, &i)) != REDISLOCK_OK)
         return err;
-    k.al = rl__ploop_alock(pl);
-    if (acquire && !may_start(l, pl)) {
-        give_back(e, pl);
+    k.al = i.al;
+    if (acquire && !may_start(l, i.pl)) {
+        give_back(e, i);
         return rl__err(REDISLOCK_ECANCELED, "the wait was cancelled");
     }
     if ((err = start(k.al, l, arg, ended, &k)) == REDISLOCK_OK &&
-        (err = rl__ploop_run(pl, &k.done, acquire ? woken : NULL, &k)) !=
+        (err = rl__ploop_run(i.pl, &k.done, acquire ? woken : NULL, &k)) !=
             REDISLOCK_OK) {
         /* The operation is still under way: freeing the loop ends it
          * (its callback: REDISLOCK_ECANCELED); the poll error stands. */
         snprintf(k.detail, sizeof k.detail, "%s", redislock_errdetail());
         if (acquire)
             may_start(l, NULL);
-        rl__ploop_free(pl);
+        rl__alock_free_on_ploop(i.pl, i.al);
         return rl__err(err, "%s", k.detail);
     }
     if (acquire) {
@@ -198,10 +216,10 @@ redislock_err rl__engine_run(rl__engine *e, redislock_lock *l,
     /* What the call sent without waiting (a fair waiter's leave, a
      * give-back) is answered before it returns, as the blocking calls'
      * are; a loop whose poll() failed is not kept. */
-    if (err == REDISLOCK_OK && rl__ploop_settle(pl) != REDISLOCK_OK)
-        rl__ploop_free(pl);
+    if (err == REDISLOCK_OK && settle(i) != REDISLOCK_OK)
+        rl__alock_free_on_ploop(i.pl, i.al);
     else
-        give_back(e, pl);
+        give_back(e, i);
     if (err != REDISLOCK_OK)
         return err;
     if (k.err != REDISLOCK_OK)

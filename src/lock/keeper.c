@@ -11,7 +11,6 @@
 #include "env.h"
 #include "error.h"
 #include "keeper.h"
-#include "ploop.h"
 
 /* What a thread hands the keeper. */
 typedef enum { MSG_KEEP, MSG_UNKEEP, MSG_SWEEP } msg_kind;
@@ -34,6 +33,7 @@ typedef struct msg {
 struct rl__keeper {
     pthread_t thread;
     rl__ploop *pl;
+    rl__alock *al; /* the engine pl drives */
     pthread_mutex_t mu;
     pthread_cond_t cv; /* an UNKEEP done, or the thread gone */
     msg *head, **tail; /* the inbox, in order */
@@ -55,7 +55,7 @@ static void unkept(void *arg)
 
 static void serve(rl__keeper *k, msg *m, int stopping)
 {
-    rl__alock *al = rl__ploop_alock(k->pl);
+    rl__alock *al = k->al;
 
     switch (m->kind) {
     case MSG_KEEP:
@@ -115,7 +115,7 @@ static void close_inbox(rl__keeper *k)
 static void *run(void *arg)
 {
     rl__keeper *k = arg;
-    rl__alock *al = rl__ploop_alock(k->pl);
+    rl__alock *al = k->al;
     int64_t drain_until = 0, slowest_ms;
     int stop, stopping = 0;
     struct timespec pause = {0, 10 * 1000000};
@@ -156,7 +156,7 @@ static redislock_err keeper_new(redislock_client *c, rl__keeper **out)
     *out = NULL;
     if (k == NULL)
         return rl__err(REDISLOCK_ENOMEM, "out of memory");
-    if ((err = rl__ploop_new(c, &k->pl)) != REDISLOCK_OK) {
+    if ((err = rl__alock_on_ploop(c, &k->pl, &k->al)) != REDISLOCK_OK) {
         free(k);
         return err;
     }
@@ -170,7 +170,7 @@ static redislock_err keeper_new(redislock_client *c, rl__keeper **out)
     if (pthread_create(&k->thread, NULL, run, k) != 0) {
         pthread_cond_destroy(&k->cv);
         pthread_mutex_destroy(&k->mu);
-        rl__ploop_free(k->pl);
+        rl__alock_free_on_ploop(k->pl, k->al);
         free(k);
         return rl__err(REDISLOCK_ENOMEM, "cannot start the keeper thread");
     }
@@ -288,7 +288,7 @@ void rl__keeper_free(rl__keeper *k)
     pthread_mutex_unlock(&k->mu);
     rl__ploop_wake(k->pl);
     pthread_join(k->thread, NULL);
-    rl__ploop_free(k->pl);
+    rl__alock_free_on_ploop(k->pl, k->al);
     pthread_cond_destroy(&k->cv);
     pthread_mutex_destroy(&k->mu);
     free(k);

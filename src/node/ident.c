@@ -85,7 +85,7 @@ static void name_unreached(rl__idset *s, size_t i)
 }
 
 /*
- * INFO server on conn: the run_id and the TCP port into *runid and
+ * An INFO server reply r: the run_id and the TCP port into *runid and
  * *tcp_port ("" and 0 when the server does not say, or refuses INFO, as
  * an ACL without +info does: the checks that need them are skipped).
  */
@@ -107,21 +107,6 @@ static void info_fields(const rl__reply *r, char *runid, long *tcp_port)
                                  sizeof port) == 0)
             *tcp_port = strtol(port, NULL, 10);
     }
-}
-
-static redislock_err read_info(rl__conn *conn, char *runid, long *tcp_port)
-{
-    const char *argv[2] = {"INFO", "server"};
-    rl__reply *r;
-    redislock_err err = rl__conn_command(conn, 2, argv, NULL, &r);
-
-    runid[0] = '\0';
-    *tcp_port = 0;
-    if (err != REDISLOCK_OK)
-        return err;
-    info_fields(r, runid, tcp_port);
-    rl__reply_free(r);
-    return REDISLOCK_OK;
 }
 
 /* Other clients name entry i's server theirs (len bytes). */
@@ -186,31 +171,10 @@ static redislock_err registry_judge(const rl__idset *s, size_t i,
     return REDISLOCK_OK;
 }
 
-/* a's commands on conn, then judge's verdict on their replies. */
-static redislock_err exec_ask(rl__conn *conn, const rl__admit_ask *a,
-                              redislock_err (*judge)(void *,
-                                                     const rl__admit_ask *,
-                                                     rl__reply *const *),
-                              void *arg)
-{
-    rl__reply *r[RL_ADMIT_MAX] = {NULL};
-    redislock_err err;
-    int k;
-
-    if (a->n == 0)
-        return REDISLOCK_OK;
-    if ((err = rl__conn_exec(conn, a->n, a->cmds, r)) != REDISLOCK_OK)
-        return err;
-    err = judge(arg, a, r);
-    for (k = 0; k < a->n; k++)
-        rl__reply_free(r[k]);
-    return err;
-}
-
 /* The entry a pool's admission is for. */
 static rl__idset *set_of(const rl__pool *p, size_t *i)
 {
-    rl__idset *s = p->vet_arg;
+    rl__idset *s = p->owner;
 
     *i = (size_t)(p - s->pools);
     return s;
@@ -238,37 +202,33 @@ static redislock_err judge_sharded(void *arg, const rl__admit_ask *a,
  * refused by one server writes its names on none. */
 static redislock_err register_all(const rl__idset *s)
 {
-    rl__conn *conn;
-    rl__admit_ask a;
-    redislock_err err;
+    rl__admit_ask *a = calloc(s->n, sizeof *a);
+    rl__pool_ask *q = calloc(s->n, sizeof *q);
+    redislock_err err = REDISLOCK_OK;
     size_t i;
-    int write;
+    int write, k;
 
-    for (write = 0; write < 2; write++)
+    if (a == NULL || q == NULL)
+        err = rl__err(REDISLOCK_ENOMEM, "out of memory");
+    for (write = 0; write < 2 && err == REDISLOCK_OK; write++) {
         for (i = 0; i < s->n; i++) {
-            err = rl__pool_borrow(&s->pools[i], &conn);
-            if (err != REDISLOCK_OK)
-                return err;
-            registry_ask(s, i, write, &a);
-            err = exec_ask(conn, &a, judge_sharded, &s->pools[i]);
-            rl__pool_give_back(&s->pools[i], conn);
-            if (err != REDISLOCK_OK)
-                return err;
+            registry_ask(s, i, write, &a[i]);
+            q[i].pool = &s->pools[i];
+            q[i].n = a[i].n;
+            for (k = 0; k < a[i].n; k++)
+                q[i].cmds[k] = a[i].cmds[k];
         }
-    return REDISLOCK_OK;
-}
-
-/* A sharded client's new connections write the name again: after a
- * restart without persistence, the first client back restores it. */
-static redislock_err vet_sharded(rl__pool *p, rl__conn *conn, int64_t budget_ms,
-                                 void *arg)
-{
-    rl__admit_ask a;
-
-    (void)budget_ms; /* the connection's timeout already holds it */
-    (void)arg;
-    ask_sharded(p, &a);
-    return exec_ask(conn, &a, judge_sharded, p);
+        rl__pools_ask(q, s->n, 0);
+        for (i = 0; i < s->n && err == REDISLOCK_OK; i++)
+            err = q[i].err != REDISLOCK_OK
+                      ? rl__err(q[i].err, "%s", q[i].detail)
+                      : registry_judge(s, i, &a[i], q[i].r);
+        for (i = 0; i < s->n; i++)
+            rl__pool_ask_free(&q[i]);
+    }
+    free(a);
+    free(q);
+    return err;
 }
 
 /* Records entry i's run_id ("": the server will not say) and marks it
@@ -340,53 +300,19 @@ static redislock_err judge_redlock(void *arg, const rl__admit_ask *a,
     return dup ? runid_repeat(s, i, dup - 1, runid) : REDISLOCK_OK;
 }
 
-/* The blocking pool's admission of a Redlock connection: INFO waited for
- * no longer than the budget of the open it is part of (a round's
- * per-server timeout: a server that accepts connections but does not
- * answer must cost a round no more than one that stopped after it
- * answered), nor than server_timeout_ms when the options set it. The
- * connection's timeout is then the open's again. */
-static redislock_err vet_redlock(rl__pool *p, rl__conn *conn, int64_t budget_ms,
-                                 void *arg)
-{
-    const rl__idset *s = arg;
-    int64_t open_t = p->cfg.command_timeout_ms, t;
-    rl__admit_ask a;
-    redislock_err err;
-
-    if ((err = ask_redlock(p, &a)) != REDISLOCK_OK || a.n == 0)
-        return err;
-    if (budget_ms > 0 && budget_ms < open_t)
-        open_t = budget_ms;
-    t = s->info_timeout_ms > 0 && s->info_timeout_ms < open_t
-            ? s->info_timeout_ms
-            : open_t;
-    if (t != open_t && (err = rl__conn_timeout(conn, t)) != REDISLOCK_OK)
-        return err;
-    err = exec_ask(conn, &a, judge_redlock, p);
-    if (t != open_t && err == REDISLOCK_OK)
-        err = rl__conn_timeout(conn, open_t);
-    return err;
-}
-
-/* p's connections are admitted by ask and judge: the blocking pool's
- * through vet, the non-blocking ones through their configuration. */
+/* p's connections are admitted by ask and judge. */
 static void admit_by(rl__pool *p, rl__idset *s,
-                     redislock_err (*vet)(rl__pool *, rl__conn *, int64_t,
-                                          void *),
                      redislock_err (*ask)(void *, rl__admit_ask *),
                      redislock_err (*judge)(void *, const rl__admit_ask *,
                                             rl__reply *const *))
 {
-    p->vet = vet;
-    p->vet_arg = s;
+    p->owner = s;
     p->admit = (rl__admit){ask, judge, p};
     p->cfg.admit = &p->admit;
 }
 
 redislock_err rl__idset_init(rl__idset *s, rl__pool *pools, size_t n,
-                             int redlock, const char *prefix, size_t plen,
-                             int64_t info_timeout_ms)
+                             int redlock, const char *prefix, size_t plen)
 {
     static const char suffix[] = RL_REGISTRY_SUFFIX;
     size_t i;
@@ -396,7 +322,6 @@ redislock_err rl__idset_init(rl__idset *s, rl__pool *pools, size_t n,
     s->pools = pools;
     s->n = n;
     s->redlock = redlock;
-    s->info_timeout_ms = info_timeout_ms;
     s->ids = calloc(n, sizeof *s->ids);
     s->regkey = malloc(plen + sizeof suffix);
     if (s->ids == NULL || s->regkey == NULL)
@@ -406,34 +331,43 @@ redislock_err rl__idset_init(rl__idset *s, rl__pool *pools, size_t n,
     s->regkeylen = plen + sizeof suffix - 1;
     for (i = 0; i < n; i++) {
         name_unreached(s, i);
-        pools[i].vet_arg = s; /* which entry a pool is (set_of) */
+        pools[i].owner = s; /* which entry a pool is (set_of) */
     }
     for (i = 0; i < n && redlock; i++)
-        admit_by(&pools[i], s, vet_redlock, ask_redlock, judge_redlock);
+        admit_by(&pools[i], s, ask_redlock, judge_redlock);
     return check_names(s);
 }
 
 /* Sharded: every server's run_id and, for a unix socket, its name by
- * the TCP port it listens on. */
+ * the TCP port it listens on, all asked at once. */
 static redislock_err read_all(rl__idset *s)
 {
-    rl__conn *conn;
-    redislock_err err;
+    static const char *info[2] = {"INFO", "server"};
+    rl__pool_ask *q = calloc(s->n, sizeof *q);
+    redislock_err err = REDISLOCK_OK;
     long port;
     size_t i;
 
-    for (i = 0; i < s->n; i++) {
-        if ((err = rl__pool_borrow(&s->pools[i], &conn)) != REDISLOCK_OK)
-            return err;
-        err = read_info(conn, s->ids[i].runid, &port);
-        rl__pool_give_back(&s->pools[i], conn);
-        if (err != REDISLOCK_OK)
-            return err;
+    if (q == NULL)
+        return rl__err(REDISLOCK_ENOMEM, "out of memory");
+    for (i = 0; i < s->n; i++)
+        q[i] = (rl__pool_ask){
+            .pool = &s->pools[i], .n = 1, .cmds = {{2, info, NULL}}};
+    rl__pools_ask(q, s->n, 0);
+    for (i = 0; i < s->n && err == REDISLOCK_OK; i++) {
+        if (q[i].err != REDISLOCK_OK) {
+            err = rl__err(q[i].err, "%s", q[i].detail);
+            break;
+        }
+        info_fields(q[i].r[0], s->ids[i].runid, &port);
         if (s->pools[i].url.path != NULL)
             rl__canon_unix(s->ids[i].canon, RL_CANON_MAX, s->pools[i].url.path,
                            port, s->pools[i].url.db);
     }
-    return REDISLOCK_OK;
+    for (i = 0; i < s->n; i++)
+        rl__pool_ask_free(&q[i]);
+    free(q);
+    return err;
 }
 
 /* Sharded: one database of one server twice, by run_id. */
@@ -463,7 +397,7 @@ static redislock_err check_sharded(rl__idset *s)
         (err = register_all(s)) != REDISLOCK_OK)
         return err;
     for (i = 0; i < s->n; i++)
-        admit_by(&s->pools[i], s, vet_sharded, ask_sharded, judge_sharded);
+        admit_by(&s->pools[i], s, ask_sharded, judge_sharded);
     return REDISLOCK_OK;
 }
 

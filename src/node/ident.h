@@ -46,7 +46,6 @@ typedef struct rl__idset {
     rl__pool *pools; /* borrowed from the client */
     size_t n;
     int redlock;
-    int64_t info_timeout_ms; /* Redlock: INFO's bound; 0: the command's */
     rl__ident *ids;
     char *regkey; /* the registry key (sharded) */
     size_t regkeylen;
@@ -56,11 +55,10 @@ typedef struct rl__idset {
 /* Names the servers of pools (already initialised) and refuses, with
  * REDISLOCK_EINVAL, a list whose names repeat a server. Nothing is sent.
  * For Redlock it also makes the pools' connections read which server
- * they reached (INFO, waited for at most info_timeout_ms when that is
- * positive). Clean up with rl__idset_fini even on failure. */
+ * they reached (INFO, within the connection's command timeout). Clean
+ * up with rl__idset_fini even on failure. */
 redislock_err rl__idset_init(rl__idset *s, rl__pool *pools, size_t n,
-                             int redlock, const char *prefix, size_t plen,
-                             int64_t info_timeout_ms);
+                             int redlock, const char *prefix, size_t plen);
 
 /* After the pools answered: the run_id checks (and, sharded, the unix
  * sockets' names and the registry). REDISLOCK_EINVAL names both

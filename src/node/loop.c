@@ -102,26 +102,40 @@ redislock_err rl__loop_new(const rl__loop_ops *ops, rl__loop **out)
     return REDISLOCK_OK;
 }
 
-/* A connection on the loop: a new one, or one over ctx (rl__loop_adopt). */
-static redislock_err add(rl__loop *lp, const rl__conn_cfg *cfg,
-                         redisContext *ctx, rl__aconn **out)
+/* A new entry for a connection on lp, its ops in *ops. */
+static rl__lconn *entry(rl__loop *lp, rl__aconn_ops *ops)
 {
     rl__lconn *lc = calloc(1, sizeof *lc);
-    rl__aconn_ops ops = {conn_watch, conn_deadline, lc};
-    redislock_err err;
 
-    *out = NULL;
-    if (lc == NULL) {
-        if (ctx != NULL)
-            redisFree(ctx);
-        return rl__err(REDISLOCK_ENOMEM, "out of memory connecting");
-    }
+    if (lc == NULL)
+        return NULL;
     lc->lp = lp;
     lc->fd = -1;
     lc->deadline.fire = conn_due;
+    *ops = (rl__aconn_ops){conn_watch, conn_deadline, lc};
+    return lc;
+}
+
+/* lc, its connection made, is the loop's. */
+static void link_entry(rl__loop *lp, rl__lconn *lc)
+{
+    lc->next = lp->conns;
+    lp->conns = lc;
+    retime(lp);
+}
+
+redislock_err rl__loop_connect(rl__loop *lp, const rl__conn_cfg *cfg,
+                               rl__aconn **out)
+{
+    rl__aconn_ops ops;
+    rl__lconn *lc = entry(lp, &ops);
+    redislock_err err;
+
+    *out = NULL;
+    if (lc == NULL)
+        return rl__err(REDISLOCK_ENOMEM, "out of memory connecting");
     lp->depth++;
-    err = ctx != NULL ? rl__aconn_adopt(cfg, &ops, ctx, &lc->c)
-                      : rl__aconn_open(cfg, &ops, &lc->c);
+    err = rl__aconn_open(cfg, &ops, &lc->c);
     lp->depth--;
     if (err != REDISLOCK_OK) {
         rl__loop_disarm(lp, &lc->deadline);
@@ -129,35 +143,60 @@ static redislock_err add(rl__loop *lp, const rl__conn_cfg *cfg,
         retime(lp);
         return err;
     }
-    lc->next = lp->conns;
-    lp->conns = lc;
+    link_entry(lp, lc);
     *out = lc->c;
-    retime(lp);
     return REDISLOCK_OK;
 }
 
-redislock_err rl__loop_connect(rl__loop *lp, const rl__conn_cfg *cfg,
-                               rl__aconn **out)
+redislock_err rl__loop_adopt(rl__loop *lp, rl__aconn *c)
 {
-    return add(lp, cfg, NULL, out);
+    rl__aconn_ops ops;
+    rl__lconn *lc = entry(lp, &ops);
+
+    if (lc == NULL) {
+        rl__aconn_close(c);
+        return rl__err(REDISLOCK_ENOMEM, "out of memory");
+    }
+    lc->c = c;
+    lp->depth++;
+    rl__aconn_rebind(c, &ops);
+    lp->depth--;
+    link_entry(lp, lc);
+    return REDISLOCK_OK;
 }
 
-redislock_err rl__loop_adopt(rl__loop *lp, const rl__conn_cfg *cfg,
-                             redisContext *ctx, rl__aconn **out)
+/* c's entry, taken off the loop's list; NULL when c is not the loop's. */
+static rl__lconn *unlink_entry(rl__loop *lp, const rl__aconn *c)
 {
-    return add(lp, cfg, ctx, out);
-}
-
-void rl__loop_close(rl__loop *lp, rl__aconn *c)
-{
-    rl__lconn **p, *lc = NULL;
+    rl__lconn **p, *lc;
 
     for (p = &lp->conns; *p != NULL; p = &(*p)->next)
         if ((*p)->c == c) {
             lc = *p;
             *p = lc->next;
-            break;
+            return lc;
         }
+    return NULL;
+}
+
+void rl__loop_detach(rl__loop *lp, rl__aconn *c)
+{
+    rl__lconn *lc = unlink_entry(lp, c);
+
+    if (lc == NULL)
+        return;
+    rl__loop_disarm(lp, &lc->deadline);
+    lp->depth++;
+    rl__aconn_rebind(c, NULL); /* its watch(fd, 0) still finds lc */
+    lp->depth--;
+    free(lc);
+    retime(lp);
+}
+
+void rl__loop_close(rl__loop *lp, rl__aconn *c)
+{
+    rl__lconn *lc = unlink_entry(lp, c);
+
     if (lc == NULL)
         return;
     rl__loop_disarm(lp, &lc->deadline);

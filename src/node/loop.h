@@ -49,10 +49,13 @@ void rl__loop_free(rl__loop *lp);
 redislock_err rl__loop_connect(rl__loop *lp, const rl__conn_cfg *cfg,
                                rl__aconn **out);
 
-/* rl__loop_connect's connection over ctx, a blocking one made
- * non-blocking (see rl__aconn_adopt), which it owns from here. */
-redislock_err rl__loop_adopt(rl__loop *lp, const rl__conn_cfg *cfg,
-                             redisContext *ctx, rl__aconn **out);
+/* Takes c, an idle connection of no loop (rl__loop_detach), onto the
+ * loop; it is the loop's from here, failed or not. */
+redislock_err rl__loop_adopt(rl__loop *lp, rl__aconn *c);
+
+/* Takes c, idle, off the loop, which stops watching it: the caller's
+ * from here (to adopt on another loop, or close with rl__aconn_close). */
+void rl__loop_detach(rl__loop *lp, rl__aconn *c);
 
 /* Closes c (its pending requests: REDISLOCK_ECANCELED). May be called
  * from a callback. */

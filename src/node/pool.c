@@ -4,7 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "error.h"
+#include "ploop.h"
 
 static int64_t or_default(int64_t v, int64_t dflt)
 {
@@ -34,7 +36,6 @@ static redislock_err pool_init(rl__pool *p, const char *url,
 
     memset(p, 0, sizeof *p);
     pthread_mutex_init(&p->mu, NULL);
-    pthread_cond_init(&p->freed, NULL);
     if ((err = rl__url_parse(url, &p->url)) != REDISLOCK_OK)
         return err;
     p->cfg.url = &p->url;
@@ -84,7 +85,7 @@ void rl__pool_fini(rl__pool *p)
     int i;
 
     for (i = 0; i < p->nidle; i++)
-        rl__conn_close(p->idle[i]);
+        rl__aconn_close(p->idle[i]);
     free(p->idle);
     rl__conn_tls_free(p->cfg.tls);
     free(p->name);
@@ -93,18 +94,8 @@ void rl__pool_fini(rl__pool *p)
         memset(p->password, 0, strlen(p->password));
         free(p->password);
     }
-    pthread_cond_destroy(&p->freed);
     pthread_mutex_destroy(&p->mu);
     memset(p, 0, sizeof *p);
-}
-
-/* A connection slot whose connection could not be (re)opened. */
-static void forget_one(rl__pool *p)
-{
-    pthread_mutex_lock(&p->mu);
-    p->nopen--;
-    pthread_cond_signal(&p->freed);
-    pthread_mutex_unlock(&p->mu);
 }
 
 /* The value of field ("aof_enabled:") in an INFO reply r, or NULL. */
@@ -119,260 +110,308 @@ static const char *info_field(const rl__reply *r, const char *field)
     return at != NULL ? at + strlen(field) : NULL;
 }
 
-/* Whether the server conn reaches can confirm what the WAITAOF guard
- * asks: it has the command (COMMAND INFO answers nil for an unknown one),
- * and for the master's own fsync, AOF on with a policy under which
- * WAITAOF's count means an fsync (appendfsync always or everysec: with
- * "no" the kernel flushes when it likes, and WAITAOF cannot know).
- * Asked once per connection; no guessing from versions. */
-static redislock_err probe_aof(rl__pool *p, rl__conn *conn)
+/* The questions of the WAITAOF guard's check (see aof_verdict). */
+static int aof_questions(const rl__pool *p, rl__cmd *cmds)
 {
-    const char *cmdv[3] = {"COMMAND", "INFO", "WAITAOF"};
-    const char *infov[2] = {"INFO", "persistence"};
-    const char *cfgv[3] = {"CONFIG", "GET", "appendfsync"};
-    rl__cmd cmds[3] = {{3, cmdv, NULL}, {2, infov, NULL}, {3, cfgv, NULL}};
-    rl__reply *r[3];
+    static const char *cmdv[3] = {"COMMAND", "INFO", "WAITAOF"};
+    static const char *infov[2] = {"INFO", "persistence"};
+    static const char *cfgv[3] = {"CONFIG", "GET", "appendfsync"};
+
+    cmds[0] = (rl__cmd){3, cmdv, NULL};
+    cmds[1] = (rl__cmd){2, infov, NULL};
+    cmds[2] = (rl__cmd){3, cfgv, NULL};
+    return p->aof_local ? 3 : 1;
+}
+
+/* Whether the server can confirm what the WAITAOF guard asks, by the
+ * replies to aof_questions: it has the command (COMMAND INFO answers nil
+ * for an unknown one), and for the master's own fsync, AOF on with a
+ * policy under which WAITAOF's count means an fsync (appendfsync always
+ * or everysec: with "no" the kernel flushes when it likes, and WAITAOF
+ * cannot know). Asked once per server, at construction; no guessing
+ * from versions. */
+static redislock_err aof_verdict(const rl__pool *p, int n, rl__reply *const *r)
+{
     const char *v;
-    int n = p->aof_local ? 3 : 1, i;
-    redislock_err err = rl__conn_exec(conn, n, cmds, r);
+
+    if (r[0]->type == REDIS_REPLY_ERROR)
+        return rl__err(REDISLOCK_ECONFIG,
+                       "%s: cannot ask whether it has WAITAOF (COMMAND INFO: "
+                       "%.80s): allow the user COMMAND, or turn the "
+                       "wait_aof_* options off",
+                       p->name, r[0]->str);
+    if (r[0]->type != REDIS_REPLY_ARRAY || r[0]->elements != 1 ||
+        r[0]->element[0]->type != REDIS_REPLY_ARRAY)
+        return rl__err(REDISLOCK_ECONFIG,
+                       "%s has no WAITAOF (Redis and Valkey have it from "
+                       "7.2): turn wait_aof_local and wait_aof_replicas off, "
+                       "or use wait_replicas",
+                       p->name);
+    if (n == 3 && ((v = info_field(r[1], "aof_enabled:")) == NULL || *v != '1'))
+        return rl__err(REDISLOCK_ECONFIG,
+                       "%s has AOF off (appendonly no): WAITAOF cannot "
+                       "confirm a local fsync; turn appendonly on, or "
+                       "wait_aof_local off",
+                       p->name);
+    if (n == 3 && r[2]->type == REDIS_REPLY_ERROR)
+        return rl__err(REDISLOCK_ECONFIG,
+                       "%s: cannot read appendfsync (%.80s), which decides "
+                       "whether WAITAOF's local count is an fsync: allow the "
+                       "user CONFIG GET, or turn wait_aof_local off",
+                       p->name, r[2]->str);
+    if (n == 3 && (r[2]->type != REDIS_REPLY_ARRAY || r[2]->elements != 2 ||
+                   r[2]->element[1]->type != REDIS_REPLY_STRING ||
+                   strcmp(r[2]->element[1]->str, "no") == 0))
+        return rl__err(REDISLOCK_ECONFIG,
+                       "%s has appendfsync no: the kernel, not Redis, decides "
+                       "when the AOF reaches the disk, so WAITAOF's local "
+                       "count means nothing; set appendfsync everysec or "
+                       "always, or turn wait_aof_local off",
+                       p->name);
+    return REDISLOCK_OK;
+}
+
+rl__aconn *rl__pool_take(rl__pool *p)
+{
+    rl__aconn *c = NULL;
+
+    pthread_mutex_lock(&p->mu);
+    while (c == NULL && p->nidle > 0) {
+        c = p->idle[--p->nidle];
+        /* Bytes nobody asked for, or the server's close, arrived while it
+         * lay idle: a fresh connection rather than a false reply. */
+        if (rl__aconn_stale(c)) {
+            rl__aconn_close(c);
+            c = NULL;
+        }
+    }
+    pthread_mutex_unlock(&p->mu);
+    return c;
+}
+
+/* Keeps c, taken off its loop, idle for the next asker or private loop;
+ * closes it when it is of no more use or the pool is full. */
+static void put(rl__pool *p, rl__aconn *c)
+{
+    pthread_mutex_lock(&p->mu);
+    if (p->nidle < p->max && !rl__aconn_stale(c)) {
+        rl__aconn_set_timeout(c, p->cfg.command_timeout_ms);
+        p->idle[p->nidle++] = c;
+        c = NULL;
+    }
+    pthread_mutex_unlock(&p->mu);
+    rl__aconn_close(c);
+}
+
+/* One ask on the private loop: its connection, the replies that came
+ * (the WAITAOF guard's questions first, on a new connection), and how
+ * many are still awaited. */
+typedef struct asking {
+    rl__pool_ask *a;
+    rl__aconn *conn;
+    int naof; /* the guard's questions sent before a's */
+    rl__reply *r[3 + RL_ASK_MAX];
+    int got, want;
+    int *left; /* asks not yet answered */
+} asking;
+
+/* The ask's failure, the first one given. */
+static void ask_failed(rl__pool_ask *a, redislock_err err, const char *detail)
+{
+    if (a->err != REDISLOCK_OK)
+        return;
+    a->err = err;
+    snprintf(a->detail, sizeof a->detail, "%s", detail);
+}
+
+/* One reply, or why there is none, in the order they were asked for. */
+static void asked(void *arg, redislock_err err, const rl__reply *r)
+{
+    asking *k = arg;
 
     if (err != REDISLOCK_OK)
-        return err;
-    if (r[0]->type == REDIS_REPLY_ERROR)
-        err = rl__err(REDISLOCK_ECONFIG,
-                      "%s: cannot ask whether it has WAITAOF (COMMAND INFO: "
-                      "%.80s): allow the user COMMAND, or turn the "
-                      "wait_aof_* options off",
-                      p->name, r[0]->str);
-    else if (r[0]->type != REDIS_REPLY_ARRAY || r[0]->elements != 1 ||
-             r[0]->element[0]->type != REDIS_REPLY_ARRAY)
-        err = rl__err(REDISLOCK_ECONFIG,
-                      "%s has no WAITAOF (Redis and Valkey have it from "
-                      "7.2): turn wait_aof_local and wait_aof_replicas off, "
-                      "or use wait_replicas",
-                      p->name);
-    else if (n == 3 &&
-             ((v = info_field(r[1], "aof_enabled:")) == NULL || *v != '1'))
-        err = rl__err(REDISLOCK_ECONFIG,
-                      "%s has AOF off (appendonly no): WAITAOF cannot confirm "
-                      "a local fsync; turn appendonly on, or wait_aof_local "
-                      "off",
-                      p->name);
-    else if (n == 3 && r[2]->type == REDIS_REPLY_ERROR)
-        err = rl__err(REDISLOCK_ECONFIG,
-                      "%s: cannot read appendfsync (%.80s), which decides "
-                      "whether WAITAOF's local count is an fsync: allow the "
-                      "user CONFIG GET, or turn wait_aof_local off",
-                      p->name, r[2]->str);
-    else if (n == 3 &&
-             (r[2]->type != REDIS_REPLY_ARRAY || r[2]->elements != 2 ||
-              r[2]->element[1]->type != REDIS_REPLY_STRING ||
-              strcmp(r[2]->element[1]->str, "no") == 0))
-        err = rl__err(REDISLOCK_ECONFIG,
-                      "%s has appendfsync no: the kernel, not Redis, decides "
-                      "when the AOF reaches the disk, so WAITAOF's local "
-                      "count means nothing; set appendfsync everysec or "
-                      "always, or turn wait_aof_local off",
-                      p->name);
-    for (i = 0; i < n; i++)
-        rl__reply_free(r[i]);
-    return err;
+        ask_failed(k->a, err, redislock_errdetail());
+    else if ((k->r[k->got] = rl__reply_dup(r)) == NULL)
+        ask_failed(k->a, REDISLOCK_ENOMEM, "out of memory");
+    if (++k->got == k->want)
+        --*k->left;
 }
 
-/* Opens a connection in a slot already counted, each step waited for at
- * most budget_ms when that is positive, vets it, and checks it for the
- * WAITAOF guard. */
-static redislock_err open_one(rl__pool *p, int64_t budget_ms, rl__conn **out)
+/* Sends k's questions, on an idle connection of its pool or a new one
+ * (each step of whose opening waits no longer than budget_ms when that
+ * is positive), the WAITAOF guard's check first on a new one. */
+static void ask_send(rl__loop *lp, asking *k, int64_t budget_ms)
 {
+    rl__pool *p = k->a->pool;
     rl__conn_cfg cfg = p->cfg;
-    redislock_err err;
+    rl__cmd cmds[3 + RL_ASK_MAX];
+    redislock_err err = REDISLOCK_OK;
+    int i;
 
-    if (budget_ms > 0 && budget_ms < cfg.connect_timeout_ms)
-        cfg.connect_timeout_ms = budget_ms;
-    if (budget_ms > 0 && budget_ms < cfg.command_timeout_ms)
-        cfg.command_timeout_ms = budget_ms;
-    if ((err = rl__conn_open(&cfg, out)) != REDISLOCK_OK) {
-        forget_one(p);
-        return err;
+    if ((k->conn = rl__pool_take(p)) != NULL) {
+        err = rl__loop_adopt(lp, k->conn);
+    } else {
+        if (budget_ms > 0 && budget_ms < cfg.connect_timeout_ms)
+            cfg.connect_timeout_ms = budget_ms;
+        if (budget_ms > 0 && budget_ms < cfg.command_timeout_ms)
+            cfg.command_timeout_ms = budget_ms;
+        err = rl__loop_connect(lp, &cfg, &k->conn);
+        if (err == REDISLOCK_OK && (p->aof_local || p->aof_replicas))
+            k->naof = aof_questions(p, cmds);
     }
-    if (p->aof_local || p->aof_replicas)
-        err = probe_aof(p, *out);
-    if (err == REDISLOCK_OK && p->vet != NULL)
-        err = p->vet(p, *out, budget_ms, p->vet_arg);
-    if (err == REDISLOCK_OK &&
-        cfg.command_timeout_ms != p->cfg.command_timeout_ms)
-        err = rl__conn_timeout(*out, p->cfg.command_timeout_ms);
     if (err != REDISLOCK_OK) {
-        rl__conn_close(*out);
-        *out = NULL;
-        forget_one(p);
+        k->conn = NULL;
+        ask_failed(k->a, err, redislock_errdetail());
+        return;
     }
-    return err;
+    for (i = 0; i < k->a->n; i++)
+        cmds[k->naof + i] = k->a->cmds[i];
+    for (i = 0; i < k->naof + k->a->n && err == REDISLOCK_OK; i++)
+        err = rl__aconn_send(k->conn, cmds[i].argc, cmds[i].argv, cmds[i].lens,
+                             asked, k);
+    k->want = i - (err != REDISLOCK_OK);
+    if (err != REDISLOCK_OK)
+        ask_failed(k->a, err, redislock_errdetail());
+    if (k->want > 0)
+        ++*k->left;
 }
 
-redislock_err rl__pool_borrow(rl__pool *p, rl__conn **out)
+/* k's outcome: the guard's verdict, then the replies to a's questions
+ * (the caller's to free); its connection back to the pool when it is
+ * still good. */
+static void ask_end(rl__loop *lp, asking *k)
 {
-    return rl__pool_borrow_within(p, 0, out);
-}
+    rl__pool_ask *a = k->a;
+    redislock_err err;
+    int i;
 
-redislock_err rl__pool_borrow_within(rl__pool *p, int64_t budget_ms,
-                                     rl__conn **out)
-{
-    pthread_mutex_lock(&p->mu);
-    while (p->nidle == 0 && p->nopen >= p->max)
-        pthread_cond_wait(&p->freed, &p->mu);
-    if (p->nidle > 0) {
-        *out = p->idle[--p->nidle];
-        pthread_mutex_unlock(&p->mu);
-        /* Bytes nobody asked for, or the server's close, arrived while it
-         * sat idle: a fresh connection rather than a false reply. */
-        if (!rl__conn_stale(*out))
-            return REDISLOCK_OK;
-        rl__conn_close(*out);
-        return open_one(p, budget_ms, out);
+    if (a->err == REDISLOCK_OK && k->naof > 0 &&
+        (err = aof_verdict(a->pool, k->naof, k->r)) != REDISLOCK_OK)
+        ask_failed(a, err, redislock_errdetail());
+    for (i = 0; i < k->got; i++) {
+        if (i >= k->naof && a->err == REDISLOCK_OK)
+            a->r[i - k->naof] = k->r[i];
+        else
+            rl__reply_free(k->r[i]);
     }
-    p->nopen++;
-    pthread_mutex_unlock(&p->mu);
-    /* Connect outside the mutex: other threads keep their connections. */
-    return open_one(p, budget_ms, out);
-}
-
-int rl__pool_take_idle(rl__pool *p, rl__conn **out)
-{
-    pthread_mutex_lock(&p->mu);
-    if (p->nidle == 0) {
-        pthread_mutex_unlock(&p->mu);
-        return 0;
+    if (k->conn == NULL)
+        return;
+    if (!rl__aconn_broken(k->conn)) {
+        rl__loop_detach(lp, k->conn);
+        put(a->pool, k->conn);
     }
-    *out = p->idle[--p->nidle];
-    pthread_mutex_unlock(&p->mu);
-    if (!rl__conn_stale(*out))
-        return 1;
-    rl__conn_close(*out);
-    forget_one(p);
-    return 0;
 }
 
-int rl__pool_detach(rl__pool *p, rl__conn **out)
+/* Every ask not yet answered fails with err, its detail set. */
+static void asks_failed(rl__pool_ask *asks, size_t n, redislock_err err)
 {
-    if (!rl__pool_take_idle(p, out))
-        return 0;
-    forget_one(p);
-    return 1;
+    char said[RL_POOL_DETAIL];
+    size_t i;
+
+    snprintf(said, sizeof said, "%s", redislock_errdetail());
+    for (i = 0; i < n; i++)
+        ask_failed(&asks[i], err, said);
 }
 
-void rl__pool_attach(rl__pool *p, rl__conn *conn)
+void rl__pools_ask(rl__pool_ask *asks, size_t n, int64_t budget_ms)
 {
-    int keep =
-        !rl__conn_broken(conn) &&
-        rl__conn_timeout(conn, p->cfg.command_timeout_ms) == REDISLOCK_OK;
+    rl__ploop *pl = NULL;
+    rl__loop *lp = NULL;
+    rl__loop_ops ops;
+    asking *k;
+    redislock_err err;
+    int left = 0;
+    size_t i;
 
-    pthread_mutex_lock(&p->mu);
-    keep = keep && p->nopen < p->max;
-    if (keep) {
-        p->nopen++;
-        p->idle[p->nidle++] = conn;
-        pthread_cond_signal(&p->freed);
+    for (i = 0; i < n; i++) {
+        asks[i].err = REDISLOCK_OK;
+        asks[i].detail[0] = '\0';
+        memset(asks[i].r, 0, sizeof asks[i].r);
     }
-    pthread_mutex_unlock(&p->mu);
-    if (!keep)
-        rl__conn_close(conn);
-}
-
-void rl__pool_give_back(rl__pool *p, rl__conn *conn)
-{
-    int broken = rl__conn_broken(conn);
-
-    if (broken)
-        rl__conn_close(conn);
-    pthread_mutex_lock(&p->mu);
-    if (broken)
-        p->nopen--;
-    else
-        p->idle[p->nidle++] = conn;
-    pthread_cond_signal(&p->freed);
-    pthread_mutex_unlock(&p->mu);
+    if ((k = calloc(n ? n : 1, sizeof *k)) == NULL) {
+        asks_failed(asks, n, rl__err(REDISLOCK_ENOMEM, "out of memory"));
+        return;
+    }
+    if ((err = rl__ploop_new(&pl, &ops)) != REDISLOCK_OK ||
+        (err = rl__loop_new(&ops, &lp)) != REDISLOCK_OK) {
+        asks_failed(asks, n, err);
+    } else {
+        rl__ploop_drive(pl, lp);
+        for (i = 0; i < n; i++) {
+            k[i].a = &asks[i];
+            k[i].left = &left;
+            ask_send(lp, &k[i], budget_ms);
+        }
+        /* Every request has its deadline: this ends. */
+        while (left > 0 && err == REDISLOCK_OK)
+            err = rl__ploop_round(pl, NULL, NULL);
+        if (err != REDISLOCK_OK)
+            asks_failed(asks, n, err);
+        for (i = 0; i < n; i++)
+            ask_end(lp, &k[i]);
+    }
+    rl__loop_free(lp);
+    rl__ploop_free(pl);
+    free(k);
 }
 
 redislock_err rl__pool_command(rl__pool *p, int argc, const char **argv,
                                rl__reply **out)
 {
-    rl__conn *conn;
-    redislock_err err = rl__pool_borrow(p, &conn);
+    rl__pool_ask a = {.pool = p, .n = 1, .cmds = {{argc, argv, NULL}}};
 
-    if (err != REDISLOCK_OK)
+    *out = NULL;
+    rl__pools_ask(&a, 1, 0);
+    if (a.err != REDISLOCK_OK)
+        return rl__err(a.err, "%s", a.detail);
+    *out = a.r[0];
+    return REDISLOCK_OK;
+}
+
+redislock_err rl__pool_pinged(const rl__pool_ask *a)
+{
+    const rl__reply *r = a->r[0];
+    redislock_err err;
+
+    if (a->err != REDISLOCK_OK)
+        return rl__err(a->err, "%s", a->detail);
+    if ((err = rl__reply_check(r, "PING")) != REDISLOCK_OK)
         return err;
-    err = rl__conn_command(conn, argc, argv, NULL, out);
-    rl__pool_give_back(p, conn);
-    return err;
+    if (r->type != REDIS_REPLY_STATUS || strcmp(r->str, "PONG") != 0)
+        return rl__err(REDISLOCK_EPROTOCOL,
+                       "PING answered something other than PONG: is this "
+                       "a Redis server?");
+    return REDISLOCK_OK;
+}
+
+void rl__pool_ping(rl__pool_ask *a, rl__pool *p)
+{
+    static const char *ping[1] = {"PING"};
+
+    memset(a, 0, sizeof *a);
+    a->pool = p;
+    a->n = 1;
+    a->cmds[0] = (rl__cmd){1, ping, NULL};
+}
+
+void rl__pool_ask_free(rl__pool_ask *a)
+{
+    int i;
+
+    for (i = 0; i < RL_ASK_MAX; i++) {
+        rl__reply_free(a->r[i]);
+        a->r[i] = NULL;
+    }
 }
 
 redislock_err rl__pool_check(rl__pool *p)
 {
-    const char *ping[] = {"PING"};
-    rl__reply *r;
+    rl__pool_ask a;
     redislock_err err;
 
-    err = rl__pool_command(p, 1, ping, &r);
-    if (err != REDISLOCK_OK)
-        return err;
-    err = rl__reply_check(r, "PING");
-    if (err == REDISLOCK_OK &&
-        (r->type != REDIS_REPLY_STATUS || strcmp(r->str, "PONG") != 0))
-        err = rl__err(REDISLOCK_EPROTOCOL,
-                      "PING answered something other than PONG: is this "
-                      "a Redis server?");
-    rl__reply_free(r);
+    rl__pool_ping(&a, p);
+    rl__pools_ask(&a, 1, 0);
+    err = rl__pool_pinged(&a);
+    rl__pool_ask_free(&a);
     return err;
-}
-
-/* A connection being borrowed from one pool, on a thread of its own. */
-typedef struct borrowing {
-    rl__pool *pool;
-    int64_t budget_ms;
-    rl__conn **out;
-    redislock_err *err;
-    char *detail;
-    pthread_t thread;
-    int started;
-} borrowing;
-
-static void *borrow_one(void *arg)
-{
-    borrowing *b = arg;
-
-    *b->err = rl__pool_borrow_within(b->pool, b->budget_ms, b->out);
-    if (*b->err != REDISLOCK_OK)
-        snprintf(b->detail, RL_POOL_DETAIL, "%s", redislock_errdetail());
-    return NULL;
-}
-
-void rl__pools_borrow(rl__pool *const *pools, size_t n, const int *want,
-                      int64_t budget_ms, rl__conn **out, redislock_err *err,
-                      char (*detail)[RL_POOL_DETAIL])
-{
-    borrowing b[RL_POOLS_PAR_MAX];
-    size_t i, count = 0;
-
-    if (n > RL_POOLS_PAR_MAX)
-        n = RL_POOLS_PAR_MAX;
-    for (i = 0; i < n; i++) {
-        b[i] =
-            (borrowing){pools[i], budget_ms, &out[i], &err[i], detail[i], 0, 0};
-        count += want[i] != 0;
-    }
-    /* A thread each when more than one connection may take a connect
-     * timeout; one on this thread (as when no thread can be had). */
-    for (i = 0; i < n && count > 1; i++)
-        if (want[i])
-            b[i].started =
-                pthread_create(&b[i].thread, NULL, borrow_one, &b[i]) == 0;
-    for (i = 0; i < n; i++) {
-        if (!want[i])
-            continue;
-        if (b[i].started)
-            pthread_join(b[i].thread, NULL);
-        else
-            borrow_one(&b[i]);
-    }
 }

@@ -65,6 +65,7 @@ struct rl__aconn {
     int fd;
     int watching; /* what ops.watch was last told */
     int connected;
+    int spoke;     /* a reply has been read: the peer speaks RESP */
     int unwritten; /* output waits in the context's buffer */
     int closing;   /* rl__aconn_close was called */
     int depth;     /* calls under way that may run callbacks */
@@ -170,7 +171,7 @@ static void fail_io(rl__aconn *c)
     redislock_err err;
 
     snprintf(what, sizeof what, "connection to %s", where(c, buf, sizeof buf));
-    err = rl__conn_ctx_error(c->ctx, 0, what);
+    err = rl__conn_ctx_error(c->ctx, what);
     snprintf(said, sizeof said, "%s", redislock_errdetail());
     fail(c, err, "%s", said);
 }
@@ -455,7 +456,10 @@ static redislock_err queue(rl__aconn *c, int argc, const char **argv,
      * they were sent. */
     if (!c->connected && c->connect_deadline_us > from)
         from = c->connect_deadline_us;
-    q->budget_us = (c->cfg.command_timeout_ms + block_ms) * 1000;
+    /* The handshake is the connect's: AUTH and SELECT answered within
+     * the connect timeout, as the URL's connect_timeout promises. */
+    q->budget_us = hello >= 0 ? c->cfg.connect_timeout_ms * 1000
+                              : (c->cfg.command_timeout_ms + block_ms) * 1000;
     q->deadline_us = from + q->budget_us;
     if (c->tail != NULL && q->deadline_us < c->tail->deadline_us)
         q->deadline_us = c->tail->deadline_us;
@@ -556,26 +560,6 @@ redislock_err rl__aconn_open(const rl__conn_cfg *cfg, const rl__aconn_ops *ops,
         rl__aconn_close(c);
         return err;
     }
-    *out = c;
-    return REDISLOCK_OK;
-}
-
-redislock_err rl__aconn_adopt(const rl__conn_cfg *cfg, const rl__aconn_ops *ops,
-                              redisContext *ctx, rl__aconn **out)
-{
-    rl__aconn *c = calloc(1, sizeof *c);
-
-    *out = NULL;
-    if (c == NULL) {
-        redisFree(ctx);
-        return rl__err(REDISLOCK_ENOMEM, "out of memory connecting");
-    }
-    c->cfg = *cfg;
-    c->ops = *ops;
-    c->ctx = ctx;
-    c->fd = ctx->fd;
-    c->connected = 1;
-    rewatch(c);
     *out = c;
     return REDISLOCK_OK;
 }
@@ -700,6 +684,53 @@ static void check_connect(rl__aconn *c)
     }
 }
 
+/* How much of a first reply is shown when it is not RESP. */
+#define RL_PEEK 24
+
+/* The start of what the peer sent, printable, while it has not yet sent
+ * a whole reply: up to the first line's end, other control bytes and
+ * non-ASCII as '?'. Its first byte, or -1 once it has sent one, or when
+ * nothing waits. */
+static int peek(const rl__aconn *c, char out[RL_PEEK + 1])
+{
+    const redisReader *r = c->ctx->reader;
+    size_t i, n = c->spoke ? 0 : r->len - r->pos;
+
+    n = n < RL_PEEK ? n : RL_PEEK;
+    for (i = 0;
+         i < n && r->buf[r->pos + i] != '\r' && r->buf[r->pos + i] != '\n';
+         i++) {
+        unsigned char b = (unsigned char)r->buf[r->pos + i];
+        out[i] = b < 0x20 || b > 0x7e ? '?' : (char)b;
+    }
+    out[i] = '\0';
+    return n > 0 ? (unsigned char)r->buf[r->pos] : -1;
+}
+
+/* A read failed: a first reply that does not even start like RESP says
+ * that whatever listens there is something else (a web server, a TLS
+ * port); any other failure is hiredis's to name. first and head: what
+ * peek saw before the read. */
+static void read_failed(rl__aconn *c, int first, const char *head)
+{
+    char buf[300];
+
+    if (c->ctx->err != REDIS_ERR_PROTOCOL || first < 0 ||
+        memchr("+-:$*", first, 5) != NULL) {
+        fail_io(c);
+    } else if (first == 0x15 || first == 0x16) {
+        fail(c, REDISLOCK_ECONNECT,
+             "%s: not a Redis server: it answered with TLS; use rediss:// "
+             "or the plain-text port",
+             where(c, buf, sizeof buf));
+    } else {
+        fail(c, REDISLOCK_ECONNECT,
+             "%s: not a Redis server: it answered \"%s\"; check the URL's "
+             "host and port",
+             where(c, buf, sizeof buf), head);
+    }
+}
+
 /* Hands on what a read (its status st) put in the reader: every whole
  * reply to its request, in order; then a read's failure, or a reply
  * past the reader's bounds, ends the connection. */
@@ -710,12 +741,16 @@ static void take_replies(rl__aconn *c, int st)
 
     /* Replies read before a failure still count. */
     while (c->ctx != NULL) {
+        char head[RL_PEEK + 1];
+        int first = peek(c, head);
+
         if (redisGetReplyFromReader(c->ctx, &r) != REDIS_OK) {
-            fail_io(c);
+            read_failed(c, first, head);
             break;
         }
         if (r == NULL)
             break;
+        c->spoke = 1;
         deliver(c, r);
     }
     if (c->ctx != NULL && st != REDIS_OK)
@@ -838,12 +873,59 @@ void rl__aconn_tick(rl__aconn *c)
     if (!c->connected)
         fail(c, REDISLOCK_ETIMEDOUT, "connecting to %s: no answer in %lld ms",
              where(c, buf, sizeof buf), (long long)c->cfg.connect_timeout_ms);
+    else if (c->head->hello >= 0)
+        fail(c, REDISLOCK_ETIMEDOUT,
+             "connecting to %s: %s not answered in %lld ms (the connect "
+             "timeout)",
+             where(c, buf, sizeof buf), c->hello.names[c->head->hello],
+             (long long)c->cfg.connect_timeout_ms);
     else
         fail(c, REDISLOCK_ETIMEDOUT, "%s did not answer in %lld ms",
              where(c, buf, sizeof buf), (long long)c->cfg.command_timeout_ms);
     c->depth--;
     redeadline(c);
     maybe_free(c);
+}
+
+static void watch_none(void *ctx, int fd, int what)
+{
+    (void)ctx;
+    (void)fd;
+    (void)what;
+}
+
+void rl__aconn_rebind(rl__aconn *c, const rl__aconn_ops *ops)
+{
+    static const rl__aconn_ops none = {watch_none, NULL, NULL};
+    int w = c->watching;
+
+    if (w != 0)
+        c->ops.watch(c->ops.ctx, c->fd, 0);
+    if (c->ops.deadline != NULL && c->told_deadline_us != 0)
+        c->ops.deadline(c->ops.ctx, 0);
+    c->ops = ops != NULL ? *ops : none;
+    c->watching = 0;
+    c->told_deadline_us = 0;
+    if (w != 0)
+        rewatch(c);
+    redeadline(c);
+}
+
+int rl__aconn_stale(const rl__aconn *c)
+{
+    char b;
+
+    if (c->ctx == NULL || c->fail != REDISLOCK_OK || c->pending > 0 ||
+        c->subscriber || c->ctx->reader->len > c->ctx->reader->pos)
+        return 1;
+    /* Over TLS the peer sends records of its own (session tickets): only
+     * the reader's buffer can be judged there. */
+    return c->ssl == NULL && recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) >= 0;
+}
+
+void rl__aconn_set_timeout(rl__aconn *c, int64_t ms)
+{
+    c->cfg.command_timeout_ms = ms;
 }
 
 int rl__aconn_pending(const rl__aconn *c)

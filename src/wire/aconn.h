@@ -64,11 +64,19 @@ typedef void (*rl__aconn_cb)(void *arg, redislock_err err, const rl__reply *r);
 redislock_err rl__aconn_open(const rl__conn_cfg *cfg, const rl__aconn_ops *ops,
                              rl__aconn **out);
 
-/* A connection over ctx, a blocking connection's made non-blocking
- * (rl__conn_unblock): up, its handshake and admission done, nothing
- * unread. The connection owns ctx from here, failed or not. */
-redislock_err rl__aconn_adopt(const rl__conn_cfg *cfg, const rl__aconn_ops *ops,
-                              redisContext *ctx, rl__aconn **out);
+/* Moves c to another loop: the old ops are told to stop watching it and
+ * its deadline, the new ones (NULL: none, c lies idle on no loop) what
+ * to watch now and when. For an idle connection: a pool's, lent to a
+ * private loop and given back (pool.h). */
+void rl__aconn_rebind(rl__aconn *c, const rl__aconn_ops *ops);
+
+/* Whether an idle connection is of no more use: it failed, something is
+ * pending, or bytes nobody asked for (or the server's close) came while
+ * it lay idle. */
+int rl__aconn_stale(const rl__aconn *c);
+
+/* The command timeout of the requests sent from now on. */
+void rl__aconn_set_timeout(rl__aconn *c, int64_t ms);
 
 /* Queues a command (binary-safe argv, lens may be NULL for C strings)
  * with the command timeout as its deadline. On a broken connection, cb is

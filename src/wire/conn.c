@@ -27,16 +27,6 @@ typedef struct rl__tls {
 #include "clock.h"
 #include "error.h"
 
-struct rl__conn {
-    redisContext *ctx;
-    int broken;
-    int64_t timeout_ms; /* the whole of one call's reply wait */
-    int tls;            /* reads go through TLS: the socket alone does not
-                           say whether decrypted bytes are waiting */
-    int64_t used_us;    /* when the last call on it ended */
-    int spoke;          /* a reply has been read: the peer speaks RESP */
-};
-
 /* Bounds on what a misbehaving server can make us hold: the library's
  * replies have a handful of elements (SCAN batches a few hundred) and are
  * small. */
@@ -87,32 +77,8 @@ void rl__conn_limit_reader(redisReader *r)
 }
 #endif
 
-static struct timeval to_timeval(int64_t ms)
+redislock_err rl__conn_ctx_error(const redisContext *ctx, const char *what)
 {
-    struct timeval tv;
-
-    tv.tv_sec = (time_t)(ms / 1000);
-    tv.tv_usec = (suseconds_t)(ms % 1000) * 1000;
-    return tv;
-}
-
-static int is_timeout(const redisContext *ctx, int saved_errno)
-{
-#ifdef REDIS_ERR_TIMEOUT
-    if (ctx->err == REDIS_ERR_TIMEOUT)
-        return 1;
-#endif
-    return ctx->err == REDIS_ERR_IO &&
-           (saved_errno == EAGAIN || saved_errno == EWOULDBLOCK ||
-            saved_errno == ETIMEDOUT);
-}
-
-redislock_err rl__conn_ctx_error(const redisContext *ctx, int timed_out,
-                                 const char *what)
-{
-    if (timed_out)
-        return rl__err(REDISLOCK_ETIMEDOUT, "%s: Redis did not answer in time",
-                       what);
     switch (ctx->err) {
     case REDIS_ERR_EOF:
         return rl__err(REDISLOCK_EIO, "%s: Redis closed the connection", what);
@@ -127,79 +93,6 @@ redislock_err rl__conn_ctx_error(const redisContext *ctx, int timed_out,
     }
 }
 
-/* Marks the connection broken and maps hiredis's error. */
-static redislock_err io_failure(rl__conn *c, int saved_errno, const char *what)
-{
-    c->broken = 1;
-    return rl__conn_ctx_error(c->ctx, is_timeout(c->ctx, saved_errno), what);
-}
-
-static redislock_err fail(rl__conn *c, redislock_err err, const char *what,
-                          const char *why);
-
-/* How much of a first reply is shown when it is not RESP. */
-#define RL_PEEK 24
-
-/* The start of what a peer sent, printable: up to the first line's end,
- * other control bytes and non-ASCII as '?'. */
-static void peek_text(const redisReader *r, char out[RL_PEEK + 1])
-{
-    size_t i, n = r->len - r->pos;
-
-    n = n < RL_PEEK ? n : RL_PEEK;
-    for (i = 0;
-         i < n && r->buf[r->pos + i] != '\r' && r->buf[r->pos + i] != '\n';
-         i++) {
-        unsigned char b = (unsigned char)r->buf[r->pos + i];
-        out[i] = b < 0x20 || b > 0x7e ? '?' : (char)b;
-    }
-    out[i] = '\0';
-}
-
-/* A first reply that does not even start like RESP: whatever listens
- * there is something else (a web server, a TLS port). */
-static redislock_err not_redis(rl__conn *c, const char *what, int first_byte,
-                               const char *head)
-{
-    c->broken = 1;
-    if (first_byte == 0x15 || first_byte == 0x16)
-        return rl__err(REDISLOCK_ECONNECT,
-                       "%s: not a Redis server: it answered with TLS; use "
-                       "rediss:// or the plain-text port",
-                       what);
-    return rl__err(REDISLOCK_ECONNECT,
-                   "%s: not a Redis server: it answered \"%s\"; check the "
-                   "URL's host and port",
-                   what, head);
-}
-
-/* Takes a reply the reader holds, if whole. hiredis drops its buffer on a
- * protocol error, so until the connection's first reply its start is
- * kept, to tell a peer that is not Redis from a confused one. */
-static redislock_err take_reply(rl__conn *c, void **reply, const char *what)
-{
-    const redisReader *r = c->ctx->reader;
-    char head[RL_PEEK + 1] = "";
-    int first_byte = -1;
-
-    if (!c->spoke && r->len > r->pos) {
-        first_byte = (unsigned char)r->buf[r->pos];
-        peek_text(r, head);
-    }
-    if (redisGetReplyFromReader(c->ctx, reply) == REDIS_OK) {
-        c->spoke |= *reply != NULL;
-        return REDISLOCK_OK;
-    }
-    if (c->ctx->err == REDIS_ERR_OOM)
-        return fail(c, REDISLOCK_EPROTOCOL, what,
-                    "reply with too many elements");
-    if (c->ctx->err == REDIS_ERR_PROTOCOL && first_byte >= 0 &&
-        memchr("+-:$*", first_byte, 5) == NULL)
-        return not_redis(c, what, first_byte, head);
-    return io_failure(c, errno, what);
-}
-
-/* "host:port" or the socket path, for messages. */
 const char *rl__conn_endpoint(const rl__url *u, char *buf, size_t len)
 {
     if (u->path != NULL)
@@ -263,45 +156,6 @@ int rl__conn_tls_pending(void *ssl)
 }
 
 /* The TLS handshake on a fresh connection, for rediss://. */
-static redislock_err start_tls(const rl__conn_cfg *cfg, rl__conn *c)
-{
-    if (cfg->tls == NULL)
-        return REDISLOCK_OK;
-    c->tls = 1;
-    return rl__conn_tls_start(cfg, c->ctx, NULL);
-}
-
-static redislock_err connect_socket(const rl__conn_cfg *cfg, rl__conn *c)
-{
-    struct timeval tv = to_timeval(cfg->connect_timeout_ms);
-    const rl__url *u = cfg->url;
-    char buf[300];
-    int saved;
-
-    if (u->path != NULL)
-        c->ctx = redisConnectUnixWithTimeout(u->path, tv);
-    else
-        c->ctx = redisConnectWithTimeout(u->host, u->port, tv);
-    saved = errno;
-    if (c->ctx == NULL)
-        return rl__err(REDISLOCK_ENOMEM, "out of memory connecting");
-    if (c->ctx->err == 0) {
-        /* A child the caller runs (redislock run's command) must not
-         * inherit the connection and keep it open. */
-        fcntl(c->ctx->fd, F_SETFD, fcntl(c->ctx->fd, F_GETFD) | FD_CLOEXEC);
-        rl__conn_limit_reader(c->ctx->reader);
-        c->timeout_ms = cfg->connect_timeout_ms;
-        if (redisSetTimeout(c->ctx, tv) != REDIS_OK)
-            return rl__err(REDISLOCK_EIO, "cannot set socket timeout");
-        return start_tls(cfg, c);
-    }
-    if (is_timeout(c->ctx, saved))
-        return rl__err(REDISLOCK_ETIMEDOUT, "connecting to %s: timed out",
-                       rl__conn_endpoint(u, buf, sizeof buf));
-    return rl__err(REDISLOCK_ECONNECT, "cannot connect to %s: %s",
-                   rl__conn_endpoint(u, buf, sizeof buf), c->ctx->errstr);
-}
-
 /* Whether an AUTH error only says the server has no password: a password
  * from the environment meant for other servers is then no reason to fail
  * (redis-cli goes on too). */
@@ -346,98 +200,6 @@ redislock_err rl__conn_hello_check(const rl__conn_cfg *cfg, const rl__hello *h,
                       cfg->url->db, said);
     }
     return err;
-}
-
-/* AUTH and SELECT, pipelined in one round trip. */
-static redislock_err handshake(const rl__conn_cfg *cfg, rl__conn *c)
-{
-    rl__hello h;
-    rl__reply *replies[2];
-    redislock_err err;
-    int i;
-
-    rl__conn_hello(cfg, &h);
-    if (h.n == 0)
-        return REDISLOCK_OK;
-    err = rl__conn_exec(c, h.n, h.cmds, replies);
-    if (err != REDISLOCK_OK)
-        return err;
-    for (i = 0; i < h.n && err == REDISLOCK_OK; i++)
-        err = rl__conn_hello_check(cfg, &h, i, replies[i]);
-    for (i = 0; i < h.n; i++)
-        rl__reply_free(replies[i]);
-    return err;
-}
-
-redislock_err rl__conn_open(const rl__conn_cfg *cfg, rl__conn **out)
-{
-    rl__conn *c = calloc(1, sizeof *c);
-    redislock_err err;
-
-    *out = NULL;
-    if (c == NULL)
-        return rl__err(REDISLOCK_ENOMEM, "out of memory connecting");
-    err = connect_socket(cfg, c);
-    if (err == REDISLOCK_OK)
-        err = handshake(cfg, c);
-    if (err == REDISLOCK_OK)
-        err = rl__conn_timeout(c, cfg->command_timeout_ms);
-    if (err != REDISLOCK_OK) {
-        rl__conn_close(c);
-        return err;
-    }
-    *out = c;
-    return REDISLOCK_OK;
-}
-
-void rl__conn_close(rl__conn *c)
-{
-    if (c == NULL)
-        return;
-    if (c->ctx != NULL)
-        redisFree(c->ctx);
-    free(c);
-}
-
-redisContext *rl__conn_unblock(rl__conn *c)
-{
-    redisContext *ctx = c->ctx;
-    int fl;
-
-    if (c->tls || c->broken || ctx == NULL ||
-        (fl = fcntl(ctx->fd, F_GETFL)) < 0 ||
-        fcntl(ctx->fd, F_SETFL, fl | O_NONBLOCK) != 0)
-        return NULL;
-    ctx->flags &= ~REDIS_BLOCK;
-    free(c);
-    return ctx;
-}
-
-redislock_err rl__conn_timeout(rl__conn *c, int64_t ms)
-{
-    if (redisSetTimeout(c->ctx, to_timeval(ms)) == REDIS_OK) {
-        c->timeout_ms = ms;
-        return REDISLOCK_OK;
-    }
-    c->broken = 1;
-    return rl__err(REDISLOCK_EIO, "cannot set socket timeout");
-}
-
-int rl__conn_stale(const rl__conn *c)
-{
-    char b;
-
-    if (c->ctx->reader->len > c->ctx->reader->pos)
-        return 1;
-    /* Over TLS the peer sends records of its own (session tickets): only
-     * the reader's buffer can be judged there. */
-    return !c->tls && rl__now_us() - c->used_us > RL_STALE_AFTER_US &&
-           recv(c->ctx->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) >= 0;
-}
-
-int rl__conn_broken(const rl__conn *c)
-{
-    return c->broken;
 }
 
 /*
@@ -487,121 +249,6 @@ int rl__conn_buffer_write(redisContext *ctx, int *done)
         st = REDIS_OK;
     }
     return st;
-}
-
-/* Fails the connection for a reason of our own (not hiredis's). */
-static redislock_err fail(rl__conn *c, redislock_err err, const char *what,
-                          const char *why)
-{
-    c->broken = 1;
-    return rl__err(err, "%s: %s", what, why);
-}
-
-static redislock_err flush(rl__conn *c)
-{
-    int done = 0;
-
-    while (!done)
-        if (redisBufferWrite(c->ctx, &done) != REDIS_OK)
-            return io_failure(c, errno, "sending a command");
-    return REDISLOCK_OK;
-}
-
-/*
- * Reads one reply, all of it by deadline_us: the socket timeout bounds a
- * single read, and a server that drips a byte at a time would otherwise
- * keep the call going for ever. The first read is a plain blocking one
- * (the common case: the whole reply at once); later ones wait in poll()
- * for the time left.
- */
-static redislock_err read_reply(rl__conn *c, void **reply, int64_t deadline_us,
-                                const char *what)
-{
-    int first = 1;
-
-    for (;;) {
-        redislock_err err = take_reply(c, reply, what);
-        if (err != REDISLOCK_OK)
-            return err;
-        if (*reply != NULL)
-            return REDISLOCK_OK;
-        if (!first) {
-            int64_t left = (deadline_us - rl__now_us() + 999) / 1000;
-            struct pollfd p = {c->ctx->fd, POLLIN, 0};
-            /* Over TLS, decrypted bytes may wait in the library while the
-             * socket is quiet: there only the deadline is checked, and
-             * each read is bounded by the socket timeout. Past the
-             * deadline a reply that is already there is still taken: a
-             * process stopped (SIGSTOP) in a read comes back with EINTR
-             * and the deadline gone, its reply waiting in the socket. */
-            if ((c->tls && left <= 0) ||
-                (!c->tls && poll(&p, 1, left > 0 ? (int)left : 0) == 0))
-                return fail(c, REDISLOCK_ETIMEDOUT, what,
-                            "Redis did not answer in time");
-        }
-        first = 0;
-        if (redisBufferRead(c->ctx) != REDIS_OK)
-            return io_failure(c, errno, what);
-        if (rl__conn_reader_full(c->ctx->reader))
-            return fail(c, REDISLOCK_EPROTOCOL, what, "reply too large");
-    }
-}
-
-static redislock_err exec_blocked(rl__conn *c, int n, const rl__cmd *cmds,
-                                  rl__reply **out)
-{
-    int64_t deadline = rl__now_us() + c->timeout_ms * 1000;
-    redislock_err err = REDISLOCK_OK;
-    int i, got;
-
-    for (i = 0; i < n; i++)
-        if (redisAppendCommandArgv(c->ctx, cmds[i].argc, cmds[i].argv,
-                                   cmds[i].lens) != REDIS_OK)
-            return io_failure(c, errno, "sending a command");
-    if ((err = flush(c)) != REDISLOCK_OK)
-        return err;
-    for (got = 0; got < n && err == REDISLOCK_OK; got++) {
-        void *reply = NULL;
-        err = read_reply(c, &reply, deadline, cmds[got].argv[0]);
-        out[got] = reply;
-    }
-    /* A server that turns a client away (protected mode, maxclients)
-     * says why, then closes: the reason beats the closed connection. */
-    if (err == REDISLOCK_EIO && got >= 2 &&
-        out[got - 2]->type == REDIS_REPLY_ERROR)
-        err = rl__reply_check(out[got - 2], cmds[got - 2].argv[0]);
-    /* Bytes beyond the replies we asked for: a confused or lying server.
-     * Nothing more may be read from this connection. */
-    if (err == REDISLOCK_OK && c->ctx->reader->len > c->ctx->reader->pos)
-        err = fail(c, REDISLOCK_EPROTOCOL, cmds[0].argv[0],
-                   "unsolicited bytes after the reply");
-    if (err != REDISLOCK_OK)
-        while (got-- > 0)
-            rl__reply_free(out[got]);
-    return err;
-}
-
-redislock_err rl__conn_exec(rl__conn *c, int n, const rl__cmd *cmds,
-                            rl__reply **out)
-{
-    sigset_t old;
-    redislock_err err;
-
-    if (c->broken)
-        return rl__err(REDISLOCK_EIO, "connection is broken");
-    sigpipe_block(&old);
-    err = exec_blocked(c, n, cmds, out);
-    sigpipe_restore(&old, err != REDISLOCK_OK);
-    c->used_us = rl__now_us();
-    return err;
-}
-
-redislock_err rl__conn_command(rl__conn *c, int argc, const char **argv,
-                               const size_t *lens, rl__reply **out)
-{
-    rl__cmd cmd = {argc, argv, lens};
-
-    return rl__conn_exec(c, 1, &cmd, out);
 }
 
 void rl__reply_free(rl__reply *r)

@@ -1,9 +1,11 @@
 /*
- * One connection to one Redis server: the only module that calls hiredis.
- * It connects with a timeout, authenticates, selects the database, sends
- * argv-style commands (binary-safe, never format strings) and maps every
- * failure to a redislock_err with a detail. A connection that failed is
- * marked broken and must be closed; the client opens a new one.
+ * What every connection to a Redis server shares, and the only module
+ * that includes hiredis (aconn.c, the connection itself, through it): a
+ * server's configuration (address, password, timeouts, TLS, the client's
+ * admission), the handshake it sends first (AUTH, SELECT) and its
+ * verdict, TLS set-up, a write with SIGPIPE kept away, the reader's
+ * bounds, and the mapping of hiredis's failures and error replies to a
+ * redislock_err with a detail.
  */
 #ifndef RL_CONN_H
 #define RL_CONN_H
@@ -17,7 +19,6 @@
 #include "url.h"
 
 typedef struct redisReply rl__reply;
-typedef struct rl__conn rl__conn;
 
 /* One command of a pipeline. */
 typedef struct rl__cmd {
@@ -54,9 +55,8 @@ typedef struct rl__conn_cfg {
     int64_t connect_timeout_ms;
     int64_t command_timeout_ms;
     void *tls; /* a redisSSLContext for rediss://, or NULL */
-    /* Borrowed; NULL: none. The non-blocking connections (aconn.h) hold
-     * their requests until it passes; the blocking pool runs it through
-     * its vet (pool.h). */
+    /* Borrowed; NULL: none. A connection (aconn.h) holds its requests
+     * until it passes. */
     const rl__admit *admit;
 } rl__conn_cfg;
 
@@ -66,10 +66,9 @@ redislock_err rl__conn_tls_new(const rl__url *u, const redislock_options *o,
                                void **out);
 void rl__conn_tls_free(void *ctx);
 
-/* Starts TLS on ctx, connected to cfg's server (cfg->tls set): on a
- * blocking context the whole handshake, on a non-blocking one its first
- * step (the rest happens in its reads and writes). *ssl_out (when not
- * NULL) gets the session, hiredis's to free, for the two below.
+/* Starts TLS on ctx, connected to cfg's server (cfg->tls set): the
+ * handshake's first step (the rest happens in its reads and writes). *ssl_out
+ * (when not NULL) gets the session, hiredis's to free, for the two below.
  * REDISLOCK_ENOTLS in a build without TLS. */
 redislock_err rl__conn_tls_start(const rl__conn_cfg *cfg, redisContext *ctx,
                                  void **ssl_out);
@@ -109,10 +108,9 @@ const char *rl__conn_endpoint(const rl__url *u, char *buf, size_t len);
  * takes nothing now is REDIS_OK, not done, with every hiredis). */
 int rl__conn_buffer_write(redisContext *ctx, int *done);
 
-/* Maps the failure recorded in ctx (or a timeout) to an error, with a
- * detail that begins with what. */
-redislock_err rl__conn_ctx_error(const redisContext *ctx, int timed_out,
-                                 const char *what);
+/* Maps the failure recorded in ctx to an error, with a detail that
+ * begins with what. */
+redislock_err rl__conn_ctx_error(const redisContext *ctx, const char *what);
 
 /* Bounds what a misbehaving server can make a reader of r allocate. */
 void rl__conn_limit_reader(redisReader *r);
@@ -122,45 +120,10 @@ void rl__conn_limit_reader(redisReader *r);
  * fails the connection with "reply too large". */
 int rl__conn_reader_full(const redisReader *r);
 
-/* Connects, authenticates and selects the database within the connect
- * timeout. */
-redislock_err rl__conn_open(const rl__conn_cfg *cfg, rl__conn **out);
-
-void rl__conn_close(rl__conn *c);
-
-/* c's context, switched to non-blocking for a non-blocking connection
- * to take over (rl__aconn_adopt), c's wrapper freed; NULL, c kept as it
- * was, for a TLS connection (its session stays with the blocking reads)
- * or when the socket cannot be switched. */
-redisContext *rl__conn_unblock(rl__conn *c);
-
 /* A connection idle for less than this is not checked before reuse: what
  * the check finds (a server's close, stray bytes) comes with idleness. A
  * private loop's connections are checked by the same rule (engine.c). */
 #define RL_STALE_AFTER_US 100000
-
-/* Whether an idle connection has something waiting that nobody asked
- * for: bytes, or the server's close (looked for once it has been idle a
- * while: a syscall saved on the hot path). */
-int rl__conn_stale(const rl__conn *c);
-
-/* Whether an I/O or protocol failure has made the connection unusable. */
-int rl__conn_broken(const rl__conn *c);
-
-/*
- * Sends n commands in one write and reads their n replies into out[]
- * (which the caller frees with rl__reply_free). Error replies are returned
- * as replies, not as failures; a failure frees whatever was read.
- */
-redislock_err rl__conn_exec(rl__conn *c, int n, const rl__cmd *cmds,
-                            rl__reply **out);
-
-/* Sends one command and reads its reply. */
-redislock_err rl__conn_command(rl__conn *c, int argc, const char **argv,
-                               const size_t *lens, rl__reply **out);
-
-/* Sets the reply timeout for the following commands. */
-redislock_err rl__conn_timeout(rl__conn *c, int64_t ms);
 
 void rl__reply_free(rl__reply *r);
 

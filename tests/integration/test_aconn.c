@@ -634,10 +634,11 @@ void test_aconn_script_noscript_fallback(void)
 }
 
 /* A server that misbehaves: a reply nobody asked for (two for one
- * request), a greeting before any request, and a reply that is not RESP.
- * Each ends the connection with REDISLOCK_EPROTOCOL, for the requests
- * pending and for any sent later, never with an abort of the process
- * (hiredis's async API asserts on the first two). */
+ * request), a greeting before any request, and a first reply that is not
+ * RESP. Each ends the connection, for the requests pending and for any
+ * sent later, never with an abort of the process (hiredis's async API
+ * asserts on the first two): REDISLOCK_EPROTOCOL, or for the last
+ * REDISLOCK_ECONNECT, "not a Redis server", as the constructors say. */
 void test_aconn_bad_server_replies(void)
 {
     static const fs_rule extra[] = {FS_ALWAYS("PING", "+PONG\r\n+PONG\r\n")};
@@ -647,8 +648,10 @@ void test_aconn_bad_server_replies(void)
         const fs_rule *rules;
         const char *greeting;
         int send, want_ok;
-    } cases[3] = {
-        {extra, NULL, 1, 1}, {NULL, ":7\r\n", 0, 0}, {junk, NULL, 3, 0}};
+        redislock_err want;
+    } cases[3] = {{extra, NULL, 1, 1, REDISLOCK_EPROTOCOL},
+                  {NULL, ":7\r\n", 0, 0, REDISLOCK_EPROTOCOL},
+                  {junk, NULL, 3, 0, REDISLOCK_ECONNECT}};
     int i, k, never = 0;
 
     for (i = 0; i < 3; i++) {
@@ -670,10 +673,14 @@ void test_aconn_bad_server_replies(void)
         ASSERT(rl__aconn_broken(c));
         ASSERT_EQ_INT(g.n, cases[i].send);
         ASSERT_EQ_INT(g.ok, cases[i].want_ok);
-        ASSERT_EQ_INT(g.errs[REDISLOCK_EPROTOCOL], cases[i].send - g.ok);
+        ASSERT_EQ_INT(g.errs[cases[i].want], cases[i].send - g.ok);
         ASSERT_ERR(
             rl__aconn_send(c, 1, (const char **)ping, NULL, on_reply, &g),
-            REDISLOCK_EPROTOCOL);
+            cases[i].want);
+        if (cases[i].want == REDISLOCK_ECONNECT)
+            ASSERT(strstr(redislock_errdetail(), "not a Redis server: it "
+                                                 "answered \"HTTP/1.1 400 "
+                                                 "Bad\"") != NULL);
         test_log("case %d: %s", i, redislock_errdetail());
         ASSERT_EQ_INT(lp.what, 0);
         rl__aconn_close(c);

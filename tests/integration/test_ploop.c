@@ -1,7 +1,8 @@
 /*
- * The private poll() loop (src/lock/ploop.c), the blocking calls' way to run
- * the engine: an operation started on its engine runs to its callback
- * under rl__ploop_run on the calling thread, with no application loop:
+ * The private poll() loop (src/node/ploop.c), the blocking calls' way to
+ * run the engine (rl__alock_on_ploop): an operation started on its engine
+ * runs to its callback under rl__ploop_run on the calling thread, with no
+ * application loop:
  * an acquire and release; a waiter woken by a release from another
  * process's client; a wait woken from another thread and cancelled there
  * by the woken callback; a wait that runs out; a server that stops
@@ -14,7 +15,7 @@
 #include "harness/fixture.h"
 #include "harness/server.h"
 #include "harness/util.h"
-#include "ploop.h"
+#include "alock.h"
 #include "test.h"
 
 /* One operation's outcome, and the flag rl__ploop_run waits on. */
@@ -34,35 +35,49 @@ static void finished(redislock_lock *l, redislock_err err, void *arg)
     atomic_store(&o->done, 1);
 }
 
-/* Starts an acquire of l on pl's engine and runs the loop to its end. */
-static redislock_err acquire_on(rl__ploop *pl, redislock_lock *l,
+/* A private loop and the engine it drives. */
+typedef struct eng {
+    rl__ploop *pl;
+    rl__alock *al;
+} eng;
+
+static eng eng_new(redislock_client *c)
+{
+    eng g = {NULL, NULL};
+
+    ASSERT_OK(rl__alock_on_ploop(c, &g.pl, &g.al));
+    return g;
+}
+
+/* Starts an acquire of l on g's engine and runs the loop to its end. */
+static redislock_err acquire_on(eng g, redislock_lock *l,
                                 const redislock_acquire_options *o,
                                 rl__ploop_woken_cb woken, void *arg)
 {
     outcome out = {0};
 
-    ASSERT_OK(rl__alock_acquire(rl__ploop_alock(pl), l, o, finished, &out));
-    ASSERT_OK(rl__ploop_run(pl, &out.done, woken, arg));
+    ASSERT_OK(rl__alock_acquire(g.al, l, o, finished, &out));
+    ASSERT_OK(rl__ploop_run(g.pl, &out.done, woken, arg));
     return out.err;
 }
 
-static redislock_err release_on(rl__ploop *pl, redislock_lock *l)
+static redislock_err release_on(eng g, redislock_lock *l)
 {
     outcome out = {0};
 
-    ASSERT_OK(rl__alock_release(rl__ploop_alock(pl), l, 0, finished, &out));
-    ASSERT_OK(rl__ploop_run(pl, &out.done, NULL, NULL));
+    ASSERT_OK(rl__alock_release(g.al, l, 0, finished, &out));
+    ASSERT_OK(rl__ploop_run(g.pl, &out.done, NULL, NULL));
     return out.err;
 }
 
 void test_ploop_acquire_release(void)
 {
     th_env e = th_env_start();
-    rl__ploop *pl;
+    eng pl;
     redislock_lock *l = th_lock(e.c, "pl:a");
     redislock_acquire_options o = th_aopts(5000, 0, 0);
 
-    ASSERT_OK(rl__ploop_new(e.c, &pl));
+    pl = eng_new(e.c);
     ASSERT_OK(acquire_on(pl, l, &o, NULL, NULL));
     ASSERT_KEY(e.r, "pl:a", redislock_token(l));
     ASSERT_GT(redislock_valid_ms(l), 4000);
@@ -71,7 +86,7 @@ void test_ploop_acquire_release(void)
     /* Again on the same loop: its connection is kept. */
     ASSERT_OK(acquire_on(pl, l, &o, NULL, NULL));
     ASSERT_OK(release_on(pl, l));
-    rl__ploop_free(pl);
+    rl__alock_free_on_ploop(pl.pl, pl.al);
     rl__ploop_free(NULL);
     redislock_lock_free(l);
     th_env_stop(&e);
@@ -101,7 +116,7 @@ void test_ploop_waiter_woken(void)
 {
     th_env e = th_env_start();
     redislock_client *other = th_client(e.s);
-    rl__ploop *pl;
+    eng pl;
     redislock_lock *l = th_lock(e.c, "pl:w");
     releaser r = {0};
     redislock_acquire_options o = th_aopts(5000, 10000, 0);
@@ -111,7 +126,7 @@ void test_ploop_waiter_woken(void)
     r.delay_ms = 200;
     ASSERT_OK(
         redislock_acquire(r.l, &(redislock_acquire_options){.ttl_ms = 30000}));
-    ASSERT_OK(rl__ploop_new(e.c, &pl));
+    pl = eng_new(e.c);
     ASSERT_EQ_INT(pthread_create(&r.t, NULL, release_later, &r), 0);
     t0 = th_now_us();
     ASSERT_OK(acquire_on(pl, l, &o, NULL, NULL));
@@ -123,7 +138,7 @@ void test_ploop_waiter_woken(void)
     ASSERT_LT(th_now_us() - r.at_us, 1000000);
     ASSERT_KEY(e.r, "pl:w", redislock_token(l));
     ASSERT_OK(release_on(pl, l));
-    rl__ploop_free(pl);
+    rl__alock_free_on_ploop(pl.pl, pl.al);
     redislock_lock_free(l);
     redislock_lock_free(r.l);
     redislock_client_free(other);
@@ -133,7 +148,7 @@ void test_ploop_waiter_woken(void)
 /* The woken callback's argument: the loop's engine and the waiting lock. */
 typedef struct canceller {
     pthread_t t;
-    rl__ploop *pl;
+    eng pl;
     redislock_lock *l;
     atomic_llong at_us; /* written before the wake-up, on its thread */
     int woken;
@@ -145,7 +160,7 @@ static void *wake_later(void *arg)
 
     th_sleep_ms(200);
     atomic_store(&c->at_us, th_now_us());
-    rl__ploop_wake(c->pl);
+    rl__ploop_wake(c->pl.pl);
     return NULL;
 }
 
@@ -154,7 +169,7 @@ static void cancel_waiter(void *arg)
     canceller *c = arg;
 
     c->woken++;
-    rl__alock_cancel(rl__ploop_alock(c->pl), c->l);
+    rl__alock_cancel(c->pl.al, c->l);
 }
 
 void test_ploop_cancel_from_another_thread(void)
@@ -166,7 +181,7 @@ void test_ploop_cancel_from_another_thread(void)
 
     ASSERT_OK(
         redislock_acquire(h, &(redislock_acquire_options){.ttl_ms = 30000}));
-    ASSERT_OK(rl__ploop_new(e.c, &c.pl));
+    c.pl = eng_new(e.c);
     c.l = l;
     ASSERT_EQ_INT(pthread_create(&c.t, NULL, wake_later, &c), 0);
     ASSERT_ERR(acquire_on(c.pl, l, &o, cancel_waiter, &c), REDISLOCK_ECANCELED);
@@ -176,7 +191,7 @@ void test_ploop_cancel_from_another_thread(void)
     ASSERT_EQ_INT(c.woken, 1);
     th_join_within(c.t, 5000);
     ASSERT_KEY(e.r, "pl:c", redislock_token(h));
-    rl__ploop_free(c.pl);
+    rl__alock_free_on_ploop(c.pl.pl, c.pl.al);
     ASSERT_OK(redislock_release(h));
     redislock_lock_free(l);
     redislock_lock_free(h);
@@ -189,18 +204,18 @@ void test_ploop_wait_runs_out(void)
     th_env e = th_env_start();
     redislock_lock *h = th_lock(e.c, "pl:t"), *l = th_lock(e.c, "pl:t");
     redislock_acquire_options o = th_aopts(5000, 300, 0);
-    rl__ploop *pl;
+    eng pl;
     int64_t t0;
 
     ASSERT_OK(
         redislock_acquire(h, &(redislock_acquire_options){.ttl_ms = 30000}));
-    ASSERT_OK(rl__ploop_new(e.c, &pl));
+    pl = eng_new(e.c);
     t0 = th_now_us();
     ASSERT_ERR(acquire_on(pl, l, &o, NULL, NULL), REDISLOCK_EHELD);
     test_log("EHELD after %lld ms", (long long)((th_now_us() - t0) / 1000));
     ASSERT_GE(th_now_us() - t0, 290000);
     ASSERT_LT(th_now_us() - t0, 2000000);
-    rl__ploop_free(pl);
+    rl__alock_free_on_ploop(pl.pl, pl.al);
     ASSERT_OK(redislock_release(h));
     redislock_lock_free(l);
     redislock_lock_free(h);
@@ -216,7 +231,7 @@ void test_ploop_server_stops_answering(void)
     redislock_client *c;
     redislock_lock *l;
     redislock_acquire_options o = th_aopts(5000, 0, 0);
-    rl__ploop *pl;
+    eng pl;
     redislock_err err;
     int64_t t0;
 
@@ -224,7 +239,7 @@ void test_ploop_server_stops_answering(void)
     co.command_timeout_ms = 300;
     c = th_client_url(s->unix_url, &co);
     l = th_lock(c, "pl:s");
-    ASSERT_OK(rl__ploop_new(c, &pl));
+    pl = eng_new(c);
     ASSERT_OK(acquire_on(pl, l, &o, NULL, NULL));
     ASSERT_OK(release_on(pl, l));
     th_server_pause(s);
@@ -235,7 +250,7 @@ void test_ploop_server_stops_answering(void)
              (long long)((th_now_us() - t0) / 1000));
     ASSERT_ERR(err, REDISLOCK_ETIMEDOUT);
     ASSERT_LT(th_now_us() - t0, 3000000);
-    rl__ploop_free(pl);
+    rl__alock_free_on_ploop(pl.pl, pl.al);
     redislock_lock_free(l);
     redislock_client_free(c);
     th_server_stop(s);

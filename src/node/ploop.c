@@ -1,5 +1,5 @@
 /*
- * The private poll() loop (ploop.h): a table of the fds the engine asked
+ * The private poll() loop (ploop.h): a table of the fds the loop asked
  * to watch, its one timer, and a pipe that wakes the loop from another
  * thread.
  */
@@ -21,10 +21,10 @@ typedef struct watched {
 } watched;
 
 struct rl__ploop {
-    rl__alock *al;
+    rl__loop *lp; /* the loop it drives (rl__ploop_drive) */
     watched *fds;
     size_t nfds, cap;
-    int64_t due_us;      /* the engine's timer; -1: none */
+    int64_t due_us;      /* the loop's timer; -1: none */
     unsigned long round; /* poll() rounds so far */
     int wake[2];         /* a pipe: [0] polled, [1] written by rl__ploop_wake */
     struct pollfd *pfd;
@@ -42,7 +42,7 @@ static watched *find(rl__ploop *pl, int fd)
     return NULL;
 }
 
-/* The engine's "watch fd for what". Out of memory drops the watch: the
+/* The loop's "watch fd for what". Out of memory drops the watch: the
  * connection's deadline timer then fails its requests, so nothing hangs. */
 static void on_watch(void *ctx, int fd, int what)
 {
@@ -93,11 +93,9 @@ static int nonblocking_pipe(int fds[2])
     return 0;
 }
 
-redislock_err rl__ploop_new(redislock_client *c, rl__ploop **out)
+redislock_err rl__ploop_new(rl__ploop **out, rl__loop_ops *ops)
 {
     rl__ploop *pl;
-    rl__loop_ops ops;
-    redislock_err err;
 
     *out = NULL;
     if ((pl = calloc(1, sizeof *pl)) == NULL)
@@ -110,32 +108,27 @@ redislock_err rl__ploop_new(redislock_client *c, rl__ploop **out)
                        "%s",
                        strerror(errno));
     }
-    ops.watch = on_watch;
-    ops.timer = on_timer;
-    ops.ctx = pl;
-    if ((err = rl__alock_new(c, &ops, &pl->al)) != REDISLOCK_OK) {
-        rl__ploop_free(pl);
-        return err;
-    }
+    ops->watch = on_watch;
+    ops->timer = on_timer;
+    ops->ctx = pl;
     *out = pl;
     return REDISLOCK_OK;
+}
+
+void rl__ploop_drive(rl__ploop *pl, rl__loop *lp)
+{
+    pl->lp = lp;
 }
 
 void rl__ploop_free(rl__ploop *pl)
 {
     if (pl == NULL)
         return;
-    rl__alock_free(pl->al);
     close(pl->wake[0]);
     close(pl->wake[1]);
     free(pl->fds);
     free(pl->pfd);
     free(pl);
-}
-
-rl__alock *rl__ploop_alock(rl__ploop *pl)
-{
-    return pl->al;
 }
 
 void rl__ploop_wake(rl__ploop *pl)
@@ -162,7 +155,7 @@ static int drained(rl__ploop *pl)
     return any;
 }
 
-/* poll()'s events for what the engine watches. */
+/* poll()'s events for what the loop watches. */
 static short events(int what)
 {
     return (short)(((what & RL_WATCH_READ) ? POLLIN : 0) |
@@ -189,7 +182,7 @@ static int poll_set(rl__ploop *pl, size_t *n)
     return 0;
 }
 
-/* poll()'s timeout for the engine's timer, rounded up: -1 when none. */
+/* poll()'s timeout for the loop's timer, rounded up: -1 when none. */
 static int timeout_ms(const rl__ploop *pl)
 {
     int64_t left;
@@ -203,7 +196,7 @@ static int timeout_ms(const rl__ploop *pl)
     return left > 60000 ? 60000 : (int)left;
 }
 
-/* Hands one fd's events to the engine, unless a callback run meanwhile
+/* Hands one fd's events to the loop, unless a callback run meanwhile
  * stopped watching it, or closed it and watched a new one under the same
  * number (its events would then be stale). Errors and
  * hang-ups go to whatever the fd is watched for: the read or write that
@@ -223,20 +216,20 @@ static void dispatch(rl__ploop *pl, const struct pollfd *p)
     if (what == 0 && (p->revents & (POLLHUP | POLLERR | POLLNVAL)))
         what = w->what;
     if (what != 0)
-        rl__alock_io(pl->al, p->fd, what);
+        rl__loop_io(pl->lp, p->fd, what);
 }
 
-/* The engine's timer, if it is due. */
+/* The loop's timer, if it is due. */
 static void due(rl__ploop *pl)
 {
     if (pl->due_us >= 0 && rl__now_us() >= pl->due_us) {
-        /* One-shot: the engine asks again for the next one. */
+        /* One-shot: the loop asks again for the next one. */
         pl->due_us = -1;
-        rl__alock_timeout(pl->al);
+        rl__loop_timeout(pl->lp);
     }
 }
 
-/* One poll() round, waiting at most for the engine's timer, or not at
+/* One poll() round, waiting at most for the loop's timer, or not at
  * all with nowait. */
 static redislock_err round_once(rl__ploop *pl, int nowait,
                                 rl__ploop_woken_cb woken, void *arg)
@@ -246,7 +239,7 @@ static redislock_err round_once(rl__ploop *pl, int nowait,
 
     /* One reply awaited and nothing else: a blocking read, not poll().
      * A wake-up meanwhile waits for the next round. */
-    if (!nowait && !pl->polls && rl__alock_wait(pl->al)) {
+    if (!nowait && !pl->polls && rl__loop_wait(pl->lp)) {
         pl->round++;
         due(pl);
         return REDISLOCK_OK;
@@ -273,16 +266,6 @@ redislock_err rl__ploop_run(rl__ploop *pl, const atomic_int *done,
 
     while (!atomic_load(done))
         if ((err = round_once(pl, 0, woken, arg)) != REDISLOCK_OK)
-            return err;
-    return REDISLOCK_OK;
-}
-
-redislock_err rl__ploop_settle(rl__ploop *pl)
-{
-    redislock_err err;
-
-    while (rl__alock_busy(pl->al))
-        if ((err = round_once(pl, 0, NULL, NULL)) != REDISLOCK_OK)
             return err;
     return REDISLOCK_OK;
 }
