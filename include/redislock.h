@@ -158,8 +158,8 @@ typedef struct redislock_options {
     int64_t connect_timeout_ms;
     /* Time for one command's reply. Default 2000 ms. */
     int64_t command_timeout_ms;
-    /* Connections the client opens at most, one per concurrent call.
-     * Default 8. */
+    /* Idle connections the client keeps to each server between calls
+     * (a call in progress has its own). Default 8. */
     int max_connections;
     /* Password; overrides the URL's. Default NULL: the URL's, else the
      * REDISCLI_AUTH environment variable, else none. Copied. */

@@ -218,6 +218,9 @@ static redislock_err client_alloc(redislock_client **out, rl__mode mode,
     c->mode = mode;
     c->env.algo = mode == RL_MODE_REDLOCK ? &rl__algo_redlock : &rl__algo_one;
     c->env.server_timeout_ms = (*opts)->server_timeout_ms;
+    c->env.max_idle = (*opts)->max_connections > 0
+                          ? (*opts)->max_connections
+                          : REDISLOCK_DEFAULT_MAX_CONNECTIONS;
     c->env.server_timeout_cap_ms = REDISLOCK_DEFAULT_COMMAND_TIMEOUT_MS;
     c->env.replicas.want = (*opts)->wait_replicas;
     c->env.replicas.aof_local = (*opts)->wait_aof_local;

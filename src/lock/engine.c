@@ -103,13 +103,19 @@ static redislock_err take(rl__engine *e, idle *out)
 }
 
 /* Back on the stack, what it still sweeps handed to the keeper; freed
- * when the stack cannot grow. */
+ * when the stack holds max_connections loops already (each keeps a
+ * connection to each server it has used), or cannot grow. */
 static void give_back(rl__engine *e, idle i)
 {
     idle *grown;
 
     rl__alock_idle(i.al);
     pthread_mutex_lock(&e->mu);
+    if (e->n >= (size_t)rl__env_of(e->c)->max_idle) {
+        pthread_mutex_unlock(&e->mu);
+        rl__alock_free_on_ploop(i.pl, i.al);
+        return;
+    }
     if (e->n == e->cap) {
         grown = realloc(e->stack, (e->cap ? e->cap * 2 : 4) * sizeof *grown);
         if (grown == NULL) {

@@ -57,6 +57,7 @@ typedef struct rl__env {
     char *prefix;                  /* the key prefix */
     size_t prefixlen;
     rl__events events;
+    int max_idle;              /* idle private loops kept (max_connections) */
     pthread_mutex_t mu;        /* guards the keeper's and engine's creation */
     struct rl__keeper *keeper; /* made on first use (keeper.h) */
     struct rl__engine *engine; /* the blocking calls' loops (engine.h) */

@@ -650,6 +650,58 @@ void test_wake_waiter_holds_one_connection(void)
     env_stop(&e);
 }
 
+/* N threads calling at once hold N connections (each waiter blocks on
+ * its own); once their calls end, the client keeps max_connections of
+ * them idle per server and closes the rest. */
+#define IDLE_WAITERS 5
+
+void test_wake_idle_connections_bounded(void)
+{
+    env e = env_start(0);
+    redislock_acquire_options ho = th_aopts(30000, 0, 0);
+    redislock_options co = {0};
+    redislock_client *shared;
+    redislock_lock *h[IDLE_WAITERS];
+    waiter w[IDLE_WAITERS];
+    long long base, waiting, after;
+    char key[32];
+    int i;
+
+    for (i = 0; i < IDLE_WAITERS; i++) {
+        snprintf(key, sizeof key, "wk:idle:%d", i);
+        h[i] = th_lock(e.c, key);
+        ASSERT_OK(redislock_acquire(h[i], &ho));
+    }
+    base = th_info_field(e.r, "clients", "connected_clients");
+    co.max_connections = 2;
+    shared = th_client_url(e.s->unix_url, &co);
+    for (i = 0; i < IDLE_WAITERS; i++) {
+        snprintf(key, sizeof key, "wk:idle:%d", i);
+        waiter_start(&w[i], shared, key);
+    }
+    th_wait_blocked(e.r, IDLE_WAITERS, SETUP_MS);
+    waiting = wait_connected(e.r, base + IDLE_WAITERS, 1000);
+    for (i = 0; i < IDLE_WAITERS; i++)
+        ASSERT_OK(redislock_release(h[i]));
+    for (i = 0; i < IDLE_WAITERS; i++)
+        waiter_join_ok(&w[i], 3000);
+    for (i = 0; i < IDLE_WAITERS; i++) {
+        ASSERT_OK(redislock_release(w[i].l));
+        redislock_lock_free(w[i].l);
+    }
+    after = wait_connected(e.r, base + co.max_connections, 2000);
+    test_log("connections of a client with max_connections %d: %lld while "
+             "%d threads wait, %lld once their calls have ended",
+             co.max_connections, waiting - base, IDLE_WAITERS, after - base);
+    ASSERT_EQ_INT(waiting - base, IDLE_WAITERS);
+    ASSERT_EQ_INT(after - base, co.max_connections);
+    redislock_client_free(shared);
+    ASSERT_EQ_INT(wait_connected(e.r, base, 2000), base);
+    for (i = 0; i < IDLE_WAITERS; i++)
+        redislock_lock_free(h[i]);
+    env_stop(&e);
+}
+
 /* A woken waiter's next attempt goes out behind its BLPOP, so Redis runs
  * it as soon as the release wakes it: by the time the releaser has its
  * reply, the waiter holds the lock, and a request sent after the release
