@@ -20,7 +20,8 @@ spread_lost_reply_undone spread_sharded_sets sentinel_follows_failover
 events_* fair_permits_fifo_order fair_readers_writers_in_arrival_order
 alock_scenarios alock_redlock_* alock_cluster_* excl_loop_redlock
 excl_loop_cluster adapter_* alock_set_* alock_spread_*
-alock_sentinel_failover ghost_*"
+alock_sentinel_failover ghost_* wake_waiters_leave_pool_free
+wake_idle_connections_bounded ploop_*"
 
 build() {
     cmake -S . -B "$1" -DCMAKE_BUILD_TYPE=Debug -DREDISLOCK_WERROR=ON \
