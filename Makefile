@@ -79,6 +79,15 @@ bench: deps
 	cmake --build $(BUILD) -j$(JOBS) --target redislock_static
 	BUILD=$(BUILD) bench/run.sh $(BENCH_ARGS)
 
+# The library of AB_BASE against the working tree's, in one run, in turns
+# (bench/ab.sh): the uncontended cycle and the K=8 hand-off p50, blocking
+# and on an event loop, with their ratios.
+AB_BASE ?= 6e83b78
+AB_ROUNDS ?= 7
+.PHONY: bench-ab
+bench-ab: deps
+	bench/ab.sh $(AB_BASE) $(AB_ROUNDS)
+
 # Redlock over 3 and 5 servers against one server, in the same run, and
 # with two and three of five blackholed (make bench runs it too).
 .PHONY: bench-redlock
