@@ -234,11 +234,6 @@ void rl__alock_io(rl__alock *al, int fd, int what)
     rl__loop_io(al->lp, fd, what);
 }
 
-rl__loop *rl__alock_loop(rl__alock *al)
-{
-    return al->lp;
-}
-
 redislock_err rl__alock_on_ploop(redislock_client *c, rl__ploop **pl,
                                  rl__alock **al)
 {

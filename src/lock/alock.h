@@ -78,9 +78,6 @@ void rl__alock_free(rl__alock *al);
 void rl__alock_io(rl__alock *al, int fd, int what);
 void rl__alock_timeout(rl__alock *al);
 
-/* The loop it runs on. */
-rl__loop *rl__alock_loop(rl__alock *al);
-
 /* c's operations on a new private loop (ploop.h), which *pl drives on
  * the calling thread: a blocking call's engine, or the keeper's. Freed
  * with rl__alock_free_on_ploop. */
