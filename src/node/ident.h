@@ -16,10 +16,10 @@
  * construction for the servers that answer in time, later for those
  * that were down or slow, and an entry then found to be another's server
  * never votes (its connections fail with REDISLOCK_EINVAL). Until it is
- * read the entry does not vote, and in a Redlock round the read waits no
- * longer than the round's per-server budget (the vet's budget_ms), so a
+ * read the entry does not vote, and a Redlock round waits for it no
+ * longer than its per-server timeout (the round's timer, alock.c), so a
  * server that accepts connections but never answers costs each round
- * that budget and not the command timeout. Run ids change when a server
+ * that timeout and not the command timeout. Run ids change when a server
  * restarts, so one case escapes: one server listed twice, one spelling
  * unreachable at construction, and the server restarting before that
  * spelling first answers.
