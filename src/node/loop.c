@@ -179,7 +179,8 @@ static rl__lconn *unlink_entry(rl__loop *lp, const rl__aconn *c)
     return NULL;
 }
 
-void rl__loop_detach(rl__loop *lp, rl__aconn *c)
+/* Takes c off the loop, closed or (keep) idle and bound to no loop. */
+static void drop(rl__loop *lp, rl__aconn *c, int keep)
 {
     rl__lconn *lc = unlink_entry(lp, c);
 
@@ -187,24 +188,24 @@ void rl__loop_detach(rl__loop *lp, rl__aconn *c)
         return;
     rl__loop_disarm(lp, &lc->deadline);
     lp->depth++;
-    rl__aconn_rebind(c, NULL); /* its watch(fd, 0) still finds lc */
+    /* Its last watch(fd, 0) still finds lc. */
+    if (keep)
+        rl__aconn_rebind(c, NULL);
+    else
+        rl__aconn_close(c);
     lp->depth--;
     free(lc);
     retime(lp);
 }
 
+void rl__loop_detach(rl__loop *lp, rl__aconn *c)
+{
+    drop(lp, c, 1);
+}
+
 void rl__loop_close(rl__loop *lp, rl__aconn *c)
 {
-    rl__lconn *lc = unlink_entry(lp, c);
-
-    if (lc == NULL)
-        return;
-    rl__loop_disarm(lp, &lc->deadline);
-    lp->depth++;
-    rl__aconn_close(c); /* its last watch(fd, 0) still finds lc */
-    lp->depth--;
-    free(lc);
-    retime(lp);
+    drop(lp, c, 0);
 }
 
 redislock_err rl__loop_arm(rl__loop *lp, rl__loop_timer *t, int64_t at_us)
