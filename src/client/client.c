@@ -148,8 +148,8 @@ static redislock_err build_ring(redislock_client *c)
     return REDISLOCK_OK;
 }
 
-/* Sets up every server's pool, connects to each, checks that no two are
- * one server, and builds the ring. */
+/* Sets up every server's pool, connects to all at once, checks that no
+ * two are one server, and builds the ring. */
 static redislock_err setup(redislock_client *c, const char *const *urls,
                            const redislock_options *o)
 {
@@ -173,9 +173,8 @@ static redislock_err setup(redislock_client *c, const char *const *urls,
             return err;
         return rl__idset_check(&c->ids);
     }
-    for (i = 0; i < c->npools; i++)
-        if ((err = rl__pool_check(&c->pools[i])) != REDISLOCK_OK)
-            return err;
+    if ((err = rl__pools_check(c->pools, c->npools)) != REDISLOCK_OK)
+        return err;
     if (c->mode != RL_MODE_SHARDED)
         return REDISLOCK_OK;
     if ((err = rl__idset_check(&c->ids)) != REDISLOCK_OK)

@@ -404,14 +404,21 @@ void rl__pool_ask_free(rl__pool_ask *a)
     }
 }
 
-redislock_err rl__pool_check(rl__pool *p)
+redislock_err rl__pools_check(rl__pool *pools, size_t n)
 {
-    rl__pool_ask a;
-    redislock_err err;
+    rl__pool_ask *a = calloc(n ? n : 1, sizeof *a);
+    redislock_err err = REDISLOCK_OK;
+    size_t i;
 
-    rl__pool_ping(&a, p);
-    rl__pools_ask(&a, 1, 0);
-    err = rl__pool_pinged(&a);
-    rl__pool_ask_free(&a);
+    if (a == NULL)
+        return rl__err(REDISLOCK_ENOMEM, "out of memory");
+    for (i = 0; i < n; i++)
+        rl__pool_ping(&a[i], &pools[i]);
+    rl__pools_ask(a, n, 0);
+    for (i = 0; i < n && err == REDISLOCK_OK; i++)
+        err = rl__pool_pinged(&a[i]);
+    for (i = 0; i < n; i++)
+        rl__pool_ask_free(&a[i]);
+    free(a);
     return err;
 }

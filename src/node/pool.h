@@ -87,9 +87,10 @@ redislock_err rl__pool_pinged(const rl__pool_ask *a);
 redislock_err rl__pool_command(rl__pool *p, int argc, const char **argv,
                                rl__reply **out);
 
-/* Asks p for a PING now, so that a wrong address, password or database
- * fails at once. */
-redislock_err rl__pool_check(rl__pool *p);
+/* Asks each of the n pools for a PING now, all at once, so that a wrong
+ * address, password or database fails at once: the first pool's failure
+ * in their order, with its detail. */
+redislock_err rl__pools_check(rl__pool *pools, size_t n);
 
 /* An idle connection that is still good, for a private loop to adopt
  * (rl__loop_adopt), or NULL. */
