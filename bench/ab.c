@@ -23,45 +23,13 @@
 
 #define SOLO "bench:ab:solo"
 
-/* One loop operation's end. */
-typedef struct step {
-    int done;
-    redislock_err err;
-} step;
-
-static void stepped(redislock_lock *l, redislock_err err, void *arg)
-{
-    step *st = arg;
-
-    (void)l;
-    st->err = err;
-    st->done = 1;
-}
-
-/* Runs an acquire (1) or a release (0) of l on the loop to its end. */
-static redislock_err on_loop(redislock_libevent *a, struct event_base *base,
-                             redislock_lock *l,
-                             const redislock_acquire_options *o, int acquire)
-{
-    step st = {0, REDISLOCK_OK};
-    redislock_err err = acquire
-                            ? redislock_loop_acquire(redislock_libevent_loop(a),
-                                                     l, o, stepped, &st)
-                            : redislock_loop_release(redislock_libevent_loop(a),
-                                                     l, 0, stepped, &st);
-
-    while (err == REDISLOCK_OK && !st.done)
-        event_base_loop(base, EVLOOP_ONCE);
-    return err != REDISLOCK_OK ? err : st.err;
-}
-
 /* p50 in us of n uncontended acquire+release cycles of l, on the loop a
  * (NULL: the blocking calls), after n / 10 to warm up. */
 static double uncontended(redislock_lock *l, redislock_libevent *a,
                           struct event_base *base, int n)
 {
     redislock_acquire_options o = {0};
-    int64_t *lat = malloc((size_t)n * sizeof *lat), t0;
+    int64_t *lat = malloc((size_t)n * sizeof *lat), t0, t1;
     double p50;
     int i;
 
@@ -72,14 +40,13 @@ static double uncontended(redislock_lock *l, redislock_libevent *a,
         redislock_err err;
 
         t0 = lb_now_ns();
-        err = a == NULL ? redislock_acquire(l, &o) : on_loop(a, base, l, &o, 1);
+        err = lb_lock_op(a, base, l, &o, 1, &t1);
         if (err == REDISLOCK_OK)
-            err =
-                a == NULL ? redislock_release(l) : on_loop(a, base, l, NULL, 0);
+            err = lb_lock_op(a, base, l, NULL, 0, &t1);
         if (err != REDISLOCK_OK)
             lb_die("uncontended cycle: %s", redislock_errdetail());
         if (i >= 0)
-            lat[i] = lb_now_ns() - t0;
+            lat[i] = t1 - t0;
     }
     lb_sort_i64(lat, (size_t)n);
     p50 = (double)lb_pct(lat, (size_t)n, 50) / 1e3;

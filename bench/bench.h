@@ -12,6 +12,7 @@
 #include <sys/types.h>
 
 #include <hiredis/hiredis.h>
+#include <redislock.h>
 
 #define LB_LOCK_KEY "bench:lock"
 #define LB_COUNTER_KEY "bench:counter"
@@ -226,6 +227,15 @@ void lb_run_loop_scale(const lb_env *e, lb_scale *s, int n, int m);
 
 /* contend.c */
 void lb_run_series(const lb_env *e, lb_series *s);
+/* An acquire (acquire 1, with o) or a release (0) of l, on the event
+ * loop a over base (<redislock/libevent.h>) run until its callback, or
+ * with a NULL the blocking call; *at gets when it returned or its
+ * callback came (CLOCK_MONOTONIC ns). */
+struct redislock_libevent;
+struct event_base;
+redislock_err lb_lock_op(struct redislock_libevent *a, struct event_base *base,
+                         redislock_lock *l, const redislock_acquire_options *o,
+                         int acquire, int64_t *at);
 
 /* report.c */
 void lb_report(const lb_env *e, const lb_micro *m, const lb_idle *idle,

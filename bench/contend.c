@@ -104,12 +104,9 @@ static void loop_done(redislock_lock *l, redislock_err err, void *arg)
     st->done = 1;
 }
 
-/* acquire (1) or release (0) of l on the loop a (NULL: the blocking
- * calls); *at gets when it returned, or its callback came. */
-static redislock_err lock_op(redislock_libevent *a, struct event_base *base,
-                             redislock_lock *l,
-                             const redislock_acquire_options *o, int acquire,
-                             int64_t *at)
+redislock_err lb_lock_op(redislock_libevent *a, struct event_base *base,
+                         redislock_lock *l, const redislock_acquire_options *o,
+                         int acquire, int64_t *at)
 {
     loop_step st = {0};
     redislock_err err;
@@ -185,14 +182,14 @@ static void rl_worker(const lb_env *e, const lb_series *s, int idx,
          * start with a reader, so that both kinds always queue. */
         o.shared = s->shared && (idx + i) % 2 == 1;
         kind[i] = (unsigned char)o.shared;
-        if ((err = lock_op(a, base, l, &o, 1, &rec[i].acq_ret)) != 0)
+        if ((err = lb_lock_op(a, base, l, &o, 1, &rec[i].acq_ret)) != 0)
             child_fail("acquire", err);
         if (o.shared)
             counter_get(data);
         else
             counter_bump(data);
         rec[i].rel_start = lb_now_ns();
-        if ((err = lock_op(a, base, l, &o, 0, &rec[i].rel_end)) != 0)
+        if ((err = lb_lock_op(a, base, l, &o, 0, &rec[i].rel_end)) != 0)
             child_fail("release", err);
     }
     redislock_libevent_free(a);
