@@ -650,6 +650,27 @@ void test_wake_waiter_holds_one_connection(void)
     env_stop(&e);
 }
 
+/* The constructor's connection lies idle until the first call takes it
+ * over. One the server closed meanwhile (CLIENT KILL here; a timeout or
+ * a restart alike) is replaced, not used: the first acquire succeeds. */
+void test_wake_idle_connection_closed_is_replaced(void)
+{
+    env e = env_start(0);
+    redislock_acquire_options o = th_aopts(30000, 0, 0);
+    redislock_client *own = th_client_url(e.s->unix_url, NULL);
+    redislock_lock *l = th_lock(own, "wk:killed");
+
+    /* Every connection but e.r's: the constructor's among them. */
+    ASSERT_GE(th_cmd_int(e.r, "CLIENT KILL TYPE normal SKIPME yes"), 1);
+    ASSERT_EQ_INT(wait_connected(e.r, 1, 2000), 1);
+    ASSERT_OK(redislock_acquire(l, &o));
+    ASSERT_KEY(e.r, "wk:killed", redislock_token(l));
+    ASSERT_OK(redislock_release(l));
+    redislock_lock_free(l);
+    redislock_client_free(own);
+    env_stop(&e);
+}
+
 /* N threads calling at once hold N connections (each waiter blocks on
  * its own); once their calls end, the client keeps max_connections of
  * them idle per server and closes the rest. */
