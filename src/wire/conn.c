@@ -13,7 +13,9 @@
 
 #ifdef REDISLOCK_HAVE_TLS
 #include <hiredis_ssl.h>
+#include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <openssl/x509.h>
 
 /* The TLS settings of one server: hiredis 1.0's own context checks the
  * certificate chain but not the host name, so the OpenSSL objects are
@@ -101,13 +103,83 @@ const char *rl__conn_endpoint(const rl__url *u, char *buf, size_t len)
     return buf;
 }
 
+#ifdef REDISLOCK_HAVE_TLS
+/* Whether OpenSSL's error e is a server's refusal for want of a client
+ * certificate (TLS 1.3's alert; TLS 1.2 says only "handshake failure"). */
+static int wants_client_cert(unsigned long e)
+{
+    int r = ERR_GET_REASON(e);
+
+#ifdef SSL_R_TLSV13_ALERT_CERTIFICATE_REQUIRED
+    if (r == SSL_R_TLSV13_ALERT_CERTIFICATE_REQUIRED)
+        return 1;
+#endif
+    return r == SSL_R_SSLV3_ALERT_HANDSHAKE_FAILURE;
+}
+
+/* The failed connect, when ctx failed over ssl before the server's first
+ * reply (the handshake finished or not): OpenSSL's reason, and what to
+ * check. The error queue is emptied, so that no later failure reads this
+ * one's. */
+static redislock_err tls_refused(const rl__conn_cfg *cfg,
+                                 const redisContext *ctx, const SSL *ssl,
+                                 int finished)
+{
+    long v = SSL_get_verify_result(ssl);
+    unsigned long e, last = 0;
+    const char *why, *hint = "";
+    char buf[300];
+
+    while ((e = ERR_get_error()) != 0)
+        last = e;
+    why = last != 0 ? ERR_reason_error_string(last) : NULL;
+    if (why == NULL)
+        why = ctx->err == REDIS_ERR_EOF ? "the server closed the connection"
+              : ctx->errstr[0]          ? ctx->errstr
+                                        : "I/O error";
+    if (v != X509_V_OK) {
+        why = X509_verify_cert_error_string(v);
+        hint = "; check the CA file (tls_ca_file) and the server's name "
+               "(tls_server_name)";
+    } else if (finished || wants_client_cert(last)) {
+        /* TLS 1.3: the client's side of the handshake ends before the
+         * server has checked the client's certificate. */
+        hint = "; if the server wants a client certificate "
+               "(tls-auth-clients), set tls_cert_file and tls_key_file";
+    }
+    return rl__err(REDISLOCK_ECONNECT, "TLS %s %s %s: %s%s",
+                   finished ? "connection to" : "handshake with",
+                   rl__conn_endpoint(cfg->url, buf, sizeof buf),
+                   finished ? "ended before the server's first reply"
+                            : "failed",
+                   why, hint);
+}
+#endif
+
+redislock_err rl__conn_tls_refused(const rl__conn_cfg *cfg,
+                                   const redisContext *ctx, void *ssl,
+                                   int answered)
+{
+#ifdef REDISLOCK_HAVE_TLS
+    if (ssl == NULL || answered)
+        return REDISLOCK_OK;
+    return tls_refused(cfg, ctx, (SSL *)ssl, SSL_is_init_finished((SSL *)ssl));
+#else
+    (void)cfg;
+    (void)ctx;
+    (void)ssl;
+    (void)answered;
+    return REDISLOCK_OK;
+#endif
+}
+
 redislock_err rl__conn_tls_start(const rl__conn_cfg *cfg, redisContext *ctx,
                                  void **ssl_out)
 {
 #ifdef REDISLOCK_HAVE_TLS
     const rl__tls *t = cfg->tls;
     SSL *ssl = SSL_new(t->ctx);
-    char buf[300];
+    redislock_err err;
 
     if (ssl == NULL || SSL_set_tlsext_host_name(ssl, t->name) != 1 ||
         SSL_set1_host(ssl, t->name) != 1) {
@@ -122,9 +194,9 @@ redislock_err rl__conn_tls_start(const rl__conn_cfg *cfg, redisContext *ctx,
             *ssl_out = ssl;
         return REDISLOCK_OK;
     }
+    err = tls_refused(cfg, ctx, ssl, 0);
     SSL_free(ssl);
-    return rl__err(REDISLOCK_ECONNECT, "TLS handshake with %s failed: %s",
-                   rl__conn_endpoint(cfg->url, buf, sizeof buf), ctx->errstr);
+    return err;
 #else
     (void)cfg;
     (void)ctx;

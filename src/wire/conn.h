@@ -73,6 +73,15 @@ void rl__conn_tls_free(void *ctx);
 redislock_err rl__conn_tls_start(const rl__conn_cfg *cfg, redisContext *ctx,
                                  void **ssl_out);
 
+/* When ctx failed over TLS (ssl) before the server's first reply (not
+ * answered): REDISLOCK_ECONNECT, with OpenSSL's reason (a certificate the
+ * CA did not sign, a name it does not carry, a client certificate the
+ * server wanted). REDISLOCK_OK when ssl is NULL or a reply had come: the
+ * failure is the connection's. */
+redislock_err rl__conn_tls_refused(const rl__conn_cfg *cfg,
+                                   const redisContext *ctx, void *ssl,
+                                   int answered);
+
 /* Whether ssl's last read or write stopped for want of the socket's
  * readability (*read) or writability: the caller watches for that. */
 int rl__conn_tls_wants(void *ssl, int *read);

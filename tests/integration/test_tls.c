@@ -34,7 +34,9 @@ typedef struct tls_env {
     int port;
 } tls_env;
 
-static void tls_start(tls_env *e)
+/* auth_clients: whether the server wants a client certificate (signed
+ * by localhost.crt, which the client may present as its own). */
+static void tls_start_auth(tls_env *e, int auth_clients)
 {
     th_server_opts so;
     char conf[1024];
@@ -49,12 +51,17 @@ static void tls_start(tls_env *e)
     snprintf(conf, sizeof conf,
              "tls-port %d\ntls-cert-file %s/localhost.crt\n"
              "tls-key-file %s/localhost.key\n"
-             "tls-ca-cert-file %s/localhost.crt\ntls-auth-clients no",
-             e->port, e->dir, e->dir, e->dir);
+             "tls-ca-cert-file %s/localhost.crt\ntls-auth-clients %s",
+             e->port, e->dir, e->dir, e->dir, auth_clients ? "yes" : "no");
     memset(&so, 0, sizeof so);
     so.extra_config = conf;
     e->s = th_server_start(&so);
     snprintf(e->url, sizeof e->url, "rediss://localhost:%d", e->port);
+}
+
+static void tls_start(tls_env *e)
+{
+    tls_start_auth(e, 0);
 }
 
 static void tls_stop(tls_env *e)
@@ -120,13 +127,61 @@ void test_tls_refuses_unverified_server(void)
         return;
     }
     tls_start(&e);
-    /* A CA that did not sign the server's certificate. */
+    /* A CA that did not sign the server's certificate: a failed connect
+     * that says why, however far the handshake got before it failed. */
     ASSERT_ERR(tls_client(&e, "stranger", NULL, &c), REDISLOCK_ECONNECT);
     test_log("wrong CA: %s", redislock_errdetail());
+    ASSERT(strstr(redislock_errdetail(), "TLS handshake") != NULL);
+    ASSERT(strstr(redislock_errdetail(), "self") != NULL);
+    ASSERT(strstr(redislock_errdetail(), "tls_ca_file") != NULL);
     ASSERT(c == NULL);
     /* The right CA, but a name the certificate does not carry. */
     ASSERT_ERR(tls_client(&e, "localhost", "stranger", &c), REDISLOCK_ECONNECT);
     test_log("wrong name: %s", redislock_errdetail());
+    ASSERT(strstr(redislock_errdetail(), "hostname mismatch") != NULL);
+    ASSERT(c == NULL);
+    tls_stop(&e);
+}
+
+/*
+ * A server that wants a client certificate (Redis's default,
+ * tls-auth-clients yes): without one, a failed connect that names the
+ * options to set; with one, a lock.
+ */
+void test_tls_client_certificate(void)
+{
+    redislock_client *c = NULL;
+    redislock_options o;
+    redislock_lock *l;
+    char ca[512], crt[512], key[512];
+    tls_env e;
+
+    if (getenv("RL_EXPECT_TLS") != NULL)
+        ASSERT(redislock_has_tls());
+    if (!redislock_has_tls()) {
+        ASSERT_ERR(redislock_client_new(&c, "rediss://localhost:1", NULL),
+                   REDISLOCK_ENOTLS);
+        return;
+    }
+    tls_start_auth(&e, 1);
+    memset(&o, 0, sizeof o);
+    snprintf(ca, sizeof ca, "%s/localhost.crt", e.dir);
+    o.tls_ca_file = ca;
+    o.connect_timeout_ms = 2000;
+    ASSERT_ERR(redislock_client_new(&c, e.url, &o), REDISLOCK_ECONNECT);
+    test_log("no client certificate: %s", redislock_errdetail());
+    ASSERT(strstr(redislock_errdetail(), "tls_cert_file") != NULL);
+    ASSERT(c == NULL);
+    snprintf(crt, sizeof crt, "%s/localhost.crt", e.dir);
+    snprintf(key, sizeof key, "%s/localhost.key", e.dir);
+    o.tls_cert_file = crt;
+    o.tls_key_file = key;
+    ASSERT_OK(redislock_client_new(&c, e.url, &o));
+    l = th_lock(c, "tls:cert");
+    ASSERT_OK(redislock_acquire(l, NULL));
+    ASSERT_OK(redislock_release(l));
+    redislock_lock_free(l);
+    redislock_client_free(c);
     tls_stop(&e);
 }
 
