@@ -1,17 +1,11 @@
 /*
- * A set of keys spread over several servers or hash slots on an event
- * loop: spread.h's steps, driven by replies rather than by waiting for
- * them. An attempt takes the groups one after another, then raises the
- * earlier groups' fencing counters (those requests at once); a release,
- * an extend or a renewal goes to every group at once and combines the
- * answers. Whatever an attempt that does not succeed has taken is given
- * back (set_release.lua, or swept when that fails), as the blocking
- * calls do, before its caller hears.
- *
- * The loop's driver (alock.c) gives the way to send a request to the
- * node of a group's keys and to sweep a request's holds, and hears each
- * chain's outcome once by a callback, never from the call that starts
- * it. Single-threaded: every call and callback on the loop's thread.
+ * A set of keys spread over several servers or hash slots (agroup.c has
+ * the algorithm), on the engine's loop: an attempt, a release, an
+ * extend or a renewal as a chain of requests to the set's groups. The
+ * engine (alock.c) gives the way to send a request to the node of a
+ * group's keys and to sweep a request's holds, and hears each chain's
+ * outcome once by a callback, never from the call that starts it.
+ * Single-threaded: every call and callback on the loop's thread.
  */
 #ifndef RL_AGROUP_H
 #define RL_AGROUP_H
@@ -38,8 +32,8 @@ typedef struct rl__agroup_io {
 
 typedef struct rl__agroup rl__agroup;
 
-/* A chain's outcome: as the blocking algorithm's attempt or owner script
- * returns it (n: the owner script's answer). */
+/* A chain's outcome (n: an owner script's answer, as rl__algo's owner
+ * gives it). */
 typedef void (*rl__agroup_cb)(void *arg, redislock_err err, long long n);
 
 /* The attempt t of l: cb hears REDISLOCK_OK (l holds the set, its fence
@@ -57,8 +51,8 @@ void rl__agroup_abandon(const rl__agroup_io *io, redislock_lock *l,
                         const rl__try *t, int settle);
 
 /* l's release or extend (s: rl__script_release or rl__script_extend,
- * arg2 its hold-after or TTL) on every group: cb hears what the blocking
- * algorithm's owner would return, with n; an extend's guards judged
+ * arg2 its hold-after or TTL) on every group: cb hears what rl__algo's
+ * owner gives for one server, with n; an extend's guards judged
  * (REDISLOCK_ENOTDURABLE). An error return: nothing was sent. */
 redislock_err rl__agroup_owner(const rl__agroup_io *io, redislock_lock *l,
                                const rl__script *s, const char *arg2,

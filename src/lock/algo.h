@@ -70,8 +70,7 @@ typedef struct rl__algo {
      * round to these decisions, which the blocking calls share. */
     int every;
     /* Requests that go to the groups of a set of keys no one script
-     * reaches, group by group (spread.h's steps): the event loop's driver
-     * takes them with agroup.c. */
+     * reaches, group by group: the engine takes them with agroup.c. */
     int groups;
     /* Attempt t's round r, sent at sent_us: REDISLOCK_OK with l->fence
      * set, or the refusal with *undo set when t must be undone on every
@@ -103,7 +102,7 @@ extern const rl__algo rl__algo_spread;
 int rl__spread_needed(redislock_lock *l);
 
 /* Groups the keys of the set l by place and gives l the spread
- * algorithm (spread.c). */
+ * algorithm (agroup.c). */
 redislock_err rl__spread_new(redislock_lock *l);
 void rl__spread_free(struct rl__spread *sp);
 

@@ -157,7 +157,7 @@ redislock_err redislock_lock_new_multi(redislock_client *c,
         l->nmore = (int)i;
     }
     /* Keys that one script cannot reach together are taken group by
-     * group (spread.c). */
+     * group (agroup.c). */
     if (rl__spread_needed(l) && (err = rl__spread_new(l)) != REDISLOCK_OK) {
         redislock_lock_free(l);
         return err;

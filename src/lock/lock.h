@@ -55,7 +55,7 @@ void rl__acks_least(rl__acks *into, const rl__acks *a, int first);
 struct redislock_lock {
     redislock_client *client;
     /* How this handle's requests are decided (algo.h): the client's, or
-     * for a set over several nodes spread.c's. */
+     * for a set over several nodes agroup.c's. */
     const struct rl__algo *algo;
     struct rl__spread *spread; /* that set's groups; NULL otherwise */
     char *key; /* the Redis key: the client's prefix, then the key */
