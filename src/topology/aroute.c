@@ -56,8 +56,7 @@ struct reader {
  * ROLE confirms. */
 struct asker {
     rl__aroute *rt; /* NULL once the router has gone */
-    size_t i;       /* the next sentinel to ask */
-    rl__pool *sentinel, *named;
+    rl__sentinel_walk w;
 };
 
 struct rl__aroute {
@@ -161,11 +160,10 @@ static void reload(rl__aroute *rt, redislock_err err)
 }
 
 static void asked_reply(void *arg, redislock_err err, const rl__reply *r);
-static void role_reply(void *arg, redislock_err err, const rl__reply *r);
 
 /* Asks sentinel *i, or the next that can be sent to, for the master
- * (cb gets the answer); returns the sentinel asked, NULL with none
- * left. */
+ * (cb gets the answer: settle_next's question); returns the sentinel
+ * asked, NULL with none left. */
 static rl__pool *ask_sentinel(rl__aroute *rt, size_t *i, rl__aconn_cb cb,
                               void *arg)
 {
@@ -180,57 +178,38 @@ static rl__pool *ask_sentinel(rl__aroute *rt, size_t *i, rl__aconn_cb cb,
     return NULL;
 }
 
-/* Asks the next sentinel; with none left, the asking ends (a request
- * still waiting starts another at its next pause's end). */
+/* Sends the walk's next question; once it is over, the asking ends (a
+ * request still waiting starts another at its next pause's end). */
 static void ask_next(asker *a)
 {
     rl__aroute *rt = a->rt;
+    const char *argv[3];
+    rl__aconn *c = NULL;
+    rl__pool *to;
+    redislock_err err;
+    int argc;
 
-    if ((a->sentinel = ask_sentinel(rt, &a->i, asked_reply, a)) != NULL)
-        return;
+    while (rl__sentinel_walk_next(rt->sn, &a->w, &to, argv, &argc)) {
+        if ((err = rt->conn(rt->ctx, to, &c)) == REDISLOCK_OK &&
+            (err = rl__aconn_send(c, argc, argv, NULL, asked_reply, a)) ==
+                REDISLOCK_OK)
+            return;
+        rl__sentinel_walk_heard(rt->sn, &a->w, err, NULL);
+    }
     rt->asking = NULL;
     free(a);
 }
 
-/* A sentinel's answer: the node it names is asked whether it is the
- * master. */
+/* A sentinel's answer, or the named node's ROLE. */
 static void asked_reply(void *arg, redislock_err err, const rl__reply *r)
 {
-    static const char *argv[1] = {"ROLE"};
     asker *a = arg;
-    rl__aroute *rt = a->rt;
-    rl__aconn *c = NULL;
 
-    if (rt == NULL) {
+    if (a->rt == NULL) {
         free(a);
         return;
     }
-    if (err == REDISLOCK_OK &&
-        rl__sentinel_answer(rt->sn, a->sentinel, r, &a->named) ==
-            REDISLOCK_OK &&
-        rt->conn(rt->ctx, a->named, &c) == REDISLOCK_OK &&
-        rl__aconn_send(c, 1, argv, NULL, role_reply, a) == REDISLOCK_OK)
-        return;
-    ask_next(a);
-}
-
-/* ROLE's answer: a master is the one requests go to from now on. */
-static void role_reply(void *arg, redislock_err err, const rl__reply *r)
-{
-    asker *a = arg;
-    rl__aroute *rt = a->rt;
-
-    if (rt == NULL) {
-        free(a);
-        return;
-    }
-    if (err == REDISLOCK_OK &&
-        rl__sentinel_confirm(rt->sn, a->sentinel, a->named, r) ==
-            REDISLOCK_OK) {
-        rt->asking = NULL;
-        free(a);
-        return;
-    }
+    rl__sentinel_walk_heard(a->rt->sn, &a->w, err, r);
     ask_next(a);
 }
 
@@ -245,6 +224,7 @@ static void ask(rl__aroute *rt)
         return;
     snprintf(detail, sizeof detail, "%s", redislock_errdetail());
     a->rt = rt;
+    rl__sentinel_walk_start(&a->w);
     rt->asking = a;
     ask_next(a);
     rl__err(REDISLOCK_OK, "%s", detail);

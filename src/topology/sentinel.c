@@ -17,7 +17,7 @@ struct rl__sentinel {
     /* The options, with copies of their strings, for each new node. */
     redislock_options o;
     char *strs[5];
-    pthread_mutex_t mu; /* guards what follows, and each asking */
+    pthread_mutex_t mu; /* guards what follows */
     rl__pool **nodes;   /* every node the sentinels named */
     size_t nnodes;
     rl__pool *master; /* NULL until found */
@@ -99,40 +99,6 @@ static redislock_err role_of(const rl__sentinel *s, const rl__pool *p,
     return REDISLOCK_OK;
 }
 
-/* Maps an error reply *r to command's error, freeing it. */
-static redislock_err checked(rl__reply **r, const char *command)
-{
-    redislock_err err = rl__reply_check(*r, command);
-
-    if (err != REDISLOCK_OK) {
-        rl__reply_free(*r);
-        *r = NULL;
-    }
-    return err;
-}
-
-/* Whether node p says it is a master (ROLE). */
-static redislock_err confirm(rl__sentinel *s, rl__pool *p)
-{
-    const char *argv[1] = {"ROLE"};
-    rl__reply *r = NULL;
-    char said[200];
-    redislock_err err = rl__pool_command(p, 1, argv, &r);
-
-    if (err == REDISLOCK_OK)
-        err = checked(&r, "ROLE");
-    if (err != REDISLOCK_OK) {
-        snprintf(said, sizeof said, "%s", redislock_errdetail());
-        return rl__err(err,
-                       "the sentinels name %s the master of '%s', and it "
-                       "fails: %s",
-                       p->name, s->u.name, said);
-    }
-    err = role_of(s, p, r);
-    rl__reply_free(r);
-    return err;
-}
-
 /* What sentinel k answered in r (SENTINEL get-master-addr-by-name):
  * REDISLOCK_OK with the node it names in *p, REDISLOCK_EINVAL when it
  * knows no such name (*unknown set), or why not. */
@@ -166,29 +132,6 @@ static void question(const rl__sentinel *s, const char *argv[3])
     argv[2] = s->u.name;
 }
 
-/* What sentinel k says of the master: REDISLOCK_OK with *p, or
- * REDISLOCK_EINVAL when it knows no such name (*unknown set), or why
- * not. */
-static redislock_err ask(rl__sentinel *s, size_t k, rl__pool **p, int *unknown)
-{
-    const char *argv[3];
-    rl__reply *r = NULL;
-    redislock_err err;
-    char said[200];
-
-    question(s, argv);
-    *unknown = 0;
-    if ((err = rl__pool_command(&s->sent[k], 3, argv, &r)) == REDISLOCK_OK)
-        err = checked(&r, "SENTINEL");
-    if (err != REDISLOCK_OK) {
-        snprintf(said, sizeof said, "%s", redislock_errdetail());
-        return rl__err(err, "sentinel %s: %s", s->sent[k].name, said);
-    }
-    err = answer(s, k, r, p, unknown);
-    rl__reply_free(r);
-    return err == REDISLOCK_OK ? confirm(s, *p) : err;
-}
-
 /* p is the master, as sentinel k said: asked first next time. Called
  * with s->mu held. */
 static void found(rl__sentinel *s, size_t k, rl__pool *p)
@@ -198,36 +141,106 @@ static void found(rl__sentinel *s, size_t k, rl__pool *p)
     s->suspect = 0;
 }
 
+void rl__sentinel_walk_start(rl__sentinel_walk *w)
+{
+    memset(w, 0, sizeof *w);
+}
+
+int rl__sentinel_walk_next(rl__sentinel *s, rl__sentinel_walk *w, rl__pool **to,
+                           const char *argv[3], int *argc)
+{
+    if (w->done)
+        return 0;
+    if (w->named != NULL) {
+        argv[0] = "ROLE";
+        *argc = 1;
+        *to = w->named;
+        return 1;
+    }
+    if (w->i == s->u.n) {
+        w->done = 1;
+        if (w->unknown == s->u.n)
+            w->err = rl__err(REDISLOCK_EINVAL,
+                             "no sentinel knows a master named '%s' (check "
+                             "the name at the end of the redis+sentinel:// "
+                             "URL)",
+                             s->u.name);
+        else
+            w->err =
+                rl__err(w->err, "%zu sentinel%s asked for master '%s': %s",
+                        s->u.n, s->u.n == 1 ? "" : "s", s->u.name, w->said);
+        return 0;
+    }
+    pthread_mutex_lock(&s->mu);
+    w->k = (s->first + w->i++) % s->u.n;
+    pthread_mutex_unlock(&s->mu);
+    question(s, argv);
+    *argc = 3;
+    *to = &s->sent[w->k];
+    return 1;
+}
+
+void rl__sentinel_walk_heard(rl__sentinel *s, rl__sentinel_walk *w,
+                             redislock_err err, const rl__reply *r)
+{
+    rl__pool *p = w->named;
+    char said[200];
+    int nil = 0;
+
+    w->named = NULL;
+    if (err == REDISLOCK_OK)
+        err = rl__reply_check(r, p == NULL ? "SENTINEL" : "ROLE");
+    if (err != REDISLOCK_OK) {
+        snprintf(said, sizeof said, "%s", redislock_errdetail());
+        err = p == NULL
+                  ? rl__err(err, "sentinel %s: %s", s->sent[w->k].name, said)
+                  : rl__err(err,
+                            "the sentinels name %s the master of '%s', "
+                            "and it fails: %s",
+                            p->name, s->u.name, said);
+    } else if (p == NULL) {
+        /* The sentinel's answer: the node it names is asked next. */
+        pthread_mutex_lock(&s->mu);
+        err = answer(s, w->k, r, &w->named, &nil);
+        pthread_mutex_unlock(&s->mu);
+        if (err == REDISLOCK_OK)
+            return;
+    } else if ((err = role_of(s, p, r)) == REDISLOCK_OK) {
+        pthread_mutex_lock(&s->mu);
+        found(s, w->k, p);
+        pthread_mutex_unlock(&s->mu);
+        w->done = 1;
+        w->err = REDISLOCK_OK;
+        return;
+    }
+    /* This sentinel's turn failed; a node's failure says more than a
+     * sentinel's refusal. */
+    w->unknown += (size_t)nil;
+    if (w->err == REDISLOCK_OK || (!nil && w->err == REDISLOCK_EINVAL)) {
+        w->err = err;
+        snprintf(w->said, sizeof w->said, "%s", redislock_errdetail());
+    }
+}
+
 /* Asks the sentinels in turn, from the last that answered, until one
- * names a node that says it is the master. Called with s->mu held. */
+ * names a node that says it is the master (the walk, each question on a
+ * private loop). */
 static redislock_err discover(rl__sentinel *s)
 {
-    char said[256] = "";
-    size_t i, k, unknown = 0;
-    redislock_err err, first = REDISLOCK_OK;
-    rl__pool *p = NULL;
-    int nil;
+    rl__sentinel_walk w;
+    const char *argv[3];
+    rl__reply *r;
+    rl__pool *to;
+    int argc;
 
-    for (i = 0; i < s->u.n; i++) {
-        k = (s->first + i) % s->u.n;
-        if ((err = ask(s, k, &p, &nil)) == REDISLOCK_OK) {
-            found(s, k, p);
-            return REDISLOCK_OK;
-        }
-        unknown += nil;
-        /* A node's failure says more than a sentinel's refusal. */
-        if (first == REDISLOCK_OK || (!nil && first == REDISLOCK_EINVAL)) {
-            first = err;
-            snprintf(said, sizeof said, "%s", redislock_errdetail());
-        }
+    rl__sentinel_walk_start(&w);
+    while (rl__sentinel_walk_next(s, &w, &to, argv, &argc)) {
+        redislock_err err = rl__pool_command(to, argc, argv, &r);
+
+        rl__sentinel_walk_heard(s, &w, err, r);
+        rl__reply_free(r);
     }
-    if (unknown == s->u.n)
-        return rl__err(REDISLOCK_EINVAL,
-                       "no sentinel knows a master named '%s' (check the "
-                       "name at the end of the redis+sentinel:// URL)",
-                       s->u.name);
-    return rl__err(first, "%zu sentinel%s asked for master '%s': %s", s->u.n,
-                   s->u.n == 1 ? "" : "s", s->u.name, said);
+    return w.err;
 }
 
 void rl__sentinel_free(rl__sentinel *s)
@@ -268,8 +281,8 @@ redislock_err rl__sentinel_new(const char *url, const redislock_options *o,
         rl__sentinel_free(s);
         return err;
     }
-    /* The sentinels: their URLs' passwords only, one connection each
-     * (asking is one thread at a time). */
+    /* The sentinels: their URLs' passwords only, one idle connection
+     * kept each. */
     so = s->o;
     so.max_connections = 1;
     so.wait_aof_local = so.wait_aof_replicas = 0;
@@ -287,26 +300,19 @@ redislock_err rl__sentinel_new(const char *url, const redislock_options *o,
     return REDISLOCK_OK;
 }
 
-/* The master, asked for again first when a request found it gone; NULL
- * with the reason when none was ever found. */
-static rl__pool *master(rl__sentinel *s, redislock_err *err)
-{
-    rl__pool *p;
-
-    pthread_mutex_lock(&s->mu);
-    *err = REDISLOCK_OK;
-    if (s->suspect)
-        *err = discover(s);
-    p = s->master;
-    pthread_mutex_unlock(&s->mu);
-    return p;
-}
-
 rl__pool *rl__sentinel_node(rl__sentinel *s)
 {
-    redislock_err err;
+    rl__pool *p;
+    int suspect;
 
-    return master(s, &err);
+    /* Asked again first when a request found the master gone (whatever
+     * that finds, the master last known is the answer). */
+    p = rl__sentinel_known(s, &suspect);
+    if (suspect) {
+        (void)discover(s);
+        p = rl__sentinel_known(s, &suspect);
+    }
+    return p;
 }
 
 static void suspect(rl__sentinel *s, const rl__pool *p)
@@ -346,12 +352,12 @@ rl__pool *rl__sentinel_asked(rl__sentinel *s, size_t i, const char *argv[3])
     return &s->sent[k];
 }
 
-redislock_err rl__sentinel_answer(rl__sentinel *s, const rl__pool *sentinel,
-                                  const rl__reply *r, rl__pool **p)
+redislock_err rl__sentinel_settled(rl__sentinel *s, const rl__pool *sentinel,
+                                   const rl__pool *p, const rl__reply *r)
 {
-    size_t k = (size_t)(sentinel - s->sent);
-    int unknown;
+    rl__pool *named = NULL;
     char said[200];
+    int unknown;
     redislock_err err = rl__reply_check(r, "SENTINEL");
 
     if (err != REDISLOCK_OK) {
@@ -359,17 +365,8 @@ redislock_err rl__sentinel_answer(rl__sentinel *s, const rl__pool *sentinel,
         return rl__err(err, "sentinel %s: %s", sentinel->name, said);
     }
     pthread_mutex_lock(&s->mu);
-    err = answer(s, k, r, p, &unknown);
+    err = answer(s, (size_t)(sentinel - s->sent), r, &named, &unknown);
     pthread_mutex_unlock(&s->mu);
-    return err;
-}
-
-redislock_err rl__sentinel_settled(rl__sentinel *s, const rl__pool *sentinel,
-                                   const rl__pool *p, const rl__reply *r)
-{
-    rl__pool *named = NULL;
-    redislock_err err = rl__sentinel_answer(s, sentinel, r, &named);
-
     if (err != REDISLOCK_OK || named == p)
         return err;
     suspect(s, p);
@@ -377,19 +374,4 @@ redislock_err rl__sentinel_settled(rl__sentinel *s, const rl__pool *sentinel,
                    "sentinel %s names %s the master of '%s' now, not %s, "
                    "where the write ran",
                    sentinel->name, named->name, s->u.name, p->name);
-}
-
-redislock_err rl__sentinel_confirm(rl__sentinel *s, const rl__pool *sentinel,
-                                   rl__pool *p, const rl__reply *r)
-{
-    redislock_err err = rl__reply_check(r, "ROLE");
-
-    if (err == REDISLOCK_OK)
-        err = role_of(s, p, r);
-    if (err == REDISLOCK_OK) {
-        pthread_mutex_lock(&s->mu);
-        found(s, (size_t)(sentinel - s->sent), p);
-        pthread_mutex_unlock(&s->mu);
-    }
-    return err;
 }

@@ -41,6 +41,35 @@ void rl__sentinel_free(rl__sentinel *s);
 rl__pool *rl__sentinel_node(rl__sentinel *s);
 
 /*
+ * One asking of the sentinels, in turn from the last that answered,
+ * until one names a node that ROLE confirms as the master (then the one
+ * requests go to, and that sentinel the first asked next time): the
+ * questions one after another, whoever sends them (the constructor and
+ * rl__sentinel_node on private loops, aroute.c on an event loop).
+ * rl__sentinel_walk_next gives the next question: its server in *to and
+ * its words in argv (*argc of them); or 0 when the walk is over, its
+ * outcome in w->err (REDISLOCK_OK: the master was found; else why not,
+ * the detail set). rl__sentinel_walk_heard takes the question's reply
+ * r, or its failure err (the question could not be sent, or its reply
+ * did not come). Nothing here blocks; the calls take s's lock briefly.
+ */
+typedef struct rl__sentinel_walk {
+    size_t i;        /* sentinels asked so far */
+    size_t k;        /* the one asked last */
+    rl__pool *named; /* the node it named, to be asked ROLE; or NULL */
+    size_t unknown;  /* sentinels that know no such master */
+    int done;
+    redislock_err err; /* the outcome; before it, the first failure */
+    char said[256];    /* that failure's detail */
+} rl__sentinel_walk;
+
+void rl__sentinel_walk_start(rl__sentinel_walk *w);
+int rl__sentinel_walk_next(rl__sentinel *s, rl__sentinel_walk *w, rl__pool **to,
+                           const char *argv[3], int *argc);
+void rl__sentinel_walk_heard(rl__sentinel *s, rl__sentinel_walk *w,
+                             redislock_err err, const rl__reply *r);
+
+/*
  * The same steps for an event loop, which sends the requests itself
  * (aroute.c): nothing here blocks.
  */
@@ -57,11 +86,6 @@ void rl__sentinel_suspect(rl__sentinel *s, const rl__pool *p);
  * in argv; NULL past the last. */
 rl__pool *rl__sentinel_asked(rl__sentinel *s, size_t i, const char *argv[3]);
 
-/* What sentinel (one rl__sentinel_asked gave) answered in r: REDISLOCK_OK
- * with the node it names in *p (set up on first sight), or why not. */
-redislock_err rl__sentinel_answer(rl__sentinel *s, const rl__pool *sentinel,
-                                  const rl__reply *r, rl__pool **p);
-
 /* Whether what sentinel (one rl__sentinel_asked gave) answered in r
  * still names p the master, p being the node a write that counts only
  * there ran on: REDISLOCK_OK; REDISLOCK_EREADONLY when it names another
@@ -70,11 +94,5 @@ redislock_err rl__sentinel_answer(rl__sentinel *s, const rl__pool *sentinel,
  * (ask the next). */
 redislock_err rl__sentinel_settled(rl__sentinel *s, const rl__pool *sentinel,
                                    const rl__pool *p, const rl__reply *r);
-
-/* Whether ROLE's reply r says p, which sentinel named, is the master; if
- * so it becomes the master requests go to, and sentinel the first asked
- * next time. */
-redislock_err rl__sentinel_confirm(rl__sentinel *s, const rl__pool *sentinel,
-                                   rl__pool *p, const rl__reply *r);
 
 #endif
