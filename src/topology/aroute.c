@@ -43,13 +43,10 @@ struct trip {
     char data[];       /* what v, len and key point into */
 };
 
-/* The map being read on the loop: the nodes asked in turn, then the
- * seeds. */
+/* The map being read on the loop (cluster.c's walk). */
 struct reader {
     rl__aroute *rt; /* NULL once the router has gone */
-    rl__pool **v;
-    size_t n, i, seed;
-    rl__pool *asked;
+    rl__cluster_walk w;
 };
 
 /* The sentinels being asked on the loop, in turn, for a master that
@@ -91,32 +88,29 @@ redislock_err rl__aroute_new(rl__topo *topo, rl__loop *lp, rl__aroute_conn conn,
 
 static void reader_free(reader *rd)
 {
-    free(rd->v);
+    rl__cluster_walk_end(&rd->w);
     free(rd);
 }
 
 static void reader_reply(void *arg, redislock_err err, const rl__reply *r);
 
-/* Asks the next node or seed for the map; with none left, the reading
- * ends (the next request that cannot reach a node starts another). */
+/* Asks the walk's next node or seed for the map; once it is over, the
+ * reading ends (the next request that cannot reach a node starts
+ * another). */
 static void reader_next(reader *rd)
 {
     static const char *argv[2] = {"CLUSTER", "SLOTS"};
     rl__aroute *rt = rd->rt;
     rl__aconn *c = NULL;
     rl__pool *p;
+    redislock_err err;
 
-    for (;;) {
-        p = rd->i < rd->n ? rd->v[rd->i++]
-                          : rl__cluster_seed(rt->cl, rd->seed++);
-        if (p == NULL)
-            break;
-        if (rt->conn(rt->ctx, p, &c) == REDISLOCK_OK &&
-            rl__aconn_send(c, 2, argv, NULL, reader_reply, rd) ==
-                REDISLOCK_OK) {
-            rd->asked = p;
+    while ((p = rl__cluster_walk_next(rt->cl, &rd->w)) != NULL) {
+        if ((err = rt->conn(rt->ctx, p, &c)) == REDISLOCK_OK &&
+            (err = rl__aconn_send(c, 2, argv, NULL, reader_reply, rd)) ==
+                REDISLOCK_OK)
             return;
-        }
+        rl__cluster_walk_heard(rt->cl, &rd->w, err, NULL);
     }
     rt->reading = NULL;
     reader_free(rd);
@@ -125,19 +119,12 @@ static void reader_next(reader *rd)
 static void reader_reply(void *arg, redislock_err err, const rl__reply *r)
 {
     reader *rd = arg;
-    rl__aroute *rt = rd->rt;
 
-    if (rt == NULL) {
+    if (rd->rt == NULL) {
         reader_free(rd);
         return;
     }
-    if (err == REDISLOCK_OK &&
-        rl__cluster_load_reply(rt->cl, rd->asked, r) == REDISLOCK_OK) {
-        rl__cluster_loaded(rt->cl, rd->asked);
-        rt->reading = NULL;
-        reader_free(rd);
-        return;
-    }
+    rl__cluster_walk_heard(rd->rt->cl, &rd->w, err, r);
     reader_next(rd);
 }
 
@@ -152,8 +139,7 @@ static void reload(rl__aroute *rt, redislock_err err)
         return;
     snprintf(detail, sizeof detail, "%s", redislock_errdetail());
     rd->rt = rt;
-    if ((rd->v = rl__cluster_sources(rt->cl, &rd->n)) == NULL)
-        rd->n = 0;
+    rl__cluster_walk_start(rt->cl, &rd->w);
     rt->reading = rd;
     reader_next(rd);
     rl__err(err, "%s", detail);

@@ -231,20 +231,8 @@ redislock_err rl__cluster_load_reply(rl__cluster *cl, const rl__pool *p,
 }
 
 /* Reads the map from node p. */
-static redislock_err load_from(rl__cluster *cl, rl__pool *p)
-{
-    const char *argv[2] = {"CLUSTER", "SLOTS"};
-    rl__reply *r;
-    redislock_err err = rl__pool_command(p, 2, argv, &r);
-
-    if (err != REDISLOCK_OK)
-        return err;
-    err = rl__cluster_load_reply(cl, p, r);
-    rl__reply_free(r);
-    return err;
-}
-
-rl__pool **rl__cluster_sources(rl__cluster *cl, size_t *n)
+/* The nodes to ask for the map, the one that answered last first. */
+static rl__pool **sources(rl__cluster *cl, size_t *n)
 {
     rl__pool **v;
     size_t i;
@@ -258,8 +246,9 @@ rl__pool **rl__cluster_sources(rl__cluster *cl, size_t *n)
     return v;
 }
 
-/* The node that answered the last reload, p, is asked first next time. */
-static void set_good(rl__cluster *cl, const rl__pool *p)
+/* The node that answered the last reload, p, is asked first next time;
+ * the epoch moves on. */
+static void loaded(rl__cluster *cl, const rl__pool *p)
 {
     size_t n;
 
@@ -268,41 +257,69 @@ static void set_good(rl__cluster *cl, const rl__pool *p)
         ;
     cl->good = n < cl->nnodes ? n : 0;
     pthread_rwlock_unlock(&cl->rw);
+    atomic_fetch_add(&cl->epoch, 1);
 }
 
+void rl__cluster_walk_start(rl__cluster *cl, rl__cluster_walk *w)
+{
+    memset(w, 0, sizeof *w);
+    if ((w->v = sources(cl, &w->n)) == NULL)
+        w->n = 0;
+    w->err = REDISLOCK_ECONNECT;
+    snprintf(w->said, sizeof w->said, "no cluster node known");
+}
+
+rl__pool *rl__cluster_walk_next(rl__cluster *cl, rl__cluster_walk *w)
+{
+    if (w->done)
+        w->asked = NULL;
+    else if (w->i < w->n)
+        w->asked = w->v[w->i++];
+    else /* every known node failed: the seeds may still answer */
+        w->asked = w->seed < cl->nseeds ? &cl->seeds[w->seed++] : NULL;
+    if (w->asked == NULL && !w->done) {
+        w->done = 1;
+        rl__err(w->err, "%s", w->said);
+    }
+    return w->asked;
+}
+
+void rl__cluster_walk_heard(rl__cluster *cl, rl__cluster_walk *w,
+                            redislock_err err, const rl__reply *r)
+{
+    if (err == REDISLOCK_OK &&
+        (err = rl__cluster_load_reply(cl, w->asked, r)) == REDISLOCK_OK) {
+        loaded(cl, w->asked);
+        w->done = 1;
+    }
+    w->err = err;
+    snprintf(w->said, sizeof w->said, "%s", redislock_errdetail());
+}
+
+void rl__cluster_walk_end(rl__cluster_walk *w)
+{
+    free(w->v);
+    w->v = NULL;
+}
+
+/* The map read from the nodes in turn, then the seeds (the walk, each
+ * question on a private loop). */
 static redislock_err reload_now(rl__cluster *cl)
 {
-    size_t i, n = 0;
-    rl__pool **v = rl__cluster_sources(cl, &n);
-    redislock_err err = rl__err(REDISLOCK_ECONNECT, "no cluster node known");
+    static const char *argv[2] = {"CLUSTER", "SLOTS"};
+    rl__cluster_walk w;
+    rl__reply *r;
+    rl__pool *p;
 
-    if (v == NULL)
-        return rl__err(REDISLOCK_ENOMEM, "out of memory");
-    for (i = 0; i < n; i++)
-        if ((err = load_from(cl, v[i])) == REDISLOCK_OK)
-            break;
-    if (i < n) {
-        set_good(cl, v[i]);
-        free(v);
-        return REDISLOCK_OK;
+    rl__cluster_walk_start(cl, &w);
+    while ((p = rl__cluster_walk_next(cl, &w)) != NULL) {
+        redislock_err err = rl__pool_command(p, 2, argv, &r);
+
+        rl__cluster_walk_heard(cl, &w, err, r);
+        rl__reply_free(r);
     }
-    free(v);
-    /* Every known node failed: the seeds may still answer. */
-    for (i = 0; i < cl->nseeds; i++)
-        if ((err = load_from(cl, &cl->seeds[i])) == REDISLOCK_OK)
-            break;
-    return err;
-}
-
-rl__pool *rl__cluster_seed(rl__cluster *cl, size_t i)
-{
-    return i < cl->nseeds ? &cl->seeds[i] : NULL;
-}
-
-void rl__cluster_loaded(rl__cluster *cl, const rl__pool *p)
-{
-    set_good(cl, p);
-    atomic_fetch_add(&cl->epoch, 1);
+    rl__cluster_walk_end(&w);
+    return w.err == REDISLOCK_OK ? REDISLOCK_OK : rl__err(w.err, "%s", w.said);
 }
 
 redislock_err rl__cluster_reload(rl__cluster *cl, uint64_t epoch)
@@ -310,10 +327,9 @@ redislock_err rl__cluster_reload(rl__cluster *cl, uint64_t epoch)
     redislock_err err = REDISLOCK_OK;
 
     pthread_mutex_lock(&cl->reload_mu);
-    if (atomic_load(&cl->epoch) == epoch) {
-        err = reload_now(cl);
+    if (atomic_load(&cl->epoch) == epoch &&
+        (err = reload_now(cl)) != REDISLOCK_OK)
         atomic_fetch_add(&cl->epoch, 1);
-    }
     pthread_mutex_unlock(&cl->reload_mu);
     return err;
 }
@@ -343,6 +359,20 @@ static redislock_err own_options(rl__cluster *cl, const redislock_options *o)
 }
 
 /* Tries the seeds in turn; the first that gives a map is adopted. */
+/* The map read from seed p. */
+static redislock_err load_from(rl__cluster *cl, rl__pool *p)
+{
+    const char *argv[2] = {"CLUSTER", "SLOTS"};
+    rl__reply *r;
+    redislock_err err = rl__pool_command(p, 2, argv, &r);
+
+    if (err != REDISLOCK_OK)
+        return err;
+    err = rl__cluster_load_reply(cl, p, r);
+    rl__reply_free(r);
+    return err;
+}
+
 static redislock_err first_map(rl__cluster *cl, const char *const *seeds,
                                const redislock_options *o)
 {

@@ -32,17 +32,35 @@ rl__pool *rl__cluster_route(rl__cluster *cl, const void *key, size_t len);
  * (NULL past the end). */
 rl__pool *rl__cluster_master(rl__cluster *cl, size_t i);
 
-/* The map read on the event loop (aroute.c), which sends CLUSTER SLOTS
- * itself: the nodes to ask, the one that answered last first (the
- * caller frees the array, not the pools; NULL when out of memory), then
- * the seeds, seed i (NULL past the last); the map replaced by the reply r
- * of node p; and, once one was, p noted as the one that answered (the
- * epoch moves on, as after rl__cluster_reload). */
-rl__pool **rl__cluster_sources(rl__cluster *cl, size_t *n);
-rl__pool *rl__cluster_seed(rl__cluster *cl, size_t i);
+/* The map replaced by the reply r of node p (CLUSTER SLOTS). */
 redislock_err rl__cluster_load_reply(rl__cluster *cl, const rl__pool *p,
                                      const rl__reply *r);
-void rl__cluster_loaded(rl__cluster *cl, const rl__pool *p);
+
+/*
+ * One reading of the map: CLUSTER SLOTS asked of the nodes in turn, the
+ * one that answered last first, then of the seeds, until one answers
+ * with a map (then the first asked next time; the epoch moves on, as
+ * after rl__cluster_reload), whoever sends the questions
+ * (rl__cluster_reload on private loops, aroute.c on an event loop).
+ * rl__cluster_walk_next gives the node to ask next, or NULL when the
+ * walk is over (w->err: REDISLOCK_OK, or the last failure, the detail
+ * set); rl__cluster_walk_heard takes its reply r, or its failure err;
+ * rl__cluster_walk_end frees the walk.
+ */
+typedef struct rl__cluster_walk {
+    rl__pool **v; /* the nodes, as the walk began */
+    size_t n, i, seed;
+    rl__pool *asked;
+    int done;
+    redislock_err err;
+    char said[256];
+} rl__cluster_walk;
+
+void rl__cluster_walk_start(rl__cluster *cl, rl__cluster_walk *w);
+rl__pool *rl__cluster_walk_next(rl__cluster *cl, rl__cluster_walk *w);
+void rl__cluster_walk_heard(rl__cluster *cl, rl__cluster_walk *w,
+                            redislock_err err, const rl__reply *r);
+void rl__cluster_walk_end(rl__cluster_walk *w);
 
 /* How many times the map has been read; pass it to rl__cluster_reload. */
 uint64_t rl__cluster_epoch(rl__cluster *cl);
