@@ -29,8 +29,11 @@ static int is_loopback(const struct sockaddr *sa)
            b[13] == 0 && b[14] == 0 && b[15] == 1;
 }
 
-int rl__canon_addr(const struct sockaddr *sa, socklen_t len, char *out,
-                   size_t size)
+/* The name of one address into out: RL_CANON_LOOPBACK for the loopback
+ * host, else its numeric form (lowercase, shortest IPv6). Returns 0, or
+ * -1 for an address that is neither IPv4 nor IPv6. */
+static int rl__canon_addr(const struct sockaddr *sa, socklen_t len, char *out,
+                          size_t size)
 {
     char buf[NI_MAXHOST];
 

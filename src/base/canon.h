@@ -22,12 +22,6 @@ struct addrinfo;
  * loopback port answers on either one it binds. */
 #define RL_CANON_LOOPBACK "127.0.0.1"
 
-/* The name of one address into out: RL_CANON_LOOPBACK for the loopback
- * host, else its numeric form (lowercase, shortest IPv6). Returns 0, or
- * -1 for an address that is neither IPv4 nor IPv6. */
-int rl__canon_addr(const struct sockaddr *sa, socklen_t len, char *out,
-                   size_t size);
-
 /* RL_CANON_LOOPBACK into out and 1 when every address of ai is the
  * loopback host; 0 (out untouched) otherwise or for an empty list. */
 int rl__canon_addrs(const struct addrinfo *ai, char *out, size_t size);

@@ -4,7 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-uint64_t rl__hash64(const void *data, size_t len)
+/* A 64-bit hash with good avalanche (FNV-1a, then a 64-bit finaliser). */
+static uint64_t rl__hash64(const void *data, size_t len)
 {
     const unsigned char *p = data;
     uint64_t h = 0xcbf29ce484222325ULL;

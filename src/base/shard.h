@@ -19,9 +19,6 @@ typedef struct rl__ring {
     size_t n;
 } rl__ring;
 
-/* A 64-bit hash with good avalanche (FNV-1a, then a 64-bit finaliser). */
-uint64_t rl__hash64(const void *data, size_t len);
-
 /* Builds the ring for nnames servers. Returns 0, or -1 on memory
  * exhaustion. */
 int rl__ring_build(rl__ring *r, const char *const *names, size_t nnames);

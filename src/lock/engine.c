@@ -40,7 +40,9 @@ typedef struct call {
     char detail[512];
 } call;
 
-redislock_err rl__engine_new(redislock_client *c, rl__engine **out)
+/* The engine of c's blocking calls: no loop is made until a call needs
+ * one. */
+static redislock_err rl__engine_new(redislock_client *c, rl__engine **out)
 {
     rl__engine *e = calloc(1, sizeof *e);
 
@@ -188,8 +190,14 @@ static int may_start(redislock_lock *l, rl__ploop *pl)
     return go;
 }
 
-redislock_err rl__engine_run(rl__engine *e, redislock_lock *l,
-                             rl__engine_start start, void *arg, int acquire)
+/* Runs start on a private loop on the calling thread until its callback;
+ * returns the operation's outcome, its detail set on this thread. An
+ * acquire (acquire set) is cancellable: redislock_cancel's flag, set
+ * before it starts, makes it REDISLOCK_ECANCELED at once; set while it
+ * runs, rl__engine_cancel ends it on its loop. */
+static redislock_err rl__engine_run(rl__engine *e, redislock_lock *l,
+                                    rl__engine_start start, void *arg,
+                                    int acquire)
 {
     idle i;
     call k = {.l = l, .err = REDISLOCK_OK};
@@ -241,7 +249,9 @@ void rl__engine_cancel(redislock_lock *l)
     pthread_mutex_unlock(&l->mu);
 }
 
-redislock_err rl__env_engine(redislock_client *c, rl__engine **out)
+/* The engine of the client's blocking calls, made on first use
+ * (engine.c). */
+static redislock_err rl__env_engine(redislock_client *c, rl__engine **out)
 {
     rl__env *e = rl__env_of(c);
     redislock_err err = REDISLOCK_OK;

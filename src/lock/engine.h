@@ -22,20 +22,8 @@ typedef redislock_err (*rl__engine_start)(rl__alock *al, redislock_lock *l,
                                           void *arg, rl__alock_cb cb,
                                           void *cbarg);
 
-/* The engine of c's blocking calls: no loop is made until a call needs
- * one. */
-redislock_err rl__engine_new(redislock_client *c, rl__engine **out);
-
 /* Frees the idle loops. No call may be running. NULL is a no-op. */
 void rl__engine_free(rl__engine *e);
-
-/* Runs start on a private loop on the calling thread until its callback;
- * returns the operation's outcome, its detail set on this thread. An
- * acquire (acquire set) is cancellable: redislock_cancel's flag, set
- * before it starts, makes it REDISLOCK_ECANCELED at once; set while it
- * runs, rl__engine_cancel ends it on its loop. */
-redislock_err rl__engine_run(rl__engine *e, redislock_lock *l,
-                             rl__engine_start start, void *arg, int acquire);
 
 /* rl__engine_run on l's client's engine, made on first use. */
 redislock_err rl__engine_call(redislock_lock *l, rl__engine_start start,

@@ -120,8 +120,4 @@ static inline const rl__events *rl__client_events(const redislock_client *c)
     return &rl__env_ofc(c)->events;
 }
 
-/* The engine of the client's blocking calls, made on first use
- * (engine.c). */
-redislock_err rl__env_engine(redislock_client *c, struct rl__engine **out);
-
 #endif

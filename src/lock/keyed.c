@@ -88,8 +88,19 @@ redislock_err rl__lock_names_send_async(rl__aroute *rt, rl__aconn *c,
     return send_keyed(rt, c, at, &names[0], names + 1, n - 1, req, q, cb, arg);
 }
 
-void rl__abandon_request(int n, const char *token, const char *req,
-                         int64_t ttl_ms, rl__abandon_req *a)
+/* abandon.lua's request (set_abandon.lua's for a set of n), its
+ * arguments' storage in a: the token voided for a minute past its TTL,
+ * since a request held up in a network queue (TCP retransmissions) may
+ * arrive that late. Its keys are the sender's to add. */
+typedef struct rl__abandon_req {
+    char ttl[24];
+    const char *args[3];
+    size_t lens[3];
+    rl__request q;
+} rl__abandon_req;
+
+static void rl__abandon_request(int n, const char *token, const char *req,
+                                int64_t ttl_ms, rl__abandon_req *a)
 {
     a->args[0] = token;
     a->args[1] = a->ttl;

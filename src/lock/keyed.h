@@ -25,20 +25,6 @@ redislock_err rl__lock_names_send_async(struct rl__aroute *rt, rl__aconn *c,
                                         const rl__request *q, rl__aconn_cb cb,
                                         void *arg);
 
-/* abandon.lua's request (set_abandon.lua's for a set of n), its
- * arguments' storage in a: the token voided for a minute past its TTL,
- * since a request held up in a network queue (TCP retransmissions) may
- * arrive that late. Its keys are the sender's to add. */
-typedef struct rl__abandon_req {
-    char ttl[24];
-    const char *args[3];
-    size_t lens[3];
-    rl__request q;
-} rl__abandon_req;
-
-void rl__abandon_request(int n, const char *token, const char *req,
-                         int64_t ttl_ms, rl__abandon_req *a);
-
 /* One try at making sure an acquire request req (for token or owner id
  * token, with ttl_ms), whose reply was lost, does not hold the lock (or
  * the set) named by names (n of them; the first routes), now or when it

@@ -7,7 +7,9 @@
 #include "sentinel.h"
 #include "shard.h"
 
-rl__pool *rl__topo_node(rl__topo *t, const void *key, size_t len)
+/* The node that serves key now (in a cluster by the current map: some
+ * node when the slot has no master, which will say where to go). */
+static rl__pool *rl__topo_node(rl__topo *t, const void *key, size_t len)
 {
     if (t->kind == RL_TOPO_CLUSTER)
         return rl__cluster_route(t->cluster, key, len);

@@ -38,10 +38,6 @@ typedef struct rl__topo {
     struct rl__sentinel *sentinel; /* Sentinel */
 } rl__topo;
 
-/* The node that serves key now (in a cluster by the current map: some
- * node when the slot has no master, which will say where to go). */
-rl__pool *rl__topo_node(rl__topo *t, const void *key, size_t len);
-
 /* The same without blocking, for an event loop: a Sentinel client's
  * master as last found, even when a request found it gone since (the
  * loop's router asks the sentinels itself). */
