@@ -164,15 +164,15 @@ static void fail(rl__aconn *c, redislock_err err, const char *fmt, ...)
     c->depth--;
 }
 
-/* The context's I/O error, named (a TLS handshake's, as a failed
- * connect). */
+/* The context's I/O error, named (a TLS session the server refused, as
+ * a failed connect). */
 static void fail_io(rl__aconn *c)
 {
     char buf[300], what[340], said[512];
     redislock_err err;
 
     snprintf(what, sizeof what, "connection to %s", where(c, buf, sizeof buf));
-    err = rl__conn_tls_refused(&c->cfg, c->ctx, c->ssl, c->spoke);
+    err = rl__conn_tls_failed(&c->cfg, c->ctx, c->ssl, c->spoke, what);
     if (err == REDISLOCK_OK)
         err = rl__conn_ctx_error(c->ctx, what);
     snprintf(said, sizeof said, "%s", redislock_errdetail());

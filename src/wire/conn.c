@@ -117,13 +117,24 @@ static int wants_client_cert(unsigned long e)
     return r == SSL_R_SSLV3_ALERT_HANDSHAKE_FAILURE;
 }
 
-/* The failed connect, when ctx failed over ssl before the server's first
- * reply (the handshake finished or not): OpenSSL's reason, and what to
- * check. The error queue is emptied, so that no later failure reads this
- * one's. */
-static redislock_err tls_refused(const rl__conn_cfg *cfg,
-                                 const redisContext *ctx, const SSL *ssl,
-                                 int finished)
+/* Whether e is a fatal alert the server sent: it refused the session,
+ * and ran nothing sent in it. */
+static int alert_received(unsigned long e)
+{
+    return e != 0 && ERR_GET_LIB(e) == ERR_LIB_SSL &&
+           ERR_GET_REASON(e) >= SSL_AD_REASON_OFFSET;
+}
+
+/* ctx's failure over ssl before the server's first reply (handshake: in
+ * the handshake; what: "connection to X"), in OpenSSL's words, with what
+ * to check. A refusal (the handshake failed, or the server sent an
+ * alert) is a failed connect; a connection that merely ended after the
+ * handshake may have carried a request that ran: REDISLOCK_EIO, as any
+ * lost reply. The error queue is emptied, so that no later failure reads
+ * this one's. */
+static redislock_err tls_failed(const rl__conn_cfg *cfg,
+                                const redisContext *ctx, const SSL *ssl,
+                                int handshake, const char *what)
 {
     long v = SSL_get_verify_result(ssl);
     unsigned long e, last = 0;
@@ -141,34 +152,38 @@ static redislock_err tls_refused(const rl__conn_cfg *cfg,
         why = X509_verify_cert_error_string(v);
         hint = "; check the CA file (tls_ca_file) and the server's name "
                "(tls_server_name)";
-    } else if (finished || wants_client_cert(last)) {
+    } else if (!handshake || wants_client_cert(last)) {
         /* TLS 1.3: the client's side of the handshake ends before the
          * server has checked the client's certificate. */
         hint = "; if the server wants a client certificate "
                "(tls-auth-clients), set tls_cert_file and tls_key_file";
     }
+    if (!handshake && !alert_received(last))
+        return rl__err(REDISLOCK_EIO,
+                       "%s: %s, over TLS before the server's first reply%s",
+                       what, why, hint);
     return rl__err(REDISLOCK_ECONNECT, "TLS %s %s %s: %s%s",
-                   finished ? "connection to" : "handshake with",
+                   handshake ? "handshake with" : "connection to",
                    rl__conn_endpoint(cfg->url, buf, sizeof buf),
-                   finished ? "ended before the server's first reply"
-                            : "failed",
-                   why, hint);
+                   handshake ? "failed" : "refused", why, hint);
 }
 #endif
 
-redislock_err rl__conn_tls_refused(const rl__conn_cfg *cfg,
-                                   const redisContext *ctx, void *ssl,
-                                   int answered)
+redislock_err rl__conn_tls_failed(const rl__conn_cfg *cfg,
+                                  const redisContext *ctx, void *ssl,
+                                  int answered, const char *what)
 {
 #ifdef REDISLOCK_HAVE_TLS
     if (ssl == NULL || answered)
         return REDISLOCK_OK;
-    return tls_refused(cfg, ctx, (SSL *)ssl, SSL_is_init_finished((SSL *)ssl));
+    return tls_failed(cfg, ctx, (SSL *)ssl, !SSL_is_init_finished((SSL *)ssl),
+                      what);
 #else
     (void)cfg;
     (void)ctx;
     (void)ssl;
     (void)answered;
+    (void)what;
     return REDISLOCK_OK;
 #endif
 }
@@ -194,7 +209,7 @@ redislock_err rl__conn_tls_start(const rl__conn_cfg *cfg, redisContext *ctx,
             *ssl_out = ssl;
         return REDISLOCK_OK;
     }
-    err = tls_refused(cfg, ctx, ssl, 0);
+    err = tls_failed(cfg, ctx, ssl, 1, NULL);
     SSL_free(ssl);
     return err;
 #else

@@ -74,13 +74,16 @@ redislock_err rl__conn_tls_start(const rl__conn_cfg *cfg, redisContext *ctx,
                                  void **ssl_out);
 
 /* When ctx failed over TLS (ssl) before the server's first reply (not
- * answered): REDISLOCK_ECONNECT, with OpenSSL's reason (a certificate the
- * CA did not sign, a name it does not carry, a client certificate the
- * server wanted). REDISLOCK_OK when ssl is NULL or a reply had come: the
- * failure is the connection's. */
-redislock_err rl__conn_tls_refused(const rl__conn_cfg *cfg,
-                                   const redisContext *ctx, void *ssl,
-                                   int answered);
+ * answered), the failure in OpenSSL's words, with what to check (a
+ * certificate the CA did not sign, a name it does not carry, a client
+ * certificate the server wants): REDISLOCK_ECONNECT when the server
+ * refused the session (in the handshake, or by an alert after it: it
+ * ran nothing), else REDISLOCK_EIO, what ("connection to X") leading (a
+ * request sent after the handshake may have run). REDISLOCK_OK when ssl
+ * is NULL or a reply had come: the failure is the connection's. */
+redislock_err rl__conn_tls_failed(const rl__conn_cfg *cfg,
+                                  const redisContext *ctx, void *ssl,
+                                  int answered, const char *what);
 
 /* Whether ssl's last read or write stopped for want of the socket's
  * readability (*read) or writability: the caller watches for that. */

@@ -145,14 +145,15 @@ void test_tls_refuses_unverified_server(void)
 
 /*
  * A server that wants a client certificate (Redis's default,
- * tls-auth-clients yes): without one, a failed connect that names the
- * options to set; with one, a lock.
+ * tls-auth-clients yes): without one, a client that is refused with a
+ * message naming the options to set; with one, a lock.
  */
 void test_tls_client_certificate(void)
 {
     redislock_client *c = NULL;
     redislock_options o;
     redislock_lock *l;
+    redislock_err err;
     char ca[512], crt[512], key[512];
     tls_env e;
 
@@ -168,8 +169,14 @@ void test_tls_client_certificate(void)
     snprintf(ca, sizeof ca, "%s/localhost.crt", e.dir);
     o.tls_ca_file = ca;
     o.connect_timeout_ms = 2000;
-    ASSERT_ERR(redislock_client_new(&c, e.url, &o), REDISLOCK_ECONNECT);
-    test_log("no client certificate: %s", redislock_errdetail());
+    /* Refused by the server's alert (ECONNECT), or, when its reset
+     * overtakes the alert, a connection lost after the handshake (EIO:
+     * a request may have gone out): either way the message names the
+     * options to set. */
+    err = redislock_client_new(&c, e.url, &o);
+    test_log("no client certificate: %s: %s", redislock_errname(err),
+             redislock_errdetail());
+    ASSERT(err == REDISLOCK_ECONNECT || err == REDISLOCK_EIO);
     ASSERT(strstr(redislock_errdetail(), "tls_cert_file") != NULL);
     ASSERT(c == NULL);
     snprintf(crt, sizeof crt, "%s/localhost.crt", e.dir);
