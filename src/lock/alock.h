@@ -38,7 +38,7 @@
  *
  * Sets of keys that no one script reaches (a sharded client's over
  * several servers, a cluster's over several slots) go group by group
- * through agroup.c, with spread.h's steps. The one thing the loop refuses
+ * through agroup.c. The one thing the loop refuses
  * (REDISLOCK_EINVAL with the reason): the release or extend of a lock
  * that the blocking calls took with the watchdog, which the keeper
  * thread renews.

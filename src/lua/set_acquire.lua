@@ -1,7 +1,7 @@
 -- All of a set of plain locks or none (redislock_lock_new_multi): one
 -- token, one lease and one fencing token for every key. The keys live on
 -- one server (in a cluster, in one slot), so one script decides; a set
--- over several takes one such group after another (spread.c).
+-- over several takes one such group after another (agroup.c).
 -- KEYS: the first lock, its fencing counter, its waiting marker and the
 -- void marker of this request (see abandon.lua); then for each further
 -- lock, the lock, its fencing counter and its waiting marker. ARGV as

@@ -1,4 +1,4 @@
--- A set over several servers (spread.c) takes its groups of keys one
+-- A set over several servers (agroup.c) takes its groups of keys one
 -- after another with set_acquire.lua, each group's fencing token at least
 -- the one before: the last group's is the set's token. This raises an
 -- earlier group's counters to it, so that every token any of its keys

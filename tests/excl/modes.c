@@ -528,7 +528,7 @@ const excl_mode excl_modes[] = {
     {"shared_fair_writer", EXCL_SINGLE, 1, 4, 0, 0, 0, 6000,
      pick_shared_fair_writer, 0, 0, 0},
     {"set", EXCL_SINGLE, 3, 6, F_ALL1, 200, 700, 6000, pick_set, 0, 0, 0},
-    /* The same sets over several servers (spread.c): the cluster's slots
+    /* The same sets over several servers (agroup.c): the cluster's slots
      * put the three keys apart; the ring, which hashes the servers'
      * socket paths (new each run), does in 8 runs of 9. */
     {"set_sharded", EXCL_SHARDED, 3, 6, F_ALL1, 200, 700, 6000, pick_set, 0, 0,

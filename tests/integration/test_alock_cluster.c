@@ -336,7 +336,7 @@ void test_alock_cluster_failover(void)
  * key, holding none of the others meanwhile, is woken by the release on
  * the slot's master, holds all three there with one token, and a second
  * set behind it gets them once the first is released. A set whose keys
- * are in several slots (spread.c's groups, agroup.c on the loop) waits
+ * are in several slots (agroup.c's groups) waits
  * behind the key that refused it, holding none of the others, is woken
  * by its release on its slot's master, holds each key on its own master,
  * is renewed there, and is released everywhere. */

@@ -1,6 +1,6 @@
 /*
  * Sets of keys that no one script reaches on the event loop: a sharded
- * client's keys over three servers (agroup.c, spread.h's steps). The set is
+ * client's keys over three servers (agroup.c). The set is
  * taken group by group, all or none, with one token and one fencing token on
  * every key; a refusal by any group leaves nothing held anywhere, and the set
  * waits behind the refusing key, on that key's server, woken by its release; it

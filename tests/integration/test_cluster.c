@@ -200,7 +200,7 @@ static long long fence_of(redisContext *r, const char *key)
 /* Sets of keys (redislock_lock_new_multi): keys of one hash slot are
  * taken together on its master, with their fencing counters; keys of
  * several slots, of one master and of another, are taken slot by slot
- * (spread.c) with one token and one fencing token, and a key held in any
+ * (agroup.c) with one token and one fencing token, and a key held in any
  * slot makes the set take nothing. */
 static void set_features(th_cluster *tc, redislock_client *c)
 {

@@ -1,7 +1,7 @@
 /*
  * Sets of keys under many owners: random acquires, releases, extends and
  * pauses of overlapping sets checked against a model of each lease, on
- * one server and over three (spread.c);
+ * one server and over three (agroup.c);
  * processes taking random sets around non-atomic counters; and a set's
  * holder stopped past its lease, whose fenced write is refused.
  */
@@ -382,7 +382,7 @@ static int model_spans(const model *m)
  * sets are picked again (a bounded number of times) until one spans two
  * servers: with the keys four on one server and one on another, the
  * sets of a seed may all keep to one server, and a run that never takes
- * a set over two servers tests nothing of spread.c. */
+ * a set over two servers tests nothing of agroup.c. */
 static void model_handles(model *m, redislock_client **c, int want_spread)
 {
     const char *names[3];
@@ -561,7 +561,7 @@ static int place_keys(th_servers *e, redislock_client *c, model *m)
 }
 
 /* The same on sharded clients of three servers, the keys spread over
- * them: sets over several servers (spread.c) among them. The ring hashes
+ * them: sets over several servers (agroup.c) among them. The ring hashes
  * the servers' socket paths, new each start, so the five keys all land
  * on one server in a few runs in a hundred: then the servers are started
  * again (new paths, a new ring), at most 20 times. */

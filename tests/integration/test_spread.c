@@ -1,5 +1,5 @@
 /*
- * Sets of keys over several servers (spread.c): on a sharded client the
+ * Sets of keys over several servers (agroup.c): on a sharded client the
  * keys of one server are taken by one script, and the groups of several
  * servers one after another; a refusal by any group leaves nothing held
  * on any server, and the waiter blocks, silent, on the refusing key's
