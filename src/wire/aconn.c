@@ -82,8 +82,11 @@ struct rl__aconn {
     redislock_err fail; /* why it ended (REDISLOCK_OK: it has not) */
     char why[300];
     /* rediss://: the TLS session, started once the socket connects (its
-     * handshake then goes on in the reads and writes). */
+     * handshake then goes on in the reads and writes); shaken once a read
+     * or write that succeeded found the handshake finished (from then
+     * on, what was written may have run). */
     void *ssl;
+    int shaken;
 };
 
 static const char *where(const rl__aconn *c, char *buf, size_t len)
@@ -172,7 +175,8 @@ static void fail_io(rl__aconn *c)
     redislock_err err;
 
     snprintf(what, sizeof what, "connection to %s", where(c, buf, sizeof buf));
-    err = rl__conn_tls_failed(&c->cfg, c->ctx, c->ssl, c->spoke, what);
+    err =
+        rl__conn_tls_failed(&c->cfg, c->ctx, c->ssl, c->spoke, c->shaken, what);
     if (err == REDISLOCK_OK)
         err = rl__conn_ctx_error(c->ctx, what);
     snprintf(said, sizeof said, "%s", redislock_errdetail());
@@ -398,6 +402,14 @@ static void deliver(rl__aconn *c, rl__reply *r)
     free(q);
 }
 
+/* Over TLS, notes a finished handshake once a read or write succeeded:
+ * a failure then may follow a request that ran. */
+static void shaken(rl__aconn *c)
+{
+    if (c->ssl != NULL && !c->shaken)
+        c->shaken = rl__conn_tls_finished(c->ssl);
+}
+
 /* Writes what the socket takes of the output waiting. A failed write
  * fails the connection when failing is set (in rl__aconn_io); else it
  * is left for the loop's next event on the socket, which meets it. */
@@ -410,9 +422,11 @@ static void write_some(rl__aconn *c, int failing)
     if (rl__conn_buffer_write(c->ctx, &done) != REDIS_OK) {
         if (failing)
             fail_io(c);
-    } else if (done) {
-        c->unwritten = 0;
+        return;
     }
+    if (done)
+        c->unwritten = 0;
+    shaken(c);
 }
 
 /* Formats q's command into c's output, or, while the admission's replies
@@ -785,7 +799,11 @@ void rl__aconn_io(rl__aconn *c, int what)
     if (what & RL_WATCH_WRITE)
         write_some(c, 1);
     while (c->ctx != NULL && c->connected && (what & RL_WATCH_READ)) {
-        take_replies(c, redisBufferRead(c->ctx));
+        int st = redisBufferRead(c->ctx);
+
+        if (st == REDIS_OK)
+            shaken(c);
+        take_replies(c, st);
         /* Over TLS, decrypted bytes may wait in the session: the socket
          * will not say so. */
         if (c->ctx == NULL || c->ssl == NULL || !rl__conn_tls_pending(c->ssl))

@@ -171,20 +171,30 @@ static redislock_err tls_failed(const rl__conn_cfg *cfg,
 
 redislock_err rl__conn_tls_failed(const rl__conn_cfg *cfg,
                                   const redisContext *ctx, void *ssl,
-                                  int answered, const char *what)
+                                  int answered, int shaken, const char *what)
 {
 #ifdef REDISLOCK_HAVE_TLS
     if (ssl == NULL || answered)
         return REDISLOCK_OK;
-    return tls_failed(cfg, ctx, (SSL *)ssl, !SSL_is_init_finished((SSL *)ssl),
-                      what);
+    return tls_failed(cfg, ctx, (SSL *)ssl, !shaken, what);
 #else
     (void)cfg;
     (void)ctx;
     (void)ssl;
     (void)answered;
+    (void)shaken;
     (void)what;
     return REDISLOCK_OK;
+#endif
+}
+
+int rl__conn_tls_finished(void *ssl)
+{
+#ifdef REDISLOCK_HAVE_TLS
+    return ssl != NULL && SSL_is_init_finished((SSL *)ssl);
+#else
+    (void)ssl;
+    return 0;
 #endif
 }
 

@@ -77,13 +77,18 @@ redislock_err rl__conn_tls_start(const rl__conn_cfg *cfg, redisContext *ctx,
  * answered), the failure in OpenSSL's words, with what to check (a
  * certificate the CA did not sign, a name it does not carry, a client
  * certificate the server wants): REDISLOCK_ECONNECT when the server
- * refused the session (in the handshake, or by an alert after it: it
- * ran nothing), else REDISLOCK_EIO, what ("connection to X") leading (a
- * request sent after the handshake may have run). REDISLOCK_OK when ssl
- * is NULL or a reply had come: the failure is the connection's. */
+ * refused the session (in the handshake, shaken 0, or by an alert after
+ * it: it ran nothing), else REDISLOCK_EIO, what ("connection to X")
+ * leading (a request sent after the handshake may have run). REDISLOCK_OK
+ * when ssl is NULL or a reply had come: the failure is the connection's.
+ * shaken: whether the handshake was seen finished by a read or write
+ * that succeeded (after a failure OpenSSL no longer says). */
 redislock_err rl__conn_tls_failed(const rl__conn_cfg *cfg,
                                   const redisContext *ctx, void *ssl,
-                                  int answered, const char *what);
+                                  int answered, int shaken, const char *what);
+
+/* Whether ssl's handshake has finished (0 after a failure too). */
+int rl__conn_tls_finished(void *ssl);
 
 /* Whether ssl's last read or write stopped for want of the socket's
  * readability (*read) or writability: the caller watches for that. */

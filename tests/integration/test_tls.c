@@ -192,6 +192,55 @@ void test_tls_client_certificate(void)
     tls_stop(&e);
 }
 
+/*
+ * A request whose reply is lost on a TLS connection after its handshake
+ * may have run: REDISLOCK_EIO, as over a plain connection (the engine
+ * then makes sure it holds nothing), never the failed connect that says
+ * nothing ran. The server takes the connection and does the handshake
+ * while CLIENT PAUSE holds every command, so the loop's acquire goes out
+ * on a fresh connection and waits; the server is then killed.
+ */
+void test_tls_lost_after_handshake_is_eio(void)
+{
+    const driver *d = &adapter_poll;
+    redislock_client *c = NULL;
+    redislock_lock *l;
+    redislock_acquire_options o = th_aopts(10000, 0, 0);
+    ad_done dl = {0};
+    redislock_loop *lp;
+    redisContext *ctl;
+    void *h;
+    tls_env e;
+
+    if (getenv("RL_EXPECT_TLS") != NULL)
+        ASSERT(redislock_has_tls());
+    if (!redislock_has_tls()) {
+        ASSERT_ERR(redislock_client_new(&c, "rediss://localhost:1", NULL),
+                   REDISLOCK_ENOTLS);
+        return;
+    }
+    tls_start(&e);
+    ASSERT_OK(tls_client(&e, "localhost", NULL, &c));
+    h = d->open(c, &lp);
+    l = th_lock(c, "tls:lost");
+    ctl = th_server_redis(e.s);
+    freeReplyObject(th_cmd(ctl, "CLIENT PAUSE 10000 ALL"));
+    ASSERT_OK(redislock_loop_acquire(lp, l, &o, ad_record, &dl));
+    /* Connected, shaken hands, sent: the server holds the request. */
+    ad_run_for(d, h, 300);
+    ASSERT_EQ_INT(dl.calls, 0);
+    th_server_kill(e.s);
+    ad_run_until(d, h, &dl.calls, 1, 5000);
+    test_log("lost after the handshake: %s: %s", redislock_errname(dl.err),
+             dl.detail);
+    ASSERT_ERR(dl.err, REDISLOCK_EIO);
+    redisFree(ctl);
+    d->close(h);
+    redislock_lock_free(l);
+    redislock_client_free(c);
+    tls_stop(&e);
+}
+
 /* Waiters on the loop over TLS. */
 #define TLS_WAITERS 10
 
