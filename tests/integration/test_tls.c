@@ -84,21 +84,32 @@ static redislock_err tls_client(tls_env *e, const char *ca, const char *name,
     return redislock_client_new(c, e->url, &o);
 }
 
+/* Whether this build has TLS (scripts/check-hiredis1.sh's must, and says
+ * so with RL_EXPECT_TLS); one without must refuse rediss:// with
+ * REDISLOCK_ENOTLS, which is asserted then, so that each test means
+ * something in either build. */
+static int have_tls(void)
+{
+    redislock_client *c = NULL;
+
+    if (getenv("RL_EXPECT_TLS") != NULL)
+        ASSERT(redislock_has_tls());
+    if (redislock_has_tls())
+        return 1;
+    ASSERT_ERR(redislock_client_new(&c, "rediss://localhost:1", NULL),
+               REDISLOCK_ENOTLS);
+    ASSERT(c == NULL);
+    return 0;
+}
+
 void test_tls_lock_over_rediss(void)
 {
     redislock_client *c = NULL;
     redislock_lock *l, *other;
     tls_env e;
 
-    /* scripts/check-hiredis1.sh builds with TLS and says so. */
-    if (getenv("RL_EXPECT_TLS") != NULL)
-        ASSERT(redislock_has_tls());
-    if (!redislock_has_tls()) {
-        ASSERT_ERR(redislock_client_new(&c, "rediss://localhost:1", NULL),
-                   REDISLOCK_ENOTLS);
-        test_log("no TLS in this build: rediss:// refused with ENOTLS");
+    if (!have_tls())
         return;
-    }
     tls_start(&e);
     ASSERT_OK(tls_client(&e, "localhost", NULL, &c));
     l = th_lock(c, "tls:k");
@@ -121,11 +132,8 @@ void test_tls_refuses_unverified_server(void)
     redislock_client *c = NULL;
     tls_env e;
 
-    if (!redislock_has_tls()) {
-        ASSERT_ERR(redislock_client_new(&c, "rediss://localhost:1", NULL),
-                   REDISLOCK_ENOTLS);
+    if (!have_tls())
         return;
-    }
     tls_start(&e);
     /* A CA that did not sign the server's certificate: a failed connect
      * that says why, however far the handshake got before it failed. */
@@ -157,13 +165,8 @@ void test_tls_client_certificate(void)
     char ca[512], crt[512], key[512];
     tls_env e;
 
-    if (getenv("RL_EXPECT_TLS") != NULL)
-        ASSERT(redislock_has_tls());
-    if (!redislock_has_tls()) {
-        ASSERT_ERR(redislock_client_new(&c, "rediss://localhost:1", NULL),
-                   REDISLOCK_ENOTLS);
+    if (!have_tls())
         return;
-    }
     tls_start_auth(&e, 1);
     memset(&o, 0, sizeof o);
     snprintf(ca, sizeof ca, "%s/localhost.crt", e.dir);
@@ -212,13 +215,8 @@ void test_tls_lost_after_handshake_is_eio(void)
     void *h;
     tls_env e;
 
-    if (getenv("RL_EXPECT_TLS") != NULL)
-        ASSERT(redislock_has_tls());
-    if (!redislock_has_tls()) {
-        ASSERT_ERR(redislock_client_new(&c, "rediss://localhost:1", NULL),
-                   REDISLOCK_ENOTLS);
+    if (!have_tls())
         return;
-    }
     tls_start(&e);
     ASSERT_OK(tls_client(&e, "localhost", NULL, &c));
     h = d->open(c, &lp);
@@ -266,13 +264,8 @@ void test_tls_on_loop(void)
     tls_env e;
     int i;
 
-    if (getenv("RL_EXPECT_TLS") != NULL)
-        ASSERT(redislock_has_tls());
-    if (!redislock_has_tls()) {
-        ASSERT_ERR(redislock_client_new(&c, "rediss://localhost:1", NULL),
-                   REDISLOCK_ENOTLS);
+    if (!have_tls())
         return;
-    }
     tls_start(&e);
     ASSERT_OK(tls_client(&e, "localhost", NULL, &c));
     h = d->open(c, &lp);
