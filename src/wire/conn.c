@@ -152,9 +152,10 @@ static redislock_err tls_failed(const rl__conn_cfg *cfg,
         why = X509_verify_cert_error_string(v);
         hint = "; check the CA file (tls_ca_file) and the server's name "
                "(tls_server_name)";
-    } else if (!handshake || wants_client_cert(last)) {
-        /* TLS 1.3: the client's side of the handshake ends before the
-         * server has checked the client's certificate. */
+    } else if (!handshake || last == 0 || wants_client_cert(last)) {
+        /* A server that wants a client certificate refuses with an
+         * alert, or resets before its alert is read; under TLS 1.3 the
+         * client's side of the handshake may have ended by then. */
         hint = "; if the server wants a client certificate "
                "(tls-auth-clients), set tls_cert_file and tls_key_file";
     }
