@@ -117,6 +117,18 @@ static int wants_client_cert(unsigned long e)
     return r == SSL_R_SSLV3_ALERT_HANDSHAKE_FAILURE;
 }
 
+/* Whether e (0: no OpenSSL reason) says only that the server hung up: a
+ * reset or a close, without an alert. */
+static int hung_up(unsigned long e)
+{
+#ifdef SSL_R_UNEXPECTED_EOF_WHILE_READING
+    if (ERR_GET_LIB(e) == ERR_LIB_SSL &&
+        ERR_GET_REASON(e) == SSL_R_UNEXPECTED_EOF_WHILE_READING)
+        return 1;
+#endif
+    return e == 0;
+}
+
 /* Whether e is a fatal alert the server sent: it refused the session,
  * and ran nothing sent in it. */
 static int alert_received(unsigned long e)
@@ -152,7 +164,7 @@ static redislock_err tls_failed(const rl__conn_cfg *cfg,
         why = X509_verify_cert_error_string(v);
         hint = "; check the CA file (tls_ca_file) and the server's name "
                "(tls_server_name)";
-    } else if (!handshake || last == 0 || wants_client_cert(last)) {
+    } else if (!handshake || hung_up(last) || wants_client_cert(last)) {
         /* A server that wants a client certificate refuses with an
          * alert, or resets before its alert is read; under TLS 1.3 the
          * client's side of the handshake may have ended by then. */
