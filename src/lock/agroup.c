@@ -120,7 +120,6 @@ typedef struct gslot {
 struct rl__agroup {
     rl__agroup_io io;
     redislock_lock *l; /* NULL once dropped */
-    int ngroups;
     rl__agroup_cb cb;
     void *arg;
     int pending;       /* replies still to come */
@@ -164,7 +163,6 @@ static rl__agroup *chain_new(const rl__agroup_io *io, redislock_lock *l,
     }
     gr->io = *io;
     gr->l = l;
-    gr->ngroups = l->spread->ngroups;
     gr->cb = cb;
     gr->arg = arg;
     return gr;
@@ -285,7 +283,7 @@ static void attempt_end(rl__agroup *gr, redislock_err err)
     if (gr->err == REDISLOCK_OK) {
         l->acks = gr->acks;
         rl__lock_granted(l, gr->fences[gr->g - 1], 0);
-    } else if (gr->err == REDISLOCK_EHELD && gr->g == gr->ngroups) {
+    } else if (gr->err == REDISLOCK_EHELD && gr->g == gr->l->spread->ngroups) {
         /* A fence found a key no longer the set's: its lease ended while
          * the later groups were taken. Free now. */
         l->holder_ttl = REDISLOCK_TTL_FREE;
@@ -322,7 +320,7 @@ static void fence_done(void *arg, redislock_err err, const rl__reply *r)
  * the set's token have them raised (set_fence.lua), all at once. */
 static void fences(rl__agroup *gr)
 {
-    int g, last = gr->ngroups - 1;
+    int g, last = gr->l->spread->ngroups - 1;
     rl__request q = {.s = &rl__script_set_fence,
                      .nargs = 3,
                      .args = gr->fargs,
@@ -388,7 +386,7 @@ static void group_done(void *arg, redislock_err err, const rl__reply *r)
     gr->fences[gr->g++] = a.fence;
     gr->lens[6] =
         (size_t)snprintf(gr->floor, sizeof gr->floor, "%" PRId64, a.fence);
-    if (gr->g == gr->ngroups)
+    if (gr->g == gr->l->spread->ngroups)
         fences(gr);
     else if ((err = send_group(gr, gr->g, gr->q, gr->t->req, 1, group_done)) !=
              REDISLOCK_OK)
@@ -522,7 +520,7 @@ static void owner_answered(rl__agroup *gr)
                      .lens = gr->oa.lens};
     int g;
 
-    for (g = 0; g < gr->ngroups; g++)
+    for (g = 0; g < gr->l->spread->ngroups; g++)
         if (gr->extend && gr->least <= 0 && (gr->lengthened & (1u << g)))
             (void)send_group(gr, g, q, NULL, 0, lengthened_done);
     if (gr->pending == 0)
@@ -561,7 +559,7 @@ redislock_err rl__agroup_owner(const rl__agroup_io *io, redislock_lock *l,
                       .nargs = RL_OWNER_NARGS,
                       .args = gr->oa.args,
                       .lens = gr->oa.lens};
-    for (g = 0; g < gr->ngroups; g++)
+    for (g = 0; g < gr->l->spread->ngroups; g++)
         if ((err = send_group(gr, g, q, NULL, gr->extend, owner_done)) !=
             REDISLOCK_OK) {
             if (first == REDISLOCK_OK)
