@@ -217,6 +217,8 @@ redislock_err rl__alock_new(redislock_client *c, const rl__loop_ops *ops,
     }
     al->c = c;
     al->gio = (rl__agroup_io){al, gio_send, gio_sweep};
+    /* An application's loop can end once nothing is under way. */
+    rl__loop_parks(al->lp, 1);
     /* A cluster's and a Sentinel client's requests find their way. */
     if (rl__topo_moves(rl__client_topo(c)) &&
         (err = rl__aroute_new(rl__client_topo(c), al->lp, route_conn, al,
@@ -248,6 +250,8 @@ redislock_err rl__alock_on_ploop(redislock_client *c, rl__ploop **pl,
         *pl = NULL;
         return err;
     }
+    /* A private loop is driven only while a call waits on it. */
+    rl__loop_parks((*al)->lp, 0);
     rl__ploop_drive(*pl, (*al)->lp);
     return REDISLOCK_OK;
 }
@@ -1892,9 +1896,9 @@ static int pause_blocked(aop *op, int64_t pause_ms)
     return 1;
 }
 
-redislock_err rl__alock_acquire(rl__alock *al, redislock_lock *l,
-                                const redislock_acquire_options *o,
-                                rl__alock_cb cb, void *arg)
+static redislock_err acquire(rl__alock *al, redislock_lock *l,
+                             const redislock_acquire_options *o,
+                             rl__alock_cb cb, void *arg)
 {
     static const redislock_acquire_options defaults;
     redislock_err err = check_lock(al, l);
@@ -2083,9 +2087,9 @@ static void inspect_round_done(round *rd)
     complete(op, err);
 }
 
-redislock_err rl__alock_inspect(rl__alock *al, redislock_lock *l,
-                                redislock_info *info, size_t info_size,
-                                rl__alock_cb cb, void *arg)
+static redislock_err inspect(rl__alock *al, redislock_lock *l,
+                             redislock_info *info, size_t info_size,
+                             rl__alock_cb cb, void *arg)
 {
     rl__request q = {.s = &rl__script_inspect};
     node *n = NULL;
@@ -2112,30 +2116,64 @@ redislock_err rl__alock_inspect(rl__alock *al, redislock_lock *l,
     return op_send(op, n, &q, inspect_done);
 }
 
-redislock_err rl__alock_release(rl__alock *al, redislock_lock *l,
-                                int64_t hold_after_ms, rl__alock_cb cb,
-                                void *arg)
+/* The loop's operations start between rl__loop_enter and
+ * rl__loop_leave: connections parked while the loop had nothing to do
+ * are read before anything is sent on them. */
+redislock_err rl__alock_acquire(rl__alock *al, redislock_lock *l,
+                                const redislock_acquire_options *o,
+                                rl__alock_cb cb, void *arg)
+{
+    redislock_err err;
+
+    rl__loop_enter(al->lp);
+    err = acquire(al, l, o, cb, arg);
+    rl__loop_leave(al->lp);
+    return err;
+}
+
+redislock_err rl__alock_inspect(rl__alock *al, redislock_lock *l,
+                                redislock_info *info, size_t info_size,
+                                rl__alock_cb cb, void *arg)
+{
+    redislock_err err;
+
+    rl__loop_enter(al->lp);
+    err = inspect(al, l, info, info_size, cb, arg);
+    rl__loop_leave(al->lp);
+    return err;
+}
+
+/* A release (hold_after_ms) or an extend (ttl_ms) of l. */
+static redislock_err owned(rl__alock *al, redislock_lock *l, int kind,
+                           int64_t ms, rl__alock_cb cb, void *arg)
 {
     redislock_err err = check_lock(al, l);
 
     if (err == REDISLOCK_OK)
-        err = rl__lock_release_check(l, hold_after_ms);
+        err = kind == OP_RELEASE ? rl__lock_release_check(l, ms)
+                                 : rl__lock_extend_check(l, ms);
     if (err != REDISLOCK_OK)
         return err;
-    return owner_op(al, l, OP_RELEASE, &rl__script_release, hold_after_ms, cb,
-                    arg);
+    rl__loop_enter(al->lp);
+    err =
+        owner_op(al, l, kind,
+                 kind == OP_RELEASE ? &rl__script_release : &rl__script_extend,
+                 ms, cb, arg);
+    rl__loop_leave(al->lp);
+    return err;
+}
+
+redislock_err rl__alock_release(rl__alock *al, redislock_lock *l,
+                                int64_t hold_after_ms, rl__alock_cb cb,
+                                void *arg)
+{
+    return owned(al, l, OP_RELEASE, hold_after_ms, cb, arg);
 }
 
 redislock_err rl__alock_extend(rl__alock *al, redislock_lock *l, int64_t ttl_ms,
                                rl__alock_cb cb, void *arg)
 {
-    redislock_err err = check_lock(al, l);
-
-    if (err == REDISLOCK_OK)
-        err = rl__lock_extend_check(l, ttl_ms);
-    if (err != REDISLOCK_OK)
-        return err;
-    return owner_op(al, l, OP_EXTEND, &rl__script_extend, ttl_ms, cb, arg);
+    return owned(al, l, OP_EXTEND, ttl_ms, cb, arg);
 }
 
 /* Ends op with REDISLOCK_ECANCELED; an acquire's attempt in flight is

@@ -4,6 +4,15 @@
  * connection's deadline is a timer in the heap; the application's one
  * timer follows the heap's earliest entry, asked again after every call
  * that may have moved it (not inside one: once, at its end).
+ *
+ * A loop with no timer armed has nothing to do: no request awaits a
+ * reply (each has its deadline in the heap), no wait, renewal or sweep
+ * is under way. When it has had nothing to do for RL_PARK_AFTER_US (a
+ * timer of its own), its connections are parked: the application is
+ * told to stop watching them, so that a loop that ends when nothing is
+ * watched (libevent's, libuv's, libev's) ends. The next operation's
+ * rl__loop_enter reads each of them before it is used, so a connection
+ * the server closed meanwhile shows as broken and is opened again.
  */
 #include <stddef.h>
 #include <stdlib.h>
@@ -18,6 +27,9 @@ typedef struct rl__lconn {
     rl__loop *lp;
     rl__aconn *c;
     int fd;
+    int want;   /* what the connection asked to be watched for */
+    int told;   /* what the application was told (0 while parked) */
+    int unread; /* parked: to be read by rl__loop_enter */
     struct rl__lconn *next;
 } rl__lconn;
 
@@ -27,17 +39,95 @@ struct rl__loop {
     rl__lconn **byfd; /* the connection watching each fd, or NULL */
     size_t nfd;
     rl__lconn *conns;
-    int64_t told_us; /* what the application timer was set for (0: none) */
-    int depth;       /* calls under way: the timer is set at their end */
+    int64_t told_us;     /* what the application timer was set for (0: none) */
+    int depth;           /* calls under way: the timer is set at their end */
+    int parks;           /* idle connections are parked (rl__loop_parks) */
+    int parked;          /* they are */
+    rl__loop_timer park; /* parks them once due (settle) */
 };
+
+/* How long a loop has nothing to do before it parks its connections. */
+#define RL_PARK_AFTER_US 10000
+
+/* Tells the application what to watch on lc's fd, if that changed. */
+static void tell(rl__loop *lp, rl__lconn *lc)
+{
+    int w = lp->parked ? 0 : lc->want;
+
+    if (w != lc->told && lc->fd >= 0) {
+        lc->told = w;
+        lp->ops.watch(lp->ops.ctx, lc->fd, w);
+    }
+}
+
+static void tell_all(rl__loop *lp)
+{
+    rl__lconn *lc;
+
+    for (lc = lp->conns; lc != NULL; lc = lc->next)
+        tell(lp, lc);
+}
+
+/* Whether a request awaits its reply on one of lp's connections. */
+static int awaiting(const rl__loop *lp)
+{
+    const rl__lconn *lc;
+
+    for (lc = lp->conns; lc != NULL; lc = lc->next)
+        if (rl__aconn_pending(lc->c) > 0)
+            return 1;
+    return 0;
+}
+
+/* The park timer: the loop has had nothing to do since it was armed,
+ * unless another timer or a request came meanwhile. */
+static void park_due(rl__loop_timer *t)
+{
+    rl__loop *lp = (rl__loop *)((char *)t - offsetof(rl__loop, park));
+    rl__lconn *lc;
+
+    if (lp->parked || lp->timers.n > 0 || awaiting(lp))
+        return;
+    lp->parked = 1;
+    for (lc = lp->conns; lc != NULL; lc = lc->next)
+        lc->unread = lc->want != 0;
+    tell_all(lp);
+}
+
+/* Once the loop has nothing to do, arms the park timer, which parks the
+ * connections RL_PARK_AFTER_US later if nothing came: operations run
+ * back to back keep theirs watched (a park and the next operation's
+ * reads cost a few system calls). */
+static void settle(rl__loop *lp)
+{
+    if (!lp->parks || lp->parked || rl__timer_armed(&lp->park.t) ||
+        lp->timers.n > 0 || awaiting(lp))
+        return;
+    /* Out of memory leaves the loop unparked: it then does not end. */
+    (void)rl__timer_arm(&lp->timers, &lp->park.t,
+                        rl__now_us() + RL_PARK_AFTER_US);
+}
+
+static void unpark(rl__loop *lp)
+{
+    if (!lp->parked)
+        return;
+    lp->parked = 0;
+    tell_all(lp);
+}
 
 /* Sets the application's timer to the heap's earliest entry. */
 static void retime(rl__loop *lp)
 {
-    rl__timer *t = rl__timers_first(&lp->timers);
-    int64_t at = t != NULL ? t->at_us : 0, ms;
+    rl__timer *t;
+    int64_t at, ms;
 
-    if (lp->depth > 0 || at == lp->told_us)
+    if (lp->depth > 0)
+        return;
+    settle(lp);
+    t = rl__timers_first(&lp->timers);
+    at = t != NULL ? t->at_us : 0;
+    if (at == lp->told_us)
         return;
     lp->told_us = at;
     if (at == 0) {
@@ -68,7 +158,8 @@ static void conn_watch(void *ctx, int fd, int what)
     }
     if ((size_t)fd < lp->nfd)
         lp->byfd[fd] = what != 0 ? lc : NULL;
-    lp->ops.watch(lp->ops.ctx, fd, what);
+    lc->want = what;
+    tell(lp, lc);
 }
 
 static void conn_deadline(void *ctx, int64_t at_us)
@@ -98,6 +189,7 @@ redislock_err rl__loop_new(const rl__loop_ops *ops, rl__loop **out)
         return rl__err(REDISLOCK_ENOMEM, "out of memory for a loop");
     lp->ops = *ops;
     rl__timers_init(&lp->timers);
+    lp->park.fire = park_due;
     *out = lp;
     return REDISLOCK_OK;
 }
@@ -212,6 +304,8 @@ redislock_err rl__loop_arm(rl__loop *lp, rl__loop_timer *t, int64_t at_us)
 {
     redislock_err err = rl__timer_arm(&lp->timers, &t->t, at_us);
 
+    /* Work: what the connections receive matters again. */
+    unpark(lp);
     retime(lp);
     return err;
 }
@@ -219,6 +313,42 @@ redislock_err rl__loop_arm(rl__loop *lp, rl__loop_timer *t, int64_t at_us)
 void rl__loop_disarm(rl__loop *lp, rl__loop_timer *t)
 {
     rl__timer_disarm(&lp->timers, &t->t);
+    retime(lp);
+}
+
+void rl__loop_parks(rl__loop *lp, int on)
+{
+    lp->parks = on;
+    if (!on) {
+        rl__timer_disarm(&lp->timers, &lp->park.t);
+        unpark(lp);
+    }
+}
+
+void rl__loop_enter(rl__loop *lp)
+{
+    size_t fd;
+
+    lp->depth++;
+    if (!lp->parked)
+        return;
+    unpark(lp);
+    /* What came while no one watched, as a watching loop would have
+     * handed it on: a close, an error, a message on a channel. The table
+     * is read by fd, since a connection read may end others. */
+    for (fd = 0; fd < lp->nfd; fd++) {
+        rl__lconn *lc = lp->byfd[fd];
+
+        if (lc != NULL && lc->unread) {
+            lc->unread = 0;
+            rl__aconn_io(lc->c, RL_WATCH_READ);
+        }
+    }
+}
+
+void rl__loop_leave(rl__loop *lp)
+{
+    lp->depth--;
     retime(lp);
 }
 

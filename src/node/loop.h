@@ -65,6 +65,22 @@ void rl__loop_close(rl__loop *lp, rl__aconn *c);
 redislock_err rl__loop_arm(rl__loop *lp, rl__loop_timer *t, int64_t at_us);
 void rl__loop_disarm(rl__loop *lp, rl__loop_timer *t);
 
+/* Whether the loop parks its connections once it has had nothing to do
+ * for a moment (no timer armed but its own: no request, wait, renewal
+ * or sweep under way): the application is told to stop watching them
+ * (watch(fd, 0)), so that a loop that ends when nothing is watched
+ * ends; they are watched again with the next timer armed. Off for a new
+ * loop. */
+void rl__loop_parks(rl__loop *lp, int on);
+
+/* Brackets an application's call that may start work (an operation):
+ * enter reads every parked connection first, as the loop would have
+ * had it watched them (a connection the server closed is then broken,
+ * and opened again by its user); leave tells the application what to
+ * watch, and when, once the call's work is under way. */
+void rl__loop_enter(rl__loop *lp);
+void rl__loop_leave(rl__loop *lp);
+
 /* The application saw what on fd. */
 void rl__loop_io(rl__loop *lp, int fd, int what);
 

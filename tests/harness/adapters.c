@@ -119,7 +119,23 @@ static void poll_close(void *h)
     free(a);
 }
 
-const driver adapter_poll = {"poll", poll_open, poll_turn, poll_close};
+/* Turns while anything is watched or timed: what an application's loop
+ * over app_watch and app_timer would do before it ends. */
+static int poll_run(void *h, int64_t ms)
+{
+    app *a = h;
+    int64_t end = rl__now_us() + ms * 1000;
+
+    while (app_watched(a) > 0 || a->timer_at != 0) {
+        if (rl__now_us() > end)
+            return 0;
+        app_turn(a);
+    }
+    return 1;
+}
+
+const driver adapter_poll = {"poll", poll_open, poll_turn, poll_close,
+                             poll_run};
 
 #define MANY 100
 #define WAITERS 10
@@ -587,8 +603,105 @@ static void watchdog_on_loop(const driver *d)
     th_env_stop(&e);
 }
 
+/* A lock taken, then given back from the taking callback. */
+typedef struct cycle {
+    redislock_loop *lp;
+    ad_done taken, released;
+} cycle;
+
+static void cycle_taken(redislock_lock *l, redislock_err err, void *arg)
+{
+    cycle *cy = arg;
+
+    ad_record(l, err, &cy->taken);
+    if (err == REDISLOCK_OK)
+        ASSERT_OK(redislock_loop_release(cy->lp, l, 0, ad_record,
+                                         &cy->released));
+}
+
+/* Takes l on h's loop (o) and gives it back, the loop run to its end:
+ * it must end by itself, both callbacks in, with success. */
+static void cycle_run(const driver *d, void *h, redislock_loop *lp,
+                      redislock_lock *l, const redislock_acquire_options *o)
+{
+    cycle cy = {0};
+
+    cy.lp = lp;
+    ASSERT_OK(redislock_loop_acquire(lp, l, o, cycle_taken, &cy));
+    ASSERT(d->run(h, 10000));
+    ASSERT_EQ_INT(cy.taken.calls, 1);
+    ASSERT_ERR(cy.taken.err, REDISLOCK_OK);
+    ASSERT_EQ_INT(cy.released.calls, 1);
+    ASSERT_ERR(cy.released.err, REDISLOCK_OK);
+}
+
+/* The application's loop ends by itself once nothing is under way: the
+ * lock released, or held with no renewals; a waiter, and a lock the loop
+ * renews, keep it going. Connections the server closes while the loop
+ * is idle (CLIENT KILL: every client but the tests') are opened again
+ * by the next operation, which succeeds. */
+static void loop_ends(const driver *d)
+{
+    th_env e = th_env_start();
+    redislock_client *other = th_client(e.s);
+    redislock_lock *holder = th_lock(other, "ad:end");
+    redislock_lock *l = th_lock(e.c, "ad:end");
+    redislock_acquire_options o = th_aopts(5000, 5000, 0), ho;
+    redislock_loop *lp;
+    ad_done dn = {0};
+    void *h = d->open(e.c, &lp);
+    int64_t t0;
+
+    cycle_run(d, h, lp, l, &o);
+    cycle_run(d, h, lp, l, &o);
+    ASSERT(th_cmd_int(e.r, "CLIENT KILL TYPE normal") >= 1);
+    cycle_run(d, h, lp, l, &o);
+    ASSERT_EQ_INT(th_cmd_int(e.r, "EXISTS ad:end"), 0);
+    /* Held, not renewed: the loop ends, the lock still held. */
+    ASSERT_OK(redislock_loop_acquire(lp, l, &o, ad_record, &dn));
+    ASSERT(d->run(h, 10000));
+    ASSERT_EQ_INT(dn.calls, 1);
+    ASSERT_ERR(dn.err, REDISLOCK_OK);
+    expect_token(e.r, "ad:end", redislock_token(l));
+    dn.calls = 0;
+    ASSERT_OK(redislock_loop_release(lp, l, 0, ad_record, &dn));
+    ASSERT(d->run(h, 10000));
+    ASSERT_ERR(dn.err, REDISLOCK_OK);
+    /* A waiter behind a 700 ms lease: the loop goes on until it has the
+     * lock (it listened on the wake channel, then tried at the lease's
+     * end), then ends once it gave it back. */
+    ho = th_aopts(700, 0, 0);
+    ASSERT_OK(redislock_acquire(holder, &ho));
+    t0 = rl__now_us();
+    ASSERT(th_cmd_int(e.r, "CLIENT KILL TYPE normal") >= 1);
+    cycle_run(d, h, lp, l, &o);
+    ASSERT_GE((rl__now_us() - t0) / 1000, 500);
+    /* A lock the loop renews: the loop goes on, the lease kept past
+     * three TTLs; released, it ends. */
+    o = th_aopts(400, 0, 0);
+    o.watchdog = 1;
+    dn.calls = 0;
+    ASSERT_OK(redislock_loop_acquire(lp, l, &o, ad_record, &dn));
+    ASSERT(!d->run(h, 1500));
+    ASSERT_EQ_INT(dn.calls, 1);
+    ASSERT_ERR(dn.err, REDISLOCK_OK);
+    expect_token(e.r, "ad:end", redislock_token(l));
+    ASSERT(th_pttl(e.r, "ad:end") > 0);
+    dn.calls = 0;
+    ASSERT_OK(redislock_loop_release(lp, l, 0, ad_record, &dn));
+    ASSERT(d->run(h, 10000));
+    ASSERT_ERR(dn.err, REDISLOCK_OK);
+    ASSERT_EQ_INT(th_lock_keys(e.r), 0);
+    d->close(h);
+    redislock_lock_free(l);
+    redislock_lock_free(holder);
+    redislock_client_free(other);
+    th_env_stop(&e);
+}
+
 void adapter_scenarios(const driver *d)
 {
+    loop_ends(d);
     many_at_once(d);
     waiters_woken(d);
     server_stops(d);

@@ -9,7 +9,8 @@
  * handle freed with its wait under way, an attempt cancelled before its
  * reply, a waiter after the channel's last one left, the loop freed with
  * an operation under way; readers all in at once after a writer, permits
- * never past their limit.
+ * never past their limit; and a loop that ends by itself once nothing is
+ * under way (run), even after the server closed its idle connections.
  */
 #ifndef RL_TEST_ADAPTERS_H
 #define RL_TEST_ADAPTERS_H
@@ -25,6 +26,10 @@ typedef struct driver {
     /* One turn of the library's loop: what is ready, or at most 50 ms. */
     void (*turn)(void *h);
     void (*close)(void *h);
+    /* Runs the library's loop as an application runs it to its end
+     * (event_base_dispatch, uv_run, ev_run), for at most ms: 1 when it
+     * ended by itself, 0 when it was stopped at ms. */
+    int (*run)(void *h, int64_t ms);
 } driver;
 
 /* Runs every scenario on d's loops (one per scenario). */

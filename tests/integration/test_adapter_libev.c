@@ -54,7 +54,34 @@ static void lv_close(void *p)
     free(h);
 }
 
-static const driver libev_driver = {"libev", lv_open, lv_turn, lv_close};
+static void lv_stop_at(struct ev_loop *ev, ev_timer *t, int revents)
+{
+    (void)revents;
+    *(int *)t->data = 1;
+    ev_break(ev, EVBREAK_ALL);
+}
+
+/* ev_run as a program runs it, the guard timer unreferenced (ev_unref):
+ * it does not keep the loop going. */
+static int lv_run(void *p, int64_t ms)
+{
+    lvh *h = p;
+    ev_timer guard;
+    int stopped = 0;
+
+    ev_timer_stop(h->ev, &h->tick);
+    ev_timer_init(&guard, lv_stop_at, (ev_tstamp)ms / 1000.0, 0.);
+    guard.data = &stopped;
+    ev_timer_start(h->ev, &guard);
+    ev_unref(h->ev);
+    ev_run(h->ev, 0);
+    ev_ref(h->ev);
+    ev_timer_stop(h->ev, &guard);
+    return !stopped;
+}
+
+static const driver libev_driver = {"libev", lv_open, lv_turn, lv_close,
+                                    lv_run};
 
 void test_adapter_libev(void)
 {

@@ -52,7 +52,33 @@ static void uv_close_all(void *p)
     free(h);
 }
 
-static const driver libuv_driver = {"libuv", uv_open, uv_turn, uv_close_all};
+static void uv_stop_at(uv_timer_t *t)
+{
+    *(int *)t->data = 1;
+    uv_stop(t->loop);
+}
+
+/* uv_run as a program runs it, the guard timer unreferenced: it does not
+ * keep the loop going. */
+static int uv_run_all(void *p, int64_t ms)
+{
+    uvh *h = p;
+    uv_timer_t guard;
+    int stopped = 0;
+
+    uv_timer_stop(&h->tick);
+    ASSERT_EQ_INT(uv_timer_init(&h->uv, &guard), 0);
+    guard.data = &stopped;
+    uv_timer_start(&guard, uv_stop_at, (uint64_t)ms, 0);
+    uv_unref((uv_handle_t *)&guard);
+    uv_run(&h->uv, UV_RUN_DEFAULT);
+    uv_close((uv_handle_t *)&guard, NULL);
+    uv_run(&h->uv, UV_RUN_NOWAIT);
+    return !stopped;
+}
+
+static const driver libuv_driver = {"libuv", uv_open, uv_turn, uv_close_all,
+                                    uv_run_all};
 
 void test_adapter_libuv(void)
 {
