@@ -3,15 +3,18 @@
 # their comments say: reentrant, watchdog (its job outlives the TTL; a
 # loss, simulated by the example or done here with redis-cli, stops it),
 # cron.sh (two at once: one runs the job), points_demo (exact with the
-# lock), redlock, guards (C++: each guard's scope) and gifts_server (an
-# HTTP service on one event loop: exact with the lock, oversold without).
+# lock), redlock, guards (C++: each guard's scope), gifts_server (an
+# HTTP service on one event loop: exact with the lock, oversold without)
+# and loop_libevent, loop_libuv, loop_libev (a lock on each adapter's
+# loop, which ends by itself once the lock is given back).
 # The binaries are in <build>/examples, next to <build>/cli.
 set -eu
 . "$(dirname "$0")/lib.inc"
 
 : "${SRCDIR:?}"
 ex=$(cd "$(dirname "$RL")/.." && pwd)/examples
-for b in reentrant watchdog points_demo redlock guards gifts_server; do
+for b in reentrant watchdog points_demo redlock guards gifts_server \
+    loop_libevent loop_libuv loop_libev; do
     [ -x "$ex/$b" ] || fail "$ex/$b is not built" \
         "(configure with -DREDISLOCK_BUILD_EXAMPLES=ON)"
 done
@@ -216,4 +219,19 @@ redeemed=$(rcli get gifts:redeemed)
 [ "$redeemed" -gt 10 ] ||
     fail "without the lock 64 clients did not oversell: '$gifts'," \
         "$redeemed redeemed"
+# --- loop_*: the job on each adapter's loop; the loop ends by itself
+# (timeout: one that does not end fails here). Held for 700 ms by
+# another owner first: the waiter keeps the loop going till it has it.
+for x in libevent libuv libev; do
+    expect 0 timeout 20 "$ex/loop_$x" "$REDISLOCK_URL" "ex:loop:$x"
+    out_has '^acquired, fencing token [0-9]+$'
+    out_has '^released: REDISLOCK_OK$'
+    out_has '^the loop ended$'
+    err_empty
+    key_gone "ex:loop:$x" || fail "loop_$x left ex:loop:$x behind"
+    rcli set "ex:loop:$x" someone px 700 >/dev/null
+    expect 0 timeout 20 "$ex/loop_$x" "$REDISLOCK_URL" "ex:loop:$x"
+    out_has '^released: REDISLOCK_OK$'
+    out_has '^the loop ended$'
+done
 exit 0
