@@ -9,7 +9,7 @@
  *     redislock_libev *a;
  *     redislock_libev_new(&a, client, EV_DEFAULT);
  *     redislock_loop_acquire(redislock_libev_loop(a), lock, &o, done, arg);
- *     ev_run(EV_DEFAULT, 0);
+ *     ev_run(EV_DEFAULT, 0);   (returns once nothing is under way)
  *     ...
  *     redislock_libev_free(a);   (before the loop and the client go)
  */

@@ -7,7 +7,7 @@
  *     redislock_libevent *a;
  *     redislock_libevent_new(&a, client, base);
  *     redislock_loop_acquire(redislock_libevent_loop(a), lock, &o, done, arg);
- *     event_base_dispatch(base);
+ *     event_base_dispatch(base);   (returns once nothing is under way)
  *     ...
  *     redislock_libevent_free(a);   (before the base and the client go)
  */

@@ -6,7 +6,8 @@
  *     redislock_libuv *a;
  *     redislock_libuv_new(&a, client, uv_default_loop());
  *     redislock_loop_acquire(redislock_libuv_loop(a), lock, &o, done, arg);
- *     uv_run(uv_default_loop(), UV_RUN_DEFAULT);
+ *     uv_run(uv_default_loop(), UV_RUN_DEFAULT);   (returns once nothing
+ *                                                  is under way)
  *     ...
  *     redislock_libuv_free(a);   (its handles close as libuv runs on)
  */
