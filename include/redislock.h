@@ -303,18 +303,19 @@ typedef struct redislock_acquire_options {
      * the handle holds one permit, and redislock_release,
      * redislock_extend, the watchdog and redislock_valid_ms act on it.
      * Every caller of the key must pass the same limit: while the key
-     * exists, another one is REDISLOCK_EINVAL. Not with reentrant, owner,
-     * metadata or fair, nor on a Redlock client. Default 0: an
-     * exclusive lock. */
+     * exists, another one is REDISLOCK_EINVAL. With fair, permits go out
+     * in arrival order. Not with shared, reentrant, owner or metadata,
+     * nor on a Redlock client. Default 0: an exclusive lock. */
     int limit;
     /* Nonzero: a share of a shared (read-write) lock. Any number of
      * handles hold the key shared at once, each with a lease, token,
      * fencing token, renewal and loss signal of its own, while no
      * exclusive holder (any acquire without this flag) has it: the two
      * exclude each other. A waiting exclusive request stops new shares
-     * until it gets the key or its wait ends (writer preference). Not
-     * with limit, reentrant, owner, metadata or fair, nor on a Redlock
-     * client. Default 0: exclusive. */
+     * until it gets the key or its wait ends (writer preference). With
+     * fair, readers and writers keep one arrival order. Not with limit,
+     * reentrant, owner or metadata, nor on a Redlock client. Default 0:
+     * exclusive. */
     int shared;
 } redislock_acquire_options;
 
@@ -393,13 +394,15 @@ REDISLOCK_API redislock_err redislock_lock_new(redislock_client *c,
  * the watchdog, redislock_valid_ms and redislock_check act on the set. A
  * waiter waits behind the key that refused it, woken by its release.
  * A set of one key is an ordinary lock, as redislock_lock_new makes.
- * The keys must be where one script can take them: on a single client,
- * any; on a sharded client, on one shard (its ring places whole keys);
- * in a Redis Cluster, in one hash slot (give them a common {hash tag}).
- * Other sets, a key given twice and a Redlock client are
- * REDISLOCK_EINVAL. A set is a plain lock: the
- * acquire options reentrant, owner, metadata, fair, limit and shared, and
- * a hold-after release, are REDISLOCK_EINVAL. redislock_key and
+ * The keys may be anywhere the client reaches: keys on one server (or,
+ * in a Redis Cluster, in one hash slot: give them a common {hash tag})
+ * are taken by one script in one round trip; keys on several shards of
+ * a sharded client, or in several slots, are taken group by group in a
+ * fixed order, never held in part while waiting (redislock(3), SAFETY.md).
+ * An empty set, more than REDISLOCK_SET_MAX keys, a key given twice and a
+ * Redlock client are REDISLOCK_EINVAL. A set is a plain lock: the acquire
+ * options reentrant, owner, metadata, fair, limit and shared, and a
+ * hold-after release, are REDISLOCK_EINVAL. redislock_key and
  * redislock_inspect read the first key.
  */
 REDISLOCK_API redislock_err redislock_lock_new_multi(redislock_client *c,

@@ -1,0 +1,35 @@
+#!/bin/sh
+# Claims the documentation once made against the code, each checked
+# away (the behaviour that contradicts them has tests of its own:
+# fair_permits_fifo_order, fair_readers_writers_in_arrival_order,
+# spread_sharded_sets, cluster_lock_features):
+#  - include/redislock.h: a semaphore (limit) and a shared lock "not with
+#    fair"; a set's keys "where one script can take them" (one shard, one
+#    slot).
+set -eu
+. "$(dirname "$0")/lib.inc"
+
+: "${SRCDIR:?}"
+h=$SRCDIR/include/redislock.h
+
+# The comment of one field or function, on one line: from its opening
+# line to the declaration that ends it, the comment's stars dropped.
+field_comment() {
+    awk -v decl="$1" '/\/\*/ { buf = "" } { sub(/^ *\*/, ""); buf = buf " " $0 }
+        index($0, decl) { print buf; exit }' "$h" | tr -s ' '
+}
+for f in "int limit;" "int shared;"; do
+    c=$(field_comment "$f")
+    [ -n "$c" ] || fail "no comment found for '$f' in redislock.h"
+    printf '%s' "$c" | grep -Eq 'Not with[^.]*fair' &&
+        fail "redislock.h says '$f' is not with fair, which works: $c"
+    printf '%s' "$c" | grep -q 'With fair' ||
+        fail "redislock.h does not say what '$f' does with fair: $c"
+done
+c=$(field_comment "redislock_lock_new_multi(")
+printf '%s' "$c" | grep -Eq 'must be where one script|on one shard \(its ring' &&
+    fail "redislock.h still confines a set to one shard or slot: $c"
+printf '%s' "$c" | grep -q 'several shards' ||
+    fail "redislock.h does not say sets may span shards: $c"
+
+exit 0
