@@ -1,11 +1,20 @@
 #!/bin/sh
 # Installs the Debian packages the build, the demo and the tests need, when
 # any is missing. As root it runs apt-get; otherwise it says what to run.
+# Elsewhere (no dpkg) it names them and leaves the installing to you.
 set -eu
 
 PKGS="gcc make cmake pkg-config libhiredis-dev redis-server redis-tools
 python3 python3-redis man-db groff-base clang-format libfaketime
 libevent-dev libuv1-dev libev-dev universal-ctags"
+
+# Not Debian (no dpkg): name what is needed and go on; CMake and the
+# test runner say what is still missing when they meet it.
+if ! command -v dpkg-query >/dev/null 2>&1; then
+    echo "install-deps: not a Debian system: install the equivalents of" \
+        "these Debian packages (README, Install):" $PKGS >&2
+    exit 0
+fi
 
 missing=""
 for p in $PKGS; do

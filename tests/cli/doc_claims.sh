@@ -5,7 +5,9 @@
 # spread_sharded_sets, cluster_lock_features):
 #  - include/redislock.h: a semaphore (limit) and a shared lock "not with
 #    fair"; a set's keys "where one script can take them" (one shard, one
-#    slot).
+#    slot);
+#  - the README says how to install, and on a system without dpkg
+#    scripts/install-deps.sh names what is needed and lets make go on.
 set -eu
 . "$(dirname "$0")/lib.inc"
 
@@ -32,4 +34,16 @@ printf '%s' "$c" | grep -Eq 'must be where one script|on one shard \(its ring' &
 printf '%s' "$c" | grep -q 'several shards' ||
     fail "redislock.h does not say sets may span shards: $c"
 
+grep -q '^## Install$' "$SRCDIR/README.md" || fail "README has no Install section"
+grep -q 'ldconfig' "$SRCDIR/README.md" || fail "README does not mention ldconfig"
+
+# No dpkg: install-deps names the packages and exits 0 (make goes on).
+mkdir -p "$TEST_TMPDIR/nobin"
+set +e
+PATH=$TEST_TMPDIR/nobin /bin/sh "$SRCDIR/scripts/install-deps.sh" \
+    >"$TEST_TMPDIR/out" 2>"$TEST_TMPDIR/err"
+rc=$?
+set -e
+[ "$rc" = 0 ] || fail "install-deps without dpkg exited $rc: $(cat "$TEST_TMPDIR/err")"
+err_has 'not a Debian system: .*libhiredis-dev'
 exit 0
