@@ -528,10 +528,21 @@ typedef struct redislock_info {
  * The size of each caller-allocated struct as this header lays it out:
  * the bytes up to the end of its last field (padding after it excluded,
  * since an older program's padding holds no zeros). Passed for the caller
- * by the macros below; a later header's values are larger.
+ * by the macros below; a later header's values are larger. C++11 and
+ * later name the field's size as type::field, with no null pointer cast
+ * for -Wold-style-cast or -Wzero-as-null-pointer-constant to refuse;
+ * C++98 cannot, and casts. C and C++ get the same values.
  */
+#if defined(__cplusplus) && (__cplusplus >= 201103L || defined(_MSVC_LANG))
+#define REDISLOCK_SIZE_THROUGH_(type, field)                                   \
+    (offsetof(type, field) + sizeof(type::field))
+#elif defined(__cplusplus)
+#define REDISLOCK_SIZE_THROUGH_(type, field)                                   \
+    (offsetof(type, field) + sizeof(static_cast<type *>(0)->field))
+#else
 #define REDISLOCK_SIZE_THROUGH_(type, field)                                   \
     (offsetof(type, field) + sizeof(((type *)0)->field))
+#endif
 #define REDISLOCK_OPTIONS_SIZE                                                 \
     REDISLOCK_SIZE_THROUGH_(redislock_options, on_event_arg)
 #define REDISLOCK_ACQUIRE_OPTIONS_SIZE                                         \

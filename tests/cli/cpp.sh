@@ -1,7 +1,10 @@
 #!/bin/sh
 # redislock.hpp, the C++17 header: tests/cpp/test_cpp.cpp's checks (errors,
 # move-only handles, each guard) against the private server, and the
-# header compiles on its own with -Wall -Wextra -Wpedantic -Werror.
+# header compiles on its own with -Wall -Wextra -Wpedantic -Werror
+# -Wold-style-cast -Wzero-as-null-pointer-constant (C++17, and C++20 where
+# the compiler has it), and redislock.h's struct sizes, which C++ spells
+# without C casts, are the same in C and C++.
 set -eu
 . "$(dirname "$0")/lib.inc"
 
@@ -14,9 +17,46 @@ CXX=${CXX:-c++}
 command -v "$CXX" >/dev/null 2>&1 || fail "no C++ compiler ($CXX)"
 printf '#include <redislock.hpp>\nint main() { return 0; }\n' \
     >"$TEST_TMPDIR/only.cpp"
-"$CXX" -std=c++17 -Wall -Wextra -Wpedantic -Werror -fsyntax-only \
-    -I"$SRCDIR/include" "$TEST_TMPDIR/only.cpp" ||
-    fail "redislock.hpp does not compile on its own"
+# Strict C++ code's warnings too; C++20 where the compiler has it.
+strict='-Wall -Wextra -Wpedantic -Wold-style-cast'
+strict="$strict -Wzero-as-null-pointer-constant -Werror"
+for std in c++17 c++20; do
+    if [ "$std" = c++20 ] &&
+        ! "$CXX" -std=c++20 -fsyntax-only -x c++ /dev/null 2>/dev/null; then
+        continue
+    fi
+    # shellcheck disable=SC2086 # the flags are words
+    "$CXX" -std=$std $strict -fsyntax-only -I"$SRCDIR/include" \
+        "$TEST_TMPDIR/only.cpp" ||
+        fail "redislock.hpp does not compile on its own (-std=$std $strict)"
+done
+# The struct sizes the C macros pass are the same in C and in C++, whose
+# branch of the header spells them without C casts.
+CC=${CC:-cc}
+cat >"$TEST_TMPDIR/sizes.c" <<'END'
+#include <stdio.h>
+#include <redislock.h>
+int main(void)
+{
+    printf("%zu %zu %zu\n", REDISLOCK_OPTIONS_SIZE,
+           REDISLOCK_ACQUIRE_OPTIONS_SIZE, REDISLOCK_INFO_SIZE);
+    return 0;
+}
+END
+# shellcheck disable=SC2086 # CC may hold options
+$CC -std=c99 -Wall -Wextra -Wpedantic -Werror -I"$SRCDIR/include" \
+    -o "$TEST_TMPDIR/sizes-c" "$TEST_TMPDIR/sizes.c" ||
+    fail "the sizes program does not compile as C"
+c_sizes=$("$TEST_TMPDIR/sizes-c")
+for std in c++11 c++17; do
+    # shellcheck disable=SC2086 # the flags are words
+    "$CXX" -x c++ -std=$std $strict -I"$SRCDIR/include" \
+        -o "$TEST_TMPDIR/sizes-cpp" "$TEST_TMPDIR/sizes.c" ||
+        fail "the sizes program does not compile as C++ (-std=$std)"
+    cpp_sizes=$("$TEST_TMPDIR/sizes-cpp")
+    [ "$cpp_sizes" = "$c_sizes" ] ||
+        fail "struct sizes in -std=$std: $cpp_sizes; in C: $c_sizes"
+done
 [ "$(rcli --scan --pattern 'cpp:*' | grep -vc ':rl-')" = 0 ] ||
     fail "the C++ checks left locks: $(rcli --scan --pattern 'cpp:*')"
 exit 0
