@@ -17,6 +17,14 @@
 #ifndef REDISLOCK_HPP
 #define REDISLOCK_HPP
 
+/* C, or C++ before C++17, would fail below on std::string_view and the
+ * like; one line says why instead. MSVC gives the standard in _MSVC_LANG
+ * (its __cplusplus is 199711L without /Zc:__cplusplus). */
+#if !defined(__cplusplus) ||                                                   \
+    (defined(_MSVC_LANG) ? _MSVC_LANG : __cplusplus) < 201703L
+#error "redislock.hpp needs C++17 (-std=c++17); before C++17 use <redislock.h>"
+#else
+
 #include <redislock.h>
 
 #include <chrono>
@@ -335,4 +343,5 @@ class permit_guard : public guard {
 
 } // namespace redislock
 
+#endif /* C++17 */
 #endif

@@ -3,8 +3,9 @@
 # move-only handles, each guard) against the private server, and the
 # header compiles on its own with -Wall -Wextra -Wpedantic -Werror
 # -Wold-style-cast -Wzero-as-null-pointer-constant (C++17, and C++20 where
-# the compiler has it), and redislock.h's struct sizes, which C++ spells
-# without C casts, are the same in C and C++.
+# the compiler has it) but stops at one clear #error as C++14, and
+# redislock.h's struct sizes, which C++ spells without C casts, are the
+# same in C and C++.
 set -eu
 . "$(dirname "$0")/lib.inc"
 
@@ -30,6 +31,19 @@ for std in c++17 c++20; do
         "$TEST_TMPDIR/only.cpp" ||
         fail "redislock.hpp does not compile on its own (-std=$std $strict)"
 done
+# As C++14 it stops at one error that says what it needs, not at the
+# first C++17 name.
+need='redislock.hpp needs C++17 (-std=c++17); before C++17 use <redislock.h>'
+if "$CXX" -std=c++14 -fsyntax-only -I"$SRCDIR/include" \
+    "$TEST_TMPDIR/only.cpp" 2>"$TEST_TMPDIR/c++14.err"; then
+    fail "redislock.hpp compiles as C++14"
+fi
+grep ': error: ' "$TEST_TMPDIR/c++14.err" >"$TEST_TMPDIR/c++14.errors" || :
+if [ "$(wc -l <"$TEST_TMPDIR/c++14.errors")" -ne 1 ] ||
+    ! grep -qF "$need" "$TEST_TMPDIR/c++14.errors"; then
+    fail "as C++14, want the one error '$need'," \
+        "got: $(cat "$TEST_TMPDIR/c++14.err")"
+fi
 # The struct sizes the C macros pass are the same in C and in C++, whose
 # branch of the header spells them without C casts.
 CC=${CC:-cc}
