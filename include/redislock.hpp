@@ -30,6 +30,7 @@
 #include <chrono>
 #include <cstdint>
 #include <initializer_list>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -59,17 +60,33 @@ inline std::error_code make_error_code(redislock_err e) noexcept
     return {static_cast<int>(e), category()};
 }
 
-/* What every throwing call throws: the code and the library's detail. */
+/* What every throwing call throws: the code and the library's detail.
+ * what() is the detail alone, which names the problem in full; the
+ * code's message is what() only when there is no detail. */
 class error : public std::system_error {
   public:
     explicit error(redislock_err e)
-        : std::system_error(make_error_code(e), redislock_errdetail())
+        : std::system_error(make_error_code(e)), what_(text(e))
     {
     }
+    const char *what() const noexcept override { return what_.what(); }
     redislock_err value() const noexcept
     {
         return static_cast<redislock_err>(code().value());
     }
+
+  private:
+    static const char *text(redislock_err e) noexcept
+    {
+        const char *d = redislock_errdetail();
+
+        return *d != '\0' ? d : redislock_strerror(e);
+    }
+    /* Not the base's what(), which follows the detail with the code's
+     * message, saying it twice ("lock is held by another owner (...):
+     * lock is held by another owner"). A std::runtime_error, as its
+     * copies share the text and throw nothing, as an exception's must. */
+    std::runtime_error what_;
 };
 
 namespace detail {

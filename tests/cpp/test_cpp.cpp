@@ -1,11 +1,12 @@
 /*
  * rl-cpp-test URL: redislock.hpp against a private server (tests/cli/cpp.sh
- * runs it). Errors as exceptions and as std::error_code, move-only
- * handles, and each guard: it excludes what its kind excludes while its
- * scope lasts and gives the lock back when the scope ends (by exception
- * too), a moved guard releases once, and a guard whose lease ran out
- * reports REDISLOCK_EEXPIRED from release() and nothing from its
- * destructor. Prints what failed and exits 1, or exits 0.
+ * runs it). Errors as exceptions (what() says the detail once) and as
+ * std::error_code, move-only handles, and each guard: it excludes what
+ * its kind excludes while its scope lasts and gives the lock back when
+ * the scope ends (by exception too), a moved guard releases once, and a
+ * guard whose lease ran out reports REDISLOCK_EEXPIRED from release()
+ * and nothing from its destructor. Prints what failed and exits 1, or
+ * exits 0.
  */
 #include <redislock.hpp>
 
@@ -47,6 +48,46 @@ static_assert(!std::is_copy_constructible_v<redislock::lock>);
 static_assert(!std::is_copy_constructible_v<redislock::unique_guard>);
 static_assert(std::is_nothrow_move_constructible_v<redislock::lock>);
 static_assert(std::is_nothrow_move_constructible_v<redislock::unique_guard>);
+
+/* How many times w stands in s. */
+static int times(const std::string &s, const std::string &w)
+{
+    int n = 0;
+
+    for (auto i = s.find(w); i != std::string::npos; i = s.find(w, i + 1))
+        n++;
+    return n;
+}
+
+/* what() says the detail once, with no code's message after it. */
+static void messages(const std::string &url)
+{
+    redislock::client c(url);
+    redislock::lock h(c, "cpp:what"), w(c, "cpp:what");
+    const std::string held = redislock_strerror(REDISLOCK_EHELD);
+
+    try {
+        redislock::client bad("nosuch://x");
+    } catch (const redislock::error &e) {
+        CHECK(e.what() == std::string(redislock_errdetail()));
+    }
+    h.acquire();
+    try {
+        w.acquire();
+        CHECK(!"acquired a held lock");
+    } catch (const redislock::error &e) {
+        /* The detail starts with the code's message, then the TTL. */
+        CHECK(times(e.what(), held) == 1);
+        CHECK(e.what() == std::string(redislock_errdetail()));
+    }
+    h.release();
+    /* A thread that has seen no failure has no detail: the message. */
+    std::thread([] {
+        redislock::error e(REDISLOCK_EIO);
+
+        CHECK(e.what() == std::string(redislock_strerror(REDISLOCK_EIO)));
+    }).join();
+}
 
 static void errors(const std::string &url)
 {
@@ -191,6 +232,7 @@ int main(int argc, char **argv)
     }
     try {
         errors(argv[1]);
+        messages(argv[1]);
         unique(argv[1]);
         expired(argv[1]);
         kinds(argv[1]);
