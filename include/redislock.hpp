@@ -2,7 +2,9 @@
  * redislock for C++17: a header over redislock.h, nothing to link but
  * libredislock. Move-only handles that free what they own; RAII guards
  * that take a lock, a share of one or a semaphore's permit for a scope
- * and give it back when the scope ends; durations as std::chrono.
+ * and give it back when the scope ends; lockable, which lets the
+ * standard's std::lock_guard, std::unique_lock and std::scoped_lock do
+ * the same; durations as std::chrono.
  *
  * Errors are exceptions: every call that fails throws redislock::error, a
  * std::system_error whose code() is in redislock::category() (its value
@@ -10,7 +12,8 @@
  * The one expected failure, a lock held by someone else, has calls that
  * say so instead: try_acquire() returns false. Calls that take a
  * std::error_code& throw nothing. Destructors never throw: a guard whose
- * release fails forgets the error (call release() first to see it).
+ * release fails forgets the error (call release() first to see it);
+ * lockable::unlock() throws nothing either, and keeps the error.
  *
  * man redislock_cpp (section 3) has the whole story.
  */
@@ -272,6 +275,90 @@ class lock {
 
   private:
     redislock_lock *l_ = nullptr;
+};
+
+/* A lock as the C++ standard's TimedLockable, for std::lock_guard,
+ * std::unique_lock, std::scoped_lock and std::lock. Each call acquires
+ * with the options given here but for their wait: lock() waits without
+ * a deadline, try_lock() tries once, try_lock_for() and try_lock_until()
+ * wait until then. (lock cannot be one itself: a member named lock()
+ * would be its constructor.) It refers to the lock, which must outlive
+ * it, and is neither copied nor moved, as a mutex is not. One owner per
+ * handle: threads exclude each other through the key, each with a lock
+ * and a lockable of its own. */
+class lockable {
+  public:
+    explicit lockable(redislock::lock &l,
+                      const acquire_options &o = {}) noexcept
+        : lockable(l, o.raw())
+    {
+    }
+    /* With the C options, for those acquire_options leaves out
+     * (reentrant: each lock() a hold, each unlock() one back); its
+     * strings must outlive the lockable. */
+    lockable(redislock::lock &l, const redislock_acquire_options &o) noexcept
+        : l_(&l), o_(o)
+    {
+    }
+    lockable(const lockable &) = delete;
+    lockable &operator=(const lockable &) = delete;
+
+    /* Takes the lock, however long the wait; throws error otherwise: a
+     * failed request (the wait does not retry it), redislock_cancel()
+     * (REDISLOCK_ECANCELED), an end the options put to the wait
+     * (REDISLOCK_EHELD). */
+    void lock() { l_->acquire(with(REDISLOCK_WAIT_FOREVER)); }
+    /* Takes it, or returns false when another owner holds it; throws
+     * other errors. try_lock() makes one attempt; the others wait up to
+     * a time (rounded up to a millisecond), the clock read once. */
+    bool try_lock() { return l_->try_acquire(with(REDISLOCK_NO_WAIT)); }
+    template <class Rep, class Period>
+    bool try_lock_for(const std::chrono::duration<Rep, Period> &d)
+    {
+        return l_->try_acquire(with(wait_ms(d)));
+    }
+    template <class Clock, class Duration>
+    bool try_lock_until(const std::chrono::time_point<Clock, Duration> &t)
+    {
+        const auto now = Clock::now();
+
+        if (t <= now)
+            return try_lock();
+        return try_lock_for(t - now);
+    }
+    /* Gives it back, never throwing (std::lock_guard calls it from its
+     * destructor, where an exception ends the program). */
+    void unlock() noexcept { l_->release(err_); }
+    /* What the last unlock() found: nothing, REDISLOCK_EEXPIRED (the
+     * lease had run out, so the lock was not held to the end),
+     * REDISLOCK_ELOST (another owner has it), or a failed request,
+     * after which the handle keeps its token: release() it again. */
+    std::error_code unlock_error() const noexcept { return err_; }
+
+  private:
+    redislock_acquire_options with(std::int64_t wait) const noexcept
+    {
+        redislock_acquire_options o = o_;
+
+        o.wait_ms = wait;
+        return o;
+    }
+    /* Compared as double first, so that a huge duration (hours::max())
+     * does not overflow: it waits milliseconds::max(), without end. */
+    template <class Rep, class Period>
+    static std::int64_t wait_ms(const std::chrono::duration<Rep, Period> &d)
+    {
+        const std::chrono::duration<double, std::milli> f = d;
+
+        if (!(f.count() > 0))
+            return REDISLOCK_NO_WAIT;
+        if (f >= milliseconds::max())
+            return milliseconds::max().count();
+        return std::chrono::ceil<milliseconds>(f).count();
+    }
+    redislock::lock *l_;
+    redislock_acquire_options o_;
+    std::error_code err_;
 };
 
 /* A guard: takes the lock (as the kind says) when made, throwing error

@@ -1,18 +1,20 @@
 #!/bin/sh
 # redislock.hpp, the C++17 header: tests/cpp/test_cpp.cpp's checks (errors,
-# move-only handles, each guard) against the private server, and the
-# header compiles on its own with -Wall -Wextra -Wpedantic -Werror
-# -Wold-style-cast -Wzero-as-null-pointer-constant (C++17, and C++20 where
-# the compiler has it) but stops at one clear #error as C++14, and
-# redislock.h's struct sizes, which C++ spells without C casts, are the
-# same in C and C++.
+# move-only handles, each guard, lockable with the standard's lock types)
+# against the private server and a second one; the header compiles on its
+# own with -Wall -Wextra -Wpedantic -Werror -Wold-style-cast
+# -Wzero-as-null-pointer-constant (C++17, and C++20 where the compiler has
+# it) but stops at one clear #error as C++14; and redislock.h's struct
+# sizes, which C++ spells without C casts, are the same in C and C++.
 set -eu
 . "$(dirname "$0")/lib.inc"
 
 : "${SRCDIR:?}" "${BUILDDIR:?}"
 bin=$BUILDDIR/tests/rl-cpp-test
 [ -x "$bin" ] || fail "$bin is not built (no C++ compiler at configure time?)"
-expect 0 "$bin" "$REDISLOCK_URL"
+# A second server, which the checks stop (SIGSTOP) to fail a request.
+more_servers 1
+expect 0 "$bin" "$REDISLOCK_URL" "unix://$xdir/x1.sock" "$xpid1"
 err_empty
 CXX=${CXX:-c++}
 command -v "$CXX" >/dev/null 2>&1 || fail "no C++ compiler ($CXX)"

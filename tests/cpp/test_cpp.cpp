@@ -5,15 +5,26 @@
  * its kind excludes while its scope lasts and gives the lock back when
  * the scope ends (by exception too), a moved guard releases once, and a
  * guard whose lease ran out reports REDISLOCK_EEXPIRED from release()
- * and nothing from its destructor. Prints what failed and exits 1, or
- * exits 0.
+ * and nothing from its destructor. redislock::lockable with the
+ * standard's lock types: std::lock_guard, std::unique_lock (try_to_lock,
+ * defer_lock, try_lock_for and try_lock_until with a holder that keeps
+ * the lock or lets it go), std::scoped_lock over two keys taken in
+ * opposite orders, the errors lock() throws and unlock() records; with
+ * URL2 and PID2, a second server that the test stops (SIGSTOP) after
+ * connecting: lock() throws rather than waiting on. Prints what failed
+ * and exits 1, or exits 0.
  */
 #include <redislock.hpp>
 
+#include <atomic>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <string>
+#include <sys/types.h>
 #include <thread>
 #include <type_traits>
 #include <utility>
@@ -224,10 +235,168 @@ static void kinds(const std::string &url)
     one.release();
 }
 
+/* The time f takes. */
+template <class F> static std::chrono::milliseconds took(F f)
+{
+    const auto t0 = std::chrono::steady_clock::now();
+
+    f();
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::chrono::steady_clock::now() - t0);
+}
+
+/* A lockable with std::lock_guard and std::unique_lock, another owner
+ * holding it or not; try_lock_for() waits its time out, or until the
+ * holder lets go. */
+static void lockables(const std::string &url)
+{
+    redislock::client c(url);
+    redislock::lock a(c, "cpp:m"), b(c, "cpp:m");
+    redislock::acquire_options o;
+
+    o.ttl = 10s;
+    redislock::lockable ma(a, o), mb(b, o);
+    {
+        std::lock_guard<redislock::lockable> g(ma);
+        CHECK(a.held() && !mb.try_lock());
+    }
+    CHECK(!a.held() && !ma.unlock_error());
+    {
+        std::unique_lock<redislock::lockable> ub(mb, std::try_to_lock);
+        std::unique_lock<redislock::lockable> ua(ma, std::try_to_lock);
+        CHECK(ub.owns_lock() && b.held() && !ua.owns_lock() && !a.held());
+        std::unique_lock<redislock::lockable> d(ma, std::defer_lock);
+        CHECK(!d.owns_lock() && !a.held());
+        /* Held throughout: false after the wait, not before. */
+        auto t = took([&] { CHECK(!d.try_lock_for(300ms)); });
+        CHECK(t >= 290ms && t < 2s);
+        t = took([&] {
+            CHECK(!d.try_lock_until(std::chrono::steady_clock::now() + 200ms));
+        });
+        CHECK(t >= 190ms && t < 2s);
+        /* Let go within the wait: taken then. */
+        std::thread holder([&] {
+            std::this_thread::sleep_for(300ms);
+            ub.unlock();
+        });
+        t = took([&] { CHECK(d.try_lock_for(5s)); });
+        holder.join();
+        CHECK(t >= 250ms && t < 3s);
+        CHECK(d.owns_lock() && a.held() && !b.held());
+        /* lock() waits without a deadline, here until a's release. */
+        std::thread waiter([&] {
+            t = took([&] { ub.lock(); });
+            CHECK(b.held());
+            ub.unlock();
+        });
+        std::this_thread::sleep_for(300ms);
+        d.unlock();
+        waiter.join();
+        CHECK(t >= 250ms && t < 3s);
+        CHECK(!mb.unlock_error());
+    }
+    CHECK(!a.held() && !b.held());
+}
+
+/* lock() and try_lock() throw what is not "held by another": a handle
+ * that holds already (not reentrant) is REDISLOCK_EINVAL. Reentrant by
+ * the C options, each lock() is a hold. unlock() after the lease ran
+ * out throws nothing and records it. */
+static void lockable_errors(const std::string &url)
+{
+    redislock::client c(url);
+    redislock::lock a(c, "cpp:me");
+    redislock::acquire_options o;
+    redislock_acquire_options r{};
+
+    static_assert(!std::is_copy_constructible_v<redislock::lockable>);
+    static_assert(noexcept(std::declval<redislock::lockable &>().unlock()));
+    o.ttl = 10s;
+    {
+        redislock::lockable m(a, o);
+        std::lock_guard<redislock::lockable> g(m);
+
+        CHECK(thrown([&] { m.lock(); }) == REDISLOCK_EINVAL);
+        CHECK(thrown([&] { m.try_lock(); }) == REDISLOCK_EINVAL);
+    }
+    CHECK(!a.held());
+    r.ttl_ms = 10000;
+    r.reentrant = 1;
+    {
+        redislock::lockable m(a, r);
+        std::lock_guard<redislock::lockable> g1(m);
+        std::lock_guard<redislock::lockable> g2(m);
+
+        CHECK(redislock_holds(a.get()) == 2);
+    }
+    CHECK(!a.held());
+    o.ttl = 50ms;
+    redislock::lockable m(a, o);
+    {
+        std::lock_guard<redislock::lockable> g(m);
+        std::this_thread::sleep_for(120ms);
+    }
+    CHECK(m.unlock_error() == redislock::make_error_code(REDISLOCK_EEXPIRED));
+    CHECK(!a.held());
+}
+
+/* std::scoped_lock (std::lock) takes two keys, neither held meanwhile
+ * when it cannot have both, so two threads that name them in opposite
+ * orders never deadlock, and are never both inside. */
+static void lockable_scoped(const std::string &url)
+{
+    redislock::client c(url);
+    std::atomic<int> inside{0}, overlaps{0};
+    auto worker = [&](const char *k1, const char *k2) {
+        redislock::lock l1(c, k1), l2(c, k2);
+        redislock::acquire_options o;
+
+        o.ttl = 10s;
+        redislock::lockable m1(l1, o), m2(l2, o);
+        for (int i = 0; i < 20; i++) {
+            std::scoped_lock s(m1, m2);
+
+            if (inside++ != 0)
+                overlaps++;
+            std::this_thread::sleep_for(2ms);
+            inside--;
+        }
+    };
+    std::thread t1(worker, "cpp:s1", "cpp:s2"), t2(worker, "cpp:s2", "cpp:s1");
+    t1.join();
+    t2.join();
+    CHECK(overlaps == 0);
+    redislock::lock l1(c, "cpp:s1"), l2(c, "cpp:s2");
+    CHECK(l1.try_acquire() && l2.try_acquire());
+    l1.release();
+    l2.release();
+}
+
+/* lock() throws when a request fails, without the wait retrying it: the
+ * server (pid) stops answering after the client has connected. */
+static void lockable_unreachable(const std::string &url, pid_t pid)
+{
+    redislock_options co{};
+
+    co.connect_timeout_ms = 300;
+    co.command_timeout_ms = 300;
+    redislock::client c(url, &co);
+    redislock::lock l(c, "cpp:gone");
+    redislock::lockable m(l);
+
+    CHECK(kill(pid, SIGSTOP) == 0);
+    redislock_err e = REDISLOCK_OK;
+    auto t = took([&] { e = thrown([&] { std::lock_guard g(m); }); });
+    CHECK(e == REDISLOCK_ETIMEDOUT || e == REDISLOCK_ECONNECT ||
+          e == REDISLOCK_EIO);
+    CHECK(t < 3s);
+    CHECK(kill(pid, SIGCONT) == 0);
+}
+
 int main(int argc, char **argv)
 {
-    if (argc != 2) {
-        std::fprintf(stderr, "usage: rl-cpp-test URL\n");
+    if (argc != 2 && argc != 4) {
+        std::fprintf(stderr, "usage: rl-cpp-test URL [URL2 PID2]\n");
         return 64;
     }
     try {
@@ -236,6 +405,12 @@ int main(int argc, char **argv)
         unique(argv[1]);
         expired(argv[1]);
         kinds(argv[1]);
+        lockables(argv[1]);
+        lockable_errors(argv[1]);
+        lockable_scoped(argv[1]);
+        if (argc == 4)
+            lockable_unreachable(argv[2],
+                                 static_cast<pid_t>(std::atol(argv[3])));
     } catch (const std::exception &e) {
         std::fprintf(stderr, "unexpected exception: %s\n", e.what());
         return 1;
