@@ -3,6 +3,7 @@
 #include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -207,19 +208,92 @@ static int64_t *query_field(rl__url *u, const char *name, size_t n)
     "timeout, socket_timeout, command_timeout, connect_timeout, "              \
     "socket_connect_timeout"
 
+/* The TLS parameters of a rediss:// URL's query, by the library's
+ * option names and redis-py's; the field, or NULL. */
+static char **tls_field(rl__url *u, const char *name, size_t n)
+{
+    static const struct {
+        const char *name;
+        size_t at;
+    } names[] = {
+        {"tls_ca_file", offsetof(rl__url, tls_ca_file)},
+        {"ssl_ca_certs", offsetof(rl__url, tls_ca_file)},
+        {"tls_ca_dir", offsetof(rl__url, tls_ca_dir)},
+        {"ssl_ca_path", offsetof(rl__url, tls_ca_dir)},
+        {"tls_cert_file", offsetof(rl__url, tls_cert_file)},
+        {"ssl_certfile", offsetof(rl__url, tls_cert_file)},
+        {"tls_key_file", offsetof(rl__url, tls_key_file)},
+        {"ssl_keyfile", offsetof(rl__url, tls_key_file)},
+        {"tls_server_name", offsetof(rl__url, tls_server_name)},
+    };
+    size_t i;
+
+    for (i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strlen(names[i].name) == n && strncmp(name, names[i].name, n) == 0)
+            return (char **)((char *)u + names[i].at);
+    return NULL;
+}
+
+#define TLS_NAMES                                                              \
+    "tls_ca_file, tls_ca_dir, tls_cert_file, tls_key_file, "                   \
+    "tls_server_name, tls_insecure"
+
+/* One TLS name=value (v: the value, vn bytes); 1 when name is not one. */
+static int tls_param(const char *s, size_t nlen, const char *v, size_t vn,
+                     rl__url *u, redislock_err *err)
+{
+    char **field = tls_field(u, s, nlen);
+    int oom;
+
+    if (field == NULL && !(nlen == 12 && strncmp(s, "tls_insecure", 12) == 0))
+        return 1;
+    if (!u->tls) {
+        *err =
+            rl__err(REDISLOCK_EINVAL,
+                    "%.*s in the URL is for TLS: use rediss://", (int)nlen, s);
+        return 0;
+    }
+    if (field == NULL) {
+        if (vn != 1 || (*v != '0' && *v != '1')) {
+            *err = rl__err(REDISLOCK_EINVAL,
+                           "tls_insecure in the URL: want 1 (do not verify "
+                           "the server) or 0");
+            return 0;
+        }
+        u->tls_insecure = *v == '1';
+        *err = REDISLOCK_OK;
+        return 0;
+    }
+    free(*field);
+    if (vn == 0 || (*field = decode(v, vn, &oom)) == NULL) {
+        *field = NULL;
+        *err = vn > 0 && oom ? rl__err(REDISLOCK_ENOMEM, "out of memory")
+                             : rl__err(REDISLOCK_EINVAL,
+                                       "bad %.*s in the URL: want a path (or "
+                                       "a name), %%-escaped",
+                                       (int)nlen, s);
+        return 0;
+    }
+    *err = REDISLOCK_OK;
+    return 0;
+}
+
 /* One name=value of a query; db only where db_ok (unix://). */
 static redislock_err parse_param(const char *s, size_t n, rl__url *u, int db_ok)
 {
     const char *eq = memchr(s, '=', n);
     size_t nlen = eq != NULL ? (size_t)(eq - s) : n;
     int64_t *field = query_field(u, s, nlen), ms;
+    redislock_err err;
 
     if (eq != NULL && db_ok && nlen == 2 && strncmp(s, "db", 2) == 0)
         return parse_db(eq + 1, n - 3, u);
+    if (eq != NULL && !tls_param(s, nlen, eq + 1, n - nlen - 1, u, &err))
+        return err;
     if (field == NULL || eq == NULL)
         return rl__err(REDISLOCK_EINVAL,
                        "unknown query parameter '%.*s' in the URL (known: "
-                       "%s" QUERY_NAMES ")",
+                       "%s" QUERY_NAMES ", " TLS_NAMES ")",
                        (int)(nlen > 40 ? 40 : nlen), s, db_ok ? "db, " : "");
     if ((ms = query_ms(eq + 1, n - nlen - 1)) < 0)
         return rl__err(REDISLOCK_EINVAL,
@@ -350,6 +424,11 @@ void rl__url_free(rl__url *u)
     free(u->path);
     free(u->user);
     free(u->password);
+    free(u->tls_ca_file);
+    free(u->tls_ca_dir);
+    free(u->tls_cert_file);
+    free(u->tls_key_file);
+    free(u->tls_server_name);
     memset(u, 0, sizeof *u);
 }
 

@@ -15,6 +15,14 @@ typedef struct rl__url {
     /* From the query (?connect_timeout=, ?timeout=...); 0: not given. */
     int64_t connect_timeout_ms;
     int64_t command_timeout_ms;
+    /* rediss:// only, from the query (?tls_ca_file=...), decoded; NULL:
+     * not given. The client's options of the same names win. */
+    char *tls_ca_file;
+    char *tls_ca_dir; /* a directory of CA certificates (c_rehash) */
+    char *tls_cert_file;
+    char *tls_key_file;
+    char *tls_server_name;
+    int tls_insecure; /* ?tls_insecure=1: the server is not verified */
 } rl__url;
 
 /* The longest timeout a URL may set: one day. */

@@ -24,6 +24,7 @@ struct rl__cluster {
     redislock_options o;       /* for new nodes, owning its strings */
     char scheme[8];            /* "redis" or "rediss", as the seeds' */
     char *user;                /* %-escaped for node URLs, or NULL */
+    char *tlsq;                /* the seed's TLS query, %-escaped, or NULL */
     rl__pool *seeds;
     size_t nseeds;
     rl__pool **nodes; /* every node ever seen, never freed before the end */
@@ -54,13 +55,48 @@ static void escape(char *b, size_t n, size_t *at, const char *s)
     b[*at] = '\0';
 }
 
+/* The TLS parameters of the seed's URL (rl__url), as a query for node
+ * URLs; NULL when it has none, or when out of memory (*oom). */
+static char *tls_query(const rl__url *u, int *oom)
+{
+    const struct {
+        const char *name, *v;
+    } p[] = {{"tls_ca_file", u->tls_ca_file},
+             {"tls_ca_dir", u->tls_ca_dir},
+             {"tls_cert_file", u->tls_cert_file},
+             {"tls_key_file", u->tls_key_file},
+             {"tls_server_name", u->tls_server_name},
+             {"tls_insecure", u->tls_insecure ? "1" : NULL}};
+    size_t i, n = 1, at = 0;
+    char *b;
+
+    *oom = 0;
+    for (i = 0; i < sizeof p / sizeof p[0]; i++)
+        if (p[i].v != NULL)
+            n += strlen(p[i].name) + 2 + 3 * strlen(p[i].v);
+    if (n == 1)
+        return NULL;
+    if ((b = malloc(n + 4)) == NULL) {
+        *oom = 1;
+        return NULL;
+    }
+    for (i = 0; i < sizeof p / sizeof p[0]; i++)
+        if (p[i].v != NULL) {
+            at += (size_t)snprintf(b + at, n + 4 - at,
+                                   "%s%s=", at > 0 ? "&" : "", p[i].name);
+            escape(b, n + 4, &at, p[i].v);
+        }
+    return b;
+}
+
 /* Keeps what new nodes need of the seed that gave the map: its scheme,
- * ACL user and effective password. Database 0 is the only one a cluster
- * has. */
+ * ACL user, effective password and TLS parameters. Database 0 is the
+ * only one a cluster has. */
 static redislock_err adopt_seed(rl__cluster *cl, const rl__pool *seed)
 {
     char buf[3 * 256 + 8];
     size_t at = 0;
+    int oom;
 
     snprintf(cl->scheme, sizeof cl->scheme, "%s",
              seed->url.tls ? "rediss" : "redis");
@@ -77,16 +113,18 @@ static redislock_err adopt_seed(rl__cluster *cl, const rl__pool *seed)
     if (seed->password != NULL &&
         (cl->o.password = strdup(seed->password)) == NULL)
         return rl__err(REDISLOCK_ENOMEM, "out of memory");
+    if ((cl->tlsq = tls_query(&seed->url, &oom)) == NULL && oom)
+        return rl__err(REDISLOCK_ENOMEM, "out of memory");
     return REDISLOCK_OK;
 }
 
 /* The node at host:port, made if new; its index or -1. Write-locked. */
 static int node_index(rl__cluster *cl, const char *host, int port)
 {
-    char url[600];
-    int v6 = strchr(host, ':') != NULL;
+    char *url;
+    int v6 = strchr(host, ':') != NULL, ok;
     rl__pool *p, **grown;
-    size_t i;
+    size_t i, n;
 
     for (i = 0; i < cl->nnodes; i++)
         if (cl->nodes[i]->url.port == port &&
@@ -101,12 +139,20 @@ static int node_index(rl__cluster *cl, const char *host, int port)
         cl->nodes = grown;
         cl->cap = cl->cap * 2 + 8;
     }
-    snprintf(url, sizeof url, "%s://%s%s%s%s%s:%d", cl->scheme,
-             cl->user ? cl->user : "", cl->user ? "@" : "", v6 ? "[" : "", host,
-             v6 ? "]" : "", port);
-    if ((p = malloc(sizeof *p)) == NULL)
+    n = 600 + (cl->tlsq != NULL ? strlen(cl->tlsq) : 0);
+    if ((url = malloc(n)) == NULL)
         return -1;
-    if (rl__pool_init(p, url, &cl->o) != REDISLOCK_OK) {
+    snprintf(url, n, "%s://%s%s%s%s%s:%d%s%s", cl->scheme,
+             cl->user ? cl->user : "", cl->user ? "@" : "", v6 ? "[" : "", host,
+             v6 ? "]" : "", port, cl->tlsq ? "?" : "",
+             cl->tlsq ? cl->tlsq : "");
+    if ((p = malloc(sizeof *p)) == NULL) {
+        free(url);
+        return -1;
+    }
+    ok = rl__pool_init(p, url, &cl->o) == REDISLOCK_OK;
+    free(url);
+    if (!ok) {
         rl__pool_fini(p);
         free(p);
         return -1;
@@ -394,8 +440,10 @@ static redislock_err first_map(rl__cluster *cl, const char *const *seeds,
         if ((err = load_from(cl, &cl->seeds[i])) == REDISLOCK_OK)
             return REDISLOCK_OK;
         free(cl->user);
+        free(cl->tlsq);
         free((char *)cl->o.password);
         cl->user = NULL;
+        cl->tlsq = NULL;
         cl->o.password = NULL;
     }
     return err;
@@ -442,6 +490,7 @@ void rl__cluster_free(rl__cluster *cl)
     free(cl->seeds);
     free(cl->masters);
     free(cl->user);
+    free(cl->tlsq);
     free((char *)cl->o.password);
     free((char *)cl->o.tls_ca_file);
     free((char *)cl->o.tls_cert_file);

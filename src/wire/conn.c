@@ -408,27 +408,39 @@ redislock_err rl__reply_check(const rl__reply *r, const char *what)
 }
 
 #ifdef REDISLOCK_HAVE_TLS
-/* An SSL_CTX that verifies the server against ca (or the system's CAs)
- * and presents cert and key when given. */
-static SSL_CTX *tls_ctx(const redislock_options *o, const char **why)
+/* The client's option, else the URL's parameter of the same name. */
+static const char *either(const char *opt, const char *url)
+{
+    return opt != NULL ? opt : url;
+}
+
+/* An SSL_CTX that verifies the server against the CA file or directory
+ * (or the system's CAs), unless the URL says tls_insecure, and presents
+ * a certificate and key when given. */
+static SSL_CTX *tls_ctx(const rl__url *u, const redislock_options *o,
+                        const char **why)
 {
     SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+    const char *ca = either(o->tls_ca_file, u->tls_ca_file);
+    const char *cert = either(o->tls_cert_file, u->tls_cert_file);
+    const char *key = either(o->tls_key_file, u->tls_key_file);
 
     *why = "cannot create a TLS context";
     if (ctx == NULL)
         return NULL;
-    SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
-    *why = "cannot load the CA certificates";
-    if ((o->tls_ca_file != NULL
-             ? SSL_CTX_load_verify_locations(ctx, o->tls_ca_file, NULL)
+    SSL_CTX_set_verify(ctx, u->tls_insecure ? SSL_VERIFY_NONE : SSL_VERIFY_PEER,
+                       NULL);
+    *why = "cannot load the CA certificates (tls_ca_file, tls_ca_dir)";
+    if ((ca != NULL || u->tls_ca_dir != NULL
+             ? SSL_CTX_load_verify_locations(ctx, ca, u->tls_ca_dir)
              : SSL_CTX_set_default_verify_paths(ctx)) != 1)
         goto fail;
-    *why = "cannot load the client certificate or key";
-    if (o->tls_cert_file != NULL &&
-        (SSL_CTX_use_certificate_chain_file(ctx, o->tls_cert_file) != 1 ||
-         o->tls_key_file == NULL ||
-         SSL_CTX_use_PrivateKey_file(ctx, o->tls_key_file, SSL_FILETYPE_PEM) !=
-             1))
+    *why = "cannot load the client certificate or key (tls_cert_file, "
+           "tls_key_file: both are needed)";
+    if ((cert != NULL || key != NULL) &&
+        (cert == NULL || key == NULL ||
+         SSL_CTX_use_certificate_chain_file(ctx, cert) != 1 ||
+         SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1))
         goto fail;
     return ctx;
 fail:
@@ -451,12 +463,13 @@ redislock_err rl__conn_tls_new(const rl__url *u, const redislock_options *o,
 
         pthread_once(&once, (void (*)(void))redisInitOpenSSL);
         if (t == NULL ||
-            (t->name = strdup(o->tls_server_name ? o->tls_server_name
-                                                 : u->host)) == NULL) {
+            (t->name = strdup(either(o->tls_server_name,
+                                     either(u->tls_server_name, u->host)))) ==
+                NULL) {
             free(t);
             return rl__err(REDISLOCK_ENOMEM, "out of memory");
         }
-        if ((t->ctx = tls_ctx(o, &why)) == NULL) {
+        if ((t->ctx = tls_ctx(u, o, &why)) == NULL) {
             free(t->name);
             free(t);
             return rl__err(REDISLOCK_EINVAL, "TLS: %s", why);

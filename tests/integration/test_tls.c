@@ -195,6 +195,71 @@ void test_tls_client_certificate(void)
     tls_stop(&e);
 }
 
+/* c takes a lock and gives it back; then c is freed. */
+static void takes_and_frees(redislock_client *c)
+{
+    redislock_lock *l = th_lock(c, "tls:url");
+
+    ASSERT_OK(redislock_acquire(l, NULL));
+    ASSERT_OK(redislock_release(l));
+    redislock_lock_free(l);
+    redislock_client_free(c);
+}
+
+/*
+ * The TLS settings in the URL's query, as the CLI and a URL-only
+ * configuration give them: the CA (the server verified), a client
+ * certificate for a server that wants one, tls_insecure for a server no
+ * given CA vouches for; the options, when set, win over the URL.
+ */
+void test_tls_url_params(void)
+{
+    redislock_client *c = NULL;
+    redislock_options o;
+    char url[1536];
+    tls_env e;
+
+    if (!have_tls())
+        return;
+    tls_start_auth(&e, 1);
+    memset(&o, 0, sizeof o);
+    o.connect_timeout_ms = 2000;
+    snprintf(url, sizeof url,
+             "%s?tls_ca_file=%s/localhost.crt&tls_cert_file=%s/localhost.crt"
+             "&tls_key_file=%s/localhost.key",
+             e.url, e.dir, e.dir, e.dir);
+    ASSERT_OK(redislock_client_new(&c, url, &o));
+    takes_and_frees(c);
+    /* The option's CA wins over the URL's: the stranger signed nothing. */
+    {
+        char ca[512];
+
+        snprintf(ca, sizeof ca, "%s/stranger.crt", e.dir);
+        o.tls_ca_file = ca;
+        ASSERT_ERR(redislock_client_new(&c, url, &o), REDISLOCK_ECONNECT);
+        ASSERT(strstr(redislock_errdetail(), "tls_ca_file") != NULL);
+        ASSERT(c == NULL);
+        o.tls_ca_file = NULL;
+    }
+    /* A CA that did not sign the server's certificate: refused, unless
+     * tls_insecure. */
+    snprintf(url, sizeof url,
+             "%s?tls_ca_file=%s/stranger.crt&tls_cert_file=%s/localhost.crt"
+             "&tls_key_file=%s/localhost.key",
+             e.url, e.dir, e.dir, e.dir);
+    ASSERT_ERR(redislock_client_new(&c, url, &o), REDISLOCK_ECONNECT);
+    ASSERT(c == NULL);
+    snprintf(url + strlen(url), sizeof url - strlen(url), "&tls_insecure=1");
+    ASSERT_OK(redislock_client_new(&c, url, &o));
+    takes_and_frees(c);
+    /* A key without its certificate: refused before any connect. */
+    snprintf(url, sizeof url, "%s?tls_key_file=%s/localhost.key", e.url,
+             e.dir);
+    ASSERT_ERR(redislock_client_new(&c, url, &o), REDISLOCK_EINVAL);
+    ASSERT(strstr(redislock_errdetail(), "tls_cert_file") != NULL);
+    tls_stop(&e);
+}
+
 /*
  * A request whose reply is lost on a TLS connection after its handshake
  * may have run: REDISLOCK_EIO, as over a plain connection (the engine

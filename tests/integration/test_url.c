@@ -289,3 +289,54 @@ void test_url_timeout_applied(void)
     assert_times_out(url, &o, 300);
     fs_stop(s);
 }
+
+/* The TLS parameters of a URL's query: refused on a plain URL, naming
+ * rediss://; on rediss:// (in a TLS build) decoded into the URL, by the
+ * library's names and redis-py's, and a bad value refused by name. */
+void test_url_tls_params(void)
+{
+    rl__url u;
+
+    ASSERT_ERR(rl__url_parse("redis://h?tls_ca_file=/ca.crt", &u),
+               REDISLOCK_EINVAL);
+    ASSERT(strstr(redislock_errdetail(), "rediss://") != NULL);
+    rl__url_free(&u);
+    ASSERT_ERR(rl__url_parse("redis://h?tls_nonsense=1", &u),
+               REDISLOCK_EINVAL);
+    ASSERT(strstr(redislock_errdetail(), "tls_ca_file") != NULL);
+    rl__url_free(&u);
+    if (!redislock_has_tls()) {
+        ASSERT_ERR(rl__url_parse("rediss://h?tls_ca_file=/ca.crt", &u),
+                   REDISLOCK_ENOTLS);
+        rl__url_free(&u);
+        return;
+    }
+    ASSERT_OK(rl__url_parse("rediss://h:7000?tls_ca_file=/a%20b/ca.crt&"
+                            "ssl_certfile=/c.crt&tls_key_file=/k%26.key&"
+                            "tls_server_name=redis.example&tls_ca_dir=/d&"
+                            "tls_insecure=1&timeout=2",
+                            &u));
+    ASSERT_EQ_STR(u.tls_ca_file, "/a b/ca.crt");
+    ASSERT_EQ_STR(u.tls_cert_file, "/c.crt");
+    ASSERT_EQ_STR(u.tls_key_file, "/k&.key");
+    ASSERT_EQ_STR(u.tls_server_name, "redis.example");
+    ASSERT_EQ_STR(u.tls_ca_dir, "/d");
+    ASSERT_EQ_INT(u.tls_insecure, 1);
+    ASSERT_EQ_INT(u.command_timeout_ms, 2000);
+    rl__url_free(&u);
+    /* A later value wins, as for the timeouts. */
+    ASSERT_OK(rl__url_parse("rediss://h?ssl_ca_certs=/one&tls_ca_file=/two",
+                            &u));
+    ASSERT_EQ_STR(u.tls_ca_file, "/two");
+    rl__url_free(&u);
+    ASSERT_ERR(rl__url_parse("rediss://h?tls_insecure=yes", &u),
+               REDISLOCK_EINVAL);
+    ASSERT(strstr(redislock_errdetail(), "tls_insecure") != NULL);
+    rl__url_free(&u);
+    ASSERT_ERR(rl__url_parse("rediss://h?tls_ca_file=", &u), REDISLOCK_EINVAL);
+    rl__url_free(&u);
+    ASSERT_ERR(rl__url_parse("rediss://h?tls_key_file=%zz", &u),
+               REDISLOCK_EINVAL);
+    ASSERT(strstr(redislock_errdetail(), "tls_key_file") != NULL);
+    rl__url_free(&u);
+}
