@@ -148,7 +148,8 @@ typedef struct cli_cmdopts {
      * REDISLOCK_DEFAULT_TTL_MS), wait_ms (-w, -n; default
      * REDISLOCK_WAIT_FOREVER), the retry settings, fail_fast, owner
      * (--owner, which also sets reentrant), metadata, limit (--limit)
-     * and shared (-s). release and extend read ttl_ms and owner. */
+     * and shared (-s; -x clears it, the last of them winning as in
+     * flock(1)). release and extend read ttl_ms and owner. */
     redislock_acquire_options acq;
     int64_t hold_after_ms; /* --hold-after; 0 */
     const char *command;   /* run -c: a string for sh -c; NULL */
@@ -180,7 +181,8 @@ typedef struct cli_cmdopts {
     {CLI_ID_RETRY_DELAY, "retry-delay", 1},                                   \
     {CLI_ID_RETRY_MAX_DELAY, "retry-max-delay", 1},                           \
     {CLI_ID_MAX_ATTEMPTS, "max-attempts", 1}, {CLI_ID_FAIR, "fair", 0},       \
-    {CLI_ID_VERBOSE, "verbose", 0}, {'s', "shared", 0}, {'k', "key", 1}
+    {CLI_ID_VERBOSE, "verbose", 0}, {'s', "shared", 0},                       \
+    {'x', "exclusive", 0}, {'k', "key", 1}
 /* The options of the subcommands that write a lease (run, acquire,
  * extend): the library's replica-sync and WAITAOF guards. */
 #define CLI_OPTS_GUARDS                                                       \

@@ -127,6 +127,11 @@ static int apply_wait_option(const char *ctx, int id, const char *val,
     case 's':
         acq->shared = 1;
         return 0;
+    case 'x':
+        /* flock(1)'s spelling of the default. With -s too, the last
+         * given wins, as flock -s -x takes an exclusive lock. */
+        acq->shared = 0;
+        return 0;
     case CLI_ID_LIMIT:
         return cli_parse_count(ctx, "limit", val, REDISLOCK_LIMIT_MAX,
                                &acq->limit);

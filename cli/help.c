@@ -142,6 +142,8 @@ static const char help_text[] =
     "                     holder (run or acquire without -s) has KEY or\n"
     "                     waits for it. Not with --limit, --owner,\n"
     "                     --metadata or --hold-after\n"
+    "  -x, --exclusive    run, acquire: an exclusive lock, the default (as\n"
+    "                     flock -x); with -s too, the last one given wins\n"
     "  -k, --key KEY2     run, acquire, release, extend: KEY2 too, as one\n"
     "                     set taken all or none with one token and lease\n"
     "                     (repeat for more, up to 8 keys in all; on one\n"

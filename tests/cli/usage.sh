@@ -41,7 +41,7 @@ usage -u '' status k
 usage run k --
 usage run k
 usage run
-usage run -x k -- true
+usage run -q k -- true
 usage run --frobnicate k -- true
 usage run -t
 usage status --json=yes k
