@@ -83,6 +83,7 @@ TEST_ENTRY(url_refused_econnect, 30)
 TEST_ENTRY(url_query_timeouts, 30)
 TEST_ENTRY(url_query_password_hidden, 30)
 TEST_ENTRY(url_timeout_applied, 60)
+TEST_ENTRY(url_scheme_any_case, 30)
 
 TEST_ENTRY(auth_wrong_password_eauth, 30)
 TEST_ENTRY(auth_password_in_url, 30)

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "error.h"
 
@@ -390,16 +391,24 @@ static redislock_err parse_unix(const char *s, rl__url *u)
     return parse_query(q + 1, u, 1);
 }
 
+/* Whether s starts with scheme (lower case, with its "://"), in any case:
+ * a scheme is case-insensitive (RFC 3986, section 3.1), and redis-cli
+ * takes REDIS:// too. The "://" is ASCII, so comparing it so is exact. */
+static int has_scheme(const char *s, const char *scheme)
+{
+    return strncasecmp(s, scheme, strlen(scheme)) == 0;
+}
+
 redislock_err rl__url_parse(const char *s, rl__url *u)
 {
     memset(u, 0, sizeof *u);
     if (s == NULL || *s == '\0')
         return rl__err(REDISLOCK_EINVAL, "empty URL");
-    if (strncmp(s, "redis://", 8) == 0)
+    if (has_scheme(s, "redis://"))
         return parse_tcp(s + 8, u);
-    if (strncmp(s, "unix://", 7) == 0)
+    if (has_scheme(s, "unix://"))
         return parse_unix(s + 7, u);
-    if (strncmp(s, "rediss://", 9) == 0) {
+    if (has_scheme(s, "rediss://")) {
 #ifdef REDISLOCK_HAVE_TLS
         u->tls = 1;
         return parse_tcp(s + 9, u);
@@ -434,8 +443,8 @@ void rl__url_free(rl__url *u)
 
 int rl__url_is_sentinel(const char *s)
 {
-    return s != NULL && (strncmp(s, "redis+sentinel://", 17) == 0 ||
-                         strncmp(s, "rediss+sentinel://", 18) == 0);
+    return s != NULL && (has_scheme(s, "redis+sentinel://") ||
+                         has_scheme(s, "rediss+sentinel://"));
 }
 
 /* A malloc'ed string of the formatted parts; NULL when out of memory. */
@@ -520,7 +529,8 @@ redislock_err rl__sentinel_url_parse(const char *s, rl__sentinel_url *u)
     memset(u, 0, sizeof *u);
     if (!rl__url_is_sentinel(s))
         return rl__err(REDISLOCK_EINVAL, "not a redis+sentinel:// URL");
-    scheme = s[5] == 's' ? "rediss" : "redis";
+    /* Written in lower case into the URLs made from it. */
+    scheme = has_scheme(s, "rediss+") ? "rediss" : "redis";
     hosts = strstr(s, "://") + 3;
     slash = strchr(hosts, '/');
     if (slash == NULL || slash[1] == '\0' || slash[1] == '/' || slash[1] == '?')

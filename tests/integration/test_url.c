@@ -340,3 +340,56 @@ void test_url_tls_params(void)
     ASSERT(strstr(redislock_errdetail(), "tls_key_file") != NULL);
     rl__url_free(&u);
 }
+/* rl__url_parse(url) succeeds with this host (or socket path), port, db
+ * and TLS flag. */
+static void assert_parsed(const char *url, const char *where, int port, int db,
+                          int tls)
+{
+    rl__url u;
+
+    ASSERT_OK(rl__url_parse(url, &u));
+    ASSERT_EQ_STR(u.host != NULL ? u.host : u.path, where);
+    if (u.host != NULL)
+        ASSERT_EQ_INT(u.port, port);
+    ASSERT_EQ_INT(u.db, db);
+    ASSERT_EQ_INT(u.tls, tls);
+    rl__url_free(&u);
+}
+
+/* A URL's scheme is case-insensitive (RFC 3986, 3.1), as redis-cli takes
+ * REDIS:// too; the rest keeps its case. */
+void test_url_scheme_any_case(void)
+{
+    th_server *s = th_server_start(NULL);
+    rl__sentinel_url su;
+    redislock_client *c;
+    char url[256];
+
+    assert_parsed("REDIS://Host:6380/2", "Host", 6380, 2, 0);
+    assert_parsed("Redis://h", "h", 6379, 0, 0);
+    assert_parsed("UNIX:///tmp/X.sock?db=3", "/tmp/X.sock", 0, 3, 0);
+    if (redislock_has_tls())
+        assert_parsed("ReDiSs://h:6390", "h", 6390, 0, 1);
+    else
+        assert_refused("REDISS://h:6390", REDISLOCK_ENOTLS, "tls");
+    ASSERT(rl__url_is_sentinel("REDIS+SENTINEL://h/m"));
+    ASSERT(rl__url_is_sentinel("Rediss+Sentinel://h/m"));
+    ASSERT(!rl__url_is_sentinel("REDIS://h/m"));
+    ASSERT_OK(rl__sentinel_url_parse("REDISS+Sentinel://a:1,b/Mymaster", &su));
+    ASSERT_EQ_STR(su.name, "Mymaster");
+    ASSERT_EQ_INT(su.n, 2);
+    ASSERT_EQ_STR(su.sentinels[0], "rediss://a:1");
+    ASSERT_EQ_STR(su.sentinels[1], "rediss://b:26379");
+    ASSERT_EQ_STR(su.node_pre, "rediss://");
+    rl__sentinel_url_free(&su);
+    ASSERT_OK(rl__sentinel_url_parse("Redis+SENTINEL://a/m", &su));
+    ASSERT_EQ_STR(su.sentinels[0], "redis://a:26379");
+    rl__sentinel_url_free(&su);
+    /* A server reached through one. */
+    snprintf(url, sizeof url, "REDIS://127.0.0.1:%d", s->port);
+    c = th_client_url(url, NULL);
+    redislock_client_free(c);
+    /* An unknown scheme is still named as written. */
+    assert_refused("HTTP://x", REDISLOCK_EINVAL, "'HTTP'");
+    th_server_stop(s);
+}
