@@ -394,7 +394,13 @@ int cli_cmd_extend(int argc, char **argv, const cli_global *g);
 int cli_cmd_status(int argc, char **argv, const cli_global *g);
 int cli_cmd_list(int argc, char **argv, const cli_global *g);
 
-/* Prints the full help on stdout. */
+/* Prints the overview (--help, help) on stdout: the commands, one line
+ * each, the global options and the exit statuses. */
 void cli_print_help(void);
+
+/* Prints command name's usage and options on stdout (help COMMAND,
+ * COMMAND --help). Returns 0, or -1 without printing anything when there
+ * is no such command. */
+int cli_print_command_help(const char *name);
 
 #endif

@@ -262,7 +262,7 @@ int cli_cmd_options(int argc, char **argv, const cli_global *g,
     o->conflict_code = CLI_EXIT_NOT_OBTAINED;
     while ((id = cli_getopt(&a, defs, &val)) > 0) {
         if (id == 'h') {
-            cli_print_help();
+            cli_print_command_help(argv[0]);
             return CLI_EXIT_OK;
         }
         rc = apply_option(argv[0], id, val, o);

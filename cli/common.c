@@ -45,10 +45,16 @@ void cli_err(const char *ctx, const char *fmt, ...)
 
 int cli_usage(const char *ctx, const char *fmt, ...)
 {
+    char see[64];
     va_list ap;
 
+    /* A command's own help is the shorter read; help's is the overview. */
+    if (ctx != NULL && strlen(ctx) < 20 && strcmp(ctx, "help") != 0)
+        snprintf(see, sizeof see, " (see 'redislock help %s')", ctx);
+    else
+        snprintf(see, sizeof see, " (see 'redislock --help')");
     va_start(ap, fmt);
-    vreport(ctx, fmt, ap, " (see 'redislock --help')");
+    vreport(ctx, fmt, ap, see);
     va_end(ap);
     return CLI_EXIT_USAGE;
 }

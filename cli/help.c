@@ -1,71 +1,27 @@
-/* The text of redislock --help: every option and the exit statuses. The
- * man page, docs/man/redislock.1, says the same at more length. */
+/* The text of redislock --help (an overview: the commands, the global
+ * options, the exit statuses) and of redislock help COMMAND (one
+ * command's usage and options). The man page, docs/man/redislock.1, says
+ * the same at more length. */
 #include "cli.h"
 
 #include <stdio.h>
+#include <string.h>
 
-static const char help_text[] =
+static const char overview[] =
     "Usage: redislock [GLOBAL OPTION...] COMMAND [OPTION...] ARG...\n"
-    "Distributed locks on Redis.\n"
+    "Distributed locks on Redis, with the exit statuses of flock(1).\n"
     "\n"
     "Commands:\n"
-    "  run [OPTION...] KEY [--] COMMAND [ARG...]\n"
-    "  run [OPTION...] KEY -c STRING\n"
-    "  run [OPTION...] -c STRING KEY\n"
-    "      Take the lock, run COMMAND with REDISLOCK_KEY, REDISLOCK_TOKEN and\n"
-    "      REDISLOCK_FENCE (the fencing token) in its environment, renew\n"
-    "      the lease every TTL/3 while it runs,\n"
-    "      release it when COMMAND ends and exit with COMMAND's status\n"
-    "      (128+N if a signal N killed it). -c, --command STRING runs\n"
-    "      /bin/sh -c STRING instead (as flock -c; right after KEY it must\n"
-    "      be the last argument). SIGHUP, SIGINT, SIGQUIT,\n"
-    "      SIGTERM, SIGUSR1 and SIGUSR2 are passed on to COMMAND. If the\n"
-    "      lock is lost, or cannot be renewed while the lease is still\n"
-    "      known to be valid, COMMAND's process group gets SIGTERM, then\n"
-    "      SIGKILL 5 s later or when the lease's validity ends, if sooner.\n"
-    "      A guardian process kills COMMAND, and what it started, if\n"
-    "      redislock dies (even by SIGKILL) or when the lease ends while\n"
-    "      redislock is stopped.\n"
-    "      COMMAND's environment lacks REDISCLI_AUTH, and the Redis URL\n"
-    "      variable that redislock used if it holds a password.\n"
-    "  acquire [OPTION...] KEY\n"
-    "      Take the lock and print its token (with --owner or --metadata:\n"
-    "      the owner id). Nothing renews the lease.\n"
-    "  release [--hold-after DURATION] KEY TOKEN\n"
-    "  release [--hold-after DURATION] --owner ID KEY\n"
-    "      Release a lock taken by acquire; with --owner, drop one hold of\n"
-    "      a reentrant lock (the last hold frees it).\n"
-    "  extend [-t TTL] KEY TOKEN\n"
-    "  extend [-t TTL] --owner ID KEY\n"
-    "      Reset the lease of a lock taken by acquire to TTL.\n"
-    "  status [--json] KEY\n"
-    "      Print 'free', or 'held ttl_ms=N' followed by 'reserved' for a\n"
-    "      hold-after reservation, holds=N and owner=ID for a lock with an\n"
-    "      owner id, and metadata=TEXT; for a semaphore (--limit)\n"
-    "      'permits=K limit=N', for a lock held shared (-s) 'readers=K'\n"
-    "      (its live shares), then 'leases_ms=N,N...' (each share's time\n"
-    "      left, shortest first, at most 100). With --json\n"
-    "      {\"key\":KEY,\"held\":true,\n"
-    "      \"ttl_ms\":N,\"holds\":N,\"owner\":ID|null,\"metadata\":TEXT|null,\n"
-    "      \"fence\":N,\"reserved\":BOOL} or {\"key\":KEY,\"held\":false};\n"
-    "      a semaphore has \"permits\":K,\"limit\":N and a shared lock\n"
-    "      \"readers\":K,\"shared\":true, both \"leases_ms\":[N,...], in\n"
-    "      place of holds, owner, metadata and reserved; another\n"
-    "      library's lock has no holds\n"
-    "      or fence. ttl_ms=-1: no expiry.\n"
-    "      A key that is not a lock (a list, a cached value) prints\n"
-    "      'not-a-lock ttl_ms=N type=TYPE' ({...,\"lock\":false,\n"
-    "      \"type\":TYPE}) and exits 65.\n"
-    "  list [--json] [--all] [PATTERN]\n"
-    "      Print the locks whose key matches the glob PATTERN (default\n"
-    "      all), one per line as 'KEY ttl_ms=N [holds=N owner=ID]\n"
-    "      [metadata=TEXT]' (a semaphore, a lock held shared: the\n"
-    "      fields of status, as in 'KEY ttl_ms=N readers=K'), or with\n"
-    "      --json as a JSON array of status objects. Keys are shown\n"
-    "      without the prefix; control bytes, backslashes and (in KEY\n"
-    "      and ID) spaces are written as \\xNN.\n"
-    "      Keys that are not locks, and locks without a TTL, are left\n"
-    "      out; --all shows them ('KEY not-a-lock ttl_ms=N type=TYPE').\n"
+    "  run KEY COMMAND...  run COMMAND holding the lock, renewing its lease\n"
+    "  acquire KEY         take the lock and print its token\n"
+    "  release KEY TOKEN   release a lock taken by acquire\n"
+    "  extend KEY TOKEN    reset the lease of a lock taken by acquire\n"
+    "  status KEY          print the state of the lock on KEY\n"
+    "  list [PATTERN]      print the locks whose keys match PATTERN\n"
+    "  help [COMMAND]      print this help, or COMMAND's\n"
+    "  version             print the version\n"
+    "'redislock help COMMAND' or 'redislock COMMAND --help' prints a\n"
+    "command's usage and options.\n"
     "\n"
     "Global options (before COMMAND; -u and the timeouts may also follow\n"
     "COMMAND):\n"
@@ -103,77 +59,6 @@ static const char help_text[] =
     "                     $REDISLOCK_COMMAND_TIMEOUT; run caps both at TTL/5\n"
     "  -h, --help         print this help\n"
     "  -V, --version      print the version\n"
-    "\n"
-    "Options of run and acquire:\n"
-    "  -t, --ttl TTL      lease length (default 30s, at most 30 days)\n"
-    "  -w, --wait, --timeout SECONDS\n"
-    "                     wait at most this long for a held lock\n"
-    "  -n, --nonblock, --no-wait\n"
-    "                     do not wait (the default is to wait forever)\n"
-    "  -E, --conflict-exit-code CODE\n"
-    "                     exit status when the lock is not obtained (with\n"
-    "                     0, COMMAND does not run and no token is printed)\n"
-    "  --verbose          say on stderr what it waits for, who holds the\n"
-    "                     lock and its lease, how long it took, why it\n"
-    "                     stopped; run: the renewals and the command's end.\n"
-    "                     Without it, a lock not obtained prints nothing.\n"
-    "  --fail-fast        give up at once when the holder's lease outlasts\n"
-    "                     the wait (or its key has no expiry)\n"
-    "  --fair             wait in a FIFO queue: a release hands the lock\n"
-    "                     (with -s or --limit, a share) to the longest\n"
-    "                     waiter (default: a release wakes one waiter,\n"
-    "                     which competes with newcomers)\n"
-    "  --retry constant|linear|exponential\n"
-    "                     how the pause between attempts grows (constant)\n"
-    "  --retry-delay DURATION\n"
-    "                     the pause, or its first step (default 100ms);\n"
-    "                     each pause is drawn from [d/2, d]\n"
-    "  --retry-max-delay DURATION\n"
-    "                     cap on one pause for linear and exponential\n"
-    "                     (default 2s)\n"
-    "  --max-attempts N   give up after N attempts\n"
-    "  --limit N          run, acquire: take one of N permits of a semaphore\n"
-    "                     on KEY (release and extend take its token):\n"
-    "                     at most N holders at once, each with a lease of\n"
-    "                     its own (every user of KEY must give the same N)\n"
-    "  -s, --shared       run, acquire: take a share of KEY (a reader lock;\n"
-    "                     release and extend take its token): any number\n"
-    "                     of shares at once, but none while an exclusive\n"
-    "                     holder (run or acquire without -s) has KEY or\n"
-    "                     waits for it. Not with --limit, --owner,\n"
-    "                     --metadata or --hold-after\n"
-    "  -x, --exclusive    run, acquire: an exclusive lock, the default (as\n"
-    "                     flock -x); with -s too, the last one given wins\n"
-    "  -k, --key KEY2     run, acquire, release, extend: KEY2 too, as one\n"
-    "                     set taken all or none with one token and lease\n"
-    "                     (repeat for more, up to 8 keys in all; on one\n"
-    "                     server, in a cluster one slot: use a {tag}).\n"
-    "                     Not with --limit, -s, --owner, --metadata,\n"
-    "                     --fair or --hold-after\n"
-    "  --owner ID         take the lock reentrant as owner ID: each\n"
-    "                     acquire with ID adds a hold\n"
-    "  --metadata TEXT    store TEXT with the lock for status and list\n"
-    "                     (the owner id is then host:pid:random)\n"
-    "  --hold-after DURATION\n"
-    "                     run, release: keep the lock reserved this long\n"
-    "                     after release, then let it expire\n"
-    "  --json             status, list: print JSON\n"
-    "Durability guards (run, acquire, extend; for --sentinel or --cluster,\n"
-    "where a failover must not lose a lock; each acquire and renewal then\n"
-    "waits for the slowest replica that must confirm, up to the timeout):\n"
-    "  --wait-replicas N  after each write of the lease, wait until N\n"
-    "                     replicas have it (WAIT); else acquire gives the\n"
-    "                     lock back and fails (exit 69); 'all': every\n"
-    "                     replica the master has had\n"
-    "  --wait-replicas-timeout DURATION\n"
-    "                     how long each wait lasts at most (default 100ms)\n"
-    "  --wait-replicas-lenient\n"
-    "                     keep the lock when too few confirm, with a warning\n"
-    "  --wait-aof-local   wait until the master's append-only file has it\n"
-    "                     fsynced (WAITAOF, Redis 7.2+; else exit 78)\n"
-    "  --wait-aof-replicas N\n"
-    "                     the same for N replicas' append-only files\n"
-    "  --all              list: keys that are not locks too\n"
     "Durations: 500ms, 30s, 2m, 1h, 30d, 1.5s, 1h30m, 2m30s; a bare number\n"
     "means seconds, and one over 30 days (2592000) is refused as a likely\n"
     "unit mistake (write 30000000ms for milliseconds).\n"
@@ -206,7 +91,246 @@ static const char help_text[] =
     "  128+N    run: COMMAND was killed by signal N; run, acquire:\n"
     "           redislock got signal N while waiting for the lock\n";
 
+/* The pieces of the commands' help, each a run of whole lines. */
+
+static const char run_usage[] =
+    "Usage: redislock [GLOBAL OPTION...] run [OPTION...] KEY [--] COMMAND "
+    "[ARG...]\n"
+    "       redislock [GLOBAL OPTION...] run [OPTION...] KEY -c STRING\n"
+    "       redislock [GLOBAL OPTION...] run [OPTION...] -c STRING KEY\n"
+    "Take the lock, run COMMAND with REDISLOCK_KEY, REDISLOCK_TOKEN and\n"
+    "REDISLOCK_FENCE (the fencing token) in its environment, renew the\n"
+    "lease every TTL/3 while it runs, release it when COMMAND ends and exit\n"
+    "with COMMAND's status (128+N if a signal N killed it). SIGHUP, SIGINT,\n"
+    "SIGQUIT, SIGTERM, SIGUSR1 and SIGUSR2 are passed on to COMMAND. If the\n"
+    "lock is lost, or cannot be renewed while the lease is still known to\n"
+    "be valid, COMMAND's process group gets SIGTERM, then SIGKILL 5 s later\n"
+    "or when the lease's validity ends, if sooner. A guardian process kills\n"
+    "COMMAND, and what it started, if redislock dies (even by SIGKILL) or\n"
+    "when the lease ends while redislock is stopped. COMMAND's environment\n"
+    "lacks REDISCLI_AUTH, and the Redis URL variable that redislock used if\n"
+    "it holds a password.\n"
+    "\n"
+    "Options:\n"
+    "  -c, --command STRING\n"
+    "                     run /bin/sh -c STRING instead of COMMAND (as\n"
+    "                     flock -c; right after KEY it must be the last\n"
+    "                     argument)\n";
+
+static const char acquire_usage[] =
+    "Usage: redislock [GLOBAL OPTION...] acquire [OPTION...] KEY\n"
+    "Take the lock and print its token (with --owner or --metadata: the\n"
+    "owner id), for release and extend. Nothing renews the lease.\n"
+    "\n"
+    "Options:\n";
+
+/* The options of run and acquire that shape the lock and the wait. */
+static const char take_options[] =
+    "  -t, --ttl TTL      lease length (default 30s, at most 30 days)\n"
+    "  -w, --wait, --timeout SECONDS\n"
+    "                     wait at most this long for a held lock\n"
+    "  -n, --nonblock, --no-wait\n"
+    "                     do not wait (the default is to wait forever)\n"
+    "  -E, --conflict-exit-code CODE\n"
+    "                     exit status when the lock is not obtained (with\n"
+    "                     0, COMMAND does not run and no token is printed)\n"
+    "  --verbose          say on stderr what it waits for, who holds the\n"
+    "                     lock and its lease, how long it took, why it\n"
+    "                     stopped; run: the renewals and the command's end.\n"
+    "                     Without it, a lock not obtained prints nothing.\n"
+    "  --fail-fast        give up at once when the holder's lease outlasts\n"
+    "                     the wait (or its key has no expiry)\n"
+    "  --fair             wait in a FIFO queue: a release hands the lock\n"
+    "                     (with -s or --limit, a share) to the longest\n"
+    "                     waiter (default: a release wakes one waiter,\n"
+    "                     which competes with newcomers)\n"
+    "  --retry constant|linear|exponential\n"
+    "                     how the pause between attempts grows (constant)\n"
+    "  --retry-delay DURATION\n"
+    "                     the pause, or its first step (default 100ms);\n"
+    "                     each pause is drawn from [d/2, d]\n"
+    "  --retry-max-delay DURATION\n"
+    "                     cap on one pause for linear and exponential\n"
+    "                     (default 2s)\n"
+    "  --max-attempts N   give up after N attempts\n"
+    "  --limit N          take one of N permits of a semaphore on KEY\n"
+    "                     (release and extend take its token): at most N\n"
+    "                     holders at once, each with a lease of its own\n"
+    "                     (every user of KEY must give the same N)\n"
+    "  -s, --shared       take a share of KEY (a reader lock; release and\n"
+    "                     extend take its token): any number of shares at\n"
+    "                     once, but none while an exclusive holder has KEY\n"
+    "                     or waits for it. Not with --limit, --owner,\n"
+    "                     --metadata or --hold-after\n"
+    "  -x, --exclusive    an exclusive lock, the default (as flock -x);\n"
+    "                     with -s too, the last one given wins\n"
+    "  -k, --key KEY2     KEY2 too, as one set taken all or none with one\n"
+    "                     token and lease (repeat for more, up to 8 keys\n"
+    "                     in all; on one server, in a cluster one slot:\n"
+    "                     use a {tag}). Not with --limit, -s, --owner,\n"
+    "                     --metadata, --fair or --hold-after\n"
+    "  --owner ID         take the lock reentrant as owner ID: each\n"
+    "                     acquire with ID adds a hold\n"
+    "  --metadata TEXT    store TEXT with the lock for status and list\n"
+    "                     (the owner id is then host:pid:random)\n";
+
+static const char hold_after_option[] =
+    "  --hold-after DURATION\n"
+    "                     keep the lock reserved this long after release,\n"
+    "                     then let it expire\n";
+
+static const char guard_options[] =
+    "Durability guards (for --sentinel or --cluster, where a failover must\n"
+    "not lose a lock; each write of the lease then waits for the slowest\n"
+    "replica that must confirm, up to the timeout):\n"
+    "  --wait-replicas N  after each write of the lease, wait until N\n"
+    "                     replicas have it (WAIT); else acquire gives the\n"
+    "                     lock back and fails (exit 69); 'all': every\n"
+    "                     replica the master has had\n"
+    "  --wait-replicas-timeout DURATION\n"
+    "                     how long each wait lasts at most (default 100ms)\n"
+    "  --wait-replicas-lenient\n"
+    "                     keep the lock when too few confirm, with a warning\n"
+    "  --wait-aof-local   wait until the master's append-only file has it\n"
+    "                     fsynced (WAITAOF, Redis 7.2+; else exit 78)\n"
+    "  --wait-aof-replicas N\n"
+    "                     the same for N replicas' append-only files\n";
+
+static const char release_usage[] =
+    "Usage: redislock [GLOBAL OPTION...] release [OPTION...] KEY TOKEN\n"
+    "       redislock [GLOBAL OPTION...] release [OPTION...] --owner ID KEY\n"
+    "Release a lock taken by acquire (a lock, a share, a permit or a set,\n"
+    "by its token); with --owner, drop one hold of a reentrant lock (the\n"
+    "last hold frees it).\n"
+    "\n"
+    "Options:\n"
+    "  --owner ID         the owner id that took the lock, instead of TOKEN\n"
+    "  -k, --key KEY2     KEY2 too: the set that acquire -k took\n";
+
+static const char extend_usage[] =
+    "Usage: redislock [GLOBAL OPTION...] extend [OPTION...] KEY TOKEN\n"
+    "       redislock [GLOBAL OPTION...] extend [OPTION...] --owner ID KEY\n"
+    "Reset the lease of a lock taken by acquire to TTL.\n"
+    "\n"
+    "Options:\n"
+    "  -t, --ttl TTL      the new lease (default 30s, at most 30 days)\n"
+    "  --owner ID         the owner id that took the lock, instead of TOKEN\n"
+    "  -k, --key KEY2     KEY2 too: the set that acquire -k took\n";
+
+static const char status_usage[] =
+    "Usage: redislock [GLOBAL OPTION...] status [--json] KEY\n"
+    "Print 'free', or 'held ttl_ms=N' followed by 'reserved' for a\n"
+    "hold-after reservation, holds=N and owner=ID for a lock with an owner\n"
+    "id, and metadata=TEXT; for a semaphore (--limit) 'permits=K limit=N',\n"
+    "for a lock held shared (-s) 'readers=K' (its live shares), then\n"
+    "'leases_ms=N,N...' (each share's time left, shortest first, at most\n"
+    "100). ttl_ms=-1: no expiry. A key that is not a lock (a list, a\n"
+    "cached value) prints 'not-a-lock ttl_ms=N type=TYPE' and exits 65.\n"
+    "\n"
+    "Options:\n"
+    "  --json             print {\"key\":KEY,\"held\":true,\"ttl_ms\":N,\n"
+    "                     "
+    "\"holds\":N,\"owner\":ID|null,\"metadata\":TEXT|null,\n"
+    "                     \"fence\":N,\"reserved\":BOOL} or\n"
+    "                     {\"key\":KEY,\"held\":false}; a semaphore has\n"
+    "                     \"permits\":K,\"limit\":N and a shared lock\n"
+    "                     \"readers\":K,\"shared\":true, both\n"
+    "                     \"leases_ms\":[N,...], in place of holds, owner,\n"
+    "                     metadata and reserved; another library's lock\n"
+    "                     has no holds or fence; a key that is not a lock\n"
+    "                     {...,\"lock\":false,\"type\":TYPE}\n";
+
+static const char list_usage[] =
+    "Usage: redislock [GLOBAL OPTION...] list [--json] [--all] [PATTERN]\n"
+    "Print the locks whose key matches the glob PATTERN (default all), one\n"
+    "per line as 'KEY ttl_ms=N [holds=N owner=ID] [metadata=TEXT]' (a\n"
+    "semaphore, a lock held shared: the fields of status, as in 'KEY\n"
+    "ttl_ms=N readers=K'). Keys are shown without the prefix; control\n"
+    "bytes, backslashes and (in KEY and ID) spaces are written as \\xNN.\n"
+    "Keys that are not locks, and locks without a TTL, are left out.\n"
+    "\n"
+    "Options:\n"
+    "  --json             print a JSON array of status objects\n"
+    "  --all              keys that are not locks too ('KEY not-a-lock\n"
+    "                     ttl_ms=N type=TYPE'), and locks without a TTL\n";
+
+/* The options every command takes. */
+static const char common_options[] =
+    "  -u, --url URL, --connect-timeout DURATION, --command-timeout "
+    "DURATION\n"
+    "                     as before the command (see redislock --help)\n"
+    "  -h, --help         print this help\n";
+
+static const char run_exit[] =
+    "\n"
+    "Exit status: COMMAND's own; 1 (or -E CODE) when the lock is not\n"
+    "obtained; 75 when it is lost while COMMAND runs, or its lease ran out\n"
+    "unrenewed and COMMAND was killed; 126, 127 when COMMAND cannot be\n"
+    "executed, is not found; 128+N when COMMAND, or redislock while it\n"
+    "waits, gets signal N.\n";
+
+static const char acquire_exit[] =
+    "\n"
+    "Exit status: 0 with the token printed; 1 (or -E CODE) when the lock is\n"
+    "not obtained; 128+N when signal N ends the wait.\n";
+
+static const char token_exit[] =
+    "\n"
+    "Exit status: 0 when done; 1 when the lock had expired and is free; 2\n"
+    "when another owner holds it.\n";
+
+static const char footer[] =
+    "\n"
+    "See redislock --help for the global options, durations and the other\n"
+    "exit statuses.\n";
+
+static const char help_usage[] =
+    "Usage: redislock help [COMMAND]\n"
+    "Print the overview of the commands, the global options and the exit\n"
+    "statuses, or COMMAND's usage and options.\n";
+
+static const char version_usage[] =
+    "Usage: redislock version\n"
+    "       redislock --version\n"
+    "Print the version of the tool and of the library.\n";
+
+/* Each command's help: its pieces in order, ending with NULL. */
+static const struct {
+    const char *name;
+    const char *parts[8];
+} commands[] = {
+    {"run",
+     {run_usage, take_options, hold_after_option, common_options, guard_options,
+      run_exit, footer, NULL}},
+    {"acquire",
+     {acquire_usage, take_options, common_options, guard_options, acquire_exit,
+      footer, NULL}},
+    {"release",
+     {release_usage, hold_after_option, common_options, token_exit, footer,
+      NULL}},
+    {"extend",
+     {extend_usage, common_options, guard_options, token_exit, footer, NULL}},
+    {"status", {status_usage, common_options, footer, NULL}},
+    {"list", {list_usage, common_options, footer, NULL}},
+    {"help", {help_usage, NULL}},
+    {"version", {version_usage, NULL}},
+};
+
 void cli_print_help(void)
 {
-    fputs(help_text, stdout);
+    fputs(overview, stdout);
+}
+
+int cli_print_command_help(const char *name)
+{
+    size_t i, j;
+
+    for (i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+        if (strcmp(commands[i].name, name) != 0)
+            continue;
+        for (j = 0; commands[i].parts[j] != NULL; j++)
+            fputs(commands[i].parts[j], stdout);
+        return 0;
+    }
+    return -1;
 }

@@ -27,6 +27,27 @@ static const struct {
     {"status", cli_cmd_status},   {"list", cli_cmd_list},
 };
 
+/* help: the overview, or with an operand that command's help. */
+static int help(int argc, char **argv)
+{
+    char q[CLI_QUOTE_MAX];
+
+    if (argc > 2)
+        return cli_usage("help", "unexpected argument '%s': give one command",
+                         cli_quote(argv[2], q, sizeof q));
+    if (argc == 1 || strcmp(argv[1], "-h") == 0 ||
+        strcmp(argv[1], "--help") == 0) {
+        cli_print_help();
+        return CLI_EXIT_OK;
+    }
+    if (cli_print_command_help(argv[1]) == 0)
+        return CLI_EXIT_OK;
+    return cli_usage("help",
+                     "unknown command '%s': commands are run, acquire, "
+                     "release, extend, status, list, help and version",
+                     cli_quote(argv[1], q, sizeof q));
+}
+
 static int dispatch(int argc, char **argv, const cli_global *g)
 {
     char q[CLI_QUOTE_MAX];
@@ -38,10 +59,8 @@ static int dispatch(int argc, char **argv, const cli_global *g)
     for (i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (strcmp(argv[0], commands[i].name) == 0)
             return commands[i].fn(argc, argv, g);
-    if (strcmp(argv[0], "help") == 0) {
-        cli_print_help();
-        return CLI_EXIT_OK;
-    }
+    if (strcmp(argv[0], "help") == 0)
+        return help(argc, argv);
     if (strcmp(argv[0], "version") == 0) {
         print_version();
         return CLI_EXIT_OK;
