@@ -288,8 +288,10 @@ static void ask_end(rl__loop *lp, asking *k)
     if (a->err == REDISLOCK_OK && k->naof > 0 &&
         (err = aof_verdict(a->pool, k->naof, k->r)) != REDISLOCK_OK)
         ask_failed(a, err, redislock_errdetail());
+    /* Replies that came before a failure are kept too: a PING's refusal
+     * says more than the loss of the connection after it. */
     for (i = 0; i < k->got; i++) {
-        if (i >= k->naof && a->err == REDISLOCK_OK)
+        if (i >= k->naof)
             a->r[i - k->naof] = k->r[i];
         else
             rl__reply_free(k->r[i]);
@@ -362,10 +364,39 @@ redislock_err rl__pool_command(rl__pool *p, int argc, const char **argv,
 
     *out = NULL;
     rl__pools_ask(&a, 1, 0);
-    if (a.err != REDISLOCK_OK)
+    if (a.err != REDISLOCK_OK) {
+        rl__pool_ask_free(&a);
         return rl__err(a.err, "%s", a.detail);
+    }
     *out = a.r[0];
     return REDISLOCK_OK;
+}
+
+/*
+ * Whether r, the reply to a HELLO without arguments, says the server is a
+ * Redis Sentinel ("mode" "sentinel"; a map under RESP3, pairs in an array
+ * under RESP2). An error (a server before 6.2, HELLO renamed) says
+ * nothing: such a server is judged by what it does later, as before.
+ */
+static int says_sentinel(const rl__reply *r)
+{
+    const rl__reply *k, *v;
+    size_t i;
+
+    if (r == NULL || (r->type != REDIS_REPLY_ARRAY
+#ifdef REDIS_REPLY_MAP
+                      && r->type != REDIS_REPLY_MAP
+#endif
+                      ))
+        return 0;
+    for (i = 0; i + 1 < r->elements; i += 2) {
+        k = r->element[i];
+        v = r->element[i + 1];
+        if (k->type == REDIS_REPLY_STRING && strcmp(k->str, "mode") == 0)
+            return v->type == REDIS_REPLY_STRING &&
+                   strcmp(v->str, "sentinel") == 0;
+    }
+    return 0;
 }
 
 redislock_err rl__pool_pinged(const rl__pool_ask *a)
@@ -373,7 +404,7 @@ redislock_err rl__pool_pinged(const rl__pool_ask *a)
     const rl__reply *r = a->r[0];
     redislock_err err;
 
-    if (a->err != REDISLOCK_OK)
+    if (r == NULL)
         return rl__err(a->err, "%s", a->detail);
     if ((err = rl__reply_check(r, "PING")) != REDISLOCK_OK)
         return err;
@@ -381,17 +412,40 @@ redislock_err rl__pool_pinged(const rl__pool_ask *a)
         return rl__err(REDISLOCK_EPROTOCOL,
                        "PING answered something other than PONG: is this "
                        "a Redis server?");
+    /* Both replies came, and still it failed: the WAITAOF guard's check
+     * of a new connection, asked first, refused the server. */
+    if (a->err != REDISLOCK_OK && a->r[1] != NULL)
+        return rl__err(a->err, "%s", a->detail);
+    /* A sentinel answers PING too, but has no scripts: without this, the
+     * first lock would fail with "unknown command 'EVALSHA'" as if the
+     * server's configuration had renamed it. */
+    if (says_sentinel(a->r[1]))
+        return rl__err(REDISLOCK_ECONNECT,
+                       "%s is a Redis Sentinel, not a Redis server: to lock "
+                       "on the master it watches, use "
+                       "redis+sentinel://%s/NAME with the master's name "
+                       "(SENTINEL MASTERS lists them)",
+                       a->pool->name, a->pool->name);
+    /* The server answered PING as Redis does. A failure after that is
+     * HELLO's alone (a proxy that closes the connection on a command it
+     * does not know, a server that never answers it): before HELLO was
+     * asked such a server was taken, and it still is; the connection
+     * lost with it is opened again when needed. */
     return REDISLOCK_OK;
 }
 
 void rl__pool_ping(rl__pool_ask *a, rl__pool *p)
 {
     static const char *ping[1] = {"PING"};
+    static const char *hello[1] = {"HELLO"};
 
     memset(a, 0, sizeof *a);
     a->pool = p;
-    a->n = 1;
+    /* HELLO with no arguments changes nothing and names the kind of
+     * server ("mode"); every user may run it, whatever its ACL. */
+    a->n = 2;
     a->cmds[0] = (rl__cmd){1, ping, NULL};
+    a->cmds[1] = (rl__cmd){1, hello, NULL};
 }
 
 void rl__pool_ask_free(rl__pool_ask *a)

@@ -78,8 +78,10 @@ void rl__pools_ask(rl__pool_ask *asks, size_t n, int64_t budget_ms);
 
 void rl__pool_ask_free(rl__pool_ask *a);
 
-/* A PING of p to ask, and the verdict on it: REDISLOCK_OK for a PONG,
- * or the failure, with the detail set. */
+/* A PING of p to ask (and a HELLO, which names the kind of server), and
+ * the verdict on it: REDISLOCK_OK for a PONG from a Redis server, or the
+ * failure, with the detail set (a Redis Sentinel is REDISLOCK_ECONNECT,
+ * naming the redis+sentinel:// URL to use instead). */
 void rl__pool_ping(rl__pool_ask *a, rl__pool *p);
 redislock_err rl__pool_pinged(const rl__pool_ask *a);
 

@@ -696,3 +696,41 @@ void test_sentinel_renewal_unconfirmed_fails(void)
     redislock_client_free(c);
     th_sentinels_stop(t);
 }
+
+/* A plain redis:// URL (or one of several for sharding) at a sentinel's
+ * port: REDISLOCK_ECONNECT at construction, naming the sentinel and the
+ * redis+sentinel:// URL to use, not a failure of the first lock's script
+ * (the sentinel knows no EVALSHA). The CLI exits 69 with that message. */
+void test_sentinel_plain_url_named(void)
+{
+    th_sentinels *t = th_sentinels_start(NULL);
+    redislock_client *c = (redislock_client *)1;
+    char url[64], want[128], err[512];
+    const char *urls[2];
+    const char *acq[] = {"-u", url, "acquire", "sp:a", NULL};
+    int st;
+
+    snprintf(url, sizeof url, "redis://127.0.0.1:%d", t->sent_port[0]);
+    snprintf(want, sizeof want, "redis+sentinel://127.0.0.1:%d/",
+             t->sent_port[0]);
+    ASSERT_ERR(redislock_client_new(&c, url, NULL), REDISLOCK_ECONNECT);
+    test_log("%s: %s", url, redislock_errdetail());
+    ASSERT(c == NULL);
+    ASSERT(strstr(redislock_errdetail(), "Sentinel") != NULL);
+    ASSERT(strstr(redislock_errdetail(), want) != NULL);
+    urls[0] = t->node[0]->tcp_url;
+    urls[1] = url;
+    c = (redislock_client *)1;
+    ASSERT_ERR(redislock_client_new_sharded(&c, urls, 2, NULL),
+               REDISLOCK_ECONNECT);
+    ASSERT(strstr(redislock_errdetail(), want) != NULL);
+    ASSERT(c == NULL);
+    st = th_cli(acq, NULL, NULL, 0, err, sizeof err);
+    test_log("CLI: exit %d, %s", st, err);
+    ASSERT_EQ_INT(st, 69);
+    ASSERT(strstr(err, want) != NULL);
+    /* The data node itself is fine. */
+    c = th_client_url(t->node[0]->tcp_url, NULL);
+    redislock_client_free(c);
+    th_sentinels_stop(t);
+}
