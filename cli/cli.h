@@ -28,6 +28,37 @@ enum {
 /* The most -u options one command line may give. */
 #define CLI_URLS_MAX 64
 
+/* The ids of the options that have no short form. */
+enum {
+    CLI_ID_JSON = 256,
+    CLI_ID_PREFIX,
+    CLI_ID_SHARD,
+    CLI_ID_REDLOCK,
+    CLI_ID_CLUSTER,
+    CLI_ID_SENTINEL,
+    CLI_ID_OWNER,
+    CLI_ID_METADATA,
+    CLI_ID_FAIL_FAST,
+    CLI_ID_RETRY,
+    CLI_ID_RETRY_DELAY,
+    CLI_ID_RETRY_MAX_DELAY,
+    CLI_ID_MAX_ATTEMPTS,
+    CLI_ID_HOLD_AFTER,
+    CLI_ID_FAIR,
+    CLI_ID_LIMIT,
+    CLI_ID_PASSWORD_FILE,
+    CLI_ID_VERBOSE,
+    CLI_ID_CONNECT_TIMEOUT,
+    CLI_ID_COMMAND_TIMEOUT,
+    CLI_ID_ALL,
+    CLI_ID_WAIT_REPLICAS,
+    CLI_ID_WAIT_REPLICAS_TIMEOUT,
+    CLI_ID_WAIT_REPLICAS_LENIENT,
+    CLI_ID_WAIT_AOF_LOCAL,
+    CLI_ID_WAIT_AOF_REPLICAS,
+    CLI_ID_END /* one past the last id */
+};
+
 /* Options that every subcommand understands. */
 typedef struct cli_global {
     /* From -u, in order; none: consult the environment. */
@@ -62,6 +93,9 @@ typedef struct cli_global {
     int wait_replicas_lenient;
     int wait_aof_local;
     int wait_aof_replicas;
+    /* Which options the command line has given so far, by id, before
+     * the command and after it (cli_note_option): nonzero once given. */
+    unsigned char given[CLI_ID_END];
     /* SIGPIPE's disposition on entry. The CLI ignores SIGPIPE so that a
      * dropped Redis connection is an error rather than death; run's
      * command gets the original back. */
@@ -87,40 +121,22 @@ typedef struct cli_args {
     const char *ctx; /* subcommand name for messages, or NULL */
 } cli_args;
 
-/* The ids of the options that have no short form. */
-enum {
-    CLI_ID_JSON = 256,
-    CLI_ID_PREFIX,
-    CLI_ID_SHARD,
-    CLI_ID_REDLOCK,
-    CLI_ID_CLUSTER,
-    CLI_ID_SENTINEL,
-    CLI_ID_OWNER,
-    CLI_ID_METADATA,
-    CLI_ID_FAIL_FAST,
-    CLI_ID_RETRY,
-    CLI_ID_RETRY_DELAY,
-    CLI_ID_RETRY_MAX_DELAY,
-    CLI_ID_MAX_ATTEMPTS,
-    CLI_ID_HOLD_AFTER,
-    CLI_ID_FAIR,
-    CLI_ID_LIMIT,
-    CLI_ID_PASSWORD_FILE,
-    CLI_ID_VERBOSE,
-    CLI_ID_CONNECT_TIMEOUT,
-    CLI_ID_COMMAND_TIMEOUT,
-    CLI_ID_ALL,
-    CLI_ID_WAIT_REPLICAS,
-    CLI_ID_WAIT_REPLICAS_TIMEOUT,
-    CLI_ID_WAIT_REPLICAS_LENIENT,
-    CLI_ID_WAIT_AOF_LOCAL,
-    CLI_ID_WAIT_AOF_REPLICAS
-};
-
 /* Returns the next option's id, storing its value in *val; 0 when the
  * options end (a->i then indexes the first operand); -1 after printing a
  * usage error. defs ends with an entry whose id is 0. */
 int cli_getopt(cli_args *a, const cli_optdef *defs, const char **val);
+
+/*
+ * Records that option id (of defs) was given, in g->given. An option that
+ * takes a value may be given once: a second time is a usage error naming
+ * it, as a repeat is a mistake more often than an override (two --limit
+ * values are two semaphores). -u and -k add one URL or key each time.
+ * Options without a value may repeat, and -s and -x (which one wins) are
+ * the caller's; but -n and -w both set the wait and exclude each other.
+ * Returns 0, or CLI_EXIT_USAGE after the message.
+ */
+int cli_note_option(const char *ctx, cli_global *g, const cli_optdef *defs,
+                    int id);
 
 /* A buffer size for quoting user-supplied text in a message. */
 #define CLI_QUOTE_MAX 256

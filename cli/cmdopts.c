@@ -3,6 +3,7 @@
 #include "cli.h"
 
 #include <limits.h>
+#include <stdio.h>
 #include <string.h>
 
 int cli_add_url(const char *ctx, cli_global *g, const char *url)
@@ -11,6 +12,49 @@ int cli_add_url(const char *ctx, cli_global *g, const char *url)
         return cli_usage(ctx, "more than %d Redis URLs", CLI_URLS_MAX);
     g->urls[g->nurls++] = url;
     return 0;
+}
+
+/* The first entry of defs for id: its short and first long name. */
+static const cli_optdef *def_of(const cli_optdef *defs, int id)
+{
+    for (; defs->id != 0; defs++)
+        if (defs->id == id)
+            return defs;
+    return NULL;
+}
+
+/* "-t/--ttl" or "--limit", for messages. */
+static const char *opt_name(const cli_optdef *d, char *buf, size_t size)
+{
+    if (d->id < 256)
+        snprintf(buf, size, "-%c/--%s", d->id, d->longname);
+    else
+        snprintf(buf, size, "--%s", d->longname);
+    return buf;
+}
+
+/* g->given's marks: the option itself, or for the wait (-w) whether -n
+ * gave it. */
+enum { GIVEN = 1, GIVEN_BY_N = 2 };
+
+int cli_note_option(const char *ctx, cli_global *g, const cli_optdef *defs,
+                    int id)
+{
+    const cli_optdef *d = def_of(defs, id);
+    char name[64];
+    int slot = id == 'n' ? 'w' : id;
+    int was = g->given[slot];
+
+    if (d == NULL || id == 'u' || id == 'k' || (!d->has_arg && id != 'n'))
+        return 0;
+    g->given[slot] = id == 'n' ? GIVEN_BY_N : GIVEN;
+    if (was == 0 || (was == GIVEN_BY_N && id == 'n'))
+        return 0;
+    if (slot == 'w' && (was == GIVEN_BY_N || id == 'n'))
+        return cli_usage(ctx, "-n/--nonblock and -w/--wait both set the "
+                              "wait: give one of them");
+    return cli_usage(ctx, "%s given twice: give it once",
+                     opt_name(d, name, sizeof name));
 }
 
 int cli_global_option(const char *ctx, cli_global *g, int id, const char *val)
@@ -192,8 +236,6 @@ static int apply_option(const char *ctx, int id, const char *val,
     case CLI_ID_HOLD_AFTER:
         return cli_parse_hold(ctx, val, &o->hold_after_ms);
     case 'c':
-        if (o->command != NULL)
-            return cli_usage(ctx, "-c/--command is given twice");
         o->command = val;
         return 0;
     }
@@ -265,8 +307,8 @@ int cli_cmd_options(int argc, char **argv, const cli_global *g,
             cli_print_command_help(argv[0]);
             return CLI_EXIT_OK;
         }
-        rc = apply_option(argv[0], id, val, o);
-        if (rc != 0)
+        if ((rc = cli_note_option(argv[0], &o->g, defs, id)) != 0 ||
+            (rc = apply_option(argv[0], id, val, o)) != 0)
             return rc;
     }
     if (id < 0)

@@ -63,6 +63,8 @@ static const char overview[] =
     "means seconds, and one over 30 days (2592000) is refused as a likely\n"
     "unit mistake (write 30000000ms for milliseconds).\n"
     "Password: --password-file, else the URL's, else $REDISCLI_AUTH.\n"
+    "An option with a value is given once (a repeat is a usage error), but\n"
+    "-u and -k once per URL or key; of -s and -x the last one wins.\n"
     "\n"
     "Exit status:\n"
     "  0        success; run: COMMAND's own status is passed through\n"

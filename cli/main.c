@@ -118,7 +118,8 @@ static int global_options(cli_args *a, cli_global *g)
     int id;
 
     while ((id = cli_getopt(a, defs, &val)) > 0) {
-        if (cli_global_option(NULL, g, id, val) == CLI_EXIT_USAGE)
+        if (cli_note_option(NULL, g, defs, id) != 0 ||
+            cli_global_option(NULL, g, id, val) == CLI_EXIT_USAGE)
             return CLI_EXIT_USAGE;
         if (id == CLI_ID_PREFIX)
             g->prefix = val;
