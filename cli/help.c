@@ -85,7 +85,7 @@ static const char overview[] =
     "  75       run: the lock was lost while COMMAND ran, or its lease\n"
     "           ran out unrenewed and COMMAND was killed\n"
     "  77       Redis refused the password, or the user's ACL refuses\n"
-    "           a command or key (see docs/ACL.md)\n"
+    "           a command or key (see ACL in redislock(3))\n"
     "  78       the server's configuration refuses us: protected mode,\n"
     "           a needed command (EVAL) renamed or disabled; no WAITAOF\n"
     "           (or no fsynced append-only file) for --wait-aof-*\n"

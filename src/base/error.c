@@ -34,7 +34,8 @@ typedef struct reply_class {
 
 #define RL_FIX_AUTH "check the user name and password"
 #define RL_FIX_ACL                                                             \
-    "grant the user the commands and key patterns listed in docs/ACL.md"
+    "grant the user the commands and key patterns of the rule under ACL in "   \
+    "redislock(3)"
 #define RL_FIX_MASTER "point the client at the master"
 
 static const reply_class classes[] = {
@@ -111,7 +112,7 @@ static const reply_class classes[] = {
     {NULL, "unknown command", REDISLOCK_ECONFIG,
      "the server lacks a command the library needs: renamed or disabled",
      "restore it (rename-command) or use a server that runs Lua scripts; "
-     "docs/ACL.md lists the commands"},
+     "the ACL section of redislock(3) lists the commands"},
 };
 
 /* The longest part of the server's text quoted for a known class; for

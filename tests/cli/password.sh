@@ -233,7 +233,7 @@ expect 0 "$RL" -u "$lu" --password-file "$lpw" --prefix locks: \
 expect 77 "$RL" -u "$lu" --password-file "$lpw" acquire -n other:k
 one_error_line
 err_has NOPERM
-err_has 'docs/ACL\.md'
+err_has 'ACL in redislock\(3\)'
 if grep -q 'refused authentication' "$TEST_TMPDIR/err"; then
     fail "NOPERM reported as a refused password: $(cat "$TEST_TMPDIR/err")"
 fi

@@ -94,14 +94,14 @@ static const struct {
      REDISLOCK_EAUTH, "password"},
     {"ERR invalid password", REDISLOCK_EAUTH, "password"},
     {"NOPERM this user has no permissions to run the 'evalsha' command",
-     REDISLOCK_ENOPERM, "docs/ACL.md"},
+     REDISLOCK_ENOPERM, "redislock(3)"},
     {"NOPERM this user has no permissions to access one of the keys used as "
      "arguments",
-     REDISLOCK_ENOPERM, "docs/ACL.md"},
+     REDISLOCK_ENOPERM, "redislock(3)"},
     {"ERR The user executing the script can't run this command or "
      "subcommand script: ee5bed0f6963e93a14eebfb64f07c299c1b4313f, on "
      "@user_script:1.",
-     REDISLOCK_ENOPERM, "docs/ACL.md"},
+     REDISLOCK_ENOPERM, "redislock(3)"},
     {"READONLY You can't write against a read only replica. script: "
      "ee5bed0f6963e93a14eebfb64f07c299c1b4313f, on @user_script:1.",
      REDISLOCK_EREADONLY, "master"},
