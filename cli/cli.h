@@ -56,6 +56,13 @@ enum {
     CLI_ID_WAIT_REPLICAS_LENIENT,
     CLI_ID_WAIT_AOF_LOCAL,
     CLI_ID_WAIT_AOF_REPLICAS,
+    CLI_ID_TLS,
+    CLI_ID_CACERT,
+    CLI_ID_CACERTDIR,
+    CLI_ID_CERT,
+    CLI_ID_TLS_KEY,
+    CLI_ID_SNI,
+    CLI_ID_INSECURE,
     CLI_ID_END /* one past the last id */
 };
 
@@ -93,6 +100,16 @@ typedef struct cli_global {
     int wait_replicas_lenient;
     int wait_aof_local;
     int wait_aof_replicas;
+    /* TLS, redis-cli's options: --tls (redis:// URLs become rediss://),
+     * --cacert, --cacertdir, --cert, --tls-key, --sni, --insecure; NULL
+     * or 0: not given. */
+    int tls;
+    const char *cacert;
+    const char *cacertdir;
+    const char *cert;
+    const char *tls_key;
+    const char *sni;
+    int insecure;
     /* Which options the command line has given so far, by id, before
      * the command and after it (cli_note_option): nonzero once given. */
     unsigned char given[CLI_ID_END];
@@ -187,7 +204,14 @@ typedef struct cli_cmdopts {
 #define CLI_OPTS_COMMON                                                       \
     {'u', "url", 1}, {'h', "help", 0},                                        \
     {CLI_ID_CONNECT_TIMEOUT, "connect-timeout", 1},                           \
-    {CLI_ID_COMMAND_TIMEOUT, "command-timeout", 1}
+    {CLI_ID_COMMAND_TIMEOUT, "command-timeout", 1}, CLI_OPTS_TLS
+/* TLS (cli_global's tls and what follows it), redis-cli's names but
+ * --tls-key: --key is a set's key (-k). */
+#define CLI_OPTS_TLS                                                          \
+    {CLI_ID_TLS, "tls", 0}, {CLI_ID_CACERT, "cacert", 1},                     \
+    {CLI_ID_CACERTDIR, "cacertdir", 1}, {CLI_ID_CERT, "cert", 1},             \
+    {CLI_ID_TLS_KEY, "tls-key", 1}, {CLI_ID_SNI, "sni", 1},                   \
+    {CLI_ID_INSECURE, "insecure", 0}
 #define CLI_OPTS_TAKE                                                         \
     {'t', "ttl", 1}, {'w', "wait", 1}, {'w', "timeout", 1},                   \
     {'n', "nonblock", 0}, {'n', "no-wait", 0},                                \

@@ -3,6 +3,7 @@
 #include "cli.h"
 
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -57,6 +58,34 @@ int cli_note_option(const char *ctx, cli_global *g, const cli_optdef *defs,
                      opt_name(d, name, sizeof name));
 }
 
+/* The TLS options that name a file, a directory or a name: each must
+ * be one (an empty value is a usage error). */
+static int cli_tls_file(const char *ctx, cli_global *g, int id, const char *val)
+{
+    static const struct {
+        int id;
+        const char *name;
+        size_t at;
+    } opts[] = {
+        {CLI_ID_CACERT, "--cacert", offsetof(cli_global, cacert)},
+        {CLI_ID_CACERTDIR, "--cacertdir", offsetof(cli_global, cacertdir)},
+        {CLI_ID_CERT, "--cert", offsetof(cli_global, cert)},
+        {CLI_ID_TLS_KEY, "--tls-key", offsetof(cli_global, tls_key)},
+        {CLI_ID_SNI, "--sni", offsetof(cli_global, sni)},
+    };
+    size_t i;
+
+    for (i = 0; i < sizeof opts / sizeof opts[0]; i++) {
+        if (opts[i].id != id)
+            continue;
+        if (*val == '\0')
+            return cli_usage(ctx, "%s needs a value", opts[i].name);
+        *(const char **)((char *)g + opts[i].at) = val;
+        return 0;
+    }
+    return CLI_CONTINUE;
+}
+
 int cli_global_option(const char *ctx, cli_global *g, int id, const char *val)
 {
     switch (id) {
@@ -68,8 +97,14 @@ int cli_global_option(const char *ctx, cli_global *g, int id, const char *val)
     case CLI_ID_COMMAND_TIMEOUT:
         return cli_parse_timeout(ctx, "command timeout", val,
                                  &g->command_timeout_ms);
+    case CLI_ID_TLS:
+        g->tls = 1;
+        return 0;
+    case CLI_ID_INSECURE:
+        g->insecure = 1;
+        return 0;
     }
-    return CLI_CONTINUE;
+    return cli_tls_file(ctx, g, id, val);
 }
 
 /* The durability guards' options (cli_global's wait_*). */

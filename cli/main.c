@@ -112,6 +112,7 @@ static int global_options(cli_args *a, cli_global *g)
         {CLI_ID_PASSWORD_FILE, "password-file", 1},
         {CLI_ID_CONNECT_TIMEOUT, "connect-timeout", 1},
         {CLI_ID_COMMAND_TIMEOUT, "command-timeout", 1},
+        CLI_OPTS_TLS,
         {0, NULL, 0},
     };
     const char *val;

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -380,14 +381,120 @@ static int sentinel_url(const char *ctx, const cli_global *g, char *buf,
     return 0;
 }
 
+/* Whether u is a TLS URL (rediss://, rediss+sentinel://; any case). */
+static int tls_url(const char *u)
+{
+    return strncasecmp(u, "rediss://", 9) == 0 ||
+           strncasecmp(u, "rediss+sentinel://", 18) == 0;
+}
+
+/* Whether a TLS option that needs a TLS URL was given. */
+static int tls_options(const cli_global *g)
+{
+    return g->cacert != NULL || g->cacertdir != NULL || g->cert != NULL ||
+           g->tls_key != NULL || g->sni != NULL || g->insecure;
+}
+
+/* u as --tls makes it (redis:// and redis+sentinel:// become their TLS
+ * schemes), malloc'ed, into *out; 0, or the usage exit status. */
+static int tls_scheme(const char *ctx, const cli_global *g, const char *u,
+                      char **out)
+{
+    char q[CLI_QUOTE_MAX];
+    size_t n = strlen(u) + 2;
+
+    if (g->tls && strncasecmp(u, "unix://", 7) == 0)
+        return cli_usage(ctx, "--tls: '%s' is a unix socket, which has no TLS",
+                         redact_url(u, q, sizeof q));
+    if ((*out = malloc(n)) == NULL)
+        return cli_fail(ctx, REDISLOCK_ENOMEM, "the Redis URL");
+    if (g->tls && strncasecmp(u, "redis://", 8) == 0)
+        snprintf(*out, n, "rediss://%s", u + 8);
+    else if (g->tls && strncasecmp(u, "redis+sentinel://", 17) == 0)
+        snprintf(*out, n, "rediss+sentinel://%s", u + 17);
+    else
+        snprintf(*out, n, "%s", u);
+    return 0;
+}
+
+/* *u (malloc'ed, replaced) with --cacertdir and --insecure in its query,
+ * as the library takes them (tls_ca_dir, tls_insecure); 0, or the exit
+ * status. */
+static int tls_query(const char *ctx, const cli_global *g, char **u)
+{
+    char q[CLI_QUOTE_MAX], *grown;
+    size_t n;
+
+    if (tls_options(g) && !tls_url(*u))
+        return cli_usage(ctx,
+                         "TLS options (--cacert, --cert, ...) need TLS: give "
+                         "rediss:// URLs, or --tls, not '%s'",
+                         redact_url(*u, q, sizeof q));
+    if (g->cacertdir == NULL && !g->insecure)
+        return 0;
+    n = strlen(*u) + 32 + (g->cacertdir ? 3 * strlen(g->cacertdir) : 0);
+    if ((grown = realloc(*u, n)) == NULL)
+        return cli_fail(ctx, REDISLOCK_ENOMEM, "the Redis URL");
+    *u = grown;
+    if (g->cacertdir != NULL) {
+        snprintf(grown + strlen(grown), n - strlen(grown),
+                 "%stls_ca_dir=", strchr(grown, '?') ? "&" : "?");
+        append_escaped(grown, n, g->cacertdir);
+    }
+    if (g->insecure)
+        snprintf(grown + strlen(grown), n - strlen(grown), "%stls_insecure=1",
+                 strchr(grown, '?') ? "&" : "?");
+    return 0;
+}
+
+/* The client's URLs with the TLS options applied: in t (malloc'ed, n of
+ * them, free with free_urls), the one of a --sentinel too. */
+typedef struct tls_urls {
+    char *u[CLI_URLS_MAX];
+    size_t n;
+} tls_urls;
+
+static void free_urls(tls_urls *t)
+{
+    while (t->n > 0)
+        free(t->u[--t->n]);
+}
+
+static int make_urls(const char *ctx, const cli_global *g, tls_urls *t)
+{
+    cli_global sg = *g;
+    char sent[2600];
+    const char *one = env_url();
+    size_t i, n = g->nurls > 0 ? g->nurls : 1;
+    int rc;
+
+    t->n = 0;
+    for (i = 0; i < n; i++) {
+        if ((rc = tls_scheme(ctx, g, g->nurls > 0 ? g->urls[i] : one,
+                             &t->u[t->n])) != 0)
+            return rc;
+        sg.urls[t->n] = t->u[t->n];
+        t->n++;
+    }
+    if (g->sentinel != NULL) {
+        if ((rc = sentinel_url(ctx, &sg, sent, sizeof sent)) != 0)
+            return rc;
+        free_urls(t);
+        if ((t->u[0] = strdup(sent)) == NULL)
+            return cli_fail(ctx, REDISLOCK_ENOMEM, "the Redis URL");
+        t->n = 1;
+    }
+    for (i = 0; i < t->n; i++)
+        if ((rc = tls_query(ctx, g, &t->u[i])) != 0)
+            return rc;
+    return 0;
+}
+
 int cli_connect(const char *ctx, const cli_global *g, int64_t cap_ms,
                 const cli_events *ev, redislock_client **c)
 {
-    char sent[2600];
     redislock_options o;
-    const char *url = g->nurls > 0 ? g->urls[0] : env_url();
-    const char *const *urls;
-    size_t n;
+    tls_urls t;
     redislock_err err;
     int rc;
 
@@ -405,25 +512,31 @@ int cli_connect(const char *ctx, const cli_global *g, int64_t cap_ms,
     o.wait_replicas_lenient = g->wait_replicas_lenient;
     o.wait_aof_local = g->wait_aof_local;
     o.wait_aof_replicas = g->wait_aof_replicas;
+    o.tls_ca_file = g->cacert;
+    o.tls_cert_file = g->cert;
+    o.tls_key_file = g->tls_key;
+    o.tls_server_name = g->sni;
     if (ev != NULL && (ev->verbose || ev->renewed_fd > 2)) {
         o.on_event = cli_on_event;
         o.on_event_arg = (void *)ev;
     }
-    if (g->sentinel != NULL) {
-        if ((rc = sentinel_url(ctx, g, sent, sizeof sent)) != 0)
-            return rc;
-        url = sent;
+    if ((rc = make_urls(ctx, g, &t)) != 0) {
+        free_urls(&t);
+        return rc;
     }
     if (!g->shard && !g->redlock && !g->cluster) {
-        err = redislock_client_new(c, url, &o);
-        return err == REDISLOCK_OK ? 0 : fail_url(ctx, err, url);
+        err = redislock_client_new(c, t.u[0], &o);
+        rc = err == REDISLOCK_OK ? 0 : fail_url(ctx, err, t.u[0]);
+    } else {
+        const char *const *urls = (const char *const *)t.u;
+
+        err = g->redlock   ? redislock_client_new_redlock(c, urls, t.n, &o)
+              : g->cluster ? redislock_client_new_cluster(c, urls, t.n, &o)
+                           : redislock_client_new_sharded(c, urls, t.n, &o);
+        rc = err == REDISLOCK_OK ? 0 : fail_servers(ctx, g, urls, t.n, err);
     }
-    urls = g->nurls > 0 ? g->urls : &url;
-    n = g->nurls > 0 ? g->nurls : 1;
-    err = g->redlock   ? redislock_client_new_redlock(c, urls, n, &o)
-          : g->cluster ? redislock_client_new_cluster(c, urls, n, &o)
-                       : redislock_client_new_sharded(c, urls, n, &o);
-    return err == REDISLOCK_OK ? 0 : fail_servers(ctx, g, urls, n, err);
+    free_urls(&t);
+    return rc;
 }
 
 /* Reads the first line of the file at fd into buf (size bytes, at most

@@ -15,7 +15,7 @@ work=${HIREDIS1_DIR:-$top/build-hiredis1}
 build=$work/build
 tests="lock_* expiry_* script_* input_* url_* auth_* concurrency_* wake_*
 fair_* fence_* reentrant_* holdafter_* meta_* interop_* tls_* aconn_* loop_*
-alock_* adapter_*"
+alock_* adapter_* cli_tls"
 
 mkdir -p "$work/apt/lists/partial" "$work/apt/cache/archives/partial"
 # deb-src twins of the system's deb sources (deb822 .sources files and
