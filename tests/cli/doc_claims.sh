@@ -5,7 +5,7 @@
 # spread_sharded_sets, cluster_lock_features):
 #  - include/redislock.h: a semaphore (limit) and a shared lock "not with
 #    fair"; a set's keys "where one script can take them" (one shard, one
-#    slot);
+#    slot); and the CLI's help for -k;
 #  - the README says how to install, and on a system without dpkg
 #    scripts/install-deps.sh names what is needed and lets make go on.
 set -eu
@@ -33,6 +33,13 @@ printf '%s' "$c" | grep -Eq 'must be where one script|on one shard \(its ring' &
     fail "redislock.h still confines a set to one shard or slot: $c"
 printf '%s' "$c" | grep -q 'several shards' ||
     fail "redislock.h does not say sets may span shards: $c"
+
+# The CLI's help for -k (cli/help.c) said the same of a set's keys.
+expect 0 "$RL" help acquire
+! grep -q 'on one server, in a cluster one slot' "$TEST_TMPDIR/out" ||
+    fail "redislock help acquire still confines -k to one server or slot"
+grep -q 'on any servers or slots' "$TEST_TMPDIR/out" ||
+    fail "redislock help acquire does not say -k may span servers"
 
 grep -q '^## Install$' "$SRCDIR/README.md" || fail "README has no Install section"
 grep -q 'ldconfig' "$SRCDIR/README.md" || fail "README does not mention ldconfig"
