@@ -179,9 +179,11 @@ static pid_t parent_of(long pid)
     return (pid_t)ppid;
 }
 
-/* SIGKILL for every child of the guardian: the command, and the orphans
- * of its descendants, which a child subreaper adopts. They are found in
- * /proc, as the kernel need not list a process's children elsewhere. */
+/* SIGKILL for every child of the guardian: the orphans of the command's
+ * descendants, which a child subreaper adopts, and what is left of the
+ * command's group. They are found in /proc, as the kernel need not list
+ * a process's children elsewhere (/proc/PID/task/TID/children needs
+ * CONFIG_PROC_CHILDREN, and may miss a child while the list changes). */
 static void kill_children(pid_t self)
 {
     DIR *d = opendir("/proc");
@@ -204,6 +206,13 @@ static void kill_children(pid_t self)
  * each process re-parented here. Killing a process re-parents its own
  * children here before its exit is reported, so one more round after
  * each exit finds them; the loop ends when no child is left.
+ *
+ * The search of /proc, which reads every process's stat on the machine,
+ * is only made while a child is alive after the group's kill: with no
+ * child at all (ECHILD) the guardian has no descendant either, as an
+ * orphan is only ever re-parented to an ancestor. A command that ends
+ * and leaves nothing behind, the common case, costs one kill and one
+ * wait.
  */
 static void kill_all(guardian *gd)
 {
@@ -212,8 +221,11 @@ static void kill_all(guardian *gd)
 
     for (;;) {
         kill(-gd->job, SIGKILL);
-        kill_children(gd->self);
-        r = waitpid(-1, &st, 0);
+        r = waitpid(-1, &st, WNOHANG);
+        if (r == 0) {
+            kill_children(gd->self);
+            r = waitpid(-1, &st, 0);
+        }
         if (r < 0 && errno == EINTR)
             continue;
         if (r < 0)
