@@ -325,7 +325,6 @@ static void supervise(run_state *st)
         wait_event(st, cli_now_ms());
     }
     reclaim_tty(st);
-    cli_guard_end(&st->guard);
 }
 
 static int child_rc(int status)
@@ -498,7 +497,12 @@ static int hold_and_run(run_state *st, const cli_cmdopts *o, const char *key,
     if (st->verbose)
         say_started(st, cmd);
     supervise(st);
-    return finish(st);
+    /* The guardian sends the command's end only once all it guards is
+     * dead and reaped: the lock is released while the guardian exits,
+     * rather than after. */
+    rc = finish(st);
+    cli_guard_end(&st->guard);
+    return rc;
 }
 
 static void run_init(run_state *st, const char *ctx, const char *key,
