@@ -37,25 +37,26 @@ static void row_series(FILE *f, const lb_series *s)
     char x[48], c[48];
 
     if (!s->ran) {
-        fprintf(f, "| %s | %d | FAILED: %s | | | | | | | **FAIL** |\n",
-                s->name, s->k, s->err);
+        fprintf(f, "| %s | %d | FAILED: %s | | | | | | | **FAIL** |\n", s->name,
+                s->k, s->err);
         return;
     }
     snprintf(c, sizeof c, "%s %lld/%lld",
-             s->counter_ok && s->overlaps == 0 ? "OK" : "**FAIL**",
-             s->counter, s->want);
+             s->counter_ok && s->overlaps == 0 ? "OK" : "**FAIL**", s->counter,
+             s->want);
     if (s->x50 >= 0)
         snprintf(x, sizeof x, "%.1f / %.1f", s->x50, s->x99);
     else
         snprintf(x, sizeof x, "none");
     if (!s->clock_ok)
-        fprintf(f, "| %s | %d | %.0f | n/a (clock) | n/a | n/a | %.3f | "
-                   "%.2f | %.1f | %s |\n",
-                s->name, s->k, s->cycles_s, s->sw, s->cmds_acq, s->cpu_acq,
-                c);
+        fprintf(f,
+                "| %s | %d | %.0f | n/a (clock) | n/a | n/a | %.3f | "
+                "%.2f | %.1f | %s |\n",
+                s->name, s->k, s->cycles_s, s->sw, s->cmds_acq, s->cpu_acq, c);
     else
-        fprintf(f, "| %s | %d | %.0f | %.1f | %.1f | %s | %.3f | %.2f | "
-                   "%.1f | %s |\n",
+        fprintf(f,
+                "| %s | %d | %.0f | %.1f | %.1f | %s | %.3f | %.2f | "
+                "%.1f | %s |\n",
                 s->name, s->k, s->cycles_s, s->h50, s->h99, x, s->sw,
                 s->cmds_acq, s->cpu_acq, c);
 }
@@ -84,8 +85,8 @@ static void rows_wire(FILE *f, const lb_wire *w, const char *wire)
             snprintf(note, sizeof note, " (%.3f x minimal, %.3f x scripts)",
                      w->ratio_min[v], w->ratio[v]);
         snprintf(row, sizeof row, "%s, %s", name[v], wire);
-        row_micro(f, row, w->rate[v], w->p50[v], w->p99[v],
-                  w->calls_cycle[v], w->cpu_cycle[v], note);
+        row_micro(f, row, w->rate[v], w->p50[v], w->p99[v], w->calls_cycle[v],
+                  w->cpu_cycle[v], note);
     }
 }
 
@@ -103,24 +104,25 @@ static void table(FILE *f, const lb_micro *m, const lb_series *s, size_t ns)
             rows_wire(f, &m->w[t], lb_wire_name[t]);
     for (i = 0; i < ns; i++)
         row_series(f, &s[i]);
-    fprintf(f, "\nSingle-client rows (over the unix socket, then loopback "
-               "TCP): ops/s are round trips or acquire+release cycles, "
-               "p50/p99 the time of one (median over %d interleaved rounds "
-               "for the uncontended rates, the ratio is the median of "
-               "per-round ratios). Other rows (unix socket): K processes "
-               "on one lock, cycles/s over the whole run, p50/p99 the "
-               "hand-off (next acquire returns - previous release starts), "
-               "over all acquisitions and over those that change holder "
-               "(shared, half readers: over hand-overs only, where the "
-               "release and the acquire exclude each other; switch is "
-               "their share that changes holder, and the counter counts "
-               "the exclusive cycles). cmds/acq: INFO commandstats calls "
-               "per acquisition (commands Lua scripts run included; the "
-               "counter's GET and SET, a reader's GET, left out). server "
-               "CPU us/acq: INFO cpu's used_cpu_user + used_cpu_sys "
-               "growth per cycle (the contention runs' "
-               "includes the counter's GET and SET; not measured for the "
-               "PING rows).\n",
+    fprintf(f,
+            "\nSingle-client rows (over the unix socket, then loopback "
+            "TCP): ops/s are round trips or acquire+release cycles, "
+            "p50/p99 the time of one (median over %d interleaved rounds "
+            "for the uncontended rates, the ratio is the median of "
+            "per-round ratios). Other rows (unix socket): K processes "
+            "on one lock, cycles/s over the whole run, p50/p99 the "
+            "hand-off (next acquire returns - previous release starts), "
+            "over all acquisitions and over those that change holder "
+            "(shared, half readers: over hand-overs only, where the "
+            "release and the acquire exclude each other; switch is "
+            "their share that changes holder, and the counter counts "
+            "the exclusive cycles). cmds/acq: INFO commandstats calls "
+            "per acquisition (commands Lua scripts run included; the "
+            "counter's GET and SET, a reader's GET, left out). server "
+            "CPU us/acq: INFO cpu's used_cpu_user + used_cpu_sys "
+            "growth per cycle (the contention runs' "
+            "includes the counter's GET and SET; not measured for the "
+            "PING rows).\n",
             m->rounds);
 }
 
@@ -163,8 +165,8 @@ static void loop_line(const lb_series *s, size_t ns, const lb_series *def,
     printf("  K=%d hand-off on an event loop (libevent) p50 within 10 %% of "
            "the blocking calls': median over %d pairs run back to back "
            "%.2f x %s (the series above: %.1f / %.1f us = %.2f x)\n",
-           k, lp->npairs, lp->pair_ratio, yes(lp->pair_ratio <= 1.1),
-           lp->h50, def->h50, lp->h50 / def->h50);
+           k, lp->npairs, lp->pair_ratio, yes(lp->pair_ratio <= 1.1), lp->h50,
+           def->h50, lp->h50 / def->h50);
     printf("    (the floor of any event loop here: the raw hand-off waiting "
            "in epoll_wait() against blocked in read(), pairs the same way, "
            "%.2f x; the library's loop is %.2f x that)\n",
@@ -218,23 +220,24 @@ static void plot_axes(FILE *f, const lb_micro *m)
 {
     double r2 = 2 * m->ping_p50, r10 = 10 * m->ping_p50;
 
-    fprintf(f, "set logscale x\nset grid\nset yrange [0:1]\n"
-               "set xlabel 'hand-off (us, log scale)'\n"
-               "set ylabel 'share of hand-offs <= x'\n"
-               "unset arrow\nunset label\n"
-               "set arrow from %.2f, graph 0 to %.2f, graph 1 nohead "
-               "dt 2 lc rgb 'gray40'\n"
-               "set label ' 2 x RTT' at %.2f, graph 0.97 tc rgb 'gray40'\n"
-               "set arrow from %.2f, graph 0 to %.2f, graph 1 nohead "
-               "dt 3 lc rgb 'gray40'\n"
-               "set label ' 10 x RTT' at %.2f, graph 0.92 tc rgb "
-               "'gray40'\n",
+    fprintf(f,
+            "set logscale x\nset grid\nset yrange [0:1]\n"
+            "set xlabel 'hand-off (us, log scale)'\n"
+            "set ylabel 'share of hand-offs <= x'\n"
+            "unset arrow\nunset label\n"
+            "set arrow from %.2f, graph 0 to %.2f, graph 1 nohead "
+            "dt 2 lc rgb 'gray40'\n"
+            "set label ' 2 x RTT' at %.2f, graph 0.97 tc rgb 'gray40'\n"
+            "set arrow from %.2f, graph 0 to %.2f, graph 1 nohead "
+            "dt 3 lc rgb 'gray40'\n"
+            "set label ' 10 x RTT' at %.2f, graph 0.92 tc rgb "
+            "'gray40'\n",
             r2, r2, r2, r10, r10, r10);
 }
 
 /* One panel: a curve per series at K, from the data files of kind. */
-static int plot_panel(FILE *f, const lb_env *e, const lb_series *s,
-                      size_t ns, int k, int changes)
+static int plot_panel(FILE *f, const lb_env *e, const lb_series *s, size_t ns,
+                      int k, int changes)
 {
     char dat[1024];
     size_t i;
@@ -246,8 +249,8 @@ static int plot_panel(FILE *f, const lb_env *e, const lb_series *s,
         if (x->k != k || !x->ran || !x->clock_ok ||
             (changes ? x->nxhand : x->nhand) == 0)
             continue;
-        snprintf(dat, sizeof dat, "%s/cdf-%s-k%d-%s.dat", e->out_dir,
-                 x->slug, k, changes ? "changes" : "all");
+        snprintf(dat, sizeof dat, "%s/cdf-%s-k%d-%s.dat", e->out_dir, x->slug,
+                 k, changes ? "changes" : "all");
         if (write_cdf(dat, changes ? x->xhand : x->hand,
                       changes ? x->nxhand : x->nhand) != 0)
             continue;
@@ -273,12 +276,13 @@ static void plot(const lb_env *e, const lb_micro *m, const lb_series *s,
     snprintf(gp, sizeof gp, "%s/handoff.gp", e->out_dir);
     if ((f = fopen(gp, "w")) == NULL)
         return;
-    fprintf(f, "set terminal pngcairo size 1400,650 noenhanced\n"
-               "set output '%s/handoff.png'\n"
-               "set multiplot layout 1,2 title 'Lock hand-off, K=%d "
-               "processes on one key: next acquire returns - previous "
-               "release starts (PING p50 %.1f us)'\n"
-               "set key bottom right font ',9'\n",
+    fprintf(f,
+            "set terminal pngcairo size 1400,650 noenhanced\n"
+            "set output '%s/handoff.png'\n"
+            "set multiplot layout 1,2 title 'Lock hand-off, K=%d "
+            "processes on one key: next acquire returns - previous "
+            "release starts (PING p50 %.1f us)'\n"
+            "set key bottom right font ',9'\n",
             e->out_dir, k, m->ping_p50);
     plot_axes(f, m);
     fprintf(f, "set title 'every acquisition'\n");
@@ -328,9 +332,8 @@ static void uncontended(const lb_wire *w, const char *wire)
     printf("  uncontended over %s >= 0.95 x minimal raw loop: default %.3f "
            "%s, fair %.3f %s (against the library's own scripts sent by "
            "hand: %.3f, %.3f)\n",
-           wire, w->ratio_min[1], yes(w->ratio_min[1] >= 0.95),
-           w->ratio_min[2], yes(w->ratio_min[2] >= 0.95), w->ratio[1],
-           w->ratio[2]);
+           wire, w->ratio_min[1], yes(w->ratio_min[1] >= 0.95), w->ratio_min[2],
+           yes(w->ratio_min[2] >= 0.95), w->ratio[1], w->ratio[2]);
     printf("  server CPU per uncontended cycle over %s <= 1.3 x minimal raw "
            "loop's (%.1f us): default %.1f us = %.2f x %s, fair %.1f us = "
            "%.2f x %s\n",
@@ -391,8 +394,7 @@ static void kind_hand_off(const lb_series *s, size_t ns, double rtt, int k,
     char sz[32];
 
     if (m == NULL) {
-        printf("  K=%d %s%s run missing: MISS\n", k, fair ? "fair " : "",
-               kind);
+        printf("  K=%d %s%s run missing: MISS\n", k, fair ? "fair " : "", kind);
         return;
     }
     snprintf(sz, sizeof sz, size, is(m));
@@ -420,8 +422,8 @@ static void shared_lock(const lb_series *s, size_t ns, double rtt, int k,
            "cycles: %lld/%lld %s; sections overlapping an exclusive one: "
            "%ld %s)\n",
            m->nhand, (long long)m->k * m->m, m->h99, m->readers,
-           m->readers < 2 ? ", so no sharing seen" : "", m->counter,
-           m->want, m->counter_ok ? "OK" : "FAIL", m->overlaps,
+           m->readers < 2 ? ", so no sharing seen" : "", m->counter, m->want,
+           m->counter_ok ? "OK" : "FAIL", m->overlaps,
            m->overlaps == 0 ? "OK" : "FAIL: EXCLUSION BROKEN");
     printf("    (p50 by transition: writer to writer %.1f us (%zu), writer "
            "to reader %.1f us (%zu), reader to writer %.1f us (%zu))\n",
@@ -448,8 +450,10 @@ static void floor_line(const lb_series *s, size_t ns, double rtt, int k)
         const char *name;
         int (*is)(const lb_series *);
         int fair;
-    } kinds[] = {{"semaphore", is_sem, 0}, {"fair semaphore", is_sem, 1},
-                 {"shared", is_shared, 0}, {"fair shared", is_shared, 1},
+    } kinds[] = {{"semaphore", is_sem, 0},
+                 {"fair semaphore", is_sem, 1},
+                 {"shared", is_shared, 0},
+                 {"fair shared", is_shared, 1},
                  {"set", is_set, 0}};
     const lb_series *raw = find_raw(s, ns, k), *x;
     size_t i;
@@ -471,8 +475,8 @@ static void floor_line(const lb_series *s, size_t ns, double rtt, int k)
 }
 
 static void targets(const lb_series *s, size_t ns, const lb_micro *m,
-                    const lb_idle *idle, int nidle,
-                    const lb_series *fair, const lb_series *def, int k)
+                    const lb_idle *idle, int nidle, const lb_series *fair,
+                    const lb_series *def, int k)
 {
     double rtt = m->ping_p50, need = 0.8 / (3 * rtt / 1e6);
     int i;
@@ -493,8 +497,8 @@ static void targets(const lb_series *s, size_t ns, const lb_micro *m,
     both(k, "hand-off p99 <= 10 x RTT", 10 * rtt, " us", fair->h99,
          def ? def->h99 : -1, 1);
     both(k, "switch share >= 0.9", 0.9, "", fair->sw, def ? def->sw : -1, 0);
-    printf("  K=%d fair cycles/s >= 0.8 / (3 x RTT) = %.0f: %.0f %s\n", k,
-           need, fair->cycles_s, yes(fair->cycles_s >= need));
+    printf("  K=%d fair cycles/s >= 0.8 / (3 x RTT) = %.0f: %.0f %s\n", k, need,
+           fair->cycles_s, yes(fair->cycles_s >= need));
     if (def != NULL)
         printf("  K=%d default mode cycles/s >= fair's (%.0f): %.0f %s\n", k,
                fair->cycles_s, def->cycles_s,
@@ -527,9 +531,9 @@ static void targets(const lb_series *s, size_t ns, const lb_micro *m,
     for (i = 0; i < nidle; i++)
         printf("  blocked waiter (%s) sends 0 commands/s: %.1f sent/s, "
                "%.1f server calls/s %s%s%s\n",
-               idle[i].fair ? "fair" : "default", idle[i].sent,
-               idle[i].calls, yes(idle[i].ok && idle[i].sent == 0),
-               idle[i].ok ? "" : " -- ", idle[i].err);
+               idle[i].fair ? "fair" : "default", idle[i].sent, idle[i].calls,
+               yes(idle[i].ok && idle[i].sent == 0), idle[i].ok ? "" : " -- ",
+               idle[i].err);
 }
 
 /* One event loop at scale: connections bounded, memory and CPU per held
@@ -605,8 +609,8 @@ void lb_report(const lb_env *e, const lb_micro *m, const lb_idle *idle,
         printf("Blocked waiter (%s mode) behind a 60 s lease, over 1 s: "
                "%.1f commands sent, %.1f server calls, %d server "
                "connections held; woke %.1f us after the release began%s%s\n",
-               idle[i].fair ? "fair" : "default", idle[i].sent,
-               idle[i].calls, idle[i].conns, idle[i].wake_us,
+               idle[i].fair ? "fair" : "default", idle[i].sent, idle[i].calls,
+               idle[i].conns, idle[i].wake_us,
                idle[i].ok ? "" : "; FAIL: ", idle[i].err);
     plot(e, m, s, ns, k);
     targets(s, ns, m, idle, nidle, fair, def, k);
@@ -634,20 +638,18 @@ void lb_report(const lb_env *e, const lb_micro *m, const lb_idle *idle,
            tcp->ratio_min[2], tcp->ratio_min[1], u->cpu_cycle[2],
            ratio(u->cpu_cycle[2], u->cpu_cycle[3]),
            ratio(u->cpu_cycle[1], u->cpu_cycle[3]),
-           ratio(tcp->cpu_cycle[2], tcp->cpu_cycle[3]),
-           fair ? fair->h50 : -1, fair ? fair->h99 : -1,
-           fair ? fair->cycles_s : 0, k64 ? k64->cycles_s : 0,
-           fair ? fair->sw : 0, sem ? sem->h50 : -1,
-           mem->ok ? mem->lib_bytes : -1,
-           mem->raw_bytes, sh ? sh->h50 : -1, set ? set->h50 : -1,
-           semf ? semf->h50 : -1, shf ? shf->h50 : -1,
+           ratio(tcp->cpu_cycle[2], tcp->cpu_cycle[3]), fair ? fair->h50 : -1,
+           fair ? fair->h99 : -1, fair ? fair->cycles_s : 0,
+           k64 ? k64->cycles_s : 0, fair ? fair->sw : 0, sem ? sem->h50 : -1,
+           mem->ok ? mem->lib_bytes : -1, mem->raw_bytes, sh ? sh->h50 : -1,
+           set ? set->h50 : -1, semf ? semf->h50 : -1, shf ? shf->h50 : -1,
            find_raw(s, ns, k) ? find_raw(s, ns, k)->h50 : -1,
            find_loop(s, ns, k) ? find_loop(s, ns, k)->h50 : -1,
            find_loop(s, ns, k) ? find_loop(s, ns, k)->pair_ratio : -1,
            find_loop(s, ns, k) ? find_loop(s, ns, k)->floor_ratio : -1,
            find_loop(s, ns, k) ? find_loop(s, ns, k)->tcp_pair_ratio : -1,
-           u->loop_ratio, u->loop_floor, scale->n, scale->conns, scale->rss_per_lock,
-           scale->cpu_us_per_lock_s, redlock ? " " : "",
+           u->loop_ratio, u->loop_floor, scale->n, scale->conns,
+           scale->rss_per_lock, scale->cpu_us_per_lock_s, redlock ? " " : "",
            redlock ? redlock : "");
 }
 
