@@ -585,8 +585,10 @@ void lb_report(const lb_env *e, const lb_micro *m, const lb_idle *idle,
     const lb_series *fair = find(s, ns, LB_REDISLOCK, 1, k);
     const lb_series *def = find(s, ns, LB_REDISLOCK, 0, k);
     const lb_series *k64 = find(s, ns, LB_REDISLOCK, 1, 64);
-    /* bench/run.sh's Redlock run: its machine-readable figures. */
+    /* bench/run.sh's Redlock run and CLI run (against flock(1)): their
+     * machine-readable figures. */
     const char *redlock = getenv("BENCH_REDLOCK");
+    const char *runcost = getenv("BENCH_RUNCOST");
     const lb_wire *u = &m->w[LB_UNIX], *tcp = &m->w[LB_TCP];
     const lb_series *sem = find_kind(s, ns, k, is_sem, 0);
     const lb_series *sh = find_kind(s, ns, k, is_shared, 0);
@@ -633,7 +635,7 @@ void lb_report(const lb_env *e, const lb_micro *m, const lb_idle *idle,
            "loop_handoff_floor=%.3f loop_handoff_ratio_tcp=%.3f "
            "loop_cycle_ratio=%.3f loop_floor_ratio=%.3f "
            "loop_held=%d loop_conns=%lld loop_bytes_per_lock=%.0f "
-           "loop_cpu_us_per_lock_s=%.2f%s%s\n",
+           "loop_cpu_us_per_lock_s=%.2f%s%s%s%s\n",
            m->ping_p50, u->ratio_min[2], u->ratio[2], u->ratio_min[1],
            tcp->ratio_min[2], tcp->ratio_min[1], u->cpu_cycle[2],
            ratio(u->cpu_cycle[2], u->cpu_cycle[3]),
@@ -650,7 +652,7 @@ void lb_report(const lb_env *e, const lb_micro *m, const lb_idle *idle,
            find_loop(s, ns, k) ? find_loop(s, ns, k)->tcp_pair_ratio : -1,
            u->loop_ratio, u->loop_floor, scale->n, scale->conns,
            scale->rss_per_lock, scale->cpu_us_per_lock_s, redlock ? " " : "",
-           redlock ? redlock : "");
+           redlock ? redlock : "", runcost ? " " : "", runcost ? runcost : "");
 }
 
 int lb_failed(const lb_series *s, size_t ns, const lb_idle *idle, int nidle)

@@ -3,7 +3,8 @@
 # bench/run.sh [LOCKBENCH-OPTION...]
 #
 # Runs the lock benchmark (bench/lockbench.c) once, after the Redlock one
-# (bench/redlock.sh): installs what it needs
+# (bench/redlock.sh) and the CLI's against flock(1) (bench/runcost.c):
+# installs what it needs
 # (Debian packages when root, the Node peers into bench/peers with npm ci),
 # compiles lockbench against the static library in $BUILD, and runs it
 # pinned to one CPU against a private redis-server (scripts/with-redis.sh)
@@ -108,6 +109,34 @@ redlock=$(REDIS_SERVER=$server REDIS_CLI=$cli BUILD=$build bench/redlock.sh) ||
 printf '%s\n' "$redlock" | sed '$d'
 BENCH_REDLOCK=$(printf '%s\n' "$redlock" | tail -n 1)
 export BENCH_REDLOCK
+
+# The CLI's cost against flock(1) (bench/runcost.c, issue 37): N runs of
+# each of `redislock run -u URL KEY -- true` and `flock FILE true`, in
+# turns, against a private server pinned as lockbench's is, the runs
+# pinned as its clients; 200 runs at --scale 1, 20 at the least. Its
+# figures and target print here, its machine-readable figures join
+# lockbench's last line.
+scale=1
+prev=
+for a in "$@"; do
+    [ "$prev" != --scale ] || scale=$a
+    prev=$a
+done
+runs=$(awk -v s="$scale" 'BEGIN { n = int(200 * s); print n < 20 ? 20 : n }')
+cmake --build "$build" -j2 --target redislock_cli >/dev/null ||
+    die "cannot build the CLI"
+cc -std=c11 -O2 -g -Wall -Wextra -Wstrict-prototypes -Wwrite-strings \
+    -o "$build/bench/runcost" bench/runcost.c || die "cannot compile runcost"
+touch "$build/bench/runcost.flock"
+# shellcheck disable=SC2016  # expanded by the inner shell
+runcost=$(REDIS_SERVER_PREFIX="${spin[*]}" REDIS_SERVER=$server \
+    REDIS_CLI=$cli scripts/with-redis.sh "${cpin[@]}" sh -c \
+    'exec "$1" "$2" "$3" "$REDISLOCK_URL" "$4"' sh "$build/bench/runcost" \
+    "$runs" "$build/cli/redislock" "$build/bench/runcost.flock") ||
+    die "the run benchmark failed: $runcost"
+printf '\n%s\n' "$runcost" | sed '$d'
+BENCH_RUNCOST=$(printf '%s\n' "$runcost" | tail -n 1)
+export BENCH_RUNCOST
 
 # The private server (scripts/with-redis.sh starts it, pinned, and stops
 # it by pid); lockbench finds it through REDIS_SOCK and REDIS_PID.
