@@ -45,10 +45,9 @@
 typedef struct guardian {
     const cli_guard_spawn *s;
     pid_t self;
-    int fd;     /* the socket to and from run */
-    int sfd;    /* a signalfd for SIGCHLD */
-    int execfd; /* the command's exec-failure pipe, or -1 */
-    pid_t job;  /* the command's pid, also its process group */
+    int fd;    /* the socket to and from run */
+    int sfd;   /* a signalfd for SIGCHLD */
+    pid_t job; /* the command's pid, also its process group */
     int64_t deadline_ms;
     int status; /* the command's wait status, once reaped */
     int reaped;
@@ -91,12 +90,10 @@ static int recv_msg(int fd, cli_guard_msg *m)
 
 /* In the command's process: its own group (and the terminal, when run
  * had it), death with the guardian, what run changed undone, then exec.
- * Failures are reported through the close-on-exec pipe efd. */
-static void job_main(const cli_guard_spawn *s, pid_t guardian_pid, int efd)
+ * A failure's errno goes to *err, in the guardian's memory (vfork). */
+static void job_main(const cli_guard_spawn *s, pid_t guardian_pid,
+                     volatile int *err)
 {
-    int err = 0;
-    ssize_t n;
-
     setpgid(0, 0);
     /* SIGTTOU is blocked, so this works from a background group too. */
     if (s->tty >= 0)
@@ -104,32 +101,18 @@ static void job_main(const cli_guard_spawn *s, pid_t guardian_pid, int efd)
     /* A second line behind the guardian, for the command alone: if the
      * guardian dies, so does the command; if it died before this call,
      * the command never starts. */
-    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0)
-        err = errno;
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) {
+        *err = errno;
+        _exit(127);
+    }
     if (getppid() != guardian_pid)
         _exit(127);
-    if (err == 0) {
-        sigaction(SIGPIPE, &s->sigpipe, NULL);
-        sigaction(SIGCHLD, &s->sigchld, NULL);
-        sigprocmask(SIG_SETMASK, &s->mask, NULL);
-        execvp(s->cmd[0], s->cmd);
-        err = errno;
-    }
-    n = write(efd, &err, sizeof err);
-    (void)n;
+    sigaction(SIGPIPE, &s->sigpipe, NULL);
+    sigaction(SIGCHLD, &s->sigchld, NULL);
+    sigprocmask(SIG_SETMASK, &s->mask, NULL);
+    execvp(s->cmd[0], s->cmd);
+    *err = errno;
     _exit(127);
-}
-
-static int cloexec_pipe(int p[2])
-{
-    if (pipe(p) != 0)
-        return -1;
-    if (fcntl(p[0], F_SETFD, FD_CLOEXEC) == 0 &&
-        fcntl(p[1], F_SETFD, FD_CLOEXEC) == 0)
-        return 0;
-    close(p[0]);
-    close(p[1]);
-    return -1;
 }
 
 /*
@@ -147,29 +130,22 @@ static int cloexec_pipe(int p[2])
  * runs yet either, and run's death or the deadline are still seen as
  * soon as it resumes.
  */
-static int start_job(guardian *gd)
+static int start_job(guardian *gd, int *exec_err)
 {
-    int p[2], err;
+    volatile int err = 0;
     pid_t pid;
 
-    if (cloexec_pipe(p) != 0)
-        return errno;
     pid = vfork();
-    if (pid == 0) {
-        close(p[0]);
-        job_main(gd->s, gd->self, p[1]);
-    }
-    err = errno;
-    close(p[1]);
-    if (pid < 0) {
-        close(p[0]);
-        return err;
-    }
+    if (pid == 0)
+        job_main(gd->s, gd->self, &err);
+    if (pid < 0)
+        return errno;
     /* The command's group exists: job_main made it before its exec,
      * which vfork() waited for, so a kill of the group from here always
-     * reaches the command. */
+     * reaches the command. Likewise the exec's failure, if any, is
+     * known. */
     gd->job = pid;
-    gd->execfd = p[0];
+    *exec_err = err;
     return 0;
 }
 
@@ -277,22 +253,6 @@ static void reap(guardian *gd)
     }
 }
 
-/* Reads the exec pipe: an errno value when exec failed, else end of
- * file. */
-static void exec_result(guardian *gd)
-{
-    ssize_t n;
-    int err;
-
-    do
-        n = read(gd->execfd, &err, sizeof err);
-    while (n < 0 && errno == EINTR);
-    if (n == (ssize_t)sizeof err)
-        (void)send_msg(gd->fd, CLI_GUARD_FAILED, err, 1);
-    close(gd->execfd);
-    gd->execfd = -1;
-}
-
 /* One message from run; 0 when run is gone. */
 static int from_run(guardian *gd)
 {
@@ -317,7 +277,7 @@ static int poll_ms(int64_t ms)
  * run sent in time wins even if the guardian wakes up late. */
 static void watch(guardian *gd)
 {
-    struct pollfd p[3];
+    struct pollfd p[2];
     int64_t now;
     int late, n;
 
@@ -326,19 +286,16 @@ static void watch(guardian *gd)
         late = now >= gd->deadline_ms;
         p[0].fd = gd->fd;
         p[1].fd = gd->sfd;
-        p[2].fd = gd->execfd;
-        p[0].events = p[1].events = p[2].events = POLLIN;
-        n = poll(p, 3, late ? 0 : poll_ms(gd->deadline_ms - now));
+        p[0].events = p[1].events = POLLIN;
+        n = poll(p, 2, late ? 0 : poll_ms(gd->deadline_ms - now));
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0 || (n == 0 && late) ||
-            ((p[0].revents | p[1].revents | p[2].revents) & POLLNVAL)) {
+            ((p[0].revents | p[1].revents) & POLLNVAL)) {
             /* A failed poll leaves the guardian blind: end it now. */
             gd->expired = 1;
             return;
         }
-        if (p[2].revents != 0)
-            exec_result(gd);
         if (p[1].revents != 0)
             reap(gd);
         if (p[0].revents != 0 && !from_run(gd))
@@ -413,28 +370,26 @@ static int guardian_setup(guardian *gd)
 static void guardian_main(const cli_guard_spawn *s, int fd)
 {
     guardian gd;
-    int err;
+    int err, exec_err = 0;
 
     memset(&gd, 0, sizeof gd);
     gd.s = s;
     gd.self = getpid();
     gd.fd = fd;
-    gd.execfd = -1;
     gd.deadline_ms = s->deadline_ms;
     err = guardian_setup(&gd);
     if (err == 0)
-        err = start_job(&gd);
+        err = start_job(&gd, &exec_err);
     if (err != 0) {
         (void)send_msg(fd, CLI_GUARD_FAILED, err, 0);
         _exit(0);
     }
     quiet_std_fds();
     (void)send_msg(fd, CLI_GUARD_STARTED, 0, gd.job);
+    if (exec_err != 0)
+        (void)send_msg(fd, CLI_GUARD_FAILED, exec_err, 1);
     watch(&gd);
     kill_all(&gd);
-    /* After the reaping, so that this read cannot block. */
-    if (gd.execfd >= 0)
-        exec_result(&gd);
     if (!gd.orphaned)
         (void)send_msg(fd, CLI_GUARD_EXITED, gd.status, gd.expired);
     _exit(0);
