@@ -41,10 +41,10 @@
 
 /* The longest single poll() when the deadline is far off. */
 #define GUARD_POLL_MAX_MS 3600000
-/* How long the command runs before the guardian closes the descriptors
- * it inherited from run (close_inherited): one that ends sooner spares
- * it that work, a tenth of a millisecond that would otherwise be on the
- * path of every short command. */
+/* How long the command runs before the guardian drops its copies of
+ * run's descriptors and of the standard ones (tidy_up): a command that
+ * ends sooner spares it that work, a tenth of a millisecond or more
+ * that would otherwise be on the path of every short command. */
 #define GUARD_TIDY_MS 10
 
 typedef struct guardian {
@@ -58,7 +58,7 @@ typedef struct guardian {
     int reaped;
     int expired;  /* the deadline passed */
     int orphaned; /* run is gone */
-    int tidy;     /* close_inherited() is still to be done */
+    int tidy;     /* tidy_up() is still to be done */
 } guardian;
 
 static int send_msg(int fd, int type, int arg, int64_t val)
@@ -273,19 +273,34 @@ static int from_run(guardian *gd)
     return 1;
 }
 
+/* The command has its own standard input, output and error; the
+ * guardian's copies would keep a pipe (as in "$(redislock run ...)")
+ * open for as long as it lingers. It lingers only to kill, and exits
+ * once the command is gone, so this too waits for the tidy-up. */
+static void quiet_std_fds(void)
+{
+    int fd = open("/dev/null", O_RDWR), i;
+
+    if (fd < 0)
+        return;
+    for (i = 0; i < 3; i++)
+        if (fd != i)
+            dup2(fd, i);
+    if (fd > 2)
+        close(fd);
+}
+
 /* Closes what the guardian inherited from run that the command does not
  * get either (close-on-exec: the Redis connections, run's signalfd), so
- * that no copy of them outlives run in here, keeping its own and the
- * terminal. While run lives the copies do no harm (run holds the same);
- * once it is gone the guardian does not outlast its kill for long. */
-static void close_inherited(guardian *gd)
+ * that no copy of them outlives run in here; its own descriptors and the
+ * terminal stay. */
+static void close_inherited(const guardian *gd)
 {
     DIR *d = opendir("/proc/self/fd");
     struct dirent *e;
     char *end;
     long fd;
 
-    gd->tidy = 0;
     if (d == NULL)
         return;
     while ((e = readdir(d)) != NULL) {
@@ -297,6 +312,17 @@ static void close_inherited(guardian *gd)
             close((int)fd);
     }
     closedir(d);
+}
+
+/* Drops what the guardian holds of run's and the caller's, once the
+ * command has run for GUARD_TIDY_MS. Until then the copies do no harm:
+ * run holds the same, and once run is gone the guardian only kills and
+ * exits. */
+static void tidy_up(guardian *gd)
+{
+    gd->tidy = 0;
+    quiet_std_fds();
+    close_inherited(gd);
 }
 
 static int poll_ms(int64_t ms)
@@ -332,28 +358,12 @@ static void watch(guardian *gd)
             return;
         }
         if (n == 0 && gd->tidy)
-            close_inherited(gd);
+            tidy_up(gd);
         if (p[1].revents != 0)
             reap(gd);
         if (p[0].revents != 0 && !from_run(gd))
             gd->orphaned = 1;
     }
-}
-
-/* The command has its own standard input, output and error; the
- * guardian's copies would keep a pipe (as in "$(redislock run ...)")
- * open for as long as it lingers. */
-static void quiet_std_fds(void)
-{
-    int fd = open("/dev/null", O_RDWR), i;
-
-    if (fd < 0)
-        return;
-    for (i = 0; i < 3; i++)
-        if (fd != i)
-            dup2(fd, i);
-    if (fd > 2)
-        close(fd);
 }
 
 /* Out of run's process group, so that a signal for that group (the
@@ -398,7 +408,6 @@ static void guardian_main(const cli_guard_spawn *s, int fd)
         (void)send_msg(fd, CLI_GUARD_FAILED, err, 0);
         _exit(0);
     }
-    quiet_std_fds();
     (void)send_msg(fd, CLI_GUARD_STARTED, 0, gd.job);
     if (exec_err != 0)
         (void)send_msg(fd, CLI_GUARD_FAILED, exec_err, 1);
