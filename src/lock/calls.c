@@ -102,20 +102,23 @@ redislock_err redislock_lock_new(redislock_client *c, const void *key,
     return REDISLOCK_OK;
 }
 
-/* Why a set's further key k (its name n) cannot join the set of l: given
- * before. */
+/* Why a set's further key i (its name n) cannot join the set of l: given
+ * before. Positions count from 1, as the caller lists them. */
 static redislock_err check_member(redislock_lock *l, const rl__lockname *n,
                                   int i)
 {
     int j;
 
-    if (n->keylen == l->keylen && memcmp(n->key, l->key, l->keylen) == 0)
-        return rl__err(REDISLOCK_EINVAL, "key %d of the set is key 0 again", i);
-    for (j = 0; j < i - 1; j++)
-        if (n->keylen == l->more[j].keylen &&
-            memcmp(n->key, l->more[j].key, n->keylen) == 0)
+    for (j = 0; j < i; j++) {
+        const char *k = j == 0 ? l->key : l->more[j - 1].key;
+        size_t len = j == 0 ? l->keylen : l->more[j - 1].keylen;
+
+        if (n->keylen == len && memcmp(n->key, k, len) == 0)
             return rl__err(REDISLOCK_EINVAL,
-                           "key %d of the set is key %d again", i, j + 1);
+                           "keys %d and %d of the set are the same key: give "
+                           "each key once",
+                           j + 1, i + 1);
+    }
     return REDISLOCK_OK;
 }
 

@@ -69,7 +69,7 @@ for bad in "--limit 2" "-s" "--owner me" "--metadata m" "--fair" \
     err_has "takes a set of keys"
 done
 expect 64 "$RL" run -k '{o}a' '{o}a' -- touch "$D/ran"
-err_has "again"
+err_has "keys 1 and 2 of the set are the same key: give each key once"
 expect 64 "$RL" run -k '{o}2' -k '{o}3' -k '{o}4' -k '{o}5' -k '{o}6' \
     -k '{o}7' -k '{o}8' -k '{o}9' '{o}1' -- touch "$D/ran"
 err_has "at most 8 keys"

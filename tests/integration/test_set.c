@@ -455,9 +455,13 @@ static void bad_sets(redislock_client *c)
     test_log("%d keys: %s", REDISLOCK_SET_MAX + 1, redislock_errdetail());
     ASSERT(l == NULL);
     for (i = 0; i < 3; i++) {
+        static const char *const said[3] = {"keys 1 and 3 ", "keys 2 and 4 ",
+                                            "keys 1 and 4 "};
+
         ASSERT_ERR(set_try(c, twice[i], 4, &l), REDISLOCK_EINVAL);
         test_log("a key twice: %s", redislock_errdetail());
-        ASSERT(strstr(redislock_errdetail(), "again") != NULL);
+        ASSERT(strstr(redislock_errdetail(), said[i]) != NULL);
+        ASSERT(strstr(redislock_errdetail(), "same key") != NULL);
         ASSERT(l == NULL);
     }
     ASSERT_ERR(redislock_lock_new_multi(c, NULL, lens, 2, &l),
