@@ -78,18 +78,28 @@ int cli_cmd_acquire(int argc, char **argv, const cli_global *g)
     return rc;
 }
 
-/* The exit status of release and extend. */
-static int outcome(const char *ctx, redislock_err err, const char *key,
-                   const char *verb)
+/* The exit status of release and extend of l (its key key). A token
+ * that holds nothing may have been a permit or a share of a key others
+ * hold, or a lease that ended and a key taken since: "expired and free"
+ * only when the key is free. */
+static int outcome(const char *ctx, redislock_lock *l, redislock_err err,
+                   const char *key, const char *verb)
 {
-    char q[CLI_QUOTE_MAX], what[CLI_QUOTE_MAX + 32];
+    char q[CLI_QUOTE_MAX], what[CLI_QUOTE_MAX + 32], holder[512];
 
     cli_quote(key, q, sizeof q);
     switch (err) {
     case REDISLOCK_OK:
         return CLI_EXIT_OK;
     case REDISLOCK_EEXPIRED:
-        cli_err(ctx, "lock '%s' had expired and is free", q);
+        cli_holder_text(l, holder, sizeof holder);
+        if (strcmp(holder, "it is free now") == 0)
+            cli_err(ctx, "lock '%s' had expired and is free", q);
+        else
+            cli_err(ctx,
+                    "lock '%s': this token holds no part of it (its lease "
+                    "ended, or it was released); %s",
+                    q, holder);
         return CLI_EXIT_FREE;
     case REDISLOCK_ELOST:
         cli_err(ctx, "lock '%s' is held by another owner", q);
@@ -145,9 +155,9 @@ static int act_for_token(int argc, char **argv, const cli_global *g,
     if (err != REDISLOCK_OK)
         rc = cli_fail(ctx, err, "invalid token");
     else if (strcmp(ctx, "release") == 0)
-        rc = outcome(ctx, redislock_release_hold(l, o.hold_after_ms), key,
+        rc = outcome(ctx, l, redislock_release_hold(l, o.hold_after_ms), key,
                      "release");
-    else if ((rc = outcome(ctx, redislock_extend(l, o.acq.ttl_ms), key,
+    else if ((rc = outcome(ctx, l, redislock_extend(l, o.acq.ttl_ms), key,
                            "extend")) == CLI_EXIT_OK)
         cli_warn_guards(ctx, l, &o.g);
     cli_close(c, l);

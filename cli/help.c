@@ -77,7 +77,8 @@ static const char overview[] =
     "Exit status:\n"
     "  0        success; run: COMMAND's own status is passed through\n"
     "  1        the lock was not obtained (or CODE from -E);\n"
-    "           release, extend: the lock had expired and is free\n"
+    "           release, extend: the token held nothing (its lease\n"
+    "           ended, or it was released)\n"
     "  2        release, extend: another owner holds the lock\n"
     "  64       usage error: bad option, key, TTL, URL, missing command,\n"
     "           several URLs without --shard, --redlock, --cluster or\n"
@@ -289,8 +290,9 @@ static const char acquire_exit[] =
 
 static const char token_exit[] =
     "\n"
-    "Exit status: 0 when done; 1 when the lock had expired and is free; 2\n"
-    "when another owner holds it.\n";
+    "Exit status: 0 when done; 1 when the token held nothing (its lease\n"
+    "ended, or it was released: the message says who holds KEY now, if\n"
+    "anyone); 2 when another owner holds the lock.\n";
 
 static const char footer[] =
     "\n"

@@ -201,12 +201,7 @@ static void shared_text(const redislock_info *info, char *buf, size_t size)
         snprintf(buf, size, "kept for a waiting exclusive request (%s)", lease);
 }
 
-/*
- * --verbose: who holds the lock now, read with one more request: "held
- * (its lease ends in N ms, owner ID, metadata TEXT)", "free", or why it
- * cannot be told. Only for messages: it may change at once.
- */
-static void holder_text(redislock_lock *l, char *buf, size_t size)
+void cli_holder_text(redislock_lock *l, char *buf, size_t size)
 {
     char lease[64], owner[CLI_QUOTE_MAX], meta[CLI_QUOTE_MAX];
     redislock_info info;
@@ -224,7 +219,27 @@ static void holder_text(redislock_lock *l, char *buf, size_t size)
         return;
     }
     lease_text(info.ttl_ms, lease, sizeof lease);
-    snprintf(buf, size, "held by %s%s%s (%s%s%s%s)",
+    if (info.reserved == REDISLOCK_KIND_SEMAPHORE) {
+        snprintf(buf, size,
+                 "a semaphore with %lld of its %d permits taken (%s)",
+                 (long long)info.holds, info.limit, lease);
+        return;
+    }
+    /* metadata is then the key's Redis type. */
+    if (info.reserved == REDISLOCK_KIND_NOT_LOCK) {
+        snprintf(buf, size,
+                 "held by a foreign owner: a %s key whose value is no "
+                 "redislock token (another tool's lock, or no lock) (%s)",
+                 info.metadata != NULL
+                     ? cli_quote(info.metadata, meta, sizeof meta)
+                     : "Redis",
+                 lease);
+        return;
+    }
+    snprintf(buf, size, "%s %s%s%s (%s%s%s%s)",
+             info.reserved == REDISLOCK_KIND_RESERVED
+                 ? "reserved after a release (--hold-after) by"
+                 : "held by",
              info.owner != NULL ? "owner '" : "another owner",
              info.owner != NULL ? cli_quote(info.owner, owner, sizeof owner)
                                 : "",
@@ -287,7 +302,7 @@ static void say_start(const char *ctx, redislock_lock *l,
     else
         snprintf(wait, sizeof wait, "waiting up to %lld ms",
                  (long long)acq->wait_ms);
-    holder_text(l, holder, sizeof holder);
+    cli_holder_text(l, holder, sizeof holder);
     cli_err(ctx, "taking %slock '%s' for %lld ms, %s: %s",
             acq->shared ? "a share of " : "", quoted_key(l, q),
             (long long)acq->ttl_ms, wait, holder);
@@ -319,7 +334,7 @@ static int held(const char *ctx, redislock_lock *l, const cli_cmdopts *o,
 
     if (!o->verbose)
         return o->conflict_code;
-    holder_text(l, holder, sizeof holder);
+    cli_holder_text(l, holder, sizeof holder);
     cli_err(ctx, "lock '%s' not obtained after %lld ms: %s; %s; exit status %d",
             quoted_key(l, q), (long long)took_ms, miss_reason(&o->acq, took_ms),
             holder, o->conflict_code);
