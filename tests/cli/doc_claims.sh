@@ -6,6 +6,8 @@
 #  - include/redislock.h: a semaphore (limit) and a shared lock "not with
 #    fair"; a set's keys "where one script can take them" (one shard, one
 #    slot); and the CLI's help for -k;
+#  - redislock(1)'s hold-after example, which promised the metadata
+#    during the reservation;
 #  - the README says how to install, and on a system without dpkg
 #    scripts/install-deps.sh names what is needed and lets make go on.
 set -eu
@@ -40,6 +42,18 @@ expect 0 "$RL" help acquire
     fail "redislock help acquire still confines -k to one server or slot"
 grep -q 'on any servers or slots' "$TEST_TMPDIR/out" ||
     fail "redislock help acquire does not say -k may span servers"
+
+# redislock(1)'s hold-after example promised the metadata to anyone who
+# looks during the reservation, which keeps none: it says so now, and
+# the reservation is checked to be as it says.
+man=$SRCDIR/docs/man/redislock.1
+grep -A3 'Rate-limit a job to once every 10 minutes' "$man" | tr '\n' ' ' |
+    grep -q 'without the metadata' ||
+    fail "redislock(1)'s hold-after example promises the metadata"
+expect 0 "$RL" run -n --hold-after 10m --metadata "$(hostname)" dc:sync -- true
+expect 0 "$RL" status dc:sync
+out_is "held ttl_ms=$(sed -n 's/^held ttl_ms=\([0-9]*\) reserved$/\1/p' \
+    "$TEST_TMPDIR/out") reserved"
 
 grep -q '^## Install$' "$SRCDIR/README.md" || fail "README has no Install section"
 grep -q 'ldconfig' "$SRCDIR/README.md" || fail "README does not mention ldconfig"
