@@ -40,7 +40,7 @@ static int secret_span(const char *url, size_t *start, size_t *end)
     const char *at = strrchr(url, '@'), *auth = strstr(url, "://");
     const char *colon;
 
-    if (at == NULL || (strncmp(url, "unix://", 7) == 0 && url[7] == '/'))
+    if (at == NULL || (strncasecmp(url, "unix://", 7) == 0 && url[7] == '/'))
         return 0;
     auth = auth != NULL && auth < at ? auth + 3 : url;
     colon = memchr(auth, ':', (size_t)(at - auth));
@@ -310,9 +310,9 @@ static void append_escaped(char *buf, size_t size, const char *s)
 static const char *sentinel_part(const char *u, const char **auth, size_t *alen,
                                  const char **host, size_t *hl)
 {
-    const char *s = strncmp(u, "rediss://", 9) == 0  ? "rediss"
-                    : strncmp(u, "redis://", 8) == 0 ? "redis"
-                                                     : NULL;
+    const char *s = strncasecmp(u, "rediss://", 9) == 0  ? "rediss"
+                    : strncasecmp(u, "redis://", 8) == 0 ? "redis"
+                                                         : NULL;
     const char *at;
 
     if (s == NULL)
