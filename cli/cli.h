@@ -247,8 +247,9 @@ int cli_check_set(const char *ctx, const cli_cmdopts *o);
 /* Who holds l's key now, for a message, read with one more request:
  * "held by owner 'ID' (its lease ends in N ms, metadata 'TEXT')", "it is
  * free now", a semaphore's or a shared lock's holders, a key another
- * tool wrote, or why it cannot be told. It may change at once. */
-void cli_holder_text(redislock_lock *l, char *buf, size_t size);
+ * tool wrote, or why it cannot be told. It may change at once. Returns
+ * 1 when the key is held, 0 when free, -1 when it cannot be told. */
+int cli_holder_text(redislock_lock *l, char *buf, size_t size);
 
 /* With --wait-replicas-lenient, after an acquire or extend that fewer
  * replicas (or append-only files) confirmed than the guards ask for: a

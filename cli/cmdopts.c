@@ -60,7 +60,7 @@ int cli_note_option(const char *ctx, cli_global *g, const cli_optdef *defs,
 
 /* The TLS options that name a file, a directory or a name: each must
  * be one (an empty value is a usage error). */
-static int cli_tls_file(const char *ctx, cli_global *g, int id, const char *val)
+static int tls_file(const char *ctx, cli_global *g, int id, const char *val)
 {
     static const struct {
         int id;
@@ -104,7 +104,7 @@ int cli_global_option(const char *ctx, cli_global *g, int id, const char *val)
         g->insecure = 1;
         return 0;
     }
-    return cli_tls_file(ctx, g, id, val);
+    return tls_file(ctx, g, id, val);
 }
 
 /* The durability guards' options (cli_global's wait_*). */

@@ -92,8 +92,7 @@ static int outcome(const char *ctx, redislock_lock *l, redislock_err err,
     case REDISLOCK_OK:
         return CLI_EXIT_OK;
     case REDISLOCK_EEXPIRED:
-        cli_holder_text(l, holder, sizeof holder);
-        if (strcmp(holder, "it is free now") == 0)
+        if (cli_holder_text(l, holder, sizeof holder) == 0)
             cli_err(ctx, "lock '%s' had expired and is free", q);
         else
             cli_err(ctx,

@@ -201,29 +201,29 @@ static void shared_text(const redislock_info *info, char *buf, size_t size)
         snprintf(buf, size, "kept for a waiting exclusive request (%s)", lease);
 }
 
-void cli_holder_text(redislock_lock *l, char *buf, size_t size)
+int cli_holder_text(redislock_lock *l, char *buf, size_t size)
 {
     char lease[64], owner[CLI_QUOTE_MAX], meta[CLI_QUOTE_MAX];
     redislock_info info;
 
     if (redislock_inspect(l, &info) != REDISLOCK_OK) {
         snprintf(buf, size, "its holder cannot be read");
-        return;
+        return -1;
     }
     if (!info.held) {
         snprintf(buf, size, "it is free now");
-        return;
+        return 0;
     }
     if (info.reserved == REDISLOCK_KIND_SHARED) {
         shared_text(&info, buf, size);
-        return;
+        return 1;
     }
     lease_text(info.ttl_ms, lease, sizeof lease);
     if (info.reserved == REDISLOCK_KIND_SEMAPHORE) {
         snprintf(buf, size,
                  "a semaphore with %lld of its %d permits taken (%s)",
                  (long long)info.holds, info.limit, lease);
-        return;
+        return 1;
     }
     /* metadata is then the key's Redis type. */
     if (info.reserved == REDISLOCK_KIND_NOT_LOCK) {
@@ -234,7 +234,7 @@ void cli_holder_text(redislock_lock *l, char *buf, size_t size)
                      ? cli_quote(info.metadata, meta, sizeof meta)
                      : "Redis",
                  lease);
-        return;
+        return 1;
     }
     snprintf(buf, size, "%s %s%s%s (%s%s%s%s)",
              info.reserved == REDISLOCK_KIND_RESERVED
@@ -248,6 +248,7 @@ void cli_holder_text(redislock_lock *l, char *buf, size_t size)
              info.metadata != NULL ? cli_quote(info.metadata, meta, sizeof meta)
                                    : "",
              info.metadata != NULL ? "'" : "");
+    return 1;
 }
 
 /* --verbose: a pause of a wait, with the holder's lease, or a renewal. */
