@@ -113,16 +113,18 @@ export BENCH_REDLOCK
 # The CLI's cost against flock(1) (bench/runcost.c, issue 37): N runs of
 # each of `redislock run -u URL KEY -- true` and `flock FILE true`, in
 # turns, against a private server pinned as lockbench's is, the runs
-# pinned as its clients; 200 runs at --scale 1, 20 at the least. Its
-# figures and target print here, its machine-readable figures join
-# lockbench's last line.
+# pinned as its clients; 400 runs at --scale 1, 200 at the least (a run
+# takes 2-3 ms: the 20 of a --scale 0.1 run once gave medians 1.14-1.38
+# times flock's across three CI runs of one commit, too wide for a 1.3
+# target). Its figures and target print here, its machine-readable
+# figures join lockbench's last line.
 scale=1
 prev=
 for a in "$@"; do
     [ "$prev" != --scale ] || scale=$a
     prev=$a
 done
-runs=$(awk -v s="$scale" 'BEGIN { n = int(200 * s); print n < 20 ? 20 : n }')
+runs=$(awk -v s="$scale" 'BEGIN { n = int(400 * s); print n < 200 ? 200 : n }')
 cmake --build "$build" -j2 --target redislock_cli >/dev/null ||
     die "cannot build the CLI"
 cc -std=c11 -O2 -g -Wall -Wextra -Wstrict-prototypes -Wwrite-strings \
