@@ -215,6 +215,22 @@ typedef struct redislock_options {
      * Default NULL: no events, at no cost. */
     redislock_event_cb on_event;
     void *on_event_arg;
+    /* 1: the constructor opens no connection and asks nothing; it checks
+     * the URLs and options only, so a service can start before its Redis
+     * does. Each server is checked as the constructor would have checked
+     * it (PING, not a Sentinel, the WAITAOF guard's conditions, a
+     * sharded or Redlock list's identities) on the first connection to
+     * it, in one round trip before the first request goes out on it; a
+     * server that is down or fails a check fails the calls that needed
+     * it with the code the constructor would have returned, and the next
+     * call connects and checks again. For one server, a sharded list
+     * and Redlock; not yet for Sentinel and Cluster clients, which must
+     * find where keys go when they are made, nor for a sharded list
+     * with a unix socket, whose name needs the server's TCP port (both
+     * REDISLOCK_EINVAL). Default 0: the constructor connects to every
+     * server and fails at once when one is down or wrong (a Redlock
+     * client: when a majority is). */
+    int lazy_connect;
 } redislock_options;
 
 /* How the pause between two attempts grows. Every pause is drawn
@@ -544,7 +560,7 @@ typedef struct redislock_info {
     (offsetof(type, field) + sizeof(((type *)0)->field))
 #endif
 #define REDISLOCK_OPTIONS_SIZE                                                 \
-    REDISLOCK_SIZE_THROUGH_(redislock_options, on_event_arg)
+    REDISLOCK_SIZE_THROUGH_(redislock_options, lazy_connect)
 #define REDISLOCK_ACQUIRE_OPTIONS_SIZE                                         \
     REDISLOCK_SIZE_THROUGH_(redislock_acquire_options, shared)
 #define REDISLOCK_INFO_SIZE REDISLOCK_SIZE_THROUGH_(redislock_info, nshare_ttls)

@@ -327,6 +327,14 @@ TEST_ENTRY(errors_protected_mode, 60)
 TEST_ENTRY(errors_http_server, 60)
 TEST_ENTRY(errors_redlock_names_cause, 60)
 
+/* A client made while its servers are down (redislock_options
+ * .lazy_connect; test_lazy.c). */
+TEST_ENTRY(lazy_single_made_before_server, 60)
+TEST_ENTRY(lazy_checks_before_first_request, 60)
+TEST_ENTRY(lazy_redlock_made_before_servers, 60)
+TEST_ENTRY(lazy_sharded, 60)
+TEST_ENTRY(lazy_option_range, 10)
+
 /* The minimal ACL of docs/ACL.md: every feature as a restricted user,
  * each command needed, keys outside the pattern refused; no password in
  * any error's detail (test_acl.c). */

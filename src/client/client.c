@@ -60,6 +60,9 @@ static redislock_err check_options(const redislock_options *o)
                        "wait_aof_local %d, wait_aof_replicas %d: want 0 or "
                        "1 for the master's fsync, and 0 or more replicas",
                        o->wait_aof_local, o->wait_aof_replicas);
+    if (o->lazy_connect < 0 || o->lazy_connect > 1)
+        return rl__err(REDISLOCK_EINVAL, "lazy_connect %d: want 0 or 1",
+                       o->lazy_connect);
     if (o->prefix != NULL && strlen(o->prefix) > REDISLOCK_KEY_MAX)
         return rl__err(REDISLOCK_EINVAL, "key prefix longer than %d bytes",
                        REDISLOCK_KEY_MAX);
@@ -156,9 +159,12 @@ static redislock_err setup(redislock_client *c, const char *const *urls,
     redislock_err err;
     size_t i;
 
-    for (i = 0; i < c->npools; i++)
+    for (i = 0; i < c->npools; i++) {
         if ((err = rl__pool_init(&c->pools[i], urls[i], o)) != REDISLOCK_OK)
             return err;
+        if (o->lazy_connect)
+            rl__pool_lazy(&c->pools[i]);
+    }
     c->env.server_timeout_cap_ms = c->pools[0].cfg.command_timeout_ms;
     if (c->npools > 1) {
         c->have_ids = 1;
@@ -168,6 +174,14 @@ static redislock_err setup(redislock_client *c, const char *const *urls,
         if (err != REDISLOCK_OK)
             return err;
     }
+    /* Nothing is asked now: each server is checked by its first
+     * connection (pool.h, ident.h). */
+    if (o->lazy_connect && c->npools == 1)
+        return REDISLOCK_OK;
+    if (o->lazy_connect && (err = rl__idset_lazy(&c->ids)) != REDISLOCK_OK)
+        return err;
+    if (o->lazy_connect)
+        return c->mode == RL_MODE_SHARDED ? build_ring(c) : REDISLOCK_OK;
     if (c->mode == RL_MODE_REDLOCK) {
         if ((err = check_majority(c)) != REDISLOCK_OK)
             return err;
@@ -275,12 +289,30 @@ static redislock_err new_with_pools(redislock_client **out, rl__mode mode,
     return REDISLOCK_OK;
 }
 
+/* A Sentinel or Cluster client learns where keys go when it is made;
+ * routing requests before that is not written yet, so such a client
+ * cannot be lazy. */
+static redislock_err not_lazy(const redislock_options *o, const char *what)
+{
+    if (o == NULL || !o->lazy_connect)
+        return REDISLOCK_OK;
+    return rl__err(REDISLOCK_EINVAL,
+                   "lazy_connect: a %s client is made only once it has "
+                   "found where keys go, not lazily yet: make it once "
+                   "its servers answer (retry the constructor), or turn "
+                   "lazy_connect off",
+                   what);
+}
+
 /* A master found through Redis Sentinel (sentinel.h). */
 static redislock_err new_sentinel(redislock_client **out, const char *url,
                                   const redislock_options *opts)
 {
     redislock_err err = client_alloc(out, RL_MODE_SENTINEL, &url, 1, &opts);
 
+    if (err == REDISLOCK_OK &&
+        (err = not_lazy(opts, "Sentinel (redis+sentinel://)")) != 0)
+        return undo(out, err);
     if (err == REDISLOCK_OK &&
         (err = rl__sentinel_new(url, opts, &(*out)->sentinel)) != 0)
         return undo(out, err);
@@ -326,6 +358,8 @@ static redislock_err new_cluster(redislock_client **out,
 {
     redislock_err err = client_alloc(out, RL_MODE_CLUSTER, seeds, n, &opts);
 
+    if (err == REDISLOCK_OK && (err = not_lazy(opts, "Cluster")) != 0)
+        return undo(out, err);
     if (err == REDISLOCK_OK &&
         (err = rl__cluster_new(seeds, n, opts, &(*out)->cluster)) != 0)
         return undo(out, err);

@@ -306,9 +306,10 @@ static void admit_by(rl__pool *p, rl__idset *s,
                      redislock_err (*judge)(void *, const rl__admit_ask *,
                                             rl__reply *const *))
 {
+    rl__admit a = {ask, judge, p};
+
     p->owner = s;
-    p->admit = (rl__admit){ask, judge, p};
-    p->cfg.admit = &p->admit;
+    rl__pool_admit_by(p, &a);
 }
 
 redislock_err rl__idset_init(rl__idset *s, rl__pool *pools, size_t n,
@@ -396,6 +397,25 @@ static redislock_err check_sharded(rl__idset *s)
         (err = check_runids(s)) != REDISLOCK_OK ||
         (err = register_all(s)) != REDISLOCK_OK)
         return err;
+    for (i = 0; i < s->n; i++)
+        admit_by(&s->pools[i], s, ask_sharded, judge_sharded);
+    return REDISLOCK_OK;
+}
+
+redislock_err rl__idset_lazy(rl__idset *s)
+{
+    size_t i;
+
+    if (s->redlock)
+        return REDISLOCK_OK;
+    for (i = 0; i < s->n; i++)
+        if (s->pools[i].url.path != NULL)
+            return rl__err(REDISLOCK_EINVAL,
+                           "%s: a sharded client names a server on a unix "
+                           "socket by the TCP port it listens on, which "
+                           "only the server can say: with lazy_connect, "
+                           "give its host:port, or turn lazy_connect off",
+                           s->pools[i].name);
     for (i = 0; i < s->n; i++)
         admit_by(&s->pools[i], s, ask_sharded, judge_sharded);
     return REDISLOCK_OK;

@@ -65,6 +65,17 @@ redislock_err rl__idset_init(rl__idset *s, rl__pool *pools, size_t n,
  * spellings of a repeated server and the fix. */
 redislock_err rl__idset_check(rl__idset *s);
 
+/* For a lazy client (redislock_options.lazy_connect), instead of
+ * rl__idset_check: nothing is asked now. A Redlock entry is read as its
+ * first connection comes up, as a late server's is. A sharded client
+ * keeps its names by the URLs (a unix socket, whose name needs the
+ * server's TCP port, is REDISLOCK_EINVAL), and each new connection
+ * checks the registry before any request goes out on it; a server
+ * listed twice under two spellings is then refused by the registry (the
+ * second spelling finds the first's name) rather than by its run_id.
+ * The pools must already be lazy (rl__pool_lazy). */
+redislock_err rl__idset_lazy(rl__idset *s);
+
 /* Server i's canonical name. */
 const char *rl__idset_name(const rl__idset *s, size_t i);
 

@@ -399,39 +399,121 @@ static int says_sentinel(const rl__reply *r)
     return 0;
 }
 
-redislock_err rl__pool_pinged(const rl__pool_ask *a)
+/* The verdict on a PING's reply r and a HELLO's h (NULL when it did
+ * not come) from p: REDISLOCK_OK for a PONG from a Redis server. */
+static redislock_err ping_verdict(const rl__pool *p, const rl__reply *r,
+                                  const rl__reply *h)
 {
-    const rl__reply *r = a->r[0];
     redislock_err err;
 
-    if (r == NULL)
-        return rl__err(a->err, "%s", a->detail);
     if ((err = rl__reply_check(r, "PING")) != REDISLOCK_OK)
         return err;
     if (r->type != REDIS_REPLY_STATUS || strcmp(r->str, "PONG") != 0)
         return rl__err(REDISLOCK_EPROTOCOL,
                        "PING answered something other than PONG: is this "
                        "a Redis server?");
-    /* Both replies came, and still it failed: the WAITAOF guard's check
-     * of a new connection, asked first, refused the server. */
-    if (a->err != REDISLOCK_OK && a->r[1] != NULL)
-        return rl__err(a->err, "%s", a->detail);
     /* A sentinel answers PING too, but has no scripts: without this, the
      * first lock would fail with "unknown command 'EVALSHA'" as if the
      * server's configuration had renamed it. */
-    if (says_sentinel(a->r[1]))
+    if (says_sentinel(h))
         return rl__err(REDISLOCK_ECONNECT,
                        "%s is a Redis Sentinel, not a Redis server: to lock "
                        "on the master it watches, use "
                        "redis+sentinel://%s/NAME with the master's name "
                        "(SENTINEL MASTERS lists them)",
-                       a->pool->name, a->pool->name);
+                       p->name, p->name);
     /* The server answered PING as Redis does. A failure after that is
      * HELLO's alone (a proxy that closes the connection on a command it
      * does not know, a server that never answers it): before HELLO was
      * asked such a server was taken, and it still is; the connection
      * lost with it is opened again when needed. */
     return REDISLOCK_OK;
+}
+
+redislock_err rl__pool_pinged(const rl__pool_ask *a)
+{
+    redislock_err err;
+
+    if (a->r[0] == NULL)
+        return rl__err(a->err, "%s", a->detail);
+    if ((err = ping_verdict(a->pool, a->r[0], a->r[1])) != REDISLOCK_OK)
+        return err;
+    /* Both replies came, and still it failed: the WAITAOF guard's check
+     * of a new connection, asked first, refused the server. */
+    if (a->err != REDISLOCK_OK && a->r[1] != NULL)
+        return rl__err(a->err, "%s", a->detail);
+    return REDISLOCK_OK;
+}
+
+/*
+ * A lazy node's admission (pool.h): the client's own questions (ident.h)
+ * first, then, until a connection has passed them, the constructor's
+ * checks: PING, HELLO and the WAITAOF guard's questions. mark is where
+ * the checks begin. The verdict on both parts, the client's first;
+ * once the checks pass, later connections skip them, as they skip the
+ * constructor's on an eager client.
+ */
+static redislock_err gate_ask(void *arg, rl__admit_ask *a)
+{
+    static const char *ping[1] = {"PING"};
+    static const char *hello[1] = {"HELLO"};
+    rl__pool *p = arg;
+    redislock_err err;
+    rl__cmd aof[3];
+    int checked, i, naof;
+
+    a->n = 0;
+    if (p->admit.ask != NULL && (err = p->admit.ask(p->admit.arg, a)) != 0)
+        return err;
+    a->mark = a->n;
+    pthread_mutex_lock(&p->mu);
+    checked = p->checked;
+    pthread_mutex_unlock(&p->mu);
+    if (checked)
+        return REDISLOCK_OK;
+    a->cmds[a->n++] = (rl__cmd){1, ping, NULL};
+    a->cmds[a->n++] = (rl__cmd){1, hello, NULL};
+    naof = p->aof_local || p->aof_replicas ? aof_questions(p, aof) : 0;
+    for (i = 0; i < naof; i++)
+        a->cmds[a->n++] = aof[i];
+    return REDISLOCK_OK;
+}
+
+static redislock_err gate_judge(void *arg, const rl__admit_ask *a,
+                                rl__reply *const *r)
+{
+    rl__pool *p = arg;
+    rl__admit_ask own = *a;
+    redislock_err err;
+
+    own.n = a->mark;
+    if (p->admit.judge != NULL && a->mark > 0 &&
+        (err = p->admit.judge(p->admit.arg, &own, r)) != REDISLOCK_OK)
+        return err;
+    if (a->n == a->mark)
+        return REDISLOCK_OK;
+    if ((err = ping_verdict(p, r[a->mark], r[a->mark + 1])) != REDISLOCK_OK ||
+        (a->n > a->mark + 2 &&
+         (err = aof_verdict(p, a->n - a->mark - 2, r + a->mark + 2)) !=
+             REDISLOCK_OK))
+        return err;
+    pthread_mutex_lock(&p->mu);
+    p->checked = 1;
+    pthread_mutex_unlock(&p->mu);
+    return REDISLOCK_OK;
+}
+
+void rl__pool_lazy(rl__pool *p)
+{
+    p->lazy = 1;
+    p->gate = (rl__admit){gate_ask, gate_judge, p};
+    p->cfg.admit = &p->gate;
+}
+
+void rl__pool_admit_by(rl__pool *p, const rl__admit *admit)
+{
+    p->admit = *admit;
+    p->cfg.admit = p->lazy ? &p->gate : &p->admit;
 }
 
 void rl__pool_ping(rl__pool_ask *a, rl__pool *p)

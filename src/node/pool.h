@@ -29,6 +29,13 @@ typedef struct rl__pool {
     /* The WAITAOF guard's wants (redislock_options.wait_aof_*): the
      * server is checked for them by the first ask. */
     int aof_local, aof_replicas;
+    /* A lazy client's node (redislock_options.lazy_connect): no ask at
+     * construction, so each new connection carries the checks the
+     * constructor would have made (rl__pools_check: PING, HELLO, the
+     * WAITAOF guard's), ahead of the client's admission, until one
+     * passes; checked is then 1 (under mu). cfg.admit is gate. */
+    int lazy, checked;
+    rl__admit gate;
 } rl__pool;
 
 /* Parses url and sets the pool up; opens nothing. The pool is cleaned up
@@ -93,6 +100,15 @@ redislock_err rl__pool_command(rl__pool *p, int argc, const char **argv,
  * address, password or database fails at once: the first pool's failure
  * in their order, with its detail. */
 redislock_err rl__pools_check(rl__pool *pools, size_t n);
+
+/* Makes p a lazy client's node (see rl__pool.lazy), before it is used.
+ * Its connections fail with what the constructor's checks would have
+ * returned, until one passes them. */
+void rl__pool_lazy(rl__pool *p);
+
+/* New connections to p are admitted by admit (ident.h): directly, or on
+ * a lazy node behind its checks. */
+void rl__pool_admit_by(rl__pool *p, const rl__admit *admit);
 
 /* An idle connection that is still good, for a private loop to adopt
  * (rl__loop_adopt), or NULL. */

@@ -28,11 +28,13 @@ typedef struct rl__cmd {
 } rl__cmd;
 
 /* What a client asks a new connection after AUTH and SELECT, before any
- * request goes out on it: which server it reached (ident.h). Its
+ * request goes out on it: which server it reached (ident.h), and on a
+ * lazy client's node whether it is one to lock on (pool.h). Its
  * pointers point into itself and into the asker's data. */
-#define RL_ADMIT_MAX 2
+#define RL_ADMIT_MAX 8
 typedef struct rl__admit_ask {
-    int n; /* 0: nothing to ask */
+    int n;    /* 0: nothing to ask */
+    int mark; /* the asker's own: where its parts meet */
     rl__cmd cmds[RL_ADMIT_MAX];
     const char *argv[RL_ADMIT_MAX][4];
     size_t lens[RL_ADMIT_MAX][4];

@@ -725,6 +725,19 @@ void test_sentinel_plain_url_named(void)
                REDISLOCK_ECONNECT);
     ASSERT(strstr(redislock_errdetail(), want) != NULL);
     ASSERT(c == NULL);
+    /* A lazy client hears it at its first call instead (item 9). */
+    {
+        redislock_options lz = {0};
+        redislock_lock *l;
+
+        lz.lazy_connect = 1;
+        ASSERT_OK(redislock_client_new(&c, url, &lz));
+        ASSERT_OK(redislock_lock_new(c, "sp:a", 4, &l));
+        ASSERT_ERR(redislock_acquire(l, NULL), REDISLOCK_ECONNECT);
+        ASSERT(strstr(redislock_errdetail(), want) != NULL);
+        redislock_lock_free(l);
+        redislock_client_free(c);
+    }
     st = th_cli(acq, NULL, NULL, 0, err, sizeof err);
     test_log("CLI: exit %d, %s", st, err);
     ASSERT_EQ_INT(st, 69);
