@@ -87,6 +87,7 @@ typedef struct async_req {
     rl__aconn *c;
     rl__request_own r; /* the request, guards included */
     int eval;
+    int load; /* 1: SCRIPT LOAD goes before the script; 2: it went */
     rl__aconn_cb cb;
     void *arg;
     int out;           /* commands sent whose callbacks are to come */
@@ -158,9 +159,17 @@ static void async_reply(void *arg, redislock_err err, const rl__reply *r)
 
     a->out--;
     if (err == REDISLOCK_OK && !a->eval && rl__script_is_noscript(r)) {
-        /* Sent again whole, guards too, at the back of the connection's
-         * queue; the first round's guards answer before it. */
-        a->eval = 1;
+        /* Sent again, guards too, at the back of the connection's queue;
+         * the first round's guards answer before it. The server lacks
+         * the script (a restart, SCRIPT FLUSH, a failover): SCRIPT LOAD
+         * goes before the EVALSHA, in the same round trip, since a
+         * script EVAL leaves in the cache can be evicted (Redis 7.4 and
+         * Valkey 8.0 keep only the last 500), and one loaded cannot; if
+         * the EVALSHA still finds none (SCRIPT refused by an ACL), the
+         * whole script goes with EVAL. */
+        if (a->load)
+            a->eval = 1;
+        a->load = 1;
         a->skip += (a->r.q.wait_replicas > 0) + rl__request_waitaof(&a->r.q);
         if ((err = async_send(a)) == REDISLOCK_OK)
             return;
@@ -180,7 +189,8 @@ static void async_reply(void *arg, redislock_err err, const rl__reply *r)
     }
 }
 
-/* The answer to the command q sends first (a PING): nothing to keep. */
+/* The answer to what goes before the script (q's first command, a PING;
+ * SCRIPT LOAD): nothing to keep. */
 static void async_first(void *arg, redislock_err err, const rl__reply *r)
 {
     async_req *a = arg;
@@ -247,6 +257,15 @@ static redislock_err send_before(async_req *a)
     return err;
 }
 
+/* SCRIPT LOAD of s's source, in argv. */
+static const char **loadv(const rl__script *s, const char *argv[3])
+{
+    argv[0] = "SCRIPT";
+    argv[1] = "LOAD";
+    argv[2] = s->source;
+    return argv;
+}
+
 static redislock_err async_send(async_req *a)
 {
     const char *argv[RL_SCRIPT_ARGV_MAX];
@@ -254,6 +273,7 @@ static redislock_err async_send(async_req *a)
     char nk[8], n[2][24], ms[24];
     const char *wv[4] = {"WAIT", n[0], ms, NULL};
     const char *av[4] = {"WAITAOF", n[0], n[1], ms};
+    const char *lv[3];
     const rl__request *q = &a->r.q;
     int argc = q->s == NULL ? q->nargs
                             : rl__script_argv(q->s, a->eval, q->nkeys, q->keys,
@@ -268,6 +288,12 @@ static redislock_err async_send(async_req *a)
         memcpy(argl, q->lens, (size_t)argc * sizeof *argl);
     }
     err = a->before_sent ? REDISLOCK_OK : send_before(a);
+    if (err == REDISLOCK_OK && a->load == 1 && !a->eval) {
+        a->load = 2;
+        if ((err = rl__aconn_send(a->c, 3, loadv(q->s, lv), NULL, async_first,
+                                  a)) == REDISLOCK_OK)
+            a->out++;
+    }
     if (err == REDISLOCK_OK)
         err = rl__aconn_send(a->c, argc, argv, argl, async_reply, a);
     if (err != REDISLOCK_OK) {

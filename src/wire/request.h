@@ -4,8 +4,10 @@
  * optionally with a PING before it and followed in the same write by
  * WAIT and WAITAOF (the guards), on an event loop's connection. The one
  * NOSCRIPT fallback lives here: a server that lacks a script (after a
- * restart, SCRIPT FLUSH, or a node just promoted or added) gets it
- * whole, once.
+ * restart, SCRIPT FLUSH, or a node just promoted or added) gets SCRIPT
+ * LOAD before the EVALSHA is sent again, in one round trip, and the
+ * script whole with EVAL only when that still finds none (an ACL
+ * without SCRIPT).
  *
  * Above: aroute.c (a cluster's and Sentinel's routing) and the lock
  * layer's engine. Below: aconn.c and script.c.

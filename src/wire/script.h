@@ -1,8 +1,8 @@
 /*
  * Lua scripts, embedded at build time from src/lua with their SHA1. They
  * are called by EVALSHA; a server that lacks one (after a restart or SCRIPT
- * FLUSH) answers NOSCRIPT, and the request layer (request.h) sends the
- * full source once with EVAL.
+ * FLUSH) answers NOSCRIPT, and the request layer (request.h) loads it
+ * (SCRIPT LOAD, or EVAL where that is refused).
  */
 #ifndef RL_SCRIPT_H
 #define RL_SCRIPT_H

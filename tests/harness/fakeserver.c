@@ -30,7 +30,8 @@
 
 /* The commands counted one by one; the last slot counts the others. */
 static const char *const counted[] = {
-    "PING", "AUTH", "SELECT", "SET", "PTTL", "EVALSHA", "EVAL", "SCAN", "*"};
+    "PING", "AUTH",   "SELECT", "SET", "PTTL",
+    "EVALSHA", "EVAL", "SCRIPT", "SCAN", "*"};
 #define FS_NCOUNTED (sizeof counted / sizeof counted[0])
 
 /* In a MAP_SHARED page: written by connection processes, read by the

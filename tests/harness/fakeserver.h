@@ -89,8 +89,8 @@ void fs_stop(fs_server *s);
 int fs_connections(const fs_server *s);
 
 /* Requests received so far whose command is cmd (any case). Counted for
- * PING, AUTH, SELECT, SET, PTTL, EVALSHA, EVAL and SCAN; other names are
- * counted together under "*". */
+ * PING, AUTH, SELECT, SET, PTTL, EVALSHA, EVAL, SCRIPT and SCAN; other
+ * names are counted together under "*". */
 long fs_calls(const fs_server *s, const char *cmd);
 
 #endif

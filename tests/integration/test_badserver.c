@@ -647,7 +647,8 @@ void test_badserver_not_resp(void)
     RUN_TABLE(cases);
 }
 
-/* NOSCRIPT to EVALSHA and to EVAL: one fallback, then an error; no loop. */
+/* NOSCRIPT to EVALSHA, after a SCRIPT LOAD, and to EVAL: one load and
+ * one EVAL, then an error; no loop. */
 void test_badserver_noscript_forever(void)
 {
     static const fs_rule rules[] = {
@@ -665,9 +666,11 @@ void test_badserver_noscript_forever(void)
 
         bad += judge("NOSCRIPT to EVALSHA and EVAL", each[i], &r, W1(ESERVER),
                      "NOSCRIPT");
-        test_log("  sent EVALSHA %ld, EVAL %ld", fs_calls(s, "EVALSHA"),
+        test_log("  sent EVALSHA %ld, SCRIPT %ld, EVAL %ld",
+                 fs_calls(s, "EVALSHA"), fs_calls(s, "SCRIPT"),
                  fs_calls(s, "EVAL"));
-        ASSERT_EQ_INT(fs_calls(s, "EVALSHA"), 1);
+        ASSERT_EQ_INT(fs_calls(s, "EVALSHA"), 2);
+        ASSERT_EQ_INT(fs_calls(s, "SCRIPT"), 1);
         ASSERT_EQ_INT(fs_calls(s, "EVAL"), 1);
         fs_stop(s);
     }
