@@ -333,6 +333,7 @@ TEST_ENTRY(lazy_single_made_before_server, 60)
 TEST_ENTRY(lazy_checks_before_first_request, 60)
 TEST_ENTRY(lazy_redlock_made_before_servers, 60)
 TEST_ENTRY(lazy_sharded, 60)
+TEST_ENTRY(lazy_on_event_loop, 60)
 TEST_ENTRY(lazy_option_range, 10)
 
 /* The minimal ACL of docs/ACL.md: every feature as a restricted user,

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "harness/apploop.h"
 #include "harness/fixture.h"
 #include "harness/proxy.h"
 #include "harness/server.h"
@@ -267,6 +268,82 @@ void test_lazy_sharded(void)
     redislock_client_free(first);
     th_proxy_stop(px);
     th_servers_stop(&e);
+}
+
+/* What a loop operation's callback heard. */
+typedef struct heard {
+    int calls;
+    redislock_err err;
+    char said[256];
+} heard;
+
+static void record(redislock_lock *l, redislock_err err, void *arg)
+{
+    heard *h = arg;
+
+    (void)l;
+    h->calls++;
+    h->err = err;
+    snprintf(h->said, sizeof h->said, "%s", redislock_errdetail());
+}
+
+/* Turns the application's loop until an operation has been heard. */
+static void until_heard(app *a, heard *h)
+{
+    int turns;
+
+    for (turns = 0; h->calls == 0 && turns < 200; turns++)
+        app_turn(a);
+    ASSERT_EQ_INT(h->calls, 1);
+}
+
+/*
+ * The event-loop API on a lazy client (the checks run on the loop's
+ * connection, as a blocking call's do on a private loop's): ECONNECT
+ * while the server is down, the lock once it is up, released; and the
+ * loop then has nothing to watch.
+ */
+void test_lazy_on_event_loop(void)
+{
+    redislock_options o = lazy_opts();
+    redislock_acquire_options ao = th_aopts(5000, 0, 0);
+    redislock_client *c = NULL;
+    redislock_loop *lp = NULL;
+    redislock_lock *l;
+    app a = {0};
+    heard h = {0};
+    th_server *s;
+    redisContext *r;
+    char path[256], url[300];
+
+    dangling(path, sizeof path, url, sizeof url, "loop");
+    ASSERT_OK(redislock_client_new(&c, url, &o));
+    ASSERT_OK(redislock_loop_new(&lp, c, app_watch, app_timer, &a));
+    app_drive(&a, lp);
+    l = th_lock(c, "lazy:loop");
+    ASSERT_OK(redislock_loop_acquire(lp, l, &ao, record, &h));
+    until_heard(&a, &h);
+    ASSERT_ERR(h.err, REDISLOCK_ECONNECT);
+    test_log("down: %s", h.said);
+    s = th_server_start(NULL);
+    r = th_server_redis(s);
+    come_up(path, s);
+    memset(&h, 0, sizeof h);
+    ASSERT_OK(redislock_loop_acquire(lp, l, &ao, record, &h));
+    until_heard(&a, &h);
+    ASSERT_ERR(h.err, REDISLOCK_OK);
+    ASSERT_EQ_INT(th_lock_keys(r), 1);
+    memset(&h, 0, sizeof h);
+    ASSERT_OK(redislock_loop_release(lp, l, 0, record, &h));
+    until_heard(&a, &h);
+    ASSERT_ERR(h.err, REDISLOCK_OK);
+    ASSERT_EQ_INT(th_lock_keys(r), 0);
+    redislock_lock_free(l);
+    redislock_loop_free(lp);
+    redislock_client_free(c);
+    redisFree(r);
+    th_server_stop(s);
+    unlink(path);
 }
 
 /* lazy_connect is 0 or 1, and not yet for Sentinel or Cluster clients:
