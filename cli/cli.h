@@ -17,7 +17,6 @@ enum {
     CLI_EXIT_FREE = 1,
     CLI_EXIT_OTHER_OWNER = 2,
     CLI_EXIT_USAGE = 64,
-    CLI_EXIT_DATAERR = 65,
     CLI_EXIT_UNAVAILABLE = 69,
     CLI_EXIT_SOFTWARE = 70,
     CLI_EXIT_LOST = 75,
@@ -432,6 +431,11 @@ int64_t cli_now_ms(void);
  */
 void cli_print_lock(const char *key, size_t keylen, const redislock_info *info,
                     int json, int with_key);
+
+/* Whether info is a key held by a foreign owner: one that exists but
+ * holds no lock redislock can read (another tool's value, a list, a hash
+ * not ours). acquire finds it held; info->metadata is its Redis type. */
+int cli_foreign(const redislock_info *info);
 
 /* The subcommands. argv[0] is the subcommand name. */
 int cli_cmd_run(int argc, char **argv, const cli_global *g);

@@ -216,10 +216,6 @@ int cli_cmd_status(int argc, char **argv, const cli_global *g)
         cli_print_lock(key, strlen(key), &info, o.json, 0);
         if (o.json)
             putchar('\n');
-        /* Data that is no lock: most likely the wrong key. The output
-         * above says what it is. */
-        if (info.held && info.reserved == REDISLOCK_KIND_NOT_LOCK)
-            rc = CLI_EXIT_DATAERR;
     }
     cli_close(c, l);
     return rc;

@@ -84,7 +84,6 @@ static const char overview[] =
     "           several URLs without --shard, --redlock, --cluster or\n"
     "           --sentinel, a URL given twice (or an even Redlock\n"
     "           count), a missing, unreadable or empty password file\n"
-    "  65       status: the key exists but is not a lock\n"
     "  69       Redis is unreachable, did not answer in time or is not\n"
     "           Redis; with --redlock, too few servers answered for a\n"
     "           quorum; with --wait-replicas, too few replicas confirmed\n"
@@ -236,8 +235,10 @@ static const char status_usage[] =
     "id, and metadata=TEXT; for a semaphore (--limit) 'permits=K limit=N',\n"
     "for a lock held shared (-s) 'readers=K' (its live shares), then\n"
     "'leases_ms=N,N...' (each share's time left, shortest first, at most\n"
-    "100). ttl_ms=-1: no expiry. A key that is not a lock (a list, a\n"
-    "cached value) prints 'not-a-lock ttl_ms=N type=TYPE' and exits 65.\n"
+    "100). ttl_ms=-1: no expiry. A key held by a foreign owner (a value\n"
+    "that is no lock redislock reads: another tool's, a list, a cached\n"
+    "value; acquire waits for it) prints 'held-foreign ttl_ms=N\n"
+    "type=TYPE'.\n"
     "\n"
     "Options:\n"
     "  --json             print {\"key\":KEY,\"held\":true,\"ttl_ms\":N,\n"
@@ -249,8 +250,8 @@ static const char status_usage[] =
     "                     \"readers\":K,\"shared\":true, both\n"
     "                     \"leases_ms\":[N,...], in place of holds, owner,\n"
     "                     metadata and reserved; another library's lock\n"
-    "                     has no holds or fence; a key that is not a lock\n"
-    "                     {...,\"lock\":false,\"type\":TYPE}\n";
+    "                     has no holds or fence; a foreign owner's key\n"
+    "                     {...,\"foreign\":true,\"type\":TYPE}\n";
 
 static const char list_usage[] =
     "Usage: redislock [GLOBAL OPTION...] list [--json] [--all] [PATTERN]\n"
@@ -263,7 +264,7 @@ static const char list_usage[] =
     "\n"
     "Options:\n"
     "  --json             print a JSON array of status objects\n"
-    "  --all              keys that are not locks too ('KEY not-a-lock\n"
+    "  --all              keys that are not locks too ('KEY held-foreign\n"
     "                     ttl_ms=N type=TYPE'), and locks without a TTL\n";
 
 /* The options every command takes. */

@@ -104,9 +104,7 @@ static void plain_field(const char *name, const char *s, int space_too)
     plain_text(s, n, space_too);
 }
 
-/* A key that holds something other than a lock: its TTL and Redis type
- * (which the library puts in metadata). */
-static int not_lock(const redislock_info *info)
+int cli_foreign(const redislock_info *info)
 {
     return info->held && info->reserved == REDISLOCK_KIND_NOT_LOCK;
 }
@@ -130,11 +128,14 @@ static void print_plain(const char *key, size_t keylen,
         puts("free");
         return;
     } else
-        fputs(not_lock(info) ? "not-a-lock" : "held", stdout);
-    if (with_key && not_lock(info))
-        fputs(" not-a-lock", stdout);
+        fputs(cli_foreign(info) ? "held-foreign" : "held", stdout);
+    /* A foreign key is held, by an owner with no token redislock reads:
+     * its TTL, then its Redis type, which tells a key without expiry
+     * (ttl_ms=-1, most likely data) from another tool's lock. */
+    if (with_key && cli_foreign(info))
+        fputs(" held-foreign", stdout);
     printf(" ttl_ms=%lld", (long long)info->ttl_ms);
-    if (not_lock(info)) {
+    if (cli_foreign(info)) {
         plain_field("type", info->metadata, 1);
         putchar('\n');
         return;
@@ -222,11 +223,11 @@ static void print_json(const char *key, size_t keylen,
         return;
     }
     printf(",\"held\":true,\"ttl_ms\":%lld", (long long)info->ttl_ms);
-    if (!not_lock(info)) {
+    if (!cli_foreign(info)) {
         json_lock(info);
         return;
     }
-    fputs(",\"lock\":false,\"type\":", stdout);
+    fputs(",\"foreign\":true,\"type\":", stdout);
     json_string(info->metadata, info->metadata_len);
     putchar('}');
 }

@@ -226,7 +226,7 @@ int cli_holder_text(redislock_lock *l, char *buf, size_t size)
         return 1;
     }
     /* metadata is then the key's Redis type. */
-    if (info.reserved == REDISLOCK_KIND_NOT_LOCK) {
+    if (cli_foreign(&info)) {
         snprintf(buf, size,
                  "held by a foreign owner: a %s key whose value is no "
                  "redislock token (another tool's lock, or no lock) (%s)",

@@ -4,7 +4,8 @@
 # and is free" was wrong); a lease that ended, the key taken since, is
 # another owner's (exit 2); a free key says so; --verbose names a key another tool
 # wrote as held by a foreign owner, not its Redis type as metadata; a set
-# given one key twice names both places.
+# given one key twice names both places; status and list show such a key
+# as held by a foreign owner, with its type and TTL, not as "not-a-lock".
 set -eu
 . "$(dirname "$0")/lib.inc"
 
@@ -43,4 +44,27 @@ err_has "held by a foreign owner: a string key whose value is no redislock \
 token"
 ! grep -q "metadata 'string'" "$TEST_TMPDIR/err" ||
     fail "--verbose shows the key's type as metadata"
+# The key that acquire waits for is held: status says by whom (nobody
+# redislock knows), with its lease; a hash or a list that is not ours
+# the same, with its type; a key without expiry keeps ttl_ms=-1.
+expect 0 "$RL" status msg:foreign
+grep -Eq '^held-foreign ttl_ms=[0-9]+ type=string$' "$TEST_TMPDIR/out" ||
+    fail "status msg:foreign: $(cat "$TEST_TMPDIR/out")"
+expect 0 "$RL" status --json msg:foreign
+grep -Eq '^\{"key":"msg:foreign","held":true,"ttl_ms":[0-9]+,'\
+'"foreign":true,"type":"string"\}$' "$TEST_TMPDIR/out" ||
+    fail "status --json msg:foreign: $(cat "$TEST_TMPDIR/out")"
+rcli hset msg:fhash a 1 >/dev/null
+rcli rpush msg:flist job >/dev/null
+rcli pexpire msg:flist 60000 >/dev/null
+expect 0 "$RL" status msg:fhash
+out_is 'held-foreign ttl_ms=-1 type=hash'
+expect 0 "$RL" list --all 'msg:f*'
+sed 's/ttl_ms=[0-9][0-9]*/ttl_ms=N/' "$TEST_TMPDIR/out" |
+    sort >"$TEST_TMPDIR/got"
+printf '%s\n' 'msg:fhash held-foreign ttl_ms=-1 type=hash' \
+    'msg:flist held-foreign ttl_ms=N type=list' \
+    'msg:foreign held-foreign ttl_ms=N type=string' >"$TEST_TMPDIR/want"
+cmp -s "$TEST_TMPDIR/got" "$TEST_TMPDIR/want" ||
+    fail "list --all: $(cat "$TEST_TMPDIR/out")"
 exit 0

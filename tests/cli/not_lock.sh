@@ -1,8 +1,9 @@
 #!/bin/sh
 # status and list tell locks from other keys: a key that is not a lock (a
-# list, a cached value) is reported as such by status (exit 65), skipped
-# by list and shown marked by list --all; another library's lock shows no
-# hold count or fence, which redislock cannot know.
+# list, a cached value) is held by a foreign owner, as status says (exit
+# 0, with its type), skipped by list and shown marked by list --all;
+# another library's lock shows no hold count or fence, which redislock
+# cannot know.
 set -eu
 . "$(dirname "$0")/lib.inc"
 
@@ -11,21 +12,21 @@ rcli rpush q job1 job2 >/dev/null
 rcli pexpire q 20000 >/dev/null
 rcli set cache '{"user":42}' PX 20000 >/dev/null
 
-expect 65 "$RL" status q
-grep -Eq '^not-a-lock ttl_ms=[0-9]+ type=list$' "$TEST_TMPDIR/out" ||
+expect 0 "$RL" status q
+grep -Eq '^held-foreign ttl_ms=[0-9]+ type=list$' "$TEST_TMPDIR/out" ||
     fail "status q: $(cat "$TEST_TMPDIR/out")"
 err_empty
-expect 65 "$RL" status --json q
-grep -Eq '^\{"key":"q","held":true,"ttl_ms":[0-9]+,"lock":false,'\
+expect 0 "$RL" status --json q
+grep -Eq '^\{"key":"q","held":true,"ttl_ms":[0-9]+,"foreign":true,'\
 '"type":"list"\}$' "$TEST_TMPDIR/out" ||
     fail "status --json q: $(cat "$TEST_TMPDIR/out")"
-expect 65 "$RL" status cache
-grep -Eq '^not-a-lock ttl_ms=[0-9]+ type=string$' "$TEST_TMPDIR/out" ||
+expect 0 "$RL" status cache
+grep -Eq '^held-foreign ttl_ms=[0-9]+ type=string$' "$TEST_TMPDIR/out" ||
     fail "status cache: $(cat "$TEST_TMPDIR/out")"
 # Without a TTL, a word is no lock either.
 rcli set word forever >/dev/null
-expect 65 "$RL" status word
-out_is 'not-a-lock ttl_ms=-1 type=string'
+expect 0 "$RL" status word
+out_is 'held-foreign ttl_ms=-1 type=string'
 
 # Another library's lock (redis-py: a uuid's hex, SET NX PX): a lock, with
 # no holds or fence, which redislock never issued.
@@ -53,9 +54,9 @@ cmp -s "$TEST_TMPDIR/got" "$TEST_TMPDIR/want" ||
 expect 0 "$RL" list --all
 sed 's/ttl_ms=[0-9][0-9]*/ttl_ms=N/' "$TEST_TMPDIR/out" |
     sort >"$TEST_TMPDIR/got"
-printf '%s\n' 'cache not-a-lock ttl_ms=N type=string' 'mine ttl_ms=N' \
-    'py ttl_ms=N' 'py-forever ttl_ms=-1' 'q not-a-lock ttl_ms=N type=list' \
-    'word not-a-lock ttl_ms=-1 type=string' >"$TEST_TMPDIR/want"
+printf '%s\n' 'cache held-foreign ttl_ms=N type=string' 'mine ttl_ms=N' \
+    'py ttl_ms=N' 'py-forever ttl_ms=-1' 'q held-foreign ttl_ms=N type=list' \
+    'word held-foreign ttl_ms=-1 type=string' >"$TEST_TMPDIR/want"
 cmp -s "$TEST_TMPDIR/got" "$TEST_TMPDIR/want" ||
     fail "list --all: $(cat "$TEST_TMPDIR/out")"
 expect 0 "$RL" list --all --json
@@ -63,9 +64,9 @@ expect 0 "$RL" list --all --json
 import json, sys
 d = {o["key"]: o for o in json.load(sys.stdin)}
 assert sorted(d) == ["cache", "mine", "py", "py-forever", "q", "word"], d
-assert d["q"]["lock"] is False and d["q"]["type"] == "list", d["q"]
+assert d["q"]["foreign"] is True and d["q"]["type"] == "list", d["q"]
 assert d["cache"]["type"] == "string" and "holds" not in d["cache"], d
-assert "lock" not in d["py"], d["py"]
+assert "foreign" not in d["py"], d["py"]
 assert "holds" not in d["py"] and "fence" not in d["py"], d["py"]
 assert d["mine"]["holds"] == 1 and d["mine"]["fence"] > 0, d["mine"]
 ' <"$TEST_TMPDIR/out" || fail "list --all --json: $(cat "$TEST_TMPDIR/out")"
