@@ -28,6 +28,10 @@ typedef struct reply_class {
     const char *code;   /* the first word; NULL: match phrase */
     const char *phrase; /* used when code is NULL */
     redislock_err err;
+    /* NULL: the reply's words after the code, our script's, say it
+     * better than a class could (what is asked against what the key
+     * is), and the script's name, which is no business of the caller's,
+     * is left out. */
     const char *problem;
     const char *fix;
 } reply_class;
@@ -92,10 +96,9 @@ static const reply_class classes[] = {
      "the script's numbers (doubles) compare exactly",
      "pass the token redislock_fence() gave"},
     /* lib.lua's rl_share_room: the key is a semaphore of another limit, or of
-     * the other kind held by many (a semaphore, a lock held shared). */
-    {"RLLIMIT", NULL, REDISLOCK_EINVAL,
-     "the key was set up as a semaphore of another limit, or as the other "
-     "kind of key held by many (semaphore or shared lock)",
+     * the other kind held by many (a semaphore, a lock held shared); the
+     * reply says which and what was asked. */
+    {"RLLIMIT", NULL, REDISLOCK_EINVAL, NULL,
      "use one kind, and one limit, wherever the key is used; a key's kind "
      "and limit change only once nobody holds it"},
     /* release.lua: hold-after asked of a share (a permit, a reader's). */
@@ -148,15 +151,31 @@ static int class_matches(const reply_class *k, const char *s)
     return strncmp(s, k->code, n) == 0 && (s[n] == ' ' || s[n] == '\0');
 }
 
+/* The detail for a class whose problem is the reply's own words (a
+ * class with a code): those after the code, then the fix. */
+static redislock_err own_words(const reply_class *k, const char *said)
+{
+    const char *words = said + strlen(k->code);
+
+    while (*words == ' ')
+        words++;
+    return rl__err(k->err, "%.*s: %s", said_len(words, 1), words, k->fix);
+}
+
 redislock_err rl__err_reply(const char *what, const char *said)
 {
     size_t i;
 
-    for (i = 0; i < sizeof classes / sizeof classes[0]; i++)
-        if (class_matches(&classes[i], said))
-            return rl__err(classes[i].err, "%s: %s (%.*s): %s", what,
-                           classes[i].problem, said_len(said, 1), said,
-                           classes[i].fix);
+    for (i = 0; i < sizeof classes / sizeof classes[0]; i++) {
+        const reply_class *k = &classes[i];
+
+        if (!class_matches(k, said))
+            continue;
+        if (k->problem == NULL)
+            return own_words(k, said);
+        return rl__err(k->err, "%s: %s (%.*s): %s", what, k->problem,
+                       said_len(said, 1), said, k->fix);
+    }
     return rl__err(REDISLOCK_ESERVER, "%s: Redis error: %.*s", what,
                    said_len(said, 0), said);
 }

@@ -574,6 +574,15 @@ local function rl_share_wants(w)
     return nil
 end
 
+-- The kind of share that marker names (see RL_SEM_LIMIT), in words for
+-- a message: the caller's, not the key's names.
+local function rl_share_kind_text(marker)
+    if marker == RL_SHARED then
+        return 'a shared lock'
+    end
+    return 'a semaphore of limit ' .. string.sub(marker, #RL_SEM_LIMIT + 1)
+end
+
 -- Room at the key for one more share of the kind mine (limit: at most
 -- that many shares; math.huge for readers), judged at now (ms), the
 -- expired shares dropped. Returns nil when there is room, else the ms to
@@ -594,9 +603,9 @@ local function rl_share_room(key, mine, limit, now)
     if marker == nil then
         return redis.call('PTTL', key), 0, 0, kind
     elseif marker ~= mine then
-        error({err = 'RLLIMIT ' .. key .. (marker == RL_SHARED
-            and ' is a lock held shared' or ' allows ' ..
-            string.sub(marker, #RL_SEM_LIMIT + 1) .. ' holders at once')})
+        error({err = 'RLLIMIT the key is in use as ' ..
+            rl_share_kind_text(marker) .. ' and this call asked for ' ..
+            rl_share_kind_text(mine)})
     end
     local held, writer = rl_share_prune(key, now)
     if writer then

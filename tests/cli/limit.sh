@@ -24,7 +24,8 @@ err_empty
 expect 1 "$RL" run -n sem -- true
 # Another limit for the key is refused, naming the fix.
 expect 64 "$RL" run -n --limit 3 sem -- true
-err_has "another limit"
+err_has "in use as a semaphore of limit 2 and this call asked for a \
+semaphore of limit 3: use one kind, and one limit"
 # A waiter gets in when one holder ends.
 bg c "$RL" run -w 20 --limit 2 sem -c "touch '$D/c.in'"
 sleep 0.3

@@ -549,8 +549,12 @@ static void kinds_kept_apart(th_env *e)
     redislock_acquire_options p = th_aopts(5000, 2000, 0);
 
     p.limit = 2;
-    other_kind_refused(e, &p, &o, "allows 2 holders at once");
-    other_kind_refused(e, &o, &p, "is a lock held shared");
+    other_kind_refused(e, &p, &o,
+                       "in use as a semaphore of limit 2 and this call "
+                       "asked for a shared lock");
+    other_kind_refused(e, &o, &p,
+                       "in use as a shared lock and this call asked for a "
+                       "semaphore of limit 2");
 }
 
 void test_shared_bad_input_leaves_nothing(void)
