@@ -17,6 +17,9 @@ enum {
     CLI_EXIT_FREE = 1,
     CLI_EXIT_OTHER_OWNER = 2,
     CLI_EXIT_USAGE = 64,
+    /* The key is in use as another kind of lock than the one asked for:
+     * the command line is valid, the data in Redis does not fit it. */
+    CLI_EXIT_KIND = 65,
     CLI_EXIT_UNAVAILABLE = 69,
     CLI_EXIT_SOFTWARE = 70,
     CLI_EXIT_LOST = 75,
@@ -296,6 +299,11 @@ const char *cli_detail(char *buf, size_t size);
  * and returns cli_exit_for(err). Call it right after the failing call,
  * before the detail is overwritten. */
 int cli_fail(const char *ctx, redislock_err err, const char *what);
+
+/* cli_fail with the detail copied before (by cli_detail), for a caller
+ * that makes another library call first. */
+int cli_fail_with(const char *ctx, redislock_err err, const char *what,
+                  const char *detail);
 
 /* Parses a TTL (> 0, at most REDISLOCK_TTL_MAX_MS) or prints why not and
  * returns CLI_EXIT_USAGE. */

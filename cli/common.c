@@ -98,11 +98,16 @@ const char *cli_detail(char *buf, size_t size)
 int cli_fail(const char *ctx, redislock_err err, const char *what)
 {
     char detail[CLI_DETAIL_MAX];
-    const char *msg;
 
     /* Copy the detail first: it is only valid until the next call. */
-    cli_detail(detail, sizeof detail);
-    msg = redislock_strerror(err);
+    return cli_fail_with(ctx, err, what, cli_detail(detail, sizeof detail));
+}
+
+int cli_fail_with(const char *ctx, redislock_err err, const char *what,
+                  const char *detail)
+{
+    const char *msg = redislock_strerror(err);
+
     if (detail[0] == '\0' || strcmp(detail, msg) == 0)
         cli_err(ctx, "%s: %s", what, msg);
     else

@@ -84,6 +84,8 @@ static const char overview[] =
     "           several URLs without --shard, --redlock, --cluster or\n"
     "           --sentinel, a URL given twice (or an even Redlock\n"
     "           count), a missing, unreadable or empty password file\n"
+    "  65       run, acquire: the key is in use as another kind (a\n"
+    "           semaphore of another limit, a shared lock)\n"
     "  69       Redis is unreachable, did not answer in time or is not\n"
     "           Redis; with --redlock, too few servers answered for a\n"
     "           quorum; with --wait-replicas, too few replicas confirmed\n"

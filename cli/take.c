@@ -359,6 +359,41 @@ static void say_end(const char *ctx, redislock_lock *l, int sig, int64_t took)
             (long long)redislock_fence(l));
 }
 
+/* Whether l's key, read now, is held as another kind of shared key than
+ * acq asks for: a semaphore of another limit, or a shared lock against a
+ * semaphore. The library refuses that with REDISLOCK_EINVAL, the code of
+ * the caller's own mistakes too; the key itself tells them apart. */
+static int other_kind(redislock_lock *l, const redislock_acquire_options *acq)
+{
+    redislock_info info;
+
+    if (!acq->shared && acq->limit <= 0)
+        return 0;
+    if (redislock_inspect(l, &info) != REDISLOCK_OK || !info.held)
+        return 0;
+    if (info.reserved == REDISLOCK_KIND_SHARED)
+        return !acq->shared;
+    if (info.reserved == REDISLOCK_KIND_SEMAPHORE)
+        return acq->shared || info.limit != acq->limit;
+    return 0;
+}
+
+/* An acquire that failed with err. A key in use as another kind is no
+ * usage error (the command line is valid, the clash is with the key's
+ * other users) but CLI_EXIT_KIND, in the library's words, which say what
+ * the key is, what was asked and the fix. */
+static int failed(const char *ctx, redislock_lock *l, redislock_err err,
+                  const redislock_acquire_options *acq)
+{
+    char detail[CLI_DETAIL_MAX], q[CLI_QUOTE_MAX];
+
+    cli_detail(detail, sizeof detail);
+    if (err != REDISLOCK_EINVAL || !other_kind(l, acq))
+        return cli_fail_with(ctx, err, "cannot acquire lock", detail);
+    cli_err(ctx, "lock '%s': %s", quoted_key(l, q), detail);
+    return CLI_EXIT_KIND;
+}
+
 int cli_take(const char *ctx, redislock_lock *l, const cli_cmdopts *o,
              const sigset_t *stop, int *rc)
 {
@@ -386,7 +421,7 @@ int cli_take(const char *ctx, redislock_lock *l, const cli_cmdopts *o,
         return 0;
     }
     if (err != REDISLOCK_OK) {
-        *rc = cli_fail(ctx, err, "cannot acquire lock");
+        *rc = failed(ctx, l, err, &o->acq);
         return 0;
     }
     cli_warn_guards(ctx, l, &o->g);

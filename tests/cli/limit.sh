@@ -23,7 +23,7 @@ err_empty
 # A plain lock of the key is held too.
 expect 1 "$RL" run -n sem -- true
 # Another limit for the key is refused, naming the fix.
-expect 64 "$RL" run -n --limit 3 sem -- true
+expect 65 "$RL" run -n --limit 3 sem -- true
 err_has "in use as a semaphore of limit 2 and this call asked for a \
 semaphore of limit 3: use one kind, and one limit"
 # A waiter gets in when one holder ends.

@@ -5,7 +5,9 @@
 # another owner's (exit 2); a free key says so; --verbose names a key another tool
 # wrote as held by a foreign owner, not its Redis type as metadata; a set
 # given one key twice names both places; status and list show such a key
-# as held by a foreign owner, with its type and TTL, not as "not-a-lock".
+# as held by a foreign owner, with its type and TTL, not as "not-a-lock";
+# a key in use as another kind (a semaphore of another limit, a shared
+# lock) is no usage error but exit 65, in words that name no script.
 set -eu
 . "$(dirname "$0")/lib.inc"
 
@@ -67,4 +69,28 @@ printf '%s\n' 'msg:fhash held-foreign ttl_ms=-1 type=hash' \
     'msg:foreign held-foreign ttl_ms=N type=string' >"$TEST_TMPDIR/want"
 cmp -s "$TEST_TMPDIR/got" "$TEST_TMPDIR/want" ||
     fail "list --all: $(cat "$TEST_TMPDIR/out")"
+
+# kind_clash KEY IS ASKED OPTION...: run with OPTIONs on KEY, in use as
+# IS, is refused: exit 65, one line saying what the key is, what was
+# asked and the fix, with no script or Redis names; nothing written.
+kind_clash() {
+    k=$1 is=$2 asked=$3
+    shift 3
+    before=$(rcli zcard "$k")
+    expect 65 "$RL" run -n "$@" "$k" -- true
+    one_error_line
+    err_has "^redislock: run: lock '$k': the key is in use as $is and this \
+call asked for $asked: use one kind, and one limit, wherever the key is used"
+    ! grep -Eq 'share_acquire|RLLIMIT|invalid argument' "$TEST_TMPDIR/err" ||
+        fail "the message names the library's insides"
+    [ "$(rcli zcard "$k")" = "$before" ] || fail "a refused call wrote $k"
+}
+"$RL" acquire --limit 3 msg:sem3 >/dev/null
+"$RL" acquire -s msg:shk >/dev/null
+kind_clash msg:sem3 'a semaphore of limit 3' 'a shared lock' -s
+kind_clash msg:shk 'a shared lock' 'a semaphore of limit 3' --limit 3
+kind_clash msg:sem3 'a semaphore of limit 3' 'a semaphore of limit 4' \
+    --limit 4
+expect 65 "$RL" acquire -n --limit 4 msg:sem3
+out_is ''
 exit 0

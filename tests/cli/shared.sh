@@ -141,13 +141,13 @@ key_gone rw || fail "the key is left after renewed readers"
 # refuses the other kind, naming what the key is.
 expect 0 "$RL" acquire --limit 2 rw
 t1=$(cat "$D/out")
-expect 64 "$RL" run -s -n rw -- touch "$D/ran"
-err_has "semaphore"
+expect 65 "$RL" run -s -n rw -- touch "$D/ran"
+err_has "in use as a semaphore of limit 2"
 expect 0 "$RL" release rw "$t1"
 expect 0 "$RL" acquire -s rw
 t1=$(cat "$D/out")
-expect 64 "$RL" run --limit 2 -n rw -- touch "$D/ran"
-err_has "shared"
+expect 65 "$RL" run --limit 2 -n rw -- touch "$D/ran"
+err_has "in use as a shared lock"
 expect 0 "$RL" release rw "$t1"
 [ ! -e "$D/ran" ] || fail "a command ran on a key of the other kind"
 key_gone rw || fail "the key is left after the kinds' refusals"
