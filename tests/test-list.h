@@ -545,6 +545,7 @@ TEST_ENTRY(shard_acl_without_info_works, 30)
  * holder (test_set.c, test_set_model.c). */
 TEST_ENTRY(set_all_or_none, 30)
 TEST_ENTRY(set_release_and_extend_partial, 30)
+TEST_ENTRY(set_adopted_keys_must_match, 30)
 TEST_ENTRY(set_waiter_woken_and_silent, 30)
 TEST_ENTRY(set_watchdog_renews_and_signals_loss, 30)
 TEST_ENTRY(set_ghost_undone, 30)

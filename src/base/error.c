@@ -101,6 +101,11 @@ static const reply_class classes[] = {
     {"RLLIMIT", NULL, REDISLOCK_EINVAL, NULL,
      "use one kind, and one limit, wherever the key is used; a key's kind "
      "and limit change only once nobody holds it"},
+    /* lib.lua's rl_set_keys_match: a set's token adopted with keys that
+     * are not its set's; the reply says so. */
+    {"RLSETKEYS", NULL, REDISLOCK_EINVAL, NULL,
+     "nothing was released or extended; give the same keys as the acquire "
+     "that took the set"},
     /* release.lua: hold-after asked of a share (a permit, a reader's). */
     {"RLNOHOLD", NULL, REDISLOCK_EINVAL,
      "hold-after is for a lock held alone: the key is held by many (a "

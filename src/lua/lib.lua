@@ -574,6 +574,20 @@ local function rl_share_wants(w)
     return nil
 end
 
+-- For a set's owner scripts (set_release.lua, set_extend.lua), before
+-- any write: of the n keys given, held hold the token. A handle that
+-- took the set has its keys, and a key gone from it was deleted under
+-- it (its keys share one lease): the rest are its to free. One that
+-- adopted the token (ARGV[4] '': it took no fencing token) has its keys
+-- from its caller, who may give another set's: a token that holds some
+-- and not the others then stops the script with error RLSETKEYS.
+local function rl_set_keys_match(held, n)
+    if ARGV[4] == '' and held > 0 and held < n then
+        error({err = 'RLSETKEYS the token holds some of the keys given ' ..
+            'and not the others: they are not the set it was taken with'})
+    end
+end
+
 -- The kind of share that marker names (see RL_SEM_LIMIT), in words for
 -- a message: the caller's, not the key's names.
 local function rl_share_kind_text(marker)

@@ -201,6 +201,36 @@ void test_set_release_and_extend_partial(void)
     th_env_stop(&e);
 }
 
+/* A set's token adopted by a handle of other keys (a, c for the set a,
+ * b): release and extend are REDISLOCK_EINVAL and touch nothing, so that
+ * no key of the set is freed while the rest is held; the set's own keys
+ * still release it. */
+void test_set_adopted_keys_must_match(void)
+{
+    static const char *const k[3] = {"m:a", "m:b", "m:c"};
+    static const char *const odd[2] = {"m:a", "m:c"};
+    th_env e = th_env_start();
+    redislock_acquire_options o = th_aopts(20000, 0, 0);
+    redislock_lock *s = th_lock_set(e.c, k, 2), *w = th_lock_set(e.c, odd, 2);
+
+    ASSERT_OK(redislock_acquire(s, &o));
+    ASSERT_OK(redislock_adopt(w, redislock_token(s)));
+    ASSERT_ERR(redislock_release(w), REDISLOCK_EINVAL);
+    test_log("refused: %s", redislock_errdetail());
+    ASSERT(strstr(redislock_errdetail(), "not the set it was taken with") !=
+           NULL);
+    ASSERT(strstr(redislock_errdetail(), "RLSETKEYS") == NULL);
+    ASSERT_EQ_INT(th_keys_holding(e.r, k, 2, redislock_token(s)), 2);
+    ASSERT_ERR(redislock_extend(w, 60000), REDISLOCK_EINVAL);
+    ASSERT_LE(th_pttl(e.r, k[0]), 20000);
+    ASSERT_EQ_INT(th_cmd_int(e.r, "EXISTS %s", k[2]), 0);
+    ASSERT_OK(redislock_release(s));
+    ASSERT_EQ_INT(th_keys_existing(e.r, k, 3), 0);
+    redislock_lock_free(s);
+    redislock_lock_free(w);
+    th_env_stop(&e);
+}
+
 /* A set waiting behind its key held (index held) by another handle, a
  * lock of that key or with byset a set of it and another key: blocked,
  * taking none of its free keys; woken by the holder's release, well
