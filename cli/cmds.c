@@ -78,14 +78,37 @@ int cli_cmd_acquire(int argc, char **argv, const cli_global *g)
     return rc;
 }
 
-/* The exit status of release and extend of l (its key key). A token
- * that holds nothing may have been a permit or a share of a key others
- * hold, or a lease that ended and a key taken since: "expired and free"
- * only when the key is free. */
-static int outcome(const char *ctx, redislock_lock *l, redislock_err err,
-                   const char *key, const char *verb)
+/* What release and extend act on, for a message: "lock 'KEY'", or with
+ * -k "the set {KEY, KEY2, ...}" in the order given, so that a key list
+ * the library refuses shows as the caller wrote it. */
+static void target_text(const char *key, const cli_cmdopts *o, char *buf,
+                        size_t size)
 {
-    char q[CLI_QUOTE_MAX], what[CLI_QUOTE_MAX + 32], holder[512];
+    char q[CLI_QUOTE_MAX];
+    size_t n;
+    int i;
+
+    if (o->nkeys == 0) {
+        snprintf(buf, size, "lock '%s'", cli_quote(key, q, sizeof q));
+        return;
+    }
+    snprintf(buf, size, "the set {%s", cli_quote(key, q, sizeof q));
+    for (i = 0; i < o->nkeys; i++) {
+        n = strlen(buf);
+        snprintf(buf + n, size - n, ", %s", cli_quote(o->keys[i], q, sizeof q));
+    }
+    n = strlen(buf);
+    snprintf(buf + n, size - n, "}");
+}
+
+/* The exit status of release and extend of l (its key key, the set's
+ * other keys in o). A token that holds nothing may have been a permit or
+ * a share of a key others hold, or a lease that ended and a key taken
+ * since: "expired and free" only when the key is free. */
+static int outcome(const char *ctx, redislock_lock *l, redislock_err err,
+                   const char *key, const cli_cmdopts *o, const char *verb)
+{
+    char q[CLI_QUOTE_MAX], what[1024], holder[512];
 
     cli_quote(key, q, sizeof q);
     switch (err) {
@@ -104,7 +127,9 @@ static int outcome(const char *ctx, redislock_lock *l, redislock_err err,
         cli_err(ctx, "lock '%s' is held by another owner", q);
         return CLI_EXIT_OTHER_OWNER;
     default:
-        snprintf(what, sizeof what, "cannot %s lock '%s'", verb, q);
+        /* A set's keys that are not its set's are REDISLOCK_EINVAL. */
+        snprintf(what, sizeof what, "cannot %s ", verb);
+        target_text(key, o, what + strlen(what), sizeof what - strlen(what));
         return cli_fail(ctx, err, what);
     }
 }
@@ -155,8 +180,8 @@ static int act_for_token(int argc, char **argv, const cli_global *g,
         rc = cli_fail(ctx, err, "invalid token");
     else if (strcmp(ctx, "release") == 0)
         rc = outcome(ctx, l, redislock_release_hold(l, o.hold_after_ms), key,
-                     "release");
-    else if ((rc = outcome(ctx, l, redislock_extend(l, o.acq.ttl_ms), key,
+                     &o, "release");
+    else if ((rc = outcome(ctx, l, redislock_extend(l, o.acq.ttl_ms), key, &o,
                            "extend")) == CLI_EXIT_OK)
         cli_warn_guards(ctx, l, &o.g);
     cli_close(c, l);

@@ -7,7 +7,9 @@
 # given one key twice names both places; status and list show such a key
 # as held by a foreign owner, with its type and TTL, not as "not-a-lock";
 # a key in use as another kind (a semaphore of another limit, a shared
-# lock) is no usage error but exit 65, in words that name no script.
+# lock) is no usage error but exit 65, in words that name no script;
+# release and extend of a set's token with keys that are not its set
+# free and lengthen nothing, and say so (exit 64).
 set -eu
 . "$(dirname "$0")/lib.inc"
 
@@ -93,4 +95,34 @@ kind_clash msg:sem3 'a semaphore of limit 3' 'a semaphore of limit 4' \
     --limit 4
 expect 65 "$RL" acquire -n --limit 4 msg:sem3
 out_is ''
+
+# set_kept TOKEN: msg:b and msg:a still hold TOKEN, their lease not
+# lengthened past 60 s, and msg:c is not TOKEN's.
+set_kept() {
+    for k in msg:b msg:a; do
+        [ "$(rcli get "$k")" = "$1" ] || fail "$k no longer holds the set"
+        between 1 60000 "$(rcli pttl "$k")" "$k's lease"
+    done
+    [ "$(rcli get msg:c)" != "$1" ] || fail "msg:c was taken"
+}
+# mismatch VERB: VERB with the keys {a, c} for the set {b, a} is refused.
+mismatch() {
+    expect 64 "$RL" "$@" -k msg:c msg:a "$t"
+    one_error_line
+    err_has "^redislock: $1: cannot $1 the set \{msg:a, msg:c\}: .*the \
+token holds some of the keys given and not the others: they are not the \
+set it was taken with: nothing was released or extended; give the same \
+keys as the acquire that took the set"
+    set_kept "$t"
+}
+t=$("$RL" acquire -t 60s -k msg:b msg:a)
+mismatch release
+mismatch extend -t 120s
+# The same with the odd key held by another owner: left as it is.
+rcli set msg:c other px 60000 >/dev/null
+mismatch release
+[ "$(rcli get msg:c)" = other ] || fail "msg:c was touched"
+# The set's own keys, in any order, still release it.
+expect 0 "$RL" release -k msg:b msg:a "$t"
+key_gone msg:a && key_gone msg:b || fail "the set's release left a key"
 exit 0
