@@ -3,15 +3,18 @@
 # a server, from the ASan build of `make check`, against Redis 8.0 and
 # Valkey 8.1 as well as Debian 12's redis-server 7.0.
 #
-# Debian 12 ships neither, so each is built from Debian trixie's upstream
-# source tarball (the .orig.tar only: it is fetched with apt-get source
-# --tar-only through a private apt configuration holding a trixie deb-src
-# entry for the machine's Debian mirror; the system's sources are not
-# changed) with `make MALLOC=libc BUILD_TLS=no`, server binary only.
+# Debian 12 ships neither, so each is built from Debian's upstream source
+# tarball (the .orig.tar only: it is fetched with apt-get source
+# --tar-only through a private apt configuration holding deb-src entries
+# for the machine's Debian mirror; the system's sources are not changed)
+# with `make MALLOC=libc BUILD_TLS=no`, server binary only. Each server
+# name stands for a source package in one suite: redis and valkey
+# (trixie's: the matrix), valkey9 (sid's valkey, 9.1) and redis86
+# (experimental's redis, 8.6) for the lean protocol's newer commands.
 # Tarballs and binaries are cached in $SERVERS_CACHE (default
 # ${XDG_CACHE_HOME:-$HOME/.cache}/redislock/servers), one directory per
 # tarball, <name>-<upstream version>; a later run only asks the archive
-# which version trixie has now. If the archive cannot be reached, the
+# which version the suite has now. If the archive cannot be reached, the
 # newest cached build of the series is used.
 #
 # The servers' runs go side by side (SERVERS_AT_ONCE=1, the default): the
@@ -22,8 +25,9 @@
 # exits non-zero if a server could not be had or a test failed.
 #
 # Environment: JOBS (2), CHECK_BUILD (build-check), SERVERS_CACHE,
-# SERVERS ("redis valkey": which of them to run), SERVERS_AT_ONCE (1: the
-# servers' runs side by side, each with -j$JOBS; 0: one after the other).
+# SERVERS ("redis valkey": which of them to run; also valkey9, redis86),
+# SERVERS_AT_ONCE (1: the servers' runs side by side, each with -j$JOBS;
+# 0: one after the other).
 set -euo pipefail
 
 me=check-servers
@@ -49,11 +53,14 @@ skip="$skip|^cli_helper_names$"
 
 say() { printf '%s: %s\n' "$me" "$*"; }
 
-# name -> Debian source package, the series the matrix is about, binary.
+# name -> Debian source package, the series wanted, binary, the suite
+# whose version of the package is built.
 server_info() {
     case $1 in
-    redis) echo "redis 8.0 redis-server" ;;
-    valkey) echo "valkey 8.1 valkey-server" ;;
+    redis) echo "redis 8.0 redis-server trixie" ;;
+    valkey) echo "valkey 8.1 valkey-server trixie" ;;
+    valkey9) echo "valkey 9.1 valkey-server sid" ;;
+    redis86) echo "redis 8.6 redis-server experimental" ;;
     *) return 1 ;;
     esac
 }
@@ -77,16 +84,44 @@ debian_mirror() {
     echo "${uri:-http://deb.debian.org/debian}"
 }
 
+# The suites the chosen servers come from, each once.
+suites=
+for name in $servers; do
+    info=$(server_info "$name") || { say "unknown server $name"; exit 2; }
+    suite=${info##* }
+    case " $suites " in
+    *" $suite "*) ;;
+    *) suites="${suites:+$suites }$suite" ;;
+    esac
+done
+
+# One apt configuration for all the suites, a deb-src entry for each of
+# those wanted (no other: the default run fetches trixie's index only).
+# apt-cache showsrc would list every suite's versions of a package without
+# saying whose is whose, so the version is taken from apt-cache madison,
+# whose lines name the suite of each ("redis | 5:8.6.3-1 | URI
+# experimental/main Sources"); apt-get source pkg=version then fetches
+# exactly that one, whichever suite also has it.
 mkdir -p "$cache/apt/lists/partial" "$cache/apt/cache/archives/partial" \
     "$cache/apt/parts"
+
+# One fetch-and-build at a time per cache (CI jobs may share it), the
+# apt configuration included (another run may want other suites).
+exec 9>"$cache/.lock"
+flock 9
+
 : >"$cache/apt/sources.list"
-cat >"$cache/apt/parts/trixie.sources" <<EOF
+rm -f "$cache/apt/parts/"*.sources
+mirror=$(debian_mirror)
+for suite in $suites; do
+    cat >"$cache/apt/parts/$suite.sources" <<EOF
 Types: deb-src
-URIs: $(debian_mirror)
-Suites: trixie
+URIs: $mirror
+Suites: $suite
 Components: main
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 EOF
+done
 apt_opts=(-o "Dir::Etc::SourceList=$cache/apt/sources.list"
     -o "Dir::Etc::SourceParts=$cache/apt/parts"
     -o "Dir::State::Lists=$cache/apt/lists"
@@ -94,16 +129,12 @@ apt_opts=(-o "Dir::Etc::SourceList=$cache/apt/sources.list"
 # As root, apt hands downloads to its _apt user, who cannot write here.
 [ "$(id -u)" -ne 0 ] || apt_opts+=(-o APT::Sandbox::User=root)
 
-# One fetch-and-build at a time per cache (CI jobs may share it).
-exec 9>"$cache/.lock"
-flock 9
-
 t=$SECONDS
 # apt keeps the old index if it cannot fetch a new one (and may say so
 # with a warning only).
 apt-get "${apt_opts[@]}" -qq update ||
-    say "cannot update trixie's source index; using what is cached"
-say "trixie's source index: $((SECONDS - t)) s"
+    say "cannot update the source indexes ($suites); using what is cached"
+say "source indexes ($suites): $((SECONDS - t)) s"
 
 # cached_build NAME SERIES BINARY: the newest build of the series in the
 # cache, for when the archive cannot say which is current.
@@ -122,17 +153,20 @@ cached_build() {
 # fetch_and_build NAME: prints the path of NAME's server binary, fetched
 # and built if the cache lacks it. Progress goes to stderr.
 fetch_and_build() {
-    local name=$1 pkg series binary debver upstream dir t0 src
-    read -r pkg series binary < <(server_info "$name")
-    debver=$(apt-cache "${apt_opts[@]}" showsrc --only-source "$pkg" \
-        2>/dev/null | sed -n 's/^Version: //p' | sort -V | tail -n 1)
+    local name=$1 pkg series binary suite debver upstream dir t0 src
+    read -r pkg series binary suite < <(server_info "$name")
+    # The version in the suite's own index (see the apt configuration).
+    debver=$(apt-cache "${apt_opts[@]}" madison "$pkg" 2>/dev/null |
+        awk -F ' [|] ' -v p="$pkg" -v s="$suite" '
+            $1 ~ "^ *" p "$" && $3 ~ (" " s "/[^ ]* Sources$") {
+                v = $2; gsub(/ /, "", v); print v }' | sort -V | tail -n 1)
     [ -n "$debver" ] || { cached_build "$name" "$series" "$binary"; return; }
     # 5:8.0.2-3+deb13u3 -> 8.0.2, the orig tarball's version.
     upstream=$(echo "$debver" | sed 's/^[0-9]*://; s/-[^-]*$//')
     case $upstream in
     "$series".*) ;;
     *)
-        say "trixie's $pkg is $debver, not $series.x:" \
+        say "$suite's $pkg is $debver, not $series.x:" \
             "update check-servers.sh" >&2
         return 1
         ;;
@@ -140,7 +174,7 @@ fetch_and_build() {
     dir=$cache/$name-$upstream
     if [ -x "$dir/bin/$binary" ] &&
         "$dir/bin/$binary" --version >/dev/null; then
-        say "$name: trixie's $pkg $debver; built, cached in $dir" >&2
+        say "$name: $suite's $pkg $debver; built, cached in $dir" >&2
         echo "$dir/bin/$binary"
         return 0
     fi
@@ -161,7 +195,7 @@ fetch_and_build() {
         say "$name $upstream: cannot unpack the tarball" >&2
         return 1
     fi
-    say "$name: trixie's $pkg $debver;" \
+    say "$name: $suite's $pkg $debver;" \
         "$(basename "$dir/${pkg}_$upstream".orig.tar.*) fetched in" \
         "$((SECONDS - t0)) s; building" >&2
     t0=$SECONDS
@@ -185,7 +219,6 @@ fetch_and_build() {
 declare -A bins
 status=0
 for name in $servers; do
-    server_info "$name" >/dev/null || { say "unknown server $name"; exit 2; }
     if bin=$(fetch_and_build "$name"); then
         bins[$name]=$bin
     else
