@@ -17,6 +17,11 @@
 # which version the suite has now. If the archive cannot be reached, the
 # newest cached build of the series is used.
 #
+# --build-only: fetch and build (or find in the cache) the servers, run
+# no test, and print one line per server, "NAME PATH" (its binary), on
+# standard output; progress goes to standard error. For other scripts
+# that want the binaries; exits non-zero if a server could not be had.
+#
 # The servers' runs go side by side (SERVERS_AT_ONCE=1, the default): the
 # tests mostly wait on timeouts, so on 2 cores with -j2 each, both runs
 # took 9.5 min (2026-11-29, 453/453 each) where one after the other took
@@ -31,6 +36,15 @@
 set -euo pipefail
 
 me=check-servers
+build_only=0
+case $#:${1:-} in
+0:) ;;
+1:--build-only) build_only=1 ;;
+*)
+    echo "usage: $0 [--build-only]" >&2
+    exit 2
+    ;;
+esac
 jobs=${JOBS:-2}
 asan=${CHECK_BUILD:-build-check}
 cache=${SERVERS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/redislock/servers}
@@ -52,6 +66,12 @@ skip="$skip|^cli_(install|man_lint|format|layers|exports|ctest_list)$"
 skip="$skip|^cli_helper_names$"
 
 say() { printf '%s: %s\n' "$me" "$*"; }
+
+# With --build-only, standard output is for the "NAME PATH" lines alone:
+# they go to fd 3, and everything else to standard error.
+if [ "$build_only" = 1 ]; then
+    exec 3>&1 1>&2
+fi
 
 # name -> Debian source package, the series wanted, binary, the suite
 # whose version of the package is built.
@@ -226,6 +246,13 @@ for name in $servers; do
     fi
 done
 flock -u 9
+
+if [ "$build_only" = 1 ]; then
+    for name in $servers; do
+        [ -z "${bins[$name]:-}" ] || echo "$name ${bins[$name]}" >&3
+    done
+    exit "$status"
+fi
 
 # The ASan build of make check, brought up to date (the same configuration,
 # so nothing is rebuilt when make check has just run).
