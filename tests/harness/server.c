@@ -278,7 +278,7 @@ char *th_cmd_str_at_(const char *file, int line, redisContext *c, size_t *len,
 void th_cmdstats_read(redisContext *c, th_cmdstats *out)
 {
     redisReply *r = th_cmd(c, "INFO commandstats");
-    const char *p, *colon, *calls;
+    const char *p, *colon, *calls, *failed, *eol;
     size_t n;
 
     out->n = 0;
@@ -298,6 +298,11 @@ void th_cmdstats_read(redisContext *c, th_cmdstats *out)
         memcpy(out->e[out->n].name, p, n);
         out->e[out->n].name[n] = '\0';
         out->e[out->n].calls = strtoll(calls + 6, NULL, 10);
+        failed = strstr(p, "failed_calls=");
+        eol = strchr(p, '\n');
+        out->e[out->n].failed = failed != NULL && (eol == NULL || failed < eol)
+                                    ? strtoll(failed + 13, NULL, 10)
+                                    : 0;
         out->n++;
     }
     freeReplyObject(r);
@@ -322,6 +327,25 @@ long long th_server_calls(redisContext *c, const char *cmd)
         FAIL("out of memory");
     th_cmdstats_read(c, st);
     n = th_cmdstats_calls(st, cmd);
+    free(st);
+    return n;
+}
+
+long long th_script_runs(redisContext *c)
+{
+    static const char *const via[] = {"evalsha", "eval"};
+    th_cmdstats *st = malloc(sizeof *st);
+    long long n = 0;
+    size_t i;
+    int k;
+
+    if (st == NULL)
+        FAIL("out of memory");
+    th_cmdstats_read(c, st);
+    for (i = 0; i < sizeof via / sizeof via[0]; i++)
+        for (k = 0; k < st->n; k++)
+            if (strcmp(st->e[k].name, via[i]) == 0)
+                n += st->e[k].calls - st->e[k].failed;
     free(st);
     return n;
 }

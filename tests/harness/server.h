@@ -102,6 +102,7 @@ typedef struct th_cmdstats {
     struct {
         char name[64]; /* "set", "client|setname" */
         long long calls;
+        long long failed; /* failed_calls (error replies), 0 before 7.0 */
     } e[TH_CMDSTATS_MAX];
 } th_cmdstats;
 
@@ -112,6 +113,11 @@ long long th_cmdstats_calls(const th_cmdstats *st, const char *cmd);
 
 /* INFO commandstats calls of cmd (lowercase, e.g. "evalsha"). */
 long long th_server_calls(redisContext *c, const char *cmd);
+
+/* The library's scripts that ran to a reply that is no error, however
+ * they were called (EVALSHA, EVAL; a NOSCRIPT is not one), by INFO
+ * commandstats. */
+long long th_script_runs(redisContext *c);
 
 /*
  * MONITOR on its own connection: what other clients send, in order. Lines

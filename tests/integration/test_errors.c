@@ -322,17 +322,21 @@ void test_errors_oom(void)
     th_server_stop(s);
 }
 
-/* One command renamed away, as rename-command "" does to switch
- * scripting off: ECONFIG, and none of Redis's echo of the script. */
-static void renamed(const char *command)
+/* command, and also when not NULL, renamed away, as rename-command ""
+ * does to switch scripting off: ECONFIG naming command, and none of
+ * Redis's echo of the script. */
+static void renamed(const char *command, const char *also)
 {
-    char conf[64];
+    char conf[128];
     th_server_opts o = {0};
     th_server *s;
     redislock_client *c;
     redislock_lock *l;
 
     snprintf(conf, sizeof conf, "rename-command %s \"\"", command);
+    if (also != NULL)
+        snprintf(conf + strlen(conf), sizeof conf - strlen(conf),
+                 "\nrename-command %s \"\"", also);
     o.extra_config = conf;
     s = th_server_start(&o);
     c = th_client_url(s->tcp_url, NULL);
@@ -346,10 +350,26 @@ static void renamed(const char *command)
     th_server_stop(s);
 }
 
+/* Without EVALSHA, ECONFIG. Without EVAL the scripts are loaded by SCRIPT
+ * LOAD and a lock is taken; without both, ECONFIG naming EVAL. */
 void test_errors_eval_renamed(void)
 {
-    renamed("EVAL");
-    renamed("EVALSHA");
+    th_server_opts o = {0};
+    th_server *s;
+    redislock_client *c;
+    redislock_lock *l;
+
+    renamed("EVALSHA", NULL);
+    renamed("EVAL", "SCRIPT");
+    o.extra_config = "rename-command EVAL \"\"";
+    s = th_server_start(&o);
+    c = th_client_url(s->tcp_url, NULL);
+    l = th_lock(c, "errors:k");
+    ASSERT_OK(redislock_acquire(l, NULL));
+    ASSERT_OK(redislock_release(l));
+    redislock_lock_free(l);
+    redislock_client_free(c);
+    th_server_stop(s);
 }
 
 /* An IPv4 address of this machine other than loopback, or 0. */
