@@ -85,6 +85,17 @@ foreach(_name ${NAMES})
     else()
         message(FATAL_ERROR "${_name}.lua: more than one rl_keys_each call")
     endif()
+    # The script as a function of the library (below): its text runs in
+    # a function that sets the library's KEYS and ARGV first. Not the
+    # ones sent whole with EVAL, and none in a key-check build (whose
+    # check wraps each script's own text).
+    if(NOT KEYCHECK AND NOT _name MATCHES "abandon$")
+        string(APPEND _fns "redis.register_function('rl_${_name}_@RL_LIB@', "
+               "function(k, a)\nKEYS, ARGV = k, a\nrl_begin()\n${_body}\nend)\n")
+        set(_fname "\"rl_${_name}_@RL_LIB@\"")
+    else()
+        set(_fname "NULL")
+    endif()
     rl_lua_prune(_src "${_lib}" "${_body}")
     if(KEYCHECK)
         rl_keycheck_wrap(_src "${_src}" ${_name} ${KEYCHECK})
@@ -100,10 +111,46 @@ foreach(_name ${NAMES})
         set(_eval 0)
     endif()
     string(APPEND _c "const rl__script rl__script_${_name} = {\n")
-    string(APPEND _c "    \"${_name}\",\n    \"${_sha}\",\n    \"${_esc}\",\n    ${_eval},\n    ${_keys},\n    ${_nroles},\n    ${_eachv},\n    ${_neach}\n};\n\n")
+    string(APPEND _c "    \"${_name}\",\n    \"${_sha}\",\n    \"${_esc}\",\n    ${_eval},\n    ${_keys},\n    ${_nroles},\n    ${_eachv},\n    ${_neach},\n    ${_fname}\n};\n\n")
     string(APPEND _all "    &rl__script_${_name},\n")
 endforeach()
 # Every script, for the tests that check them all (a new one cannot be
 # left out of their lists).
 string(APPEND _c "const rl__script *const rl__scripts[] = {\n${_all}    NULL};\n")
+# The scripts as one Redis Functions library (FUNCTION LOAD, FCALL):
+# lib.lua whole, defined once when the library loads, where a script
+# sent by EVALSHA makes every local function of its text anew on each
+# call; then each script as a function. Its name, and its functions',
+# end in the first 12 hex digits of its text's SHA1 (taken with the
+# placeholder), so that clients of other versions load theirs beside it.
+# Empty in a key-check build.
+# A library's top level runs once: lib.lua's top-level state (a local
+# that is neither a function nor an upper-case constant) must be reset by
+# rl_begin at each call, or one call would see another's.
+string(FIND "${_lib}" "\nlocal function rl_begin()\n" _b)
+if(_b EQUAL -1)
+    message(FATAL_ERROR "lib.lua: no rl_begin")
+endif()
+string(SUBSTRING "${_lib}" ${_b} -1 _begin)
+string(FIND "${_begin}" "\nend\n" _e)
+string(SUBSTRING "${_begin}" 0 ${_e} _begin)
+string(REGEX MATCHALL "\nlocal [a-z_][a-z0-9_]*[ \n=]" _state "${_lib}")
+foreach(_v ${_state})
+    string(REGEX REPLACE "\nlocal ([a-z_][a-z0-9_]*).*" "\\1" _v "${_v}")
+    if(NOT _v STREQUAL "function" AND NOT _begin MATCHES "${_v} = ")
+        message(FATAL_ERROR "lib.lua: top-level state '${_v}' is not reset by rl_begin")
+    endif()
+endforeach()
+set(_libtext "")
+if(_fns)
+    set(_libtext "#!lua name=redislock_@RL_LIB@\nlocal KEYS, ARGV\n${_lib}\n${_fns}")
+    string(SHA1 _lsha "${_libtext}")
+    string(SUBSTRING "${_lsha}" 0 12 _lsha)
+    string(REPLACE "@RL_LIB@" "${_lsha}" _libtext "${_libtext}")
+    string(REPLACE "@RL_LIB@" "${_lsha}" _c "${_c}")
+endif()
+string(REPLACE "\\" "\\\\" _esc "${_libtext}")
+string(REPLACE "\"" "\\\"" _esc "${_esc}")
+string(REPLACE "\n" "\\n\"\n    \"" _esc "${_esc}")
+string(APPEND _c "const char rl__script_library[] =\n    \"${_esc}\";\n")
 file(WRITE ${OUT} "${_c}")

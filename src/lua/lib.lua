@@ -101,6 +101,17 @@ end
 -- at one instant (Redis also holds its clock still for expiries then), so
 -- the hand-off, the fencing token and the fair queue's place share it.
 local rl_clock
+
+-- Starts a call of a script that runs as a function of the library
+-- (embed_lua.cmake): what lib.lua keeps between its functions' calls is
+-- reset, since a library's top level runs once, when it loads, where a
+-- script's runs on every call. Each top-level local of this file that is
+-- not a function or an upper-case constant must be reset here (the build
+-- checks it).
+local function rl_begin()
+    rl_clock = nil
+end
+
 local function rl_now_us()
     if not rl_clock then
         local t = redis.call('TIME')

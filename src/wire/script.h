@@ -27,7 +27,15 @@ typedef struct rl__script {
      * each further lock of the set, after keys; NULL for the others. */
     const unsigned char *each;
     int neach;
+    /* Its function in rl__script_library, for FCALL; NULL for those sent
+     * whole (eval_only) and in a key-check build. */
+    const char *fname;
 } rl__script;
+
+/* The scripts as one Functions library, for FUNCTION LOAD ("" in a
+ * key-check build). Its name and its functions' carry a hash of its
+ * text, so that libraries of other versions live beside it. */
+extern const char rl__script_library[];
 
 extern const rl__script rl__script_acquire;
 extern const rl__script rl__script_fair;

@@ -524,7 +524,7 @@ void test_aconn_script_noscript_fallback(void)
     th_server *s = th_server_start(NULL);
     redisContext *r = th_server_redis(s);
     redisReply *sha = th_cmd(r, "SCRIPT LOAD %s", src), *st;
-    rl__script sc = {"echo", sha->str, src, 0, NULL, 0, NULL, 0};
+    rl__script sc = {"echo", sha->str, src, 0, NULL, 0, NULL, 0, NULL};
     loop lp = {-1, 0, 0};
     echo e = {0};
     rl__url u;
