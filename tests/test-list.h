@@ -55,6 +55,7 @@ TEST_ENTRY(expiry_extend_spares_next_owner, 30)
 
 TEST_ENTRY(script_noscript_release_fallback, 30)
 TEST_ENTRY(script_noscript_extend_fallback, 30)
+TEST_ENTRY(script_function_flushed, 30)
 TEST_ENTRY(script_round_trips, 30)
 
 TEST_ENTRY(concurrency_counter_processes, 180)

@@ -39,6 +39,7 @@ static redislock_err pool_init(rl__pool *p, const char *url,
     if ((err = rl__url_parse(url, &p->url)) != REDISLOCK_OK)
         return err;
     p->cfg.url = &p->url;
+    p->cfg.fn = &p->fn;
     /* The options win over the URL's query, which wins over the
      * defaults. */
     p->cfg.connect_timeout_ms =

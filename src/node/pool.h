@@ -36,6 +36,9 @@ typedef struct rl__pool {
      * passes; checked is then 1 (under mu). cfg.admit is gate. */
     int lazy, checked;
     rl__admit gate;
+    /* Whether the node's scripts go by FCALL (cfg.fn points here; see
+     * rl__conn_cfg.fn). */
+    int fn;
 } rl__pool;
 
 /* Parses url and sets the pool up; opens nothing. The pool is cleaned up

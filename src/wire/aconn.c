@@ -959,6 +959,11 @@ int rl__aconn_subscribed(const rl__aconn *c)
     return c->ctx != NULL && c->subscriber;
 }
 
+int *rl__aconn_fn(const rl__aconn *c)
+{
+    return c->cfg.fn;
+}
+
 int rl__aconn_broken(const rl__aconn *c)
 {
     return c->fail != REDISLOCK_OK;

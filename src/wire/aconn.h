@@ -145,6 +145,10 @@ int rl__aconn_subscribed(const rl__aconn *c);
 /* Whether the connection has failed (it takes no more requests). */
 int rl__aconn_broken(const rl__aconn *c);
 
+/* The node's Functions memo of c's configuration (rl__conn_cfg.fn), or
+ * NULL. */
+int *rl__aconn_fn(const rl__aconn *c);
+
 /* Closes the connection; pending requests get REDISLOCK_ECANCELED first.
  * May be called from a callback. NULL is a no-op. */
 void rl__aconn_close(rl__aconn *c);

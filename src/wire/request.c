@@ -86,8 +86,11 @@ void rl__replies_free(rl__replies *out)
 typedef struct async_req {
     rl__aconn *c;
     rl__request_own r; /* the request, guards included */
-    int eval;
-    int load; /* 1: SCRIPT LOAD goes before the script; 2: it went */
+    rl__script_via via; /* how its script goes (a command: as EVAL) */
+    /* 1: its library (FCALL) or its script (EVALSHA) is loaded before
+     * it in the next round; 2: it was. */
+    int load;
+    int *fn; /* the node's Functions memo (rl__conn_cfg.fn), or NULL */
     rl__aconn_cb cb;
     void *arg;
     int out;           /* commands sent whose callbacks are to come */
@@ -153,23 +156,66 @@ static void async_end(async_req *a)
     free(a);
 }
 
+/* Sets the node's Functions memo to v, unless another thread has. */
+static void fn_memo(int *fn, int v)
+{
+    int unknown = 0;
+
+    if (fn != NULL)
+        __atomic_compare_exchange_n(fn, &unknown, v, 0, __ATOMIC_RELAXED,
+                                    __ATOMIC_RELAXED);
+}
+
+/*
+ * Whether the reply r to a's script says it did not run for want of the
+ * script on the server, and how it goes in the next round (a's via and
+ * load set). By FCALL: a library not loaded (a new server, FUNCTION
+ * FLUSH) is loaded, FUNCTION LOAD before the FCALL in one round trip;
+ * FCALL refused (a server before 7.0, an ACL without it), or FUNCTION
+ * LOAD refused, sends it by EVALSHA, and the node's memo says so for the
+ * requests after it. By EVALSHA: a NOSCRIPT (a restart, SCRIPT FLUSH, a
+ * failover) sends SCRIPT LOAD before the EVALSHA, in one round trip, since
+ * a script EVAL leaves in the cache can be evicted (Redis 7.4 and Valkey
+ * 8.0 keep only the last 500) and one loaded cannot; if the EVALSHA still
+ * finds none (SCRIPT refused by an ACL), the script goes whole, by EVAL.
+ */
+static int again(async_req *a, const rl__reply *r)
+{
+    int fn;
+
+    if (a->via == RL_VIA_FCALL) {
+        fn = rl__script_fn_reply(r);
+        if (fn == RL_FN_RAN) {
+            fn_memo(a->fn, 1);
+            return 0;
+        }
+        if (fn == RL_FN_MISSING && a->load == 0) {
+            a->load = 1;
+            return 1;
+        }
+        /* Refused, or still missing once loaded: no FUNCTION LOAD. */
+        if (a->fn != NULL)
+            __atomic_store_n(a->fn, -1, __ATOMIC_RELAXED);
+        a->via = RL_VIA_EVALSHA;
+        a->load = 0;
+        return 1;
+    }
+    if (a->via != RL_VIA_EVALSHA || !rl__script_is_noscript(r))
+        return 0;
+    if (a->load)
+        a->via = RL_VIA_EVAL;
+    a->load = 1;
+    return 1;
+}
+
 static void async_reply(void *arg, redislock_err err, const rl__reply *r)
 {
     async_req *a = arg;
 
     a->out--;
-    if (err == REDISLOCK_OK && !a->eval && rl__script_is_noscript(r)) {
+    if (err == REDISLOCK_OK && again(a, r)) {
         /* Sent again, guards too, at the back of the connection's queue;
-         * the first round's guards answer before it. The server lacks
-         * the script (a restart, SCRIPT FLUSH, a failover): SCRIPT LOAD
-         * goes before the EVALSHA, in the same round trip, since a
-         * script EVAL leaves in the cache can be evicted (Redis 7.4 and
-         * Valkey 8.0 keep only the last 500), and one loaded cannot; if
-         * the EVALSHA still finds none (SCRIPT refused by an ACL), the
-         * whole script goes with EVAL. */
-        if (a->load)
-            a->eval = 1;
-        a->load = 1;
+         * the first round's guards answer before it. */
         a->skip += (a->r.q.wait_replicas > 0) + rl__request_waitaof(&a->r.q);
         if ((err = async_send(a)) == REDISLOCK_OK)
             return;
@@ -257,13 +303,14 @@ static redislock_err send_before(async_req *a)
     return err;
 }
 
-/* SCRIPT LOAD of s's source, in argv. */
-static const char **loadv(const rl__script *s, const char *argv[3])
+/* What loads a's script before it (a->load): FUNCTION LOAD of the
+ * library, or SCRIPT LOAD of the script; in argv, argc returned. */
+static int loadv(const async_req *a, const char *argv[3])
 {
-    argv[0] = "SCRIPT";
+    argv[0] = a->via == RL_VIA_FCALL ? "FUNCTION" : "SCRIPT";
     argv[1] = "LOAD";
-    argv[2] = s->source;
-    return argv;
+    argv[2] = a->via == RL_VIA_FCALL ? rl__script_library : a->r.q.s->source;
+    return 3;
 }
 
 static redislock_err async_send(async_req *a)
@@ -276,7 +323,7 @@ static redislock_err async_send(async_req *a)
     const char *lv[3];
     const rl__request *q = &a->r.q;
     int argc = q->s == NULL ? q->nargs
-                            : rl__script_argv(q->s, a->eval, q->nkeys, q->keys,
+                            : rl__script_argv(q->s, a->via, q->nkeys, q->keys,
                                               q->klens, q->nargs, q->args,
                                               q->lens, nk, argv, argl);
     redislock_err err;
@@ -288,9 +335,9 @@ static redislock_err async_send(async_req *a)
         memcpy(argl, q->lens, (size_t)argc * sizeof *argl);
     }
     err = a->before_sent ? REDISLOCK_OK : send_before(a);
-    if (err == REDISLOCK_OK && a->load == 1 && !a->eval) {
+    if (err == REDISLOCK_OK && a->load == 1 && a->via != RL_VIA_EVAL) {
         a->load = 2;
-        if ((err = rl__aconn_send(a->c, 3, loadv(q->s, lv), NULL, async_first,
+        if ((err = rl__aconn_send(a->c, loadv(a, lv), lv, NULL, async_first,
                                   a)) == REDISLOCK_OK)
             a->out++;
     }
@@ -342,7 +389,14 @@ redislock_err rl__request_send_async(rl__aconn *c, const rl__request *q,
         return rl__err(REDISLOCK_ENOMEM, "out of memory sending a script");
     a->c = c;
     rl__request_copy(&a->r, q, a->data);
-    a->eval = q->s == NULL || q->s->eval_only; /* a command: no NOSCRIPT */
+    a->fn = rl__aconn_fn(c);
+    /* A command, or a script sent whole: no NOSCRIPT, no function. */
+    a->via = q->s == NULL || q->s->eval_only ? RL_VIA_EVAL
+             : q->s->fname != NULL && rl__script_library[0] != '\0' &&
+                     a->fn != NULL &&
+                     __atomic_load_n(a->fn, __ATOMIC_RELAXED) >= 0
+                 ? RL_VIA_FCALL
+                 : RL_VIA_EVALSHA;
     a->cb = cb;
     a->arg = arg;
     if ((err = async_send(a)) != REDISLOCK_OK)

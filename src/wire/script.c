@@ -10,18 +10,36 @@ int rl__script_is_noscript(const rl__reply *r)
     return r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOSCRIPT", 8) == 0;
 }
 
-int rl__script_argv(const rl__script *s, int eval, int nkeys,
+int rl__script_fn_reply(const rl__reply *r)
+{
+    if (r->type != REDIS_REPLY_ERROR)
+        return RL_FN_RAN;
+    if (strncmp(r->str, "ERR Function not found", 22) == 0)
+        return RL_FN_MISSING;
+    /* "ERR unknown command 'FCALL'..." (before 7.0), and the ACL's refusal
+     * of the command itself ("NOPERM ... run the 'fcall' command"), not of
+     * a key, which would refuse EVALSHA alike. */
+    if (strncmp(r->str, "ERR unknown command", 19) == 0 ||
+        (strncmp(r->str, "NOPERM", 6) == 0 && strstr(r->str, "'fcall'")))
+        return RL_FN_REFUSED;
+    return RL_FN_RAN;
+}
+
+int rl__script_argv(const rl__script *s, rl__script_via via, int nkeys,
                     const char *const *keys, const size_t *klens, int nargs,
                     const char *const *args, const size_t *lens, char nk[8],
                     const char **argv, size_t *argl)
 {
+    static const char *const verb[3] = {"FCALL", "EVALSHA", "EVAL"};
     int i;
 
     if (nkeys + nargs > RL_SCRIPT_MAX_ARGS || nkeys > RL_KEYS_MAX)
         return -1;
-    argv[0] = eval ? "EVAL" : "EVALSHA";
-    argl[0] = eval ? 4 : 7;
-    argv[1] = eval ? s->source : s->sha1;
+    argv[0] = verb[via];
+    argl[0] = strlen(argv[0]);
+    argv[1] = via == RL_VIA_FCALL     ? s->fname
+              : via == RL_VIA_EVALSHA ? s->sha1
+                                      : s->source;
     argl[1] = strlen(argv[1]);
     argv[2] = nk;
     argl[2] = (size_t)snprintf(nk, 8, "%d", nkeys);

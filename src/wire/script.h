@@ -1,8 +1,12 @@
 /*
  * Lua scripts, embedded at build time from src/lua with their SHA1. They
- * are called by EVALSHA; a server that lacks one (after a restart or SCRIPT
- * FLUSH) answers NOSCRIPT, and the request layer (request.h) loads it
- * (SCRIPT LOAD, or EVAL where that is refused).
+ * are called as Redis Functions (FCALL) where the server has them and the
+ * user may load them: all of them in one library (rl__script_library),
+ * whose shared parts are made once when it loads, not on every call as
+ * a script's are. Elsewhere (a server before 7.0, an ACL without FCALL or
+ * FUNCTION LOAD) by EVALSHA; a server that lacks one (after a restart or
+ * SCRIPT FLUSH) answers NOSCRIPT, and the request layer (request.h) loads
+ * it (SCRIPT LOAD, or EVAL where that is refused).
  */
 #ifndef RL_SCRIPT_H
 #define RL_SCRIPT_H
@@ -58,15 +62,32 @@ extern const rl__script *const rl__scripts[];
 #define RL_SCRIPT_MAX_ARGS (RL_KEYS_MAX + 8)
 #define RL_SCRIPT_ARGV_MAX (3 + RL_SCRIPT_MAX_ARGS)
 
-/* Fills argv/argl (RL_SCRIPT_ARGV_MAX slots) with EVALSHA of s, or EVAL
- * when eval is set; nk holds the key count's text. Returns argc, or -1
- * for too many arguments. The request layer (request.c) is its user. */
-int rl__script_argv(const rl__script *s, int eval, int nkeys,
+/* How a request calls its script. */
+typedef enum rl__script_via {
+    RL_VIA_FCALL,   /* FCALL of its function */
+    RL_VIA_EVALSHA, /* EVALSHA of its SHA1 */
+    RL_VIA_EVAL     /* EVAL of its text */
+} rl__script_via;
+
+/* Fills argv/argl (RL_SCRIPT_ARGV_MAX slots) with the call of s by via;
+ * nk holds the key count's text. Returns argc, or -1 for too many
+ * arguments. The request layer (request.c) is its user. */
+int rl__script_argv(const rl__script *s, rl__script_via via, int nkeys,
                     const char *const *keys, const size_t *klens, int nargs,
                     const char *const *args, const size_t *lens, char nk[8],
                     const char **argv, size_t *argl);
 
 /* Whether r is the NOSCRIPT error: the server lacks the script. */
 int rl__script_is_noscript(const rl__reply *r);
+
+/* What r, the reply to an FCALL, says of Functions on that server:
+ * RL_FN_MISSING when the library is not loaded there ("Function not
+ * found": FUNCTION LOAD, then FCALL again), RL_FN_REFUSED when FCALL
+ * itself cannot be used (a server before 7.0, an ACL without it: EVALSHA
+ * from then on), else RL_FN_RAN (the function ran, or the server refused
+ * it for what would refuse any script: a replica, LOADING, OOM, a key
+ * outside the ACL). In each case but RL_FN_RAN nothing ran. */
+enum { RL_FN_RAN, RL_FN_MISSING, RL_FN_REFUSED };
+int rl__script_fn_reply(const rl__reply *r);
 
 #endif

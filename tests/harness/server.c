@@ -331,9 +331,28 @@ long long th_server_calls(redisContext *c, const char *cmd)
     return n;
 }
 
+long long th_cmdstats_scripts(const th_cmdstats *st)
+{
+    return th_cmdstats_calls(st, "evalsha") + th_cmdstats_calls(st, "eval") +
+           th_cmdstats_calls(st, "fcall");
+}
+
+long long th_script_calls(redisContext *c)
+{
+    th_cmdstats *st = malloc(sizeof *st);
+    long long n;
+
+    if (st == NULL)
+        FAIL("out of memory");
+    th_cmdstats_read(c, st);
+    n = th_cmdstats_scripts(st);
+    free(st);
+    return n;
+}
+
 long long th_script_runs(redisContext *c)
 {
-    static const char *const via[] = {"evalsha", "eval"};
+    static const char *const via[] = {"evalsha", "eval", "fcall"};
     th_cmdstats *st = malloc(sizeof *st);
     long long n = 0;
     size_t i;

@@ -115,9 +115,16 @@ long long th_cmdstats_calls(const th_cmdstats *st, const char *cmd);
 long long th_server_calls(redisContext *c, const char *cmd);
 
 /* The library's scripts that ran to a reply that is no error, however
- * they were called (EVALSHA, EVAL; a NOSCRIPT is not one), by INFO
+ * they were called (FCALL, EVALSHA, EVAL; a NOSCRIPT is not one), by INFO
  * commandstats. */
 long long th_script_runs(redisContext *c);
+
+/* The same, every call counted (errors, NOSCRIPT, "Function not found"
+ * too): the scripts the library sent. */
+long long th_script_calls(redisContext *c);
+
+/* th_script_calls in a snapshot. */
+long long th_cmdstats_scripts(const th_cmdstats *st);
 
 /*
  * MONITOR on its own connection: what other clients send, in order. Lines

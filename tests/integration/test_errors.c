@@ -189,8 +189,9 @@ void test_errors_replica_masterdown(void)
     th_server_stop(m);
 }
 
-/* A user with every right but EVALSHA: its password is right, so the
- * code is ENOPERM, not EAUTH, and the fix is the ACL. */
+/* A user with every right but EVALSHA and FCALL: its password is right,
+ * so the code is ENOPERM, not EAUTH, and the fix is the ACL. (Without
+ * FCALL alone the scripts go by EVALSHA.) */
 void test_errors_acl_noperm(void)
 {
     th_server *s = th_server_start(NULL);
@@ -200,7 +201,7 @@ void test_errors_acl_noperm(void)
     char url[128];
 
     unsetenv("REDISCLI_AUTH");
-    freeReplyObject(th_cmd(r, "ACL SETUSER locker on >pw ~* +@all -evalsha"));
+    freeReplyObject(th_cmd(r, "ACL SETUSER locker on >pw ~* +@all -evalsha -fcall"));
     snprintf(url, sizeof url, "redis://locker:pw@127.0.0.1:%d", s->port);
     c = th_client_url(url, NULL);
     l = th_lock(c, "errors:k");
@@ -323,17 +324,19 @@ void test_errors_oom(void)
 }
 
 /* command, and also when not NULL, renamed away, as rename-command ""
- * does to switch scripting off: ECONFIG naming command, and none of
- * Redis's echo of the script. */
+ * does to switch scripting off, and FCALL (or the scripts go as
+ * functions): ECONFIG naming command, and none of Redis's echo of the
+ * script. */
 static void renamed(const char *command, const char *also)
 {
-    char conf[128];
+    char conf[160];
     th_server_opts o = {0};
     th_server *s;
     redislock_client *c;
     redislock_lock *l;
 
-    snprintf(conf, sizeof conf, "rename-command %s \"\"", command);
+    snprintf(conf, sizeof conf,
+             "rename-command FCALL \"\"\nrename-command %s \"\"", command);
     if (also != NULL)
         snprintf(conf + strlen(conf), sizeof conf - strlen(conf),
                  "\nrename-command %s \"\"", also);
@@ -350,8 +353,9 @@ static void renamed(const char *command, const char *also)
     th_server_stop(s);
 }
 
-/* Without EVALSHA, ECONFIG. Without EVAL the scripts are loaded by SCRIPT
- * LOAD and a lock is taken; without both, ECONFIG naming EVAL. */
+/* Without FCALL and EVALSHA, ECONFIG. Without FCALL and EVAL the scripts
+ * are loaded by SCRIPT LOAD and a lock is taken; without SCRIPT too,
+ * ECONFIG naming EVAL. */
 void test_errors_eval_renamed(void)
 {
     th_server_opts o = {0};
@@ -361,7 +365,7 @@ void test_errors_eval_renamed(void)
 
     renamed("EVALSHA", NULL);
     renamed("EVAL", "SCRIPT");
-    o.extra_config = "rename-command EVAL \"\"";
+    o.extra_config = "rename-command FCALL \"\"\nrename-command EVAL \"\"";
     s = th_server_start(&o);
     c = th_client_url(s->tcp_url, NULL);
     l = th_lock(c, "errors:k");

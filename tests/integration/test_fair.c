@@ -341,7 +341,8 @@ void test_fair_handoff_is_direct(void)
         if (!released &&
             (strcasestr(line, "subscribe\"") || strstr(line, queued) != NULL))
             continue;
-        if (strcasestr(line, "\"evalsha\"") || strcasestr(line, "\"eval\"")) {
+        if (strcasestr(line, "\"fcall\"") || strcasestr(line, "\"evalsha\"") ||
+            strcasestr(line, "\"eval\"")) {
             if (strstr(line, queued) != NULL &&
                 strstr(line, "\"30000\"") != NULL)
                 continue; /* the extension */
@@ -671,7 +672,7 @@ static void wait_postponed(redisContext *r, const char *cmd, int n)
 }
 
 /* CLIENT PAUSE WRITE while neither waiter is in the middle of an
- * attempt (its heartbeat, every 2 s): one caught in its EVALSHA would not
+ * attempt (its heartbeat, every 2 s): one caught in its FCALL would not
  * be listening for the cancel. Paused for long: the test unpauses. */
 static void pause_waiting(redisContext *r)
 {
@@ -680,7 +681,7 @@ static void pause_waiting(redisContext *r)
     for (i = 0; i < 100; i++) {
         freeReplyObject(th_cmd(r, "CLIENT PAUSE 30000 WRITE"));
         th_sleep_ms(5);
-        if (!postponed(r, "evalsha"))
+        if (!postponed(r, "fcall"))
             return;
         freeReplyObject(th_cmd(r, "CLIENT UNPAUSE"));
         th_sleep_ms(20);
@@ -732,17 +733,16 @@ void test_fair_leave_passes_handoff_on(void)
     waiter_start(&w2, e.c, fair_opts(30000, 10000), -1);
     wait_queued(e.r, 2, tok2);
     wait_listening(e.r, 2);
-    /* Both scripts cached: a NOSCRIPT and its EVAL after the unpause
-     * would let W1's leave run before the release. */
-    freeReplyObject(th_cmd(e.r, "SCRIPT LOAD %s", rl__script_release.source));
-    freeReplyObject(th_cmd(e.r, "SCRIPT LOAD %s", rl__script_leave.source));
+    /* The library loaded: a "Function not found" and its FUNCTION LOAD
+     * after the unpause would let W1's leave run before the release. */
+    freeReplyObject(th_cmd_raw(e.r, "FUNCTION LOAD %s", rl__script_library));
     m = mon_start(e.s);
     pause_waiting(e.r);
     rel.l = e.holder;
     ASSERT_EQ_INT(pthread_create(&tr, NULL, release_thread, &rel), 0);
-    wait_postponed(e.r, "evalsha", 1);
+    wait_postponed(e.r, "fcall", 1);
     ASSERT_EQ_INT(pthread_create(&tc, NULL, cancel_thread, w1.l), 0);
-    wait_postponed(e.r, "evalsha", 2);
+    wait_postponed(e.r, "fcall", 2);
     t_go = th_now_us();
     freeReplyObject(th_cmd(e.r, "CLIENT UNPAUSE"));
     th_join_within(tc, 3000);

@@ -497,7 +497,8 @@ static int classify_line(const char *line)
 {
     if (strstr(line, "lua]") != NULL)
         return 0;
-    if (strstr(line, "\"EVALSHA\"") == NULL ||
+    if ((strstr(line, "\"FCALL\"") == NULL &&
+         strstr(line, "\"EVALSHA\"") == NULL) ||
         strstr(line, "\" \"lg:herd\" \"") == NULL)
         return 0;
     return strstr(line, "\"plain\"") != NULL ? 1 : 2;

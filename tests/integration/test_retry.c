@@ -81,7 +81,7 @@ static calls read_calls(redisContext *r)
     th_cmdstats_read(r, st);
     n.set = th_cmdstats_calls(st, "set");
     n.pttl = th_cmdstats_calls(st, "pttl");
-    n.script = th_cmdstats_calls(st, "evalsha") + th_cmdstats_calls(st, "eval");
+    n.script = th_cmdstats_scripts(st);
     free(st);
     return n;
 }

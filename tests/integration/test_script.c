@@ -1,6 +1,7 @@
 /*
- * script: release and extend run Lua by SHA and must survive a server that
- * forgot the script (SCRIPT FLUSH, a restart, a failover). And the promise
+ * script: release and extend run Lua as Redis Functions (FCALL), or by SHA
+ * where FCALL is refused, and must survive a server that forgot them
+ * (FUNCTION FLUSH, SCRIPT FLUSH, a restart, a failover). And the promise
  * of the API: an uncontended acquire plus release costs two commands.
  */
 #include <stdlib.h>
@@ -17,15 +18,25 @@ typedef struct env {
     redislock_lock *l;
 } env;
 
-static env env_start(const char *key)
+/* A server; with functions 0, one without FCALL (renamed away, as on a
+ * server before 7.0), so that the scripts go by EVALSHA. */
+static env env_start_fn(const char *key, int functions)
 {
+    th_server_opts o = {0};
     env e;
 
-    e.s = th_server_start(NULL);
+    if (!functions)
+        o.extra_config = "rename-command FCALL \"\"";
+    e.s = th_server_start(&o);
     e.r = th_server_redis(e.s);
     e.c = th_client(e.s);
     e.l = th_lock(e.c, key);
     return e;
+}
+
+static env env_start(const char *key)
+{
+    return env_start_fn(key, 1);
 }
 
 static void env_stop(env *e)
@@ -51,7 +62,7 @@ static void script_flush(env *e)
 
 void test_script_noscript_release_fallback(void)
 {
-    env e = env_start("sc:r");
+    env e = env_start_fn("sc:r", 0);
 
     warm_up(&e);
     ASSERT_OK(redislock_acquire(e.l, NULL));
@@ -67,7 +78,7 @@ void test_script_noscript_release_fallback(void)
 
 void test_script_noscript_extend_fallback(void)
 {
-    env e = env_start("sc:x");
+    env e = env_start_fn("sc:x", 0);
     redislock_acquire_options o = th_aopts(2000, 0, 0);
 
     warm_up(&e);
@@ -82,16 +93,50 @@ void test_script_noscript_extend_fallback(void)
     env_stop(&e);
 }
 
-/* Commandstats deltas of SET and EVALSHA between two snapshots. */
+static void function_flush(env *e)
+{
+    freeReplyObject(th_cmd(e->r, "FUNCTION FLUSH"));
+}
+
+/* The library gone mid-hold (FUNCTION FLUSH, a server that restarted
+ * without it): the release and the extend load it again (FUNCTION LOAD
+ * and the FCALL in one round trip) and work; the library is there
+ * after, and no script went by EVALSHA or EVAL. */
+void test_script_function_flushed(void)
+{
+    env e = env_start("sc:f");
+    redislock_acquire_options o = th_aopts(2000, 0, 0);
+    redisReply *rep;
+
+    warm_up(&e);
+    freeReplyObject(th_cmd(e.r, "CONFIG RESETSTAT"));
+    ASSERT_OK(redislock_acquire(e.l, &o));
+    function_flush(&e);
+    ASSERT_OK(redislock_extend(e.l, 20000));
+    ASSERT_GT(th_pttl(e.r, "sc:f"), 19000);
+    function_flush(&e);
+    ASSERT_OK(redislock_release(e.l));
+    ASSERT_EQ_INT(th_cmd_int(e.r, "EXISTS sc:f"), 0);
+    rep = th_cmd(e.r, "FUNCTION LIST");
+    ASSERT_EQ_INT((long long)rep->elements, 1);
+    freeReplyObject(rep);
+    ASSERT_EQ_INT(th_server_calls(e.r, "function|load"), 2);
+    ASSERT_EQ_INT(th_server_calls(e.r, "evalsha") +
+                      th_server_calls(e.r, "eval"),
+                  0);
+    env_stop(&e);
+}
+
+/* Commandstats deltas of SET and of script calls (FCALL, EVALSHA, EVAL)
+ * between two snapshots. */
 static void assert_calls(const th_cmdstats *before, const th_cmdstats *after,
-                         long long set, long long evalsha)
+                         long long set, long long scripts)
 {
     ASSERT_EQ_INT(th_cmdstats_calls(after, "set") -
                       th_cmdstats_calls(before, "set"),
                   set);
-    ASSERT_EQ_INT(th_cmdstats_calls(after, "evalsha") -
-                      th_cmdstats_calls(before, "evalsha"),
-                  evalsha);
+    ASSERT_EQ_INT(th_cmdstats_scripts(after) - th_cmdstats_scripts(before),
+                  scripts);
 }
 
 /*
@@ -143,11 +188,11 @@ void test_script_round_trips(void)
      * inside the server: two SETs, one command sent. */
     cycle(&e, 0, before, after, &log);
     assert_calls(before, after, 2, 2);
-    assert_sent(&log, "evalsha evalsha");
+    assert_sent(&log, "fcall fcall");
 
     cycle(&e, 1, before, after, &log);
     assert_calls(before, after, 2, 3);
-    assert_sent(&log, "evalsha evalsha evalsha");
+    assert_sent(&log, "fcall fcall fcall");
 
     /* Only the fencing counter is left, and only for the lock's TTL plus
      * a second. */

@@ -85,7 +85,7 @@ static calls read_calls(redisContext *r)
     for (i = 0; i < st->n; i++)
         n.total += st->e[i].calls;
     n.info = th_cmdstats_calls(st, "info");
-    n.script = th_cmdstats_calls(st, "evalsha") + th_cmdstats_calls(st, "eval");
+    n.script = th_cmdstats_scripts(st);
     free(st);
     return n;
 }
