@@ -85,7 +85,7 @@ void rl__replies_free(rl__replies *out)
  * goes to the caller. */
 typedef struct async_req {
     rl__aconn *c;
-    rl__request_own r; /* the request, guards included */
+    rl__request_own r;  /* the request, guards included */
     rl__script_via via; /* how its script goes (a command: as EVAL) */
     /* 1: its library (FCALL) or its script (EVALSHA) is loaded before
      * it in the next round; 2: it was. */
