@@ -641,6 +641,13 @@ void test_fair_timeout_leaves_queue(void)
     env_stop(&e);
 }
 
+/* The command the scripts go by in this build: FCALL, or EVALSHA in a
+ * key-check build, which has no library. */
+static const char *script_cmd(void)
+{
+    return rl__script_library[0] != '\0' ? "fcall" : "evalsha";
+}
+
 /* How many clients are blocked (flag b) in cmd: postponed by CLIENT
  * PAUSE in the middle of it. */
 static int postponed(redisContext *r, const char *cmd)
@@ -681,7 +688,7 @@ static void pause_waiting(redisContext *r)
     for (i = 0; i < 100; i++) {
         freeReplyObject(th_cmd(r, "CLIENT PAUSE 30000 WRITE"));
         th_sleep_ms(5);
-        if (!postponed(r, "fcall"))
+        if (!postponed(r, script_cmd()))
             return;
         freeReplyObject(th_cmd(r, "CLIENT UNPAUSE"));
         th_sleep_ms(20);
@@ -733,16 +740,21 @@ void test_fair_leave_passes_handoff_on(void)
     waiter_start(&w2, e.c, fair_opts(30000, 10000), -1);
     wait_queued(e.r, 2, tok2);
     wait_listening(e.r, 2);
-    /* The library loaded: a "Function not found" and its FUNCTION LOAD
-     * after the unpause would let W1's leave run before the release. */
-    freeReplyObject(th_cmd_raw(e.r, "FUNCTION LOAD %s", rl__script_library));
+    /* The scripts loaded: a "Function not found" (or a NOSCRIPT) and its
+     * load after the unpause would let W1's leave run before the
+     * release. */
+    if (rl__script_library[0] != '\0')
+        freeReplyObject(
+            th_cmd_raw(e.r, "FUNCTION LOAD %s", rl__script_library));
+    freeReplyObject(th_cmd(e.r, "SCRIPT LOAD %s", rl__script_release.source));
+    freeReplyObject(th_cmd(e.r, "SCRIPT LOAD %s", rl__script_leave.source));
     m = mon_start(e.s);
     pause_waiting(e.r);
     rel.l = e.holder;
     ASSERT_EQ_INT(pthread_create(&tr, NULL, release_thread, &rel), 0);
-    wait_postponed(e.r, "fcall", 1);
+    wait_postponed(e.r, script_cmd(), 1);
     ASSERT_EQ_INT(pthread_create(&tc, NULL, cancel_thread, w1.l), 0);
-    wait_postponed(e.r, "fcall", 2);
+    wait_postponed(e.r, script_cmd(), 2);
     t_go = th_now_us();
     freeReplyObject(th_cmd(e.r, "CLIENT UNPAUSE"));
     th_join_within(tc, 3000);
