@@ -8,9 +8,10 @@
  *   k8       K=8 processes on one lock, hand-off p50 in us (contend.c's:
  *            next acquire returned - release began), the blocking calls
  *   k8loop   the same, each process waiting on an event loop
+ *   k8fair   the same as k8 in fair mode (issue 38 saw its hand-off slow)
  *
  * usage: abbench --sock PATH [--n CYCLES] [--m CYCLES-PER-PROCESS]
- * Prints one line: "abbench: block=X loop=Y k8=Z k8loop=W" (us).
+ * Prints one line: "abbench: block=X loop=Y k8=Z k8loop=W k8fair=V" (us).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,16 +55,20 @@ static double uncontended(redislock_lock *l, redislock_libevent *a,
     return p50;
 }
 
-/* Hand-off p50 in us of K=8 processes, m cycles each. */
-static double k8(const lb_env *e, int m, int loop)
+/* Hand-off p50 in us of K=8 processes, m cycles each, on event loops or
+ * in fair mode when asked. */
+static double k8(const lb_env *e, int m, int loop, int fair)
 {
     lb_series s = {0};
     double h;
 
-    s.name = loop ? "redislock on an event loop" : "redislock";
-    s.slug = loop ? "ab-loop" : "ab";
+    s.name = loop   ? "redislock on an event loop"
+             : fair ? "redislock fair"
+                    : "redislock";
+    s.slug = loop ? "ab-loop" : fair ? "ab-fair" : "ab";
     s.lib = LB_REDISLOCK;
     s.loop = loop;
+    s.fair = fair;
     s.k = 8;
     s.m = m;
     lb_run_series(e, &s);
@@ -83,7 +88,7 @@ int main(int argc, char **argv)
     redislock_lock *l;
     redislock_libevent *a;
     struct event_base *base;
-    double block, loop, h, hl;
+    double block, loop, h, hl, hf;
     int i, n = 20000, m = 500;
 
     memset(&e, 0, sizeof e);
@@ -120,10 +125,11 @@ int main(int argc, char **argv)
     event_base_free(base);
     redislock_lock_free(l);
     redislock_client_free(c);
-    h = k8(&e, m, 0);
-    hl = k8(&e, m, 1);
-    printf("abbench: block=%.1f loop=%.1f k8=%.1f k8loop=%.1f\n", block, loop,
-           h, hl);
+    h = k8(&e, m, 0, 0);
+    hl = k8(&e, m, 1, 0);
+    hf = k8(&e, m, 0, 1);
+    printf("abbench: block=%.1f loop=%.1f k8=%.1f k8loop=%.1f k8fair=%.1f\n",
+           block, loop, h, hl, hf);
     redisFree(e.ctl);
     return 0;
 }
