@@ -61,7 +61,7 @@ typedef struct rl__conn_cfg {
      * until it passes. */
     const rl__admit *admit;
     /* Borrowed: the node's memo of whether its scripts go by FCALL
-     * (request.c): 0 to try, 1 works, -1 not there (read and written
+     * (request.c): 0 to try, -1 not there (read and written
      * with atomics, by any thread). NULL: never FCALL. */
     int *fn;
 } rl__conn_cfg;

@@ -156,16 +156,6 @@ static void async_end(async_req *a)
     free(a);
 }
 
-/* Sets the node's Functions memo to v, unless another thread has. */
-static void fn_memo(int *fn, int v)
-{
-    int unknown = 0;
-
-    if (fn != NULL)
-        __atomic_compare_exchange_n(fn, &unknown, v, 0, __ATOMIC_RELAXED,
-                                    __ATOMIC_RELAXED);
-}
-
 /*
  * Whether the reply r to a's script says it did not run for want of the
  * script on the server, and how it goes in the next round (a's via and
@@ -185,10 +175,8 @@ static int again(async_req *a, const rl__reply *r)
 
     if (a->via == RL_VIA_FCALL) {
         fn = rl__script_fn_reply(r);
-        if (fn == RL_FN_RAN) {
-            fn_memo(a->fn, 1);
+        if (fn == RL_FN_RAN)
             return 0;
-        }
         if (fn == RL_FN_MISSING && a->load == 0) {
             a->load = 1;
             return 1;
