@@ -8,6 +8,12 @@
 #include "error.h"
 #include "ploop.h"
 
+/* The constructors' checks of a server: PING, and HELLO without
+ * arguments, which changes nothing and names the kind of server ("mode");
+ * every user may run it, whatever its ACL. */
+static const char *pingv[1] = {"PING"};
+static const char *hellov[1] = {"HELLO"};
+
 static int64_t or_default(int64_t v, int64_t dflt)
 {
     return v > 0 ? v : dflt;
@@ -456,8 +462,6 @@ redislock_err rl__pool_pinged(const rl__pool_ask *a)
  */
 static redislock_err gate_ask(void *arg, rl__admit_ask *a)
 {
-    static const char *ping[1] = {"PING"};
-    static const char *hello[1] = {"HELLO"};
     rl__pool *p = arg;
     redislock_err err;
     rl__cmd aof[3];
@@ -472,8 +476,8 @@ static redislock_err gate_ask(void *arg, rl__admit_ask *a)
     pthread_mutex_unlock(&p->mu);
     if (checked)
         return REDISLOCK_OK;
-    a->cmds[a->n++] = (rl__cmd){1, ping, NULL};
-    a->cmds[a->n++] = (rl__cmd){1, hello, NULL};
+    a->cmds[a->n++] = (rl__cmd){1, pingv, NULL};
+    a->cmds[a->n++] = (rl__cmd){1, hellov, NULL};
     naof = p->aof_local || p->aof_replicas ? aof_questions(p, aof) : 0;
     for (i = 0; i < naof; i++)
         a->cmds[a->n++] = aof[i];
@@ -519,16 +523,11 @@ void rl__pool_admit_by(rl__pool *p, const rl__admit *admit)
 
 void rl__pool_ping(rl__pool_ask *a, rl__pool *p)
 {
-    static const char *ping[1] = {"PING"};
-    static const char *hello[1] = {"HELLO"};
-
     memset(a, 0, sizeof *a);
     a->pool = p;
-    /* HELLO with no arguments changes nothing and names the kind of
-     * server ("mode"); every user may run it, whatever its ACL. */
     a->n = 2;
-    a->cmds[0] = (rl__cmd){1, ping, NULL};
-    a->cmds[1] = (rl__cmd){1, hello, NULL};
+    a->cmds[0] = (rl__cmd){1, pingv, NULL};
+    a->cmds[1] = (rl__cmd){1, hellov, NULL};
 }
 
 void rl__pool_ask_free(rl__pool_ask *a)
