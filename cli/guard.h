@@ -31,6 +31,8 @@ typedef struct cli_guard_spawn {
 typedef struct cli_guard {
     pid_t pid; /* the guardian's pid, or -1 */
     int fd;    /* run's end of the socket pair, or -1 */
+    void *map; /* the guardian's memory (guard.c), or NULL */
+    size_t map_len;
 } cli_guard;
 
 /* The messages on the socket pair. */
@@ -51,7 +53,7 @@ typedef struct cli_guard_msg {
     int64_t val;
 } cli_guard_msg;
 
-/* Forks the guardian, which starts s->cmd. The caller must be single-
+/* Starts the guardian, which starts s->cmd. The caller must be single-
  * threaded. Returns 0, or an errno value. */
 int cli_guard_start(cli_guard *g, const cli_guard_spawn *s);
 

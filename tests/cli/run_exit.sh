@@ -39,4 +39,20 @@ one_error_line
 expect 126 "$RL" run exec-key -- "$TEST_TMPDIR"
 one_error_line
 key_gone exec-key || fail "the key outlived a failed exec"
+
+# The command is found as execvp(3) finds it (the guardian searches PATH
+# itself): past a match that may not be run to a later one, with 126 when
+# every match is refused; and a file without "#!" runs under /bin/sh.
+mkdir "$TEST_TMPDIR/p1" "$TEST_TMPDIR/p2"
+printf 'echo p1\n' >"$TEST_TMPDIR/p1/rl-which"
+printf 'echo "p2 $1 $REDISLOCK_KEY"\n' >"$TEST_TMPDIR/p2/rl-which"
+chmod 644 "$TEST_TMPDIR/p1/rl-which"
+chmod 755 "$TEST_TMPDIR/p2/rl-which"
+expect 0 env PATH="$TEST_TMPDIR/p1:$TEST_TMPDIR/p2:$PATH" "$RL" run \
+    exec-key -- rl-which arg
+out_is "p2 arg exec-key"
+expect 126 env PATH="$TEST_TMPDIR/p1:$PATH" "$RL" run exec-key -- rl-which
+one_error_line
+err_has "Permission denied"
+key_gone exec-key || fail "the key outlived a refused command"
 exit 0

@@ -1,29 +1,19 @@
 /*
  * guard: the socket between run and its guardian (cli/guard.c, built into
- * the tests with a stand-in clock). The guardian's last message must
+ * the tests). The guardian's last message must
  * reach run even when the guardian exits with one of run's messages
  * unread, which makes Linux reset the socket and report the reset before
  * the messages waiting behind it.
  */
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "guard.h"
 #include "test.h"
 
-/* guard.c's one use of the CLI's other files. */
-int64_t cli_now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 void test_guard_last_word_survives_reset(void)
 {
-    cli_guard g = {-1, -1};
+    cli_guard g = {-1, -1, NULL, 0};
     cli_guard_msg m = {CLI_GUARD_EXITED, 0, 1}, got = {0, 0, 0};
     int sv[2];
 
