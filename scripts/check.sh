@@ -10,8 +10,11 @@ asan=${CHECK_BUILD:-build-check}
 tsan=${TSAN_BUILD:-build-tsan}
 # The tests that run threads: the watchdog, cancellation, shared clients;
 # of the exclusion checker's (processes), the modes whose workers run the
-# library's watchdog and janitor threads the most.
-threaded="watchdog_* reentrant_* retry_* concurrency_* shard_*
+# library's watchdog and janitor threads the most. And run's guardian
+# (cli/guard.c) as it is forked where it cannot share run's memory: a
+# TSan build forks it, so these are its tests of that path.
+threaded="cli_run_exit cli_run_orphans cli_run_kill_storm cli_run_sigstop
+watchdog_* reentrant_* retry_* concurrency_* shard_*
 legacy_fixed_delay_herd cluster_lock_features cluster_slot_migration cluster_failover
 redlock_watchdog_renews_and_signals redlock_blackholed_servers_connect_at_once
 excl_watchdog excl_proxy sem_watchdog_renews_own_permit
