@@ -34,9 +34,14 @@
 /* Pause when the holder's TTL is unknown or it has none. */
 #define RL_UNKNOWN_TTL_PAUSE_MS 1000
 /* The longest pause behind a holder whose release wakes nobody (another
- * library's lock): each pause is drawn from [d/2, d], so a waiter tries
- * within this long of the release (plus a round trip). */
+ * library's lock) where the server cannot tell of the key's change: each
+ * pause is drawn from [d/2, d], so a waiter tries within this long of the
+ * release (plus a round trip). */
 #define RL_SILENT_POLL_MS 50
+/* The pause behind such a holder without a TTL when the server tells of
+ * the key's change (a tracked read): the notice ends it; this bounds it,
+ * should a notice be lost in a way the engine does not see. */
+#define RL_TRACKED_QUIET_MS 10000
 /* The longest a waiting marker is set for, per attempt. */
 #define RL_MARK_MAX_MS 86400000
 
@@ -156,6 +161,7 @@ redislock_err rl__acq_try(redislock_lock *l, rl__acq *a, int tries,
 {
     l->holder_ttl = -2;
     l->holder_silent = 0;
+    a->tracked = 0;
     if (l->algo->fresh_token && tries > 0 &&
         (a->rich ? rl__token(a->nonce) : rl__lock_token(a->tok)) != 0)
         return rl__err(REDISLOCK_ERANDOM, "getrandom failed");
@@ -166,7 +172,8 @@ redislock_err rl__acq_try(redislock_lock *l, rl__acq *a, int tries,
 /* The pause before attempt + 1, or -1 to give up. Without a strategy of
  * the caller's, a waiter blocks until a release wakes it or the holder's
  * lease ends (and a fair waiter at least once per heartbeat); behind a
- * holder whose release wakes nobody, it polls. */
+ * holder whose release wakes nobody, likewise when the server tells it of
+ * the key's change (a tracked read), else it polls. */
 static int64_t next_pause(redislock_lock *l, const rl__acq *a, int attempt_no,
                           int64_t now, int64_t deadline)
 {
@@ -184,8 +191,10 @@ static int64_t next_pause(redislock_lock *l, const rl__acq *a, int attempt_no,
         d = rl__jitter(
             rl__retry_delay((int)o->retry, a->delay_ms, a->cap_ms, attempt_no),
             rl__jitter_rand());
-    } else if (l->holder_silent) {
+    } else if (l->holder_silent && !a->tracked) {
         d = rl__jitter(RL_SILENT_POLL_MS, rl__jitter_rand());
+    } else if (l->holder_silent && l->holder_ttl < 0) {
+        d = RL_TRACKED_QUIET_MS;
     } else {
         d = l->holder_ttl >= 0 ? l->holder_ttl : RL_UNKNOWN_TTL_PAUSE_MS;
     }

@@ -40,6 +40,7 @@ typedef struct rl__acq {
     int lapsed;       /* that lease had ended when confirmed (given back) */
     int refused;      /* the guard refused the lock taken (given back) */
     int blind;        /* this pause waits out a failover: no wake-up */
+    int tracked;      /* the last attempt's read was tracked (track.h) */
     int free_retries; /* attempts in a row that found the lock free */
     int tries;        /* attempts made */
     int64_t t0_us;    /* the call's start (CLOCK_MONOTONIC us) */

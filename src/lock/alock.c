@@ -2,6 +2,7 @@
  * A client's lock operations on an application's event loop: see alock.h.
  */
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,7 @@
 #include "keys.h"
 #include "reply.h"
 #include "topology.h"
+#include "track.h"
 #include "wait.h"
 #include "watchdog.h"
 
@@ -46,7 +48,8 @@ struct node {
     rl__aconn *ssub; /* fair waiters' shard channels (a cluster's) */
     rl__aconn *blk[RL_LOOP_BLOCKERS]; /* waiters' BLPOPs */
     aop *blk_op[RL_LOOP_BLOCKERS];    /* the waiter on each; NULL: free */
-    chan *chans; /* the channels subscribed, or being subscribed or left */
+    chan *chans;    /* the channels subscribed, or being subscribed or left */
+    rl__track *trk; /* notices of changed keys (track.h), made on first use */
     node *next;
 };
 
@@ -98,7 +101,15 @@ struct rl__aop {
     int confirming; /* its lease's confirming extend is out */
     int64_t confirm_us; /* when that was sent */
     int recheck;        /* to try again once the channel is confirmed */
-    rl__try t;          /* its attempt out as a round: what it asked */
+    /* Behind a holder whose release wakes nobody: its wait on the node's
+     * notices (joined while it wants its attempts' reads tracked), the
+     * pause that a notice ends, and a notice that came while it was not
+     * paused (its next pause tries again at once instead). */
+    rl__track_wait tw;
+    rl__track *trk_sent; /* the notices its tracked attempt went by */
+    int trk_pause;
+    int trk_missed;
+    rl__try t; /* its attempt out as a round: what it asked */
     /* A fair waiter's messages heard while it was not paused, in order:
      * read at its next pause, as a blocked waiter reads them at its next
      * listen (a hand-off is judged against its place then). */
@@ -1046,6 +1057,7 @@ static void complete(aop *op, redislock_err err)
     op->inflight++;
     chan_leave(op);
     blocker_leave(op);
+    rl__track_leave(&op->tw);
     op->inflight--;
     round_drop(op->rd);
     op->rd = NULL;
@@ -1437,6 +1449,7 @@ static void resume(aop *op, rl__wait_result res)
     redislock_err err = REDISLOCK_OK;
 
     op->paused = 0;
+    op->trk_pause = 0;
     rl__loop_disarm(op->al->lp, &op->timer);
     if (rl__acq_after_pause(op->l, &op->a, res, op->sent_us, &err) ==
         RL_NEXT_DONE)
@@ -1585,6 +1598,104 @@ static void chan_event(void *arg, redislock_err err, const rl__reply *r)
         chan_free(ch);
 }
 
+/* Whether op's pauses behind a holder whose release wakes nobody can end
+ * at the server's notice of the key's change (track.h) rather than
+ * poll: a waiter on one node (a quorum's or a spread set's are not), not
+ * fair (its queue has its own messages), without a way of pausing of
+ * the caller's, and not waiting out a failover. Not in a cluster yet: a
+ * request there may be sent again on another connection (TRYAGAIN while
+ * its slot migrates, ASK), its read then not the one tracked. */
+static int trackable(const aop *op)
+{
+    const redislock_lock *l = op->l;
+
+    return l->holder_silent && l->algo->wakes && !l->algo->every &&
+           !l->algo->groups && !op->o.fair && !op->a.strategy &&
+           op->o.retry_fn == NULL && !op->a.blind &&
+           !rl__topo_cluster(rl__client_topo(op->al->c));
+}
+
+/* The key op waits behind changed, or may have, or tracking has just
+ * become ready: a pause behind the holder ends (its notice's, or the
+ * poll's before its reads were tracked); a notice while its attempt is
+ * out is kept for its next pause. */
+static void track_changed(rl__track_wait *w)
+{
+    aop *op = (aop *)(void *)((char *)w - offsetof(aop, tw));
+
+    if (op->paused && (op->trk_pause || !op->a.tracked))
+        resume(op, RL_WAIT_WOKEN);
+    else
+        op->trk_missed = 1;
+}
+
+/*
+ * A pause behind a holder whose release wakes nobody. After an attempt
+ * whose read was tracked, the notice of the key's change ends it (or the
+ * holder's lease, the pause rl__acq_after_attempt chose); one that came
+ * while the attempt was out makes it try again at once. Before such an
+ * attempt, the waiter joins its node's notices and its next attempt is
+ * tracked: at once when they are ready, else after this pause, a poll's.
+ * Returns 1 when the pause is under way; 0 for an ordinary one, of
+ * *pause_ms (0: at once).
+ */
+static int track_pause(aop *op, int64_t *pause_ms)
+{
+    rl__alock *al = op->al;
+    redislock_lock *l = op->l;
+    node *n = NULL;
+
+    if (!trackable(op) || node_at(al, wait_pool(al, l), &n) != REDISLOCK_OK ||
+        (n->trk == NULL &&
+         rl__track_new(al->lp, &n->pool->cfg, &n->trk) != REDISLOCK_OK)) {
+        rl__track_leave(&op->tw);
+        return 0;
+    }
+    op->tw.key = l->wait_name.key;
+    op->tw.keylen = l->wait_name.keylen;
+    op->tw.changed = track_changed;
+    rl__track_join(n->trk, &op->tw);
+    /* Sent by another node's notices (the key's node has changed since:
+     * a Sentinel's failover), its reply came from this one, untracked. */
+    if (op->a.tracked && op->trk_sent != n->trk) {
+        op->a.tracked = 0;
+        *pause_ms = 0;
+    }
+    if (!op->a.tracked) {
+        if (rl__track_ready(n->trk))
+            *pause_ms = 0;
+        return 0;
+    }
+    if (op->trk_missed || *pause_ms <= 0) {
+        op->trk_missed = 0;
+        *pause_ms = 0;
+        return 0;
+    }
+    op->timer.fire = pause_over;
+    if (rl__loop_arm(al->lp, &op->timer, rl__now_us() + *pause_ms * 1000) !=
+        REDISLOCK_OK)
+        return 0;
+    op->paused = 1;
+    op->trk_pause = 1;
+    return 1;
+}
+
+/* The connection op's next attempt goes on: n's request connection, or
+ * where its read is tracked, when it waits for the server's notices and
+ * they are ready (a.tracked says which). */
+static rl__aconn *attempt_conn(aop *op, node *n)
+{
+    rl__aconn *c = n->cmd;
+
+    if (op->tw.t != NULL && n->trk != NULL && op->tw.t == n->trk &&
+        rl__track_ready(n->trk) && rl__track_conn(n->trk, &c) == REDISLOCK_OK) {
+        op->a.tracked = 1;
+        op->trk_sent = n->trk;
+        op->trk_missed = 0;
+    }
+    return c;
+}
+
 /* A refused attempt's pause: listening on the wake channel, with a
  * timer for its end. */
 static void pause_for(aop *op, int64_t pause_ms)
@@ -1594,6 +1705,8 @@ static void pause_for(aop *op, int64_t pause_ms)
     int fresh = 0;
     redislock_err err;
 
+    if (track_pause(op, &pause_ms))
+        return;
     if (pause_ms <= 0) {
         resume(op, RL_WAIT_TIMEOUT);
         return;
@@ -1772,7 +1885,7 @@ static void attempt(aop *op)
         err = rl__agroup_attempt(&op->al->gio, l, &op->t, attempt_group_done,
                                  op, &op->grp);
     } else if (err == REDISLOCK_OK && (err = node_for(op->al, l, &n)) == 0)
-        err = send_attempt(op, n, n->cmd, &t, 0);
+        err = send_attempt(op, n, attempt_conn(op, n), &t, 0);
     if (err == REDISLOCK_OK)
         return;
     /* Not sent: nothing to abandon; a failover is waited out, as a sent
@@ -2231,6 +2344,10 @@ void rl__alock_free(rl__alock *al)
      * ends reach the requests and channels still out: their callbacks
      * free what is left of them. */
     rl__aroute_free(al->rt);
+    for (n = al->nodes; n != NULL; n = n->next) {
+        rl__track_free(n->trk);
+        n->trk = NULL;
+    }
     rl__loop_free(al->lp);
     while ((n = al->nodes) != NULL) {
         al->nodes = n->next;

@@ -2,6 +2,7 @@
  * The tests' application loop: see apploop.h.
  */
 #include <poll.h>
+#include <stdio.h>
 #include <time.h>
 
 #include <redislock.h>
@@ -94,4 +95,24 @@ void app_turn(app *a)
         a->timer_at = 0;
         a->timeout(a->target);
     }
+}
+
+void app_heard_cb(redislock_lock *l, redislock_err err, void *arg)
+{
+    app_heard *h = arg;
+
+    (void)l;
+    h->calls++;
+    h->err = err;
+    h->at_us = now_us();
+    snprintf(h->said, sizeof h->said, "%s", redislock_errdetail());
+}
+
+void app_until_heard(app *a, app_heard *h)
+{
+    int64_t deadline = now_us() + 5000000;
+
+    while (h->calls == 0 && now_us() < deadline)
+        app_turn(a);
+    ASSERT_EQ_INT(h->calls, 1);
 }

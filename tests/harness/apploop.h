@@ -45,4 +45,18 @@ int app_watched(const app *a);
  * set), then hand over the events and the timer. */
 void app_turn(app *a);
 
+/* What a loop operation's callback heard (app_heard_cb's arg). */
+typedef struct app_heard {
+    int calls;
+    redislock_err err;
+    int64_t at_us; /* CLOCK_MONOTONIC, when it was heard */
+    char said[256];
+} app_heard;
+
+/* A loop operation's callback that records into its app_heard. */
+void app_heard_cb(redislock_lock *l, redislock_err err, void *arg);
+
+/* Turns the loop until h has been heard once (at most 5 s). */
+void app_until_heard(app *a, app_heard *h);
+
 #endif

@@ -445,6 +445,19 @@ int th_wait_key_gone(redisContext *c, const void *key, size_t len,
     return 1;
 }
 
+void th_wait_exists_at_(const char *file, int line, redisContext *c,
+                        const char *key, int64_t timeout_ms)
+{
+    int64_t deadline = th_now_ms() + timeout_ms;
+
+    while (th_cmd_int(c, "EXISTS %s", key) == 0) {
+        if (th_now_ms() >= deadline)
+            test_fail_(file, line, "%s did not show up within %lld ms", key,
+                       (long long)timeout_ms);
+        th_sleep_ms(2);
+    }
+}
+
 long long th_get_num(redisContext *c, const char *key)
 {
     char *v = th_cmd_str(c, NULL, "GET %s", key);

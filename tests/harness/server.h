@@ -153,4 +153,10 @@ void th_monitor_stop(th_monitor *m, redisContext *r, th_monitor_log *log);
 int th_wait_key_gone(redisContext *c, const void *key, size_t len,
                      int64_t timeout_ms);
 
+/* Polls (every 2 ms) until key exists; fails the test after timeout_ms. */
+#define th_wait_exists(c, key, timeout_ms)                                     \
+    th_wait_exists_at_(__FILE__, __LINE__, c, key, timeout_ms)
+void th_wait_exists_at_(const char *file, int line, redisContext *c,
+                        const char *key, int64_t timeout_ms);
+
 #endif

@@ -31,8 +31,7 @@ static void dangling(char *path, size_t psize, char *url, size_t usize,
              name);
     (void)unlink(path);
     if (symlink("nowhere-yet", path) != 0)
-        test_fail_(__FILE__, __LINE__, "symlink %s: %s", path,
-                   strerror(errno));
+        test_fail_(__FILE__, __LINE__, "symlink %s: %s", path, strerror(errno));
     snprintf(url, usize, "unix://%s", path);
 }
 
@@ -59,8 +58,8 @@ static redislock_options lazy_opts(void)
 }
 
 /* One try at key on c: the code, the detail in said. */
-static redislock_err try_once(redislock_client *c, const char *key,
-                              char *said, size_t size)
+static redislock_err try_once(redislock_client *c, const char *key, char *said,
+                              size_t size)
 {
     redislock_lock *l = NULL;
     redislock_err err = redislock_lock_new(c, key, strlen(key), &l);
@@ -93,8 +92,7 @@ void test_lazy_single_made_before_server(void)
     ASSERT(eager == NULL);
     ASSERT_OK(redislock_client_new(&c, url, &o));
     ASSERT(c != NULL);
-    ASSERT_EQ_INT(try_once(c, "lazy:k", said, sizeof said),
-                  REDISLOCK_ECONNECT);
+    ASSERT_EQ_INT(try_once(c, "lazy:k", said, sizeof said), REDISLOCK_ECONNECT);
     test_log("down: %s", said);
     s = th_server_start(NULL);
     come_up(path, s);
@@ -157,8 +155,7 @@ void test_lazy_checks_before_first_request(void)
     o = lazy_opts();
     o.password = "wrong";
     ASSERT_OK(redislock_client_new(&c, p->unix_url, &o));
-    ASSERT_EQ_INT(try_once(c, "lazy:auth", said, sizeof said),
-                  REDISLOCK_EAUTH);
+    ASSERT_EQ_INT(try_once(c, "lazy:auth", said, sizeof said), REDISLOCK_EAUTH);
     test_log("%s", said);
     redislock_client_free(c);
     th_server_stop(p);
@@ -235,8 +232,7 @@ void test_lazy_sharded(void)
 
     urls[0] = e.s[0]->unix_url;
     urls[1] = e.s[1]->tcp_url;
-    ASSERT_ERR(redislock_client_new_sharded(&c, urls, 2, &o),
-               REDISLOCK_EINVAL);
+    ASSERT_ERR(redislock_client_new_sharded(&c, urls, 2, &o), REDISLOCK_EINVAL);
     ASSERT(c == NULL);
     ASSERT(strstr(redislock_errdetail(), "host:port") != NULL);
 
@@ -270,33 +266,6 @@ void test_lazy_sharded(void)
     th_servers_stop(&e);
 }
 
-/* What a loop operation's callback heard. */
-typedef struct heard {
-    int calls;
-    redislock_err err;
-    char said[256];
-} heard;
-
-static void record(redislock_lock *l, redislock_err err, void *arg)
-{
-    heard *h = arg;
-
-    (void)l;
-    h->calls++;
-    h->err = err;
-    snprintf(h->said, sizeof h->said, "%s", redislock_errdetail());
-}
-
-/* Turns the application's loop until an operation has been heard. */
-static void until_heard(app *a, heard *h)
-{
-    int turns;
-
-    for (turns = 0; h->calls == 0 && turns < 200; turns++)
-        app_turn(a);
-    ASSERT_EQ_INT(h->calls, 1);
-}
-
 /*
  * The event-loop API on a lazy client (the checks run on the loop's
  * connection, as a blocking call's do on a private loop's): ECONNECT
@@ -311,7 +280,7 @@ void test_lazy_on_event_loop(void)
     redislock_loop *lp = NULL;
     redislock_lock *l;
     app a = {0};
-    heard h = {0};
+    app_heard h = {0};
     th_server *s;
     redisContext *r;
     char path[256], url[300];
@@ -321,21 +290,21 @@ void test_lazy_on_event_loop(void)
     ASSERT_OK(redislock_loop_new(&lp, c, app_watch, app_timer, &a));
     app_drive(&a, lp);
     l = th_lock(c, "lazy:loop");
-    ASSERT_OK(redislock_loop_acquire(lp, l, &ao, record, &h));
-    until_heard(&a, &h);
+    ASSERT_OK(redislock_loop_acquire(lp, l, &ao, app_heard_cb, &h));
+    app_until_heard(&a, &h);
     ASSERT_ERR(h.err, REDISLOCK_ECONNECT);
     test_log("down: %s", h.said);
     s = th_server_start(NULL);
     r = th_server_redis(s);
     come_up(path, s);
     memset(&h, 0, sizeof h);
-    ASSERT_OK(redislock_loop_acquire(lp, l, &ao, record, &h));
-    until_heard(&a, &h);
+    ASSERT_OK(redislock_loop_acquire(lp, l, &ao, app_heard_cb, &h));
+    app_until_heard(&a, &h);
     ASSERT_ERR(h.err, REDISLOCK_OK);
     ASSERT_EQ_INT(th_lock_keys(r), 1);
     memset(&h, 0, sizeof h);
-    ASSERT_OK(redislock_loop_release(lp, l, 0, record, &h));
-    until_heard(&a, &h);
+    ASSERT_OK(redislock_loop_release(lp, l, 0, app_heard_cb, &h));
+    app_until_heard(&a, &h);
     ASSERT_ERR(h.err, REDISLOCK_OK);
     ASSERT_EQ_INT(th_lock_keys(r), 0);
     redislock_lock_free(l);

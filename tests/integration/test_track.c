@@ -1,0 +1,323 @@
+/*
+ * track: waiting behind a holder whose release wakes nobody (a plain
+ * SET NX PX, another library's lock) without polling. The waiter's read
+ * of the key is tracked (CLIENT TRACKING, src/node/track.c) and the
+ * server's notice of the key's change ends its pause: it sends nothing
+ * while it waits, takes the lock soon after the release or the expiry,
+ * reads again when the notices may have been lost, polls as before
+ * where the server refuses tracking, and leaves no connection behind.
+ *
+ * What the waiter sends is read from the server (INFO commandstats),
+ * its connections from CLIENT LIST's flags: P a subscriber, t tracking.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/apploop.h"
+#include "harness/fixture.h"
+#include "harness/server.h"
+#include "harness/util.h"
+#include "test.h"
+
+/* The foreign holder's lease: a waiter that waited it out would take
+ * this long. */
+#define LEASE_MS 8000
+/* How soon after the release the waiter must hold the lock: a notice, a
+ * round trip, thread wake-ups, on a loaded 2-core box under ASan. */
+#define LATE_MS 150
+/* How long a setup step (the waiter's tracking set up) may take. */
+#define SETUP_MS 5000
+/* The window in which a tracked waiter is watched for attempts. */
+#define QUIET_MS 1000
+
+typedef th_env env;
+
+/* Clients whose CLIENT LIST flags hold flag. */
+static int flagged(redisContext *r, char flag)
+{
+    redisReply *rep = th_cmd(r, "CLIENT LIST");
+    const char *p = rep->str;
+    int n = 0;
+
+    ASSERT(rep->type == REDIS_REPLY_STRING);
+    while ((p = strstr(p, " flags=")) != NULL) {
+        p += 7;
+        while (*p != ' ' && *p != '\0')
+            n += *p++ == flag;
+    }
+    freeReplyObject(rep);
+    return n;
+}
+
+/* Until flagged(r, flag) is n, at most SETUP_MS. */
+static void wait_flagged(redisContext *r, char flag, int n)
+{
+    int64_t deadline = th_now_ms() + SETUP_MS;
+
+    while (flagged(r, flag) != n && th_now_ms() < deadline)
+        th_sleep_ms(5);
+    ASSERT_EQ_INT(flagged(r, flag), n);
+}
+
+/* An acquire and release of another key: the scripts are loaded after
+ * it, so that counted calls are attempts. */
+static void warm(env *e)
+{
+    redislock_acquire_options o = th_aopts(5000, 0, 0);
+    redislock_lock *l = th_lock(e->c, "tk:warm");
+
+    ASSERT_OK(redislock_acquire(l, &o));
+    ASSERT_OK(redislock_release(l));
+    redislock_lock_free(l);
+}
+
+/* A foreign holder of key: SET NX PX of a value that is no token. */
+static void hold(env *e, const char *key, int64_t ms)
+{
+    redisReply *r =
+        th_cmd(e->r, "SET %s foreign-holder NX PX %lld", key, (long long)ms);
+
+    ASSERT(r->type == REDIS_REPLY_STATUS);
+    freeReplyObject(r);
+}
+
+/* Whether a tracking client (flag t) last ran a script: the waiter's
+ * tracked attempt has run. */
+static int tracked_attempt_ran(redisContext *r)
+{
+    redisReply *rep = th_cmd(r, "CLIENT LIST");
+    char *line, *save = NULL, *f;
+    int yes = 0;
+
+    ASSERT(rep->type == REDIS_REPLY_STRING);
+    for (line = strtok_r(rep->str, "\n", &save); line != NULL;
+         line = strtok_r(NULL, "\n", &save)) {
+        if ((f = strstr(line, " flags=")) == NULL)
+            continue;
+        f += 7;
+        if (strchr(f, ' ') != NULL &&
+            memchr(f, 't', (size_t)(strchr(f, ' ') - f)) &&
+            (strstr(line, " cmd=fcall ") != NULL ||
+             strstr(line, " cmd=evalsha ") != NULL))
+            yes = 1;
+    }
+    freeReplyObject(rep);
+    return yes;
+}
+
+/* The waiter is tracked: its notices' subscriber and its tracking
+ * connection are up, and its tracked attempt has run. */
+static void wait_tracked(env *e)
+{
+    int64_t deadline = th_now_ms() + SETUP_MS;
+
+    wait_flagged(e->r, 'P', 1);
+    while (!tracked_attempt_ran(e->r) && th_now_ms() < deadline)
+        th_sleep_ms(5);
+    ASSERT(tracked_attempt_ran(e->r));
+}
+
+/* key deleted, as its foreign holder's release would: the waiter w
+ * takes the lock within LATE_MS, and gives it back. */
+static void release_reaches(env *e, const char *key, th_waiter *w)
+{
+    int64_t t_del = th_now_ms();
+
+    ASSERT_EQ_INT(th_cmd_int(e->r, "DEL %s", key), 1);
+    th_waiter_join_ok(w, 5000);
+    test_log("taken %lld ms after the release",
+             (long long)(w->done_us / 1000 - t_del));
+    ASSERT_LE(w->done_us / 1000 - t_del, LATE_MS);
+    ASSERT_KEY(e->r, key, w->token);
+    ASSERT_OK(redislock_release(w->l));
+    redislock_lock_free(w->l);
+}
+
+/*
+ * Behind a SET NX PX holder the waiter sends nothing (no attempt in a
+ * second: it polled 25-50 times a second before), takes the lock within
+ * LATE_MS of the release, and its tracking connections are gone after.
+ */
+void test_track_foreign_waiter_sends_nothing(void)
+{
+    env e = th_env_start();
+    redislock_acquire_options o = th_aopts(5000, 20000, 0);
+    long long c0, c1;
+    th_waiter w;
+
+    hold(&e, "tk:a", LEASE_MS);
+    th_waiter_start(&w, e.c, "tk:a", &o);
+    wait_tracked(&e);
+    c0 = th_script_calls(e.r);
+    th_sleep_ms(QUIET_MS);
+    c1 = th_script_calls(e.r);
+    test_log("behind a SET NX PX holder: %lld attempts in %d ms", c1 - c0,
+             QUIET_MS);
+    ASSERT_EQ_INT(c1 - c0, 0);
+    release_reaches(&e, "tk:a", &w);
+    wait_flagged(e.r, 'P', 0);
+    wait_flagged(e.r, 't', 0);
+    th_env_stop(&e);
+}
+
+/* A holder that lets its lease run out: the waiter takes the lock at the
+ * lease's end (by the notice of the expiry, or its pause, the lease),
+ * with a handful of attempts, not one per poll. */
+void test_track_foreign_expiry(void)
+{
+    env e = th_env_start();
+    redislock_acquire_options o = th_aopts(5000, 20000, 0);
+    long long c0;
+    int64_t t0;
+    th_waiter w;
+
+    /* The scripts loaded first, so that only attempts count. */
+    warm(&e);
+    c0 = th_script_calls(e.r);
+    t0 = th_now_ms();
+    hold(&e, "tk:x", 1500);
+    th_waiter_start(&w, e.c, "tk:x", &o);
+    th_waiter_join_ok(&w, 5000);
+    test_log("taken %lld ms after a 1500 ms lease began, %lld attempts",
+             (long long)(w.done_us / 1000 - t0), th_script_calls(e.r) - c0);
+    ASSERT_GE(w.done_us / 1000 - t0, 1400);
+    ASSERT_LE(w.done_us / 1000 - t0, 1500 + 250);
+    /* The first, the tracked one, the one that takes it, and a few at the
+     * lease's end (its PTTL is in whole ms, and the expiry's own notice
+     * wakes the waiter again). Polling made 30 and more. */
+    ASSERT_LE(th_script_calls(e.r) - c0, 5);
+    ASSERT_OK(redislock_release(w.l));
+    redislock_lock_free(w.l);
+    th_env_stop(&e);
+}
+
+/* The notices' connection killed under the waiter: it reads the key
+ * again and tracks it anew, and a release still reaches it. */
+void test_track_notices_lost_read_again(void)
+{
+    env e = th_env_start();
+    redislock_acquire_options o = th_aopts(5000, 20000, 0);
+    long long c0;
+    th_waiter w;
+
+    hold(&e, "tk:k", LEASE_MS);
+    th_waiter_start(&w, e.c, "tk:k", &o);
+    wait_tracked(&e);
+    c0 = th_script_calls(e.r);
+    ASSERT_EQ_INT(th_cmd_int(e.r, "CLIENT KILL TYPE pubsub"), 1);
+    /* Made anew, and the key read again under tracking. */
+    wait_flagged(e.r, 'P', 1);
+    wait_flagged(e.r, 't', 1);
+    wait_tracked(&e);
+    ASSERT_GE(th_script_calls(e.r) - c0, 1);
+    ASSERT_LE(th_script_calls(e.r) - c0, 3);
+    release_reaches(&e, "tk:k", &w);
+    th_env_stop(&e);
+}
+
+/* A client whose ACL refuses tracking (no CLIENT command): the waiter
+ * polls, as before, and takes the lock soon after the release. */
+void test_track_refused_polls(void)
+{
+    env e = th_env_start();
+    redislock_acquire_options o = th_aopts(5000, 20000, 0);
+    redislock_client *c;
+    char url[512];
+    long long c0, c1;
+    th_waiter w;
+
+    freeReplyObject(
+        th_cmd(e.r, "ACL SETUSER nocache on >pw ~* &* +@all -client"));
+    snprintf(url, sizeof url, "redis://nocache:pw@127.0.0.1:%d", e.s->port);
+    c = th_client_url(url, NULL);
+    hold(&e, "tk:r", LEASE_MS);
+    th_waiter_start(&w, c, "tk:r", &o);
+    /* Its first attempt marked the lock waited on. */
+    th_wait_exists(e.r, "tk:r{tk:r}:rl-waiting", SETUP_MS);
+    c0 = th_script_calls(e.r);
+    th_sleep_ms(QUIET_MS);
+    c1 = th_script_calls(e.r);
+    test_log("tracking refused: %lld attempts in %d ms", c1 - c0, QUIET_MS);
+    ASSERT_GE(c1 - c0, 5);
+    ASSERT_EQ_INT(flagged(e.r, 't'), 0);
+    release_reaches(&e, "tk:r", &w);
+    redislock_client_free(c);
+    th_env_stop(&e);
+}
+
+/* A cancel reaches a tracked waiter at once, and its connections go. */
+void test_track_cancel(void)
+{
+    env e = th_env_start();
+    redislock_acquire_options o = th_aopts(5000, 20000, 0);
+    int64_t t0;
+    th_waiter w;
+
+    hold(&e, "tk:c", LEASE_MS);
+    th_waiter_start(&w, e.c, "tk:c", &o);
+    wait_tracked(&e);
+    t0 = th_now_ms();
+    redislock_cancel(w.l);
+    th_join_within(w.t, 5000);
+    ASSERT_ERR(w.err, REDISLOCK_ECANCELED);
+    ASSERT_LE(w.done_us / 1000 - t0, LATE_MS);
+    wait_flagged(e.r, 'P', 0);
+    wait_flagged(e.r, 't', 0);
+    redislock_lock_free(w.l);
+    th_env_stop(&e);
+}
+
+/* The event-loop API's waiter too: nothing sent while it waits, the lock
+ * soon after the release. */
+void test_track_loop_waiter(void)
+{
+    env e = th_env_start();
+    redislock_acquire_options o = th_aopts(5000, 20000, 0);
+    redislock_loop *lp;
+    redislock_lock *l = th_lock(e.c, "tk:l");
+    app_heard h;
+    app a;
+    long long c0;
+    int64_t t_end, t_del;
+
+    memset(&a, 0, sizeof a);
+    memset(&h, 0, sizeof h);
+    a.max_wait_ms = 20;
+    ASSERT_OK(redislock_loop_new(&lp, e.c, app_watch, app_timer, &a));
+    app_drive(&a, lp);
+    hold(&e, "tk:l", LEASE_MS);
+    ASSERT_OK(redislock_loop_acquire(lp, l, &o, app_heard_cb, &h));
+    /* Turned until tracked (the loop's waiter also listens on the lock's
+     * wake channel: two subscribers). */
+    t_end = th_now_ms() + SETUP_MS;
+    while (!tracked_attempt_ran(e.r) && th_now_ms() < t_end)
+        app_turn(&a);
+    ASSERT(tracked_attempt_ran(e.r));
+    test_log("tracked after %lld ms",
+             (long long)(th_now_ms() - (t_end - SETUP_MS)));
+    /* Its reply read. */
+    for (t_end = th_now_ms() + 50; th_now_ms() < t_end;)
+        app_turn(&a);
+    c0 = th_script_calls(e.r);
+    t_end = th_now_ms() + QUIET_MS;
+    while (th_now_ms() < t_end)
+        app_turn(&a);
+    ASSERT_EQ_INT(th_script_calls(e.r) - c0, 0);
+    ASSERT_EQ_INT(h.calls, 0);
+    t_del = th_now_ms();
+    ASSERT_EQ_INT(th_cmd_int(e.r, "DEL tk:l"), 1);
+    app_until_heard(&a, &h);
+    ASSERT_ERR(h.err, REDISLOCK_OK);
+    test_log("taken %lld ms after the release",
+             (long long)(h.at_us / 1000 - t_del));
+    ASSERT_LE(h.at_us / 1000 - t_del, LATE_MS);
+    ASSERT_KEY(e.r, "tk:l", redislock_token(l));
+    memset(&h, 0, sizeof h);
+    ASSERT_OK(redislock_loop_release(lp, l, 0, app_heard_cb, &h));
+    app_until_heard(&a, &h);
+    ASSERT_ERR(h.err, REDISLOCK_OK);
+    redislock_lock_free(l);
+    redislock_loop_free(lp);
+    th_env_stop(&e);
+}
