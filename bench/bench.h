@@ -189,6 +189,8 @@ void lb_run_uncontended(const lb_env *e, lb_wire *w, int t, int rounds,
 /* A blocked waiter's traffic over a one-second window. */
 typedef struct lb_idle {
     int fair;
+    int foreign;       /* behind a SET NX PX holder, whose release (a DEL)
+                        * wakes nobody: the waiter's read is tracked */
     int ok;            /* the waiter blocked, then got the lock */
     double sent;       /* commands the waiter sent (SLOWLOG), per second */
     double calls;      /* server calls (commandstats), per second */
@@ -196,6 +198,9 @@ typedef struct lb_idle {
     int conns;         /* server connections the waiting process holds */
     char err[200];
 } lb_idle;
+
+/* What report.c calls an idle case. */
+const char *lb_idle_name(const lb_idle *r);
 
 void lb_run_idle(const lb_env *e, lb_idle *r);
 

@@ -418,7 +418,7 @@ int main(int argc, char **argv)
     lb_env e = {0};
     opts o = {{2, 4, 8, 64}, 4, {2, 4, 8}, 3, 1.0, 1, 0};
     lb_micro m = {0};
-    lb_idle idle[2] = {{.fair = 0}, {.fair = 1}};
+    lb_idle idle[3] = {{.fair = 0}, {.fair = 1}, {.foreign = 1}};
     lb_memory mem;
     lb_scale scale;
     char machine[1024];
@@ -452,9 +452,9 @@ int main(int argc, char **argv)
         lb_run_uncontended(&e, &m.w[t], t, m.rounds, 300);
     }
     m.ping_p50 = m.w[LB_UNIX].ping_p50;
-    for (i = 0; i < 2; i++) {
+    for (i = 0; i < 3; i++) {
         printf("lockbench: blocked waiter (%s) ...\n",
-               idle[i].fair ? "fair" : "default");
+               lb_idle_name(&idle[i]));
         lb_run_idle(&e, &idle[i]);
     }
     printf("lockbench: memory per held lock, %d locks ...\n",
@@ -473,7 +473,7 @@ int main(int argc, char **argv)
                s[i].err);
     }
     loop_pairs(&e, s, ns);
-    lb_report(&e, &m, idle, 2, &mem, &scale, s, ns, machine);
+    lb_report(&e, &m, idle, 3, &mem, &scale, s, ns, machine);
     redisFree(e.ctl);
-    return lb_failed(s, ns, idle, 2);
+    return lb_failed(s, ns, idle, 3);
 }

@@ -492,16 +492,49 @@ static void idle_window(const lb_env *e, lb_idle *r)
     freeReplyObject(lb_cmd(e->ctl, "SLOWLOG RESET"));
 }
 
+const char *lb_idle_name(const lb_idle *r)
+{
+    return r->foreign ? "behind SET NX PX" : r->fair ? "fair" : "default";
+}
+
+/* The holder: the library's lock, or (foreign) a SET NX PX of the
+ * control connection's, whose release is a DEL that wakes nobody. */
+static void idle_hold(const lb_env *e, const lb_idle *r, redislock_lock *l)
+{
+    redislock_acquire_options o = {0};
+    redisReply *rep;
+
+    o.ttl_ms = 60000;
+    if (!r->foreign) {
+        if (redislock_acquire(l, &o) != REDISLOCK_OK)
+            lb_die("idle: holder cannot take the lock: %s",
+                   redislock_errdetail());
+        return;
+    }
+    rep = lb_cmd(e->ctl, "SET %s foreign-holder NX PX 60000", LB_LOCK_KEY);
+    if (rep->type != REDIS_REPLY_STATUS)
+        lb_die("idle: SET NX PX did not take the lock");
+    freeReplyObject(rep);
+}
+
+static void idle_release(const lb_env *e, const lb_idle *r, redislock_lock *l)
+{
+    if (r->foreign)
+        freeReplyObject(lb_cmd(e->ctl, "DEL %s", LB_LOCK_KEY));
+    else
+        redislock_release(l);
+}
+
 /*
- * A holder takes the lock with a long lease; one waiter (fair or not)
- * blocks behind it. After the waiter has settled, count what reaches the
- * server in one second; then release and time the waiter's wake-up.
+ * A holder takes the lock with a long lease (the library's, or a SET NX
+ * PX); one waiter (fair or not) blocks behind it. After the waiter has
+ * settled, count what reaches the server in one second; then release and
+ * time the waiter's wake-up.
  */
 void lb_run_idle(const lb_env *e, lb_idle *r)
 {
     redislock_client *cl;
     redislock_lock *l;
-    redislock_acquire_options o = {0};
     volatile int64_t *got;
     int fds[2], st;
     pid_t pid;
@@ -515,12 +548,11 @@ void lb_run_idle(const lb_env *e, lb_idle *r)
     if (got == MAP_FAILED || pipe2(fds, O_CLOEXEC) != 0)
         lb_die("idle: mmap or pipe failed");
     *got = 0;
-    o.ttl_ms = 60000;
     if (redislock_client_new(&cl, e->url, NULL) != REDISLOCK_OK ||
         redislock_lock_new(cl, LB_LOCK_KEY, strlen(LB_LOCK_KEY), &l) !=
-            REDISLOCK_OK ||
-        redislock_acquire(l, &o) != REDISLOCK_OK)
-        lb_die("idle: holder cannot take the lock: %s", redislock_errdetail());
+            REDISLOCK_OK)
+        lb_die("idle: no client: %s", redislock_errdetail());
+    idle_hold(e, r, l);
     fflush(stdout);
     conns0 = lb_info_field(e->ctl, "clients", "connected_clients");
     if ((pid = fork()) == 0) {
@@ -539,7 +571,7 @@ void lb_run_idle(const lb_env *e, lb_idle *r)
         snprintf(r->err, sizeof r->err,
                  "the waiter got the lock while it was held");
     rel = lb_now_ns();
-    redislock_release(l);
+    idle_release(e, r, l);
     if (pid > 0 && lb_wait_all(&pid, 1, 10, &st) != 0 && r->err[0] == '\0')
         snprintf(r->err, sizeof r->err,
                  "the waiter did not get the lock within 10 s of release");

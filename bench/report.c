@@ -524,14 +524,17 @@ static void targets(const lb_series *s, size_t ns, const lb_micro *m,
     kind_hand_off(s, ns, rtt, k, is_set, "set", "%d keys", 0);
     floor_line(s, ns, rtt, k);
     loop_line(s, ns, def, k);
+    /* Behind a SET NX PX holder: the request connection of its first
+     * attempt, and the two of the server's notices (src/node/track.h). */
     for (i = 0; i < nidle; i++)
-        printf("  blocked waiter (%s) holds 1 server connection: %d %s\n",
-               idle[i].fair ? "fair" : "default", idle[i].conns,
-               yes(idle[i].conns == 1));
+        printf("  blocked waiter (%s) holds %d server connection%s: %d %s\n",
+               lb_idle_name(&idle[i]), idle[i].foreign ? 3 : 1,
+               idle[i].foreign ? "s" : "", idle[i].conns,
+               yes(idle[i].conns <= (idle[i].foreign ? 3 : 1)));
     for (i = 0; i < nidle; i++)
         printf("  blocked waiter (%s) sends 0 commands/s: %.1f sent/s, "
                "%.1f server calls/s %s%s%s\n",
-               idle[i].fair ? "fair" : "default", idle[i].sent, idle[i].calls,
+               lb_idle_name(&idle[i]), idle[i].sent, idle[i].calls,
                yes(idle[i].ok && idle[i].sent == 0), idle[i].ok ? "" : " -- ",
                idle[i].err);
 }
@@ -608,10 +611,10 @@ void lb_report(const lb_env *e, const lb_micro *m, const lb_idle *idle,
     }
     printf("\n");
     for (i = 0; i < nidle; i++)
-        printf("Blocked waiter (%s mode) behind a 60 s lease, over 1 s: "
+        printf("Blocked waiter (%s) behind a 60 s lease, over 1 s: "
                "%.1f commands sent, %.1f server calls, %d server "
                "connections held; woke %.1f us after the release began%s%s\n",
-               idle[i].fair ? "fair" : "default", idle[i].sent, idle[i].calls,
+               lb_idle_name(&idle[i]), idle[i].sent, idle[i].calls,
                idle[i].conns, idle[i].wake_us,
                idle[i].ok ? "" : "; FAIL: ", idle[i].err);
     plot(e, m, s, ns, k);
