@@ -243,6 +243,7 @@ static void many_at_once(const driver *d)
     void *h;
     char key[32];
     redislock_acquire_options o = th_aopts(5000, 0, 0);
+    int64_t valid[MANY];
     int i, round;
 
     memset(&b, 0, sizeof b);
@@ -265,15 +266,19 @@ static void many_at_once(const driver *d)
                     : redislock_loop_release(b.lp, b.l[i], 0, many_done, &b));
         }
         ad_run_until(d, h, &b.released, MANY, 10000);
+        /* Every validity read first: the checks below ask the server one
+         * lock at a time, which on a loaded box takes seconds. */
+        for (i = 0; i < MANY; i++)
+            valid[i] = redislock_valid_ms(b.l[i]);
         for (i = 0; i < MANY; i++) {
             ASSERT_EQ_INT(b.d[i].calls, 1);
             snprintf(key, sizeof key, "ad:many:%d", i);
             if (round == 0) {
                 ASSERT(redislock_fence(b.l[i]) > 0);
-                ASSERT(redislock_valid_ms(b.l[i]) > 4000);
+                ASSERT(valid[i] > 4000);
                 expect_token(e.r, key, redislock_token(b.l[i]));
             } else if (round == 1) {
-                ASSERT(redislock_valid_ms(b.l[i]) > 50000);
+                ASSERT(valid[i] > 50000);
                 ASSERT(th_pttl(e.r, key) > 50000);
             } else {
                 ASSERT_EQ_INT(redislock_valid_ms(b.l[i]), 0);
