@@ -525,6 +525,8 @@ TEST_ENTRY(keys_slots, 5)
 TEST_ENTRY(keys_helper_names, 5)
 TEST_ENTRY(keys_script_keysets, 5)
 TEST_ENTRY(keys_set_keysets, 5)
+/* A command's bytes as the protocol has them (no server). */
+TEST_ENTRY(conn_format_like_hiredis, 5)
 /* The embedded scripts carry only the lib.lua parts they call (no
  * server). */
 TEST_ENTRY(lua_scripts_carry_only_what_they_call, 5)

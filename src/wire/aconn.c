@@ -429,20 +429,32 @@ static void write_some(rl__aconn *c, int failing)
     shaken(c);
 }
 
+/* Room on the stack for a command's bytes; a longer one (a set's many
+ * keys, FUNCTION LOAD) is formatted on the heap. */
+#define RL_CMD_STACK 1024
+
 /* Formats q's command into c's output, or, while the admission's replies
  * are awaited, into q->held: nothing goes out on a connection before the
  * client knows which server it reached. */
 static int append(rl__aconn *c, rl__areq *q, int argc, const char **argv,
                   const size_t *lens)
 {
-    int n;
+    char stack[RL_CMD_STACK], *buf = stack;
+    size_t n = rl__conn_format(NULL, argc, argv, lens);
+    int hold = c->admitting && q->hello < 0 && q->admit < 0, st;
 
-    if (!c->admitting || q->hello >= 0 || q->admit >= 0)
-        return redisAppendCommandArgv(c->ctx, argc, argv, lens);
-    if ((n = redisFormatCommandArgv(&q->held, argc, argv, lens)) < 0)
+    if ((hold || n > sizeof stack) && (buf = malloc(n)) == NULL)
         return REDIS_ERR;
-    q->heldlen = (size_t)n;
-    return REDIS_OK;
+    rl__conn_format(buf, argc, argv, lens);
+    if (hold) {
+        q->held = buf;
+        q->heldlen = n;
+        return REDIS_OK;
+    }
+    st = redisAppendFormattedCommand(c->ctx, buf, n);
+    if (buf != stack)
+        free(buf);
+    return st;
 }
 
 static redislock_err queue(rl__aconn *c, int argc, const char **argv,

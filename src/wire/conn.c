@@ -312,6 +312,56 @@ redislock_err rl__conn_hello_check(const rl__conn_cfg *cfg, const rl__hello *h,
     return err;
 }
 
+/* How many decimal digits v has. */
+static size_t digits(size_t v)
+{
+    size_t n = 1;
+
+    while (v >= 10) {
+        v /= 10;
+        n++;
+    }
+    return n;
+}
+
+/* Writes c, then v in decimal, then CRLF at p; returns what follows. */
+static char *put_head(char *p, char c, size_t v)
+{
+    size_t n = digits(v), i;
+
+    *p++ = c;
+    for (i = n; i > 0; i--, v /= 10)
+        p[i - 1] = (char)('0' + v % 10);
+    p += n;
+    *p++ = '\r';
+    *p++ = '\n';
+    return p;
+}
+
+size_t rl__conn_format(char *out, int argc, const char *const *argv,
+                       const size_t *lens)
+{
+    size_t total = 3 + digits((size_t)argc), len;
+    char *p = out;
+    int i;
+
+    if (out != NULL)
+        p = put_head(p, '*', (size_t)argc);
+    for (i = 0; i < argc; i++) {
+        len = lens != NULL ? lens[i] : strlen(argv[i]);
+        if (out == NULL) {
+            total += 5 + digits(len) + len;
+            continue;
+        }
+        p = put_head(p, '$', len);
+        memcpy(p, argv[i], len);
+        p += len;
+        *p++ = '\r';
+        *p++ = '\n';
+    }
+    return out != NULL ? (size_t)(p - out) : total;
+}
+
 /*
  * A write to a socket the server closed raises SIGPIPE, whose default
  * action kills the process; a library must not. SIGPIPE is blocked in this
