@@ -42,7 +42,11 @@ int rl__script_argv(const rl__script *s, rl__script_via via, int nkeys,
                                       : s->source;
     argl[1] = strlen(argv[1]);
     argv[2] = nk;
-    argl[2] = (size_t)snprintf(nk, 8, "%d", nkeys);
+    /* At most RL_KEYS_MAX (64): two digits, without snprintf's cost. */
+    argl[2] = nkeys >= 10 ? 2 : 1;
+    nk[0] = (char)(nkeys >= 10 ? '0' + nkeys / 10 : '0' + nkeys);
+    nk[1] = (char)(nkeys >= 10 ? '0' + nkeys % 10 : '\0');
+    nk[2] = '\0';
     for (i = 0; i < nkeys; i++) {
         argv[3 + i] = keys[i];
         argl[3 + i] = klens[i];
