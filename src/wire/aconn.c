@@ -419,7 +419,7 @@ static void write_some(rl__aconn *c, int failing)
 
     if (c->ctx == NULL || !c->connected || !c->unwritten)
         return;
-    if (rl__conn_buffer_write(c->ctx, &done) != REDIS_OK) {
+    if (rl__conn_buffer_write(c->ctx, c->cfg.tls != NULL, &done) != REDIS_OK) {
         if (failing)
             fail_io(c);
         return;

@@ -392,11 +392,75 @@ static void sigpipe_restore(const sigset_t *old, int failed)
     pthread_sigmask(SIG_SETMASK, old, NULL);
 }
 
-int rl__conn_buffer_write(redisContext *ctx, int *done)
+#ifdef MSG_NOSIGNAL
+/* Above this, a buffer written whole is given back rather than kept for
+ * the next command (a FUNCTION LOAD's library, a set's many keys). */
+#define RL_OBUF_KEEP 16384
+
+/* The output buffer's string functions: hiredis 1.0 gave them a prefix. */
+#if HIREDIS_MAJOR >= 1
+#define rl_sdslen hi_sdslen
+#define rl_sdsavail hi_sdsavail
+#define rl_sdsrange hi_sdsrange
+#define rl_sdsclear hi_sdsclear
+#define rl_sdsfree hi_sdsfree
+#define rl_sdsempty hi_sdsempty
+#else
+#define rl_sdslen sdslen
+#define rl_sdsavail sdsavail
+#define rl_sdsrange sdsrange
+#define rl_sdsclear sdsclear
+#define rl_sdsfree sdsfree
+#define rl_sdsempty sdsempty
+#endif
+
+/* What redisBufferWrite does on a plain socket, by send() with
+ * MSG_NOSIGNAL: a closed socket fails the write with EPIPE and raises no
+ * SIGPIPE, so the signal mask is left alone (two system calls less per
+ * write, ten per Redlock cycle of five servers). A buffer written whole
+ * is emptied, not freed and made again. */
+static int plain_write(redisContext *ctx, int *done)
+{
+    size_t len = rl_sdslen(ctx->obuf);
+    ssize_t n;
+
+    if (ctx->err)
+        return REDIS_ERR;
+    n = len > 0 ? send(ctx->fd, ctx->obuf, len, MSG_NOSIGNAL) : 0;
+    if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+        ctx->err = REDIS_ERR_IO;
+        snprintf(ctx->errstr, sizeof ctx->errstr, "%s", strerror(errno));
+        return REDIS_ERR;
+    }
+    if (n > 0 && (size_t)n < len) {
+        rl_sdsrange(ctx->obuf, (int)n, -1);
+    } else if (n > 0 && len + rl_sdsavail(ctx->obuf) <= RL_OBUF_KEEP) {
+        rl_sdsclear(ctx->obuf);
+    } else if (n > 0) {
+        rl_sdsfree(ctx->obuf);
+        if ((ctx->obuf = rl_sdsempty()) == NULL) {
+            ctx->err = REDIS_ERR_OOM;
+            snprintf(ctx->errstr, sizeof ctx->errstr, "Out of memory");
+            return REDIS_ERR;
+        }
+    }
+    if (done != NULL)
+        *done = rl_sdslen(ctx->obuf) == 0;
+    return REDIS_OK;
+}
+#endif
+
+int rl__conn_buffer_write(redisContext *ctx, int tls, int *done)
 {
     sigset_t old;
     int st;
 
+#ifdef MSG_NOSIGNAL
+    if (!tls)
+        return plain_write(ctx, done);
+#else
+    (void)tls;
+#endif
     sigpipe_block(&old);
     st = redisBufferWrite(ctx, done);
     sigpipe_restore(&old, st != REDIS_OK);

@@ -133,11 +133,13 @@ size_t rl__conn_format(char *out, int argc, const char *const *argv,
                        const size_t *lens);
 
 /* redisBufferWrite on a context of the caller's (aconn's non-blocking
- * ones), with SIGPIPE blocked around it as around every write of this
- * module's: a socket the server closed must fail the write, not kill the
- * process. REDIS_OK or REDIS_ERR, and *done, as hiredis's (a socket that
- * takes nothing now is REDIS_OK, not done, with every hiredis). */
-int rl__conn_buffer_write(redisContext *ctx, int *done);
+ * ones), with SIGPIPE kept away: a socket the server closed must fail
+ * the write, not kill the process. Over TLS (tls), SIGPIPE is blocked
+ * around it as around every write of this module's; on a plain socket
+ * it is sent with MSG_NOSIGNAL where the system has it. REDIS_OK or
+ * REDIS_ERR, and *done, as hiredis's (a socket that takes nothing now is
+ * REDIS_OK, not done, with every hiredis). */
+int rl__conn_buffer_write(redisContext *ctx, int tls, int *done);
 
 /* Maps the failure recorded in ctx to an error, with a detail that
  * begins with what. */

@@ -921,3 +921,79 @@ void test_aconn_unsubscribe_before_confirmation(void)
     rl__url_free(&u);
     fs_stop(fs);
 }
+
+/* The replies to a test's large request and those behind it: integers
+ * as they are, a status as -1. */
+typedef struct bigs {
+    int n, done, want;
+    long long v[3];
+    redislock_err err;
+} bigs;
+
+static void on_big(void *arg, redislock_err err, const rl__reply *r)
+{
+    bigs *b = arg;
+
+    if (err != REDISLOCK_OK)
+        b->err = err;
+    else if (b->n < 3)
+        b->v[b->n] = r->type == REDIS_REPLY_INTEGER  ? r->integer
+                     : r->type == REDIS_REPLY_STATUS ? -1
+                                                     : -2;
+    b->n++;
+    b->done = b->n == b->want;
+}
+
+/* A request larger than the socket takes at once (16 MB), over TCP and
+ * the unix socket: the rest of it waits for writability and goes in
+ * parts, then the buffer is emptied for what follows; twice per
+ * connection, the second after the large buffer was given back. The
+ * server gets it whole and runs the requests behind it. */
+void test_aconn_large_request_written_in_parts(void)
+{
+    th_server *s = th_server_start(NULL);
+    const char *urls[2] = {s->tcp_url, s->unix_url};
+    const size_t big = 16 << 20;
+    char *v = malloc(big);
+    const char *set[3] = {"SET", "aconn:big", v};
+    const size_t setl[3] = {3, 9, big};
+    const char *len[2] = {"STRLEN", "aconn:big"};
+    const char *incr[2] = {"INCR", "aconn:after"};
+    int i, k;
+
+    ASSERT(v != NULL);
+    memset(v, 'v', big);
+    for (i = 0; i < 2; i++) {
+        loop lp = {-1, 0, 0};
+        rl__url u;
+        rl__aconn *c = open_url(urls[i], &u, NULL, 5000, &lp);
+
+        for (k = 0; k < 2; k++) {
+            bigs b = {.want = 3};
+
+            /* Connected by the second, and the server stopped, so that
+             * nothing drains the socket while it is written: what it
+             * did not take at once waits for writability. */
+            if (k == 1)
+                th_server_pause(s);
+            ASSERT_OK(rl__aconn_send(c, 3, set, setl, on_big, &b));
+            ASSERT_OK(rl__aconn_send(c, 2, len, NULL, on_big, &b));
+            ASSERT_OK(rl__aconn_send(c, 2, incr, NULL, on_big, &b));
+            if (k == 1) {
+                th_server_resume(s);
+                ASSERT(lp.what & RL_WATCH_WRITE);
+            }
+            run(c, &lp, &b.done, 5000);
+            ASSERT_EQ_INT(b.err, REDISLOCK_OK);
+            ASSERT_EQ_INT(b.n, 3);
+            ASSERT_EQ_INT(b.v[0], -1);
+            ASSERT_EQ_INT(b.v[1], big);
+            ASSERT_EQ_INT(b.v[2], 2 * i + k + 1);
+            ASSERT_EQ_INT(rl__aconn_pending(c), 0);
+        }
+        rl__aconn_close(c);
+        rl__url_free(&u);
+    }
+    free(v);
+    th_server_stop(s);
+}
