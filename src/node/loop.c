@@ -364,25 +364,44 @@ void rl__loop_io(rl__loop *lp, int fd, int what)
     retime(lp);
 }
 
+/* The most connections one blocking wait covers (a Redlock round has at
+ * most 15 servers). */
+#define RL_WAIT_MAX 16
+
 int rl__loop_wait(rl__loop *lp)
 {
     rl__timer *first = rl__timers_first(&lp->timers);
-    rl__lconn *lc, *one = NULL;
-    int64_t d;
-    int done;
+    rl__lconn *lc, *last = NULL;
+    int fds[RL_WAIT_MAX], n = 0, i, lastfd = -1, done;
+    int64_t d, latest = 0;
 
-    for (lc = lp->conns; lc != NULL; lc = lc->next)
-        if (rl__aconn_pending(lc->c) > 0 || rl__aconn_subscribed(lc->c)) {
-            if (one != NULL)
-                return 0;
-            one = lc;
+    /* Every connection that waits for something waits for a fresh reply;
+     * the one sent last, whose reply is likely to come last, is waited
+     * for. */
+    for (lc = lp->conns; lc != NULL; lc = lc->next) {
+        if (rl__aconn_pending(lc->c) == 0 && !rl__aconn_subscribed(lc->c))
+            continue;
+        if (n == RL_WAIT_MAX || !rl__aconn_waitable(lc->c, &d))
+            return 0;
+        fds[n++] = lc->fd;
+        if (last == NULL || d >= latest) {
+            last = lc;
+            latest = d;
         }
-    if (one == NULL || !rl__aconn_waitable(one->c, &d) || first == NULL ||
-        first->at_us < d)
+    }
+    if (last == NULL || first == NULL)
         return 0;
+    lastfd = last->fd;
     lp->depth++;
-    done = rl__aconn_wait(one->c); /* one may be gone after */
+    /* Until the first timer at most: the loop's next round fires it. */
+    done = rl__aconn_wait(last->c, first->at_us); /* last may be gone */
     lp->depth--;
+    /* The others' replies have mostly come by then: read without waiting
+     * (a socket with nothing yet reads nothing, and the next round waits
+     * for it). */
+    for (i = 0; done && i < n; i++)
+        if (fds[i] != lastfd)
+            rl__loop_io(lp, fds[i], RL_WATCH_READ);
     retime(lp);
     return done;
 }

@@ -84,11 +84,13 @@ void rl__loop_leave(rl__loop *lp);
 /* The application saw what on fd. */
 void rl__loop_io(rl__loop *lp, int fd, int what);
 
-/* When the loop can only be waiting for one reply on one connection
- * (the others idle, no subscription, no timer due before that request's
- * deadline), waits for it in a blocking read (rl__aconn_wait) and hands
- * on what came; whether it did. For a private loop (ploop.h) only: the
- * call blocks its thread, up to the command timeout. */
+/* When all the loop can be waiting for is fresh replies, one on each of
+ * some connections (no subscription, nothing else pending), waits in a
+ * blocking read (rl__aconn_wait) for the reply to the request sent last,
+ * until the first timer at most, then reads the others' sockets without
+ * waiting, and hands on what came; whether it did. For a private loop
+ * (ploop.h) only: the call blocks its thread, up to the first timer (a
+ * request's deadline, a Redlock round's per-server timeout). */
 int rl__loop_wait(rl__loop *lp);
 
 /* The application's timer ran out: every connection past its deadline

@@ -838,9 +838,12 @@ int rl__aconn_waitable(const rl__aconn *c, int64_t *deadline_us)
     return 1;
 }
 
-/* Makes c's socket blocking (on), its reads bounded by the command
- * timeout, or non-blocking again; whether it could. */
-static int blocking(rl__aconn *c, int on)
+/* Makes c's socket blocking (on), its reads bounded by about ms, or
+ * non-blocking again; whether it could. The bound of the last wait is
+ * kept when it is at most 1 ms longer (as the command timeout was for a
+ * request sent up to 1 ms before) or an eighth shorter (the wait then
+ * ends early, and the loop polls the rest): a setsockopt is spared. */
+static int blocking(rl__aconn *c, int on, int64_t ms)
 {
     struct timeval tv;
 
@@ -849,30 +852,32 @@ static int blocking(rl__aconn *c, int on)
             return 0;
         c->have_fl = 1;
     }
-    if (on && c->rcv_ms != c->cfg.command_timeout_ms) {
-        tv.tv_sec = (time_t)(c->cfg.command_timeout_ms / 1000);
-        tv.tv_usec = (suseconds_t)(c->cfg.command_timeout_ms % 1000 * 1000);
+    if (on && (c->rcv_ms > ms + 1 || c->rcv_ms < ms - ms / 8)) {
+        tv.tv_sec = (time_t)(ms / 1000);
+        tv.tv_usec = (suseconds_t)(ms % 1000 * 1000);
         if (setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) != 0)
             return 0;
-        c->rcv_ms = c->cfg.command_timeout_ms;
+        c->rcv_ms = ms;
     }
     return fcntl(c->fd, F_SETFL,
                  on ? c->fl & ~O_NONBLOCK : c->fl | O_NONBLOCK) == 0;
 }
 
-int rl__aconn_wait(rl__aconn *c)
+int rl__aconn_wait(rl__aconn *c, int64_t until_us)
 {
-    int64_t d;
+    int64_t d, ms;
     int st;
 
-    if (!rl__aconn_waitable(c, &d) || !blocking(c, 1))
+    if (!rl__aconn_waitable(c, &d))
+        return 0;
+    ms = ((until_us < d ? until_us : d) - rl__now_us()) / 1000;
+    if (ms < 1 || !blocking(c, 1, ms))
         return 0;
     c->depth++;
-    /* Bytes, the server's close or an error, or nothing once the
-     * command timeout has passed (EAGAIN: the deadline's tick fails the
-     * request). */
+    /* Bytes, the server's close or an error, or nothing once the bound
+     * has passed (EAGAIN: the loop's timers go on from there). */
     st = redisBufferRead(c->ctx);
-    if (!blocking(c, 0)) {
+    if (!blocking(c, 0, 0)) {
         char e[128];
 
         snprintf(e, sizeof e, "%s", strerror(errno));

@@ -121,12 +121,13 @@ void rl__aconn_io(rl__aconn *c, int what);
 int rl__aconn_waitable(const rl__aconn *c, int64_t *deadline_us);
 
 /* When rl__aconn_waitable: reads c's socket once in blocking mode, until
- * bytes come or the command timeout passes, and hands them on as
- * rl__aconn_io does. A private loop's (ploop.h) wait for one reply: a
- * blocking read wakes sooner than a poll() and the read after it. 0: c
- * was not waitable or its socket could not be made blocking (nothing
- * done: poll instead). */
-int rl__aconn_wait(rl__aconn *c);
+ * bytes come or about until_us (CLOCK_MONOTONIC; no later than the
+ * request's deadline) has passed, and hands them on as rl__aconn_io
+ * does. A private loop's (ploop.h) wait for a reply: a blocking read
+ * wakes sooner than a poll() and the read after it. 0: c was not
+ * waitable, less than 1 ms is left, or its socket could not be made
+ * blocking (nothing done: poll instead). */
+int rl__aconn_wait(rl__aconn *c, int64_t until_us);
 
 /* The earliest deadline (CLOCK_MONOTONIC us) of the connect or a pending
  * request; 0 when nothing waits. */

@@ -243,3 +243,95 @@ void test_loop_close_from_callback_and_free(void)
     rl__url_free(&u2);
     th_server_stop(s);
 }
+
+/* A loop of a test of rl__loop_wait: three connections to one server,
+ * their replies counted together. */
+typedef struct trio {
+    app a;
+    rl__loop_ops ops;
+    rl__loop *lp;
+    rl__url u[3];
+    rl__aconn *c[3];
+    tally t;
+} trio;
+
+/* Opens w's loop and connections, each connected with one reply in. */
+static void trio_open(trio *w, const th_server *s)
+{
+    int i;
+
+    w->ops = (rl__loop_ops){app_watch, app_timer, &w->a};
+    ASSERT_OK(rl__loop_new(&w->ops, &w->lp));
+    for (i = 0; i < 3; i++) {
+        w->c[i] = connect_to(w->lp, s->unix_url, &w->u[i], 5000);
+        incr(w->c[i], &w->t, 1);
+    }
+    while (w->t.n < 3)
+        turn(w->lp, &w->a);
+}
+
+static void trio_close(trio *w)
+{
+    int i;
+
+    for (i = 0; i < 3; i++) {
+        rl__loop_close(w->lp, w->c[i]);
+        rl__url_free(&w->u[i]);
+    }
+    rl__loop_free(w->lp);
+}
+
+/* rl__loop_wait, a private loop's blocking wait for fresh replies. With
+ * a request out on each of three connections (a Redlock round's shape)
+ * it waits for them in one call, where it used to poll for want of a
+ * single pending connection: of a few tries, each sending just before
+ * (a request is fresh for 1 ms, which a loaded machine may miss), at
+ * least one waits and reads a reply. With a timer due before a slow
+ * reply (DEBUG SLEEP) it waits no longer than that timer, which the
+ * loop then fires; the reply comes later. */
+void test_loop_wait_several_bounded_by_timer(void)
+{
+    static const char *const slow[] = {"DEBUG", "SLEEP", "0.6"};
+    th_server *s = th_server_start(NULL);
+    static trio w;
+    utimer ut = {0};
+    int fires = 0, waited = 0, want = 3, i, k;
+    int64_t t0, took;
+
+    trio_open(&w, s);
+    for (k = 0; k < 20 && !waited; k++) {
+        int before = w.t.n;
+
+        for (i = 0; i < 3; i++)
+            incr(w.c[i], &w.t, 1);
+        want += 3;
+        if (rl__loop_wait(w.lp)) {
+            waited = 1;
+            ASSERT_GT(w.t.n, before);
+        }
+        while (w.t.n < want)
+            turn(w.lp, &w.a);
+    }
+    ASSERT_EQ_INT(waited, 1);
+    ASSERT_EQ_INT(w.t.ok, want);
+    ut.lt.fire = utimer_fire;
+    ut.fires = &fires;
+    ut.due = rl__now_us() + 100 * 1000;
+    ASSERT_OK(rl__loop_arm(w.lp, &ut.lt, ut.due));
+    ASSERT_OK(
+        rl__aconn_send(w.c[0], 3, (const char **)slow, NULL, counted, &w.t));
+    t0 = rl__now_us();
+    ASSERT_EQ_INT(rl__loop_wait(w.lp), 1);
+    took = rl__now_us() - t0;
+    /* Until about the timer (a wait bounded in whole ms may end up to
+     * 1 ms early), not until the reply or the command timeout. */
+    ASSERT_GE(took, 95 * 1000);
+    ASSERT_LT(took, 550 * 1000);
+    ASSERT_EQ_INT(w.t.n, want);
+    while (fires == 0 || w.t.n < want + 1)
+        turn(w.lp, &w.a);
+    ASSERT(ut.fired >= ut.due);
+    ASSERT_EQ_INT(w.t.ok, want + 1);
+    trio_close(&w);
+    th_server_stop(s);
+}
