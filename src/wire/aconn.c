@@ -440,12 +440,12 @@ static int append(rl__aconn *c, rl__areq *q, int argc, const char **argv,
                   const size_t *lens)
 {
     char stack[RL_CMD_STACK], *buf = stack;
-    size_t n = rl__conn_format(NULL, argc, argv, lens);
+    size_t n = rl__conn_format_room(argc, argv, lens);
     int hold = c->admitting && q->hello < 0 && q->admit < 0, st;
 
     if ((hold || n > sizeof stack) && (buf = malloc(n)) == NULL)
         return REDIS_ERR;
-    rl__conn_format(buf, argc, argv, lens);
+    n = rl__conn_format(buf, argc, argv, lens);
     if (hold) {
         q->held = buf;
         q->heldlen = n;

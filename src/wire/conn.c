@@ -312,54 +312,59 @@ redislock_err rl__conn_hello_check(const rl__conn_cfg *cfg, const rl__hello *h,
     return err;
 }
 
-/* How many decimal digits v has. */
-static size_t digits(size_t v)
-{
-    size_t n = 1;
-
-    while (v >= 10) {
-        v /= 10;
-        n++;
-    }
-    return n;
-}
-
 /* Writes c, then v in decimal, then CRLF at p; returns what follows. */
 static char *put_head(char *p, char c, size_t v)
 {
-    size_t n = digits(v), i;
+    char d[RL_FMT_DIGITS];
+    size_t n = 0;
 
     *p++ = c;
-    for (i = n; i > 0; i--, v /= 10)
-        p[i - 1] = (char)('0' + v % 10);
-    p += n;
+    /* Most lengths of a lock's words have one or two digits. */
+    if (v < 10) {
+        *p++ = (char)('0' + v);
+    } else if (v < 100) {
+        *p++ = (char)('0' + v / 10);
+        *p++ = (char)('0' + v % 10);
+    } else {
+        do {
+            d[n++] = (char)('0' + v % 10);
+            v /= 10;
+        } while (v > 0);
+        while (n > 0)
+            *p++ = d[--n];
+    }
     *p++ = '\r';
     *p++ = '\n';
     return p;
 }
 
+size_t rl__conn_format_room(int argc, const char *const *argv,
+                            const size_t *lens)
+{
+    size_t room = 3 + RL_FMT_DIGITS;
+    int i;
+
+    for (i = 0; i < argc; i++)
+        room += 5 + RL_FMT_DIGITS + (lens != NULL ? lens[i] : strlen(argv[i]));
+    return room;
+}
+
 size_t rl__conn_format(char *out, int argc, const char *const *argv,
                        const size_t *lens)
 {
-    size_t total = 3 + digits((size_t)argc), len;
-    char *p = out;
+    char *p = put_head(out, '*', (size_t)argc);
+    size_t len;
     int i;
 
-    if (out != NULL)
-        p = put_head(p, '*', (size_t)argc);
     for (i = 0; i < argc; i++) {
         len = lens != NULL ? lens[i] : strlen(argv[i]);
-        if (out == NULL) {
-            total += 5 + digits(len) + len;
-            continue;
-        }
         p = put_head(p, '$', len);
         memcpy(p, argv[i], len);
         p += len;
         *p++ = '\r';
         *p++ = '\n';
     }
-    return out != NULL ? (size_t)(p - out) : total;
+    return (size_t)(p - out);
 }
 
 /*

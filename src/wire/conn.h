@@ -125,12 +125,18 @@ redislock_err rl__conn_hello_check(const rl__conn_cfg *cfg, const rl__hello *h,
 const char *rl__conn_endpoint(const rl__url *u, char *buf, size_t len);
 
 /* The bytes of a command (argv; lens may be NULL for C strings) in the
- * protocol's form, into out, which has room for them; with out NULL only
- * how many there are. hiredis's own formatting builds the text a piece
- * at a time (an sds grown and reformatted per word), a few thousand
- * instructions for a lock's script call. */
+ * protocol's form, written into out, which has rl__conn_format_room of
+ * them; returns how many it wrote. hiredis's own formatting builds the
+ * text a piece at a time (an sds grown and reformatted per word), a few
+ * thousand instructions for a lock's script call. */
 size_t rl__conn_format(char *out, int argc, const char *const *argv,
                        const size_t *lens);
+
+/* Room enough for rl__conn_format's bytes of the command: its words and
+ * RL_FMT_DIGITS for each length, without counting digits. */
+#define RL_FMT_DIGITS 20
+size_t rl__conn_format_room(int argc, const char *const *argv,
+                            const size_t *lens);
 
 /* redisBufferWrite on a context of the caller's (aconn's non-blocking
  * ones), with SIGPIPE kept away: a socket the server closed must fail
