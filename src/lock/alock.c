@@ -454,6 +454,39 @@ static void round_reply(void *arg, redislock_err err, const rl__reply *r)
         round_decide(rd);
 }
 
+/* A round zeroed but for its servers' details (some 1.4 KB, written
+ * where a server fails, by round_failed), which calloc zeroed for every
+ * round. */
+static round *round_new(void)
+{
+    round *rd = malloc(sizeof *rd);
+    size_t at = offsetof(round, r.detail), past = at + sizeof rd->r.detail;
+
+    if (rd != NULL) {
+        memset(rd, 0, at);
+        memset((char *)rd + past, 0, sizeof *rd - past);
+    }
+    return rd;
+}
+
+/* Sends q to server i of rd; or, when making its keys failed (keyed,
+ * why its detail), fails there as every server does. */
+static redislock_err round_one(rl__alock *al, round *rd, size_t i,
+                               const rl__request *q, redislock_err keyed,
+                               const char *why)
+{
+    node *n = NULL;
+    redislock_err err;
+
+    if ((err = node_at(al, rl__topo_each(rl__client_topo(al->c), i), &n)) !=
+            REDISLOCK_OK ||
+        (err = node_cmd(al, n)) != REDISLOCK_OK)
+        return err;
+    if (keyed != REDISLOCK_OK)
+        return rl__err(keyed, "%s", why);
+    return rl__request_send_async(n->cmd, q, round_reply, &rd->slot[i]);
+}
+
 /* Sends q (req: the request whose void key it takes, or NULL) for l to
  * every server of the client, or with l NULL q as it is (its keys
  * given), each answered within timeout_ms; done gets the round on the
@@ -465,8 +498,11 @@ static redislock_err round_send(rl__alock *al, redislock_lock *l,
                                 round **out)
 {
     rl__topo *topo = rl__client_topo(al->c);
-    round *rd = calloc(1, sizeof *rd);
-    redislock_err err;
+    round *rd = round_new();
+    rl__request sent = *q;
+    rl__keyset ks;
+    redislock_err err, kerr = REDISLOCK_OK;
+    char why[RL_REQ_DETAIL] = "";
     size_t i;
 
     *out = NULL;
@@ -483,24 +519,20 @@ static redislock_err round_send(rl__alock *al, redislock_lock *l,
     }
     rd->done = done;
     rd->arg = arg;
+    /* The same request goes to every server: l's keys are made once. */
+    if (l != NULL && (kerr = rl__lock_keyed(l, req, q, &sent, &ks)) != 0)
+        snprintf(why, sizeof why, "%s", redislock_errdetail());
     for (i = 0; i < rd->r.n; i++) {
-        node *n = NULL;
-
         rd->slot[i] = (rslot){rd, i};
-        if ((err = node_at(al, rl__topo_each(topo, i), &n)) == REDISLOCK_OK &&
-            (err = node_cmd(al, n)) == REDISLOCK_OK &&
-            (err = l != NULL
-                       ? rl__lock_send_async(l, NULL, n->cmd, n->pool, req, q,
-                                             round_reply, &rd->slot[i])
-                       : rl__request_send_async(n->cmd, q, round_reply,
-                                                &rd->slot[i])) ==
-                REDISLOCK_OK) {
+        if ((err = round_one(al, rd, i, &sent, kerr, why)) == REDISLOCK_OK) {
             rd->pending++;
             rd->left++;
         } else {
             round_failed(rd, i, err);
         }
     }
+    if (l != NULL && kerr == REDISLOCK_OK)
+        rl__keyset_free(&ks);
     /* None sent: decided at the loop's next timeout. */
     if (rd->left == 0)
         rl__loop_arm(al->lp, &rd->timer, rl__now_us());

@@ -46,6 +46,26 @@ static int settles(const rl__script *s)
            s == &rl__script_abandon || s == &rl__script_set_abandon;
 }
 
+/* q as it is sent for the names k and more, into *out: its keys (kept
+ * in ks) and whether it settles. */
+static redislock_err as_sent(const rl__request *q, const rl__lockname *k,
+                             const rl__lockname *more, int nmore,
+                             const char *req, rl__request *out, rl__keyset *ks)
+{
+    *out = *q;
+    out->settle = settles(q->s);
+    return keyed(out, k, more, nmore, req, ks);
+}
+
+redislock_err rl__lock_keyed(redislock_lock *l, const char *req,
+                             const rl__request *q, rl__request *out,
+                             rl__keyset *ks)
+{
+    rl__lockname k = {l->key, l->keylen, l->base, l->baselen};
+
+    return as_sent(q, &k, l->more, l->nmore, req, out, ks);
+}
+
 /* Sends q with the keys of the names k and more (the first routes) on
  * the loop: on c, a connection to node at, or through a cluster's
  * redirections when rt is not NULL. The keys are copied on send. */
@@ -55,11 +75,9 @@ static redislock_err send_keyed(rl__aroute *rt, rl__aconn *c, rl__pool *at,
                                 const rl__request *q, rl__aconn_cb cb,
                                 void *arg)
 {
-    rl__request sent = *q;
+    rl__request sent;
     rl__keyset ks;
-    redislock_err err = keyed(&sent, k, more, nmore, req, &ks);
-
-    sent.settle = settles(q->s);
+    redislock_err err = as_sent(q, k, more, nmore, req, &sent, &ks);
 
     if (err != REDISLOCK_OK)
         return err;

@@ -17,6 +17,14 @@ redislock_err rl__lock_send_async(redislock_lock *l, struct rl__aroute *rt,
                                   rl__aconn *c, rl__pool *at, const char *req,
                                   rl__request *q, rl__aconn_cb cb, void *arg);
 
+/* The script request q for l's lock as rl__lock_send_async sends it
+ * (its keys, kept in ks: rl__keyset_free after out's last use), into
+ * *out: for one request sent alike to several servers (a Redlock
+ * round), its keys made once. */
+redislock_err rl__lock_keyed(redislock_lock *l, const char *req,
+                             const rl__request *q, rl__request *out,
+                             rl__keyset *ks);
+
 /* rl__lock_send_async for the keys names (n of them, the first routing
  * it): a group of a set's keys that one script reaches (agroup.c). */
 redislock_err rl__lock_names_send_async(struct rl__aroute *rt, rl__aconn *c,
