@@ -28,22 +28,31 @@ long rl__request_bytes(const rl__request *q)
     return bytes;
 }
 
-char *rl__request_copy(rl__request_own *o, const rl__request *q, char *data)
+/* Copies q into *out: its keys' and arguments' pointers and lengths
+ * into v and len (room for q's count of them), their bytes into data;
+ * returns data past them. */
+static char *copy_into(rl__request *out, const char **v, size_t *len,
+                       const rl__request *q, char *data)
 {
     int i, n = q->nkeys + q->nargs;
 
-    o->q = *q;
+    *out = *q;
     for (i = 0; i < n; i++) {
-        o->len[i] = i < q->nkeys ? q->klens[i] : q->lens[i - q->nkeys];
-        o->v[i] = memcpy(
-            data, i < q->nkeys ? q->keys[i] : q->args[i - q->nkeys], o->len[i]);
-        data += o->len[i];
+        len[i] = i < q->nkeys ? q->klens[i] : q->lens[i - q->nkeys];
+        v[i] = memcpy(data, i < q->nkeys ? q->keys[i] : q->args[i - q->nkeys],
+                      len[i]);
+        data += len[i];
     }
-    o->q.keys = o->v;
-    o->q.klens = o->len;
-    o->q.args = o->v + q->nkeys;
-    o->q.lens = o->len + q->nkeys;
+    out->keys = v;
+    out->klens = len;
+    out->args = v + q->nkeys;
+    out->lens = len + q->nkeys;
     return data;
+}
+
+char *rl__request_copy(rl__request_own *o, const rl__request *q, char *data)
+{
+    return copy_into(&o->q, o->v, o->len, q, data);
 }
 
 int rl__request_waitaof(const rl__request *q)
@@ -85,7 +94,7 @@ void rl__replies_free(rl__replies *out)
  * goes to the caller. */
 typedef struct async_req {
     rl__aconn *c;
-    rl__request_own r;  /* the request, guards included */
+    rl__request q;      /* its copy of the request, guards included */
     rl__script_via via; /* how its script goes (a command: as EVAL) */
     /* 1: its library (FCALL) or its script (EVALSHA) is loaded before
      * it in the next round; 2: it was. */
@@ -100,9 +109,28 @@ typedef struct async_req {
     int all_sent;      /* REPLICAS_ALL's second WAIT */
     redislock_err err; /* the script's outcome */
     rl__reply *reply;  /* its reply, kept while the guards answer */
-    char detail[512];  /* the error detail of err */
-    char data[];       /* the keys' and arguments' bytes */
+    char *detail;      /* the error detail of err (NULL: out of memory) */
+    /* The copy's keys and arguments, then their lengths and bytes: only
+     * as many as it has, so that a lock's request stays small enough
+     * for malloc's per-thread cache (its arrays for the most a request
+     * may have were 1.2 KB, its detail 512 bytes more). */
+    const char *v[];
 } async_req;
+
+/* a's outcome err, and its detail, kept for when the outcome goes out
+ * (the thread's detail may have changed by then). */
+static void keep_err(async_req *a, redislock_err err, const char *detail)
+{
+    a->err = err;
+    free(a->detail);
+    a->detail = strdup(detail);
+}
+
+static void req_free(async_req *a)
+{
+    free(a->detail);
+    free(a);
+}
 
 static redislock_err async_send(async_req *a);
 static void async_end(async_req *a);
@@ -113,7 +141,7 @@ static void async_all(void *arg, redislock_err err, const rl__reply *r)
     async_req *a = arg;
 
     a->out--;
-    *a->r.q.acked =
+    *a->q.acked =
         err == REDISLOCK_OK && r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
     async_end(a);
 }
@@ -124,7 +152,7 @@ static void async_all(void *arg, redislock_err err, const rl__reply *r)
  * one was sent. */
 static int wait_all_async(async_req *a)
 {
-    const rl__request *q = &a->r.q;
+    const rl__request *q = &a->q;
     const char *wv[3] = {"WAIT", NULL, NULL};
     char n[24], ms[24];
 
@@ -150,10 +178,10 @@ static void async_end(async_req *a)
     if (a->out > 0 || wait_all_async(a))
         return;
     if (a->err != REDISLOCK_OK)
-        rl__err(a->err, "%s", a->detail);
+        rl__err(a->err, "%s", a->detail != NULL ? a->detail : "out of memory");
     a->cb(a->arg, a->err, a->err == REDISLOCK_OK ? a->reply : NULL);
     rl__reply_free(a->reply);
-    free(a);
+    req_free(a);
 }
 
 /*
@@ -204,22 +232,20 @@ static void async_reply(void *arg, redislock_err err, const rl__reply *r)
     if (err == REDISLOCK_OK && again(a, r)) {
         /* Sent again, guards too, at the back of the connection's queue;
          * the first round's guards answer before it. */
-        a->skip += (a->r.q.wait_replicas > 0) + rl__request_waitaof(&a->r.q);
+        a->skip += (a->q.wait_replicas > 0) + rl__request_waitaof(&a->q);
         if ((err = async_send(a)) == REDISLOCK_OK)
             return;
         r = NULL;
     }
     a->err = err;
     if (err != REDISLOCK_OK)
-        snprintf(a->detail, sizeof a->detail, "%s", redislock_errdetail());
-    else if (a->out > 0 && (a->reply = rl__reply_dup(r)) == NULL) {
-        a->err = REDISLOCK_ENOMEM;
-        snprintf(a->detail, sizeof a->detail, "out of memory keeping a reply");
-    }
+        keep_err(a, err, redislock_errdetail());
+    else if (a->out > 0 && (a->reply = rl__reply_dup(r)) == NULL)
+        keep_err(a, REDISLOCK_ENOMEM, "out of memory keeping a reply");
     if (a->out == 0) {
         /* No guard: the reply goes out as it is. */
         a->cb(a->arg, err, r);
-        free(a);
+        req_free(a);
     }
 }
 
@@ -242,10 +268,10 @@ static void async_info(void *arg, redislock_err err, const rl__reply *r)
     async_req *a = arg;
 
     a->out--;
-    if (a->r.q.need != NULL)
-        *a->r.q.need = err == REDISLOCK_OK && r->type == REDIS_REPLY_STRING
-                           ? rl__seen_need(a->r.q.all, r->str, rl__now_ms())
-                           : -1;
+    if (a->q.need != NULL)
+        *a->q.need = err == REDISLOCK_OK && r->type == REDIS_REPLY_STRING
+                         ? rl__seen_need(a->q.all, r->str, rl__now_ms())
+                         : -1;
     async_end(a);
 }
 
@@ -254,20 +280,20 @@ static void async_info(void *arg, redislock_err err, const rl__reply *r)
 static void async_guard(void *arg, redislock_err err, const rl__reply *r)
 {
     async_req *a = arg;
-    int per = (a->r.q.wait_replicas > 0) + rl__request_waitaof(&a->r.q);
-    int aof = rl__request_waitaof(&a->r.q) && a->guards++ % per == per - 1;
+    int per = (a->q.wait_replicas > 0) + rl__request_waitaof(&a->q);
+    int aof = rl__request_waitaof(&a->q) && a->guards++ % per == per - 1;
 
     a->out--;
     if (a->skip > 0)
         a->skip--;
     else if (aof && err == REDISLOCK_OK)
-        take_aof(&a->r.q, r);
-    else if (aof && a->r.q.aof_acked != NULL)
-        a->r.q.aof_acked[0] = a->r.q.aof_acked[1] = -1;
-    else if (!aof && a->r.q.acked != NULL)
-        *a->r.q.acked = err == REDISLOCK_OK && r->type == REDIS_REPLY_INTEGER
-                            ? r->integer
-                            : -1;
+        take_aof(&a->q, r);
+    else if (aof && a->q.aof_acked != NULL)
+        a->q.aof_acked[0] = a->q.aof_acked[1] = -1;
+    else if (!aof && a->q.acked != NULL)
+        *a->q.acked = err == REDISLOCK_OK && r->type == REDIS_REPLY_INTEGER
+                          ? r->integer
+                          : -1;
     async_end(a);
 }
 
@@ -276,7 +302,7 @@ static void async_guard(void *arg, redislock_err err, const rl__reply *r)
  * dropped, and for every replica INFO replication. */
 static redislock_err send_before(async_req *a)
 {
-    const rl__request *q = &a->r.q;
+    const rl__request *q = &a->q;
     redislock_err err = REDISLOCK_OK;
 
     a->before_sent = 1;
@@ -297,7 +323,7 @@ static int loadv(const async_req *a, const char *argv[3])
 {
     argv[0] = a->via == RL_VIA_FCALL ? "FUNCTION" : "SCRIPT";
     argv[1] = "LOAD";
-    argv[2] = a->via == RL_VIA_FCALL ? rl__script_library : a->r.q.s->source;
+    argv[2] = a->via == RL_VIA_FCALL ? rl__script_library : a->q.s->source;
     return 3;
 }
 
@@ -309,7 +335,7 @@ static redislock_err async_send(async_req *a)
     const char *wv[4] = {"WAIT", n[0], ms, NULL};
     const char *av[4] = {"WAITAOF", n[0], n[1], ms};
     const char *lv[3];
-    const rl__request *q = &a->r.q;
+    const rl__request *q = &a->q;
     int argc = q->s == NULL ? q->nargs
                             : rl__script_argv(q->s, a->via, q->nkeys, q->keys,
                                               q->klens, q->nargs, q->args,
@@ -335,34 +361,32 @@ static redislock_err async_send(async_req *a)
         if (a->out == 0)
             return err;
         /* What went before answers yet: the outcome goes out with it. */
-        a->err = err;
-        snprintf(a->detail, sizeof a->detail, "%s", redislock_errdetail());
+        keep_err(a, err, redislock_errdetail());
         return REDISLOCK_OK;
     }
     a->out++;
-    if (a->r.q.wait_replicas > 0 || rl__request_waitaof(&a->r.q))
-        snprintf(ms, sizeof ms, "%lld", (long long)a->r.q.wait_ms);
+    if (a->q.wait_replicas > 0 || rl__request_waitaof(&a->q))
+        snprintf(ms, sizeof ms, "%lld", (long long)a->q.wait_ms);
     /* The guards ride behind the script: a failure to queue them fails
      * the connection's later requests too, so the script's callback
      * reports it. */
-    if (a->r.q.wait_replicas > 0) {
-        snprintf(n[0], sizeof n[0], "%d", a->r.q.wait_replicas);
-        if (rl__aconn_send_block(a->c, 3, wv, NULL, a->r.q.wait_ms, async_guard,
+    if (a->q.wait_replicas > 0) {
+        snprintf(n[0], sizeof n[0], "%d", a->q.wait_replicas);
+        if (rl__aconn_send_block(a->c, 3, wv, NULL, a->q.wait_ms, async_guard,
                                  a) == REDISLOCK_OK)
             a->out++;
     }
-    if (rl__request_waitaof(&a->r.q)) {
-        snprintf(n[0], sizeof n[0], "%d", a->r.q.wait_aof_local);
-        snprintf(n[1], sizeof n[1], "%d", a->r.q.wait_aof_replicas);
-        if (rl__aconn_send_block(a->c, 4, av, NULL, a->r.q.wait_ms, async_guard,
+    if (rl__request_waitaof(&a->q)) {
+        snprintf(n[0], sizeof n[0], "%d", a->q.wait_aof_local);
+        snprintf(n[1], sizeof n[1], "%d", a->q.wait_aof_replicas);
+        if (rl__aconn_send_block(a->c, 4, av, NULL, a->q.wait_ms, async_guard,
                                  a) == REDISLOCK_OK)
             a->out++;
     }
     return REDISLOCK_OK;
 }
 
-/* Every field of a fresh a but the request's copy and the detail, which
- * are written before they are read. */
+/* Every field of a fresh a but the request's copy. */
 static void init_req(async_req *a)
 {
     a->load = 0;
@@ -370,7 +394,7 @@ static void init_req(async_req *a)
     a->before_sent = a->all_sent = 0;
     a->err = REDISLOCK_OK;
     a->reply = NULL;
-    a->detail[0] = '\0';
+    a->detail = NULL;
 }
 
 redislock_err rl__request_send_async(rl__aconn *c, const rl__request *q,
@@ -378,6 +402,7 @@ redislock_err rl__request_send_async(rl__aconn *c, const rl__request *q,
 {
     async_req *a;
     long bytes;
+    size_t n = (size_t)(q->nkeys + q->nargs), *len;
     redislock_err err;
 
     if (q->s == NULL &&
@@ -386,14 +411,14 @@ redislock_err rl__request_send_async(rl__aconn *c, const rl__request *q,
                        "a request is one script or one command");
     if ((bytes = rl__request_bytes(q)) < 0)
         return REDISLOCK_EINVAL;
-    /* Not calloc: the arrays of keys and arguments and the detail are
-     * some 2 KB, written only where used, and zeroing them was a fifth
-     * of a Redlock round's instructions. */
-    if ((a = malloc(sizeof *a + (size_t)bytes + 1)) == NULL)
+    /* Not calloc: what it copies is written before it is read. */
+    if ((a = malloc(sizeof *a + n * (sizeof *a->v + sizeof(size_t)) +
+                    (size_t)bytes + 1)) == NULL)
         return rl__err(REDISLOCK_ENOMEM, "out of memory sending a script");
     init_req(a);
     a->c = c;
-    rl__request_copy(&a->r, q, a->data);
+    len = (size_t *)(a->v + n);
+    copy_into(&a->q, a->v, len, q, (char *)(len + n));
     a->fn = rl__aconn_fn(c);
     /* A command, or a script sent whole: no NOSCRIPT, no function. */
     a->via = q->s == NULL || q->s->eval_only ? RL_VIA_EVAL
@@ -405,6 +430,6 @@ redislock_err rl__request_send_async(rl__aconn *c, const rl__request *q,
     a->cb = cb;
     a->arg = arg;
     if ((err = async_send(a)) != REDISLOCK_OK)
-        free(a);
+        req_free(a);
     return err;
 }
