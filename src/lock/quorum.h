@@ -9,8 +9,7 @@
 #include "env.h"
 #include "request.h"
 
-/* Per server: its reply (NULL where err is set), or its failure and
- * what went wrong there. */
+/* Per server: its reply (NULL where err is set), or its failure. */
 typedef rl__replies rl__round;
 
 void rl__round_free(rl__round *r);

@@ -25,8 +25,6 @@
 
 /* The most connections one request runs on at once. */
 #define RL_REQ_MAX_PAR 15
-/* Room for the detail of one connection's failure. */
-#define RL_REQ_DETAIL 96
 
 typedef struct rl__request {
     /* A script with its keys and arguments... */
@@ -97,13 +95,11 @@ int rl__request_waitaof(const rl__request *q);
 int64_t rl__request_wait_ms(const rl__request *q);
 
 /* The outcome of a request sent to several servers at once (a Redlock
- * round): per server, its reply or its failure with the detail rl__err
- * wrote. */
+ * round): per server, its reply or its failure. */
 typedef struct rl__replies {
     size_t n;
     rl__reply *reply[RL_REQ_MAX_PAR]; /* NULL where err is set */
     redislock_err err[RL_REQ_MAX_PAR];
-    char detail[RL_REQ_MAX_PAR][RL_REQ_DETAIL];
 } rl__replies;
 
 /* Frees every reply of out. */
