@@ -467,8 +467,10 @@ static redislock_err queue(rl__aconn *c, int argc, const char **argv,
 
     if (c->fail != REDISLOCK_OK)
         return rl__err(c->fail, "%s", c->why);
-    if ((q = calloc(1, sizeof *q)) == NULL)
+    /* Not calloc: glibc's calloc bypasses the per-thread cache. */
+    if ((q = malloc(sizeof *q)) == NULL)
         return rl__err(REDISLOCK_ENOMEM, "out of memory sending a command");
+    *q = (rl__areq){0};
     q->hello = hello;
     q->admit = admit;
     if (append(c, q, argc, argv, lens) != REDIS_OK) {
