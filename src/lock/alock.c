@@ -1625,17 +1625,19 @@ static void chan_event(void *arg, redislock_err err, const rl__reply *r)
 
 /* Whether op's pauses behind a holder whose release wakes nobody can end
  * at the server's notice of the key's change (track.h) rather than
- * poll: a waiter on one node (a quorum's or a spread set's are not), not
- * fair (its queue has its own messages), without a way of pausing of
- * the caller's, and not waiting out a failover. Not in a cluster yet: a
- * request there may be sent again on another connection (TRYAGAIN while
- * its slot migrates, ASK), its read then not the one tracked. */
+ * poll: a waiter on one node (a quorum's or a spread set's are not),
+ * without a way of pausing of the caller's, and not waiting out a
+ * failover. A fair one too: its pause stays capped at its heartbeat, and
+ * a hand-off to it, a write of the key, is a notice as well as its
+ * message. Not in a cluster yet: a request there may be sent again on
+ * another connection (TRYAGAIN while its slot migrates, ASK), its read
+ * then not the one tracked. */
 static int trackable(const aop *op)
 {
     const redislock_lock *l = op->l;
 
     return l->holder_silent && l->algo->wakes && !l->algo->every &&
-           !l->algo->groups && !op->o.fair && !op->a.strategy &&
+           !l->algo->groups && !op->a.strategy &&
            op->o.retry_fn == NULL && !op->a.blind &&
            !rl__topo_cluster(rl__client_topo(op->al->c));
 }

@@ -82,28 +82,34 @@ static void hold(env *e, const char *key, int64_t ms)
     freeReplyObject(r);
 }
 
-/* Whether a tracking client (flag t) last ran a script: the waiter's
- * tracked attempt has run. */
-static int tracked_attempt_ran(redisContext *r)
+/* Clients with flag t whose last command was a script: tracked waiters
+ * whose tracked attempt has run. */
+static int tracked_attempts(redisContext *r)
 {
     redisReply *rep = th_cmd(r, "CLIENT LIST");
-    char *line, *save = NULL, *f;
-    int yes = 0;
+    char *line, *save = NULL, *f, *end;
+    int n = 0;
 
     ASSERT(rep->type == REDIS_REPLY_STRING);
     for (line = strtok_r(rep->str, "\n", &save); line != NULL;
          line = strtok_r(NULL, "\n", &save)) {
-        if ((f = strstr(line, " flags=")) == NULL)
+        if ((f = strstr(line, " flags=")) == NULL ||
+            (end = strchr(f + 7, ' ')) == NULL)
             continue;
         f += 7;
-        if (strchr(f, ' ') != NULL &&
-            memchr(f, 't', (size_t)(strchr(f, ' ') - f)) &&
+        if (memchr(f, 't', (size_t)(end - f)) != NULL &&
             (strstr(line, " cmd=fcall ") != NULL ||
              strstr(line, " cmd=evalsha ") != NULL))
-            yes = 1;
+            n++;
     }
     freeReplyObject(rep);
-    return yes;
+    return n;
+}
+
+/* Whether a tracked waiter's tracked attempt has run. */
+static int tracked_attempt_ran(redisContext *r)
+{
+    return tracked_attempts(r) > 0;
 }
 
 /* The waiter is tracked: its notices' subscriber and its tracking
@@ -319,5 +325,54 @@ void test_track_loop_waiter(void)
     ASSERT_ERR(h.err, REDISLOCK_OK);
     redislock_lock_free(l);
     redislock_loop_free(lp);
+    th_env_stop(&e);
+}
+
+/*
+ * Fair waiters behind a SET NX PX holder: each sends at most its
+ * heartbeat while it waits (every 2 s; they polled 20-40 times a second
+ * before), the first queued takes the lock within LATE_MS of the
+ * release, and the second, still queued, is handed it by the first's
+ * release.
+ */
+void test_track_fair_waiters(void)
+{
+    env e = th_env_start();
+    redislock_acquire_options o = th_aopts(5000, 20000, 0);
+    long long c0, c1;
+    int64_t deadline, t_rel;
+    th_waiter w1, w2;
+
+    o.fair = 1;
+    warm(&e);
+    hold(&e, "tk:f", LEASE_MS);
+    th_waiter_start(&w1, e.c, "tk:f", &o);
+    deadline = th_now_ms() + SETUP_MS;
+    while (th_cmd_int(e.r, "ZCARD tk:f{tk:f}:rl-q") != 1 &&
+           th_now_ms() < deadline)
+        th_sleep_ms(5);
+    th_waiter_start(&w2, e.c, "tk:f", &o);
+    while (tracked_attempts(e.r) != 2 && th_now_ms() < deadline)
+        th_sleep_ms(5);
+    ASSERT_EQ_INT(tracked_attempts(e.r), 2);
+    ASSERT_EQ_INT(th_cmd_int(e.r, "ZCARD tk:f{tk:f}:rl-q"), 2);
+    c0 = th_script_calls(e.r);
+    th_sleep_ms(QUIET_MS);
+    c1 = th_script_calls(e.r);
+    test_log("two fair waiters behind a SET NX PX holder: %lld attempts in "
+             "%d ms",
+             c1 - c0, QUIET_MS);
+    ASSERT_LE(c1 - c0, 2);
+    release_reaches(&e, "tk:f", &w1);
+    t_rel = th_now_ms();
+    th_waiter_join_ok(&w2, 5000);
+    test_log("the second taken %lld ms after the first's release",
+             (long long)(w2.done_us / 1000 - t_rel));
+    ASSERT_LE(w2.done_us / 1000 - t_rel, LATE_MS);
+    ASSERT_KEY(e.r, "tk:f", w2.token);
+    ASSERT_OK(redislock_release(w2.l));
+    redislock_lock_free(w2.l);
+    ASSERT_EQ_INT(th_cmd_int(e.r, "EXISTS tk:f{tk:f}:rl-q"), 0);
+    wait_flagged(e.r, 't', 0);
     th_env_stop(&e);
 }
