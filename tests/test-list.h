@@ -72,6 +72,7 @@ TEST_ENTRY(track_refused_polls, 30)
 TEST_ENTRY(track_cancel, 30)
 TEST_ENTRY(track_loop_waiter, 30)
 TEST_ENTRY(track_fair_waiters, 30)
+TEST_ENTRY(track_cluster_slot_moves, 60)
 TEST_ENTRY(interop_redispy_after_our_release, 60)
 
 TEST_ENTRY(input_key_length, 30)

@@ -108,7 +108,8 @@ struct rl__aop {
     rl__track *trk_sent; /* the notices its tracked attempt went by */
     int trk_pause;
     int trk_missed;
-    rl__try t; /* its attempt out as a round: what it asked */
+    int resent; /* its attempt was sent again elsewhere (rl__request) */
+    rl__try t;  /* its attempt out as a round: what it asked */
     /* A fair waiter's messages heard while it was not paused, in order:
      * read at its next pause, as a blocked waiter reads them at its next
      * listen (a hand-off is judged against its place then). */
@@ -1629,17 +1630,15 @@ static void chan_event(void *arg, redislock_err err, const rl__reply *r)
  * without a way of pausing of the caller's, and not waiting out a
  * failover. A fair one too: its pause stays capped at its heartbeat, and
  * a hand-off to it, a write of the key, is a notice as well as its
- * message. Not in a cluster yet: a request there may be sent again on
- * another connection (TRYAGAIN while its slot migrates, ASK), its read
- * then not the one tracked. */
+ * message. In a cluster an attempt sent again elsewhere (MOVED, ASK,
+ * TRYAGAIN) was read untracked: attempt_done says so. */
 static int trackable(const aop *op)
 {
     const redislock_lock *l = op->l;
 
     return l->holder_silent && l->algo->wakes && !l->algo->every &&
-           !l->algo->groups && !op->a.strategy &&
-           op->o.retry_fn == NULL && !op->a.blind &&
-           !rl__topo_cluster(rl__client_topo(op->al->c));
+           !l->algo->groups && !op->a.strategy && op->o.retry_fn == NULL &&
+           !op->a.blind;
 }
 
 /* The key op waits behind changed, or may have, or tracking has just
@@ -1688,8 +1687,11 @@ static int track_pause(aop *op, int64_t *pause_ms)
         op->a.tracked = 0;
         *pause_ms = 0;
     }
+    /* Ready: the next attempt is tracked, at once; not after one that a
+     * redirection sent on, which keeps its poll's pause (a slot that is
+     * migrating would send every attempt on again). */
     if (!op->a.tracked) {
-        if (rl__track_ready(n->trk))
+        if (rl__track_ready(n->trk) && !op->resent)
             *pause_ms = 0;
         return 0;
     }
@@ -1813,6 +1815,9 @@ static void attempt_done(void *arg, redislock_err err, const rl__reply *r)
         err = rl__reply_check(r, op->script->name);
     err = l->algo->attempt_outcome(l, err, err == REDISLOCK_OK ? r : NULL);
     op->a.piped = piped && err == REDISLOCK_OK;
+    /* Its read ran where a cluster's redirection sent it, untracked. */
+    if (op->resent)
+        op->a.tracked = 0;
     if (rl__acq_after_attempt(l, &op->a, &err, &pause) == RL_NEXT_DONE)
         acquire_done(op, err);
     else
@@ -1834,6 +1839,8 @@ static redislock_err send_attempt(aop *op, node *n, rl__aconn *c, rl__try *t,
     op->script = req.q.s;
     guard(l, &req.q, &op->gq, &op->acks);
     op->sent_us = rl__now_us();
+    op->resent = 0;
+    req.q.resent = &op->resent;
     err = rl__lock_send_async(l, op->al->rt, c, n->pool, t->req, &req.q,
                               attempt_done, op);
     if (err == REDISLOCK_OK)

@@ -277,6 +277,8 @@ static void trip_go(trip *t, rl__pool *p, int asking)
         return;
     }
     t->at = p;
+    if (t->r.q.resent != NULL)
+        *t->r.q.resent = 1;
     if ((err = t->rt->conn(t->rt->ctx, p, &c)) != REDISLOCK_OK ||
         (err = trip_send(t, c, asking)) != REDISLOCK_OK)
         trip_end(t, err, NULL);

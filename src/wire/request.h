@@ -68,6 +68,10 @@ typedef struct rl__request {
      * confirms, after it ran, that its node is still the master, or sends
      * it again to the one that is. */
     int settle;
+    /* Non-NULL: set to 1 when a cluster's or Sentinel client's router
+     * sends the request again (a redirection, a pause: aroute.h), so
+     * that its reply is not from the connection it was first sent on. */
+    int *resent;
 } rl__request;
 
 /* A script request with its own copy of its keys and arguments, for one

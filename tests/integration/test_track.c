@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "harness/apploop.h"
+#include "harness/cluster.h"
 #include "harness/fixture.h"
 #include "harness/server.h"
 #include "harness/util.h"
@@ -375,4 +376,86 @@ void test_track_fair_waiters(void)
     ASSERT_EQ_INT(th_cmd_int(e.r, "EXISTS tk:f{tk:f}:rl-q"), 0);
     wait_flagged(e.r, 't', 0);
     th_env_stop(&e);
+}
+
+/* Until a tracked attempt has run on r, at most SETUP_MS. */
+static void wait_tracked_on(redisContext *r)
+{
+    int64_t deadline = th_now_ms() + SETUP_MS;
+
+    while (!tracked_attempt_ran(r) && th_now_ms() < deadline)
+        th_sleep_ms(5);
+    ASSERT(tracked_attempt_ran(r));
+}
+
+/* No attempt reaches r in QUIET_MS. */
+static void quiet_on(redisContext *r, const char *where)
+{
+    long long c0 = th_script_calls(r);
+
+    th_sleep_ms(QUIET_MS);
+    test_log("%s: %lld attempts in %d ms", where, th_script_calls(r) - c0,
+             QUIET_MS);
+    ASSERT_EQ_INT(th_script_calls(r) - c0, 0);
+}
+
+/*
+ * In a cluster: the waiter behind a SET NX PX holder is tracked on the
+ * key's master, and when the key's slot moves to another master under
+ * it (ASK while it migrates, then MOVED), it is tracked there: an
+ * attempt that a redirection sent on was read untracked, so it does not
+ * wait for the old master's notices. The release on the new master
+ * reaches it within LATE_MS.
+ */
+void test_track_cluster_slot_moves(void)
+{
+    th_cluster *tc = th_cluster_start(3, 0);
+    const char *key = "{tk}c";
+    unsigned slot = th_cluster_keyslot(tc, key);
+    int src = th_cluster_owner(tc, slot), dst = (src + 1) % 3;
+    char *sid = th_cluster_node_id(tc, src), *did = th_cluster_node_id(tc, dst);
+    redisContext *rs = th_cluster_redis(tc, src), *rd = th_cluster_redis(tc, dst);
+    redislock_acquire_options o = th_aopts(5000, 30000, 0);
+    redislock_client *c = NULL;
+    int64_t deadline, t_del;
+    char *v;
+    th_waiter w;
+
+    ASSERT_OK(redislock_client_new_cluster(&c, tc->seeds, (size_t)tc->n, NULL));
+    freeReplyObject(
+        th_cmd(rs, "SET %s foreign-holder NX PX %d", key, 2 * LEASE_MS));
+    th_waiter_start(&w, c, key, &o);
+    wait_tracked_on(rs);
+    quiet_on(rs, "tracked on the key's master");
+    freeReplyObject(th_cmd(rd, "CLUSTER SETSLOT %u IMPORTING %s", slot, sid));
+    freeReplyObject(th_cmd(rs, "CLUSTER SETSLOT %u MIGRATING %s", slot, did));
+    /* The key's move deletes it on src: the notice wakes the waiter, whose
+     * attempt src sends on with ASK, to find the holder on dst. */
+    th_cluster_migrate_keys(rs, tc->s[dst]->port, slot);
+    deadline = th_now_ms() + SETUP_MS;
+    while (th_cluster_errorstat(tc, src, "ASK") == 0 && th_now_ms() < deadline)
+        th_sleep_ms(5);
+    ASSERT_GT(th_cluster_errorstat(tc, src, "ASK"), 0);
+    { long long a0 = th_cluster_errorstat(tc, src, "ASK"); th_sleep_ms(1000);
+      test_log("DBG ASKs in 1 s while migrating: %lld", th_cluster_errorstat(tc, src, "ASK") - a0); }
+    th_cluster_slot_to(tc, slot, did, -1);
+    wait_tracked_on(rd);
+    quiet_on(rd, "tracked on the slot's new master");
+    t_del = th_now_ms();
+    ASSERT_EQ_INT(th_cmd_int(rd, "DEL %s", key), 1);
+    th_waiter_join_ok(&w, 5000);
+    test_log("taken %lld ms after the release on the new master",
+             (long long)(w.done_us / 1000 - t_del));
+    ASSERT_LE(w.done_us / 1000 - t_del, LATE_MS);
+    v = th_cmd_str(rd, NULL, "GET %s", key);
+    ASSERT_EQ_STR(v, w.token);
+    free(v);
+    ASSERT_OK(redislock_release(w.l));
+    redislock_lock_free(w.l);
+    redislock_client_free(c);
+    free(sid);
+    free(did);
+    redisFree(rs);
+    redisFree(rd);
+    th_cluster_stop(tc);
 }
