@@ -115,6 +115,10 @@ typedef enum excl_kind {
 
 /* EXCL_ATTEMPT flags. */
 #define EXCL_A_FAIR 1
+/* The waiter is told of a release (its wake-up, a fair hand-off, the
+ * server's notice of the key's change: no strategy of its own), so it
+ * promises a prompt grant (live.c's late-grant rule). */
+#define EXCL_A_PROMPT 2
 /* EXCL_ATTEMPT's x before the call returned; EXCL_LOSS's x unknown. */
 #define EXCL_PENDING (-1000)
 
@@ -248,6 +252,8 @@ typedef struct excl_live_verdict {
     long losses;       /* losses told */
     long false_loss;   /* told lost while the server held the lease */
     long missed_grant; /* failed, the key surely free for > B */
+    long late_grant;   /* a prompt waiter's grant after the key was
+                          surely free for > B */
     long starved;      /* a writer behind shares, a fair waiter overtaken */
     long overtaken;    /* of starved, fair waiters overtaken */
     long failover;     /* a waiter that gave up in a failover, no lock

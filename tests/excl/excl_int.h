@@ -42,6 +42,9 @@ typedef struct excl_topo {
     int64_t t_base;
 } excl_topo;
 
+/* The workers' connect and command timeouts. */
+#define EXCL_CMD_TIMEOUT_MS 1000
+
 enum { EXCL_IDLE, EXCL_WAITING, EXCL_HOLDING };
 
 typedef struct excl_slot {
@@ -90,6 +93,8 @@ typedef struct excl_section {
     int64_t hold_after; /* release with this hold-after */
     int writes;         /* fenced writes */
     int64_t rest_ms;    /* idle after the section */
+    int foreign;        /* held as another library holds (foreign.c) */
+    int prompt;         /* promises a prompt grant (EXCL_A_PROMPT) */
     char what[64];
 } excl_section;
 
@@ -134,6 +139,7 @@ void excl_fill(const excl_worker *w, const excl_section *s, excl_rec *r,
 /* One section run by the CLI (cliworker.c): redislock run with the
  * section's options, a command that holds for s->hold_ms. */
 void excl_cli_section(excl_worker *w, excl_section *s);
+void excl_foreign_section(excl_worker *w, excl_section *s);
 
 /* In a forked child: runs sections until told to stop; never returns. */
 _Noreturn void excl_worker_main(const excl_mode *m, const excl_topo *t,

@@ -472,6 +472,46 @@ static void pick_failover(excl_worker *w, excl_section *s)
     label(s, "watchdog");
 }
 
+/* Worker 0 holds as another library does (foreign.c): leases of 2-6 s,
+ * mostly given back after 100-600 ms (long enough for its waiters to
+ * have their reads tracked), so that a waiter that missed the
+ * release would wait out the lease, past its own wait of 1-3 s; now and
+ * then held past the lease, for the expiry's notice. It rests 1.5-3 s
+ * after, so that the key it gave back stays free for longer than the
+ * liveness check's bound unless a waiter takes it. The others wait
+ * behind it, fair in the "_fair" modes, with no strategy of their own: the waiters
+ * that track the key, held to the late-grant rule (live.c). One waiter
+ * only: another's acquire counts as holding from its call, so two that
+ * slept through a release would excuse each other. No faults but in
+ * the loop mode, and sparse there, since a fault excuses the waiter. */
+static void pick_foreign(excl_worker *w, excl_section *s)
+{
+    if (w->idx != 0) {
+        basic(w, s, 150, 600);
+        /* All fair or none: a fair waiter blocks every waiter that is
+         * not (live.c), and would excuse its lateness. */
+        s->o.fair = strstr(w->m->name, "_fair") != NULL;
+        s->prompt = 1;
+        /* Released in time: a late release is "possibly held" for
+         * seconds, which would hide the late grants this mode is for. */
+        s->hold = EXCL_H_FOR;
+        s->hold_ms = rnd(w, 0, 100);
+        /* Rests, so that the key is often free: a waiter that slept
+         * through a release then leaves it free, which the rule sees. */
+        s->rest_ms = rnd(w, 0, 300);
+        label(s, "plain");
+        return;
+    }
+    basic(w, s, 2000, 6000);
+    s->foreign = 1;
+    s->writes = 0;
+    s->hold = EXCL_H_FOR;
+    s->hold_ms = excl_rng_chance(&w->rng, 90) ? rnd(w, 100, 600)
+                                              : s->o.ttl_ms + rnd(w, 0, 40);
+    s->rest_ms = rnd(w, 1300, 2000);
+    label(s, "foreign");
+}
+
 static void pick_mix_fair(excl_worker *w, excl_section *s)
 {
     pick_mix(w, s, 1);
@@ -505,6 +545,10 @@ const excl_mode excl_modes[] = {
     {"retry", EXCL_SINGLE, 1, 4, F_ALL1, 200, 700, 6000, pick_retry, 0, 0, 0},
     {"watchdog", EXCL_SINGLE, 1, 4, F_ALL1, 200, 700, 6000, pick_watchdog, 0, 0,
      0},
+    {"foreign", EXCL_SINGLE, 1, 2, 0, 0, 0, 8000, pick_foreign, 0,
+     0, 0},
+    {"foreign_fair", EXCL_SINGLE, 1, 2, 0, 0, 0, 8000,
+     pick_foreign, 0, 0, 0},
     {"proxy", EXCL_PROXIED, 1, 4, F_PROCS | F(DELAY) | F(RACE), 300, 900, 6000,
      pick_mix_fair, 0, 0, 0},
     {"sharded", EXCL_SHARDED, 3, 5, F_ALL1, 200, 700, 6000, pick_mix_fair, 0, 0,
@@ -555,6 +599,8 @@ const excl_mode excl_modes[] = {
      0},
     /* Sets of keys on one server on the loop (each waiter behind the key
      * that refused it, woken by that key's release). */
+    {"loop_foreign", EXCL_SINGLE, 1, 2, F_PROCS, 300, 1000, 8000,
+     pick_foreign, 0, EXCL_ON_LOOP, 0},
     {"loop_set", EXCL_SINGLE, 3, 6, F_ALL1, 200, 700, 6000, pick_set, 0, 1, 0},
     /* The same over several servers and over a cluster's slots on the
      * loop (agroup.c: group after group, each group's refusal giving back

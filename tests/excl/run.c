@@ -196,10 +196,10 @@ static void report_sets(const excl_mode *m, const excl_verdict *v)
 static void report_live(const excl_mode *m, const excl_live_verdict *v)
 {
     printf("excl %s: liveness: %ld acquires returned, %ld waits failed, %ld "
-           "losses told; false losses %ld, missed grants %ld, starved %ld, "
-           "failover %ld",
+           "losses told; false losses %ld, missed grants %ld, late grants "
+           "%ld, starved %ld, failover %ld",
            m->name, v->attempts, v->failed, v->losses, v->false_loss,
-           v->missed_grant, v->starved, v->failover);
+           v->missed_grant, v->late_grant, v->starved, v->failover);
     if (v->guard_refused > 0)
         printf("; %ld acquires or renewals refused by the strict guard "
                "after the failover",

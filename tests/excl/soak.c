@@ -119,8 +119,8 @@ static void add(totals *t, const excl_result *r)
     t->r.v.lease += r->v.lease;
     t->r.v.writes_refused += r->v.writes_refused;
     t->r.violations += r->violations;
-    t->live += r->lv.false_loss + r->lv.missed_grant + r->lv.starved +
-               r->lv.failover;
+    t->live += r->lv.false_loss + r->lv.missed_grant + r->lv.late_grant +
+               r->lv.starved + r->lv.failover;
     t->r.seconds += r->seconds;
     for (f = 0; f < EXCL_F_COUNT; f++)
         t->r.faults[f] += r->faults[f];

@@ -215,6 +215,21 @@ void test_excl_loop_fair(void)
     short_run("loop_fair");
 }
 
+void test_excl_foreign(void)
+{
+    short_run("foreign");
+}
+
+void test_excl_foreign_fair(void)
+{
+    short_run("foreign_fair");
+}
+
+void test_excl_loop_foreign(void)
+{
+    short_run("loop_foreign");
+}
+
 void test_excl_loop_set(void)
 {
     short_run("loop_set");

@@ -149,6 +149,31 @@ void test_excl_live_false_loss_set(void)
     ASSERT_EQ_INT(check(&h).false_loss, 1);
 }
 
+/* A late grant: a waiter that promised a prompt grant, behind a holder
+ * gone at 100 ms, granted at 2900 ms; not when granted at 1000 ms (free
+ * for 900 ms < B), nor when it made no such promise, nor when a stop of
+ * the waiter covered the free time. */
+void test_excl_live_late_grant(void)
+{
+    lhist h;
+    excl_rec *w;
+
+    memset(&h, 0, sizeof h);
+    hold(&h, 1, 0, 100, 0, 0);
+    w = attempt(&h, 2, 50, 2900, REDISLOCK_OK, 3000, 0, 0);
+    w->flags = EXCL_A_PROMPT;
+    ASSERT_EQ_INT(check(&h).late_grant, 1);
+    ASSERT_EQ_INT(check(&h).missed_grant, 0);
+    w->t1 = 1000 * MS;
+    ASSERT_EQ_INT(check(&h).late_grant, 0);
+    w->t1 = 2900 * MS;
+    w->flags = 0;
+    ASSERT_EQ_INT(check(&h).late_grant, 0);
+    w->flags = EXCL_A_PROMPT;
+    fault(&h, EXCL_F_STOP_WAITER, 2, 300, 2000);
+    ASSERT_EQ_INT(check(&h).late_grant, 0);
+}
+
 /* A missed grant: a waiter that timed out at 3000 ms though the key was
  * free from 100 ms on; not when the holder kept it until 2100 ms (free
  * for 900 ms < B), nor when a server pause or a fair waiter queued ahead

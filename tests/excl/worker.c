@@ -24,7 +24,6 @@
 #include "excl_int.h"
 #include "harness/util.h"
 
-#define EXCL_CMD_TIMEOUT_MS 1000
 /* Ask the server for the lease at most this often while working. */
 #define EXCL_LEASE_EVERY_US 40000
 #define EXCL_MAX_ACTIONS 12
@@ -711,7 +710,7 @@ static void section(excl_worker *w, excl_section *s)
         s->o.on_lost_arg = w;
     }
     excl_fill(w, s, &a, EXCL_ATTEMPT);
-    a.flags = s->o.fair ? EXCL_A_FAIR : 0;
+    a.flags = (s->o.fair ? EXCL_A_FAIR : 0) | (s->prompt ? EXCL_A_PROMPT : 0);
     a.belief = s->o.wait_ms;
     a.x = EXCL_PENDING;
     t_call = a.t0 = excl_now_us();
@@ -819,7 +818,9 @@ _Noreturn void excl_worker_main(const excl_mode *m, const excl_topo *t,
     while (!atomic_load(&sh->stop)) {
         memset(&s, 0, sizeof s);
         m->pick(&w, &s);
-        if (m->loop == EXCL_VIA_CLI)
+        if (s.foreign)
+            excl_foreign_section(&w, &s);
+        else if (m->loop == EXCL_VIA_CLI)
             excl_cli_section(&w, &s);
         else
             section(&w, &s);
