@@ -20,6 +20,13 @@
  * that no lock ever expires during a run. */
 #define LB_TTL_MS 10000
 
+/* The release of most other libraries' locks (redis-py's Lock, redsync,
+ * bsm/redislock): delete the key if it still holds the caller's token.
+ * It wakes none of the library's waiters. */
+#define LB_CAD                                                                 \
+    "if redis.call('GET', KEYS[1]) == ARGV[1] then "                           \
+    "return redis.call('DEL', KEYS[1]) end return 0"
+
 /* One critical section as its holder saw it. */
 typedef struct lb_cycle {
     int64_t acq_ret;   /* the acquire call returned */
@@ -142,9 +149,16 @@ void lb_die(const char *fmt, ...);
  * those left. status[i] is waitpid's, -1 for a killed one. Returns 0 when
  * all ended in time, -1 otherwise. */
 int lb_wait_all(const pid_t *pids, int n, int timeout_s, int *status);
+/* Reads one line from fd within timeout_ms, its newline dropped (len - 1
+ * bytes at most); 0, or -1 on EOF or timeout. */
+int lb_read_line(int fd, char *line, size_t len, int timeout_ms);
 /* Reads "ready <ns>\n" from fd within timeout_ms; returns the stamp, or
  * -1 on EOF, garbage or timeout. */
 int64_t lb_read_ready(int fd, int timeout_ms);
+
+/* A client of the server over its unix socket (e->url) and a handle on
+ * LB_LOCK_KEY; 0, or -1 with neither. */
+int lb_open_lock(const lb_env *e, redislock_client **cl, redislock_lock **l);
 
 /* The number field of INFO section (-1 when absent). */
 long long lb_info_field(redisContext *c, const char *section,

@@ -173,13 +173,9 @@ static void raw_cycle(redisContext *c, int n)
 }
 
 /* The least a lock needs on the wire: SET key token NX PX ttl, then a
- * compare-and-delete script by SHA (loaded once). No fencing token, no
- * waiters, no other format: the limit the library is measured against.
- * n as raw_cycle's. */
-#define MIN_CAD                                                                \
-    "if redis.call('GET', KEYS[1]) == ARGV[1] then "                           \
-    "return redis.call('DEL', KEYS[1]) end return 0"
-
+ * compare-and-delete script by SHA (loaded once, LB_CAD). No fencing
+ * token, no waiters, no other format: the limit the library is measured
+ * against. n as raw_cycle's. */
 static char min_cad_sha[41];
 
 static void min_cycle(redisContext *c, int n)
@@ -363,7 +359,7 @@ void lb_run_uncontended(const lb_env *e, lb_wire *m, int t, int rounds,
         lb_die("uncontended: no epoll for the raw event loop");
     load_script(raw, &rl__script_acquire);
     load_script(raw, &rl__script_release);
-    sha = lb_cmd(raw, "SCRIPT LOAD %s", MIN_CAD);
+    sha = lb_cmd(raw, "SCRIPT LOAD %s", LB_CAD);
     if (sha->type != REDIS_REPLY_STRING || sha->len != 40)
         lb_die("SCRIPT LOAD of the minimal compare-and-delete failed");
     memcpy(min_cad_sha, sha->str, 41);
@@ -431,9 +427,7 @@ static void idle_child(const lb_env *e, int fair, int ready_fd,
     redislock_acquire_options o = {0};
     int rc = 0;
 
-    if (redislock_client_new(&cl, e->url, NULL) != REDISLOCK_OK ||
-        redislock_lock_new(cl, LB_LOCK_KEY, strlen(LB_LOCK_KEY), &l) !=
-            REDISLOCK_OK)
+    if (lb_open_lock(e, &cl, &l) != 0)
         _exit(3);
     o.ttl_ms = LB_TTL_MS;
     o.wait_ms = REDISLOCK_WAIT_FOREVER;
@@ -548,9 +542,7 @@ void lb_run_idle(const lb_env *e, lb_idle *r)
     if (got == MAP_FAILED || pipe2(fds, O_CLOEXEC) != 0)
         lb_die("idle: mmap or pipe failed");
     *got = 0;
-    if (redislock_client_new(&cl, e->url, NULL) != REDISLOCK_OK ||
-        redislock_lock_new(cl, LB_LOCK_KEY, strlen(LB_LOCK_KEY), &l) !=
-            REDISLOCK_OK)
+    if (lb_open_lock(e, &cl, &l) != 0)
         lb_die("idle: no client: %s", redislock_errdetail());
     idle_hold(e, r, l);
     fflush(stdout);

@@ -288,15 +288,13 @@ int lb_wait_all(const pid_t *pids, int n, int timeout_s, int *status)
     return -1;
 }
 
-int64_t lb_read_ready(int fd, int timeout_ms)
+int lb_read_line(int fd, char *line, size_t len, int timeout_ms)
 {
-    char line[64];
     size_t n = 0;
     int64_t deadline = lb_now_ns() + (int64_t)timeout_ms * 1000000;
-    long long ns;
 
-    /* Byte by byte: the line is short, and nothing after it is ours. */
-    while (n < sizeof line - 1) {
+    /* Byte by byte: the lines are short, and nothing after one is ours. */
+    while (n < len - 1) {
         struct pollfd p = {fd, POLLIN, 0};
         int64_t left = (deadline - lb_now_ns()) / 1000000;
         ssize_t got;
@@ -311,7 +309,16 @@ int64_t lb_read_ready(int fd, int timeout_ms)
         n++;
     }
     line[n] = '\0';
-    if (sscanf(line, "ready %lld", &ns) != 1)
+    return 0;
+}
+
+int64_t lb_read_ready(int fd, int timeout_ms)
+{
+    char line[64];
+    long long ns;
+
+    if (lb_read_line(fd, line, sizeof line, timeout_ms) != 0 ||
+        sscanf(line, "ready %lld", &ns) != 1)
         return -1;
     return (int64_t)ns;
 }
@@ -329,4 +336,17 @@ long long lb_info_field(redisContext *c, const char *section,
     v = p ? atoll(p + strlen(name)) : -1;
     freeReplyObject(r);
     return v;
+}
+
+int lb_open_lock(const lb_env *e, redislock_client **cl, redislock_lock **l)
+{
+    *l = NULL;
+    if (redislock_client_new(cl, e->url, NULL) != REDISLOCK_OK)
+        return -1;
+    if (redislock_lock_new(*cl, LB_LOCK_KEY, strlen(LB_LOCK_KEY), l) ==
+        REDISLOCK_OK)
+        return 0;
+    redislock_client_free(*cl);
+    *cl = NULL;
+    return -1;
 }
