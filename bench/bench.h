@@ -218,6 +218,25 @@ const char *lb_idle_name(const lb_idle *r);
 
 void lb_run_idle(const lb_env *e, lb_idle *r);
 
+/* foreign.c: a waiter of the library's behind another library's lock,
+ * cycle after cycle (issue 38: its grant within 5 ms of the release). */
+typedef struct lb_foreign {
+    int py;          /* the holder is redis-py's Lock (bench/peers/
+                      * pyholder.py); else SET NX PX and LB_CAD by EVALSHA
+                      * from a hiredis connection of the benchmark's */
+    int n;           /* cycles to time */
+    int ran;         /* 1: run (0: left out, no peers) */
+    int ok;          /* every cycle timed, none granted while held */
+    int got;         /* cycles timed */
+    double p50, p90, p99, max; /* release start to the grant, us */
+    char err[200];
+} lb_foreign;
+
+/* What report.c calls the holder's release. */
+const char *lb_foreign_name(const lb_foreign *f);
+
+void lb_run_foreign(const lb_env *e, lb_foreign *f);
+
 /* memory.c: bytes and keys per held plain lock, the library's against
  * SET NX PX's. */
 typedef struct lb_memory {
@@ -257,10 +276,22 @@ redislock_err lb_lock_op(struct redislock_libevent *a, struct event_base *base,
                          int acquire, int64_t *at);
 
 /* report.c */
-void lb_report(const lb_env *e, const lb_micro *m, const lb_idle *idle,
-               int nidle, const lb_memory *mem, const lb_scale *scale,
-               lb_series *s, size_t ns, const char *machine);
-/* The exit status: 1 when any counter check or exclusion check failed. */
-int lb_failed(const lb_series *s, size_t ns, const lb_idle *idle, int nidle);
+/* What lb_report prints: the one-client figures, and the runs. */
+typedef struct lb_results {
+    const lb_micro *m;
+    const lb_idle *idle;
+    int nidle;
+    const lb_foreign *fw; /* behind another library's lock */
+    int nfw;
+    const lb_memory *mem;
+    const lb_scale *scale;
+    lb_series *s;
+    size_t ns;
+} lb_results;
+
+void lb_report(const lb_env *e, const lb_results *r, const char *machine);
+/* The exit status: 1 when any counter check or exclusion check failed,
+ * or a run did. */
+int lb_failed(const lb_results *r);
 
 #endif

@@ -19,7 +19,9 @@
  * lock_bytes=...
  * setnx_bytes=... shared_handoff_p50_us=... set_handoff_p50_us=...
  * sem_fair_handoff_p50_us=... shared_fair_handoff_p50_us=...
- * raw_handoff_p50_us=... (then bench/redlock.sh's, from BENCH_REDLOCK)
+ * raw_handoff_p50_us=... ... foreign_wake_p50_us=... foreign_wake_p99_us=...
+ * pyforeign_wake_p50_us=... pyforeign_wake_p99_us=... (then
+ * bench/redlock.sh's, from BENCH_REDLOCK, and bench/runcost.c's)
  * Exit status 1 when a counter check, the exclusion check or a run failed.
  */
 #define _GNU_SOURCE
@@ -412,6 +414,58 @@ static void loop_pairs(const lb_env *e, lb_series *s, size_t ns)
            lp->tcp_floor_ratio);
 }
 
+/* The PING round trip and the uncontended cycles, over each transport
+ * (TCP: when open_tcp gave a port), or the unix socket alone. */
+static void run_micro(const lb_env *e, lb_micro *m, int wires)
+{
+    int t;
+
+    m->rounds = 7;
+    for (t = 0; t < wires; t++) {
+        if (t == LB_TCP && e->tcp_port == 0)
+            break;
+        printf("lockbench: PING loop over %s ...\n", lb_wire_name[t]);
+        lb_run_ping(e, &m->w[t], t, 1000);
+        printf("lockbench: uncontended over %s, raw loops vs library, %d "
+               "rounds ...\n",
+               lb_wire_name[t], m->rounds);
+        lb_run_uncontended(e, &m->w[t], t, m->rounds, 300);
+    }
+    m->ping_p50 = m->w[LB_UNIX].ping_p50;
+}
+
+/* Cycles behind another library's lock: 200 at --scale 1, never fewer
+ * than 100, so that the p99 is not simply the slowest cycle. */
+static void run_foreign(const lb_env *e, const opts *o, lb_foreign *fw)
+{
+    int i, n = (int)(200 * o->scale);
+
+    for (i = 0; i < 2; i++) {
+        fw[i].py = i;
+        fw[i].n = n < 100 ? 100 : n;
+        if (fw[i].py && !o->peers)
+            continue;
+        printf("lockbench: waiter behind %s (SET NX PX, then released "
+               "5-30 ms later), %d cycles ...\n",
+               i ? "redis-py's Lock" : "a holder of the benchmark's",
+               fw[i].n);
+        lb_run_foreign(e, &fw[i]);
+    }
+}
+
+static void run_all(const lb_env *e, lb_series *s, size_t ns)
+{
+    size_t i;
+
+    for (i = 0; i < ns; i++) {
+        printf("lockbench: %s, K=%d, M=%d ...", s[i].name, s[i].k, s[i].m);
+        fflush(stdout);
+        lb_run_series(e, &s[i]);
+        printf(" %.1f s%s%s\n", s[i].seconds, s[i].ran ? "" : ", FAILED: ",
+               s[i].err);
+    }
+}
+
 int main(int argc, char **argv)
 {
     static lb_series s[MAX_SERIES];
@@ -419,11 +473,12 @@ int main(int argc, char **argv)
     opts o = {{2, 4, 8, 64}, 4, {2, 4, 8}, 3, 1.0, 1, 0};
     lb_micro m = {0};
     lb_idle idle[3] = {{.fair = 0}, {.fair = 1}, {.foreign = 1}};
+    lb_foreign fw[2] = {{0}};
     lb_memory mem;
     lb_scale scale;
+    lb_results r = {&m, idle, 3, fw, 2, &mem, &scale, s, 0};
     char machine[1024];
-    size_t ns, i;
-    int t;
+    size_t i;
 
     e.out_dir = "bench/out";
     e.peers_dir = "bench/peers";
@@ -437,26 +492,15 @@ int main(int argc, char **argv)
     if ((e.ctl = lb_connect(e.sock)) == NULL)
         return 2;
     header(&e, &o, machine, sizeof machine);
-    ns = plan(&o, s);
-
+    r.ns = plan(&o, s);
     open_tcp(&e);
-    m.rounds = 7;
-    for (t = 0; t < LB_WIRES; t++) {
-        if (t == LB_TCP && e.tcp_port == 0)
-            break;
-        printf("lockbench: PING loop over %s ...\n", lb_wire_name[t]);
-        lb_run_ping(&e, &m.w[t], t, 1000);
-        printf("lockbench: uncontended over %s, raw loops vs library, %d "
-               "rounds ...\n",
-               lb_wire_name[t], m.rounds);
-        lb_run_uncontended(&e, &m.w[t], t, m.rounds, 300);
-    }
-    m.ping_p50 = m.w[LB_UNIX].ping_p50;
+    run_micro(&e, &m, LB_WIRES);
     for (i = 0; i < 3; i++) {
         printf("lockbench: blocked waiter (%s) ...\n",
                lb_idle_name(&idle[i]));
         lb_run_idle(&e, &idle[i]);
     }
+    run_foreign(&e, &o, fw);
     printf("lockbench: memory per held lock, %d locks ...\n",
            scaled(100000, o.scale));
     lb_run_memory(&e, &mem, scaled(100000, o.scale));
@@ -465,15 +509,9 @@ int main(int argc, char **argv)
            scaled(10000, o.scale), scaled(1000, o.scale));
     lb_run_loop_scale(&e, &scale, scaled(10000, o.scale),
                       scaled(1000, o.scale));
-    for (i = 0; i < ns; i++) {
-        printf("lockbench: %s, K=%d, M=%d ...", s[i].name, s[i].k, s[i].m);
-        fflush(stdout);
-        lb_run_series(&e, &s[i]);
-        printf(" %.1f s%s%s\n", s[i].seconds, s[i].ran ? "" : ", FAILED: ",
-               s[i].err);
-    }
-    loop_pairs(&e, s, ns);
-    lb_report(&e, &m, idle, 3, &mem, &scale, s, ns, machine);
+    run_all(&e, s, r.ns);
+    loop_pairs(&e, s, r.ns);
+    lb_report(&e, &r, machine);
     redisFree(e.ctl);
-    return lb_failed(s, ns, idle, 3);
+    return lb_failed(&r);
 }

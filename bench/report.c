@@ -474,10 +474,52 @@ static void floor_line(const lb_series *s, size_t ns, double rtt, int k)
     printf("\n");
 }
 
-static void targets(const lb_series *s, size_t ns, const lb_micro *m,
-                    const lb_idle *idle, int nidle, const lb_series *fair,
+/* Issue 38's target for a waiter behind another library's lock: the
+ * p99 from the release's start to its grant. */
+static void foreign_target(const lb_foreign *f)
+{
+    if (!f->ran) {
+        printf("  waiter behind a foreign holder: p99 from %s to the "
+               "grant <= 5 ms: not run (--no-peers)\n",
+               lb_foreign_name(f));
+        return;
+    }
+    printf("  waiter behind a foreign holder: p99 from %s to the grant <= "
+           "5 ms: %.2f ms %s%s%s\n",
+           lb_foreign_name(f), f->p99 / 1e3, yes(f->ok && f->p99 <= 5000),
+           f->ok ? "" : " -- ", f->err);
+}
+
+/* The blocked waiters' targets, and those behind another library's
+ * lock. */
+static void waiter_targets(const lb_results *r)
+{
+    const lb_idle *idle = r->idle;
+    int i, nidle = r->nidle;
+
+    /* Behind a SET NX PX holder: the request connection of its first
+     * attempt, and the two of the server's notices (src/node/track.h). */
+    for (i = 0; i < nidle; i++)
+        printf("  blocked waiter (%s) holds %d server connection%s: %d %s\n",
+               lb_idle_name(&idle[i]), idle[i].foreign ? 3 : 1,
+               idle[i].foreign ? "s" : "", idle[i].conns,
+               yes(idle[i].conns <= (idle[i].foreign ? 3 : 1)));
+    for (i = 0; i < nidle; i++)
+        printf("  blocked waiter (%s) sends 0 commands/s: %.1f sent/s, "
+               "%.1f server calls/s %s%s%s\n",
+               lb_idle_name(&idle[i]), idle[i].sent, idle[i].calls,
+               yes(idle[i].ok && idle[i].sent == 0), idle[i].ok ? "" : " -- ",
+               idle[i].err);
+    for (i = 0; i < r->nfw; i++)
+        foreign_target(&r->fw[i]);
+}
+
+static void targets(const lb_results *r, const lb_series *fair,
                     const lb_series *def, int k)
 {
+    const lb_series *s = r->s;
+    const lb_micro *m = r->m;
+    size_t ns = r->ns;
     double rtt = m->ping_p50, need = 0.8 / (3 * rtt / 1e6);
     int i;
 
@@ -524,19 +566,7 @@ static void targets(const lb_series *s, size_t ns, const lb_micro *m,
     kind_hand_off(s, ns, rtt, k, is_set, "set", "%d keys", 0);
     floor_line(s, ns, rtt, k);
     loop_line(s, ns, def, k);
-    /* Behind a SET NX PX holder: the request connection of its first
-     * attempt, and the two of the server's notices (src/node/track.h). */
-    for (i = 0; i < nidle; i++)
-        printf("  blocked waiter (%s) holds %d server connection%s: %d %s\n",
-               lb_idle_name(&idle[i]), idle[i].foreign ? 3 : 1,
-               idle[i].foreign ? "s" : "", idle[i].conns,
-               yes(idle[i].conns <= (idle[i].foreign ? 3 : 1)));
-    for (i = 0; i < nidle; i++)
-        printf("  blocked waiter (%s) sends 0 commands/s: %.1f sent/s, "
-               "%.1f server calls/s %s%s%s\n",
-               lb_idle_name(&idle[i]), idle[i].sent, idle[i].calls,
-               yes(idle[i].ok && idle[i].sent == 0), idle[i].ok ? "" : " -- ",
-               idle[i].err);
+    waiter_targets(r);
 }
 
 /* One event loop at scale: connections bounded, memory and CPU per held
@@ -579,14 +609,30 @@ static void memory(const lb_memory *mem)
            yes(ratio <= 1.2));
 }
 
-void lb_report(const lb_env *e, const lb_micro *m, const lb_idle *idle,
-               int nidle, const lb_memory *mem, const lb_scale *scale,
-               lb_series *s, size_t ns, const char *machine)
+/* A foreign series' p50 and p99 for the last line (-1: not run). */
+static void foreign_fields(const lb_results *r, int py, double *p50,
+                           double *p99)
 {
-    char path[1024];
-    int k = target_k(s, ns);
+    int i;
+
+    *p50 = *p99 = -1;
+    for (i = 0; i < r->nfw; i++)
+        if (r->fw[i].py == py && r->fw[i].ran && r->fw[i].got > 0) {
+            *p50 = r->fw[i].p50;
+            *p99 = r->fw[i].p99;
+        }
+}
+
+/* The machine-readable last line; its fields are only ever appended to,
+ * as scripts read it. */
+static void machine_line(const lb_results *r, int k)
+{
+    const lb_series *s = r->s;
+    size_t ns = r->ns;
+    const lb_micro *m = r->m;
+    const lb_memory *mem = r->mem;
+    const lb_scale *scale = r->scale;
     const lb_series *fair = find(s, ns, LB_REDISLOCK, 1, k);
-    const lb_series *def = find(s, ns, LB_REDISLOCK, 0, k);
     const lb_series *k64 = find(s, ns, LB_REDISLOCK, 1, 64);
     /* bench/run.sh's Redlock run and CLI run (against flock(1)): their
      * machine-readable figures. */
@@ -598,32 +644,8 @@ void lb_report(const lb_env *e, const lb_micro *m, const lb_idle *idle,
     const lb_series *set = find_kind(s, ns, k, is_set, 0);
     const lb_series *semf = find_kind(s, ns, k, is_sem, 1);
     const lb_series *shf = find_kind(s, ns, k, is_shared, 1);
-    FILE *f;
-    int i;
+    double f50, f99, p50, p99;
 
-    printf("\n");
-    table(stdout, m, s, ns);
-    snprintf(path, sizeof path, "%s/results.md", e->out_dir);
-    if ((f = fopen(path, "w")) != NULL) {
-        fprintf(f, "%s\n\n", machine);
-        table(f, m, s, ns);
-        fclose(f);
-    }
-    printf("\n");
-    for (i = 0; i < nidle; i++)
-        printf("Blocked waiter (%s) behind a 60 s lease, over 1 s: "
-               "%.1f commands sent, %.1f server calls, %d server "
-               "connections held; woke %.1f us after the release began%s%s\n",
-               lb_idle_name(&idle[i]), idle[i].sent, idle[i].calls,
-               idle[i].conns, idle[i].wake_us,
-               idle[i].ok ? "" : "; FAIL: ", idle[i].err);
-    plot(e, m, s, ns, k);
-    targets(s, ns, m, idle, nidle, fair, def, k);
-    memory(mem);
-    loop_scale(scale);
-    if (lb_failed(s, ns, idle, nidle))
-        printf("\n*** FAIL: a counter check, the exclusion check or a run "
-               "failed (see the table) ***\n");
     printf("rtt_p50_us=%.1f cycle_ratio=%.3f cycle_ratio_scripts=%.3f "
            "cycle_ratio_default=%.3f cycle_ratio_tcp=%.3f "
            "cycle_ratio_tcp_default=%.3f srv_cpu_cycle_us=%.1f "
@@ -638,7 +660,7 @@ void lb_report(const lb_env *e, const lb_micro *m, const lb_idle *idle,
            "loop_handoff_floor=%.3f loop_handoff_ratio_tcp=%.3f "
            "loop_cycle_ratio=%.3f loop_floor_ratio=%.3f "
            "loop_held=%d loop_conns=%lld loop_bytes_per_lock=%.0f "
-           "loop_cpu_us_per_lock_s=%.2f%s%s%s%s\n",
+           "loop_cpu_us_per_lock_s=%.2f",
            m->ping_p50, u->ratio_min[2], u->ratio[2], u->ratio_min[1],
            tcp->ratio_min[2], tcp->ratio_min[1], u->cpu_cycle[2],
            ratio(u->cpu_cycle[2], u->cpu_cycle[3]),
@@ -654,20 +676,81 @@ void lb_report(const lb_env *e, const lb_micro *m, const lb_idle *idle,
            find_loop(s, ns, k) ? find_loop(s, ns, k)->floor_ratio : -1,
            find_loop(s, ns, k) ? find_loop(s, ns, k)->tcp_pair_ratio : -1,
            u->loop_ratio, u->loop_floor, scale->n, scale->conns,
-           scale->rss_per_lock, scale->cpu_us_per_lock_s, redlock ? " " : "",
-           redlock ? redlock : "", runcost ? " " : "", runcost ? runcost : "");
+           scale->rss_per_lock, scale->cpu_us_per_lock_s);
+    foreign_fields(r, 0, &f50, &f99);
+    foreign_fields(r, 1, &p50, &p99);
+    printf(" foreign_wake_p50_us=%.1f foreign_wake_p99_us=%.1f "
+           "pyforeign_wake_p50_us=%.1f pyforeign_wake_p99_us=%.1f%s%s%s%s\n",
+           f50, f99, p50, p99, redlock ? " " : "", redlock ? redlock : "",
+           runcost ? " " : "", runcost ? runcost : "");
 }
 
-int lb_failed(const lb_series *s, size_t ns, const lb_idle *idle, int nidle)
+/* The blocked waiters' traffic, and the wake-ups behind another
+ * library's lock. */
+static void waiters(const lb_results *r)
+{
+    const lb_idle *idle = r->idle;
+    const lb_foreign *f;
+    int i;
+
+    for (i = 0; i < r->nidle; i++)
+        printf("Blocked waiter (%s) behind a 60 s lease, over 1 s: "
+               "%.1f commands sent, %.1f server calls, %d server "
+               "connections held; woke %.1f us after the release began%s%s\n",
+               lb_idle_name(&idle[i]), idle[i].sent, idle[i].calls,
+               idle[i].conns, idle[i].wake_us,
+               idle[i].ok ? "" : "; FAIL: ", idle[i].err);
+    for (f = r->fw; f < r->fw + r->nfw; f++)
+        if (f->ran)
+            printf("Waiter (default mode) behind a SET NX PX holder, from "
+                   "%s to the grant, %d cycles: p50 %.0f us, p90 %.0f us, "
+                   "p99 %.0f us, max %.0f us%s%s\n",
+                   lb_foreign_name(f), f->got, f->p50, f->p90, f->p99, f->max,
+                   f->ok ? "" : "; FAIL: ", f->err);
+}
+
+void lb_report(const lb_env *e, const lb_results *r, const char *machine)
+{
+    char path[1024];
+    lb_series *s = r->s;
+    size_t ns = r->ns;
+    int k = target_k(s, ns);
+    FILE *f;
+
+    printf("\n");
+    table(stdout, r->m, s, ns);
+    snprintf(path, sizeof path, "%s/results.md", e->out_dir);
+    if ((f = fopen(path, "w")) != NULL) {
+        fprintf(f, "%s\n\n", machine);
+        table(f, r->m, s, ns);
+        fclose(f);
+    }
+    printf("\n");
+    waiters(r);
+    plot(e, r->m, s, ns, k);
+    targets(r, find(s, ns, LB_REDISLOCK, 1, k), find(s, ns, LB_REDISLOCK, 0, k),
+            k);
+    memory(r->mem);
+    loop_scale(r->scale);
+    if (lb_failed(r))
+        printf("\n*** FAIL: a counter check, the exclusion check or a run "
+               "failed (see the table) ***\n");
+    machine_line(r, k);
+}
+
+int lb_failed(const lb_results *r)
 {
     size_t i;
     int j;
 
-    for (i = 0; i < ns; i++)
-        if (!s[i].ran || !s[i].counter_ok || s[i].overlaps != 0)
+    for (i = 0; i < r->ns; i++)
+        if (!r->s[i].ran || !r->s[i].counter_ok || r->s[i].overlaps != 0)
             return 1;
-    for (j = 0; j < nidle; j++)
-        if (!idle[j].ok)
+    for (j = 0; j < r->nidle; j++)
+        if (!r->idle[j].ok)
+            return 1;
+    for (j = 0; j < r->nfw; j++)
+        if (r->fw[j].ran && !r->fw[j].ok)
             return 1;
     return 0;
 }
