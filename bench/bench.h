@@ -290,6 +290,9 @@ typedef struct lb_results {
 } lb_results;
 
 void lb_report(const lb_env *e, const lb_results *r, const char *machine);
+/* lockbench --core's: the uncontended targets over the unix socket and
+ * the K=8 hand-offs, then one line of their figures. */
+void lb_report_core(const lb_env *e, const lb_results *r);
 /* The exit status: 1 when any counter check or exclusion check failed,
  * or a run did. */
 int lb_failed(const lb_results *r);

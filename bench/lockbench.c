@@ -7,7 +7,11 @@
  *
  * lockbench --sock PATH [--out DIR] [--peers DIR] [--python PATH]
  *           [--node PATH] [--redis-pid PID] [--ks 2,4,8] [--peer-ks 2,4,8]
- *           [--scale F] [--timeout S] [--no-peers]
+ *           [--scale F] [--timeout S] [--no-peers] [--core]
+ *
+ * --core: only the uncontended figures over the unix socket and the K=8
+ * hand-off series (default mode and fair), ending with one line of their
+ * figures (bench/run.sh runs it against each cached server).
  *
  * The last line of output is machine-readable (our fair mode at K=8, and
  * at K=64 its cycles/s):
@@ -47,6 +51,7 @@ typedef struct opts {
     int ks[8], nks, peer_ks[8], npeer_ks;
     double scale;
     int peers;
+    int core; /* --core */
     long redis_pid;
 } opts;
 
@@ -71,7 +76,8 @@ static void usage(void)
     fprintf(stderr,
             "usage: lockbench --sock PATH [--out DIR] [--peers DIR] "
             "[--python PATH] [--node PATH] [--redis-pid PID] [--ks 2,4,8,64] "
-            "[--peer-ks 2,4,8] [--scale F] [--timeout S] [--no-peers]\n");
+            "[--peer-ks 2,4,8] [--scale F] [--timeout S] [--no-peers] "
+            "[--core]\n");
     exit(2);
 }
 
@@ -82,8 +88,11 @@ static void parse(int argc, char **argv, lb_env *e, opts *o)
     for (i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 
-        if (strcmp(a, "--no-peers") == 0) {
-            o->peers = 0;
+        if (strcmp(a, "--no-peers") == 0 || strcmp(a, "--core") == 0) {
+            if (a[2] == 'n')
+                o->peers = 0;
+            else
+                o->core = 1;
             continue;
         }
         if (v == NULL)
@@ -466,11 +475,40 @@ static void run_all(const lb_env *e, lb_series *s, size_t ns)
     }
 }
 
+/* --core: the figures bench/run.sh compares across servers. */
+static int core(const lb_env *e, const opts *o)
+{
+    static const lb_series rl = {.name = "redislock", .slug = "rl",
+                                 .lib = LB_REDISLOCK, .k = 8};
+    lb_series s[2];
+    lb_micro m = {0};
+    lb_results r = {0};
+    int i;
+
+    for (i = 0; i < 2; i++) {
+        s[i] = rl;
+        s[i].fair = i;
+        s[i].name = i ? "redislock fair" : "redislock";
+        s[i].m = scaled(1000, o->scale);
+    }
+    run_micro(e, &m, LB_UNIX + 1);
+    run_all(e, s, 2);
+    r.m = &m;
+    r.s = s;
+    r.ns = 2;
+    lb_report_core(e, &r);
+    for (i = 0; i < 2; i++) {
+        free(s[i].hand);
+        free(s[i].xhand);
+    }
+    return lb_failed(&r);
+}
+
 int main(int argc, char **argv)
 {
     static lb_series s[MAX_SERIES];
     lb_env e = {0};
-    opts o = {{2, 4, 8, 64}, 4, {2, 4, 8}, 3, 1.0, 1, 0};
+    opts o = {{2, 4, 8, 64}, 4, {2, 4, 8}, 3, 1.0, 1, 0, 0};
     lb_micro m = {0};
     lb_idle idle[3] = {{.fair = 0}, {.fair = 1}, {.foreign = 1}};
     lb_foreign fw[2] = {{0}};
@@ -492,6 +530,12 @@ int main(int argc, char **argv)
     if ((e.ctl = lb_connect(e.sock)) == NULL)
         return 2;
     header(&e, &o, machine, sizeof machine);
+    if (o.core) {
+        int rc = core(&e, &o);
+
+        redisFree(e.ctl);
+        return rc;
+    }
     r.ns = plan(&o, s);
     open_tcp(&e);
     run_micro(&e, &m, LB_WIRES);

@@ -738,6 +738,49 @@ void lb_report(const lb_env *e, const lb_results *r, const char *machine)
     machine_line(r, k);
 }
 
+/* The server's name and version: Valkey's own (its redis_version is the
+ * Redis it is compatible with), else Redis's. */
+static void server_version(redisContext *c, char *buf, size_t len)
+{
+    redisReply *r = lb_cmd(c, "INFO server");
+    const char *v = strstr(r->str, "valkey_version:");
+    const char *name = v ? "valkey" : "redis";
+
+    if (v == NULL)
+        v = strstr(r->str, "redis_version:");
+    if (v != NULL)
+        v = strchr(v, ':') + 1;
+    snprintf(buf, len, "%s-%.*s", name, v ? (int)strcspn(v, "\r\n") : 1,
+             v ? v : "?");
+    freeReplyObject(r);
+}
+
+void lb_report_core(const lb_env *e, const lb_results *r)
+{
+    const lb_wire *u = &r->m->w[LB_UNIX];
+    const lb_series *def = find(r->s, r->ns, LB_REDISLOCK, 0, 8);
+    const lb_series *fair = find(r->s, r->ns, LB_REDISLOCK, 1, 8);
+    char v[64];
+
+    server_version(e->ctl, v, sizeof v);
+    printf("\nlockbench --core against %s (PING p50 %.1f us):\n", v,
+           r->m->ping_p50);
+    uncontended(u, lb_wire_name[LB_UNIX]);
+    printf("  K=8 hand-off p50 / p99: default mode %.1f / %.1f us, fair "
+           "%.1f / %.1f us%s\n",
+           def ? def->h50 : -1, def ? def->h99 : -1, fair ? fair->h50 : -1,
+           fair ? fair->h99 : -1,
+           lb_failed(r) ? " -- FAIL: a counter or exclusion check, or a run"
+                        : "");
+    printf("server=%s rtt_p50_us=%.1f cycle_ratio_default=%.3f "
+           "cycle_ratio=%.3f srv_cpu_ratio_default=%.2f srv_cpu_ratio=%.2f "
+           "handoff_default_p50_us=%.1f handoff_p50_us=%.1f failed=%d\n",
+           v, r->m->ping_p50, u->ratio_min[1], u->ratio_min[2],
+           ratio(u->cpu_cycle[1], u->cpu_cycle[3]),
+           ratio(u->cpu_cycle[2], u->cpu_cycle[3]), def ? def->h50 : -1,
+           fair ? fair->h50 : -1, lb_failed(r));
+}
+
 int lb_failed(const lb_results *r)
 {
     size_t i;

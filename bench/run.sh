@@ -3,14 +3,17 @@
 # bench/run.sh [LOCKBENCH-OPTION...]
 #
 # Runs the lock benchmark (bench/lockbench.c) once, after the Redlock one
-# (bench/redlock.sh) and the CLI's against flock(1) (bench/runcost.c):
+# (bench/redlock.sh) and the CLI's against flock(1) (bench/runcost.c),
+# then its uncontended and K=8 figures (lockbench --core) against each
+# newer server that scripts/check-servers.sh has built into its cache:
 # installs what it needs
 # (Debian packages when root, the Node peers into bench/peers with npm ci),
 # compiles lockbench against the static library in $BUILD, and runs it
 # pinned to one CPU against a private redis-server (scripts/with-redis.sh)
 # pinned to another. The
-# output ends with lockbench's machine-readable line; results.md, the data
-# and handoff.png go to $BENCH_OUT. `make bench` builds the library first.
+# output ends with the main run's machine-readable line (held back until
+# after the servers' table); results.md, the data and handoff.png go to
+# $BENCH_OUT. `make bench` builds the library first.
 #
 # Environment:
 #   BUILD             the CMake build directory holding src/libredislock.a
@@ -21,6 +24,11 @@
 #   BENCH_SERVER_CPU  CPU for redis-server (default 0)
 #   BENCH_CLIENT_CPU  CPU for the clients (default 1)
 #   REDIS_SERVER, REDIS_CLI  the binaries (default from PATH)
+#   BENCH_SERVERS     which cached servers to run (check-servers.sh's
+#                     names: redis valkey valkey9 redis86; default every
+#                     one present); nothing is ever built here
+#   SERVERS_CACHE     check-servers.sh's cache (default
+#                     ${XDG_CACHE_HOME:-$HOME/.cache}/redislock/servers)
 # Options are passed to lockbench: --ks 2,4,8,64, --peer-ks 8, --scale 0.5,
 # --no-peers, --timeout 60.
 #
@@ -141,7 +149,101 @@ BENCH_RUNCOST=$(printf '%s\n' "$runcost" | tail -n 1)
 export BENCH_RUNCOST
 
 # The private server (scripts/with-redis.sh starts it, pinned, and stops
-# it by pid); lockbench finds it through REDIS_SOCK and REDIS_PID.
+# it by pid); lockbench finds it through REDIS_SOCK and REDIS_PID. Its
+# last line is held back (sed's one line of delay) to end the whole run.
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
 REDIS_SERVER_PREFIX="${spin[*]}" REDIS_SERVER=$server REDIS_CLI=$cli \
-    exec scripts/with-redis.sh "${cpin[@]}" "$bin" --out "$out" \
-    --peers "$peers" --python "$python" "$@"
+    scripts/with-redis.sh "${cpin[@]}" "$bin" --out "$out" \
+    --peers "$peers" --python "$python" "$@" | tee "$tmp/main" | sed -u '$d'
+status=${PIPESTATUS[0]}
+
+# The newest cached build of each server check-servers.sh knows, as
+# "NAME BINARY" lines; its cache directories are <name>-<version>, the
+# binary in bin/ once built (a build under way has none yet).
+cached_servers() {
+    local cache d name bin
+    cache=${SERVERS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/redislock/servers}
+    declare -A newest=()
+    while IFS= read -r d; do
+        name=${d##*/}
+        name=${name%-*}
+        for bin in "$d/bin/redis-server" "$d/bin/valkey-server"; do
+            if [ -x "$bin" ] && "$bin" --version >/dev/null 2>&1; then
+                newest[$name]=$bin
+            fi
+        done
+    done < <(find "$cache" -mindepth 1 -maxdepth 1 -type d -name '*-[0-9]*' \
+        2>/dev/null | sort -V)
+    for name in ${BENCH_SERVERS:-redis valkey valkey9 redis86}; do
+        [ -z "${newest[$name]:-}" ] || echo "$name ${newest[$name]}"
+    done
+}
+
+# One server's lockbench --core, pinned as the main run; prints its
+# figures' line (lockbench's last), or nothing if it failed.
+core_run() { # NAME BINARY LOCKBENCH-OPTION...
+    local name=$1 srv=$2
+    shift 2
+    REDIS_SERVER_PREFIX="${spin[*]}" REDIS_SERVER=$srv REDIS_CLI=$cli \
+        scripts/with-redis.sh "${cpin[@]}" "$bin" --core \
+        --out "$out" "$@" >"$tmp/$name" 2>&1 || true
+    tail -n 1 "$tmp/$name" | grep '^server=' || {
+        echo "$me: $name: lockbench --core failed; its output's end:" >&2
+        tail -n 5 "$tmp/$name" >&2
+    }
+}
+
+# field LINE KEY: the value of KEY=... in LINE.
+field() {
+    printf '%s\n' "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"
+}
+
+# One row of the servers' table, from a --core line (empty: it failed).
+row() { # NAME LINE
+    if [ -z "$2" ]; then
+        printf '| %-22s | FAILED: see above |\n' "$1"
+        return
+    fi
+    printf '| %-22s | %7s x / %5s x | %7s x / %5s x | %7s / %7s us |%s\n' \
+        "$1 $(field "$2" server)" \
+        "$(field "$2" cycle_ratio_default)" "$(field "$2" cycle_ratio)" \
+        "$(field "$2" srv_cpu_ratio_default)" "$(field "$2" srv_cpu_ratio)" \
+        "$(field "$2" handoff_default_p50_us)" \
+        "$(field "$2" handoff_p50_us)" \
+        "$([ "$(field "$2" failed)" = 0 ] || echo ' FAIL')"
+}
+
+# The uncontended and K=8 figures on each cached server (issue 38: the
+# lean protocol on the servers it is for), then a compact table of them.
+servers_table() {
+    local list name srv line rows=()
+    list=$(cached_servers)
+    echo
+    if [ -z "$list" ]; then
+        echo "$me: other servers: none in the cache (build them with" \
+            "SERVERS=\"valkey9 redis86\" scripts/check-servers.sh --build-only)"
+        return 0
+    fi
+    while read -r name srv; do
+        echo "$me: $name ($srv): lockbench --core ..."
+        line=$(core_run "$name" "$srv" "$@")
+        [ -n "$line" ] && [ "$(field "$line" failed)" = 0 ] || status=1
+        rows+=("$(row "$name" "$line")")
+    done <<<"$list"
+    echo
+    echo "Other servers, lockbench --core: uncontended cycles over the" \
+        "unix socket (rate and server CPU per cycle against the minimal" \
+        "raw loop's on the same server) and the K=8 hand-off p50:"
+    printf '| %-22s | %-19s | %-19s | %-20s |\n' server \
+        "cycles/s def / fair" "srv CPU def / fair" "K=8 p50 def / fair"
+    printf '|%s|%s|%s|%s|\n' "$(printf -- '-%.0s' {1..24})" \
+        "$(printf -- '-%.0s' {1..21})" "$(printf -- '-%.0s' {1..21})" \
+        "$(printf -- '-%.0s' {1..22})"
+    printf '%s\n' "${rows[@]}"
+}
+
+servers_table "$@"
+echo
+tail -n 1 "$tmp/main"
+exit "$status"
