@@ -224,6 +224,9 @@ typedef struct lb_foreign {
     int py;          /* the holder is redis-py's Lock (bench/peers/
                       * pyholder.py); else SET NX PX and LB_CAD by EVALSHA
                       * from a hiredis connection of the benchmark's */
+    int raw;         /* the waiter is the protocol's floor in raw hiredis
+                      * (CLIENT TRACKING, a tracked GET, SET NX on the
+                      * notice), not the library's */
     int n;           /* cycles to time */
     int ran;         /* 1: run (0: left out, no peers) */
     int ok;          /* every cycle timed, none granted while held */

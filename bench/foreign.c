@@ -59,34 +59,142 @@ const char *lb_foreign_name(const lb_foreign *f)
     return f->py ? "a redis-py release" : "a compare-and-delete release";
 }
 
-/* The waiter, in a forked child: one acquire and release per byte read
- * from go, a grant record for each on out; EOF ends it. Never returns. */
-static void waiter(const lb_env *e, int go, int out)
+/* A waiter: its acquire (bounded by WAIT_MS) and its release, each
+ * giving a redislock_err. */
+typedef struct waiter {
+    int32_t (*acquire)(struct waiter *w);
+    int32_t (*release)(struct waiter *w);
+    redislock_lock *l; /* the library's */
+    redislock_acquire_options o;
+    redisContext *c, *sub; /* the floor's: requests, and the notices */
+    char sha[41], tok[40];
+} waiter;
+
+/* A waiter in a forked child: one acquire and release per byte read from
+ * go, a grant record for each on out; EOF ends it. Never returns. */
+static void serve(waiter *w, int go, int out)
 {
-    redislock_client *cl;
-    redislock_lock *l;
-    redislock_acquire_options o = {0};
     char b;
 
-    if (lb_open_lock(e, &cl, &l) != 0)
-        _exit(3);
-    o.ttl_ms = LB_TTL_MS;
-    o.wait_ms = WAIT_MS;
     while (read(go, &b, 1) == 1) {
         int64_t t0 = lb_now_ns();
         grant g = {0, 0, 0};
 
-        g.err = (int32_t)redislock_acquire(l, &o);
+        g.err = w->acquire(w);
         g.at = lb_now_ns();
         g.ms = (int32_t)((g.at - t0) / 1000000);
         if (g.err == REDISLOCK_OK)
-            g.err = (int32_t)redislock_release(l);
+            g.err = w->release(w);
         if (write(out, &g, sizeof g) != (ssize_t)sizeof g)
             _exit(4);
     }
-    redislock_lock_free(l);
-    redislock_client_free(cl);
     _exit(0);
+}
+
+static int32_t lib_acquire(waiter *w)
+{
+    return (int32_t)redislock_acquire(w->l, &w->o);
+}
+
+static int32_t lib_release(waiter *w)
+{
+    return (int32_t)redislock_release(w->l);
+}
+
+/* The library's waiter: the blocking calls, default mode. */
+static void lib_waiter(const lb_env *e, int go, int out)
+{
+    redislock_client *cl;
+    waiter w = {.acquire = lib_acquire, .release = lib_release};
+
+    if (lb_open_lock(e, &cl, &w.l) != 0)
+        _exit(3);
+    w.o.ttl_ms = LB_TTL_MS;
+    w.o.wait_ms = WAIT_MS;
+    serve(&w, go, out);
+}
+
+/* Waits until end (CLOCK_MONOTONIC ns) for a notice on w->sub that a
+ * tracked key changed; 0 when one came. */
+static int raw_notice(waiter *w, int64_t end)
+{
+    int64_t left = (end - lb_now_ns()) / 1000;
+    struct timeval tv = {0, 0};
+    redisReply *r;
+
+    if (left <= 0)
+        return -1;
+    tv.tv_sec = left / 1000000;
+    tv.tv_usec = left % 1000000;
+    if (redisSetTimeout(w->sub, tv) != REDIS_OK ||
+        redisGetReply(w->sub, (void **)&r) != REDIS_OK)
+        return -1;
+    freeReplyObject(r);
+    return 0;
+}
+
+/* The floor's acquire: SET NX PX; when refused, a read of the key that
+ * the server tracks (CLIENT CACHING yes, then GET, in one write), and a
+ * wait for its notice on w->sub; again until taken or out of time. */
+static int32_t raw_acquire(waiter *w)
+{
+    int64_t end = lb_now_ns() + (int64_t)WAIT_MS * 1000000;
+    redisReply *r;
+    int taken, held;
+
+    snprintf(w->tok, sizeof w->tok, "floor-%ld", random());
+    for (;;) {
+        r = redisCommand(w->c, "SET %s %s NX PX %d", LB_LOCK_KEY, w->tok,
+                         LB_TTL_MS);
+        taken = r != NULL && r->type == REDIS_REPLY_STATUS;
+        freeReplyObject(r);
+        if (taken)
+            return REDISLOCK_OK;
+        redisAppendCommand(w->c, "CLIENT CACHING yes");
+        redisAppendCommand(w->c, "GET %s", LB_LOCK_KEY);
+        if (redisGetReply(w->c, (void **)&r) != REDIS_OK)
+            return REDISLOCK_EIO;
+        freeReplyObject(r);
+        if (redisGetReply(w->c, (void **)&r) != REDIS_OK)
+            return REDISLOCK_EIO;
+        held = r->type == REDIS_REPLY_STRING;
+        freeReplyObject(r);
+        if (held && raw_notice(w, end) != 0)
+            return REDISLOCK_ETIMEDOUT;
+    }
+}
+
+static int32_t raw_release(waiter *w)
+{
+    redisReply *r =
+        redisCommand(w->c, "EVALSHA %s 1 %s %s", w->sha, LB_LOCK_KEY, w->tok);
+    int ok = r != NULL && r->type == REDIS_REPLY_INTEGER && r->integer == 1;
+
+    freeReplyObject(r);
+    return ok ? REDISLOCK_OK : REDISLOCK_ELOST;
+}
+
+/* The protocol's floor, in raw hiredis: what the library's tracked wait
+ * does (src/node/track.h), over two connections made once, not per
+ * wait. */
+static void raw_waiter(const lb_env *e, int go, int out)
+{
+    waiter w = {.acquire = raw_acquire, .release = raw_release};
+    redisReply *r;
+    long long id;
+
+    if ((w.c = lb_connect(e->sock)) == NULL ||
+        (w.sub = lb_connect(e->sock)) == NULL)
+        _exit(3);
+    r = lb_cmd(w.sub, "CLIENT ID");
+    id = r->integer;
+    freeReplyObject(r);
+    freeReplyObject(lb_cmd(w.sub, "SUBSCRIBE __redis__:invalidate"));
+    freeReplyObject(lb_cmd(w.c, "CLIENT TRACKING ON REDIRECT %lld OPTIN", id));
+    r = lb_cmd(w.c, "SCRIPT LOAD %s", LB_CAD);
+    memcpy(w.sha, r->str, r->len < 40 ? r->len : 40);
+    freeReplyObject(r);
+    serve(&w, go, out);
 }
 
 /* A token as random as another library's (redis-py: a uuid1's hex). */
@@ -270,7 +378,7 @@ static void summarise(lb_foreign *f, int64_t *v, int n)
 
 /* The waiter process, with its two pipes: go (ours to write) and its
  * grants (ours to read). */
-static pid_t waiter_start(const lb_env *e, int *go, int *from)
+static pid_t waiter_start(const lb_env *e, int raw, int *go, int *from)
 {
     int a[2], b[2];
     pid_t pid;
@@ -281,7 +389,9 @@ static pid_t waiter_start(const lb_env *e, int *go, int *from)
     if ((pid = fork()) == 0) {
         close(a[1]);
         close(b[0]);
-        waiter(e, a[0], b[1]);
+        if (raw)
+            raw_waiter(e, a[0], b[1]);
+        lib_waiter(e, a[0], b[1]);
     }
     close(a[0]);
     close(b[1]);
@@ -313,7 +423,7 @@ void lb_run_foreign(const lb_env *e, lb_foreign *f)
     if ((f->py ? py_start(e, &h) : c_start(e, &h)) != 0)
         snprintf(f->err, sizeof f->err, "the holder did not start%s",
                  f->py ? " (python3 with the redis package?)" : "");
-    pid = waiter_start(e, &go, &from);
+    pid = waiter_start(e, f->raw, &go, &from);
     for (i = 0; i <= f->n && f->err[0] == '\0'; i++)
         if (cycle(&h, go, from, f, i, &wake[n]) == 0 && i > 0)
             n++;

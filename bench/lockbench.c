@@ -24,7 +24,8 @@
  * setnx_bytes=... shared_handoff_p50_us=... set_handoff_p50_us=...
  * sem_fair_handoff_p50_us=... shared_fair_handoff_p50_us=...
  * raw_handoff_p50_us=... ... foreign_wake_p50_us=... foreign_wake_p99_us=...
- * pyforeign_wake_p50_us=... pyforeign_wake_p99_us=... (then
+ * pyforeign_wake_p50_us=... pyforeign_wake_p99_us=...
+ * foreign_floor_p50_us=... foreign_floor_p99_us=... (then
  * bench/redlock.sh's, from BENCH_REDLOCK, and bench/runcost.c's)
  * Exit status 1 when a counter check, the exclusion check or a run failed.
  */
@@ -444,20 +445,27 @@ static void run_micro(const lb_env *e, lb_micro *m, int wires)
 }
 
 /* Cycles behind another library's lock: 200 at --scale 1, never fewer
- * than 100, so that the p99 is not simply the slowest cycle. */
+ * than 100, so that the p99 is not simply the slowest cycle. The
+ * library's waiter behind our holder and redis-py's, then the floor's
+ * waiter behind ours. */
 static void run_foreign(const lb_env *e, const opts *o, lb_foreign *fw)
 {
+    static const char *const who[3] = {
+        "the library's waiter behind a holder of the benchmark's",
+        "the library's waiter behind redis-py's Lock",
+        "the floor's waiter (raw hiredis) behind a holder of the "
+        "benchmark's"};
     int i, n = (int)(200 * o->scale);
 
-    for (i = 0; i < 2; i++) {
-        fw[i].py = i;
+    for (i = 0; i < 3; i++) {
+        fw[i].py = i == 1;
+        fw[i].raw = i == 2;
         fw[i].n = n < 100 ? 100 : n;
         if (fw[i].py && !o->peers)
             continue;
-        printf("lockbench: waiter behind %s (SET NX PX, then released "
-               "5-30 ms later), %d cycles ...\n",
-               i ? "redis-py's Lock" : "a holder of the benchmark's",
-               fw[i].n);
+        printf("lockbench: %s (SET NX PX, released 5-30 ms later), %d "
+               "cycles ...\n",
+               who[i], fw[i].n);
         lb_run_foreign(e, &fw[i]);
     }
 }
@@ -511,10 +519,10 @@ int main(int argc, char **argv)
     opts o = {{2, 4, 8, 64}, 4, {2, 4, 8}, 3, 1.0, 1, 0, 0};
     lb_micro m = {0};
     lb_idle idle[3] = {{.fair = 0}, {.fair = 1}, {.foreign = 1}};
-    lb_foreign fw[2] = {{0}};
+    lb_foreign fw[3] = {{0}};
     lb_memory mem;
     lb_scale scale;
-    lb_results r = {&m, idle, 3, fw, 2, &mem, &scale, s, 0};
+    lb_results r = {&m, idle, 3, fw, 3, &mem, &scale, s, 0};
     char machine[1024];
     size_t i;
 

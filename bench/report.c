@@ -474,6 +474,24 @@ static void floor_line(const lb_series *s, size_t ns, double rtt, int k)
     printf("\n");
 }
 
+/* The floor of a wait behind another library's lock (no target): the
+ * raw hiredis waiter's figures, and the library's (lib) over them. */
+static void foreign_floor(const lb_foreign *raw, const lb_foreign *lib)
+{
+    if (!raw->ran || !raw->ok) {
+        printf("  waiter behind a foreign holder, the protocol's floor: not "
+               "measured%s%s\n",
+               raw->ran ? ": " : "", raw->err);
+        return;
+    }
+    printf("  waiter behind a foreign holder, the protocol's floor (raw "
+           "hiredis: a tracked GET, SET NX on the notice; no target): p50 "
+           "%.0f us, p99 %.2f ms; the library's over it: p50 %.2f x, p99 "
+           "%.2f x\n",
+           raw->p50, raw->p99 / 1e3, ratio(lib->p50, raw->p50),
+           ratio(lib->p99, raw->p99));
+}
+
 /* Issue 38's target for a waiter behind another library's lock: the
  * p99 from the release's start to its grant. */
 static void foreign_target(const lb_foreign *f)
@@ -511,7 +529,10 @@ static void waiter_targets(const lb_results *r)
                yes(idle[i].ok && idle[i].sent == 0), idle[i].ok ? "" : " -- ",
                idle[i].err);
     for (i = 0; i < r->nfw; i++)
-        foreign_target(&r->fw[i]);
+        if (r->fw[i].raw)
+            foreign_floor(&r->fw[i], &r->fw[0]);
+        else
+            foreign_target(&r->fw[i]);
 }
 
 static void targets(const lb_results *r, const lb_series *fair,
@@ -610,14 +631,15 @@ static void memory(const lb_memory *mem)
 }
 
 /* A foreign series' p50 and p99 for the last line (-1: not run). */
-static void foreign_fields(const lb_results *r, int py, double *p50,
+static void foreign_fields(const lb_results *r, int py, int raw, double *p50,
                            double *p99)
 {
     int i;
 
     *p50 = *p99 = -1;
     for (i = 0; i < r->nfw; i++)
-        if (r->fw[i].py == py && r->fw[i].ran && r->fw[i].got > 0) {
+        if (r->fw[i].py == py && r->fw[i].raw == raw && r->fw[i].ran &&
+            r->fw[i].got > 0) {
             *p50 = r->fw[i].p50;
             *p99 = r->fw[i].p99;
         }
@@ -644,7 +666,7 @@ static void machine_line(const lb_results *r, int k)
     const lb_series *set = find_kind(s, ns, k, is_set, 0);
     const lb_series *semf = find_kind(s, ns, k, is_sem, 1);
     const lb_series *shf = find_kind(s, ns, k, is_shared, 1);
-    double f50, f99, p50, p99;
+    double f50, f99, p50, p99, r50, r99;
 
     printf("rtt_p50_us=%.1f cycle_ratio=%.3f cycle_ratio_scripts=%.3f "
            "cycle_ratio_default=%.3f cycle_ratio_tcp=%.3f "
@@ -677,12 +699,14 @@ static void machine_line(const lb_results *r, int k)
            find_loop(s, ns, k) ? find_loop(s, ns, k)->tcp_pair_ratio : -1,
            u->loop_ratio, u->loop_floor, scale->n, scale->conns,
            scale->rss_per_lock, scale->cpu_us_per_lock_s);
-    foreign_fields(r, 0, &f50, &f99);
-    foreign_fields(r, 1, &p50, &p99);
+    foreign_fields(r, 0, 0, &f50, &f99);
+    foreign_fields(r, 1, 0, &p50, &p99);
+    foreign_fields(r, 0, 1, &r50, &r99);
     printf(" foreign_wake_p50_us=%.1f foreign_wake_p99_us=%.1f "
-           "pyforeign_wake_p50_us=%.1f pyforeign_wake_p99_us=%.1f%s%s%s%s\n",
-           f50, f99, p50, p99, redlock ? " " : "", redlock ? redlock : "",
-           runcost ? " " : "", runcost ? runcost : "");
+           "pyforeign_wake_p50_us=%.1f pyforeign_wake_p99_us=%.1f "
+           "foreign_floor_p50_us=%.1f foreign_floor_p99_us=%.1f%s%s%s%s\n",
+           f50, f99, p50, p99, r50, r99, redlock ? " " : "",
+           redlock ? redlock : "", runcost ? " " : "", runcost ? runcost : "");
 }
 
 /* The blocked waiters' traffic, and the wake-ups behind another
@@ -702,9 +726,11 @@ static void waiters(const lb_results *r)
                idle[i].ok ? "" : "; FAIL: ", idle[i].err);
     for (f = r->fw; f < r->fw + r->nfw; f++)
         if (f->ran)
-            printf("Waiter (default mode) behind a SET NX PX holder, from "
+            printf("%s behind a SET NX PX holder, from "
                    "%s to the grant, %d cycles: p50 %.0f us, p90 %.0f us, "
                    "p99 %.0f us, max %.0f us%s%s\n",
+                   f->raw ? "Raw hiredis waiter (the protocol's floor)"
+                          : "Waiter (default mode)",
                    lb_foreign_name(f), f->got, f->p50, f->p90, f->p99, f->max,
                    f->ok ? "" : "; FAIL: ", f->err);
 }
