@@ -139,6 +139,9 @@ void excl_fill(const excl_worker *w, const excl_section *s, excl_rec *r,
 /* One section run by the CLI (cliworker.c): redislock run with the
  * section's options, a command that holds for s->hold_ms. */
 void excl_cli_section(excl_worker *w, excl_section *s);
+/* One section held as another library holds a lock (foreign.c): SET NX
+ * PX polled within the section's wait, a compare-and-delete after
+ * s->hold_ms. */
 void excl_foreign_section(excl_worker *w, excl_section *s);
 
 /* In a forked child: runs sections until told to stop; never returns. */
