@@ -39,12 +39,24 @@ int rl__token(char out[RL_TOKEN_HEXLEN + 1])
     return 0;
 }
 
-int rl__lock_token(char out[RL_LOCK_TOKEN_LEN + 1])
+int rl__lock_token_as(char out[RL_LOCK_TOKEN_LEN + 1], int native)
 {
     size_t n = sizeof RL_LOCK_TOKEN_PREFIX - 1;
 
-    memcpy(out, RL_LOCK_TOKEN_PREFIX, n);
+    memcpy(out, native ? RL_NATIVE_TOKEN_PREFIX : RL_LOCK_TOKEN_PREFIX, n);
     return rl__token(out + n);
+}
+
+int rl__lock_token(char out[RL_LOCK_TOKEN_LEN + 1])
+{
+    return rl__lock_token_as(out, 0);
+}
+
+int rl__token_native(const char *t)
+{
+    return strncmp(t, RL_NATIVE_TOKEN_PREFIX,
+                   sizeof RL_NATIVE_TOKEN_PREFIX - 1) == 0 &&
+           strlen(t) == RL_LOCK_TOKEN_LEN;
 }
 
 uint64_t rl__jitter_rand(void)

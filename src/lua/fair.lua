@@ -99,6 +99,11 @@ elseif kind == 'none' then
     local fence = rl_create(key, id, ttl, fmt, ARGV[4], K.fence, req, last)
     return {1, 1, fence, fence}
 end
+if kind == 'string' then
+    -- A holder that may release natively wakes nobody: marked, it will
+    -- not (rl_mark_holder).
+    rl_mark_holder(key)
+end
 local seq = rl_queue(K, req, ARGV[5],
                      rl_waiter_entry(now + tonumber(ARGV[5]), ttl, fmt,
                                      ARGV[8], ARGV[7], ARGV[4], id))

@@ -45,7 +45,7 @@ elseif t == 'hash' then
     end
 -- STRLEN first: a large cached value is never copied into the script.
 elseif t == 'string' and redis.call('STRLEN', key) <= 128 then
-    local v = redis.call('GET', key)
+    local v = rl_unmark(redis.call('GET', key))
     if v == 'redislock:hold-after' then
         kind, f[2] = 1, '1'
     elseif token_like(v) then

@@ -1,8 +1,27 @@
 -- Shared by every script: embed_lua.cmake puts this file in front of each
 -- one (so each is still a single script with its own SHA1).
 
+-- The prefix of the plain-lock tokens whose holders may release natively
+-- (rand.h's RL_NATIVE_TOKEN_PREFIX): a compare-and-delete command
+-- (DELIFEQ, DELEX IFEQ) that wakes nobody. A waiter that will block
+-- behind such a holder appends RL_WAITED to the key's value
+-- (rl_mark_holder), so that the native compare fails and the holder
+-- releases by release.lua, which wakes it.
+local RL_NATIVE_PREFIX = 'rl2-'
+local RL_WAITED = '+w'
+
+-- A plain lock's value v without a waiter's mark: its holder's token.
+local function rl_unmark(v)
+    if string.sub(v, -2) == RL_WAITED and
+            string.sub(v, 1, #RL_NATIVE_PREFIX) == RL_NATIVE_PREFIX then
+        return string.sub(v, 1, -3)
+    end
+    return v
+end
+
 -- The kind of the lock key and who holds it: the string's value (a plain
--- lock's token) or the hash's owner field; false when there is none. For
+-- lock's token, without a waiter's mark: rl_unmark) or the hash's owner
+-- field; false when there is none. For
 -- a hash, also its gen field (the life of the key, see rl_create; nil
 -- when it has none), read in the same call. A
 -- hold-after reservation is held by nobody: no token names it, so nobody
@@ -19,7 +38,7 @@ local function rl_holder(key, plain)
             elseif v == 'redislock:hold-after' then
                 return 'string', false
             end
-            return 'string', v
+            return 'string', rl_unmark(v)
         end
     end
     local kind = redis.call('TYPE', key).ok
@@ -28,7 +47,7 @@ local function rl_holder(key, plain)
         if v == 'redislock:hold-after' then
             return kind, false
         end
-        return kind, v
+        return kind, rl_unmark(v)
     elseif kind == 'hash' then
         local f = redis.call('HMGET', key, 'owner', 'gen')
         return kind, f[1], f[2] or nil
@@ -36,19 +55,39 @@ local function rl_holder(key, plain)
     return kind, false
 end
 
--- The prefix of redislock's plain-lock tokens, rand.h's
--- RL_LOCK_TOKEN_PREFIX (test_rand checks that the two agree).
+-- The prefix of redislock's other plain-lock tokens, rand.h's
+-- RL_LOCK_TOKEN_PREFIX (test_rand checks that the two agree, and
+-- RL_NATIVE_PREFIX).
 local RL_TOKEN_PREFIX = 'rl1-'
 
--- Whether v is one of redislock's plain-lock tokens: the prefix, and
--- with whole set, the 32 hex digits after it.
+-- Whether v is one of redislock's plain-lock tokens (either prefix): the
+-- prefix, and with whole set, the 32 hex digits after it.
 local function rl_our_token(v, whole)
     local n = #RL_TOKEN_PREFIX
-    if string.sub(v, 1, n) ~= RL_TOKEN_PREFIX then
+    local p = string.sub(v, 1, n)
+    if p ~= RL_TOKEN_PREFIX and p ~= RL_NATIVE_PREFIX then
         return false
     end
     return not whole or
         (#v == n + 32 and string.find(v, '^%x+$', n + 1) ~= nil)
+end
+
+-- Marks the plain lock at key, when its holder may release it natively
+-- and nobody has marked it yet, as waited for (RL_WAITED), its lease
+-- unchanged: the holder's compare-and-delete then fails and it releases
+-- by release.lua, which wakes its waiters.
+local function rl_mark_holder(key)
+    local v = redis.pcall('GET', key)
+    if type(v) ~= 'string' or #v ~= #RL_NATIVE_PREFIX + 32 or
+            string.sub(v, 1, #RL_NATIVE_PREFIX) ~= RL_NATIVE_PREFIX then
+        return
+    end
+    local ttl = redis.call('PTTL', key)
+    if ttl > 0 then
+        redis.call('SET', key, v .. RL_WAITED, 'PX', ttl)
+    elseif ttl == -1 then
+        redis.call('SET', key, v .. RL_WAITED)
+    end
 end
 
 -- Whether the release of a lock held as kind and holder (rl_holder's
@@ -171,12 +210,14 @@ local function rl_request_last(K)
     return got[2]
 end
 
--- Tells the releases that someone waits (see rl_wake), for as long as
--- this waiter may block: until the holder's lease ends (ttl ms; -1: no
--- expiry) or the caller's deadline (mark ms; '0': it will not wait).
+-- Tells the releases that someone waits (see rl_wake and rl_mark_holder),
+-- for as long as this waiter may block: until the holder's lease ends
+-- (ttl ms; -1: no expiry) or the caller's deadline (mark ms; '0': it
+-- will not wait).
 local function rl_mark_waiting(K, ttl, mark)
     mark = tonumber(mark)
     if mark > 0 then
+        rl_mark_holder(K.lock)
         if ttl >= 0 and ttl < mark then
             mark = ttl
         end

@@ -93,6 +93,10 @@ if wait == nil then
     -- key's TTL says nothing here: REDISLOCK_TTL_FREE.
     wait = -2
 end
+if kind == 'string' then
+    -- Behind a plain lock that may be released natively (rl_mark_holder).
+    rl_mark_holder(key)
+end
 local seq = rl_queue(K, req, ARGV[5],
                      rl_waiter_entry(now + tonumber(ARGV[5]), ttl, fmt,
                                      ARGV[8], ARGV[7], meta, id))

@@ -27,7 +27,8 @@
  * holds is its hold only in the life of the key that the holder's last
  * acquisition (its fencing token, ARGV[2]) was in: a later life, made by
  * another handle of the owner id once the holder's lease ran out, has a
- * larger gen (rl_create in lib.lua): -2 too. */
+ * larger gen (rl_create in lib.lua): -2 too. A token of the native prefix
+ * that a waiter has marked ("+w", rl_mark_holder) is still its holder's. */
 static const char lease_lua[] =
     "local t = redis.call('TYPE', KEYS[1]).ok "
     "if t == 'zset' then "
@@ -39,6 +40,8 @@ static const char lease_lua[] =
     "if left <= 0 then return -2 end return left end "
     "local v = false "
     "if t == 'string' then v = redis.call('GET', KEYS[1]) "
+    "if v == ARGV[1] .. '+w' and string.sub(v, 1, 4) == 'rl2-' then "
+    "v = ARGV[1] end "
     "elseif t == 'hash' then v = redis.call('HGET', KEYS[1], 'owner') "
     "local g = redis.call('HGET', KEYS[1], 'gen') "
     "if g and ARGV[2] ~= '0' and tonumber(g) > tonumber(ARGV[2]) then "

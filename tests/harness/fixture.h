@@ -122,7 +122,8 @@ void th_resume_refused(int pid);
  * the channels with a subscriber. */
 long long th_listening(redisContext *c, const char *pattern);
 
-/* Asserts that key holds exactly value (NULL: no such key). */
+/* Asserts that key holds exactly value (NULL: no such key), or value
+ * with a waiter's mark ("+w") when it is a token of the native prefix. */
 #define ASSERT_KEY(c, key, value)                                              \
     th_assert_key_at_(__FILE__, __LINE__, c, key, value)
 void th_assert_key_at_(const char *file, int line, redisContext *c,
@@ -134,8 +135,8 @@ void th_assert_key_at_(const char *file, int line, redisContext *c,
 void th_assert_field_at_(const char *file, int line, redisContext *c,
                          const char *key, const char *field, const char *value);
 
-/* Asserts that t is a plain lock's token: "rl1-" and 32 lowercase hex
- * digits. */
+/* Asserts that t is a plain lock's token: "rl1-" (or "rl2-", where the
+ * server has a native compare-and-delete) and 32 lowercase hex digits. */
 #define ASSERT_TOKEN(t) th_assert_token_at_(__FILE__, __LINE__, t, "rl1-")
 /* Asserts that t is 32 lowercase hex digits (an owner id's random part). */
 #define ASSERT_HEX32(t) th_assert_token_at_(__FILE__, __LINE__, t, "")

@@ -8,6 +8,7 @@
 
 #include "fixture.h"
 #include "server.h"
+#include "util.h"
 #include "test.h"
 
 /* A command over the n keys (EXISTS, MGET), as the server answers it. */
@@ -44,7 +45,7 @@ size_t th_keys_holding(redisContext *r, const char *const *keys, size_t n,
 
     for (i = 0; i < rep->elements; i++)
         got += rep->element[i]->type == REDIS_REPLY_STRING &&
-               strcmp(rep->element[i]->str, token) == 0;
+               th_value_is_token(rep->element[i]->str, token);
     freeReplyObject(rep);
     return got;
 }

@@ -437,6 +437,15 @@ void th_join_within_at_(const char *file, int line, pthread_t t, int64_t ms)
         test_fail_(file, line, "thread not done within %lld ms", (long long)ms);
 }
 
+int th_value_is_token(const char *value, const char *token)
+{
+    size_t n = strlen(token);
+
+    return strcmp(value, token) == 0 ||
+           (strncmp(token, "rl2-", 4) == 0 && strncmp(value, token, n) == 0 &&
+            strcmp(value + n, "+w") == 0);
+}
+
 int th_cmp_i64(const void *a, const void *b)
 {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;

@@ -31,6 +31,11 @@ int th_threads(void);
 /* qsort's comparison of int64_t values, ascending. */
 int th_cmp_i64(const void *a, const void *b);
 
+/* Whether a plain lock's value names token as its holder: the token, or
+ * a token of the native prefix that a waiter has marked ("+w";
+ * rl_mark_holder in lua/lib.lua). */
+int th_value_is_token(const char *value, const char *token);
+
 /* $TMPDIR when set and short enough for a unix socket path, else /tmp. */
 const char *th_tmpdir(void);
 

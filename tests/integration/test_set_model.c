@@ -343,7 +343,8 @@ static void model_check(model *m)
                 MODEL_FAIL(m, "key %s believed by handles %d and %d",
                            model_key[k], believer[k], i);
             believer[k] = i;
-            if (v->type != REDIS_REPLY_STRING || strcmp(v->str, h->token))
+            if (v->type != REDIS_REPLY_STRING ||
+                !th_value_is_token(v->str, h->token))
                 MODEL_FAIL(m, "handle %d believes in key %s, which holds %s", i,
                            model_key[k],
                            v->type == REDIS_REPLY_STRING ? v->str : "nothing");

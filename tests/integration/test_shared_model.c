@@ -193,14 +193,15 @@ static void model_release_or_extend(model *m, model_h *h, int release)
     "'+inf')) do r[#r + 1] = v end "                                           \
     "return r"
 
-/* The held handle whose token is tok, of the kind shared, or NULL. */
+/* The held handle whose token is tok (a key's value, perhaps marked by
+ * a waiter: th_value_is_token), of the kind shared, or NULL. */
 static const model_h *model_find(const model *m, const char *tok, int shared)
 {
     int i;
 
     for (i = 0; i < MODEL_HANDLES; i++)
         if (m->h[i].held && m->h[i].shared == shared &&
-            strcmp(m->h[i].token, tok) == 0)
+            th_value_is_token(tok, m->h[i].token))
             return &m->h[i];
     return NULL;
 }
@@ -245,7 +246,7 @@ static void model_check(model *m, redisContext *r)
     if (nexcl > 1 || (nexcl == 1 && nshared > 0))
         MODEL_FAIL(m, "%d exclusive and %d shared believers", nexcl, nshared);
     if (excl != NULL && (strcmp(type, "string") != 0 ||
-                         strcmp(st->element[1]->str, excl->token) != 0))
+                         !th_value_is_token(st->element[1]->str, excl->token)))
         MODEL_FAIL(m, "exclusive believer %s, the key a %s", excl->token, type);
     if (strcmp(type, "string") == 0 &&
         model_find(m, st->element[1]->str, 0) == NULL)

@@ -418,7 +418,7 @@ static const char *one_cycle(redislock_lock *l, redisContext *r)
     if (rep == NULL)
         return "GET";
     mine = rep->type == REDIS_REPLY_STRING &&
-           strcmp(rep->str, redislock_token(l)) == 0;
+           th_value_is_token(rep->str, redislock_token(l));
     freeReplyObject(rep);
     if (!mine)
         return "GET: the key is not this holder's token";

@@ -53,6 +53,20 @@ void test_rand_lock_token_format(void)
     assert_token_format(t + 4);
     ASSERT_EQ_INT(rl__lock_token(u), 0);
     ASSERT(strcmp(t, u) != 0);
+    ASSERT(!rl__token_native(t));
+    /* A holder that may release natively: the other prefix, the same
+     * length, told apart by the scripts (rl_mark_holder). */
+    ASSERT_EQ_INT(rl__lock_token_as(u, 1), 0);
+    ASSERT_EQ_INT(strlen(u), RL_LOCK_TOKEN_LEN);
+    ASSERT_EQ_INT(strncmp(u, "rl2-", 4), 0);
+    ASSERT_EQ_STR(RL_NATIVE_TOKEN_PREFIX, "rl2-");
+    ASSERT(strstr(rl__script_inspect.source,
+                  "local RL_NATIVE_PREFIX = '" RL_NATIVE_TOKEN_PREFIX
+                  "'\n") != NULL);
+    assert_token_format(u + 4);
+    ASSERT(rl__token_native(u));
+    u[RL_LOCK_TOKEN_LEN - 1] = '\0';
+    ASSERT(!rl__token_native(u));
 }
 
 static int cmp_token(const void *a, const void *b)
