@@ -73,6 +73,10 @@ TEST_ENTRY(track_cancel, 30)
 TEST_ENTRY(track_loop_waiter, 30)
 TEST_ENTRY(track_fair_waiters, 30)
 TEST_ENTRY(track_cluster_slot_moves, 60)
+TEST_ENTRY(native_release_uncontended, 30)
+TEST_ENTRY(native_waiter_marks_holder, 30)
+TEST_ENTRY(native_release_after_wait_is_script, 30)
+TEST_ENTRY(native_refused_falls_back, 30)
 TEST_ENTRY(interop_redispy_after_our_release, 60)
 
 TEST_ENTRY(input_key_length, 30)
@@ -535,6 +539,7 @@ TEST_ENTRY(keys_script_keysets, 5)
 TEST_ENTRY(keys_set_keysets, 5)
 /* A command's bytes as the protocol has them (no server). */
 TEST_ENTRY(conn_format_like_hiredis, 5)
+TEST_ENTRY(conn_native_caps_by_version, 10)
 /* The embedded scripts carry only the lib.lua parts they call (no
  * server). */
 TEST_ENTRY(lua_scripts_carry_only_what_they_call, 5)

@@ -163,7 +163,8 @@ redislock_err rl__acq_try(redislock_lock *l, rl__acq *a, int tries,
     l->holder_silent = 0;
     a->tracked = 0;
     if (l->algo->fresh_token && tries > 0 &&
-        (a->rich ? rl__token(a->nonce) : rl__lock_token(a->tok)) != 0)
+        (a->rich ? rl__token(a->nonce)
+                 : rl__lock_token_as(a->tok, a->native)) != 0)
         return rl__err(REDISLOCK_ERANDOM, "getrandom failed");
     fill_try(a, deadline, t);
     return REDISLOCK_OK;
@@ -352,7 +353,7 @@ static int lost_goes_on(redislock_lock *l, rl__acq *a, int64_t *pause)
     if (a->rich || a->o->fair || l->algo->fresh_token ||
         !failover_pause(l, a, REDISLOCK_ECONNECT, pause))
         return 0;
-    if (rl__lock_token(a->tok) != 0) {
+    if (rl__lock_token_as(a->tok, a->native) != 0) {
         a->blind = 0;
         return 0;
     }
@@ -462,13 +463,20 @@ static redislock_err setup(redislock_lock *l,
         a->id = l->token;
         return set_req(a);
     }
+    /* One key, held alone and not fair (fair waiters are most likely
+     * behind it, and their hand-off is the script's), on a client with a
+     * node whose own compare-and-delete may release it
+     * (rl__lock_native_release). */
+    a->native = !a->rich && !o->shared && o->limit == 0 && !o->fair &&
+                l->nmore == 0 && l->spread == NULL &&
+                rl__topo_native(rl__client_topo(l->client));
     if (o->owner != NULL) {
         a->id = o->owner;
     } else if (a->rich) {
         if ((a->id = default_owner(l)) == NULL)
             return rl__err(REDISLOCK_ERANDOM, "cannot make an owner id");
     } else {
-        if (rl__lock_token(a->tok) != 0)
+        if (rl__lock_token_as(a->tok, a->native) != 0)
             return rl__err(REDISLOCK_ERANDOM, "getrandom failed");
         a->id = a->tok;
     }
@@ -539,7 +547,8 @@ static void give_back(redislock_lock *l, const rl__acq *a)
  * token is that id. -1 (*err set) when none can be made. */
 static int fresh_req(rl__acq *a, redislock_err *err)
 {
-    if ((!a->rich && rl__lock_token(a->tok) != 0) || set_req(a) != 0) {
+    if ((!a->rich && rl__lock_token_as(a->tok, a->native) != 0) ||
+        set_req(a) != 0) {
         *err = rl__err(REDISLOCK_ERANDOM, "getrandom failed");
         return -1;
     }
@@ -568,6 +577,7 @@ redislock_err rl__acq_take(redislock_lock *l,
     if (l->own == 0) {
         l->rich = a->rich;
         l->fair_queued = a->was_queued;
+        l->waited = a->tries > 1 || a->handed || a->was_queued;
         l->limit = opts->shared ? RL_LIMIT_SHARED : opts->limit;
     }
     rl__lock_take(l, a->id, a->ttl_ms, opts->drift_ms ? opts->drift_ms : -1,

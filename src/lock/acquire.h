@@ -43,6 +43,7 @@ typedef struct rl__acq {
     int tracked;      /* the last attempt's read was tracked (track.h) */
     int free_retries; /* attempts in a row that found the lock free */
     int tries;        /* attempts made */
+    int native;       /* plain tokens of RL_NATIVE_TOKEN_PREFIX (rand.h) */
     int64_t t0_us;    /* the call's start (CLOCK_MONOTONIC us) */
     int64_t start_ms, deadline_ms; /* the wait's (CLOCK_MONOTONIC ms) */
     int64_t ttl_ms;

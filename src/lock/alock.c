@@ -2187,6 +2187,7 @@ static redislock_err owner_op(rl__alock *al, redislock_lock *l, int kind,
         return op_groups(op, s, arg2);
     rl__lock_owner_args(l, arg2, &a);
     op->script = q.s;
+    q.native = kind == OP_RELEASE && rl__lock_native_release(l, q.s, ms);
     if (kind == OP_EXTEND && !l->algo->every)
         guard(l, &q, &op->gq, &op->acks);
     if (l->algo->every)

@@ -17,6 +17,7 @@
 #include "clock.h"
 #include "error.h"
 #include "lock.h"
+#include "rand.h"
 #include "keyed.h"
 #include "algo.h"
 #include "watchdog.h"
@@ -56,6 +57,14 @@ static const rl__cmd ping = {1, pingv, NULL};
 const rl__cmd *rl__lock_first(const redislock_lock *l, const rl__script *s)
 {
     return l->fair_queued && s == &rl__script_release ? &ping : NULL;
+}
+
+int rl__lock_native_release(const redislock_lock *l, const rl__script *s,
+                            int64_t hold_after_ms)
+{
+    return s == &rl__script_release && hold_after_ms == 0 && !l->rich &&
+           l->limit == 0 && l->nmore == 0 && !l->fair_queued && !l->waited &&
+           l->own == 1 && rl__token_native(l->token);
 }
 
 int rl__lock_names(const redislock_lock *l,

@@ -75,6 +75,7 @@ struct redislock_lock {
     _Atomic int64_t own;
     int rich;        /* held in the hash format (owner id) */
     int fair_queued; /* taken by a fair call that queued first */
+    int waited;      /* taken after a wait (rl__lock_native_release) */
     int reader;      /* the acquire under way is a reader's: it
                         blocks on the "rwake" list, not "wake" */
     /* A set (redislock_lock_new_multi): its further keys with their
@@ -166,6 +167,15 @@ int rl__lock_names(const redislock_lock *l,
  * before the release of a hold that a fair call queued for (fair waiters
  * are likely behind it; see rl__request's first), else NULL. Static. */
 const rl__cmd *rl__lock_first(const redislock_lock *l, const rl__script *s);
+
+/* Whether l's release (script s, hold_after_ms) may go as its node's own
+ * compare-and-delete (rl__request's native): one plain key, its token of
+ * RL_NATIVE_TOKEN_PREFIX, nothing held after, and l not taken after a
+ * wait. A lock that others wanted most likely has waiters now, whose
+ * mark would fail the compare and cost a second round trip: its release
+ * goes by the script at once. */
+int rl__lock_native_release(const redislock_lock *l, const rl__script *s,
+                            int64_t hold_after_ms);
 
 /* Whether l's client asks for the replica-sync or AOF guard. */
 int rl__lock_guarded(const redislock_lock *l);

@@ -7,6 +7,7 @@
 #include "clock.h"
 #include "error.h"
 #include "ploop.h"
+#include "request.h"
 
 /* The constructors' checks of a server: PING, and HELLO without
  * arguments, which changes nothing and names the kind of server ("mode");
@@ -46,6 +47,7 @@ static redislock_err pool_init(rl__pool *p, const char *url,
         return err;
     p->cfg.url = &p->url;
     p->cfg.fn = &p->fn;
+    p->cfg.caps = &p->caps;
     /* The options win over the URL's query, which wins over the
      * defaults. */
     p->cfg.connect_timeout_ms =
@@ -406,6 +408,16 @@ static int says_sentinel(const rl__reply *r)
     return 0;
 }
 
+/* What p's server offers for a release (rl__conn_cfg.caps), from its
+ * HELLO's reply h (NULL: none came). A refusal seen since stands. */
+static void note_caps(rl__pool *p, const rl__reply *h)
+{
+    int was = 0;
+
+    __atomic_compare_exchange_n(&p->caps, &was, rl__request_caps(h), 0,
+                                __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+}
+
 /* The verdict on a PING's reply r and a HELLO's h (NULL when it did
  * not come) from p: REDISLOCK_OK for a PONG from a Redis server. */
 static redislock_err ping_verdict(const rl__pool *p, const rl__reply *r,
@@ -445,6 +457,7 @@ redislock_err rl__pool_pinged(const rl__pool_ask *a)
         return rl__err(a->err, "%s", a->detail);
     if ((err = ping_verdict(a->pool, a->r[0], a->r[1])) != REDISLOCK_OK)
         return err;
+    note_caps(a->pool, a->r[1]);
     /* Both replies came, and still it failed: the WAITAOF guard's check
      * of a new connection, asked first, refused the server. */
     if (a->err != REDISLOCK_OK && a->r[1] != NULL)
@@ -502,6 +515,7 @@ static redislock_err gate_judge(void *arg, const rl__admit_ask *a,
          (err = aof_verdict(p, a->n - a->mark - 2, r + a->mark + 2)) !=
              REDISLOCK_OK))
         return err;
+    note_caps(p, r[a->mark + 1]);
     pthread_mutex_lock(&p->mu);
     p->checked = 1;
     pthread_mutex_unlock(&p->mu);

@@ -39,6 +39,9 @@ typedef struct rl__pool {
     /* Whether the node's scripts go by FCALL (cfg.fn points here; see
      * rl__conn_cfg.fn). */
     int fn;
+    /* Its native compare-and-delete (cfg.caps points here; see
+     * rl__conn_cfg.caps), from the checks' HELLO. */
+    int caps;
 } rl__pool;
 
 /* Parses url and sets the pool up; opens nothing. The pool is cleaned up

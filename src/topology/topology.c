@@ -56,6 +56,18 @@ unsigned long rl__topo_place(rl__topo *t, const void *key, size_t len)
     return 0;
 }
 
+int rl__topo_native(const rl__topo *t)
+{
+    size_t i;
+
+    if (t->kind == RL_TOPO_CLUSTER || t->kind == RL_TOPO_SENTINEL)
+        return 0;
+    for (i = 0; i < t->npools; i++)
+        if (__atomic_load_n(&t->pools[i].caps, __ATOMIC_RELAXED) > 0)
+            return 1;
+    return 0;
+}
+
 int rl__topo_cluster(const rl__topo *t)
 {
     return t->kind == RL_TOPO_CLUSTER;

@@ -64,6 +64,12 @@ int rl__topo_same_slot(const rl__topo *t, const void *a, size_t alen,
  * channel (SSUBSCRIBE, SPUBLISH). */
 int rl__topo_cluster(const rl__topo *t);
 
+/* Whether some node of t offers a native compare-and-delete for a
+ * release (rl__conn_cfg.caps): learnt from the HELLO of the checks of
+ * a client with its servers listed (one, sharded, a Redlock quorum); a
+ * cluster's and a Sentinel master's nodes are not asked (0). */
+int rl__topo_native(const rl__topo *t);
+
 /* Whether a key's node can change from one request to the next (a
  * cluster's resharding or failover, a Sentinel failover): a request then
  * goes through the topology, which follows the change, rather than

@@ -983,6 +983,11 @@ int *rl__aconn_fn(const rl__aconn *c)
     return c->cfg.fn;
 }
 
+int *rl__aconn_caps(const rl__aconn *c)
+{
+    return c->cfg.caps;
+}
+
 int rl__aconn_broken(const rl__aconn *c)
 {
     return c->fail != REDISLOCK_OK;

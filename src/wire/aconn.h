@@ -150,6 +150,10 @@ int rl__aconn_broken(const rl__aconn *c);
  * NULL. */
 int *rl__aconn_fn(const rl__aconn *c);
 
+/* The node's native compare-and-delete memo (rl__conn_cfg.caps), or
+ * NULL. */
+int *rl__aconn_caps(const rl__aconn *c);
+
 /* Closes the connection; pending requests get REDISLOCK_ECANCELED first.
  * May be called from a callback. NULL is a no-op. */
 void rl__aconn_close(rl__aconn *c);

@@ -64,6 +64,10 @@ typedef struct rl__conn_cfg {
      * (request.c): 0 to try, -1 not there (read and written
      * with atomics, by any thread). NULL: never FCALL. */
     int *fn;
+    /* Borrowed: the node's memo of its native compare-and-delete
+     * (request.h's RL_CAP_*), from HELLO's name and version, -1 once
+     * the node refused it (read and written with atomics). NULL: none. */
+    int *caps;
 } rl__conn_cfg;
 
 /* The TLS context for a rediss:// URL (NULL for others), from the

@@ -100,6 +100,10 @@ typedef struct async_req {
      * it in the next round; 2: it was. */
     int load;
     int *fn; /* the node's Functions memo (rl__conn_cfg.fn), or NULL */
+    /* The native compare-and-delete going in place of the script
+     * (RL_CAP_*; RL_CAP_NONE: the script), and the node's memo of it. */
+    int native;
+    int *caps;
     rl__aconn_cb cb;
     void *arg;
     int out;           /* commands sent whose callbacks are to come */
@@ -184,6 +188,43 @@ static void async_end(async_req *a)
     req_free(a);
 }
 
+/* Whether the error reply r says the server will not run a's native
+ * command at all: a server without it (or with it renamed), an ACL
+ * without it, a form it does not know. */
+static int native_refused(const rl__reply *r)
+{
+    static const char *const said[] = {
+        "ERR unknown command", "ERR unknown subcommand", "NOPERM", "ERR syntax",
+        "ERR wrong number of arguments"};
+    size_t i;
+
+    for (i = 0; i < sizeof said / sizeof *said; i++)
+        if (strncmp(r->str, said[i], strlen(said[i])) == 0)
+            return 1;
+    return 0;
+}
+
+/* After a's native compare-and-delete answered r: whether the script
+ * goes instead. Deleted (1), or a redirection and the like (an error
+ * the script would have met too: MOVED, ASK, TRYAGAIN, READONLY,
+ * LOADING...), is the outcome. 0 (not the token: a waiter's mark, another
+ * holder, the key gone) and a key of another type need the script to
+ * tell which; a refusal also stops the node's later releases trying. */
+static int native_again(async_req *a, const rl__reply *r)
+{
+    if (r->type == REDIS_REPLY_INTEGER && r->integer == 1)
+        return 0;
+    if (r->type == REDIS_REPLY_ERROR && native_refused(r)) {
+        if (a->caps != NULL)
+            __atomic_store_n(a->caps, -1, __ATOMIC_RELAXED);
+    } else if (r->type == REDIS_REPLY_ERROR &&
+               strncmp(r->str, "WRONGTYPE", 9) != 0) {
+        return 0;
+    }
+    a->native = RL_CAP_NONE;
+    return 1;
+}
+
 /*
  * Whether the reply r to a's script says it did not run for want of the
  * script on the server, and how it goes in the next round (a's via and
@@ -201,6 +242,8 @@ static int again(async_req *a, const rl__reply *r)
 {
     int fn;
 
+    if (a->native != RL_CAP_NONE)
+        return native_again(a, r);
     if (a->via == RL_VIA_FCALL) {
         fn = rl__script_fn_reply(r);
         if (fn == RL_FN_RAN)
@@ -327,6 +370,26 @@ static int loadv(const async_req *a, const char *argv[3])
     return 3;
 }
 
+/* a's native compare-and-delete, in argv and argl; returns argc. */
+static int native_argv(const async_req *a, const char **argv, size_t *argl)
+{
+    const rl__request *q = &a->q;
+    int argc = 0;
+
+    argv[argc] = a->native == RL_CAP_DELIFEQ ? "DELIFEQ" : "DELEX";
+    argl[argc] = strlen(argv[argc]);
+    argc++;
+    argv[argc] = q->keys[0];
+    argl[argc++] = q->klens[0];
+    if (a->native == RL_CAP_DELEX) {
+        argv[argc] = "IFEQ";
+        argl[argc++] = 4;
+    }
+    argv[argc] = q->args[0];
+    argl[argc++] = q->lens[0];
+    return argc;
+}
+
 static redislock_err async_send(async_req *a)
 {
     const char *argv[RL_SCRIPT_ARGV_MAX];
@@ -347,6 +410,8 @@ static redislock_err async_send(async_req *a)
     if (q->s == NULL) {
         memcpy(argv, q->args, (size_t)argc * sizeof *argv);
         memcpy(argl, q->lens, (size_t)argc * sizeof *argl);
+    } else if (a->native != RL_CAP_NONE) {
+        argc = native_argv(a, argv, argl);
     }
     err = a->before_sent ? REDISLOCK_OK : send_before(a);
     if (err == REDISLOCK_OK && a->load == 1 && a->via != RL_VIA_EVAL) {
@@ -427,9 +492,63 @@ redislock_err rl__request_send_async(rl__aconn *c, const rl__request *q,
                      __atomic_load_n(a->fn, __ATOMIC_RELAXED) >= 0
                  ? RL_VIA_FCALL
                  : RL_VIA_EVALSHA;
+    a->caps = rl__aconn_caps(c);
+    a->native = RL_CAP_NONE;
+    if (q->native && q->s != NULL && q->first == NULL && q->nkeys > 0 &&
+        q->nargs > 0 && a->caps != NULL) {
+        int caps = __atomic_load_n(a->caps, __ATOMIC_RELAXED);
+        if (caps == RL_CAP_DELIFEQ || caps == RL_CAP_DELEX)
+            a->native = caps;
+    }
     a->cb = cb;
     a->arg = arg;
     if ((err = async_send(a)) != REDISLOCK_OK)
         req_free(a);
     return err;
+}
+
+/* Version "a.b..." of s as a * 1000 + b (0 when it is not one). */
+static long version_of(const char *s)
+{
+    char *end;
+    long major = strtol(s, &end, 10), minor = 0;
+
+    if (end == s || major < 0 || major > 999)
+        return 0;
+    if (*end == '.')
+        minor = strtol(end + 1, NULL, 10);
+    return major * 1000 + (minor >= 0 && minor < 1000 ? minor : 0);
+}
+
+int rl__request_caps(const rl__reply *r)
+{
+    const char *server = NULL, *version = NULL;
+    const rl__reply *k, *v;
+    long ver;
+    size_t i;
+
+    if (r == NULL || (r->type != REDIS_REPLY_ARRAY
+#ifdef REDIS_REPLY_MAP
+                      && r->type != REDIS_REPLY_MAP
+#endif
+                      ))
+        return RL_CAP_NONE;
+    for (i = 0; i + 1 < r->elements; i += 2) {
+        k = r->element[i];
+        v = r->element[i + 1];
+        if (k->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING)
+            continue;
+        if (strcmp(k->str, "server") == 0)
+            server = v->str;
+        else if (strcmp(k->str, "version") == 0)
+            version = v->str;
+    }
+    if (server == NULL || version == NULL)
+        return RL_CAP_NONE;
+    ver = version_of(version);
+    if (strcmp(server, "valkey") == 0 && ver >= 9000)
+        return RL_CAP_DELIFEQ;
+    if (strcmp(server, "redis") == 0 && ver >= 8004)
+        return RL_CAP_DELEX;
+    return RL_CAP_NONE;
 }

@@ -72,7 +72,25 @@ typedef struct rl__request {
      * sends the request again (a redirection, a pause: aroute.h), so
      * that its reply is not from the connection it was first sent on. */
     int *resent;
+    /* A release that the node may run as its own compare-and-delete of
+     * keys[0] against args[0] (a plain lock, nothing held after it, no
+     * first command): sent so where the node has one (rl__conn_cfg.caps),
+     * its reply 1 the script's "released"; anything else but a
+     * redirection (0: the token is not the value, which a waiter's mark
+     * or another holder makes, or the key is gone) sends the script, which
+     * tells which, and a refusal (an unknown command, an ACL) also tells
+     * the node's memo. */
+    int native;
 } rl__request;
+
+/* What a node offers in place of the release script (rl__conn_cfg.caps):
+ * DELIFEQ key value (Valkey 9.0+) or DELEX key IFEQ value (Redis 8.4+). */
+enum { RL_CAP_NONE = 0, RL_CAP_DELIFEQ = 1, RL_CAP_DELEX = 2 };
+
+/* The native compare-and-delete the server that answered HELLO (without
+ * arguments) with r offers, by its name and version: RL_CAP_NONE for
+ * an error, another server, or an older version. */
+int rl__request_caps(const rl__reply *r);
 
 /* A script request with its own copy of its keys and arguments, for one
  * that outlives its caller's buffers (on an event loop): q's keys and

@@ -350,6 +350,22 @@ long long th_script_calls(redisContext *c)
     return n;
 }
 
+const char *th_native_release(redisContext *c)
+{
+    redisReply *rep = th_cmd(c, "COMMAND INFO DELIFEQ DELEX");
+    const char *cmd = NULL;
+
+    if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 2)
+        test_fail_(__FILE__, __LINE__, "COMMAND INFO answered type %d",
+                   rep->type);
+    if (rep->element[0]->type == REDIS_REPLY_ARRAY)
+        cmd = "delifeq";
+    else if (rep->element[1]->type == REDIS_REPLY_ARRAY)
+        cmd = "delex";
+    freeReplyObject(rep);
+    return cmd;
+}
+
 long long th_script_runs(redisContext *c)
 {
     static const char *const via[] = {"evalsha", "eval", "fcall"};

@@ -114,6 +114,12 @@ long long th_cmdstats_calls(const th_cmdstats *st, const char *cmd);
 /* INFO commandstats calls of cmd (lowercase, e.g. "evalsha"). */
 long long th_server_calls(redisContext *c, const char *cmd);
 
+/* The server's own compare-and-delete, by its COMMAND INFO (not by the
+ * library's reading of HELLO): "delifeq" (Valkey 9.0+), "delex" (Redis
+ * 8.4+), or NULL. Where it has one, an uncontended plain release is that
+ * command, not a script (rl__request's native). */
+const char *th_native_release(redisContext *c);
+
 /* The library's scripts that ran to a reply that is no error, however
  * they were called (FCALL, EVALSHA, EVAL; a NOSCRIPT is not one), by INFO
  * commandstats. */

@@ -52,10 +52,17 @@ typedef struct env {
  * release script is loaded first, so that no release below meets a
  * NOSCRIPT and needs a second round trip (which would upset counts and
  * the order of events). */
-static env env_start(int64_t ttl_ms)
+/* A server, a client, and a holder of KEY for ttl_ms (0: none) taken in
+ * fair mode or not. A holder taken in fair mode releases by the script
+ * alone; one taken otherwise may first try the server's own
+ * compare-and-delete where it has one, which a fair waiter's mark fails
+ * (test_native), a command more in a recording. */
+static env env_start_as(int64_t ttl_ms, int fair)
 {
     redislock_acquire_options o = th_aopts(100, 0, 0);
     env e;
+
+    o.fair = fair;
 
     e.s = th_server_start(NULL);
     e.r = th_server_redis(e.s);
@@ -67,6 +74,11 @@ static env env_start(int64_t ttl_ms)
     if (ttl_ms > 0)
         ASSERT_OK(redislock_acquire(e.holder, &o));
     return e;
+}
+
+static env env_start(int64_t ttl_ms)
+{
+    return env_start_as(ttl_ms, 0);
 }
 
 static void env_stop(env *e)
@@ -293,7 +305,7 @@ static int mon_find(const mon_log *log, int lua, const char *needle)
 
 void test_fair_handoff_is_direct(void)
 {
-    env e = env_start(30000);
+    env e = env_start_as(30000, 1);
     char queued[TOKLEN], setline[TOKLEN + 64], *v;
     const char *holder_tok;
     redisContext *m;
@@ -724,7 +736,7 @@ static void *release_thread(void *arg)
  */
 void test_fair_leave_passes_handoff_on(void)
 {
-    env e = env_start(30000);
+    env e = env_start_as(30000, 1);
     char tok1[TOKLEN], tok2[TOKLEN], set1[TOKLEN + 64], set2[TOKLEN + 64];
     pthread_t tc, tr;
     releaser rel;

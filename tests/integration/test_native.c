@@ -1,0 +1,228 @@
+/*
+ * native: a plain lock's release as the server's own compare-and-delete
+ * (DELIFEQ on Valkey 9, DELEX IFEQ on Redis 8.4 and later) where the
+ * server has one, the release script elsewhere, and the waiter's mark
+ * that keeps the native release from leaving a waiter asleep.
+ *
+ * Each test runs on whichever server the harness starts (make check's,
+ * or scripts/check-servers.sh's newer ones), asks that server itself
+ * whether it has the command (COMMAND INFO, not the library's reading of
+ * HELLO), and asserts the path that server must take: the native one
+ * where it has it, the script where it does not. What went to the
+ * server is read from INFO commandstats.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/fixture.h"
+#include "harness/server.h"
+#include "harness/util.h"
+#include "test.h"
+
+/* How soon after the release a blocked waiter must hold the lock (a
+ * failed compare, the script, a wake-up, on a loaded box under ASan). */
+#define LATE_MS 1500
+/* How long a setup step (a waiter's mark showing up) may take. */
+#define SETUP_MS 5000
+/* A hand-written holder's token, of the native prefix. */
+#define NATIVE_TOKEN "rl2-00112233445566778899aabbccddeeff"
+
+typedef th_env env;
+
+/* The server's own compare-and-delete (th_native_release), logged. */
+static const char *native_cmd(redisContext *r)
+{
+    const char *cmd = th_native_release(r);
+
+    test_log("the server's compare-and-delete: %s", cmd ? cmd : "none");
+    return cmd;
+}
+
+/* Calls of the server's compare-and-delete so far (0 without one). */
+static long long native_calls(redisContext *r, const char *cmd)
+{
+    return cmd ? th_server_calls(r, cmd) : 0;
+}
+
+/* failed_calls of cmd: refusals and errors (rejected ones are counted
+ * apart, in rejected_calls, read here too). */
+static long long native_refusals(redisContext *r, const char *cmd)
+{
+    redisReply *rep = th_cmd(r, "INFO commandstats");
+    char want[64];
+    const char *p;
+    long long n = 0;
+
+    ASSERT(rep->type == REDIS_REPLY_STRING);
+    snprintf(want, sizeof want, "cmdstat_%s:", cmd);
+    if ((p = strstr(rep->str, want)) != NULL) {
+        const char *q = strstr(p, "rejected_calls=");
+        const char *f = strstr(p, "failed_calls=");
+        if (q != NULL)
+            n += atoll(q + 15);
+        if (f != NULL)
+            n += atoll(f + 13);
+    }
+    freeReplyObject(rep);
+    return n;
+}
+
+/* One uncontended acquire and release of key; the token it held into
+ * tok. */
+static void cycle(redislock_client *c, const char *key, char *tok, size_t n)
+{
+    redislock_lock *l = th_lock(c, key);
+
+    ASSERT_OK(redislock_acquire(l, NULL));
+    snprintf(tok, n, "%s", redislock_token(l));
+    ASSERT_OK(redislock_release(l));
+    redislock_lock_free(l);
+}
+
+/*
+ * Uncontended cycles: where the server has a compare-and-delete, the
+ * tokens are of the native prefix and each release is that command, no
+ * script (one script a cycle: the acquire); elsewhere the tokens keep the
+ * old prefix and each release is the script (two a cycle), the command
+ * never sent.
+ */
+void test_native_release_uncontended(void)
+{
+    env e = th_env_start();
+    const char *cmd = native_cmd(e.r);
+    char tok[128];
+    long long s0, n0;
+    int i;
+
+    cycle(e.c, "nt:warm", tok, sizeof tok);
+    s0 = th_script_calls(e.r);
+    n0 = native_calls(e.r, cmd);
+    for (i = 0; i < 3; i++) {
+        cycle(e.c, "nt:a", tok, sizeof tok);
+        ASSERT_EQ_INT(strncmp(tok, cmd ? "rl2-" : "rl1-", 4), 0);
+        ASSERT_EQ_INT(th_cmd_int(e.r, "EXISTS nt:a"), 0);
+    }
+    test_log("3 cycles: %lld scripts, %lld native releases",
+             th_script_calls(e.r) - s0, native_calls(e.r, cmd) - n0);
+    ASSERT_EQ_INT(th_script_calls(e.r) - s0, cmd ? 3 : 6);
+    ASSERT_EQ_INT(native_calls(e.r, cmd) - n0, cmd ? 3 : 0);
+    th_env_stop(&e);
+}
+
+/*
+ * A holder of the native prefix (written by hand, adopted by a handle,
+ * so that every server runs it) and a waiter that blocks behind it: the
+ * waiter marks the key's value (the token, then "+w") and leaves its
+ * lease as it was; the holder still extends it (the mark kept), and its
+ * release, the native compare failing on the mark where the server has
+ * one, frees it and wakes the waiter within LATE_MS.
+ */
+void test_native_waiter_marks_holder(void)
+{
+    env e = th_env_start();
+    const char *cmd = native_cmd(e.r);
+    redislock_acquire_options o = th_aopts(5000, 20000, 0);
+    redislock_lock *h = th_lock(e.c, "nt:m");
+    long long before, after, n0;
+    int64_t deadline, t_rel;
+    redisReply *r;
+    th_waiter w;
+
+    freeReplyObject(th_cmd(e.r, "SET nt:m %s PX 10000", NATIVE_TOKEN));
+    ASSERT_OK(redislock_adopt(h, NATIVE_TOKEN));
+    before = th_pttl(e.r, "nt:m");
+    th_waiter_start(&w, e.c, "nt:m", &o);
+    deadline = th_now_ms() + SETUP_MS;
+    for (;;) {
+        r = th_cmd(e.r, "GET nt:m");
+        ASSERT(r->type == REDIS_REPLY_STRING);
+        if (strcmp(r->str, NATIVE_TOKEN "+w") == 0 || th_now_ms() >= deadline)
+            break;
+        freeReplyObject(r);
+        th_sleep_ms(5);
+    }
+    ASSERT_EQ_STR(r->str, NATIVE_TOKEN "+w");
+    freeReplyObject(r);
+    /* The mark keeps the lease: no longer than before it. */
+    after = th_pttl(e.r, "nt:m");
+    test_log("PTTL %lld before the mark, %lld after", before, after);
+    ASSERT(after > 0 && after <= before);
+    ASSERT_OK(redislock_extend(h, 15000));
+    ASSERT_KEY(e.r, "nt:m", NATIVE_TOKEN "+w");
+    ASSERT(th_pttl(e.r, "nt:m") > 10000);
+    n0 = native_calls(e.r, cmd);
+    t_rel = th_now_ms();
+    ASSERT_OK(redislock_release(h));
+    th_waiter_join_ok(&w, 5000);
+    test_log("taken %lld ms after the release; native tries %lld",
+             (long long)(w.done_us / 1000 - t_rel),
+             native_calls(e.r, cmd) - n0);
+    ASSERT_LE(w.done_us / 1000 - t_rel, LATE_MS);
+    /* The holder tried the server's command first where it has one. */
+    ASSERT_EQ_INT(native_calls(e.r, cmd) - n0, cmd ? 1 : 0);
+    ASSERT_KEY(e.r, "nt:m", w.token);
+    ASSERT_OK(redislock_release(w.l));
+    redislock_lock_free(w.l);
+    redislock_lock_free(h);
+    th_env_stop(&e);
+}
+
+/*
+ * A lock taken after a wait is most likely wanted again: its release is
+ * the script at once, not a native compare bound to fail on a waiter's
+ * mark.
+ */
+void test_native_release_after_wait_is_script(void)
+{
+    env e = th_env_start();
+    const char *cmd = native_cmd(e.r);
+    redislock_acquire_options o = th_aopts(5000, 20000, 0);
+    redislock_lock *h = th_lock(e.c, "nt:w");
+    long long n0;
+    th_waiter w;
+
+    ASSERT_OK(redislock_acquire(h, NULL));
+    th_waiter_start(&w, e.c, "nt:w", &o);
+    th_wait_blocked(e.r, 1, SETUP_MS);
+    ASSERT_OK(redislock_release(h));
+    th_waiter_join_ok(&w, 5000);
+    n0 = native_calls(e.r, cmd);
+    ASSERT_OK(redislock_release(w.l));
+    ASSERT_EQ_INT(th_cmd_int(e.r, "EXISTS nt:w"), 0);
+    ASSERT_EQ_INT(native_calls(e.r, cmd) - n0, 0);
+    redislock_lock_free(w.l);
+    redislock_lock_free(h);
+    th_env_stop(&e);
+}
+
+/*
+ * A user whose ACL refuses the compare-and-delete (the server has it) or
+ * who may run only what the script needs: every release still frees its
+ * lock, by the script, and the node's memo stops the refused command
+ * after its first refusal.
+ */
+void test_native_refused_falls_back(void)
+{
+    env e = th_env_start();
+    const char *cmd = native_cmd(e.r);
+    redislock_client *c;
+    char url[128], tok[128];
+    int i;
+
+    freeReplyObject(th_cmd(e.r, "ACL SETUSER locker on >pw ~* &* +@all"));
+    if (cmd != NULL)
+        freeReplyObject(th_cmd(e.r, "ACL SETUSER locker -%s", cmd));
+    snprintf(url, sizeof url, "redis://locker:pw@127.0.0.1:%d", e.s->port);
+    c = th_client_url(url, NULL);
+    for (i = 0; i < 4; i++) {
+        cycle(c, "nt:acl", tok, sizeof tok);
+        ASSERT_EQ_INT(th_cmd_int(e.r, "EXISTS nt:acl"), 0);
+    }
+    if (cmd != NULL) {
+        test_log("%s refused %lld times", cmd, native_refusals(e.r, cmd));
+        ASSERT_EQ_INT(native_refusals(e.r, cmd), 1);
+    }
+    redislock_client_free(c);
+    th_env_stop(&e);
+}
