@@ -781,6 +781,23 @@ static void server_version(redisContext *c, char *buf, size_t len)
     freeReplyObject(r);
 }
 
+/* The server's own compare-and-delete, which the library's uncontended
+ * releases use where it exists: "delifeq", "delex" or "none". */
+static const char *native_release(redisContext *c)
+{
+    redisReply *r = lb_cmd(c, "COMMAND INFO DELIFEQ DELEX");
+    const char *cmd = "none";
+
+    if (r->type == REDIS_REPLY_ARRAY && r->elements == 2) {
+        if (r->element[0]->type == REDIS_REPLY_ARRAY)
+            cmd = "delifeq";
+        else if (r->element[1]->type == REDIS_REPLY_ARRAY)
+            cmd = "delex";
+    }
+    freeReplyObject(r);
+    return cmd;
+}
+
 void lb_report_core(const lb_env *e, const lb_results *r)
 {
     const lb_wire *u = &r->m->w[LB_UNIX];
@@ -800,11 +817,12 @@ void lb_report_core(const lb_env *e, const lb_results *r)
                         : "");
     printf("server=%s rtt_p50_us=%.1f cycle_ratio_default=%.3f "
            "cycle_ratio=%.3f srv_cpu_ratio_default=%.2f srv_cpu_ratio=%.2f "
-           "handoff_default_p50_us=%.1f handoff_p50_us=%.1f failed=%d\n",
+           "handoff_default_p50_us=%.1f handoff_p50_us=%.1f native=%s "
+           "failed=%d\n",
            v, r->m->ping_p50, u->ratio_min[1], u->ratio_min[2],
            ratio(u->cpu_cycle[1], u->cpu_cycle[3]),
            ratio(u->cpu_cycle[2], u->cpu_cycle[3]), def ? def->h50 : -1,
-           fair ? fair->h50 : -1, lb_failed(r));
+           fair ? fair->h50 : -1, native_release(e->ctl), lb_failed(r));
 }
 
 int lb_failed(const lb_results *r)

@@ -241,6 +241,18 @@ servers_table() {
         "$(printf -- '-%.0s' {1..21})" "$(printf -- '-%.0s' {1..21})" \
         "$(printf -- '-%.0s' {1..22})"
     printf '%s\n' "${rows[@]}"
+    # Issue 38's target where the server has its own compare-and-delete
+    # (the uncontended release is then that command, not a script).
+    while read -r name srv; do
+        line=$(tail -n 1 "$tmp/$name" | grep '^server=') || continue
+        native=$(field "$line" native)
+        [ -n "$native" ] && [ "$native" != none ] || continue
+        ratio=$(field "$line" srv_cpu_ratio_default)
+        verdict=$(awk -v r="$ratio" 'BEGIN { print (r <= 1.2) ? "PASS" : "MISS" }')
+        echo "  server CPU per uncontended plain cycle on $name" \
+            "($(field "$line" server), native ${native^^}) <= 1.2 x the" \
+            "minimal raw loop's: $ratio x $verdict"
+    done <<<"$list"
 }
 
 servers_table "$@"
