@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
 # The server matrix (run by CI after `make check`): the tests that talk to
-# a server, from the ASan build of `make check`, against Redis 8.0 and
-# Valkey 8.1 as well as Debian 12's redis-server 7.0.
+# a server, from the ASan build of `make check`, against Valkey 9.1 and
+# Redis 8.6 as well as Debian 12's redis-server 7.0: the newest of each,
+# whose native compare-and-delete (DELIFEQ, DELEX) replaces the release
+# script where 7.0 runs it (since 2026-12-01; Redis 8.0 and Valkey 8.1,
+# Debian trixie's, were the matrix before, and are SERVERS="redis valkey").
 #
-# Debian 12 ships neither, so each is built from Debian's upstream source
+# Debian 12 ships none of them, so each is built from Debian's upstream source
 # tarball (the .orig.tar only: it is fetched with apt-get source
 # --tar-only through a private apt configuration holding deb-src entries
 # for the machine's Debian mirror; the system's sources are not changed)
 # with `make MALLOC=libc BUILD_TLS=no`, server binary only. Each server
 # name stands for a source package in one suite: redis and valkey
-# (trixie's: the matrix), valkey9 (sid's valkey, 9.1) and redis86
-# (experimental's redis, 8.6) for the lean protocol's newer commands.
+# (trixie's), valkey9 (sid's valkey, 9.1) and redis86 (experimental's
+# redis, 8.6; these two the matrix).
 # Tarballs and binaries are cached in $SERVERS_CACHE (default
 # ${XDG_CACHE_HOME:-$HOME/.cache}/redislock/servers), one directory per
 # tarball, <name>-<upstream version>; a later run only asks the archive
@@ -30,7 +33,7 @@
 # exits non-zero if a server could not be had or a test failed.
 #
 # Environment: JOBS (2), CHECK_BUILD (build-check), SERVERS_CACHE,
-# SERVERS ("redis valkey": which of them to run; also valkey9, redis86),
+# SERVERS ("valkey9 redis86": which of them to run; also redis, valkey),
 # SERVERS_AT_ONCE (1: the servers' runs side by side, each with -j$JOBS;
 # 0: one after the other).
 set -euo pipefail
@@ -48,7 +51,7 @@ esac
 jobs=${JOBS:-2}
 asan=${CHECK_BUILD:-build-check}
 cache=${SERVERS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/redislock/servers}
-servers=${SERVERS:-redis valkey}
+servers=${SERVERS:-valkey9 redis86}
 
 # Not run against these servers: tests that never reach a real server
 # (pure functions; the fake servers of badserver_*, 74 s of the run; the
