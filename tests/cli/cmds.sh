@@ -53,7 +53,7 @@ between 75000 80000 "$ttl" "pttl after extend -t 80s"
 # release: a wrong token 2 (and the lock stays), the owner 0, again 1.
 expect 2 "$RL" release cmd-key not-the-token
 one_error_line
-[ "$(rcli get cmd-key)" = "$token" ] || fail "a wrong token released it"
+holds cmd-key "$token" || fail "a wrong token released it"
 expect 0 "$RL" release cmd-key "$token"
 key_gone cmd-key || fail "release left the key"
 expect 1 "$RL" release cmd-key "$token"

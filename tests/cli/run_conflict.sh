@@ -28,7 +28,7 @@ out_is ""
 err_empty
 expect 0 "$RL" acquire -w 200ms -E 0 busy
 out_is ""
-[ "$(rcli get busy)" = "$holder" ] || fail "-E 0: the holder lost the lock"
+holds busy "$holder" || fail "-E 0: the holder lost the lock"
 
 # -w 0.5 gives up after about half a second.
 t0=$(now_ms)

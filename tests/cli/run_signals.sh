@@ -60,5 +60,5 @@ kill -s TERM "$bg_pid"
 bg_wait waiting 10
 [ "$rc" = 143 ] || fail "waiting: run exited $rc, want 143"
 [ ! -e "$TEST_TMPDIR/waiting.ran" ] || fail "waiting: the command ran"
-[ "$(rcli get sig-key)" = "$holder" ] || fail "waiting: the holder lost it"
+holds sig-key "$holder" || fail "waiting: the holder lost it"
 exit 0

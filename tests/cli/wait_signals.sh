@@ -31,7 +31,7 @@ kill -s HUP "$bg_pid"
 bg_wait runwait 5
 [ "$rc" = 129 ] || fail "run exited $rc after SIGHUP, want 129"
 [ ! -e "$TEST_TMPDIR/ran" ] || fail "the command ran"
-[ "$(rcli get ws-key)" = "$holder" ] || fail "the holder lost the lock"
+holds ws-key "$holder" || fail "the holder lost the lock"
 
 # Once the holder releases, a waiter in a long pause gets in: the library
 # never pauses past the holder's lease, and a release is seen at the next
