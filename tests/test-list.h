@@ -76,6 +76,7 @@ TEST_ENTRY(track_cluster_slot_moves, 60)
 TEST_ENTRY(native_release_uncontended, 30)
 TEST_ENTRY(native_waiter_marks_holder, 30)
 TEST_ENTRY(native_release_after_wait_is_script, 30)
+TEST_ENTRY(native_release_of_another_type, 30)
 TEST_ENTRY(native_refused_falls_back, 30)
 TEST_ENTRY(interop_redispy_after_our_release, 60)
 

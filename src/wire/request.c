@@ -205,22 +205,20 @@ static int native_refused(const rl__reply *r)
 }
 
 /* After a's native compare-and-delete answered r: whether the script
- * goes instead. Deleted (1), or a redirection and the like (an error
- * the script would have met too: MOVED, ASK, TRYAGAIN, READONLY,
- * LOADING...), is the outcome. 0 (not the token: a waiter's mark, another
- * holder, the key gone) and a key of another type need the script to
- * tell which; a refusal also stops the node's later releases trying. */
+ * goes instead. Deleted (1) is the outcome. Anything else is the
+ * script's to answer, so that the caller hears what it always heard:
+ * 0 (not the token: a waiter's mark, another holder, the key gone), a
+ * key of another type (WRONGTYPE from Valkey, "ERR Key should be of
+ * string type" from Redis 8.6), and an error the script meets too
+ * (MOVED, ASK, TRYAGAIN, READONLY, LOADING...: one round trip more, on
+ * a path that is rare and slow already). A refusal also stops the
+ * node's later releases trying. */
 static int native_again(async_req *a, const rl__reply *r)
 {
     if (r->type == REDIS_REPLY_INTEGER && r->integer == 1)
         return 0;
-    if (r->type == REDIS_REPLY_ERROR && native_refused(r)) {
-        if (a->caps != NULL)
-            __atomic_store_n(a->caps, -1, __ATOMIC_RELAXED);
-    } else if (r->type == REDIS_REPLY_ERROR &&
-               strncmp(r->str, "WRONGTYPE", 9) != 0) {
-        return 0;
-    }
+    if (r->type == REDIS_REPLY_ERROR && native_refused(r) && a->caps != NULL)
+        __atomic_store_n(a->caps, -1, __ATOMIC_RELAXED);
     a->native = RL_CAP_NONE;
     return 1;
 }

@@ -75,11 +75,11 @@ typedef struct rl__request {
     /* A release that the node may run as its own compare-and-delete of
      * keys[0] against args[0] (a plain lock, nothing held after it, no
      * first command): sent so where the node has one (rl__conn_cfg.caps),
-     * its reply 1 the script's "released"; anything else but a
-     * redirection (0: the token is not the value, which a waiter's mark
-     * or another holder makes, or the key is gone) sends the script, which
-     * tells which, and a refusal (an unknown command, an ACL) also tells
-     * the node's memo. */
+     * its reply 1 the script's "released"; anything else (0: the token
+     * is not the value, which a waiter's mark or another holder makes,
+     * or the key is gone; a key of another type; any error) sends the
+     * script, whose answer the caller gets, and a refusal (an unknown
+     * command, an ACL) also tells the node's memo. */
     int native;
 } rl__request;
 

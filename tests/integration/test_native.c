@@ -169,6 +169,31 @@ void test_native_waiter_marks_holder(void)
 }
 
 /*
+ * A key that became another type under its holder (a list here; a
+ * semaphore's or readers' sorted set in the shared model): the release
+ * answers as the script does, another owner's (REDISLOCK_ELOST) with
+ * the key untouched, not with the native command's error (Redis 8.6:
+ * "ERR Key should be of string type"; Valkey: WRONGTYPE).
+ */
+void test_native_release_of_another_type(void)
+{
+    env e = th_env_start();
+    const char *cmd = native_cmd(e.r);
+    redislock_lock *l = th_lock(e.c, "nt:t");
+    long long n0;
+
+    ASSERT_OK(redislock_acquire(l, NULL));
+    ASSERT_EQ_INT(th_cmd_int(e.r, "DEL nt:t"), 1);
+    ASSERT_EQ_INT(th_cmd_int(e.r, "RPUSH nt:t x"), 1);
+    n0 = native_calls(e.r, cmd);
+    ASSERT_ERR(redislock_release(l), REDISLOCK_ELOST);
+    ASSERT_EQ_INT(native_calls(e.r, cmd) - n0, cmd ? 1 : 0);
+    ASSERT_EQ_INT(th_cmd_int(e.r, "LLEN nt:t"), 1);
+    redislock_lock_free(l);
+    th_env_stop(&e);
+}
+
+/*
  * A lock taken after a wait is most likely wanted again: its release is
  * the script at once, not a native compare bound to fail on a waiter's
  * mark.
