@@ -389,23 +389,9 @@ redislock_err rl__pool_command(rl__pool *p, int argc, const char **argv,
  */
 static int says_sentinel(const rl__reply *r)
 {
-    const rl__reply *k, *v;
-    size_t i;
+    const char *mode = rl__hello_field(r, "mode");
 
-    if (r == NULL || (r->type != REDIS_REPLY_ARRAY
-#ifdef REDIS_REPLY_MAP
-                      && r->type != REDIS_REPLY_MAP
-#endif
-                      ))
-        return 0;
-    for (i = 0; i + 1 < r->elements; i += 2) {
-        k = r->element[i];
-        v = r->element[i + 1];
-        if (k->type == REDIS_REPLY_STRING && strcmp(k->str, "mode") == 0)
-            return v->type == REDIS_REPLY_STRING &&
-                   strcmp(v->str, "sentinel") == 0;
-    }
-    return 0;
+    return mode != NULL && strcmp(mode, "sentinel") == 0;
 }
 
 /* What p's server offers for a release (rl__conn_cfg.caps), from its

@@ -518,11 +518,9 @@ static long version_of(const char *s)
     return major * 1000 + (minor >= 0 && minor < 1000 ? minor : 0);
 }
 
-int rl__request_caps(const rl__reply *r)
+const char *rl__hello_field(const rl__reply *r, const char *name)
 {
-    const char *server = NULL, *version = NULL;
     const rl__reply *k, *v;
-    long ver;
     size_t i;
 
     if (r == NULL || (r->type != REDIS_REPLY_ARRAY
@@ -530,17 +528,22 @@ int rl__request_caps(const rl__reply *r)
                       && r->type != REDIS_REPLY_MAP
 #endif
                       ))
-        return RL_CAP_NONE;
+        return NULL;
     for (i = 0; i + 1 < r->elements; i += 2) {
         k = r->element[i];
         v = r->element[i + 1];
-        if (k->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING)
-            continue;
-        if (strcmp(k->str, "server") == 0)
-            server = v->str;
-        else if (strcmp(k->str, "version") == 0)
-            version = v->str;
+        if (k->type == REDIS_REPLY_STRING && strcmp(k->str, name) == 0)
+            return v->type == REDIS_REPLY_STRING ? v->str : NULL;
     }
+    return NULL;
+}
+
+int rl__request_caps(const rl__reply *r)
+{
+    const char *server = rl__hello_field(r, "server");
+    const char *version = rl__hello_field(r, "version");
+    long ver;
+
     if (server == NULL || version == NULL)
         return RL_CAP_NONE;
     ver = version_of(version);

@@ -87,6 +87,10 @@ typedef struct rl__request {
  * DELIFEQ key value (Valkey 9.0+) or DELEX key IFEQ value (Redis 8.4+). */
 enum { RL_CAP_NONE = 0, RL_CAP_DELIFEQ = 1, RL_CAP_DELEX = 2 };
 
+/* The string value of field name in r, a HELLO reply (pairs in an array
+ * under RESP2, a map under RESP3), or NULL. */
+const char *rl__hello_field(const rl__reply *r, const char *name);
+
 /* The native compare-and-delete the server that answered HELLO (without
  * arguments) with r offers, by its name and version: RL_CAP_NONE for
  * an error, another server, or an older version. */
