@@ -14,18 +14,31 @@ const char *rl__request_name(const rl__request *q)
     return q->s != NULL ? q->s->name : "the command";
 }
 
+/* The words (keys, then arguments) of q. */
+static size_t words(const rl__request *q)
+{
+    return (size_t)q->nkeys + (size_t)q->nargs;
+}
+
+/* Room for the pointers and lengths of n words, aligned for them. */
+static size_t table_bytes(size_t n)
+{
+    return n * (sizeof(const char *) + sizeof(size_t)) + sizeof(void *);
+}
+
 long rl__request_bytes(const rl__request *q)
 {
-    int i, n = q->nkeys + q->nargs;
+    size_t i, n = words(q);
     long bytes = 0;
 
-    if (n > RL_SCRIPT_MAX_ARGS) {
+    if (q->nkeys < 0 || q->nargs < 0 || n > RL_SCRIPT_MAX_ARGS) {
         rl__err(REDISLOCK_EINVAL, "too many script arguments");
         return -1;
     }
     for (i = 0; i < n; i++)
-        bytes += (long)(i < q->nkeys ? q->klens[i] : q->lens[i - q->nkeys]);
-    return bytes;
+        bytes += (long)(i < (size_t)q->nkeys ? q->klens[i]
+                                             : q->lens[i - (size_t)q->nkeys]);
+    return bytes + (long)table_bytes(n);
 }
 
 /* Copies q into *out: its keys' and arguments' pointers and lengths
@@ -52,7 +65,14 @@ static char *copy_into(rl__request *out, const char **v, size_t *len,
 
 char *rl__request_copy(rl__request_own *o, const rl__request *q, char *data)
 {
-    return copy_into(&o->q, o->v, o->len, q, data);
+    size_t n = words(q);
+    uintptr_t at = ((uintptr_t)data + sizeof(void *) - 1) &
+                   ~(uintptr_t)(sizeof(void *) - 1);
+    const char **v = (const char **)at;
+    size_t *len = (size_t *)(v + n);
+
+    copy_into(&o->q, v, len, q, (char *)(len + n));
+    return data + rl__request_bytes(q);
 }
 
 int rl__request_waitaof(const rl__request *q)
@@ -388,23 +408,19 @@ static int native_argv(const async_req *a, const char **argv, size_t *argl)
     return argc;
 }
 
-static redislock_err async_send(async_req *a)
+/* Sends a's command, argc words in argv and argl (a script's call, a
+ * command's words, or room for either), with what goes before and after
+ * it. */
+static redislock_err send_words(async_req *a, int argc, const char **argv,
+                                size_t *argl)
 {
-    const char *argv[RL_SCRIPT_ARGV_MAX];
-    size_t argl[RL_SCRIPT_ARGV_MAX];
-    char nk[8], n[2][24], ms[24];
+    char n[2][24], ms[24];
     const char *wv[4] = {"WAIT", n[0], ms, NULL};
     const char *av[4] = {"WAITAOF", n[0], n[1], ms};
     const char *lv[3];
     const rl__request *q = &a->q;
-    int argc = q->s == NULL ? q->nargs
-                            : rl__script_argv(q->s, a->via, q->nkeys, q->keys,
-                                              q->klens, q->nargs, q->args,
-                                              q->lens, nk, argv, argl);
     redislock_err err;
 
-    if (argc < 0)
-        return rl__err(REDISLOCK_EINVAL, "too many script arguments");
     if (q->s == NULL) {
         memcpy(argv, q->args, (size_t)argc * sizeof *argv);
         memcpy(argl, q->lens, (size_t)argc * sizeof *argl);
@@ -449,6 +465,42 @@ static redislock_err async_send(async_req *a)
     return REDISLOCK_OK;
 }
 
+/* The words of a request's command: on the stack for most, on the heap
+ * for a long one (a renewal by node). */
+#define STACK_WORDS 80
+
+static redislock_err async_send(async_req *a)
+{
+    const char *sv[STACK_WORDS], **argv = sv;
+    size_t sl[STACK_WORDS], *argl = sl;
+    size_t words = 4 + (size_t)a->q.nkeys + (size_t)a->q.nargs;
+    char nk[8];
+    const rl__request *q = &a->q;
+    int argc;
+    redislock_err err;
+
+    if (words > STACK_WORDS) {
+        argv = malloc(words * sizeof *argv);
+        argl = malloc(words * sizeof *argl);
+        if (argv == NULL || argl == NULL) {
+            free(argv);
+            free(argl);
+            return rl__err(REDISLOCK_ENOMEM, "out of memory sending a script");
+        }
+    }
+    argc = q->s == NULL
+               ? q->nargs
+               : rl__script_argv(q->s, a->via, q->nkeys, q->keys, q->klens,
+                                 q->nargs, q->args, q->lens, nk, argv, argl);
+    err = argc < 0 ? rl__err(REDISLOCK_EINVAL, "too many script arguments")
+                   : send_words(a, argc, argv, argl);
+    if (argv != sv) {
+        free(argv);
+        free(argl);
+    }
+    return err;
+}
+
 /* Every field of a fresh a but the request's copy. */
 static void init_req(async_req *a)
 {
@@ -469,7 +521,7 @@ redislock_err rl__request_send_async(rl__aconn *c, const rl__request *q,
     redislock_err err;
 
     if (q->s == NULL &&
-        (q->nkeys != 0 || q->nargs < 1 || q->nargs > RL_SCRIPT_ARGV_MAX))
+        (q->nkeys != 0 || q->nargs < 1 || q->nargs > RL_SCRIPT_MAX_ARGS))
         return rl__err(REDISLOCK_EINVAL,
                        "a request is one script or one command");
     if ((bytes = rl__request_bytes(q)) < 0)

@@ -98,19 +98,19 @@ int rl__request_caps(const rl__reply *r);
 
 /* A script request with its own copy of its keys and arguments, for one
  * that outlives its caller's buffers (on an event loop): q's keys and
- * args point into v and len. */
+ * args, their pointers and lengths included, point into the caller's
+ * data (rl__request_copy). */
 typedef struct rl__request_own {
     rl__request q;
-    const char *v[RL_SCRIPT_MAX_ARGS]; /* keys, then arguments */
-    size_t len[RL_SCRIPT_MAX_ARGS];
 } rl__request_own;
 
-/* The bytes of q's keys and arguments, for rl__request_copy: -1 (the
- * error detail set) when q has more than RL_SCRIPT_MAX_ARGS of them. */
+/* The bytes rl__request_copy needs for q: its keys' and arguments'
+ * pointers, lengths and bytes; -1 (the error detail set) when q has more
+ * than RL_SCRIPT_MAX_ARGS of them. */
 long rl__request_bytes(const rl__request *q);
 
-/* Copies q into *o, its keys' and arguments' bytes into data
- * (rl__request_bytes of them); returns data past them. */
+/* Copies q into *o, its keys and arguments into data (rl__request_bytes
+ * of it, with no alignment asked); returns data past them. */
 char *rl__request_copy(rl__request_own *o, const rl__request *q, char *data);
 
 /* Whether q ends with a WAITAOF. */

@@ -33,7 +33,7 @@ int rl__script_argv(const rl__script *s, rl__script_via via, int nkeys,
     static const char *const verb[3] = {"FCALL", "EVALSHA", "EVAL"};
     int i;
 
-    if (nkeys + nargs > RL_SCRIPT_MAX_ARGS || nkeys > RL_KEYS_MAX)
+    if (nkeys < 0 || nargs < 0 || nkeys + nargs > RL_SCRIPT_MAX_ARGS)
         return -1;
     argv[0] = verb[via];
     argl[0] = strlen(argv[0]);
@@ -42,11 +42,15 @@ int rl__script_argv(const rl__script *s, rl__script_via via, int nkeys,
                                       : s->source;
     argl[1] = strlen(argv[1]);
     argv[2] = nk;
-    /* At most RL_KEYS_MAX (64): two digits, without snprintf's cost. */
-    argl[2] = nkeys >= 10 ? 2 : 1;
-    nk[0] = (char)(nkeys >= 10 ? '0' + nkeys / 10 : '0' + nkeys);
-    nk[1] = (char)(nkeys >= 10 ? '0' + nkeys % 10 : '\0');
-    nk[2] = '\0';
+    if (nkeys < 100) {
+        /* Two digits at most, without snprintf's cost. */
+        argl[2] = nkeys >= 10 ? 2 : 1;
+        nk[0] = (char)(nkeys >= 10 ? '0' + nkeys / 10 : '0' + nkeys);
+        nk[1] = (char)(nkeys >= 10 ? '0' + nkeys % 10 : '\0');
+        nk[2] = '\0';
+    } else {
+        argl[2] = (size_t)snprintf(nk, 8, "%d", nkeys);
+    }
     for (i = 0; i < nkeys; i++) {
         argv[3 + i] = keys[i];
         argl[3 + i] = klens[i];

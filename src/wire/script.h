@@ -47,6 +47,7 @@ extern const rl__script rl__script_leave;
 extern const rl__script rl__script_abandon;
 extern const rl__script rl__script_release;
 extern const rl__script rl__script_extend;
+extern const rl__script rl__script_renew;
 extern const rl__script rl__script_inspect;
 extern const rl__script rl__script_fenced_set;
 extern const rl__script rl__script_share_acquire;
@@ -59,8 +60,9 @@ extern const rl__script rl__script_set_abandon;
 /* Every script above, NULL-terminated. */
 extern const rl__script *const rl__scripts[];
 
-#define RL_SCRIPT_MAX_ARGS (RL_KEYS_MAX + 8)
-#define RL_SCRIPT_ARGV_MAX (3 + RL_SCRIPT_MAX_ARGS)
+/* The most keys and arguments one script request carries (a renewal of
+ * many locks by node, renew.lua's, has five words per lock). */
+#define RL_SCRIPT_MAX_ARGS 65536
 
 /* How a request calls its script. */
 typedef enum rl__script_via {
@@ -69,9 +71,10 @@ typedef enum rl__script_via {
     RL_VIA_EVAL     /* EVAL of its text */
 } rl__script_via;
 
-/* Fills argv/argl (RL_SCRIPT_ARGV_MAX slots) with the call of s by via;
+/* Fills argv/argl (3 + nkeys + nargs slots) with the call of s by via;
  * nk holds the key count's text. Returns argc, or -1 for too many
- * arguments. The request layer (request.c) is its user. */
+ * arguments (more than RL_SCRIPT_MAX_ARGS). The request layer (request.c) is
+ * its user. */
 int rl__script_argv(const rl__script *s, rl__script_via via, int nkeys,
                     const char *const *keys, const size_t *klens, int nargs,
                     const char *const *args, const size_t *lens, char nk[8],
