@@ -303,12 +303,11 @@ end
 -- lease is never shortened, so every handle that holds it (two handles of
 -- one owner id, or an extend whose reply was lost and that arrives late)
 -- keeps a validity no longer than what the server has. A key without an
--- expiry keeps none.
+-- expiry keeps none (GT counts it as one that never ends), and a key that
+-- has gone is not touched. One command (Redis 7.0+), where a PTTL first
+-- cost a second.
 local function rl_lengthen(key, ttl)
-    local left = redis.call('PTTL', key)
-    if left >= 0 and left < tonumber(ttl) then
-        redis.call('PEXPIRE', key, ttl)
-    end
+    redis.call('PEXPIRE', key, ttl, 'GT')
 end
 
 -- Creates the lock for id: a string for the 'plain' format, a hash with
@@ -946,6 +945,28 @@ local function rl_share_extend(key, id, ttl)
     end
     if now + ttl > tonumber(score) then
         redis.call('ZADD', key, 'XX', now + ttl, id)
+    end
+    rl_lengthen(key, ttl)
+    return 1
+end
+
+-- Compare-and-lengthen of one lock (extend.lua, and each of renew.lua's):
+-- id the token or owner id, ttl in ms (never shortened: rl_lengthen), fmt
+-- 'h' the hash format (a guess for rl_holder), 'z' a share, else plain,
+-- fence the holder's last fencing token for rl_ours. Returns 1 extended,
+-- 0 gone (expired, free), -1 another owner's. A key that has gone is
+-- never re-created.
+local function rl_extend(key, id, ttl, fmt, fence)
+    local kind, holder, gen = rl_holder(key, fmt ~= 'h' and fmt ~= 'z')
+    if kind == 'zset' then
+        -- A share (share_acquire.lua).
+        return rl_share_extend(key, id, ttl)
+    elseif kind == 'none' then
+        return 0
+    elseif holder ~= id then
+        return -1
+    elseif kind == 'hash' and not rl_ours(gen, fence) then
+        return 0
     end
     rl_lengthen(key, ttl)
     return 1
