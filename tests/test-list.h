@@ -126,6 +126,11 @@ TEST_ENTRY(watchdog_validity_after_acquire, 30)
 TEST_ENTRY(watchdog_one_thread_many_locks, 30)
 TEST_ENTRY(watchdog_no_renewal_past_validity, 30)
 
+TEST_ENTRY(renew_by_node_few_requests, 60)
+TEST_ENTRY(renew_by_node_each_answer, 30)
+TEST_ENTRY(renew_by_node_refused_goes_alone, 30)
+TEST_ENTRY(renew_by_node_cluster_slots, 60)
+
 TEST_ENTRY(retry_constant_pauses, 30)
 TEST_ENTRY(retry_linear_pauses, 30)
 TEST_ENTRY(retry_exponential_pauses, 30)

@@ -16,6 +16,7 @@
 #include "error.h"
 #include "keyed.h"
 #include "keys.h"
+#include "renew.h"
 #include "reply.h"
 #include "topology.h"
 #include "track.h"
@@ -141,6 +142,8 @@ struct rl__lwatch {
     int64_t sent_us;
     rl__request gq; /* its guards (as an aop's) */
     rl__guard_acks acks;
+    node *n;       /* its node when last sent, or taken (renewals by node) */
+    unsigned slot; /* and its key's hash slot, in a cluster (else 0) */
     /* Being stopped by rl__alock_unkeep, which waits for the renewal out:
      * called once it has been answered, and the watch gone. */
     void (*gone)(void *arg);
@@ -1213,19 +1216,225 @@ static void lwatch_group_done(void *arg, redislock_err err, long long n)
     lwatch_next(w, rl__watch_after(w->l->watch, err));
 }
 
-/* A renewal is due: sent on the node's request connection, to every
- * server, or to a set's groups (the same decisions as the watchdog
- * thread's: caps, retries, the loss). */
+/* Renewals by node: a renewal that comes due takes along the other locks
+ * of its node whose renewals come due within half a period, in one
+ * request per hash slot in a cluster, per node elsewhere (renew.c),
+ * RL_RENEW_BATCH locks at most in each. Their leases are lengthened a
+ * little early, which never shortens one (extend.lua), and from then on
+ * come due together, so that a node's renewals fall into a few requests
+ * per period however many locks a client watches, and a node that does
+ * not answer holds up no other node's. */
+typedef struct batch {
+    size_t n;
+    int64_t sent_us;
+    rl__request gq; /* the guards, as every lock's: the client's */
+    rl__guard_acks acks;
+    lwatch *w[];
+} batch;
+
+static void lwatch_send_one(lwatch *w, node *n);
+
+/* The hash slot of l's key where a request holds one slot's keys only. */
+static unsigned slot_of(const rl__alock *al, const redislock_lock *l)
+{
+    return rl__topo_cluster(rl__client_topo(al->c))
+               ? rl__key_slot(l->key, l->keylen)
+               : 0;
+}
+
+/* Whether x's renewal goes along with w's (sent at now): idle, renewed
+ * alike, of the same node, due within half a period, and its watch
+ * (caps, validity) would send one now. */
+static int batch_joins(const lwatch *x, const lwatch *w, int64_t now)
+{
+    const redislock_lock *l = x->l;
+
+    return x != w && l != NULL && x->n == w->n && x->inflight == 0 &&
+           x->rd == NULL && x->grp == NULL && x->gone == NULL &&
+           !l->algo->every && !l->algo->groups && rl__renew_batchable(l) &&
+           rl__watch_due(l->watch) <= now + l->ttl_ms * 1000 / 6 &&
+           rl__watch_before(l->watch) == RL_RENEW_SEND;
+}
+
+/* The renewals that go with w's, w first, into *out (*n of them,
+ * malloc'ed); 0 when out of memory. */
+static int batch_gather(lwatch *w, int64_t now, lwatch ***out, size_t *n)
+{
+    size_t cap = 16;
+    lwatch **v = malloc(cap * sizeof *v), **more, *x;
+
+    if (v == NULL)
+        return 0;
+    *n = 1;
+    v[0] = w;
+    for (x = w->al->watches; x != NULL; x = x->next) {
+        if (!batch_joins(x, w, now))
+            continue;
+        if (*n == cap) {
+            if ((more = realloc(v, 2 * cap * sizeof *v)) == NULL)
+                break;
+            v = more;
+            cap *= 2;
+        }
+        v[(*n)++] = x;
+    }
+    *out = v;
+    return 1;
+}
+
+static int by_slot(const void *a, const void *b)
+{
+    unsigned x = (*(lwatch *const *)a)->slot, y = (*(lwatch *const *)b)->slot;
+
+    return x < y ? -1 : x > y;
+}
+
+/* Each lock's answer in r (or the request's failure err) goes to its
+ * watch; a reply that does not answer each lock (an error of the script
+ * as a whole) sends each renewal alone. */
+static void batch_done(void *arg, redislock_err err, const rl__reply *r)
+{
+    batch *b = arg;
+    int whole = err != REDISLOCK_OK || rl__renew_answered(r, b->n);
+    size_t i;
+
+    for (i = 0; i < b->n; i++) {
+        lwatch *w = b->w[i];
+        redislock_lock *l = w->l;
+        redislock_err e = err;
+
+        w->inflight--;
+        if (l == NULL) {
+            free(w);
+            continue;
+        }
+        if (!whole && w->gone == NULL) {
+            lwatch_send_one(w, w->n);
+            continue;
+        }
+        if (whole && e == REDISLOCK_OK)
+            e = extend_outcome(l, e, rl__renew_answer(r, i));
+        e = guard_outcome(l, &b->gq, e, "extend");
+        rl__lock_renewed(l, e, b->sent_us);
+        lwatch_next(w, rl__watch_after(l->watch, e));
+    }
+    free(b);
+}
+
+/* Sends the renewals of the k watches v (k > 1, one slot, node n) as one
+ * request; 0 when it could not be sent. */
+static int batch_one(rl__alock *al, node *n, lwatch **v, size_t k, int64_t now)
+{
+    batch *b = malloc(sizeof *b + k * sizeof *b->w);
+    redislock_lock **ls = malloc(k * sizeof *ls);
+    rl__renew_req rq;
+    redislock_err err = REDISLOCK_ENOMEM;
+    size_t i;
+
+    if (b != NULL && ls != NULL) {
+        for (i = 0; i < k; i++)
+            ls[i] = v[i]->l;
+        err = rl__renew_request(ls, k, &rq);
+    }
+    free(ls);
+    if (err == REDISLOCK_OK) {
+        b->n = k;
+        b->sent_us = now;
+        memcpy(b->w, v, k * sizeof *v);
+        guard(v[0]->l, &rq.q, &b->gq, &b->acks);
+        err = al->rt != NULL
+                  ? rl__aroute_send(al->rt, n->cmd, n->pool, rq.q.keys[0],
+                                    rq.q.klens[0], &rq.q, batch_done, b)
+                  : rl__request_send_async(n->cmd, &rq.q, batch_done, b);
+        rl__renew_free(&rq);
+    }
+    if (err != REDISLOCK_OK) {
+        free(b);
+        return 0;
+    }
+    for (i = 0; i < k; i++) {
+        v[i]->inflight++;
+        v[i]->sent_us = now;
+    }
+    return 1;
+}
+
+/* Sends w's renewal (due, its node n, its connection ready) with those
+ * that go with it: a request per slot, RL_RENEW_BATCH at most in each;
+ * one that goes alone, or whose request could not be sent, as before. */
+static void batch_send(lwatch *w, node *n)
+{
+    rl__alock *al = w->al;
+    int64_t now = rl__now_us();
+    lwatch **v;
+    size_t k, i, j, end;
+
+    if (!batch_gather(w, now, &v, &k)) {
+        lwatch_send_one(w, n);
+        return;
+    }
+    for (i = 1; i < k; i++)
+        rl__loop_disarm(al->lp, &v[i]->timer);
+    if (k > 2 && rl__topo_cluster(rl__client_topo(al->c)))
+        qsort(v, k, sizeof *v, by_slot);
+    for (i = 0; i < k; i = end) {
+        for (end = i + 1;
+             end < k && end - i < RL_RENEW_BATCH && v[end]->slot == v[i]->slot;
+             end++)
+            ;
+        if (end - i > 1 && batch_one(al, n, v + i, end - i, now))
+            continue;
+        for (j = i; j < end; j++)
+            lwatch_send_one(v[j], n);
+    }
+    free(v);
+}
+
+/* The extend of l for its TTL, its arguments in a and the TTL's text in
+ * ttl. */
+static rl__request extend_req(const redislock_lock *l, char ttl[24],
+                              rl__owner_args *a)
+{
+    snprintf(ttl, 24, "%" PRId64, l->ttl_ms);
+    rl__lock_owner_args(l, ttl, a);
+    return (rl__request){.s = rl__lock_owner_script(l, &rl__script_extend),
+                         .nargs = RL_OWNER_NARGS,
+                         .args = a->args,
+                         .lens = a->lens};
+}
+
+/* Sends w's renewal alone on n's request connection (n: its lock's node,
+ * its connection ready), or, not sent, counts it as failed. */
+static void lwatch_send_one(lwatch *w, node *n)
+{
+    redislock_lock *l = w->l;
+    char ttl[24];
+    rl__owner_args a;
+    rl__request q = extend_req(l, ttl, &a);
+    redislock_err err;
+
+    w->sent_us = rl__now_us();
+    guard(l, &q, &w->gq, &w->acks);
+    if ((err = node_cmd(w->al, n)) == REDISLOCK_OK &&
+        (err = rl__lock_send_async(l, w->al->rt, n->cmd, n->pool, NULL, &q,
+                                   lwatch_done, w)) == REDISLOCK_OK) {
+        w->inflight++;
+        return;
+    }
+    rl__lock_renewed(l, err, w->sent_us);
+    lwatch_next(w, rl__watch_after(l->watch, err));
+}
+
+/* A renewal is due: sent on the node's request connection (with the
+ * node's others due soon), to every server, or to a set's groups (the
+ * same decisions as the watchdog thread's: caps, retries, the loss). */
 static void lwatch_fire(rl__loop_timer *lt)
 {
     lwatch *w = (lwatch *)lt;
     redislock_lock *l = w->l;
     char ttl[24];
     rl__owner_args a;
-    rl__request q = {.s = rl__lock_owner_script(l, &rl__script_extend),
-                     .nargs = RL_OWNER_NARGS,
-                     .args = a.args,
-                     .lens = a.lens};
+    rl__request q = extend_req(l, ttl, &a);
     rl__renew_step step = rl__watch_before(l->watch);
     node *n = NULL;
     redislock_err err;
@@ -1234,28 +1443,32 @@ static void lwatch_fire(rl__loop_timer *lt)
         lwatch_next(w, step);
         return;
     }
-    snprintf(ttl, sizeof ttl, "%" PRId64, l->ttl_ms);
+    if (!l->algo->every && !l->algo->groups) {
+        if ((err = node_for(w->al, l, &n)) == REDISLOCK_OK) {
+            w->n = n;
+            w->slot = slot_of(w->al, l);
+            if (rl__renew_batchable(l))
+                batch_send(w, n);
+            else
+                lwatch_send_one(w, n);
+            return;
+        }
+        w->sent_us = rl__now_us();
+        rl__lock_renewed(l, err, w->sent_us);
+        lwatch_next(w, rl__watch_after(l->watch, err));
+        return;
+    }
     w->sent_us = rl__now_us();
     if (l->algo->groups) {
         if ((err = rl__agroup_owner(&w->al->gio, l, &rl__script_extend, ttl,
                                     lwatch_group_done, w, &w->grp)) ==
             REDISLOCK_OK)
             return;
-    } else {
-        rl__lock_owner_args(l, ttl, &a);
-        if (!l->algo->every)
-            guard(l, &q, &w->gq, &w->acks);
-        if (l->algo->every &&
-            (err = round_send(w->al, l, &q, NULL,
-                              rl__client_server_timeout(l->client, l->ttl_ms),
-                              lwatch_round_done, w, &w->rd)) == REDISLOCK_OK)
-            return;
-        if (!l->algo->every && (err = node_for(w->al, l, &n)) == REDISLOCK_OK &&
-            (err = rl__lock_send_async(l, w->al->rt, n->cmd, n->pool, NULL, &q,
-                                       lwatch_done, w)) == REDISLOCK_OK) {
-            w->inflight++;
-            return;
-        }
+    } else if ((err =
+                    round_send(w->al, l, &q, NULL,
+                               rl__client_server_timeout(l->client, l->ttl_ms),
+                               lwatch_round_done, w, &w->rd)) == REDISLOCK_OK) {
+        return;
     }
     /* Not sent (no connection): as a failed renewal. */
     rl__lock_renewed(l, err, w->sent_us);
@@ -1271,6 +1484,12 @@ static redislock_err lwatch_link(rl__alock *al, redislock_lock *l)
         return rl__err(REDISLOCK_ENOMEM, "out of memory");
     w->al = al;
     w->l = l;
+    /* Its node as the topology stands: others' renewals may take it along
+     * before its own first comes due. */
+    if (!l->algo->every && !l->algo->groups &&
+        node_of(al, l->key, l->keylen, &w->n) != REDISLOCK_OK)
+        w->n = NULL;
+    w->slot = slot_of(al, l);
     l->lwatch = w;
     w->next = al->watches;
     if (al->watches != NULL)
