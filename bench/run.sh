@@ -118,6 +118,23 @@ printf '%s\n' "$redlock" | sed '$d'
 BENCH_REDLOCK=$(printf '%s\n' "$redlock" | tail -n 1)
 export BENCH_REDLOCK
 
+# --scale, as lockbench reads it.
+scale=1
+prev=
+for a in "$@"; do
+    [ "$prev" != --scale ] || scale=$a
+    prev=$a
+done
+
+# Renewals by node (bench/renew.sh, three servers of its own, unpinned):
+# 10^5 watched locks at --scale 1 over three servers, each server's
+# renewal requests per period, and no loss on two while the third is
+# stopped (issue 38). Printed as it comes; its last line is its figures.
+renew_n=$(awk -v s="$scale" 'BEGIN { n = int(100000 * s); print n < 1000 ? 1000 : n }')
+renew=$(REDIS_SERVER=$server REDIS_CLI=$cli BUILD=$build bench/renew.sh \
+    "$renew_n") || die "the renewal benchmark failed: $renew"
+printf '\n%s\n' "$renew"
+
 # The CLI's cost against flock(1) (bench/runcost.c, issue 37): N runs of
 # each of `redislock run -u URL KEY -- true` and `flock FILE true`, in
 # turns, against a private server pinned as lockbench's is, the runs
@@ -126,12 +143,6 @@ export BENCH_REDLOCK
 # times flock's across three CI runs of one commit, too wide for a 1.3
 # target). Its figures and target print here, its machine-readable
 # figures join lockbench's last line.
-scale=1
-prev=
-for a in "$@"; do
-    [ "$prev" != --scale ] || scale=$a
-    prev=$a
-done
 runs=$(awk -v s="$scale" 'BEGIN { n = int(400 * s); print n < 200 ? 200 : n }')
 cmake --build "$build" -j2 --target redislock_cli >/dev/null ||
     die "cannot build the CLI"
