@@ -137,8 +137,8 @@ void test_keys_script_keysets(void)
         size_t i, n = 0;
 
         for (i = 0; s[i] != NULL; i++) {
-            if (s[i] == &rl__script_fenced_set)
-                continue; /* its caller names its keys */
+            if (s[i] == &rl__script_fenced_set || s[i] == &rl__script_renew)
+                continue; /* its caller names its keys; renew's: each lock */
             n++;
             ASSERT(s[i]->keys != NULL);
             ASSERT_EQ_INT(s[i]->keys[0], RL_KEY_LOCK);
@@ -147,6 +147,10 @@ void test_keys_script_keysets(void)
             rl__keyset_free(&ks);
         }
         ASSERT(rl__script_fenced_set.keys == NULL);
+        /* renew.lua's KEYS: each lock's own key, and nothing before. */
+        ASSERT(rl__script_renew.keys == NULL);
+        ASSERT_EQ_INT(rl__script_renew.neach, 1);
+        ASSERT_EQ_INT(rl__script_renew.each[0], RL_KEY_LOCK);
         ASSERT_GE(n, 8);
     }
 }
