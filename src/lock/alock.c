@@ -1529,6 +1529,16 @@ static redislock_err private_keep(void *drv, redislock_lock *l,
     return al->hand.keep(al->hand.ctx, l, o, sent_us, first_us);
 }
 
+redislock_err rl__alock_arm(rl__alock *al, rl__loop_timer *t, int64_t at_us)
+{
+    return rl__loop_arm(al->lp, t, at_us);
+}
+
+void rl__alock_disarm(rl__alock *al, rl__loop_timer *t)
+{
+    rl__loop_disarm(al->lp, t);
+}
+
 redislock_err rl__alock_keep(rl__alock *al, redislock_lock *l)
 {
     return lwatch_link(al, l);

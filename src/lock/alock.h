@@ -135,6 +135,11 @@ void rl__alock_hand_to(rl__alock *al, const rl__alock_hand *h);
  * keep, not to renewals on this loop. */
 void rl__alock_private(rl__alock *al);
 
+/* Arms t on al's loop at at_us (CLOCK_MONOTONIC), or disarms it: for
+ * what drives the loop (the keeper's pending locks). */
+redislock_err rl__alock_arm(rl__alock *al, rl__loop_timer *t, int64_t at_us);
+void rl__alock_disarm(rl__alock *al, rl__loop_timer *t);
+
 /* Renews l, handed over by a blocking call (its watch, l->watch, made
  * already), on this loop until rl__alock_unkeep. */
 redislock_err rl__alock_keep(rl__alock *al, redislock_lock *l);

@@ -1,7 +1,9 @@
 /*
- * The client's keeper thread (keeper.h): its inbox, and its loop.
+ * The client's keeper thread (keeper.h): its inbox, the locks handed
+ * over that wait for their first renewal, and its loop.
  */
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -11,14 +13,16 @@
 #include "env.h"
 #include "error.h"
 #include "keeper.h"
+#include "watchdog.h"
 
 /* What a thread hands the keeper. */
 typedef enum { MSG_KEEP, MSG_UNKEEP, MSG_SWEEP } msg_kind;
 
-typedef struct msg {
+typedef struct rl__keep_msg {
     msg_kind kind;
     rl__keeper *k;
     redislock_lock *l; /* KEEP, UNKEEP */
+    int64_t due_us;    /* KEEP: its first renewal's time */
     int done;          /* UNKEEP: the keeper has stopped (under mu) */
     /* SWEEP: its data, the strings in data. */
     rl__pool *pool;
@@ -26,7 +30,7 @@ typedef struct msg {
     int n;
     int64_t ttl_ms;
     const char *token, *req;
-    struct msg *next;
+    struct rl__keep_msg *next;
     char data[];
 } msg;
 
@@ -37,8 +41,13 @@ struct rl__keeper {
     pthread_mutex_t mu;
     pthread_cond_t cv; /* an UNKEEP done, or the thread gone */
     msg *head, **tail; /* the inbox, in order */
-    int stop;          /* rl__keeper_free has begun */
-    int gone;          /* the thread has ended: nothing is served */
+    /* KEEPs whose first renewal is not due yet: served once it nearly is,
+     * dropped (no wake-up, no wait) by a release that comes first. */
+    msg *pending;
+    int64_t wake_us;     /* when the thread looks at them next */
+    rl__loop_timer tick; /* its loop's timer for that */
+    int stop;            /* rl__keeper_free has begun */
+    int gone;            /* the thread has ended: nothing is served */
 };
 
 /* An UNKEEP served (its sender waits for done). */
@@ -76,16 +85,62 @@ static void serve(rl__keeper *k, msg *m, int stopping)
     }
 }
 
-/* Serves what the inbox holds. */
+/* How soon before its first renewal a pending KEEP is served: its
+ * watch's own timer then sends the renewal on time. */
+#define KEEP_AHEAD_US 20000
+
+/* The pending KEEPs due by now (unlinked, in *due, in order) and the
+ * time of the next one (INT64_MAX: none), under k->mu. */
+static int64_t take_due(rl__keeper *k, msg **due)
+{
+    int64_t now = rl__now_us(), next = INT64_MAX;
+    msg **pp = &k->pending, *m, **tail = due;
+
+    *due = NULL;
+    while ((m = *pp) != NULL) {
+        if (m->due_us - KEEP_AHEAD_US <= now) {
+            *pp = m->next;
+            m->l->keeping = NULL;
+            m->next = NULL;
+            *tail = m;
+            tail = &m->next;
+        } else {
+            next = m->due_us < next ? m->due_us : next;
+            pp = &m->next;
+        }
+    }
+    return next;
+}
+
+static void tick(rl__loop_timer *t)
+{
+    (void)t; /* the round ends: run() takes what is due */
+}
+
+/* Serves the pending KEEPs now due, then what the inbox holds, and arms
+ * the thread's timer for the next pending one. */
 static void take(rl__keeper *k, int stopping)
 {
-    msg *m, *next;
+    msg *m, *next, *due;
+    int64_t at;
 
     pthread_mutex_lock(&k->mu);
+    at = take_due(k, &due);
+    k->wake_us = at == INT64_MAX ? at : at - KEEP_AHEAD_US;
     m = k->head;
     k->head = NULL;
     k->tail = &k->head;
     pthread_mutex_unlock(&k->mu);
+    if (at == INT64_MAX)
+        rl__alock_disarm(k->al, &k->tick);
+    else
+        rl__alock_arm(k->al, &k->tick, at - KEEP_AHEAD_US);
+    /* Before the inbox: an UNKEEP there of a lock just taken from the
+     * pending ones is served after its KEEP. */
+    for (; due != NULL; due = next) {
+        next = due->next;
+        serve(k, due, stopping);
+    }
     for (; m != NULL; m = next) {
         next = m->next;
         serve(k, m, stopping);
@@ -99,6 +154,12 @@ static void close_inbox(rl__keeper *k)
 
     pthread_mutex_lock(&k->mu);
     k->gone = 1;
+    for (m = k->pending; m != NULL; m = next) {
+        next = m->next;
+        m->l->keeping = NULL;
+        free(m);
+    }
+    k->pending = NULL;
     for (m = k->head; m != NULL; m = next) {
         next = m->next;
         if (m->kind == MSG_UNKEEP)
@@ -143,6 +204,7 @@ static void *run(void *arg)
         if (rl__ploop_round(k->pl, NULL, NULL) != REDISLOCK_OK)
             nanosleep(&pause, NULL);
     }
+    rl__alock_disarm(al, &k->tick);
     close_inbox(k);
     return NULL;
 }
@@ -162,6 +224,8 @@ static redislock_err keeper_new(redislock_client *c, rl__keeper **out)
     }
     rl__ploop_polls(k->pl);
     k->tail = &k->head;
+    k->wake_us = INT64_MAX;
+    k->tick.fire = tick;
     pthread_mutex_init(&k->mu, NULL);
     pthread_condattr_init(&attr);
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
@@ -202,18 +266,28 @@ static void post(rl__keeper *k, msg *m)
     rl__ploop_wake(k->pl);
 }
 
-/* A kept lock's l->lwatch_stop: asks the keeper to stop, and waits. */
+/* A kept lock's l->lwatch_stop: drops its KEEP if the keeper has not
+ * served it yet (its first renewal is not due), else asks the keeper to
+ * stop, and waits. */
 static void unkeep(redislock_lock *l)
 {
     rl__keeper *k;
-    msg m = {.kind = MSG_UNKEEP, .l = l};
+    msg m = {.kind = MSG_UNKEEP, .l = l}, **pp;
 
     /* There since the lock was handed over. */
     if (keeper_of(l->client, &k) != REDISLOCK_OK)
         return;
     m.k = k;
     pthread_mutex_lock(&k->mu);
-    if (!k->gone) {
+    if (l->keeping != NULL) {
+        for (pp = &k->pending; *pp != NULL && *pp != l->keeping;
+             pp = &(*pp)->next)
+            ;
+        if (*pp != NULL)
+            *pp = l->keeping->next;
+        free(l->keeping);
+        l->keeping = NULL;
+    } else if (!k->gone) {
         *k->tail = &m;
         k->tail = &m.next;
         rl__ploop_wake(k->pl);
@@ -223,12 +297,17 @@ static void unkeep(redislock_lock *l)
     pthread_mutex_unlock(&k->mu);
 }
 
+/* Hands l over: pending until its first renewal is nearly due, so that a
+ * lock released before then (a fair hand-off's short lease extended once,
+ * a short hold with the watchdog) costs the keeper nothing; the thread is
+ * woken only when it would look too late. */
 static redislock_err hand_keep(void *ctx, redislock_lock *l,
                                const redislock_acquire_options *o,
                                int64_t sent_us, int64_t first_us)
 {
     rl__keeper *k;
     msg *m;
+    int wake = 0;
     redislock_err err;
 
     if ((err = keeper_of(ctx, &k)) != REDISLOCK_OK)
@@ -241,10 +320,27 @@ static redislock_err hand_keep(void *ctx, redislock_lock *l,
         return err;
     }
     m->kind = MSG_KEEP;
+    m->k = k;
     m->l = l;
+    m->due_us = rl__watch_due(l->watch);
     l->kept = 1;
     l->lwatch_stop = unkeep;
-    post(k, m);
+    pthread_mutex_lock(&k->mu);
+    if (k->gone) {
+        /* The client is going: renewed no more (as serve's stopping). */
+        free(m);
+    } else {
+        m->next = k->pending;
+        k->pending = m;
+        l->keeping = m;
+        if (m->due_us - KEEP_AHEAD_US < k->wake_us) {
+            k->wake_us = m->due_us - KEEP_AHEAD_US;
+            wake = 1;
+        }
+    }
+    pthread_mutex_unlock(&k->mu);
+    if (wake)
+        rl__ploop_wake(k->pl);
     return REDISLOCK_OK;
 }
 

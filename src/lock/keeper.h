@@ -5,10 +5,13 @@
  * of lost or given-back attempts its loop had not finished. A call hands
  * them over as messages (an inbox and a wake-up of the loop); the engine
  * (alock.c) renews and sweeps there as on any loop, many locks on one
- * connection per server. Release and extend of a kept lock run on the
- * caller's own loop; the release first asks the keeper to stop renewing
- * and waits until it has (and until a renewal out has been answered), so
- * that no renewal is sent after a release.
+ * connection per server. A lock handed over waits, pending, until its
+ * first renewal is nearly due, and the thread is woken only when it
+ * would look at its pending locks too late. Release and extend of a kept
+ * lock run on the caller's own loop; the release of a pending lock drops
+ * it (no wake-up, no wait); of one the keeper renews, it first asks the
+ * keeper to stop renewing and waits until it has (and until a renewal
+ * out has been answered), so that no renewal is sent after a release.
  */
 #ifndef RL_KEEPER_H
 #define RL_KEEPER_H

@@ -117,7 +117,10 @@ struct redislock_lock {
      * for the keeper's by the blocking call), on the lock's own thread;
      * NULL: not renewed. */
     void (*lwatch_stop)(struct redislock_lock *l);
-    int kept;       /* renewed on the client's keeper thread (keeper.h) */
+    int kept; /* renewed on the client's keeper thread (keeper.h) */
+    /* Its keeper's KEEP while its first renewal is not due (keeper.c's,
+     * under the keeper's lock); NULL once served. */
+    struct rl__keep_msg *keeping;
     char *info_buf; /* backs the strings of redislock_inspect */
     /* Per-server results of the last request (Redlock: one per server,
      * in URL order; otherwise one). Guarded by mu. */
