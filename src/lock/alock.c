@@ -59,13 +59,18 @@ struct node {
 struct chan {
     char *name;
     size_t len;
-    int fair;         /* a fair waiter's: messages are hand-offs to parse */
-    int sharded;      /* a shard channel (SSUBSCRIBE: a cluster's fair ones) */
-    int ready;        /* the server confirmed the subscription */
-    int leaving;      /* unsubscribed, the server's confirmation awaited */
-    int ended;        /* no subscription (the connection went): renewed by the
-                         next waiter that pauses */
-    int missed;       /* a wake-up came while none of its waiters was paused */
+    int fair;    /* a fair waiter's: messages are hand-offs to parse */
+    int sharded; /* a shard channel (SSUBSCRIBE: a cluster's fair ones) */
+    int ready;   /* the server confirmed the subscription */
+    int leaving; /* unsubscribed, the server's confirmation awaited */
+    int ended;   /* no subscription (the connection went): renewed by the
+                    next waiter that pauses */
+    int missed;  /* a wake-up came while none of its waiters was paused */
+    /* A fair channel kept subscribed with nobody on it (chan_leave): what
+     * came meanwhile, for its next waiter (its attempt's reply and a
+     * hand-off just after it may be read in either order). */
+    struct told *early;
+    int nearly;
     aop *head, *tail; /* its waiters, longest paused first */
     rl__aconn *on;    /* the connection it is subscribed on */
     node *n;
@@ -881,6 +886,16 @@ static void op_free_if_idle(aop *op)
         op_drop(op);
 }
 
+static void told_free(struct told *m)
+{
+    struct told *next;
+
+    for (; m != NULL; m = next) {
+        next = m->next;
+        free(m);
+    }
+}
+
 static void chan_free(chan *ch)
 {
     node *n = ch->n;
@@ -890,6 +905,7 @@ static void chan_free(chan *ch)
         ;
     if (*pp == ch)
         *pp = ch->next;
+    told_free(ch->early);
     free(ch->name);
     free(ch);
 }
@@ -919,6 +935,29 @@ static redislock_err chan_subscribe(rl__alock *al, chan *ch)
     return REDISLOCK_OK;
 }
 
+/* ch, which nobody listens on, is unsubscribed (or freed, ended). */
+static void chan_drop(chan *ch)
+{
+    if (ch->ended)
+        chan_free(ch);
+    else if (rl__aconn_unsubscribe(ch->on, ch->name, ch->len) == REDISLOCK_OK)
+        ch->leaving = 1;
+}
+
+/* The fair channels of n that a private loop kept subscribed after their
+ * waits (chan_leave), but keep: unsubscribed, so that a loop holds one at
+ * most, the last handle's that waited on it. */
+static void chan_drop_kept(node *n, const chan *keep)
+{
+    chan *ch, *next;
+
+    for (ch = n->chans; ch != NULL; ch = next) {
+        next = ch->next;
+        if (ch != keep && ch->fair && ch->head == NULL && !ch->leaving)
+            chan_drop(ch);
+    }
+}
+
 /* op no longer listens on its channel; the last to go unsubscribes. */
 static void chan_leave(aop *op)
 {
@@ -943,10 +982,14 @@ static void chan_leave(aop *op)
     op->wnext = NULL;
     if (ch->head != NULL || ch->leaving)
         return;
-    if (ch->ended)
-        chan_free(ch);
-    else if (rl__aconn_unsubscribe(ch->on, ch->name, ch->len) == REDISLOCK_OK)
-        ch->leaving = 1;
+    /* A blocking call's fair channel (its handle's own) stays subscribed
+     * for the handle's next wait on this loop: no SUBSCRIBE, UNSUBSCRIBE
+     * and second attempt per wait (chan_join). Messages that come while
+     * nobody listens are dropped (fair_message); a hand-off is only ever
+     * to a queued waiter. */
+    if (ch->fair && !ch->ended && op->al->private_loop)
+        return;
+    chan_drop(ch);
 }
 
 /* The wake list (and channel) that a waiter on l listens to: the one of
@@ -980,6 +1023,8 @@ static redislock_err chan_join(aop *op, node *n, int *fresh)
     for (ch = n->chans; ch != NULL; ch = ch->next)
         if (ch->len == len && memcmp(ch->name, name, len) == 0)
             break;
+    if (fair && op->al->private_loop)
+        chan_drop_kept(n, ch);
     if (ch != NULL) {
         free(name);
     } else if ((ch = calloc(1, sizeof *ch)) == NULL) {
@@ -1010,6 +1055,15 @@ static redislock_err chan_join(aop *op, node *n, int *fresh)
     else
         ch->head = op;
     ch->tail = op;
+    if (ch->early != NULL) {
+        struct told **pp;
+
+        for (pp = &op->told; *pp != NULL; pp = &(*pp)->next)
+            ;
+        *pp = ch->early;
+        ch->early = NULL;
+        ch->nearly = 0;
+    }
     *fresh = !ch->ready;
     return REDISLOCK_OK;
 }
@@ -1065,7 +1119,6 @@ static void complete(aop *op, redislock_err err)
 {
     rl__alock *al = op->al;
     redislock_lock *l = op->l;
-    struct told *m;
     char detail[512];
 
     snprintf(detail, sizeof detail, "%s", redislock_errdetail());
@@ -1074,10 +1127,8 @@ static void complete(aop *op, redislock_err err)
      * calls' does. */
     if (op->kind == OP_ACQUIRE && op->a.queued)
         leave_queue(op);
-    while ((m = op->told) != NULL) {
-        op->told = m->next;
-        free(m);
-    }
+    told_free(op->told);
+    op->told = NULL;
     /* Detached first: what closing its blocker ends below (the BLPOP and
      * the attempt behind it) reaches an operation already over, which
      * that must not free yet. */
@@ -1778,12 +1829,28 @@ static void fair_message(chan *ch, const rl__reply *r)
     aop *op = ch->head;
     struct told *m, **pp;
 
-    if (op == NULL || r->type != REDIS_REPLY_STRING ||
+    if (r->type != REDIS_REPLY_STRING ||
         (m = malloc(sizeof *m + r->len + 1)) == NULL)
         return;
     memcpy(m->msg, r->str, r->len);
     m->msg[r->len] = '\0';
     m->next = NULL;
+    if (op == NULL) {
+        /* Kept for the next waiter, the latest few: older ones name
+         * waits that are over, which it ignores (rl__wait_told). */
+        if (ch->nearly == 8) {
+            struct told *old = ch->early;
+
+            ch->early = old->next;
+            free(old);
+            ch->nearly--;
+        }
+        for (pp = &ch->early; *pp != NULL; pp = &(*pp)->next)
+            ;
+        *pp = m;
+        ch->nearly++;
+        return;
+    }
     for (pp = &op->told; *pp != NULL; pp = &(*pp)->next)
         ;
     *pp = m;

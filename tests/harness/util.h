@@ -25,6 +25,19 @@ void th_join_within_at_(const char *file, int line, pthread_t t, int64_t ms);
 /* Sleeps ms milliseconds, resuming after signals. */
 void th_sleep_ms(int64_t ms);
 
+/* Polls cond every 5 ms for at most ms, then fails the test (test.h's
+ * test_fail_) naming it. */
+#define WAIT_FOR(cond, ms)                                                     \
+    do {                                                                       \
+        int64_t wait_end_ = th_now_ms() + (ms);                                \
+        while (!(cond)) {                                                      \
+            if (th_now_ms() >= wait_end_)                                      \
+                test_fail_(__FILE__, __LINE__, "timed out waiting for %s",     \
+                           #cond);                                             \
+            th_sleep_ms(5);                                                    \
+        }                                                                      \
+    } while (0)
+
 /* The threads of this process now (/proc/self/task); -1 when unknown. */
 int th_threads(void);
 

@@ -337,10 +337,11 @@ void test_fair_handoff_is_direct(void)
      * and, from the client's watchdog thread and not on the waiter's
      * path, the extension of the handed lease (at most the waiter's
      * alive window) to its full TTL: that carries the waiter's token and
-     * its TTL. The waiter itself sent nothing after waking but, on the
-     * engine, the UNSUBSCRIBE from its channel, which it does not wait
-     * for. Before the release, the recording may catch the end of its
-     * wait's start: its SUBSCRIBE and the attempt after it. */
+     * its TTL. The waiter itself sent nothing after waking (a blocking
+     * call's channel stays subscribed for its handle's next wait; an
+     * UNSUBSCRIBE, which it would not wait for, is let pass). Before the
+     * release, the recording may catch the end of its wait's start: its
+     * SUBSCRIBE and the attempt after it. */
     snprintf(setline, sizeof setline, "\"SET\" \"%s\" \"%s\"", KEY, queued);
     ASSERT_GE(mon_find(log, 1, setline), 0);
     for (i = 0; i < log->n; i++) {
@@ -1087,5 +1088,92 @@ void test_fair_no_leftovers(void)
              (long long)ms, (long long)(t_empty - t_done));
     ASSERT_EQ_INT(n, 0);
     munmap(sh, sizeof *sh);
+    env_stop(&e);
+}
+
+/* The waiter of test_fair_channel_kept_between_waits: each time it is let
+ * go, one fair acquire of l (on this thread: the client's private loop
+ * for its blocking calls) and its release. */
+typedef struct again {
+    pthread_t t;
+    redislock_lock *l[4]; /* the handle of each wait */
+    int n;
+    atomic_int go, done;
+    redislock_err err;
+} again;
+
+static void *again_thread(void *arg)
+{
+    again *g = arg;
+    redislock_acquire_options o = fair_opts(10000, FOREVER);
+    int i;
+
+    for (i = 0; i < g->n; i++) {
+        while (atomic_load(&g->go) <= i)
+            th_sleep_ms(1);
+        if ((g->err = redislock_acquire(g->l[i], &o)) != REDISLOCK_OK ||
+            (g->err = redislock_release(g->l[i])) != REDISLOCK_OK)
+            break;
+        atomic_store(&g->done, i + 1);
+    }
+    atomic_store(&g->done, g->n);
+    return NULL;
+}
+
+/*
+ * A blocking call's fair channel stays subscribed for its handle's next
+ * wait: three waits of one handle behind another client's holder cost
+ * one SUBSCRIBE and no UNSUBSCRIBE (each wait used to subscribe, try
+ * again once subscribed, and unsubscribe), and each is handed the lock.
+ * A loop keeps one such channel at most: a fourth wait by another handle
+ * on the same thread leaves one channel listening, its own.
+ */
+void test_fair_channel_kept_between_waits(void)
+{
+    env e = env_start_as(0, 1);
+    redislock_client *c2 = th_client(e.s);
+    redislock_lock *h = th_lock(c2, KEY), *a = th_lock(e.c, KEY),
+                   *b = th_lock(e.c, KEY);
+    redislock_acquire_options ho = fair_opts(10000, FOREVER);
+    again g = {.l = {a, a, a, b}, .n = 4};
+    th_cmdstats *st = malloc(sizeof *st);
+    long long sub0, unsub0;
+    int i;
+
+    ASSERT(st != NULL);
+    th_cmdstats_read(e.r, st);
+    sub0 = th_cmdstats_calls(st, "subscribe");
+    unsub0 = th_cmdstats_calls(st, "unsubscribe");
+    ASSERT_EQ_INT(pthread_create(&g.t, NULL, again_thread, &g), 0);
+    for (i = 0; i < g.n; i++) {
+        ASSERT_OK(redislock_acquire(h, &ho));
+        atomic_store(&g.go, i + 1);
+        wait_queued(e.r, 1, NULL);
+        ASSERT_OK(redislock_release(h));
+        WAIT_FOR(atomic_load(&g.done) > i, SETUP_MS);
+        ASSERT_OK(g.err);
+        if (i == 2) {
+            th_cmdstats_read(e.r, st);
+            test_log("three waits of one handle: %lld SUBSCRIBE, %lld "
+                     "UNSUBSCRIBE",
+                     th_cmdstats_calls(st, "subscribe") - sub0,
+                     th_cmdstats_calls(st, "unsubscribe") - unsub0);
+            ASSERT_EQ_INT(th_cmdstats_calls(st, "subscribe") - sub0, 1);
+            ASSERT_EQ_INT(th_cmdstats_calls(st, "unsubscribe") - unsub0, 0);
+            ASSERT_EQ_INT(th_listening(e.r, BASE "c:*"), 1);
+        }
+    }
+    th_join_within(g.t, SETUP_MS);
+    ASSERT_OK(g.err);
+    /* b's wait dropped a's channel: one listening, b's. */
+    WAIT_FOR(th_listening(e.r, BASE "c:*") == 1, SETUP_MS);
+    th_cmdstats_read(e.r, st);
+    ASSERT_EQ_INT(th_cmdstats_calls(st, "subscribe") - sub0, 2);
+    ASSERT_EQ_INT(th_cmdstats_calls(st, "unsubscribe") - unsub0, 1);
+    free(st);
+    redislock_lock_free(a);
+    redislock_lock_free(b);
+    redislock_lock_free(h);
+    redislock_client_free(c2);
     env_stop(&e);
 }

@@ -158,18 +158,6 @@ void test_holders_fair_handoff_truthful(void)
     th_server_stop(s);
 }
 
-/* Polls cond on r every 5 ms for at most ms. */
-#define WAIT_FOR(cond, ms)                                                     \
-    do {                                                                       \
-        int64_t wait_end_ = th_now_ms() + (ms);                                \
-        while (!(cond)) {                                                      \
-            if (th_now_ms() >= wait_end_)                                      \
-                test_fail_(__FILE__, __LINE__, "timed out waiting for %s",     \
-                           #cond);                                             \
-            th_sleep_ms(5);                                                    \
-        }                                                                      \
-    } while (0)
-
 /* A fair waiter stopped while the lock is handed to it misses the lease;
  * another client takes the lock; when the waiter runs again, the hand-off
  * it finds (already popped into its socket, or still in its list) is no
