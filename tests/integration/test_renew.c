@@ -25,19 +25,6 @@
 #define TTL_MS 900
 #define PERIOD_MS (TTL_MS / 3)
 
-/* Script calls so far on r: FCALL, EVALSHA and EVAL, failed ones too. */
-static long long script_calls(redisContext *r)
-{
-    th_cmdstats *st = malloc(sizeof *st);
-    long long n;
-
-    ASSERT(st != NULL);
-    th_cmdstats_read(r, st);
-    n = th_cmdstats_scripts(st);
-    free(st);
-    return n;
-}
-
 /* What a lock's loss callback saw (the keeper thread's). */
 typedef struct lost {
     pthread_mutex_t mu;
@@ -154,10 +141,10 @@ void test_renew_by_node_few_requests(void)
      * due together after at most two rounds (alock.c). */
     th_sleep_ms(2 * PERIOD_MS + 100);
     for (i = 0; i < 3; i++)
-        before[i] = script_calls(e.r[i]);
+        before[i] = th_script_calls(e.r[i]);
     th_sleep_ms(periods * PERIOD_MS);
     for (i = 0; i < 3; i++) {
-        calls = script_calls(e.r[i]) - before[i];
+        calls = th_script_calls(e.r[i]) - before[i];
         test_log("server %d: %lld renewal requests in %d periods", i, calls,
                  periods);
         ASSERT_GT(calls, 0);
@@ -190,11 +177,11 @@ void test_renew_by_node_each_answer(void)
     held h = hold(c, "rna", 20);
     redislock_err why = REDISLOCK_OK;
     int64_t until;
-    long long before = script_calls(r);
+    long long before = th_script_calls(r);
 
     th_sleep_ms(2 * PERIOD_MS + 100);
     /* Renewed together: far fewer requests than locks. */
-    ASSERT_LE(script_calls(r) - before, 10);
+    ASSERT_LE(th_script_calls(r) - before, 10);
     cmd_ok(r, "SET %s other-owner PX 60000", h.key[5]);
     cmd_ok(r, "DEL %s", h.key[7]);
     until = th_now_ms() + 3 * PERIOD_MS + 1000;
@@ -294,14 +281,14 @@ void test_renew_by_node_cluster_slots(void)
     for (i = 0; i < tc->n; i++) {
         redisContext *r = th_cluster_redis(tc, i);
 
-        before += script_calls(r);
+        before += th_script_calls(r);
         redisFree(r);
     }
     th_sleep_ms(periods * PERIOD_MS);
     for (i = 0; i < tc->n; i++) {
         redisContext *r = th_cluster_redis(tc, i);
 
-        calls += script_calls(r);
+        calls += th_script_calls(r);
         redisFree(r);
     }
     calls -= before;

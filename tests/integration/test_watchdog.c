@@ -48,19 +48,6 @@ static void env_stop(env *e)
     th_server_stop(e->s);
 }
 
-/* Script calls so far: FCALL, EVALSHA and EVAL, failed ones too. */
-static long long script_calls(redisContext *r)
-{
-    th_cmdstats *st = malloc(sizeof *st);
-    long long n;
-
-    ASSERT(st != NULL);
-    th_cmdstats_read(r, st);
-    n = th_cmdstats_scripts(st);
-    free(st);
-    return n;
-}
-
 /* Loads the extend and release scripts with a throwaway lock, so that
  * later renewals are one EVALSHA each. */
 static void warm_scripts(redislock_client *c)
@@ -201,7 +188,7 @@ void test_watchdog_contender_never_wins(void)
     int64_t t0, held;
 
     warm_scripts(e.c);
-    calls0 = script_calls(e.r);
+    calls0 = th_script_calls(e.r);
     ASSERT_OK(redislock_acquire(l, &o));
     t0 = th_now_ms();
     /* The contender's loop is the 10 s hold; joining it ends the hold. */
@@ -210,7 +197,7 @@ void test_watchdog_contender_never_wins(void)
     ASSERT_EQ_INT(pthread_join(t, NULL), 0);
     held = th_now_ms() - t0;
     /* Less the acquire and the contender's attempts: scripts too. */
-    renewals = script_calls(e.r) - calls0 - 1 - k.attempts;
+    renewals = th_script_calls(e.r) - calls0 - 1 - k.attempts;
     ASSERT_OK(redislock_check(l));
     ASSERT_GT(redislock_valid_ms(l), 0);
     ASSERT_OK(redislock_release(l));
@@ -260,9 +247,9 @@ void test_watchdog_takeover_signals_elost(void)
     ASSERT_EQ_INT(redislock_valid_ms(l), 0);
 
     /* Once only, and no renewal after the loss: watch two periods. */
-    calls = script_calls(e.r);
+    calls = th_script_calls(e.r);
     th_sleep_ms(700);
-    ASSERT_EQ_INT(script_calls(e.r), calls);
+    ASSERT_EQ_INT(th_script_calls(e.r), calls);
     pthread_mutex_lock(&g.mu);
     ASSERT_EQ_INT(g.calls, 1);
     pthread_mutex_unlock(&g.mu);
@@ -353,20 +340,20 @@ void test_watchdog_no_renewals_after_release(void)
     long long c0, c1;
 
     warm_scripts(e.c);
-    c0 = script_calls(e.r);
+    c0 = th_script_calls(e.r);
     ASSERT_OK(redislock_acquire(l, &o));
     th_sleep_ms(1000);
     /* Held past three TTLs: renewed about every 100 ms. */
     ASSERT_OK(redislock_check(l));
     ASSERT_EQ_INT(th_cmd_int(e.r, "EXISTS wd:rel"), 1);
-    c1 = script_calls(e.r);
+    c1 = th_script_calls(e.r);
     ASSERT_GE(c1 - c0, 5);
     ASSERT_OK(redislock_release(l));
     ASSERT_EQ_INT(th_cmd_int(e.r, "EXISTS wd:rel"), 0);
     ASSERT_EQ_INT(redislock_lost_fd(l), -1);
-    c1 = script_calls(e.r);
+    c1 = th_script_calls(e.r);
     th_sleep_ms(1500);
-    ASSERT_EQ_INT(script_calls(e.r), c1);
+    ASSERT_EQ_INT(th_script_calls(e.r), c1);
     ASSERT_EQ_INT(th_cmd_int(e.r, "EXISTS wd:rel"), 0);
     test_log("%lld renewals in the 1 s hold with TTL 300", c1 - c0 - 1);
     redislock_lock_free(l);
@@ -396,9 +383,9 @@ static void deleted_once(env *e, const char *key, int reentrant)
     ASSERT_ERR(redislock_check(l), REDISLOCK_EEXPIRED);
     ASSERT_EQ_INT(redislock_valid_ms(l), 0);
     /* Over two renewal periods: nothing sent, nothing re-created. */
-    calls = script_calls(e->r);
+    calls = th_script_calls(e->r);
     th_sleep_ms(500);
-    ASSERT_EQ_INT(script_calls(e->r), calls);
+    ASSERT_EQ_INT(th_script_calls(e->r), calls);
     ASSERT_EQ_INT(th_cmd_int(e->r, "EXISTS %s", key), 0);
     ASSERT_ERR(redislock_release(l), REDISLOCK_EEXPIRED);
     ASSERT_EQ_INT(th_cmd_int(e->r, "EXISTS %s", key), 0);
@@ -430,7 +417,7 @@ static int64_t run_capped(env *e, const char *key,
     lost_log_init(&g);
     oo.on_lost = on_lost;
     oo.on_lost_arg = &g;
-    c0 = script_calls(e->r);
+    c0 = th_script_calls(e->r);
     t0 = th_now_ms();
     ASSERT_OK(redislock_acquire(l, &oo));
     ASSERT_GE(wait_readable(redislock_lost_fd(l), 5000), 0);
@@ -440,7 +427,7 @@ static int64_t run_capped(env *e, const char *key,
     ASSERT_ERR(redislock_check(l), REDISLOCK_EEXPIRED);
     /* The lease runs out on the server too, soon after. */
     ASSERT(th_wait_key_gone(e->r, key, strlen(key), SLACK_MS));
-    *renewals = script_calls(e->r) - c0 - 1; /* less the acquire */
+    *renewals = th_script_calls(e->r) - c0 - 1; /* less the acquire */
     ASSERT_ERR(redislock_release(l), REDISLOCK_EEXPIRED);
     redislock_lock_free(l);
     lost_log_fini(&g);
@@ -614,7 +601,7 @@ void test_watchdog_one_thread_many_locks(void)
     start_runtime_threads();
     before = thread_count();
     warm_scripts(e.c);
-    c0 = script_calls(e.r);
+    c0 = th_script_calls(e.r);
     for (i = 0; i < NWATCHED; i++) {
         snprintf(key, sizeof key, "wd:many:%d", i);
         l[i] = th_lock(e.c, key);
@@ -625,9 +612,9 @@ void test_watchdog_one_thread_many_locks(void)
         log_threads("watching");
     /* Every lock gets renewed (at 500 ms) by that one thread. */
     deadline = th_now_ms() + 3000;
-    while (script_calls(e.r) - c0 < NWATCHED && th_now_ms() < deadline)
+    while (th_script_calls(e.r) - c0 < NWATCHED && th_now_ms() < deadline)
         th_sleep_ms(20);
-    ASSERT_GE(script_calls(e.r) - c0, NWATCHED);
+    ASSERT_GE(th_script_calls(e.r) - c0, NWATCHED);
     test_log("threads: %d before, %d with %d watched locks, %d after their "
              "renewals",
              before, after, NWATCHED, thread_count());
