@@ -886,6 +886,14 @@ static void op_free_if_idle(aop *op)
         op_drop(op);
 }
 
+/* Puts the messages m (a list) at the end of the list at pp. */
+static void told_append(struct told **pp, struct told *m)
+{
+    while (*pp != NULL)
+        pp = &(*pp)->next;
+    *pp = m;
+}
+
 static void told_free(struct told *m)
 {
     struct told *next;
@@ -985,8 +993,8 @@ static void chan_leave(aop *op)
     /* A blocking call's fair channel (its handle's own) stays subscribed
      * for the handle's next wait on this loop: no SUBSCRIBE, UNSUBSCRIBE
      * and second attempt per wait (chan_join). Messages that come while
-     * nobody listens are dropped (fair_message); a hand-off is only ever
-     * to a queued waiter. */
+     * nobody listens are kept for the next waiter (fair_message), which
+     * ignores those of waits that are over. */
     if (ch->fair && !ch->ended && op->al->private_loop)
         return;
     chan_drop(ch);
@@ -1055,15 +1063,9 @@ static redislock_err chan_join(aop *op, node *n, int *fresh)
     else
         ch->head = op;
     ch->tail = op;
-    if (ch->early != NULL) {
-        struct told **pp;
-
-        for (pp = &op->told; *pp != NULL; pp = &(*pp)->next)
-            ;
-        *pp = ch->early;
-        ch->early = NULL;
-        ch->nearly = 0;
-    }
+    told_append(&op->told, ch->early);
+    ch->early = NULL;
+    ch->nearly = 0;
     *fresh = !ch->ready;
     return REDISLOCK_OK;
 }
@@ -1485,7 +1487,7 @@ static void lwatch_fire(rl__loop_timer *lt)
     redislock_lock *l = w->l;
     char ttl[24];
     rl__owner_args a;
-    rl__request q = extend_req(l, ttl, &a);
+    rl__request q;
     rl__renew_step step = rl__watch_before(l->watch);
     node *n = NULL;
     redislock_err err;
@@ -1509,6 +1511,8 @@ static void lwatch_fire(rl__loop_timer *lt)
         lwatch_next(w, rl__watch_after(l->watch, err));
         return;
     }
+    /* Redlock's round, or a set's groups: one lock's renewal each. */
+    q = extend_req(l, ttl, &a);
     w->sent_us = rl__now_us();
     if (l->algo->groups) {
         if ((err = rl__agroup_owner(&w->al->gio, l, &rl__script_extend, ttl,
@@ -1827,7 +1831,7 @@ static void fair_heard(aop *op)
 static void fair_message(chan *ch, const rl__reply *r)
 {
     aop *op = ch->head;
-    struct told *m, **pp;
+    struct told *m;
 
     if (r->type != REDIS_REPLY_STRING ||
         (m = malloc(sizeof *m + r->len + 1)) == NULL)
@@ -1845,15 +1849,11 @@ static void fair_message(chan *ch, const rl__reply *r)
             free(old);
             ch->nearly--;
         }
-        for (pp = &ch->early; *pp != NULL; pp = &(*pp)->next)
-            ;
-        *pp = m;
+        told_append(&ch->early, m);
         ch->nearly++;
         return;
     }
-    for (pp = &op->told; *pp != NULL; pp = &(*pp)->next)
-        ;
-    *pp = m;
+    told_append(&op->told, m);
     fair_heard(op);
 }
 
