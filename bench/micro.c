@@ -95,8 +95,9 @@ static void raw_token(char out[37])
 static void raw_send(redisContext *c, const rl__script *s, const char *req,
                      int nargs, const char **args)
 {
-    /* The helper base, made once as the library makes it per handle. */
-    static rl__lockname k = {SOLO_KEY, sizeof SOLO_KEY - 1, NULL, 0};
+    /* The helper base and the fencing counter's name, made once as the
+     * library makes them per handle. */
+    static rl__lockname k = {SOLO_KEY, sizeof SOLO_KEY - 1, NULL, 0, NULL, 0};
     const char *argv[3 + RL_KEYS_MAX + 8];
     size_t argl[3 + RL_KEYS_MAX + 8];
     char nk[8];
@@ -104,7 +105,9 @@ static void raw_send(redisContext *c, const rl__script *s, const char *req,
     int i, n = 0;
 
     if (k.base == NULL &&
-        (k.base = rl__helper_name(k.key, k.keylen, "", &k.baselen)) == NULL)
+        ((k.base = rl__helper_name(k.key, k.keylen, "", &k.baselen)) == NULL ||
+         (k.fence = rl__fence_name(k.key, k.keylen, k.base, k.baselen, 0,
+                                   &k.fencelen)) == NULL))
         lb_die("raw script: out of memory");
     if (nargs > 8 || rl__keyset_make(&ks, s->keys, s->nkeys, &k, req) != 0)
         lb_die("raw script: out of memory");

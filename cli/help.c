@@ -252,8 +252,10 @@ static const char status_usage[] =
     "                     \"permits\":K,\"limit\":N and a shared lock\n"
     "                     \"readers\":K,\"shared\":true, both\n"
     "                     \"leases_ms\":[N,...], in place of holds, owner,\n"
-    "                     metadata and reserved; another library's lock\n"
-    "                     has no holds or fence; a foreign owner's key\n"
+    "                     metadata and reserved; fence (the fencing token\n"
+    "                     of its life) only for a lock with an owner id;\n"
+    "                     another library's lock has no holds; a foreign\n"
+    "                     owner's key\n"
     "                     {...,\"foreign\":true,\"type\":TYPE}\n";
 
 static const char list_usage[] =

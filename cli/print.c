@@ -170,8 +170,8 @@ static void print_plain(const char *key, size_t keylen,
 }
 
 /* The fields of a semaphore or of a lock held shared, after its TTL:
- * how many hold it now, each one's lease (shortest first), and the last
- * fencing token issued. Neither kind has an owner id or metadata. */
+ * how many hold it now and each one's lease (shortest first). Neither
+ * kind has an owner id, metadata or a fencing token in its key. */
 static void json_counted(const redislock_info *info)
 {
     size_t i;
@@ -184,14 +184,12 @@ static void json_counted(const redislock_info *info)
     fputs(",\"leases_ms\":[", stdout);
     for (i = 0; i < info->nshare_ttls; i++)
         printf("%s%lld", i == 0 ? "" : ",", (long long)info->share_ttls[i]);
-    putchar(']');
-    if (info->fence > 0)
-        printf(",\"fence\":%lld", (long long)info->fence);
-    putchar('}');
+    fputs("]}", stdout);
 }
 
 /* The fields of a lock, after its TTL. Another library's lock (no hold
- * count) shows no holds and no fence: redislock issued it none. */
+ * count) shows no holds and no fence: redislock issued it none; a plain
+ * lock shows no fence either (its key keeps none). */
 static void json_lock(const redislock_info *info)
 {
     int known = info->holds > 0;

@@ -32,6 +32,24 @@ unsigned rl__key_slot(const void *key, size_t len);
 char *rl__helper_name(const void *key, size_t len, const char *suffix,
                       size_t *outlen);
 
+/* A hash tag of at most 4 characters that hashes to slot. */
+const char *rl__slot_tag(unsigned slot);
+
+/*
+ * The name of the fencing counter of the lock key key (keylen bytes),
+ * malloc'ed and NUL-terminated, its length in *outlen. The keys that share
+ * their part up to the last ':' share it, so that a server's locks of one
+ * namespace keep one counter between them, and an ACL pattern such as
+ * "jobs:*" that covers the locks covers it: "jobs:redislock:rl-fence" for
+ * "jobs:report", "redislock:rl-fence" for a key without a ':'. In a
+ * cluster (cluster non-zero) one per namespace and slot, the name ending
+ * in a tag of the key's slot: "jobs:redislock:rl-fence{<tag>}"; a key
+ * whose braces would move that name to another slot gets the lock's own
+ * counter instead, base (rl__helper_name, baselen bytes) then "fence".
+ */
+char *rl__fence_name(const char *key, size_t keylen, const char *base,
+                     size_t baselen, int cluster, size_t *outlen);
+
 /* base (see rl__helper_name), then suffix, then token when not NULL:
  * malloc'ed and NUL-terminated, the length in *outlen. */
 char *rl__helper_join(const char *base, size_t baselen, const char *suffix,
@@ -41,7 +59,7 @@ char *rl__helper_join(const char *base, size_t baselen, const char *suffix,
  * with rl_keys in src/lua; embed_lua.cmake turns that into these). */
 enum {
     RL_KEY_LOCK,    /* the lock itself */
-    RL_KEY_FENCE,   /* helper "fence": the fencing counter */
+    RL_KEY_FENCE,   /* the fencing counter (rl__fence_name) */
     RL_KEY_WAITING, /* helper "waiting": someone waits, wake them */
     RL_KEY_WAKE,    /* helper "wake": the list ordinary waiters block on */
     RL_KEY_RWAKE,   /* helper "rwake": the one readers of a lock held shared
@@ -58,12 +76,15 @@ enum {
 #define RL_KEYS_LAYOUT_MAX 8
 #define RL_KEYS_MAX 64
 
-/* A lock's key and its helper base (rl__helper_name with suffix ""). */
+/* A lock's key, its helper base (rl__helper_name with suffix "") and
+ * the name of its fencing counter (rl__fence_name). */
 typedef struct rl__lockname {
     const char *key;
     size_t keylen;
     const char *base;
     size_t baselen;
+    const char *fence;
+    size_t fencelen;
 } rl__lockname;
 
 /* The bytes n names' strings take. */
@@ -100,7 +121,8 @@ int rl__keyset_make_set(rl__keyset *ks, const unsigned char *layout, int n,
                         int nmore, const char *req);
 void rl__keyset_free(rl__keyset *ks);
 
-/* Whether the Redis key k is one of the library's helper keys. */
+/* Whether the Redis key k is one of the library's helper keys (a fencing
+ * counter included). */
 int rl__is_helper_key(const char *k, size_t len);
 
 #endif

@@ -72,9 +72,7 @@ redislock_err rl__spread_new(redislock_lock *l)
         return rl__err(REDISLOCK_ENOMEM, "out of memory");
     /* Insertion sort by place, stable: the caller's order within one. */
     for (i = 0; i < n; i++) {
-        rl__lockname k =
-            i == 0 ? (rl__lockname){l->key, l->keylen, l->base, l->baselen}
-                   : l->more[i - 1];
+        rl__lockname k = i == 0 ? rl__lock_name(l) : l->more[i - 1];
         unsigned long p = rl__topo_place(t, k.key, k.keylen);
 
         for (j = i; j > 0 && place[j - 1] > p; j--) {

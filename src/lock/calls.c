@@ -18,10 +18,10 @@
 #include "lock.h"
 
 /* Names key (keylen bytes) as c's lock key n: the client's prefix, then
- * the key, and the helper base; both malloc'ed. In a cluster the helper
- * keys must share the key's slot, as every script that touches both
- * needs; a key whose braces make no valid tag ("a{}b", "x{y") may not:
- * computed, not reasoned about. */
+ * the key, the helper base and the fencing counter; all malloc'ed. In a
+ * cluster the helper keys must share the key's slot, as every script that
+ * touches both needs; a key whose braces make no valid tag ("a{}b",
+ * "x{y") may not: computed, not reasoned about. */
 static redislock_err name_key(redislock_client *c, const void *key,
                               size_t keylen, rl__lockname *n)
 {
@@ -61,6 +61,15 @@ static redislock_err name_key(redislock_client *c, const void *key,
                        "hash to another slot than the key: give it a "
                        "non-empty {hash tag}");
     }
+    n->fence = rl__fence_name(n->key, n->keylen, n->base, n->baselen,
+                              rl__client_topo(c)->kind == RL_TOPO_CLUSTER,
+                              &n->fencelen);
+    if (n->fence == NULL) {
+        free(k);
+        free((char *)n->base);
+        memset(n, 0, sizeof *n);
+        return rl__err(REDISLOCK_ENOMEM, "out of memory");
+    }
     return REDISLOCK_OK;
 }
 
@@ -68,6 +77,7 @@ static void unname(rl__lockname *n)
 {
     free((char *)n->key);
     free((char *)n->base);
+    free((char *)n->fence);
 }
 
 redislock_err redislock_lock_new(redislock_client *c, const void *key,
@@ -92,7 +102,9 @@ redislock_err redislock_lock_new(redislock_client *c, const void *key,
     l->prefixlen = l->keylen - keylen;
     l->base = (char *)n.base;
     l->baselen = n.baselen;
-    l->wait_name = (rl__lockname){l->key, l->keylen, l->base, l->baselen};
+    l->fname = (char *)n.fence;
+    l->fnamelen = n.fencelen;
+    l->wait_name = rl__lock_name(l);
     l->client = c;
     l->algo = rl__client_algo(c);
     l->holder_ttl = -2;
@@ -185,6 +197,7 @@ void redislock_lock_free(redislock_lock *l)
     free(l->more);
     rl__spread_free(l->spread);
     free(l->base);
+    free(l->fname);
     free(l->key);
     free(l);
 }

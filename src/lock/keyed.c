@@ -61,7 +61,7 @@ redislock_err rl__lock_keyed(redislock_lock *l, const char *req,
                              const rl__request *q, rl__request *out,
                              rl__keyset *ks)
 {
-    rl__lockname k = {l->key, l->keylen, l->base, l->baselen};
+    rl__lockname k = rl__lock_name(l);
 
     return as_sent(q, &k, l->more, l->nmore, req, out, ks);
 }
@@ -92,7 +92,7 @@ redislock_err rl__lock_send_async(redislock_lock *l, rl__aroute *rt,
                                   rl__aconn *c, rl__pool *at, const char *req,
                                   rl__request *q, rl__aconn_cb cb, void *arg)
 {
-    rl__lockname k = {l->key, l->keylen, l->base, l->baselen};
+    rl__lockname k = rl__lock_name(l);
 
     return send_keyed(rt, c, at, &k, l->more, l->nmore, req, q, cb, arg);
 }

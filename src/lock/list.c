@@ -23,7 +23,7 @@ static redislock_err inspect_key(redislock_client *c, rl__pool *p, size_t at,
 {
     size_t baselen;
     char *base = rl__helper_name(key, keylen, "", &baselen);
-    rl__lockname k = {key, keylen, base, baselen};
+    rl__lockname k = {key, keylen, base, baselen, NULL, 0};
     rl__request q = {.s = &rl__script_inspect};
     const rl__algo *algo = rl__client_algo(c);
     rl__keyset ks;

@@ -67,12 +67,18 @@ int rl__lock_native_release(const redislock_lock *l, const rl__script *s,
            l->own == 1 && rl__token_native(l->token);
 }
 
+rl__lockname rl__lock_name(const redislock_lock *l)
+{
+    return (rl__lockname){l->key,     l->keylen, l->base,
+                          l->baselen, l->fname,  l->fnamelen};
+}
+
 int rl__lock_names(const redislock_lock *l,
                    rl__lockname names[1 + REDISLOCK_SET_MAX])
 {
     int i;
 
-    names[0] = (rl__lockname){l->key, l->keylen, l->base, l->baselen};
+    names[0] = rl__lock_name(l);
     for (i = 0; i < l->nmore; i++)
         names[1 + i] = l->more[i];
     return 1 + l->nmore;

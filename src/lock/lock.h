@@ -65,6 +65,10 @@ struct redislock_lock {
      * helper_base() in lock.c. Binary like the key. */
     char *base;
     size_t baselen;
+    /* The name of its fencing counter, which the locks of its namespace
+     * share (rl__fence_name). */
+    char *fname;
+    size_t fnamelen;
     /* The token (plain lock) or owner id (hash lock). It and the key do
      * not change while the lock is watched, so the keeper's renewals read
      * them without locking. */
@@ -79,7 +83,8 @@ struct redislock_lock {
     int reader;      /* the acquire under way is a reader's: it
                         blocks on the "rwake" list, not "wake" */
     /* A set (redislock_lock_new_multi): its further keys with their
-     * helper bases (key is the first); NULL and 0 for one key. */
+     * helper bases and counters (key is the first); NULL and 0 for one
+     * key. */
     rl__lockname *more;
     int nmore;
     /* The key a waiter waits behind (its node, its wake list, the
@@ -161,6 +166,9 @@ const rl__script *rl__lock_owner_script(const redislock_lock *l,
 /* Records the per-server results of a request (any thread: the keeper's
  * renewals are requests too). */
 void rl__lock_set_outcomes(redislock_lock *l, const redislock_err *o, size_t n);
+
+/* l's key with its helper base and counter (a set's first). */
+rl__lockname rl__lock_name(const redislock_lock *l);
 
 /* l's names: its key, then a set's others; returns how many. */
 int rl__lock_names(const redislock_lock *l,

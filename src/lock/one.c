@@ -79,7 +79,7 @@ static redislock_err attempt_outcome(redislock_lock *l, redislock_err err,
         l->wait_seq = a.seq;
         /* A set waits behind the key that refused it (the reply's fourth
          * element: its place in the set, 1 the first). */
-        l->wait_name = (rl__lockname){l->key, l->keylen, l->base, l->baselen};
+        l->wait_name = rl__lock_name(l);
         if (l->nmore > 0 && a.seq >= 2 && a.seq <= l->nmore + 1)
             l->wait_name = l->more[a.seq - 2];
         err = REDISLOCK_EHELD;

@@ -1,10 +1,12 @@
 -- What anyone may read of a key, and whether it is a lock (never a plain
--- lock's token: whoever knows it can release the lock). KEYS: the key and
--- its fencing counter. Returns {type, PTTL, owner, holds, meta, fence,
--- kind, limit, ttls}: owner, holds and meta of a redislock hash lock; holds '1' for
+-- lock's token: whoever knows it can release the lock). KEYS: the key.
+-- Returns {type, PTTL, owner, holds, meta, fence, kind, limit, ttls}:
+-- owner, holds and meta of a redislock hash lock; holds '1' for
 -- redislock's own plain lock and nil when the count is not known (another
--- library's lock); the last fencing token issued for the key (0 when none
--- is known); kind 0 for a lock (or no key), 1 for a hold-after
+-- library's lock); the fencing token this life of a redislock hash lock
+-- began with (its gen, see rl_create), 0 for the other kinds, whose keys
+-- keep none (the counter that issues them is the server's, see
+-- rl__fence_name); kind 0 for a lock (or no key), 1 for a hold-after
 -- reservation, 2 for a key that is not a lock, 3 for a semaphore, 4 for a
 -- lock held shared (include/redislock.h's REDISLOCK_KIND_*); a
 -- semaphore's limit is the eighth element (0 for the other kinds), and the
@@ -29,19 +31,20 @@ local function token_like(v)
            (string.find(v, '%u') ~= nil and string.find(v, '%l') ~= nil)
 end
 
-local K = rl_keys('lock fence')
+local K = rl_keys('lock')
 local key = K.lock
 local t = redis.call('TYPE', key).ok
 local ttl = redis.call('PTTL', key)
-local fence = rl_counter_value(K.fence, redis.call('GET', K.fence) or '0')
+local fence = 0
 local f = {false, false, false}
 local kind = 2
 if t == 'none' then
     kind = 0
 elseif t == 'hash' then
-    f = redis.call('HMGET', key, 'owner', 'holds', 'meta')
+    f = redis.call('HMGET', key, 'owner', 'holds', 'meta', 'gen')
     if f[1] then
         kind = 0
+        fence = tonumber(f[4]) or 0
     end
 -- STRLEN first: a large cached value is never copied into the script.
 elseif t == 'string' and redis.call('STRLEN', key) <= 128 then
@@ -87,6 +90,6 @@ if t == 'zset' then
     end
 end
 if kind == 2 then
-    f = {false, false, false}
+    f, fence = {false, false, false}, 0
 end
 return {t, ttl, f[1], f[2], f[3], fence, kind, limit, ttls}

@@ -57,7 +57,7 @@ expect 0 "$RL" status sem
 grep -Eq '^held ttl_ms=[0-9]+ permits=2 limit=3 leases_ms=[0-9]+,[0-9]+$' "$D/out" ||
     fail "status: $(cat "$D/out")"
 expect 0 "$RL" status --json sem
-grep -Eq '^\{"key":"sem","held":true,"ttl_ms":[0-9]+,"permits":2,"limit":3,"leases_ms":\[[0-9]+,[0-9]+\],"fence":[0-9]+\}$' "$D/out" ||
+grep -Eq '^\{"key":"sem","held":true,"ttl_ms":[0-9]+,"permits":2,"limit":3,"leases_ms":\[[0-9]+,[0-9]+\]\}$' "$D/out" ||
     fail "status --json: $(cat "$D/out")"
 expect 0 "$RL" list
 grep -Eq '^sem ttl_ms=[0-9]+ permits=2 limit=3 leases_ms=[0-9]+,[0-9]+$' "$D/out" ||

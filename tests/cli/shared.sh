@@ -46,7 +46,7 @@ expect 0 "$RL" status rw
 grep -Eq '^held ttl_ms=[0-9]+ readers=2 leases_ms=[0-9]+,[0-9]+$' "$D/out" ||
     fail "status: $(cat "$D/out")"
 expect 0 "$RL" status --json rw
-grep -Eq '^\{"key":"rw","held":true,"ttl_ms":[0-9]+,"readers":2,"shared":true,"leases_ms":\[[0-9]+,[0-9]+\],"fence":[0-9]+\}$' "$D/out" ||
+grep -Eq '^\{"key":"rw","held":true,"ttl_ms":[0-9]+,"readers":2,"shared":true,"leases_ms":\[[0-9]+,[0-9]+\]\}$' "$D/out" ||
     fail "status --json: $(cat "$D/out")"
 expect 0 "$RL" list 'rw*'
 grep -Eq '^rw ttl_ms=[0-9]+ readers=2 leases_ms=[0-9]+,[0-9]+$' "$D/out" ||
@@ -54,7 +54,7 @@ grep -Eq '^rw ttl_ms=[0-9]+ readers=2 leases_ms=[0-9]+,[0-9]+$' "$D/out" ||
 expect 0 "$RL" list --json 'rw*'
 [ "$(sed -n 1p "$D/out")$(sed -n 3p "$D/out")" = "[]" ] ||
     fail "list --json is not one array of one object: $(cat "$D/out")"
-sed -n 2p "$D/out" | grep -Eq '^\{"key":"rw","held":true,"ttl_ms":[0-9]+,"readers":2,"shared":true,"leases_ms":\[[0-9]+,[0-9]+\],"fence":[0-9]+\}$' ||
+sed -n 2p "$D/out" | grep -Eq '^\{"key":"rw","held":true,"ttl_ms":[0-9]+,"readers":2,"shared":true,"leases_ms":\[[0-9]+,[0-9]+\]\}$' ||
     fail "list --json: $(cat "$D/out")"
 ends r1
 expect 0 "$RL" status rw

@@ -7,6 +7,7 @@
 #include <redislock.h>
 
 #include "fixture.h"
+#include "keys.h"
 #include "server.h"
 #include "util.h"
 #include "test.h"
@@ -50,16 +51,23 @@ size_t th_keys_holding(redisContext *r, const char *const *keys, size_t n,
     return got;
 }
 
-/* The name of key's fencing counter. */
-static void counter_name(const char *key, char *name, size_t size)
+/* The name of key's fencing counter on a server that is not in a
+ * cluster: its namespace's (rl__fence_name). */
+void th_fence_counter_name(const char *key, char *name, size_t size)
 {
-    const char *open = strchr(key, '{');
-    const char *close = open ? strchr(open + 1, '}') : NULL;
+    const char *colon = strrchr(key, ':');
+    int dir = colon ? (int)(colon - key + 1) : 0;
 
-    if (close != NULL && close > open + 1)
-        snprintf(name, size, "%s:rl-fence", key);
-    else
-        snprintf(name, size, "%s{%s}:rl-fence", key, key);
+    snprintf(name, size, "%.*s%s", dir, key, TH_FENCE_COUNTER);
+}
+
+void th_cluster_fence_name(const char *key, char *name, size_t size)
+{
+    char plain[256];
+
+    th_fence_counter_name(key, plain, sizeof plain);
+    snprintf(name, size, "%s{%s}", plain,
+             rl__slot_tag(rl__key_slot(key, strlen(key))));
 }
 
 long long th_fence_counter(redisContext *r, const char *key)
@@ -67,7 +75,7 @@ long long th_fence_counter(redisContext *r, const char *key)
     char name[256], *v;
     long long n;
 
-    counter_name(key, name, sizeof name);
+    th_fence_counter_name(key, name, sizeof name);
     v = th_cmd_str(r, NULL, "GET %s", name);
     n = v ? atoll(v) : 0;
     free(v);
@@ -78,7 +86,7 @@ long long th_fence_counter_pttl(redisContext *r, const char *key)
 {
     char name[256];
 
-    counter_name(key, name, sizeof name);
+    th_fence_counter_name(key, name, sizeof name);
     return th_cmd_int(r, "PTTL %s", name);
 }
 

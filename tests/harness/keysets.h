@@ -19,9 +19,22 @@ long long th_keys_existing(redisContext *r, const char *const *keys, size_t n);
 size_t th_keys_holding(redisContext *r, const char *const *keys, size_t n,
                        const char *token);
 
-/* The value of key's fencing counter ("K{K}:rl-fence", or "K:rl-fence"
- * when K has a hash tag of its own); 0 when there is none. */
+/* The fencing counter of the locks without a ':' in their keys, and the
+ * end of every other's: the locks of a namespace (the key up to its last
+ * ':') share one (rl__fence_name). */
+#define TH_FENCE_COUNTER "redislock:rl-fence"
+
+/* The name of key's fencing counter on a server that is not in a
+ * cluster. */
+void th_fence_counter_name(const char *key, char *name, size_t size);
+
+/* The value of key's fencing counter on a server that is not in a
+ * cluster; 0 when there is none. */
 long long th_fence_counter(redisContext *r, const char *key);
+
+/* The name of key's fencing counter in a cluster: its namespace's, with
+ * a tag of key's slot. */
+void th_cluster_fence_name(const char *key, char *name, size_t size);
 
 /* Its PTTL: ms left, -1 no expiry, -2 no counter. */
 long long th_fence_counter_pttl(redisContext *r, const char *key);

@@ -251,7 +251,7 @@ static int step_plain(lc *t)
         LC_OK(t, redislock_ttl(a, &ttl)) ||
         LC_TRUE(t, ttl > 5000 && ttl <= 10000) ||
         LC_OK(t, redislock_inspect(a, &info)) ||
-        LC_TRUE(t, info.held && !info.reserved && info.fence > 0) ||
+        LC_TRUE(t, info.held && !info.reserved && info.holds == 1) ||
         LC_OK(t, redislock_release(a)))
         return -1;
     return LC_TRUE(t, th_cmd_int(t->r, "EXISTS locks:a") == 0);
@@ -620,6 +620,41 @@ void test_acl_select_nonzero_db(void)
     ASSERT_KEY(t.r, "locks:db1", redislock_token(l));
     freeReplyObject(th_cmd(t.r, "SELECT 0"));
     ASSERT_OK(redislock_release(l));
+    redislock_lock_free(l);
+    redislock_client_free(c);
+    lc_teardown(&t);
+}
+
+/* The fencing counter is the one key named after the lock's namespace,
+ * not the lock: a pattern that covers the namespace covers it (the
+ * prefix option included), a narrower one refuses every acquire, which
+ * takes nothing. */
+void test_acl_fence_counter_pattern(void)
+{
+    lc t = lc_setup(0);
+    redislock_options opts = {0};
+    redislock_client *c;
+    redislock_lock *l;
+    char url[128];
+
+    user_url(t.s, url, sizeof url);
+    opts.prefix = "locks:";
+    c = th_client_url(url, &opts);
+    l = th_lock(c, "fc");
+    ASSERT_OK(redislock_acquire(l, NULL));
+    ASSERT_KEY(t.r, "locks:fc", redislock_token(l));
+    ASSERT_GT(th_cmd_int(t.r, "PTTL locks:redislock:rl-fence"), 0);
+    ASSERT_OK(redislock_release(l));
+    redislock_lock_free(l);
+    redislock_client_free(c);
+
+    freeReplyObject(th_cmd(t.r, "FLUSHALL"));
+    freeReplyObject(th_cmd(t.r, "ACL SETUSER locker resetkeys ~locks:f*"));
+    c = th_client_url(url, NULL);
+    l = th_lock(c, "locks:fc");
+    ASSERT_ERR(redislock_acquire(l, NULL), REDISLOCK_ENOPERM);
+    test_log("with ~locks:f* only: %s", redislock_errdetail());
+    ASSERT_EQ_INT(th_cmd_int(t.r, "DBSIZE"), 0);
     redislock_lock_free(l);
     redislock_client_free(c);
     lc_teardown(&t);

@@ -16,6 +16,7 @@
 #include "cluster.h"
 #include "harness/cluster.h"
 #include "harness/fixture.h"
+#include "harness/keysets.h"
 #include "harness/util.h"
 #include "test.h"
 
@@ -187,10 +188,14 @@ static int64_t shared_features(th_cluster *tc, redislock_client *c)
     return (w.done_us - released) / 1000;
 }
 
-/* A key's fencing counter on the cluster node r, 0 for none. */
+/* A key's fencing counter on the cluster node r (its slot's), 0 for
+ * none. */
 static long long fence_of(redisContext *r, const char *key)
 {
-    char *v = th_cmd_str(r, NULL, "GET %s{%s}:rl-fence", key, key);
+    char name[64], *v;
+
+    th_cluster_fence_name(key, name, sizeof name);
+    v = th_cmd_str(r, NULL, "GET %s", name);
     long long n = v ? atoll(v) : 0;
 
     free(v);
@@ -213,15 +218,11 @@ static void set_features(th_cluster *tc, redislock_client *c)
     redislock_lock *s = th_lock_set(c, same, 3), *h;
     redisContext *r = th_cluster_redis(tc, at), *rn[3];
     char key[2][16];
-    char *fence;
 
     ASSERT_OK(redislock_acquire(s, &o));
     ASSERT_EQ_INT(th_cmd_int(r, "EXISTS {fs}a {fs}b {fs}c"), 3);
     ASSERT_KEY(r, "{fs}c", redislock_token(s));
-    fence = th_cmd_str(r, NULL, "GET {fs}c:rl-fence");
-    ASSERT(fence != NULL);
-    ASSERT_EQ_INT(atoll(fence), redislock_fence(s));
-    free(fence);
+    ASSERT_EQ_INT(fence_of(r, "{fs}c"), redislock_fence(s));
     ASSERT_OK(redislock_release(s));
     ASSERT_EQ_INT(th_cmd_int(r, "EXISTS {fs}a {fs}b {fs}c"), 0);
     redislock_lock_free(s);

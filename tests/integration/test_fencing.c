@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "harness/fixture.h"
+#include "harness/keysets.h"
 #include "harness/server.h"
 #include "harness/util.h"
 #include "script.h"
@@ -51,6 +52,100 @@ void test_fence_grows_across_owners(void)
     ASSERT_OK(redislock_release(b));
     redislock_lock_free(a);
     redislock_lock_free(b);
+    redislock_client_free(c);
+    th_server_stop(s);
+}
+
+/* A held plain lock is one key: the locks of a namespace (the key up to
+ * its last ':') share one fencing counter, which orders all their tokens,
+ * and outlives them by a second at most. */
+void test_fence_one_key_per_held_lock(void)
+{
+    th_server *s = th_server_start(NULL);
+    redislock_client *c = th_client(s);
+    redisContext *r = th_server_redis(s);
+    redislock_acquire_options o = th_aopts(5000, 0, 0);
+    redislock_lock *l[41];
+    int64_t last = 0;
+    char key[32];
+    int i;
+
+    for (i = 0; i < 41; i++) {
+        snprintf(key, sizeof key, i < 40 ? "fo:%d" : "fp:%d", i);
+        l[i] = th_lock(c, key);
+        ASSERT_OK(redislock_acquire(l[i], &o));
+        ASSERT_GT(redislock_fence(l[i]), last);
+        last = redislock_fence(l[i]);
+        if (i == 39) {
+            /* 40 locks and their namespace's counter. */
+            ASSERT_EQ_INT(th_cmd_int(r, "DBSIZE"), 41);
+            ASSERT_EQ_INT(th_fence_counter(r, "fo:0"), last);
+        }
+    }
+    /* Another namespace, another counter. */
+    ASSERT_EQ_INT(th_cmd_int(r, "DBSIZE"), 43);
+    ASSERT_EQ_INT(th_fence_counter(r, "fp:40"), last);
+    ASSERT_LT(th_fence_counter(r, "fo:0"), last);
+    for (i = 0; i < 41; i++) {
+        ASSERT_OK(redislock_release(l[i]));
+        redislock_lock_free(l[i]);
+    }
+    ASSERT_EQ_INT(th_cmd_int(r, "DBSIZE"), 2);
+    ASSERT_LE(th_fence_counter_pttl(r, "fo:0"), 5000 + 1000);
+    ASSERT_LE(th_fence_counter_pttl(r, "fp:40"), 5000 + 1000);
+    redisFree(r);
+    redislock_client_free(c);
+    th_server_stop(s);
+}
+
+/* A server whose wall clock steps back a minute after a token was given
+ * leaves the namespace's counter a minute ahead of the clock: tokens
+ * still grow while the counter lives (the longest lease given since its
+ * last acquisition, plus a second), and only the clock is left once it
+ * has gone, as redislock_fence(3) says. The step is made by moving the
+ * counter a minute ahead, which is what a step leaves behind: Debian's
+ * redis-server does not start under libfaketime (its allocator reads the
+ * clock before libfaketime is ready). */
+void test_fence_counter_covers_clock_step(void)
+{
+    redislock_acquire_options o = th_aopts(5000, 0, 0);
+    th_server *s = th_server_start(NULL);
+    redislock_client *c = th_client(s);
+    redisContext *r = th_server_redis(s);
+    redislock_lock *a = th_lock(c, "fc:a"), *b = th_lock(c, "fc:b");
+    redislock_lock *z = th_lock(c, "fc:z");
+    redisReply *rep;
+    int64_t f, ahead;
+
+    ASSERT_OK(redislock_acquire(a, &o));
+    f = redislock_fence(a);
+    ASSERT_OK(redislock_release(a));
+    ahead = f + 60LL * 1000000;
+    rep = th_cmd(r, "SET fc:%s %lld KEEPTTL", "redislock:rl-fence",
+                 (long long)ahead);
+    ASSERT_EQ_INT(rep->type, REDIS_REPLY_STATUS);
+    freeReplyObject(rep);
+    /* The counter has the lead: another lock of the namespace, then the
+     * same key again. */
+    ASSERT_OK(redislock_acquire(b, &o));
+    test_log("before the step %lld, after it %lld", (long long)f,
+             (long long)redislock_fence(b));
+    ASSERT_GT(redislock_fence(b), ahead);
+    ASSERT_OK(redislock_acquire(a, &o));
+    ASSERT_GT(redislock_fence(a), redislock_fence(b));
+    f = redislock_fence(a);
+    ASSERT_OK(redislock_release(a));
+    ASSERT_OK(redislock_release(b));
+    /* Without it (gone, as a minute idle would see to), the clock, a
+     * minute behind: the step the counter covered was real. */
+    freeReplyObject(th_cmd(r, "DEL fc:%s", "redislock:rl-fence"));
+    ASSERT_OK(redislock_acquire(z, &o));
+    ASSERT_LT(redislock_fence(z), f - 30LL * 1000000);
+    ASSERT_OK(redislock_release(z));
+    redislock_lock_free(a);
+    redislock_lock_free(b);
+    redislock_lock_free(z);
+    redisFree(r);
     redislock_client_free(c);
     th_server_stop(s);
 }
@@ -323,17 +418,17 @@ void test_fence_bad_counter_named(void)
     ASSERT_OK(redislock_release(l));
     for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         freeReplyObject(
-            th_cmd(r, "SET %s %s", "fe:bad{fe:bad}:rl-fence", bad[i]));
-        assert_bad_counter(redislock_acquire(l, &o), "fe:bad{fe:bad}:rl-fence");
+            th_cmd(r, "SET %s %s", "fe:" TH_FENCE_COUNTER, bad[i]));
+        assert_bad_counter(redislock_acquire(l, &o), "fe:" TH_FENCE_COUNTER);
         if (i == 0)
             test_log("acquire: %s", redislock_errdetail());
         assert_bad_counter(redislock_acquire(l, &fo),
-                           "fe:bad{fe:bad}:rl-fence");
-        assert_bad_counter(redislock_inspect(l, &info),
-                           "fe:bad{fe:bad}:rl-fence");
+                           "fe:" TH_FENCE_COUNTER);
+        /* Reading a lock never needs the counter. */
+        ASSERT_OK(redislock_inspect(l, &info));
         ASSERT_EQ_INT(th_cmd_int(r, "EXISTS fe:bad"), 0);
     }
-    freeReplyObject(th_cmd(r, "DEL %s", "fe:bad{fe:bad}:rl-fence"));
+    freeReplyObject(th_cmd(r, "DEL %s", "fe:" TH_FENCE_COUNTER));
     ASSERT_OK(redislock_acquire(l, &o));
     ASSERT_GT(redislock_fence(l), first);
     ASSERT_OK(redislock_release(l));
@@ -348,11 +443,11 @@ void test_fence_bad_counter_named(void)
            th_now_ms() < deadline)
         th_sleep_ms(2);
     freeReplyObject(
-        th_cmd(r, "SET %s %s", "fe:bad{fe:bad}:rl-fence", "garbage"));
+        th_cmd(r, "SET %s %s", "fe:" TH_FENCE_COUNTER, "garbage"));
     ASSERT_OK(redislock_release(l));
     th_join_within(w.t, 5000);
     ASSERT_ERR(w.err, REDISLOCK_ESERVER);
-    if (strstr(w.detail, "fe:bad{fe:bad}:rl-fence") == NULL)
+    if (strstr(w.detail, "fe:" TH_FENCE_COUNTER) == NULL)
         test_fail_(__FILE__, __LINE__, "waiter's detail: %s", w.detail);
     ASSERT_EQ_INT(th_cmd_int(r, "EXISTS fe:bad"), 0);
     redislock_lock_free(w.l);

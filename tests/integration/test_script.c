@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "harness/fixture.h"
+#include "harness/keysets.h"
 #include "harness/server.h"
 #include "script.h"
 #include "test.h"
@@ -221,10 +222,10 @@ void test_script_round_trips(void)
     assert_calls(before, after, 2, native ? 2 : 3);
     assert_sent(&log, want);
 
-    /* Only the fencing counter is left, and only for the lock's TTL plus
-     * a second. */
+    /* Only the server's fencing counter is left, and only for the lock's
+     * TTL plus a second. */
     ASSERT_EQ_INT(th_cmd_int(e.r, "DBSIZE"), 1);
-    ASSERT_LE(th_pttl(e.r, "sc:rt{sc:rt}:rl-fence"),
+    ASSERT_LE(th_pttl(e.r, "sc:" TH_FENCE_COUNTER),
               REDISLOCK_DEFAULT_TTL_MS + 1000);
     free(before);
     free(after);

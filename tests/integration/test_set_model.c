@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "harness/fixture.h"
+#include "harness/keysets.h"
 #include "harness/server.h"
 #include "harness/util.h"
 #include "test.h"
@@ -130,19 +131,14 @@ static void model_conflicts(const model *m, const model_h *h, int64_t t,
     }
 }
 
-/* The fencing counter of the model's key k (none has a hash tag). */
+/* The fencing counter of the model's key k: its server's. */
 static long long model_counter(const model *m, int k)
 {
-    char *v = th_cmd_str(m->kr[k], NULL, "GET %s{%s}:rl-fence", model_key[k],
-                         model_key[k]);
-    long long n = v ? atoll(v) : 0;
-
-    free(v);
-    return n;
+    return th_fence_counter(m->kr[k], model_key[k]);
 }
 
 /* A granted acquire: above every earlier token of each key, which each
- * key's counter now holds. */
+ * key's server's counter now holds. */
 static void model_granted(model *m, model_h *h, int64_t t0, int64_t t1,
                           int64_t ttl)
 {

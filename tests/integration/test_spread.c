@@ -176,7 +176,7 @@ static void fence_ahead(th_servers *e, redislock_client *c, const char *lo,
     seeded = atoll(t->element[0]->str) * 1000000 + atoll(t->element[1]->str) +
              600LL * 1000000;
     freeReplyObject(t);
-    snprintf(name, sizeof name, "%s{%s}:rl-fence", key, key);
+    th_fence_counter_name(key, name, sizeof name);
     freeReplyObject(th_cmd(e->r[ahead], "SET %s %lld PX 700000", name, seeded));
     ASSERT_OK(redislock_acquire(s, &o));
     f = redislock_fence(s);

@@ -39,6 +39,12 @@ void test_keys_slots(void)
     ASSERT_EQ_INT(rl__key_slot("a", 1), 15495);
 }
 
+/* Asserts whether k is a helper key (want 1) or not (0). */
+static void assert_is_helper(const char *k, int want)
+{
+    ASSERT_EQ_INT(rl__is_helper_key(k, strlen(k)), want);
+}
+
 /* rl__helper_name(key, suffix) must be want, and be seen as a helper. */
 static void assert_helper(const char *key, const char *suffix, const char *want)
 {
@@ -73,15 +79,69 @@ void test_keys_helper_names(void)
     ASSERT_EQ_STR(j, "job{job}:rl-wake");
     free(j);
     /* Lock keys are not helpers, even ones that look a little like it. */
-    ASSERT_EQ_INT(rl__is_helper_key("job", 3), 0);
-    ASSERT_EQ_INT(rl__is_helper_key("job:rl-wake", 11), 0);
-    ASSERT_EQ_INT(rl__is_helper_key("job{job}:rl-other", 17), 0);
-    ASSERT_EQ_INT(rl__is_helper_key("job{job}:rl-void:x", 18), 1);
-    ASSERT_EQ_INT(rl__is_helper_key("job{job}:rl-w:", 14), 0);
-    ASSERT_EQ_INT(rl__is_helper_key("job{job}:rl-ws", 14), 1);
-    ASSERT_EQ_INT(rl__is_helper_key("job{job}:rl-rwake", 17), 1);
-    ASSERT_EQ_INT(rl__is_helper_key("job{job}:rl-wsx", 15), 0);
-    ASSERT_EQ_INT(rl__is_helper_key("job{job}:rl-void:", 17), 0);
+    assert_is_helper("job", 0);
+    assert_is_helper("job:rl-wake", 0);
+    assert_is_helper("job{job}:rl-other", 0);
+    assert_is_helper("job{job}:rl-void:x", 1);
+    assert_is_helper("job{job}:rl-w:", 0);
+    assert_is_helper("job{job}:rl-ws", 1);
+    assert_is_helper("job{job}:rl-rwake", 1);
+    assert_is_helper("job{job}:rl-wsx", 0);
+    assert_is_helper("job{job}:rl-void:", 0);
+}
+
+/* Asserts that the counter of key is want. */
+static void assert_fence_name(const char *key, int cluster, const char *want)
+{
+    size_t blen, n;
+    char *base = rl__helper_name(key, strlen(key), "", &blen);
+    char *f = rl__fence_name(key, strlen(key), base, blen, cluster, &n);
+
+    ASSERT(f != NULL);
+    ASSERT_EQ_STR(f, want);
+    ASSERT_EQ_INT(n, strlen(want));
+    ASSERT_EQ_INT(rl__is_helper_key(f, n), 1);
+    if (cluster)
+        ASSERT_EQ_INT(rl__key_slot(f, n), rl__key_slot(key, strlen(key)));
+    free(f);
+    free(base);
+}
+
+/* The fencing counter that the locks of a namespace (the key up to its
+ * last ':') share, and in a cluster those of a namespace and slot, named
+ * with a tag of that slot. */
+void test_keys_fence_names(void)
+{
+    char want[64];
+    unsigned s;
+
+    assert_fence_name("job", 0, "redislock:rl-fence");
+    assert_fence_name("locks:job", 0, "locks:redislock:rl-fence");
+    assert_fence_name("a:b:c", 0, "a:b:redislock:rl-fence");
+    assert_fence_name("a:", 0, "a:redislock:rl-fence");
+    /* Every slot has a tag of its own, of at most 4 characters. */
+    for (s = 0; s < RL_CLUSTER_SLOTS; s++) {
+        const char *t = rl__slot_tag(s);
+
+        ASSERT(strlen(t) >= 1 && strlen(t) <= 4);
+        ASSERT_EQ_INT(rl__key_slot(t, strlen(t)), s);
+    }
+    snprintf(want, sizeof want, "redislock:rl-fence{%s}",
+             rl__slot_tag(rl__key_slot("job", 3)));
+    assert_fence_name("job", 1, want);
+    snprintf(want, sizeof want, "locks:{u1}:redislock:rl-fence{%s}",
+             rl__slot_tag(rl__key_slot("u1", 2)));
+    assert_fence_name("locks:{u1}:job", 1, want);
+    /* A tag opened before the last ':' and closed after it: the lock's
+     * own counter. */
+    assert_fence_name("a{b:c}d", 1, "a{b:c}d:rl-fence");
+    /* Names that only look like a counter are not one. */
+    assert_is_helper("redislock:rl-fencex", 0);
+    assert_is_helper("redislock:rl-fence{}", 0);
+    assert_is_helper("redislock:rl-fence{a}b", 0);
+    assert_is_helper("xredislock:rl-fence", 0);
+    assert_is_helper("x:redislock:rl-fence", 1);
+    assert_is_helper("edislock:rl-fence", 0);
 }
 
 /* Asserts that ks holds the n names of want, in order. */
@@ -102,7 +162,7 @@ void test_keys_script_keysets(void)
         RL_KEY_LOCK,  RL_KEY_FENCE, RL_KEY_WAITING, RL_KEY_WAKE,
         RL_KEY_RWAKE, RL_KEY_WS,    RL_KEY_SEQ,     RL_KEY_VOID};
     static const char *const names[] = {"job",
-                                        "job{job}:rl-fence",
+                                        "redislock:rl-fence",
                                         "job{job}:rl-waiting",
                                         "job{job}:rl-wake",
                                         "job{job}:rl-rwake",
@@ -112,7 +172,7 @@ void test_keys_script_keysets(void)
     static const unsigned char two[] = {RL_KEY_LOCK, RL_KEY_FENCE};
     static const unsigned char bad[] = {RL_KEY_LOCK, RL_KEY_ROLES};
     unsigned char nine[RL_KEYS_LAYOUT_MAX + 1] = {0};
-    rl__lockname k = {"job", 3, "job{job}:rl-", 12};
+    rl__lockname k = {"job", 3, "job{job}:rl-", 12, "redislock:rl-fence", 18};
     rl__keyset ks;
 
     ASSERT_EQ_INT(rl__keyset_make(&ks, all, 8, &k, "r1"), 0);
@@ -129,6 +189,10 @@ void test_keys_script_keysets(void)
     /* A void key without a request, a role that is none, too many. */
     ASSERT_EQ_INT(rl__keyset_make(&ks, all, 8, &k, NULL), -1);
     ASSERT_EQ_INT(rl__keyset_make(&ks, bad, 2, &k, NULL), -1);
+    /* A counter is named by the caller: none given, none made up. */
+    k.fence = NULL;
+    ASSERT_EQ_INT(rl__keyset_make(&ks, two, 2, &k, NULL), -1);
+    k.fence = "redislock:rl-fence";
     ASSERT_EQ_INT(rl__keyset_make(&ks, nine, RL_KEYS_LAYOUT_MAX + 1, &k, NULL),
                   -1);
     /* Every embedded script's layout starts with the lock and is whole. */
@@ -165,11 +229,11 @@ void test_keys_set_keysets(void)
     static const unsigned char each[] = {RL_KEY_LOCK, RL_KEY_WAKE};
     static const unsigned char each_void[] = {RL_KEY_LOCK, RL_KEY_VOID};
     static const char *const names[] = {
-        "a{t}",         "a{t}:rl-fence", "a{t}:rl-void:r9", "b{t}",
-        "b{t}:rl-wake", "c{t}",          "c{t}:rl-wake"};
-    rl__lockname k = {"a{t}", 4, "a{t}:rl-", 8};
-    rl__lockname more[2] = {{"b{t}", 4, "b{t}:rl-", 8},
-                            {"c{t}", 4, "c{t}:rl-", 8}};
+        "a{t}",         "F{t}", "a{t}:rl-void:r9", "b{t}",
+        "b{t}:rl-wake", "c{t}", "c{t}:rl-wake"};
+    rl__lockname k = {"a{t}", 4, "a{t}:rl-", 8, "F{t}", 4};
+    rl__lockname more[2] = {{"b{t}", 4, "b{t}:rl-", 8, NULL, 0},
+                            {"c{t}", 4, "c{t}:rl-", 8, NULL, 0}};
     rl__lockname many[RL_KEYS_MAX];
     rl__keyset ks;
     int i;
