@@ -517,7 +517,9 @@ typedef struct redislock_info {
     const char *metadata; /* NULL when none; a non-lock's Redis type */
     const char *key;      /* the key without the client's prefix */
     size_t keylen;
-    int64_t fence; /* the last fencing token issued for the key; 0: none */
+    /* A hash lock's (owner id) fencing token of the life it is in (the
+     * first acquisition's); 0 for other kinds, whose keys keep none. */
+    int64_t fence;
     /* The key's kind, REDISLOCK_KIND_*. Named when it was only a flag for
      * hold-after reservations; kept so that old code still compiles. */
     int reserved;
