@@ -81,6 +81,7 @@ TEST_ENTRY(native_refused_falls_back, 30)
 TEST_ENTRY(interop_redispy_after_our_release, 60)
 
 TEST_ENTRY(input_key_length, 30)
+TEST_ENTRY(input_key_helper_name, 30)
 TEST_ENTRY(input_null_args, 30)
 TEST_ENTRY(input_key_binary_safe, 30)
 TEST_ENTRY(input_acquire_ttl_range, 30)

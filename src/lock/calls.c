@@ -43,6 +43,16 @@ static redislock_err name_key(redislock_client *c, const void *key,
         return rl__err(REDISLOCK_ENOMEM, "out of memory");
     memcpy(k, prefix, plen);
     memcpy(k + plen, key, keylen);
+    /* A helper's name as a lock would share a key with a helper of other
+     * locks (a namespace's fencing counter, whose acquires would then
+     * write into this lock's key). */
+    if (rl__is_helper_key(k, plen + keylen)) {
+        free(k);
+        return rl__err(REDISLOCK_EINVAL,
+                       "this lock key is the name of one of redislock's "
+                       "helper keys (NAMESPACE:redislock:rl-fence, "
+                       "KEY{KEY}:rl-...): choose another name");
+    }
     n->key = k;
     n->keylen = plen + keylen;
     n->base = rl__helper_name(n->key, n->keylen, "", &n->baselen);

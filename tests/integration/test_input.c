@@ -41,6 +41,44 @@ void test_input_key_length(void)
     th_env_stop(&e);
 }
 
+/* A lock key that is a helper key's name is refused (with the client's
+ * prefix too): a namespace's fencing counter as a lock would be written by
+ * every acquire of that namespace. Nothing is written. */
+void test_input_key_helper_name(void)
+{
+    th_env e = th_env_start();
+    redislock_options o = {0};
+    redislock_client *pc;
+    redislock_lock *l = NULL;
+    const void *set[2] = {"in:ok", "in:redislock:rl-fence"};
+    const size_t setlen[2] = {5, 21};
+
+    ASSERT_ERR(redislock_lock_new(e.c, "in:redislock:rl-fence", 21, &l),
+               REDISLOCK_EINVAL);
+    ASSERT(l == NULL);
+    ASSERT(strstr(redislock_errdetail(), "helper keys") != NULL);
+    ASSERT_ERR(redislock_lock_new(e.c, "redislock:rl-fence", 18, &l),
+               REDISLOCK_EINVAL);
+    ASSERT_ERR(redislock_lock_new(e.c, "in{in}:rl-wake", 14, &l),
+               REDISLOCK_EINVAL);
+    ASSERT_ERR(redislock_lock_new_multi(e.c, set, setlen, 2, &l),
+               REDISLOCK_EINVAL);
+    ASSERT(l == NULL);
+    /* The prefix is part of the name. */
+    o.prefix = "in:";
+    ASSERT_OK(redislock_client_new(&pc, e.s->unix_url, &o));
+    ASSERT_ERR(redislock_lock_new(pc, "redislock:rl-fence", 18, &l),
+               REDISLOCK_EINVAL);
+    /* Names that only resemble one are lock keys like any other. */
+    ASSERT_OK(redislock_lock_new(e.c, "in:redislock:rl-fencer", 22, &l));
+    ASSERT_OK(redislock_acquire(l, NULL));
+    ASSERT_OK(redislock_release(l));
+    redislock_lock_free(l);
+    ASSERT_EQ_INT(th_lock_keys(e.r), 0);
+    redislock_client_free(pc);
+    th_env_stop(&e);
+}
+
 void test_input_null_args(void)
 {
     th_env e = th_env_start();
