@@ -250,6 +250,27 @@ typedef struct lb_memory {
 
 void lb_run_memory(const lb_env *e, lb_memory *m, int n);
 
+/* kinds.c: the server's CPU per uncontended cycle of each kind of lock
+ * against the plain lock's (issue 38: each at most 1.5 x). */
+enum {
+    LB_KIND_PLAIN,
+    LB_KIND_FAIR,
+    LB_KIND_SEM,
+    LB_KIND_SHARED,
+    LB_KIND_SET,
+    LB_KINDS
+};
+
+typedef struct lb_kinds {
+    int ran, rounds;
+    double cpu[LB_KINDS];   /* server CPU per cycle over all rounds, us */
+    double ratio[LB_KINDS]; /* median over rounds of cpu / the plain's */
+} lb_kinds;
+
+extern const char *const lb_kind_name[LB_KINDS];
+
+void lb_run_kinds(const lb_env *e, lb_kinds *m, int rounds, int ms);
+
 /* loopscale.c: one event loop holding n locks with the watchdog on and
  * m waiting (issue 16's scale targets). */
 typedef struct lb_scale {
@@ -288,6 +309,7 @@ typedef struct lb_results {
     int nfw;
     const lb_memory *mem;
     const lb_scale *scale;
+    const lb_kinds *kinds; /* NULL: not run (--core) */
     lb_series *s;
     size_t ns;
 } lb_results;

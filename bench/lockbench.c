@@ -522,7 +522,8 @@ int main(int argc, char **argv)
     lb_foreign fw[3] = {{0}};
     lb_memory mem;
     lb_scale scale;
-    lb_results r = {&m, idle, 3, fw, 3, &mem, &scale, s, 0};
+    lb_kinds kinds;
+    lb_results r = {&m, idle, 3, fw, 3, &mem, &scale, &kinds, s, 0};
     char machine[1024];
     size_t i;
 
@@ -552,6 +553,10 @@ int main(int argc, char **argv)
                lb_idle_name(&idle[i]));
         lb_run_idle(&e, &idle[i]);
     }
+    printf("lockbench: server CPU per uncontended cycle of each kind, %d "
+           "rounds ...\n",
+           m.rounds);
+    lb_run_kinds(&e, &kinds, m.rounds, 300);
     run_foreign(&e, &o, fw);
     printf("lockbench: memory per held lock, %d locks ...\n",
            scaled(100000, o.scale));

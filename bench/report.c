@@ -383,6 +383,21 @@ static const lb_series *find_kind(const lb_series *s, size_t ns, int k,
     return NULL;
 }
 
+/* A kind's K hand-off p50 (h50) against the plain lock's of the same
+ * mode in this run (issue 38: at most 1.5 x). */
+static void over_plain(int k, double h50, const lb_series *plain, int fair)
+{
+    if (plain == NULL) {
+        printf("    K=%d %splain lock run missing: <= 1.5 x the plain "
+               "lock's MISS\n",
+               k, fair ? "fair " : "");
+        return;
+    }
+    printf("    p50 <= 1.5 x the %splain lock's (%.1f us): %.2f x %s\n",
+           fair ? "fair " : "", plain->h50, h50 / plain->h50,
+           yes(h50 <= 1.5 * plain->h50));
+}
+
 /* The hand-off targets of the run of a kind (is picks it and gives its
  * size: a semaphore's limit, a set's keys), called kind, its size shown
  * with size (a format of one %d); fair: its fair run. */
@@ -391,6 +406,7 @@ static void kind_hand_off(const lb_series *s, size_t ns, double rtt, int k,
                           const char *size, int fair)
 {
     const lb_series *m = find_kind(s, ns, k, is, fair);
+    const lb_series *plain = find(s, ns, LB_REDISLOCK, fair, k);
     char sz[32];
 
     if (m == NULL) {
@@ -402,6 +418,7 @@ static void kind_hand_off(const lb_series *s, size_t ns, double rtt, int k,
            "p99 <= 10 x RTT (%.1f us): %.1f us %s\n",
            k, fair ? "fair " : "", kind, sz, 2 * rtt, m->h50,
            yes(m->h50 <= 2 * rtt), 10 * rtt, m->h99, yes(m->h99 <= 10 * rtt));
+    over_plain(k, m->h50, plain, fair);
 }
 
 /* The shared lock's run (fair: the fair one): half the cycles readers,
@@ -417,6 +434,7 @@ static void shared_lock(const lb_series *s, size_t ns, double rtt, int k,
     }
     printf("  K=%d %sshared hand-over p50 <= 2 x RTT (%.1f us): %.1f us %s\n",
            k, fair ? "fair " : "", 2 * rtt, m->h50, yes(m->h50 <= 2 * rtt));
+    over_plain(k, m->h50, find(s, ns, LB_REDISLOCK, fair, k), fair);
     printf("    (half readers: %zu hand-overs in %lld acquisitions, p99 "
            "%.1f us; at most %d readers at once%s; counter = exclusive "
            "cycles: %lld/%lld %s; sections overlapping an exclusive one: "
@@ -613,6 +631,26 @@ static void loop_scale(const lb_scale *sc)
            yes(sc->woke && sc->waiting == sc->m));
 }
 
+/* Each kind's server CPU per uncontended cycle against the plain lock's
+ * (issue 38: at most 1.5 x). */
+static void kinds_cpu(const lb_kinds *kd)
+{
+    int k;
+
+    if (kd == NULL || !kd->ran)
+        return;
+    printf("Server CPU per uncontended cycle by kind (unix socket, blocking "
+           "calls, %d rounds):",
+           kd->rounds);
+    for (k = 0; k < LB_KINDS; k++)
+        printf("%s %s %.1f us", k ? "," : "", lb_kind_name[k], kd->cpu[k]);
+    printf("\n");
+    for (k = 1; k < LB_KINDS; k++)
+        printf("  server CPU per uncontended cycle, %s <= 1.5 x the plain "
+               "lock's: %.2f x %s\n",
+               lb_kind_name[k], kd->ratio[k], yes(kd->ratio[k] <= 1.5));
+}
+
 /* Memory per held plain lock, against SET NX PX's (target: 1.2 x). */
 static void memory(const lb_memory *mem)
 {
@@ -702,6 +740,11 @@ static void machine_line(const lb_results *r, int k)
     foreign_fields(r, 0, 0, &f50, &f99);
     foreign_fields(r, 1, 0, &p50, &p99);
     foreign_fields(r, 0, 1, &r50, &r99);
+    if (r->kinds != NULL && r->kinds->ran)
+        printf(" kind_cpu_ratio_fair=%.2f kind_cpu_ratio_sem=%.2f "
+               "kind_cpu_ratio_shared=%.2f kind_cpu_ratio_set=%.2f",
+               r->kinds->ratio[LB_KIND_FAIR], r->kinds->ratio[LB_KIND_SEM],
+               r->kinds->ratio[LB_KIND_SHARED], r->kinds->ratio[LB_KIND_SET]);
     printf(" foreign_wake_p50_us=%.1f foreign_wake_p99_us=%.1f "
            "pyforeign_wake_p50_us=%.1f pyforeign_wake_p99_us=%.1f "
            "foreign_floor_p50_us=%.1f foreign_floor_p99_us=%.1f%s%s%s%s\n",
@@ -757,6 +800,7 @@ void lb_report(const lb_env *e, const lb_results *r, const char *machine)
     targets(r, find(s, ns, LB_REDISLOCK, 1, k), find(s, ns, LB_REDISLOCK, 0, k),
             k);
     memory(r->mem);
+    kinds_cpu(r->kinds);
     loop_scale(r->scale);
     if (lb_failed(r))
         printf("\n*** FAIL: a counter check, the exclusion check or a run "

@@ -80,7 +80,7 @@ cc -std=c11 -O2 -g -Wall -Wextra -Wstrict-prototypes -Wwrite-strings \
     -Iinclude "${srcinc[@]}" $(pkg-config --cflags hiredis libevent) \
     -o "$bin" bench/lockbench.c bench/micro.c bench/contend.c \
     bench/memory.c bench/loopscale.c bench/report.c bench/util.c \
-    bench/foreign.c "$lib" $(pkg-config --libs hiredis libevent) -lpthread ||
+    bench/foreign.c bench/kinds.c "$lib" $(pkg-config --libs hiredis libevent) -lpthread ||
     die "cannot compile lockbench"
 
 # Pinning: the server on one CPU, every client on another, so that neither
