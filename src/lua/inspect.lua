@@ -5,7 +5,7 @@
 -- redislock's own plain lock and nil when the count is not known (another
 -- library's lock); the fencing token this life of a redislock hash lock
 -- began with (its gen, see rl_create), 0 for the other kinds, whose keys
--- keep none (the counter that issues them is the server's, see
+-- keep none (the counter that issues them is their namespace's, see
 -- rl__fence_name); kind 0 for a lock (or no key), 1 for a hold-after
 -- reservation, 2 for a key that is not a lock, 3 for a semaphore, 4 for a
 -- lock held shared (include/redislock.h's REDISLOCK_KIND_*); a
