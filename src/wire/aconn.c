@@ -805,14 +805,10 @@ static void io_done(rl__aconn *c)
     maybe_free(c);
 }
 
-void rl__aconn_io(rl__aconn *c, int what)
+/* Reads what the socket holds and hands on the replies in it. */
+static void read_some(rl__aconn *c)
 {
-    c->depth++;
-    if (c->ctx != NULL && !c->connected && what != 0)
-        check_connect(c);
-    if (what & RL_WATCH_WRITE)
-        write_some(c, 1);
-    while (c->ctx != NULL && c->connected && (what & RL_WATCH_READ)) {
+    while (c->ctx != NULL && c->connected) {
         int st = redisBufferRead(c->ctx);
 
         if (st == REDIS_OK)
@@ -823,6 +819,17 @@ void rl__aconn_io(rl__aconn *c, int what)
         if (c->ctx == NULL || c->ssl == NULL || !rl__conn_tls_pending(c->ssl))
             break;
     }
+}
+
+void rl__aconn_io(rl__aconn *c, int what)
+{
+    c->depth++;
+    if (c->ctx != NULL && !c->connected && what != 0)
+        check_connect(c);
+    if (what & RL_WATCH_WRITE)
+        write_some(c, 1);
+    if (what & RL_WATCH_READ)
+        read_some(c);
     io_done(c);
 }
 
@@ -902,14 +909,12 @@ int64_t rl__aconn_deadline(const rl__aconn *c)
     return d;
 }
 
-void rl__aconn_tick(rl__aconn *c)
+/* Fails c for the deadline that passed: the connect's, the handshake's
+ * or the first request's. */
+static void expired(rl__aconn *c)
 {
-    int64_t d = rl__aconn_deadline(c);
     char buf[300];
 
-    if (d == 0 || rl__now_us() < d)
-        return;
-    c->depth++;
     if (!c->connected)
         fail(c, REDISLOCK_ETIMEDOUT, "connecting to %s: no answer in %lld ms",
              where(c, buf, sizeof buf), (long long)c->cfg.connect_timeout_ms);
@@ -922,9 +927,23 @@ void rl__aconn_tick(rl__aconn *c)
     else
         fail(c, REDISLOCK_ETIMEDOUT, "%s did not answer in %lld ms",
              where(c, buf, sizeof buf), (long long)c->cfg.command_timeout_ms);
-    c->depth--;
-    redeadline(c);
-    maybe_free(c);
+}
+
+void rl__aconn_tick(rl__aconn *c)
+{
+    int64_t d = rl__aconn_deadline(c);
+
+    if (d == 0 || rl__now_us() < d)
+        return;
+    c->depth++;
+    /* A timer that runs late is no late reply: the reply may have come
+     * while this process was held up (stopped, or not scheduled), and a
+     * blocking read that a stop signal interrupted leaves it unread. */
+    read_some(c);
+    d = rl__aconn_deadline(c);
+    if (d != 0 && rl__now_us() >= d)
+        expired(c);
+    io_done(c);
 }
 
 static void watch_none(void *ctx, int fd, int what)

@@ -203,6 +203,49 @@ void test_holders_stale_handoff_not_granted(void)
     th_env_stop(&e);
 }
 
+/* A fair waiter stopped, while blocked on the server, for longer than
+ * its command timeout, during which the lock is handed to it: the reply
+ * came in time, and is in its socket when it runs again; it reads it
+ * before judging its request late, and holds the lock. */
+void test_holders_stopped_waiter_reads_late_reply(void)
+{
+    th_env e = th_env_start();
+    redislock_lock *h = th_lock(e.c, "ho:late");
+    redislock_acquire_options ho = th_aopts(10000, 0, 0);
+    pid_t w;
+
+    ASSERT_OK(redislock_acquire(h, &ho));
+    if ((w = fork()) == 0) {
+        redislock_options co = {0};
+        redislock_client *c;
+        redislock_lock *l;
+        redislock_acquire_options o = th_aopts(10000, 9000, 0);
+        redislock_err err;
+
+        co.command_timeout_ms = 200;
+        c = th_client_url(e.s->unix_url, &co);
+        l = th_lock(c, "ho:late");
+        o.fair = 1;
+        err = redislock_acquire(l, &o);
+        if (err != REDISLOCK_OK)
+            test_log("waiter: %s: %s", redislock_errname(err),
+                     redislock_errdetail());
+        _exit(err == REDISLOCK_OK ? 0 : 1);
+    }
+    ASSERT_GT(w, 0);
+    WAIT_FOR(th_cmd_int(e.r, "ZCARD %s", "ho:late{ho:late}:rl-q") == 1, 3000);
+    WAIT_FOR(th_listening(e.r, "ho:late{ho:late}:rl-c:*") >= 1, 3000);
+    ASSERT_EQ_INT(kill(w, SIGSTOP), 0);
+    ASSERT_OK(redislock_release(h));
+    /* Past the waiter's blocking time and command timeout: its BLPOP's
+     * deadline, but not the hand-off's lease (the 5 s alive window). */
+    th_sleep_ms(2500);
+    ASSERT_EQ_INT(kill(w, SIGCONT), 0);
+    ASSERT_EQ_INT(join_child(w, 8000), 0);
+    redislock_lock_free(h);
+    th_env_stop(&e);
+}
+
 /* Two handles of one owner id: a re-entry, an extend or a watchdog's
  * renewals with a shorter TTL by one never cut short the lease the other
  * counts on, and a third client cannot take the lock meanwhile. */
