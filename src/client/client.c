@@ -70,12 +70,13 @@ static redislock_err check_options(const redislock_options *o)
 }
 
 /* Asks the servers with want[i] for a PING all at once (those down or
- * stopped cost one timeout together), each new connection's steps
- * bounded by budget_ms (0: the pools' own timeouts); clears want[i] of
- * those that answered, and counts them in *up. The first failure, with
- * its detail in said, is *first. */
-static void open_pass(redislock_client *c, int *want, int64_t budget_ms,
-                      size_t *up, redislock_err *first, char *said, size_t len)
+ * stopped cost one timeout together); once enough have answered, the
+ * others get until quick_ms at most (0: no such cut). want[i] stays set
+ * for those cut short, and those that answered are counted in *up. The
+ * first failure, with its detail in said, is *first. */
+static void open_pass(redislock_client *c, int *want, size_t enough,
+                      int64_t quick_ms, size_t *up, redislock_err *first,
+                      char *said, size_t len)
 {
     rl__pool_ask a[RL_MAX_QUORUM];
     redislock_err err;
@@ -87,13 +88,15 @@ static void open_pass(redislock_client *c, int *want, int64_t budget_ms,
             at[n] = (int)i;
             rl__pool_ping(&a[n++], &c->pools[i]);
         }
-    rl__pools_ask(a, n, budget_ms);
+    if (n == 0)
+        return;
+    rl__pools_ask(a, n, enough, quick_ms);
     for (i = 0; i < n; i++) {
         err = rl__pool_pinged(&a[i]);
-        want[at[i]] = err != REDISLOCK_OK;
+        want[at[i]] = a[i].cut;
         if (err == REDISLOCK_OK)
             ++*up;
-        else if (*first == REDISLOCK_OK) {
+        else if (*first == REDISLOCK_OK && !a[i].cut) {
             *first = err;
             snprintf(said, len, "%s", redislock_errdetail());
         }
@@ -102,28 +105,30 @@ static void open_pass(redislock_client *c, int *want, int64_t budget_ms,
 }
 
 /* Redlock tolerates a minority of servers down, from the start too: a
- * client is made when a majority answer. A first pass gives each server
- * what a round gives it for a lease of one command timeout (a tenth of
- * it, or server_timeout_ms), so a stopped server delays the client no
- * more than it delays such a round; only when that leaves no majority
- * (slow servers, a loaded machine) are the others given the pools' own
- * timeouts. The servers left out are connected to, and identified, by
- * the rounds (ident.h). */
+ * client is made when a majority answer. The servers are asked at once,
+ * each for the pools' own timeouts; once a majority has answered, the
+ * others get what a round gives a server for a lease of one command
+ * timeout (a tenth of it, or server_timeout_ms), so that a stopped
+ * server delays the client no more than it delays such a round, while a
+ * server down for good costs one connect timeout with no majority. Only
+ * when the majority's answers then fail their checks are those cut short
+ * asked again, for the pools' timeouts. The servers left out are
+ * connected to, and identified, by the rounds (ident.h). */
 static redislock_err check_majority(redislock_client *c)
 {
     int64_t quick =
         rl__client_server_timeout(c, c->pools[0].cfg.command_timeout_ms);
+    size_t need = c->npools / 2 + 1, i, up = 0;
     int want[RL_MAX_QUORUM];
     redislock_err first = REDISLOCK_OK;
     char said[256] = "";
-    size_t i, up = 0;
 
     for (i = 0; i < c->npools; i++)
         want[i] = 1;
-    open_pass(c, want, quick, &up, &first, said, sizeof said);
-    if (up < c->npools / 2 + 1)
-        open_pass(c, want, 0, &up, &first, said, sizeof said);
-    if (up >= c->npools / 2 + 1)
+    open_pass(c, want, need, quick, &up, &first, said, sizeof said);
+    if (up < need)
+        open_pass(c, want, 0, 0, &up, &first, said, sizeof said);
+    if (up >= need)
         return REDISLOCK_OK;
     /* Wrong passwords or rights, a replica, a server configured against
      * us: each says more than "no quorum". */
@@ -133,7 +138,7 @@ static redislock_err check_majority(redislock_client *c)
         return rl__err(first, "%s", said);
     return rl__err(REDISLOCK_ENOQUORUM,
                    "only %zu of %zu servers answered, %zu needed (%s)", up,
-                   c->npools, c->npools / 2 + 1, said);
+                   c->npools, need, said);
 }
 
 /* The ring over the servers' canonical names (see ident.h): clients

@@ -218,7 +218,7 @@ static redislock_err register_all(const rl__idset *s)
             for (k = 0; k < a[i].n; k++)
                 q[i].cmds[k] = a[i].cmds[k];
         }
-        rl__pools_ask(q, s->n, 0);
+        rl__pools_ask(q, s->n, 0, 0);
         for (i = 0; i < s->n && err == REDISLOCK_OK; i++)
             err = q[i].err != REDISLOCK_OK
                       ? rl__err(q[i].err, "%s", q[i].detail)
@@ -354,7 +354,7 @@ static redislock_err read_all(rl__idset *s)
     for (i = 0; i < s->n; i++)
         q[i] = (rl__pool_ask){
             .pool = &s->pools[i], .n = 1, .cmds = {{2, info, NULL}}};
-    rl__pools_ask(q, s->n, 0);
+    rl__pools_ask(q, s->n, 0, 0);
     for (i = 0; i < s->n && err == REDISLOCK_OK; i++) {
         if (q[i].err != REDISLOCK_OK) {
             err = rl__err(q[i].err, "%s", q[i].detail);

@@ -246,13 +246,11 @@ static void asked(void *arg, redislock_err err, const rl__reply *r)
         --*k->left;
 }
 
-/* Sends k's questions, on an idle connection of its pool or a new one
- * (each step of whose opening waits no longer than budget_ms when that
- * is positive), the WAITAOF guard's check first on a new one. */
-static void ask_send(rl__loop *lp, asking *k, int64_t budget_ms)
+/* Sends k's questions, on an idle connection of its pool or a new one,
+ * the WAITAOF guard's check first on a new one. */
+static void ask_send(rl__loop *lp, asking *k)
 {
     rl__pool *p = k->a->pool;
-    rl__conn_cfg cfg = p->cfg;
     rl__cmd cmds[3 + RL_ASK_MAX];
     redislock_err err = REDISLOCK_OK;
     int i;
@@ -260,11 +258,7 @@ static void ask_send(rl__loop *lp, asking *k, int64_t budget_ms)
     if ((k->conn = rl__pool_take(p)) != NULL) {
         err = rl__loop_adopt(lp, k->conn);
     } else {
-        if (budget_ms > 0 && budget_ms < cfg.connect_timeout_ms)
-            cfg.connect_timeout_ms = budget_ms;
-        if (budget_ms > 0 && budget_ms < cfg.command_timeout_ms)
-            cfg.command_timeout_ms = budget_ms;
-        err = rl__loop_connect(lp, &cfg, &k->conn);
+        err = rl__loop_connect(lp, &p->cfg, &k->conn);
         if (err == REDISLOCK_OK && (p->aof_local || p->aof_replicas))
             k->naof = aof_questions(p, cmds);
     }
@@ -287,13 +281,24 @@ static void ask_send(rl__loop *lp, asking *k, int64_t budget_ms)
 
 /* k's outcome: the guard's verdict, then the replies to a's questions
  * (the caller's to free); its connection back to the pool when it is
- * still good. */
-static void ask_end(rl__loop *lp, asking *k)
+ * still good and waits for nothing (one with a reply still to come, cut
+ * short or left by a failed loop, is closed with the loop). */
+static void ask_end(rl__loop *lp, asking *k, int64_t waited_ms)
 {
     rl__pool_ask *a = k->a;
     redislock_err err;
     int i;
 
+    if (k->got < k->want && a->err == REDISLOCK_OK) {
+        char d[128];
+
+        snprintf(d, sizeof d,
+                 "no answer in the %lld ms given once enough servers had "
+                 "answered",
+                 (long long)waited_ms);
+        a->cut = 1;
+        ask_failed(a, REDISLOCK_ETIMEDOUT, d);
+    }
     if (a->err == REDISLOCK_OK && k->naof > 0 &&
         (err = aof_verdict(a->pool, k->naof, k->r)) != REDISLOCK_OK)
         ask_failed(a, err, redislock_errdetail());
@@ -305,7 +310,7 @@ static void ask_end(rl__loop *lp, asking *k)
         else
             rl__reply_free(k->r[i]);
     }
-    if (k->conn == NULL)
+    if (k->conn == NULL || k->got < k->want)
         return;
     if (!rl__aconn_broken(k->conn)) {
         rl__loop_detach(lp, k->conn);
@@ -324,18 +329,39 @@ static void asks_failed(rl__pool_ask *asks, size_t n, redislock_err err)
         ask_failed(&asks[i], err, said);
 }
 
-void rl__pools_ask(rl__pool_ask *asks, size_t n, int64_t budget_ms)
+/* The private loop's timer at the end of the quick wait: its firing
+ * ends the round, so that the asks' loop looks again. */
+static void quick_over(rl__loop_timer *t)
+{
+    (void)t;
+}
+
+/* How many asks have all their replies and no failure. */
+static size_t answered(const asking *k, size_t n)
+{
+    size_t i, good = 0;
+
+    for (i = 0; i < n; i++)
+        good += k[i].got == k[i].want && k[i].a->err == REDISLOCK_OK;
+    return good;
+}
+
+void rl__pools_ask(rl__pool_ask *asks, size_t n, size_t enough,
+                   int64_t quick_ms)
 {
     rl__ploop *pl = NULL;
     rl__loop *lp = NULL;
     rl__loop_ops ops;
+    rl__loop_timer quick = {.fire = quick_over};
     asking *k;
     redislock_err err;
     int left = 0;
+    int64_t t0 = rl__now_us(), until = t0 + quick_ms * 1000;
     size_t i;
 
     for (i = 0; i < n; i++) {
         asks[i].err = REDISLOCK_OK;
+        asks[i].cut = 0;
         asks[i].detail[0] = '\0';
         memset(asks[i].r, 0, sizeof asks[i].r);
     }
@@ -351,15 +377,19 @@ void rl__pools_ask(rl__pool_ask *asks, size_t n, int64_t budget_ms)
         for (i = 0; i < n; i++) {
             k[i].a = &asks[i];
             k[i].left = &left;
-            ask_send(lp, &k[i], budget_ms);
+            ask_send(lp, &k[i]);
         }
+        if (enough > 0 && left > 0)
+            err = rl__loop_arm(lp, &quick, until);
         /* Every request has its deadline: this ends. */
-        while (left > 0 && err == REDISLOCK_OK)
+        while (left > 0 && err == REDISLOCK_OK &&
+               (enough == 0 || answered(k, n) < enough || rl__now_us() < until))
             err = rl__ploop_round(pl, NULL, NULL);
         if (err != REDISLOCK_OK)
             asks_failed(asks, n, err);
+        rl__loop_disarm(lp, &quick);
         for (i = 0; i < n; i++)
-            ask_end(lp, &k[i]);
+            ask_end(lp, &k[i], (rl__now_us() - t0) / 1000);
     }
     rl__loop_free(lp);
     rl__ploop_free(pl);
@@ -372,7 +402,7 @@ redislock_err rl__pool_command(rl__pool *p, int argc, const char **argv,
     rl__pool_ask a = {.pool = p, .n = 1, .cmds = {{argc, argv, NULL}}};
 
     *out = NULL;
-    rl__pools_ask(&a, 1, 0);
+    rl__pools_ask(&a, 1, 0, 0);
     if (a.err != REDISLOCK_OK) {
         rl__pool_ask_free(&a);
         return rl__err(a.err, "%s", a.detail);
@@ -550,7 +580,7 @@ redislock_err rl__pools_check(rl__pool *pools, size_t n)
         return rl__err(REDISLOCK_ENOMEM, "out of memory");
     for (i = 0; i < n; i++)
         rl__pool_ping(&a[i], &pools[i]);
-    rl__pools_ask(a, n, 0);
+    rl__pools_ask(a, n, 0, 0);
     for (i = 0; i < n && err == REDISLOCK_OK; i++)
         err = rl__pool_pinged(&a[i]);
     for (i = 0; i < n; i++)

@@ -76,18 +76,22 @@ typedef struct rl__pool_ask {
      * rl__pool_ask_free), or why not. */
     rl__reply *r[RL_ASK_MAX];
     redislock_err err;
+    int cut; /* not answered by when enough others had (ETIMEDOUT) */
     char detail[RL_POOL_DETAIL];
 } rl__pool_ask;
 
 /* Asks the n asks at once, on a private loop of their own (ploop.h), so
  * that servers down or stopped cost one timeout together rather than one
- * each; the opening of a new connection waits no longer than budget_ms
- * at a step when that is positive (a Redlock client's first pass must not
- * wait on a server that accepts connections but does not answer for the
- * command timeout). The connections then lie idle in their pools, for
- * the first private loop (rl__pool_take). Each ask's outcome is in it
- * (a failure of the loop itself is every unanswered ask's). */
-void rl__pools_ask(rl__pool_ask *asks, size_t n, int64_t budget_ms);
+ * each. With enough > 0, the wait ends once that many asks are answered
+ * without failure and quick_ms have passed since they were sent: those
+ * not answered by then fail with REDISLOCK_ETIMEDOUT, marked cut (a
+ * Redlock client's majority does not wait on the others for a command
+ * timeout, yet a slow majority is waited for). The connections then lie
+ * idle in their pools, for the first private loop (rl__pool_take). Each
+ * ask's outcome is in it (a failure of the loop itself is every
+ * unanswered ask's). */
+void rl__pools_ask(rl__pool_ask *asks, size_t n, size_t enough,
+                   int64_t quick_ms);
 
 void rl__pool_ask_free(rl__pool_ask *a);
 

@@ -793,6 +793,34 @@ void test_redlock_same_server_found_late_never_votes(void)
     th_servers_stop(&e);
 }
 
+/* Blackholed servers (th_blackhole: a connect that never completes),
+ * their URLs, and what to close after. */
+typedef struct holes {
+    int n, lfd[3], fill[3];
+    char url[3][64];
+} holes;
+
+static void holes_open(holes *h, int n)
+{
+    int i, port;
+
+    h->n = n;
+    for (i = 0; i < n; i++) {
+        ASSERT((h->lfd[i] = th_blackhole(&port, &h->fill[i])) >= 0);
+        snprintf(h->url[i], sizeof h->url[i], "redis://127.0.0.1:%d", port);
+    }
+}
+
+static void holes_close(holes *h)
+{
+    int i;
+
+    for (i = 0; i < h->n; i++) {
+        close(h->fill[i]);
+        close(h->lfd[i]);
+    }
+}
+
 /* Two of five servers blackholed (a connect never completes): their
  * connections are tried all at once, so a new client, and each acquire
  * (which tries to connect them again), costs one connect timeout, not
@@ -802,22 +830,18 @@ void test_redlock_blackholed_servers_connect_at_once(void)
     enum { CONNECT_MS = 700 };
     th_servers e = th_servers_start(3);
     const char *urls[5];
-    char bh[2][64];
-    int lfd[2], fill[2], port, i;
+    holes h;
     redislock_options co = {0};
     redislock_client *c = NULL;
     redislock_lock *l;
     redislock_acquire_options o = th_aopts(10000, 0, 0);
     int64_t t0, made, took;
 
-    for (i = 0; i < 2; i++) {
-        ASSERT((lfd[i] = th_blackhole(&port, &fill[i])) >= 0);
-        snprintf(bh[i], sizeof bh[i], "redis://127.0.0.1:%d", port);
-    }
+    holes_open(&h, 2);
     urls[0] = e.urls[0];
-    urls[1] = bh[0];
+    urls[1] = h.url[0];
     urls[2] = e.urls[1];
-    urls[3] = bh[1];
+    urls[3] = h.url[1];
     urls[4] = e.urls[2];
     co.connect_timeout_ms = CONNECT_MS;
     t0 = th_now_ms();
@@ -837,9 +861,66 @@ void test_redlock_blackholed_servers_connect_at_once(void)
     ASSERT_LT(took, CONNECT_MS * 3 / 2);
     redislock_lock_free(l);
     redislock_client_free(c);
-    for (i = 0; i < 2; i++) {
-        close(fill[i]);
-        close(lfd[i]);
-    }
+    holes_close(&h);
+    th_servers_stop(&e);
+}
+
+/* Three of five servers blackholed: no majority can answer, and a new
+ * client says so after one connect timeout. Until 2026-12-02 the client
+ * first gave every server a tenth of the command timeout, then asked the
+ * three again for a whole connect timeout: the two waits one after the
+ * other (CONNECT_MS + 300 ms here). Two of three stopped a while, so
+ * that the majority answers late, are still waited for. */
+void test_redlock_blackholed_majority_one_connect_timeout(void)
+{
+    enum { CONNECT_MS = 700, COMMAND_MS = 3000 };
+    th_servers e = th_servers_start(3);
+    const char *urls[5];
+    holes h;
+    redislock_options co = {0};
+    redislock_client *c = NULL;
+    redislock_err err;
+    pthread_t t;
+    int64_t t0, took;
+    int i;
+
+    holes_open(&h, 3);
+    urls[0] = e.urls[0];
+    urls[1] = h.url[0];
+    urls[2] = h.url[1];
+    urls[3] = e.urls[1];
+    urls[4] = h.url[2];
+    co.connect_timeout_ms = CONNECT_MS;
+    co.command_timeout_ms = COMMAND_MS;
+    t0 = th_now_ms();
+    err = redislock_client_new_redlock(&c, urls, 5, &co);
+    took = th_now_ms() - t0;
+    test_log("with 3 of 5 blackholed: %s after %lld ms (connect timeout "
+             "%d ms): %s",
+             redislock_errname(err), (long long)took, CONNECT_MS,
+             redislock_errdetail());
+    ASSERT_ERR(err, REDISLOCK_ENOQUORUM);
+    ASSERT(c == NULL);
+    ASSERT(strstr(redislock_errdetail(), "only 2 of 5") != NULL);
+    ASSERT_GE(took, CONNECT_MS - 10);
+    /* The quick pass first would take CONNECT_MS + 300. */
+    ASSERT_LT(took, CONNECT_MS + 200);
+    holes_close(&h);
+
+    /* Two of three stopped for 1.5 s, past the quick 300 ms: the client
+     * waits for them (the pools' timeouts), and is made. */
+    for (i = 0; i < 3; i++)
+        urls[i] = e.urls[i];
+    th_server_pause(e.s[0]);
+    th_server_pause(e.s[2]);
+    ASSERT_EQ_INT(pthread_create(&t, NULL, resume_later, &e), 0);
+    t0 = th_now_ms();
+    ASSERT_OK(redislock_client_new_redlock(&c, urls, 3, &co));
+    took = th_now_ms() - t0;
+    th_join_within(t, 3000);
+    test_log("two of three stopped for 1.5 s: made in %lld ms",
+             (long long)took);
+    ASSERT_GE(took, 1400);
+    redislock_client_free(c);
     th_servers_stop(&e);
 }
