@@ -126,6 +126,7 @@ TEST_ENTRY(watchdog_max_hold_cap, 30)
 TEST_ENTRY(watchdog_validity_after_acquire, 30)
 TEST_ENTRY(watchdog_one_thread_many_locks, 30)
 TEST_ENTRY(watchdog_no_renewal_past_validity, 30)
+TEST_ENTRY(watchdog_slow_link_keeps_validity, 30)
 
 TEST_ENTRY(renew_by_node_few_requests, 60)
 TEST_ENTRY(renew_by_node_each_answer, 30)

@@ -1238,7 +1238,7 @@ static void lwatch_done(void *arg, redislock_err err, const rl__reply *r)
     }
     err = guard_outcome(l, &w->gq, extend_outcome(l, err, r), "extend");
     rl__lock_renewed(l, err, w->sent_us);
-    lwatch_next(w, rl__watch_after(l->watch, err));
+    lwatch_next(w, rl__watch_after(l->watch, err, w->sent_us));
 }
 
 /* A renewal's round: the majority decides. */
@@ -1255,7 +1255,7 @@ static void lwatch_round_done(round *rd)
     err = l->algo->round_owner(l, &rl__script_extend, ttl, &rd->r, w->sent_us,
                                &n);
     rl__lock_renewed(l, err, w->sent_us);
-    lwatch_next(w, rl__watch_after(l->watch, err));
+    lwatch_next(w, rl__watch_after(l->watch, err, w->sent_us));
 }
 
 /* A renewal of a set's groups is answered. */
@@ -1266,7 +1266,7 @@ static void lwatch_group_done(void *arg, redislock_err err, long long n)
     (void)n;
     w->grp = NULL;
     rl__lock_renewed(w->l, err, w->sent_us);
-    lwatch_next(w, rl__watch_after(w->l->watch, err));
+    lwatch_next(w, rl__watch_after(w->l->watch, err, w->sent_us));
 }
 
 /* Renewals by node: a renewal that comes due takes along the other locks
@@ -1369,7 +1369,7 @@ static void batch_done(void *arg, redislock_err err, const rl__reply *r)
             e = extend_outcome(l, e, rl__renew_answer(r, i));
         e = guard_outcome(l, &b->gq, e, "extend");
         rl__lock_renewed(l, e, b->sent_us);
-        lwatch_next(w, rl__watch_after(l->watch, e));
+        lwatch_next(w, rl__watch_after(l->watch, e, b->sent_us));
     }
     free(b);
 }
@@ -1475,12 +1475,12 @@ static void lwatch_send_one(lwatch *w, node *n)
         return;
     }
     rl__lock_renewed(l, err, w->sent_us);
-    lwatch_next(w, rl__watch_after(l->watch, err));
+    lwatch_next(w, rl__watch_after(l->watch, err, w->sent_us));
 }
 
 /* A renewal is due: sent on the node's request connection (with the
  * node's others due soon), to every server, or to a set's groups (the
- * same decisions as the watchdog thread's: caps, retries, the loss). */
+ * same decisions as the keeper's: caps, retries, the loss). */
 static void lwatch_fire(rl__loop_timer *lt)
 {
     lwatch *w = (lwatch *)lt;
@@ -1508,7 +1508,7 @@ static void lwatch_fire(rl__loop_timer *lt)
         }
         w->sent_us = rl__now_us();
         rl__lock_renewed(l, err, w->sent_us);
-        lwatch_next(w, rl__watch_after(l->watch, err));
+        lwatch_next(w, rl__watch_after(l->watch, err, w->sent_us));
         return;
     }
     /* Redlock's round, or a set's groups: one lock's renewal each. */
@@ -1527,7 +1527,7 @@ static void lwatch_fire(rl__loop_timer *lt)
     }
     /* Not sent (no connection): as a failed renewal. */
     rl__lock_renewed(l, err, w->sent_us);
-    lwatch_next(w, rl__watch_after(l->watch, err));
+    lwatch_next(w, rl__watch_after(l->watch, err, w->sent_us));
 }
 
 /* Renewals of l (its watch made) on this loop, from its watch's due time. */

@@ -62,7 +62,7 @@ static redislock_err failed_loss(const struct rl__watch *w)
                    redislock_errname(w->failed), w->failed_why);
 }
 
-rl__renew_step rl__watch_after(rl__watch *w, redislock_err err)
+rl__renew_step rl__watch_after(rl__watch *w, redislock_err err, int64_t sent_us)
 {
     redislock_lock *l = w->lock;
     int64_t now = rl__now_us(), valid;
@@ -71,7 +71,12 @@ rl__renew_step rl__watch_after(rl__watch *w, redislock_err err)
     w->failed = err;
     if (err == REDISLOCK_OK) {
         w->renewals++;
-        w->next_us = now + period;
+        /* A period after the renewal was sent, not after its reply: the
+         * validity counts from the sending, and a reply that took a
+         * third of the TTL (a slow link, a loaded server or client)
+         * would leave the next renewal due after the validity ran out,
+         * the holder's redislock_valid_ms() at 0 until its reply. */
+        w->next_us = sent_us + period > now ? sent_us + period : now;
         return w->oneshot ? RL_RENEW_DROP : RL_RENEW_KEEP;
     }
     if (err == REDISLOCK_EEXPIRED || err == REDISLOCK_ELOST) {

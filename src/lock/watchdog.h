@@ -38,14 +38,16 @@ redislock_err rl__watch_start(const rl__lease *lease, redislock_lock *l,
                               rl__watch **out);
 
 /* Its driver, at rl__watch_due, calls rl__watch_before, and on
- * RL_RENEW_SEND sends the renewal itself and gives its outcome to
- * rl__watch_after. KEEP: the next renewal is due at rl__watch_due; DROP:
- * the watch is over (a loss was reported, or a one-shot is done). */
+ * RL_RENEW_SEND sends the renewal itself and gives its outcome, with
+ * when it was sent, to rl__watch_after. KEEP: the next renewal is due at
+ * rl__watch_due; DROP: the watch is over (a loss was reported, or a
+ * one-shot is done). */
 typedef enum { RL_RENEW_SEND, RL_RENEW_KEEP, RL_RENEW_DROP } rl__renew_step;
 
 int64_t rl__watch_due(const rl__watch *w);
 rl__renew_step rl__watch_before(rl__watch *w);
-rl__renew_step rl__watch_after(rl__watch *w, redislock_err err);
+rl__renew_step rl__watch_after(rl__watch *w, redislock_err err,
+                               int64_t sent_us);
 
 /* Frees a watch its driver no longer drives. NULL is a no-op. */
 void rl__watch_stop(rl__watch *w);

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "harness/fixture.h"
+#include "harness/proxy.h"
 #include "harness/server.h"
 #include "harness/util.h"
 #include "test.h"
@@ -753,5 +754,64 @@ void test_watchdog_no_renewal_past_validity(void)
     redislock_lock_free(a);
     redislock_lock_free(b);
     env_stop(&e);
+    lost_log_fini(&g);
+}
+
+/* Renewals over a slow link keep the validity from running out: each
+ * renewal is due a period after the previous one was sent, not after its
+ * reply. Through a proxy that holds every request for 500 ms, a watched
+ * lock of TTL 1200 ms (period 400, validity 1186 ms from a sending) is
+ * renewed as each reply comes, and redislock_valid_ms() is lowest, about
+ * 1186 - 2 x 500 ms, just before a reply. Timed from the reply (as
+ * before 2026-12-02), the renewal went 400 ms after a reply that came
+ * 500 ms after the sending, its own reply 500 ms later still: the
+ * validity ran out for about 200 ms of every 900 though the server's
+ * lease never did. */
+void test_watchdog_slow_link_keeps_validity(void)
+{
+    th_server *s = th_server_start(NULL);
+    redisContext *r = th_server_redis(s);
+    th_proxy *p = th_proxy_start(s->port);
+    redislock_options co = {0};
+    redislock_acquire_options o = watched(1200, NULL);
+    redislock_client *c;
+    redislock_lock *l;
+    lost_log g;
+    char url[64];
+    int64_t t0, v, low = INT64_MAX;
+    int samples = 0;
+
+    lost_log_init(&g);
+    o.on_lost = on_lost;
+    o.on_lost_arg = &g;
+    snprintf(url, sizeof url, "redis://127.0.0.1:%d", th_proxy_port(p));
+    co.command_timeout_ms = 3000;
+    c = th_client_url(url, &co);
+    l = th_lock(c, "wd:slow");
+    /* Every script loaded before the delay (the extend too: where the
+     * scripts are sent one by one, a renewal's NOSCRIPT and the script
+     * sent again cost another 500 ms through the proxy): one request a
+     * renewal. */
+    warm_scripts(c);
+    th_proxy_set_delay(p, 500);
+    ASSERT_OK(redislock_acquire(l, &o));
+    t0 = th_now_ms();
+    while (th_now_ms() - t0 < 4000) {
+        v = redislock_valid_ms(l);
+        if (v < low)
+            low = v;
+        samples++;
+        th_sleep_ms(5);
+    }
+    test_log("valid_ms over 4 s (%d samples): lowest %lld; losses %d", samples,
+             (long long)low, lost_calls(&g, 0));
+    ASSERT_EQ_INT(lost_calls(&g, 0), 0);
+    ASSERT_GE(low, 50);
+    ASSERT_OK(redislock_release(l));
+    redislock_lock_free(l);
+    redislock_client_free(c);
+    th_proxy_stop(p);
+    redisFree(r);
+    th_server_stop(s);
     lost_log_fini(&g);
 }
