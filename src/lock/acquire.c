@@ -469,7 +469,7 @@ static redislock_err setup(redislock_lock *l,
      * (rl__lock_native_release). */
     a->native = !a->rich && !o->shared && o->limit == 0 && !o->fair &&
                 l->nmore == 0 && l->spread == NULL &&
-                rl__topo_native(rl__client_topo(l->client));
+                rl__topo_native(rl__client_topo(l->client), l->key, l->keylen);
     if (o->owner != NULL) {
         a->id = o->owner;
     } else if (a->rich) {

@@ -538,6 +538,42 @@ static redislock_err gate_judge(void *arg, const rl__admit_ask *a,
     return REDISLOCK_OK;
 }
 
+/* A probed node's admission (rl__pool_probe): HELLO until one
+ * connection has had its answer. */
+static redislock_err probe_ask(void *arg, rl__admit_ask *a)
+{
+    rl__pool *p = arg;
+
+    pthread_mutex_lock(&p->mu);
+    a->n = p->checked ? 0 : 1;
+    pthread_mutex_unlock(&p->mu);
+    a->mark = 0;
+    a->cmds[0] = (rl__cmd){1, hellov, NULL};
+    return REDISLOCK_OK;
+}
+
+/* Whatever HELLO answered (an error from a server without it: no native
+ * commands) admits the connection. */
+static redislock_err probe_judge(void *arg, const rl__admit_ask *a,
+                                 rl__reply *const *r)
+{
+    rl__pool *p = arg;
+
+    if (a->n == 0)
+        return REDISLOCK_OK;
+    note_caps(p, r[0]);
+    pthread_mutex_lock(&p->mu);
+    p->checked = 1;
+    pthread_mutex_unlock(&p->mu);
+    return REDISLOCK_OK;
+}
+
+void rl__pool_probe(rl__pool *p)
+{
+    p->gate = (rl__admit){probe_ask, probe_judge, p};
+    p->cfg.admit = &p->gate;
+}
+
 void rl__pool_lazy(rl__pool *p)
 {
     p->lazy = 1;

@@ -40,7 +40,8 @@ typedef struct rl__pool {
      * rl__conn_cfg.fn). */
     int fn;
     /* Its native compare-and-delete (cfg.caps points here; see
-     * rl__conn_cfg.caps), from the checks' HELLO. */
+     * rl__conn_cfg.caps), from the checks' HELLO, or the probe's
+     * (rl__pool_probe). */
     int caps;
 } rl__pool;
 
@@ -119,6 +120,12 @@ void rl__pool_lazy(rl__pool *p);
 /* New connections to p are admitted by admit (ident.h): directly, or on
  * a lazy node behind its checks. */
 void rl__pool_admit_by(rl__pool *p, const rl__admit *admit);
+
+/* Makes p a node a topology found (a cluster's, a Sentinel master's),
+ * before it is used: its first connection asks HELLO alone, for the
+ * native commands the node offers (caps); any answer admits it, and the
+ * connections after it ask nothing. */
+void rl__pool_probe(rl__pool *p);
 
 /* An idle connection that is still good, for a private loop to adopt
  * (rl__loop_adopt), or NULL. */

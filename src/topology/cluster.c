@@ -157,6 +157,7 @@ static int node_index(rl__cluster *cl, const char *host, int port)
         free(p);
         return -1;
     }
+    rl__pool_probe(p);
     cl->nodes[cl->nnodes] = p;
     return (int)cl->nnodes++;
 }

@@ -79,6 +79,7 @@ static redislock_err node_at(rl__sentinel *s, const char *host, int port,
         free(p);
         return err;
     }
+    rl__pool_probe(p);
     *out = s->nodes[s->nnodes++] = p;
     return REDISLOCK_OK;
 }

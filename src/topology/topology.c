@@ -56,12 +56,16 @@ unsigned long rl__topo_place(rl__topo *t, const void *key, size_t len)
     return 0;
 }
 
-int rl__topo_native(const rl__topo *t)
+int rl__topo_native(rl__topo *t, const void *key, size_t len)
 {
+    rl__pool *p;
     size_t i;
 
+    /* The key's node now: a later one (a failover, a slot moved) that
+     * has no native command gets the script from the request layer. */
     if (t->kind == RL_TOPO_CLUSTER || t->kind == RL_TOPO_SENTINEL)
-        return 0;
+        return (p = rl__topo_node_now(t, key, len)) != NULL &&
+               __atomic_load_n(&p->caps, __ATOMIC_RELAXED) > 0;
     for (i = 0; i < t->npools; i++)
         if (__atomic_load_n(&t->pools[i].caps, __ATOMIC_RELAXED) > 0)
             return 1;

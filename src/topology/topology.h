@@ -64,24 +64,25 @@ int rl__topo_same_slot(const rl__topo *t, const void *a, size_t alen,
  * channel (SSUBSCRIBE, SPUBLISH). */
 int rl__topo_cluster(const rl__topo *t);
 
-/* Whether some node of t offers a native compare-and-delete for a
- * release (rl__conn_cfg.caps): learnt from the HELLO of the checks of
- * a client with its servers listed (one, sharded, a Redlock quorum); a
- * cluster's and a Sentinel master's nodes are not asked (0). */
-int rl__topo_native(const rl__topo *t);
+/* Whether a release of key may go as a native compare-and-delete
+ * (rl__conn_cfg.caps): some node of a client with its servers listed
+ * (one, sharded, a Redlock quorum) offers one, learnt from its checks'
+ * HELLO; in a cluster or behind Sentinel, the key's node now does,
+ * learnt from its first connection's (rl__pool_probe). */
+int rl__topo_native(rl__topo *t, const void *key, size_t len);
 
 /* Whether a key's node can change from one request to the next (a
  * cluster's resharding or failover, a Sentinel failover): a request then
  * goes through the topology, which follows the change, rather than
- * behind a blocking call on a connection of the waiter's (wait.c). */
+ * behind a blocking call on a connection of the waiter's (BLPOP). */
 int rl__topo_moves(const rl__topo *t);
 
 /* Whether a blocking call on a connection of its own (BLPOP) that ended
  * in err, or with reply r, met a change of the key's node: a cluster's
  * redirection, refusal or lost connection; a Sentinel master's lost
  * connection or READONLY; either's -UNBLOCKED, which a master turned
- * replica answers a blocked client. The caller then opens a new connection to
- * rl__topo_node. */
+ * replica answers a blocked client. The caller then blocks on a new
+ * connection, to the key's node now (rl__topo_node_now). */
 int rl__topo_moved(const rl__topo *t, redislock_err err, const rl__reply *r);
 
 /* How long a caller that may wait (an acquire with time left) pauses

@@ -446,6 +446,14 @@ int th_value_is_token(const char *value, const char *token)
             strcmp(value + n, "+w") == 0);
 }
 
+void th_assert_value_is_token_at_(const char *file, int line, const char *value,
+                                  const char *token)
+{
+    if (value == NULL || token == NULL || !th_value_is_token(value, token))
+        test_fail_(file, line, "the key holds \"%s\", not the token \"%s\"",
+                   value ? value : "(nil)", token ? token : "(nil)");
+}
+
 int th_cmp_i64(const void *a, const void *b)
 {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;

@@ -49,6 +49,12 @@ int th_cmp_i64(const void *a, const void *b);
  * rl_mark_holder in lua/lib.lua). */
 int th_value_is_token(const char *value, const char *token);
 
+/* Asserts th_value_is_token(value, token), naming both when it fails. */
+#define ASSERT_VALUE_IS_TOKEN(value, token)                                    \
+    th_assert_value_is_token_at_(__FILE__, __LINE__, value, token)
+void th_assert_value_is_token_at_(const char *file, int line, const char *value,
+                                  const char *token);
+
 /* $TMPDIR when set and short enough for a unix socket path, else /tmp. */
 const char *th_tmpdir(void);
 

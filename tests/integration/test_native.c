@@ -15,7 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness/cluster.h"
 #include "harness/fixture.h"
+#include "harness/sentinel.h"
 #include "harness/server.h"
 #include "harness/util.h"
 #include "test.h"
@@ -108,6 +110,58 @@ void test_native_release_uncontended(void)
     ASSERT_EQ_INT(th_script_calls(e.r) - s0, cmd ? 3 : 6);
     ASSERT_EQ_INT(native_calls(e.r, cmd) - n0, cmd ? 3 : 0);
     th_env_stop(&e);
+}
+
+/* Three uncontended cycles of key on c, whose master r is: the path that
+ * master's commands call for (test_native_release_uncontended's). */
+static void cycles_on(redislock_client *c, redisContext *r, const char *key)
+{
+    const char *cmd = native_cmd(r);
+    char tok[128];
+    long long s0, n0;
+    int i;
+
+    /* The first lock of a client learns the node's commands (HELLO). */
+    cycle(c, "nt:warm", tok, sizeof tok);
+    s0 = th_script_calls(r);
+    n0 = native_calls(r, cmd);
+    for (i = 0; i < 3; i++) {
+        cycle(c, key, tok, sizeof tok);
+        ASSERT_EQ_INT(strncmp(tok, cmd ? "rl2-" : "rl1-", 4), 0);
+        ASSERT_EQ_INT(th_cmd_int(r, "EXISTS %s", key), 0);
+    }
+    test_log("3 cycles: %lld scripts, %lld native releases",
+             th_script_calls(r) - s0, native_calls(r, cmd) - n0);
+    ASSERT_EQ_INT(th_script_calls(r) - s0, cmd ? 3 : 6);
+    ASSERT_EQ_INT(native_calls(r, cmd) - n0, cmd ? 3 : 0);
+}
+
+/* The same through a Redis Cluster client: the slot's master is asked
+ * for its commands by its first connection (HELLO). */
+void test_native_release_cluster(void)
+{
+    th_cluster *tc = th_cluster_start(1, 0);
+    redisContext *r = th_cluster_redis(tc, 0);
+    redislock_client *c = NULL;
+
+    ASSERT_OK(redislock_client_new_cluster(&c, tc->seeds, (size_t)tc->n, NULL));
+    cycles_on(c, r, "nt:cl");
+    redislock_client_free(c);
+    redisFree(r);
+    th_cluster_stop(tc);
+}
+
+/* And through Sentinel: the master the sentinels name. */
+void test_native_release_sentinel(void)
+{
+    th_sentinels *t = th_sentinels_start(NULL);
+    redisContext *r = th_sentinels_node_redis(t, 0);
+    redislock_client *c = th_client_url(t->url, NULL);
+
+    cycles_on(c, r, "nt:sn");
+    redislock_client_free(c);
+    redisFree(r);
+    th_sentinels_stop(t);
 }
 
 /*

@@ -57,7 +57,7 @@ void test_sentinel_discovers_master(void)
 
     ASSERT_OK(redislock_acquire(l, &o));
     v = on_node(t, 0, "sn:a");
-    ASSERT_EQ_STR(v, redislock_token(l));
+    ASSERT_VALUE_IS_TOKEN(v, redislock_token(l));
     free(v);
     ASSERT_OK(redislock_inspect(l, &info));
     ASSERT_EQ_INT(info.held, 1);
@@ -129,7 +129,7 @@ void test_sentinel_follows_failover(void)
     ASSERT_EQ_INT(old, 0);
     failed_over = th_sentinels_wait_failover(t, old, FAILOVER_MS);
     v = on_node(t, 1, "sf:held");
-    ASSERT_EQ_STR(v, redislock_token(l));
+    ASSERT_VALUE_IS_TOKEN(v, redislock_token(l));
     free(v);
     /* The holder's release goes to the new master and wakes the
      * waiter. */
@@ -137,21 +137,21 @@ void test_sentinel_follows_failover(void)
     released = th_now_ms() - killed;
     th_waiter_join_ok(&w, 10000);
     v = on_node(t, 1, "sf:held");
-    ASSERT_EQ_STR(v, w.token);
+    ASSERT_VALUE_IS_TOKEN(v, w.token);
     free(v);
     ASSERT_OK(redislock_release(w.l));
     n = th_lock(wc, "sf:new");
     ASSERT_OK(redislock_acquire(n, &o));
     fresh = th_now_ms() - killed;
     v = on_node(t, 1, "sf:new");
-    ASSERT_EQ_STR(v, redislock_token(n));
+    ASSERT_VALUE_IS_TOKEN(v, redislock_token(n));
     free(v);
     ASSERT_OK(redislock_release(n));
     /* Renewed at the new master within a renewal period (8 s / 3). */
     th_sleep_ms(3000);
     ASSERT_OK(redislock_check(dog));
     v = on_node(t, 1, "sf:dog");
-    ASSERT_EQ_STR(v, redislock_token(dog));
+    ASSERT_VALUE_IS_TOKEN(v, redislock_token(dog));
     free(v);
     {
         redisContext *r = th_sentinels_node_redis(t, 1);
@@ -487,7 +487,7 @@ void test_sentinel_readonly_followed(void)
     free(v);
     ASSERT_OK(redislock_acquire(l, &o));
     v = on_node(t, 1, "sr:a");
-    ASSERT_EQ_STR(v, redislock_token(l));
+    ASSERT_VALUE_IS_TOKEN(v, redislock_token(l));
     free(v);
     ASSERT_OK(redislock_release(l));
     redislock_lock_free(l);
@@ -540,7 +540,7 @@ void test_sentinel_waiter_waits_through_failover(void)
     test_log("the waiter got the lock %lld ms after the kill",
              (long long)(w.done_us / 1000 - killed));
     v = on_node(t, 1, "sw:held");
-    ASSERT_EQ_STR(v, w.token);
+    ASSERT_VALUE_IS_TOKEN(v, w.token);
     free(v);
     ASSERT_OK(redislock_release(w.l));
     redislock_lock_free(w.l);
@@ -595,7 +595,7 @@ void test_sentinel_waiter_waits_through_lost_reply(void)
     test_log("lost replies waited on: %d", atomic_load(&lost));
     ASSERT_GT(atomic_load(&lost), 0);
     v = on_node(t, 1, "sl:lock");
-    ASSERT_EQ_STR(v, w.token);
+    ASSERT_VALUE_IS_TOKEN(v, w.token);
     free(v);
     ASSERT_OK(redislock_release(w.l));
     redislock_lock_free(w.l);
@@ -652,7 +652,7 @@ void test_sentinel_renewal_follows_switch(void)
         /* No false loss: the lease renewed at the new master. */
         ASSERT_OK(redislock_check(h));
         v = on_node(t, 1, "ss:k");
-        ASSERT_EQ_STR(v, redislock_token(h));
+        ASSERT_VALUE_IS_TOKEN(v, redislock_token(h));
         free(v);
         ASSERT_OK(redislock_release(h));
     }
