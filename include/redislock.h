@@ -370,7 +370,9 @@ redislock_client_new_sharded(redislock_client **out, const char *const *urls,
  * grant it and validity remains: TTL minus the time the round took minus
  * the drift allowance. A failed round is undone on every server, answered
  * or not, before the next. Too few servers answering to decide is
- * REDISLOCK_ENOQUORUM; a majority's refusal is REDISLOCK_EHELD. Extend
+ * REDISLOCK_ENOQUORUM; a majority's refusal is REDISLOCK_EHELD. An
+ * acquire that waits tries again after either (the round was undone)
+ * while its wait lasts and a majority still accepts connections. Extend
  * counts only with a majority within the validity; release goes to all.
  * Fair mode and redislock_fenced_set are single-server features
  * (REDISLOCK_EINVAL here).

@@ -360,6 +360,34 @@ static int lost_goes_on(redislock_lock *l, rl__acq *a, int64_t *pause)
     return 1;
 }
 
+/* After a failed round of an algorithm that undoes it everywhere and
+ * takes a fresh token for the next (Redlock): whether the wait goes on,
+ * the pause in *pause. Too few servers answering in time (ENOQUORUM), or
+ * a majority's answer too late to leave validity (ETIMEDOUT), says no
+ * more about the next round than a refusal does while a majority of the
+ * servers is still there to answer (a loaded or paused server answers
+ * late): a waiter with time left tries again, ending with the last
+ * round's error only when its wait does. A majority that refuses
+ * connections is down: that fails at once, as without a wait. */
+static int round_goes_on(redislock_lock *l, rl__acq *a, redislock_err err,
+                         int64_t *pause)
+{
+    redislock_err oc[RL_MAX_QUORUM];
+    size_t n, i, there = 0;
+    int64_t now = rl__now_ms();
+
+    if (!l->algo->fresh_token || !a->waits || now >= a->deadline_ms ||
+        (err != REDISLOCK_ENOQUORUM && !lost_reply(err)))
+        return 0;
+    n = redislock_outcomes(l, oc, RL_MAX_QUORUM);
+    for (i = 0; i < n; i++)
+        there += oc[i] != REDISLOCK_ECONNECT;
+    if (there < RL_QUORUM(n))
+        return 0;
+    *pause = next_pause(l, a, a->tries, now, a->deadline_ms);
+    return *pause >= 0;
+}
+
 /* After an attempt that came back with *err: RL_NEXT_DONE with *err the
  * call's outcome (REDISLOCK_OK: taken; an attempt whose reply was lost
  * is abandoned), or RL_NEXT_PAUSE with the pause in *pause. */
@@ -375,6 +403,14 @@ rl__next rl__acq_after_attempt(redislock_lock *l, rl__acq *a,
     if (*err == REDISLOCK_OK)
         a->queued = 0;
     if (*err != REDISLOCK_EHELD && failover_pause(l, a, *err, pause)) {
+        rl__lock_event(l, (redislock_event){.kind = REDISLOCK_EVENT_RETRY,
+                                            .err = *err,
+                                            .attempts = a->tries,
+                                            .ms = *pause});
+        return RL_NEXT_PAUSE;
+    }
+    if (*err != REDISLOCK_EHELD && *err != REDISLOCK_OK &&
+        round_goes_on(l, a, *err, pause)) {
         rl__lock_event(l, (redislock_event){.kind = REDISLOCK_EVENT_RETRY,
                                             .err = *err,
                                             .attempts = a->tries,

@@ -5,6 +5,7 @@
  * see, not what the library believes.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -311,6 +312,64 @@ void test_redlock_stopped_server_bounded(void)
      * none of it may stay held. */
     ASSERT(th_wait_key_gone(e.r[1], KEY, strlen(KEY), 5000));
     redislock_lock_free(l);
+    redislock_client_free(c);
+    th_servers_stop(&e);
+}
+
+static void *resume_later(void *arg)
+{
+    th_servers *e = arg;
+
+    th_sleep_ms(1500);
+    th_server_resume(e->s[0]);
+    th_server_resume(e->s[2]);
+    return NULL;
+}
+
+/* A majority stopped (alive, not answering) for a moment: a round then
+ * fails with ENOQUORUM, which ends an acquire that does not wait, but a
+ * waiter with time left tries again and takes the lock once they answer
+ * (a loaded server, or one paused, answers late; it is not down). */
+void test_redlock_waiter_outlasts_stopped_majority(void)
+{
+    th_servers e = th_servers_start(3);
+    redislock_options co = {0};
+    redislock_client *c;
+    redislock_lock *l, *w;
+    redislock_acquire_options now = th_aopts(5000, 0, 0);
+    redislock_acquire_options wo = th_aopts(5000, 8000, 0);
+    redislock_err out[MAXN];
+    pthread_t t;
+    int64_t t0, took;
+    int i;
+
+    co.server_timeout_ms = 100;
+    c = redlock(&e, &co);
+    l = th_lock(c, KEY);
+    w = th_lock(c, KEY);
+    th_server_pause(e.s[0]);
+    th_server_pause(e.s[2]);
+    ASSERT_ERR(redislock_acquire(l, &now), REDISLOCK_ENOQUORUM);
+    redislock_outcomes(l, out, MAXN);
+    ASSERT_EQ_INT(out[0], REDISLOCK_ETIMEDOUT);
+    ASSERT_EQ_INT(out[2], REDISLOCK_ETIMEDOUT);
+    /* Resumed 1.5 s on: the waiter's first rounds all time out. */
+    ASSERT_EQ_INT(pthread_create(&t, NULL, resume_later, &e), 0);
+    t0 = th_now_ms();
+    ASSERT_OK(redislock_acquire(w, &wo));
+    took = th_now_ms() - t0;
+    test_log("majority stopped for 1.5 s: the waiter took the lock after "
+             "%lld ms",
+             (long long)took);
+    ASSERT_GE(took, 1000);
+    th_join_within(t, 3000);
+    ASSERT_GT(redislock_valid_ms(w), 0);
+    for (i = 0; i < 3; i++)
+        ASSERT_KEY(e.r[i], KEY, redislock_token(w));
+    ASSERT_OK(redislock_release(w));
+    ASSERT_EQ_INT(holders(&e, KEY), 0);
+    redislock_lock_free(l);
+    redislock_lock_free(w);
     redislock_client_free(c);
     th_servers_stop(&e);
 }
