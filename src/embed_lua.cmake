@@ -36,6 +36,24 @@ function(rl_roles out n layout allowed name)
     set(${n} ${_k} PARENT_SCOPE)
 endfunction()
 
+# rl_role_fields(OUT LAYOUT FIRST KEYS): OUT gets a Lua table's fields
+# numbering LAYOUT's roles from FIRST: "lock = KEYS[1], fence = KEYS[2], "
+# with KEYS set to KEYS, "lock = 0, fence = 1, " with it empty.
+function(rl_role_fields out layout first keys)
+    string(REPLACE " " ";" _l "${layout}")
+    set(_t "")
+    set(_i ${first})
+    foreach(_role ${_l})
+        if(keys)
+            string(APPEND _t "${_role} = ${keys}[${_i}], ")
+        else()
+            string(APPEND _t "${_role} = ${_i}, ")
+        endif()
+        math(EXPR _i "${_i} + 1")
+    endforeach()
+    set(${out} "${_t}" PARENT_SCOPE)
+endfunction()
+
 set(_each_ok "lock|fence|waiting|wake|rwake|q|ws|seq")
 foreach(_name ${NAMES})
     file(READ ${DIR}/${_name}.lua _body)
@@ -46,13 +64,7 @@ foreach(_name ${NAMES})
     if(_ncalls EQUAL 1)
         string(REGEX REPLACE "rl_keys\\('([a-z ]*)'\\)" "\\1" _layout "${_calls}")
         rl_roles(_roles _nroles "${_layout}" "${_each_ok}|void" ${_name})
-        string(REPLACE " " ";" _layout "${_layout}")
-        set(_table "")
-        set(_i 0)
-        foreach(_role ${_layout})
-            math(EXPR _i "${_i} + 1")
-            string(APPEND _table "${_role} = KEYS[${_i}], ")
-        endforeach()
+        rl_role_fields(_table "${_layout}" 1 KEYS)
         # The same table, written out: no parsing of the layout each time
         # the script runs (rl_keys stays in lib.lua for the raw sources).
         string(REPLACE "${_calls}" "{${_table}}" _body "${_body}")
@@ -78,6 +90,17 @@ foreach(_name ${NAMES})
         endif()
         # A further lock has no void key: the request's is the first's.
         rl_roles(_each_roles _neach "${_elayout}" "${_each_ok}" ${_name})
+        # The first lock's keys of each role sit where a further lock's
+        # do (lib.lua's rl_set_key): its layout starts with these roles.
+        if(_first GREATER 0)
+            string(FIND "${_layout} " "${_elayout} " _at)
+            if(NOT _at EQUAL 0)
+                message(FATAL_ERROR "${_name}.lua: rl_keys must start with rl_keys_each's roles")
+            endif()
+        endif()
+        # Written out as rl_set_of's arguments: no parsing each call.
+        rl_role_fields(_fields "${_elayout}" 0 "")
+        string(REPLACE "${_each}" "rl_set_of(${_first}, {${_fields}}, ${_neach})" _body "${_body}")
         string(APPEND _c "static const unsigned char rl__each_${_name}[] = {${_each_roles}};\n")
         set(_eachv "rl__each_${_name}")
     elseif(_neach_calls EQUAL 0)

@@ -8,11 +8,11 @@
 -- ms, ARGV[3] the request's id.
 -- Returns the number of keys freed.
 local K = rl_keys('lock fence q ws waiting wake rwake void')
-local L = rl_keys_each(8, 'lock fence q ws waiting wake rwake')
+local S = rl_keys_each(8, 'lock fence q ws waiting wake rwake')
 local n = 0
 redis.call('SET', K.void, '1', 'PX', ARGV[2])
-table.insert(L, 1, K)
-for _, x in ipairs(L) do
+for i = 1, S.n do
+    local x = rl_set_lock(S, i)
     if redis.pcall('GET', x.lock) == ARGV[1] then
         redis.call('DEL', x.lock)
         rl_handoff(x, false, {kind = 'none', held = 0})

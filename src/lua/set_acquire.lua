@@ -12,37 +12,45 @@
 -- waiting marker is set (as acquire.lua's) so that its release wakes the
 -- caller, which waits behind that key (wakes: rl_wakes).
 local K = rl_keys('lock fence waiting void')
-local L = rl_keys_each(4, 'lock fence waiting')
+local S = rl_keys_each(4, 'lock fence waiting')
 local id, ttl = ARGV[1], ARGV[2]
 local last = rl_request_last(K)
 if last == nil then
     return {0, -2}
 end
-table.insert(L, 1, K)
-for i, x in ipairs(L) do
-    if redis.call('EXISTS', x.lock) == 1 then
-        local kind, holder = rl_holder(x.lock)
-        local wakes = rl_wakes(kind, holder)
-        -- Held by many (readers, permits): their releases wake it too.
-        if kind == 'zset' and rl_share_kind(x.lock) then
-            wakes = 1
+local locks = rl_set_keys(S, 'lock')
+-- One EXISTS tells a free set (the common case) from one where some key
+-- is held, which is then looked for key by key.
+if redis.call('EXISTS', unpack(locks)) > 0 then
+    for i, lock in ipairs(locks) do
+        if redis.call('EXISTS', lock) == 1 then
+            local kind, holder = rl_holder(lock)
+            local wakes = rl_wakes(kind, holder)
+            -- Held by many (readers, permits): their releases wake it too.
+            if kind == 'zset' and rl_share_kind(lock) then
+                wakes = 1
+            end
+            local left = redis.call('PTTL', lock)
+            rl_mark_waiting(rl_set_lock(S, i), left, ARGV[5])
+            return {0, left, wakes, i}
         end
-        local left = redis.call('PTTL', x.lock)
-        rl_mark_waiting(x, left, ARGV[5])
-        return {0, left, wakes, i}
     end
 end
--- All free. Every counter is read (and checked) before the first write.
-local fences, lasts = {}, {last}
-for i, x in ipairs(L) do
-    fences[i] = x.fence
-    if i > 1 then
-        lasts[i] = redis.call('GET', x.fence)
+-- All free. Every counter is read (and checked) before the first write;
+-- locks of one namespace share theirs (keys.c), so each distinct counter
+-- is read and written once.
+local fences, lasts, seen = {K.fence}, {last}, {[K.fence] = true}
+for i = 2, S.n do
+    local f = rl_set_key(S, i, 'fence')
+    if not seen[f] then
+        seen[f] = true
+        fences[#fences + 1] = f
+        lasts[#fences] = redis.call('GET', f)
     end
 end
 local fence = rl_count_all(fences, tonumber(ttl) + 1000, lasts,
                            tonumber(ARGV[7]))
-for _, x in ipairs(L) do
-    redis.call('SET', x.lock, id, 'PX', ttl)
+for _, lock in ipairs(locks) do
+    redis.call('SET', lock, id, 'PX', ttl)
 end
 return {1, 1, fence}

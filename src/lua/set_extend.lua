@@ -5,22 +5,16 @@
 -- ARGV[4] as release.lua's.
 -- Returns 1 extended, 0 some key gone, -1 some key another owner's (then
 -- nothing is lengthened); error RLSETKEYS as set_release.lua's.
+-- (K is not read: its rl_keys call tells the C side the first lock's
+-- key, embed_lua.cmake.)
 local K = rl_keys('lock')
-local L = rl_keys_each(1, 'lock')
-local res, held = 1, 0
-table.insert(L, 1, K)
-for _, x in ipairs(L) do
-    local v = redis.pcall('GET', x.lock)
-    if v ~= ARGV[1] then
-        res = v and -1 or math.min(res, 0)
-    else
-        held = held + 1
-    end
-end
-rl_set_keys_match(held, #L)
+local S = rl_keys_each(1, 'lock')
+local locks = rl_set_keys(S, 'lock')
+local _, res, held = rl_set_read(locks, ARGV[1])
+rl_set_keys_match(held, S.n)
 if res == 1 then
-    for _, x in ipairs(L) do
-        rl_lengthen(x.lock, ARGV[2])
+    for _, lock in ipairs(locks) do
+        rl_lengthen(lock, ARGV[2])
     end
 end
 return res

@@ -9,22 +9,25 @@
 -- ms.
 -- Returns 1; 0 when some key no longer holds the token (nothing is
 -- written: the set's acquire failed).
+-- (K is not read: its rl_keys call tells the C side the first lock's
+-- keys, embed_lua.cmake.)
 local K = rl_keys('lock fence')
-local L = rl_keys_each(2, 'lock fence')
+local S = rl_keys_each(2, 'lock fence')
 local v = tonumber(ARGV[2])
 local lasts = {}
-table.insert(L, 1, K)
-for i, x in ipairs(L) do
-    if redis.pcall('GET', x.lock) ~= ARGV[1] then
+for i = 1, S.n do
+    if redis.pcall('GET', rl_set_key(S, i, 'lock')) ~= ARGV[1] then
         return 0
     end
-    local last = redis.call('GET', x.fence)
-    lasts[i] = last and rl_counter_value(x.fence, last) or 0
+    local fence = rl_set_key(S, i, 'fence')
+    local last = redis.call('GET', fence)
+    lasts[i] = last and rl_counter_value(fence, last) or 0
 end
 local now = rl_now_us()
-for i, x in ipairs(L) do
+for i = 1, S.n do
     if lasts[i] < v then
-        rl_count_write(x.fence, v, now, tonumber(ARGV[3]) + 1000)
+        rl_count_write(rl_set_key(S, i, 'fence'), v, now,
+                       tonumber(ARGV[3]) + 1000)
     end
 end
 return 1

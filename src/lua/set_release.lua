@@ -7,24 +7,31 @@
 -- lease ended; what was left of it is released); -1 when some key is
 -- another owner's (left untouched); error RLSETKEYS when the keys are
 -- not the token's set (rl_set_keys_match), releasing nothing.
+-- (K is not read: its rl_keys call tells the C side the first lock's
+-- keys, embed_lua.cmake.)
 local K = rl_keys('lock fence q ws waiting wake rwake')
-local L = rl_keys_each(7, 'lock fence q ws waiting wake rwake')
-local res, mine = 1, {}
-table.insert(L, 1, K)
-for _, x in ipairs(L) do
-    -- pcall: a key of another type is another owner's.
-    local v = redis.pcall('GET', x.lock)
-    if v == ARGV[1] then
-        table.insert(mine, x)
-    elseif not v then
-        res = math.min(res, 0)
-    else
-        res = -1
+local S = rl_keys_each(7, 'lock fence q ws waiting wake rwake')
+local locks = rl_set_keys(S, 'lock')
+local vals, res, held = rl_set_read(locks, ARGV[1])
+local mine, waits = {}, {}
+for i, lock in ipairs(locks) do
+    if vals[i] == ARGV[1] then
+        mine[#mine + 1] = lock
+        waits[#waits + 1] = rl_set_key(S, i, 'q')
+        waits[#waits + 1] = rl_set_key(S, i, 'waiting')
     end
 end
-rl_set_keys_match(#mine, #L)
-for _, x in ipairs(mine) do
-    redis.call('DEL', x.lock)
-    rl_handoff(x, false, {kind = 'none', held = 0})
+rl_set_keys_match(held, S.n)
+if held > 0 then
+    redis.call('DEL', unpack(mine))
+    -- Nobody waits for any of them (one EXISTS for all): no hand-off to
+    -- look for. Else each freed key's, as a plain release's.
+    if redis.call('EXISTS', unpack(waits)) > 0 then
+        for i = 1, S.n do
+            if vals[i] == ARGV[1] then
+                rl_handoff(rl_set_lock(S, i), false, {kind = 'none', held = 0})
+            end
+        end
+    end
 end
 return res
