@@ -1,8 +1,8 @@
 /*
- * Acquire: the attempt (SET NX PX for a plain lock, the acquire script for
- * a lock with an owner id) and the wait loop around it: retry strategies
- * with jitter, a deadline, a cap on attempts, fail-fast, cancellation, and
- * pauses that never outlast the holder's TTL.
+ * Acquire's steps, which the engine (alock.c) sequences: the attempt's
+ * request and its outcome, and the decisions of the wait around it:
+ * retry strategies with jitter, a deadline, a cap on attempts,
+ * fail-fast, and pauses that never outlast the holder's TTL.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -232,20 +232,6 @@ static redislock_err gave_up(redislock_lock *l, int64_t waited, int tries,
                    why ? "; " : "", why ? why : "", who);
 }
 
-/* REDISLOCK_ECANCELED if redislock_cancel() came (and clears it), else
- * REDISLOCK_OK. force: the wait already saw the cancel. */
-static redislock_err cancelled(redislock_lock *l, int force)
-{
-    int c;
-
-    pthread_mutex_lock(&l->mu);
-    c = l->cancelled || force;
-    l->cancelled = 0;
-    pthread_mutex_unlock(&l->mu);
-    return c ? rl__err(REDISLOCK_ECANCELED, "the wait was cancelled")
-             : REDISLOCK_OK;
-}
-
 /* After a held attempt (the tries-th): whether and how long to pause
  * within the wait, or why not. */
 static redislock_err plan_pause(redislock_lock *l, rl__acq *a, int64_t *pause)
@@ -441,25 +427,16 @@ rl__next rl__acq_after_attempt(redislock_lock *l, rl__acq *a,
     return RL_NEXT_PAUSE;
 }
 
-/* After a pause that ended with res, its last attempt sent at sent_us:
- * RL_NEXT_DONE with *err (cancelled; or REDISLOCK_OK, the lock handed
- * over), else RL_NEXT_ATTEMPT. */
-rl__next rl__acq_after_pause(redislock_lock *l, rl__acq *a, rl__wait_result res,
-                             int64_t sent_us, redislock_err *err)
+int rl__acq_after_pause(redislock_lock *l, rl__acq *a, rl__wait_result res,
+                        int64_t sent_us)
 {
-    if (res == RL_WAIT_CANCELLED) {
-        *err = cancelled(l, 1);
-        return RL_NEXT_DONE;
-    }
-    if (res == RL_WAIT_HANDOFF && handoff_valid(l, a, sent_us)) {
-        /* Handed over after our last attempt ran: the lease started no
-         * earlier than that attempt was sent. */
-        a->queued = 0;
-        a->handed = 1;
-        *err = REDISLOCK_OK;
-        return RL_NEXT_DONE;
-    }
-    return RL_NEXT_ATTEMPT;
+    if (res != RL_WAIT_HANDOFF || !handoff_valid(l, a, sent_us))
+        return 0;
+    /* Handed over after our last attempt ran: the lease started no
+     * earlier than that attempt was sent. */
+    a->queued = 0;
+    a->handed = 1;
+    return 1;
 }
 
 /* The id of this call's requests: a plain lock's token is unique to the
@@ -609,7 +586,7 @@ redislock_err rl__acq_take(redislock_lock *l,
     /* Set on the first hold only: the keeper's renewals read the format
      * (the one release and extend expect), and a re-entry keeps it. A
      * fair call that queued is likely to have fair waiters behind it,
-     * whom its release hands the lock to (see lock_script). */
+     * whom its release hands the lock to (see rl__lock_first). */
     if (l->own == 0) {
         l->rich = a->rich;
         l->fair_queued = a->was_queued;

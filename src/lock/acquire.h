@@ -98,10 +98,10 @@ rl__next rl__acq_after_attempt(redislock_lock *l, rl__acq *a,
 void rl__acq_abandon(redislock_lock *l, const rl__acq *a);
 
 /* After a pause that ended with res, its last attempt sent at sent_us:
- * RL_NEXT_DONE with *err (cancelled; or REDISLOCK_OK, the lock handed
- * over), else RL_NEXT_ATTEMPT. */
-rl__next rl__acq_after_pause(redislock_lock *l, rl__acq *a, rl__wait_result res,
-                             int64_t sent_us, redislock_err *err);
+ * whether the lock was handed over to the waiter (the acquire is done,
+ * and holds it); else it attempts again. */
+int rl__acq_after_pause(redislock_lock *l, rl__acq *a, rl__wait_result res,
+                        int64_t sent_us);
 
 /* The handle holds the lock (lease, validity from sent_us); refused
  * (given back, REDISLOCK_ENOTDURABLE) when a strict guard did not

@@ -67,7 +67,7 @@ typedef struct rl__algo {
     /* Requests that go to every server of the client at once (Redlock):
      * the event loop's driver sends each, attempt_prepare's included, as
      * a round (one reply or failure per server, quorum.h) and hands the
-     * round to these decisions, which the blocking calls share. */
+     * round to these decisions. */
     int every;
     /* Requests that go to the groups of a set of keys no one script
      * reaches, group by group: the engine takes them with agroup.c. */

@@ -1756,14 +1756,11 @@ static void acquire_done(aop *op, redislock_err err)
 /* A paused waiter's pause ends with res: woken, or its time ran out. */
 static void resume(aop *op, rl__wait_result res)
 {
-    redislock_err err = REDISLOCK_OK;
-
     op->paused = 0;
     op->trk_pause = 0;
     rl__loop_disarm(op->al->lp, &op->timer);
-    if (rl__acq_after_pause(op->l, &op->a, res, op->sent_us, &err) ==
-        RL_NEXT_DONE)
-        acquire_done(op, err);
+    if (rl__acq_after_pause(op->l, &op->a, res, op->sent_us))
+        acquire_done(op, REDISLOCK_OK);
     else
         attempt(op);
 }
@@ -2059,7 +2056,7 @@ static void pause_for(aop *op, int64_t pause_ms)
      * does one of a quorum's). A fresh one tries again once confirmed
      * (chan_event). Nor does a node that is gone (a failover waited
      * out). Nor on a private loop, whose ordinary waiter sleeps a pause
-     * too short to block on the server precisely, as wait.c's does. */
+     * too short to block on the server precisely. */
     if (!op->l->algo->wakes || op->a.blind || (al->private_loop && !op->o.fair))
         return;
     /* A subscription that ended on a node that no longer serves the key
@@ -2100,11 +2097,8 @@ static void attempt_done(void *arg, redislock_err err, const rl__reply *r)
     if (op->behind) {
         /* The pause it ended (woken, or its time out): nothing to act on
          * for a waiter that is not fair; its attempt's outcome below. */
-        redislock_err ignored = REDISLOCK_OK;
-
         op->behind = 0;
         piped = 1;
-        rl__acq_after_pause(l, &op->a, RL_WAIT_WOKEN, op->sent_us, &ignored);
     }
     rl__lock_acks(l, &op->gq, err);
     if (err == REDISLOCK_OK)

@@ -19,9 +19,8 @@
 #include "seen.h"
 #include "topology.h"
 
-/* The most servers of a Redlock quorum: as many as one request runs on
- * at once. */
-#define RL_MAX_QUORUM RL_REQ_MAX_PAR
+/* The most servers of a Redlock quorum. */
+#define RL_MAX_QUORUM 15
 /* The least per-server reply timeout Redlock derives from a TTL. */
 #define RL_MIN_SERVER_TIMEOUT_MS 10
 #define RL_DEFAULT_WAIT_REPLICAS_MS 100

@@ -1,9 +1,9 @@
 /*
  * A lock's script requests with their keys (the layout each script
- * declares, rl__keyset_make), run through the topology or sent on an
- * event loop's connection, and the abandon request that makes sure a lost
- * attempt holds nothing (keyed.h). Below the handle's code (lock.c) and
- * the engine (alock.c), which send such requests.
+ * declares, rl__keyset_make), sent on an event loop's connection, and the
+ * abandon request that makes sure a lost attempt holds nothing (keyed.h). Below
+ * the handle's code (lock.c) and the engine (alock.c), which send such
+ * requests.
  */
 #include <inttypes.h>
 #include <stdio.h>

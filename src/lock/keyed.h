@@ -12,7 +12,7 @@
  * non-blocking connection c, a connection to node at (q's keys and
  * arguments are copied); on a cluster (rt not NULL) then wherever its
  * redirections say (aroute.h). cb gets its reply or failure (error
- * replies unmapped: rl__request_check). */
+ * replies unmapped: rl__reply_check maps them). */
 redislock_err rl__lock_send_async(redislock_lock *l, struct rl__aroute *rt,
                                   rl__aconn *c, rl__pool *at, const char *req,
                                   rl__request *q, rl__aconn_cb cb, void *arg);

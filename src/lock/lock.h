@@ -61,8 +61,8 @@ struct redislock_lock {
     char *key; /* the Redis key: the client's prefix, then the key */
     size_t keylen;
     size_t prefixlen;
-    /* Prefix of the lock's helper keys (wake list, fair queue), see
-     * helper_base() in lock.c. Binary like the key. */
+    /* Prefix of the lock's helper keys (wake list, fair queue), named
+     * by rl__helper_name (calls.c). Binary like the key. */
     char *base;
     size_t baselen;
     /* The name of its fencing counter, which the locks of its namespace

@@ -7,7 +7,12 @@
 
 void rl__round_free(rl__round *r)
 {
-    rl__replies_free(r);
+    size_t i;
+
+    for (i = 0; i < r->n; i++) {
+        rl__reply_free(r->reply[i]);
+        r->reply[i] = NULL;
+    }
 }
 
 static const char *outcome_word(redislock_err e)

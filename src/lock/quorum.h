@@ -9,9 +9,15 @@
 #include "env.h"
 #include "request.h"
 
-/* Per server: its reply (NULL where err is set), or its failure. */
-typedef rl__replies rl__round;
+/* The outcome of a request sent to every server of a quorum at once:
+ * per server, its reply or its failure. */
+typedef struct rl__round {
+    size_t n;
+    rl__reply *reply[RL_MAX_QUORUM]; /* NULL where err is set */
+    redislock_err err[RL_MAX_QUORUM];
+} rl__round;
 
+/* Frees every reply of r. */
 void rl__round_free(rl__round *r);
 
 /* A majority of n. */

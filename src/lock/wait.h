@@ -11,10 +11,9 @@
 #include "lock.h"
 
 typedef enum rl__wait_result {
-    RL_WAIT_TIMEOUT,  /* the pause ran out: try again */
-    RL_WAIT_WOKEN,    /* a release freed the lock: try again now */
-    RL_WAIT_HANDOFF,  /* a release handed the lock to this waiter */
-    RL_WAIT_CANCELLED /* redislock_cancel() */
+    RL_WAIT_TIMEOUT, /* the pause ran out: try again */
+    RL_WAIT_WOKEN,   /* a release freed the lock: try again now */
+    RL_WAIT_HANDOFF  /* a release handed the lock to this waiter */
 } rl__wait_result;
 
 /*

@@ -204,7 +204,6 @@ static void put(rl__pool *p, rl__aconn *c)
 {
     pthread_mutex_lock(&p->mu);
     if (p->nidle < p->max && !rl__aconn_stale(c)) {
-        rl__aconn_set_timeout(c, p->cfg.command_timeout_ms);
         p->idle[p->nidle++] = c;
         c = NULL;
     }

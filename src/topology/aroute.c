@@ -36,7 +36,7 @@ struct trip {
     rl__hop hop;
     rl__aconn_cb cb;
     void *arg;
-    rl__request_own r; /* the request, sent again on each hop */
+    rl__request r; /* the request, sent again on each hop */
     const char *key;
     size_t keylen;
     trip *prev, *next; /* the router's */
@@ -261,7 +261,7 @@ static redislock_err trip_send(trip *t, rl__aconn *c, int asking)
     if (asking)
         err = rl__aconn_send(c, 1, argv, NULL, asking_done, NULL);
     if (err == REDISLOCK_OK)
-        err = rl__request_send_async(c, &t->r.q, trip_reply, t);
+        err = rl__request_send_async(c, &t->r, trip_reply, t);
     t->out = err == REDISLOCK_OK;
     return err;
 }
@@ -277,8 +277,8 @@ static void trip_go(trip *t, rl__pool *p, int asking)
         return;
     }
     t->at = p;
-    if (t->r.q.resent != NULL)
-        *t->r.q.resent = 1;
+    if (t->r.resent != NULL)
+        *t->r.resent = 1;
     if ((err = t->rt->conn(t->rt->ctx, p, &c)) != REDISLOCK_OK ||
         (err = trip_send(t, c, asking)) != REDISLOCK_OK)
         trip_end(t, err, NULL);
@@ -404,7 +404,7 @@ static void settle_reply(void *arg, redislock_err err, const rl__reply *r)
 static void sentinel_reply(trip *t, redislock_err err, const rl__reply *r)
 {
     if (!rl__topo_moved(t->rt->topo, err, r)) {
-        if (err != REDISLOCK_OK || !t->r.q.settle) {
+        if (err != REDISLOCK_OK || !t->r.settle) {
             trip_end(t, err, r);
             return;
         }
@@ -418,7 +418,7 @@ static void sentinel_reply(trip *t, redislock_err err, const rl__reply *r)
         return;
     }
     if (err == REDISLOCK_OK)
-        err = rl__reply_check(r, rl__request_name(&t->r.q));
+        err = rl__reply_check(r, rl__request_name(&t->r));
     sentinel_moved(t, err);
 }
 

@@ -277,7 +277,6 @@ redislock_err rl__cluster_load_reply(rl__cluster *cl, const rl__pool *p,
     return apply_slots(cl, r, p->url.host);
 }
 
-/* Reads the map from node p. */
 /* The nodes to ask for the map, the one that answered last first. */
 static rl__pool **sources(rl__cluster *cl, size_t *n)
 {
@@ -405,7 +404,6 @@ static redislock_err own_options(rl__cluster *cl, const redislock_options *o)
     return REDISLOCK_OK;
 }
 
-/* Tries the seeds in turn; the first that gives a map is adopted. */
 /* The map read from seed p. */
 static redislock_err load_from(rl__cluster *cl, rl__pool *p)
 {

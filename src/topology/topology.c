@@ -7,26 +7,17 @@
 #include "sentinel.h"
 #include "shard.h"
 
-/* The node that serves key now (in a cluster by the current map: some
- * node when the slot has no master, which will say where to go). */
-static rl__pool *rl__topo_node(rl__topo *t, const void *key, size_t len)
-{
-    if (t->kind == RL_TOPO_CLUSTER)
-        return rl__cluster_route(t->cluster, key, len);
-    if (t->kind == RL_TOPO_SHARDED)
-        return &t->pools[rl__ring_lookup(t->ring, key, len)];
-    if (t->kind == RL_TOPO_SENTINEL)
-        return rl__sentinel_node(t->sentinel);
-    return &t->pools[0];
-}
-
 rl__pool *rl__topo_node_now(rl__topo *t, const void *key, size_t len)
 {
     int suspect;
 
     if (t->kind == RL_TOPO_SENTINEL)
         return rl__sentinel_known(t->sentinel, &suspect);
-    return rl__topo_node(t, key, len);
+    if (t->kind == RL_TOPO_CLUSTER)
+        return rl__cluster_route(t->cluster, key, len);
+    if (t->kind == RL_TOPO_SHARDED)
+        return &t->pools[rl__ring_lookup(t->ring, key, len)];
+    return &t->pools[0];
 }
 
 rl__pool *rl__topo_each(rl__topo *t, size_t i)

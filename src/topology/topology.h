@@ -3,8 +3,8 @@
  * by a consistent hash (sharded), a Redis Cluster (the key's slot's
  * master, following redirections for every request, WAIT-guarded ones
  * too), or a set of independent servers that a Redlock quorum asks all at
- * once. The lock code asks "run this for this key", "the node for this
- * key" and "every node", never which topology it runs on.
+ * once. The lock code asks "the node for this key" and "every node",
+ * never which topology it runs on.
  *
  * Above: the lock layer. Below: pool.c (nodes), cluster.c and redirect.c
  * (a cluster's map and its redirections), shard.c (the ring).
@@ -38,9 +38,11 @@ typedef struct rl__topo {
     struct rl__sentinel *sentinel; /* Sentinel */
 } rl__topo;
 
-/* The same without blocking, for an event loop: a Sentinel client's
- * master as last found, even when a request found it gone since (the
- * loop's router asks the sentinels itself). */
+/* The node that serves key now, without blocking: in a cluster by the
+ * current map (some node when the slot has no master, which will say
+ * where to go); a Sentinel client's master as last found, even when a
+ * request found it gone since (the loop's router asks the sentinels
+ * itself). */
 rl__pool *rl__topo_node_now(rl__topo *t, const void *key, size_t len);
 
 /* Node i of every node, NULL past the last: the servers in URL order, or

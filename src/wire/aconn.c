@@ -982,11 +982,6 @@ int rl__aconn_stale(const rl__aconn *c)
     return c->ssl == NULL && recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) >= 0;
 }
 
-void rl__aconn_set_timeout(rl__aconn *c, int64_t ms)
-{
-    c->cfg.command_timeout_ms = ms;
-}
-
 int rl__aconn_pending(const rl__aconn *c)
 {
     return c->pending;

@@ -75,9 +75,6 @@ void rl__aconn_rebind(rl__aconn *c, const rl__aconn_ops *ops);
  * it lay idle. */
 int rl__aconn_stale(const rl__aconn *c);
 
-/* The command timeout of the requests sent from now on. */
-void rl__aconn_set_timeout(rl__aconn *c, int64_t ms);
-
 /* Queues a command (binary-safe argv, lens may be NULL for C strings)
  * with the command timeout as its deadline. On a broken connection, cb is
  * not called and the error is returned. */

@@ -265,7 +265,6 @@ int rl__conn_tls_pending(void *ssl)
 #endif
 }
 
-/* The TLS handshake on a fresh connection, for rediss://. */
 /* Whether an AUTH error only says the server has no password: a password
  * from the environment meant for other servers is then no reason to fail
  * (redis-cli goes on too). */

@@ -63,7 +63,7 @@ static char *copy_into(rl__request *out, const char **v, size_t *len,
     return data;
 }
 
-char *rl__request_copy(rl__request_own *o, const rl__request *q, char *data)
+char *rl__request_copy(rl__request *o, const rl__request *q, char *data)
 {
     size_t n = words(q);
     uintptr_t at = ((uintptr_t)data + sizeof(void *) - 1) &
@@ -71,7 +71,7 @@ char *rl__request_copy(rl__request_own *o, const rl__request *q, char *data)
     const char **v = (const char **)at;
     size_t *len = (size_t *)(v + n);
 
-    copy_into(&o->q, v, len, q, (char *)(len + n));
+    copy_into(o, v, len, q, (char *)(len + n));
     return data + rl__request_bytes(q);
 }
 
@@ -96,16 +96,6 @@ static void take_aof(const rl__request *q, const rl__reply *r)
         return;
     q->aof_acked[0] = ok ? r->element[0]->integer : -1;
     q->aof_acked[1] = ok ? r->element[1]->integer : -1;
-}
-
-void rl__replies_free(rl__replies *out)
-{
-    size_t i;
-
-    for (i = 0; i < out->n; i++) {
-        rl__reply_free(out->reply[i]);
-        out->reply[i] = NULL;
-    }
 }
 
 /* A script request on the loop: its own copy of the keys and arguments,
@@ -172,8 +162,7 @@ static void async_all(void *arg, redislock_err err, const rl__reply *r)
 
 /* For a request that waits for every replica, once the first WAIT has
  * answered: a second WAIT when the master needs more replicas than it
- * asked for and got (as wait_all does for a blocking request). Whether
- * one was sent. */
+ * asked for and got. Whether one was sent. */
 static int wait_all_async(async_req *a)
 {
     const rl__request *q = &a->q;

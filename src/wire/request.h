@@ -23,9 +23,6 @@
 #include "script.h"
 #include "seen.h"
 
-/* The most connections one request runs on at once. */
-#define RL_REQ_MAX_PAR 15
-
 typedef struct rl__request {
     /* A script with its keys and arguments... */
     const rl__script *s;
@@ -96,22 +93,16 @@ const char *rl__hello_field(const rl__reply *r, const char *name);
  * an error, another server, or an older version. */
 int rl__request_caps(const rl__reply *r);
 
-/* A script request with its own copy of its keys and arguments, for one
- * that outlives its caller's buffers (on an event loop): q's keys and
- * args, their pointers and lengths included, point into the caller's
- * data (rl__request_copy). */
-typedef struct rl__request_own {
-    rl__request q;
-} rl__request_own;
-
 /* The bytes rl__request_copy needs for q: its keys' and arguments'
  * pointers, lengths and bytes; -1 (the error detail set) when q has more
  * than RL_SCRIPT_MAX_ARGS of them. */
 long rl__request_bytes(const rl__request *q);
 
-/* Copies q into *o, its keys and arguments into data (rl__request_bytes
- * of it, with no alignment asked); returns data past them. */
-char *rl__request_copy(rl__request_own *o, const rl__request *q, char *data);
+/* Copies q into *o for a request that outlives its caller's buffers (on
+ * an event loop): o's keys and arguments, their pointers and lengths
+ * included, go into data (rl__request_bytes of it, with no alignment
+ * asked); returns data past them. */
+char *rl__request_copy(rl__request *o, const rl__request *q, char *data);
 
 /* Whether q ends with a WAITAOF. */
 int rl__request_waitaof(const rl__request *q);
@@ -119,17 +110,6 @@ int rl__request_waitaof(const rl__request *q);
 /* How long q's trailing WAIT and WAITAOF may take, on top of a
  * command's time: 0 without them. */
 int64_t rl__request_wait_ms(const rl__request *q);
-
-/* The outcome of a request sent to several servers at once (a Redlock
- * round): per server, its reply or its failure. */
-typedef struct rl__replies {
-    size_t n;
-    rl__reply *reply[RL_REQ_MAX_PAR]; /* NULL where err is set */
-    redislock_err err[RL_REQ_MAX_PAR];
-} rl__replies;
-
-/* Frees every reply of out. */
-void rl__replies_free(rl__replies *out);
 
 /*
  * On an event loop: sends the script request q on c, and cb gets its one
