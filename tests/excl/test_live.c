@@ -335,8 +335,9 @@ void test_excl_live_failover(void)
 /* A loss told just after the holder's own process was stopped (past its
  * validity) is not judged: its last renewal may have run long after it
  * was sent, so the server's lease outlives the validity by more than the
- * drift allowance. Another process's stop, or one long before, does not
- * excuse it. */
+ * drift allowance. A stop the nemesis meant for a waiter stops a process
+ * that may hold by then, and counts alike. Another process's stop, or
+ * one long before, does not excuse it. */
 void test_excl_live_false_loss_holder_stopped(void)
 {
     lhist h;
@@ -351,6 +352,8 @@ void test_excl_live_false_loss_holder_stopped(void)
     fault(&h, EXCL_F_STOP_HOLDER, 2, 1200, 1990);
     ASSERT_EQ_INT(check(&h).false_loss, 1);
     h.r[1].pid = 1;
+    ASSERT_EQ_INT(check(&h).false_loss, 0);
+    h.r[1].flags = EXCL_F_STOP_WAITER;
     ASSERT_EQ_INT(check(&h).false_loss, 0);
     h.r[1].t0 = 100 * MS;
     h.r[1].t1 = 200 * MS;
