@@ -4,7 +4,11 @@
  * interleaved so that the machine's drift touches all alike. Each cycle
  * is acquire then release; only the acquire is timed. Also PING on a
  * hiredis connection to the first server, the floor of one round trip,
- * and the client's own CPU per cycle. Then servers that are away: two and
+ * and the client's own CPU per cycle, beside a raw hiredis loop's (the
+ * same two kinds of request a plain lock needs, SET NX PX and a
+ * compare-and-delete EVALSHA, to one server and to five: sent to each,
+ * then each reply read) as the floor of what a quorum costs a client on
+ * this machine. Then servers that are away: two and
  * three of five blackholed (a TCP connect that never completes), timing
  * a new client and its first acquire. Prints the targets of issue 14 with
  * PASS or MISS, and ends with a machine-readable line.
@@ -44,9 +48,16 @@ static int64_t cpu_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* The client's own CPU time per cycle, per variant: what stays when the
- * servers run on cores of their own. */
-static int64_t cpu_used[3];
+/* The client's own CPU time per cycle, per variant (single, N=3, N=5,
+ * raw single, raw N=5): what stays when the servers run on cores of
+ * their own. */
+static int64_t cpu_used[5];
+
+/* The raw loop's compare-and-delete, loaded on each server. */
+static const char raw_del[] =
+    "if redis.call('get', KEYS[1]) == ARGV[1] then "
+    "return redis.call('del', KEYS[1]) end return 0";
+static char raw_sha[41];
 
 static int cmp(const void *a, const void *b)
 {
@@ -86,6 +97,67 @@ static void cycles(int v, redislock_lock *l, int64_t *out)
             die("release", err);
     }
     cpu_used[v] += cpu_ns() - c0;
+}
+
+/* One request of the raw loop to each of the n servers: every command
+ * written, then every reply read (blocking). */
+static void raw_round(redisContext **r, int n, const char *fmt,
+                      const char *a, const char *b)
+{
+    redisReply *rep;
+    int k, done;
+
+    for (k = 0; k < n; k++)
+        redisAppendCommand(r[k], fmt, a, b);
+    for (k = 0; k < n; k++)
+        do {
+            if (redisBufferWrite(r[k], &done) != REDIS_OK) {
+                fprintf(stderr, "redlockbench: raw loop: %s\n", r[k]->errstr);
+                exit(1);
+            }
+        } while (!done);
+    for (k = 0; k < n; k++) {
+        if (redisGetReply(r[k], (void **)&rep) != REDIS_OK || rep == NULL) {
+            fprintf(stderr, "redlockbench: raw loop: %s\n", r[k]->errstr);
+            exit(1);
+        }
+        freeReplyObject(rep);
+    }
+}
+
+/* PER_ROUND raw cycles (variant v) on the first n of r. */
+static void raw_cycles(int v, redisContext **r, int n)
+{
+    char tok[32];
+    int64_t c0 = cpu_ns();
+    int i;
+
+    for (i = 0; i < PER_ROUND; i++) {
+        snprintf(tok, sizeof tok, "raw-%d-%d", v, i);
+        raw_round(r, n, "SET bench:raw %s NX PX %s", tok, "10000");
+        raw_round(r, n, "EVALSHA %s 1 bench:raw %s", raw_sha, tok);
+    }
+    cpu_used[v] += cpu_ns() - c0;
+}
+
+/* Connections to the five servers for the raw loop, its script loaded. */
+static void raw_connect(char (*sock)[160], redisContext **r)
+{
+    redisReply *rep;
+    int k;
+
+    for (k = 0; k < 5; k++) {
+        r[k] = redisConnectUnix(sock[k] + strlen("unix://"));
+        rep = r[k] == NULL || r[k]->err
+                  ? NULL
+                  : redisCommand(r[k], "SCRIPT LOAD %s", raw_del);
+        if (rep == NULL || rep->type != REDIS_REPLY_STRING) {
+            fprintf(stderr, "redlockbench: raw loop: cannot load a script\n");
+            exit(1);
+        }
+        snprintf(raw_sha, sizeof raw_sha, "%s", rep->str);
+        freeReplyObject(rep);
+    }
 }
 
 /* The outcome of a run with nbh of five servers blackholed. */
@@ -165,10 +237,10 @@ int main(int argc, char **argv)
     redislock_client *c[3];
     redislock_lock *l[3];
     int64_t *lat[4];
-    redisContext *r;
+    redisContext *r, *raw[5];
     redislock_err err;
     size_t n = (size_t)ROUNDS * PER_ROUND;
-    double cpu1, cpu5, fail3;
+    double cpu1, cpu5, raw1, raw5, fail3;
     away two, three;
     int i, k;
 
@@ -188,23 +260,33 @@ int main(int argc, char **argv)
         if ((err = redislock_lock_new(c[i], "bench:rl", 8, &l[i])) != 0)
             die("lock", err);
     r = redisConnectUnix(argv[1]);
+    raw_connect(buf, raw);
     for (i = 0; i < 4; i++)
         if ((lat[i] = malloc(n * sizeof *lat[i])) == NULL)
             return 1;
     /* Warm up: connections, scripts loaded. */
     for (i = 0; i < 3; i++)
         cycles(i, l[i], lat[i]);
+    raw_cycles(3, raw, 1);
+    raw_cycles(4, raw, 5);
     memset(cpu_used, 0, sizeof cpu_used);
     for (k = 0; k < ROUNDS; k++) {
         pings(r, lat[3] + k * PER_ROUND);
         for (i = 0; i < 3; i++)
             cycles(i, l[i], lat[i] + k * PER_ROUND);
+        raw_cycles(3, raw, 1);
+        raw_cycles(4, raw, 5);
     }
     cpu1 = (double)cpu_used[0] / (double)n / 1000.0;
     cpu5 = (double)cpu_used[2] / (double)n / 1000.0;
+    raw1 = (double)cpu_used[3] / (double)n / 1000.0;
+    raw5 = (double)cpu_used[4] / (double)n / 1000.0;
     printf("client CPU per acquire+release cycle (us): single %.1f, N=3 "
-           "%.1f, N=5 %.1f\n",
-           cpu1, (double)cpu_used[1] / (double)n / 1000.0, cpu5);
+           "%.1f, N=5 %.1f (%.2f x single)\n",
+           cpu1, (double)cpu_used[1] / (double)n / 1000.0, cpu5, cpu5 / cpu1);
+    printf("raw hiredis loop's (SET NX PX, compare-and-delete EVALSHA): "
+           "single %.1f, N=5 %.1f (%.2f x single)\n",
+           raw1, raw5, raw5 / raw1);
     printf("%-22s %10s %10s\n", "acquire latency (us)", "p50", "p99");
     printf("%-22s %10.1f %10.1f\n", "PING round trip", pct(lat[3], n, 0.5),
            pct(lat[3], n, 0.99));
@@ -233,6 +315,13 @@ int main(int argc, char **argv)
     printf("  N=5 client CPU per cycle <= 2 x single's (%.1f us): %.1f us "
            "%s\n",
            2 * cpu1, cpu5, yes(cpu5 <= 2 * cpu1));
+    if (cpu5 > 2 * cpu1)
+        printf("    (the raw loop's N=5 is %.2f x its single on this "
+               "machine: five sends and five reads a request)\n",
+               raw5 / raw1);
+    printf("  N=5 client CPU per cycle <= 1.2 x the raw loop's N=5 (%.1f "
+           "us): %.1f us %s\n",
+           1.2 * raw5, cpu5, yes(cpu5 <= 1.2 * raw5));
     printf("  N=5 acquire p50 <= 1.3 x single's (%.1f us): %.1f us %s\n",
            1.3 * pct(lat[0], n, 0.5), pct(lat[2], n, 0.5),
            yes(pct(lat[2], n, 0.5) <= 1.3 * pct(lat[0], n, 0.5)));
@@ -249,17 +338,19 @@ int main(int argc, char **argv)
            yes(three.err != REDISLOCK_OK && fail3 <= BH_CONNECT_MS * 1.1));
     printf("redlock_p50_ratio_n5=%.2f redlock_p50_ratio_n3=%.2f "
            "single_p50_us=%.1f n5_p50_us=%.1f ping_p50_us=%.1f "
-           "cpu_single_us=%.1f cpu_n5_us=%.1f bh2_acquire_ms=%.0f "
-           "bh3_fail_ms=%.0f\n",
+           "cpu_single_us=%.1f cpu_n5_us=%.1f cpu_raw_single_us=%.1f "
+           "cpu_raw_n5_us=%.1f bh2_acquire_ms=%.0f bh3_fail_ms=%.0f\n",
            pct(lat[2], n, 0.5) / pct(lat[0], n, 0.5),
            pct(lat[1], n, 0.5) / pct(lat[0], n, 0.5), pct(lat[0], n, 0.5),
-           pct(lat[2], n, 0.5), pct(lat[3], n, 0.5), cpu1, cpu5,
+           pct(lat[2], n, 0.5), pct(lat[3], n, 0.5), cpu1, cpu5, raw1, raw5,
            two.acquire_ms, fail3);
     for (i = 0; i < 3; i++) {
         redislock_lock_free(l[i]);
         redislock_client_free(c[i]);
     }
     redisFree(r);
+    for (i = 0; i < 5; i++)
+        redisFree(raw[i]);
     for (i = 0; i < 4; i++)
         free(lat[i]);
     return 0;
