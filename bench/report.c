@@ -575,6 +575,11 @@ static void targets(const lb_results *r, const lb_series *fair,
     printf("  K=%d next holder's acquire returned before the releaser's "
            "release: fair %.3f, default mode %.3f of holder changes\n",
            k, fair->ahead, def ? def->ahead : -1);
+    /* Issue 38: a fair hand-off is no slower than an unfair one. */
+    if (k == 8 && def != NULL)
+        printf("  K=%d fair hand-off p50 <= the default mode's (%.1f us): "
+               "%.1f us %s\n",
+               k, def->h50, fair->h50, yes(fair->h50 <= def->h50));
     both(k, "hand-off p99 <= 10 x RTT", 10 * rtt, " us", fair->h99,
          def ? def->h99 : -1, 1);
     both(k, "switch share >= 0.9", 0.9, "", fair->sw, def ? def->sw : -1, 0);
