@@ -231,6 +231,19 @@ typedef struct redislock_options {
      * server and fails at once when one is down or wrong (a Redlock
      * client: when a majority is). */
     int lazy_connect;
+    /* 1: the constructor also reads each server's configuration, as
+     * redislock_doctor() does (without its clock check), and refuses
+     * one that can lose a lock or grant it twice with
+     * REDISLOCK_ECONFIG, naming the server, the setting and its fix:
+     * an evicting maxmemory-policy, no append-only file, appendfsync
+     * not always (unless the WAITAOF guard covers it), a replica, a
+     * master with replicas and no replica guard, scripts refused, a
+     * Sentinel master without quorum, cluster slots not covered.
+     * Servers that do not answer are not judged (a Redlock minority
+     * down); one that refuses INFO is refused. Nodes a cluster or
+     * Sentinel finds later are not checked.
+     * Not with lazy_connect (REDISLOCK_EINVAL). Default 0: off. */
+    int strict;
 } redislock_options;
 
 /* How the pause between two attempts grows. Every pause is drawn
@@ -564,7 +577,7 @@ typedef struct redislock_info {
     (offsetof(type, field) + sizeof(((type *)0)->field))
 #endif
 #define REDISLOCK_OPTIONS_SIZE                                                 \
-    REDISLOCK_SIZE_THROUGH_(redislock_options, lazy_connect)
+    REDISLOCK_SIZE_THROUGH_(redislock_options, strict)
 #define REDISLOCK_ACQUIRE_OPTIONS_SIZE                                         \
     REDISLOCK_SIZE_THROUGH_(redislock_acquire_options, shared)
 #define REDISLOCK_INFO_SIZE REDISLOCK_SIZE_THROUGH_(redislock_info, nshare_ttls)
@@ -837,6 +850,74 @@ REDISLOCK_API redislock_err redislock_loop_inspect_sized(
  * called before this returns. Freeing the handle does the same for any
  * operation under way on it. */
 REDISLOCK_API void redislock_loop_cancel(redislock_loop *lp, redislock_lock *l);
+
+/*
+ * Server configurations that lose locks silently, as redislock_doctor()
+ * finds them. Each finding names the server, what it saw and the fix.
+ */
+typedef enum redislock_risk {
+    /* maxmemory-policy is not noeviction: with memory full, the server
+     * deletes keys with a TTL (every lock's) or any key. */
+    REDISLOCK_RISK_EVICTION = 1,
+    /* The append-only file is off: a restart comes back without the
+     * locks held, and grants them again. */
+    REDISLOCK_RISK_NO_PERSISTENCE,
+    /* appendfsync is everysec or no, and the client does not ask for
+     * WAITAOF: a crash of the machine loses the last lock writes. */
+    REDISLOCK_RISK_FSYNC,
+    /* The server is a replica: locks must be written on the master. */
+    REDISLOCK_RISK_REPLICA,
+    /* A master with replicas, and no replica guard (wait_replicas): a
+     * failover can promote a replica that never got a lock. */
+    REDISLOCK_RISK_REPLICAS,
+    /* EVAL is refused (an ACL, a server without Lua): every acquire
+     * runs a script. */
+    REDISLOCK_RISK_NO_SCRIPTS,
+    /* A sentinel answers SENTINEL CKQUORUM with an error: a failover
+     * could not be agreed on. */
+    REDISLOCK_RISK_SENTINEL_QUORUM,
+    /* A cluster with slots not assigned or not served (cluster_state
+     * not ok). */
+    REDISLOCK_RISK_CLUSTER_SLOTS,
+    /* The server's clock ran faster or slower than this machine's
+     * monotonic clock over the check: leases end early or late. */
+    REDISLOCK_RISK_CLOCK,
+    /* The server did not answer: nothing else of it was checked. */
+    REDISLOCK_RISK_UNANSWERED
+} redislock_risk;
+
+/* One finding of redislock_doctor(). Strings end in NUL. */
+typedef struct redislock_finding {
+    redislock_risk risk;
+    char server[128]; /* host:port or socket path (a sentinel's) */
+    char what[320];   /* what was seen, and what it does to locks */
+    char fix[256];    /* what to change */
+} redislock_finding;
+
+/* The finding's name ("eviction", "no-persistence", "fsync", "replica",
+ * "replicas", "no-scripts", "sentinel-quorum", "cluster-slots", "clock",
+ * "unanswered"), or "unknown". */
+REDISLOCK_API const char *redislock_risk_name(redislock_risk risk);
+
+/*
+ * Reads the configuration of each of c's servers (a cluster's masters, a
+ * Sentinel client's master and its sentinels) with INFO, CONFIG GET
+ * appendfsync (a server that refuses CONFIG is not judged on it), EVAL
+ * of a script that returns 1, TIME and, in a cluster, CLUSTER INFO; all
+ * servers at once. With clock_ms > 0 (at most 60000) it asks TIME again
+ * clock_ms later and flags a clock whose rate differs from this
+ * machine's monotonic clock by more than 1 % beyond what the round
+ * trips leave unknown. Judged against c's guards (wait_replicas,
+ * wait_aof_*). Writes up to cap findings to out and their number, which
+ * may be larger, to *n; 0: nothing found. REDISLOCK_OK unless the call
+ * itself is wrong (REDISLOCK_EINVAL) or out of memory; a server that
+ * does not answer is a finding. Blocks for clock_ms plus the servers'
+ * answers, each bounded by the command timeout.
+ */
+REDISLOCK_API redislock_err redislock_doctor(redislock_client *c,
+                                             int64_t clock_ms,
+                                             redislock_finding *out, size_t cap,
+                                             size_t *n);
 
 #ifdef __cplusplus
 }

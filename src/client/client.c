@@ -9,6 +9,7 @@
 #include "abi.h"
 #include "algo.h"
 #include "cluster.h"
+#include "doctor.h"
 #include "engine.h"
 #include "keeper.h"
 #include "error.h"
@@ -63,6 +64,13 @@ static redislock_err check_options(const redislock_options *o)
     if (o->lazy_connect < 0 || o->lazy_connect > 1)
         return rl__err(REDISLOCK_EINVAL, "lazy_connect %d: want 0 or 1",
                        o->lazy_connect);
+    if (o->strict < 0 || o->strict > 1)
+        return rl__err(REDISLOCK_EINVAL, "strict %d: want 0 or 1", o->strict);
+    if (o->strict && o->lazy_connect)
+        return rl__err(REDISLOCK_EINVAL,
+                       "strict reads the servers' configuration when the "
+                       "client is made, which lazy_connect puts off: turn "
+                       "one of them off");
     if (o->prefix != NULL && strlen(o->prefix) > REDISLOCK_KEY_MAX)
         return rl__err(REDISLOCK_EINVAL, "key prefix longer than %d bytes",
                        REDISLOCK_KEY_MAX);
@@ -394,7 +402,15 @@ static redislock_err make(maker fn, redislock_client **out,
             *out = NULL;
         return err;
     }
-    return fn(out, urls, n, rl__abi_in(&o, sizeof o, opts, opts_size));
+    if ((err = fn(out, urls, n, rl__abi_in(&o, sizeof o, opts, opts_size))) !=
+        REDISLOCK_OK)
+        return err;
+    /* Strict: a server that would lose locks is refused, as a wrong
+     * password is. */
+    if (opts != NULL && o.strict &&
+        (err = rl__doctor_strict(*out)) != REDISLOCK_OK)
+        return undo(out, err);
+    return REDISLOCK_OK;
 }
 
 redislock_err redislock_client_new_sized(redislock_client **out,

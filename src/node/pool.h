@@ -58,7 +58,7 @@ redislock_err rl__pool_init_own_auth(rl__pool *p, const char *url,
 void rl__pool_fini(rl__pool *p);
 
 /* The most commands one ask sends, and the size of its detail. */
-#define RL_ASK_MAX 2
+#define RL_ASK_MAX 5
 #define RL_POOL_DETAIL 512
 
 /*
