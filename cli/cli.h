@@ -65,6 +65,8 @@ enum {
     CLI_ID_TLS_KEY,
     CLI_ID_SNI,
     CLI_ID_INSECURE,
+    CLI_ID_STRICT,
+    CLI_ID_CLOCK,
     CLI_ID_END /* one past the last id */
 };
 
@@ -102,6 +104,9 @@ typedef struct cli_global {
     int wait_replicas_lenient;
     int wait_aof_local;
     int wait_aof_replicas;
+    /* --strict: the client refuses servers whose configuration can lose
+     * a lock (redislock_options.strict). */
+    int strict;
     /* TLS, redis-cli's options: --tls (redis:// URLs become rediss://),
      * --cacert, --cacertdir, --cert, --tls-key, --sni, --insecure; NULL
      * or 0: not given. */
@@ -190,6 +195,7 @@ typedef struct cli_cmdopts {
     const char *command;   /* run -c: a string for sh -c; NULL */
     int conflict_code;     /* -E; CLI_EXIT_NOT_OBTAINED */
     int json;              /* --json */
+    int64_t clock_ms;      /* doctor --clock; 1000 */
     int all;               /* list --all: keys that are not locks too */
     int verbose;           /* --verbose: say what happens on stderr */
     cli_events ev;         /* the client's events: --verbose, run's pipe */
@@ -232,7 +238,8 @@ typedef struct cli_cmdopts {
     {CLI_ID_WAIT_REPLICAS_TIMEOUT, "wait-replicas-timeout", 1},               \
     {CLI_ID_WAIT_REPLICAS_LENIENT, "wait-replicas-lenient", 0},               \
     {CLI_ID_WAIT_AOF_LOCAL, "wait-aof-local", 0},                             \
-    {CLI_ID_WAIT_AOF_REPLICAS, "wait-aof-replicas", 1}
+    {CLI_ID_WAIT_AOF_REPLICAS, "wait-aof-replicas", 1},                       \
+    {CLI_ID_STRICT, "strict", 0}
 /* clang-format on */
 
 /* Refuses, as a usage error naming the clash, the options that a share
@@ -319,6 +326,11 @@ int cli_parse_delay(const char *ctx, const char *name, const char *s,
 
 /* Parses a hold-after time (>= 0) like cli_parse_ttl. */
 int cli_parse_hold(const char *ctx, const char *s, int64_t *ms);
+
+/* Parses a duration >= 0 (what name calls it in messages) like
+ * cli_parse_ttl. */
+int cli_parse_span(const char *ctx, const char *name, const char *s,
+                   int64_t *ms);
 
 /* The longest connect or command timeout the CLI takes: one day. */
 #define CLI_TIMEOUT_MAX_MS (24LL * 3600 * 1000)
@@ -452,6 +464,11 @@ int cli_cmd_release(int argc, char **argv, const cli_global *g);
 int cli_cmd_extend(int argc, char **argv, const cli_global *g);
 int cli_cmd_status(int argc, char **argv, const cli_global *g);
 int cli_cmd_list(int argc, char **argv, const cli_global *g);
+int cli_cmd_doctor(int argc, char **argv, const cli_global *g);
+
+/* Prints one finding of redislock_doctor(): two lines ("SERVER: NAME:
+ * WHAT" and "  fix: FIX"), or with json a JSON object and no newline. */
+void cli_print_finding(const redislock_finding *f, int json);
 
 /* Prints the overview (--help, help) on stdout: the commands, one line
  * each, the global options and the exit statuses. */

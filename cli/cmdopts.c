@@ -132,6 +132,9 @@ static int apply_guard_option(const char *ctx, int id, const char *val,
     case CLI_ID_WAIT_AOF_REPLICAS:
         return cli_parse_count(ctx, "append-only file replica count", val,
                                INT_MAX, &g->wait_aof_replicas);
+    case CLI_ID_STRICT:
+        g->strict = 1;
+        return 0;
     }
     return CLI_CONTINUE;
 }
@@ -251,6 +254,12 @@ static int apply_option(const char *ctx, int id, const char *val,
     case CLI_ID_ALL:
         o->all = 1;
         return 0;
+    case CLI_ID_CLOCK:
+        if (cli_parse_span(ctx, "clock check", val, &o->clock_ms) != 0)
+            return CLI_EXIT_USAGE;
+        if (o->clock_ms > 60000)
+            return cli_usage(ctx, "--clock %s: at most 60s", val);
+        return 0;
     case CLI_ID_OWNER:
         /* An owner id names a reentrant lock: each acquire with it
          * adds a hold, each release drops one. */
@@ -337,6 +346,7 @@ int cli_cmd_options(int argc, char **argv, const cli_global *g,
     o->acq.ttl_ms = REDISLOCK_DEFAULT_TTL_MS;
     o->acq.wait_ms = REDISLOCK_WAIT_FOREVER;
     o->conflict_code = CLI_EXIT_NOT_OBTAINED;
+    o->clock_ms = 1000;
     while ((id = cli_getopt(&a, defs, &val)) > 0) {
         if (id == 'h') {
             cli_print_command_help(argv[0]);

@@ -170,6 +170,12 @@ int cli_parse_hold(const char *ctx, const char *s, int64_t *ms)
     return parse_span(ctx, "hold-after time", s, 1, ms);
 }
 
+int cli_parse_span(const char *ctx, const char *name, const char *s,
+                   int64_t *ms)
+{
+    return parse_span(ctx, name, s, 1, ms);
+}
+
 int cli_parse_timeout(const char *ctx, const char *name, const char *s,
                       int64_t *ms)
 {

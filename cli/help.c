@@ -18,6 +18,7 @@ static const char overview[] =
     "  extend KEY TOKEN    reset the lease of a lock taken by acquire\n"
     "  status KEY          print the state of the lock on KEY\n"
     "  list [PATTERN]      print the locks whose keys match PATTERN\n"
+    "  doctor              flag server settings that lose locks silently\n"
     "  help [COMMAND]      print this help, or COMMAND's\n"
     "  version             print the version\n"
     "'redislock help COMMAND' or 'redislock COMMAND --help' prints a\n"
@@ -99,7 +100,9 @@ static const char overview[] =
     "           a command or key (see ACL in redislock(3))\n"
     "  78       the server's configuration refuses us: protected mode,\n"
     "           a needed command (EVAL) renamed or disabled; no WAITAOF\n"
-    "           (or no fsynced append-only file) for --wait-aof-*\n"
+    "           (or no fsynced append-only file) for --wait-aof-*; with\n"
+    "           --strict, a setting that can lose locks; doctor: it\n"
+    "           found one\n"
     "  126, 127 run: COMMAND could not be executed, was not found\n"
     "  128+N    run: COMMAND was killed by signal N; run, acquire:\n"
     "           redislock got signal N while waiting for the lock\n";
@@ -208,7 +211,9 @@ static const char guard_options[] =
     "  --wait-aof-local   wait until the master's append-only file has it\n"
     "                     fsynced (WAITAOF, Redis 7.2+; else exit 78)\n"
     "  --wait-aof-replicas N\n"
-    "                     the same for N replicas' append-only files\n";
+    "                     the same for N replicas' append-only files\n"
+    "  --strict           refuse servers whose settings can lose a lock\n"
+    "                     (what doctor reports, the clock aside; exit 78)\n";
 
 static const char release_usage[] =
     "Usage: redislock [GLOBAL OPTION...] release [OPTION...] KEY TOKEN\n"
@@ -272,6 +277,23 @@ static const char list_usage[] =
     "  --all              keys that are not locks too ('KEY held-foreign\n"
     "                     ttl_ms=N type=TYPE'), and locks without a TTL\n";
 
+static const char doctor_usage[] =
+    "Usage: redislock [GLOBAL OPTION...] doctor [--json] [--clock DURATION]\n"
+    "Read each server's configuration (INFO, CONFIG GET appendfsync, an\n"
+    "EVAL, TIME; a cluster's CLUSTER INFO; the sentinels' CKQUORUM) and\n"
+    "print each setting that can lose a lock or grant it twice, with its\n"
+    "fix, as 'SERVER: NAME: WHAT' and '  fix: FIX'. NAME is eviction,\n"
+    "no-persistence, fsync, replica, replicas, no-scripts,\n"
+    "sentinel-quorum, cluster-slots, clock or unanswered. Judged against\n"
+    "the guards given (--wait-replicas, --wait-aof-local). Exit 0: none;\n"
+    "78: a finding; 69: only servers that did not answer.\n"
+    "\n"
+    "Options:\n"
+    "  --json             print a JSON array of {\"server\",\"risk\",\n"
+    "                     \"what\",\"fix\"} objects\n"
+    "  --clock DURATION   compare each server's clock with this machine's\n"
+    "                     over DURATION (default 1s, at most 60s; 0: not)\n";
+
 /* The options every command takes. */
 static const char common_options[] =
     "  -u, --url URL, --connect-timeout DURATION, --command-timeout "
@@ -333,6 +355,7 @@ static const struct {
      {extend_usage, common_options, guard_options, token_exit, footer, NULL}},
     {"status", {status_usage, common_options, footer, NULL}},
     {"list", {list_usage, common_options, footer, NULL}},
+    {"doctor", {doctor_usage, common_options, guard_options, footer, NULL}},
     {"help", {help_usage, NULL}},
     {"version", {version_usage, NULL}},
 };

@@ -238,3 +238,21 @@ void cli_print_lock(const char *key, size_t keylen, const redislock_info *info,
     else
         print_plain(key, keylen, info, with_key);
 }
+
+void cli_print_finding(const redislock_finding *f, int json)
+{
+    if (json) {
+        fputs("{\"server\":", stdout);
+        json_or_null(f->server);
+        fputs(",\"risk\":", stdout);
+        json_or_null(redislock_risk_name(f->risk));
+        fputs(",\"what\":", stdout);
+        json_or_null(f->what);
+        fputs(",\"fix\":", stdout);
+        json_or_null(f->fix);
+        putchar('}');
+        return;
+    }
+    printf("%s: %s: %s\n  fix: %s\n", f->server, redislock_risk_name(f->risk),
+           f->what, f->fix);
+}

@@ -512,6 +512,7 @@ int cli_connect(const char *ctx, const cli_global *g, int64_t cap_ms,
     o.wait_replicas_lenient = g->wait_replicas_lenient;
     o.wait_aof_local = g->wait_aof_local;
     o.wait_aof_replicas = g->wait_aof_replicas;
+    o.strict = g->strict;
     o.tls_ca_file = g->cacert;
     o.tls_cert_file = g->cert;
     o.tls_key_file = g->tls_key;
