@@ -331,6 +331,18 @@ void test_doctor_sentinel_quorum(void)
     ASSERT_EQ_INT(count(&x, REDISLOCK_RISK_SENTINEL_QUORUM, NULL), 1);
     ASSERT_EQ_INT(count(&x, REDISLOCK_RISK_UNANSWERED, NULL), 2);
     redislock_client_free(c);
+    /* Strict, with the master's append-only file on: the quorum is what
+     * refuses it. */
+    {
+        redisContext *r = th_sentinels_node_redis(t, th_sentinels_master(t));
+
+        freeReplyObject(th_cmd(r, "CONFIG SET appendonly yes"));
+        freeReplyObject(th_cmd(r, "CONFIG SET appendfsync always"));
+        ASSERT_EQ_INT(strict_client(t->url, o, "sentinel-quorum"),
+                      REDISLOCK_ECONFIG);
+        freeReplyObject(th_cmd(r, "CONFIG SET appendonly no"));
+        redisFree(r);
+    }
     th_sentinels_stop(t);
 }
 
@@ -340,6 +352,7 @@ void test_doctor_cluster_slots(void)
     th_cluster *tc = th_cluster_start(1, 0);
     redisContext *r = th_cluster_redis(tc, 0);
     redislock_client *c = NULL;
+    redislock_options o = {0};
     findings x;
 
     ASSERT_OK(redislock_client_new_cluster(&c, tc->seeds, (size_t)tc->n, NULL));
@@ -349,6 +362,14 @@ void test_doctor_cluster_slots(void)
     x = examine(c, 0);
     ASSERT_EQ_INT(count(&x, REDISLOCK_RISK_CLUSTER_SLOTS, NULL), 1);
     redislock_client_free(c);
+    /* Strict: the first finding refuses the client (the nodes keep no
+     * append-only file, which comes first). */
+    o.strict = 1;
+    c = NULL;
+    ASSERT_EQ_INT(redislock_client_new_cluster(&c, tc->seeds, (size_t)tc->n, &o),
+                  REDISLOCK_ECONFIG);
+    ASSERT(c == NULL);
+    ASSERT(strstr(redislock_errdetail(), "strict: ") != NULL);
     redisFree(r);
     th_cluster_stop(tc);
 }
