@@ -392,7 +392,8 @@ static void judge_clocks(doctor *d, node *v, size_t n, int64_t clock_ms,
         }
     sleep_until(a1 + clock_ms * 1000);
     a2 = rl__now_us();
-    rl__pools_ask(asks, k, 0, 0);
+    if (k > 0)
+        rl__pools_ask(asks, k, 0, 0);
     b2 = rl__now_us();
     for (i = 0; i < k; i++) {
         int64_t s2 = asks[i].err == REDISLOCK_OK ? time_us(asks[i].r[0]) : -1;
@@ -428,7 +429,8 @@ static redislock_err examine(doctor *d, rl__env *e, int64_t clock_ms)
     for (i = 0; i < n; i++)
         asks[i] = v[i].ask;
     a1 = rl__now_us();
-    rl__pools_ask(asks, n, 0, 0);
+    if (n > 0)
+        rl__pools_ask(asks, n, 0, 0);
     b1 = rl__now_us();
     for (i = 0; i < n; i++) {
         v[i].ask = asks[i];
