@@ -23,12 +23,15 @@ jobs=${JOBS:-2}
 # Left out: timeout_*, retry_*, watchdog_*, concurrency_*, legacy_*,
 # shard_*, interop_* and the fault tests with stalls and a killed holder,
 # which measure time to the tens of milliseconds or run hundreds of
-# lock rounds; cli_* and faults_wallclock_* exec other programs, which
-# valgrind does not trace anyway.
+# lock rounds; cli_* exec the CLI, which valgrind does not trace anyway;
+# faults_wallclock_* and doctor_clock exec this runner again under
+# libfaketime through /proc/self/exe, which under valgrind is valgrind.
 DEFAULT="backoff_* rand_* error_* version_* harness_* lock_* expiry_*
 script_* input_* url_* auth_* meta_* holdafter_* reentrant_* badserver_*
 faults_restart_* faults_clock_probe events_* fair_share_* fair_permits_fifo_order
-aconn_* loop_* alock_* adapter_*"
+aconn_* loop_* alock_* adapter_* doctor_clean_server_silent doctor_eviction
+doctor_persistence doctor_replicas doctor_no_scripts doctor_sentinel_quorum
+doctor_cluster_slots doctor_clock_probe doctor_unanswered"
 
 command -v valgrind >/dev/null 2>&1 ||
     { echo "check-valgrind: valgrind is not installed" >&2; exit 1; }
