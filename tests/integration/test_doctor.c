@@ -436,8 +436,10 @@ void test_doctor_unanswered(void)
         s[i] = start_with(clean_config);
         urls[i] = s[i]->tcp_url;
     }
-    o.command_timeout_ms = 300;
-    o.connect_timeout_ms = 300;
+    /* The stopped server costs each examination a command timeout; a
+     * second is room for the others on a loaded machine. */
+    o.command_timeout_ms = 1000;
+    o.connect_timeout_ms = 1000;
     ASSERT_OK(redislock_client_new_redlock(&c, urls, 3, &o));
     th_server_pause(s[1]);
     x = examine(c, 0);
