@@ -346,7 +346,22 @@ typedef struct redislock_acquire_options {
      * reentrant, owner or metadata, nor on a Redlock client. Default 0:
      * exclusive. */
     int shared;
+    /* Lock-delay (Chubby's, Consul's), in ms: after a holder *fails* (its
+     * lease ends without a release: killed, stopped, cut off), nobody can
+     * take the lock for this long after the lease's end; a release frees
+     * it at once. The key lives for the lease and the delay (its TTL on
+     * the server, redislock_ttl and redislock_inspect say so) while the
+     * holder counts only the lease (redislock_valid_ms, the watchdog's
+     * renewals at a third of ttl_ms). For resources that cannot check a
+     * fencing token: a stopped holder's late writes arrive while nobody
+     * else holds the lock. 0 to REDISLOCK_LOCK_DELAY_MAX_MS; default 0.
+     * An exclusive lock's only: not with fair, limit, shared or a set of
+     * keys (not yet). A re-entry keeps the first acquisition's delay. */
+    int64_t lock_delay_ms;
 } redislock_acquire_options;
+
+/* The longest lock-delay, a minute, as Chubby and Consul bound theirs. */
+#define REDISLOCK_LOCK_DELAY_MAX_MS 60000
 
 /* The most holders a semaphore may admit (redislock_acquire_options'
  * limit). */
@@ -499,6 +514,16 @@ REDISLOCK_API redislock_err redislock_adopt(redislock_lock *l,
                                             const char *token);
 
 /*
+ * The lock-delay (redislock_acquire_options' lock_delay_ms) that the
+ * handle's extends and renewals keep on the key past the lease: for a
+ * token adopted from an acquire that asked for one. An acquire sets it
+ * from its options. 0 to REDISLOCK_LOCK_DELAY_MAX_MS, else
+ * REDISLOCK_EINVAL. Nothing is sent.
+ */
+REDISLOCK_API redislock_err redislock_set_lock_delay(redislock_lock *l,
+                                                     int64_t delay_ms);
+
+/*
  * Stores in *ttl_ms the key's remaining TTL, whoever holds it:
  * REDISLOCK_TTL_FREE when the lock is free, REDISLOCK_TTL_NO_EXPIRY when the
  * key has no expiry.
@@ -579,7 +604,7 @@ typedef struct redislock_info {
 #define REDISLOCK_OPTIONS_SIZE                                                 \
     REDISLOCK_SIZE_THROUGH_(redislock_options, strict)
 #define REDISLOCK_ACQUIRE_OPTIONS_SIZE                                         \
-    REDISLOCK_SIZE_THROUGH_(redislock_acquire_options, shared)
+    REDISLOCK_SIZE_THROUGH_(redislock_acquire_options, lock_delay_ms)
 #define REDISLOCK_INFO_SIZE REDISLOCK_SIZE_THROUGH_(redislock_info, nshare_ttls)
 
 /* Reads the key's state, whoever holds it, in one round trip. */

@@ -114,6 +114,7 @@ struct acquire_options {
     bool watchdog = false;
     bool fair = false;
     bool fail_fast = false;
+    milliseconds lock_delay{0};
 
     redislock_acquire_options raw() const noexcept
     {
@@ -124,6 +125,7 @@ struct acquire_options {
         o.watchdog = watchdog;
         o.fair = fair;
         o.fail_fast = fail_fast;
+        o.lock_delay_ms = lock_delay.count();
         return o;
     }
 };

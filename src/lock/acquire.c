@@ -112,6 +112,15 @@ static redislock_err check_options(const redislock_acquire_options *o)
                        RL_RESERVED_VALUE);
     if (o->metadata != NULL && strlen(o->metadata) > 65536)
         return rl__err(REDISLOCK_EINVAL, "metadata longer than 64 KiB");
+    if ((err = rl__check_lock_delay(o->lock_delay_ms, ttl)) != REDISLOCK_OK)
+        return err;
+    if (o->lock_delay_ms > 0 && (o->fair || o->limit > 0 || o->shared))
+        return rl__err(REDISLOCK_EINVAL,
+                       "a lock-delay is for an exclusive lock that is not "
+                       "fair: not with %s (not yet)",
+                       o->fair     ? "fair"
+                       : o->shared ? "shared"
+                                   : "a limit");
     return check_share(o);
 }
 
@@ -146,6 +155,7 @@ static void fill_try(const rl__acq *a, int64_t deadline, rl__try *t)
     t->fmt = a->fmt;
     t->meta = a->o->metadata ? a->o->metadata : "";
     t->ttl_ms = a->ttl_ms;
+    t->delay_ms = a->lock_delay_ms;
     t->drift_ms =
         a->o->drift_ms ? a->o->drift_ms : rl__default_drift(a->ttl_ms);
     t->fair = a->o->fair;
@@ -465,6 +475,7 @@ static redislock_err setup(redislock_lock *l,
         o->wait_ms != REDISLOCK_NO_WAIT && o->retry != REDISLOCK_RETRY_NONE;
     a->strategy = o->retry != REDISLOCK_RETRY_CONSTANT || o->retry_delay_ms;
     a->ttl_ms = o->ttl_ms ? o->ttl_ms : REDISLOCK_DEFAULT_TTL_MS;
+    a->lock_delay_ms = l->own > 0 ? l->delay_ms : o->lock_delay_ms;
     a->delay_ms = o->retry_delay_ms ? o->retry_delay_ms
                                     : REDISLOCK_DEFAULT_RETRY_DELAY_MS;
     a->cap_ms = o->retry_max_delay_ms ? o->retry_max_delay_ms
@@ -523,6 +534,10 @@ redislock_err rl__acq_begin(redislock_lock *l,
                        "keys while it waits, so it has no place in their "
                        "queues (a place in each would be a hold while waiting, "
                        "and sets could then deadlock)",
+                       l->nmore + 1);
+    if (l->nmore > 0 && opts->lock_delay_ms > 0)
+        return rl__err(REDISLOCK_EINVAL,
+                       "a set of %d keys has no lock-delay (not yet)",
                        l->nmore + 1);
     if (l->nmore > 0 && (a->rich || opts->limit || opts->shared))
         return rl__err(REDISLOCK_EINVAL,
@@ -592,6 +607,7 @@ redislock_err rl__acq_take(redislock_lock *l,
         l->fair_queued = a->was_queued;
         l->waited = a->tries > 1 || a->handed || a->was_queued;
         l->limit = opts->shared ? RL_LIMIT_SHARED : opts->limit;
+        l->delay_ms = a->lock_delay_ms;
     }
     rl__lock_take(l, a->id, a->ttl_ms, opts->drift_ms ? opts->drift_ms : -1,
                   sent_us, short_lease(l, a) ? l->handoff_lease : a->ttl_ms);

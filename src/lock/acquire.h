@@ -47,6 +47,7 @@ typedef struct rl__acq {
     int64_t t0_us;    /* the call's start (CLOCK_MONOTONIC us) */
     int64_t start_ms, deadline_ms; /* the wait's (CLOCK_MONOTONIC ms) */
     int64_t ttl_ms;
+    int64_t lock_delay_ms; /* the handle's own for a re-entry */
     int64_t delay_ms, cap_ms;
     char tok[RL_LOCK_TOKEN_LEN + 1]; /* a plain lock's token */
     char nonce[RL_TOKEN_HEXLEN + 1]; /* req for a lock with an owner id */

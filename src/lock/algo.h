@@ -21,7 +21,8 @@ typedef struct rl__try {
     const char *req;  /* the request's own id (abandon.lua) */
     const char *fmt;  /* "plain", "hash" or "reentrant" */
     const char *meta; /* "" for none */
-    int64_t ttl_ms;
+    int64_t ttl_ms;   /* the lease */
+    int64_t delay_ms; /* the lock-delay: the key's TTL is ttl_ms + this */
     int64_t drift_ms; /* subtracted from the validity */
     int fair;         /* FIFO queue (fair.lua) */
     int limit; /* a share (share_acquire.lua): a semaphore's permit of this

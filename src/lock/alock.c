@@ -1443,13 +1443,10 @@ static void batch_send(lwatch *w, node *n)
     free(v);
 }
 
-/* The extend of l for its TTL, its arguments in a and the TTL's text in
- * ttl. */
-static rl__request extend_req(const redislock_lock *l, char ttl[24],
-                              rl__owner_args *a)
+/* The extend of l for its TTL, its arguments (and the TTL's text) in a. */
+static rl__request extend_req(const redislock_lock *l, rl__owner_args *a)
 {
-    snprintf(ttl, 24, "%" PRId64, l->ttl_ms);
-    rl__lock_owner_args(l, ttl, a);
+    rl__lock_extend_args(l, l->ttl_ms, a);
     return (rl__request){.s = rl__lock_owner_script(l, &rl__script_extend),
                          .nargs = RL_OWNER_NARGS,
                          .args = a->args,
@@ -1461,9 +1458,8 @@ static rl__request extend_req(const redislock_lock *l, char ttl[24],
 static void lwatch_send_one(lwatch *w, node *n)
 {
     redislock_lock *l = w->l;
-    char ttl[24];
     rl__owner_args a;
-    rl__request q = extend_req(l, ttl, &a);
+    rl__request q = extend_req(l, &a);
     redislock_err err;
 
     w->sent_us = rl__now_us();
@@ -1485,7 +1481,6 @@ static void lwatch_fire(rl__loop_timer *lt)
 {
     lwatch *w = (lwatch *)lt;
     redislock_lock *l = w->l;
-    char ttl[24];
     rl__owner_args a;
     rl__request q;
     rl__renew_step step = rl__watch_before(l->watch);
@@ -1512,10 +1507,10 @@ static void lwatch_fire(rl__loop_timer *lt)
         return;
     }
     /* Redlock's round, or a set's groups: one lock's renewal each. */
-    q = extend_req(l, ttl, &a);
+    q = extend_req(l, &a);
     w->sent_us = rl__now_us();
     if (l->algo->groups) {
-        if ((err = rl__agroup_owner(&w->al->gio, l, &rl__script_extend, ttl,
+        if ((err = rl__agroup_owner(&w->al->gio, l, &rl__script_extend, a.ttl,
                                     lwatch_group_done, w, &w->grp)) ==
             REDISLOCK_OK)
             return;
@@ -1712,7 +1707,6 @@ static void confirm_done(void *arg, redislock_err err, const rl__reply *r)
 static redislock_err confirm_send(aop *op)
 {
     redislock_lock *l = op->l;
-    char ttl[24];
     rl__owner_args a;
     rl__request q = {.s = rl__lock_owner_script(l, &rl__script_extend),
                      .nargs = RL_OWNER_NARGS,
@@ -1723,8 +1717,7 @@ static redislock_err confirm_send(aop *op)
 
     if (err != REDISLOCK_OK)
         return err;
-    snprintf(ttl, sizeof ttl, "%" PRId64, l->ttl_ms);
-    rl__lock_owner_args(l, ttl, &a);
+    rl__lock_extend_args(l, l->ttl_ms, &a);
     op->confirm_us = rl__now_us();
     err = rl__lock_send_async(l, op->al->rt, n->cmd, n->pool, NULL, &q,
                               confirm_done, op);
@@ -2475,7 +2468,10 @@ static redislock_err owner_op(rl__alock *al, redislock_lock *l, int kind,
     op->sent_us = rl__now_us();
     if (l->algo->groups)
         return op_groups(op, s, arg2);
-    rl__lock_owner_args(l, arg2, &a);
+    if (kind == OP_EXTEND)
+        rl__lock_extend_args(l, ms, &a);
+    else
+        rl__lock_owner_args(l, arg2, &a);
     op->script = q.s;
     q.native = kind == OP_RELEASE && rl__lock_native_release(l, q.s, ms);
     if (kind == OP_EXTEND && !l->algo->every)

@@ -37,6 +37,22 @@ int64_t rl__default_drift(int64_t ttl_ms)
     return ttl_ms / 100 + 2;
 }
 
+redislock_err rl__check_lock_delay(int64_t delay_ms, int64_t ttl_ms)
+{
+    if (delay_ms < 0 || delay_ms > REDISLOCK_LOCK_DELAY_MAX_MS)
+        return rl__err(REDISLOCK_EINVAL,
+                       "lock-delay of %" PRId64 " ms: use 0 (none) to %d ms "
+                       "(a minute, the bound Chubby and Consul keep)",
+                       delay_ms, REDISLOCK_LOCK_DELAY_MAX_MS);
+    if (ttl_ms > REDISLOCK_TTL_MAX_MS - delay_ms)
+        return rl__err(REDISLOCK_EINVAL,
+                       "a TTL of %" PRId64 " ms and a lock-delay of %" PRId64
+                       " ms: the key would live longer than %lld ms "
+                       "(REDISLOCK_TTL_MAX_MS); shorten the TTL",
+                       ttl_ms, delay_ms, (long long)REDISLOCK_TTL_MAX_MS);
+    return REDISLOCK_OK;
+}
+
 redislock_err rl__check_ttl(int64_t ttl_ms, const char *what)
 {
     if (ttl_ms <= 0)
@@ -250,6 +266,13 @@ void rl__lock_owner_args(const redislock_lock *l, const char *arg2,
     a->lens[3] = strlen(a->fence);
 }
 
+void rl__lock_extend_args(const redislock_lock *l, int64_t ttl_ms,
+                          rl__owner_args *a)
+{
+    snprintf(a->ttl, sizeof a->ttl, "%" PRId64, ttl_ms + l->delay_ms);
+    rl__lock_owner_args(l, a->ttl, a);
+}
+
 const rl__script *rl__lock_owner_script(const redislock_lock *l,
                                         const rl__script *s)
 {
@@ -332,7 +355,8 @@ redislock_err rl__lock_extend_check(redislock_lock *l, int64_t ttl_ms)
 
     if (err != REDISLOCK_OK)
         return err;
-    if ((err = rl__check_ttl(ttl_ms, "TTL")) != REDISLOCK_OK)
+    if ((err = rl__check_ttl(ttl_ms, "TTL")) != REDISLOCK_OK ||
+        (err = rl__check_lock_delay(l->delay_ms, ttl_ms)) != REDISLOCK_OK)
         return err;
     /* A watched lock keeps the lease length it was acquired with; its
      * renewals read it. */
@@ -393,6 +417,27 @@ redislock_err redislock_adopt(redislock_lock *l, const char *token)
     /* Nothing is known of this lease's age: no validity until an extend. */
     rl__lock_take(l, token, REDISLOCK_DEFAULT_TTL_MS, -1, 0, 0);
     atomic_store(&l->valid_until_us, 0);
+    return REDISLOCK_OK;
+}
+
+redislock_err redislock_set_lock_delay(redislock_lock *l, int64_t delay_ms)
+{
+    redislock_err err;
+
+    if (l == NULL)
+        return rl__err(REDISLOCK_EINVAL, "NULL lock handle");
+    if ((err = rl__check_lock_delay(delay_ms, l->ttl_ms)) != REDISLOCK_OK)
+        return err;
+    if (l->nmore > 0 && delay_ms > 0)
+        return rl__err(REDISLOCK_EINVAL,
+                       "a set of %d keys has no lock-delay (not yet)",
+                       l->nmore + 1);
+    /* The watchdog's renewals read it on another thread. */
+    if (l->watch != NULL)
+        return rl__err(REDISLOCK_EINVAL,
+                       "the lock is watched: a lock-delay is set before the "
+                       "acquire (its options) or for an adopted token");
+    l->delay_ms = delay_ms;
     return REDISLOCK_OK;
 }
 

@@ -95,6 +95,7 @@ struct redislock_lock {
     int limit;          /* a share: a semaphore's permit of this limit,
                            or RL_LIMIT_SHARED; 0: a lock */
     int64_t ttl_ms;     /* the lease length renewals use */
+    int64_t delay_ms;   /* the lock-delay: the key outlives each lease by it */
     int64_t drift_ms;   /* subtracted from every validity */
     int drift_fixed;    /* drift_ms was given, not derived from the TTL */
     int64_t holder_ttl; /* seen by the last contended attempt */
@@ -153,9 +154,16 @@ typedef struct rl__owner_args {
     const char *args[RL_OWNER_NARGS];
     size_t lens[RL_OWNER_NARGS];
     char fence[24];
+    char ttl[24]; /* an extend's TTL (rl__lock_extend_args) */
 } rl__owner_args;
 void rl__lock_owner_args(const redislock_lock *l, const char *arg2,
                          rl__owner_args *a);
+
+/* The same for an extend of l for a lease of ttl_ms: the key's TTL sent
+ * is the lease and l's lock-delay (redislock_set_lock_delay), written
+ * into a->ttl. The one place an extend's TTL is put on the wire. */
+void rl__lock_extend_args(const redislock_lock *l, int64_t ttl_ms,
+                          rl__owner_args *a);
 
 /* The script that does s (release.lua or extend.lua) for l: a set's own
  * (set_release.lua, set_extend.lua, which take the same arguments) when
@@ -265,5 +273,10 @@ int64_t rl__default_drift(int64_t ttl_ms);
 
 /* Checks a TTL: 1 .. REDISLOCK_TTL_MAX_MS. */
 redislock_err rl__check_ttl(int64_t ttl_ms, const char *what);
+
+/* REDISLOCK_OK when a lock-delay of delay_ms may follow leases of ttl_ms
+ * (redislock_acquire_options' lock_delay_ms), else REDISLOCK_EINVAL with
+ * the detail set. */
+redislock_err rl__check_lock_delay(int64_t delay_ms, int64_t ttl_ms);
 
 #endif

@@ -38,7 +38,9 @@ static redislock_err attempt_prepare(redislock_lock *l, const rl__try *t,
     a->args[4] = a->mark;
     a->args[5] = t->req;
     a->lens[0] = strlen(t->id);
-    a->lens[1] = (size_t)snprintf(a->ttl, sizeof a->ttl, "%" PRId64, t->ttl_ms);
+    /* The key outlives the lease by the lock-delay. */
+    a->lens[1] = (size_t)snprintf(a->ttl, sizeof a->ttl, "%" PRId64,
+                                  t->ttl_ms + t->delay_ms);
     a->lens[2] = t->limit > 0 ? (size_t)snprintf(a->limit, sizeof a->limit,
                                                  "%d", t->limit)
                               : strlen(a->args[2]);

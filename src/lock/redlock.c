@@ -100,7 +100,9 @@ static redislock_err attempt_prepare(redislock_lock *l, const rl__try *t,
     a->args[4] = "0";
     a->args[5] = t->req;
     a->lens[0] = strlen(t->id);
-    a->lens[1] = (size_t)snprintf(a->ttl, sizeof a->ttl, "%" PRId64, t->ttl_ms);
+    /* The key outlives the lease by the lock-delay. */
+    a->lens[1] = (size_t)snprintf(a->ttl, sizeof a->ttl, "%" PRId64,
+                                  t->ttl_ms + t->delay_ms);
     a->lens[2] = strlen(t->fmt);
     a->lens[3] = strlen(t->meta);
     a->lens[4] = 1;

@@ -39,7 +39,9 @@ redislock_err rl__renew_request(redislock_lock *const *ls, size_t n,
         const char **a = out->v + n + i * ARGS_EACH;
         size_t *al = out->len + n + i * ARGS_EACH;
         rl__owner_args oa;
-        int w = snprintf(text, TEXT_EACH / 2, "%" PRId64, l->ttl_ms);
+        /* The key outlives the lease by the lock-delay. */
+        int w =
+            snprintf(text, TEXT_EACH / 2, "%" PRId64, l->ttl_ms + l->delay_ms);
 
         out->v[i] = l->key;
         out->len[i] = l->keylen;
