@@ -67,6 +67,7 @@ enum {
     CLI_ID_INSECURE,
     CLI_ID_STRICT,
     CLI_ID_CLOCK,
+    CLI_ID_LOCK_DELAY,
     CLI_ID_END /* one past the last id */
 };
 
@@ -230,7 +231,8 @@ typedef struct cli_cmdopts {
     {CLI_ID_RETRY_MAX_DELAY, "retry-max-delay", 1},                           \
     {CLI_ID_MAX_ATTEMPTS, "max-attempts", 1}, {CLI_ID_FAIR, "fair", 0},       \
     {CLI_ID_VERBOSE, "verbose", 0}, {'s', "shared", 0},                       \
-    {'x', "exclusive", 0}, {'k', "key", 1}
+    {'x', "exclusive", 0}, {'k', "key", 1},                                   \
+    {CLI_ID_LOCK_DELAY, "lock-delay", 1}
 /* The options of the subcommands that write a lease (run, acquire,
  * extend): the library's replica-sync and WAITAOF guards. */
 #define CLI_OPTS_GUARDS                                                       \

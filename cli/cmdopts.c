@@ -279,6 +279,12 @@ static int apply_option(const char *ctx, int id, const char *val,
         return 0;
     case CLI_ID_HOLD_AFTER:
         return cli_parse_hold(ctx, val, &o->hold_after_ms);
+    case CLI_ID_LOCK_DELAY:
+        if (cli_parse_span(ctx, "lock-delay", val, &o->acq.lock_delay_ms) != 0)
+            return CLI_EXIT_USAGE;
+        if (o->acq.lock_delay_ms > REDISLOCK_LOCK_DELAY_MAX_MS)
+            return cli_usage(ctx, "--lock-delay %s: at most 60s", val);
+        return 0;
     case 'c':
         o->command = val;
         return 0;
@@ -306,6 +312,9 @@ int cli_check_shared(const char *ctx, const cli_cmdopts *o)
     if (o->hold_after_ms > 0)
         return cli_usage(ctx, "--hold-after is for an exclusive lock, not "
                               "a share (-s/--shared)");
+    if (acq->lock_delay_ms > 0)
+        return cli_usage(ctx, "--lock-delay is for an exclusive lock, not "
+                              "a share (-s/--shared)");
     return 0;
 }
 
@@ -317,7 +326,8 @@ int cli_check_set(const char *ctx, const cli_cmdopts *o)
     if (o->nkeys == 0)
         return 0;
     if (acq->limit > 0 || acq->shared || acq->owner != NULL ||
-        acq->metadata != NULL || acq->fair || o->hold_after_ms > 0)
+        acq->metadata != NULL || acq->fair || o->hold_after_ms > 0 ||
+        acq->lock_delay_ms > 0)
         return cli_usage(ctx,
                          "-k/--key takes a set of keys as one plain lock: "
                          "not with %s",
@@ -326,7 +336,8 @@ int cli_check_set(const char *ctx, const cli_cmdopts *o)
                          : acq->owner != NULL    ? "--owner"
                          : acq->metadata != NULL ? "--metadata"
                          : acq->fair             ? "--fair"
-                                                 : "--hold-after");
+                         : o->hold_after_ms > 0  ? "--hold-after"
+                                                 : "--lock-delay");
     for (i = 0; i < o->nkeys; i++)
         if ((rc = cli_check_key(ctx, o->keys[i])) != 0)
             return rc;

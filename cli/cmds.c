@@ -176,8 +176,10 @@ static int act_for_token(int argc, char **argv, const cli_global *g,
         (rc = cli_open(ctx, &o.g, key, &o, 0, &c, &l)) != 0)
         return rc;
     err = redislock_adopt(l, token);
+    if (err == REDISLOCK_OK)
+        err = redislock_set_lock_delay(l, o.acq.lock_delay_ms);
     if (err != REDISLOCK_OK)
-        rc = cli_fail(ctx, err, "invalid token");
+        rc = cli_fail(ctx, err, "invalid token or lock-delay");
     else if (strcmp(ctx, "release") == 0)
         rc = outcome(ctx, l, redislock_release_hold(l, o.hold_after_ms), key,
                      &o, "release");
@@ -204,8 +206,13 @@ int cli_cmd_release(int argc, char **argv, const cli_global *g)
 int cli_cmd_extend(int argc, char **argv, const cli_global *g)
 {
     static const cli_optdef defs[] = {
-        CLI_OPTS_COMMON, {'t', "ttl", 1}, {CLI_ID_OWNER, "owner", 1},
-        {'k', "key", 1}, CLI_OPTS_GUARDS, {0, NULL, 0},
+        CLI_OPTS_COMMON,
+        {'t', "ttl", 1},
+        {CLI_ID_OWNER, "owner", 1},
+        {'k', "key", 1},
+        {CLI_ID_LOCK_DELAY, "lock-delay", 1},
+        CLI_OPTS_GUARDS,
+        {0, NULL, 0},
     };
 
     return act_for_token(argc, argv, g, defs);

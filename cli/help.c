@@ -189,7 +189,14 @@ static const char take_options[] =
     "  --owner ID         take the lock reentrant as owner ID: each\n"
     "                     acquire with ID adds a hold\n"
     "  --metadata TEXT    store TEXT with the lock for status and list\n"
-    "                     (the owner id is then host:pid:random)\n";
+    "                     (the owner id is then host:pid:random)\n"
+    "  --lock-delay DURATION\n"
+    "                     if the holder dies or stops past its lease\n"
+    "                     (no release), nobody gets the lock for this\n"
+    "                     long after the lease (at most 60s); a release\n"
+    "                     frees it at once. The key's TTL is the lease\n"
+    "                     and the delay. Not with --fair, --limit, -s or\n"
+    "                     -k\n";
 
 static const char hold_after_option[] =
     "  --hold-after DURATION\n"
@@ -234,7 +241,10 @@ static const char extend_usage[] =
     "Options:\n"
     "  -t, --ttl TTL      the new lease (default 30s, at most 30 days)\n"
     "  --owner ID         the owner id that took the lock, instead of TOKEN\n"
-    "  -k, --key KEY2     KEY2 too: the set that acquire -k took\n";
+    "  -k, --key KEY2     KEY2 too: the set that acquire -k took\n"
+    "  --lock-delay DURATION\n"
+    "                     the delay acquire took the lock with: the key\n"
+    "                     then lives for TTL and the delay\n";
 
 static const char status_usage[] =
     "Usage: redislock [GLOBAL OPTION...] status [--json] KEY\n"
