@@ -10,20 +10,48 @@
 local RL_NATIVE_PREFIX = 'rl2-'
 local RL_WAITED = '+w'
 
--- A plain lock's value v without a waiter's mark: its holder's token.
+-- The mark of a revoked plain lock (revoke.lua): its value is the token,
+-- any waiter's mark, then RL_REVOKED and the reason. A hash lock's is
+-- its field 'revoked'.
+local RL_REVOKED = '+r'
+
+-- The length of redislock's plain-lock tokens: a prefix of 4 (rl1-, or
+-- RL_NATIVE_PREFIX) and 32 hex digits. Marks follow it, each starting
+-- with '+'.
+local RL_TOKEN_LEN = 36
+
+-- A plain lock's value v without its marks (a waiter's, a revocation's):
+-- its holder's token. Only redislock's tokens carry marks.
 local function rl_unmark(v)
-    if string.sub(v, -2) == RL_WAITED and
-            string.sub(v, 1, #RL_NATIVE_PREFIX) == RL_NATIVE_PREFIX then
-        return string.sub(v, 1, -3)
+    if #v > RL_TOKEN_LEN and string.byte(v, RL_TOKEN_LEN + 1) == 43 and
+            string.find(v, '^rl[12]%-') then
+        return string.sub(v, 1, RL_TOKEN_LEN)
     end
     return v
 end
 
+-- The reason a lock was revoked with (revoke.lua), or nil: from a plain
+-- lock's whole value v (kind 'string') or a hash lock's 'revoked' field
+-- (kind 'hash', v the field).
+local function rl_revoked(kind, v)
+    if kind == 'hash' then
+        return v or nil
+    elseif kind ~= 'string' or not v or #v <= RL_TOKEN_LEN then
+        return nil
+    end
+    local at = string.find(v, RL_REVOKED, RL_TOKEN_LEN + 1, true)
+    if not at or rl_unmark(v) == v then
+        return nil
+    end
+    return string.sub(v, at + #RL_REVOKED)
+end
+
 -- The kind of the lock key and who holds it: the string's value (a plain
--- lock's token, without a waiter's mark: rl_unmark) or the hash's owner
+-- lock's token, without its marks: rl_unmark) or the hash's owner
 -- field; false when there is none. For
 -- a hash, also its gen field (the life of the key, see rl_create; nil
--- when it has none), read in the same call. A
+-- when it has none), read in the same call. Fourth, what rl_revoked
+-- reads: a string's whole value, a hash's 'revoked' field. A
 -- hold-after reservation is held by nobody: no token names it, so nobody
 -- can release, extend or abandon it before it runs out. With plain set
 -- (the caller holds a plain lock, so the key is most likely a string),
@@ -38,7 +66,7 @@ local function rl_holder(key, plain)
             elseif v == 'redislock:hold-after' then
                 return 'string', false
             end
-            return 'string', rl_unmark(v)
+            return 'string', rl_unmark(v), nil, v
         end
     end
     local kind = redis.call('TYPE', key).ok
@@ -47,10 +75,10 @@ local function rl_holder(key, plain)
         if v == 'redislock:hold-after' then
             return kind, false
         end
-        return kind, rl_unmark(v)
+        return kind, rl_unmark(v), nil, v
     elseif kind == 'hash' then
-        local f = redis.call('HMGET', key, 'owner', 'gen')
-        return kind, f[1], f[2] or nil
+        local f = redis.call('HMGET', key, 'owner', 'gen', 'revoked')
+        return kind, f[1], f[2] or nil, f[3]
     end
     return kind, false
 end
@@ -78,7 +106,7 @@ end
 -- by release.lua, which wakes its waiters.
 local function rl_mark_holder(key)
     local v = redis.pcall('GET', key)
-    if type(v) ~= 'string' or #v ~= #RL_NATIVE_PREFIX + 32 or
+    if type(v) ~= 'string' or #v ~= RL_TOKEN_LEN or
             string.sub(v, 1, #RL_NATIVE_PREFIX) ~= RL_NATIVE_PREFIX then
         return
     end
@@ -169,15 +197,20 @@ local function rl_set_lock(S, i)
     return t
 end
 
--- For a set's owner scripts: its lock keys' values, read with one MGET,
--- and what they say of token: res 1 when every key holds it, 0 when some
--- have gone, -1 when some is another owner's (its value, or a key of
--- another type, which MGET reads as nil and EXISTS tells from a gone
--- one); held, how many hold it.
+-- For a set's owner scripts: its lock keys' values, read with one MGET
+-- (without their marks: rl_unmark), and what they say of token: res 1
+-- when every key holds it, 0 when some have gone, -1 when some is
+-- another owner's (its value, or a key of another type, which MGET reads
+-- as nil and EXISTS tells from a gone one); held, how many hold it.
 local function rl_set_read(locks, token)
     local vals = redis.call('MGET', unpack(locks))
     local res, held = 1, 0
     for i, lock in ipairs(locks) do
+        -- A key of the set that was revoked (revoke.lua) is still the
+        -- set's: its holder does not hear it yet.
+        if vals[i] then
+            vals[i] = rl_unmark(vals[i])
+        end
         if vals[i] == token then
             held = held + 1
         elseif vals[i] or redis.call('EXISTS', lock) == 1 then
@@ -1007,10 +1040,10 @@ end
 -- id the token or owner id, ttl in ms (never shortened: rl_lengthen), fmt
 -- 'h' the hash format (a guess for rl_holder), 'z' a share, else plain,
 -- fence the holder's last fencing token for rl_ours. Returns 1 extended,
--- 0 gone (expired, free), -1 another owner's. A key that has gone is
--- never re-created.
+-- {1, reason} extended but revoked (revoke.lua), 0 gone (expired, free),
+-- -1 another owner's. A key that has gone is never re-created.
 local function rl_extend(key, id, ttl, fmt, fence)
-    local kind, holder, gen = rl_holder(key, fmt ~= 'h' and fmt ~= 'z')
+    local kind, holder, gen, raw = rl_holder(key, fmt ~= 'h' and fmt ~= 'z')
     if kind == 'zset' then
         -- A share (share_acquire.lua).
         return rl_share_extend(key, id, ttl)
@@ -1022,5 +1055,11 @@ local function rl_extend(key, id, ttl, fmt, fence)
         return 0
     end
     rl_lengthen(key, ttl)
+    -- Revoked: lengthened all the same (the holder decides when to give
+    -- the lock up), and told why.
+    local why = rl_revoked(kind, raw)
+    if why then
+        return {1, why}
+    end
     return 1
 end

@@ -13,7 +13,8 @@ local n = 0
 redis.call('SET', K.void, '1', 'PX', ARGV[2])
 for i = 1, S.n do
     local x = rl_set_lock(S, i)
-    if redis.pcall('GET', x.lock) == ARGV[1] then
+    local v = redis.pcall('GET', x.lock)
+    if type(v) == 'string' and rl_unmark(v) == ARGV[1] then
         redis.call('DEL', x.lock)
         rl_handoff(x, false, {kind = 'none', held = 0})
         n = n + 1

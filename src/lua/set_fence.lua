@@ -16,7 +16,8 @@ local S = rl_keys_each(2, 'lock fence')
 local v = tonumber(ARGV[2])
 local lasts = {}
 for i = 1, S.n do
-    if redis.pcall('GET', rl_set_key(S, i, 'lock')) ~= ARGV[1] then
+    local held = redis.pcall('GET', rl_set_key(S, i, 'lock'))
+    if type(held) ~= 'string' or rl_unmark(held) ~= ARGV[1] then
         return 0
     end
     local fence = rl_set_key(S, i, 'fence')
