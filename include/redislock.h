@@ -69,7 +69,8 @@ extern "C" {
     XX(ENOPERM, 18, "the Redis user's ACL refuses a command or key")           \
     XX(EREADONLY, 19, "the Redis server is a replica, not the master")         \
     XX(ETRYLATER, 20, "Redis cannot serve the request now; try again later")   \
-    XX(ECONFIG, 21, "the Redis server's configuration refuses this client")
+    XX(ECONFIG, 21, "the Redis server's configuration refuses this client")    \
+    XX(EREVOKED, 22, "the lock was revoked: its holder is asked to give it up")
 
 typedef enum redislock_err {
 #define REDISLOCK_ERR_ENUM_(name, value, msg) REDISLOCK_##name = value,
@@ -514,6 +515,30 @@ REDISLOCK_API redislock_err redislock_adopt(redislock_lock *l,
                                             const char *token);
 
 /*
+ * Cooperative revocation: asks whoever holds l's key (l need not hold
+ * it) to give the lock up, with reason (NULL: none; printable ASCII, at
+ * most REDISLOCK_REVOKE_REASON_MAX bytes). Nothing else changes: the
+ * holder keeps its lease until it releases, and its release frees the
+ * key as always. It hears of it at its next extend or renewal, which
+ * still lengthens the lease but answers REDISLOCK_EREVOKED (the detail
+ * names the reason): the watchdog tells it as a loss (its callback and
+ * fd, with REDISLOCK_EREVOKED) and stops renewing, so the lock is free
+ * once it releases, or at the end of that lease; redislock_check() then
+ * says REDISLOCK_EREVOKED. A holder that never extends or renews does not
+ * hear it, and keeps its lease to the end.
+ * REDISLOCK_OK once the holder is asked (now, or by an earlier revoke,
+ * whose reason stays); REDISLOCK_EEXPIRED when the lock is free;
+ * REDISLOCK_EINVAL for a key whose holder cannot hear it: another
+ * library's lock, a key that is not a lock, a hold-after reservation, a
+ * semaphore or a lock held shared (not yet), or a set handle (revoke
+ * its keys one by one; a set's holder does not hear it yet). On a
+ * Redlock client every server is asked, and a majority decides.
+ */
+#define REDISLOCK_REVOKE_REASON_MAX 64
+REDISLOCK_API redislock_err redislock_revoke(redislock_lock *l,
+                                             const char *reason);
+
+/*
  * The lock-delay (redislock_acquire_options' lock_delay_ms) that the
  * handle's extends and renewals keep on the key past the lease: for a
  * token adopted from an acquire that asked for one. An acquire sets it
@@ -875,6 +900,14 @@ REDISLOCK_API redislock_err redislock_loop_inspect_sized(
  * called before this returns. Freeing the handle does the same for any
  * operation under way on it. */
 REDISLOCK_API void redislock_loop_cancel(redislock_loop *lp, redislock_lock *l);
+
+/* As redislock_revoke(), on the loop: cb gets its outcome. The handle
+ * names the key only; it must outlive the callback. */
+REDISLOCK_API redislock_err redislock_loop_revoke(redislock_loop *lp,
+                                                  redislock_lock *l,
+                                                  const char *reason,
+                                                  redislock_done_cb cb,
+                                                  void *arg);
 
 /*
  * Server configurations that lose locks silently, as redislock_doctor()

@@ -112,6 +112,15 @@ redislock_err redislock_loop_inspect_sized(redislock_loop *lp,
     return rl__alock_inspect(lp->al, l, info, info_size, cb, arg);
 }
 
+redislock_err redislock_loop_revoke(redislock_loop *lp, redislock_lock *l,
+                                    const char *reason, redislock_done_cb cb,
+                                    void *arg)
+{
+    if (lp == NULL)
+        return rl__err(REDISLOCK_EINVAL, "NULL loop");
+    return rl__alock_revoke(lp->al, l, reason, cb, arg);
+}
+
 void redislock_loop_cancel(redislock_loop *lp, redislock_lock *l)
 {
     if (lp != NULL)

@@ -197,6 +197,11 @@ redislock_err rl__alock_round(rl__alock *al, const rl__request *q,
                               int64_t timeout_ms, rl__alock_round_cb done,
                               void *arg);
 
+/* Asks whoever holds l's key to give it up (revoke.c, revoke.lua):
+ * cb gets REDISLOCK_OK once it is asked (now or before), or why not. */
+redislock_err rl__alock_revoke(rl__alock *al, redislock_lock *l,
+                               const char *reason, rl__alock_cb cb, void *arg);
+
 /* l is being freed: the operation under way on it ends with
  * REDISLOCK_ECANCELED, its callback called now (lock.c). */
 void rl__alock_forget(redislock_lock *l);

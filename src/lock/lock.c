@@ -379,6 +379,10 @@ void rl__lock_extended(redislock_lock *l, redislock_err err)
 {
     if (err == REDISLOCK_EEXPIRED || err == REDISLOCK_ELOST)
         forget(l, err);
+    /* Revoked: the handle still holds the key (its release frees it),
+     * but counts it as lost: no validity, redislock_check says why. */
+    else if (err == REDISLOCK_EREVOKED)
+        rl__lock_mark_lost(l, err);
     extend_event(l, err);
 }
 

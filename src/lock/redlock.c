@@ -142,19 +142,29 @@ static redislock_err round_attempt(redislock_lock *l, const rl__try *t,
 static redislock_err majority(redislock_lock *l, const redislock_err *oc,
                               size_t n, int release, const char *what)
 {
-    size_t i, q = RL_QUORUM(n), ok = 0, gone = 0, lost = 0;
+    size_t i, q = RL_QUORUM(n), ok = 0, gone = 0, lost = 0, revoked = 0;
     redislock_err unknown = REDISLOCK_OK;
     char who[512];
 
     for (i = 0; i < n; i++) {
         redislock_err e = oc[i];
-        ok += e == REDISLOCK_OK;
+        revoked += e == REDISLOCK_EREVOKED;
+        ok += e == REDISLOCK_OK || e == REDISLOCK_EREVOKED;
         gone += e == REDISLOCK_EEXPIRED;
         lost += e == REDISLOCK_ELOST;
         if (unknown == REDISLOCK_OK && e != REDISLOCK_OK &&
-            e != REDISLOCK_EEXPIRED && e != REDISLOCK_ELOST)
+            e != REDISLOCK_EEXPIRED && e != REDISLOCK_ELOST &&
+            e != REDISLOCK_EREVOKED)
             unknown = e;
     }
+    /* An extend that a majority did, some of them telling of a
+     * revocation (revoke.lua marks every server it reaches). */
+    if (!release && ok >= q && revoked > 0)
+        return rl__err(REDISLOCK_EREVOKED,
+                       "%s: the lock was revoked (on %zu of %zu servers): "
+                       "its lease was lengthened, but it is asked to "
+                       "release it",
+                       what, revoked, n);
     /* A release is done once a majority no longer hold the token: what it
      * freed, what had gone already, and what another owner holds now. */
     if (ok >= q || (release && ok > 0 && ok + gone + lost >= q))

@@ -79,7 +79,11 @@ rl__renew_step rl__watch_after(rl__watch *w, redislock_err err, int64_t sent_us)
         w->next_us = sent_us + period > now ? sent_us + period : now;
         return w->oneshot ? RL_RENEW_DROP : RL_RENEW_KEEP;
     }
-    if (err == REDISLOCK_EEXPIRED || err == REDISLOCK_ELOST) {
+    /* Revoked: the lease was lengthened, but the holder is asked to give
+     * the lock up, and told as of a loss; renewals stop, so a holder that
+     * does not release keeps the lock no longer than this lease. */
+    if (err == REDISLOCK_EEXPIRED || err == REDISLOCK_ELOST ||
+        err == REDISLOCK_EREVOKED) {
         report_loss(w, err);
         return RL_RENEW_DROP;
     }

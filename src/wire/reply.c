@@ -50,6 +50,20 @@ redislock_err rl__reply_acquired(const rl__reply *r, rl__acquired *a)
 redislock_err rl__reply_owner(const rl__reply *r, const char *what,
                               long long *n)
 {
+    /* An extend of a revoked lock: {1, reason} (lib.lua's rl_extend). */
+    if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+        integer(r->element[0]) && r->element[0]->integer == 1 &&
+        r->element[1]->type == REDIS_REPLY_STRING) {
+        *n = 1;
+        if (r->element[1]->len == 0)
+            return rl__err(REDISLOCK_EREVOKED,
+                           "revoked, no reason given; the lease was "
+                           "lengthened: finish and release it");
+        return rl__err(REDISLOCK_EREVOKED,
+                       "revoked: '%.*s'; the lease was lengthened: finish "
+                       "and release it",
+                       (int)r->element[1]->len, r->element[1]->str);
+    }
     if (!integer(r))
         return rl__err(REDISLOCK_EPROTOCOL, "%s script answered type %d", what,
                        r->type);

@@ -33,9 +33,11 @@ redislock_err rl__check_fence(long long fence, const char *what);
 redislock_err rl__reply_acquired(const rl__reply *r, rl__acquired *a);
 
 /* Decodes an owner script's reply (release.lua, extend.lua: 1 or more
- * done, 0 gone, -1 another owner's) into *n and maps it: REDISLOCK_OK,
- * REDISLOCK_EEXPIRED or REDISLOCK_ELOST; REDISLOCK_EPROTOCOL for a
- * reply that is not an integer. what names the script. */
+ * done, 0 gone, -1 another owner's; an extend's {1, reason}: done, but
+ * the lock was revoked) into *n and maps it: REDISLOCK_OK,
+ * REDISLOCK_EEXPIRED, REDISLOCK_ELOST or REDISLOCK_EREVOKED (the detail
+ * naming the reason); REDISLOCK_EPROTOCOL for a reply of another shape.
+ * what names the script. */
 redislock_err rl__reply_owner(const rl__reply *r, const char *what,
                               long long *n);
 

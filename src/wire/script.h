@@ -57,6 +57,7 @@ extern const rl__script rl__script_set_release;
 extern const rl__script rl__script_set_extend;
 extern const rl__script rl__script_set_fence;
 extern const rl__script rl__script_set_abandon;
+extern const rl__script rl__script_revoke;
 /* Every script above, NULL-terminated. */
 extern const rl__script *const rl__scripts[];
 
