@@ -68,6 +68,7 @@ enum {
     CLI_ID_STRICT,
     CLI_ID_CLOCK,
     CLI_ID_LOCK_DELAY,
+    CLI_ID_REASON,
     CLI_ID_END /* one past the last id */
 };
 
@@ -194,6 +195,7 @@ typedef struct cli_cmdopts {
     redislock_acquire_options acq;
     int64_t hold_after_ms; /* --hold-after; 0 */
     const char *command;   /* run -c: a string for sh -c; NULL */
+    const char *reason;    /* revoke --reason; NULL */
     int conflict_code;     /* -E; CLI_EXIT_NOT_OBTAINED */
     int json;              /* --json */
     int64_t clock_ms;      /* doctor --clock; 1000 */
@@ -467,6 +469,7 @@ int cli_cmd_extend(int argc, char **argv, const cli_global *g);
 int cli_cmd_status(int argc, char **argv, const cli_global *g);
 int cli_cmd_list(int argc, char **argv, const cli_global *g);
 int cli_cmd_doctor(int argc, char **argv, const cli_global *g);
+int cli_cmd_revoke(int argc, char **argv, const cli_global *g);
 
 /* Prints one finding of redislock_doctor(): two lines ("SERVER: NAME:
  * WHAT" and "  fix: FIX"), or with json a JSON object and no newline. */

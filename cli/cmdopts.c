@@ -288,6 +288,9 @@ static int apply_option(const char *ctx, int id, const char *val,
     case 'c':
         o->command = val;
         return 0;
+    case CLI_ID_REASON:
+        o->reason = val;
+        return 0;
     }
     return apply_wait_option(ctx, id, val, &o->acq);
 }

@@ -218,6 +218,64 @@ int cli_cmd_extend(int argc, char **argv, const cli_global *g)
     return act_for_token(argc, argv, g, defs);
 }
 
+/* The exit status of a revocation's outcome: a key whose holder cannot
+ * hear it is in use as another kind (the reason was checked before). */
+static int revoke_exit(const char *ctx, const char *key, redislock_err err)
+{
+    char q[CLI_QUOTE_MAX], what[CLI_QUOTE_MAX + 32];
+
+    snprintf(what, sizeof what, "cannot revoke '%s'",
+             cli_quote(key, q, sizeof q));
+    if (err == REDISLOCK_EEXPIRED) {
+        cli_err(ctx, "nothing to revoke: '%s' is free", q);
+        return CLI_EXIT_FREE;
+    }
+    if (err == REDISLOCK_EINVAL) {
+        (void)cli_fail(ctx, err, what);
+        return CLI_EXIT_KIND;
+    }
+    return cli_fail(ctx, err, what);
+}
+
+int cli_cmd_revoke(int argc, char **argv, const cli_global *g)
+{
+    static const cli_optdef defs[] = {
+        CLI_OPTS_COMMON,
+        {CLI_ID_REASON, "reason", 1},
+        {0, NULL, 0},
+    };
+    const char *ctx = argv[0];
+    const char *key;
+    redislock_client *c;
+    redislock_lock *l;
+    cli_cmdopts o;
+    redislock_err err;
+    size_t i, n;
+    int rc;
+
+    rc = cli_cmd_options(argc, argv, g, defs, 1, 1, key_names, &o);
+    if (rc != CLI_CONTINUE)
+        return rc;
+    key = argv[o.operand];
+    if ((rc = cli_check_key(ctx, key)) != 0)
+        return rc;
+    /* The library's bounds, named here before anything connects. */
+    n = o.reason != NULL ? strlen(o.reason) : 0;
+    if (n > REDISLOCK_REVOKE_REASON_MAX)
+        return cli_usage(ctx, "--reason of %zu bytes: at most %d", n,
+                         REDISLOCK_REVOKE_REASON_MAX);
+    for (i = 0; i < n; i++)
+        if ((unsigned char)o.reason[i] < 0x20 ||
+            (unsigned char)o.reason[i] > 0x7e)
+            return cli_usage(ctx, "--reason must be printable ASCII");
+    if ((rc = cli_open(ctx, &o.g, key, NULL, 0, &c, &l)) != 0)
+        return rc;
+    err = redislock_revoke(l, o.reason);
+    rc = err == REDISLOCK_OK ? CLI_EXIT_OK : revoke_exit(ctx, key, err);
+    cli_close(c, l);
+    return rc;
+}
+
 int cli_cmd_status(int argc, char **argv, const cli_global *g)
 {
     static const cli_optdef defs[] = {

@@ -85,6 +85,10 @@ int cli_exit_for(redislock_err err)
         return CLI_EXIT_NOPERM;
     case REDISLOCK_ECONFIG:
         return CLI_EXIT_CONFIG;
+    /* extend: the lease was lengthened, but its holder is asked to give
+     * it up; as run's lost lock. */
+    case REDISLOCK_EREVOKED:
+        return CLI_EXIT_LOST;
     default:
         return CLI_EXIT_SOFTWARE;
     }

@@ -16,6 +16,7 @@ static const char overview[] =
     "  acquire KEY         take the lock and print its token\n"
     "  release KEY TOKEN   release a lock taken by acquire\n"
     "  extend KEY TOKEN    reset the lease of a lock taken by acquire\n"
+    "  revoke KEY          ask the lock's holder to give it up\n"
     "  status KEY          print the state of the lock on KEY\n"
     "  list [PATTERN]      print the locks whose keys match PATTERN\n"
     "  doctor              flag server settings that lose locks silently\n"
@@ -79,7 +80,7 @@ static const char overview[] =
     "  0        success; run: COMMAND's own status is passed through\n"
     "  1        the lock was not obtained (or CODE from -E);\n"
     "           release, extend: the token held nothing (its lease\n"
-    "           ended, or it was released)\n"
+    "           ended, or it was released); revoke: the key is free\n"
     "  2        release, extend: another owner holds the lock\n"
     "  64       usage error: bad option, key, TTL, URL, missing command,\n"
     "           several URLs without --shard, --redlock, --cluster or\n"
@@ -87,15 +88,17 @@ static const char overview[] =
     "           count), a missing, unreadable or empty password file;\n"
     "           release, extend: -k keys that are not the token's set\n"
     "  65       run, acquire: the key is in use as another kind (a\n"
-    "           semaphore of another limit, a shared lock)\n"
+    "           semaphore of another limit, a shared lock); revoke: its\n"
+    "           holder cannot hear a revocation\n"
     "  69       Redis is unreachable, did not answer in time or is not\n"
     "           Redis; with --redlock, too few servers answered for a\n"
     "           quorum; with --wait-replicas, too few replicas confirmed\n"
     "           the lock; a replica (use the master); Redis cannot serve\n"
     "           now: loading, busy script, maxmemory, maxclients\n"
     "  70       internal or protocol error, another Redis error\n"
-    "  75       run: the lock was lost while COMMAND ran, or its lease\n"
-    "           ran out unrenewed and COMMAND was killed\n"
+    "  75       run: the lock was lost or revoked while COMMAND ran, or\n"
+    "           its lease ran out unrenewed and COMMAND was killed;\n"
+    "           extend: the lock was revoked (the lease was renewed)\n"
     "  77       Redis refused the password, or the user's ACL refuses\n"
     "           a command or key (see ACL in redislock(3))\n"
     "  78       the server's configuration refuses us: protected mode,\n"
@@ -287,6 +290,22 @@ static const char list_usage[] =
     "  --all              keys that are not locks too ('KEY held-foreign\n"
     "                     ttl_ms=N type=TYPE'), and locks without a TTL\n";
 
+static const char revoke_usage[] =
+    "Usage: redislock [GLOBAL OPTION...] revoke [--reason TEXT] KEY\n"
+    "Ask whoever holds KEY to give it up. The holder keeps its lease until\n"
+    "it releases; it hears of it at its next renewal or extend (run stops\n"
+    "its command with SIGTERM, then SIGKILL, releases KEY and exits 75;\n"
+    "the library's holders get REDISLOCK_EREVOKED as a loss). A holder\n"
+    "that never renews does not hear it and keeps its lease to the end.\n"
+    "Exit 0: the holder is asked (now, or by an earlier revoke); 1: KEY\n"
+    "is free; 65: KEY holds something whose holder cannot hear it\n"
+    "(another library's lock, a hold-after reservation, a semaphore or a\n"
+    "lock held shared, not a lock).\n"
+    "\n"
+    "Options:\n"
+    "  --reason TEXT      why (printable ASCII, at most 64 bytes), told to\n"
+    "                     the holder\n";
+
 static const char doctor_usage[] =
     "Usage: redislock [GLOBAL OPTION...] doctor [--json] [--clock DURATION]\n"
     "Read each server's configuration (INFO, CONFIG GET appendfsync, an\n"
@@ -366,6 +385,7 @@ static const struct {
     {"status", {status_usage, common_options, footer, NULL}},
     {"list", {list_usage, common_options, footer, NULL}},
     {"doctor", {doctor_usage, common_options, guard_options, footer, NULL}},
+    {"revoke", {revoke_usage, common_options, footer, NULL}},
     {"help", {help_usage, NULL}},
     {"version", {version_usage, NULL}},
 };

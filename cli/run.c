@@ -140,6 +140,11 @@ static void give_up(run_state *st, redislock_err err, int64_t now)
     if (err == REDISLOCK_ELOST || err == REDISLOCK_EEXPIRED) {
         cli_err(st->ctx, "lock '%s' lost: %s; stopping the command", st->key,
                 loss_reason(err));
+    } else if (err == REDISLOCK_EREVOKED) {
+        /* Still ours: released once the command has ended. */
+        cli_err(st->ctx, "lock '%s' revoked: %s; stopping the command", st->key,
+                redislock_errdetail());
+        st->may_hold = 1;
     } else {
         snprintf(what, sizeof what,
                  "cannot renew lock '%s' in time; stopping the command",
@@ -168,7 +173,8 @@ static void renew(run_state *st)
         /* --verbose says so from the event (cli_on_event). */
         return;
     }
-    if (err == REDISLOCK_ELOST || err == REDISLOCK_EEXPIRED) {
+    if (err == REDISLOCK_ELOST || err == REDISLOCK_EEXPIRED ||
+        err == REDISLOCK_EREVOKED) {
         give_up(st, err, now);
         return;
     }
