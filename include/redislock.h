@@ -539,6 +539,34 @@ REDISLOCK_API redislock_err redislock_revoke(redislock_lock *l,
                                              const char *reason);
 
 /*
+ * Sequencers (Chubby's), for a resource that can ask whether a writer
+ * still holds the lock rather than keep the largest fencing token it has
+ * seen. redislock_sequencer() writes l's sequencer into buf (size at
+ * least REDISLOCK_SEQUENCER_MAX): "FENCE:DIGEST", its fencing token
+ * (redislock_fence) and 40 hex digits, a digest of its token or owner id
+ * that the server computes (one round trip, which also confirms l still
+ * holds: REDISLOCK_EEXPIRED when the lock has gone, REDISLOCK_ESTALE
+ * when another holds it; the handle is left as it is). A sequencer is
+ * no secret: it cannot release or extend the lock. The holder hands it
+ * to the resource with each write; the resource calls
+ * redislock_check_sequencer() with a handle of the same key (that need
+ * not hold it) before it acts: REDISLOCK_OK while the sequencer's holder
+ * still holds the lock (an owner id's: in the life of the key its
+ * fencing token was issued in), REDISLOCK_ESTALE when another holds it
+ * or it was taken again since, REDISLOCK_EEXPIRED when it is free,
+ * REDISLOCK_EINVAL for a string that is not a sequencer. A check only
+ * reads; between it and the write the lock can still change hands, so a
+ * resource that can also keep the largest fencing token should. Locks
+ * of one key, exclusive (not yet shares, semaphores or sets:
+ * REDISLOCK_EINVAL); on Redlock a majority of the servers decides.
+ */
+#define REDISLOCK_SEQUENCER_MAX 64
+REDISLOCK_API redislock_err redislock_sequencer(redislock_lock *l, char *buf,
+                                                size_t size);
+REDISLOCK_API redislock_err redislock_check_sequencer(redislock_lock *l,
+                                                      const char *sequencer);
+
+/*
  * The lock-delay (redislock_acquire_options' lock_delay_ms) that the
  * handle's extends and renewals keep on the key past the lease: for a
  * token adopted from an acquire that asked for one. An acquire sets it
@@ -908,6 +936,18 @@ REDISLOCK_API redislock_err redislock_loop_revoke(redislock_loop *lp,
                                                   const char *reason,
                                                   redislock_done_cb cb,
                                                   void *arg);
+
+/* As redislock_sequencer() and redislock_check_sequencer(), on the loop:
+ * cb gets the outcome (buf is written before it). The handle and buf
+ * must outlive the callback. */
+REDISLOCK_API redislock_err redislock_loop_sequencer(redislock_loop *lp,
+                                                     redislock_lock *l,
+                                                     char *buf, size_t size,
+                                                     redislock_done_cb cb,
+                                                     void *arg);
+REDISLOCK_API redislock_err redislock_loop_check_sequencer(
+    redislock_loop *lp, redislock_lock *l, const char *sequencer,
+    redislock_done_cb cb, void *arg);
 
 /*
  * Server configurations that lose locks silently, as redislock_doctor()

@@ -121,6 +121,25 @@ redislock_err redislock_loop_revoke(redislock_loop *lp, redislock_lock *l,
     return rl__alock_revoke(lp->al, l, reason, cb, arg);
 }
 
+redislock_err redislock_loop_sequencer(redislock_loop *lp, redislock_lock *l,
+                                       char *buf, size_t size,
+                                       redislock_done_cb cb, void *arg)
+{
+    if (lp == NULL)
+        return rl__err(REDISLOCK_EINVAL, "NULL loop");
+    return rl__alock_sequencer(lp->al, l, buf, size, cb, arg);
+}
+
+redislock_err redislock_loop_check_sequencer(redislock_loop *lp,
+                                             redislock_lock *l,
+                                             const char *sequencer,
+                                             redislock_done_cb cb, void *arg)
+{
+    if (lp == NULL)
+        return rl__err(REDISLOCK_EINVAL, "NULL loop");
+    return rl__alock_check_sequencer(lp->al, l, sequencer, cb, arg);
+}
+
 void redislock_loop_cancel(redislock_loop *lp, redislock_lock *l)
 {
     if (lp != NULL)

@@ -202,6 +202,16 @@ redislock_err rl__alock_round(rl__alock *al, const rl__request *q,
 redislock_err rl__alock_revoke(rl__alock *al, redislock_lock *l,
                                const char *reason, rl__alock_cb cb, void *arg);
 
+/* l's sequencer, "FENCE:DIGEST", into buf of size bytes (sequencer.c,
+ * sequencer.lua), asked of the server while l holds; and whether the
+ * holder sequencer names still holds l's key (seqcheck.lua). cb gets
+ * the outcome. */
+redislock_err rl__alock_sequencer(rl__alock *al, redislock_lock *l, char *buf,
+                                  size_t size, rl__alock_cb cb, void *arg);
+redislock_err rl__alock_check_sequencer(rl__alock *al, redislock_lock *l,
+                                        const char *sequencer, rl__alock_cb cb,
+                                        void *arg);
+
 /* l is being freed: the operation under way on it ends with
  * REDISLOCK_ECANCELED, its callback called now (lock.c). */
 void rl__alock_forget(redislock_lock *l);

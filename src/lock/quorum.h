@@ -23,6 +23,16 @@ void rl__round_free(rl__round *r);
 /* A majority of n. */
 #define RL_QUORUM(n) ((n) / 2 + 1)
 
+/* The verdict of a round whose servers were each asked one question
+ * (revoke, a sequencer, its check): each server's reply read by answer,
+ * the outcome a majority of them gives, with the detail of the first
+ * server that gave it; REDISLOCK_ENOQUORUM, naming what, when no outcome
+ * has a majority. */
+redislock_err rl__round_majority(const rl__round *r,
+                                 redislock_err (*answer)(const rl__reply *r,
+                                                         void *arg),
+                                 void *arg, const char *what);
+
 /* "a:6379 granted, b:6379 busy, c:6379 down" for messages: each
  * server's outcome (as redislock_outcomes() reports them). */
 void rl__outcomes_describe(redislock_client *c, const redislock_err *o,

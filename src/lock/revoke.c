@@ -19,10 +19,11 @@ typedef struct revoke_op {
 } revoke_op;
 
 /* What revoke.lua's answer r says, as an error code (see the script). */
-static redislock_err answer(const rl__reply *r)
+static redislock_err answer(const rl__reply *r, void *unused)
 {
     redislock_err err = rl__reply_check(r, rl__script_revoke.name);
 
+    (void)unused;
     if (err != REDISLOCK_OK)
         return err;
     if (r->type != REDIS_REPLY_INTEGER)
@@ -58,7 +59,7 @@ static void sent_done(void *arg, redislock_err err, const rl__reply *r)
     revoke_op *op = arg;
 
     if (err == REDISLOCK_OK)
-        err = answer(r);
+        err = answer(r, NULL);
     op->cb(op->l, err, op->arg);
     free(op);
 }
@@ -67,28 +68,8 @@ static void sent_done(void *arg, redislock_err err, const rl__reply *r)
 static void round_done(void *arg, rl__round *r)
 {
     revoke_op *op = arg;
-    size_t i, q = RL_QUORUM(r->n), ok = 0, free_ = 0;
-    redislock_err first = REDISLOCK_OK, err;
 
-    for (i = 0; i < r->n; i++) {
-        err = r->reply[i] != NULL ? answer(r->reply[i]) : r->err[i];
-        ok += err == REDISLOCK_OK;
-        free_ += err == REDISLOCK_EEXPIRED;
-        if (first == REDISLOCK_OK && err != REDISLOCK_OK &&
-            err != REDISLOCK_EEXPIRED)
-            first = err;
-    }
-    if (ok >= q)
-        err = REDISLOCK_OK;
-    else if (free_ >= q)
-        err = rl__err(REDISLOCK_EEXPIRED,
-                      "nothing to revoke: the lock is free on %zu of %zu "
-                      "servers",
-                      free_, r->n);
-    else
-        err = rl__err(first != REDISLOCK_OK ? first : REDISLOCK_ENOQUORUM,
-                      "revoked on %zu of %zu servers, %zu needed", ok, r->n, q);
-    op->cb(op->l, err, op->arg);
+    op->cb(op->l, rl__round_majority(r, answer, NULL, "revoke"), op->arg);
     free(op);
 }
 

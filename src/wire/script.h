@@ -58,6 +58,8 @@ extern const rl__script rl__script_set_extend;
 extern const rl__script rl__script_set_fence;
 extern const rl__script rl__script_set_abandon;
 extern const rl__script rl__script_revoke;
+extern const rl__script rl__script_sequencer;
+extern const rl__script rl__script_seqcheck;
 /* Every script above, NULL-terminated. */
 extern const rl__script *const rl__scripts[];
 
