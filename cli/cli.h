@@ -69,6 +69,7 @@ enum {
     CLI_ID_CLOCK,
     CLI_ID_LOCK_DELAY,
     CLI_ID_REASON,
+    CLI_ID_SEQUENCER,
     CLI_ID_END /* one past the last id */
 };
 
@@ -196,6 +197,7 @@ typedef struct cli_cmdopts {
     int64_t hold_after_ms; /* --hold-after; 0 */
     const char *command;   /* run -c: a string for sh -c; NULL */
     const char *reason;    /* revoke --reason; NULL */
+    int sequencer;         /* run, acquire --sequencer */
     int conflict_code;     /* -E; CLI_EXIT_NOT_OBTAINED */
     int json;              /* --json */
     int64_t clock_ms;      /* doctor --clock; 1000 */
@@ -234,7 +236,8 @@ typedef struct cli_cmdopts {
     {CLI_ID_MAX_ATTEMPTS, "max-attempts", 1}, {CLI_ID_FAIR, "fair", 0},       \
     {CLI_ID_VERBOSE, "verbose", 0}, {'s', "shared", 0},                       \
     {'x', "exclusive", 0}, {'k', "key", 1},                                   \
-    {CLI_ID_LOCK_DELAY, "lock-delay", 1}
+    {CLI_ID_LOCK_DELAY, "lock-delay", 1},                                  \
+    {CLI_ID_SEQUENCER, "sequencer", 0}
 /* The options of the subcommands that write a lease (run, acquire,
  * extend): the library's replica-sync and WAITAOF guards. */
 #define CLI_OPTS_GUARDS                                                       \
@@ -470,6 +473,11 @@ int cli_cmd_status(int argc, char **argv, const cli_global *g);
 int cli_cmd_list(int argc, char **argv, const cli_global *g);
 int cli_cmd_doctor(int argc, char **argv, const cli_global *g);
 int cli_cmd_revoke(int argc, char **argv, const cli_global *g);
+int cli_cmd_check(int argc, char **argv, const cli_global *g);
+
+/* l's sequencer (redislock_sequencer) into buf, of at least
+ * REDISLOCK_SEQUENCER_MAX bytes: 0, or an exit status after a message. */
+int cli_sequencer(const char *ctx, redislock_lock *l, char *buf);
 
 /* Prints one finding of redislock_doctor(): two lines ("SERVER: NAME:
  * WHAT" and "  fix: FIX"), or with json a JSON object and no newline. */

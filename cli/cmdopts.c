@@ -291,6 +291,9 @@ static int apply_option(const char *ctx, int id, const char *val,
     case CLI_ID_REASON:
         o->reason = val;
         return 0;
+    case CLI_ID_SEQUENCER:
+        o->sequencer = 1;
+        return 0;
     }
     return apply_wait_option(ctx, id, val, &o->acq);
 }
@@ -299,6 +302,9 @@ int cli_check_shared(const char *ctx, const cli_cmdopts *o)
 {
     const redislock_acquire_options *acq = &o->acq;
 
+    if (o->sequencer && acq->limit > 0)
+        return cli_usage(ctx, "--sequencer is for an exclusive lock, not a "
+                              "semaphore's permit (--limit)");
     if (!acq->shared)
         return 0;
     /* The library refuses these too, but only once connected; here the
@@ -318,6 +324,9 @@ int cli_check_shared(const char *ctx, const cli_cmdopts *o)
     if (acq->lock_delay_ms > 0)
         return cli_usage(ctx, "--lock-delay is for an exclusive lock, not "
                               "a share (-s/--shared)");
+    if (o->sequencer)
+        return cli_usage(ctx, "--sequencer is for an exclusive lock, not "
+                              "a share (-s/--shared)");
     return 0;
 }
 
@@ -330,7 +339,7 @@ int cli_check_set(const char *ctx, const cli_cmdopts *o)
         return 0;
     if (acq->limit > 0 || acq->shared || acq->owner != NULL ||
         acq->metadata != NULL || acq->fair || o->hold_after_ms > 0 ||
-        acq->lock_delay_ms > 0)
+        acq->lock_delay_ms > 0 || o->sequencer)
         return cli_usage(ctx,
                          "-k/--key takes a set of keys as one plain lock: "
                          "not with %s",
@@ -340,6 +349,7 @@ int cli_check_set(const char *ctx, const cli_cmdopts *o)
                          : acq->metadata != NULL ? "--metadata"
                          : acq->fair             ? "--fair"
                          : o->hold_after_ms > 0  ? "--hold-after"
+                         : o->sequencer          ? "--sequencer"
                                                  : "--lock-delay");
     for (i = 0; i < o->nkeys; i++)
         if ((rc = cli_check_key(ctx, o->keys[i])) != 0)

@@ -7,12 +7,21 @@
 
 static const char *const key_names[] = {"KEY", "TOKEN"};
 
-/* Prints the token for the caller to keep. A token nobody saw would leave
- * the lock held until its TTL for nothing, so it is released when the
- * write fails. */
-static int print_token(const char *ctx, redislock_lock *l)
+/* Prints the token for the caller to keep, and with --sequencer the
+ * lock's sequencer on a second line. A token nobody saw would leave the
+ * lock held until its TTL for nothing, so it is released when the write
+ * (or the sequencer) fails. */
+static int print_token(const char *ctx, redislock_lock *l, int sequencer)
 {
-    if (printf("%s\n", redislock_token(l)) < 0 || fflush(stdout) != 0) {
+    char seq[REDISLOCK_SEQUENCER_MAX];
+    int rc;
+
+    if (sequencer && (rc = cli_sequencer(ctx, l, seq)) != 0) {
+        (void)redislock_release(l);
+        return rc;
+    }
+    if (printf("%s\n", redislock_token(l)) < 0 ||
+        (sequencer && printf("%s\n", seq) < 0) || fflush(stdout) != 0) {
         (void)redislock_release(l);
         cli_err(ctx, "cannot write the token to standard output");
         return CLI_EXIT_SOFTWARE;
@@ -73,7 +82,7 @@ int cli_cmd_acquire(int argc, char **argv, const cli_global *g)
      * 0, with nothing on standard output (nor on standard error unless
      * --verbose), as flock -E 0 would. */
     if (cli_take(ctx, l, &o, &stop, &rc) && (rc = full_lease(ctx, l, &o)) == 0)
-        rc = print_token(ctx, l);
+        rc = print_token(ctx, l, o.sequencer);
     cli_close(c, l);
     return rc;
 }
@@ -274,6 +283,66 @@ int cli_cmd_revoke(int argc, char **argv, const cli_global *g)
     rc = err == REDISLOCK_OK ? CLI_EXIT_OK : revoke_exit(ctx, key, err);
     cli_close(c, l);
     return rc;
+}
+
+/* check KEY SEQUENCER: whether the holder the sequencer names still
+ * holds KEY, for a resource about to act on a writer's behalf. Quiet
+ * when it does; a stale or free lock is one line on stderr. */
+int cli_cmd_check(int argc, char **argv, const cli_global *g)
+{
+    static const char *const names[] = {"KEY", "SEQUENCER"};
+    static const cli_optdef defs[] = {
+        CLI_OPTS_COMMON,
+        {0, NULL, 0},
+    };
+    const char *ctx = argv[0];
+    const char *key, *seq;
+    char q[CLI_QUOTE_MAX], what[CLI_QUOTE_MAX + 32];
+    redislock_client *c;
+    redislock_lock *l;
+    cli_cmdopts o;
+    redislock_err err;
+    int rc;
+
+    rc = cli_cmd_options(argc, argv, g, defs, 2, 2, names, &o);
+    if (rc != CLI_CONTINUE)
+        return rc;
+    key = argv[o.operand];
+    seq = argv[o.operand + 1];
+    if ((rc = cli_check_key(ctx, key)) != 0)
+        return rc;
+    if ((rc = cli_open(ctx, &o.g, key, NULL, 0, &c, &l)) != 0)
+        return rc;
+    err = redislock_check_sequencer(l, seq);
+    cli_close(c, l);
+    cli_quote(key, q, sizeof q);
+    switch (err) {
+    case REDISLOCK_OK:
+        return CLI_EXIT_OK;
+    case REDISLOCK_EEXPIRED:
+        cli_err(ctx, "stale sequencer: lock '%s' is free", q);
+        return CLI_EXIT_FREE;
+    case REDISLOCK_ESTALE:
+        cli_err(ctx,
+                "stale sequencer: lock '%s' is held by another holder, or "
+                "was taken again since",
+                q);
+        return CLI_EXIT_OTHER_OWNER;
+    case REDISLOCK_EINVAL:
+        if (strstr(redislock_errdetail(), "not a sequencer") != NULL)
+            return cli_usage(ctx,
+                             "'%s' is not a sequencer: want FENCE:DIGEST "
+                             "as run and acquire --sequencer print",
+                             cli_quote(seq, what, sizeof what));
+        /* Held by many: nothing a sequencer can name yet. */
+        snprintf(what, sizeof what, "cannot check a sequencer of '%s'", q);
+        (void)cli_fail(ctx, err, what);
+        return CLI_EXIT_KIND;
+    default:
+        break;
+    }
+    snprintf(what, sizeof what, "cannot check a sequencer of '%s'", q);
+    return cli_fail(ctx, err, what);
 }
 
 int cli_cmd_status(int argc, char **argv, const cli_global *g)

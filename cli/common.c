@@ -274,3 +274,12 @@ int cli_check_token(const char *ctx, const char *what, const char *token)
             return cli_usage(ctx, "the %s contains a control character", what);
     return 0;
 }
+
+int cli_sequencer(const char *ctx, redislock_lock *l, char *buf)
+{
+    redislock_err err = redislock_sequencer(l, buf, REDISLOCK_SEQUENCER_MAX);
+
+    if (err == REDISLOCK_OK)
+        return 0;
+    return cli_fail(ctx, err, "cannot make the lock's sequencer");
+}

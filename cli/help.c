@@ -17,6 +17,7 @@ static const char overview[] =
     "  release KEY TOKEN   release a lock taken by acquire\n"
     "  extend KEY TOKEN    reset the lease of a lock taken by acquire\n"
     "  revoke KEY          ask the lock's holder to give it up\n"
+    "  check KEY SEQUENCER whether the sequencer's holder still holds KEY\n"
     "  status KEY          print the state of the lock on KEY\n"
     "  list [PATTERN]      print the locks whose keys match PATTERN\n"
     "  doctor              flag server settings that lose locks silently\n"
@@ -69,9 +70,8 @@ static const char overview[] =
     "  --insecure         do not verify the server (tests only)\n"
     "  -h, --help         print this help\n"
     "  -V, --version      print the version\n"
-    "Durations: 500ms, 30s, 2m, 1h, 30d, 1.5s, 1h30m, 2m30s; a bare number\n"
-    "means seconds, and one over 30 days (2592000) is refused as a likely\n"
-    "unit mistake (write 30000000ms for milliseconds).\n"
+    "Durations: 500ms, 30s, 2m, 1h, 30d, 1.5s, 1h30m; a bare number means\n"
+    "seconds, and one over 30 days is refused as a likely unit mistake.\n"
     "Password: --password-file, else the URL's, else $REDISCLI_AUTH.\n"
     "An option with a value is given once (a repeat is a usage error), but\n"
     "-u and -k once per URL or key; of -s and -x the last one wins.\n"
@@ -80,8 +80,8 @@ static const char overview[] =
     "  0        success; run: COMMAND's own status is passed through\n"
     "  1        the lock was not obtained (or CODE from -E);\n"
     "           release, extend: the token held nothing (its lease\n"
-    "           ended, or it was released); revoke: the key is free\n"
-    "  2        release, extend: another owner holds the lock\n"
+    "           ended, or it was released); revoke, check: KEY is free\n"
+    "  2        release, extend, check: another owner holds the lock\n"
     "  64       usage error: bad option, key, TTL, URL, missing command,\n"
     "           several URLs without --shard, --redlock, --cluster or\n"
     "           --sentinel, a URL given twice (or an even Redlock\n"
@@ -118,8 +118,9 @@ static const char run_usage[] =
     "       redislock [GLOBAL OPTION...] run [OPTION...] KEY -c STRING\n"
     "       redislock [GLOBAL OPTION...] run [OPTION...] -c STRING KEY\n"
     "Take the lock, run COMMAND with REDISLOCK_KEY, REDISLOCK_TOKEN and\n"
-    "REDISLOCK_FENCE (the fencing token) in its environment, renew the\n"
-    "lease every TTL/3 while it runs, release it when COMMAND ends and exit\n"
+    "REDISLOCK_FENCE (the fencing token) in its environment (with\n"
+    "--sequencer, REDISLOCK_SEQUENCER too), renew the lease every TTL/3\n"
+    "while it runs, release it when COMMAND ends and exit\n"
     "with COMMAND's status (128+N if a signal N killed it). SIGHUP, SIGINT,\n"
     "SIGQUIT, SIGTERM, SIGUSR1 and SIGUSR2 are passed on to COMMAND. If the\n"
     "lock is lost, or cannot be renewed while the lease is still known to\n"
@@ -199,7 +200,13 @@ static const char take_options[] =
     "                     long after the lease (at most 60s); a release\n"
     "                     frees it at once. The key's TTL is the lease\n"
     "                     and the delay. Not with --fair, --limit, -s or\n"
-    "                     -k\n";
+    "                     -k\n"
+    "  --sequencer        also make the lock's sequencer, FENCE:DIGEST, a\n"
+    "                     proof of this holder that a resource checks\n"
+    "                     with 'redislock check' (one round trip more):\n"
+    "                     run puts it in REDISLOCK_SEQUENCER, acquire\n"
+    "                     prints it on a second line. Not with --limit,\n"
+    "                     -s or -k\n";
 
 static const char hold_after_option[] =
     "  --hold-after DURATION\n"
@@ -306,6 +313,18 @@ static const char revoke_usage[] =
     "  --reason TEXT      why (printable ASCII, at most 64 bytes), told to\n"
     "                     the holder\n";
 
+static const char check_usage[] =
+    "Usage: redislock [GLOBAL OPTION...] check KEY SEQUENCER\n"
+    "Whether the holder SEQUENCER was made for (run or acquire with\n"
+    "--sequencer) still holds KEY: for a resource that asks before it acts\n"
+    "on a writer's behalf, rather than keep the largest fencing token it\n"
+    "has seen. It only reads; the lock can change hands right after.\n"
+    "Exit 0: it still holds KEY; 1: KEY is free; 2: another holder has it,\n"
+    "or it was taken again since; 64: SEQUENCER is not one; 65: KEY is\n"
+    "held by many (a semaphore or shares: not yet).\n"
+    "\n"
+    "Options:\n";
+
 static const char doctor_usage[] =
     "Usage: redislock [GLOBAL OPTION...] doctor [--json] [--clock DURATION]\n"
     "Read each server's configuration (INFO, CONFIG GET appendfsync, an\n"
@@ -386,6 +405,7 @@ static const struct {
     {"list", {list_usage, common_options, footer, NULL}},
     {"doctor", {doctor_usage, common_options, guard_options, footer, NULL}},
     {"revoke", {revoke_usage, common_options, footer, NULL}},
+    {"check", {check_usage, common_options, footer, NULL}},
     {"help", {help_usage, NULL}},
     {"version", {version_usage, NULL}},
 };

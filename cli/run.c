@@ -455,9 +455,20 @@ static int take_signals(run_state *st, const cli_global *g)
 /* The command's environment: the lock's key, token and fencing token.
  * Set here rather than in the child, where only async-signal-safe calls
  * belong. */
-static int set_env(run_state *st, const char *key)
+static int set_env(run_state *st, const char *key, int sequencer)
 {
-    char fence[24];
+    char fence[24], seq[REDISLOCK_SEQUENCER_MAX];
+    int rc;
+
+    /* --sequencer: one round trip more, for the command's resources. */
+    if (sequencer) {
+        if ((rc = cli_sequencer(st->ctx, st->l, seq)) != 0)
+            return rc;
+        if (setenv("REDISLOCK_SEQUENCER", seq, 1) != 0) {
+            cli_err(st->ctx, "cannot set the environment: %s", strerror(errno));
+            return CLI_EXIT_SOFTWARE;
+        }
+    }
 
     snprintf(fence, sizeof fence, "%lld", (long long)redislock_fence(st->l));
     if (setenv("REDISLOCK_KEY", key, 1) != 0 ||
@@ -493,7 +504,7 @@ static int hold_and_run(run_state *st, const cli_cmdopts *o, const char *key,
     now = cli_now_ms();
     st->next_renew_ms = now + st->renew_every_ms;
     set_kill_by(st, now);
-    if ((rc = set_env(st, key)) == 0)
+    if ((rc = set_env(st, key, o->sequencer)) == 0)
         rc = spawn(st, cmd);
     if (rc != 0) {
         (void)redislock_release(st->l);
