@@ -76,7 +76,9 @@ typedef enum redislock_err {
 #define REDISLOCK_ERR_ENUM_(name, value, msg) REDISLOCK_##name = value,
     REDISLOCK_ERR_MAP(REDISLOCK_ERR_ENUM_)
 #undef REDISLOCK_ERR_ENUM_
-        REDISLOCK_ERR_COUNT_
+    /* Codes are only appended, and this count grows with them: give
+     * codes you do not know a default case, and size nothing by it. */
+    REDISLOCK_ERR_COUNT_
 } redislock_err;
 
 /* Defaults and limits, in milliseconds unless the name says otherwise. */

@@ -66,6 +66,11 @@ fi
 # that differs still shows: a field inserted before the last one (even
 # into padding that moves nothing: an old program's padding holds
 # garbage, not zero), one removed, retyped or renamed, a changed enum.
+# Error codes may be appended too, as curl's CURLcode grows: a 0.1
+# program has a default case for the codes it does not know (the
+# library's redislock_strerror names them), so the codes numbered from
+# BASE's REDISLOCK_ERR_COUNT_ on are dropped and that count, which is no
+# limit a program may size anything by, is BASE's again.
 old_view() {
     python3 - "$@" <<'EOF'
 import sys
@@ -79,6 +84,20 @@ for c in base.iter("class-decl"):
             for m in c.findall("data-member")]
     if c.get("name") in GROWING and offs:
         old[c.get("name")] = (max(offs), c.get("size-in-bits"))
+COUNT = "REDISLOCK_ERR_COUNT_"
+codes = {}
+for e in base.iter("enum-decl"):
+    if e.get("name") == "redislock_err":
+        codes = {m.get("name"): m.get("value") for m in e.iter("enumerator")}
+for e in new.iter("enum-decl"):
+    if e.get("name") != "redislock_err" or COUNT not in codes:
+        continue
+    for m in list(e.iter("enumerator")):
+        if m.get("name") == COUNT:
+            m.set("value", codes[COUNT])
+        elif (m.get("name") not in codes and
+              int(m.get("value")) >= int(codes[COUNT])):
+            e.remove(m)
 for c in new.iter("class-decl"):
     if c.get("name") not in old or c.get("size-in-bits") is None:
         continue
