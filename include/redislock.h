@@ -598,6 +598,20 @@ REDISLOCK_API redislock_err redislock_ttl(redislock_lock *l, int64_t *ttl_ms);
 #define REDISLOCK_KIND_SHARED 4
 
 /*
+ * One waiter of a fair queue (redislock_acquire_options.fair), in
+ * redislock_info's waiters. owner is its owner id, borrowed like
+ * redislock_info's strings; NULL (owner_len 0) for a waiter that has none,
+ * whose request holds a token instead (a plain lock's, a share's), never
+ * shown. waited_ms: how long it has held its place in the queue, on the
+ * server's clock.
+ */
+typedef struct redislock_waiter {
+    const char *owner;
+    size_t owner_len;
+    int64_t waited_ms;
+} redislock_waiter;
+
+/*
  * What anyone can read of a key. Strings are borrowed from the handle and
  * valid until its next call; absent ones are NULL. For a key that is not
  * a lock (reserved == REDISLOCK_KIND_NOT_LOCK), metadata is its Redis
@@ -632,10 +646,21 @@ typedef struct redislock_info {
      * strings; NULL with nshare_ttls 0 for the other kinds. */
     const int64_t *share_ttls;
     size_t nshare_ttls;
+    /* The key's fair waiters that are alive, in queue order (the next to
+     * get it first), for at most REDISLOCK_INFO_WAITERS_MAX of them; any
+     * kind of key may have them. Borrowed like the strings; NULL with
+     * nwaiters 0 when none wait. queued: how many wait, which may count
+     * dead waiters beyond the places read when the queue is long. */
+    const redislock_waiter *waiters;
+    size_t nwaiters;
+    int64_t queued;
 } redislock_info;
 
 /* The most share leases redislock_info lists. */
 #define REDISLOCK_INFO_TTLS_MAX 100
+
+/* The most fair waiters redislock_info lists. */
+#define REDISLOCK_INFO_WAITERS_MAX 100
 
 /*
  * The size of each caller-allocated struct as this header lays it out:
@@ -660,7 +685,7 @@ typedef struct redislock_info {
     REDISLOCK_SIZE_THROUGH_(redislock_options, strict)
 #define REDISLOCK_ACQUIRE_OPTIONS_SIZE                                         \
     REDISLOCK_SIZE_THROUGH_(redislock_acquire_options, lock_delay_ms)
-#define REDISLOCK_INFO_SIZE REDISLOCK_SIZE_THROUGH_(redislock_info, nshare_ttls)
+#define REDISLOCK_INFO_SIZE REDISLOCK_SIZE_THROUGH_(redislock_info, queued)
 
 /* Reads the key's state, whoever holds it, in one round trip. */
 REDISLOCK_API redislock_err redislock_inspect(redislock_lock *l,

@@ -1,6 +1,8 @@
 -- What anyone may read of a key, and whether it is a lock (never a plain
--- lock's token: whoever knows it can release the lock). KEYS: the key.
--- Returns {type, PTTL, owner, holds, meta, fence, kind, limit, ttls}:
+-- lock's token: whoever knows it can release the lock). KEYS: the key, its
+-- fair queue q and waiters' hash ws (fair.lua's).
+-- Returns {type, PTTL, owner, holds, meta, fence, kind, limit, ttls,
+-- waiters, queued}:
 -- owner, holds and meta of a redislock hash lock; holds '1' for
 -- redislock's own plain lock and nil when the count is not known (another
 -- library's lock); the fencing token this life of a redislock hash lock
@@ -12,7 +14,9 @@
 -- semaphore's limit is the eighth element (0 for the other kinds), and the
 -- live shares (permits, readers) of both are their holds; ttls lists the
 -- time left of the first RL_TTLS_SHOWN of those shares' leases in ms,
--- shortest first (never their tokens), and is empty for other kinds.
+-- shortest first (never their tokens), and is empty for other kinds;
+-- waiters and queued are the fair queue's (see queue below), for a key of
+-- any kind.
 
 -- include/redislock.h's REDISLOCK_INFO_TTLS_MAX.
 local RL_TTLS_SHOWN = 100
@@ -31,7 +35,51 @@ local function token_like(v)
            (string.find(v, '%u') ~= nil and string.find(v, '%l') ~= nil)
 end
 
-local K = rl_keys('lock')
+-- include/redislock.h's REDISLOCK_INFO_WAITERS_MAX, and how many places
+-- of the queue are read to find them: dead waiters linger in it until an
+-- attempt or a hand-off drops them, and the read stays bounded however
+-- many there are.
+local RL_WAITERS_SHOWN = 100
+local RL_WAITERS_READ = 2 * RL_WAITERS_SHOWN
+
+local K = rl_keys('lock q ws')
+
+-- The fair queue's live waiters (rl_queue), in order: a flat list {owner,
+-- waited ms, ...} of the first RL_WAITERS_SHOWN of them, waited ms being
+-- the time since it took its place (its seq, the server's clock in us
+-- then, or a little past it), and how many wait: exact when the places
+-- read hold the whole queue, else the live ones read and every place not
+-- read. owner is the waiter's owner id, or false when its entry holds a
+-- token instead (a plain lock's waiter, a share's): whoever knows a token
+-- can release what it holds, so it never leaves the script. A place whose
+-- entry is gone, or whose alive time has passed, is a dead waiter's.
+local function queue()
+    local n = redis.call('ZCARD', K.q)
+    if n == 0 then
+        return {}, 0
+    end
+    local ids, seqs, ws = rl_queue_head(K, RL_WAITERS_READ)
+    local now_us = rl_now_us()
+    local now = rl_now_ms()
+    local out, live = {}, 0
+    for i = 1, #ids do
+        local w = rl_waiter(ws[i])
+        if w and w.alive > now then
+            live = live + 1
+            if live <= RL_WAITERS_SHOWN then
+                local owner = false
+                if w.fmt == 'hash' or w.fmt == 'reentrant' then
+                    owner = w.owner
+                end
+                out[#out + 1] = owner
+                out[#out + 1] = math.max(0, math.floor(
+                    (now_us - tonumber(seqs[i])) / 1000))
+            end
+        end
+    end
+    return out, live + n - #ids
+end
+
 local key = K.lock
 local t = redis.call('TYPE', key).ok
 local ttl = redis.call('PTTL', key)
@@ -92,4 +140,5 @@ end
 if kind == 2 then
     f, fence = {false, false, false}, 0
 end
-return {t, ttl, f[1], f[2], f[3], fence, kind, limit, ttls}
+local waiters, queued = queue()
+return {t, ttl, f[1], f[2], f[3], fence, kind, limit, ttls, waiters, queued}

@@ -167,6 +167,9 @@ ev "$T/fair.STRICT.lua" 6 kc:f redislock:rl-fence ${B}q ${B}ws ${B}seq ${B}void:
 ev "$T/fair.STRICT.lua" 6 kc:f redislock:rl-fence ${B}q ${B}ws ${B}seq ${B}void:r2 \
     own2 10000 hash "m" 5000 r2 ${B}c:h2 P
 [ "$(echo "$out" | head -n 1)" = 0 ] || fail "fair, second (strict): $out"
+# inspect reads the two waiters' entries.
+ev "$T/inspect.STRICT.lua" 3 kc:f ${B}q ${B}ws
+[ "$(echo "$out" | head -n 1)" = string ] || fail "inspect, queued (strict): $out"
 ev "$T/release.STRICT.lua" 7 kc:f redislock:rl-fence ${B}q ${B}ws ${B}waiting \
     ${B}wake ${B}rwake tok0 0
 want 1 "release with a hand-off (strict)"
@@ -180,7 +183,7 @@ want 0 "leave (strict)"
 ev "$T/abandon.STRICT.lua" 8 kc:f redislock:rl-fence ${B}q ${B}ws ${B}waiting \
     ${B}wake ${B}rwake ${B}void:r1 tok1 60000 r1
 want 1 "abandon (strict)"
-ev "$T/inspect.STRICT.lua" 1 kc:f
+ev "$T/inspect.STRICT.lua" 3 kc:f ${B}q ${B}ws
 [ "$(echo "$out" | head -n 1)" = none ] || fail "inspect (strict): $out"
 if grep -q RLKEYCHECK "$LOG"; then
     grep RLKEYCHECK "$LOG" | grep -q "kc:f" &&

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "harness/fixture.h"
+#include "harness/util.h"
 #include "test.h"
 
 #define EXTRA 24
@@ -64,6 +65,50 @@ void test_abi_sized_newer_caller(void)
     ASSERT_EQ_INT(ni.info.keylen, 3);
     assert_zero(NEWER_EXTRA(&ni), EXTRA);
     ASSERT_OK(redislock_release(l));
+    redislock_lock_free(l);
+    th_env_stop(&e);
+}
+
+/* A caller built before the fair waiters were appended (its struct ends
+ * at nshare_ttls) gets its fields, and not a byte past them, from a key
+ * with waiters to list. */
+void test_abi_sized_older_caller(void)
+{
+    const size_t old = REDISLOCK_SIZE_THROUGH_(redislock_info, nshare_ttls);
+    th_env e = th_env_start();
+    redislock_lock *l = th_lock(e.c, "abi");
+    redislock_acquire_options o = th_aopts(30000, 0, 0);
+    newer_info ni;
+    th_waiter w;
+    int64_t t0;
+    size_t i;
+
+    o.fair = 1;
+    ASSERT_OK(redislock_acquire(l, &o));
+    o.wait_ms = 20000;
+    o.owner = "older";
+    th_waiter_start(&w, e.c, "abi", &o);
+    for (t0 = th_now_ms(); th_cmd_int(e.r, "ZCARD abi{abi}:rl-q") == 0;
+         th_sleep_ms(2))
+        ASSERT_LT(th_now_ms() - t0, 5000);
+    /* This header's caller sees the waiter; the older one, the same key
+     * read, gets nothing past its struct. */
+    memset(&ni, 0x5A, sizeof ni);
+    ASSERT_OK(redislock_inspect(l, &ni.info));
+    ASSERT_EQ_INT(ni.info.nwaiters, 1);
+    ASSERT_EQ_STR(ni.info.waiters[0].owner, "older");
+    memset(&ni, 0x5A, sizeof ni);
+    ASSERT_OK(redislock_inspect_sized(l, &ni.info, old));
+    ASSERT_EQ_INT(ni.info.held, 1);
+    ASSERT_EQ_INT(ni.info.holds, 1);
+    ASSERT_EQ_INT(ni.info.keylen, 3);
+    ASSERT(ni.info.share_ttls == NULL);
+    for (i = old; i < sizeof ni.bytes; i++)
+        ASSERT_EQ_INT(ni.bytes[i], 0x5A);
+    ASSERT_OK(redislock_release(l));
+    th_waiter_join_ok(&w, 5000);
+    ASSERT_OK(redislock_release(w.l));
+    redislock_lock_free(w.l);
     redislock_lock_free(l);
     th_env_stop(&e);
 }

@@ -13,6 +13,7 @@
 #include "clock.h"
 #include "harness/adapters.h"
 #include "harness/fixture.h"
+#include "harness/util.h"
 #include "test.h"
 
 #define WAITERS 6
@@ -147,6 +148,56 @@ void test_alock_fair_leaves_queue(void)
     d->close(h);
     for (i = 0; i < 3; i++)
         redislock_lock_free(l[i]);
+    redislock_lock_free(holder);
+    th_env_stop(&e);
+}
+
+/* redislock_loop_inspect lists a fair queue's waiters as
+ * redislock_inspect does: in the order they asked, an owner id shown and
+ * a plain waiter's token not. */
+void test_alock_fair_inspect_waiters(void)
+{
+    th_env e = th_env_start();
+    redislock_lock *holder = th_lock(e.c, "af:k"), *seer = th_lock(e.c, "af:k");
+    redislock_lock *l[2];
+    redislock_acquire_options o = th_aopts(30000, 0, 0);
+    redislock_info info;
+    ad_done dn[3];
+    redislock_loop *lp;
+    void *h = d->open(e.c, &lp);
+    int64_t t0;
+    int i;
+
+    memset(dn, 0, sizeof dn);
+    ASSERT_OK(redislock_acquire(holder, &o));
+    o = th_aopts(5000, 10000, 0);
+    o.fair = 1;
+    o.owner = "lw-1";
+    for (i = 0; i < 2; i++) {
+        l[i] = th_lock(e.c, "af:k");
+        ASSERT_OK(redislock_loop_acquire(lp, l[i], &o, ad_record, &dn[i]));
+        o.owner = NULL;
+    }
+    for (t0 = th_now_ms(); th_cmd_int(e.r, "ZCARD af:k{af:k}:rl-q") != 2;
+         ad_run_for(d, h, 5))
+        ASSERT_LT(th_now_ms() - t0, 5000);
+    ASSERT_OK(redislock_loop_inspect(lp, seer, &info, ad_record, &dn[2]));
+    ad_run_until(d, h, &dn[2].calls, 1, 3000);
+    ASSERT_ERR(dn[2].err, REDISLOCK_OK);
+    ASSERT_EQ_INT(info.nwaiters, 2);
+    ASSERT_EQ_INT(info.queued, 2);
+    ASSERT_EQ_STR(info.waiters[0].owner, "lw-1");
+    ASSERT(info.waiters[1].owner == NULL);
+    ASSERT_GE(info.waiters[0].waited_ms, info.waiters[1].waited_ms);
+    for (i = 0; i < 2; i++) {
+        redislock_loop_cancel(lp, l[i]);
+        ASSERT_ERR(dn[i].err, REDISLOCK_ECANCELED);
+    }
+    ASSERT_OK(redislock_release(holder));
+    d->close(h);
+    for (i = 0; i < 2; i++)
+        redislock_lock_free(l[i]);
+    redislock_lock_free(seer);
     redislock_lock_free(holder);
     th_env_stop(&e);
 }

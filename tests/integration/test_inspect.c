@@ -331,3 +331,226 @@ void test_inspect_list_skips_non_locks(void)
     redislock_lock_free(l);
     th_env_stop(&e);
 }
+
+/* A fair queue's keys (fair.lua): "<key>{<key>}:rl-<suffix>" (lock.c). */
+#define FQ "in:fq"
+#define FQ_QUEUE FQ "{" FQ "}:rl-q"
+#define FQ_WAITERS FQ "{" FQ "}:rl-ws"
+/* Round trips and scheduling on a loaded 2-core box under ASan. */
+#define SLACK_MS 250
+/* Between the first waiter's arrival and the second's. */
+#define GAP_MS 60
+
+/* Waits, for 5 s at most, until the queue at q has n members. */
+static void wait_queue_len(th_env *e, const char *q, long long n)
+{
+    int64_t t0 = th_now_ms();
+
+    while (th_cmd_int(e->r, "ZCARD %s", q) != n) {
+        ASSERT_LT(th_now_ms() - t0, 5000);
+        th_sleep_ms(2);
+    }
+}
+
+/* What the queue's n-th member (from 0) has in its entry after the
+ * fields rl_waiter_entry writes first: its token or owner id, into out. */
+static void entry_owner(th_env *e, long n, char *out, size_t size)
+{
+    redisReply *id = th_cmd(e->r, "ZRANGE " FQ_QUEUE " %ld %ld", n, n);
+    char *v, fmt[16], pub[4];
+    long long alive, ttl, nc, nm;
+    int at = 0;
+
+    ASSERT_EQ_INT(id->elements, 1);
+    v = th_cmd_str(e->r, NULL, "HGET " FQ_WAITERS " %s", id->element[0]->str);
+    ASSERT(v != NULL);
+    ASSERT_EQ_INT(sscanf(v, "%lld %lld %15s %3s %lld %lld %n", &alive, &ttl,
+                         fmt, pub, &nc, &nm, &at),
+                  6);
+    ASSERT_GT(at, 0);
+    snprintf(out, size, "%s", v + at + nc + nm);
+    free(v);
+    freeReplyObject(id);
+}
+
+/* Whether the n bytes at p hold the string s anywhere. */
+static int holds_text(const char *p, size_t n, const char *s)
+{
+    size_t i, len = strlen(s);
+
+    for (i = 0; i + len <= n; i++)
+        if (memcmp(p + i, s, len) == 0)
+            return 1;
+    return 0;
+}
+
+/* The waiters info lists: owners w (NULL: none shown) in order, each
+ * waited_ms no more than the one before it, and no token among them. */
+static void assert_waiters(const redislock_info *info, const char *const *w,
+                           size_t n, const char *token)
+{
+    size_t i;
+
+    ASSERT_EQ_INT(info->nwaiters, n);
+    ASSERT_EQ_INT(info->queued, n);
+    ASSERT(n == 0 ? info->waiters == NULL : info->waiters != NULL);
+    for (i = 0; i < n; i++) {
+        const redislock_waiter *x = &info->waiters[i];
+        ASSERT_EQ_STR(x->owner, w[i]);
+        ASSERT_EQ_INT(x->owner_len, w[i] ? strlen(w[i]) : 0);
+        ASSERT_GE(x->waited_ms, 0);
+        if (i > 0)
+            ASSERT_LE(x->waited_ms, info->waiters[i - 1].waited_ms);
+        if (x->owner != NULL)
+            ASSERT(!holds_text(x->owner, x->owner_len, token));
+    }
+    if (info->owner != NULL)
+        ASSERT(!holds_text(info->owner, info->owner_len, token));
+    if (info->metadata != NULL)
+        ASSERT(!holds_text(info->metadata, info->metadata_len, token));
+}
+
+typedef struct listed_waiters {
+    int calls;
+    size_t nwaiters;
+    char first[32];
+} listed_waiters;
+
+static int on_fair(const redislock_info *info, void *arg)
+{
+    listed_waiters *s = arg;
+
+    s->calls++;
+    s->nwaiters = info->nwaiters;
+    if (info->nwaiters > 0 && info->waiters[0].owner != NULL)
+        snprintf(s->first, sizeof s->first, "%s", info->waiters[0].owner);
+    return 0;
+}
+
+/* A fair queue's live waiters are listed in queue order, with their
+ * owner ids and how long each has waited; a waiter of a plain lock
+ * shows no owner, and its token appears nowhere. Dead waiters and places
+ * whose entries have gone are not listed, and one handed the lock leaves
+ * the list. */
+void test_inspect_fair_waiters_in_order(void)
+{
+    static const char *const three[] = {"w-1", NULL, "w-2"};
+    static const char *const two[] = {NULL, "w-2"};
+    th_env e = th_env_start();
+    redislock_lock *h = th_lock(e.c, FQ);
+    redislock_acquire_options o = th_aopts(30000, 0, 0);
+    const char *owners[] = {"w-1", NULL, "w-2"};
+    listed_waiters ls = {0, 0, ""};
+    redislock_info info;
+    th_waiter w[3];
+    int64_t started, queued0 = 0, before, after;
+    char token[300];
+    int i;
+
+    o.fair = 1;
+    ASSERT_OK(redislock_acquire(h, &o));
+    o.wait_ms = 20000;
+    started = th_now_ms();
+    for (i = 0; i < 3; i++) {
+        o.owner = owners[i];
+        th_waiter_start(&w[i], e.c, FQ, &o);
+        wait_queue_len(&e, FQ_QUEUE, i + 1);
+        /* A gap the waits tell apart. */
+        if (i == 0) {
+            queued0 = th_now_ms();
+            th_sleep_ms(GAP_MS);
+        }
+    }
+    entry_owner(&e, 1, token, sizeof token);
+    ASSERT_EQ_INT(strlen(token), 36);
+    before = th_now_ms();
+    ASSERT_OK(redislock_inspect(h, &info));
+    after = th_now_ms();
+    assert_waiters(&info, three, 3, token);
+    /* The first took its place after started and by queued0, on the
+     * server's clock, which is this host's. */
+    ASSERT_GE(info.waiters[0].waited_ms, before - queued0 - SLACK_MS);
+    ASSERT_LE(info.waiters[0].waited_ms, after - started + SLACK_MS);
+    ASSERT_GE(info.waiters[0].waited_ms,
+              info.waiters[1].waited_ms + GAP_MS - 10);
+    ASSERT_OK(redislock_list(e.c, FQ, on_fair, &ls));
+    ASSERT_EQ_INT(ls.calls, 1);
+    ASSERT_EQ_INT(ls.nwaiters, 3);
+    ASSERT_EQ_STR(ls.first, "w-1");
+
+    /* The release hands the lock to w-1; two wait on. */
+    ASSERT_OK(redislock_release(h));
+    th_waiter_join_ok(&w[0], 5000);
+    /* A dead waiter's place (its alive time long past) and a place whose
+     * entry has gone, both at the head: neither is listed nor counted. */
+    freeReplyObject(th_cmd(e.r, "ZADD " FQ_QUEUE " 1 dead 2 gone"));
+    freeReplyObject(th_cmd(e.r, "HSET " FQ_WAITERS " dead %s",
+                           "1 30000 hash P 1 0 cdead-owner"));
+    ASSERT_OK(redislock_inspect(h, &info));
+    ASSERT_EQ_STR(info.owner, "w-1");
+    assert_waiters(&info, two, 2, token);
+
+    /* Each release hands the lock to the next. */
+    for (i = 0; i < 2; i++) {
+        ASSERT_OK(redislock_release(w[i].l));
+        th_waiter_join_ok(&w[i + 1], 5000);
+    }
+    ASSERT_OK(redislock_release(w[2].l));
+    ASSERT_OK(redislock_inspect(h, &info));
+    assert_waiters(&info, NULL, 0, token);
+    for (i = 0; i < 3; i++)
+        redislock_lock_free(w[i].l);
+    redislock_lock_free(h);
+    th_env_stop(&e);
+}
+
+/* Waiters that are not fair keep no queue: none are listed. A fair
+ * waiter for a semaphore's permit is, without an owner (its entry holds
+ * its share's token). */
+void test_inspect_fair_waiters_other_kinds(void)
+{
+    th_env e = th_env_start();
+    redislock_lock *h = th_lock(e.c, "in:unfair"), *s = th_lock(e.c, "in:fs");
+    redislock_acquire_options o = th_aopts(30000, 0, 0);
+    redislock_info info;
+    th_waiter w[2];
+    int64_t t0;
+
+    ASSERT_OK(redislock_acquire(h, &o));
+    o.wait_ms = 20000;
+    th_waiter_start(&w[0], e.c, "in:unfair", &o);
+    for (t0 = th_now_ms();
+         th_cmd_int(e.r, "EXISTS in:unfair{in:unfair}:rl-waiting") == 0;
+         th_sleep_ms(2))
+        ASSERT_LT(th_now_ms() - t0, 5000);
+    ASSERT_OK(redislock_inspect(h, &info));
+    ASSERT_EQ_INT(info.held, 1);
+    ASSERT_EQ_INT(info.nwaiters, 0);
+    ASSERT_EQ_INT(info.queued, 0);
+    ASSERT(info.waiters == NULL);
+    ASSERT_OK(redislock_release(h));
+    th_waiter_join_ok(&w[0], 5000);
+    ASSERT_OK(redislock_release(w[0].l));
+
+    o.wait_ms = 0;
+    o.limit = 1;
+    ASSERT_OK(redislock_acquire(s, &o));
+    o.wait_ms = 20000;
+    o.fair = 1;
+    th_waiter_start(&w[1], e.c, "in:fs", &o);
+    wait_queue_len(&e, "in:fs{in:fs}:rl-q", 1);
+    ASSERT_OK(redislock_inspect(s, &info));
+    ASSERT_EQ_INT(info.reserved, REDISLOCK_KIND_SEMAPHORE);
+    ASSERT_EQ_INT(info.nwaiters, 1);
+    ASSERT_EQ_INT(info.queued, 1);
+    ASSERT(info.waiters[0].owner == NULL);
+    ASSERT_EQ_INT(info.waiters[0].owner_len, 0);
+    ASSERT_OK(redislock_release(s));
+    th_waiter_join_ok(&w[1], 5000);
+    ASSERT_OK(redislock_release(w[1].l));
+    redislock_lock_free(w[0].l);
+    redislock_lock_free(w[1].l);
+    redislock_lock_free(h);
+    redislock_lock_free(s);
+    th_env_stop(&e);
+}
