@@ -117,18 +117,12 @@ static int show_holds(const redislock_info *info)
     return info->owner != NULL && info->holds > 0;
 }
 
-static void print_plain(const char *key, size_t keylen,
-                        const redislock_info *info, int with_key)
+/* The fields of a held key (or a listed one) after its state word, but
+ * for its metadata, which goes last. */
+static void plain_fields(const redislock_info *info, int with_key)
 {
     size_t i;
 
-    if (with_key)
-        plain_text(key, keylen, 1);
-    else if (!info->held) {
-        puts("free");
-        return;
-    } else
-        fputs(cli_foreign(info) ? "held-foreign" : "held", stdout);
     /* A foreign key is held, by an owner with no token redislock reads:
      * its TTL, then its Redis type, which tells a key without expiry
      * (ttl_ms=-1, most likely data) from another tool's lock. */
@@ -137,7 +131,6 @@ static void print_plain(const char *key, size_t keylen,
     printf(" ttl_ms=%lld", (long long)info->ttl_ms);
     if (cli_foreign(info)) {
         plain_field("type", info->metadata, 1);
-        putchar('\n');
         return;
     }
     /* A hold-after reservation: held, by nobody, until it runs out. */
@@ -156,17 +149,52 @@ static void print_plain(const char *key, size_t keylen,
         for (i = 0; i < info->nshare_ttls; i++)
             printf("%s%lld", i == 0 ? " leases_ms=" : ",",
                    (long long)info->share_ttls[i]);
-        putchar('\n');
         return;
     }
     if (show_holds(info))
         printf(" holds=%lld", (long long)info->holds);
     if (info->owner != NULL)
         plain_field("owner", info->owner, 1);
+}
+
+/* A fair queue's waiters, one line each after the key's, in queue order:
+ * owner=- for a waiter without an owner id (its token is never shown). */
+static void plain_waiters(const redislock_info *info)
+{
+    size_t i;
+
+    for (i = 0; i < info->nwaiters; i++) {
+        const redislock_waiter *w = &info->waiters[i];
+        printf("waiter %zu owner=", i + 1);
+        if (w->owner != NULL)
+            plain_text(w->owner, w->owner_len, 1);
+        else
+            putchar('-');
+        printf(" waited_ms=%lld\n", (long long)w->waited_ms);
+    }
+}
+
+/* status prints a key's line, then its waiters' lines; list (with_key)
+ * one line per key, with the count of its waiters only. */
+static void print_plain(const char *key, size_t keylen,
+                        const redislock_info *info, int with_key)
+{
+    if (with_key)
+        plain_text(key, keylen, 1);
+    else if (!info->held)
+        fputs("free", stdout);
+    else
+        fputs(cli_foreign(info) ? "held-foreign" : "held", stdout);
+    if (with_key || info->held)
+        plain_fields(info, with_key);
+    if (info->queued > 0)
+        printf(" waiters=%lld", (long long)info->queued);
     /* The last field: its spaces cannot be mistaken for a separator. */
-    if (info->metadata != NULL)
+    if (!cli_foreign(info) && info->metadata != NULL)
         plain_field("metadata", info->metadata, 0);
     putchar('\n');
+    if (!with_key)
+        plain_waiters(info);
 }
 
 /* The fields of a semaphore or of a lock held shared, after its TTL:
@@ -184,7 +212,7 @@ static void json_counted(const redislock_info *info)
     fputs(",\"leases_ms\":[", stdout);
     for (i = 0; i < info->nshare_ttls; i++)
         printf("%s%lld", i == 0 ? "" : ",", (long long)info->share_ttls[i]);
-    fputs("]}", stdout);
+    putchar(']');
 }
 
 /* The fields of a lock, after its TTL. Another library's lock (no hold
@@ -207,8 +235,29 @@ static void json_lock(const redislock_info *info)
     json_or_null(info->metadata);
     if (known && info->fence > 0)
         printf(",\"fence\":%lld", (long long)info->fence);
-    printf(",\"reserved\":%s}",
+    printf(",\"reserved\":%s",
            info->reserved == REDISLOCK_KIND_RESERVED ? "true" : "false");
+}
+
+/* A fair queue's waiters, when any wait: how many, and the first ones
+ * listed in queue order, owner null for a waiter without an owner id. */
+static void json_waiters(const redislock_info *info)
+{
+    size_t i;
+
+    if (info->queued == 0)
+        return;
+    printf(",\"queued\":%lld,\"waiters\":[", (long long)info->queued);
+    for (i = 0; i < info->nwaiters; i++) {
+        const redislock_waiter *w = &info->waiters[i];
+        fputs(i == 0 ? "{\"owner\":" : ",{\"owner\":", stdout);
+        if (w->owner != NULL)
+            json_string(w->owner, w->owner_len);
+        else
+            fputs("null", stdout);
+        printf(",\"waited_ms\":%lld}", (long long)w->waited_ms);
+    }
+    putchar(']');
 }
 
 static void print_json(const char *key, size_t keylen,
@@ -217,16 +266,17 @@ static void print_json(const char *key, size_t keylen,
     fputs("{\"key\":", stdout);
     json_string(key, keylen);
     if (!info->held) {
-        fputs(",\"held\":false}", stdout);
-        return;
+        fputs(",\"held\":false", stdout);
+    } else {
+        printf(",\"held\":true,\"ttl_ms\":%lld", (long long)info->ttl_ms);
+        if (!cli_foreign(info)) {
+            json_lock(info);
+        } else {
+            fputs(",\"foreign\":true,\"type\":", stdout);
+            json_string(info->metadata, info->metadata_len);
+        }
     }
-    printf(",\"held\":true,\"ttl_ms\":%lld", (long long)info->ttl_ms);
-    if (!cli_foreign(info)) {
-        json_lock(info);
-        return;
-    }
-    fputs(",\"foreign\":true,\"type\":", stdout);
-    json_string(info->metadata, info->metadata_len);
+    json_waiters(info);
     putchar('}');
 }
 
