@@ -155,6 +155,11 @@ static void plain_fields(const redislock_info *info, int with_key)
         printf(" holds=%lld", (long long)info->holds);
     if (info->owner != NULL)
         plain_field("owner", info->owner, 1);
+    /* Its holder was asked to give it up (revoke): the reason, if any. */
+    if (info->revoked != NULL && info->revoked_len == 0)
+        fputs(" revoked", stdout);
+    else if (info->revoked != NULL)
+        plain_field("revoked", info->revoked, 1);
 }
 
 /* A fair queue's waiters, one line each after the key's, in queue order:
@@ -237,6 +242,10 @@ static void json_lock(const redislock_info *info)
         printf(",\"fence\":%lld", (long long)info->fence);
     printf(",\"reserved\":%s",
            info->reserved == REDISLOCK_KIND_RESERVED ? "true" : "false");
+    if (info->revoked != NULL) {
+        fputs(",\"revoked\":", stdout);
+        json_string(info->revoked, info->revoked_len);
+    }
 }
 
 /* A fair queue's waiters, when any wait: how many, and the first ones

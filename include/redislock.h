@@ -654,6 +654,11 @@ typedef struct redislock_info {
     const redislock_waiter *waiters;
     size_t nwaiters;
     int64_t queued;
+    /* A lock whose holder was asked to give it up (redislock_revoke):
+     * the reason, "" when none was given; NULL when it was not. Borrowed
+     * like the strings. */
+    const char *revoked;
+    size_t revoked_len;
 } redislock_info;
 
 /* The most share leases redislock_info lists. */
@@ -685,7 +690,7 @@ typedef struct redislock_info {
     REDISLOCK_SIZE_THROUGH_(redislock_options, strict)
 #define REDISLOCK_ACQUIRE_OPTIONS_SIZE                                         \
     REDISLOCK_SIZE_THROUGH_(redislock_acquire_options, lock_delay_ms)
-#define REDISLOCK_INFO_SIZE REDISLOCK_SIZE_THROUGH_(redislock_info, queued)
+#define REDISLOCK_INFO_SIZE REDISLOCK_SIZE_THROUGH_(redislock_info, revoked_len)
 
 /* Reads the key's state, whoever holds it, in one round trip. */
 REDISLOCK_API redislock_err redislock_inspect(redislock_lock *l,

@@ -48,7 +48,7 @@ int rl__inspect_well_formed(const rl__reply *r)
 {
     size_t i;
 
-    if (r->type != REDIS_REPLY_ARRAY || r->elements != 11 ||
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 12 ||
         r->element[8]->type != REDIS_REPLY_ARRAY ||
         r->element[8]->elements > REDISLOCK_INFO_TTLS_MAX ||
         !waiters_well_formed(r->element[9]) ||
@@ -59,7 +59,8 @@ int rl__inspect_well_formed(const rl__reply *r)
         if (r->element[8]->element[i]->type != REDIS_REPLY_INTEGER)
             return 0;
     return r->element[0]->type == REDIS_REPLY_STRING &&
-           r->element[0]->type == REDIS_REPLY_STRING &&
+           (r->element[11]->type == REDIS_REPLY_STRING ||
+            r->element[11]->type == REDIS_REPLY_NIL) &&
            r->element[1]->type == REDIS_REPLY_INTEGER &&
            r->element[5]->type == REDIS_REPLY_INTEGER &&
            r->element[6]->type == REDIS_REPLY_INTEGER &&
@@ -135,7 +136,7 @@ redislock_err rl__inspect_decode(const rl__reply *r, redislock_info *info,
     *buf = at = malloc(ttls->elements * sizeof *shares +
                        waiters->elements / 2 * sizeof *info->waiters +
                        waiters_size(waiters) + (size_t)r->element[2]->len +
-                       (size_t)meta->len + 2);
+                       (size_t)meta->len + (size_t)r->element[11]->len + 3);
     if (at == NULL)
         return rl__err(REDISLOCK_ENOMEM, "out of memory");
     shares = (int64_t *)(void *)at;
@@ -149,6 +150,7 @@ redislock_err rl__inspect_decode(const rl__reply *r, redislock_info *info,
     copy_waiters(waiters, info, &at);
     info->owner = copy_field(r->element[2], &at, &info->owner_len);
     info->metadata = copy_field(meta, &at, &info->metadata_len);
+    info->revoked = copy_field(r->element[11], &at, &info->revoked_len);
     return REDISLOCK_OK;
 }
 

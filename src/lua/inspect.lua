@@ -2,7 +2,7 @@
 -- lock's token: whoever knows it can release the lock). KEYS: the key, its
 -- fair queue q and waiters' hash ws (fair.lua's).
 -- Returns {type, PTTL, owner, holds, meta, fence, kind, limit, ttls,
--- waiters, queued}:
+-- waiters, queued, revoked}:
 -- owner, holds and meta of a redislock hash lock; holds '1' for
 -- redislock's own plain lock and nil when the count is not known (another
 -- library's lock); the fencing token this life of a redislock hash lock
@@ -16,7 +16,8 @@
 -- time left of the first RL_TTLS_SHOWN of those shares' leases in ms,
 -- shortest first (never their tokens), and is empty for other kinds;
 -- waiters and queued are the fair queue's (see queue below), for a key of
--- any kind.
+-- any kind; revoked, the reason a lock's holder was asked to give it up
+-- with (revoke.lua: '' for none given), false when it was not.
 
 -- include/redislock.h's REDISLOCK_INFO_TTLS_MAX.
 local RL_TTLS_SHOWN = 100
@@ -86,17 +87,22 @@ local ttl = redis.call('PTTL', key)
 local fence = 0
 local f = {false, false, false}
 local kind = 2
+local revoked = false
 if t == 'none' then
     kind = 0
 elseif t == 'hash' then
-    f = redis.call('HMGET', key, 'owner', 'holds', 'meta', 'gen')
+    f = redis.call('HMGET', key, 'owner', 'holds', 'meta', 'gen', 'revoked')
     if f[1] then
         kind = 0
         fence = tonumber(f[4]) or 0
+        revoked = rl_revoked(t, f[5]) or false
     end
--- STRLEN first: a large cached value is never copied into the script.
+-- STRLEN first: a large cached value is never copied into the script
+-- (a revoked lock's value is its token and a reason of at most 64 bytes).
 elseif t == 'string' and redis.call('STRLEN', key) <= 128 then
-    local v = rl_unmark(redis.call('GET', key))
+    local raw = redis.call('GET', key)
+    local v = rl_unmark(raw)
+    revoked = rl_revoked(t, raw) or false
     if v == 'redislock:hold-after' then
         kind, f[2] = 1, '1'
     elseif token_like(v) then
@@ -140,5 +146,9 @@ end
 if kind == 2 then
     f, fence = {false, false, false}, 0
 end
+if kind ~= 0 then
+    revoked = false
+end
 local waiters, queued = queue()
-return {t, ttl, f[1], f[2], f[3], fence, kind, limit, ttls, waiters, queued}
+return {t, ttl, f[1], f[2], f[3], fence, kind, limit, ttls, waiters, queued,
+        revoked}

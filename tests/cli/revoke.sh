@@ -29,13 +29,30 @@ key_gone rv-key || fail "the revoked run left the key"
 # lease lengthened all the same; release frees the key.
 expect 0 "$RL" acquire -t 5s rv-key
 token=$(cat "$TEST_TMPDIR/out")
+expect 0 "$RL" status rv-key
+case $(cat "$TEST_TMPDIR/out") in *revoked*) fail "status says revoked before the revoke" ;; esac
 expect 0 "$RL" revoke rv-key
 expect 0 "$RL" revoke --reason again rv-key
+expect 0 "$RL" status rv-key
+grep -Eq '^held ttl_ms=[0-9]+ revoked$' "$TEST_TMPDIR/out" ||
+    fail "status of a lock revoked without a reason: $(cat "$TEST_TMPDIR/out")"
 expect 75 "$RL" extend -t 20s rv-key "$token"
 err_has "revoked, no reason given"
 between 15000 20000 "$(rcli pttl rv-key)" "pttl after the revoked extend"
 expect 0 "$RL" release rv-key "$token"
 key_gone rv-key || fail "release left the revoked key"
+
+# status names the reason, --json too (spaces escaped as for owner ids).
+expect 0 "$RL" acquire -t 5s rv-key
+token=$(cat "$TEST_TMPDIR/out")
+expect 0 "$RL" revoke --reason "deploy 42" rv-key
+expect 0 "$RL" status rv-key
+grep -Eq '^held ttl_ms=[0-9]+ revoked=deploy\\x2042$' "$TEST_TMPDIR/out" ||
+    fail "status of a revoked lock: $(cat "$TEST_TMPDIR/out")"
+expect 0 "$RL" status --json rv-key
+grep -q '"revoked":"deploy 42"' "$TEST_TMPDIR/out" ||
+    fail "status --json of a revoked lock: $(cat "$TEST_TMPDIR/out")"
+expect 0 "$RL" release rv-key "$token"
 
 # Nothing to revoke, a holder that cannot hear it, bad reasons.
 expect 1 "$RL" revoke rv-key

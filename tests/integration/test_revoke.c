@@ -328,3 +328,49 @@ void test_revoke_loop(void)
     redislock_lock_free(r);
     th_env_stop(&e);
 }
+
+/* inspect (and so status) shows a revocation and its reason while the
+ * revoked holder's lease lives, and not for the next holder. */
+void test_revoke_inspect_shows_reason(void)
+{
+    th_env e = th_env_start();
+    redislock_acquire_options o = th_aopts(5000, 0, 0);
+    redislock_lock *l = th_lock(e.c, "rv"), *r = th_lock(e.c, "rv");
+    redislock_info info;
+
+    ASSERT_OK(redislock_inspect(r, &info));
+    ASSERT(info.revoked == NULL);
+    ASSERT_OK(redislock_acquire(l, &o));
+    ASSERT_OK(redislock_inspect(r, &info));
+    ASSERT(info.revoked == NULL);
+    ASSERT_OK(redislock_revoke(r, "deploy 42"));
+    ASSERT_OK(redislock_inspect(r, &info));
+    ASSERT(info.revoked != NULL);
+    ASSERT_EQ_STR(info.revoked, "deploy 42");
+    ASSERT_EQ_INT((long long)info.revoked_len, 9);
+    /* The mark is no part of what inspect shows of the holder. */
+    ASSERT_EQ_INT(info.holds, 1);
+    ASSERT_EQ_INT(info.reserved, REDISLOCK_KIND_LOCK);
+    ASSERT_OK(redislock_release(l));
+    ASSERT_OK(redislock_acquire(l, &o));
+    ASSERT_OK(redislock_inspect(r, &info));
+    ASSERT(info.revoked == NULL);
+    /* No reason given: an empty one. */
+    ASSERT_OK(redislock_revoke(r, NULL));
+    ASSERT_OK(redislock_inspect(r, &info));
+    ASSERT(info.revoked != NULL);
+    ASSERT_EQ_INT((long long)info.revoked_len, 0);
+    ASSERT_OK(redislock_release(l));
+    /* An owner id's lock. */
+    o.owner = "worker-1";
+    ASSERT_OK(redislock_acquire(l, &o));
+    ASSERT_OK(redislock_revoke(r, "hash"));
+    ASSERT_OK(redislock_inspect(r, &info));
+    ASSERT(info.revoked != NULL);
+    ASSERT_EQ_STR(info.revoked, "hash");
+    ASSERT_EQ_STR(info.owner, "worker-1");
+    ASSERT_OK(redislock_release(l));
+    redislock_lock_free(l);
+    redislock_lock_free(r);
+    th_env_stop(&e);
+}
