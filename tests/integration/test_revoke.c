@@ -12,7 +12,9 @@
 #include <unistd.h>
 
 #include "harness/apploop.h"
+#include "harness/cluster.h"
 #include "harness/fixture.h"
+#include "harness/sentinel.h"
 #include "harness/server.h"
 #include "harness/util.h"
 #include "test.h"
@@ -373,4 +375,44 @@ void test_revoke_inspect_shows_reason(void)
     redislock_lock_free(l);
     redislock_lock_free(r);
     th_env_stop(&e);
+}
+
+/* Where the key's node is found, not given: on a Redis Cluster and
+ * through Sentinel, a watched holder hears a revocation, and a
+ * sequencer checks out while its holder holds and not after. */
+static void revoke_and_check_on(redislock_client *c)
+{
+    heard h = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    redislock_acquire_options o = watched(900, &h);
+    redislock_lock *l = th_lock(c, "{rv}k"), *r = th_lock(c, "{rv}k");
+    char seq[REDISLOCK_SEQUENCER_MAX];
+
+    ASSERT_OK(redislock_acquire(l, &o));
+    ASSERT_OK(redislock_sequencer(l, seq, sizeof seq));
+    ASSERT_OK(redislock_check_sequencer(r, seq));
+    ASSERT_OK(redislock_revoke(r, "topology"));
+    wait_heard(l, &h, 3000);
+    ASSERT_ERR(h.why, REDISLOCK_EREVOKED);
+    ASSERT(strstr(h.detail, "topology") != NULL);
+    ASSERT_OK(redislock_release(l));
+    ASSERT_ERR(redislock_check_sequencer(r, seq), REDISLOCK_EEXPIRED);
+    redislock_lock_free(l);
+    redislock_lock_free(r);
+}
+
+void test_revoke_cluster_and_sentinel(void)
+{
+    th_cluster *tc = th_cluster_start(3, 0);
+    th_sentinels *t;
+    redislock_client *c = NULL;
+
+    ASSERT_OK(redislock_client_new_cluster(&c, tc->seeds, (size_t)tc->n, NULL));
+    revoke_and_check_on(c);
+    redislock_client_free(c);
+    th_cluster_stop(tc);
+    t = th_sentinels_start(NULL);
+    c = th_client_url(t->url, NULL);
+    revoke_and_check_on(c);
+    redislock_client_free(c);
+    th_sentinels_stop(t);
 }
