@@ -569,6 +569,107 @@ REDISLOCK_API redislock_err redislock_check_sequencer(redislock_lock *l,
                                                       const char *sequencer);
 
 /*
+ * Leader election (etcd's Campaign, Proclaim, Leader, Observe, Resign).
+ * An election is a lock on l's key held under an owner id: the
+ * candidate's id is opts->owner (default "host:pid:random", as for
+ * metadata), the leader's value is the lock's metadata, and its term is
+ * the acquisition's fencing token (redislock_fence), which a resource
+ * checks as for any lock (redislock_fenced_set). Every change is
+ * appended, with the change and only by the leader of that term, to a
+ * record beside the key (a stream in its hash slot, the last ~1000
+ * changes, kept 7 days past the last one), which observers read.
+ *
+ * redislock_campaign() waits for leadership with opts' wait options
+ * (wait_ms, retry, fair for standbys that take turns in arrival order,
+ * redislock_cancel) and returns REDISLOCK_OK once l leads and its
+ * election is recorded. The lease is renewed (opts->watchdog is implied),
+ * and a loss of leadership reaches the leader as a lost lock does
+ * (on_lost, redislock_lost_fd, redislock_valid_ms 0): a leader acts only
+ * while redislock_valid_ms(l) > 0. value: at most
+ * REDISLOCK_ELECT_VALUE_MAX bytes of printable ASCII, NULL or "" for
+ * none. Not reentrant, not with limit or shared, nor a set, nor on
+ * a Redlock client (REDISLOCK_EINVAL). REDISLOCK_EHELD when the wait
+ * ends first.
+ */
+#define REDISLOCK_ELECT_VALUE_MAX 1024
+REDISLOCK_API redislock_err redislock_campaign_sized(
+    redislock_lock *l, const char *value, const redislock_acquire_options *opts,
+    size_t opts_size);
+#define redislock_campaign(l, value, opts)                                     \
+    redislock_campaign_sized(l, value, opts, REDISLOCK_ACQUIRE_OPTIONS_SIZE)
+
+/* The leader l is changes its value without an election:
+ * REDISLOCK_EEXPIRED or REDISLOCK_ELOST (as redislock_extend) when l no
+ * longer leads, REDISLOCK_EINVAL when it never campaigned. */
+REDISLOCK_API redislock_err redislock_proclaim(redislock_lock *l,
+                                               const char *value);
+
+/* The leader l is steps down: it records its resignation, then releases
+ * the lock (a waiting candidate takes it at once). REDISLOCK_OK, or the
+ * error that says l no longer led (REDISLOCK_EEXPIRED, REDISLOCK_ELOST);
+ * either way l is no longer a leader. */
+REDISLOCK_API redislock_err redislock_resign(redislock_lock *l);
+
+/* The kinds of change redislock_observe() reports. */
+typedef enum redislock_change {
+    REDISLOCK_CHANGE_NONE = 0,   /* nothing within the timeout */
+    REDISLOCK_CHANGE_ELECTED,    /* a new leader, term */
+    REDISLOCK_CHANGE_PROCLAIMED, /* the leader of term changed its value */
+    REDISLOCK_CHANGE_RESIGNED,   /* the leader of term resigned */
+    REDISLOCK_CHANGE_EXPIRED,    /* the lease of term's leader ran out */
+    REDISLOCK_CHANGE_GAP         /* changes were missed: the state now */
+} redislock_change;
+
+/*
+ * An election as an observer knows it. Strings are borrowed from the
+ * handle, valid until its next call. Callers allocate it: fields are
+ * only ever appended, and REDISLOCK_LEADER_INFO_SIZE names the last.
+ */
+typedef struct redislock_leader_info {
+    int64_t n;         /* the last change seen: 0 for none yet */
+    int kind;          /* redislock_change: what observe reported */
+    int has_leader;    /* whether there is a leader (after the change) */
+    int64_t term;      /* the change's term: its leader's fencing token */
+    int64_t ttl_ms;    /* redislock_leader(): the leader's lease left */
+    const char *id;    /* the leader's owner id; NULL when none */
+    const char *value; /* its value; NULL when none */
+    size_t id_len;
+    size_t value_len;
+} redislock_leader_info;
+
+#define REDISLOCK_LEADER_INFO_SIZE                                             \
+    REDISLOCK_SIZE_THROUGH_(redislock_leader_info, value_len)
+
+/* The leader of l's key now, read in one round trip: has_leader, id,
+ * value, term and ttl_ms; n the record's last change, from which
+ * redislock_observe() goes on; kind REDISLOCK_CHANGE_NONE. l need not
+ * campaign. */
+REDISLOCK_API redislock_err redislock_leader_sized(redislock_lock *l,
+                                                   redislock_leader_info *info,
+                                                   size_t info_size);
+#define redislock_leader(l, info)                                              \
+    redislock_leader_sized(l, info, REDISLOCK_LEADER_INFO_SIZE)
+
+/*
+ * Waits up to timeout_ms (0: one look) for the change after info->n and
+ * writes it into info: each change once, in order, n one more than the
+ * last. When changes were missed (the record trimmed, or info->n 0 on a
+ * record begun before), REDISLOCK_CHANGE_GAP with the leader as it is
+ * now. A leader whose key has gone without resigning (its lease ran
+ * out) is reported as REDISLOCK_CHANGE_EXPIRED with its term. With
+ * nothing new in time, kind REDISLOCK_CHANGE_NONE and the rest as it
+ * was. Start from a zeroed info (every change the record still holds)
+ * or from redislock_leader()'s. The record is read again every 20 ms of
+ * the wait.
+ */
+REDISLOCK_API redislock_err redislock_observe_sized(redislock_lock *l,
+                                                    redislock_leader_info *info,
+                                                    int64_t timeout_ms,
+                                                    size_t info_size);
+#define redislock_observe(l, info, timeout_ms)                                 \
+    redislock_observe_sized(l, info, timeout_ms, REDISLOCK_LEADER_INFO_SIZE)
+
+/*
  * The lock-delay (redislock_acquire_options' lock_delay_ms) that the
  * handle's extends and renewals keep on the key past the lease: for a
  * token adopted from an acquire that asked for one. An acquire sets it

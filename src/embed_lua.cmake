@@ -63,7 +63,7 @@ foreach(_name ${NAMES})
     set(_nroles 0)
     if(_ncalls EQUAL 1)
         string(REGEX REPLACE "rl_keys\\('([a-z ]*)'\\)" "\\1" _layout "${_calls}")
-        rl_roles(_roles _nroles "${_layout}" "${_each_ok}|void" ${_name})
+        rl_roles(_roles _nroles "${_layout}" "${_each_ok}|void|elect" ${_name})
         rl_role_fields(_table "${_layout}" 1 KEYS)
         # The same table, written out: no parsing of the layout each time
         # the script runs (rl_keys stays in lib.lua for the raw sources).

@@ -34,6 +34,7 @@ local rl_kc_spec = {
     ZRANK = {1, 1, 1}, ZCOUNT = {1, 1, 1}, ZREMRANGEBYSCORE = {1, 1, 1},
     ZRANGEBYSCORE = {1, 1, 1}, ZREVRANGEBYSCORE = {1, 1, 1},
     ZREVRANGE = {1, 1, 1},
+    XADD = {1, 1, 1}, XRANGE = {1, 1, 1}, XREVRANGE = {1, 1, 1},
     TIME = {0, 0, 0}, PING = {0, 0, 0}, ECHO = {0, 0, 0},
     -- A channel is not a key (SPUBLISH's is routed like one, but it is
     -- not a key a script must declare).

@@ -18,6 +18,7 @@
 RL_ENDS_AT(redislock_options, REDISLOCK_OPTIONS_SIZE);
 RL_ENDS_AT(redislock_acquire_options, REDISLOCK_ACQUIRE_OPTIONS_SIZE);
 RL_ENDS_AT(redislock_info, REDISLOCK_INFO_SIZE);
+RL_ENDS_AT(redislock_leader_info, REDISLOCK_LEADER_INFO_SIZE);
 
 redislock_err rl__abi_check(size_t size, size_t min, const char *what)
 {
@@ -44,4 +45,20 @@ void rl__abi_out(void *out, size_t size, const void *local, size_t localsize)
     memcpy(out, local, size < localsize ? size : localsize);
     if (size > localsize)
         memset((char *)out + localsize, 0, size - localsize);
+}
+
+redislock_err rl__abi_acquire_options(redislock_acquire_options *o,
+                                      const redislock_acquire_options *in,
+                                      size_t size)
+{
+    redislock_err err;
+
+    memset(o, 0, sizeof *o);
+    if (in == NULL)
+        return REDISLOCK_OK;
+    if ((err = rl__abi_check(size, RL_ACQUIRE_OPTIONS_SIZE_0_1,
+                             "redislock_acquire_options")) != REDISLOCK_OK)
+        return err;
+    rl__abi_in(o, sizeof *o, in, size);
+    return REDISLOCK_OK;
 }

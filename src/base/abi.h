@@ -16,6 +16,9 @@
 #define RL_ACQUIRE_OPTIONS_SIZE_0_1                                            \
     REDISLOCK_SIZE_THROUGH_(redislock_acquire_options, fair)
 #define RL_INFO_SIZE_0_1 REDISLOCK_SIZE_THROUGH_(redislock_info, metadata_len)
+/* redislock_leader_info's first size (it came after 0.1). */
+#define RL_LEADER_INFO_SIZE_1                                                  \
+    REDISLOCK_SIZE_THROUGH_(redislock_leader_info, value_len)
 
 /* REDISLOCK_OK when size bytes may be a struct named what of some version
  * (at least min, its 0.1 size, and not absurdly large); otherwise
@@ -27,6 +30,13 @@ redislock_err rl__abi_check(size_t size, size_t min, const char *what);
  * zeroed. Returns local, or NULL when in is NULL. */
 const void *rl__abi_in(void *local, size_t localsize, const void *in,
                        size_t size);
+
+/* The caller's acquire options in (size bytes, NULL for defaults), as
+ * the library's full-size *o; REDISLOCK_EINVAL for a size no version
+ * has. */
+redislock_err rl__abi_acquire_options(redislock_acquire_options *o,
+                                      const redislock_acquire_options *in,
+                                      size_t size);
 
 /* An output struct: the library's struct *local (through its last field,
  * localsize bytes) copied to the caller's *out of size bytes; when the

@@ -162,7 +162,8 @@ char *rl__fence_name(const char *key, size_t keylen, const char *base,
 
 /* The helper suffix of each RL_KEY_* role (none for the lock). */
 static const char *const role_suffix[RL_KEY_ROLES] = {
-    NULL, "fence", "waiting", "wake", "rwake", "q", "ws", "seq", "void:"};
+    NULL, "fence", "waiting", "wake",  "rwake",
+    "q",  "ws",    "seq",     "void:", "elect"};
 
 /* The bytes the names of n roles of layout take for lock k. */
 static size_t names_size(const unsigned char *layout, int n,

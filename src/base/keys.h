@@ -68,6 +68,7 @@ enum {
     RL_KEY_WS,      /* helper "ws": the fair waiters and the last hand-off */
     RL_KEY_SEQ,     /* helper "seq": the fair queue's sequence */
     RL_KEY_VOID,    /* helper "void:<request id>": an abandoned request */
+    RL_KEY_ELECT,   /* helper "elect": an election's record (a stream) */
     RL_KEY_ROLES
 };
 

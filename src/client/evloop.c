@@ -75,12 +75,9 @@ redislock_loop_acquire_sized(redislock_loop *lp, redislock_lock *l,
 
     if (lp == NULL)
         return rl__err(REDISLOCK_EINVAL, "NULL loop");
-    if (opts != NULL &&
-        (err = rl__abi_check(opts_size, RL_ACQUIRE_OPTIONS_SIZE_0_1,
-                             "redislock_acquire_options")) != REDISLOCK_OK)
+    if ((err = rl__abi_acquire_options(&o, opts, opts_size)) != REDISLOCK_OK)
         return err;
-    return rl__alock_acquire(
-        lp->al, l, rl__abi_in(&o, sizeof o, opts, opts_size), cb, arg);
+    return rl__alock_acquire(lp->al, l, &o, cb, arg);
 }
 
 redislock_err redislock_loop_release(redislock_loop *lp, redislock_lock *l,

@@ -212,6 +212,27 @@ redislock_err rl__alock_check_sequencer(rl__alock *al, redislock_lock *l,
                                         const char *sequencer, rl__alock_cb cb,
                                         void *arg);
 
+/* Leader election (elect.c, observe.c; redislock_campaign(3)): a
+ * campaign (the acquire with o's wait, then its record), a proclaim and
+ * a resignation of the leader l is, the leader read into info
+ * (info_size bytes, the caller's) and the next change after info->n,
+ * waited for up to timeout_ms on the loop's timer. cb gets the outcome;
+ * value and info are the caller's until then. */
+redislock_err rl__alock_campaign(rl__alock *al, redislock_lock *l,
+                                 const char *value,
+                                 const redislock_acquire_options *o,
+                                 rl__alock_cb cb, void *arg);
+redislock_err rl__alock_proclaim(rl__alock *al, redislock_lock *l,
+                                 const char *value, rl__alock_cb cb, void *arg);
+redislock_err rl__alock_resign(rl__alock *al, redislock_lock *l,
+                               rl__alock_cb cb, void *arg);
+redislock_err rl__alock_leader(rl__alock *al, redislock_lock *l,
+                               redislock_leader_info *info, size_t info_size,
+                               rl__alock_cb cb, void *arg);
+redislock_err rl__alock_observe(rl__alock *al, redislock_lock *l,
+                                redislock_leader_info *info, int64_t timeout_ms,
+                                size_t info_size, rl__alock_cb cb, void *arg);
+
 /* l is being freed: the operation under way on it ends with
  * REDISLOCK_ECANCELED, its callback called now (lock.c). */
 void rl__alock_forget(redislock_lock *l);

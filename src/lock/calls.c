@@ -201,6 +201,7 @@ void redislock_lock_free(redislock_lock *l)
     pthread_mutex_destroy(&l->mu);
     free(l->default_owner);
     free(l->info_buf);
+    free(l->elect_buf);
     free(l->chan);
     while (l->nmore > 0)
         unname(&l->more[--l->nmore]);

@@ -32,6 +32,21 @@ void rl__lock_unwatch(redislock_lock *l)
     l->watch = NULL;
 }
 
+redislock_err rl__check_text(const char *s, size_t max, const char *what)
+{
+    size_t i, n = strlen(s);
+
+    if (n > max)
+        return rl__err(REDISLOCK_EINVAL, "%s of %zu bytes: at most %zu", what,
+                       n, max);
+    for (i = 0; i < n; i++)
+        if ((unsigned char)s[i] < 0x20 || (unsigned char)s[i] > 0x7e)
+            return rl__err(REDISLOCK_EINVAL,
+                           "%s has a byte that is not printable ASCII at %zu",
+                           what, i);
+    return REDISLOCK_OK;
+}
+
 int64_t rl__default_drift(int64_t ttl_ms)
 {
     return ttl_ms / 100 + 2;

@@ -134,6 +134,10 @@ struct redislock_lock {
     size_t noutcomes;
     rl__acks acks;    /* what confirmed the last acquire or extend */
     int64_t taken_us; /* CLOCK_MONOTONIC when the lock was last taken */
+    /* Leads an election (elect.c): campaigned and recorded, not yet
+     * resigned. On the handle's thread. */
+    int elected;
+    char *elect_buf; /* backs the strings of redislock_leader_info */
 };
 
 /* An acquisition granted l fencing token fence, its hold in the life gen
@@ -278,5 +282,10 @@ redislock_err rl__check_ttl(int64_t ttl_ms, const char *what);
  * (redislock_acquire_options' lock_delay_ms), else REDISLOCK_EINVAL with
  * the detail set. */
 redislock_err rl__check_lock_delay(int64_t delay_ms, int64_t ttl_ms);
+
+/* REDISLOCK_EINVAL, naming what s is, unless s is at most max bytes of
+ * printable ASCII (a revocation's reason, a leader's value: text that
+ * others read and print as it is). */
+redislock_err rl__check_text(const char *s, size_t max, const char *what);
 
 #endif

@@ -73,25 +73,6 @@ static void round_done(void *arg, rl__round *r)
     free(op);
 }
 
-/* The reason's bytes: printable ASCII, at most
- * REDISLOCK_REVOKE_REASON_MAX. */
-static redislock_err check_reason(const char *why)
-{
-    size_t i, n = strlen(why);
-
-    if (n > REDISLOCK_REVOKE_REASON_MAX)
-        return rl__err(REDISLOCK_EINVAL,
-                       "revocation reason of %zu bytes: at most %d", n,
-                       REDISLOCK_REVOKE_REASON_MAX);
-    for (i = 0; i < n; i++)
-        if ((unsigned char)why[i] < 0x20 || (unsigned char)why[i] > 0x7e)
-            return rl__err(REDISLOCK_EINVAL,
-                           "revocation reason has a byte that is not "
-                           "printable ASCII at %zu",
-                           i);
-    return REDISLOCK_OK;
-}
-
 redislock_err rl__alock_revoke(rl__alock *al, redislock_lock *l,
                                const char *reason, rl__alock_cb cb, void *arg)
 {
@@ -112,7 +93,8 @@ redislock_err rl__alock_revoke(rl__alock *al, redislock_lock *l,
         return rl__err(REDISLOCK_EINVAL, "NULL lock handle or callback");
     if (reason == NULL)
         reason = "";
-    if ((err = check_reason(reason)) != REDISLOCK_OK)
+    if ((err = rl__check_text(reason, REDISLOCK_REVOKE_REASON_MAX,
+                              "revocation reason")) != REDISLOCK_OK)
         return err;
     if (l->nmore > 0)
         return rl__err(REDISLOCK_EINVAL,

@@ -60,6 +60,7 @@ extern const rl__script rl__script_set_abandon;
 extern const rl__script rl__script_revoke;
 extern const rl__script rl__script_sequencer;
 extern const rl__script rl__script_seqcheck;
+extern const rl__script rl__script_elect;
 /* Every script above, NULL-terminated. */
 extern const rl__script *const rl__scripts[];
 

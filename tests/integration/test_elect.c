@@ -1,0 +1,519 @@
+/*
+ * elect: leader election (redislock_campaign(3)). A campaign leads once
+ * its election is recorded; proclaim changes the leader's value, resign
+ * steps down and hands the lock on; observers read every change in
+ * order, a GAP where the record lost some, and a lease that ran out as
+ * EXPIRED. Kill -9 and SIGSTOP of a leader: a standby leads within the
+ * lease, and the stopped leader's write with its term is refused.
+ */
+#include <inttypes.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness/apploop.h"
+#include "harness/fixture.h"
+#include "harness/server.h"
+#include "harness/util.h"
+#include "test.h"
+
+/* The record's key of election "el" (keys.h's helper name). */
+#define RECORD "el{el}:rl-elect"
+
+/* One look at the next change: observe with no wait. */
+static redislock_err look(redislock_lock *l, redislock_leader_info *s)
+{
+    return redislock_observe(l, s, 0);
+}
+
+/* Asserts that the next change is kind with term and value (NULL: any
+ * value). */
+#define ASSERT_NEXT(l, s, k, t, v)                                             \
+    do {                                                                       \
+        ASSERT_OK(look(l, s));                                                 \
+        ASSERT_EQ_INT((s)->kind, k);                                           \
+        ASSERT_EQ_INT((s)->term, t);                                           \
+        if ((v) != NULL)                                                       \
+            ASSERT_EQ_STR((s)->value, (const char *)(v));                      \
+    } while (0)
+
+/* Campaign, proclaim, resign, as the leader and an observer see them,
+ * and a waiting standby that takes over at the resignation. */
+void test_elect_proclaim_and_resign(void)
+{
+    th_env e = th_env_start();
+    redislock_acquire_options o = th_aopts(5000, 0, 0);
+    redislock_lock *a = th_lock(e.c, "el"), *b = th_lock(e.c, "el");
+    redislock_lock *ob = th_lock(e.c, "el");
+    redislock_leader_info s, now;
+    int64_t ta;
+
+    memset(&s, 0, sizeof s);
+    ASSERT_OK(redislock_leader(ob, &now));
+    ASSERT_EQ_INT(now.has_leader, 0);
+    ASSERT_EQ_INT(now.n, 0);
+    o.owner = "cand-a";
+    ASSERT_OK(redislock_campaign(a, "v1", &o));
+    ta = redislock_fence(a);
+    ASSERT_GT(redislock_valid_ms(a), 0);
+    ASSERT_OK(redislock_leader(ob, &now));
+    ASSERT_EQ_INT(now.has_leader, 1);
+    ASSERT_EQ_STR(now.id, "cand-a");
+    ASSERT_EQ_STR(now.value, "v1");
+    ASSERT_EQ_INT(now.term, ta);
+    ASSERT_GT(now.ttl_ms, 0);
+    ASSERT_EQ_INT(now.n, 1);
+    /* A second candidate is refused while a leads. */
+    o.owner = "cand-b";
+    ASSERT_ERR(redislock_campaign(b, "v2", &o), REDISLOCK_EHELD);
+    ASSERT_NEXT(ob, &s, REDISLOCK_CHANGE_ELECTED, ta, "v1");
+    ASSERT_EQ_STR(s.id, "cand-a");
+    ASSERT_EQ_INT(s.n, 1);
+    ASSERT_OK(look(ob, &s));
+    ASSERT_EQ_INT(s.kind, REDISLOCK_CHANGE_NONE);
+    ASSERT_OK(redislock_proclaim(a, "v1b"));
+    ASSERT_OK(redislock_leader(ob, &now));
+    ASSERT_EQ_STR(now.value, "v1b");
+    ASSERT_EQ_INT(now.term, ta);
+    ASSERT_NEXT(ob, &s, REDISLOCK_CHANGE_PROCLAIMED, ta, "v1b");
+    ASSERT_EQ_INT(s.n, 2);
+    /* A proclaim with the empty value clears it. */
+    ASSERT_OK(redislock_proclaim(a, ""));
+    ASSERT_NEXT(ob, &s, REDISLOCK_CHANGE_PROCLAIMED, ta, NULL);
+    ASSERT(s.value == NULL);
+    ASSERT_OK(redislock_resign(a));
+    ASSERT_EQ_INT(redislock_valid_ms(a), 0);
+    ASSERT_NEXT(ob, &s, REDISLOCK_CHANGE_RESIGNED, ta, NULL);
+    ASSERT_EQ_INT(s.has_leader, 0);
+    /* No longer the leader: neither proclaim nor resign again. */
+    ASSERT_ERR(redislock_proclaim(a, "x"), REDISLOCK_EINVAL);
+    ASSERT_ERR(redislock_resign(a), REDISLOCK_EINVAL);
+    ASSERT_OK(redislock_campaign(b, "v2", &o));
+    ASSERT_GT(redislock_fence(b), ta);
+    ASSERT_NEXT(ob, &s, REDISLOCK_CHANGE_ELECTED, redislock_fence(b), "v2");
+    ASSERT_EQ_STR(s.id, "cand-b");
+    /* The record is kept long past its last change. */
+    ASSERT_GT(th_pttl(e.r, RECORD), 86400000LL);
+    ASSERT_OK(redislock_resign(b));
+    redislock_lock_free(a);
+    redislock_lock_free(b);
+    redislock_lock_free(ob);
+    th_env_stop(&e);
+}
+
+/* A standby that waits takes over when the leader resigns; the term of a
+ * leader whose key went without a resignation ends as EXPIRED; an
+ * observer behind a trimmed record hears a GAP with the leader now. */
+void test_elect_observe_gap(void)
+{
+    th_env e = th_env_start();
+    redislock_acquire_options o = th_aopts(5000, 0, 0);
+    redislock_lock *a = th_lock(e.c, "el"), *ob = th_lock(e.c, "el");
+    redislock_leader_info s, late;
+    char v[16];
+    int i;
+
+    memset(&s, 0, sizeof s);
+    ASSERT_OK(redislock_campaign(a, "v0", &o));
+    ASSERT_NEXT(ob, &s, REDISLOCK_CHANGE_ELECTED, redislock_fence(a), "v0");
+    late = s;
+    for (i = 1; i <= 6; i++) {
+        snprintf(v, sizeof v, "v%d", i);
+        ASSERT_OK(redislock_proclaim(a, v));
+    }
+    freeReplyObject(th_cmd(e.r, "XTRIM %s MAXLEN 2", RECORD));
+    /* late saw n 1; entries 2 to 5 are gone. */
+    ASSERT_OK(look(ob, &late));
+    ASSERT_EQ_INT(late.kind, REDISLOCK_CHANGE_GAP);
+    ASSERT_EQ_INT(late.has_leader, 1);
+    ASSERT_EQ_INT(late.term, redislock_fence(a));
+    ASSERT_EQ_STR(late.value, "v6");
+    ASSERT_EQ_INT(late.n, 7);
+    ASSERT_OK(look(ob, &late));
+    ASSERT_EQ_INT(late.kind, REDISLOCK_CHANGE_NONE);
+    /* A record deleted and begun again: its n is below the observer's. */
+    freeReplyObject(th_cmd(e.r, "DEL %s", RECORD));
+    ASSERT_OK(redislock_proclaim(a, "v7"));
+    ASSERT_OK(look(ob, &late));
+    ASSERT_EQ_INT(late.kind, REDISLOCK_CHANGE_GAP);
+    ASSERT_EQ_STR(late.value, "v7");
+    ASSERT_EQ_INT(late.n, 1);
+    /* The key goes without a resignation: EXPIRED, with its term, within
+     * an observe's wait. */
+    freeReplyObject(th_cmd(e.r, "PEXPIRE el 1"));
+    ASSERT_OK(redislock_observe(ob, &late, 2000));
+    ASSERT_EQ_INT(late.kind, REDISLOCK_CHANGE_EXPIRED);
+    ASSERT_EQ_INT(late.term, redislock_fence(a));
+    ASSERT_EQ_INT(late.has_leader, 0);
+    ASSERT_OK(redislock_observe(ob, &late, 50));
+    ASSERT_EQ_INT(late.kind, REDISLOCK_CHANGE_NONE);
+    /* The expired leader can no longer proclaim. */
+    ASSERT_ERR(redislock_proclaim(a, "v8"), REDISLOCK_EEXPIRED);
+    redislock_lock_free(a);
+    redislock_lock_free(ob);
+    th_env_stop(&e);
+}
+
+/* What is refused, each with a detail that names it. */
+void test_elect_bad_input(void)
+{
+    th_env e = th_env_start();
+    redislock_acquire_options o = th_aopts(5000, 0, 0);
+    redislock_lock *a = th_lock(e.c, "el"), *s;
+    const char *keys[2] = {"el", "el2"};
+    redislock_leader_info info;
+    char big[REDISLOCK_ELECT_VALUE_MAX + 2];
+
+    memset(&info, 0, sizeof info);
+    memset(big, 'x', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    ASSERT_ERR(redislock_campaign(a, big, &o), REDISLOCK_EINVAL);
+    ASSERT(strstr(redislock_errdetail(), "at most 1024") != NULL);
+    ASSERT_ERR(redislock_campaign(a, "tab\there", &o), REDISLOCK_EINVAL);
+    ASSERT(strstr(redislock_errdetail(), "printable") != NULL);
+    ASSERT_ERR(redislock_proclaim(a, "x"), REDISLOCK_EINVAL);
+    ASSERT(strstr(redislock_errdetail(), "campaign first") != NULL);
+    ASSERT_ERR(redislock_resign(a), REDISLOCK_EINVAL);
+    o.reentrant = 1;
+    ASSERT_ERR(redislock_campaign(a, "v", &o), REDISLOCK_EINVAL);
+    ASSERT(strstr(redislock_errdetail(), "reentrant") != NULL);
+    o.reentrant = 0;
+    ASSERT_ERR(redislock_observe(a, &info, -1), REDISLOCK_EINVAL);
+    ASSERT_ERR(redislock_observe(a, NULL, 0), REDISLOCK_EINVAL);
+    ASSERT_ERR(redislock_observe_sized(a, &info, 0, 8), REDISLOCK_EINVAL);
+    s = th_lock_set(e.c, keys, 2);
+    ASSERT_ERR(redislock_campaign(s, "v", &o), REDISLOCK_EINVAL);
+    ASSERT(strstr(redislock_errdetail(), "one key") != NULL);
+    /* A value at the bound is fine; a proclaim of a bad one changes
+     * nothing. */
+    big[REDISLOCK_ELECT_VALUE_MAX] = '\0';
+    ASSERT_OK(redislock_campaign(a, big, &o));
+    ASSERT_ERR(redislock_campaign(a, "again", &o), REDISLOCK_EINVAL);
+    ASSERT_ERR(redislock_proclaim(a, "bad\n"), REDISLOCK_EINVAL);
+    ASSERT_OK(redislock_leader(a, &info));
+    ASSERT_EQ_INT((long long)info.value_len, REDISLOCK_ELECT_VALUE_MAX);
+    ASSERT_OK(redislock_resign(a));
+    redislock_lock_free(a);
+    redislock_lock_free(s);
+    th_env_stop(&e);
+}
+
+/* The random model: N candidates on one server, STEPS random steps. */
+#define N 5
+#define STEPS 10000
+
+/* A change the model expects the observer to read. */
+typedef struct hist {
+    int kind;
+    int64_t term;
+    char value[16];
+} hist;
+
+typedef struct model {
+    th_env *e;
+    redislock_lock *c[N];
+    int leads[N]; /* campaigned with OK, not resigned or lost */
+    hist *h;
+    int nh;               /* changes recorded */
+    int seen;             /* changes the observer has matched */
+    int64_t expired_term; /* a term that ended by expiry, for EXPIRED */
+    int64_t last_term;
+    redislock_lock *ob;
+    redislock_leader_info s;
+    int counts[6];
+} model;
+
+/* The candidates that believe they lead and whose lease is valid: at
+ * most one, at every step. */
+static void check_one_leader(model *m)
+{
+    int i, n = 0;
+
+    for (i = 0; i < N; i++) {
+        if (m->leads[i] && redislock_valid_ms(m->c[i]) == 0) {
+            /* Its lease ended (expiry, or a renewal that failed): it
+             * stops believing, and gives the handle back. */
+            m->leads[i] = 0;
+            (void)redislock_release(m->c[i]);
+        }
+        n += m->leads[i];
+    }
+    ASSERT_LE(n, 1);
+}
+
+static void record(model *m, int kind, int64_t term, const char *v)
+{
+    hist *h = &m->h[m->nh++];
+
+    h->kind = kind;
+    h->term = term;
+    snprintf(h->value, sizeof h->value, "%s", v);
+}
+
+/* The observer reads every change there is and matches each with the
+ * model's record, in order. */
+static void observe_all(model *m)
+{
+    for (;;) {
+        ASSERT_OK(look(m->ob, &m->s));
+        if (m->s.kind == REDISLOCK_CHANGE_NONE)
+            return;
+        m->counts[m->s.kind]++;
+        if (m->s.kind == REDISLOCK_CHANGE_EXPIRED) {
+            ASSERT(m->s.term == m->last_term);
+            continue;
+        }
+        ASSERT_NE_INT(m->s.kind, REDISLOCK_CHANGE_GAP);
+        ASSERT_LT(m->seen, m->nh);
+        ASSERT_EQ_INT(m->s.n, m->seen + 1);
+        ASSERT_EQ_INT(m->s.kind, m->h[m->seen].kind);
+        ASSERT_EQ_INT(m->s.term, m->h[m->seen].term);
+        ASSERT_EQ_STR(m->s.value != NULL ? m->s.value : "",
+                      m->h[m->seen].value);
+        if (m->s.kind == REDISLOCK_CHANGE_ELECTED)
+            ASSERT_GT(m->s.term, m->last_term);
+        m->last_term = m->s.term;
+        m->seen++;
+    }
+}
+
+static int leader_of(const model *m)
+{
+    int i;
+
+    for (i = 0; i < N; i++)
+        if (m->leads[i])
+            return i;
+    return -1;
+}
+
+/* Ends the leader's lease on the server and waits for its watchdog to
+ * report the loss (its lost fd), after which it no longer believes. */
+static void expire(model *m, int i)
+{
+    struct pollfd p = {redislock_lost_fd(m->c[i]), POLLIN, 0};
+
+    freeReplyObject(th_cmd(m->e->r, "PEXPIRE el 1"));
+    ASSERT(p.fd >= 0);
+    ASSERT_EQ_INT(poll(&p, 1, 3000), 1);
+    ASSERT_EQ_INT(redislock_valid_ms(m->c[i]), 0);
+    ASSERT(redislock_check(m->c[i]) != REDISLOCK_OK);
+    m->leads[i] = 0;
+    (void)redislock_release(m->c[i]);
+}
+
+static void step(model *m, unsigned *seed)
+{
+    int r = rand_r(seed) % 100, i = rand_r(seed) % N, who = leader_of(m);
+    redislock_acquire_options o = th_aopts(600, 0, 0);
+    redislock_err err;
+    char v[16];
+
+    snprintf(v, sizeof v, "v%d", rand_r(seed) % 1000);
+    if (r < 40) {
+        if (m->leads[i])
+            return;
+        err = redislock_campaign(m->c[i], v, &o);
+        if (who >= 0) {
+            ASSERT_ERR(err, REDISLOCK_EHELD);
+            return;
+        }
+        if (err == REDISLOCK_EHELD)
+            return; /* an expired leader's key not yet gone */
+        ASSERT_OK(err);
+        m->leads[i] = 1;
+        record(m, REDISLOCK_CHANGE_ELECTED, redislock_fence(m->c[i]), v);
+    } else if (r < 75) {
+        if (!m->leads[i]) {
+            ASSERT(redislock_proclaim(m->c[i], v) != REDISLOCK_OK);
+            return;
+        }
+        ASSERT_OK(redislock_proclaim(m->c[i], v));
+        record(m, REDISLOCK_CHANGE_PROCLAIMED, redislock_fence(m->c[i]), v);
+    } else if (r < 98) {
+        if (who < 0)
+            return;
+        int64_t term = redislock_fence(m->c[who]);
+
+        m->leads[who] = 0;
+        ASSERT_OK(redislock_resign(m->c[who]));
+        record(m, REDISLOCK_CHANGE_RESIGNED, term, "");
+    } else if (who >= 0) {
+        expire(m, who);
+    }
+}
+
+/* STEPS random campaign, proclaim, resign and expiry steps over N
+ * candidates: never two leaders believing with a valid lease, and the
+ * observer reads every recorded change, in order, terms rising. */
+void test_elect_model_random_steps(void)
+{
+    th_env e = th_env_start();
+    model m;
+    unsigned seed = (unsigned)th_now_ms();
+    int i, k;
+    int64_t t0 = th_now_ms();
+
+    memset(&m, 0, sizeof m);
+    m.e = &e;
+    m.h = calloc(STEPS + 1, sizeof *m.h);
+    ASSERT(m.h != NULL);
+    test_log("seed %u", seed);
+    for (i = 0; i < N; i++)
+        m.c[i] = th_lock(e.c, "el");
+    m.ob = th_lock(e.c, "el");
+    for (k = 0; k < STEPS; k++) {
+        step(&m, &seed);
+        check_one_leader(&m);
+        observe_all(&m);
+    }
+    ASSERT_EQ_INT(m.seen, m.nh);
+    test_log("%d changes in %lld ms: %d elected, %d proclaimed, %d "
+             "resigned, %d expired",
+             m.nh, (long long)(th_now_ms() - t0), m.counts[1], m.counts[2],
+             m.counts[3], m.counts[4]);
+    ASSERT_GT(m.counts[REDISLOCK_CHANGE_EXPIRED], 0);
+    for (i = 0; i < N; i++) {
+        if (m.leads[i])
+            ASSERT_OK(redislock_resign(m.c[i]));
+        redislock_lock_free(m.c[i]);
+    }
+    redislock_lock_free(m.ob);
+    free(m.h);
+    th_env_stop(&e);
+}
+
+/* A candidate in a child process: campaigns on url's "el" with o, says
+ * so on fd (its term), then waits for a signal; with stop, stops itself
+ * instead and, once resumed, writes with its term to resource res:
+ * exits 1 when refused (REDISLOCK_ESTALE) and it no longer believes
+ * (valid_ms 0), else 2. */
+static void child_leader(const char *url, const redislock_acquire_options *o,
+                         int fd, int stop, const char *res)
+{
+    redislock_client *c = NULL;
+    redislock_lock *l = NULL;
+    int64_t term;
+    redislock_err err;
+
+    if (redislock_client_new(&c, url, NULL) != REDISLOCK_OK ||
+        redislock_lock_new(c, "el", 2, &l) != REDISLOCK_OK ||
+        redislock_campaign(l, "child", o) != REDISLOCK_OK)
+        _exit(3);
+    term = redislock_fence(l);
+    if (write(fd, &term, sizeof term) != (ssize_t)sizeof term)
+        _exit(3);
+    if (!stop) {
+        pause();
+        _exit(0);
+    }
+    raise(SIGSTOP);
+    err = redislock_fenced_set(c, res, strlen(res), "stale", 5, term);
+    _exit(err == REDISLOCK_ESTALE && redislock_valid_ms(l) == 0 ? 1 : 2);
+}
+
+static int fork_leader(th_env *e, const redislock_acquire_options *o, int stop,
+                       int64_t *term)
+{
+    int fds[2], st;
+    pid_t pid;
+
+    ASSERT_EQ_INT(pipe(fds), 0);
+    fflush(NULL);
+    pid = fork();
+    ASSERT(pid >= 0);
+    if (pid == 0) {
+        close(fds[0]);
+        child_leader(e->s->unix_url, o, fds[1], stop, "res");
+    }
+    close(fds[1]);
+    ASSERT_EQ_INT(read(fds[0], term, sizeof *term), (long long)sizeof *term);
+    close(fds[0]);
+    if (stop) {
+        ASSERT_EQ_INT(waitpid(pid, &st, WUNTRACED), pid);
+        ASSERT(WIFSTOPPED(st));
+    }
+    return (int)pid;
+}
+
+/* A standby's campaign, on a thread of its own. */
+typedef struct standby {
+    redislock_lock *l;
+    redislock_acquire_options o;
+    redislock_err err;
+    int64_t led_ms; /* th_now_ms() when it returned */
+} standby;
+
+static void *campaign_thread(void *arg)
+{
+    standby *sb = arg;
+
+    sb->err = redislock_campaign(sb->l, "standby", &sb->o);
+    sb->led_ms = th_now_ms();
+    return NULL;
+}
+
+/* kill -9 of the leader: a waiting standby leads once the lease the dead
+ * leader left has run out, within 100 ms of it, never before. */
+void test_elect_kill_standby_leads(void)
+{
+    th_env e = th_env_start();
+    redislock_acquire_options o = th_aopts(1000, 0, 0);
+    standby sb;
+    pthread_t t;
+    int64_t term, killed, pttl;
+    int pid, st;
+
+    memset(&sb, 0, sizeof sb);
+    pid = fork_leader(&e, &o, 0, &term);
+    sb.l = th_lock(e.c, "el");
+    sb.o = th_aopts(1000, 10000, 0);
+    sb.o.fair = 1;
+    ASSERT_EQ_INT(pthread_create(&t, NULL, campaign_thread, &sb), 0);
+    /* The standby waits in the queue (its channel is listened on). */
+    WAIT_FOR(th_listening(e.r, "el{el}:rl-c:*") > 0, 5000);
+    pttl = th_pttl(e.r, "el");
+    ASSERT_EQ_INT(kill(pid, SIGKILL), 0);
+    killed = th_now_ms();
+    ASSERT_EQ_INT(waitpid(pid, &st, 0), pid);
+    ASSERT_EQ_INT(pthread_join(t, NULL), 0);
+    ASSERT_OK(sb.err);
+    test_log("lease left at the kill %lld ms, led %lld ms after it",
+             (long long)pttl, (long long)(sb.led_ms - killed));
+    ASSERT_LE(sb.led_ms - killed, pttl + 100);
+    ASSERT_GT(redislock_fence(sb.l), term);
+    ASSERT_OK(redislock_resign(sb.l));
+    redislock_lock_free(sb.l);
+    th_env_stop(&e);
+}
+
+/* A leader stopped past its lease: a standby leads and writes with its
+ * term; resumed, the old leader no longer believes and its write with
+ * the old term is refused. */
+void test_elect_stopped_leader_stale_write(void)
+{
+    th_env e = th_env_start();
+    redislock_acquire_options o = th_aopts(300, 0, 0);
+    redislock_lock *b = th_lock(e.c, "el");
+    int64_t term;
+    int pid, st;
+
+    pid = fork_leader(&e, &o, 1, &term);
+    o.wait_ms = 5000;
+    ASSERT_OK(redislock_campaign(b, "standby", &o));
+    ASSERT_GT(redislock_fence(b), term);
+    ASSERT_OK(
+        redislock_fenced_set(e.c, "res", 3, "new", 3, redislock_fence(b)));
+    ASSERT_EQ_INT(kill(pid, SIGCONT), 0);
+    ASSERT_EQ_INT(waitpid(pid, &st, 0), pid);
+    ASSERT(WIFEXITED(st));
+    ASSERT_EQ_INT(WEXITSTATUS(st), 1);
+    ASSERT_OK(redislock_resign(b));
+    redislock_lock_free(b);
+    th_env_stop(&e);
+}
