@@ -1082,6 +1082,40 @@ REDISLOCK_API redislock_err redislock_loop_check_sequencer(
     redislock_loop *lp, redislock_lock *l, const char *sequencer,
     redislock_done_cb cb, void *arg);
 
+/* As redislock_campaign(), redislock_proclaim(), redislock_resign(),
+ * redislock_leader() and redislock_observe(), on the loop: cb gets the
+ * outcome (info is written before it). opts is copied; the handle, value
+ * and info must outlive the callback. A loop's observe waits on the
+ * loop's timer. */
+REDISLOCK_API redislock_err redislock_loop_campaign_sized(
+    redislock_loop *lp, redislock_lock *l, const char *value,
+    const redislock_acquire_options *opts, size_t opts_size,
+    redislock_done_cb cb, void *arg);
+#define redislock_loop_campaign(lp, l, value, opts, cb, arg)                   \
+    redislock_loop_campaign_sized(lp, l, value, opts,                          \
+                                  REDISLOCK_ACQUIRE_OPTIONS_SIZE, cb, arg)
+REDISLOCK_API redislock_err redislock_loop_proclaim(redislock_loop *lp,
+                                                    redislock_lock *l,
+                                                    const char *value,
+                                                    redislock_done_cb cb,
+                                                    void *arg);
+REDISLOCK_API redislock_err redislock_loop_resign(redislock_loop *lp,
+                                                  redislock_lock *l,
+                                                  redislock_done_cb cb,
+                                                  void *arg);
+REDISLOCK_API redislock_err redislock_loop_leader_sized(
+    redislock_loop *lp, redislock_lock *l, redislock_leader_info *info,
+    size_t info_size, redislock_done_cb cb, void *arg);
+#define redislock_loop_leader(lp, l, info, cb, arg)                            \
+    redislock_loop_leader_sized(lp, l, info, REDISLOCK_LEADER_INFO_SIZE, cb,   \
+                                arg)
+REDISLOCK_API redislock_err redislock_loop_observe_sized(
+    redislock_loop *lp, redislock_lock *l, redislock_leader_info *info,
+    int64_t timeout_ms, size_t info_size, redislock_done_cb cb, void *arg);
+#define redislock_loop_observe(lp, l, info, timeout_ms, cb, arg)               \
+    redislock_loop_observe_sized(lp, l, info, timeout_ms,                      \
+                                 REDISLOCK_LEADER_INFO_SIZE, cb, arg)
+
 /*
  * Server configurations that lose locks silently, as redislock_doctor()
  * finds them. Each finding names the server, what it saw and the fix.

@@ -137,6 +137,60 @@ redislock_err redislock_loop_check_sequencer(redislock_loop *lp,
     return rl__alock_check_sequencer(lp->al, l, sequencer, cb, arg);
 }
 
+redislock_err
+redislock_loop_campaign_sized(redislock_loop *lp, redislock_lock *l,
+                              const char *value,
+                              const redislock_acquire_options *opts,
+                              size_t opts_size, redislock_done_cb cb, void *arg)
+{
+    redislock_acquire_options o;
+    redislock_err err;
+
+    if (lp == NULL)
+        return rl__err(REDISLOCK_EINVAL, "NULL loop");
+    if ((err = rl__abi_acquire_options(&o, opts, opts_size)) != REDISLOCK_OK)
+        return err;
+    return rl__alock_campaign(lp->al, l, value, &o, cb, arg);
+}
+
+redislock_err redislock_loop_proclaim(redislock_loop *lp, redislock_lock *l,
+                                      const char *value, redislock_done_cb cb,
+                                      void *arg)
+{
+    if (lp == NULL)
+        return rl__err(REDISLOCK_EINVAL, "NULL loop");
+    return rl__alock_proclaim(lp->al, l, value, cb, arg);
+}
+
+redislock_err redislock_loop_resign(redislock_loop *lp, redislock_lock *l,
+                                    redislock_done_cb cb, void *arg)
+{
+    if (lp == NULL)
+        return rl__err(REDISLOCK_EINVAL, "NULL loop");
+    return rl__alock_resign(lp->al, l, cb, arg);
+}
+
+redislock_err redislock_loop_leader_sized(redislock_loop *lp, redislock_lock *l,
+                                          redislock_leader_info *info,
+                                          size_t info_size,
+                                          redislock_done_cb cb, void *arg)
+{
+    if (lp == NULL)
+        return rl__err(REDISLOCK_EINVAL, "NULL loop");
+    return rl__alock_leader(lp->al, l, info, info_size, cb, arg);
+}
+
+redislock_err redislock_loop_observe_sized(redislock_loop *lp,
+                                           redislock_lock *l,
+                                           redislock_leader_info *info,
+                                           int64_t timeout_ms, size_t info_size,
+                                           redislock_done_cb cb, void *arg)
+{
+    if (lp == NULL)
+        return rl__err(REDISLOCK_EINVAL, "NULL loop");
+    return rl__alock_observe(lp->al, l, info, timeout_ms, info_size, cb, arg);
+}
+
 void redislock_loop_cancel(redislock_loop *lp, redislock_lock *l)
 {
     if (lp != NULL)

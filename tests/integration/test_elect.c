@@ -517,3 +517,50 @@ void test_elect_stopped_leader_stale_write(void)
     redislock_lock_free(b);
     th_env_stop(&e);
 }
+
+/* The event-loop forms: campaign, proclaim, leader, observe, resign. */
+void test_elect_loop(void)
+{
+    th_env e = th_env_start();
+    redislock_acquire_options o = th_aopts(5000, 0, 0);
+    redislock_lock *a = th_lock(e.c, "el"), *ob = th_lock(e.c, "el");
+    redislock_loop *lp = NULL;
+    redislock_leader_info s, now;
+    app ap;
+    app_heard h[6];
+
+    memset(&ap, 0, sizeof ap);
+    memset(h, 0, sizeof h);
+    memset(&s, 0, sizeof s);
+    ASSERT_OK(redislock_loop_new(&lp, e.c, app_watch, app_timer, &ap));
+    app_drive(&ap, lp);
+    /* An observer waiting on the loop's timer hears the election. */
+    ASSERT_OK(redislock_loop_observe(lp, ob, &s, 3000, app_heard_cb, &h[0]));
+    ASSERT_OK(redislock_loop_campaign(lp, a, "v1", &o, app_heard_cb, &h[1]));
+    app_until_heard(&ap, &h[1]);
+    ASSERT_ERR(h[1].err, REDISLOCK_OK);
+    app_until_heard(&ap, &h[0]);
+    ASSERT_ERR(h[0].err, REDISLOCK_OK);
+    ASSERT_EQ_INT(s.kind, REDISLOCK_CHANGE_ELECTED);
+    ASSERT_EQ_INT(s.term, redislock_fence(a));
+    ASSERT_OK(redislock_loop_proclaim(lp, a, "v2", app_heard_cb, &h[2]));
+    app_until_heard(&ap, &h[2]);
+    ASSERT_ERR(h[2].err, REDISLOCK_OK);
+    ASSERT_OK(redislock_loop_leader(lp, ob, &now, app_heard_cb, &h[3]));
+    app_until_heard(&ap, &h[3]);
+    ASSERT_ERR(h[3].err, REDISLOCK_OK);
+    ASSERT_EQ_STR(now.value, "v2");
+    ASSERT_OK(redislock_loop_resign(lp, a, app_heard_cb, &h[4]));
+    app_until_heard(&ap, &h[4]);
+    ASSERT_ERR(h[4].err, REDISLOCK_OK);
+    ASSERT_EQ_INT(th_cmd_int(e.r, "EXISTS el"), 0);
+    ASSERT_OK(redislock_loop_observe(lp, ob, &s, 1000, app_heard_cb, &h[5]));
+    app_until_heard(&ap, &h[5]);
+    ASSERT_EQ_INT(s.kind, REDISLOCK_CHANGE_PROCLAIMED);
+    ASSERT_OK(redislock_observe(ob, &s, 0));
+    ASSERT_EQ_INT(s.kind, REDISLOCK_CHANGE_RESIGNED);
+    redislock_loop_free(lp);
+    redislock_lock_free(a);
+    redislock_lock_free(ob);
+    th_env_stop(&e);
+}
