@@ -70,6 +70,8 @@ enum {
     CLI_ID_LOCK_DELAY,
     CLI_ID_REASON,
     CLI_ID_SEQUENCER,
+    CLI_ID_VALUE,
+    CLI_ID_WATCH,
     CLI_ID_END /* one past the last id */
 };
 
@@ -198,6 +200,9 @@ typedef struct cli_cmdopts {
     const char *command;   /* run -c: a string for sh -c; NULL */
     const char *reason;    /* revoke --reason; NULL */
     int sequencer;         /* run, acquire --sequencer */
+    int elect;             /* elect: run's lock taken by a campaign */
+    const char *value;     /* elect --value: the leader's value; NULL */
+    int watch;             /* leader --watch */
     int conflict_code;     /* -E; CLI_EXIT_NOT_OBTAINED */
     int json;              /* --json */
     int64_t clock_ms;      /* doctor --clock; 1000 */
@@ -383,6 +388,11 @@ int cli_check_key(const char *ctx, const char *key);
  * cli_check_key: non-empty, without control characters. */
 int cli_check_token(const char *ctx, const char *what, const char *token);
 
+/* Checks a leader's value (elect --value) as the library will: at most
+ * REDISLOCK_ELECT_VALUE_MAX bytes of printable ASCII, so that a refused
+ * one is a usage error before anything connects. */
+int cli_check_value(const char *ctx, const char *value);
+
 /* Adds url to g's list for -u, or prints why not and returns
  * CLI_EXIT_USAGE. */
 int cli_add_url(const char *ctx, cli_global *g, const char *url);
@@ -474,6 +484,14 @@ int cli_cmd_list(int argc, char **argv, const cli_global *g);
 int cli_cmd_doctor(int argc, char **argv, const cli_global *g);
 int cli_cmd_revoke(int argc, char **argv, const cli_global *g);
 int cli_cmd_check(int argc, char **argv, const cli_global *g);
+int cli_cmd_elect(int argc, char **argv, const cli_global *g);
+int cli_cmd_leader(int argc, char **argv, const cli_global *g);
+
+/* Prints an election's state (redislock_leader: "leader id=ID term=T
+ * value=V ttl_ms=N" or "none") or, with change, the change observe
+ * reported ("KIND n=N term=T ..."); with json, as a JSON object and no
+ * newline. */
+void cli_print_leader(const redislock_leader_info *s, int json, int change);
 
 /* l's sequencer (redislock_sequencer) into buf, of at least
  * REDISLOCK_SEQUENCER_MAX bytes: 0, or an exit status after a message. */

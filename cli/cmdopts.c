@@ -294,6 +294,12 @@ static int apply_option(const char *ctx, int id, const char *val,
     case CLI_ID_SEQUENCER:
         o->sequencer = 1;
         return 0;
+    case CLI_ID_VALUE:
+        o->value = val;
+        return cli_check_value(ctx, val);
+    case CLI_ID_WATCH:
+        o->watch = 1;
+        return 0;
     }
     return apply_wait_option(ctx, id, val, &o->acq);
 }

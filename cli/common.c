@@ -275,6 +275,22 @@ int cli_check_token(const char *ctx, const char *what, const char *token)
     return 0;
 }
 
+int cli_check_value(const char *ctx, const char *value)
+{
+    size_t i, n = strlen(value);
+
+    if (n > REDISLOCK_ELECT_VALUE_MAX)
+        return cli_usage(ctx, "--value of %zu bytes: at most %d", n,
+                         REDISLOCK_ELECT_VALUE_MAX);
+    for (i = 0; i < n; i++)
+        if ((unsigned char)value[i] < 0x20 || (unsigned char)value[i] > 0x7e)
+            return cli_usage(ctx,
+                             "--value has a byte that is not printable "
+                             "ASCII at %zu: encode it (hex, base64)",
+                             i);
+    return 0;
+}
+
 int cli_sequencer(const char *ctx, redislock_lock *l, char *buf)
 {
     redislock_err err = redislock_sequencer(l, buf, REDISLOCK_SEQUENCER_MAX);

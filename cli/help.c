@@ -18,13 +18,14 @@ static const char overview[] =
     "  extend KEY TOKEN    reset the lease of a lock taken by acquire\n"
     "  revoke KEY          ask the lock's holder to give it up\n"
     "  check KEY SEQUENCER whether the sequencer's holder still holds KEY\n"
+    "  elect NAME COMMAND... run COMMAND while leading election NAME\n"
+    "  leader NAME         print NAME's leader; --watch follows changes\n"
     "  status KEY          print the state of the lock on KEY\n"
     "  list [PATTERN]      print the locks whose keys match PATTERN\n"
     "  doctor              flag server settings that lose locks silently\n"
     "  help [COMMAND]      print this help, or COMMAND's\n"
     "  version             print the version\n"
-    "'redislock help COMMAND' or 'redislock COMMAND --help' prints a\n"
-    "command's usage and options.\n"
+    "'redislock help COMMAND' (or COMMAND --help): its usage and options.\n"
     "\n"
     "Global options (before COMMAND; -u, the timeouts and TLS may also\n"
     "follow COMMAND):\n"
@@ -68,8 +69,7 @@ static const char overview[] =
     "                     that asks for one (tls-auth-clients)\n"
     "  --sni NAME         the name the server's certificate must carry\n"
     "  --insecure         do not verify the server (tests only)\n"
-    "  -h, --help         print this help\n"
-    "  -V, --version      print the version\n"
+    "  -h, --help, -V, --version  print this help, the version\n"
     "Durations: 500ms, 30s, 2m, 1h, 30d, 1.5s, 1h30m; a bare number means\n"
     "seconds, and one over 30 days is refused as a likely unit mistake.\n"
     "Password: --password-file, else the URL's, else $REDISCLI_AUTH.\n"
@@ -77,10 +77,10 @@ static const char overview[] =
     "-u and -k once per URL or key; of -s and -x the last one wins.\n"
     "\n"
     "Exit status:\n"
-    "  0        success; run: COMMAND's own status is passed through\n"
-    "  1        the lock was not obtained (or CODE from -E);\n"
-    "           release, extend: the token held nothing (its lease\n"
-    "           ended, or it was released); revoke, check: KEY is free\n"
+    "  0        success; run, elect: COMMAND's own status passed through\n"
+    "  1        the lock was not obtained (or CODE from -E); release,\n"
+    "           extend: the token held nothing (its lease ended, or it was\n"
+    "           released); revoke, check: KEY is free; leader: none leads\n"
     "  2        release, extend, check: another owner holds the lock\n"
     "  64       usage error: bad option, key, TTL, URL, missing command,\n"
     "           several URLs without --shard, --redlock, --cluster or\n"
@@ -96,8 +96,8 @@ static const char overview[] =
     "           the lock; a replica (use the master); Redis cannot serve\n"
     "           now: loading, busy script, maxmemory, maxclients\n"
     "  70       internal or protocol error, another Redis error\n"
-    "  75       run: the lock was lost or revoked while COMMAND ran, or\n"
-    "           its lease ran out unrenewed and COMMAND was killed;\n"
+    "  75       run, elect: the lock was lost or revoked while COMMAND ran,\n"
+    "           or its lease ran out unrenewed and COMMAND was killed;\n"
     "           extend: the lock was revoked (the lease was renewed)\n"
     "  77       Redis refused the password, or the user's ACL refuses\n"
     "           a command or key (see ACL in redislock(3))\n"
@@ -106,7 +106,7 @@ static const char overview[] =
     "           (or no fsynced append-only file) for --wait-aof-*; with\n"
     "           --strict, a setting that can lose locks; doctor: it\n"
     "           found one\n"
-    "  126, 127 run: COMMAND could not be executed, was not found\n"
+    "  126, 127 run, elect: COMMAND could not be executed, was not found\n"
     "  128+N    run: COMMAND was killed by signal N; run, acquire:\n"
     "           redislock got signal N while waiting for the lock\n";
 
@@ -333,6 +333,38 @@ static const char check_usage[] =
     "\n"
     "Options:\n";
 
+static const char elect_usage[] =
+    "Usage: redislock [GLOBAL OPTION...] elect [OPTION...] NAME [--] COMMAND "
+    "[ARG...]\n"
+    "       redislock [GLOBAL OPTION...] elect [OPTION...] NAME -c STRING\n"
+    "Campaign in election NAME (a lock on key NAME held under an owner id,\n"
+    "--owner or host:pid:random), waiting as run does (a hot standby), and\n"
+    "run COMMAND while leader, as run: REDISLOCK_TERM (the leader's term,\n"
+    "its fencing token, = REDISLOCK_FENCE) in its environment, stopped if\n"
+    "leadership is lost (exit 75). At COMMAND's end it resigns: the change\n"
+    "is recorded and the next candidate leads. Each election and\n"
+    "resignation is recorded for 'redislock leader --watch'. Not with -s,\n"
+    "-k, --limit, --metadata, --lock-delay or --sequencer.\n"
+    "\n"
+    "Options:\n"
+    "  --value TEXT       the leader's value, for 'redislock leader' (at\n"
+    "                     most 1024 bytes of printable ASCII)\n"
+    "  -c, --command STRING\n"
+    "                     run /bin/sh -c STRING instead of COMMAND\n";
+
+static const char leader_usage[] =
+    "Usage: redislock [GLOBAL OPTION...] leader [--json] [--watch] NAME\n"
+    "Print election NAME's leader, 'leader term=T id=ID value=V ttl_ms=N',\n"
+    "or 'none'. With --watch, then print each change as it comes, in\n"
+    "order, until SIGINT or SIGTERM: 'elected n=N term=T id=ID value=V',\n"
+    "'proclaimed ...', 'resigned n=N term=T', 'expired n=N term=T' (its\n"
+    "lease ran out), 'gap n=N ...' (changes were missed: the leader now).\n"
+    "Exit 0: a leader (--watch: after a signal); 1: none leads.\n"
+    "\n"
+    "Options:\n"
+    "  --json             print JSON objects, one a line\n"
+    "  --watch            follow the changes\n";
+
 static const char doctor_usage[] =
     "Usage: redislock [GLOBAL OPTION...] doctor [--json] [--clock DURATION]\n"
     "Read each server's configuration (INFO, CONFIG GET appendfsync, an\n"
@@ -414,6 +446,10 @@ static const struct {
     {"doctor", {doctor_usage, common_options, guard_options, footer, NULL}},
     {"revoke", {revoke_usage, common_options, footer, NULL}},
     {"check", {check_usage, common_options, footer, NULL}},
+    {"elect",
+     {elect_usage, take_options, common_options, guard_options, run_exit,
+      footer, NULL}},
+    {"leader", {leader_usage, common_options, footer, NULL}},
     {"help", {help_usage, NULL}},
     {"version", {version_usage, NULL}},
 };

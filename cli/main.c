@@ -26,7 +26,8 @@ static const struct {
     {"release", cli_cmd_release}, {"extend", cli_cmd_extend},
     {"status", cli_cmd_status},   {"list", cli_cmd_list},
     {"doctor", cli_cmd_doctor},   {"revoke", cli_cmd_revoke},
-    {"check", cli_cmd_check},
+    {"check", cli_cmd_check},     {"elect", cli_cmd_elect},
+    {"leader", cli_cmd_leader},
 };
 
 /* help: the overview, or with an operand that command's help. */
@@ -46,8 +47,8 @@ static int help(int argc, char **argv)
         return CLI_EXIT_OK;
     return cli_usage("help",
                      "unknown command '%s': commands are run, acquire, "
-                     "release, extend, revoke, check, status, list, doctor, "
-                     "help and version",
+                     "release, extend, revoke, check, elect, leader, status, "
+                     "list, doctor, help and version",
                      cli_quote(argv[1], q, sizeof q));
 }
 
@@ -58,8 +59,8 @@ static int dispatch(int argc, char **argv, const cli_global *g)
 
     if (argc == 0)
         return cli_usage(NULL, "missing command (run, acquire, release, "
-                               "extend, revoke, check, status, list or "
-                               "doctor)");
+                               "extend, revoke, check, elect, leader, "
+                               "status, list or doctor)");
     for (i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (strcmp(argv[0], commands[i].name) == 0)
             return commands[i].fn(argc, argv, g);

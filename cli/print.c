@@ -315,3 +315,51 @@ void cli_print_finding(const redislock_finding *f, int json)
     printf("%s: %s: %s\n  fix: %s\n", f->server, redislock_risk_name(f->risk),
            f->what, f->fix);
 }
+
+/* The kinds of change, as printed: redislock_change's order. */
+static const char *const change_names[] = {"none",     "elected", "proclaimed",
+                                           "resigned", "expired", "gap"};
+
+static void print_leader_json(const redislock_leader_info *s, int change)
+{
+    if (change)
+        printf("{\"change\":\"%s\",\"n\":%lld,",
+               change_names[s->kind < 0 || s->kind > 5 ? 0 : s->kind],
+               (long long)s->n);
+    else
+        printf("{\"n\":%lld,", (long long)s->n);
+    printf("\"leader\":%s,\"term\":%lld,\"id\":",
+           s->has_leader ? "true" : "false", (long long)s->term);
+    json_or_null(s->id);
+    fputs(",\"value\":", stdout);
+    json_or_null(s->value);
+    if (!change)
+        printf(",\"ttl_ms\":%lld", (long long)s->ttl_ms);
+    putchar('}');
+}
+
+void cli_print_leader(const redislock_leader_info *s, int json, int change)
+{
+    if (json) {
+        print_leader_json(s, change);
+        return;
+    }
+    if (change)
+        printf("%s n=%lld term=%lld",
+               change_names[s->kind < 0 || s->kind > 5 ? 0 : s->kind],
+               (long long)s->n, (long long)s->term);
+    else if (s->has_leader)
+        printf("leader term=%lld", (long long)s->term);
+    else
+        fputs("none", stdout);
+    /* A gap is followed by the state now, as the other changes are by
+     * what they made. */
+    if (s->has_leader && s->id != NULL)
+        plain_field("id", s->id, 1);
+    if (s->has_leader && s->value != NULL)
+        plain_field("value", s->value, 1);
+    if (!change && s->has_leader)
+        printf(" ttl_ms=%lld", (long long)s->ttl_ms);
+    if (change && s->kind == REDISLOCK_CHANGE_GAP && !s->has_leader)
+        fputs(" none", stdout);
+}

@@ -1,5 +1,7 @@
 /*
- * redislock run: hold a lock while a command runs.
+ * redislock run: hold a lock while a command runs; redislock elect: lead
+ * an election while it runs (the lock taken by a campaign, given up by a
+ * resignation).
  *
  * The command runs under a guardian (guard.c) that kills it, with all
  * it started, when run dies or the lease's known validity ends; run
@@ -60,6 +62,7 @@ typedef struct run_state {
     int lost;           /* the command was told to stop */
     int may_hold;       /* lost by errors: the lease may still be ours */
     int verbose;        /* --verbose */
+    int elect;          /* elect: resign rather than release */
     int64_t started_ms; /* when the command was started */
     sigset_t fwd;       /* signals passed on to the command */
     sigset_t orig_mask;
@@ -403,7 +406,8 @@ static int finish(run_state *st)
             (void)redislock_release(st->l);
         return CLI_EXIT_LOST;
     }
-    err = redislock_release_hold(st->l, st->hold_after_ms);
+    err = st->elect ? redislock_resign(st->l)
+                    : redislock_release_hold(st->l, st->hold_after_ms);
     if (st->verbose)
         say_done(st, err);
     if (err == REDISLOCK_ELOST || err == REDISLOCK_EEXPIRED) {
@@ -452,9 +456,9 @@ static int take_signals(run_state *st, const cli_global *g)
     return 0;
 }
 
-/* The command's environment: the lock's key, token and fencing token.
- * Set here rather than in the child, where only async-signal-safe calls
- * belong. */
+/* The command's environment: the lock's key, token and fencing token
+ * (for elect also as REDISLOCK_TERM, the leader's term). Set here rather than
+ * in the child, where only async-signal-safe calls belong. */
 static int set_env(run_state *st, const char *key, int sequencer)
 {
     char fence[24], seq[REDISLOCK_SEQUENCER_MAX];
@@ -473,7 +477,8 @@ static int set_env(run_state *st, const char *key, int sequencer)
     snprintf(fence, sizeof fence, "%lld", (long long)redislock_fence(st->l));
     if (setenv("REDISLOCK_KEY", key, 1) != 0 ||
         setenv("REDISLOCK_TOKEN", redislock_token(st->l), 1) != 0 ||
-        setenv("REDISLOCK_FENCE", fence, 1) != 0) {
+        setenv("REDISLOCK_FENCE", fence, 1) != 0 ||
+        (st->elect && setenv("REDISLOCK_TERM", fence, 1) != 0)) {
         cli_err(st->ctx, "cannot set the environment: %s", strerror(errno));
         return CLI_EXIT_SOFTWARE;
     }
@@ -538,6 +543,7 @@ static void run_init(run_state *st, const char *ctx, const char *key,
     st->op_ms = cli_set_timeouts(&o->g, st->op_cap_ms, &scratch);
     st->hold_after_ms = o->hold_after_ms;
     st->verbose = o->verbose;
+    st->elect = o->elect;
 }
 
 static void close_pipe(int p[2])
@@ -640,17 +646,29 @@ static int pick_command(const char *ctx, int argc, char **argv, const char *str,
     return 0;
 }
 
-int cli_cmd_run(int argc, char **argv, const cli_global *g)
+/* What run's options allow that an election does not: it is one key,
+ * exclusive, taken once, its value given by --value. */
+static int check_elect(const char *ctx, cli_cmdopts *o)
 {
-    static const cli_optdef defs[] = {
-        CLI_OPTS_COMMON,
-        CLI_OPTS_TAKE,
-        CLI_OPTS_GUARDS,
-        {CLI_ID_HOLD_AFTER, "hold-after", 1},
-        {CLI_ID_LIMIT, "limit", 1},
-        {'c', "command", 1},
-        {0, NULL, 0},
-    };
+    if (o->acq.shared || o->nkeys > 0 || o->acq.metadata != NULL ||
+        o->sequencer || o->acq.lock_delay_ms > 0)
+        return cli_usage(ctx,
+                         "an election is one key, held exclusively: not "
+                         "with %s",
+                         o->acq.shared             ? "-s/--shared"
+                         : o->nkeys > 0            ? "-k/--key"
+                         : o->acq.metadata != NULL ? "--metadata (use --value)"
+                         : o->sequencer            ? "--sequencer"
+                                                   : "--lock-delay");
+    /* --owner names the candidate here; a campaign is never reentrant. */
+    o->acq.reentrant = 0;
+    o->elect = 1;
+    return 0;
+}
+
+static int run_main(int argc, char **argv, const cli_global *g,
+                    const cli_optdef *defs, int elect)
+{
     static const char *const names[] = {"KEY", "COMMAND"};
     redislock_client *c;
     cli_cmdopts o;
@@ -661,6 +679,8 @@ int cli_cmd_run(int argc, char **argv, const cli_global *g)
 
     rc = cli_cmd_options(argc, argv, g, defs, 1, -1, names, &o);
     if (rc != CLI_CONTINUE)
+        return rc;
+    if (elect && (rc = check_elect(argv[0], &o)) != 0)
         return rc;
     if ((rc = cli_check_shared(argv[0], &o)) != 0 ||
         (rc = cli_check_set(argv[0], &o)) != 0)
@@ -695,4 +715,30 @@ int cli_cmd_run(int argc, char **argv, const cli_global *g)
     if (interrupted(&st))
         pass_interrupt_up();
     return rc;
+}
+
+int cli_cmd_run(int argc, char **argv, const cli_global *g)
+{
+    static const cli_optdef defs[] = {
+        CLI_OPTS_COMMON,
+        CLI_OPTS_TAKE,
+        CLI_OPTS_GUARDS,
+        {CLI_ID_HOLD_AFTER, "hold-after", 1},
+        {CLI_ID_LIMIT, "limit", 1},
+        {'c', "command", 1},
+        {0, NULL, 0},
+    };
+
+    return run_main(argc, argv, g, defs, 0);
+}
+
+int cli_cmd_elect(int argc, char **argv, const cli_global *g)
+{
+    static const cli_optdef defs[] = {
+        CLI_OPTS_COMMON,     CLI_OPTS_TAKE,
+        CLI_OPTS_GUARDS,     {CLI_ID_VALUE, "value", 1},
+        {'c', "command", 1}, {0, NULL, 0},
+    };
+
+    return run_main(argc, argv, g, defs, 1);
 }

@@ -119,12 +119,21 @@ static int take_signal(const sigset_t *set)
     return sig > 0 ? sig : 0;
 }
 
+/* The lock taken with acq: acquired, or for elect campaigned for. */
+static redislock_err attempt(redislock_lock *l, const cli_cmdopts *o,
+                             const redislock_acquire_options *acq)
+{
+    if (o->elect)
+        return redislock_campaign(l, o->value, acq);
+    return redislock_acquire(l, acq);
+}
+
 /* The acquire call, cancelled by the signals in stop; *sig gets the
  * signal that came, or 0. Returns -1 when the watch cannot start. */
-static int acquire(const char *ctx, redislock_lock *l,
-                   const redislock_acquire_options *acq, const sigset_t *stop,
-                   int *sig, redislock_err *err)
+static int acquire(const char *ctx, redislock_lock *l, const cli_cmdopts *o,
+                   const sigset_t *stop, int *sig, redislock_err *err)
 {
+    const redislock_acquire_options *acq = &o->acq;
     watcher w;
     redislock_acquire_options rest = *acq;
     int64_t t0 = cli_now_ms();
@@ -140,7 +149,7 @@ static int acquire(const char *ctx, redislock_lock *l,
     if (watched && !acq->fair && acq->max_attempts == 0 &&
         acq->retry == REDISLOCK_RETRY_CONSTANT) {
         rest.wait_ms = REDISLOCK_NO_WAIT;
-        *err = redislock_acquire(l, &rest);
+        *err = attempt(l, o, &rest);
         *sig = take_signal(stop);
         if (*err != REDISLOCK_EHELD || *sig != 0)
             return 0;
@@ -155,7 +164,7 @@ static int acquire(const char *ctx, redislock_lock *l,
         cli_err(ctx, "cannot watch for signals while waiting: %s", strerror(e));
         return -1;
     }
-    *err = redislock_acquire(l, acq);
+    *err = attempt(l, o, acq);
     *sig = watched ? watch_stop(&w) : 0;
     /* A signal that came as the lock was taken still means "stop". */
     if (*sig == 0)
@@ -404,7 +413,7 @@ int cli_take(const char *ctx, redislock_lock *l, const cli_cmdopts *o,
     *rc = CLI_EXIT_SOFTWARE;
     if (o->verbose)
         say_start(ctx, l, &o->acq);
-    if (acquire(ctx, l, &o->acq, stop, &sig, &err) != 0)
+    if (acquire(ctx, l, o, stop, &sig, &err) != 0)
         return 0;
     took = cli_now_ms() - t0;
     if (o->verbose && (sig != 0 || err == REDISLOCK_OK))
