@@ -417,6 +417,7 @@ TEST_ENTRY(acl_loop_waiter_without_blpop, 30)
 TEST_ENTRY(acl_select_nonzero_db, 30)
 TEST_ENTRY(acl_errdetail_hides_password, 30)
 TEST_ENTRY(acl_url_slash_password_hidden, 30)
+TEST_ENTRY(acl_elect_stream_commands, 30)
 
 /* An acquire held up in the network past its timeout: the ghost lock it
  * takes on arrival is freed by the abandon, or refused (test_ghost.c). */

@@ -20,13 +20,38 @@
 #include "test.h"
 
 /* The commands of docs/ACL.md's rule, in its order. */
-static const char *const acl_cmds[] = {
-    "ping",   "evalsha", "eval",   "blpop",   "subscribe", "publish",
-    "scan",   "get",     "mget",   "strlen",  "set",       "del",
-    "exists", "type",    "time",   "pexpire", "pttl",      "hset",
-    "hget",   "hdel",    "hmget",  "hincrby", "lpush",     "llen",
-    "zadd",   "zrem",    "zrange", "zscore",  "zremrangebyscore",
-    "zcard",  "zcount",  NULL};
+static const char *const acl_cmds[] = {"ping",
+                                       "evalsha",
+                                       "eval",
+                                       "blpop",
+                                       "subscribe",
+                                       "publish",
+                                       "scan",
+                                       "get",
+                                       "mget",
+                                       "strlen",
+                                       "set",
+                                       "del",
+                                       "exists",
+                                       "type",
+                                       "time",
+                                       "pexpire",
+                                       "pttl",
+                                       "hset",
+                                       "hget",
+                                       "hdel",
+                                       "hmget",
+                                       "hincrby",
+                                       "lpush",
+                                       "llen",
+                                       "zadd",
+                                       "zrem",
+                                       "zrange",
+                                       "zscore",
+                                       "zremrangebyscore",
+                                       "zcard",
+                                       "zcount",
+                                       NULL};
 
 #define ACL_HEAD                                                               \
     "ACL SETUSER locker on >pw resetkeys ~locks:* resetchannels &locks:* "     \
@@ -785,6 +810,51 @@ void test_acl_loop_waiter_without_blpop(void)
     ASSERT_OK(redislock_release(h));
     redislock_lock_free(l);
     redislock_lock_free(h);
+    redislock_client_free(t.c);
+    lc_teardown(&t);
+}
+
+/* An election's record is a stream: the rule plus +xadd +xrange
+ * +xrevrange (docs/ACL.md) runs a campaign, proclaim, observe and
+ * resignation. Without +xadd or +xrevrange the campaign is refused
+ * (ENOPERM) and leaves no key held; without +xrange an observer is. */
+void test_acl_elect_stream_commands(void)
+{
+    static const char *const x[] = {"xadd", "xrevrange"};
+    lc t = lc_setup(0);
+    redislock_lock *l, *ob;
+    redislock_leader_info s;
+    redislock_acquire_options o;
+    char url[128];
+    int i;
+
+    user_url(t.s, url, sizeof url);
+    t.c = th_client_url(url, NULL);
+    l = th_lock(t.c, "locks:el");
+    ob = th_lock(t.c, "locks:el");
+    memset(&o, 0, sizeof o);
+    o.ttl_ms = 5000;
+    freeReplyObject(th_cmd(t.r, "ACL SETUSER locker +xadd +xrange +xrevrange"));
+    for (i = 0; i < 2; i++) {
+        freeReplyObject(th_cmd(t.r, "ACL SETUSER locker -%s", x[i]));
+        ASSERT_ERR(redislock_campaign(l, "v", &o), REDISLOCK_ENOPERM);
+        test_log("without %s: %s", x[i], redislock_errdetail());
+        ASSERT_EQ_INT(th_cmd_int(t.r, "EXISTS locks:el"), 0);
+        freeReplyObject(th_cmd(t.r, "ACL SETUSER locker +%s", x[i]));
+    }
+    memset(&s, 0, sizeof s);
+    ASSERT_OK(redislock_campaign(l, "v", &o));
+    freeReplyObject(th_cmd(t.r, "ACL SETUSER locker -xrange"));
+    ASSERT_ERR(redislock_observe(ob, &s, 0), REDISLOCK_ENOPERM);
+    freeReplyObject(th_cmd(t.r, "ACL SETUSER locker +xrange"));
+    ASSERT_OK(redislock_proclaim(l, "w"));
+    ASSERT_OK(redislock_observe(ob, &s, 0));
+    ASSERT_EQ_INT(s.kind, REDISLOCK_CHANGE_ELECTED);
+    ASSERT_OK(redislock_leader(ob, &s));
+    ASSERT_EQ_STR(s.value, "w");
+    ASSERT_OK(redislock_resign(l));
+    redislock_lock_free(l);
+    redislock_lock_free(ob);
     redislock_client_free(t.c);
     lc_teardown(&t);
 }
