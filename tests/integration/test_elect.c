@@ -203,6 +203,54 @@ void test_elect_bad_input(void)
     th_env_stop(&e);
 }
 
+/* A sharded client: each election's record is on its key's server,
+ * beside the key. A Redlock client is refused (not yet). */
+void test_elect_sharded_and_redlock(void)
+{
+    th_servers sv = th_servers_start(3);
+    redislock_client *c = NULL, *rl = NULL;
+    redislock_acquire_options o = th_aopts(5000, 0, 0);
+    redislock_lock *a, *ob, *r;
+    redislock_leader_info s;
+    char key[16], rec[48];
+    int i, j, on;
+
+    ASSERT_OK(redislock_client_new_sharded(&c, sv.urls, 3, NULL));
+    for (i = 0; i < 6; i++) {
+        snprintf(key, sizeof key, "el%d", i);
+        snprintf(rec, sizeof rec, "%s{%s}:rl-elect", key, key);
+        a = th_lock(c, key);
+        ob = th_lock(c, key);
+        memset(&s, 0, sizeof s);
+        ASSERT_OK(redislock_campaign(a, key, &o));
+        ASSERT_OK(redislock_proclaim(a, "p"));
+        ASSERT_NEXT(ob, &s, REDISLOCK_CHANGE_ELECTED, redislock_fence(a), key);
+        ASSERT_NEXT(ob, &s, REDISLOCK_CHANGE_PROCLAIMED, redislock_fence(a),
+                    "p");
+        for (j = 0, on = -1; j < 3; j++)
+            if (th_cmd_int(sv.r[j], "EXISTS %s", key) == 1) {
+                ASSERT_EQ_INT(th_cmd_int(sv.r[j], "EXISTS %s", rec), 1);
+                on = j;
+            } else {
+                ASSERT_EQ_INT(th_cmd_int(sv.r[j], "EXISTS %s", rec), 0);
+            }
+        ASSERT_GE(on, 0);
+        ASSERT_OK(redislock_resign(a));
+        ASSERT_NEXT(ob, &s, REDISLOCK_CHANGE_RESIGNED, s.term, NULL);
+        redislock_lock_free(a);
+        redislock_lock_free(ob);
+    }
+    ASSERT_OK(redislock_client_new_redlock(&rl, sv.urls, 3, NULL));
+    r = th_lock(rl, "el");
+    ASSERT_ERR(redislock_campaign(r, "v", &o), REDISLOCK_EINVAL);
+    ASSERT(strstr(redislock_errdetail(), "Redlock") != NULL);
+    ASSERT_ERR(redislock_leader(r, &s), REDISLOCK_EINVAL);
+    redislock_lock_free(r);
+    redislock_client_free(rl);
+    redislock_client_free(c);
+    th_servers_stop(&sv);
+}
+
 /* The random model: N candidates on one server, STEPS random steps. */
 #define N 5
 #define STEPS 10000
