@@ -465,6 +465,7 @@ TEST_ENTRY(replicas_loop_every_replica, 60)
 /* Redis Cluster: each test starts a cluster of its own. */
 TEST_ENTRY(cluster_keys_spread_over_slots, 120)
 TEST_ENTRY(cluster_lock_features, 60)
+TEST_ENTRY(cluster_elect_record_in_slot, 60)
 TEST_ENTRY(cluster_key_refused, 60)
 TEST_ENTRY(cluster_counter_processes, 120)
 TEST_ENTRY(cluster_slot_migration, 90)

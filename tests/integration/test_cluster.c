@@ -454,3 +454,49 @@ void test_cluster_counter_processes(void)
     }
     th_cluster_stop(tc);
 }
+
+/* Elections in a cluster: each record is in its key's slot, on that
+ * slot's master, for keys of every master; campaign, proclaim, observe
+ * and resign go where the key goes. */
+void test_cluster_elect_record_in_slot(void)
+{
+    th_cluster *tc = th_cluster_start(3, 0);
+    redislock_client *c = cluster_client(tc, NULL);
+    redislock_acquire_options o = th_aopts(30000, 0, 0);
+    redislock_lock *a, *ob;
+    redislock_leader_info s;
+    redisContext *r;
+    char buf[32], rec[80];
+    const char *key = buf;
+    int m, at, i = 0;
+
+    for (m = 0; m < 3; m++) {
+        /* A key of master m's. */
+        do
+            snprintf(buf, sizeof buf, "{el%d}k", i++);
+        while ((at = th_cluster_owner(tc, th_cluster_keyslot(tc, key))) != m);
+        snprintf(rec, sizeof rec, "%s:rl-elect", key);
+        ASSERT_EQ_INT(th_cluster_keyslot(tc, rec), th_cluster_keyslot(tc, key));
+        a = th_lock(c, key);
+        ob = th_lock(c, key);
+        memset(&s, 0, sizeof s);
+        ASSERT_OK(redislock_campaign(a, "v", &o));
+        ASSERT_OK(redislock_proclaim(a, "w"));
+        r = th_cluster_redis(tc, at);
+        ASSERT_EQ_INT(th_cmd_int(r, "XLEN %s", rec), 2);
+        redisFree(r);
+        ASSERT_OK(redislock_observe(ob, &s, 0));
+        ASSERT_EQ_INT(s.kind, REDISLOCK_CHANGE_ELECTED);
+        ASSERT_EQ_INT(s.term, redislock_fence(a));
+        ASSERT_OK(redislock_observe(ob, &s, 0));
+        ASSERT_EQ_STR(s.value, "w");
+        ASSERT_OK(redislock_resign(a));
+        ASSERT_OK(redislock_leader(ob, &s));
+        ASSERT_EQ_INT(s.has_leader, 0);
+        ASSERT_EQ_INT(s.n, 3);
+        redislock_lock_free(a);
+        redislock_lock_free(ob);
+    }
+    redislock_client_free(c);
+    th_cluster_stop(tc);
+}
