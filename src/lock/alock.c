@@ -163,12 +163,13 @@ struct rl__alock {
     node *nodes;
     aop *ops;
     lwatch *watches;
-    sweep *sweeps;       /* lost attempts being abandoned */
-    rl__agroup_io gio;   /* how a set's groups are reached (agroup.c) */
-    int private_loop;    /* rl__alock_private */
-    rl__alock_hand hand; /* where leftovers go (rl__alock_hand_to) */
-    aop *spare;          /* an ended op's memory, for the next one */
-    int loose;           /* requests out that no operation waits for */
+    sweep *sweeps;           /* lost attempts being abandoned */
+    rl__agroup_io gio;       /* how a set's groups are reached (agroup.c) */
+    int private_loop;        /* rl__alock_private */
+    rl__alock_hand hand;     /* where leftovers go (rl__alock_hand_to) */
+    aop *spare;              /* an ended op's memory, for the next one */
+    int loose;               /* requests out that no operation waits for */
+    rl__alock_pause *pauses; /* other files' operations' pauses */
 };
 
 /* An abandoned attempt made to hold nothing, on the loop. abandon.lua on the
@@ -1589,6 +1590,39 @@ void rl__alock_disarm(rl__alock *al, rl__loop_timer *t)
     rl__loop_disarm(al->lp, t);
 }
 
+/* p leaves its loop's list of pauses. */
+static void pause_unlink(rl__alock_pause *p)
+{
+    rl__alock_pause **at = &p->al->pauses;
+
+    while (*at != NULL && *at != p)
+        at = &(*at)->next;
+    if (*at != NULL)
+        *at = p->next;
+}
+
+static void pause_due(rl__loop_timer *t)
+{
+    rl__alock_pause *p = (rl__alock_pause *)t;
+
+    pause_unlink(p);
+    p->fire(p);
+}
+
+redislock_err rl__alock_pause_arm(rl__alock *al, rl__alock_pause *p,
+                                  int64_t at_us)
+{
+    redislock_err err;
+
+    p->tm.fire = pause_due;
+    p->al = al;
+    if ((err = rl__loop_arm(al->lp, &p->tm, at_us)) != REDISLOCK_OK)
+        return err;
+    p->next = al->pauses;
+    al->pauses = p;
+    return REDISLOCK_OK;
+}
+
 redislock_err rl__alock_keep(rl__alock *al, redislock_lock *l)
 {
     return lwatch_link(al, l);
@@ -2655,6 +2689,13 @@ void rl__alock_free(rl__alock *al)
         return;
     while (al->ops != NULL)
         cancel(al->ops);
+    while (al->pauses != NULL) {
+        rl__alock_pause *p = al->pauses;
+
+        al->pauses = p->next;
+        rl__loop_disarm(al->lp, &p->tm);
+        p->gone(p);
+    }
     /* Locks this loop renews are renewed no more: their leases run out
      * unless released or watched again. */
     while (al->watches != NULL)

@@ -140,6 +140,23 @@ void rl__alock_private(rl__alock *al);
 redislock_err rl__alock_arm(rl__alock *al, rl__loop_timer *t, int64_t at_us);
 void rl__alock_disarm(rl__alock *al, rl__loop_timer *t);
 
+/* A pause of an operation that lives outside this file (observe.c's
+ * wait between reads): fire(p) when it is due, or, when al is freed
+ * first, gone(p), so that the operation still ends with its callback
+ * (REDISLOCK_ECANCELED), as al's own do. The caller's until one of the
+ * two is called. */
+typedef struct rl__alock_pause {
+    rl__loop_timer tm; /* first: the loop hands it back */
+    void (*fire)(struct rl__alock_pause *p);
+    void (*gone)(struct rl__alock_pause *p);
+    rl__alock *al;
+    struct rl__alock_pause *next;
+} rl__alock_pause;
+
+/* Arms p (its fire and gone set) at at_us on al's loop. */
+redislock_err rl__alock_pause_arm(rl__alock *al, rl__alock_pause *p,
+                                  int64_t at_us);
+
 /* Renews l, handed over by a blocking call (its watch, l->watch, made
  * already), on this loop until rl__alock_unkeep. */
 redislock_err rl__alock_keep(rl__alock *al, redislock_lock *l);

@@ -42,7 +42,7 @@ typedef struct obs_op {
     redislock_leader_info in; /* the caller's, as the library's struct */
     int leader;               /* redislock_leader(): the state, no change */
     int64_t deadline_us;
-    rl__loop_timer tm; /* the pause before the next read */
+    rl__alock_pause pause; /* before the next read */
     rl__alock_cb cb;
     void *arg;
 } obs_op;
@@ -180,13 +180,21 @@ static void obs_finish(obs_op *op, redislock_err err)
 
 static redislock_err obs_read(obs_op *op);
 
-static void obs_wake(rl__loop_timer *t)
+static void obs_wake(rl__alock_pause *p)
 {
-    obs_op *op = (obs_op *)((char *)t - offsetof(obs_op, tm));
+    obs_op *op = (obs_op *)((char *)p - offsetof(obs_op, pause));
     redislock_err err = obs_read(op);
 
     if (err != REDISLOCK_OK)
         obs_finish(op, err);
+}
+
+/* The loop was freed during the pause. */
+static void obs_gone(rl__alock_pause *p)
+{
+    obs_finish(
+        (obs_op *)((char *)p - offsetof(obs_op, pause)),
+        rl__err(REDISLOCK_ECANCELED, "the loop was freed while observing"));
 }
 
 static void obs_got(void *arg, redislock_err err, const rl__reply *r)
@@ -209,8 +217,9 @@ static void obs_got(void *arg, redislock_err err, const rl__reply *r)
         return;
     }
     at = now + POLL_US < op->deadline_us ? now + POLL_US : op->deadline_us;
-    op->tm.fire = obs_wake;
-    if ((err = rl__alock_arm(op->al, &op->tm, at)) != REDISLOCK_OK)
+    op->pause.fire = obs_wake;
+    op->pause.gone = obs_gone;
+    if ((err = rl__alock_pause_arm(op->al, &op->pause, at)) != REDISLOCK_OK)
         obs_finish(op, err);
 }
 

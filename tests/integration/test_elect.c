@@ -607,7 +607,17 @@ void test_elect_loop(void)
     ASSERT_EQ_INT(s.kind, REDISLOCK_CHANGE_PROCLAIMED);
     ASSERT_OK(redislock_observe(ob, &s, 0));
     ASSERT_EQ_INT(s.kind, REDISLOCK_CHANGE_RESIGNED);
+    /* An observer waiting between reads when the loop is freed: its
+     * callback comes, cancelled. Its first read goes out at once; the
+     * turn that reads the answer, with nothing new, leaves it paused on
+     * the loop's timer for 20 ms. */
+    memset(&h[5], 0, sizeof h[5]);
+    ASSERT_OK(redislock_loop_observe(lp, ob, &s, 5000, app_heard_cb, &h[5]));
+    app_turn(&ap);
+    ASSERT_EQ_INT(h[5].calls, 0);
     redislock_loop_free(lp);
+    ASSERT_EQ_INT(h[5].calls, 1);
+    ASSERT_ERR(h[5].err, REDISLOCK_ECANCELED);
     redislock_lock_free(a);
     redislock_lock_free(ob);
     th_env_stop(&e);
