@@ -378,8 +378,9 @@ static void say_done(const run_state *st, redislock_err err)
         cli_err(st->ctx, "the command %s after %lld ms", how,
                 (long long)(cli_now_ms() - st->started_ms));
     else
-        cli_err(st->ctx, "the command %s after %lld ms; released lock '%s'%s",
-                how, (long long)(cli_now_ms() - st->started_ms), st->key,
+        cli_err(st->ctx, "the command %s after %lld ms; %s lock '%s'%s", how,
+                (long long)(cli_now_ms() - st->started_ms),
+                st->elect ? "resigned, released" : "released", st->key,
                 st->hold_after_ms > 0 ? " (kept reserved: --hold-after)" : "");
 }
 

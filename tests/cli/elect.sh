@@ -47,6 +47,10 @@ rcli del el-key >/dev/null
 bg_wait lost 10
 [ "$rc" = 75 ] || fail "the leader that lost its lease exited $rc, not 75"
 
+# --verbose says it resigned.
+expect 0 "$RL" elect --verbose el-key -- true
+err_has "resigned, released lock 'el-key'"
+
 # What an election is not: usage errors, nothing taken.
 expect 64 "$RL" elect --value "$(printf 'tab\there')" el-key -- true
 one_error_line
