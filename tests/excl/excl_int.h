@@ -95,6 +95,9 @@ typedef struct excl_section {
     int64_t rest_ms;    /* idle after the section */
     int foreign;        /* held as another library holds (foreign.c) */
     int prompt;         /* promises a prompt grant (EXCL_A_PROMPT) */
+    /* An election (redislock_campaign with meta as the value, resign at
+     * the end); its extends are proclaims. */
+    int elect;
     char what[64];
 } excl_section;
 

@@ -253,6 +253,19 @@ static void pick_watchdog(excl_worker *w, excl_section *s)
     label(s, "watchdog");
 }
 
+/* Leader election: a campaign for the key with a value, the lease
+ * renewed as the watchdog's, proclaims while leading (they are the
+ * section's extends: owner-checked writes that must fail once the lease
+ * has gone), then a resignation. */
+static void pick_elect(excl_worker *w, excl_section *s)
+{
+    pick_watchdog(w, s);
+    snprintf(s->meta, sizeof s->meta, "pid %d term %u", w->pid, w->acq + 1);
+    s->elect = 1;
+    s->extends = (int)rnd(w, 0, 2);
+    label(s, "elect");
+}
+
 /* A mix, for the modes that are about where the locks live. */
 static void pick_mix(excl_worker *w, excl_section *s, int fair_ok)
 {
@@ -543,6 +556,12 @@ const excl_mode excl_modes[] = {
     {"extend", EXCL_SINGLE, 1, 4, F_ALL1, 200, 700, 6000, pick_extend, 0, 0, 0},
     {"adopt", EXCL_SINGLE, 1, 4, F_ALL1, 200, 700, 6000, pick_adopt, 0, 0, 0},
     {"retry", EXCL_SINGLE, 1, 4, F_ALL1, 200, 700, 6000, pick_retry, 0, 0, 0},
+    /* Leader election: campaigns, proclaims and resignations under the
+     * single-server faults (a candidate stopped past its lease, killed,
+     * the server paused). */
+    {"elect", EXCL_SINGLE, 1, 4, F_ALL1, 200, 700, 6000, pick_elect, 0, 0, 0},
+    {"loop_elect", EXCL_SINGLE, 1, 4, F_ALL1, 200, 700, 6000, pick_elect, 0, 1,
+     0},
     {"watchdog", EXCL_SINGLE, 1, 4, F_ALL1, 200, 700, 6000, pick_watchdog, 0, 0,
      0},
     {"foreign", EXCL_SINGLE, 1, 2, 0, 0, 0, 8000, pick_foreign, 0,

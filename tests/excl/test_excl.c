@@ -337,3 +337,16 @@ void test_excl_cluster_failover(void)
 {
     short_run("cluster_failover");
 }
+
+/* Leader election: campaigns, proclaims and resignations, blocking and on
+ * the loop; one leader believing at a time, and every candidate that
+ * waits while nobody leads gets its turn (the liveness verdict). */
+void test_excl_elect(void)
+{
+    short_run("elect");
+}
+
+void test_excl_loop_elect(void)
+{
+    short_run("loop_elect");
+}

@@ -425,6 +425,42 @@ static redislock_err w_release(excl_worker *w, redislock_lock *l,
         w, redislock_loop_release(w->lp, l, hold_ms, loop_op_done, &op), &op);
 }
 
+/* An election's campaign, proclaim and resignation, as w_acquire,
+ * w_extend and w_release. */
+static redislock_err w_campaign(excl_worker *w, redislock_lock *l,
+                                const excl_section *s)
+{
+    loop_op op = {0};
+
+    if (w->lp == NULL)
+        return redislock_campaign(l, s->meta, &s->o);
+    return loop_wait(w,
+                     redislock_loop_campaign(w->lp, l, s->meta, &s->o,
+                                             loop_op_done, &op),
+                     &op);
+}
+
+static redislock_err w_proclaim(excl_worker *w, redislock_lock *l,
+                                const char *value)
+{
+    loop_op op = {0};
+
+    if (w->lp == NULL)
+        return redislock_proclaim(l, value);
+    return loop_wait(
+        w, redislock_loop_proclaim(w->lp, l, value, loop_op_done, &op), &op);
+}
+
+static redislock_err w_resign(excl_worker *w, redislock_lock *l)
+{
+    loop_op op = {0};
+
+    if (w->lp == NULL)
+        return redislock_resign(l);
+    return loop_wait(w, redislock_loop_resign(w->lp, l, loop_op_done, &op),
+                     &op);
+}
+
 static redislock_err w_extend(excl_worker *w, redislock_lock *l, int64_t ttl)
 {
     loop_op op = {0};
@@ -439,7 +475,13 @@ static void do_extend(excl_worker *w, const excl_section *s, claim *c,
                       int64_t ttl)
 {
     int64_t t0 = excl_now_us();
-    redislock_err err = w_extend(w, c->src, ttl);
+    char value[80];
+    redislock_err err;
+
+    /* An election's extends are proclaims: they leave the lease as it
+     * is, and must fail as an extend does once it has gone. */
+    snprintf(value, sizeof value, "%s +%lld", s->meta, (long long)ttl);
+    err = s->elect ? w_proclaim(w, c->src, value) : w_extend(w, c->src, ttl);
 
     claim_after(w, c, t0, excl_now_us(), err);
     loss_if(w, s, c, EXCL_L_EXTEND, err);
@@ -641,7 +683,7 @@ static void finish(excl_worker *w, const excl_section *s, claim *c, plan *p)
     if (err == REDISLOCK_OK && redislock_holds(l) > 0) {
         excl_fill(w, s, &r, EXCL_RELEASE);
         r.t0 = excl_now_us();
-        err = w_release(w, l, s->hold_after);
+        err = s->elect ? w_resign(w, l) : w_release(w, l, s->hold_after);
         r.t1 = excl_now_us();
         r.x = err;
         r.belief = s->hold_after;
@@ -715,7 +757,7 @@ static void section(excl_worker *w, excl_section *s)
     a.x = EXCL_PENDING;
     t_call = a.t0 = excl_now_us();
     excl_history_add(w->t->hist_fd, &a);
-    err = w_acquire(w, l, &s->o);
+    err = s->elect ? w_campaign(w, l, s) : w_acquire(w, l, &s->o);
     a.t1 = excl_now_us();
     a.x = err;
     a.fence = err == REDISLOCK_OK ? redislock_fence(l) : 0;
