@@ -56,6 +56,9 @@ static const reply_class classes[] = {
     /* Redis 6 and 7 say so when a script runs a command the user lacks. */
     {NULL, "user executing the script can't", REDISLOCK_ENOPERM,
      "the user's ACL refuses a command the script runs", RL_FIX_ACL},
+    /* Redis 7.2 and later (8.x) and Valkey say it this way. */
+    {NULL, "ACL failure in script", REDISLOCK_ENOPERM,
+     "the user's ACL refuses a command the script runs", RL_FIX_ACL},
     {"READONLY", NULL, REDISLOCK_EREADONLY, "the server is a read-only replica",
      RL_FIX_MASTER},
     /* A replica with replica-serve-stale-data no whose master is gone:

@@ -102,6 +102,11 @@ static const struct {
      "subcommand script: ee5bed0f6963e93a14eebfb64f07c299c1b4313f, on "
      "@user_script:1.",
      REDISLOCK_ENOPERM, "redislock(3)"},
+    /* Redis 8.6 and Valkey 9.1, as acl_elect_stream_commands met it. */
+    {"ERR ACL failure in script: User locker has no permissions to run the "
+     "'xadd' command script: cb04e94922cd3ef136389e909d9565992637ecb1, on "
+     "@user_script:130.",
+     REDISLOCK_ENOPERM, "redislock(3)"},
     {"READONLY You can't write against a read only replica. script: "
      "ee5bed0f6963e93a14eebfb64f07c299c1b4313f, on @user_script:1.",
      REDISLOCK_EREADONLY, "master"},
