@@ -581,6 +581,34 @@ redislock_err rl__alock_send(rl__alock *al, rl__pool *p, const char *key,
                : rl__request_send_async(n->cmd, q, cb, arg);
 }
 
+redislock_err rl__alock_send_tracked(rl__alock *al, rl__track_wait *w,
+                                     const rl__request *q, rl__aconn_cb cb,
+                                     void *arg, int *tracked)
+{
+    node *n = NULL;
+    rl__aconn *c = NULL;
+    redislock_err err = node_of(al, w->key, w->keylen, &n);
+
+    *tracked = 0;
+    if (err == REDISLOCK_OK)
+        err = node_cmd(al, n);
+    if (err != REDISLOCK_OK)
+        return err;
+    c = n->cmd;
+    if (n->trk != NULL ||
+        rl__track_new(al->lp, &n->pool->cfg, &n->trk) == REDISLOCK_OK) {
+        rl__track_join(n->trk, w);
+        if (rl__track_ready(n->trk) &&
+            rl__track_conn(n->trk, &c) == REDISLOCK_OK)
+            *tracked = 1;
+        else
+            c = n->cmd;
+    }
+    return al->rt != NULL ? rl__aroute_send(al->rt, c, n->pool, w->key,
+                                            w->keylen, q, cb, arg)
+                          : rl__request_send_async(c, q, cb, arg);
+}
+
 static void sweep_free(sweep *sw)
 {
     rl__alock *al = sw->al;
@@ -1607,6 +1635,12 @@ static void pause_due(rl__loop_timer *t)
 
     pause_unlink(p);
     p->fire(p);
+}
+
+void rl__alock_pause_end(rl__alock_pause *p)
+{
+    rl__loop_disarm(p->al->lp, &p->tm);
+    pause_unlink(p);
 }
 
 redislock_err rl__alock_pause_arm(rl__alock *al, rl__alock_pause *p,

@@ -56,6 +56,7 @@
 #include "loop.h"
 #include "ploop.h"
 #include "quorum.h"
+#include "track.h"
 
 typedef struct rl__alock rl__alock;
 
@@ -156,6 +157,22 @@ typedef struct rl__alock_pause {
 /* Arms p (its fire and gone set) at at_us on al's loop. */
 redislock_err rl__alock_pause_arm(rl__alock *al, rl__alock_pause *p,
                                   int64_t at_us);
+
+/* Ends the armed pause p before it is due: neither fire nor gone is
+ * called, and p is the caller's again. */
+void rl__alock_pause_end(rl__alock_pause *p);
+
+/* Sends q for key (w->key) on al, as rl__alock_send, and joins w (its key
+ * and changed set) to the notices of that key's node (track.h): where
+ * they are ready, q goes on the tracking connection, so that the keys it
+ * reads are tracked, and *tracked is 1; else on the request connection,
+ * and *tracked is 0. A server or ACL that refuses tracking leaves it 0.
+ * q->resent, when set, says whether a cluster sent the request on to
+ * another node (then its reads were not tracked). The caller leaves w
+ * (rl__track_leave) when it waits no more. */
+redislock_err rl__alock_send_tracked(rl__alock *al, rl__track_wait *w,
+                                     const rl__request *q, rl__aconn_cb cb,
+                                     void *arg, int *tracked);
 
 /* Renews l, handed over by a blocking call (its watch, l->watch, made
  * already), on this loop until rl__alock_unkeep. */

@@ -19,23 +19,62 @@
 #include "error.h"
 #include "lock.h"
 
+/* elect.lua's request for l with args, its keys in ks (freed by the
+ * caller). */
+static redislock_err elect_request(redislock_lock *l, const char *const *args,
+                                   const size_t *lens, int nargs,
+                                   rl__keyset *ks, rl__request *q)
+{
+    rl__lockname k = rl__lock_name(l);
+
+    if (rl__keyset_make(ks, rl__script_elect.keys, rl__script_elect.nkeys, &k,
+                        NULL) != 0)
+        return REDISLOCK_ENOMEM;
+    *q = (rl__request){.s = &rl__script_elect,
+                       .nkeys = ks->n,
+                       .keys = ks->k,
+                       .klens = ks->len,
+                       .nargs = nargs,
+                       .args = args,
+                       .lens = lens};
+    return REDISLOCK_OK;
+}
+
 redislock_err rl__elect_send(rl__alock *al, redislock_lock *l,
                              const char *const *args, const size_t *lens,
                              int nargs, rl__aconn_cb cb, void *arg)
 {
-    rl__lockname k = rl__lock_name(l);
     rl__keyset ks;
-    rl__request q = {
-        .s = &rl__script_elect, .nargs = nargs, .args = args, .lens = lens};
-    redislock_err err;
+    rl__request q;
+    redislock_err err = elect_request(l, args, lens, nargs, &ks, &q);
 
-    if (rl__keyset_make(&ks, rl__script_elect.keys, rl__script_elect.nkeys, &k,
-                        NULL) != 0)
-        return REDISLOCK_ENOMEM;
-    q.nkeys = ks.n;
-    q.keys = ks.k;
-    q.klens = ks.len;
-    err = rl__alock_send(al, NULL, k.key, k.keylen, &q, cb, arg);
+    if (err != REDISLOCK_OK)
+        return err;
+    err = rl__alock_send(al, NULL, l->key, l->keylen, &q, cb, arg);
+    rl__keyset_free(&ks);
+    return err;
+}
+
+redislock_err rl__elect_send_tracked(rl__alock *al, redislock_lock *l,
+                                     const char *const *args,
+                                     const size_t *lens, int nargs,
+                                     rl__track_wait *w, int *tracked,
+                                     int *resent, rl__aconn_cb cb, void *arg)
+{
+    rl__keyset ks;
+    rl__request q;
+    redislock_err err = elect_request(l, args, lens, nargs, &ks, &q);
+
+    if (err != REDISLOCK_OK)
+        return err;
+    /* The key changes with every change the record gets (the election,
+     * a proclaim's value, a resignation) and with a lease that runs out:
+     * its notice is enough, the record's is not needed. */
+    w->key = l->key;
+    w->keylen = l->keylen;
+    *resent = 0;
+    q.resent = resent;
+    err = rl__alock_send_tracked(al, w, &q, cb, arg, tracked);
     rl__keyset_free(&ks);
     return err;
 }

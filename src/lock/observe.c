@@ -18,8 +18,14 @@
 #include "error.h"
 #include "lock.h"
 
-/* How often a wait reads the record again. */
+/* How often a wait reads the record again where the server does not
+ * tell it of the key's change (tracking refused, or being set up). */
 #define POLL_US 20000
+
+/* The longest a wait whose read was tracked goes without reading again:
+ * the notice of the key's change ends it sooner; this bounds a wait on
+ * a notice that a fault lost. */
+#define QUIET_US 10000000
 
 /* A read of the record and the key (elect.lua's 'read'), decoded; the
  * strings point into the reply. */
@@ -43,6 +49,12 @@ typedef struct obs_op {
     int leader;               /* redislock_leader(): the state, no change */
     int64_t deadline_us;
     rl__alock_pause pause; /* before the next read */
+    /* A wait's notices of the key's change (track.h): its last read was
+     * tracked and not sent on elsewhere by a cluster, its pause waits for
+     * a notice, one came while its read was out. */
+    rl__track_wait tw;
+    int tracked, resent, quiet, missed;
+    int reading, paused;
     rl__alock_cb cb;
     void *arg;
 } obs_op;
@@ -172,6 +184,7 @@ static void obs_finish(obs_op *op, redislock_err err)
     redislock_lock *l = op->l;
     void *arg = op->arg;
 
+    rl__track_leave(&op->tw);
     if (err == REDISLOCK_OK)
         rl__abi_out(op->out, op->out_size, &op->in, sizeof op->in);
     free(op);
@@ -183,10 +196,27 @@ static redislock_err obs_read(obs_op *op);
 static void obs_wake(rl__alock_pause *p)
 {
     obs_op *op = (obs_op *)((char *)p - offsetof(obs_op, pause));
-    redislock_err err = obs_read(op);
+    redislock_err err;
 
-    if (err != REDISLOCK_OK)
+    op->paused = 0;
+    if ((err = obs_read(op)) != REDISLOCK_OK)
         obs_finish(op, err);
+}
+
+/* The key changed, or may have: a wait for the notice reads at once; a
+ * notice while the read is out is kept for after its reply. A poll's
+ * pause runs its course (no more than POLL_US): a tracker that keeps
+ * failing cannot make the reads come faster than the polls. */
+static void obs_changed(rl__track_wait *w)
+{
+    obs_op *op = (obs_op *)((char *)w - offsetof(obs_op, tw));
+
+    if (op->paused && op->quiet) {
+        rl__alock_pause_end(&op->pause);
+        obs_wake(&op->pause);
+    } else if (op->reading) {
+        op->missed = 1;
+    }
 }
 
 /* The loop was freed during the pause. */
@@ -210,17 +240,26 @@ static void obs_got(void *arg, redislock_err err, const rl__reply *r)
     if (err == REDISLOCK_OK)
         err = op->leader ? now_state(op->l, &op->in, &s, REDISLOCK_CHANGE_NONE)
                          : next_change(op->l, &op->in, &s);
+    op->reading = 0;
     now = rl__now_us();
     if (err != REDISLOCK_OK || op->leader ||
         op->in.kind != REDISLOCK_CHANGE_NONE || now >= op->deadline_us) {
         obs_finish(op, err);
         return;
     }
-    at = now + POLL_US < op->deadline_us ? now + POLL_US : op->deadline_us;
+    /* A tracked read waits for the key's notice (at once when one came
+     * while it was out); an untracked one polls. */
+    op->quiet = op->tracked && !op->resent;
+    at = now + (op->quiet ? (op->missed ? 0 : QUIET_US) : POLL_US);
+    if (at > op->deadline_us)
+        at = op->deadline_us;
+    op->missed = 0;
     op->pause.fire = obs_wake;
     op->pause.gone = obs_gone;
     if ((err = rl__alock_pause_arm(op->al, &op->pause, at)) != REDISLOCK_OK)
         obs_finish(op, err);
+    else
+        op->paused = 1;
 }
 
 /* Reads the record after the observer's n, and the key. */
@@ -229,11 +268,22 @@ static redislock_err obs_read(obs_op *op)
     char after[24];
     const char *args[2] = {"read", after};
     size_t lens[2] = {4, 0};
+    redislock_err err;
 
     snprintf(after, sizeof after, "%lld",
              op->leader ? -1LL : (long long)op->in.n);
     lens[1] = strlen(after);
-    return rl__elect_send(op->al, op->l, args, lens, 2, obs_got, op);
+    op->tracked = 0;
+    op->reading = 1;
+    /* One look needs no notices; a wait does. */
+    if (op->leader || op->deadline_us <= rl__now_us())
+        err = rl__elect_send(op->al, op->l, args, lens, 2, obs_got, op);
+    else
+        err = rl__elect_send_tracked(op->al, op->l, args, lens, 2, &op->tw,
+                                     &op->tracked, &op->resent, obs_got, op);
+    if (err != REDISLOCK_OK)
+        op->reading = 0;
+    return err;
 }
 
 static redislock_err obs_start(rl__alock *al, redislock_lock *l,
@@ -262,14 +312,17 @@ static redislock_err obs_start(rl__alock *al, redislock_lock *l,
                    .out = info,
                    .out_size = info_size,
                    .leader = leader,
+                   .tw = {.changed = obs_changed},
                    .cb = cb,
                    .arg = arg};
     rl__abi_in(&op->in, sizeof op->in, info, info_size);
     if (op->in.n < 0)
         op->in.n = 0;
     op->deadline_us = rl__now_us() + timeout_ms * 1000;
-    if ((err = obs_read(op)) != REDISLOCK_OK)
+    if ((err = obs_read(op)) != REDISLOCK_OK) {
+        rl__track_leave(&op->tw);
         free(op);
+    }
     return err;
 }
 

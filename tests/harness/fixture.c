@@ -132,6 +132,28 @@ long long th_listening(redisContext *c, const char *pattern)
     return n;
 }
 
+int th_tracked_scripts(redisContext *c)
+{
+    redisReply *rep = th_cmd(c, "CLIENT LIST");
+    char *line, *save = NULL, *f, *end;
+    int n = 0;
+
+    ASSERT(rep->type == REDIS_REPLY_STRING);
+    for (line = strtok_r(rep->str, "\n", &save); line != NULL;
+         line = strtok_r(NULL, "\n", &save)) {
+        if ((f = strstr(line, " flags=")) == NULL ||
+            (end = strchr(f + 7, ' ')) == NULL)
+            continue;
+        f += 7;
+        if (memchr(f, 't', (size_t)(end - f)) != NULL &&
+            (strstr(line, " cmd=fcall ") != NULL ||
+             strstr(line, " cmd=evalsha ") != NULL))
+            n++;
+    }
+    freeReplyObject(rep);
+    return n;
+}
+
 long long th_lock_keys(redisContext *c)
 {
     char cursor[32] = "0";

@@ -122,6 +122,10 @@ void th_resume_refused(int pid);
  * the channels with a subscriber. */
 long long th_listening(redisContext *c, const char *pattern);
 
+/* Clients with CLIENT LIST flag t (tracking on) whose last command was a
+ * script: waiters or observers whose tracked read has run. */
+int th_tracked_scripts(redisContext *c);
+
 /* Asserts that key holds exactly value (NULL: no such key), or value
  * with a waiter's mark ("+w") when it is a token of the native prefix. */
 #define ASSERT_KEY(c, key, value)                                              \

@@ -622,3 +622,116 @@ void test_elect_loop(void)
     redislock_lock_free(ob);
     th_env_stop(&e);
 }
+
+/* An observer's wait in a thread of its own. */
+typedef struct watcher {
+    redislock_lock *l;
+    redislock_leader_info s;
+    int64_t timeout_ms;
+    redislock_err err;
+    int64_t done_ms; /* th_now_ms() when it returned */
+} watcher;
+
+static void *observe_thread(void *arg)
+{
+    watcher *w = arg;
+
+    w->err = redislock_observe(w->l, &w->s, w->timeout_ms);
+    w->done_ms = th_now_ms();
+    return NULL;
+}
+
+/* How soon a change must reach a waiting observer: a notice, a read, a
+ * thread's wake-up, on a loaded 2-core box under ASan. */
+#define REACH_MS 300
+
+/* The next change as w's waiting observer hears it, started at t0 (ms):
+ * within REACH_MS. */
+static void heard(watcher *w, pthread_t t, int64_t t0, int kind)
+{
+    ASSERT_EQ_INT(pthread_join(t, NULL), 0);
+    ASSERT_OK(w->err);
+    ASSERT_EQ_INT(w->s.kind, kind);
+    test_log("change %d heard %lld ms after it was made", kind,
+             (long long)(w->done_ms - t0));
+    ASSERT_LE(w->done_ms - t0, REACH_MS);
+}
+
+/* An observer waiting for a change sends nothing: the server's notice of
+ * the key's change (CLIENT TRACKING) ends its wait, for a proclaim and
+ * for a lease that runs out; it read the record 50 times a second
+ * before. */
+void test_elect_observer_waits_silently(void)
+{
+    th_env e = th_env_start();
+    /* Long: the leader's watchdog renews no sooner than 10 s on. */
+    redislock_acquire_options o = th_aopts(30000, 0, 0);
+    redislock_lock *a = th_lock(e.c, "el");
+    watcher w;
+    pthread_t t;
+    int64_t t0;
+
+    memset(&w, 0, sizeof w);
+    w.l = th_lock(e.c, "el");
+    w.timeout_ms = 10000;
+    ASSERT_OK(redislock_campaign(a, "v1", &o));
+    ASSERT_NEXT(w.l, &w.s, REDISLOCK_CHANGE_ELECTED, redislock_fence(a), "v1");
+    ASSERT_EQ_INT(pthread_create(&t, NULL, observe_thread, &w), 0);
+    WAIT_FOR(th_tracked_scripts(e.r) > 0, 5000);
+    th_assert_silent(e.r, 1000);
+    t0 = th_now_ms();
+    ASSERT_OK(redislock_proclaim(a, "v2"));
+    heard(&w, t, t0, REDISLOCK_CHANGE_PROCLAIMED);
+    ASSERT_EQ_STR(w.s.value, "v2");
+    /* The lease runs out: the key's expiry is a notice too. */
+    ASSERT_EQ_INT(pthread_create(&t, NULL, observe_thread, &w), 0);
+    WAIT_FOR(th_tracked_scripts(e.r) > 0, 5000);
+    freeReplyObject(th_cmd(e.r, "PEXPIRE el 1"));
+    t0 = th_now_ms();
+    /* The server notices an expired key in its expiry cycle (10 times a
+     * second by default) or when it is next read. */
+    heard(&w, t, t0, REDISLOCK_CHANGE_EXPIRED);
+    ASSERT_EQ_INT(w.s.has_leader, 0);
+    /* Nothing left behind: the tracking connections closed with the
+     * last wait. */
+    WAIT_FOR(th_tracked_scripts(e.r) == 0, 5000);
+    redislock_lock_free(a);
+    redislock_lock_free(w.l);
+    th_env_stop(&e);
+}
+
+/* A user without CLIENT cannot be told of changes: its observer reads
+ * the record again until the change comes, and hears it as soon. */
+void test_elect_observer_untracked_polls(void)
+{
+    th_env e = th_env_start();
+    redislock_acquire_options o = th_aopts(30000, 0, 0);
+    redislock_lock *a = th_lock(e.c, "el");
+    redislock_client *c;
+    watcher w;
+    pthread_t t;
+    char url[256];
+    int64_t t0;
+
+    freeReplyObject(th_cmd(e.r, "ACL SETUSER obs on >pw ~* &* +@all -client"));
+    ASSERT_GT(e.s->port, 0);
+    snprintf(url, sizeof url, "redis://obs:pw@127.0.0.1:%d", e.s->port);
+    c = th_client_url(url, NULL);
+    memset(&w, 0, sizeof w);
+    w.l = th_lock(c, "el");
+    w.timeout_ms = 10000;
+    ASSERT_OK(redislock_campaign(a, "v1", &o));
+    ASSERT_NEXT(w.l, &w.s, REDISLOCK_CHANGE_ELECTED, redislock_fence(a), "v1");
+    ASSERT_EQ_INT(pthread_create(&t, NULL, observe_thread, &w), 0);
+    th_sleep_ms(300);
+    ASSERT_EQ_INT(th_tracked_scripts(e.r), 0);
+    t0 = th_now_ms();
+    ASSERT_OK(redislock_proclaim(a, "v2"));
+    heard(&w, t, t0, REDISLOCK_CHANGE_PROCLAIMED);
+    ASSERT_EQ_STR(w.s.value, "v2");
+    ASSERT_OK(redislock_resign(a));
+    redislock_lock_free(a);
+    redislock_lock_free(w.l);
+    redislock_client_free(c);
+    th_env_stop(&e);
+}

@@ -83,34 +83,10 @@ static void hold(env *e, const char *key, int64_t ms)
     freeReplyObject(r);
 }
 
-/* Clients with flag t whose last command was a script: tracked waiters
- * whose tracked attempt has run. */
-static int tracked_attempts(redisContext *r)
-{
-    redisReply *rep = th_cmd(r, "CLIENT LIST");
-    char *line, *save = NULL, *f, *end;
-    int n = 0;
-
-    ASSERT(rep->type == REDIS_REPLY_STRING);
-    for (line = strtok_r(rep->str, "\n", &save); line != NULL;
-         line = strtok_r(NULL, "\n", &save)) {
-        if ((f = strstr(line, " flags=")) == NULL ||
-            (end = strchr(f + 7, ' ')) == NULL)
-            continue;
-        f += 7;
-        if (memchr(f, 't', (size_t)(end - f)) != NULL &&
-            (strstr(line, " cmd=fcall ") != NULL ||
-             strstr(line, " cmd=evalsha ") != NULL))
-            n++;
-    }
-    freeReplyObject(rep);
-    return n;
-}
-
 /* Whether a tracked waiter's tracked attempt has run. */
 static int tracked_attempt_ran(redisContext *r)
 {
-    return tracked_attempts(r) > 0;
+    return th_tracked_scripts(r) > 0;
 }
 
 /* The waiter is tracked: its notices' subscriber and its tracking
@@ -353,9 +329,9 @@ void test_track_fair_waiters(void)
            th_now_ms() < deadline)
         th_sleep_ms(5);
     th_waiter_start(&w2, e.c, "tk:f", &o);
-    while (tracked_attempts(e.r) != 2 && th_now_ms() < deadline)
+    while (th_tracked_scripts(e.r) != 2 && th_now_ms() < deadline)
         th_sleep_ms(5);
-    ASSERT_EQ_INT(tracked_attempts(e.r), 2);
+    ASSERT_EQ_INT(th_tracked_scripts(e.r), 2);
     ASSERT_EQ_INT(th_cmd_int(e.r, "ZCARD tk:f{tk:f}:rl-q"), 2);
     c0 = th_script_calls(e.r);
     th_sleep_ms(QUIET_MS);
@@ -414,7 +390,8 @@ void test_track_cluster_slot_moves(void)
     unsigned slot = th_cluster_keyslot(tc, key);
     int src = th_cluster_owner(tc, slot), dst = (src + 1) % 3;
     char *sid = th_cluster_node_id(tc, src), *did = th_cluster_node_id(tc, dst);
-    redisContext *rs = th_cluster_redis(tc, src), *rd = th_cluster_redis(tc, dst);
+    redisContext *rs = th_cluster_redis(tc, src),
+                 *rd = th_cluster_redis(tc, dst);
     redislock_acquire_options o = th_aopts(5000, 30000, 0);
     redislock_client *c = NULL;
     int64_t deadline, t_del;
@@ -436,8 +413,12 @@ void test_track_cluster_slot_moves(void)
     while (th_cluster_errorstat(tc, src, "ASK") == 0 && th_now_ms() < deadline)
         th_sleep_ms(5);
     ASSERT_GT(th_cluster_errorstat(tc, src, "ASK"), 0);
-    { long long a0 = th_cluster_errorstat(tc, src, "ASK"); th_sleep_ms(1000);
-      test_log("DBG ASKs in 1 s while migrating: %lld", th_cluster_errorstat(tc, src, "ASK") - a0); }
+    {
+        long long a0 = th_cluster_errorstat(tc, src, "ASK");
+        th_sleep_ms(1000);
+        test_log("DBG ASKs in 1 s while migrating: %lld",
+                 th_cluster_errorstat(tc, src, "ASK") - a0);
+    }
     th_cluster_slot_to(tc, slot, did, -1);
     wait_tracked_on(rd);
     quiet_on(rd, "tracked on the slot's new master");
