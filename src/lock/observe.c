@@ -16,6 +16,7 @@
 #include "elect.h"
 #include "engine.h"
 #include "error.h"
+#include "keys.h"
 #include "lock.h"
 
 /* How often a wait reads the record again where the server does not
@@ -53,6 +54,10 @@ typedef struct obs_op {
      * tracked and not sent on elsewhere by a cluster, its pause waits for
      * a notice, one came while its read was out. */
     rl__track_wait tw;
+    /* The record's notices too: it changes with the key but for a
+     * record trimmed or deleted by hand, which a wait hears as a gap. */
+    rl__track_wait rtw;
+    char *record;
     int tracked, resent, quiet, missed;
     int reading, paused;
     rl__alock_cb cb;
@@ -185,6 +190,8 @@ static void obs_finish(obs_op *op, redislock_err err)
     void *arg = op->arg;
 
     rl__track_leave(&op->tw);
+    rl__track_leave(&op->rtw);
+    free(op->record);
     if (err == REDISLOCK_OK)
         rl__abi_out(op->out, op->out_size, &op->in, sizeof op->in);
     free(op);
@@ -207,16 +214,24 @@ static void obs_wake(rl__alock_pause *p)
  * notice while the read is out is kept for after its reply. A poll's
  * pause runs its course (no more than POLL_US): a tracker that keeps
  * failing cannot make the reads come faster than the polls. */
-static void obs_changed(rl__track_wait *w)
+static void obs_heard(obs_op *op)
 {
-    obs_op *op = (obs_op *)((char *)w - offsetof(obs_op, tw));
-
     if (op->paused && op->quiet) {
         rl__alock_pause_end(&op->pause);
         obs_wake(&op->pause);
     } else if (op->reading) {
         op->missed = 1;
     }
+}
+
+static void obs_changed(rl__track_wait *w)
+{
+    obs_heard((obs_op *)((char *)w - offsetof(obs_op, tw)));
+}
+
+static void obs_record_changed(rl__track_wait *w)
+{
+    obs_heard((obs_op *)((char *)w - offsetof(obs_op, rtw)));
 }
 
 /* The loop was freed during the pause. */
@@ -281,6 +296,9 @@ static redislock_err obs_read(obs_op *op)
     else
         err = rl__elect_send_tracked(op->al, op->l, args, lens, 2, &op->tw,
                                      &op->tracked, &op->resent, obs_got, op);
+    /* The record is in the key's slot, so on the key's node. */
+    if (err == REDISLOCK_OK && op->tw.t != NULL)
+        rl__track_join(op->tw.t, &op->rtw);
     if (err != REDISLOCK_OK)
         op->reading = 0;
     return err;
@@ -313,14 +331,24 @@ static redislock_err obs_start(rl__alock *al, redislock_lock *l,
                    .out_size = info_size,
                    .leader = leader,
                    .tw = {.changed = obs_changed},
+                   .rtw = {.changed = obs_record_changed},
                    .cb = cb,
                    .arg = arg};
     rl__abi_in(&op->in, sizeof op->in, info, info_size);
     if (op->in.n < 0)
         op->in.n = 0;
+    if (!leader && timeout_ms > 0 &&
+        (op->record = rl__helper_join(l->base, l->baselen, "elect", NULL,
+                                      &op->rtw.keylen)) == NULL) {
+        free(op);
+        return REDISLOCK_ENOMEM;
+    }
+    op->rtw.key = op->record;
     op->deadline_us = rl__now_us() + timeout_ms * 1000;
     if ((err = obs_read(op)) != REDISLOCK_OK) {
         rl__track_leave(&op->tw);
+        rl__track_leave(&op->rtw);
+        free(op->record);
         free(op);
     }
     return err;
