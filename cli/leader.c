@@ -13,31 +13,152 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
-/* How long one observe waits, so that a signal is heard soon after. */
-#define WATCH_SLICE_MS 250
+/* How long one observe waits before it is asked again (a wait sends
+ * nothing while nothing changes: its read is tracked). */
+#define WATCH_WAIT_MS 60000
 
-/* Follows the changes after s until a signal in sfd comes: 0, or an exit
- * status after a message. */
-static int watch(const char *ctx, redislock_lock *l, redislock_leader_info *s,
-                 int sfd, int json)
+/* The sockets a loop may watch at once: a node's request connection and
+ * its two for the notices, more after a cluster's or Sentinel's change. */
+#define WATCH_FDS 16
+
+/* A redislock_loop driven by poll(): the signals' fd first, then the
+ * sockets the loop watches; its timer as a deadline. */
+typedef struct wloop {
+    struct pollfd fd[1 + WATCH_FDS];
+    int nfd;
+    int64_t due_ms; /* on cli_now_ms()'s clock; -1: no timer */
+    int full;       /* a socket found no room */
+} wloop;
+
+/* The loop's watch callback: what to poll fd for (0: no longer). */
+static void w_watch(void *ctx, int fd, int what)
 {
-    struct pollfd p = {sfd, POLLIN, 0};
-    redislock_err err;
+    wloop *w = ctx;
+    short ev = (short)(((what & REDISLOCK_WATCH_READ) ? POLLIN : 0) |
+                       ((what & REDISLOCK_WATCH_WRITE) ? POLLOUT : 0));
+    int i;
 
-    while (poll(&p, 1, 0) == 0) {
-        if ((err = redislock_observe(l, s, WATCH_SLICE_MS)) != REDISLOCK_OK)
-            return cli_fail(ctx, err, "cannot follow the election");
-        if (s->kind == REDISLOCK_CHANGE_NONE)
-            continue;
-        cli_print_leader(s, json, 1);
+    for (i = 1; i < w->nfd && w->fd[i].fd != fd; i++)
+        ;
+    if (ev == 0) {
+        if (i < w->nfd)
+            w->fd[i] = w->fd[--w->nfd];
+        return;
+    }
+    if (i == w->nfd) {
+        if (w->nfd == 1 + WATCH_FDS) {
+            w->full = 1;
+            return;
+        }
+        w->nfd++;
+    }
+    w->fd[i] = (struct pollfd){fd, ev, 0};
+}
+
+static void w_timer(void *ctx, int64_t ms)
+{
+    wloop *w = ctx;
+
+    w->due_ms = ms < 0 ? -1 : cli_now_ms() + ms;
+}
+
+/* A watch's state between its callbacks. */
+typedef struct watching {
+    const char *ctx;
+    redislock_loop *lp;
+    redislock_leader_info *s;
+    int json;
+    int rc; /* CLI_CONTINUE while it goes on */
+} watching;
+
+static void observed(redislock_lock *l, redislock_err err, void *arg)
+{
+    watching *wt = arg;
+
+    if (wt->rc != CLI_CONTINUE)
+        return; /* ended (the loop freed) */
+    if (err != REDISLOCK_OK) {
+        wt->rc = cli_fail(wt->ctx, err, "cannot follow the election");
+        return;
+    }
+    if (wt->s->kind != REDISLOCK_CHANGE_NONE) {
+        cli_print_leader(wt->s, wt->json, 1);
         putchar('\n');
         /* Each change as it comes, for a pipe too. */
         if (fflush(stdout) != 0) {
-            cli_err(ctx, "cannot write to standard output");
-            return CLI_EXIT_SOFTWARE;
+            cli_err(wt->ctx, "cannot write to standard output");
+            wt->rc = CLI_EXIT_SOFTWARE;
+            return;
         }
     }
-    return CLI_EXIT_OK;
+    if ((err = redislock_loop_observe(wt->lp, l, wt->s, WATCH_WAIT_MS, observed,
+                                      wt)) != REDISLOCK_OK)
+        wt->rc = cli_fail(wt->ctx, err, "cannot follow the election");
+}
+
+/* Follows the changes after s until a signal in sfd comes, on an event
+ * loop of its own (so that the signal is heard while an observe waits):
+ * 0, or an exit status after a message. */
+static int watch(const char *ctx, redislock_client *c, redislock_lock *l,
+                 redislock_leader_info *s, int sfd, int json)
+{
+    wloop w = {.nfd = 1, .due_ms = -1};
+    watching wt = {ctx, NULL, s, json, CLI_CONTINUE};
+    struct pollfd ready[1 + WATCH_FDS];
+    redislock_err err;
+    int i, n, wait;
+
+    w.fd[0] = (struct pollfd){sfd, POLLIN, 0};
+    if ((err = redislock_loop_new(&wt.lp, c, w_watch, w_timer, &w)) !=
+        REDISLOCK_OK)
+        return cli_fail(ctx, err, "cannot follow the election");
+    if ((err = redislock_loop_observe(wt.lp, l, s, WATCH_WAIT_MS, observed,
+                                      &wt)) != REDISLOCK_OK)
+        wt.rc = cli_fail(ctx, err, "cannot follow the election");
+    while (wt.rc == CLI_CONTINUE) {
+        if (w.full) {
+            cli_err(ctx, "more than %d sockets to watch", WATCH_FDS);
+            wt.rc = CLI_EXIT_SOFTWARE;
+            break;
+        }
+        wait = -1;
+        if (w.due_ms >= 0) {
+            int64_t left = w.due_ms - cli_now_ms();
+            wait = left <= 0 ? 0 : left > 60000 ? 60000 : (int)left;
+        }
+        n = w.nfd;
+        memcpy(ready, w.fd, (size_t)n * sizeof *ready);
+        if (poll(ready, (nfds_t)n, wait) < 0 && errno != EINTR) {
+            cli_err(ctx, "poll: %s", strerror(errno));
+            wt.rc = CLI_EXIT_SOFTWARE;
+            break;
+        }
+        if (ready[0].revents != 0) {
+            wt.rc = CLI_EXIT_OK;
+            break;
+        }
+        /* The loop may change what it watches in each call: the events
+         * were copied first. */
+        for (i = 1; i < n && wt.rc == CLI_CONTINUE; i++)
+            if (ready[i].revents != 0)
+                redislock_loop_io(
+                    wt.lp, ready[i].fd,
+                    ((ready[i].revents & (POLLIN | POLLERR | POLLHUP))
+                         ? REDISLOCK_WATCH_READ
+                         : 0) |
+                        ((ready[i].revents & (POLLOUT | POLLERR))
+                             ? REDISLOCK_WATCH_WRITE
+                             : 0));
+        if (wt.rc == CLI_CONTINUE && w.due_ms >= 0 &&
+            cli_now_ms() >= w.due_ms) {
+            w.due_ms = -1;
+            redislock_loop_timeout(wt.lp);
+        }
+    }
+    /* Ends the observe under way (its callback sees rc set). */
+    n = wt.rc;
+    redislock_loop_free(wt.lp);
+    return n;
 }
 
 /* SIGINT and SIGTERM, blocked and read from a signalfd: the end of a
@@ -91,7 +212,7 @@ int cli_cmd_leader(int argc, char **argv, const cli_global *g)
         /* Without --watch, as status: 1 when there is no leader. */
         rc = s.has_leader ? CLI_EXIT_OK : CLI_EXIT_FREE;
         if (o.watch && fflush(stdout) == 0)
-            rc = watch(ctx, l, &s, sfd, o.json);
+            rc = watch(ctx, c, l, &s, sfd, o.json);
     }
     cli_close(c, l);
 out:
