@@ -63,7 +63,7 @@ extern "C" {
     XX(ENOTLS, 12, "TLS is not available in this build")                       \
     XX(ERANDOM, 13, "cannot read random bytes from the kernel")                \
     XX(ECANCELED, 14, "the wait for the lock was cancelled")                   \
-    XX(ESTALE, 15, "a newer fencing token has already written")                \
+    XX(ESTALE, 15, "stale: a newer fencing token or holder has come")          \
     XX(ENOQUORUM, 16, "too few Redis servers answered to reach a quorum")      \
     XX(ENOTDURABLE, 17, "no replica confirmed the lock in time")               \
     XX(ENOPERM, 18, "the Redis user's ACL refuses a command or key")           \
