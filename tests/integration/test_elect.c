@@ -576,6 +576,7 @@ void test_elect_loop(void)
     redislock_leader_info s, now;
     app ap;
     app_heard h[6];
+    int i;
 
     memset(&ap, 0, sizeof ap);
     memset(h, 0, sizeof h);
@@ -618,6 +619,21 @@ void test_elect_loop(void)
     redislock_loop_free(lp);
     ASSERT_EQ_INT(h[5].calls, 1);
     ASSERT_ERR(h[5].err, REDISLOCK_ECANCELED);
+    /* The same once its read is tracked and it waits for the server's
+     * notice: the loop's end ends that wait too, and its connections. */
+    ASSERT_OK(redislock_loop_new(&lp, e.c, app_watch, app_timer, &ap));
+    app_drive(&ap, lp);
+    memset(&h[5], 0, sizeof h[5]);
+    ASSERT_OK(redislock_loop_observe(lp, ob, &s, 20000, app_heard_cb, &h[5]));
+    for (i = 0; i < 500 && th_tracked_scripts(e.r) == 0; i++)
+        app_turn(&ap);
+    ASSERT_GT(th_tracked_scripts(e.r), 0);
+    app_turn(&ap);
+    ASSERT_EQ_INT(h[5].calls, 0);
+    redislock_loop_free(lp);
+    ASSERT_EQ_INT(h[5].calls, 1);
+    ASSERT_ERR(h[5].err, REDISLOCK_ECANCELED);
+    WAIT_FOR(th_tracked_scripts(e.r) == 0, 5000);
     redislock_lock_free(a);
     redislock_lock_free(ob);
     th_env_stop(&e);
