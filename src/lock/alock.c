@@ -563,6 +563,18 @@ redislock_err rl__alock_round(rl__alock *al, const rl__request *q,
     return err;
 }
 
+/* Sends q on c, a connection of n: through a cluster's or Sentinel's
+ * router (redirections followed) where there is one and key says where q
+ * goes, else as it is. */
+static redislock_err node_send(rl__alock *al, node *n, rl__aconn *c,
+                               const char *key, size_t keylen,
+                               const rl__request *q, rl__aconn_cb cb, void *arg)
+{
+    return al->rt != NULL && key != NULL
+               ? rl__aroute_send(al->rt, c, n->pool, key, keylen, q, cb, arg)
+               : rl__request_send_async(c, q, cb, arg);
+}
+
 redislock_err rl__alock_send(rl__alock *al, rl__pool *p, const char *key,
                              size_t keylen, const rl__request *q,
                              rl__aconn_cb cb, void *arg)
@@ -575,10 +587,7 @@ redislock_err rl__alock_send(rl__alock *al, rl__pool *p, const char *key,
         err = node_cmd(al, n);
     if (err != REDISLOCK_OK)
         return err;
-    return p == NULL && al->rt != NULL
-               ? rl__aroute_send(al->rt, n->cmd, n->pool, key, keylen, q, cb,
-                                 arg)
-               : rl__request_send_async(n->cmd, q, cb, arg);
+    return node_send(al, n, n->cmd, p == NULL ? key : NULL, keylen, q, cb, arg);
 }
 
 redislock_err rl__alock_send_tracked(rl__alock *al, rl__track_wait *w,
@@ -586,7 +595,7 @@ redislock_err rl__alock_send_tracked(rl__alock *al, rl__track_wait *w,
                                      void *arg, int *tracked)
 {
     node *n = NULL;
-    rl__aconn *c = NULL;
+    rl__aconn *c;
     redislock_err err = node_of(al, w->key, w->keylen, &n);
 
     *tracked = 0;
@@ -598,15 +607,11 @@ redislock_err rl__alock_send_tracked(rl__alock *al, rl__track_wait *w,
     if (n->trk != NULL ||
         rl__track_new(al->lp, &n->pool->cfg, &n->trk) == REDISLOCK_OK) {
         rl__track_join(n->trk, w);
-        if (rl__track_ready(n->trk) &&
-            rl__track_conn(n->trk, &c) == REDISLOCK_OK)
-            *tracked = 1;
-        else
-            c = n->cmd;
+        /* c stays the request connection unless this gives the other. */
+        *tracked = rl__track_ready(n->trk) &&
+                   rl__track_conn(n->trk, &c) == REDISLOCK_OK;
     }
-    return al->rt != NULL ? rl__aroute_send(al->rt, c, n->pool, w->key,
-                                            w->keylen, q, cb, arg)
-                          : rl__request_send_async(c, q, cb, arg);
+    return node_send(al, n, c, w->key, w->keylen, q, cb, arg);
 }
 
 static void sweep_free(sweep *sw)
@@ -1424,10 +1429,8 @@ static int batch_one(rl__alock *al, node *n, lwatch **v, size_t k, int64_t now)
         b->sent_us = now;
         memcpy(b->w, v, k * sizeof *v);
         guard(v[0]->l, &rq.q, &b->gq, &b->acks);
-        err = al->rt != NULL
-                  ? rl__aroute_send(al->rt, n->cmd, n->pool, rq.q.keys[0],
-                                    rq.q.klens[0], &rq.q, batch_done, b)
-                  : rl__request_send_async(n->cmd, &rq.q, batch_done, b);
+        err = node_send(al, n, n->cmd, rq.q.keys[0], rq.q.klens[0], &rq.q,
+                        batch_done, b);
         rl__renew_free(&rq);
     }
     if (err != REDISLOCK_OK) {

@@ -68,8 +68,8 @@ redislock_err rl__elect_send_tracked(rl__alock *al, redislock_lock *l,
     if (err != REDISLOCK_OK)
         return err;
     /* The key changes with every change the record gets (the election,
-     * a proclaim's value, a resignation) and with a lease that runs out:
-     * its notice is enough, the record's is not needed. */
+     * a proclaim's value, a resignation) and with a lease that runs out;
+     * the caller may also listen for the record's own notices. */
     w->key = l->key;
     w->keylen = l->keylen;
     *resent = 0;

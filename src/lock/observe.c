@@ -183,18 +183,24 @@ static redislock_err next_change(redislock_lock *l, redislock_leader_info *o,
     return REDISLOCK_OK;
 }
 
+/* op waits no more: its notices left, its memory freed. */
+static void obs_free(obs_op *op)
+{
+    rl__track_leave(&op->tw);
+    rl__track_leave(&op->rtw);
+    free(op->record);
+    free(op);
+}
+
 static void obs_finish(obs_op *op, redislock_err err)
 {
     rl__alock_cb cb = op->cb;
     redislock_lock *l = op->l;
     void *arg = op->arg;
 
-    rl__track_leave(&op->tw);
-    rl__track_leave(&op->rtw);
-    free(op->record);
     if (err == REDISLOCK_OK)
         rl__abi_out(op->out, op->out_size, &op->in, sizeof op->in);
-    free(op);
+    obs_free(op);
     cb(l, err, arg);
 }
 
@@ -340,17 +346,13 @@ static redislock_err obs_start(rl__alock *al, redislock_lock *l,
     if (!leader && timeout_ms > 0 &&
         (op->record = rl__helper_join(l->base, l->baselen, "elect", NULL,
                                       &op->rtw.keylen)) == NULL) {
-        free(op);
+        obs_free(op);
         return REDISLOCK_ENOMEM;
     }
     op->rtw.key = op->record;
     op->deadline_us = rl__now_us() + timeout_ms * 1000;
-    if ((err = obs_read(op)) != REDISLOCK_OK) {
-        rl__track_leave(&op->tw);
-        rl__track_leave(&op->rtw);
-        free(op->record);
-        free(op);
-    }
+    if ((err = obs_read(op)) != REDISLOCK_OK)
+        obs_free(op);
     return err;
 }
 
