@@ -114,7 +114,7 @@ struct rl__aop {
     rl__track *trk_sent; /* the notices its tracked attempt went by */
     int trk_pause;
     int trk_missed;
-    int resent; /* its attempt was sent again elsewhere (rl__request) */
+    int resent; /* its attempt was sent again (rl__request.resent) */
     rl__try t;  /* its attempt out as a round: what it asked */
     /* A fair waiter's messages heard while it was not paused, in order:
      * read at its next pause, as a blocked waiter reads them at its next
@@ -2169,7 +2169,8 @@ static void attempt_done(void *arg, redislock_err err, const rl__reply *r)
         err = rl__reply_check(r, op->script->name);
     err = l->algo->attempt_outcome(l, err, err == REDISLOCK_OK ? r : NULL);
     op->a.piped = piped && err == REDISLOCK_OK;
-    /* Its read ran where a cluster's redirection sent it, untracked. */
+    /* Its read was sent again (a cluster's redirection, a script
+     * loaded first), untracked. */
     if (op->resent)
         op->a.tracked = 0;
     if (rl__acq_after_attempt(l, &op->a, &err, &pause) == RL_NEXT_DONE)

@@ -281,8 +281,12 @@ static void async_reply(void *arg, redislock_err err, const rl__reply *r)
     a->out--;
     if (err == REDISLOCK_OK && again(a, r)) {
         /* Sent again, guards too, at the back of the connection's queue;
-         * the first round's guards answer before it. */
+         * the first round's guards answer before it. Whatever came just
+         * before the first send (CLIENT CACHING yes) does not reach this
+         * one: the caller is told, as of a redirection. */
         a->skip += (a->q.wait_replicas > 0) + rl__request_waitaof(&a->q);
+        if (a->q.resent != NULL)
+            *a->q.resent = 1;
         if ((err = async_send(a)) == REDISLOCK_OK)
             return;
         r = NULL;

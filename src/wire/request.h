@@ -65,9 +65,12 @@ typedef struct rl__request {
      * confirms, after it ran, that its node is still the master, or sends
      * it again to the one that is. */
     int settle;
-    /* Non-NULL: set to 1 when a cluster's or Sentinel client's router
-     * sends the request again (a redirection, a pause: aroute.h), so
-     * that its reply is not from the connection it was first sent on. */
+    /* Non-NULL: set to 1 when the request is sent again: by a cluster's
+     * or Sentinel client's router (a redirection, a pause: aroute.h), so
+     * that its reply is not from the connection it was first sent on, or
+     * after a script the server lacked was loaded, so that what went just
+     * before the first send (a tracked read's CLIENT CACHING) did not
+     * serve it. */
     int *resent;
     /* A release that the node may run as its own compare-and-delete of
      * keys[0] against args[0] (a plain lock, nothing held after it, no

@@ -154,6 +154,12 @@ int th_tracked_scripts(redisContext *c)
     return n;
 }
 
+long long th_script_loads(redisContext *c)
+{
+    return th_server_calls(c, "function|load") +
+           th_server_calls(c, "script|load");
+}
+
 long long th_lock_keys(redisContext *c)
 {
     char cursor[32] = "0";

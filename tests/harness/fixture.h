@@ -126,6 +126,10 @@ long long th_listening(redisContext *c, const char *pattern);
  * script: waiters or observers whose tracked read has run. */
 int th_tracked_scripts(redisContext *c);
 
+/* The scripts loaded into the server so far: FUNCTION LOAD and SCRIPT
+ * LOAD calls (INFO commandstats). */
+long long th_script_loads(redisContext *c);
+
 /* Asserts that key holds exactly value (NULL: no such key), or value
  * with a waiter's mark ("+w") when it is a token of the native prefix. */
 #define ASSERT_KEY(c, key, value)                                              \

@@ -673,6 +673,24 @@ static void heard(watcher *w, pthread_t t, int64_t t0, int kind)
     ASSERT_LE(w->done_ms - t0, REACH_MS);
 }
 
+/* a elected (value v1, a 30 s lease), and w (its handle wl) waiting up
+ * to timeout_ms, in thread t, for the change after that election. */
+static void watch_after_election(redislock_lock *a, watcher *w,
+                                 redislock_lock *wl, int64_t timeout_ms,
+                                 pthread_t *t)
+{
+    /* Long: the leader's watchdog renews no sooner than 10 s on. */
+    redislock_acquire_options o = th_aopts(30000, 0, 0);
+
+    memset(w, 0, sizeof *w);
+    w->l = wl;
+    w->timeout_ms = timeout_ms;
+    ASSERT_OK(redislock_campaign(a, "v1", &o));
+    ASSERT_NEXT(w->l, &w->s, REDISLOCK_CHANGE_ELECTED, redislock_fence(a),
+                "v1");
+    ASSERT_EQ_INT(pthread_create(t, NULL, observe_thread, w), 0);
+}
+
 /* An observer waiting for a change sends nothing: the server's notice of
  * the key's change (CLIENT TRACKING) ends its wait, for a proclaim and
  * for a lease that runs out; it read the record 50 times a second
@@ -680,19 +698,12 @@ static void heard(watcher *w, pthread_t t, int64_t t0, int kind)
 void test_elect_observer_waits_silently(void)
 {
     th_env e = th_env_start();
-    /* Long: the leader's watchdog renews no sooner than 10 s on. */
-    redislock_acquire_options o = th_aopts(30000, 0, 0);
     redislock_lock *a = th_lock(e.c, "el");
     watcher w;
     pthread_t t;
     int64_t t0;
 
-    memset(&w, 0, sizeof w);
-    w.l = th_lock(e.c, "el");
-    w.timeout_ms = 10000;
-    ASSERT_OK(redislock_campaign(a, "v1", &o));
-    ASSERT_NEXT(w.l, &w.s, REDISLOCK_CHANGE_ELECTED, redislock_fence(a), "v1");
-    ASSERT_EQ_INT(pthread_create(&t, NULL, observe_thread, &w), 0);
+    watch_after_election(a, &w, th_lock(e.c, "el"), 10000, &t);
     WAIT_FOR(th_tracked_scripts(e.r) > 0, 5000);
     th_assert_silent(e.r, 1000);
     t0 = th_now_ms();
@@ -721,7 +732,6 @@ void test_elect_observer_waits_silently(void)
 void test_elect_observer_untracked_polls(void)
 {
     th_env e = th_env_start();
-    redislock_acquire_options o = th_aopts(30000, 0, 0);
     redislock_lock *a = th_lock(e.c, "el");
     redislock_client *c;
     watcher w;
@@ -733,12 +743,7 @@ void test_elect_observer_untracked_polls(void)
     ASSERT_GT(e.s->port, 0);
     snprintf(url, sizeof url, "redis://obs:pw@127.0.0.1:%d", e.s->port);
     c = th_client_url(url, NULL);
-    memset(&w, 0, sizeof w);
-    w.l = th_lock(c, "el");
-    w.timeout_ms = 10000;
-    ASSERT_OK(redislock_campaign(a, "v1", &o));
-    ASSERT_NEXT(w.l, &w.s, REDISLOCK_CHANGE_ELECTED, redislock_fence(a), "v1");
-    ASSERT_EQ_INT(pthread_create(&t, NULL, observe_thread, &w), 0);
+    watch_after_election(a, &w, th_lock(c, "el"), 10000, &t);
     th_sleep_ms(300);
     ASSERT_EQ_INT(th_tracked_scripts(e.r), 0);
     t0 = th_now_ms();
@@ -749,5 +754,37 @@ void test_elect_observer_untracked_polls(void)
     redislock_lock_free(a);
     redislock_lock_free(w.l);
     redislock_client_free(c);
+    th_env_stop(&e);
+}
+
+/* The server loses its scripts (FUNCTION FLUSH, SCRIPT FLUSH; a server
+ * that restarted keeping its data) while an observer waits: the read that
+ * loads them again is sent after the request that asked for its tracking,
+ * so it is not tracked, and the observer must not wait as if it were. A
+ * renewal (the key alone changes) makes it read and load; the lease then
+ * runs out, which only the key's notice tells: heard at once. */
+void test_elect_observer_scripts_flushed(void)
+{
+    th_env e = th_env_start();
+    redislock_lock *a = th_lock(e.c, "el");
+    watcher w;
+    pthread_t t;
+    long long loads;
+    int64_t t0;
+
+    watch_after_election(a, &w, th_lock(e.c, "el"), 5000, &t);
+    WAIT_FOR(th_tracked_scripts(e.r) > 0, 5000);
+    loads = th_script_loads(e.r);
+    freeReplyObject(th_cmd(e.r, "FUNCTION FLUSH"));
+    freeReplyObject(th_cmd(e.r, "SCRIPT FLUSH"));
+    ASSERT_EQ_INT(th_cmd_int(e.r, "PEXPIRE el 30000"), 1);
+    WAIT_FOR(th_script_loads(e.r) > loads, 5000);
+    /* Its read has run (nothing new) and it pauses. */
+    th_sleep_ms(100);
+    ASSERT_EQ_INT(th_cmd_int(e.r, "PEXPIRE el 1"), 1);
+    t0 = th_now_ms();
+    heard(&w, t, t0, REDISLOCK_CHANGE_EXPIRED);
+    redislock_lock_free(a);
+    redislock_lock_free(w.l);
     th_env_stop(&e);
 }

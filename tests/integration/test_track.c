@@ -440,3 +440,30 @@ void test_track_cluster_slot_moves(void)
     redisFree(rd);
     th_cluster_stop(tc);
 }
+
+/* The server loses the scripts while the waiter waits tracked (FUNCTION
+ * FLUSH, SCRIPT FLUSH): the attempt that loads them again goes after the
+ * request that asked for its read's tracking, so it is not tracked; the
+ * waiter must not wait as if it were. The holder renews (its key alone
+ * changes: the waiter tries, and loads), then releases: the waiter takes
+ * the lock within LATE_MS. */
+void test_track_scripts_flushed(void)
+{
+    env e = th_env_start();
+    redislock_acquire_options o = th_aopts(5000, 20000, 0);
+    long long loads;
+    th_waiter w;
+
+    hold(&e, "tk:s", LEASE_MS);
+    th_waiter_start(&w, e.c, "tk:s", &o);
+    wait_tracked(&e);
+    loads = th_script_loads(e.r);
+    freeReplyObject(th_cmd(e.r, "FUNCTION FLUSH"));
+    freeReplyObject(th_cmd(e.r, "SCRIPT FLUSH"));
+    ASSERT_EQ_INT(th_cmd_int(e.r, "PEXPIRE tk:s %d", LEASE_MS), 1);
+    WAIT_FOR(th_script_loads(e.r) > loads, SETUP_MS);
+    /* Its attempt has run (refused) and it pauses. */
+    th_sleep_ms(100);
+    release_reaches(&e, "tk:s", &w);
+    th_env_stop(&e);
+}
