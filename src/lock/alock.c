@@ -210,6 +210,7 @@ struct round {
     int pending;   /* callbacks yet to come, answered or not */
     round_fn done; /* NULL once decided, or dropped */
     void *arg;
+    int raw; /* error replies kept as replies (a batch reads them) */
     rl__alock_round_cb out; /* rl__alock_round's caller, through round_out */
     rslot slot[RL_MAX_QUORUM];
 };
@@ -451,7 +452,7 @@ static void round_reply(void *arg, redislock_err err, const rl__reply *r)
         round_free_if_idle(rd);
         return;
     }
-    if (err == REDISLOCK_OK)
+    if (err == REDISLOCK_OK && !rd->raw)
         err = rl__reply_check(r, rd->name);
     if (err == REDISLOCK_OK && (rd->r.reply[sl->i] = rl__reply_dup(r)) == NULL)
         err = rl__err(REDISLOCK_ENOMEM, "out of memory");
@@ -1310,7 +1311,12 @@ static void lwatch_group_done(void *arg, redislock_err err, long long n)
  * little early, which never shortens one (extend.lua), and from then on
  * come due together, so that a node's renewals fall into a few requests
  * per period however many locks a client watches, and a node that does
- * not answer holds up no other node's. */
+ * not answer holds up no other node's. Redlock's go the same way, every
+ * lock's on every server: the request goes to every server as a round,
+ * and each lock's answers are read out of the servers' replies as the
+ * round of its own extend would have them (rl__renew_round_answer). A
+ * watch stopped while its batch is out is freed when the batch's answer
+ * comes (a freed loop's connections end it). */
 typedef struct batch {
     size_t n;
     int64_t sent_us;
@@ -1320,6 +1326,17 @@ typedef struct batch {
 } batch;
 
 static void lwatch_send_one(lwatch *w, node *n);
+static void lwatch_send_round(lwatch *w);
+
+/* Sends w's renewal alone: on its node n, or, n NULL, as Redlock's
+ * round of its own. */
+static void send_alone(lwatch *w, node *n)
+{
+    if (n != NULL)
+        lwatch_send_one(w, n);
+    else
+        lwatch_send_round(w);
+}
 
 /* The hash slot of l's key where a request holds one slot's keys only. */
 static unsigned slot_of(const rl__alock *al, const redislock_lock *l)
@@ -1330,15 +1347,17 @@ static unsigned slot_of(const rl__alock *al, const redislock_lock *l)
 }
 
 /* Whether x's renewal goes along with w's (sent at now): idle, renewed
- * alike, of the same node, due within half a period, and its watch
- * (caps, validity) would send one now. */
+ * alike, of the same node (Redlock's: of every server, n NULL), due
+ * within half a period, and its watch (caps, validity) would send one
+ * now. */
 static int batch_joins(const lwatch *x, const lwatch *w, int64_t now)
 {
     const redislock_lock *l = x->l;
 
     return x != w && l != NULL && x->n == w->n && x->inflight == 0 &&
            x->rd == NULL && x->grp == NULL && x->gone == NULL &&
-           !l->algo->every && !l->algo->groups && rl__renew_batchable(l) &&
+           l->algo->every == w->l->algo->every && !l->algo->groups &&
+           rl__renew_batchable(l) &&
            rl__watch_due(l->watch) <= now + l->ttl_ms * 1000 / 6 &&
            rl__watch_before(l->watch) == RL_RENEW_SEND;
 }
@@ -1376,6 +1395,39 @@ static int by_slot(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* The verdict err on the renewal of b's i-th lock goes to its watch. */
+static void batch_answered(batch *b, size_t i, redislock_err err)
+{
+    lwatch *w = b->w[i];
+
+    rl__lock_renewed(w->l, err, b->sent_us);
+    lwatch_next(w, rl__watch_after(w->l->watch, err, b->sent_us));
+}
+
+/* Takes b's i-th watch off the batch: 0 when it needs nothing more (it
+ * was stopped meanwhile, and freed), or the batch was not answered whole
+ * (its renewal goes again alone, or, being stopped, fails). */
+static int batch_take(batch *b, size_t i, int whole, node *n)
+{
+    lwatch *w = b->w[i];
+
+    w->inflight--;
+    if (w->l == NULL) {
+        free(w);
+        return 0;
+    }
+    if (whole)
+        return 1;
+    if (w->gone == NULL)
+        send_alone(w, n);
+    else
+        batch_answered(b, i,
+                       rl__err(REDISLOCK_ESERVER,
+                               "renew: the renewals' request was refused "
+                               "as a whole"));
+    return 0;
+}
+
 /* Each lock's answer in r (or the request's failure err) goes to its
  * watch; a reply that does not answer each lock (an error of the script
  * as a whole) sends each renewal alone. */
@@ -1386,30 +1438,71 @@ static void batch_done(void *arg, redislock_err err, const rl__reply *r)
     size_t i;
 
     for (i = 0; i < b->n; i++) {
-        lwatch *w = b->w[i];
-        redislock_lock *l = w->l;
+        redislock_lock *l = b->w[i]->l;
         redislock_err e = err;
 
-        w->inflight--;
-        if (l == NULL) {
-            free(w);
+        if (!batch_take(b, i, whole, b->w[i]->n))
             continue;
-        }
-        if (!whole && w->gone == NULL) {
-            lwatch_send_one(w, w->n);
-            continue;
-        }
-        if (whole && e == REDISLOCK_OK)
+        if (e == REDISLOCK_OK)
             e = extend_outcome(l, e, rl__renew_answer(r, i));
-        e = guard_outcome(l, &b->gq, e, "extend");
-        rl__lock_renewed(l, e, b->sent_us);
-        lwatch_next(w, rl__watch_after(l->watch, e, b->sent_us));
+        batch_answered(b, i, guard_outcome(l, &b->gq, e, "extend"));
     }
     free(b);
 }
 
-/* Sends the renewals of the k watches v (k > 1, one slot, node n) as one
- * request; 0 when it could not be sent. */
+/* Redlock's batch is answered: each lock's majority, from its answers;
+ * a server that refused the request as a whole (an error reply, such as
+ * an ACL's refusal of one key) sends each renewal again alone. */
+static void batch_round_done(round *rd)
+{
+    batch *b = rd->arg;
+    int whole = rl__renew_round_answered(&rd->r, b->n);
+    size_t i;
+
+    for (i = 0; i < b->n; i++) {
+        redislock_lock *l = b->w[i]->l;
+        rl__round one;
+        char ttl[24];
+        long long n = 0;
+
+        if (!batch_take(b, i, whole, NULL))
+            continue;
+        rl__renew_round_answer(&rd->r, i, &one);
+        snprintf(ttl, sizeof ttl, "%" PRId64, l->ttl_ms);
+        batch_answered(b, i,
+                       l->algo->round_owner(l, &rl__script_extend, ttl, &one,
+                                            b->sent_us, &n));
+    }
+    free(b);
+}
+
+/* Sends b's request q: to node n, with the client's guards, or, n NULL,
+ * to every server as a round, each given the shortest of its locks'
+ * server timeouts. */
+static redislock_err batch_out(rl__alock *al, node *n, batch *b, rl__request *q)
+{
+    int64_t timeout = INT64_MAX, t;
+    round *rd = NULL;
+    redislock_err err;
+    size_t i;
+
+    if (n != NULL) {
+        guard(b->w[0]->l, q, &b->gq, &b->acks);
+        return node_send(al, n, n->cmd, q->keys[0], q->klens[0], q, batch_done,
+                         b);
+    }
+    for (i = 0; i < b->n; i++) {
+        t = rl__client_server_timeout(al->c, b->w[i]->l->ttl_ms);
+        timeout = t < timeout ? t : timeout;
+    }
+    if ((err = round_send(al, NULL, q, NULL, timeout, batch_round_done, b,
+                          &rd)) == REDISLOCK_OK)
+        rd->raw = 1;
+    return err;
+}
+
+/* Sends the renewals of the k watches v (k > 1, one slot, node n; n
+ * NULL: Redlock's) as one request; 0 when it could not be sent. */
 static int batch_one(rl__alock *al, node *n, lwatch **v, size_t k, int64_t now)
 {
     batch *b = malloc(sizeof *b + k * sizeof *b->w);
@@ -1425,12 +1518,11 @@ static int batch_one(rl__alock *al, node *n, lwatch **v, size_t k, int64_t now)
     }
     free(ls);
     if (err == REDISLOCK_OK) {
+        memset(b, 0, sizeof *b);
         b->n = k;
         b->sent_us = now;
         memcpy(b->w, v, k * sizeof *v);
-        guard(v[0]->l, &rq.q, &b->gq, &b->acks);
-        err = node_send(al, n, n->cmd, rq.q.keys[0], rq.q.klens[0], &rq.q,
-                        batch_done, b);
+        err = batch_out(al, n, b, &rq.q);
         rl__renew_free(&rq);
     }
     if (err != REDISLOCK_OK) {
@@ -1444,9 +1536,10 @@ static int batch_one(rl__alock *al, node *n, lwatch **v, size_t k, int64_t now)
     return 1;
 }
 
-/* Sends w's renewal (due, its node n, its connection ready) with those
- * that go with it: a request per slot, RL_RENEW_BATCH at most in each;
- * one that goes alone, or whose request could not be sent, as before. */
+/* Sends w's renewal (due; its node n, its connection ready, or n NULL:
+ * Redlock's, to every server) with those that go with it: a request per
+ * slot, RL_RENEW_BATCH at most in each; one that goes alone, or whose
+ * request could not be sent, as before. */
 static void batch_send(lwatch *w, node *n)
 {
     rl__alock *al = w->al;
@@ -1455,7 +1548,7 @@ static void batch_send(lwatch *w, node *n)
     size_t k, i, j, end;
 
     if (!batch_gather(w, now, &v, &k)) {
-        lwatch_send_one(w, n);
+        send_alone(w, n);
         return;
     }
     for (i = 1; i < k; i++)
@@ -1470,7 +1563,7 @@ static void batch_send(lwatch *w, node *n)
         if (end - i > 1 && batch_one(al, n, v + i, end - i, now))
             continue;
         for (j = i; j < end; j++)
-            lwatch_send_one(v[j], n);
+            send_alone(v[j], n);
     }
     free(v);
 }
@@ -1514,7 +1607,6 @@ static void lwatch_fire(rl__loop_timer *lt)
     lwatch *w = (lwatch *)lt;
     redislock_lock *l = w->l;
     rl__owner_args a;
-    rl__request q;
     rl__renew_step step = rl__watch_before(l->watch);
     node *n = NULL;
     redislock_err err;
@@ -1538,21 +1630,39 @@ static void lwatch_fire(rl__loop_timer *lt)
         lwatch_next(w, rl__watch_after(l->watch, err, w->sent_us));
         return;
     }
-    /* Redlock's round, or a set's groups: one lock's renewal each. */
-    q = extend_req(l, &a);
-    w->sent_us = rl__now_us();
-    if (l->algo->groups) {
-        if ((err = rl__agroup_owner(&w->al->gio, l, &rl__script_extend, a.ttl,
-                                    lwatch_group_done, w, &w->grp)) ==
-            REDISLOCK_OK)
-            return;
-    } else if ((err =
-                    round_send(w->al, l, &q, NULL,
-                               rl__client_server_timeout(l->client, l->ttl_ms),
-                               lwatch_round_done, w, &w->rd)) == REDISLOCK_OK) {
+    if (!l->algo->groups) {
+        /* Redlock's: with the others due, to every server. */
+        if (rl__renew_batchable(l))
+            batch_send(w, NULL);
+        else
+            lwatch_send_round(w);
         return;
     }
+    /* A set's groups: one lock's renewal each. */
+    extend_req(l, &a);
+    w->sent_us = rl__now_us();
+    if ((err = rl__agroup_owner(&w->al->gio, l, &rl__script_extend, a.ttl,
+                                lwatch_group_done, w, &w->grp)) == REDISLOCK_OK)
+        return;
     /* Not sent (no connection): as a failed renewal. */
+    rl__lock_renewed(l, err, w->sent_us);
+    lwatch_next(w, rl__watch_after(l->watch, err, w->sent_us));
+}
+
+/* Sends Redlock watch w's renewal alone, a round of its own; or, not
+ * sent, counts it as failed. */
+static void lwatch_send_round(lwatch *w)
+{
+    redislock_lock *l = w->l;
+    rl__owner_args a;
+    rl__request q = extend_req(l, &a);
+    redislock_err err;
+
+    w->sent_us = rl__now_us();
+    if ((err = round_send(w->al, l, &q, NULL,
+                          rl__client_server_timeout(l->client, l->ttl_ms),
+                          lwatch_round_done, w, &w->rd)) == REDISLOCK_OK)
+        return;
     rl__lock_renewed(l, err, w->sent_us);
     lwatch_next(w, rl__watch_after(l->watch, err, w->sent_us));
 }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "conn.h"
 #include "error.h"
 
 /* The words of one lock in a renewal request: its key, then extend.lua's
@@ -82,4 +83,32 @@ int rl__renew_answered(const rl__reply *r, size_t n)
 const rl__reply *rl__renew_answer(const rl__reply *r, size_t i)
 {
     return r->element[i];
+}
+
+int rl__renew_round_answered(const rl__round *r, size_t n)
+{
+    size_t s;
+
+    for (s = 0; s < r->n; s++)
+        if (r->reply[s] != NULL && !rl__renew_answered(r->reply[s], n))
+            return 0;
+    return 1;
+}
+
+void rl__renew_round_answer(const rl__round *r, size_t i, rl__round *one)
+{
+    size_t s;
+
+    one->n = r->n;
+    for (s = 0; s < r->n; s++) {
+        rl__reply *a = r->reply[s] != NULL ? r->reply[s]->element[i] : NULL;
+
+        one->err[s] = r->err[s];
+        one->reply[s] = NULL;
+        /* An answer that is an error is that server's failure, as the
+         * round of an extend alone would have it. */
+        if (a != NULL &&
+            (one->err[s] = rl__reply_check(a, "extend")) == REDISLOCK_OK)
+            one->reply[s] = a;
+    }
 }

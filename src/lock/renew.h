@@ -10,6 +10,7 @@
 #include <stddef.h>
 
 #include "lock.h"
+#include "quorum.h"
 #include "request.h"
 
 /* The most locks one renewal request carries: 20,480 words, a few
@@ -44,5 +45,15 @@ int rl__renew_answered(const rl__reply *r, size_t n);
 /* What r's answer for its i-th lock says (as extend.lua's reply to an
  * extend of it). */
 const rl__reply *rl__renew_answer(const rl__reply *r, size_t i);
+
+/* Redlock's renewals by node: whether every server's reply in the
+ * round r of a renewal request of n locks answers each lock (a server
+ * that failed counts as it would for each lock alone). */
+int rl__renew_round_answered(const rl__round *r, size_t n);
+
+/* Lock i's answers in the round r (rl__renew_round_answered) as the
+ * round of its own extend would have them, into *one: it points into r's
+ * replies and is not freed. */
+void rl__renew_round_answer(const rl__round *r, size_t i, rl__round *one);
 
 #endif

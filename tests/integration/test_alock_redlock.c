@@ -304,6 +304,62 @@ void test_alock_redlock_watchdog(void)
     th_servers_stop(&sv);
 }
 
+/* The loop renews its Redlock locks by node: three watched locks go in
+ * one request to each server (a round of renew.lua). A server stopped
+ * holds the batch's round up to the 500 ms server timeout; one of the
+ * locks released while it is out, and the loop freed with it still out:
+ * the release ends cancelled, the round with the loop's connections,
+ * nothing is read after it is freed (the sanitizers'), no loss reported. */
+void test_alock_redlock_renew_batch_out(void)
+{
+    th_servers sv = th_servers_start(3);
+    redislock_client *c = redlock(&sv, 500);
+    redislock_acquire_options o = th_aopts(900, 0, 0);
+    redislock_lock *l[3];
+    ad_done dn[3];
+    ad_lost gl[3];
+    redislock_loop *lp;
+    void *h = d->open(c, &lp);
+    long long before;
+    int i;
+
+    memset(dn, 0, sizeof dn);
+    memset(gl, 0, sizeof gl);
+    o.watchdog = 1;
+    o.on_lost = ad_on_lost;
+    for (i = 0; i < 3; i++) {
+        char key[16];
+
+        snprintf(key, sizeof key, "alr:b%d", i);
+        l[i] = th_lock(c, key);
+        o.on_lost_arg = &gl[i];
+        ASSERT_OK(redislock_loop_acquire(lp, l[i], &o, ad_record, &dn[i]));
+    }
+    for (i = 0; i < 3; i++) {
+        ad_run_until(d, h, &dn[i].calls, 1, 3000);
+        ASSERT_ERR(dn[i].err, REDISLOCK_OK);
+    }
+    before = th_script_calls(sv.r[0]);
+    th_server_pause(sv.s[2]);
+    /* The renewals come due 300 ms in, together; their round waits for
+     * server 2 until 800 ms. */
+    ad_run_for(d, h, 450);
+    ASSERT_EQ_INT(th_script_calls(sv.r[0]) - before, 1);
+    ASSERT_KEY(sv.r[0], "alr:b1", redislock_token(l[1]));
+    ASSERT_KEY(sv.r[1], "alr:b1", redislock_token(l[1]));
+    ASSERT_OK(redislock_loop_release(lp, l[0], 0, ad_record, &dn[0]));
+    ad_run_for(d, h, 50);
+    d->close(h);
+    ASSERT_ERR(dn[0].err, REDISLOCK_ECANCELED);
+    th_server_resume(sv.s[2]);
+    for (i = 0; i < 3; i++) {
+        ASSERT_EQ_INT(gl[i].calls, 0);
+        redislock_lock_free(l[i]);
+    }
+    redislock_client_free(c);
+    th_servers_stop(&sv);
+}
+
 /* Behind a holder with a 10 s lease: a wait of 300 ms ends with
  * REDISLOCK_EHELD by then, a cancelled wait at once; a handle freed, and
  * a loop freed, with an attempt out end with REDISLOCK_ECANCELED, and the

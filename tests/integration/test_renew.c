@@ -121,6 +121,27 @@ static void all_held(held *h, int skip, int skip2)
     }
 }
 
+/* Once the renewals of locks taken at different times have come due
+ * together (after at most two rounds, alock.c), each of e's servers gets
+ * at most two renewal requests a period for five periods. */
+static void few_requests(th_servers *e)
+{
+    long long before[TH_SERVERS_MAX], calls;
+    int i, periods = 5;
+
+    th_sleep_ms(2 * PERIOD_MS + 100);
+    for (i = 0; i < e->n; i++)
+        before[i] = th_script_calls(e->r[i]);
+    th_sleep_ms(periods * PERIOD_MS);
+    for (i = 0; i < e->n; i++) {
+        calls = th_script_calls(e->r[i]) - before[i];
+        test_log("server %d: %lld renewal requests in %d periods", i, calls,
+                 periods);
+        ASSERT_GT(calls, 0);
+        ASSERT_LE(calls, 2 * periods);
+    }
+}
+
 /*
  * 3 servers, PER_SERVER watched locks on each (a sharded client): once
  * their renewals have come due together, each server gets at most two
@@ -132,24 +153,11 @@ void test_renew_by_node_few_requests(void)
     th_servers e = th_servers_start(3);
     redislock_client *c = NULL;
     held h;
-    long long before[3], calls;
-    int i, periods = 5;
+    int i;
 
     ASSERT_OK(redislock_client_new_sharded(&c, e.urls, 3, NULL));
     h = hold(c, "rn", 3 * PER_SERVER);
-    /* Two periods: the renewals of locks taken at different times come
-     * due together after at most two rounds (alock.c). */
-    th_sleep_ms(2 * PERIOD_MS + 100);
-    for (i = 0; i < 3; i++)
-        before[i] = th_script_calls(e.r[i]);
-    th_sleep_ms(periods * PERIOD_MS);
-    for (i = 0; i < 3; i++) {
-        calls = th_script_calls(e.r[i]) - before[i];
-        test_log("server %d: %lld renewal requests in %d periods", i, calls,
-                 periods);
-        ASSERT_GT(calls, 0);
-        ASSERT_LE(calls, 2 * periods);
-    }
+    few_requests(&e);
     all_held(&h, -1, -1);
     for (i = 0; i < h.n; i++) {
         ASSERT_OK(redislock_release(h.l[i]));
@@ -227,7 +235,7 @@ void test_renew_by_node_refused_goes_alone(void)
     h = hold(c, "rnr", 10);
     /* rnr:3 and its helper keys ("rnr:3{rnr:3}:rl-...") go out of reach. */
     cmd_ok(r, "ACL SETUSER rnu resetkeys ~rnr:0* ~rnr:1* ~rnr:2* ~rnr:4* "
-                 "~rnr:5* ~rnr:6* ~rnr:7* ~rnr:8* ~rnr:9*");
+              "~rnr:5* ~rnr:6* ~rnr:7* ~rnr:8* ~rnr:9*");
     until = th_now_ms() + 3 * TTL_MS;
     while (th_now_ms() < until) {
         all_held(&h, 3, -1);
@@ -259,8 +267,7 @@ void test_renew_by_node_cluster_slots(void)
     long long before = 0, calls = 0;
     int i, j, distinct = 0, periods = 5;
 
-    ASSERT_OK(redislock_client_new_cluster(&c, tc->seeds, (size_t)tc->n,
-                                           NULL));
+    ASSERT_OK(redislock_client_new_cluster(&c, tc->seeds, (size_t)tc->n, NULL));
     for (i = 0; i < 40; i++) {
         redislock_acquire_options o = watched(&g[i]);
 
@@ -306,4 +313,128 @@ void test_renew_by_node_cluster_slots(void)
     }
     redislock_client_free(c);
     th_cluster_stop(tc);
+}
+
+/* A Redlock client of user (NULL: the default) over e's servers. */
+static redislock_client *redlock_of(th_servers *e, const char *user)
+{
+    redislock_client *c = NULL;
+    char url[TH_SERVERS_MAX][128];
+    const char *urls[TH_SERVERS_MAX];
+    int i;
+
+    for (i = 0; i < e->n; i++) {
+        if (user != NULL)
+            snprintf(url[i], sizeof url[i], "redis://%s:pw@127.0.0.1:%d", user,
+                     e->s[i]->port);
+        else
+            snprintf(url[i], sizeof url[i], "%s", e->urls[i]);
+        urls[i] = url[i];
+    }
+    ASSERT_OK(redislock_client_new_redlock(&c, urls, (size_t)e->n, NULL));
+    return c;
+}
+
+/*
+ * Redlock renews by node too: 60 watched locks over 3 servers are renewed
+ * in one request to each server a period (renew.lua to every server, read
+ * lock by lock), where a round of 60 extends went before; with one server
+ * stopped, the other two keep every lease for three TTLs.
+ */
+void test_renew_redlock_by_node(void)
+{
+    th_servers e = th_servers_start(3);
+    redislock_client *c = redlock_of(&e, NULL);
+    held h = hold(c, "rrl", 60);
+    int i;
+    int64_t until;
+
+    few_requests(&e);
+    all_held(&h, -1, -1);
+    th_servers_kill(&e, 2);
+    until = th_now_ms() + 3 * TTL_MS;
+    while (th_now_ms() < until) {
+        all_held(&h, -1, -1);
+        th_sleep_ms(50);
+    }
+    for (i = 0; i < h.n; i++) {
+        ASSERT_KEY(e.r[0], h.key[i], redislock_token(h.l[i]));
+        ASSERT_OK(redislock_release(h.l[i]));
+        ASSERT_EQ_INT(th_cmd_int(e.r[0], "EXISTS %s", h.key[i]) +
+                          th_cmd_int(e.r[1], "EXISTS %s", h.key[i]),
+                      0);
+    }
+    unhold(&h);
+    redislock_client_free(c);
+    th_servers_stop(&e);
+}
+
+/*
+ * Each Redlock lock of a batch gets its own majority: of 10 locks renewed
+ * together, one taken over on two servers of three is reported lost
+ * (ELOST), one taken over on one server only is kept, as are the other 8.
+ */
+void test_renew_redlock_each_answer(void)
+{
+    th_servers e = th_servers_start(3);
+    redislock_client *c = redlock_of(&e, NULL);
+    held h = hold(c, "rra", 10);
+    redislock_err why = REDISLOCK_OK;
+    int64_t until;
+    long long before = th_script_calls(e.r[2]);
+
+    th_sleep_ms(2 * PERIOD_MS + 100);
+    ASSERT_LE(th_script_calls(e.r[2]) - before, 6);
+    cmd_ok(e.r[0], "SET %s other-owner PX 60000", h.key[5]);
+    cmd_ok(e.r[1], "SET %s other-owner PX 60000", h.key[5]);
+    cmd_ok(e.r[0], "SET %s other-owner PX 60000", h.key[7]);
+    until = th_now_ms() + 3 * PERIOD_MS + 1000;
+    while (lost_calls(&h.g[5], NULL) == 0 && th_now_ms() < until)
+        th_sleep_ms(20);
+    ASSERT_EQ_INT(lost_calls(&h.g[5], &why), 1);
+    ASSERT_EQ_INT(why, REDISLOCK_ELOST);
+    /* Two more periods: the others renewed on, lock 7 on two servers. */
+    th_sleep_ms(2 * PERIOD_MS + 100);
+    all_held(&h, 5, -1);
+    ASSERT_KEY(e.r[1], h.key[7], redislock_token(h.l[7]));
+    ASSERT_KEY(e.r[2], h.key[7], redislock_token(h.l[7]));
+    ASSERT_GT(th_pttl(e.r[2], h.key[7]), TTL_MS / 2);
+    ASSERT_KEY(e.r[0], h.key[7], "other-owner");
+    unhold(&h);
+    redislock_client_free(c);
+    th_servers_stop(&e);
+}
+
+/*
+ * A Redlock batch refused as a whole by a server goes lock by lock: the
+ * client's user loses the right to one of its 10 locks' keys on two
+ * servers of three, so every batch fails there; the other 9 are renewed
+ * alone and kept for three TTLs (a batch refused by two servers would
+ * lose them all), and the one is reported lost.
+ */
+void test_renew_redlock_refused_goes_alone(void)
+{
+    th_servers e = th_servers_start(3);
+    redislock_client *c;
+    held h;
+    int64_t until;
+    int i;
+
+    for (i = 0; i < 3; i++)
+        cmd_ok(e.r[i], "ACL SETUSER rru on >pw ~rrr:* &* +@all");
+    c = redlock_of(&e, "rru");
+    h = hold(c, "rrr", 10);
+    for (i = 0; i < 2; i++)
+        cmd_ok(e.r[i], "ACL SETUSER rru resetkeys ~rrr:0* ~rrr:1* ~rrr:2* "
+                       "~rrr:4* ~rrr:5* ~rrr:6* ~rrr:7* ~rrr:8* ~rrr:9*");
+    until = th_now_ms() + 3 * TTL_MS;
+    while (th_now_ms() < until) {
+        all_held(&h, 3, -1);
+        th_sleep_ms(50);
+    }
+    ASSERT_EQ_INT(lost_calls(&h.g[3], NULL), 1);
+    ASSERT_KEY(e.r[1], h.key[4], redislock_token(h.l[4]));
+    unhold(&h);
+    redislock_client_free(c);
+    th_servers_stop(&e);
 }
