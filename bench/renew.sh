@@ -1,7 +1,8 @@
 #!/bin/sh
 # Renewals by node (bench/renewscale.c): three private servers of its own,
 # unpinned, and one client sharded over them holding N watched locks
-# (first argument: 100000 at --scale 1). Used by bench/run.sh; its last
+# (first argument: 100000 at --scale 1), or with a second argument
+# "redlock" a Redlock client of the three. Used by bench/run.sh; its last
 # line is machine-readable.
 set -eu
 
@@ -11,6 +12,7 @@ build=${BUILD:-build}
 server=${REDIS_SERVER:-redis-server}
 cli=${REDIS_CLI:-redis-cli}
 n=${1:-100000}
+mode=${2:-}
 dir=$(mktemp -d /tmp/rlrenew.XXXXXX)
 pids=
 cleanup() {
@@ -42,4 +44,4 @@ cc -std=c11 -O2 -Wall -Wextra -I"$root/include" \
     "$here/renewscale.c" "$build/src/libredislock.a" \
     $(pkg-config --libs hiredis libevent) -lpthread
 # shellcheck disable=SC2086  # socket and pid pairs, one word each
-"$dir/renewscale" "$n" $args
+"$dir/renewscale" "$n" $args $mode

@@ -1,14 +1,16 @@
 /*
- * renewscale N SOCK1 PID1 SOCK2 PID2 SOCK3 PID3: renewals by node (issue
- * 38, item 5). One client sharded over the three servers holds N locks
- * with the watchdog on, taken and renewed on a libevent loop (as a
+ * renewscale N SOCK1 PID1 SOCK2 PID2 SOCK3 PID3 [redlock]: renewals by
+ * node (issue 38, item 5). One client sharded over the three servers (or,
+ * with "redlock", a Redlock client of the three: every lock on each)
+ * holds N locks with the watchdog on, taken and renewed on a libevent loop (as a
  * service holding that many would: a blocking call's watched lock has an
  * eventfd of its own). Once their renewals have come due together, it counts each
  * server's script requests over three renewal periods (INFO
  * commandstats: while the locks are held, the renewals are the only
  * scripts sent); then it stops the third server (SIGSTOP) for a TTL and
  * a period, and counts the locks on the other two that were lost
- * meanwhile. Prints the targets with PASS or MISS, and ends with a
+ * meanwhile (for Redlock: every lock, whose majority is the other two).
+ * Prints the targets with PASS or MISS, and ends with a
  * machine-readable line.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -112,10 +114,13 @@ int main(int argc, char **argv)
     long long before[3], per[3], us0[3], us, calls, all = 0, all_us = 0,
         worst = 0;
     int64_t t0, stop_ms;
+    int redlock = argc == 9 && strcmp(argv[8], "redlock") == 0;
+    const char *kind = redlock ? "Redlock" : "sharded";
+    const char *tag = redlock ? "redlock_" : "";
 
-    if (argc != 8 || (n = atoi(argv[1])) <= 0) {
+    if ((argc != 8 && !redlock) || (n = atoi(argv[1])) <= 0) {
         fprintf(stderr, "usage: renewscale N SOCK1 PID1 SOCK2 PID2 SOCK3 "
-                        "PID3\n");
+                        "PID3 [redlock]\n");
         return 2;
     }
     for (i = 0; i < 3; i++) {
@@ -129,7 +134,9 @@ int main(int argc, char **argv)
         }
     }
     if (base == NULL ||
-        redislock_client_new_sharded(&c, urls, 3, NULL) != REDISLOCK_OK ||
+        (redlock ? redislock_client_new_redlock(&c, urls, 3, NULL)
+                 : redislock_client_new_sharded(&c, urls, 3, NULL)) !=
+            REDISLOCK_OK ||
         redislock_libevent_new(&a, c, base) != REDISLOCK_OK)
         die("client");
     l = calloc((size_t)n, sizeof *l);
@@ -139,7 +146,8 @@ int main(int argc, char **argv)
     o.ttl_ms = TTL_MS;
     o.watchdog = 1;
     t0 = now_ms();
-    /* Taken 1000 at a time: a loop with every acquire of 10^5 out at once
+    /* Taken 1000 at a time (Redlock's 100: its rounds wait a tenth of the
+     * TTL for each server): a loop with every acquire of 10^5 out at once
      * meets its command timeout before it has written them all. */
     for (i = 0; i < n; i++) {
         snprintf(key, sizeof key, "renewscale:%d", i);
@@ -147,7 +155,8 @@ int main(int argc, char **argv)
             redislock_loop_acquire(redislock_libevent_loop(a), l[i], &o,
                                    taken, done) != REDISLOCK_OK)
             die("acquire");
-        while (done[0] + done[1] + 1000 <= i + 1 && done[1] == 0)
+        while (done[0] + done[1] + (redlock ? 100 : 1000) <= i + 1 &&
+               done[1] == 0)
             event_base_loop(base, EVLOOP_ONCE);
     }
     while (done[0] + done[1] < n && now_ms() - t0 < 300000)
@@ -157,11 +166,14 @@ int main(int argc, char **argv)
                 done[1]);
         return 1;
     }
-    printf("renewscale: %d watched locks of %d ms over 3 servers, taken in "
-           "%lld ms\n",
-           n, TTL_MS, (long long)(now_ms() - t0));
-    /* Which server holds each key: pipelined EXISTS. */
-    for (j = 0; j < 3; j++) {
+    printf("renewscale: %d watched locks of %d ms over 3 servers (%s), "
+           "taken in %lld ms\n",
+           n, TTL_MS, kind, (long long)(now_ms() - t0));
+    /* Which server holds each key: pipelined EXISTS (Redlock: all, and
+     * the first two are the majority kept). */
+    if (redlock)
+        memset(where, 1, (size_t)n);
+    for (j = 0; j < 3 && !redlock; j++) {
         for (i = 0; i < n; i++)
             redisAppendCommand(ctl[j], "EXISTS renewscale:%d", i);
         for (i = 0; i < n; i++) {
@@ -212,9 +224,10 @@ int main(int argc, char **argv)
            "other two lost; %d of %d on the stopped one\n",
            (long long)stop_ms, lost_kept, on_kept, lost_stopped,
            n - on_kept);
-    printf("  renewal requests per period per server with %d locks <= %d: "
-           "%lld %s\n",
-           n, MAX_PER_PERIOD, worst, worst <= MAX_PER_PERIOD ? "PASS" : "MISS");
+    printf("  renewal requests per period per server with %d locks (%s) "
+           "<= %d: %lld %s\n",
+           n, kind, MAX_PER_PERIOD, worst,
+           worst <= MAX_PER_PERIOD ? "PASS" : "MISS");
     printf("  no loss on two servers while the third is stopped: %d lost "
            "%s\n",
            lost_kept, lost_kept == 0 ? "PASS" : "MISS");
@@ -227,7 +240,8 @@ int main(int argc, char **argv)
         redisFree(ctl[j]);
     free(l);
     free(where);
-    printf("renew_locks=%d renew_per_period_max=%lld renew_lost_kept=%d\n", n,
-           worst, lost_kept);
+    printf("renew_%slocks=%d renew_%sper_period_max=%lld "
+           "renew_%slost_kept=%d\n",
+           tag, n, tag, worst, tag, lost_kept);
     return 0;
 }

@@ -134,6 +134,13 @@ renew_n=$(awk -v s="$scale" 'BEGIN { n = int(100000 * s); print n < 1000 ? 1000 
 renew=$(REDIS_SERVER=$server REDIS_CLI=$cli BUILD=$build bench/renew.sh \
     "$renew_n") || die "the renewal benchmark failed: $renew"
 printf '\n%s\n' "$renew"
+# The same for a Redlock client of three servers, every lock on each: a
+# third as many locks, as many on each server as the sharded run had
+# (33,333 at --scale 1, 1000 at the least).
+renew_n=$(awk -v n="$renew_n" 'BEGIN { n = int(n / 3); print n < 1000 ? 1000 : n }')
+renew=$(REDIS_SERVER=$server REDIS_CLI=$cli BUILD=$build bench/renew.sh \
+    "$renew_n" redlock) || die "the Redlock renewal benchmark failed: $renew"
+printf '\n%s\n' "$renew"
 
 # The CLI's cost against flock(1) (bench/runcost.c, issue 37): N runs of
 # each of `redislock run -u URL KEY -- true` and `flock FILE true`, in
