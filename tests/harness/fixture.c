@@ -132,6 +132,22 @@ long long th_listening(redisContext *c, const char *pattern)
     return n;
 }
 
+int th_clients_flagged(redisContext *c, char flag)
+{
+    redisReply *rep = th_cmd(c, "CLIENT LIST");
+    const char *p = rep->str;
+    int n = 0;
+
+    ASSERT(rep->type == REDIS_REPLY_STRING);
+    while ((p = strstr(p, " flags=")) != NULL) {
+        p += 7;
+        while (*p != ' ' && *p != '\0')
+            n += *p++ == flag;
+    }
+    freeReplyObject(rep);
+    return n;
+}
+
 int th_tracked_scripts(redisContext *c)
 {
     redisReply *rep = th_cmd(c, "CLIENT LIST");
@@ -425,6 +441,19 @@ void th_servers_kill(th_servers *e, int i)
     redisFree(e->r[i]);
     e->r[i] = NULL;
     th_server_kill(e->s[i]);
+}
+
+int th_servers_holding(th_servers *e, const char *key, const char *value)
+{
+    int i, n = 0;
+
+    for (i = 0; i < e->n; i++) {
+        char *v = th_cmd_str(e->r[i], NULL, "GET %s", key);
+
+        n += v != NULL && strcmp(v, value) == 0;
+        free(v);
+    }
+    return n;
 }
 
 void th_servers_stop(th_servers *e)

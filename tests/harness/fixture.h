@@ -67,6 +67,10 @@ void th_servers_kill(th_servers *e, int i);
 
 void th_servers_stop(th_servers *e);
 
+/* How many of e's servers have key with value (a plain lock's token: a
+ * Redlock lock's majority). */
+int th_servers_holding(th_servers *e, const char *key, const char *value);
+
 #define th_pttl(c, key) th_cmd_int(c, "PTTL %s", key)
 
 /* The number of keys that are not the library's helper keys (wake lists,
@@ -125,6 +129,10 @@ long long th_listening(redisContext *c, const char *pattern);
 /* Clients with CLIENT LIST flag t (tracking on) whose last command was a
  * script: waiters or observers whose tracked read has run. */
 int th_tracked_scripts(redisContext *c);
+
+/* Clients whose CLIENT LIST flags hold flag (P a subscriber, t tracking
+ * on). */
+int th_clients_flagged(redisContext *c, char flag);
 
 /* The scripts loaded into the server so far: FUNCTION LOAD and SCRIPT
  * LOAD calls (INFO commandstats). */

@@ -25,20 +25,6 @@
 /* Every test here runs on the tests' poll() loop. */
 static const driver *const d = &adapter_poll;
 
-/* How many of the servers hold key with token (a plain lock's value). */
-static int holding(th_servers *sv, const char *key, const char *token)
-{
-    int i, n = 0;
-
-    for (i = 0; i < sv->n; i++) {
-        char *v = th_cmd_str(sv->r[i], NULL, "GET %s", key);
-
-        n += v != NULL && strcmp(v, token) == 0;
-        free(v);
-    }
-    return n;
-}
-
 /* Turns the loop until none of the first n servers has key, within ms. */
 static void run_until_gone(void *h, th_servers *sv, int n, const char *key,
                            int64_t ms)
@@ -93,14 +79,14 @@ static void crowd_acquired(redislock_lock *l, redislock_err err, void *arg)
     ASSERT_ERR(err, REDISLOCK_OK);
     ASSERT(redislock_valid_ms(l) > 0);
     if (i < CONTENDERS) {
-        ASSERT_LE(2, holding(c->sv, "alr:k", redislock_token(l)));
+        ASSERT_LE(2, th_servers_holding(c->sv, "alr:k", redislock_token(l)));
     } else {
         size_t len;
         const char *key = redislock_key(l, &len);
         char k[32];
 
         snprintf(k, sizeof k, "%.*s", (int)len, key);
-        ASSERT_EQ_INT(holding(c->sv, k, redislock_token(l)), 3);
+        ASSERT_EQ_INT(th_servers_holding(c->sv, k, redislock_token(l)), 3);
     }
     c->acquired++;
     ASSERT_OK(redislock_loop_release(c->lp, l, 0, crowd_released, c));
@@ -175,7 +161,8 @@ void test_alock_redlock_contended(void)
     ASSERT_OK(redislock_loop_release(cr.lp, cr.l[0], 0, ad_record, &di));
     ad_run_until(d, h, &di.calls, 4, 3000);
     ASSERT_ERR(di.err, REDISLOCK_OK);
-    ASSERT_EQ_INT(holding(&sv, "alr:k", redislock_token(cr.l[0])), 0);
+    ASSERT_EQ_INT(th_servers_holding(&sv, "alr:k", redislock_token(cr.l[0])),
+                  0);
     d->close(h);
     for (i = 0; i < CONTENDERS + KEYS; i++)
         redislock_lock_free(cr.l[i]);
@@ -283,7 +270,7 @@ void test_alock_redlock_watchdog(void)
         freeReplyObject(th_cmd(sv.r[i], "SET alr:wx intruder PX 60000"));
     }
     ad_run_for(d, h, 1800);
-    ASSERT_EQ_INT(holding(&sv, "alr:w", redislock_token(l)), 3);
+    ASSERT_EQ_INT(th_servers_holding(&sv, "alr:w", redislock_token(l)), 3);
     ASSERT(redislock_valid_ms(l) > 0);
     ASSERT_OK(redislock_check(l));
     ASSERT_EQ_INT(gl.calls, 0);
@@ -295,7 +282,7 @@ void test_alock_redlock_watchdog(void)
     ad_run_until(d, h, &dn.calls, 1, 3000);
     ASSERT_ERR(dn.err, REDISLOCK_OK);
     ad_run_for(d, h, 700);
-    ASSERT_EQ_INT(holding(&sv, "alr:w", redislock_token(l)), 0);
+    ASSERT_EQ_INT(th_servers_holding(&sv, "alr:w", redislock_token(l)), 0);
     ASSERT_EQ_INT(gl.calls, 0);
     d->close(h);
     redislock_lock_free(l);
@@ -409,7 +396,7 @@ void test_alock_redlock_cancel(void)
     ASSERT_ERR(dn[3].err, REDISLOCK_ECANCELED);
     for (i = 0; i < 3; i++)
         ASSERT(th_wait_key_gone(sv.r[i], "alr:g", 5, 3000));
-    ASSERT_EQ_INT(holding(&sv, "alr:c", redislock_token(holder)), 3);
+    ASSERT_EQ_INT(th_servers_holding(&sv, "alr:c", redislock_token(holder)), 3);
     ASSERT_OK(redislock_release(holder));
     for (i = 0; i < 4; i++)
         redislock_lock_free(l[i]);

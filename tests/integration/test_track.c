@@ -34,31 +34,14 @@
 
 typedef th_env env;
 
-/* Clients whose CLIENT LIST flags hold flag. */
-static int flagged(redisContext *r, char flag)
-{
-    redisReply *rep = th_cmd(r, "CLIENT LIST");
-    const char *p = rep->str;
-    int n = 0;
-
-    ASSERT(rep->type == REDIS_REPLY_STRING);
-    while ((p = strstr(p, " flags=")) != NULL) {
-        p += 7;
-        while (*p != ' ' && *p != '\0')
-            n += *p++ == flag;
-    }
-    freeReplyObject(rep);
-    return n;
-}
-
-/* Until flagged(r, flag) is n, at most SETUP_MS. */
+/* Until th_clients_flagged(r, flag) is n, at most SETUP_MS. */
 static void wait_flagged(redisContext *r, char flag, int n)
 {
     int64_t deadline = th_now_ms() + SETUP_MS;
 
-    while (flagged(r, flag) != n && th_now_ms() < deadline)
+    while (th_clients_flagged(r, flag) != n && th_now_ms() < deadline)
         th_sleep_ms(5);
-    ASSERT_EQ_INT(flagged(r, flag), n);
+    ASSERT_EQ_INT(th_clients_flagged(r, flag), n);
 }
 
 /* An acquire and release of another key: the scripts are loaded after
@@ -223,7 +206,7 @@ void test_track_refused_polls(void)
     c1 = th_script_calls(e.r);
     test_log("tracking refused: %lld attempts in %d ms", c1 - c0, QUIET_MS);
     ASSERT_GE(c1 - c0, 5);
-    ASSERT_EQ_INT(flagged(e.r, 't'), 0);
+    ASSERT_EQ_INT(th_clients_flagged(e.r, 't'), 0);
     release_reaches(&e, "tk:r", &w);
     redislock_client_free(c);
     th_env_stop(&e);
