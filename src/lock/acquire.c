@@ -197,8 +197,10 @@ static int64_t next_pause(redislock_lock *l, const rl__acq *a, int attempt_no,
         d = o->retry_fn(o->retry_arg, attempt_no, l->holder_ttl);
         if (d < 0)
             return -1;
-    } else if (a->strategy || !l->algo->wakes) {
-        /* Without wake-ups (Redlock) waiters retry after a random pause. */
+    } else if (a->strategy || (!l->algo->wakes && !a->tracked)) {
+        /* Without wake-ups (Redlock) waiters retry after a random pause,
+         * unless the servers tell them of the key's change (a round's
+         * tracked reads). */
         d = rl__jitter(
             rl__retry_delay((int)o->retry, a->delay_ms, a->cap_ms, attempt_no),
             rl__jitter_rand());

@@ -16,6 +16,7 @@
 #include "error.h"
 #include "keyed.h"
 #include "keys.h"
+#include "rand.h"
 #include "renew.h"
 #include "reply.h"
 #include "topology.h"
@@ -115,7 +116,11 @@ struct rl__aop {
     int trk_pause;
     int trk_missed;
     int resent; /* its attempt was sent again (rl__request.resent) */
-    rl__try t;  /* its attempt out as a round: what it asked */
+    /* Redlock's: its waits on each server's notices (rtrack), made when
+     * it first pauses behind a holder; nrt of them. */
+    struct rtrack *rtw;
+    size_t nrt;
+    rl__try t; /* its attempt out as a round: what it asked */
     /* A fair waiter's messages heard while it was not paused, in order:
      * read at its next pause, as a blocked waiter reads them at its next
      * listen (a hand-off is judged against its place then). */
@@ -155,6 +160,8 @@ struct rl__lwatch {
     void *gone_arg;
     lwatch *prev, *next; /* the loop's */
 };
+
+static void round_track_leave(aop *op);
 
 struct rl__alock {
     redislock_client *c;
@@ -211,6 +218,9 @@ struct round {
     round_fn done; /* NULL once decided, or dropped */
     void *arg;
     int raw; /* error replies kept as replies (a batch reads them) */
+    /* A request was sent again (rl__request.resent): the round's flag,
+     * since the round outlives its caller (an attempt's operation). */
+    int resent;
     rl__alock_round_cb out; /* rl__alock_round's caller, through round_out */
     rslot slot[RL_MAX_QUORUM];
 };
@@ -401,7 +411,11 @@ static void round_decide(round *rd)
 
     rd->done = NULL;
     rl__loop_disarm(rd->al->lp, &rd->timer);
+    /* Kept while done runs: a connection it closes (a tracker's) ends a
+     * request of the round still out. */
+    rd->pending++;
     done(rd);
+    rd->pending--;
     rl__round_free(&rd->r);
     round_free_if_idle(rd);
 }
@@ -473,11 +487,19 @@ static round *round_new(void)
     return rd;
 }
 
-/* Sends q to server i of rd; or, when making its keys failed (keyed,
+/* The connection a round's request goes on at server i (node n), where
+ * it is not n's request connection: an attempt's tracked read. */
+typedef struct round_via {
+    rl__aconn *(*conn)(void *arg, size_t i, node *n);
+    void *arg;
+} round_via;
+
+/* Sends q to server i of rd, on via's connection (via NULL: the
+ * node's request connection); or, when making its keys failed (keyed,
  * why its detail), fails there as every server does. */
 static redislock_err round_one(rl__alock *al, round *rd, size_t i,
-                               const rl__request *q, redislock_err keyed,
-                               const char *why)
+                               const rl__request *q, const round_via *via,
+                               redislock_err keyed, const char *why)
 {
     node *n = NULL;
     redislock_err err;
@@ -488,18 +510,21 @@ static redislock_err round_one(rl__alock *al, round *rd, size_t i,
         return err;
     if (keyed != REDISLOCK_OK)
         return rl__err(keyed, "%s", why);
-    return rl__request_send_async(n->cmd, q, round_reply, &rd->slot[i]);
+    return rl__request_send_async(via != NULL ? via->conn(via->arg, i, n)
+                                              : n->cmd,
+                                  q, round_reply, &rd->slot[i]);
 }
 
 /* Sends q (req: the request whose void key it takes, or NULL) for l to
  * every server of the client, or with l NULL q as it is (its keys
- * given), each answered within timeout_ms; done gets the round on the
- * loop, never from here. A server that cannot be sent to fails in the
- * round. */
-static redislock_err round_send(rl__alock *al, redislock_lock *l,
-                                rl__request *q, const char *req,
-                                int64_t timeout_ms, round_fn done, void *arg,
-                                round **out)
+ * given), each answered within timeout_ms, on via's connections (NULL:
+ * the nodes' request connections); done gets the round on the loop,
+ * never from here. A server that cannot be sent to fails in the round. */
+static redislock_err round_send_via(rl__alock *al, redislock_lock *l,
+                                    rl__request *q, const char *req,
+                                    int64_t timeout_ms, round_fn done,
+                                    void *arg, round **out,
+                                    const round_via *via)
 {
     rl__topo *topo = rl__client_topo(al->c);
     round *rd = round_new();
@@ -526,9 +551,12 @@ static redislock_err round_send(rl__alock *al, redislock_lock *l,
     /* The same request goes to every server: l's keys are made once. */
     if (l != NULL && (kerr = rl__lock_keyed(l, req, q, &sent, &ks)) != 0)
         snprintf(why, sizeof why, "%s", redislock_errdetail());
+    if (q->resent != NULL)
+        sent.resent = &rd->resent;
     for (i = 0; i < rd->r.n; i++) {
         rd->slot[i] = (rslot){rd, i};
-        if ((err = round_one(al, rd, i, &sent, kerr, why)) == REDISLOCK_OK) {
+        if ((err = round_one(al, rd, i, &sent, via, kerr, why)) ==
+            REDISLOCK_OK) {
             rd->pending++;
             rd->left++;
         } else {
@@ -542,6 +570,14 @@ static redislock_err round_send(rl__alock *al, redislock_lock *l,
         rl__loop_arm(al->lp, &rd->timer, rl__now_us());
     *out = rd;
     return REDISLOCK_OK;
+}
+
+static redislock_err round_send(rl__alock *al, redislock_lock *l,
+                                rl__request *q, const char *req,
+                                int64_t timeout_ms, round_fn done, void *arg,
+                                round **out)
+{
+    return round_send_via(al, l, q, req, timeout_ms, done, arg, out, NULL);
 }
 
 /* A round of rl__alock_round's is decided. */
@@ -1176,8 +1212,11 @@ static void complete(aop *op, redislock_err err)
     blocker_leave(op);
     rl__track_leave(&op->tw);
     op->inflight--;
+    /* Its round dropped before its trackers go: the connections they
+     * close may have the round's requests out. */
     round_drop(op->rd);
     op->rd = NULL;
+    round_track_leave(op);
     rl__agroup_drop(op->grp);
     op->grp = NULL;
     rl__loop_disarm(al->lp, &op->timer);
@@ -2123,6 +2162,187 @@ static void track_changed(rl__track_wait *w)
 }
 
 /*
+ * A Redlock waiter behind a holder: each release deletes the key on
+ * every server and wakes nobody, so rather than try again after a random
+ * pause it waits on every server's notices of the key (track.h): its
+ * attempt's read goes tracked on each server (round_track_via), and once
+ * a round every server answered is refused with each refusing server's
+ * read tracked, it pauses until the key changes on one of the servers
+ * that refused it, or the holder's lease ends. Its own grants and their
+ * undoing change the key on the others: their notices are not waited
+ * for. The next attempt goes after a random pause of up to
+ * RL_TRACKED_JITTER_MS, so that the waiters a release wakes together do
+ * not split the servers' votes again and again (the algorithm's random
+ * retry, shortened). A round that was not all answered, or whose reads
+ * were not all tracked (a server without tracking, a script loaded
+ * first), pauses as before.
+ */
+#define RL_TRACKED_JITTER_MS 5
+
+typedef struct rtrack {
+    rl__track_wait w; /* first: the tracker hands it back */
+    aop *op;
+    int sent;  /* the last attempt's read here was tracked */
+    int watch; /* this server refused the last attempt */
+} rtrack;
+
+/* Whether op may wait on the servers' notices: a Redlock waiter without
+ * a way of pausing of the caller's. */
+static int round_trackable(const aop *op)
+{
+    return op->l->algo->every && !op->a.strategy && op->o.retry_fn == NULL &&
+           !op->a.blind;
+}
+
+/* Whether every server's notices are ready for op's reads. */
+static int round_track_ready(const aop *op)
+{
+    size_t i;
+
+    for (i = 0; i < op->nrt; i++)
+        if (op->rtw[i].w.t == NULL || !rl__track_ready(op->rtw[i].w.t))
+            return 0;
+    return 1;
+}
+
+/* Random, up to RL_TRACKED_JITTER_MS. */
+static int64_t round_track_jitter(void)
+{
+    return (int64_t)(rl__jitter_rand() % (RL_TRACKED_JITTER_MS + 1));
+}
+
+static void round_track_jitter_over(rl__loop_timer *lt)
+{
+    resume((aop *)lt, RL_WAIT_WOKEN);
+}
+
+/* Server x's key changed, or may have, or its notices became ready. */
+static void round_track_changed(rl__track_wait *w)
+{
+    rtrack *x = (rtrack *)w;
+    aop *op = x->op;
+
+    if (op->paused && op->trk_pause) {
+        if (!x->watch)
+            return;
+        /* Where the holder refused it: try again shortly. */
+        op->trk_pause = 0;
+        op->timer.fire = round_track_jitter_over;
+        if (rl__loop_arm(op->al->lp, &op->timer,
+                         rl__now_us() + round_track_jitter() * 1000) !=
+            REDISLOCK_OK)
+            resume(op, RL_WAIT_WOKEN);
+        return;
+    }
+    if (op->paused) {
+        /* A poll's pause: once every server's notices are ready, the
+         * next attempt goes now, tracked. */
+        if (!op->a.tracked && op->timer.fire == pause_over &&
+            round_track_ready(op))
+            resume(op, RL_WAIT_WOKEN);
+        return;
+    }
+    /* Its attempt is out: its next pause is a short one. */
+    if (x->watch)
+        op->trk_missed = 1;
+}
+
+/* op joins every server's notices of its key; 0 if it cannot. */
+static int round_track_join(aop *op)
+{
+    rl__alock *al = op->al;
+    rl__topo *topo = rl__client_topo(al->c);
+    node *n = NULL;
+    size_t i;
+
+    if (op->rtw != NULL)
+        return 1;
+    if ((op->rtw = calloc(topo->npools, sizeof *op->rtw)) == NULL)
+        return 0;
+    op->nrt = topo->npools;
+    for (i = 0; i < op->nrt; i++) {
+        rtrack *x = &op->rtw[i];
+
+        x->op = op;
+        x->w.key = op->l->key;
+        x->w.keylen = op->l->keylen;
+        x->w.changed = round_track_changed;
+        if (node_at(al, rl__topo_each(topo, i), &n) == REDISLOCK_OK &&
+            (n->trk != NULL ||
+             rl__track_new(al->lp, &n->pool->cfg, &n->trk) == REDISLOCK_OK))
+            rl__track_join(n->trk, &x->w);
+    }
+    return 1;
+}
+
+static void round_track_leave(aop *op)
+{
+    size_t i;
+
+    for (i = 0; i < op->nrt; i++)
+        rl__track_leave(&op->rtw[i].w);
+    free(op->rtw);
+    op->rtw = NULL;
+    op->nrt = 0;
+}
+
+/* The connection of op's attempt at server i (node n): tracked where the
+ * server's notices are ready. */
+static rl__aconn *round_track_via(void *arg, size_t i, node *n)
+{
+    aop *op = arg;
+    rtrack *x = &op->rtw[i];
+    rl__aconn *c = n->cmd;
+
+    x->sent = x->w.t != NULL && x->w.t == n->trk && rl__track_ready(n->trk) &&
+              rl__track_conn(n->trk, &c) == REDISLOCK_OK;
+    return x->sent ? c : n->cmd;
+}
+
+/* op's attempt round r was refused (err): whether its pause may wait on
+ * the notices (a.tracked), and which servers' notices end it. */
+static void round_track_outcome(aop *op, const rl__round *r, redislock_err err)
+{
+    redislock_err oc[RL_MAX_QUORUM];
+    size_t i, n = redislock_outcomes(op->l, oc, RL_MAX_QUORUM);
+    int tracked = err == REDISLOCK_EHELD && n == op->nrt && !op->resent;
+
+    for (i = 0; i < op->nrt; i++) {
+        op->rtw[i].watch = i < n && oc[i] == REDISLOCK_EHELD;
+        if (r->reply[i] == NULL || (op->rtw[i].watch && !op->rtw[i].sent))
+            tracked = 0;
+    }
+    op->a.tracked = tracked;
+}
+
+/* A Redlock waiter's pause (track_pause's): 1 when it waits on the
+ * notices; 0 for an ordinary one of *pause_ms, shortened to a random few
+ * milliseconds where a notice came while the attempt was out, or where
+ * the notices have just become ready for its next attempt. */
+static int round_track_pause(aop *op, int64_t *pause_ms)
+{
+    if (!round_trackable(op) || !round_track_join(op))
+        return 0;
+    if (!op->a.tracked) {
+        if (round_track_ready(op) && !op->resent)
+            *pause_ms = round_track_jitter();
+        return 0;
+    }
+    if (op->trk_missed || *pause_ms <= 0) {
+        op->trk_missed = 0;
+        *pause_ms = round_track_jitter();
+        return 0;
+    }
+    op->timer.fire = pause_over;
+    if (rl__loop_arm(op->al->lp, &op->timer, rl__now_us() + *pause_ms * 1000) !=
+        REDISLOCK_OK)
+        return 0;
+    op->paused = 1;
+    op->trk_pause = 1;
+    return 1;
+}
+
+/*
  * A pause behind a holder whose release wakes nobody. After an attempt
  * whose read was tracked, the notice of the key's change ends it (or the
  * holder's lease, the pause rl__acq_after_attempt chose); one that came
@@ -2138,6 +2358,8 @@ static int track_pause(aop *op, int64_t *pause_ms)
     redislock_lock *l = op->l;
     node *n = NULL;
 
+    if (l->algo->every)
+        return round_track_pause(op, pause_ms);
     if (!trackable(op) || node_at(al, wait_pool(al, l), &n) != REDISLOCK_OK ||
         (n->trk == NULL &&
          rl__track_new(al->lp, &n->pool->cfg, &n->trk) != REDISLOCK_OK)) {
@@ -2324,9 +2546,12 @@ static void attempt_round_done(round *rd)
     redislock_err err;
 
     op->rd = NULL;
+    op->resent = rd->resent;
     err = l->algo->round_attempt(l, &op->t, &rd->r, op->sent_us, &undo);
     if (undo)
         undo_send(op->al, l, &op->t);
+    if (op->rtw != NULL && err != REDISLOCK_OK)
+        round_track_outcome(op, &rd->r, err);
     if (rl__acq_after_attempt(l, &op->a, &err, &pause) == RL_NEXT_DONE)
         acquire_done(op, err);
     else
@@ -2339,15 +2564,21 @@ static redislock_err send_round_attempt(aop *op, const rl__try *t)
     redislock_lock *l = op->l;
     rl__attempt_req req;
     redislock_err err = l->algo->attempt_prepare(l, t, &req);
+    round_via via = {round_track_via, op};
 
     if (err != REDISLOCK_OK)
         return err;
     op->t = *t;
     op->script = req.q.s;
     op->sent_us = rl__now_us();
-    return round_send(op->al, l, &req.q, t->req,
-                      rl__client_server_timeout(l->client, t->ttl_ms),
-                      attempt_round_done, op, &op->rd);
+    /* A script sent again after its load was read untracked: the round
+     * says so (round_send_via points the flag at its own). */
+    op->resent = 0;
+    req.q.resent = &op->resent;
+    return round_send_via(op->al, l, &req.q, t->req,
+                          rl__client_server_timeout(l->client, t->ttl_ms),
+                          attempt_round_done, op, &op->rd,
+                          op->rtw != NULL ? &via : NULL);
 }
 
 /* A set's attempt over its groups is over: taken, refused (what it took

@@ -347,6 +347,52 @@ void test_alock_redlock_renew_batch_out(void)
     th_servers_stop(&sv);
 }
 
+/* A waiter behind a holder has its attempts' reads tracked on every
+ * server; with one server stopped, the round a notice starts waits for
+ * it (500 ms), and the wait cancelled then ends at once, its round
+ * dropped before its trackers close the connections that round is out
+ * on (they answered an operation already over). */
+void test_alock_redlock_cancel_tracked_round(void)
+{
+    th_servers sv = th_servers_start(3);
+    redislock_client *c = redlock(&sv, 500), *hc = redlock(&sv, 500);
+    redislock_acquire_options ho = th_aopts(10000, 0, 0),
+                              o = th_aopts(5000, 10000, 0);
+    redislock_lock *h = th_lock(hc, "alr:t"), *l = th_lock(c, "alr:t");
+    ad_done dn = {0};
+    redislock_loop *lp;
+    void *hd = d->open(c, &lp);
+    int64_t until;
+    int i, tracked;
+
+    ASSERT_OK(redislock_acquire(h, &ho));
+    ASSERT_OK(redislock_loop_acquire(lp, l, &o, ad_record, &dn));
+    until = rl__now_us() + 5000 * 1000;
+    do {
+        ad_run_for(d, hd, 20);
+        for (i = 0, tracked = 0; i < 3; i++)
+            tracked += th_tracked_scripts(sv.r[i]) > 0;
+    } while (tracked < 3 && rl__now_us() < until);
+    ASSERT_EQ_INT(tracked, 3);
+    th_server_pause(sv.s[2]);
+    /* The holder gone from one server: its notice starts a round. */
+    ASSERT_EQ_INT(th_cmd_int(sv.r[0], "DEL alr:t"), 1);
+    ad_run_for(d, hd, 100);
+    ASSERT_EQ_INT(dn.calls, 0);
+    redislock_loop_cancel(lp, l);
+    ASSERT_EQ_INT(dn.calls, 1);
+    ASSERT_ERR(dn.err, REDISLOCK_ECANCELED);
+    ad_run_for(d, hd, 600);
+    ASSERT_EQ_INT(dn.calls, 1);
+    th_server_resume(sv.s[2]);
+    d->close(hd);
+    redislock_lock_free(l);
+    redislock_lock_free(h);
+    redislock_client_free(hc);
+    redislock_client_free(c);
+    th_servers_stop(&sv);
+}
+
 /* Behind a holder with a 10 s lease: a wait of 300 ms ends with
  * REDISLOCK_EHELD by then, a cancelled wait at once; a handle freed, and
  * a loop freed, with an attempt out end with REDISLOCK_ECANCELED, and the
