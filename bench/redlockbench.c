@@ -10,11 +10,15 @@
  * then each reply read) as the floor of what a quorum costs a client on
  * this machine. Then servers that are away: two and
  * three of five blackholed (a TCP connect that never completes), timing
- * a new client and its first acquire. Prints the targets of issue 14 with
- * PASS or MISS, and ends with a machine-readable line.
+ * a new client and its first acquire. Then a waiter behind a holder on
+ * the quorum of 3 (issue 38, item 4): the requests the servers get while
+ * it waits, and the time from the holder's release to its grant. Prints
+ * the targets of issues 14 and 38 with PASS or MISS, and ends with a
+ * machine-readable line.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <hiredis/hiredis.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +32,12 @@
 
 #define ROUNDS 10
 #define PER_ROUND 300
+/* The waiter's rounds behind a holder, and how long it waits unwatched
+ * before the release (the first round: the window its requests are
+ * counted in). */
+#define WAIT_ROUNDS 30
+#define WAIT_QUIET_MS 100
+#define WAIT_COUNT_MS 1000
 /* The blackhole runs' timeouts. */
 #define BH_CONNECT_MS 500
 #define BH_COMMAND_MS 500
@@ -213,6 +223,111 @@ static away blackholed(char (*real)[160], int nbh)
     return w;
 }
 
+/* Script calls on c so far (FCALL, EVALSHA, EVAL), by INFO commandstats. */
+static long long script_calls(redisContext *c)
+{
+    static const char *const names[] = {"cmdstat_fcall:", "cmdstat_evalsha:",
+                                         "cmdstat_eval:", NULL};
+    redisReply *r = redisCommand(c, "INFO commandstats");
+    long long n = 0;
+    const char *p;
+    int i;
+
+    if (r == NULL || r->type != REDIS_REPLY_STRING) {
+        fprintf(stderr, "redlockbench: INFO failed\n");
+        exit(1);
+    }
+    for (i = 0; names[i] != NULL; i++)
+        if ((p = strstr(r->str, names[i])) != NULL &&
+            (p = strstr(p, "calls=")) != NULL)
+            n += atoll(p + 6);
+    freeReplyObject(r);
+    return n;
+}
+
+static void sleep_ms(int64_t ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
+
+    nanosleep(&ts, NULL);
+}
+
+/* A waiter's acquire on a thread of its own. */
+typedef struct waiter {
+    redislock_lock *l;
+    redislock_err err;
+    int64_t done_ns;
+} waiter;
+
+static void *wait_for(void *arg)
+{
+    waiter *w = arg;
+    redislock_acquire_options o = {0};
+
+    o.ttl_ms = 10000;
+    o.wait_ms = 20000;
+    w->err = redislock_acquire(w->l, &o);
+    w->done_ns = now_ns();
+    return NULL;
+}
+
+/* The waiter's figures: requests per second while it waits, and the
+ * release-to-grant times (ns, WAIT_ROUNDS of them). */
+typedef struct waited {
+    double per_s;
+    int64_t grant[WAIT_ROUNDS];
+} waited;
+
+/* WAIT_ROUNDS times: a holder on c (a Redlock client of the first n of
+ * the servers r) takes the key for 30 s, a waiter on a thread waits for
+ * it, and the holder releases it; the first round counts the servers'
+ * requests over WAIT_COUNT_MS of the wait. */
+static waited behind(redislock_client *c, redisContext **r, int n)
+{
+    redislock_acquire_options o = {0};
+    redislock_lock *h, *l;
+    waited out = {0};
+    long long c0 = 0, c1 = 0;
+    int64_t t_rel;
+    waiter w;
+    pthread_t t;
+    redislock_err err;
+    int k, i;
+
+    o.ttl_ms = 30000;
+    if ((err = redislock_lock_new(c, "bench:wait", 10, &h)) != 0 ||
+        (err = redislock_lock_new(c, "bench:wait", 10, &l)) != 0)
+        die("lock", err);
+    for (k = 0; k < WAIT_ROUNDS; k++) {
+        if ((err = redislock_acquire(h, &o)) != REDISLOCK_OK)
+            die("holder", err);
+        w = (waiter){l, REDISLOCK_OK, 0};
+        if (pthread_create(&t, NULL, wait_for, &w) != 0)
+            die("thread", REDISLOCK_ENOMEM);
+        sleep_ms(WAIT_QUIET_MS);
+        if (k == 0) {
+            for (i = 0; i < n; i++)
+                c0 += script_calls(r[i]);
+            sleep_ms(WAIT_COUNT_MS);
+            for (i = 0; i < n; i++)
+                c1 += script_calls(r[i]);
+            out.per_s = (double)(c1 - c0) * 1000.0 / WAIT_COUNT_MS;
+        }
+        t_rel = now_ns();
+        if ((err = redislock_release(h)) != REDISLOCK_OK)
+            die("holder's release", err);
+        pthread_join(t, NULL);
+        if (w.err != REDISLOCK_OK)
+            die("waiter", w.err);
+        out.grant[k] = w.done_ns - t_rel;
+        if ((err = redislock_release(l)) != REDISLOCK_OK)
+            die("waiter's release", err);
+    }
+    redislock_lock_free(h);
+    redislock_lock_free(l);
+    return out;
+}
+
 static const char *yes(int ok)
 {
     return ok ? "PASS" : "MISS";
@@ -242,6 +357,7 @@ int main(int argc, char **argv)
     size_t n = (size_t)ROUNDS * PER_ROUND;
     double cpu1, cpu5, raw1, raw5, fail3;
     away two, three;
+    waited wt;
     int i, k;
 
     if (argc != 6) {
@@ -311,6 +427,11 @@ int main(int argc, char **argv)
                "%.0f ms\n",
                three.client_ms, redislock_errname(three.err),
                three.acquire_ms);
+    wt = behind(c[1], raw, 3);
+    printf("waiter behind a holder (N=3): %.1f requests/s while it waits; "
+           "release to grant p50 %.2f ms, max %.2f ms (%d rounds)\n",
+           wt.per_s, pct(wt.grant, WAIT_ROUNDS, 0.5) / 1000.0,
+           pct(wt.grant, WAIT_ROUNDS, 1.0) / 1000.0, WAIT_ROUNDS);
     printf("\nRedlock targets:\n");
     printf("  N=5 client CPU per cycle <= 2 x single's (%.1f us): %.1f us "
            "%s\n",
@@ -336,14 +457,24 @@ int main(int argc, char **argv)
            "+10 %%): %s after %.0f ms %s\n",
            BH_CONNECT_MS, redislock_errname(three.err), fail3,
            yes(three.err != REDISLOCK_OK && fail3 <= BH_CONNECT_MS * 1.1));
+    printf("  waiter behind a holder (N=3) sends 0 requests/s while it "
+           "waits: %.1f/s %s\n",
+           wt.per_s, yes(wt.per_s == 0));
+    /* A notice, the random pause of up to 5 ms, a round. */
+    printf("  waiter behind a holder (N=3): release to grant p50 <= 10 ms: "
+           "%.2f ms %s\n",
+           pct(wt.grant, WAIT_ROUNDS, 0.5) / 1000.0,
+           yes(pct(wt.grant, WAIT_ROUNDS, 0.5) <= 10000));
     printf("redlock_p50_ratio_n5=%.2f redlock_p50_ratio_n3=%.2f "
            "single_p50_us=%.1f n5_p50_us=%.1f ping_p50_us=%.1f "
            "cpu_single_us=%.1f cpu_n5_us=%.1f cpu_raw_single_us=%.1f "
-           "cpu_raw_n5_us=%.1f bh2_acquire_ms=%.0f bh3_fail_ms=%.0f\n",
+           "cpu_raw_n5_us=%.1f bh2_acquire_ms=%.0f bh3_fail_ms=%.0f "
+           "waiter_req_per_s=%.1f waiter_grant_p50_ms=%.2f\n",
            pct(lat[2], n, 0.5) / pct(lat[0], n, 0.5),
            pct(lat[1], n, 0.5) / pct(lat[0], n, 0.5), pct(lat[0], n, 0.5),
            pct(lat[2], n, 0.5), pct(lat[3], n, 0.5), cpu1, cpu5, raw1, raw5,
-           two.acquire_ms, fail3);
+           two.acquire_ms, fail3, wt.per_s,
+           pct(wt.grant, WAIT_ROUNDS, 0.5) / 1000.0);
     for (i = 0; i < 3; i++) {
         redislock_lock_free(l[i]);
         redislock_client_free(c[i]);
