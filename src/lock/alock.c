@@ -2179,6 +2179,19 @@ static void track_changed(rl__track_wait *w)
  */
 #define RL_TRACKED_JITTER_MS 5
 
+/* A pause behind a tracked read, of pause_ms, that a notice ends: 1
+ * when it is under way. */
+static int track_pause_arm(aop *op, int64_t pause_ms)
+{
+    op->timer.fire = pause_over;
+    if (rl__loop_arm(op->al->lp, &op->timer, rl__now_us() + pause_ms * 1000) !=
+        REDISLOCK_OK)
+        return 0;
+    op->paused = 1;
+    op->trk_pause = 1;
+    return 1;
+}
+
 typedef struct rtrack {
     rl__track_wait w; /* first: the tracker hands it back */
     aop *op;
@@ -2333,13 +2346,7 @@ static int round_track_pause(aop *op, int64_t *pause_ms)
         *pause_ms = round_track_jitter();
         return 0;
     }
-    op->timer.fire = pause_over;
-    if (rl__loop_arm(op->al->lp, &op->timer, rl__now_us() + *pause_ms * 1000) !=
-        REDISLOCK_OK)
-        return 0;
-    op->paused = 1;
-    op->trk_pause = 1;
-    return 1;
+    return track_pause_arm(op, *pause_ms);
 }
 
 /*
@@ -2389,13 +2396,7 @@ static int track_pause(aop *op, int64_t *pause_ms)
         *pause_ms = 0;
         return 0;
     }
-    op->timer.fire = pause_over;
-    if (rl__loop_arm(al->lp, &op->timer, rl__now_us() + *pause_ms * 1000) !=
-        REDISLOCK_OK)
-        return 0;
-    op->paused = 1;
-    op->trk_pause = 1;
-    return 1;
+    return track_pause_arm(op, *pause_ms);
 }
 
 /* The connection op's next attempt goes on: n's request connection, or
