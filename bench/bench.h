@@ -137,6 +137,9 @@ redisReply *lb_cmd(redisContext *c, const char *fmt, ...);
 /* Sum of every command's calls in INFO commandstats, INFO itself left
  * out. Redis counts the commands a Lua script runs too. */
 long long lb_server_calls(redisContext *c);
+/* Script calls so far (FCALL, EVALSHA, EVAL in INFO commandstats), and,
+ * usec not NULL, the server's time in them (us) into *usec. */
+long long lb_script_calls(redisContext *c, long long *usec);
 /* The server's CPU time so far (INFO cpu: used_cpu_user + used_cpu_sys),
  * in microseconds. */
 double lb_server_cpu_us(redisContext *c);

@@ -39,6 +39,6 @@ for s in "${socks[@]}"; do
 done
 cc -std=c11 -O2 -Wall -Wextra -I"$root/include" \
     -o "$dir/redlockbench" "$here/redlockbench.c" \
-    "$root/tests/harness/blackhole.c" \
+    "$root/tests/harness/blackhole.c" "$here/util.c" \
     "$build/src/libredislock.a" -lhiredis -lpthread
 "$dir/redlockbench" "${socks[@]}"

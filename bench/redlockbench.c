@@ -29,6 +29,7 @@
 #include <redislock.h>
 
 #include "../tests/harness/blackhole.h"
+#include "bench.h"
 
 #define ROUNDS 10
 #define PER_ROUND 300
@@ -223,28 +224,6 @@ static away blackholed(char (*real)[160], int nbh)
     return w;
 }
 
-/* Script calls on c so far (FCALL, EVALSHA, EVAL), by INFO commandstats. */
-static long long script_calls(redisContext *c)
-{
-    static const char *const names[] = {"cmdstat_fcall:", "cmdstat_evalsha:",
-                                         "cmdstat_eval:", NULL};
-    redisReply *r = redisCommand(c, "INFO commandstats");
-    long long n = 0;
-    const char *p;
-    int i;
-
-    if (r == NULL || r->type != REDIS_REPLY_STRING) {
-        fprintf(stderr, "redlockbench: INFO failed\n");
-        exit(1);
-    }
-    for (i = 0; names[i] != NULL; i++)
-        if ((p = strstr(r->str, names[i])) != NULL &&
-            (p = strstr(p, "calls=")) != NULL)
-            n += atoll(p + 6);
-    freeReplyObject(r);
-    return n;
-}
-
 static void sleep_ms(int64_t ms)
 {
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
@@ -307,10 +286,10 @@ static waited behind(redislock_client *c, redisContext **r, int n)
         sleep_ms(WAIT_QUIET_MS);
         if (k == 0) {
             for (i = 0; i < n; i++)
-                c0 += script_calls(r[i]);
+                c0 += lb_script_calls(r[i], NULL);
             sleep_ms(WAIT_COUNT_MS);
             for (i = 0; i < n; i++)
-                c1 += script_calls(r[i]);
+                c1 += lb_script_calls(r[i], NULL);
             out.per_s = (double)(c1 - c0) * 1000.0 / WAIT_COUNT_MS;
         }
         t_rel = now_ns();

@@ -41,7 +41,7 @@ done
 # shellcheck disable=SC2046  # pkg-config prints several words.
 cc -std=c11 -O2 -Wall -Wextra -I"$root/include" \
     $(pkg-config --cflags hiredis libevent) -o "$dir/renewscale" \
-    "$here/renewscale.c" "$build/src/libredislock.a" \
+    "$here/renewscale.c" "$here/util.c" "$build/src/libredislock.a" \
     $(pkg-config --libs hiredis libevent) -lpthread
 # shellcheck disable=SC2086  # socket and pid pairs, one word each
 "$dir/renewscale" "$n" $args $mode

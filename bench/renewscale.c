@@ -28,6 +28,8 @@
 #include <redislock.h>
 #include <redislock/libevent.h>
 
+#include "bench.h"
+
 #define TTL_MS 6000
 #define PERIOD_MS (TTL_MS / 3)
 #define PERIODS 3
@@ -68,33 +70,6 @@ static void die(const char *what)
 {
     fprintf(stderr, "renewscale: %s: %s\n", what, redislock_errdetail());
     exit(1);
-}
-
-/* Script calls so far on c (FCALL, EVALSHA, EVAL) and the server's time
- * in them (us, into *usec), by INFO commandstats. */
-static long long script_calls(redisContext *c, long long *usec)
-{
-    static const char *const names[] = {"cmdstat_fcall:", "cmdstat_evalsha:",
-                                         "cmdstat_eval:", NULL};
-    redisReply *r = redisCommand(c, "INFO commandstats");
-    long long n = 0;
-    const char *p;
-    int i;
-
-    if (r == NULL || r->type != REDIS_REPLY_STRING) {
-        fprintf(stderr, "renewscale: INFO failed\n");
-        exit(1);
-    }
-    *usec = 0;
-    for (i = 0; names[i] != NULL; i++)
-        if ((p = strstr(r->str, names[i])) != NULL &&
-            (p = strstr(p, "calls=")) != NULL) {
-            n += atoll(p + 6);
-            if ((p = strstr(p, "usec=")) != NULL)
-                *usec += atoll(p + 5);
-        }
-    freeReplyObject(r);
-    return n;
 }
 
 int main(int argc, char **argv)
@@ -189,10 +164,10 @@ int main(int argc, char **argv)
     /* Two periods: renewals that came due apart come due together. */
     run_for(base, 2 * PERIOD_MS + 200);
     for (j = 0; j < 3; j++)
-        before[j] = script_calls(ctl[j], &us0[j]);
+        before[j] = lb_script_calls(ctl[j], &us0[j]);
     run_for(base, PERIODS * PERIOD_MS);
     for (j = 0; j < 3; j++) {
-        calls = script_calls(ctl[j], &us) - before[j];
+        calls = lb_script_calls(ctl[j], &us) - before[j];
         all += calls;
         all_us += us - us0[j];
         per[j] = (calls + PERIODS - 1) / PERIODS;

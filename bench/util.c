@@ -196,6 +196,28 @@ long long lb_server_calls(redisContext *c)
     return total;
 }
 
+long long lb_script_calls(redisContext *c, long long *usec)
+{
+    static const char *const names[] = {"cmdstat_fcall:", "cmdstat_evalsha:",
+                                         "cmdstat_eval:", NULL};
+    redisReply *r = lb_cmd(c, "INFO commandstats");
+    long long n = 0, us = 0;
+    const char *p;
+    int i;
+
+    for (i = 0; names[i] != NULL; i++)
+        if ((p = strstr(r->str, names[i])) != NULL &&
+            (p = strstr(p, "calls=")) != NULL) {
+            n += atoll(p + 6);
+            if ((p = strstr(p, "usec=")) != NULL)
+                us += atoll(p + 5);
+        }
+    freeReplyObject(r);
+    if (usec != NULL)
+        *usec = us;
+    return n;
+}
+
 double lb_server_cpu_us(redisContext *c)
 {
     redisReply *r = lb_cmd(c, "INFO cpu");
