@@ -482,3 +482,34 @@ long long th_get_num(redisContext *c, const char *key)
     free(v);
     return n;
 }
+
+th_server *th_replica_start(const th_server *master, const char *extra)
+{
+    redisContext *m = th_server_redis(master), *r;
+    th_server *s;
+    char conf[512], *info;
+    int64_t t0 = th_now_ms();
+
+    /* The master would otherwise wait 5 s for more replicas to sync. */
+    freeReplyObject(th_cmd(m, "CONFIG SET repl-diskless-sync-delay 0"));
+    redisFree(m);
+    snprintf(conf, sizeof conf, "replicaof 127.0.0.1 %d\n%s", master->port,
+             extra != NULL ? extra : "");
+    s = th_server_start(&(th_server_opts){.extra_config = conf});
+    r = th_server_redis(s);
+    /* Bounded wait for the first sync. */
+    for (;;) {
+        info = th_cmd_str(r, NULL, "INFO replication");
+        if (info != NULL && strstr(info, "master_link_status:up") != NULL)
+            break;
+        free(info);
+        if (th_now_ms() - t0 > 10000)
+            test_fail_(__FILE__, __LINE__,
+                       "replica of port %d not in sync after 10 s",
+                       master->port);
+        th_sleep_ms(10);
+    }
+    free(info);
+    redisFree(r);
+    return s;
+}

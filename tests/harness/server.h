@@ -50,6 +50,11 @@ typedef struct th_server {
  * servers from a thread that outlives their use (normally the main one). */
 th_server *th_server_start(const th_server_opts *opts);
 
+/* Starts a replica of master (its configuration with extra added; NULL:
+ * none) and waits, 10 s at most, for its first sync; the master is told
+ * to start a sync at once (repl-diskless-sync-delay 0). */
+th_server *th_replica_start(const th_server *master, const char *extra);
+
 /* Stops the server (SIGTERM, then SIGKILL), removes its dir, frees s.
  * NULL is a no-op. */
 void th_server_stop(th_server *s);

@@ -32,28 +32,11 @@ typedef struct pair {
 static pair pair_start_with(const char *extra)
 {
     pair p;
-    char conf[256];
-    char *info;
-    int64_t t0 = th_now_ms();
 
-    p.master = th_server_start(
-        &(th_server_opts){.extra_config = "repl-diskless-sync-delay 0\n"});
-    snprintf(conf, sizeof conf, "replicaof 127.0.0.1 %d\n%s", p.master->port,
-             extra);
-    /* The master would otherwise wait 5 s for more replicas to sync. */
-    p.replica = th_server_start(&(th_server_opts){.extra_config = conf});
+    p.master = th_server_start(NULL);
+    p.replica = th_replica_start(p.master, extra);
     p.m = th_server_redis(p.master);
     p.r = th_server_redis(p.replica);
-    /* Bounded wait for the first sync. */
-    for (;;) {
-        info = th_cmd_str(p.r, NULL, "INFO replication");
-        if (info != NULL && strstr(info, "master_link_status:up") != NULL)
-            break;
-        free(info);
-        ASSERT_LT(th_now_ms() - t0, 10000);
-        th_sleep_ms(10);
-    }
-    free(info);
     return p;
 }
 
