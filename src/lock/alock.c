@@ -172,6 +172,9 @@ struct rl__alock {
     lwatch *watches;
     sweep *sweeps;           /* lost attempts being abandoned */
     rl__agroup_io gio;       /* how a set's groups are reached (agroup.c) */
+    rl__parcels parcels;     /* spread sets' renewals being gathered */
+    rl__parcel_io pio;       /* how they are sent (renew.h) */
+    int parking;             /* gathering them: gio_send keeps extends */
     int private_loop;        /* rl__alock_private */
     rl__alock_hand hand;     /* where leftovers go (rl__alock_hand_to) */
     aop *spare;              /* an ended op's memory, for the next one */
@@ -232,6 +235,11 @@ static redislock_err gio_send(void *ctx, const rl__lockname *names, int n,
 static void gio_sweep(void *ctx, const rl__lockname *names, int n,
                       const char *token, const char *req, int64_t ttl_ms,
                       int settle);
+static redislock_err pio_send(void *ctx, void *nd, const rl__request *q,
+                              rl__aconn_cb cb, void *arg);
+static redislock_err pio_alone(void *ctx, void *nd, const rl__lockname *names,
+                               int n, const rl__request *q, rl__aconn_cb cb,
+                               void *arg);
 
 redislock_err rl__alock_new(redislock_client *c, const rl__loop_ops *ops,
                             rl__alock **out)
@@ -248,6 +256,7 @@ redislock_err rl__alock_new(redislock_client *c, const rl__loop_ops *ops,
     }
     al->c = c;
     al->gio = (rl__agroup_io){al, gio_send, gio_sweep};
+    al->pio = (rl__parcel_io){al, pio_send, pio_alone};
     /* An application's loop can end once nothing is under way. */
     rl__loop_parks(al->lp, 1);
     /* A cluster's and a Sentinel client's requests find their way. */
@@ -772,8 +781,16 @@ static void loop_abandon(void *ctx, redislock_lock *l, const rl__try *t,
     sweep_start(al, NULL, names, n, t->id, t->req, t->ttl_ms, settle);
 }
 
+static unsigned slot_of_key(const rl__alock *al, const char *key, size_t keylen)
+{
+    return rl__topo_cluster(rl__client_topo(al->c)) ? rl__key_slot(key, keylen)
+                                                    : 0;
+}
+
 /* agroup.c's way to a group's node: the request connection of the node
- * of its first key, routed on by a cluster's router. */
+ * of its first key, routed on by a cluster's router. While spread sets'
+ * renewals are gathered (spread_send), their extends are kept to go by
+ * node. */
 static redislock_err gio_send(void *ctx, const rl__lockname *names, int n,
                               const char *req, const rl__request *q,
                               rl__aconn_cb cb, void *arg)
@@ -782,9 +799,43 @@ static redislock_err gio_send(void *ctx, const rl__lockname *names, int n,
     node *nd = NULL;
     redislock_err err = node_of(al, names[0].key, names[0].keylen, &nd);
 
+    if (err == REDISLOCK_OK && al->parking && req == NULL &&
+        q->s == &rl__script_set_extend &&
+        rl__parcel_keep(&al->parcels, nd,
+                        slot_of_key(al, names[0].key, names[0].keylen), names,
+                        n, q, cb, arg) == REDISLOCK_OK)
+        return REDISLOCK_OK;
     if (err == REDISLOCK_OK && (err = node_cmd(al, nd)) == REDISLOCK_OK)
         err = rl__lock_names_send_async(al->rt, nd->cmd, nd->pool, names, n,
                                         req, q, cb, arg);
+    return err;
+}
+
+/* A kept extend that goes alone after all. */
+static redislock_err pio_alone(void *ctx, void *nd, const rl__lockname *names,
+                               int n, const rl__request *q, rl__aconn_cb cb,
+                               void *arg)
+{
+    rl__alock *al = ctx;
+    node *x = nd;
+    redislock_err err = node_cmd(al, x);
+
+    if (err == REDISLOCK_OK)
+        err = rl__lock_names_send_async(al->rt, x->cmd, x->pool, names, n, NULL,
+                                        q, cb, arg);
+    return err;
+}
+
+/* Kept extends of one node and slot, as one renewal request. */
+static redislock_err pio_send(void *ctx, void *nd, const rl__request *q,
+                              rl__aconn_cb cb, void *arg)
+{
+    rl__alock *al = ctx;
+    node *x = nd;
+    redislock_err err = node_cmd(al, x);
+
+    if (err == REDISLOCK_OK)
+        err = node_send(al, x, x->cmd, q->keys[0], q->klens[0], q, cb, arg);
     return err;
 }
 
@@ -1346,7 +1397,9 @@ static void lwatch_group_done(void *arg, redislock_err err, long long n)
 /* Renewals by node: a renewal that comes due takes along the other locks
  * of its node whose renewals come due within half a period, in one
  * request per hash slot in a cluster, per node elsewhere (renew.c),
- * RL_RENEW_BATCH locks at most in each. Their leases are lengthened a
+ * RL_RENEW_BATCH keys at most in each: plain, fair and shared locks,
+ * semaphores, and sets whose keys one request reaches (a spread set's
+ * groups go by node too, spread_send). Their leases are lengthened a
  * little early, which never shortens one (extend.lua), and from then on
  * come due together, so that a node's renewals fall into a few requests
  * per period however many locks a client watches, and a node that does
@@ -1380,9 +1433,7 @@ static void send_alone(lwatch *w, node *n)
 /* The hash slot of l's key where a request holds one slot's keys only. */
 static unsigned slot_of(const rl__alock *al, const redislock_lock *l)
 {
-    return rl__topo_cluster(rl__client_topo(al->c))
-               ? rl__key_slot(l->key, l->keylen)
-               : 0;
+    return slot_of_key(al, l->key, l->keylen);
 }
 
 /* Whether x's renewal goes along with w's (sent at now): idle, renewed
@@ -1395,8 +1446,8 @@ static int batch_joins(const lwatch *x, const lwatch *w, int64_t now)
 
     return x != w && l != NULL && x->n == w->n && x->inflight == 0 &&
            x->rd == NULL && x->grp == NULL && x->gone == NULL &&
-           l->algo->every == w->l->algo->every && !l->algo->groups &&
-           rl__renew_batchable(l) &&
+           l->algo->every == w->l->algo->every &&
+           l->algo->groups == w->l->algo->groups &&
            rl__watch_due(l->watch) <= now + l->ttl_ms * 1000 / 6 &&
            rl__watch_before(l->watch) == RL_RENEW_SEND;
 }
@@ -1577,14 +1628,14 @@ static int batch_one(rl__alock *al, node *n, lwatch **v, size_t k, int64_t now)
 
 /* Sends w's renewal (due; its node n, its connection ready, or n NULL:
  * Redlock's, to every server) with those that go with it: a request per
- * slot, RL_RENEW_BATCH at most in each; one that goes alone, or whose
+ * slot, RL_RENEW_BATCH keys at most in each; one that goes alone, or whose
  * request could not be sent, as before. */
 static void batch_send(lwatch *w, node *n)
 {
     rl__alock *al = w->al;
     int64_t now = rl__now_us();
     lwatch **v;
-    size_t k, i, j, end;
+    size_t k, i, j, end, keys;
 
     if (!batch_gather(w, now, &v, &k)) {
         send_alone(w, n);
@@ -1595,10 +1646,11 @@ static void batch_send(lwatch *w, node *n)
     if (k > 2 && rl__topo_cluster(rl__client_topo(al->c)))
         qsort(v, k, sizeof *v, by_slot);
     for (i = 0; i < k; i = end) {
-        for (end = i + 1;
-             end < k && end - i < RL_RENEW_BATCH && v[end]->slot == v[i]->slot;
+        keys = rl__renew_keys(v[i]->l);
+        for (end = i + 1; end < k && v[end]->slot == v[i]->slot &&
+                          keys + rl__renew_keys(v[end]->l) <= RL_RENEW_BATCH;
              end++)
-            ;
+            keys += rl__renew_keys(v[end]->l);
         if (end - i > 1 && batch_one(al, n, v + i, end - i, now))
             continue;
         for (j = i; j < end; j++)
@@ -1638,14 +1690,59 @@ static void lwatch_send_one(lwatch *w, node *n)
     lwatch_next(w, rl__watch_after(l->watch, err, w->sent_us));
 }
 
+/* Sends spread set watch w's renewal to its groups (agroup.c), its
+ * lease counted from now_us; or, not sent, counts it as failed. */
+static void lwatch_send_groups(lwatch *w, int64_t now_us)
+{
+    redislock_lock *l = w->l;
+    rl__owner_args a;
+    redislock_err err;
+
+    extend_req(l, &a);
+    w->sent_us = now_us;
+    if ((err = rl__agroup_owner(&w->al->gio, l, &rl__script_extend, a.ttl,
+                                lwatch_group_done, w, &w->grp)) == REDISLOCK_OK)
+        return;
+    rl__lock_renewed(l, err, w->sent_us);
+    lwatch_next(w, rl__watch_after(l->watch, err, w->sent_us));
+}
+
+/* A spread set's renewal is due: with the other spread sets' due within
+ * half a period (batch_joins), each to its groups, their groups' extends
+ * kept as they are sent (gio_send) and then sent by node and slot
+ * (rl__parcels_send): the sets' renewals fall into a few requests per
+ * node a period, as the other kinds' do. */
+static void spread_send(lwatch *w)
+{
+    rl__alock *al = w->al;
+    int64_t now = rl__now_us();
+    lwatch **v;
+    size_t k, i;
+
+    if (!batch_gather(w, now, &v, &k)) {
+        lwatch_send_groups(w, now);
+        return;
+    }
+    al->parking = 1;
+    for (i = 0; i < k; i++) {
+        if (i > 0)
+            rl__loop_disarm(al->lp, &v[i]->timer);
+        /* One lease start for all, as a batch's (before any is sent). */
+        lwatch_send_groups(v[i], now);
+    }
+    al->parking = 0;
+    free(v);
+    rl__parcels_send(&al->parcels, &al->pio);
+}
+
 /* A renewal is due: sent on the node's request connection (with the
- * node's others due soon), to every server, or to a set's groups (the
- * same decisions as the keeper's: caps, retries, the loss). */
+ * node's others due soon), to every server, or to a set's groups (with
+ * the other spread sets' due soon; the same decisions as the keeper's:
+ * caps, retries, the loss). */
 static void lwatch_fire(rl__loop_timer *lt)
 {
     lwatch *w = (lwatch *)lt;
     redislock_lock *l = w->l;
-    rl__owner_args a;
     rl__renew_step step = rl__watch_before(l->watch);
     node *n = NULL;
     redislock_err err;
@@ -1658,10 +1755,7 @@ static void lwatch_fire(rl__loop_timer *lt)
         if ((err = node_for(w->al, l, &n)) == REDISLOCK_OK) {
             w->n = n;
             w->slot = slot_of(w->al, l);
-            if (rl__renew_batchable(l))
-                batch_send(w, n);
-            else
-                lwatch_send_one(w, n);
+            batch_send(w, n);
             return;
         }
         w->sent_us = rl__now_us();
@@ -1671,21 +1765,10 @@ static void lwatch_fire(rl__loop_timer *lt)
     }
     if (!l->algo->groups) {
         /* Redlock's: with the others due, to every server. */
-        if (rl__renew_batchable(l))
-            batch_send(w, NULL);
-        else
-            lwatch_send_round(w);
+        batch_send(w, NULL);
         return;
     }
-    /* A set's groups: one lock's renewal each. */
-    extend_req(l, &a);
-    w->sent_us = rl__now_us();
-    if ((err = rl__agroup_owner(&w->al->gio, l, &rl__script_extend, a.ttl,
-                                lwatch_group_done, w, &w->grp)) == REDISLOCK_OK)
-        return;
-    /* Not sent (no connection): as a failed renewal. */
-    rl__lock_renewed(l, err, w->sent_us);
-    lwatch_next(w, rl__watch_after(l->watch, err, w->sent_us));
+    spread_send(w);
 }
 
 /* Sends Redlock watch w's renewal alone, a round of its own; or, not

@@ -715,11 +715,11 @@ end
 -- any write: of the n keys given, held hold the token. A handle that
 -- took the set has its keys, and a key gone from it was deleted under
 -- it (its keys share one lease): the rest are its to free. One that
--- adopted the token (ARGV[4] '': it took no fencing token) has its keys
+-- adopted the token (fence '': it took no fencing token) has its keys
 -- from its caller, who may give another set's: a token that holds some
 -- and not the others then stops the script with error RLSETKEYS.
-local function rl_set_keys_match(held, n)
-    if ARGV[4] == '' and held > 0 and held < n then
+local function rl_set_keys_match(held, n, fence)
+    if fence == '' and held > 0 and held < n then
         error({err = 'RLSETKEYS the token holds some of the keys given ' ..
             'and not the others: they are not the set it was taken with'})
     end
@@ -1062,4 +1062,20 @@ local function rl_extend(key, id, ttl, fmt, fence)
         return {1, why}
     end
     return 1
+end
+
+-- Compare-and-lengthen of a set's keys locks (set_acquire.lua): only
+-- while every key holds token is each lease set to at least ttl ms from
+-- now (rl_lengthen: never shortened); a set that lost a key is lost
+-- whole. fence as rl_set_keys_match's. Returns 1 extended, 0 some key
+-- gone, -1 some key another owner's (then nothing is lengthened).
+local function rl_set_extend(locks, token, ttl, fence)
+    local _, res, held = rl_set_read(locks, token)
+    rl_set_keys_match(held, #locks, fence)
+    if res == 1 then
+        for _, lock in ipairs(locks) do
+            rl_lengthen(lock, ttl)
+        end
+    end
+    return res
 end

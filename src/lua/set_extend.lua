@@ -9,12 +9,4 @@
 -- key, embed_lua.cmake.)
 local K = rl_keys('lock')
 local S = rl_keys_each(1, 'lock')
-local locks = rl_set_keys(S, 'lock')
-local _, res, held = rl_set_read(locks, ARGV[1])
-rl_set_keys_match(held, S.n)
-if res == 1 then
-    for _, lock in ipairs(locks) do
-        rl_lengthen(lock, ARGV[2])
-    end
-end
-return res
+return rl_set_extend(rl_set_keys(S, 'lock'), ARGV[1], ARGV[2], ARGV[4])

@@ -21,7 +21,7 @@ for i, lock in ipairs(locks) do
         waits[#waits + 1] = rl_set_key(S, i, 'waiting')
     end
 end
-rl_set_keys_match(held, S.n)
+rl_set_keys_match(held, S.n, ARGV[4])
 if held > 0 then
     redis.call('DEL', unpack(mine))
     -- Nobody waits for any of them (one EXISTS for all): no hand-off to

@@ -266,3 +266,65 @@ void test_alock_spread_server_stops(void)
     redislock_client_free(c);
     th_servers_stop(&e);
 }
+
+/* The loop renews its spread sets by node: three watched sets of a key
+ * on each of servers 0 and 1 go in one request to each server. Server 1
+ * stopped holds its request up to the 500 ms command timeout; one set is
+ * released while it is out, another's handle freed, and the loop freed
+ * with it still out: the release ends cancelled, the request with the
+ * loop's connections, nothing is read after it is freed (the
+ * sanitizers'), no loss reported. */
+void test_alock_spread_renew_batch_out(void)
+{
+    th_servers e = th_servers_start(3);
+    redislock_options opts = {0};
+    redislock_client *c;
+    char keys[3][3][24];
+    const char *k[3][2];
+    redislock_lock *l[3];
+    redislock_acquire_options o = th_aopts(900, 0, 0);
+    ad_done dn[3];
+    ad_lost gl[3];
+    redislock_loop *lp;
+    void *h;
+    long long before;
+    int got[3], i;
+
+    memset(dn, 0, sizeof dn);
+    memset(gl, 0, sizeof gl);
+    opts.command_timeout_ms = 500;
+    ASSERT_OK(redislock_client_new_sharded(&c, e.urls, 3, &opts));
+    th_keys_by_server(e.r, 3, c, "asb", keys, got);
+    ASSERT(got[0] == 3 && got[1] == 3);
+    h = d->open(c, &lp);
+    o.watchdog = 1;
+    o.on_lost = ad_on_lost;
+    for (i = 0; i < 3; i++) {
+        k[i][0] = keys[0][i];
+        k[i][1] = keys[1][i];
+        l[i] = th_lock_set(c, k[i], 2);
+        o.on_lost_arg = &gl[i];
+        ASSERT_OK(redislock_loop_acquire(lp, l[i], &o, ad_record, &dn[i]));
+        RUN(h, dn[i], 1, REDISLOCK_OK);
+    }
+    before = th_script_calls(e.r[0]);
+    th_server_pause(e.s[1]);
+    /* The renewals come due 300 ms in, together; server 1's request
+     * waits until 800 ms. */
+    ad_run_for(d, h, 450);
+    ASSERT_EQ_INT(th_script_calls(e.r[0]) - before, 1);
+    ASSERT_KEY(e.r[0], k[1][0], redislock_token(l[1]));
+    ASSERT_OK(redislock_loop_release(lp, l[0], 0, ad_record, &dn[0]));
+    redislock_lock_free(l[2]);
+    l[2] = NULL;
+    ad_run_for(d, h, 50);
+    d->close(h);
+    ASSERT_ERR(dn[0].err, REDISLOCK_ECANCELED);
+    th_server_resume(e.s[1]);
+    for (i = 0; i < 3; i++) {
+        ASSERT_EQ_INT(gl[i].calls, 0);
+        redislock_lock_free(l[i]);
+    }
+    redislock_client_free(c);
+    th_servers_stop(&e);
+}

@@ -15,6 +15,7 @@
 
 #include "harness/cluster.h"
 #include "harness/fixture.h"
+#include "harness/keysets.h"
 #include "harness/server.h"
 #include "harness/util.h"
 #include "test.h"
@@ -121,6 +122,23 @@ static void all_held(held *h, int skip, int skip2)
     }
 }
 
+/* The lock whose key was taken over (its loss log taken) and the one
+ * whose key was deleted (deleted) are each reported lost once, with
+ * ELOST and EEXPIRED, within three periods. */
+static void taken_and_deleted_lost(lost *taken, lost *deleted)
+{
+    int64_t until = th_now_ms() + 3 * PERIOD_MS + 1000;
+    redislock_err why = REDISLOCK_OK;
+
+    while ((lost_calls(taken, NULL) == 0 || lost_calls(deleted, NULL) == 0) &&
+           th_now_ms() < until)
+        th_sleep_ms(20);
+    ASSERT_EQ_INT(lost_calls(taken, &why), 1);
+    ASSERT_EQ_INT(why, REDISLOCK_ELOST);
+    ASSERT_EQ_INT(lost_calls(deleted, &why), 1);
+    ASSERT_EQ_INT(why, REDISLOCK_EEXPIRED);
+}
+
 /* Once the renewals of locks taken at different times have come due
  * together (after at most two rounds, alock.c), each of e's servers gets
  * at most two renewal requests a period for five periods. */
@@ -183,8 +201,6 @@ void test_renew_by_node_each_answer(void)
     redisContext *r = th_server_redis(s);
     redislock_client *c = th_client_url(s->unix_url, NULL);
     held h = hold(c, "rna", 20);
-    redislock_err why = REDISLOCK_OK;
-    int64_t until;
     long long before = th_script_calls(r);
 
     th_sleep_ms(2 * PERIOD_MS + 100);
@@ -192,14 +208,7 @@ void test_renew_by_node_each_answer(void)
     ASSERT_LE(th_script_calls(r) - before, 10);
     cmd_ok(r, "SET %s other-owner PX 60000", h.key[5]);
     cmd_ok(r, "DEL %s", h.key[7]);
-    until = th_now_ms() + 3 * PERIOD_MS + 1000;
-    while ((lost_calls(&h.g[5], NULL) == 0 || lost_calls(&h.g[7], NULL) == 0) &&
-           th_now_ms() < until)
-        th_sleep_ms(20);
-    ASSERT_EQ_INT(lost_calls(&h.g[5], &why), 1);
-    ASSERT_EQ_INT(why, REDISLOCK_ELOST);
-    ASSERT_EQ_INT(lost_calls(&h.g[7], &why), 1);
-    ASSERT_EQ_INT(why, REDISLOCK_EEXPIRED);
+    taken_and_deleted_lost(&h.g[5], &h.g[7]);
     /* Another period: the others renewed on, the deleted key not back. */
     th_sleep_ms(PERIOD_MS + 100);
     all_held(&h, 5, 7);
@@ -250,6 +259,39 @@ void test_renew_by_node_refused_goes_alone(void)
     th_server_stop(s);
 }
 
+/* The cluster's script calls on every master. */
+static long long cluster_script_calls(th_cluster *tc)
+{
+    long long n = 0;
+    int i;
+
+    for (i = 0; i < tc->n; i++) {
+        redisContext *r = th_cluster_redis(tc, i);
+
+        n += th_script_calls(r);
+        redisFree(r);
+    }
+    return n;
+}
+
+/* Once renewals taken at different times have come due together, tc's
+ * watched locks of slots slots cost one request a slot a period, half as
+ * many again for a late straggler, for five periods. */
+static void slot_requests(th_cluster *tc, int slots)
+{
+    long long before, calls;
+    int periods = 5;
+
+    th_sleep_ms(2 * PERIOD_MS + 100);
+    before = cluster_script_calls(tc);
+    th_sleep_ms(periods * PERIOD_MS);
+    calls = cluster_script_calls(tc) - before;
+    test_log("%d slots: %lld renewal requests in %d periods", slots, calls,
+             periods);
+    ASSERT_GT(calls, 0);
+    ASSERT_LE(calls, (long long)(slots * periods * 3 / 2));
+}
+
 /*
  * In a cluster a script's keys share a slot: 30 watched locks under
  * three hash tags and 10 of slots of their own are renewed in one
@@ -264,8 +306,7 @@ void test_renew_by_node_cluster_slots(void)
     lost g[40];
     char key[40][32];
     unsigned slots[40];
-    long long before = 0, calls = 0;
-    int i, j, distinct = 0, periods = 5;
+    int i, j, distinct = 0;
 
     ASSERT_OK(redislock_client_new_cluster(&c, tc->seeds, (size_t)tc->n, NULL));
     for (i = 0; i < 40; i++) {
@@ -284,26 +325,7 @@ void test_renew_by_node_cluster_slots(void)
         l[i] = th_lock(c, key[i]);
         ASSERT_OK(redislock_acquire(l[i], &o));
     }
-    th_sleep_ms(2 * PERIOD_MS + 100);
-    for (i = 0; i < tc->n; i++) {
-        redisContext *r = th_cluster_redis(tc, i);
-
-        before += th_script_calls(r);
-        redisFree(r);
-    }
-    th_sleep_ms(periods * PERIOD_MS);
-    for (i = 0; i < tc->n; i++) {
-        redisContext *r = th_cluster_redis(tc, i);
-
-        calls += th_script_calls(r);
-        redisFree(r);
-    }
-    calls -= before;
-    test_log("%d slots: %lld renewal requests in %d periods", distinct, calls,
-             periods);
-    ASSERT_GT(calls, 0);
-    /* One a slot a period; half as many again for a late straggler. */
-    ASSERT_LE(calls, (long long)(distinct * periods * 3 / 2));
+    slot_requests(tc, distinct);
     for (i = 0; i < 40; i++) {
         ASSERT_EQ_INT(lost_calls(&g[i], NULL), 0);
         ASSERT_OK(redislock_check(l[i]));
@@ -435,6 +457,346 @@ void test_renew_redlock_refused_goes_alone(void)
     ASSERT_EQ_INT(lost_calls(&h.g[3], NULL), 1);
     ASSERT_KEY(e.r[1], h.key[4], redislock_token(h.l[4]));
     unhold(&h);
+    redislock_client_free(c);
+    th_servers_stop(&e);
+}
+
+/* SETS watched sets of up to 3 keys, each with its loss log. */
+#define SETS 30
+
+typedef struct sets {
+    redislock_lock *l[SETS];
+    lost g[SETS];
+    char key[SETS][3][32];
+    const char *k[SETS][3];
+} sets;
+
+/* Watches the SETS sets of s->key (their first n keys each) with base,
+ * each with its loss log. */
+static void hold_spread(redislock_client *c, sets *s, int n,
+                        const redislock_acquire_options *base)
+{
+    int i, j;
+
+    for (i = 0; i < SETS; i++) {
+        redislock_acquire_options o = *base;
+
+        o.on_lost_arg = &s->g[i];
+        pthread_mutex_init(&s->g[i].mu, NULL);
+        for (j = 0; j < n; j++)
+            s->k[i][j] = s->key[i][j];
+        s->l[i] = th_lock_set(c, s->k[i], (size_t)n);
+        ASSERT_OK(redislock_acquire(s->l[i], &o));
+    }
+}
+
+/* Every set but skip and skip2 is held: no loss, each key its token's. */
+static void sets_held(sets *s, redisContext *r, int skip, int skip2)
+{
+    int i;
+
+    for (i = 0; i < SETS; i++) {
+        if (i == skip || i == skip2)
+            continue;
+        if (lost_calls(&s->g[i], NULL) != 0)
+            test_fail_(__FILE__, __LINE__, "set %d was reported lost", i);
+        ASSERT_OK(redislock_check(s->l[i]));
+        ASSERT_EQ_INT(th_keys_holding(r, s->k[i], 3, redislock_token(s->l[i])),
+                      3);
+    }
+}
+
+static void unhold_sets(sets *s)
+{
+    int i;
+
+    for (i = 0; i < SETS; i++) {
+        redislock_lock_free(s->l[i]);
+        pthread_mutex_destroy(&s->g[i].mu);
+    }
+}
+
+/*
+ * Sets renew by node too, in the same requests as the other kinds: 30
+ * watched sets of 3 keys, 10 plain locks, a shared lock's 5 shares and a
+ * semaphore's 3 permits on one server are renewed in at most two
+ * requests a period (48 went before, one a lock); each set gets its own
+ * answer: one with a key taken over is lost (ELOST) and one with a key
+ * deleted is lost (EEXPIRED), the key not coming back and neither set's
+ * other keys lengthened again (they expire), while the other 28 sets and
+ * every other lock are kept.
+ */
+void test_renew_sets_by_node(void)
+{
+    th_servers e = th_servers_start(1);
+    redisContext *r = e.r[0];
+    redislock_client *c = th_client_url(e.urls[0], NULL);
+    static sets s;
+    held h;
+    redislock_lock *sh[8];
+    lost g[8];
+    lost unused;
+    redislock_acquire_options o = watched(&unused);
+    int i, j;
+
+    memset(&s, 0, sizeof s);
+    for (i = 0; i < SETS; i++)
+        for (j = 0; j < 3; j++)
+            snprintf(s.key[i][j], sizeof s.key[i][j], "rss:%d:%c", i, 'a' + j);
+    hold_spread(c, &s, 3, &o);
+    h = hold(c, "rsp", 10);
+    for (i = 0; i < 8; i++) {
+        redislock_acquire_options o = watched(&g[i]);
+
+        memset(&g[i], 0, sizeof g[i]);
+        pthread_mutex_init(&g[i].mu, NULL);
+        if (i < 5)
+            o.shared = 1;
+        else
+            o.limit = 3;
+        sh[i] = th_lock(c, i < 5 ? "rss-shared" : "rss-sem");
+        ASSERT_OK(redislock_acquire(sh[i], &o));
+    }
+    few_requests(&e);
+    sets_held(&s, r, -1, -1);
+    all_held(&h, -1, -1);
+    /* Each lost set's first key is left 400 ms: a renewal that
+     * lengthened it (as a lock of its own) would give it a lease. */
+    cmd_ok(r, "SET %s other-owner PX 60000", s.key[4][1]);
+    cmd_ok(r, "PEXPIRE %s 400", s.key[4][0]);
+    cmd_ok(r, "DEL %s", s.key[9][2]);
+    cmd_ok(r, "PEXPIRE %s 400", s.key[9][0]);
+    taken_and_deleted_lost(&s.g[4], &s.g[9]);
+    ASSERT_LE(th_pttl(r, s.key[4][0]), 400);
+    ASSERT_LE(th_pttl(r, s.key[9][0]), 400);
+    /* A lease later: the others renewed on, the lost sets' own keys
+     * never lengthened again (expired). */
+    th_sleep_ms(TTL_MS + 200);
+    sets_held(&s, r, 4, 9);
+    all_held(&h, -1, -1);
+    for (i = 0; i < 8; i++) {
+        ASSERT_EQ_INT(lost_calls(&g[i], NULL), 0);
+        ASSERT_OK(redislock_check(sh[i]));
+    }
+    ASSERT_EQ_INT(th_cmd_int(r, "EXISTS %s", s.key[9][2]), 0);
+    ASSERT_KEY(r, s.key[4][1], "other-owner");
+    ASSERT_EQ_INT(th_keys_existing(r, s.k[4], 3), 1);
+    ASSERT_EQ_INT(th_keys_existing(r, s.k[9], 3), 0);
+    for (i = 0; i < SETS; i++)
+        if (i != 4 && i != 9)
+            ASSERT_OK(redislock_release(s.l[i]));
+    for (i = 0; i < 8; i++) {
+        ASSERT_OK(redislock_release(sh[i]));
+        redislock_lock_free(sh[i]);
+        pthread_mutex_destroy(&g[i].mu);
+    }
+    ASSERT_EQ_INT(th_cmd_int(r, "EXISTS rss-shared rss-sem"), 0);
+    unhold_sets(&s);
+    unhold(&h);
+    redislock_client_free(c);
+    th_servers_stop(&e);
+}
+
+/* For SETS sets spread over the n servers of e (a sharded client c):
+ * key[i][s] a key of server s. */
+static void spread_keys(th_servers *e, redislock_client *c, const char *prefix,
+                        char (*key)[3][32])
+{
+    int got[3] = {0}, i, at, full = 0;
+    char k[32];
+
+    for (i = 0; full < e->n; i++) {
+        ASSERT_LT(i, 50 * SETS);
+        snprintf(k, sizeof k, "%s:%d", prefix, i);
+        at = th_shard_of(e->r, e->n, c, k);
+        ASSERT(at >= 0 && at < 3);
+        if (got[at] == SETS)
+            continue;
+        snprintf(key[got[at]][at], sizeof key[0][0], "%s", k);
+        full += ++got[at] == SETS;
+    }
+}
+
+/* Set i of s holds each of its n keys on the server of each (e->r[j] the
+ * j-th key's). */
+static void spread_held(th_servers *e, sets *s, int i, int n)
+{
+    int j;
+
+    ASSERT_EQ_INT(lost_calls(&s->g[i], NULL), 0);
+    ASSERT_OK(redislock_check(s->l[i]));
+    for (j = 0; j < n; j++)
+        ASSERT_KEY(e->r[j], s->key[i][j], redislock_token(s->l[i]));
+}
+
+/*
+ * A spread set's groups renew by node: 30 watched sets, each of a key on
+ * each of 3 servers (a sharded client), are renewed in at most two
+ * requests per server a period (30 went to each before, one a set); each
+ * set gets its own answer: one whose key on server 1 is taken over is
+ * lost (ELOST) and one whose key on server 2 is deleted is lost
+ * (EEXPIRED), each giving back its keys on the other servers at once,
+ * while the other 28 are kept.
+ */
+void test_renew_spread_sets_by_node(void)
+{
+    th_servers e = th_servers_start(3);
+    redislock_client *c = NULL;
+    static sets s;
+    lost unused;
+    redislock_acquire_options o = watched(&unused);
+    int i;
+
+    memset(&s, 0, sizeof s);
+    ASSERT_OK(redislock_client_new_sharded(&c, e.urls, 3, NULL));
+    spread_keys(&e, c, "rsg", s.key);
+    hold_spread(c, &s, 3, &o);
+    few_requests(&e);
+    for (i = 0; i < SETS; i++)
+        spread_held(&e, &s, i, 3);
+    cmd_ok(e.r[1], "SET %s other-owner PX 60000", s.key[4][1]);
+    cmd_ok(e.r[2], "DEL %s", s.key[9][2]);
+    taken_and_deleted_lost(&s.g[4], &s.g[9]);
+    /* Given back where they were still held (agroup.c). */
+    ASSERT(th_wait_key_gone(e.r[0], s.key[4][0], strlen(s.key[4][0]), 1000));
+    ASSERT(th_wait_key_gone(e.r[2], s.key[4][2], strlen(s.key[4][2]), 1000));
+    ASSERT(th_wait_key_gone(e.r[0], s.key[9][0], strlen(s.key[9][0]), 1000));
+    ASSERT(th_wait_key_gone(e.r[1], s.key[9][1], strlen(s.key[9][1]), 1000));
+    ASSERT_KEY(e.r[1], s.key[4][1], "other-owner");
+    /* Another period: the others renewed on. */
+    th_sleep_ms(PERIOD_MS + 100);
+    for (i = 0; i < SETS; i++)
+        if (i != 4 && i != 9) {
+            spread_held(&e, &s, i, 3);
+            ASSERT_OK(redislock_release(s.l[i]));
+        }
+    ASSERT_EQ_INT(th_lock_keys_anywhere(&e), 1);
+    unhold_sets(&s);
+    redislock_client_free(c);
+    th_servers_stop(&e);
+}
+
+/*
+ * A guarded spread set's renewals by node hear their guard: 2 masters,
+ * each with a replica, a sharded client with a strict wait_replicas 1;
+ * 30 watched sets of a key on each master are renewed in a few requests
+ * per master a period, each renewal confirmed by the one replica
+ * (redislock_replicas 1), none lost over three TTLs.
+ */
+void test_renew_spread_sets_guarded(void)
+{
+    th_servers e = th_servers_start(2);
+    th_server *rep[2];
+    redislock_client *c = NULL;
+    redislock_options co = {0};
+    static sets s;
+    lost unused;
+    redislock_acquire_options o = watched(&unused);
+    int i;
+
+    memset(&s, 0, sizeof s);
+    for (i = 0; i < 2; i++)
+        rep[i] = th_replica_start(e.s[i], NULL);
+    co.wait_replicas = 1;
+    co.wait_replicas_timeout_ms = 1000;
+    ASSERT_OK(redislock_client_new_sharded(&c, e.urls, 2, &co));
+    spread_keys(&e, c, "rsw", s.key);
+    hold_spread(c, &s, 2, &o);
+    few_requests(&e);
+    th_sleep_ms(2 * TTL_MS);
+    for (i = 0; i < SETS; i++) {
+        spread_held(&e, &s, i, 2);
+        ASSERT_EQ_INT(redislock_replicas(s.l[i]), 1);
+        ASSERT_OK(redislock_release(s.l[i]));
+    }
+    ASSERT_EQ_INT(th_lock_keys_anywhere(&e), 0);
+    unhold_sets(&s);
+    redislock_client_free(c);
+    for (i = 0; i < 2; i++)
+        th_server_stop(rep[i]);
+    th_servers_stop(&e);
+}
+
+/*
+ * In a cluster a spread set's groups renew by slot: 30 watched sets of
+ * three keys under three hash tags (each set a group in each of three
+ * slots) are renewed in one request per slot a period (at most 1.5 × 3
+ * a period, where 90 went before), routed to each slot's master, and
+ * every lease is kept.
+ */
+void test_renew_spread_sets_cluster(void)
+{
+    th_cluster *tc = th_cluster_start(3, 0);
+    redislock_client *c = NULL;
+    static sets s;
+    lost unused;
+    redislock_acquire_options o = watched(&unused);
+    int i, j;
+
+    memset(&s, 0, sizeof s);
+    ASSERT_OK(redislock_client_new_cluster(&c, tc->seeds, (size_t)tc->n, NULL));
+    for (i = 0; i < SETS; i++)
+        for (j = 0; j < 3; j++)
+            snprintf(s.key[i][j], sizeof s.key[i][j], "{rsc%c}:%d", 'a' + j, i);
+    hold_spread(c, &s, 3, &o);
+    slot_requests(tc, 3);
+    for (i = 0; i < SETS; i++) {
+        ASSERT_EQ_INT(lost_calls(&s.g[i], NULL), 0);
+        ASSERT_OK(redislock_check(s.l[i]));
+        ASSERT_OK(redislock_release(s.l[i]));
+    }
+    unhold_sets(&s);
+    redislock_client_free(c);
+    th_cluster_stop(tc);
+}
+
+/*
+ * A spread sets' request refused as a whole goes group by group: the
+ * client's user loses the right to one set's key on server 0 of two
+ * (ACL), so every request of renewals there fails; the other 29 sets'
+ * groups are renewed alone and kept for three TTLs, and the one set is
+ * reported lost.
+ */
+void test_renew_spread_refused_goes_alone(void)
+{
+    th_servers e = th_servers_start(2);
+    redislock_client *c = NULL;
+    char url[2][128], acl[4096];
+    const char *urls[2];
+    static sets s;
+    lost unused;
+    redislock_acquire_options o = watched(&unused);
+    int64_t until;
+    size_t at;
+    int i;
+
+    memset(&s, 0, sizeof s);
+    for (i = 0; i < 2; i++) {
+        cmd_ok(e.r[i], "ACL SETUSER rsu on >pw ~* &* +@all");
+        snprintf(url[i], sizeof url[i], "redis://rsu:pw@127.0.0.1:%d",
+                 e.s[i]->port);
+        urls[i] = url[i];
+    }
+    ASSERT_OK(redislock_client_new_sharded(&c, urls, 2, NULL));
+    spread_keys(&e, c, "rsr", s.key);
+    hold_spread(c, &s, 2, &o);
+    /* Every set's key on server 0 but set 3's. */
+    at = (size_t)snprintf(acl, sizeof acl, "ACL SETUSER rsu resetkeys");
+    for (i = 0; i < SETS; i++)
+        if (i != 3)
+            at += (size_t)snprintf(acl + at, sizeof acl - at, " ~%s",
+                                   s.key[i][0]);
+    ASSERT_LT(at, sizeof acl);
+    cmd_ok(e.r[0], acl);
+    until = th_now_ms() + 3 * TTL_MS;
+    while (th_now_ms() < until) {
+        for (i = 0; i < SETS; i++)
+            if (i != 3)
+                spread_held(&e, &s, i, 2);
+        th_sleep_ms(50);
+    }
+    ASSERT_EQ_INT(lost_calls(&s.g[3], NULL), 1);
+    unhold_sets(&s);
     redislock_client_free(c);
     th_servers_stop(&e);
 }
