@@ -2,8 +2,9 @@
 # Renewals by node (bench/renewscale.c): three private servers of its own,
 # unpinned, and one client sharded over them holding N watched locks
 # (first argument: 100000 at --scale 1), or with a second argument
-# "redlock" a Redlock client of the three. Used by bench/run.sh; its last
-# line is machine-readable.
+# "redlock" a Redlock client of the three, or "sets" as many sets of three
+# keys on the sharded client. Used by bench/run.sh; its last line is
+# machine-readable.
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)

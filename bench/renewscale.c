@@ -1,8 +1,10 @@
 /*
- * renewscale N SOCK1 PID1 SOCK2 PID2 SOCK3 PID3 [redlock]: renewals by
- * node (issue 38, item 5). One client sharded over the three servers (or,
- * with "redlock", a Redlock client of the three: every lock on each)
- * holds N locks with the watchdog on, taken and renewed on a libevent loop (as a
+ * renewscale N SOCK1 PID1 SOCK2 PID2 SOCK3 PID3 [redlock|sets]: renewals
+ * by node (issue 38, item 5). One client sharded over the three servers
+ * (or, with "redlock", a Redlock client of the three: every lock on each)
+ * holds N locks (with "sets", N sets of three keys, placed by the ring:
+ * most over two or three servers, some on one) with the watchdog on,
+ * taken and renewed on a libevent loop (as a
  * service holding that many would: a blocking call's watched lock has an
  * eventfd of its own). Once their renewals have come due together, it counts each
  * server's script requests over three renewal periods (INFO
@@ -66,6 +68,62 @@ static void taken(redislock_lock *l, redislock_err err, void *arg)
     n[err == REDISLOCK_OK ? 0 : 1]++;
 }
 
+/* A set's three keys, from its number (three times). */
+#define SET_KEYS "renewscale:%d:a renewscale:%d:b renewscale:%d:c"
+
+/* Lock i: renewscale:i, or with sets the set of its three keys. */
+static redislock_err new_lock(redislock_client *c, int i, int sets,
+                              redislock_lock **out)
+{
+    char key[3][48];
+    const void *keys[3];
+    size_t lens[3];
+    int j;
+
+    if (!sets) {
+        snprintf(key[0], sizeof key[0], "renewscale:%d", i);
+        return redislock_lock_new(c, key[0], strlen(key[0]), out);
+    }
+    for (j = 0; j < 3; j++) {
+        snprintf(key[j], sizeof key[j], "renewscale:%d:%c", i, 'a' + j);
+        keys[j] = key[j];
+        lens[j] = strlen(key[j]);
+    }
+    return redislock_lock_new_multi(c, keys, lens, 3, out);
+}
+
+/* The three servers' script calls so far. */
+static long long calls_now(redisContext **ctl)
+{
+    long long us, n = 0;
+    int j;
+
+    for (j = 0; j < 3; j++)
+        n += lb_script_calls(ctl[j], &us);
+    return n;
+}
+
+/* Turns the loop until a period's renewals have begun and then ended
+ * (no request for 300 ms); a period and a half at most. */
+static void after_renewals(struct event_base *b, redisContext **ctl)
+{
+    int64_t end = now_ms() + PERIOD_MS * 3 / 2, quiet_since = 0;
+    long long last = calls_now(ctl), n;
+    int began = 0;
+
+    while (now_ms() < end) {
+        run_for(b, 20);
+        n = calls_now(ctl);
+        if (n != last) {
+            began = 1;
+            quiet_since = now_ms();
+            last = n;
+        } else if (began && now_ms() - quiet_since >= 300) {
+            return;
+        }
+    }
+}
+
 static void die(const char *what)
 {
     fprintf(stderr, "renewscale: %s: %s\n", what, redislock_errdetail());
@@ -77,7 +135,7 @@ int main(int argc, char **argv)
     int n, i, j, lost_kept = 0, lost_stopped = 0, on_kept = 0;
     redisContext *ctl[3];
     const char *urls[3];
-    char url[3][300], key[48];
+    char url[3][300];
     pid_t pid[3];
     redislock_client *c = NULL;
     redislock_libevent *a = NULL;
@@ -87,15 +145,18 @@ int main(int argc, char **argv)
     unsigned char *where;
     redislock_acquire_options o = {0};
     long long before[3], per[3], us0[3], us, calls, all = 0, all_us = 0,
-        worst = 0;
+        worst = 0, keys[3] = {0, 0, 0};
     int64_t t0, stop_ms;
     int redlock = argc == 9 && strcmp(argv[8], "redlock") == 0;
-    const char *kind = redlock ? "Redlock" : "sharded";
-    const char *tag = redlock ? "redlock_" : "";
+    int sets = argc == 9 && strcmp(argv[8], "sets") == 0;
+    const char *kind = redlock ? "Redlock" : sets ? "sets of 3 keys, sharded"
+                                                  : "sharded";
+    const char *tag = redlock ? "redlock_" : sets ? "sets_" : "";
+    const char *what = sets ? "sets" : "locks";
 
-    if ((argc != 8 && !redlock) || (n = atoi(argv[1])) <= 0) {
+    if ((argc != 8 && !redlock && !sets) || (n = atoi(argv[1])) <= 0) {
         fprintf(stderr, "usage: renewscale N SOCK1 PID1 SOCK2 PID2 SOCK3 "
-                        "PID3 [redlock]\n");
+                        "PID3 [redlock|sets]\n");
         return 2;
     }
     for (i = 0; i < 3; i++) {
@@ -125,8 +186,7 @@ int main(int argc, char **argv)
      * TTL for each server): a loop with every acquire of 10^5 out at once
      * meets its command timeout before it has written them all. */
     for (i = 0; i < n; i++) {
-        snprintf(key, sizeof key, "renewscale:%d", i);
-        if (redislock_lock_new(c, key, strlen(key), &l[i]) != REDISLOCK_OK ||
+        if (new_lock(c, i, sets, &l[i]) != REDISLOCK_OK ||
             redislock_loop_acquire(redislock_libevent_loop(a), l[i], &o,
                                    taken, done) != REDISLOCK_OK)
             die("acquire");
@@ -141,28 +201,37 @@ int main(int argc, char **argv)
                 done[1]);
         return 1;
     }
-    printf("renewscale: %d watched locks of %d ms over 3 servers (%s), "
+    printf("renewscale: %d watched %s of %d ms over 3 servers (%s), "
            "taken in %lld ms\n",
-           n, TTL_MS, kind, (long long)(now_ms() - t0));
-    /* Which server holds each key: pipelined EXISTS (Redlock: all, and
-     * the first two are the majority kept). */
+           n, what, TTL_MS, kind, (long long)(now_ms() - t0));
+    /* The servers that hold each lock's keys, a bit each: pipelined
+     * EXISTS (Redlock: all, and the first two are the majority kept). */
     if (redlock)
         memset(where, 1, (size_t)n);
     for (j = 0; j < 3 && !redlock; j++) {
         for (i = 0; i < n; i++)
-            redisAppendCommand(ctl[j], "EXISTS renewscale:%d", i);
+            if (sets)
+                redisAppendCommand(ctl[j], "EXISTS " SET_KEYS, i, i, i);
+            else
+                redisAppendCommand(ctl[j], "EXISTS renewscale:%d", i);
         for (i = 0; i < n; i++) {
             redisReply *r;
 
             if (redisGetReply(ctl[j], (void **)&r) != REDIS_OK)
                 return 1;
-            if (r->type == REDIS_REPLY_INTEGER && r->integer == 1)
-                where[i] = (unsigned char)(j + 1);
+            if (r->type == REDIS_REPLY_INTEGER && r->integer > 0) {
+                where[i] |= (unsigned char)(1u << j);
+                keys[j] += r->integer;
+            }
             freeReplyObject(r);
         }
     }
     /* Two periods: renewals that came due apart come due together. */
     run_for(base, 2 * PERIOD_MS + 200);
+    /* Counted from just after a period's renewals, for whole periods:
+     * a count that began among one period's requests would count some
+     * of them twice (a fourth period's, at the window's end). */
+    after_renewals(base, ctl);
     for (j = 0; j < 3; j++)
         before[j] = lb_script_calls(ctl[j], &us0[j]);
     run_for(base, PERIODS * PERIOD_MS);
@@ -174,8 +243,11 @@ int main(int argc, char **argv)
         worst = per[j] > worst ? per[j] : worst;
     }
     printf("renewscale: renewal requests per period (%d ms) per server: "
-           "%lld / %lld / %lld\n",
+           "%lld / %lld / %lld",
            PERIOD_MS, per[0], per[1], per[2]);
+    if (!redlock)
+        printf(" (keys held: %lld / %lld / %lld)", keys[0], keys[1], keys[2]);
+    printf("\n");
     printf("renewscale: server time per renewal request %.2f ms, per lock "
            "renewed %.2f us\n",
            all > 0 ? (double)all_us / (double)all / 1000 : 0.0,
@@ -187,7 +259,7 @@ int main(int argc, char **argv)
     for (i = 0; i < n; i++) {
         int gone = redislock_valid_ms(l[i]) <= 0;
 
-        if (where[i] == 3)
+        if (where[i] & 4)
             lost_stopped += gone;
         else if (where[i] != 0) {
             on_kept++;
@@ -195,13 +267,13 @@ int main(int argc, char **argv)
         }
     }
     kill(pid[2], SIGCONT);
-    printf("renewscale: third server stopped %lld ms: %d of %d locks on the "
-           "other two lost; %d of %d on the stopped one\n",
-           (long long)stop_ms, lost_kept, on_kept, lost_stopped,
+    printf("renewscale: third server stopped %lld ms: %d of %d %s on the "
+           "other two lost; %d of %d with a key on the stopped one\n",
+           (long long)stop_ms, lost_kept, on_kept, what, lost_stopped,
            n - on_kept);
-    printf("  renewal requests per period per server with %d locks (%s) "
+    printf("  renewal requests per period per server with %d %s (%s) "
            "<= %d: %lld %s\n",
-           n, kind, MAX_PER_PERIOD, worst,
+           n, what, kind, MAX_PER_PERIOD, worst,
            worst <= MAX_PER_PERIOD ? "PASS" : "MISS");
     printf("  no loss on two servers while the third is stopped: %d lost "
            "%s\n",

@@ -141,6 +141,16 @@ renew_n=$(awk -v n="$renew_n" 'BEGIN { n = int(n / 3); print n < 1000 ? 1000 : n
 renew=$(REDIS_SERVER=$server REDIS_CLI=$cli BUILD=$build bench/renew.sh \
     "$renew_n" redlock) || die "the Redlock renewal benchmark failed: $renew"
 printf '\n%s\n' "$renew"
+# And sets of three keys on a sharded client, most spread over two or
+# three servers (a set's groups renew by node too): a quarter as many
+# sets as the first run's locks (25,000 at --scale 1, 1000 at the least),
+# three quarters of its keys, since the ring's shares are uneven (up to
+# 38 % of the keys on one server in the runs of 2026-12-03) and a
+# server's requests follow its keys (RL_RENEW_BATCH keys a request).
+sets_n=$(awk -v s="$scale" 'BEGIN { n = int(25000 * s); print n < 1000 ? 1000 : n }')
+renew=$(REDIS_SERVER=$server REDIS_CLI=$cli BUILD=$build bench/renew.sh \
+    "$sets_n" sets) || die "the sets' renewal benchmark failed: $renew"
+printf '\n%s\n' "$renew"
 
 # The CLI's cost against flock(1) (bench/runcost.c, issue 37): N runs of
 # each of `redislock run -u URL KEY -- true` and `flock FILE true`, in
