@@ -193,7 +193,9 @@ struct sweep {
     rl__pool *pool;       /* a Redlock server; NULL: the key's node */
     int out;              /* a try's reply to come */
     int settle; /* a blocking call waits for its first try (rl__alock_busy):
-                   a give-back, as a release; not a lost attempt's */
+                   a give-back, as a release; not a lost attempt's. On a
+                   Redlock server, for the server timeout at most, as the
+                   round it gives back waited */
     int64_t give_up_us, ttl_ms;
     rl__lockname names[1 + REDISLOCK_SET_MAX]; /* the lock's keys */
     int n;
@@ -711,6 +713,13 @@ static void sweep_done(void *arg, redislock_err err, const rl__reply *r)
         sweep_free(sw);
 }
 
+/* A Redlock server's give-back has waited its server timeout: the
+ * blocking call goes on without it (it is tried on all the same). */
+static void sweep_settle_over(rl__loop_timer *lt)
+{
+    ((sweep *)lt)->settle = 0;
+}
+
 static void sweep_try(sweep *sw)
 {
     rl__alock *al = sw->al;
@@ -725,6 +734,15 @@ static void sweep_try(sweep *sw)
                                n->pool, sw->names, sw->n, sw->token, sw->req,
                                sw->ttl_ms, sweep_done, sw) == REDISLOCK_OK) {
         sw->out = 1;
+        /* Its timer is free while the try is out. */
+        if (sw->settle && sw->pool != NULL) {
+            sw->timer.fire = sweep_settle_over;
+            if (rl__loop_arm(al->lp, &sw->timer,
+                             rl__now_us() +
+                                 rl__client_server_timeout(al->c, sw->ttl_ms) *
+                                     1000) != REDISLOCK_OK)
+                sw->settle = 0;
+        }
         return;
     }
     sweep_later(sw);

@@ -316,6 +316,48 @@ void test_redlock_stopped_server_bounded(void)
     th_servers_stop(&e);
 }
 
+/* One server stopped and another held by someone else for 400 ms: the
+ * waiter's refused rounds are given back on every server, the stopped
+ * one too, and its blocking acquire waits for each give-back as it waits
+ * for a release, but for the stopped server no longer than the per-server
+ * timeout (it waited the 2 s command timeout before 2026-12-03: the
+ * acquire returned 2 s after it took the lock, its validity 2 s shorter);
+ * it returns a round or two after the other holder's lease ends, with
+ * most of its own lease left. */
+void test_redlock_give_back_to_stopped_server_bounded(void)
+{
+    th_servers e = th_servers_start(3);
+    redislock_options co = {0};
+    redislock_client *c;
+    redislock_lock *l;
+    redislock_acquire_options o = th_aopts(5000, 5000, 0);
+    int64_t t0, took;
+
+    co.server_timeout_ms = 100;
+    c = redlock(&e, &co);
+    l = th_lock(c, KEY);
+    /* Connected, its scripts loaded everywhere. */
+    ASSERT_OK(redislock_acquire(l, &o));
+    ASSERT_OK(redislock_release(l));
+    th_server_pause(e.s[2]);
+    freeReplyObject(th_cmd(e.r[1], "SET %s other PX 400", KEY));
+    t0 = th_now_ms();
+    ASSERT_OK(redislock_acquire(l, &o));
+    took = th_now_ms() - t0;
+    test_log("taken %lld ms after the wait began (the other lease 400 ms), "
+             "%lld ms of validity left",
+             (long long)took, (long long)redislock_valid_ms(l));
+    ASSERT_GE(took, 350);
+    ASSERT_LT(took, 400 + 600);
+    ASSERT_GT(redislock_valid_ms(l), 5000 - 1000);
+    ASSERT_OK(redislock_release(l));
+    th_server_resume(e.s[2]);
+    ASSERT(th_wait_key_gone(e.r[2], KEY, strlen(KEY), 5000));
+    redislock_lock_free(l);
+    redislock_client_free(c);
+    th_servers_stop(&e);
+}
+
 static void *resume_later(void *arg)
 {
     th_servers *e = arg;
