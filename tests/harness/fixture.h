@@ -14,7 +14,9 @@
 
 #include "server.h"
 
-/* A client for url (opts may be NULL). */
+/* A client for url (opts may be NULL); a constructor that times out
+ * (REDISLOCK_ETIMEDOUT: a short command timeout on a loaded box) is
+ * tried again, 5 times at most. */
 #define th_client_url(url, opts)                                               \
     th_client_url_at_(__FILE__, __LINE__, url, opts)
 redislock_client *th_client_url_at_(const char *file, int line, const char *url,
