@@ -258,7 +258,7 @@ redislock_err rl__alock_new(redislock_client *c, const rl__loop_ops *ops,
     }
     al->c = c;
     al->gio = (rl__agroup_io){al, gio_send, gio_sweep};
-    al->pio = (rl__parcel_io){al, pio_send, pio_alone};
+    al->pio = (rl__parcel_io){al, c, pio_send, pio_alone};
     /* An application's loop can end once nothing is under way. */
     rl__loop_parks(al->lp, 1);
     /* A cluster's and a Sentinel client's requests find their way. */
@@ -805,6 +805,22 @@ static unsigned slot_of_key(const rl__alock *al, const char *key, size_t keylen)
                                                     : 0;
 }
 
+/* Sends q of the keys names (req: the request whose void marker it
+ * takes, or NULL) on node nd's request connection, routed on by a
+ * cluster's router. */
+static redislock_err names_send(rl__alock *al, node *nd,
+                                const rl__lockname *names, int n,
+                                const char *req, const rl__request *q,
+                                rl__aconn_cb cb, void *arg)
+{
+    redislock_err err = node_cmd(al, nd);
+
+    if (err == REDISLOCK_OK)
+        err = rl__lock_names_send_async(al->rt, nd->cmd, nd->pool, names, n,
+                                        req, q, cb, arg);
+    return err;
+}
+
 /* agroup.c's way to a group's node: the request connection of the node
  * of its first key, routed on by a cluster's router. While spread sets'
  * renewals are gathered (spread_send), their extends are kept to go by
@@ -823,10 +839,8 @@ static redislock_err gio_send(void *ctx, const rl__lockname *names, int n,
                         slot_of_key(al, names[0].key, names[0].keylen), names,
                         n, q, cb, arg) == REDISLOCK_OK)
         return REDISLOCK_OK;
-    if (err == REDISLOCK_OK && (err = node_cmd(al, nd)) == REDISLOCK_OK)
-        err = rl__lock_names_send_async(al->rt, nd->cmd, nd->pool, names, n,
-                                        req, q, cb, arg);
-    return err;
+    return err == REDISLOCK_OK ? names_send(al, nd, names, n, req, q, cb, arg)
+                               : err;
 }
 
 /* A kept extend that goes alone after all. */
@@ -834,14 +848,7 @@ static redislock_err pio_alone(void *ctx, void *nd, const rl__lockname *names,
                                int n, const rl__request *q, rl__aconn_cb cb,
                                void *arg)
 {
-    rl__alock *al = ctx;
-    node *x = nd;
-    redislock_err err = node_cmd(al, x);
-
-    if (err == REDISLOCK_OK)
-        err = rl__lock_names_send_async(al->rt, x->cmd, x->pool, names, n, NULL,
-                                        q, cb, arg);
-    return err;
+    return names_send(ctx, nd, names, n, NULL, q, cb, arg);
 }
 
 /* Kept extends of one node and slot, as one renewal request. */

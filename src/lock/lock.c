@@ -124,7 +124,13 @@ int rl__lock_guarded(const redislock_lock *l)
 
 void rl__lock_guard(const redislock_lock *l, rl__request *q, rl__guard_acks *a)
 {
-    const rl__replicas *g = rl__client_replicas(l->client);
+    rl__client_guard(l->client, q, a);
+}
+
+void rl__client_guard(const redislock_client *c, rl__request *q,
+                      rl__guard_acks *a)
+{
+    const rl__replicas *g = rl__client_replicas(c);
 
     a->acked = a->need = a->aof[0] = a->aof[1] = -1;
     q->all = g->want < 0 ? g->seen : NULL;

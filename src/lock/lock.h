@@ -215,6 +215,11 @@ typedef struct rl__guard_acks {
  * the client asks, their answers to *a. Nothing without the guards. */
 void rl__lock_guard(const redislock_lock *l, rl__request *q, rl__guard_acks *a);
 
+/* The same for a write of several locks of client c (a renewal request
+ * of many): the guards are the client's. */
+void rl__client_guard(const redislock_client *c, rl__request *q,
+                      rl__guard_acks *a);
+
 /* Records in l->acks what q's guards confirmed (-1: nothing, when err
  * says the request failed). */
 void rl__lock_acks(redislock_lock *l, const rl__request *q, redislock_err err);

@@ -263,12 +263,12 @@ static void pbatch_done(void *arg, redislock_err err, const rl__reply *r)
 }
 
 /* Sends the k parcels v (k > 1, of one node and slot) as one renewal
- * request, guarded as the first; 0 when it could not be sent. */
+ * request, with the client's guards (each parcel's own); 0 when it could
+ * not be sent. */
 static int pbatch_send(const rl__parcel_io *io, rl__parcel **v, size_t k)
 {
     pbatch *b = malloc(sizeof *b + k * sizeof *b->p);
     rl__renew_req rq;
-    const rl__request *g = &v[0]->q;
     size_t i, nkeys = 0;
     redislock_err err;
 
@@ -282,16 +282,8 @@ static int pbatch_send(const rl__parcel_io *io, rl__parcel **v, size_t k)
         rl__renew_add(&rq, v[i]->names, v[i]->n, 1, v[i]->q.args, v[i]->q.lens);
     b->io = *io;
     b->n = k;
-    b->acks.acked = b->acks.need = b->acks.aof[0] = b->acks.aof[1] = -1;
     memcpy(b->p, v, k * sizeof *v);
-    rq.q.all = g->all;
-    rq.q.wait_replicas = g->wait_replicas;
-    rq.q.wait_ms = g->wait_ms;
-    rq.q.acked = &b->acks.acked;
-    rq.q.need = &b->acks.need;
-    rq.q.wait_aof_local = g->wait_aof_local;
-    rq.q.wait_aof_replicas = g->wait_aof_replicas;
-    rq.q.aof_acked = b->acks.aof;
+    rl__client_guard(io->c, &rq.q, &b->acks);
     err = io->send(io->ctx, v[0]->node, &rq.q, pbatch_done, b);
     rl__renew_free(&rq);
     if (err != REDISLOCK_OK)

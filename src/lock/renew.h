@@ -88,6 +88,7 @@ typedef struct rl__parcels {
 
 typedef struct rl__parcel_io {
     void *ctx;
+    const redislock_client *c; /* whose guards the requests carry */
     /* Sends the renewal request q to node (routed by its first key). */
     redislock_err (*send)(void *ctx, void *node, const rl__request *q,
                           rl__aconn_cb cb, void *arg);
