@@ -659,8 +659,16 @@ REDISLOCK_API redislock_err redislock_leader_sized(redislock_lock *l,
  * out) is reported as REDISLOCK_CHANGE_EXPIRED with its term. With
  * nothing new in time, kind REDISLOCK_CHANGE_NONE and the rest as it
  * was. Start from a zeroed info (every change the record still holds)
- * or from redislock_leader()'s. The record is read again every 20 ms of
- * the wait.
+ * or from redislock_leader()'s. A wait sends nothing while nothing
+ * changes (the server tells it of the key's change; where it cannot,
+ * the record is read every 20 ms), and rides through a server that
+ * cannot be read for a while (restarting, its master being replaced):
+ * its reads are tried again until the deadline, which then returns
+ * their last error (REDISLOCK_ECONNECT, REDISLOCK_ETIMEDOUT, ...) with
+ * a detail saying for how long; a read under way at the deadline is
+ * waited for. A record whose history was replaced under the observer
+ * (a failover that lost its last entries, a record begun again) is a
+ * GAP, told by the term of the entry at n, which the handle remembers.
  */
 REDISLOCK_API redislock_err redislock_observe_sized(redislock_lock *l,
                                                     redislock_leader_info *info,

@@ -138,6 +138,10 @@ struct redislock_lock {
      * resigned. On the handle's thread. */
     int elected;
     char *elect_buf; /* backs the strings of redislock_leader_info */
+    /* The election record's entry this handle last reported an observer
+     * at (redislock_leader_info's n) and its term: a later read whose
+     * entry n has another term finds the record's history replaced. */
+    int64_t elect_seen_n, elect_seen_term;
 };
 
 /* An acquisition granted l fencing token fence, its hold in the life gen

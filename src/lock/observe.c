@@ -23,6 +23,12 @@
  * tell it of the key's change (tracking refused, or being set up). */
 #define POLL_US 20000
 
+/* A wait's read that failed in a way a later one may not (the server
+ * restarting, a failover under way, a reply lost or late) is sent again
+ * after a pause: the first this long, doubling up to FAIL_MAX_US. */
+#define FAIL_MIN_US 50000
+#define FAIL_MAX_US 1000000
+
 /* The longest a wait whose read was tracked goes without reading again:
  * the notice of the key's change ends it sooner; this bounds a wait on
  * a notice that a fault lost. */
@@ -38,6 +44,9 @@ typedef struct seen {
     const rl__reply *eid, *evalue;
     const rl__reply *id, *value; /* the key's holder now, or NULL */
     int64_t term, ttl_ms;
+    /* The terms of the record's last entry and of the entry the read
+     * was after: 0 when it has none. */
+    int64_t top_term, after_term;
 } seen;
 
 /* A leader read or an observation under way. */
@@ -60,6 +69,13 @@ typedef struct obs_op {
     char *record;
     int tracked, resent, quiet, missed;
     int reading, paused;
+    /* Reads that failed in a row, the last one's error and detail, and
+     * when the first of them was sent: a wait that ends while the record
+     * cannot be read says so. */
+    int fails;
+    redislock_err failed;
+    int64_t failing_since_us;
+    char fail_detail[160];
     rl__alock_cb cb;
     void *arg;
 } obs_op;
@@ -94,7 +110,7 @@ static redislock_err decode(const rl__reply *r, seen *s)
     const rl__reply *e;
 
     memset(s, 0, sizeof *s);
-    if (r->type != REDIS_REPLY_ARRAY || r->elements != 6)
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 8)
         return rl__err(REDISLOCK_EPROTOCOL, "elect script's read answered "
                                             "no state");
     s->top = num(r->element[0]);
@@ -114,6 +130,8 @@ static redislock_err decode(const rl__reply *r, seen *s)
     s->term = s->id != NULL ? num(r->element[3]) : 0;
     s->value = s->id != NULL ? str(r->element[4]) : NULL;
     s->ttl_ms = s->id != NULL ? num(r->element[5]) : 0;
+    s->top_term = num(r->element[6]);
+    s->after_term = num(r->element[7]);
     return REDISLOCK_OK;
 }
 
@@ -149,6 +167,8 @@ static redislock_err now_state(redislock_lock *l, redislock_leader_info *o,
 {
     o->kind = kind;
     o->n = s->top;
+    l->elect_seen_n = s->top;
+    l->elect_seen_term = s->top_term;
     o->has_leader = s->id != NULL;
     o->term = s->term;
     o->ttl_ms = s->id != NULL ? s->ttl_ms : 0;
@@ -163,9 +183,17 @@ static redislock_err next_change(redislock_lock *l, redislock_leader_info *o,
     if (s->top < o->n || (s->top > o->n && (!s->entry || s->en != o->n + 1)))
         /* The record began again, or lost what came after n. */
         return now_state(l, o, s, REDISLOCK_CHANGE_GAP);
+    if (o->n > 0 && l->elect_seen_n == o->n &&
+        s->after_term != l->elect_seen_term)
+        /* The record's entry n is not the one this handle saw: its
+         * history was replaced (a failover that lost the record's tail
+         * and wrote others in its place, or a record begun again). */
+        return now_state(l, o, s, REDISLOCK_CHANGE_GAP);
     if (s->entry) {
         o->kind = s->ekind;
         o->n = s->en;
+        l->elect_seen_n = s->en;
+        l->elect_seen_term = s->eterm;
         o->term = s->eterm;
         o->has_leader = s->ekind != REDISLOCK_CHANGE_RESIGNED;
         o->ttl_ms = 0;
@@ -197,14 +225,47 @@ static void obs_finish(obs_op *op, redislock_err err)
     rl__alock_cb cb = op->cb;
     redislock_lock *l = op->l;
     void *arg = op->arg;
+    char detail[sizeof op->fail_detail + 128];
 
     if (err == REDISLOCK_OK)
         rl__abi_out(op->out, op->out_size, &op->in, sizeof op->in);
+    else
+        snprintf(detail, sizeof detail, "%s", redislock_errdetail());
+    /* Leaving the notices may close their connections, which writes a
+     * detail of its own: the callback gets the outcome's. */
     obs_free(op);
+    if (err != REDISLOCK_OK)
+        rl__err(err, "%s", detail);
     cb(l, err, arg);
 }
 
+/* Whether a wait's read that failed with err is read again: the server
+ * could not be reached or answered late (it may be restarting, its
+ * master being replaced), or it is a replica or cannot serve now (a
+ * failover under way). A read changes nothing, so one whose reply was
+ * lost is sent again as it is. Anything else (an ACL, a script or
+ * reply this client cannot use, memory) would fail again. */
+static int read_again(redislock_err err)
+{
+    return err == REDISLOCK_ECONNECT || err == REDISLOCK_EIO ||
+           err == REDISLOCK_ETIMEDOUT || err == REDISLOCK_EREADONLY ||
+           err == REDISLOCK_ETRYLATER;
+}
+
+/* The wait ended while its reads were failing: their last error, the
+ * detail saying for how long. */
+static redislock_err failed_wait(const obs_op *op, int64_t now)
+{
+    return rl__err(op->failed,
+                   "no change seen: the election's record could not be read "
+                   "for the last %lld ms of the wait (%d tries): %s",
+                   (long long)((now - op->failing_since_us) / 1000), op->fails,
+                   op->fail_detail);
+}
+
 static redislock_err obs_read(obs_op *op);
+
+static redislock_err obs_retry(obs_op *op, redislock_err err, int64_t now);
 
 static void obs_wake(rl__alock_pause *p)
 {
@@ -212,7 +273,9 @@ static void obs_wake(rl__alock_pause *p)
     redislock_err err;
 
     op->paused = 0;
-    if ((err = obs_read(op)) != REDISLOCK_OK)
+    if ((err = obs_read(op)) != REDISLOCK_OK && read_again(err))
+        err = obs_retry(op, err, rl__now_us());
+    if (err != REDISLOCK_OK)
         obs_finish(op, err);
 }
 
@@ -240,12 +303,53 @@ static void obs_record_changed(rl__track_wait *w)
     obs_heard((obs_op *)((char *)w - offsetof(obs_op, rtw)));
 }
 
+/* A failing wait's deadline came in its pause. */
+static void obs_fail_end(rl__alock_pause *p)
+{
+    obs_op *op = (obs_op *)((char *)p - offsetof(obs_op, pause));
+
+    op->paused = 0;
+    obs_finish(op, failed_wait(op, rl__now_us()));
+}
+
 /* The loop was freed during the pause. */
 static void obs_gone(rl__alock_pause *p)
 {
     obs_finish(
         (obs_op *)((char *)p - offsetof(obs_op, pause)),
         rl__err(REDISLOCK_ECANCELED, "the loop was freed while observing"));
+}
+
+/* A wait's read failed with err (read_again's): arms the pause before
+ * the next read and returns REDISLOCK_OK, or, at the deadline, the
+ * error the wait ends with. */
+static redislock_err obs_retry(obs_op *op, redislock_err err, int64_t now)
+{
+    int64_t pause = FAIL_MIN_US;
+    int i;
+
+    if (op->fails++ == 0)
+        op->failing_since_us = now;
+    op->failed = err;
+    snprintf(op->fail_detail, sizeof op->fail_detail, "%s",
+             redislock_errdetail());
+    if (now >= op->deadline_us)
+        return op->fails == 1 ? rl__err(err, "%s", op->fail_detail)
+                              : failed_wait(op, now);
+    for (i = 1; i < op->fails && pause < FAIL_MAX_US; i++)
+        pause *= 2;
+    if (pause > FAIL_MAX_US)
+        pause = FAIL_MAX_US;
+    op->quiet = 0;
+    /* A read due at the deadline or after it is not sent: the wait ends
+     * then, failed. */
+    op->pause.fire = now + pause < op->deadline_us ? obs_wake : obs_fail_end;
+    op->pause.gone = obs_gone;
+    err = rl__alock_pause_arm(op->al, &op->pause,
+                              now + pause < op->deadline_us ? now + pause
+                                                            : op->deadline_us);
+    op->paused = err == REDISLOCK_OK;
+    return err;
 }
 
 static void obs_got(void *arg, redislock_err err, const rl__reply *r)
@@ -258,11 +362,20 @@ static void obs_got(void *arg, redislock_err err, const rl__reply *r)
         err = rl__reply_check(r, rl__script_elect.name);
     if (err == REDISLOCK_OK)
         err = decode(r, &s);
+    op->reading = 0;
+    now = rl__now_us();
+    /* A wait rides through what a later read may not meet (a failover's
+     * master being replaced, a server restarting): only its deadline
+     * ends it then. */
+    if (err != REDISLOCK_OK && !op->leader && read_again(err)) {
+        if ((err = obs_retry(op, err, now)) != REDISLOCK_OK)
+            obs_finish(op, err);
+        return;
+    }
     if (err == REDISLOCK_OK)
         err = op->leader ? now_state(op->l, &op->in, &s, REDISLOCK_CHANGE_NONE)
                          : next_change(op->l, &op->in, &s);
-    op->reading = 0;
-    now = rl__now_us();
+    op->fails = 0;
     if (err != REDISLOCK_OK || op->leader ||
         op->in.kind != REDISLOCK_CHANGE_NONE || now >= op->deadline_us) {
         obs_finish(op, err);
@@ -351,7 +464,10 @@ static redislock_err obs_start(rl__alock *al, redislock_lock *l,
     }
     op->rtw.key = op->record;
     op->deadline_us = rl__now_us() + timeout_ms * 1000;
-    if ((err = obs_read(op)) != REDISLOCK_OK)
+    /* A wait that starts while the server cannot be read waits for it. */
+    if ((err = obs_read(op)) != REDISLOCK_OK && !leader && read_again(err))
+        err = obs_retry(op, err, rl__now_us());
+    if (err != REDISLOCK_OK)
         obs_free(op);
     return err;
 }

@@ -15,10 +15,14 @@
 --   Returns {1, n}, or 0 when the lock has gone (expired, free, or a
 --   later life of the owner id), -1 when another holds it.
 --   'read' (ARGV[2] the last n seen, -1 for none wanted): returns {top,
---   entry, owner, term, value, pttl}: top the last entry's n (0: none),
---   entry {n, kind, term, id, value} the first after ARGV[2] or false,
---   then the lock's holder as it is now (false for each when it has
---   none, or is not a hash lock).
+--   entry, owner, term, value, pttl, topterm, seenterm}: top the last
+--   entry's n (0: none), entry {n, kind, term, id, value} the first
+--   after ARGV[2] or false, then the lock's holder as it is now (false
+--   for each when it has none, or is not a hash lock), the last entry's
+--   term and entry ARGV[2]'s (false when there is none): an observer
+--   tells by that term whether the entry it saw last is still the
+--   record's (a failover that lost the record's tail, or a record
+--   begun again, may have put another under that n).
 local K = rl_keys('lock elect')
 local op = ARGV[1]
 
@@ -28,39 +32,61 @@ local RL_ELECT_KEEP = 604800000
 -- The entries kept, about (MAXLEN ~): observers further behind see a gap.
 local RL_ELECT_CAP = 1000
 
--- The last entry's n, 0 when there is none. A record with no entries
--- left would refuse the next ID it is given, so it is dropped.
+-- An entry's field f.
+local function field(e, f)
+    for i = 1, #e[2], 2 do
+        if e[2][i] == f then
+            return e[2][i + 1]
+        end
+    end
+    return false
+end
+
+-- The last entry's n, 0 when there is none, and its term. A record with
+-- no entries left would refuse the next ID it is given, so it is
+-- dropped.
 local function top()
     local e = redis.call('XREVRANGE', K.elect, '+', '-', 'COUNT', 1)
     if #e == 0 then
         redis.call('DEL', K.elect)
-        return 0
+        return 0, false
     end
-    return tonumber(string.match(e[1][1], '^(%d+)-'))
+    return tonumber(string.match(e[1][1], '^(%d+)-')), field(e[1], 'term')
+end
+
+-- Entry n's term, false when the record has no entry n.
+local function term_of(n)
+    if n < 1 then
+        return false
+    end
+    local e = redis.call('XRANGE', K.elect, string.format('%d-0', n),
+                         string.format('%d-0', n))
+    return #e > 0 and field(e[1], 'term')
 end
 
 if op == 'read' then
     local after = tonumber(ARGV[2])
-    local last, entry = top(), false
+    local last, lastterm = top()
+    local entry, seen = false, false
     if after >= 0 and last > after then
         local e = redis.call('XRANGE', K.elect, string.format('%d-0',
                              after + 1), '+', 'COUNT', 1)
         if #e > 0 then
-            local f = {}
-            for i = 1, #e[1][2], 2 do
-                f[e[1][2][i]] = e[1][2][i + 1]
-            end
-            entry = {tonumber(string.match(e[1][1], '^(%d+)-')), f.kind,
-                     f.term, f.id, f.value}
+            entry = {tonumber(string.match(e[1][1], '^(%d+)-')),
+                     field(e[1], 'kind'), field(e[1], 'term'),
+                     field(e[1], 'id'), field(e[1], 'value')}
         end
+    end
+    if after >= 1 and after <= last then
+        seen = term_of(after)
     end
     local kind, holder, gen = rl_holder(K.lock, false)
     if kind ~= 'hash' or not holder then
-        return {last, entry, false, false, false, -2}
+        return {last, entry, false, false, false, -2, lastterm, seen}
     end
     local value = redis.call('HGET', K.lock, 'meta')
     return {last, entry, holder, gen or false, value,
-            redis.call('PTTL', K.lock)}
+            redis.call('PTTL', K.lock), lastterm, seen}
 end
 
 if op ~= 'elected' and op ~= 'proclaimed' and op ~= 'resigned' then
@@ -82,7 +108,7 @@ if op == 'proclaimed' then
         redis.call('HSET', K.lock, 'meta', value)
     end
 end
-local n = top() + 1
+local n = (top()) + 1
 redis.call('XADD', K.elect, 'MAXLEN', '~', RL_ELECT_CAP,
            string.format('%d-0', n), 'kind', op, 'term', term, 'id', id,
            'value', value)

@@ -159,6 +159,60 @@ void test_elect_observe_gap(void)
     th_env_stop(&e);
 }
 
+/*
+ * A record whose history was replaced under the same n (a failover that
+ * lost the record's tail and took later changes in its place, or a record
+ * deleted and begun again) is a GAP with the leader now, not a lease run
+ * out nor a change after one the observer never saw: the entry at the
+ * observer's n is not the one it saw (its term).
+ */
+void test_elect_observe_history_replaced(void)
+{
+    th_env e = th_env_start();
+    redislock_acquire_options o = th_aopts(30000, 0, 0);
+    redislock_lock *a = th_lock(e.c, "el"), *b = th_lock(e.c, "el"),
+                   *c = th_lock(e.c, "el"), *ob = th_lock(e.c, "el");
+    redislock_leader_info s;
+    int64_t tc;
+
+    memset(&s, 0, sizeof s);
+    ASSERT_OK(redislock_campaign(a, "a", &o));
+    ASSERT_OK(redislock_leader(ob, &s));
+    ASSERT_EQ_INT(s.n, 1);
+    /* a's key and record gone, b elected: another entry 1. */
+    freeReplyObject(th_cmd(e.r, "DEL el %s", RECORD));
+    ASSERT_OK(redislock_campaign(b, "b", &o));
+    ASSERT_OK(look(ob, &s));
+    test_log("the same n, another history: kind %d", s.kind);
+    ASSERT_EQ_INT(s.kind, REDISLOCK_CHANGE_GAP);
+    ASSERT_EQ_INT(s.has_leader, 1);
+    ASSERT_EQ_INT(s.term, redislock_fence(b));
+    ASSERT_EQ_STR(s.value, "b");
+    ASSERT_EQ_INT(s.n, 1);
+    ASSERT_OK(look(ob, &s));
+    ASSERT_EQ_INT(s.kind, REDISLOCK_CHANGE_NONE);
+    /* A longer one: c elected and proclaimed, entries 1 and 2. */
+    freeReplyObject(th_cmd(e.r, "DEL el %s", RECORD));
+    ASSERT_OK(redislock_campaign(c, "c", &o));
+    ASSERT_OK(redislock_proclaim(c, "c2"));
+    ASSERT_OK(look(ob, &s));
+    test_log("a longer history: kind %d", s.kind);
+    ASSERT_EQ_INT(s.kind, REDISLOCK_CHANGE_GAP);
+    ASSERT_EQ_INT(s.term, redislock_fence(c));
+    ASSERT_EQ_STR(s.value, "c2");
+    ASSERT_EQ_INT(s.n, 2);
+    /* And on from there as before. */
+    tc = redislock_fence(c);
+    ASSERT_OK(redislock_resign(c));
+    ASSERT_NEXT(ob, &s, REDISLOCK_CHANGE_RESIGNED, tc, NULL);
+    ASSERT_EQ_INT(s.n, 3);
+    redislock_lock_free(ob);
+    redislock_lock_free(c);
+    redislock_lock_free(b);
+    redislock_lock_free(a);
+    th_env_stop(&e);
+}
+
 /* What is refused, each with a detail that names it. */
 void test_elect_bad_input(void)
 {
