@@ -359,6 +359,8 @@ static const char leader_usage[] =
     "order, until SIGINT or SIGTERM: 'elected n=N term=T id=ID value=V',\n"
     "'proclaimed ...', 'resigned n=N term=T', 'expired n=N term=T' (its\n"
     "lease ran out), 'gap n=N ...' (changes were missed: the leader now).\n"
+    "A watch rides through a server restart or a failover; one that\n"
+    "lasts a minute is said on standard error, once a minute.\n"
     "Exit 0: a leader (--watch: after a signal); 1: none leads.\n"
     "\n"
     "Options:\n"

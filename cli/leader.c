@@ -68,8 +68,19 @@ typedef struct watching {
     redislock_loop *lp;
     redislock_leader_info *s;
     int json;
-    int rc; /* CLI_CONTINUE while it goes on */
+    int rc;      /* CLI_CONTINUE while it goes on */
+    int failing; /* the last observe failed, and it was said */
 } watching;
+
+/* Whether an observe that failed with err (after its whole wait: each
+ * read that met it was tried again) is started again: the server or its
+ * master may come back, a failover end. Anything else ends the watch. */
+static int still_trying(redislock_err err)
+{
+    return err == REDISLOCK_ECONNECT || err == REDISLOCK_EIO ||
+           err == REDISLOCK_ETIMEDOUT || err == REDISLOCK_EREADONLY ||
+           err == REDISLOCK_ETRYLATER;
+}
 
 static void observed(redislock_lock *l, redislock_err err, void *arg)
 {
@@ -77,10 +88,22 @@ static void observed(redislock_lock *l, redislock_err err, void *arg)
 
     if (wt->rc != CLI_CONTINUE)
         return; /* ended (the loop freed) */
-    if (err != REDISLOCK_OK) {
+    if (err != REDISLOCK_OK && !still_trying(err)) {
         wt->rc = cli_fail(wt->ctx, err, "cannot follow the election");
         return;
     }
+    /* A watch rides through what the servers may recover from, saying
+     * so on standard error once a wait went by without a read, and once
+     * they can be read again; what it missed meanwhile comes as a gap. */
+    if (err != REDISLOCK_OK) {
+        cli_fail(wt->ctx, err, "cannot read the election; still trying");
+        wt->failing = 1;
+    } else if (wt->failing) {
+        cli_err(wt->ctx, "reading the election again");
+        wt->failing = 0;
+    }
+    if (err != REDISLOCK_OK)
+        wt->s->kind = REDISLOCK_CHANGE_NONE;
     if (wt->s->kind != REDISLOCK_CHANGE_NONE) {
         cli_print_leader(wt->s, wt->json, 1);
         putchar('\n');
@@ -103,7 +126,7 @@ static int watch(const char *ctx, redislock_client *c, redislock_lock *l,
                  redislock_leader_info *s, int sfd, int json)
 {
     wloop w = {.nfd = 1, .due_ms = -1};
-    watching wt = {ctx, NULL, s, json, CLI_CONTINUE};
+    watching wt = {ctx, NULL, s, json, CLI_CONTINUE, 0};
     struct pollfd ready[1 + WATCH_FDS];
     redislock_err err;
     int i, n, wait;

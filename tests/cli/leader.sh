@@ -66,6 +66,37 @@ bg_wait watch2 10
 kill -9 "$(cat "$TEST_TMPDIR/lead.pid")"
 : >"$TEST_TMPDIR/go"
 
+# A watcher rides through its server's restart (kill -9, then started
+# again on the same socket, empty): it keeps running, says nothing on
+# standard error, and the history it lost comes as a gap, the new leader
+# after it.
+more_servers 1
+xu=unix://$xdir/x1.sock
+bg watch3 "$RL" -u "$xu" leader --watch ld3
+wait_until 10 test -s "$TEST_TMPDIR/watch3.out" || fail "no first line"
+expect 0 "$RL" -u "$xu" elect --value w1 --owner d1 ld3 -- true
+wait_until 10 grep -q '^resigned n=2 ' "$TEST_TMPDIR/watch3.out" ||
+    fail "the watcher printed: $(cat "$TEST_TMPDIR/watch3.out")"
+kill -9 "$xpid1"
+"$server" --port 0 --unixsocket "$xdir/x1.sock" --save '' --appendonly no \
+    --dir "$xdir" >"$TEST_TMPDIR/x1b.log" 2>&1 &
+on_exit_kill "$!"
+wait_until 10 sh -c '[ "$("$0" -s "$1" ping 2>/dev/null)" = PONG ]' \
+    "$REDIS_CLI" "$xdir/x1.sock" || fail "the server did not come back"
+bg lead3 "$RL" -u "$xu" elect --value w2 --owner d2 ld3 -- sh -c \
+    'while [ ! -e "$1" ]; do sleep 0.05; done' sh "$TEST_TMPDIR/go3"
+wait_until 15 grep -q ' id=d2 value=w2' "$TEST_TMPDIR/watch3.out" ||
+    fail "the watcher printed: $(cat "$TEST_TMPDIR/watch3.out")"
+grep -q '^gap ' "$TEST_TMPDIR/watch3.out" ||
+    fail "no gap: $(cat "$TEST_TMPDIR/watch3.out")"
+[ ! -s "$TEST_TMPDIR/watch3.err" ] ||
+    fail "the watcher said: $(cat "$TEST_TMPDIR/watch3.err")"
+kill -TERM "$(cat "$TEST_TMPDIR/watch3.pid")"
+bg_wait watch3 10
+[ "$rc" = 0 ] || fail "leader --watch exited $rc after its server's restart"
+: >"$TEST_TMPDIR/go3"
+bg_wait lead3 10
+
 expect 64 "$RL" leader
 one_error_line
 expect 64 "$RL" leader a b
