@@ -116,6 +116,13 @@ struct rl__aop {
     int trk_pause;
     int trk_missed;
     int resent; /* its attempt was sent again (rl__request.resent) */
+    /* A spread set's: the way its attempt's groups go (gio_send's, but
+     * the group of the key it waits behind on that node's tracking
+     * connection, where the notices are ready), and that group's keys
+     * when its request went so in the attempt under way. */
+    rl__agroup_io tio;
+    const rl__lockname *trk_names;
+    int trk_n;
     /* Redlock's: its waits on each server's notices (rtrack), made when
      * it first pauses behind a holder; nrt of them. */
     struct rtrack *rtw;
@@ -2238,21 +2245,77 @@ static void chan_event(void *arg, redislock_err err, const rl__reply *r)
         chan_free(ch);
 }
 
+/* Whether a spread set's waiter may wait on the notices of the key it
+ * waits behind: on a sharded client. In a cluster a group's request may
+ * be sent on elsewhere (MOVED, ASK), which the chain's requests do not
+ * report: its waiters poll. */
+static int group_trackable(const aop *op)
+{
+    return !rl__topo_moves(rl__client_topo(op->al->c));
+}
+
+/* Whether key (the one a set waits behind) is one of names. */
+static int names_hold(const rl__lockname *names, int n, const rl__lockname *key)
+{
+    int i;
+
+    for (i = 0; i < n; i++)
+        if (names[i].keylen == key->keylen &&
+            memcmp(names[i].key, key->key, key->keylen) == 0)
+            return 1;
+    return 0;
+}
+
+/* A spread set's attempt's way to a group's node (op->tio): the group
+ * that holds the key op waits behind goes on that node's tracking
+ * connection, where op listens there and the notices are ready, so its
+ * read is tracked; every other request as gio_send sends it. */
+static redislock_err tio_send(void *ctx, const rl__lockname *names, int n,
+                              const char *req, const rl__request *q,
+                              rl__aconn_cb cb, void *arg)
+{
+    aop *op = ctx;
+    rl__alock *al = op->al;
+    node *nd = NULL;
+    rl__aconn *c = NULL;
+
+    if (op->l != NULL && q->s == &rl__script_set_acquire && op->tw.t != NULL &&
+        names_hold(names, n, &op->l->wait_name) &&
+        node_of(al, names[0].key, names[0].keylen, &nd) == REDISLOCK_OK &&
+        nd->trk == op->tw.t && rl__track_ready(nd->trk) &&
+        rl__track_conn(nd->trk, &c) == REDISLOCK_OK) {
+        op->trk_names = names;
+        op->trk_n = n;
+        op->trk_sent = nd->trk;
+        op->trk_missed = 0;
+        return rl__lock_names_send_async(al->rt, c, nd->pool, names, n, req, q,
+                                         cb, arg);
+    }
+    return gio_send(al, names, n, req, q, cb, arg);
+}
+
+static void tio_sweep(void *ctx, const rl__lockname *names, int n,
+                      const char *token, const char *req, int64_t ttl_ms,
+                      int settle)
+{
+    gio_sweep(((aop *)ctx)->al, names, n, token, req, ttl_ms, settle);
+}
+
 /* Whether op's pauses behind a holder whose release wakes nobody can end
  * at the server's notice of the key's change (track.h) rather than
- * poll: a waiter on one node (a quorum's or a spread set's are not),
- * without a way of pausing of the caller's, and not waiting out a
- * failover. A fair one too: its pause stays capped at its heartbeat, and
- * a hand-off to it, a write of the key, is a notice as well as its
- * message. In a cluster an attempt sent again elsewhere (MOVED, ASK,
- * TRYAGAIN) was read untracked: attempt_done says so. */
+ * poll: a waiter on one node or a spread set's (group_trackable; a
+ * quorum's has round_track_*), without a way of pausing of the
+ * caller's, and not waiting out a failover. A fair one too: its pause stays
+ * capped at its heartbeat, and a hand-off to it, a write of the key, is a
+ * notice as well as its message. In a cluster an attempt sent again elsewhere
+ * (MOVED, ASK, TRYAGAIN) was read untracked: attempt_done says so. */
 static int trackable(const aop *op)
 {
     const redislock_lock *l = op->l;
 
     return l->holder_silent && l->algo->wakes && !l->algo->every &&
-           !l->algo->groups && !op->a.strategy && op->o.retry_fn == NULL &&
-           !op->a.blind;
+           (!l->algo->groups || group_trackable(op)) && !op->a.strategy &&
+           op->o.retry_fn == NULL && !op->a.blind;
 }
 
 /* The key op waits behind changed, or may have, or tracking has just
@@ -2699,6 +2762,12 @@ static void attempt_group_done(void *arg, redislock_err err, long long n)
 
     (void)n;
     op->grp = NULL;
+    /* Refused by the group whose read went tracked: its pause may wait
+     * for the notice of the key it now waits behind, if that is one of
+     * the group's. */
+    op->a.tracked = err == REDISLOCK_EHELD && op->trk_names != NULL &&
+                    names_hold(op->trk_names, op->trk_n, &op->l->wait_name);
+    op->trk_names = NULL;
     if (rl__acq_after_attempt(op->l, &op->a, &err, &pause) == RL_NEXT_DONE)
         acquire_done(op, err);
     else
@@ -2721,8 +2790,10 @@ static void attempt(aop *op)
     } else if (err == REDISLOCK_OK && l->algo->groups) {
         op->t = t;
         op->sent_us = rl__now_us();
-        err = rl__agroup_attempt(&op->al->gio, l, &op->t, attempt_group_done,
-                                 op, &op->grp);
+        op->trk_names = NULL;
+        op->tio = (rl__agroup_io){op, tio_send, tio_sweep};
+        err = rl__agroup_attempt(op->tw.t != NULL ? &op->tio : &op->al->gio, l,
+                                 &op->t, attempt_group_done, op, &op->grp);
     } else if (err == REDISLOCK_OK && (err = node_for(op->al, l, &n)) == 0)
         err = send_attempt(op, n, attempt_conn(op, n), &t, 0);
     if (err == REDISLOCK_OK)

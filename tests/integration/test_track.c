@@ -17,6 +17,7 @@
 #include "harness/apploop.h"
 #include "harness/cluster.h"
 #include "harness/fixture.h"
+#include "harness/keysets.h"
 #include "harness/server.h"
 #include "harness/util.h"
 #include "test.h"
@@ -125,6 +126,97 @@ void test_track_foreign_waiter_sends_nothing(void)
     wait_flagged(e.r, 'P', 0);
     wait_flagged(e.r, 't', 0);
     th_env_stop(&e);
+}
+
+/*
+ * A set spread over three servers, behind a SET NX PX holder of its key
+ * on one of them, waits on that server's notices: no attempt on any
+ * server in a second (it polled 25-50 times a second before, taking and
+ * giving back the groups before the holder's each time), and takes the
+ * set within LATE_MS of the release. Behind the key of server 0 and of
+ * server 2: the first group in the set's order and the last.
+ */
+void test_track_spread_waiter_sends_nothing(void)
+{
+    th_servers e = th_servers_start(3);
+    redislock_client *c = NULL;
+    redislock_acquire_options o = th_aopts(5000, 20000, 0);
+    char keys[3][3][24];
+    const char *set[3], *warm_set[3];
+    long long c0[3], n;
+    int got[3], i, k;
+    int64_t t_del;
+    redislock_lock *wl;
+    th_waiter w;
+
+    ASSERT_OK(redislock_client_new_sharded(&c, e.urls, 3, NULL));
+    th_keys_by_server(e.r, 3, c, "tsp", keys, got);
+    for (i = 0; i < 3; i++) {
+        set[i] = keys[i][0];
+        warm_set[i] = keys[i][1];
+    }
+    /* The scripts loaded everywhere first: counted calls are attempts. */
+    wl = th_lock_set(c, warm_set, 3);
+    ASSERT_OK(redislock_acquire(wl, &o));
+    ASSERT_OK(redislock_release(wl));
+    redislock_lock_free(wl);
+    for (k = 0; k < 3; k += 2) {
+        ASSERT(th_cmd_int(e.r[k], "EXISTS %s", set[k]) == 0);
+        freeReplyObject(
+            th_cmd(e.r[k], "SET %s foreign-holder NX PX %d", set[k], LEASE_MS));
+        th_waiter_start_lock(&w, th_lock_set(c, set, 3), &o);
+        wait_flagged(e.r[k], 'P', 1);
+        WAIT_FOR(th_tracked_scripts(e.r[k]) > 0, SETUP_MS);
+        for (i = 0; i < 3; i++)
+            c0[i] = th_script_calls(e.r[i]);
+        th_sleep_ms(QUIET_MS);
+        for (i = 0; i < 3; i++) {
+            n = th_script_calls(e.r[i]) - c0[i];
+            test_log("behind server %d's key: %lld attempts on server %d in "
+                     "%d ms",
+                     k, n, i, QUIET_MS);
+            ASSERT_EQ_INT(n, 0);
+        }
+        t_del = th_now_ms();
+        ASSERT_EQ_INT(th_cmd_int(e.r[k], "DEL %s", set[k]), 1);
+        th_waiter_join_ok(&w, 5000);
+        test_log("taken %lld ms after the release",
+                 (long long)(w.done_us / 1000 - t_del));
+        ASSERT_LE(w.done_us / 1000 - t_del, LATE_MS);
+        ASSERT_EQ_INT(th_held_anywhere(&e, set, 3, w.token), 3);
+        ASSERT_OK(redislock_release(w.l));
+        redislock_lock_free(w.l);
+        wait_flagged(e.r[k], 'P', 0);
+        wait_flagged(e.r[k], 't', 0);
+    }
+    /* The holder changes sides: behind server 2's key, then server 0's
+     * taken by another and server 2's released. The waiter's next
+     * attempt is refused by server 0's group, untracked: it polls once,
+     * then waits on server 0's notices (server 2's left) in silence. */
+    freeReplyObject(
+        th_cmd(e.r[2], "SET %s foreign-holder NX PX %d", set[2], LEASE_MS));
+    th_waiter_start_lock(&w, th_lock_set(c, set, 3), &o);
+    WAIT_FOR(th_tracked_scripts(e.r[2]) > 0, SETUP_MS);
+    freeReplyObject(
+        th_cmd(e.r[0], "SET %s foreign-holder NX PX %d", set[0], LEASE_MS));
+    ASSERT_EQ_INT(th_cmd_int(e.r[2], "DEL %s", set[2]), 1);
+    WAIT_FOR(th_tracked_scripts(e.r[0]) > 0, SETUP_MS);
+    wait_flagged(e.r[2], 'P', 0);
+    for (i = 0; i < 3; i++)
+        c0[i] = th_script_calls(e.r[i]);
+    th_sleep_ms(QUIET_MS);
+    for (i = 0; i < 3; i++)
+        ASSERT_EQ_INT(th_script_calls(e.r[i]) - c0[i], 0);
+    t_del = th_now_ms();
+    ASSERT_EQ_INT(th_cmd_int(e.r[0], "DEL %s", set[0]), 1);
+    th_waiter_join_ok(&w, 5000);
+    test_log("sides changed: taken %lld ms after the release",
+             (long long)(w.done_us / 1000 - t_del));
+    ASSERT_LE(w.done_us / 1000 - t_del, LATE_MS);
+    ASSERT_OK(redislock_release(w.l));
+    redislock_lock_free(w.l);
+    redislock_client_free(c);
+    th_servers_stop(&e);
 }
 
 /* A holder that lets its lease run out: the waiter takes the lock at the
