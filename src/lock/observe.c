@@ -70,7 +70,7 @@ typedef struct obs_op {
     int tracked, resent, quiet, missed;
     int reading, paused;
     /* Reads that failed in a row, the last one's error and detail, and
-     * when the first of them was sent: a wait that ends while the record
+     * when the first of them failed: a wait that ends while the record
      * cannot be read says so. */
     int fails;
     redislock_err failed;
