@@ -73,13 +73,12 @@ typedef struct watching {
 } watching;
 
 /* Whether an observe that failed with err (after its whole wait: each
- * read that met it was tried again) is started again: the server or its
- * master may come back, a failover end. Anything else ends the watch. */
+ * read that met it was tried again) is started again: the servers were
+ * unavailable (cli_exit_for's class: the server or its master may come
+ * back, a failover end). Anything else ends the watch. */
 static int still_trying(redislock_err err)
 {
-    return err == REDISLOCK_ECONNECT || err == REDISLOCK_EIO ||
-           err == REDISLOCK_ETIMEDOUT || err == REDISLOCK_EREADONLY ||
-           err == REDISLOCK_ETRYLATER;
+    return cli_exit_for(err) == CLI_EXIT_UNAVAILABLE;
 }
 
 static void observed(redislock_lock *l, redislock_err err, void *arg)

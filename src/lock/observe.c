@@ -12,12 +12,14 @@
 
 #include "abi.h"
 #include "alock.h"
+#include "backoff.h"
 #include "clock.h"
 #include "elect.h"
 #include "engine.h"
 #include "error.h"
 #include "keys.h"
 #include "lock.h"
+#include "rand.h"
 
 /* How often a wait reads the record again where the server does not
  * tell it of the key's change (tracking refused, or being set up). */
@@ -25,9 +27,11 @@
 
 /* A wait's read that failed in a way a later one may not (the server
  * restarting, a failover under way, a reply lost or late) is sent again
- * after a pause: the first this long, doubling up to FAIL_MAX_US. */
-#define FAIL_MIN_US 50000
-#define FAIL_MAX_US 1000000
+ * after a pause: the first about this long, doubling up to FAIL_MAX_MS,
+ * each jittered (the observers a failover cut off do not all come back
+ * at once). */
+#define FAIL_MIN_MS 50
+#define FAIL_MAX_MS 1000
 
 /* The longest a wait whose read was tracked goes without reading again:
  * the notice of the key's change ends it sooner; this bounds a wait on
@@ -325,8 +329,7 @@ static void obs_gone(rl__alock_pause *p)
  * error the wait ends with. */
 static redislock_err obs_retry(obs_op *op, redislock_err err, int64_t now)
 {
-    int64_t pause = FAIL_MIN_US;
-    int i;
+    int64_t pause;
 
     if (op->fails++ == 0)
         op->failing_since_us = now;
@@ -336,10 +339,10 @@ static redislock_err obs_retry(obs_op *op, redislock_err err, int64_t now)
     if (now >= op->deadline_us)
         return op->fails == 1 ? rl__err(err, "%s", op->fail_detail)
                               : failed_wait(op, now);
-    for (i = 1; i < op->fails && pause < FAIL_MAX_US; i++)
-        pause *= 2;
-    if (pause > FAIL_MAX_US)
-        pause = FAIL_MAX_US;
+    pause = rl__jitter(rl__retry_delay(REDISLOCK_RETRY_EXPONENTIAL, FAIL_MIN_MS,
+                                       FAIL_MAX_MS, op->fails),
+                       rl__jitter_rand()) *
+            1000;
     op->quiet = 0;
     /* A read due at the deadline or after it is not sent: the wait ends
      * then, failed. */

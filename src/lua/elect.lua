@@ -54,31 +54,24 @@ local function top()
     return tonumber(string.match(e[1][1], '^(%d+)-')), field(e[1], 'term')
 end
 
--- Entry n's term, false when the record has no entry n.
-local function term_of(n)
-    if n < 1 then
-        return false
-    end
-    local e = redis.call('XRANGE', K.elect, string.format('%d-0', n),
-                         string.format('%d-0', n))
-    return #e > 0 and field(e[1], 'term')
-end
-
 if op == 'read' then
     local after = tonumber(ARGV[2])
     local last, lastterm = top()
     local entry, seen = false, false
-    if after >= 0 and last > after then
-        local e = redis.call('XRANGE', K.elect, string.format('%d-0',
-                             after + 1), '+', 'COUNT', 1)
-        if #e > 0 then
-            entry = {tonumber(string.match(e[1][1], '^(%d+)-')),
-                     field(e[1], 'kind'), field(e[1], 'term'),
-                     field(e[1], 'id'), field(e[1], 'value')}
+    if after >= 0 and last >= after then
+        -- Entry n (its term) and the first after it, in one range.
+        local e = redis.call('XRANGE', K.elect, string.format('%d-0', after),
+                             '+', 'COUNT', 2)
+        local i = 1
+        if #e > 0 and tonumber(string.match(e[1][1], '^(%d+)-')) == after then
+            seen = field(e[1], 'term')
+            i = 2
         end
-    end
-    if after >= 1 and after <= last then
-        seen = term_of(after)
+        if e[i] then
+            entry = {tonumber(string.match(e[i][1], '^(%d+)-')),
+                     field(e[i], 'kind'), field(e[i], 'term'),
+                     field(e[i], 'id'), field(e[i], 'value')}
+        end
     end
     local kind, holder, gen = rl_holder(K.lock, false)
     if kind ~= 'hash' or not holder then
