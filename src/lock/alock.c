@@ -2245,15 +2245,6 @@ static void chan_event(void *arg, redislock_err err, const rl__reply *r)
         chan_free(ch);
 }
 
-/* Whether a spread set's waiter may wait on the notices of the key it
- * waits behind: on a sharded client. In a cluster a group's request may
- * be sent on elsewhere (MOVED, ASK), which the chain's requests do not
- * report: its waiters poll. */
-static int group_trackable(const aop *op)
-{
-    return !rl__topo_moves(rl__client_topo(op->al->c));
-}
-
 /* Whether key (the one a set waits behind) is one of names. */
 static int names_hold(const rl__lockname *names, int n, const rl__lockname *key)
 {
@@ -2266,10 +2257,36 @@ static int names_hold(const rl__lockname *names, int n, const rl__lockname *key)
     return 0;
 }
 
+/* A spread set's tracked read out: its group's reply goes to the
+ * chain's cb after op has heard whether the read was sent on elsewhere
+ * (a cluster's redirection, a script loaded first: read untracked). op
+ * is held (inflight) until then: a group's request may outlive the
+ * attempt it was sent for. */
+typedef struct tsend {
+    aop *op;
+    rl__aconn_cb cb;
+    void *arg;
+    int resent;
+} tsend;
+
+static void tsend_reply(void *arg, redislock_err err, const rl__reply *r)
+{
+    tsend *ts = arg;
+    aop *op = ts->op;
+
+    if (ts->resent)
+        op->resent = 1;
+    ts->cb(ts->arg, err, r);
+    free(ts);
+    op->inflight--;
+    op_free_if_idle(op);
+}
+
 /* A spread set's attempt's way to a group's node (op->tio): the group
  * that holds the key op waits behind goes on that node's tracking
  * connection, where op listens there and the notices are ready, so its
- * read is tracked; every other request as gio_send sends it. */
+ * read is tracked (unless sent on: tsend_reply); every other request as
+ * gio_send sends it. */
 static redislock_err tio_send(void *ctx, const rl__lockname *names, int n,
                               const char *req, const rl__request *q,
                               rl__aconn_cb cb, void *arg)
@@ -2278,20 +2295,32 @@ static redislock_err tio_send(void *ctx, const rl__lockname *names, int n,
     rl__alock *al = op->al;
     node *nd = NULL;
     rl__aconn *c = NULL;
+    rl__request tq;
+    tsend *ts;
+    redislock_err err;
 
-    if (op->l != NULL && q->s == &rl__script_set_acquire && op->tw.t != NULL &&
-        names_hold(names, n, &op->l->wait_name) &&
-        node_of(al, names[0].key, names[0].keylen, &nd) == REDISLOCK_OK &&
-        nd->trk == op->tw.t && rl__track_ready(nd->trk) &&
-        rl__track_conn(nd->trk, &c) == REDISLOCK_OK) {
-        op->trk_names = names;
-        op->trk_n = n;
-        op->trk_sent = nd->trk;
-        op->trk_missed = 0;
-        return rl__lock_names_send_async(al->rt, c, nd->pool, names, n, req, q,
-                                         cb, arg);
+    if (op->l == NULL || q->s != &rl__script_set_acquire || op->tw.t == NULL ||
+        !names_hold(names, n, &op->l->wait_name) ||
+        node_of(al, names[0].key, names[0].keylen, &nd) != REDISLOCK_OK ||
+        nd->trk != op->tw.t || !rl__track_ready(nd->trk) ||
+        rl__track_conn(nd->trk, &c) != REDISLOCK_OK ||
+        (ts = malloc(sizeof *ts)) == NULL)
+        return gio_send(al, names, n, req, q, cb, arg);
+    *ts = (tsend){op, cb, arg, 0};
+    tq = *q;
+    tq.resent = &ts->resent;
+    err = rl__lock_names_send_async(al->rt, c, nd->pool, names, n, req, &tq,
+                                    tsend_reply, ts);
+    if (err != REDISLOCK_OK) {
+        free(ts);
+        return err;
     }
-    return gio_send(al, names, n, req, q, cb, arg);
+    op->inflight++;
+    op->trk_names = names;
+    op->trk_n = n;
+    op->trk_sent = nd->trk;
+    op->trk_missed = 0;
+    return REDISLOCK_OK;
 }
 
 static void tio_sweep(void *ctx, const rl__lockname *names, int n,
@@ -2303,8 +2332,8 @@ static void tio_sweep(void *ctx, const rl__lockname *names, int n,
 
 /* Whether op's pauses behind a holder whose release wakes nobody can end
  * at the server's notice of the key's change (track.h) rather than
- * poll: a waiter on one node or a spread set's (group_trackable; a
- * quorum's has round_track_*), without a way of pausing of the
+ * poll: a waiter on one node or a spread set's (a quorum's has
+ * round_track_*), without a way of pausing of the
  * caller's, and not waiting out a failover. A fair one too: its pause stays
  * capped at its heartbeat, and a hand-off to it, a write of the key, is a
  * notice as well as its message. In a cluster an attempt sent again elsewhere
@@ -2314,8 +2343,7 @@ static int trackable(const aop *op)
     const redislock_lock *l = op->l;
 
     return l->holder_silent && l->algo->wakes && !l->algo->every &&
-           (!l->algo->groups || group_trackable(op)) && !op->a.strategy &&
-           op->o.retry_fn == NULL && !op->a.blind;
+           !op->a.strategy && op->o.retry_fn == NULL && !op->a.blind;
 }
 
 /* The key op waits behind changed, or may have, or tracking has just
@@ -2766,6 +2794,7 @@ static void attempt_group_done(void *arg, redislock_err err, long long n)
      * for the notice of the key it now waits behind, if that is one of
      * the group's. */
     op->a.tracked = err == REDISLOCK_EHELD && op->trk_names != NULL &&
+                    !op->resent &&
                     names_hold(op->trk_names, op->trk_n, &op->l->wait_name);
     op->trk_names = NULL;
     if (rl__acq_after_attempt(op->l, &op->a, &err, &pause) == RL_NEXT_DONE)
@@ -2791,6 +2820,7 @@ static void attempt(aop *op)
         op->t = t;
         op->sent_us = rl__now_us();
         op->trk_names = NULL;
+        op->resent = 0;
         op->tio = (rl__agroup_io){op, tio_send, tio_sweep};
         err = rl__agroup_attempt(op->tw.t != NULL ? &op->tio : &op->al->gio, l,
                                  &op->t, attempt_group_done, op, &op->grp);

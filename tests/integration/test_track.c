@@ -516,6 +516,164 @@ void test_track_cluster_slot_moves(void)
     th_cluster_stop(tc);
 }
 
+/* keys[m]: "{<stem><i>}k" for the first i whose slot master m serves,
+ * for each of tc's three masters. */
+static void cluster_keys_by_master(th_cluster *tc, const char *stem,
+                                   char keys[3][24])
+{
+    int got = 0, i, m;
+    char k[24];
+
+    for (i = 0; got != 7 && i < 200; i++) {
+        snprintf(k, sizeof k, "{%s%d}k", stem, i);
+        m = th_cluster_owner(tc, th_cluster_keyslot(tc, k));
+        ASSERT(m >= 0 && m < 3);
+        if (!(got & 1 << m)) {
+            memcpy(keys[m], k, sizeof k);
+            got |= 1 << m;
+        }
+    }
+    ASSERT_EQ_INT(got, 7);
+}
+
+/* The script calls on each of three masters in QUIET_MS: none. */
+static void quiet_on_masters(redisContext *r[3], const char *where)
+{
+    long long c0[3], n;
+    int i;
+
+    for (i = 0; i < 3; i++)
+        c0[i] = th_script_calls(r[i]);
+    th_sleep_ms(QUIET_MS);
+    for (i = 0; i < 3; i++) {
+        n = th_script_calls(r[i]) - c0[i];
+        test_log("%s: %lld attempts on master %d in %d ms", where, n, i,
+                 QUIET_MS);
+        ASSERT_EQ_INT(n, 0);
+    }
+}
+
+/* set[k]'s foreign holder released on master at (DEL): the waiter w
+ * takes the set within LATE_MS, every key (on master k but k's, which
+ * may have moved to at), and gives it back. */
+static void spread_release_reaches(redisContext *r[3], const char *set[3],
+                                   int k, int at, th_waiter *w,
+                                   const char *where)
+{
+    int64_t t_del = th_now_ms();
+    char *v;
+    int i;
+
+    ASSERT_EQ_INT(th_cmd_int(r[at], "DEL %s", set[k]), 1);
+    th_waiter_join_ok(w, 5000);
+    test_log("%s: taken %lld ms after the release", where,
+             (long long)(w->done_us / 1000 - t_del));
+    ASSERT_LE(w->done_us / 1000 - t_del, LATE_MS);
+    for (i = 0; i < 3; i++) {
+        v = th_cmd_str(r[i == k ? at : i], NULL, "GET %s", set[i]);
+        ASSERT_EQ_STR(v, w->token);
+        free(v);
+    }
+    ASSERT_OK(redislock_release(w->l));
+    redislock_lock_free(w->l);
+}
+
+/*
+ * In a cluster, a set spread over three masters' slots behind a SET NX
+ * PX holder of its last key waits on that master's notices: no attempt
+ * on any master in a second (it polled 25-50 times a second before),
+ * and takes the set within LATE_MS of the release. That master loses
+ * the scripts under a waiter: its read sent again after their load is
+ * untracked, and the waiter must not wait as if it were (it would be
+ * deaf to the release). Then the key's slot moves to another master
+ * under the waiter: once it has, the waiter waits on the new master's
+ * notices in silence. Each release reaches it within LATE_MS.
+ */
+void test_track_cluster_spread_waiter(void)
+{
+    th_cluster *tc = th_cluster_start(3, 0);
+    redislock_acquire_options o = th_aopts(5000, 30000, 0);
+    redislock_client *c = NULL;
+    redisContext *r[3];
+    char keys[3][24], warm_keys[3][24];
+    const char *set[3], *warm_set[3];
+    const int src = 2, dst = 0;
+    unsigned slot;
+    long long loads, calls;
+    int i;
+    char *sid, *did;
+    redislock_lock *wl;
+    th_waiter w;
+
+    for (i = 0; i < 3; i++)
+        r[i] = th_cluster_redis(tc, i);
+    cluster_keys_by_master(tc, "tcs", keys);
+    cluster_keys_by_master(tc, "tcw", warm_keys);
+    for (i = 0; i < 3; i++) {
+        set[i] = keys[i];
+        warm_set[i] = warm_keys[i];
+    }
+    ASSERT_OK(redislock_client_new_cluster(&c, tc->seeds, (size_t)tc->n, NULL));
+    /* The scripts loaded everywhere first: counted calls are attempts. */
+    wl = th_lock_set(c, warm_set, 3);
+    ASSERT_OK(redislock_acquire(wl, &o));
+    ASSERT_OK(redislock_release(wl));
+    redislock_lock_free(wl);
+
+    freeReplyObject(
+        th_cmd(r[src], "SET %s foreign-holder NX PX %d", set[src], LEASE_MS));
+    th_waiter_start_lock(&w, th_lock_set(c, set, 3), &o);
+    wait_tracked_on(r[src]);
+    quiet_on_masters(r, "behind master 2's key");
+    spread_release_reaches(r, set, src, src, &w, "behind master 2's key");
+
+    /* Master 2, where the set has only the key it waits behind, loses
+     * the scripts; the holder's key changes (a renewal) to wake it. */
+    freeReplyObject(
+        th_cmd(r[src], "SET %s foreign-holder NX PX %d", set[src], LEASE_MS));
+    th_waiter_start_lock(&w, th_lock_set(c, set, 3), &o);
+    wait_tracked_on(r[src]);
+    loads = th_script_loads(r[src]);
+    calls = th_script_calls(r[src]);
+    freeReplyObject(th_cmd(r[src], "FUNCTION FLUSH"));
+    freeReplyObject(th_cmd(r[src], "SCRIPT FLUSH"));
+    ASSERT_EQ_INT(th_cmd_int(r[src], "PEXPIRE %s %d", set[src], LEASE_MS), 1);
+    /* Its attempt has run twice there: refused for the missing script
+     * (a failed call counts), then, after the load, by the holder. */
+    WAIT_FOR(th_script_loads(r[src]) > loads &&
+                 th_script_calls(r[src]) >= calls + 2,
+             SETUP_MS);
+    spread_release_reaches(r, set, src, src, &w, "scripts flushed");
+
+    /* The holder's slot moves from master 2 to master 0 under the
+     * waiter. */
+    slot = th_cluster_keyslot(tc, set[src]);
+    sid = th_cluster_node_id(tc, src);
+    did = th_cluster_node_id(tc, dst);
+    freeReplyObject(
+        th_cmd(r[src], "SET %s foreign-holder NX PX %d", set[src], LEASE_MS));
+    th_waiter_start_lock(&w, th_lock_set(c, set, 3), &o);
+    wait_tracked_on(r[src]);
+    freeReplyObject(
+        th_cmd(r[dst], "CLUSTER SETSLOT %u IMPORTING %s", slot, sid));
+    freeReplyObject(
+        th_cmd(r[src], "CLUSTER SETSLOT %u MIGRATING %s", slot, did));
+    /* The key's move deletes it on master 2: the notice wakes the
+     * waiter, whose attempt is sent on while the slot migrates. */
+    th_cluster_migrate_keys(r[src], tc->s[dst]->port, slot);
+    WAIT_FOR(th_cluster_errorstat(tc, src, "ASK") > 0, SETUP_MS);
+    th_cluster_slot_to(tc, slot, did, -1);
+    WAIT_FOR(th_tracked_scripts(r[dst]) > 0, SETUP_MS);
+    quiet_on_masters(r, "the slot moved");
+    spread_release_reaches(r, set, src, dst, &w, "the slot moved");
+    redislock_client_free(c);
+    free(sid);
+    free(did);
+    for (i = 0; i < 3; i++)
+        redisFree(r[i]);
+    th_cluster_stop(tc);
+}
+
 /* The server loses the scripts while the waiter waits tracked (FUNCTION
  * FLUSH, SCRIPT FLUSH): the attempt that loads them again goes after the
  * request that asked for its read's tracking, so it is not tracked; the
