@@ -1,14 +1,16 @@
 /*
  * elect across failures: an observer's wait rides through a Sentinel
- * failover (its reads fail until the sentinels name the new master) and
- * a server that does not answer for a while, and reports the changes
- * made after; a wait that ends while the server cannot be read says so.
+ * failover (its reads fail until the sentinels name the new master), a
+ * cluster's (until the replica serves the slot) and a server that does
+ * not answer for a while, and reports the changes made after; a wait
+ * that ends while the server cannot be read says so.
  */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness/cluster.h"
 #include "harness/fixture.h"
 #include "harness/sentinel.h"
 #include "harness/util.h"
@@ -45,6 +47,25 @@ static void replicated(th_sentinels *t, int master)
     ASSERT_EQ_INT(rep->integer, 1);
     freeReplyObject(rep);
     redisFree(r);
+}
+
+/* After the failover and a's resignation: b's election is w's next
+ * change, with a higher term; b resigns, and the handles are freed. */
+static void standby_elected(watcher *w, redislock_lock *a, redislock_lock *b,
+                            const redislock_acquire_options *o)
+{
+    int64_t a_term = w->s.term;
+
+    ASSERT_OK(redislock_campaign(b, "b", o));
+    ASSERT_GT(redislock_fence(b), a_term);
+    ASSERT_OK(redislock_observe(w->l, &w->s, 5000));
+    ASSERT_EQ_INT(w->s.kind, REDISLOCK_CHANGE_ELECTED);
+    ASSERT_EQ_INT(w->s.term, redislock_fence(b));
+    ASSERT_EQ_STR(w->s.value, "b");
+    ASSERT_OK(redislock_resign(b));
+    redislock_lock_free(w->l);
+    redislock_lock_free(b);
+    redislock_lock_free(a);
 }
 
 /*
@@ -87,15 +108,7 @@ void test_elect_observer_through_failover(void)
     ASSERT_OK(w.err);
     ASSERT_EQ_INT(w.s.kind, REDISLOCK_CHANGE_RESIGNED);
     ASSERT_EQ_INT(w.s.term, a_term);
-    ASSERT_OK(redislock_campaign(b, "b", &o));
-    ASSERT_OK(redislock_observe(w.l, &w.s, 5000));
-    ASSERT_EQ_INT(w.s.kind, REDISLOCK_CHANGE_ELECTED);
-    ASSERT_EQ_INT(w.s.term, redislock_fence(b));
-    ASSERT_EQ_STR(w.s.value, "b");
-    ASSERT_OK(redislock_resign(b));
-    redislock_lock_free(w.l);
-    redislock_lock_free(b);
-    redislock_lock_free(a);
+    standby_elected(&w, a, b, &o);
     redislock_client_free(co);
     redislock_client_free(cb);
     redislock_client_free(ca);
@@ -155,4 +168,82 @@ void test_elect_observer_through_stopped_server(void)
     redislock_lock_free(a);
     redislock_client_free(c);
     th_env_stop(&e);
+}
+
+/*
+ * In a cluster, the record's master is killed while an observer waits,
+ * tracked there, for the change after an election: the wait goes on
+ * through the failover (no error) and, once the replica serves the
+ * slot, waits on that server's notices (no read in a second); the
+ * leader's resignation there is the change it reports, within a second;
+ * a standby's election after it is the next.
+ */
+void test_elect_observer_through_cluster_failover(void)
+{
+    th_cluster *tc = th_cluster_start(3, 1);
+    int victim, heir;
+    char buf[32];
+    const char *key =
+        th_cluster_key_away(tc, "eo", -1, &victim, buf, sizeof buf);
+    redislock_client *ca, *cb, *co;
+    redislock_lock *a, *b;
+    redislock_acquire_options o = th_aopts(60000, 0, 0);
+    watcher w = {.timeout_ms = 30000};
+    pthread_t th;
+    redisContext *r;
+    int64_t a_term, t0;
+    long long calls;
+
+    heir = th_cluster_replica_of(tc, victim);
+    ASSERT(heir >= 0);
+    ASSERT_OK(
+        redislock_client_new_cluster(&ca, tc->seeds, (size_t)tc->n, NULL));
+    ASSERT_OK(
+        redislock_client_new_cluster(&cb, tc->seeds, (size_t)tc->n, NULL));
+    ASSERT_OK(
+        redislock_client_new_cluster(&co, tc->seeds, (size_t)tc->n, NULL));
+    a = th_lock(ca, key);
+    b = th_lock(cb, key);
+    w.l = th_lock(co, key);
+    ASSERT_OK(redislock_campaign(a, "a", &o));
+    a_term = redislock_fence(a);
+    ASSERT_OK(redislock_leader(w.l, &w.s));
+    ASSERT_EQ_INT(w.s.term, a_term);
+    th_cluster_synced(tc, victim, key);
+    ASSERT_EQ_INT(pthread_create(&th, NULL, observe_thread, &w), 0);
+    r = th_cluster_redis(tc, victim);
+    WAIT_FOR(th_tracked_scripts(r) > 0, 5000);
+    redisFree(r);
+    t0 = th_now_ms();
+    th_cluster_kill(tc, victim);
+    th_cluster_wait_ok(tc, 8000);
+    test_log("the replica serves the slot %lld ms after the kill",
+             (long long)(th_now_ms() - t0));
+    /* The observer reads there, then waits on the notices. */
+    r = th_cluster_redis(tc, heir);
+    WAIT_FOR(th_tracked_scripts(r) > 0, 10000);
+    test_log("tracked on the new master %lld ms after the kill",
+             (long long)(th_now_ms() - t0));
+    calls = th_script_calls(r);
+    th_sleep_ms(1000);
+    calls = th_script_calls(r) - calls;
+    test_log("reads on the new master in 1000 ms: %lld", calls);
+    ASSERT_EQ_INT(calls, 0);
+    t0 = th_now_ms();
+    ASSERT_OK(redislock_resign(a));
+    ASSERT_EQ_INT(pthread_join(th, NULL), 0);
+    test_log("observer: err %d (%s), kind %d, term %lld, %lld ms after the "
+             "resignation",
+             w.err, w.detail, w.s.kind, (long long)w.s.term,
+             (long long)(w.done_ms - t0));
+    ASSERT_OK(w.err);
+    ASSERT_EQ_INT(w.s.kind, REDISLOCK_CHANGE_RESIGNED);
+    ASSERT_EQ_INT(w.s.term, a_term);
+    ASSERT_LE(w.done_ms - t0, 1000);
+    redisFree(r);
+    standby_elected(&w, a, b, &o);
+    redislock_client_free(co);
+    redislock_client_free(cb);
+    redislock_client_free(ca);
+    th_cluster_stop(tc);
 }
