@@ -649,18 +649,20 @@ const excl_mode excl_modes[] = {
     {"sentinel_failover", EXCL_SENTINEL, 1, 3, F(SENTINEL_FAILOVER), 1000, 1500,
      9500, pick_failover, 0, 0, 0},
     /* With one replica the strict guard refuses for about 10 s after the
-     * switch (see EXCL_LIVE_FAILOVER_GUARD_MS): the failover comes later,
-     * 2.5 to 3 s in, so that the short run sees sections before it and a
-     * holder across it. */
-    {"sentinel_failover_guard", EXCL_SENTINEL, 1, 3, F(SENTINEL_FAILOVER), 2500,
-     3000, 9500, pick_failover, 0, 0, 1},
+     * switch (see EXCL_LIVE_FAILOVER_GUARD_MS), so the short run's
+     * sections come before the failover: it comes 4 to 4.5 s in, after
+     * the first hold (pick_failover's, up to 3 s) has ended and a second
+     * begun, to hold across it. At 2.5 to 3 s a first hold of nearly 3 s
+     * left one section (seed 79143770429353, 2026-12-04). */
+    {"sentinel_failover_guard", EXCL_SENTINEL, 1, 3, F(SENTINEL_FAILOVER), 4000,
+     4500, 11000, pick_failover, 0, 0, 1},
     /* The old master cut off and back: stopped (SIGSTOP) until the
      * sentinels promote the replica, then resumed, a master with its
      * clients' connections until they demote it. */
     {"sentinel_partition", EXCL_SENTINEL, 1, 3, F(STOP_MASTER), 1000, 1500,
      9500, pick_failover, 0, 0, 0},
-    {"sentinel_partition_guard", EXCL_SENTINEL, 1, 3, F(STOP_MASTER), 2500,
-     3000, 9500, pick_failover, 0, 0, 1},
+    {"sentinel_partition_guard", EXCL_SENTINEL, 1, 3, F(STOP_MASTER), 4000,
+     4500, 11000, pick_failover, 0, 0, 1},
     /* Issue 40: the failover modes with two replicas. The guard is
      * REDISLOCK_REPLICAS_ALL, every replica the master has had: with
      * wait_replicas 1, a lock the old master granted after the promotion
