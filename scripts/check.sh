@@ -24,7 +24,7 @@ events_* fair_permits_fifo_order fair_readers_writers_in_arrival_order
 alock_scenarios alock_redlock_* alock_cluster_* excl_loop_redlock
 excl_loop_cluster adapter_* alock_set_* alock_spread_*
 alock_sentinel_failover ghost_* wake_waiters_leave_pool_free
-wake_idle_connections_bounded ploop_* renew_by_node_*
+wake_idle_connections_bounded ploop_* renew_* elect_observer_*
 fair_channel_kept_between_waits fair_metadata_handoff"
 
 build() {
