@@ -58,6 +58,23 @@ static void given_back(redisContext *const *r, const char *const *set, int n,
             WAIT_FOR(th_cmd_int(r[i], "EXISTS %s", set[i]) == 0, SETUP_MS);
 }
 
+/* The script calls on each of three servers in QUIET_MS: none. */
+static void quiet_on_three(redisContext *const *r, const char *where)
+{
+    long long c0[3], n;
+    int i;
+
+    for (i = 0; i < 3; i++)
+        c0[i] = th_script_calls(r[i]);
+    th_sleep_ms(QUIET_MS);
+    for (i = 0; i < 3; i++) {
+        n = th_script_calls(r[i]) - c0[i];
+        test_log("%s: %lld attempts on server %d in %d ms", where, n, i,
+                 QUIET_MS);
+        ASSERT_EQ_INT(n, 0);
+    }
+}
+
 /* An acquire and release of another key: the scripts are loaded after
  * it, so that counted calls are attempts. */
 static void warm(env *e)
@@ -156,7 +173,7 @@ void test_track_spread_waiter_sends_nothing(void)
     redislock_acquire_options o = th_aopts(5000, 20000, 0);
     char keys[3][3][24];
     const char *set[3], *warm_set[3];
-    long long c0[3], n;
+    char where[32];
     int got[3], i, k;
     int64_t t_del;
     redislock_lock *wl;
@@ -181,16 +198,8 @@ void test_track_spread_waiter_sends_nothing(void)
         wait_flagged(e.r[k], 'P', 1);
         WAIT_FOR(th_tracked_scripts(e.r[k]) > 0, SETUP_MS);
         given_back(e.r, set, 3, k);
-        for (i = 0; i < 3; i++)
-            c0[i] = th_script_calls(e.r[i]);
-        th_sleep_ms(QUIET_MS);
-        for (i = 0; i < 3; i++) {
-            n = th_script_calls(e.r[i]) - c0[i];
-            test_log("behind server %d's key: %lld attempts on server %d in "
-                     "%d ms",
-                     k, n, i, QUIET_MS);
-            ASSERT_EQ_INT(n, 0);
-        }
+        snprintf(where, sizeof where, "behind server %d's key", k);
+        quiet_on_three(e.r, where);
         t_del = th_now_ms();
         ASSERT_EQ_INT(th_cmd_int(e.r[k], "DEL %s", set[k]), 1);
         th_waiter_join_ok(&w, 5000);
@@ -216,11 +225,7 @@ void test_track_spread_waiter_sends_nothing(void)
     ASSERT_EQ_INT(th_cmd_int(e.r[2], "DEL %s", set[2]), 1);
     WAIT_FOR(th_tracked_scripts(e.r[0]) > 0, SETUP_MS);
     wait_flagged(e.r[2], 'P', 0);
-    for (i = 0; i < 3; i++)
-        c0[i] = th_script_calls(e.r[i]);
-    th_sleep_ms(QUIET_MS);
-    for (i = 0; i < 3; i++)
-        ASSERT_EQ_INT(th_script_calls(e.r[i]) - c0[i], 0);
+    quiet_on_three(e.r, "sides changed");
     t_del = th_now_ms();
     ASSERT_EQ_INT(th_cmd_int(e.r[0], "DEL %s", set[0]), 1);
     th_waiter_join_ok(&w, 5000);
@@ -550,23 +555,6 @@ static void cluster_keys_by_master(th_cluster *tc, const char *stem,
     ASSERT_EQ_INT(got, 7);
 }
 
-/* The script calls on each of three masters in QUIET_MS: none. */
-static void quiet_on_masters(redisContext *r[3], const char *where)
-{
-    long long c0[3], n;
-    int i;
-
-    for (i = 0; i < 3; i++)
-        c0[i] = th_script_calls(r[i]);
-    th_sleep_ms(QUIET_MS);
-    for (i = 0; i < 3; i++) {
-        n = th_script_calls(r[i]) - c0[i];
-        test_log("%s: %lld attempts on master %d in %d ms", where, n, i,
-                 QUIET_MS);
-        ASSERT_EQ_INT(n, 0);
-    }
-}
-
 /* set[k]'s foreign holder released on master at (DEL): the waiter w
  * takes the set within LATE_MS, every key (on master k but k's, which
  * may have moved to at), and gives it back. */
@@ -639,7 +627,7 @@ void test_track_cluster_spread_waiter(void)
     th_waiter_start_lock(&w, th_lock_set(c, set, 3), &o);
     wait_tracked_on(r[src]);
     given_back(r, set, 3, src);
-    quiet_on_masters(r, "behind master 2's key");
+    quiet_on_three(r, "behind master 2's key");
     spread_release_reaches(r, set, src, src, &w, "behind master 2's key");
 
     /* Master 2, where the set has only the key it waits behind, loses
@@ -680,7 +668,7 @@ void test_track_cluster_spread_waiter(void)
     th_cluster_slot_to(tc, slot, did, -1);
     WAIT_FOR(th_tracked_scripts(r[dst]) > 0, SETUP_MS);
     given_back(r, set, 3, src);
-    quiet_on_masters(r, "the slot moved");
+    quiet_on_three(r, "the slot moved");
     spread_release_reaches(r, set, src, dst, &w, "the slot moved");
     redislock_client_free(c);
     free(sid);
