@@ -383,7 +383,8 @@ void test_redlock_waiter_outlasts_stopped_majority(void)
     redislock_err out[MAXN];
     pthread_t t;
     int64_t t0, took;
-    int i;
+    int i, n;
+    char *v;
 
     co.server_timeout_ms = 100;
     c = redlock(&e, &co);
@@ -406,8 +407,20 @@ void test_redlock_waiter_outlasts_stopped_majority(void)
     ASSERT_GE(took, 1000);
     th_join_within(t, 3000);
     ASSERT_GT(redislock_valid_ms(w), 0);
-    for (i = 0; i < 3; i++)
-        ASSERT_KEY(e.r[i], KEY, redislock_token(w));
+    /* A majority holds the waiter's token and no server another's: a
+     * server just resumed may refuse the winning round's request while
+     * an earlier round's late grant there is not yet given back (Valkey
+     * 9.1 in the fresh-clone CI run of 2026-12-04, "key rl:job holds
+     * (nil)" on one server). */
+    for (i = n = 0; i < 3; i++) {
+        v = th_cmd_str(e.r[i], NULL, "GET %s", KEY);
+        if (v != NULL) {
+            ASSERT_EQ_STR(v, redislock_token(w));
+            n++;
+        }
+        free(v);
+    }
+    ASSERT_GE(n, 2);
     ASSERT_OK(redislock_release(w));
     ASSERT_EQ_INT(holders(&e, KEY), 0);
     redislock_lock_free(l);
