@@ -494,6 +494,29 @@ static int stopped_in(const live *c, int pid, int64_t a, int64_t b)
     return 0;
 }
 
+/* Whether a fault that holds requests back (a delaying proxy, a paused
+ * server) was in force at some time in [a, b]: requests sent then may
+ * reach the server after later ones. check_fair asks it of the time in
+ * which the waiter's join was sent (EXCL_LIVE_ARRIVAL_MS from its call;
+ * the other called after it). The proxy holds each chunk for the
+ * delay in force when it was read, so one read after the delay ends
+ * overtakes a held one (a -j3 suite of 2026-12-04: a fair waiter
+ * overtaken by one that called 494 ms after it, in excl_proxy); a paused
+ * server reads the sockets in its own order when it resumes. */
+static int reordered_in(const live *c, int64_t a, int64_t b)
+{
+    size_t i;
+    const excl_rec *f;
+
+    for (i = 0; i < c->nfault; i++) {
+        f = c->fault[i];
+        if ((f->flags == EXCL_F_DELAY || f->flags == EXCL_F_PAUSE_SERVER) &&
+            f->t0 <= b && f->t1 >= a)
+            return 1;
+    }
+    return 0;
+}
+
 static void check_fair(live *c, const att *w)
 {
     size_t i;
@@ -506,7 +529,8 @@ static void check_fair(live *c, const att *w)
         if (!(c->at[i].mask & w->mask) || !(r->flags & EXCL_A_FAIR) ||
             r->x != REDISLOCK_OK || r->pid == w->r->pid ||
             r->t0 <= w->r->t0 + EXCL_LIVE_ARRIVAL_MS * 1000 ||
-            r->t1 >= served_by(w) || stopped_in(c, w->r->pid, w->r->t0, r->t1))
+            r->t1 >= served_by(w) || stopped_in(c, w->r->pid, w->r->t0, r->t1) ||
+            reordered_in(c, w->r->t0, w->r->t0 + EXCL_LIVE_ARRIVAL_MS * 1000))
             continue;
         c->v->overtaken++;
         report(c, "starvation (a fair waiter overtaken)", ++c->v->starved, w,

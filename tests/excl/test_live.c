@@ -294,6 +294,23 @@ void test_excl_live_starved_fair(void)
     c->t1 = 2000 * MS;
     fault(&h, EXCL_F_STOP_WAITER, 2, 500, 1500);
     ASSERT_EQ_INT(check(&h).starved, 0);
+    /* A delay or a pause while the waiter joined (its first 300 ms) may
+     * have held its join back past the later one's: excused. One that
+     * ended before the waiter called, or began after it joined, is
+     * not. */
+    h.n--;
+    fault(&h, EXCL_F_DELAY, 0, 5, 600);
+    ASSERT_EQ_INT(check(&h).starved, 0);
+    h.r[h.n - 1].flags = EXCL_F_PAUSE_SERVER;
+    ASSERT_EQ_INT(check(&h).starved, 0);
+    h.r[h.n - 1].t1 = 9 * MS;
+    ASSERT_EQ_INT(check(&h).starved, 1);
+    h.r[h.n - 1].flags = EXCL_F_DELAY;
+    h.r[h.n - 1].t0 = 200 * MS;
+    h.r[h.n - 1].t1 = 900 * MS;
+    ASSERT_EQ_INT(check(&h).starved, 0);
+    h.r[h.n - 1].t0 = 311 * MS;
+    ASSERT_EQ_INT(check(&h).starved, 1);
     /* Overtaken by a waiter that is not fair: allowed. */
     h.n--;
     c->flags = 0;
