@@ -88,10 +88,10 @@ static void warm(env *e)
 }
 
 /* A foreign holder of key: SET NX PX of a value that is no token. */
-static void hold(env *e, const char *key, int64_t ms)
+static void hold(redisContext *c, const char *key, int64_t ms)
 {
     redisReply *r =
-        th_cmd(e->r, "SET %s foreign-holder NX PX %lld", key, (long long)ms);
+        th_cmd(c, "SET %s foreign-holder NX PX %lld", key, (long long)ms);
 
     ASSERT(r->type == REDIS_REPLY_STATUS);
     freeReplyObject(r);
@@ -143,7 +143,7 @@ void test_track_foreign_waiter_sends_nothing(void)
     long long c0, c1;
     th_waiter w;
 
-    hold(&e, "tk:a", LEASE_MS);
+    hold(e.r, "tk:a", LEASE_MS);
     th_waiter_start(&w, e.c, "tk:a", &o);
     wait_tracked(&e);
     c0 = th_script_calls(e.r);
@@ -177,7 +177,6 @@ void test_track_spread_waiter_sends_nothing(void)
     int got[3], i, k;
     int64_t t_del;
     redislock_lock *wl;
-    redisReply *rep;
     th_waiter w;
 
     ASSERT_OK(redislock_client_new_sharded(&c, e.urls, 3, NULL));
@@ -193,8 +192,7 @@ void test_track_spread_waiter_sends_nothing(void)
     redislock_lock_free(wl);
     for (k = 0; k < 3; k += 2) {
         ASSERT(th_cmd_int(e.r[k], "EXISTS %s", set[k]) == 0);
-        freeReplyObject(
-            th_cmd(e.r[k], "SET %s foreign-holder NX PX %d", set[k], LEASE_MS));
+        hold(e.r[k], set[k], LEASE_MS);
         th_waiter_start_lock(&w, th_lock_set(c, set, 3), &o);
         wait_flagged(e.r[k], 'P', 1);
         WAIT_FOR(th_tracked_scripts(e.r[k]) > 0, SETUP_MS);
@@ -217,17 +215,14 @@ void test_track_spread_waiter_sends_nothing(void)
      * taken by another and server 2's released. The waiter's next
      * attempt is refused by server 0's group, untracked: it polls once,
      * then waits on server 0's notices (server 2's left) in silence. */
-    freeReplyObject(
-        th_cmd(e.r[2], "SET %s foreign-holder NX PX %d", set[2], LEASE_MS));
+    hold(e.r[2], set[2], LEASE_MS);
     th_waiter_start_lock(&w, th_lock_set(c, set, 3), &o);
     WAIT_FOR(th_tracked_scripts(e.r[2]) > 0, SETUP_MS);
     /* Its tracked attempt has run, but what it took before it may not
      * be given back yet: server 0's key is the foreign holder's only
      * once it is (else the waiter takes the set at server 2's release). */
     given_back(e.r, set, 3, 2);
-    rep = th_cmd(e.r[0], "SET %s foreign-holder NX PX %d", set[0], LEASE_MS);
-    ASSERT_EQ_INT(rep->type, REDIS_REPLY_STATUS);
-    freeReplyObject(rep);
+    hold(e.r[0], set[0], LEASE_MS);
     ASSERT_EQ_INT(th_cmd_int(e.r[2], "DEL %s", set[2]), 1);
     WAIT_FOR(th_tracked_scripts(e.r[0]) > 0, SETUP_MS);
     wait_flagged(e.r[2], 'P', 0);
@@ -259,7 +254,7 @@ void test_track_foreign_expiry(void)
     warm(&e);
     c0 = th_script_calls(e.r);
     t0 = th_now_ms();
-    hold(&e, "tk:x", 1500);
+    hold(e.r, "tk:x", 1500);
     th_waiter_start(&w, e.c, "tk:x", &o);
     th_waiter_join_ok(&w, 5000);
     test_log("taken %lld ms after a 1500 ms lease began, %lld attempts",
@@ -284,7 +279,7 @@ void test_track_notices_lost_read_again(void)
     long long c0;
     th_waiter w;
 
-    hold(&e, "tk:k", LEASE_MS);
+    hold(e.r, "tk:k", LEASE_MS);
     th_waiter_start(&w, e.c, "tk:k", &o);
     wait_tracked(&e);
     c0 = th_script_calls(e.r);
@@ -314,7 +309,7 @@ void test_track_refused_polls(void)
         th_cmd(e.r, "ACL SETUSER nocache on >pw ~* &* +@all -client"));
     snprintf(url, sizeof url, "redis://nocache:pw@127.0.0.1:%d", e.s->port);
     c = th_client_url(url, NULL);
-    hold(&e, "tk:r", LEASE_MS);
+    hold(e.r, "tk:r", LEASE_MS);
     th_waiter_start(&w, c, "tk:r", &o);
     /* Its first attempt marked the lock waited on. */
     th_wait_exists(e.r, "tk:r{tk:r}:rl-waiting", SETUP_MS);
@@ -337,7 +332,7 @@ void test_track_cancel(void)
     int64_t t0;
     th_waiter w;
 
-    hold(&e, "tk:c", LEASE_MS);
+    hold(e.r, "tk:c", LEASE_MS);
     th_waiter_start(&w, e.c, "tk:c", &o);
     wait_tracked(&e);
     t0 = th_now_ms();
@@ -369,7 +364,7 @@ void test_track_loop_waiter(void)
     a.max_wait_ms = 20;
     ASSERT_OK(redislock_loop_new(&lp, e.c, app_watch, app_timer, &a));
     app_drive(&a, lp);
-    hold(&e, "tk:l", LEASE_MS);
+    hold(e.r, "tk:l", LEASE_MS);
     ASSERT_OK(redislock_loop_acquire(lp, l, &o, app_heard_cb, &h));
     /* Turned until tracked (the loop's waiter also listens on the lock's
      * wake channel: two subscribers). */
@@ -422,7 +417,7 @@ void test_track_fair_waiters(void)
 
     o.fair = 1;
     warm(&e);
-    hold(&e, "tk:f", LEASE_MS);
+    hold(e.r, "tk:f", LEASE_MS);
     th_waiter_start(&w1, e.c, "tk:f", &o);
     deadline = th_now_ms() + SETUP_MS;
     while (th_cmd_int(e.r, "ZCARD tk:f{tk:f}:rl-q") != 1 &&
@@ -499,8 +494,7 @@ void test_track_cluster_slot_moves(void)
     th_waiter w;
 
     ASSERT_OK(redislock_client_new_cluster(&c, tc->seeds, (size_t)tc->n, NULL));
-    freeReplyObject(
-        th_cmd(rs, "SET %s foreign-holder NX PX %d", key, 2 * LEASE_MS));
+    hold(rs, key, 2 * LEASE_MS);
     th_waiter_start(&w, c, key, &o);
     wait_tracked_on(rs);
     quiet_on(rs, "tracked on the key's master");
@@ -628,8 +622,7 @@ void test_track_cluster_spread_waiter(void)
     ASSERT_OK(redislock_release(wl));
     redislock_lock_free(wl);
 
-    freeReplyObject(
-        th_cmd(r[src], "SET %s foreign-holder NX PX %d", set[src], LEASE_MS));
+    hold(r[src], set[src], LEASE_MS);
     th_waiter_start_lock(&w, th_lock_set(c, set, 3), &o);
     wait_tracked_on(r[src]);
     given_back(r, set, 3, src);
@@ -638,8 +631,7 @@ void test_track_cluster_spread_waiter(void)
 
     /* Master 2, where the set has only the key it waits behind, loses
      * the scripts; the holder's key changes (a renewal) to wake it. */
-    freeReplyObject(
-        th_cmd(r[src], "SET %s foreign-holder NX PX %d", set[src], LEASE_MS));
+    hold(r[src], set[src], LEASE_MS);
     th_waiter_start_lock(&w, th_lock_set(c, set, 3), &o);
     wait_tracked_on(r[src]);
     loads = th_script_loads(r[src]);
@@ -659,8 +651,7 @@ void test_track_cluster_spread_waiter(void)
     slot = th_cluster_keyslot(tc, set[src]);
     sid = th_cluster_node_id(tc, src);
     did = th_cluster_node_id(tc, dst);
-    freeReplyObject(
-        th_cmd(r[src], "SET %s foreign-holder NX PX %d", set[src], LEASE_MS));
+    hold(r[src], set[src], LEASE_MS);
     th_waiter_start_lock(&w, th_lock_set(c, set, 3), &o);
     wait_tracked_on(r[src]);
     freeReplyObject(
@@ -697,7 +688,7 @@ void test_track_scripts_flushed(void)
     long long loads;
     th_waiter w;
 
-    hold(&e, "tk:s", LEASE_MS);
+    hold(e.r, "tk:s", LEASE_MS);
     th_waiter_start(&w, e.c, "tk:s", &o);
     wait_tracked(&e);
     loads = th_script_loads(e.r);
