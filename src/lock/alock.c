@@ -2775,6 +2775,10 @@ static redislock_err send_round_attempt(aop *op, const rl__try *t)
      * says so (round_send_via points the flag at its own). */
     op->resent = 0;
     req.q.resent = &op->resent;
+    /* A notice heard before this round is stale: its reads come after
+     * it. Kept, it would send one round more after the first whose reads
+     * were all tracked. */
+    op->trk_missed = 0;
     return round_send_via(op->al, l, &req.q, t->req,
                           rl__client_server_timeout(l->client, t->ttl_ms),
                           attempt_round_done, op, &op->rd,
