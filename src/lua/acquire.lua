@@ -16,15 +16,16 @@ local last = rl_request_last(K)
 if last == nil then
     return {0, -2}
 end
-local kind, holder, gen
+local kind, holder, gen, raw
 if fmt == 'plain' then
-    -- The common case in one call: taken, or held by someone.
+    -- The common case in one call: taken, or held by someone (most
+    -- likely by another plain lock: rl_holder's guess).
     if redis.call('SET', key, id, 'NX', 'PX', ARGV[2]) then
         return {1, 1, rl_fence(K.fence, ARGV[2], last)}
     end
-    kind, holder = rl_holder(key)
+    kind, holder, gen, raw = rl_holder(key, true)
 else
-    kind, holder, gen = rl_holder(key)
+    kind, holder, gen, raw = rl_holder(key)
     if kind == 'none' then
         local fence = rl_create(key, id, ARGV[2], fmt, ARGV[4], K.fence,
                                 ARGV[6], last)
@@ -50,5 +51,9 @@ end
 -- writer's record).
 local ttl = kind == 'zset' and rl_shares_left(key, rl_now_ms()) or
     redis.call('PTTL', key)
-rl_mark_waiting(K, ttl, ARGV[5])
+-- The value read above names the holder to mark, if any (a string's).
+if kind ~= 'string' then
+    raw = false
+end
+rl_mark_waiting(K, ttl, ARGV[5], raw)
 return {0, ttl, wakes}

@@ -44,7 +44,7 @@ if fmt == 'plain' and redis.call('EXISTS', K.q) == 0 and
     return {1, 1, rl_fence(K.fence, ttl, last)}
 end
 local now = rl_now_ms()
-local kind, holder, gen = rl_holder(key)
+local kind, holder, gen, raw = rl_holder(key, fmt == 'plain')
 if holder == id then
     -- Handed over already (the message may not have reached the caller):
     -- the hand-off issued the last fencing token. Its lease ran from the
@@ -101,8 +101,8 @@ elseif kind == 'none' then
 end
 if kind == 'string' then
     -- A holder that may release natively wakes nobody: marked, it will
-    -- not (rl_mark_holder).
-    rl_mark_holder(key)
+    -- not (rl_mark_holder; raw: the value rl_holder read).
+    rl_mark_holder(key, raw)
 end
 local seq = rl_queue(K, req, ARGV[5],
                      rl_waiter_entry(now + tonumber(ARGV[5]), ttl, fmt,

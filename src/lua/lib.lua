@@ -103,9 +103,15 @@ end
 -- Marks the plain lock at key, when its holder may release it natively
 -- and nobody has marked it yet, as waited for (RL_WAITED), its lease
 -- unchanged: the holder's compare-and-delete then fails and it releases
--- by release.lua, which wakes its waiters.
-local function rl_mark_holder(key)
-    local v = redis.pcall('GET', key)
+-- by release.lua, which wakes its waiters. v: the key's whole value when
+-- the caller has read it (rl_holder's fourth answer for a string), false
+-- when the key is known to hold no plain lock, nil to read it here.
+local function rl_mark_holder(key, v)
+    if v == false then
+        return
+    elseif v == nil then
+        v = redis.pcall('GET', key)
+    end
     if type(v) ~= 'string' or #v ~= RL_TOKEN_LEN or
             string.sub(v, 1, #RL_NATIVE_PREFIX) ~= RL_NATIVE_PREFIX then
         return
@@ -299,11 +305,11 @@ end
 -- Tells the releases that someone waits (see rl_wake and rl_mark_holder),
 -- for as long as this waiter may block: until the holder's lease ends
 -- (ttl ms; -1: no expiry) or the caller's deadline (mark ms; '0': it
--- will not wait).
-local function rl_mark_waiting(K, ttl, mark)
+-- will not wait). v: the lock key's value, as rl_mark_holder's.
+local function rl_mark_waiting(K, ttl, mark, v)
     mark = tonumber(mark)
     if mark > 0 then
-        rl_mark_holder(K.lock)
+        rl_mark_holder(K.lock, v)
         if ttl >= 0 and ttl < mark then
             mark = ttl
         end
