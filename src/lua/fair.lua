@@ -34,7 +34,7 @@ local function live_head(now)
     return nil
 end
 
-local last = rl_request_last(K)
+local last, seq_last = rl_request_last(K)
 if last == nil then
     return {0, -2}
 end
@@ -106,6 +106,7 @@ if kind == 'string' then
 end
 local seq = rl_queue(K, req, ARGV[5],
                      rl_waiter_entry(now + tonumber(ARGV[5]), ttl, fmt,
-                                     ARGV[8], ARGV[7], ARGV[4], id))
+                                     ARGV[8], ARGV[7], ARGV[4], id),
+                     seq_last)
 return {0, kind == 'zset' and rl_shares_left(key, now) or
     redis.call('PTTL', key), wakes, seq}

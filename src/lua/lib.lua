@@ -290,16 +290,23 @@ end
 -- sender gave up on this request (see abandon.lua: it then takes nothing)
 -- and the fencing counter's last value, checked before any write (Redis
 -- keeps what a script wrote before an error). Returns nil for a voided
--- request, else the counter's value (false: none) for rl_fence.
+-- request, else the counter's value (false: none) for rl_fence; with K.seq
+-- (a fair waiter's), second the queue's sequence as read in the same call,
+-- for rl_queue.
 local function rl_request_last(K)
-    local got = redis.call('MGET', K.void, K.fence)
+    local got
+    if K.seq then
+        got = redis.call('MGET', K.void, K.fence, K.seq)
+    else
+        got = redis.call('MGET', K.void, K.fence)
+    end
     if got[1] then
         return nil
     end
     if got[2] then
         rl_counter_value(K.fence, got[2])
     end
-    return got[2]
+    return got[2], got[3]
 end
 
 -- Tells the releases that someone waits (see rl_wake and rl_mark_holder),
@@ -470,11 +477,12 @@ end
 -- Queues the fair waiter whose request is req, or renews its place, with
 -- its entry (rl_waiter_entry), for alive ms. Its place comes from a
 -- counter that never goes back (rl_count), so that no later place of this
--- request has the number of an earlier one. Returns the place.
-local function rl_queue(K, req, alive, entry)
+-- request has the number of an earlier one. seq_last: the sequence's
+-- value as rl_request_last read it. Returns the place.
+local function rl_queue(K, req, alive, entry, seq_last)
     local seq = tonumber(redis.call('ZSCORE', K.q, req) or '0')
     if seq == 0 then
-        seq = rl_count(K.seq, alive)
+        seq = rl_count(K.seq, alive, seq_last)
         redis.call('ZADD', K.q, string.format('%d', seq), req)
     end
     redis.call('HSET', K.ws, req, entry)

@@ -21,7 +21,7 @@ local fmt, meta = 'reader', ''
 if ARGV[3] ~= 'shared' then
     fmt, meta = 'permit', ARGV[3]
 end
-local last = rl_request_last(K)
+local last, seq_last = rl_request_last(K)
 if last == nil then
     return {0, -2}
 end
@@ -99,5 +99,6 @@ if kind == 'string' then
 end
 local seq = rl_queue(K, req, ARGV[5],
                      rl_waiter_entry(now + tonumber(ARGV[5]), ttl, fmt,
-                                     ARGV[8], ARGV[7], meta, id))
+                                     ARGV[8], ARGV[7], meta, id),
+                     seq_last)
 return {0, wait, wakes, seq}
