@@ -301,6 +301,7 @@ TEST_ENTRY(wake_script_flushed_while_blocked, 30)
  * waiters, hash locks, alternation, no leftovers (test_fair.c). */
 TEST_ENTRY(fair_fifo_order, 60)
 TEST_ENTRY(fair_handoff_is_direct, 30)
+TEST_ENTRY(fair_handoff_record_outlives_lease, 30)
 TEST_ENTRY(fair_release_pings_first, 30)
 TEST_ENTRY(fair_late_handoff_confirmed, 30)
 TEST_ENTRY(fair_head_let_in_after_missed_handoff, 30)

@@ -477,8 +477,13 @@ end
 -- Queues the fair waiter whose request is req, or renews its place, with
 -- its entry (rl_waiter_entry), for alive ms. Its place comes from a
 -- counter that never goes back (rl_count), so that no later place of this
--- request has the number of an earlier one. seq_last: the sequence's
--- value as rl_request_last read it. Returns the place.
+-- request has the number of an earlier one. The waiters' hash ws lives
+-- 100 ms past the entry's alive time (the server's clock in the entry
+-- was read during this script, where an expiry may count from its
+-- start), so it outlives the entry and any hand-off record of the
+-- waiter's lease (rl_hand), which ends by that time: rl_handoff
+-- lengthens nothing. seq_last: the sequence's value as rl_request_last
+-- read it. Returns the place.
 local function rl_queue(K, req, alive, entry, seq_last)
     local seq = tonumber(redis.call('ZSCORE', K.q, req) or '0')
     if seq == 0 then
@@ -487,7 +492,7 @@ local function rl_queue(K, req, alive, entry, seq_last)
     end
     redis.call('HSET', K.ws, req, entry)
     redis.call('PEXPIRE', K.q, alive)
-    rl_keep(K.ws, alive)
+    rl_keep(K.ws, tonumber(alive) + 100)
     return seq
 end
 
@@ -912,7 +917,7 @@ local RL_HAND_FIRST = 4
 local RL_HAND_BATCH = 16
 local function rl_handoff(K, quiet, st, queued)
     local last, tries, batch = nil, 64, RL_HAND_FIRST
-    local now, handed, empty, keep, marker = nil, false, false, 0, nil
+    local now, handed, empty, marker = nil, false, false, nil
     if not queued then
         -- Nobody waits: the common release stops here.
         local n = redis.call('EXISTS', K.q, K.waiting)
@@ -957,7 +962,6 @@ local function rl_handoff(K, quiet, st, queued)
                 end
                 last = fence
                 handed = true
-                keep = math.max(keep, lease)
                 redis.call(w.publish, w.chan,
                            string.format('handoff %s %d %d %d', head,
                                          tonumber(seqs[i]),
@@ -981,9 +985,10 @@ local function rl_handoff(K, quiet, st, queued)
         end
         batch = RL_HAND_BATCH
     end
-    if keep > 0 then
-        rl_keep(K.ws, keep)
-    end
+    -- The records written (rl_hand) need no longer life for ws: each
+    -- lease ends by its waiter's alive time, which ws outlives since the
+    -- waiter's last attempt (rl_queue; nothing shortens ws, and it held
+    -- the waiter's entry until just now).
     -- The ordinary waiters, when no fair one got in or none is left.
     if not quiet and (not handed or empty) then
         marker = marker or redis.call('PTTL', K.waiting)

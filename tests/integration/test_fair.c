@@ -412,6 +412,67 @@ static int mon_release(const mon_log *log, const char *tok)
     return mon_find(log, 0, args);
 }
 
+/* A hand-off's record in the waiters' hash (field "~": "<request> <fence>
+ * <end ms>", which a late attempt of the waiter confirms) lasts as long
+ * as the lease it names: the hash's expiry, read in the same script as
+ * the server's clock, is past the record's end by rl_queue's 100 ms (at
+ * least 50 here; the hand-off itself lengthens nothing). The lease is
+ * bounded by the waiter's alive window (TTL 30 s), so its end is where
+ * the waiter's own entry ended. */
+void test_fair_handoff_record_outlives_lease(void)
+{
+    env e = env_start_as(30000, 1);
+    redislock_acquire_options o = th_aopts(30000, 0, 0);
+    char queued[TOKLEN], who[TOKLEN + 1];
+    long long now = 0, end = 0, fence, pttl = 0;
+    redisReply *rp;
+    waiter w;
+    int round, seen = 0;
+
+    o.fair = 1;
+    /* The waiter's attempt after its SUBSCRIBE was confirmed may come
+     * after the hand-off and confirm it, which drops the record: such a
+     * round shows nothing and the next one tries again. */
+    for (round = 0; round < 5 && !seen; round++) {
+        if (round > 0)
+            ASSERT_OK(redislock_acquire(e.holder, &o));
+        waiter_start(&w, e.c, fair_opts(30000, FOREVER), -1);
+        wait_queued(e.r, 1, queued);
+        wait_listening(e.r, 1);
+        ASSERT_OK(redislock_release(e.holder));
+        rp = th_cmd(e.r, "EVAL %s 1 %s",
+                    "local t = redis.call('TIME') "
+                    "return {t[1], t[2], redis.call('HGET', KEYS[1], '~'), "
+                    "redis.call('PTTL', KEYS[1])}",
+                    WAITERS);
+        ASSERT_EQ_INT(rp->type, REDIS_REPLY_ARRAY);
+        ASSERT_EQ_INT(rp->elements, 4);
+        if (rp->element[2]->type == REDIS_REPLY_STRING) {
+            seen = 1;
+            now = strtoll(rp->element[0]->str, NULL, 10) * 1000 +
+                  strtoll(rp->element[1]->str, NULL, 10) / 1000;
+            ASSERT_EQ_INT(sscanf(rp->element[2]->str, "%299s %lld %lld", who,
+                                 &fence, &end),
+                          3);
+            pttl = rp->element[3]->integer;
+        }
+        freeReplyObject(rp);
+        waiter_join(&w, 3000, REDISLOCK_OK);
+        ASSERT_EQ_STR(w.token, queued);
+        ASSERT_OK(redislock_release(w.l));
+        redislock_lock_free(w.l);
+    }
+    ASSERT(seen);
+    test_log("in %d round(s): the record ends %lld ms from now, the hash "
+             "%lld ms",
+             round, end - now, pttl);
+    ASSERT_EQ_STR(who, queued);
+    ASSERT_GT(end, now);
+    ASSERT_LE(end, now + ALIVE_MS);
+    ASSERT_GE(now + pttl, end + 50);
+    env_stop(&e);
+}
+
 /* The release of a hold taken by a fair call that queued goes after a
  * PING in the same write, so that the server writes the next holder's
  * hand-off message before the releaser's reply (request.h); other
