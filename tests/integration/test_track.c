@@ -507,12 +507,6 @@ void test_track_cluster_slot_moves(void)
     while (th_cluster_errorstat(tc, src, "ASK") == 0 && th_now_ms() < deadline)
         th_sleep_ms(5);
     ASSERT_GT(th_cluster_errorstat(tc, src, "ASK"), 0);
-    {
-        long long a0 = th_cluster_errorstat(tc, src, "ASK");
-        th_sleep_ms(1000);
-        test_log("DBG ASKs in 1 s while migrating: %lld",
-                 th_cluster_errorstat(tc, src, "ASK") - a0);
-    }
     th_cluster_slot_to(tc, slot, did, -1);
     wait_tracked_on(rd);
     quiet_on(rd, "tracked on the slot's new master");
