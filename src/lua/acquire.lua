@@ -51,9 +51,7 @@ end
 -- writer's record).
 local ttl = kind == 'zset' and rl_shares_left(key, rl_now_ms()) or
     redis.call('PTTL', key)
--- The value read above names the holder to mark, if any (a string's).
-if kind ~= 'string' then
-    raw = false
-end
-rl_mark_waiting(K, ttl, ARGV[5], raw)
+-- The value read above names the holder to mark, if any (a string's;
+-- nil for a hold-after reservation, read again).
+rl_mark_waiting(K, ttl, ARGV[5], kind == 'string' and raw)
 return {0, ttl, wakes}
