@@ -185,11 +185,15 @@ local function rl_set_key(S, i, role)
     return KEYS[base + S.at[role] + 1]
 end
 
--- The key of role of each of the set S's locks, in order.
+-- The key of role of each of the set S's locks, in order (rl_set_key's
+-- arithmetic, without a call per lock: set_release.lua takes three such
+-- lists on every release).
 local function rl_set_keys(S, role)
-    local t = {}
-    for i = 1, S.n do
-        t[i] = rl_set_key(S, i, role)
+    local at, w = S.at[role] + 1, S.width
+    local base = S.first > 0 and S.first - w or 0
+    local t = {KEYS[at]}
+    for i = 2, S.n do
+        t[i] = KEYS[base + (i - 1) * w + at]
     end
     return t
 end
@@ -211,18 +215,21 @@ end
 local function rl_set_read(locks, token)
     local vals = redis.call('MGET', unpack(locks))
     local res, held = 1, 0
-    for i, lock in ipairs(locks) do
+    for i = 1, #locks do
+        local v = vals[i]
         -- A key of the set that was revoked (revoke.lua) is still the
-        -- set's: its holder does not hear it yet.
-        if vals[i] then
-            vals[i] = rl_unmark(vals[i])
+        -- set's: its holder does not hear it yet. (Only a value longer
+        -- than a token can carry a mark.)
+        if v and #v > RL_TOKEN_LEN then
+            v = rl_unmark(v)
+            vals[i] = v
         end
-        if vals[i] == token then
+        if v == token then
             held = held + 1
-        elseif vals[i] or redis.call('EXISTS', lock) == 1 then
+        elseif v or redis.call('EXISTS', locks[i]) == 1 then
             res = -1
-        else
-            res = math.min(res, 0)
+        elseif res == 1 then
+            res = 0
         end
     end
     return vals, res, held

@@ -40,8 +40,9 @@ end
 -- locks of one namespace share theirs (keys.c), so each distinct counter
 -- is read and written once.
 local fences, lasts, seen = {K.fence}, {last}, {[K.fence] = true}
+local each = rl_set_keys(S, 'fence')
 for i = 2, S.n do
-    local f = rl_set_key(S, i, 'fence')
+    local f = each[i]
     if not seen[f] then
         seen[f] = true
         fences[#fences + 1] = f
@@ -50,7 +51,7 @@ for i = 2, S.n do
 end
 local fence = rl_count_all(fences, tonumber(ttl) + 1000, lasts,
                            tonumber(ARGV[7]))
-for _, lock in ipairs(locks) do
-    redis.call('SET', lock, id, 'PX', ttl)
+for i = 1, S.n do
+    redis.call('SET', locks[i], id, 'PX', ttl)
 end
 return {1, 1, fence}

@@ -12,13 +12,14 @@
 local K = rl_keys('lock fence q ws waiting wake rwake')
 local S = rl_keys_each(7, 'lock fence q ws waiting wake rwake')
 local locks = rl_set_keys(S, 'lock')
+local qs, marks = rl_set_keys(S, 'q'), rl_set_keys(S, 'waiting')
 local vals, res, held = rl_set_read(locks, ARGV[1])
 local mine, waits = {}, {}
-for i, lock in ipairs(locks) do
+for i = 1, S.n do
     if vals[i] == ARGV[1] then
-        mine[#mine + 1] = lock
-        waits[#waits + 1] = rl_set_key(S, i, 'q')
-        waits[#waits + 1] = rl_set_key(S, i, 'waiting')
+        mine[#mine + 1] = locks[i]
+        waits[#waits + 1] = qs[i]
+        waits[#waits + 1] = marks[i]
     end
 end
 rl_set_keys_match(held, S.n, ARGV[4])
