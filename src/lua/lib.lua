@@ -160,11 +160,14 @@ end
 -- unless asked for: eight of them cost a set's script more than its
 -- commands (8 us of 19, measured with INFO commandstats).
 local function rl_set_of(first, at, width)
-    local n = (#KEYS - first) / width
+    local n, skip = (#KEYS - first) / width, 0
     if first > 0 then
         n = n + 1
+        skip = first - width
     end
-    return {first = first, at = at, width = width, n = n}
+    -- skip: how far the first lock's own layout moves the later locks'
+    -- keys (the i-th's, i > 1, start after KEYS[skip + (i - 1) * width]).
+    return {at = at, width = width, n = n, skip = skip}
 end
 
 local function rl_keys_each(first, layout)
@@ -178,22 +181,20 @@ end
 
 -- The key of role of the set S's i-th lock (1: the first).
 local function rl_set_key(S, i, role)
-    local base = (i - 1) * S.width
-    if S.first > 0 and i > 1 then
-        base = S.first + (i - 2) * S.width
+    if i == 1 then
+        return KEYS[S.at[role] + 1]
     end
-    return KEYS[base + S.at[role] + 1]
+    return KEYS[S.skip + (i - 1) * S.width + S.at[role] + 1]
 end
 
--- The key of role of each of the set S's locks, in order (rl_set_key's
--- arithmetic, without a call per lock: set_release.lua takes three such
+-- The key of role of each of the set S's locks, in order: rl_set_key's
+-- arithmetic without a call per lock (set_release.lua takes three such
 -- lists on every release).
 local function rl_set_keys(S, role)
-    local at, w = S.at[role] + 1, S.width
-    local base = S.first > 0 and S.first - w or 0
+    local at, w, skip = S.at[role] + 1, S.width, S.skip
     local t = {KEYS[at]}
     for i = 2, S.n do
-        t[i] = KEYS[base + (i - 1) * w + at]
+        t[i] = KEYS[skip + (i - 1) * w + at]
     end
     return t
 end
@@ -218,9 +219,8 @@ local function rl_set_read(locks, token)
     for i = 1, #locks do
         local v = vals[i]
         -- A key of the set that was revoked (revoke.lua) is still the
-        -- set's: its holder does not hear it yet. (Only a value longer
-        -- than a token can carry a mark.)
-        if v and #v > RL_TOKEN_LEN then
+        -- set's: its holder does not hear it yet.
+        if v then
             v = rl_unmark(v)
             vals[i] = v
         end
