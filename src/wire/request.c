@@ -114,6 +114,9 @@ typedef struct async_req {
      * (RL_CAP_*; RL_CAP_NONE: the script), and the node's memo of it. */
     int native;
     int *caps;
+    /* 1: q's lean script goes in place of its script (rl__request's
+     * lean), until an answer other than 1 sends the script. */
+    int lean;
     rl__aconn_cb cb;
     void *arg;
     int out;           /* commands sent whose callbacks are to come */
@@ -232,6 +235,24 @@ static int native_again(async_req *a, const rl__reply *r)
     return 1;
 }
 
+/* After a's lean script ran and answered r: whether q's script goes
+ * instead. Released (1) is the outcome; anything else is the script's
+ * to answer, as after a native compare. */
+static int lean_again(async_req *a, const rl__reply *r)
+{
+    if (!a->lean || (r->type == REDIS_REPLY_INTEGER && r->integer == 1))
+        return 0;
+    a->lean = 0;
+    a->load = 0;
+    return 1;
+}
+
+/* The script a sends now: q's lean one, or q's own. */
+static const rl__script *script_of(const async_req *a)
+{
+    return a->lean ? a->q.lean : a->q.s;
+}
+
 /*
  * Whether the reply r to a's script says it did not run for want of the
  * script on the server, and how it goes in the next round (a's via and
@@ -254,7 +275,7 @@ static int again(async_req *a, const rl__reply *r)
     if (a->via == RL_VIA_FCALL) {
         fn = rl__script_fn_reply(r);
         if (fn == RL_FN_RAN)
-            return 0;
+            return lean_again(a, r);
         if (fn == RL_FN_MISSING && a->load == 0) {
             a->load = 1;
             return 1;
@@ -267,7 +288,7 @@ static int again(async_req *a, const rl__reply *r)
         return 1;
     }
     if (a->via != RL_VIA_EVALSHA || !rl__script_is_noscript(r))
-        return 0;
+        return lean_again(a, r);
     if (a->load)
         a->via = RL_VIA_EVAL;
     a->load = 1;
@@ -377,7 +398,8 @@ static int loadv(const async_req *a, const char *argv[3])
 {
     argv[0] = a->via == RL_VIA_FCALL ? "FUNCTION" : "SCRIPT";
     argv[1] = "LOAD";
-    argv[2] = a->via == RL_VIA_FCALL ? rl__script_library : a->q.s->source;
+    argv[2] =
+        a->via == RL_VIA_FCALL ? rl__script_library : script_of(a)->source;
     return 3;
 }
 
@@ -481,10 +503,24 @@ static redislock_err async_send(async_req *a)
             return rl__err(REDISLOCK_ENOMEM, "out of memory sending a script");
         }
     }
-    argc = q->s == NULL
-               ? q->nargs
-               : rl__script_argv(q->s, a->via, q->nkeys, q->keys, q->klens,
-                                 q->nargs, q->args, q->lens, nk, argv, argl);
+    if (a->lean) {
+        /* Its keys: every lean_stride-th of q's (no more than fit). */
+        const char *lk[STACK_WORDS];
+        size_t ll[STACK_WORDS];
+        int i, n = 0;
+
+        for (i = 0; i < q->nkeys; i += q->lean_stride) {
+            lk[n] = q->keys[i];
+            ll[n++] = q->klens[i];
+        }
+        argc = rl__script_argv(q->lean, a->via, n, lk, ll, 1, q->args, q->lens,
+                               nk, argv, argl);
+    } else {
+        argc = q->s == NULL ? q->nargs
+                            : rl__script_argv(q->s, a->via, q->nkeys, q->keys,
+                                              q->klens, q->nargs, q->args,
+                                              q->lens, nk, argv, argl);
+    }
     err = argc < 0 ? rl__err(REDISLOCK_EINVAL, "too many script arguments")
                    : send_words(a, argc, argv, argl);
     if (argv != sv) {
@@ -543,6 +579,9 @@ redislock_err rl__request_send_async(rl__aconn *c, const rl__request *q,
         if (caps == RL_CAP_DELIFEQ || caps == RL_CAP_DELEX)
             a->native = caps;
     }
+    a->lean = a->native == RL_CAP_NONE && q->lean != NULL && q->s != NULL &&
+              q->first == NULL && q->nargs > 0 && q->lean_stride > 0 &&
+              q->nkeys / q->lean_stride < STACK_WORDS;
     a->cb = cb;
     a->arg = arg;
     if ((err = async_send(a)) != REDISLOCK_OK)

@@ -81,6 +81,14 @@ typedef struct rl__request {
      * script, whose answer the caller gets, and a refusal (an unknown
      * command, an ACL) also tells the node's memo. */
     int native;
+    /* Non-NULL: a cheaper script tried first in s's place, on any node
+     * (a set's release that nobody waits for, set_free.lua), over the
+     * keys at every lean_stride-th place (keys[0], keys[lean_stride],
+     * ...: each lock of the set) and args[0] alone; no first command.
+     * Its reply 1 is the outcome; anything else sends s, as native's
+     * does, whose answer the caller gets. */
+    const rl__script *lean;
+    int lean_stride;
 } rl__request;
 
 /* What a node offers in place of the release script (rl__conn_cfg.caps):
