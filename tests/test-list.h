@@ -671,6 +671,8 @@ TEST_ENTRY(set_processes_exclusion, 120)
 TEST_ENTRY(set_killed_holder_freed_within_ttl, 30)
 TEST_ENTRY(set_stopped_holder_write_refused, 30)
 TEST_ENTRY(set_of_one_is_a_lock, 30)
+TEST_ENTRY(set_release_lean_uncontended, 30)
+TEST_ENTRY(set_release_lean_wakes_waiters, 30)
 /* Sets of keys over several servers (test_spread.c, test_set_model.c). */
 TEST_ENTRY(spread_sharded_sets, 60)
 TEST_ENTRY(spread_fence_above_every_server, 30)

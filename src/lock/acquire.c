@@ -489,13 +489,20 @@ static redislock_err setup(redislock_lock *l,
         a->id = l->token;
         return set_req(a);
     }
-    /* One key, held alone and not fair (fair waiters are most likely
-     * behind it, and their hand-off is the script's), on a client with a
-     * node whose own compare-and-delete may release it
-     * (rl__lock_native_release). */
-    a->native = !a->rich && !o->shared && o->limit == 0 && !o->fair &&
-                l->nmore == 0 && l->spread == NULL &&
-                rl__topo_native(rl__client_topo(l->client), l->key, l->keylen);
+    /* Tokens of the native prefix, which waiters mark: one key, held
+     * alone and not fair (fair waiters are most likely behind it, and
+     * their hand-off is the script's), on a client with a node whose own
+     * compare-and-delete may release it (rl__lock_native_release); and a
+     * set on one node, on any, whose release tries a script of its lock
+     * keys alone (rl__lock_lean_release). A set takes no option that
+     * would stop it (rl__acq_begin's checks). */
+    if (l->nmore > 0)
+        a->native = l->spread == NULL && !l->algo->every;
+    else
+        a->native =
+            !a->rich && !o->shared && o->limit == 0 && !o->fair &&
+            l->spread == NULL &&
+            rl__topo_native(rl__client_topo(l->client), l->key, l->keylen);
     if (o->owner != NULL) {
         a->id = o->owner;
     } else if (a->rich) {

@@ -204,6 +204,15 @@ const rl__cmd *rl__lock_first(const redislock_lock *l, const rl__script *s);
 int rl__lock_native_release(const redislock_lock *l, const rl__script *s,
                             int64_t hold_after_ms);
 
+/* Whether l's release (script s, hold_after_ms) may try set_free.lua
+ * first (rl__request's lean), and if so the stride of s's keys at which
+ * its locks sit (0: the script alone): a set on one node, its token of
+ * RL_NATIVE_TOKEN_PREFIX (a waiter behind any of its keys marks it, so
+ * the lean script leaves that release to s), nothing held after, and not
+ * taken after a wait (rl__lock_native_release's reason). */
+int rl__lock_lean_release(const redislock_lock *l, const rl__script *s,
+                          int64_t hold_after_ms);
+
 /* Whether l's client asks for the replica-sync or AOF guard. */
 int rl__lock_guarded(const redislock_lock *l);
 

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -24,6 +25,7 @@
 #include "harness/proxy.h"
 #include "harness/server.h"
 #include "harness/util.h"
+#include "script.h"
 #include "test.h"
 
 /* The server counts whole milliseconds, and its clock and ours differ by
@@ -630,5 +632,196 @@ void test_set_of_one_is_a_lock(void)
     ASSERT_OK(redislock_release_hold(l, 1000));
     ASSERT_GT(th_pttl(e.r, "one"), 0);
     redislock_lock_free(l);
+    th_env_stop(&e);
+}
+
+/* How soon after its release a set's waiter must hold its key (a lean
+ * script that finds a mark, the full one, a wake-up; on a loaded box
+ * under ASan), and how long a waiter's mark may take to show. */
+#define LEAN_LATE_MS 1500
+#define LEAN_SETUP_MS 5000
+
+/* How many runs of script sc the server logged since its SLOWLOG was
+ * reset (every command logged: lean_log), by FCALL or EVALSHA; the key
+ * count of the latest into *nkeys. */
+static int script_runs(redisContext *r, const rl__script *sc, long long *nkeys)
+{
+    redisReply *log = th_cmd(r, "SLOWLOG GET 1024");
+    size_t i;
+    int n = 0;
+
+    ASSERT(log->type == REDIS_REPLY_ARRAY);
+    for (i = 0; i < log->elements; i++) {
+        redisReply *args = log->element[i]->element[3];
+        const char *cmd = args->element[0]->str, *name;
+        int fcall = strcasecmp(cmd, "FCALL") == 0;
+
+        if (!fcall && strcasecmp(cmd, "EVALSHA") != 0)
+            continue;
+        ASSERT(args->elements >= 3);
+        name = args->element[1]->str;
+        if (fcall ? strncmp(name, "rl_", 3) != 0 ||
+                        strncmp(name + 3, sc->name, strlen(sc->name)) != 0 ||
+                        name[3 + strlen(sc->name)] != '_' ||
+                        strchr(name + 4 + strlen(sc->name), '_') != NULL
+                  : strcmp(name, sc->sha1) != 0)
+            continue;
+        if (n++ == 0)
+            *nkeys = atoll(args->element[2]->str);
+    }
+    freeReplyObject(log);
+    return n;
+}
+
+/* Every command logged in SLOWLOG from now on, the log emptied. */
+static void lean_log(redisContext *r)
+{
+    freeReplyObject(th_cmd(r, "CONFIG SET slowlog-log-slower-than 0"));
+    freeReplyObject(th_cmd(r, "CONFIG SET slowlog-max-len 1024"));
+    freeReplyObject(th_cmd(r, "SLOWLOG RESET"));
+}
+
+/* Three uncontended cycles of a set of 8 keys on c: each release is
+ * set_free.lua alone, over the 8 lock keys (one script: two a cycle
+ * with the acquire), its token of the native prefix, every key freed. */
+static void lean_cycles(redislock_client *c, redisContext *r)
+{
+    static const char *const k[8] = {"ln:0", "ln:1", "ln:2", "ln:3",
+                                     "ln:4", "ln:5", "ln:6", "ln:7"};
+    redislock_acquire_options o = th_aopts(10000, 0, 0);
+    redislock_lock *s = th_lock_set(c, k, 8);
+    long long n0, nkeys = 0;
+    int i;
+
+    /* Warm: the scripts loaded, the node's offer read. */
+    ASSERT_OK(redislock_acquire(s, &o));
+    ASSERT_OK(redislock_release(s));
+    n0 = th_script_calls(r);
+    for (i = 0; i < 3; i++) {
+        ASSERT_OK(redislock_acquire(s, &o));
+        ASSERT_EQ_INT(strncmp(redislock_token(s), "rl2-", 4), 0);
+        ASSERT_EQ_INT(th_keys_holding(r, k, 8, redislock_token(s)), 8);
+        lean_log(r);
+        ASSERT_OK(redislock_release(s));
+        ASSERT_EQ_INT(script_runs(r, &rl__script_set_free, &nkeys), 1);
+        ASSERT_EQ_INT(nkeys, 8);
+        ASSERT_EQ_INT(script_runs(r, &rl__script_set_release, &nkeys), 0);
+        ASSERT_EQ_INT(th_keys_existing(r, k, 8), 0);
+    }
+    ASSERT_EQ_INT(th_script_calls(r) - n0, 6);
+    redislock_lock_free(s);
+}
+
+/*
+ * A set on one node that nobody waits for is released by set_free.lua,
+ * its lock keys alone (8 keys where set_release.lua takes 56): by FCALL,
+ * and for a user whose ACL refuses Functions by EVALSHA; and once the
+ * server has lost its scripts and library (a restart, a failover), the
+ * release loads what it lacks and still frees every key.
+ */
+void test_set_release_lean_uncontended(void)
+{
+    static const char *const k[8] = {"ln:0", "ln:1", "ln:2", "ln:3",
+                                     "ln:4", "ln:5", "ln:6", "ln:7"};
+    th_env e = th_env_start();
+    redislock_acquire_options o = th_aopts(10000, 0, 0);
+    redislock_client *c;
+    redislock_lock *s;
+    char url[128];
+    long long nkeys = 0;
+
+    lean_cycles(e.c, e.r);
+    freeReplyObject(
+        th_cmd(e.r, "ACL SETUSER locker on >pw ~* &* +@all -fcall -function"));
+    snprintf(url, sizeof url, "redis://locker:pw@127.0.0.1:%d", e.s->port);
+    c = th_client_url(url, NULL);
+    lean_cycles(c, e.r);
+    redislock_client_free(c);
+    /* The scripts and the library gone between acquire and release. */
+    s = th_lock_set(e.c, k, 8);
+    ASSERT_OK(redislock_acquire(s, &o));
+    freeReplyObject(th_cmd(e.r, "SCRIPT FLUSH"));
+    freeReplyObject(th_cmd(e.r, "FUNCTION FLUSH"));
+    lean_log(e.r);
+    ASSERT_OK(redislock_release(s));
+    /* Twice: refused for want of the library (logged), then loaded. */
+    ASSERT_EQ_INT(script_runs(e.r, &rl__script_set_free, &nkeys), 2);
+    ASSERT_EQ_INT(script_runs(e.r, &rl__script_set_release, &nkeys), 0);
+    ASSERT_EQ_INT(th_keys_existing(e.r, k, 8), 0);
+    redislock_lock_free(s);
+    th_env_stop(&e);
+}
+
+/* Waits until key's value is tok with a waiter's mark after it. */
+static void wait_marked(redisContext *r, const char *key, const char *tok)
+{
+    int64_t deadline = th_now_ms() + LEAN_SETUP_MS;
+    char want[128];
+    redisReply *v;
+    int ok;
+
+    snprintf(want, sizeof want, "%s+w", tok);
+    do {
+        v = th_cmd(r, "GET %s", key);
+        ok = v->type == REDIS_REPLY_STRING && strcmp(v->str, want) == 0;
+        freeReplyObject(v);
+        if (!ok)
+            th_sleep_ms(5);
+    } while (!ok && th_now_ms() < deadline);
+    ASSERT_KEY(r, key, want);
+}
+
+/*
+ * Waiters of every kind behind keys of a set of 8 whose release tries
+ * set_free.lua first: a lock, a fair lock, a semaphore's permit and a
+ * reader's share, each on a key of its own. Each marks the key it waits
+ * on (the token, then "+w"), so the lean script, finding the marks,
+ * writes nothing and leaves the release to set_release.lua, which wakes
+ * or hands over to every one: each holds its key within LEAN_LATE_MS of
+ * the release, where the set's lease had 30 s to run.
+ */
+void test_set_release_lean_wakes_waiters(void)
+{
+    static const char *const k[8] = {"lw:0", "lw:1", "lw:2", "lw:3",
+                                     "lw:4", "lw:5", "lw:6", "lw:7"};
+    th_env e = th_env_start();
+    redislock_acquire_options o = th_aopts(30000, 0, 0);
+    redislock_acquire_options wo[4];
+    redislock_lock *s = th_lock_set(e.c, k, 8);
+    th_waiter w[4];
+    long long nkeys = 0;
+    int64_t t0, late;
+    int i;
+
+    for (i = 0; i < 4; i++)
+        wo[i] = th_aopts(30000, 10000, 0);
+    wo[1].fair = 1;
+    wo[2].limit = 2;
+    wo[3].shared = 1;
+    ASSERT_OK(redislock_acquire(s, &o));
+    for (i = 0; i < 4; i++)
+        th_waiter_start(&w[i], e.c, k[1 + 2 * i], &wo[i]);
+    for (i = 0; i < 4; i++)
+        wait_marked(e.r, k[1 + 2 * i], redislock_token(s));
+    lean_log(e.r);
+    t0 = th_now_us();
+    ASSERT_OK(redislock_release(s));
+    for (i = 0; i < 4; i++) {
+        th_waiter_join_ok(&w[i], 5000);
+        late = (w[i].done_us - t0) / 1000;
+        test_log("waiter %d (key %s) held it %lld ms after the release", i,
+                 k[1 + 2 * i], (long long)late);
+        ASSERT_LE(late, LEAN_LATE_MS);
+    }
+    /* The release ran both scripts: set_free.lua found the marks. */
+    ASSERT_EQ_INT(script_runs(e.r, &rl__script_set_free, &nkeys), 1);
+    ASSERT_EQ_INT(script_runs(e.r, &rl__script_set_release, &nkeys), 1);
+    ASSERT_EQ_INT(nkeys, 56);
+    for (i = 0; i < 4; i++) {
+        ASSERT_EQ_INT(th_cmd_int(e.r, "EXISTS %s", k[2 * i]), 0);
+        ASSERT_OK(redislock_release(w[i].l));
+        redislock_lock_free(w[i].l);
+    }
+    redislock_lock_free(s);
     th_env_stop(&e);
 }
