@@ -7,10 +7,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "../test.h"
+#include "script.h"
 #include "util.h"
 
 #define TH_STOP_TIMEOUT_MS 5000
@@ -512,4 +514,41 @@ th_server *th_replica_start(const th_server *master, const char *extra)
     free(info);
     redisFree(r);
     return s;
+}
+
+void th_slowlog_all(redisContext *c)
+{
+    freeReplyObject(th_cmd(c, "CONFIG SET slowlog-log-slower-than 0"));
+    freeReplyObject(th_cmd(c, "CONFIG SET slowlog-max-len 1024"));
+    freeReplyObject(th_cmd(c, "SLOWLOG RESET"));
+}
+
+int th_slowlog_runs(redisContext *c, const rl__script *sc, long long *nkeys)
+{
+    redisReply *log = th_cmd(c, "SLOWLOG GET 1024");
+    size_t i, len = strlen(sc->name);
+    int n = 0;
+
+    ASSERT(log->type == REDIS_REPLY_ARRAY);
+    for (i = 0; i < log->elements; i++) {
+        redisReply *args = log->element[i]->element[3];
+        const char *cmd = args->element[0]->str, *name;
+        int fcall = strcasecmp(cmd, "FCALL") == 0;
+
+        if (!fcall && strcasecmp(cmd, "EVALSHA") != 0)
+            continue;
+        ASSERT(args->elements >= 3);
+        name = args->element[1]->str;
+        /* A function is named rl_<script>_<the library's hash>. */
+        if (fcall ? strncmp(name, "rl_", 3) != 0 ||
+                        strncmp(name + 3, sc->name, len) != 0 ||
+                        name[3 + len] != '_' ||
+                        strchr(name + 4 + len, '_') != NULL
+                  : strcmp(name, sc->sha1) != 0)
+            continue;
+        if (n++ == 0)
+            *nkeys = atoll(args->element[2]->str);
+    }
+    freeReplyObject(log);
+    return n;
 }

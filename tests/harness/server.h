@@ -137,6 +137,16 @@ long long th_script_calls(redisContext *c);
 /* th_script_calls in a snapshot. */
 long long th_cmdstats_scripts(const th_cmdstats *st);
 
+/* SLOWLOG made a log of every command (up to 1024), emptied. */
+void th_slowlog_all(redisContext *c);
+
+/* How many calls of the library's script sc (FCALL of its function, or
+ * EVALSHA of its SHA1; a refused one too) SLOWLOG holds since
+ * th_slowlog_all; the key count of the latest into *nkeys. */
+struct rl__script;
+int th_slowlog_runs(redisContext *c, const struct rl__script *sc,
+                    long long *nkeys);
+
 /*
  * MONITOR on its own connection: what other clients send, in order. Lines
  * from Lua scripts ("[0 lua]") are kept apart, so a test can count the

@@ -15,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -641,46 +640,6 @@ void test_set_of_one_is_a_lock(void)
 #define LEAN_LATE_MS 1500
 #define LEAN_SETUP_MS 5000
 
-/* How many runs of script sc the server logged since its SLOWLOG was
- * reset (every command logged: lean_log), by FCALL or EVALSHA; the key
- * count of the latest into *nkeys. */
-static int script_runs(redisContext *r, const rl__script *sc, long long *nkeys)
-{
-    redisReply *log = th_cmd(r, "SLOWLOG GET 1024");
-    size_t i;
-    int n = 0;
-
-    ASSERT(log->type == REDIS_REPLY_ARRAY);
-    for (i = 0; i < log->elements; i++) {
-        redisReply *args = log->element[i]->element[3];
-        const char *cmd = args->element[0]->str, *name;
-        int fcall = strcasecmp(cmd, "FCALL") == 0;
-
-        if (!fcall && strcasecmp(cmd, "EVALSHA") != 0)
-            continue;
-        ASSERT(args->elements >= 3);
-        name = args->element[1]->str;
-        if (fcall ? strncmp(name, "rl_", 3) != 0 ||
-                        strncmp(name + 3, sc->name, strlen(sc->name)) != 0 ||
-                        name[3 + strlen(sc->name)] != '_' ||
-                        strchr(name + 4 + strlen(sc->name), '_') != NULL
-                  : strcmp(name, sc->sha1) != 0)
-            continue;
-        if (n++ == 0)
-            *nkeys = atoll(args->element[2]->str);
-    }
-    freeReplyObject(log);
-    return n;
-}
-
-/* Every command logged in SLOWLOG from now on, the log emptied. */
-static void lean_log(redisContext *r)
-{
-    freeReplyObject(th_cmd(r, "CONFIG SET slowlog-log-slower-than 0"));
-    freeReplyObject(th_cmd(r, "CONFIG SET slowlog-max-len 1024"));
-    freeReplyObject(th_cmd(r, "SLOWLOG RESET"));
-}
-
 /* Three uncontended cycles of a set of 8 keys on c: each release is
  * set_free.lua alone, over the 8 lock keys (one script: two a cycle
  * with the acquire), its token of the native prefix, every key freed. */
@@ -701,11 +660,11 @@ static void lean_cycles(redislock_client *c, redisContext *r)
         ASSERT_OK(redislock_acquire(s, &o));
         ASSERT_EQ_INT(strncmp(redislock_token(s), "rl2-", 4), 0);
         ASSERT_EQ_INT(th_keys_holding(r, k, 8, redislock_token(s)), 8);
-        lean_log(r);
+        th_slowlog_all(r);
         ASSERT_OK(redislock_release(s));
-        ASSERT_EQ_INT(script_runs(r, &rl__script_set_free, &nkeys), 1);
+        ASSERT_EQ_INT(th_slowlog_runs(r, &rl__script_set_free, &nkeys), 1);
         ASSERT_EQ_INT(nkeys, 8);
-        ASSERT_EQ_INT(script_runs(r, &rl__script_set_release, &nkeys), 0);
+        ASSERT_EQ_INT(th_slowlog_runs(r, &rl__script_set_release, &nkeys), 0);
         ASSERT_EQ_INT(th_keys_existing(r, k, 8), 0);
     }
     ASSERT_EQ_INT(th_script_calls(r) - n0, 6);
@@ -742,11 +701,11 @@ void test_set_release_lean_uncontended(void)
     ASSERT_OK(redislock_acquire(s, &o));
     freeReplyObject(th_cmd(e.r, "SCRIPT FLUSH"));
     freeReplyObject(th_cmd(e.r, "FUNCTION FLUSH"));
-    lean_log(e.r);
+    th_slowlog_all(e.r);
     ASSERT_OK(redislock_release(s));
     /* Twice: refused for want of the library (logged), then loaded. */
-    ASSERT_EQ_INT(script_runs(e.r, &rl__script_set_free, &nkeys), 2);
-    ASSERT_EQ_INT(script_runs(e.r, &rl__script_set_release, &nkeys), 0);
+    ASSERT_EQ_INT(th_slowlog_runs(e.r, &rl__script_set_free, &nkeys), 2);
+    ASSERT_EQ_INT(th_slowlog_runs(e.r, &rl__script_set_release, &nkeys), 0);
     ASSERT_EQ_INT(th_keys_existing(e.r, k, 8), 0);
     redislock_lock_free(s);
     th_env_stop(&e);
@@ -803,7 +762,7 @@ void test_set_release_lean_wakes_waiters(void)
         th_waiter_start(&w[i], e.c, k[1 + 2 * i], &wo[i]);
     for (i = 0; i < 4; i++)
         wait_marked(e.r, k[1 + 2 * i], redislock_token(s));
-    lean_log(e.r);
+    th_slowlog_all(e.r);
     t0 = th_now_us();
     ASSERT_OK(redislock_release(s));
     for (i = 0; i < 4; i++) {
@@ -814,8 +773,8 @@ void test_set_release_lean_wakes_waiters(void)
         ASSERT_LE(late, LEAN_LATE_MS);
     }
     /* The release ran both scripts: set_free.lua found the marks. */
-    ASSERT_EQ_INT(script_runs(e.r, &rl__script_set_free, &nkeys), 1);
-    ASSERT_EQ_INT(script_runs(e.r, &rl__script_set_release, &nkeys), 1);
+    ASSERT_EQ_INT(th_slowlog_runs(e.r, &rl__script_set_free, &nkeys), 1);
+    ASSERT_EQ_INT(th_slowlog_runs(e.r, &rl__script_set_release, &nkeys), 1);
     ASSERT_EQ_INT(nkeys, 56);
     for (i = 0; i < 4; i++) {
         ASSERT_EQ_INT(th_cmd_int(e.r, "EXISTS %s", k[2 * i]), 0);
