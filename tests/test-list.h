@@ -675,6 +675,7 @@ TEST_ENTRY(set_release_lean_uncontended, 30)
 TEST_ENTRY(set_release_lean_wakes_waiters, 30)
 /* Sets of keys over several servers (test_spread.c, test_set_model.c). */
 TEST_ENTRY(spread_sharded_sets, 60)
+TEST_ENTRY(spread_lean_release, 30)
 TEST_ENTRY(spread_fence_above_every_server, 30)
 TEST_ENTRY(spread_lost_reply_undone, 30)
 TEST_ENTRY(spread_lost_extend_holds_nothing, 30)

@@ -493,11 +493,11 @@ static redislock_err setup(redislock_lock *l,
      * alone and not fair (fair waiters are most likely behind it, and
      * their hand-off is the script's), on a client with a node whose own
      * compare-and-delete may release it (rl__lock_native_release); and a
-     * set on one node, on any, whose release tries a script of its lock
-     * keys alone (rl__lock_lean_release). A set takes no option that
-     * would stop it (rl__acq_begin's checks). */
+     * set on any node (Redlock's aside), whose release tries a script of
+     * its lock keys alone (rl__lock_lean_release). A set takes no option
+     * that would stop it (rl__acq_begin's checks). */
     if (l->nmore > 0)
-        a->native = l->spread == NULL && !l->algo->every;
+        a->native = !l->algo->every;
     else
         a->native =
             !a->rich && !o->shared && o->limit == 0 && !o->fair &&

@@ -105,9 +105,8 @@ int rl__lock_lean_release(const redislock_lock *l, const rl__script *s,
     if (s != &rl__script_set_release || s->nkeys != s->neach ||
         s->keys[0] != RL_KEY_LOCK || s->each[0] != RL_KEY_LOCK)
         return 0;
-    if (hold_after_ms != 0 || l->nmore == 0 || l->spread != NULL ||
-        l->algo->every || l->waited || l->own != 1 ||
-        !rl__token_native(l->token))
+    if (hold_after_ms != 0 || l->nmore == 0 || l->algo->every || l->waited ||
+        l->own != 1 || !rl__token_native(l->token))
         return 0;
     return s->neach;
 }

@@ -206,7 +206,8 @@ int rl__lock_native_release(const redislock_lock *l, const rl__script *s,
 
 /* Whether l's release (script s, hold_after_ms) may try set_free.lua
  * first (rl__request's lean), and if so the stride of s's keys at which
- * its locks sit (0: the script alone): a set on one node, its token of
+ * its locks sit (0: the script alone): a set (on one node, or each of
+ * its groups on several: agroup.c), not Redlock's, its token of
  * RL_NATIVE_TOKEN_PREFIX (a waiter behind any of its keys marks it, so
  * the lean script leaves that release to s), nothing held after, and not
  * taken after a wait (rl__lock_native_release's reason). */

@@ -19,6 +19,7 @@
 #include "harness/proxy.h"
 #include "harness/server.h"
 #include "harness/util.h"
+#include "script.h"
 #include "test.h"
 
 /* A set of keys on one server: taken there by one script, whole. */
@@ -329,6 +330,75 @@ void test_spread_lost_extend_holds_nothing(void)
     ASSERT_KEY(e.r[1], k[1], redislock_token(other));
     ASSERT_OK(redislock_release(other));
     redislock_lock_free(other);
+    redislock_lock_free(s);
+    redislock_client_free(c);
+    th_servers_stop(&e);
+}
+
+/*
+ * A set over two servers releases each group by set_free.lua, the
+ * group's lock keys alone, when nobody waits (its token of the native
+ * prefix); a waiter behind a key of one group marks it, and that group's
+ * release falls to set_release.lua, which wakes the waiter within 1.5 s
+ * of the release of a 30 s lease; the other group's stays lean.
+ */
+void test_spread_lean_release(void)
+{
+    th_servers e = th_servers_start(2);
+    redislock_client *c = NULL;
+    redislock_acquire_options o = th_aopts(30000, 0, 0);
+    redislock_acquire_options wo = th_aopts(30000, 10000, 0);
+    redislock_lock *s;
+    char keys[2][3][24];
+    const char *all[4];
+    char marked[128];
+    int got[2], i;
+    long long nkeys = 0;
+    int64_t t0;
+    th_waiter w;
+
+    ASSERT_OK(redislock_client_new_sharded(&c, e.urls, 2, NULL));
+    th_keys_by_server(e.r, 2, c, "ln", keys, got);
+    all[0] = keys[0][0];
+    all[1] = keys[1][0];
+    all[2] = keys[0][1];
+    all[3] = keys[1][1];
+    s = th_lock_set(c, all, 4);
+    ASSERT_OK(redislock_acquire(s, &o));
+    ASSERT_OK(redislock_release(s));
+    ASSERT_OK(redislock_acquire(s, &o));
+    ASSERT_EQ_INT(strncmp(redislock_token(s), "rl2-", 4), 0);
+    for (i = 0; i < 2; i++)
+        th_slowlog_all(e.r[i]);
+    ASSERT_OK(redislock_release(s));
+    ASSERT_EQ_INT(th_lock_keys_anywhere(&e), 0);
+    for (i = 0; i < 2; i++) {
+        ASSERT_EQ_INT(th_slowlog_runs(e.r[i], &rl__script_set_free, &nkeys), 1);
+        ASSERT_EQ_INT(nkeys, 2);
+        ASSERT_EQ_INT(th_slowlog_runs(e.r[i], &rl__script_set_release, &nkeys),
+                      0);
+    }
+    /* A waiter behind server 1's first key. */
+    ASSERT_OK(redislock_acquire(s, &o));
+    th_waiter_start(&w, c, all[1], &wo);
+    th_wait_blocked(e.r[1], 1, 5000);
+    /* Marked: the token, then the waiter's "+w". */
+    snprintf(marked, sizeof marked, "%s+w", redislock_token(s));
+    ASSERT_KEY(e.r[1], all[1], marked);
+    for (i = 0; i < 2; i++)
+        th_slowlog_all(e.r[i]);
+    t0 = th_now_us();
+    ASSERT_OK(redislock_release(s));
+    th_waiter_join_ok(&w, 5000);
+    test_log("the waiter held its key %lld ms after the release",
+             (long long)((w.done_us - t0) / 1000));
+    ASSERT_LE((w.done_us - t0) / 1000, 1500);
+    ASSERT_EQ_INT(th_slowlog_runs(e.r[0], &rl__script_set_free, &nkeys), 1);
+    ASSERT_EQ_INT(th_slowlog_runs(e.r[0], &rl__script_set_release, &nkeys), 0);
+    ASSERT_EQ_INT(th_slowlog_runs(e.r[1], &rl__script_set_free, &nkeys), 1);
+    ASSERT_EQ_INT(th_slowlog_runs(e.r[1], &rl__script_set_release, &nkeys), 1);
+    ASSERT_OK(redislock_release(w.l));
+    redislock_lock_free(w.l);
     redislock_lock_free(s);
     redislock_client_free(c);
     th_servers_stop(&e);
