@@ -552,3 +552,12 @@ int th_slowlog_runs(redisContext *c, const rl__script *sc, long long *nkeys)
     freeReplyObject(log);
     return n;
 }
+
+void th_script_load(redisContext *c, const rl__script *sc)
+{
+    redisReply *r = th_cmd(c, "SCRIPT LOAD %s", sc->source);
+
+    ASSERT(r->type == REDIS_REPLY_STRING);
+    ASSERT_EQ_STR(r->str, sc->sha1);
+    freeReplyObject(r);
+}

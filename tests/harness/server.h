@@ -147,6 +147,11 @@ struct rl__script;
 int th_slowlog_runs(redisContext *c, const struct rl__script *sc,
                     long long *nkeys);
 
+/* SCRIPT LOAD of sc, so that its first EVALSHA (a build or a user
+ * without Functions) meets no NOSCRIPT, which th_slowlog_runs would
+ * count as a call. */
+void th_script_load(redisContext *c, const struct rl__script *sc);
+
 /*
  * MONITOR on its own connection: what other clients send, in order. Lines
  * from Lua scripts ("[0 lua]") are kept apart, so a test can count the

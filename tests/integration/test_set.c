@@ -757,6 +757,8 @@ void test_set_release_lean_wakes_waiters(void)
     wo[1].fair = 1;
     wo[2].limit = 2;
     wo[3].shared = 1;
+    th_script_load(e.r, &rl__script_set_free);
+    th_script_load(e.r, &rl__script_set_release);
     ASSERT_OK(redislock_acquire(s, &o));
     for (i = 0; i < 4; i++)
         th_waiter_start(&w[i], e.c, k[1 + 2 * i], &wo[i]);
