@@ -128,7 +128,10 @@ void test_track_redlock_waiter_sends_nothing(void)
     test_log("taken %lld ms after the release",
              (long long)(w.done_us / 1000 - t_rel));
     ASSERT_LE(w.done_us / 1000 - t_rel, LATE_MS);
-    ASSERT_EQ_INT(th_servers_holding(&e, "tr:a", w.token), 3);
+    /* A majority: woken by the first server's notice, the waiter's
+     * attempt may reach a server that a loaded box has not yet let run
+     * the holder's release, and is refused there. */
+    ASSERT_LE(2, th_servers_holding(&e, "tr:a", w.token));
     ASSERT_OK(redislock_release(w.l));
     redislock_lock_free(w.l);
     wait_tracked(&e, 0);
