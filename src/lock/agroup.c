@@ -557,10 +557,9 @@ redislock_err rl__agroup_owner(const rl__agroup_io *io, redislock_lock *l,
                       .nargs = RL_OWNER_NARGS,
                       .args = gr->oa.args,
                       .lens = gr->oa.lens};
-    /* Each group's release as a set on one node's (rl__lock_lean_release). */
-    if (!gr->extend && (q.lean_stride = rl__lock_lean_release(
-                            l, gr->s, strtoll(arg2, NULL, 10))) > 0)
-        q.lean = &rl__script_set_free;
+    /* Each group's release as a set on one node's. */
+    if (!gr->extend)
+        rl__lock_lean_release(l, strtoll(arg2, NULL, 10), &q);
     for (g = 0; g < gr->l->spread->ngroups; g++)
         if ((err = send_group(gr, g, q, NULL, gr->extend, owner_done)) !=
             REDISLOCK_OK) {

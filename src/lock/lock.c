@@ -98,17 +98,20 @@ int rl__lock_native_release(const redislock_lock *l, const rl__script *s,
            l->own == 1 && rl__token_native(l->token);
 }
 
-int rl__lock_lean_release(const redislock_lock *l, const rl__script *s,
-                          int64_t hold_after_ms)
+void rl__lock_lean_release(const redislock_lock *l, int64_t hold_after_ms,
+                           rl__request *q)
 {
+    const rl__script *s = q->s;
+
     /* set_release.lua's keys: each lock's, the lock first in each. */
     if (s != &rl__script_set_release || s->nkeys != s->neach ||
         s->keys[0] != RL_KEY_LOCK || s->each[0] != RL_KEY_LOCK)
-        return 0;
+        return;
     if (hold_after_ms != 0 || l->nmore == 0 || l->algo->every || l->waited ||
         l->own != 1 || !rl__token_native(l->token))
-        return 0;
-    return s->neach;
+        return;
+    q->lean = &rl__script_set_free;
+    q->lean_stride = s->neach;
 }
 
 rl__lockname rl__lock_name(const redislock_lock *l)

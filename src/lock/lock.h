@@ -204,15 +204,16 @@ const rl__cmd *rl__lock_first(const redislock_lock *l, const rl__script *s);
 int rl__lock_native_release(const redislock_lock *l, const rl__script *s,
                             int64_t hold_after_ms);
 
-/* Whether l's release (script s, hold_after_ms) may try set_free.lua
- * first (rl__request's lean), and if so the stride of s's keys at which
- * its locks sit (0: the script alone): a set (on one node, or each of
- * its groups on several: agroup.c), not Redlock's, its token of
- * RL_NATIVE_TOKEN_PREFIX (a waiter behind any of its keys marks it, so
- * the lean script leaves that release to s), nothing held after, and not
- * taken after a wait (rl__lock_native_release's reason). */
-int rl__lock_lean_release(const redislock_lock *l, const rl__script *s,
-                          int64_t hold_after_ms);
+/* Gives q, l's release with hold_after_ms (its script set, q->s), the
+ * lean script set_free.lua to try first (rl__request's lean), and the
+ * stride of q's keys at which its locks sit, when it may: a set (on one
+ * node, or each of its groups on several: agroup.c), not Redlock's, its
+ * token of RL_NATIVE_TOKEN_PREFIX (a waiter behind any of its keys marks
+ * it, so the lean script leaves that release to q's), nothing held
+ * after, and not taken after a wait (rl__lock_native_release's reason).
+ * Else q is left as it was. */
+void rl__lock_lean_release(const redislock_lock *l, int64_t hold_after_ms,
+                           rl__request *q);
 
 /* Whether l's client asks for the replica-sync or AOF guard. */
 int rl__lock_guarded(const redislock_lock *l);
