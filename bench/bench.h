@@ -101,9 +101,11 @@ typedef struct lb_series {
     int64_t *xhand;    /* sorted hand-offs that changed holder, ns */
     size_t nxhand;
     double seconds;    /* wall time of the run, start-up included */
-    /* The event loop's series: its hand-off p50 over the blocking calls'
-     * (default mode), median over pairs of the two run back to back
-     * (lockbench's loop_pairs); npairs 0: not measured. */
+    /* Its hand-off p50 over the series it is judged against, median over
+     * pairs of the two run back to back (lockbench's loop_pairs and
+     * kind_pairs): the event loop's over the blocking calls' (default
+     * mode), fair mode's plain lock over the default mode's, any other
+     * kind over the plain lock's of its mode; npairs 0: not measured. */
     double pair_ratio;
     int npairs;
     /* The same over loopback TCP (0: not run), and its floor's. */
