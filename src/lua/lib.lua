@@ -911,16 +911,18 @@ end
 -- q, ws, waiting, wake, rwake; all in the lock's cluster slot); st what
 -- the key holds now (rl_room_of; nil: read it here). Waiters whose alive
 -- time has passed are dead and dropped; a call handles a bounded number
--- of waiters, read RL_HAND_FIRST first (a lock or a single permit goes to
--- the first live one) and then RL_HAND_BATCH at a time. Each waiter is told on its
--- channel (a channel is not a key): "handoff <request id> <seq> <fence>
+-- of waiters, read RL_HAND_FIRST first (a lock or a single permit goes
+-- to the first live one, and the head of the queue is most often live;
+-- reading four first made a fair hand-off 6 % slower) and then
+-- RL_HAND_BATCH at a time. Each waiter is told on its channel (a
+-- channel is not a key): "handoff <request id> <seq> <fence>
 -- <lease ms>", seq being its place in the queue, which its last attempt
 -- returned: a message for an older place (a lease it missed while it was
 -- stopped) does not match. One that was not listening finds the record
 -- (rl_handed, rl_share_handed) with its next attempt. With quiet set,
 -- nobody is woken (the key has no room for anyone but the queue's
 -- readers). queued: the caller has seen that the queue exists.
-local RL_HAND_FIRST = 4
+local RL_HAND_FIRST = 1
 local RL_HAND_BATCH = 16
 local function rl_handoff(K, quiet, st, queued)
     local last, tries, batch = nil, 64, RL_HAND_FIRST
