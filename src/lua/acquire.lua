@@ -16,7 +16,7 @@ local last = rl_request_last(K)
 if last == nil then
     return {0, -2}
 end
-local kind, holder, gen, raw
+local kind, holder, gen, raw, shared
 if fmt == 'plain' then
     -- The common case in one call: taken, or held by someone (most
     -- likely by another plain lock: rl_holder's guess).
@@ -40,7 +40,7 @@ if kind == 'zset' then
     -- Held by many: a lock held shared whose readers have gone is taken;
     -- else this writer's wait stops new readers (rl_share_writer).
     local free
-    free, wakes = rl_share_writer(K, ARGV[5])
+    free, wakes, shared = rl_share_writer(K, ARGV[5])
     if free then
         local fence = rl_create(key, id, ARGV[2], fmt, ARGV[4], K.fence,
                                 ARGV[6], last)
@@ -49,7 +49,7 @@ if kind == 'zset' then
 end
 -- Readers: until the last share ends (the set may live longer, for a
 -- writer's record).
-local ttl = kind == 'zset' and rl_shares_left(key, rl_now_ms()) or
+local ttl = kind == 'zset' and rl_shares_left(key, rl_now_ms(), shared) or
     redis.call('PTTL', key)
 -- The value read above names the holder to mark, if any (a string's;
 -- nil for a hold-after reservation, read again).

@@ -69,7 +69,7 @@ if holder == id then
             tonumber(redis.call('ZSCORE', K.q, req) or '0')}
 end
 local wakes = rl_wakes(kind, holder)
-local first
+local first, shared
 if kind == 'zset' or kind == 'none' then
     first = live_head(now) == req
 end
@@ -80,7 +80,7 @@ if kind == 'zset' then
     -- them records its wait when it reaches the head (its next attempt,
     -- or the hand-off that finds it there: rl_hand).
     local free
-    free, wakes = rl_share_writer(K, first and ARGV[5] or '0')
+    free, wakes, shared = rl_share_writer(K, first and ARGV[5] or '0')
     if free then
         kind = 'none'
     end
@@ -108,5 +108,5 @@ local seq = rl_queue(K, req, ARGV[5],
                      rl_waiter_entry(now + tonumber(ARGV[5]), ttl, fmt,
                                      ARGV[8], ARGV[7], ARGV[4], id),
                      seq_last)
-return {0, kind == 'zset' and rl_shares_left(key, now) or
+return {0, kind == 'zset' and rl_shares_left(key, now, shared) or
     redis.call('PTTL', key), wakes, seq}

@@ -653,9 +653,13 @@ end
 -- left), not counting the kind's member nor a writer's record: how long a
 -- writer waits at most for the readers to go. The key itself may live
 -- longer, for a writer's record (rl_writer_wait). A key that is not a
--- lock held shared: its PTTL.
-local function rl_shares_left(key, now)
-    if rl_share_kind(key) ~= RL_SHARED then
+-- lock held shared: its PTTL. shared: whether it is one, when the caller
+-- knows (rl_share_writer's third answer; nil: read it here).
+local function rl_shares_left(key, now, shared)
+    if shared == nil then
+        shared = rl_share_kind(key) == RL_SHARED
+    end
+    if not shared then
         return redis.call('PTTL', key)
     end
     local top = redis.call('ZREVRANGEBYSCORE', key, '(inf', '-inf',
@@ -700,18 +704,19 @@ end
 -- set redislock did not write: it polls), never nil: it goes into the
 -- caller's reply, which a nil would cut short (its place in the queue
 -- with it, and a hand-off that names the place would go unheeded).
+-- Third, whether the set is a lock held shared, for rl_shares_left.
 local function rl_share_writer(K, mark)
     local kind = rl_share_kind(K.lock)
     if kind ~= RL_SHARED then
-        return false, kind and 1 or 0
+        return false, kind and 1 or 0, false
     end
     local now = rl_now_ms()
     if rl_share_prune(K.lock, now, true) == 0 then
         redis.call('DEL', K.lock)
-        return true, 1
+        return true, 1, true
     end
     rl_writer_wait(K, mark, now)
-    return false, 1
+    return false, 1, true
 end
 
 -- The kind of share asked for as share_acquire.lua's ARGV[3] (a limit,
@@ -766,19 +771,22 @@ end
 -- wait (until the first lease ends, or a waiting writer's wait, or the
 -- PTTL of a key of another kind) and whether a release will wake the
 -- caller (rl_wakes); then the shares held and the key's kind ('none'
--- once the last share has gone). A key that is a semaphore of another
--- limit, or a lock held shared when a permit is asked for (or the other
--- way round), stops the script with error RLLIMIT (before any write).
+-- once the last share has gone), and the key's whole value when it is a
+-- string (rl_holder's fourth answer, for rl_mark_holder; false for any
+-- other kind). A key that is a semaphore of another limit, or a lock
+-- held shared when a permit is asked for (or the other way round), stops
+-- the script with error RLLIMIT (before any write).
 local function rl_share_room(key, mine, limit, now)
-    local kind, holder = rl_holder(key)
+    local kind, holder, _, raw = rl_holder(key)
     if kind == 'none' then
-        return nil, 1, 0, kind
+        return nil, 1, 0, kind, false
     elseif kind ~= 'zset' then
-        return redis.call('PTTL', key), rl_wakes(kind, holder), 0, kind
+        return redis.call('PTTL', key), rl_wakes(kind, holder), 0, kind,
+            kind == 'string' and raw
     end
     local marker = rl_share_kind(key)
     if marker == nil then
-        return redis.call('PTTL', key), 0, 0, kind
+        return redis.call('PTTL', key), 0, 0, kind, false
     elseif marker ~= mine then
         error({err = 'RLLIMIT the key is in use as ' ..
             rl_share_kind_text(marker) .. ' and this call asked for ' ..
@@ -788,14 +796,14 @@ local function rl_share_room(key, mine, limit, now)
     if writer then
         -- A writer waits: no new reader until it has had the key, or its
         -- wait has ended (see rl_share_prune).
-        return writer - now, 1, held, kind
+        return writer - now, 1, held, kind, false
     elseif held >= limit then
         local first = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
-        return tonumber(first[2]) - now, 1, held, kind
+        return tonumber(first[2]) - now, 1, held, kind, false
     elseif held == 0 then
         kind = 'none' -- the prune took the key
     end
-    return nil, 1, held, kind
+    return nil, 1, held, kind, false
 end
 
 -- Adds the share id to the key (kind: 'none' or 'zset', as rl_share_room

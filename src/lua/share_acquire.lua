@@ -25,7 +25,7 @@ if last == nil then
     return {0, -2}
 end
 local now = rl_now_ms()
-local wait, wakes, held, kind = rl_share_room(key, mine, limit, now)
+local wait, wakes, held, kind, raw = rl_share_room(key, mine, limit, now)
 if wait == nil then
     rl_share_add(key, kind, mine, id, ttl, now)
     -- Room is left: the next waiter may get in too (a release wakes one):
@@ -35,5 +35,5 @@ if wait == nil then
     end
     return {1, 1, rl_fence(K.fence, ttl, last)}
 end
-rl_mark_waiting(K, wait, ARGV[5])
+rl_mark_waiting(K, wait, ARGV[5], raw)
 return {0, wait, wakes}

@@ -26,7 +26,7 @@ if last == nil then
     return {0, -2}
 end
 local now = rl_now_ms()
-local wait, wakes, held, kind = rl_share_room(key, mine, limit, now)
+local wait, wakes, held, kind, raw = rl_share_room(key, mine, limit, now)
 -- Handed over already (the message may not have reached the caller): the
 -- hand-off issued the fencing token. Its lease ran from the hand-off:
 -- make it the TTL from now, which is what the caller counts from this
@@ -57,7 +57,7 @@ if wait == nil and redis.call('EXISTS', K.q) == 1 and
     end
     -- The hand-offs issued fencing tokens: the caller's comes after.
     last = redis.call('GET', K.fence)
-    wait, wakes, held, kind = rl_share_room(key, mine, limit, now)
+    wait, wakes, held, kind, raw = rl_share_room(key, mine, limit, now)
 end
 if wait == nil then
     -- Room: the caller may take it unless live waiters ahead of it are
@@ -94,8 +94,9 @@ if wait == nil then
     wait = -2
 end
 if kind == 'string' then
-    -- Behind a plain lock that may be released natively (rl_mark_holder).
-    rl_mark_holder(key)
+    -- Behind a plain lock that may be released natively (rl_mark_holder;
+    -- raw: the value rl_share_room read).
+    rl_mark_holder(key, raw)
 end
 local seq = rl_queue(K, req, ARGV[5],
                      rl_waiter_entry(now + tonumber(ARGV[5]), ttl, fmt,
