@@ -677,22 +677,23 @@ end
 -- records its wait, which stops new readers (writer preference) for no
 -- longer than that wait nor, per attempt, than the readers' longest lease
 -- and a second: a live writer tries again by then (it pauses no longer
--- than the lease), a dead one holds readers up no longer. The record is
--- a member of the set, so the set lives as long as it: a key that expired
--- with its last share's lease would take the record with it, and readers
--- who came before the writer's next attempt would get in (rl_share_prune
--- shortens the record to RL_WRITER_GRACE once it finds no share left).
+-- than the lease), a dead one holds readers up no longer. The bound is
+-- the shares' own leases (rl_shares_left), not the key's life, which an
+-- earlier writer's record has lengthened: bounded by that, each refused
+-- writer's attempt added a second to the record. The record is a member
+-- of the set, so the set lives as long as it: a key that expired with its
+-- last share's lease would take the record with it, and readers who came
+-- before the writer's next attempt would get in (rl_share_prune shortens
+-- the record to RL_WRITER_GRACE once it finds no share left).
 local function rl_writer_wait(K, mark, now)
     mark = tonumber(mark)
     if mark > 0 then
-        local left = redis.call('PTTL', K.lock)
-        if left >= 0 and left + 1000 < mark then
+        local left = rl_shares_left(K.lock, now, true)
+        if left + 1000 < mark then
             mark = left + 1000
         end
         redis.call('ZADD', K.lock, 'GT', now + mark, RL_WRITER)
-        if left >= 0 and left < mark then
-            redis.call('PEXPIRE', K.lock, mark)
-        end
+        rl_lengthen(K.lock, mark)
     end
 end
 

@@ -446,6 +446,82 @@ static long long score(redisContext *r, const char *m)
     return v;
 }
 
+/* Waits up to ms for KEY to be held by a plain lock's token (an
+ * exclusive holder's: its marks after it, see lib.lua's RL_TOKEN_LEN),
+ * then releases it with a handle that adopts the token. */
+static void release_holder(th_env *e, int64_t ms)
+{
+    int64_t t0 = th_now_ms();
+    redislock_lock *a = th_lock(e->c, KEY);
+    char tok[37] = "";
+
+    for (;;) {
+        redisReply *rep = th_cmd_raw(e->r, "GET %s", KEY);
+
+        if (rep->type == REDIS_REPLY_STRING && rep->len >= 36)
+            snprintf(tok, sizeof tok, "%.36s", rep->str);
+        freeReplyObject(rep);
+        if (tok[0] != '\0')
+            break;
+        if (th_now_ms() - t0 > ms)
+            test_fail_(__FILE__, __LINE__, "no writer holds %s after %lld ms",
+                       KEY, (long long)ms);
+        th_sleep_ms(2);
+    }
+    ASSERT_OK(redislock_adopt(a, tok));
+    ASSERT_OK(redislock_release(a));
+    redislock_lock_free(a);
+}
+
+/* Writers refused one after another by the same reader each bound the
+ * record by the reader's lease and a second, not by the key's life, which
+ * the writer before lengthened: on 6c4ce36 each of them added a second
+ * (four writers: 4 s past the lease), so that a writer that died while
+ * readers held kept new readers out for up to its whole wait. Once the
+ * reader goes, the writers get the key in turn. */
+#define RATCHET_WRITERS 4
+
+void test_shared_writer_records_bounded_by_shares(void)
+{
+    th_env e = th_env_start();
+    redislock_acquire_options o = share(10000, 0);
+    redislock_acquire_options x = th_aopts(10000, 30000, 0);
+    redislock_lock *r1 = th_lock(e.c, KEY);
+    th_waiter w[RATCHET_WRITERS];
+    long long lease, rec, pttl;
+    int i;
+
+    ASSERT_OK(redislock_acquire(r1, &o));
+    lease = score(e.r, redislock_token(r1));
+    ASSERT_GT(lease, 0);
+    for (i = 0; i < RATCHET_WRITERS; i++) {
+        th_waiter_start(&w[i], e.c, KEY, &x);
+        /* One at a time, so that each attempt meets the record of the
+         * one before. */
+        th_wait_blocked(e.r, i + 1, 2500);
+    }
+    rec = score(e.r, WRITER);
+    pttl = th_pttl(e.r, KEY);
+    test_log("%d writers: record %lld ms past the reader's lease end, key "
+             "PTTL %lld ms",
+             RATCHET_WRITERS, rec - lease, pttl);
+    ASSERT_GT(rec, lease);
+    ASSERT_LE(rec, lease + 1000);
+    ASSERT_LE(pttl, 11000);
+    ASSERT_OK(redislock_release(r1));
+    /* Whichever writer holds the key is released by a handle that adopts
+     * its token (as the CLI's release does); the release wakes the next. */
+    for (i = 0; i < RATCHET_WRITERS; i++)
+        release_holder(&e, 3000);
+    for (i = 0; i < RATCHET_WRITERS; i++) {
+        th_waiter_join_ok(&w[i], 3000);
+        redislock_lock_free(w[i].l);
+    }
+    ASSERT_EQ_INT(th_cmd_int(e.r, "EXISTS %s", KEY), 0);
+    redislock_lock_free(r1);
+    th_env_stop(&e);
+}
+
 void test_shared_watchdog_renews_own_share(void)
 {
     th_env e = th_env_start();
