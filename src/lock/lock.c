@@ -458,6 +458,11 @@ redislock_err redislock_adopt(redislock_lock *l, const char *token)
     /* Nothing is known of this lease's age: no validity until an extend. */
     rl__lock_take(l, token, REDISLOCK_DEFAULT_TTL_MS, -1, 0, 0);
     atomic_store(&l->valid_until_us, 0);
+    /* Nor is it known who waits: waiters that blocked before the token's
+     * holder took the key marked an earlier holder's value, not this
+     * one's, and a native compare-and-delete would wake none of them.
+     * Release by script, as after a wait (rl__lock_native_release). */
+    l->waited = 1;
     return REDISLOCK_OK;
 }
 

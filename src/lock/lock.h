@@ -79,7 +79,8 @@ struct redislock_lock {
     _Atomic int64_t own;
     int rich;        /* held in the hash format (owner id) */
     int fair_queued; /* taken by a fair call that queued first */
-    int waited;      /* taken after a wait (rl__lock_native_release) */
+    int waited;      /* taken after a wait, or adopted: waiters may
+                        not have marked it (rl__lock_native_release) */
     int reader;      /* the acquire under way is a reader's: it
                         blocks on the "rwake" list, not "wake" */
     /* A set (redislock_lock_new_multi): its further keys with their

@@ -165,45 +165,56 @@ void test_native_release_sentinel(void)
 }
 
 /*
- * A holder of the native prefix (written by hand, adopted by a handle,
- * so that every server runs it) and a waiter that blocks behind it: the
+ * A holder of the native prefix and a waiter that blocks behind it: the
  * waiter marks the key's value (the token, then "+w") and leaves its
  * lease as it was; the holder still extends it (the mark kept), and its
  * release, the native compare failing on the mark where the server has
- * one, frees it and wakes the waiter within LATE_MS.
+ * one, frees it and wakes the waiter within LATE_MS. Where the server
+ * has the command the holder takes its token itself (the native prefix
+ * is the client's); elsewhere one is written by hand and adopted, so
+ * that every server runs the mark.
  */
 void test_native_waiter_marks_holder(void)
 {
     env e = th_env_start();
     const char *cmd = native_cmd(e.r);
     redislock_acquire_options o = th_aopts(5000, 20000, 0);
+    redislock_acquire_options ho = th_aopts(10000, 0, 0);
     redislock_lock *h = th_lock(e.c, "nt:m");
+    char tok[64], marked[72];
     long long before, after, n0;
     int64_t deadline, t_rel;
     redisReply *r;
     th_waiter w;
 
-    freeReplyObject(th_cmd(e.r, "SET nt:m %s PX 10000", NATIVE_TOKEN));
-    ASSERT_OK(redislock_adopt(h, NATIVE_TOKEN));
+    if (cmd != NULL) {
+        ASSERT_OK(redislock_acquire(h, &ho));
+    } else {
+        freeReplyObject(th_cmd(e.r, "SET nt:m %s PX 10000", NATIVE_TOKEN));
+        ASSERT_OK(redislock_adopt(h, NATIVE_TOKEN));
+    }
+    snprintf(tok, sizeof tok, "%s", redislock_token(h));
+    ASSERT(strncmp(tok, "rl2-", 4) == 0);
+    snprintf(marked, sizeof marked, "%s+w", tok);
     before = th_pttl(e.r, "nt:m");
     th_waiter_start(&w, e.c, "nt:m", &o);
     deadline = th_now_ms() + SETUP_MS;
     for (;;) {
         r = th_cmd(e.r, "GET nt:m");
         ASSERT(r->type == REDIS_REPLY_STRING);
-        if (strcmp(r->str, NATIVE_TOKEN "+w") == 0 || th_now_ms() >= deadline)
+        if (strcmp(r->str, marked) == 0 || th_now_ms() >= deadline)
             break;
         freeReplyObject(r);
         th_sleep_ms(5);
     }
-    ASSERT_EQ_STR(r->str, NATIVE_TOKEN "+w");
+    ASSERT_EQ_STR(r->str, marked);
     freeReplyObject(r);
     /* The mark keeps the lease: no longer than before it. */
     after = th_pttl(e.r, "nt:m");
     test_log("PTTL %lld before the mark, %lld after", before, after);
     ASSERT(after > 0 && after <= before);
     ASSERT_OK(redislock_extend(h, 15000));
-    ASSERT_KEY(e.r, "nt:m", NATIVE_TOKEN "+w");
+    ASSERT_KEY(e.r, "nt:m", marked);
     ASSERT(th_pttl(e.r, "nt:m") > 10000);
     n0 = native_calls(e.r, cmd);
     t_rel = th_now_ms();
@@ -219,6 +230,79 @@ void test_native_waiter_marks_holder(void)
     ASSERT_OK(redislock_release(w.l));
     redislock_lock_free(w.l);
     redislock_lock_free(h);
+    th_env_stop(&e);
+}
+
+/*
+ * A token adopted by another handle (the CLI's release by token) may be
+ * held behind waiters who blocked before its holder took the key and
+ * so marked an earlier holder's value, not this one's: A holds, W1 and
+ * W2 block behind it, A's release wakes one of them, and the other
+ * still blocks, its mark on A's value gone with A. The winner's token,
+ * adopted and released, must wake the other within LATE_MS, which a
+ * native compare-and-delete (no wake) would not: it slept until its
+ * pause ended, the winner's lease (10 s). So an adopted handle releases
+ * by script at once, as a lock taken after a wait does.
+ */
+void test_native_adopted_release_wakes(void)
+{
+    env e = th_env_start();
+    const char *cmd = native_cmd(e.r);
+    redislock_acquire_options ho = th_aopts(10000, 0, 0);
+    redislock_acquire_options o = th_aopts(10000, 30000, 0);
+    redislock_lock *a = th_lock(e.c, "nt:ad");
+    redislock_lock *adopter = th_lock(e.c, "nt:ad");
+    char atok[64], held[64];
+    th_waiter w[2], *win, *lose;
+    int64_t deadline, t_rel;
+    long long n0;
+    redisReply *r;
+
+    ASSERT_OK(redislock_acquire(a, &ho));
+    snprintf(atok, sizeof atok, "%s", redislock_token(a));
+    th_waiter_start(&w[0], e.c, "nt:ad", &o);
+    th_waiter_start(&w[1], e.c, "nt:ad", &o);
+    th_wait_blocked(e.r, 2, SETUP_MS);
+    ASSERT_OK(redislock_release(a));
+    /* One waiter takes it (its value, a mark aside, is its token). */
+    deadline = th_now_ms() + SETUP_MS;
+    for (;;) {
+        r = th_cmd(e.r, "GET nt:ad");
+        held[0] = '\0';
+        if (r->type == REDIS_REPLY_STRING)
+            snprintf(held, sizeof held, "%.36s", r->str);
+        freeReplyObject(r);
+        if ((held[0] != '\0' && strcmp(held, atok) != 0) ||
+            th_now_ms() >= deadline)
+            break;
+        th_sleep_ms(5);
+    }
+    ASSERT(held[0] != '\0' && strcmp(held, atok) != 0);
+    th_wait_blocked(e.r, 1, SETUP_MS);
+    test_log("the winner holds %s, the other still blocks", held);
+    ASSERT_OK(redislock_adopt(adopter, held));
+    n0 = native_calls(e.r, cmd);
+    t_rel = th_now_ms();
+    ASSERT_OK(redislock_release(adopter));
+    th_waiter_join_ok(&w[0], SETUP_MS + 10000);
+    th_waiter_join_ok(&w[1], SETUP_MS + 10000);
+    win = strcmp(w[0].token, held) == 0 ? &w[0] : &w[1];
+    lose = win == &w[0] ? &w[1] : &w[0];
+    ASSERT_EQ_STR(win->token, held);
+    test_log("the other took it %lld ms after the adopted release",
+             (long long)(lose->done_us / 1000 - t_rel));
+    ASSERT_LE(lose->done_us / 1000 - t_rel, LATE_MS);
+    /* The adopted handle released by script: no native try. */
+    ASSERT_EQ_INT(native_calls(e.r, cmd) - n0, 0);
+    ASSERT_KEY(e.r, "nt:ad", lose->token);
+    /* The winner's own handle no longer holds it: another owner does. */
+    ASSERT_ERR(redislock_release(win->l), REDISLOCK_ELOST);
+    ASSERT_OK(redislock_release(lose->l));
+    ASSERT_EQ_INT(th_cmd_int(e.r, "EXISTS nt:ad"), 0);
+    redislock_lock_free(w[0].l);
+    redislock_lock_free(w[1].l);
+    redislock_lock_free(adopter);
+    redislock_lock_free(a);
     th_env_stop(&e);
 }
 
