@@ -614,7 +614,9 @@ redislock_err rl__acq_take(redislock_lock *l,
     if (l->own == 0) {
         l->rich = a->rich;
         l->fair_queued = a->was_queued;
-        l->waited = a->tries > 1 || a->handed || a->was_queued;
+        l->waited =
+            a->tries > 1 || a->handed || a->was_queued || l->met_waiters;
+        l->met_waiters = 0;
         l->limit = opts->shared ? RL_LIMIT_SHARED : opts->limit;
         l->delay_ms = a->lock_delay_ms;
     }

@@ -81,6 +81,8 @@ struct redislock_lock {
     int fair_queued; /* taken by a fair call that queued first */
     int waited;      /* taken after a wait, or adopted: waiters may
                         not have marked it (rl__lock_native_release) */
+    int met_waiters; /* the last grant said someone waited meanwhile:
+                        they marked an earlier holder, not this one */
     int reader;      /* the acquire under way is a reader's: it
                         blocks on the "rwake" list, not "wake" */
     /* A set (redislock_lock_new_multi): its further keys with their

@@ -75,6 +75,7 @@ static redislock_err attempt_outcome(redislock_lock *l, redislock_err err,
         err = rl__reply_acquired(r, &a);
     if (err == REDISLOCK_OK && a.taken) {
         rl__lock_granted(l, a.fence, a.gen);
+        l->met_waiters = a.waiters;
     } else if (err == REDISLOCK_OK) {
         l->holder_ttl = a.holder_ttl;
         l->holder_silent = a.silent;

@@ -6,13 +6,16 @@
 -- the most the caller will wait in ms ('0': it will not, so no marker),
 -- ARGV[6] the request's own id (a plain lock's token is one already).
 -- Returns {1, holds, fence, gen} when taken (gen: the life of the key the
--- hold is in, see rl_create and rl_reenter; a plain lock has none), {0,
+-- hold is in, see rl_create and rl_reenter; a plain lock has none, and
+-- answers {1, 1, fence, 0, 1} when it was taken while someone waits: its
+-- value then carries no waiter's mark, so its holder must release it by
+-- release.lua, which wakes them, not by a native compare), {0,
 -- PTTL, wakes} when another owner holds it (or readers do: see
 -- rl_share_writer), wakes being 0 when its release will not wake waiters
 -- (rl_wakes).
 local K = rl_keys('lock fence waiting void')
 local key, id, fmt = K.lock, ARGV[1], ARGV[3]
-local last = rl_request_last(K)
+local last, waiting = rl_request_last(K, K.waiting)
 if last == nil then
     return {0, -2}
 end
@@ -21,6 +24,9 @@ if fmt == 'plain' then
     -- The common case in one call: taken, or held by someone (most
     -- likely by another plain lock: rl_holder's guess).
     if redis.call('SET', key, id, 'NX', 'PX', ARGV[2]) then
+        if waiting then
+            return {1, 1, rl_fence(K.fence, ARGV[2], last), 0, 1}
+        end
         return {1, 1, rl_fence(K.fence, ARGV[2], last)}
     end
     kind, holder, gen, raw = rl_holder(key, true)

@@ -299,11 +299,11 @@ end
 -- keeps what a script wrote before an error). Returns nil for a voided
 -- request, else the counter's value (false: none) for rl_fence; with K.seq
 -- (a fair waiter's), second the queue's sequence as read in the same call,
--- for rl_queue.
-local function rl_request_last(K)
+-- for rl_queue; with also (a key name), second that key's value instead.
+local function rl_request_last(K, also)
     local got
-    if K.seq then
-        got = redis.call('MGET', K.void, K.fence, K.seq)
+    if K.seq or also then
+        got = redis.call('MGET', K.void, K.fence, K.seq or also)
     else
         got = redis.call('MGET', K.void, K.fence)
     end

@@ -28,15 +28,17 @@ redislock_err rl__reply_acquired(const rl__reply *r, rl__acquired *a)
     if (r->type != REDIS_REPLY_ARRAY || r->elements < 2 || !integer(e[0]) ||
         !integer(e[1]) ||
         (e[0]->integer == 1 &&
-         (r->elements < 3 || r->elements > 4 || !integer(e[2]) ||
-          (r->elements == 4 && !integer(e[3])))))
+         (r->elements < 3 || r->elements > 5 || !integer(e[2]) ||
+          (r->elements >= 4 && !integer(e[3])) ||
+          (r->elements == 5 && !integer(e[4])))))
         return rl__err(REDISLOCK_EPROTOCOL, "acquire script answered type %d",
                        r->type);
     a->taken = e[0]->integer == 1;
     if (a->taken) {
         a->holds = e[1]->integer;
         a->fence = e[2]->integer;
-        a->gen = r->elements == 4 ? e[3]->integer : 0;
+        a->gen = r->elements >= 4 ? e[3]->integer : 0;
+        a->waiters = r->elements == 5 && e[4]->integer == 1;
         return rl__check_fence(a->fence, "acquire");
     }
     a->holder_ttl = e[1]->integer;

@@ -11,14 +11,17 @@
 
 #include "conn.h"
 
-/* What acquire.lua and fair.lua answer: {1, holds, fence} when taken,
- * {0, pttl, wakes} when another owner holds the lock, and fair.lua then
- * the waiter's place in the queue as a fourth. */
+/* What acquire.lua and fair.lua answer: {1, holds, fence} when taken
+ * (then a key's life, and acquire.lua's {1, 1, fence, 0, 1} for a plain
+ * lock taken while someone waits), {0, pttl, wakes} when another owner
+ * holds the lock, and fair.lua then the waiter's place in the queue as a
+ * fourth. */
 typedef struct rl__acquired {
     int taken;
     int64_t holds;      /* taken: this owner's holds */
     int64_t fence;      /* taken: the fencing token, positive */
     int64_t gen;        /* taken: the key's life (rl_create), 0 unknown */
+    int waiters;        /* taken: someone waited for the key meanwhile */
     int64_t holder_ttl; /* held: the holder's PTTL (-1 none, -2 unknown) */
     int silent;         /* held: its release wakes nobody (rl_wakes 0) */
     int64_t seq;        /* held, fair: the waiter's place; 0 for none */

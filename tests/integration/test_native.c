@@ -307,6 +307,55 @@ void test_native_adopted_release_wakes(void)
 }
 
 /*
+ * A waiter marks the holder it blocks behind; if that holder's key goes
+ * without a release script (deleted by hand here, as an operator or
+ * another tool might, or released by a waiter's last attempt that set no
+ * mark), whoever takes the key next holds it unmarked while the waiter
+ * still sleeps. The acquire tells it that someone waits (acquire.lua's
+ * fifth answer), so its release is the script, which wakes the waiter
+ * within LATE_MS; a native compare-and-delete would leave it asleep until
+ * its block ends (half its lease, 10 s here).
+ */
+void test_native_taker_behind_waiters_wakes_them(void)
+{
+    env e = th_env_start();
+    const char *cmd = native_cmd(e.r);
+    redislock_acquire_options ho = th_aopts(30000, 0, 0);
+    redislock_acquire_options o = th_aopts(20000, 30000, 0);
+    redislock_lock *a = th_lock(e.c, "nt:tk");
+    redislock_lock *c = th_lock(e.c, "nt:tk");
+    int64_t t_rel;
+    long long n0;
+    th_waiter w;
+
+    ASSERT_OK(redislock_acquire(a, &ho));
+    th_waiter_start(&w, e.c, "nt:tk", &o);
+    th_wait_blocked(e.r, 1, SETUP_MS);
+    /* The holder's key goes, and nothing wakes the waiter. */
+    ASSERT_EQ_INT(th_cmd_int(e.r, "DEL nt:tk"), 1);
+    ASSERT_OK(redislock_acquire(c, &ho));
+    th_wait_blocked(e.r, 1, SETUP_MS);
+    n0 = native_calls(e.r, cmd);
+    t_rel = th_now_ms();
+    ASSERT_OK(redislock_release(c));
+    th_waiter_join_ok(&w, SETUP_MS + 15000);
+    test_log("the waiter took it %lld ms after the taker's release",
+             (long long)(w.done_us / 1000 - t_rel));
+    ASSERT_LE(w.done_us / 1000 - t_rel, LATE_MS);
+    /* The taker knew someone waited: no native try. */
+    ASSERT_EQ_INT(native_calls(e.r, cmd) - n0, 0);
+    ASSERT_KEY(e.r, "nt:tk", w.token);
+    ASSERT_OK(redislock_release(w.l));
+    /* Free again; the first holder's handle finds its lock gone. */
+    ASSERT_EQ_INT(th_cmd_int(e.r, "EXISTS nt:tk"), 0);
+    ASSERT_ERR(redislock_release(a), REDISLOCK_EEXPIRED);
+    redislock_lock_free(w.l);
+    redislock_lock_free(c);
+    redislock_lock_free(a);
+    th_env_stop(&e);
+}
+
+/*
  * A key that became another type under its holder (a list here; a
  * semaphore's or readers' sorted set in the shared model): the release
  * answers as the script does, another owner's (REDISLOCK_ELOST) with
