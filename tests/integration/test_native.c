@@ -241,7 +241,7 @@ void test_native_waiter_marks_holder(void)
  * still blocks, its mark on A's value gone with A. The winner's token,
  * adopted and released, must wake the other within LATE_MS, which a
  * native compare-and-delete (no wake) would not: it slept until its
- * pause ended, the winner's lease (10 s). So an adopted handle releases
+ * block ended (half its lease, 5 s). So an adopted handle releases
  * by script at once, as a lock taken after a wait does.
  */
 void test_native_adopted_release_wakes(void)
