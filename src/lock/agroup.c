@@ -381,6 +381,9 @@ static void group_done(void *arg, redislock_err err, const rl__reply *r)
         return;
     }
     rl__acks_least(&gr->acks, &l->acks, gr->g == 0);
+    /* Someone waits for a key of some group: the set's release wakes
+     * them (rl__acq_take reads it; each attempt starts afresh). */
+    l->met_waiters = (gr->g > 0 && l->met_waiters) || a.waiters;
     gr->fences[gr->g++] = a.fence;
     gr->lens[6] =
         (size_t)snprintf(gr->floor, sizeof gr->floor, "%" PRId64, a.fence);

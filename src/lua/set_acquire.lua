@@ -7,7 +7,10 @@
 -- lock, the lock, its fencing counter and its waiting marker. ARGV as
 -- acquire.lua's (ARGV[3] 'plain'; ARGV[4] unused); ARGV[7], when given,
 -- the least fencing token to give (the token of the set's group before).
--- Returns {1, 1, fence} when every key was taken; {0, PTTL, wakes, i}
+-- Returns {1, 1, fence} when every key was taken, {1, 1, fence, 0, 1}
+-- when someone waits for one of them (as acquire.lua's: the set's values
+-- carry no waiter's mark then, so its release must be set_release.lua,
+-- which wakes them, not set_free.lua); {0, PTTL, wakes, i}
 -- when the set's i-th key (1: the first) is held, taking none: its
 -- waiting marker is set (as acquire.lua's) so that its release wakes the
 -- caller, which waits behind that key (wakes: rl_wakes).
@@ -19,9 +22,21 @@ if last == nil then
     return {0, -2}
 end
 local locks = rl_set_keys(S, 'lock')
--- One EXISTS tells a free set (the common case) from one where some key
--- is held, which is then looked for key by key.
-if redis.call('EXISTS', unpack(locks)) > 0 then
+-- One EXISTS tells a free set nobody waits for (the common case) from
+-- one where some key is held, which is then looked for key by key. A
+-- token of the native prefix (a Redlock set's is not) may be released
+-- by set_free.lua, which wakes nobody: its EXISTS takes the keys'
+-- waiting markers too, and a second one tells waiters from holders.
+local native = string.sub(id, 1, #RL_NATIVE_PREFIX) == RL_NATIVE_PREFIX
+local probe = locks
+if native then
+    probe = rl_set_keys(S, 'waiting')
+    for i = 1, S.n do
+        probe[S.n + i] = locks[i]
+    end
+end
+local found = redis.call('EXISTS', unpack(probe)) > 0
+if found and (not native or redis.call('EXISTS', unpack(locks)) > 0) then
     for i, lock in ipairs(locks) do
         if redis.call('EXISTS', lock) == 1 then
             local kind, holder = rl_holder(lock)
@@ -53,5 +68,9 @@ local fence = rl_count_all(fences, tonumber(ttl) + 1000, lasts,
                            tonumber(ARGV[7]))
 for i = 1, S.n do
     redis.call('SET', locks[i], id, 'PX', ttl)
+end
+-- All were free: what the probe found (native only) were waiters.
+if found then
+    return {1, 1, fence, 0, 1}
 end
 return {1, 1, fence}

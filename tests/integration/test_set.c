@@ -786,3 +786,56 @@ void test_set_release_lean_wakes_waiters(void)
     redislock_lock_free(s);
     th_env_stop(&e);
 }
+
+/*
+ * A waiter behind one of a set's keys whose holder's key went without a
+ * release script (deleted by hand here, as an operator or another tool
+ * might, or released by a woken waiter's last attempt, which marks
+ * nothing) still sleeps when a set takes the key: the set holds it
+ * unmarked. Its acquire tells it that someone waits (set_acquire.lua's
+ * fifth answer), so its release is set_release.lua, which wakes the
+ * waiter within LEAN_LATE_MS; set_free.lua alone would leave it asleep
+ * until its block ends (the first holder's lease, 20 s here). Sets take
+ * tokens of the native prefix on every server, so this holds on each.
+ */
+void test_set_taker_behind_waiters_wakes_them(void)
+{
+    static const char *const k[3] = {"lt:0", "lt:1", "lt:2"};
+    th_env e = th_env_start();
+    redislock_acquire_options ho = th_aopts(20000, 0, 0);
+    redislock_acquire_options wo = th_aopts(30000, 30000, 0);
+    redislock_lock *a = th_lock(e.c, "lt:1");
+    redislock_lock *s = th_lock_set(e.c, k, 3);
+    long long nkeys = 0;
+    int64_t t_rel;
+    th_waiter w;
+
+    th_script_load(e.r, &rl__script_set_free);
+    th_script_load(e.r, &rl__script_set_release);
+    ASSERT_OK(redislock_acquire(a, &ho));
+    th_waiter_start(&w, e.c, "lt:1", &wo);
+    th_wait_blocked(e.r, 1, LEAN_SETUP_MS);
+    /* The holder's key goes, and nothing wakes the waiter. */
+    ASSERT_EQ_INT(th_cmd_int(e.r, "DEL lt:1"), 1);
+    ASSERT_OK(redislock_acquire(s, &ho));
+    ASSERT_EQ_INT(th_keys_holding(e.r, k, 3, redislock_token(s)), 3);
+    th_wait_blocked(e.r, 1, LEAN_SETUP_MS);
+    th_slowlog_all(e.r);
+    t_rel = th_now_ms();
+    ASSERT_OK(redislock_release(s));
+    th_waiter_join_ok(&w, LEAN_SETUP_MS + 25000);
+    test_log("the waiter took it %lld ms after the set's release",
+             (long long)(w.done_us / 1000 - t_rel));
+    ASSERT_LE(w.done_us / 1000 - t_rel, LEAN_LATE_MS);
+    /* The set knew someone waited: the full release alone. */
+    ASSERT_EQ_INT(th_slowlog_runs(e.r, &rl__script_set_free, &nkeys), 0);
+    ASSERT_EQ_INT(th_slowlog_runs(e.r, &rl__script_set_release, &nkeys), 1);
+    ASSERT_KEY(e.r, "lt:1", w.token);
+    ASSERT_EQ_INT(th_cmd_int(e.r, "EXISTS lt:0 lt:2"), 0);
+    ASSERT_OK(redislock_release(w.l));
+    ASSERT_ERR(redislock_release(a), REDISLOCK_EEXPIRED);
+    redislock_lock_free(w.l);
+    redislock_lock_free(s);
+    redislock_lock_free(a);
+    th_env_stop(&e);
+}

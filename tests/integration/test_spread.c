@@ -335,6 +335,29 @@ void test_spread_lost_extend_holds_nothing(void)
     th_servers_stop(&e);
 }
 
+/* A sharded client of e's two servers (in *c), and a set of four keys
+ * named from prefix, two on each server taken in turns (all; keys[i]
+ * holds server i's); the set's release scripts are loaded on both, so
+ * that a SLOWLOG counts each release's runs once. */
+static redislock_lock *four_over_two(th_servers *e, redislock_client **c,
+                                     const char *prefix,
+                                     char keys[2][3][24], const char *all[4])
+{
+    int got[2], i;
+
+    ASSERT_OK(redislock_client_new_sharded(c, e->urls, 2, NULL));
+    th_keys_by_server(e->r, 2, *c, prefix, keys, got);
+    all[0] = keys[0][0];
+    all[1] = keys[1][0];
+    all[2] = keys[0][1];
+    all[3] = keys[1][1];
+    for (i = 0; i < 2; i++) {
+        th_script_load(e->r[i], &rl__script_set_free);
+        th_script_load(e->r[i], &rl__script_set_release);
+    }
+    return th_lock_set(*c, all, 4);
+}
+
 /*
  * A set over two servers releases each group by set_free.lua, the
  * group's lock keys alone, when nobody waits (its token of the native
@@ -352,22 +375,12 @@ void test_spread_lean_release(void)
     char keys[2][3][24];
     const char *all[4];
     char marked[128];
-    int got[2], i;
+    int i;
     long long nkeys = 0;
     int64_t t0;
     th_waiter w;
 
-    ASSERT_OK(redislock_client_new_sharded(&c, e.urls, 2, NULL));
-    th_keys_by_server(e.r, 2, c, "ln", keys, got);
-    all[0] = keys[0][0];
-    all[1] = keys[1][0];
-    all[2] = keys[0][1];
-    all[3] = keys[1][1];
-    for (i = 0; i < 2; i++) {
-        th_script_load(e.r[i], &rl__script_set_free);
-        th_script_load(e.r[i], &rl__script_set_release);
-    }
-    s = th_lock_set(c, all, 4);
+    s = four_over_two(&e, &c, "ln", keys, all);
     ASSERT_OK(redislock_acquire(s, &o));
     ASSERT_EQ_INT(strncmp(redislock_token(s), "rl2-", 4), 0);
     for (i = 0; i < 2; i++)
@@ -401,6 +414,64 @@ void test_spread_lean_release(void)
     ASSERT_EQ_INT(th_slowlog_runs(e.r[1], &rl__script_set_release, &nkeys), 1);
     ASSERT_OK(redislock_release(w.l));
     redislock_lock_free(w.l);
+    redislock_lock_free(s);
+    redislock_client_free(c);
+    th_servers_stop(&e);
+}
+
+/*
+ * A waiter behind a key of a set over two servers whose holder's key
+ * went without a release script (deleted by hand) sleeps on while the
+ * set takes the key unmarked. Whichever group's server it waits on (the
+ * first group taken or a later one), the set's acquire learns of it
+ * (set_acquire.lua's fifth answer, kept over the groups) and its release
+ * is set_release.lua on each server, which wakes the waiter within
+ * 1.5 s, not at the end of its block (the first holder's 20 s lease).
+ */
+void test_spread_taker_behind_waiters_wakes_them(void)
+{
+    th_servers e = th_servers_start(2);
+    redislock_client *c = NULL;
+    redislock_acquire_options ho = th_aopts(20000, 0, 0);
+    redislock_acquire_options wo = th_aopts(30000, 30000, 0);
+    redislock_lock *s, *h;
+    char keys[2][3][24];
+    const char *all[4];
+    int at;
+    long long nkeys = 0;
+    int64_t t0;
+    th_waiter w;
+
+    s = four_over_two(&e, &c, "lt", keys, all);
+    for (at = 0; at < 2; at++) {
+        h = th_lock(c, keys[at][1]);
+        ASSERT_OK(redislock_acquire(h, &ho));
+        th_waiter_start(&w, c, keys[at][1], &wo);
+        th_wait_blocked(e.r[at], 1, 5000);
+        /* The holder's key goes, and nothing wakes the waiter. */
+        ASSERT_EQ_INT(th_cmd_int(e.r[at], "DEL %s", keys[at][1]), 1);
+        ASSERT_OK(redislock_acquire(s, &ho));
+        th_wait_blocked(e.r[at], 1, 5000);
+        th_slowlog_all(e.r[0]);
+        th_slowlog_all(e.r[1]);
+        t0 = th_now_us();
+        ASSERT_OK(redislock_release(s));
+        th_waiter_join_ok(&w, 30000);
+        test_log("waiting on server %d: it held the key %lld ms after the "
+                 "set's release",
+                 at, (long long)((w.done_us - t0) / 1000));
+        ASSERT_LE((w.done_us - t0) / 1000, 1500);
+        ASSERT_EQ_INT(th_slowlog_runs(e.r[at], &rl__script_set_free, &nkeys),
+                      0);
+        ASSERT_EQ_INT(
+            th_slowlog_runs(e.r[at], &rl__script_set_release, &nkeys), 1);
+        ASSERT_KEY(e.r[at], keys[at][1], w.token);
+        ASSERT_OK(redislock_release(w.l));
+        ASSERT_EQ_INT(th_lock_keys_anywhere(&e), 0);
+        ASSERT_ERR(redislock_release(h), REDISLOCK_EEXPIRED);
+        redislock_lock_free(w.l);
+        redislock_lock_free(h);
+    }
     redislock_lock_free(s);
     redislock_client_free(c);
     th_servers_stop(&e);
