@@ -95,6 +95,10 @@ typedef struct excl_section {
     int64_t rest_ms;    /* idle after the section */
     int foreign;        /* held as another library holds (foreign.c) */
     int prompt;         /* promises a prompt grant (EXCL_A_PROMPT) */
+    /* Ends not by a release but by a deletion of the key by hand, then
+     * a second handle's first-try take (1: of the key; 2: of a set of
+     * the key and the next one), a moment's hold and its release. */
+    int retake;
     /* An election (redislock_campaign with meta as the value, resign at
      * the end); its extends are proclaims. */
     int elect;
@@ -136,6 +140,10 @@ int excl_truth_lease(excl_worker *w, int key, const char *id, int64_t fence,
                      int64_t *pttl);
 int excl_truth_kept(excl_worker *w, int key, const char *id, int64_t fence,
                     int64_t *pttl);
+/* Deletes key by hand on the one server of a single-server run (as an
+ * operator or another tool might: no script, nobody woken); 1 when the
+ * server answered. */
+int excl_truth_del(excl_worker *w, int key);
 /* A record of kind for section s, filled from the worker and the section. */
 void excl_fill(const excl_worker *w, const excl_section *s, excl_rec *r,
                int kind);

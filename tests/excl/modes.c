@@ -489,6 +489,33 @@ static void pick_failover(excl_worker *w, excl_section *s)
     label(s, "watchdog");
 }
 
+/* A waiter of the modes held to the late-grant rule (live.c): no
+ * strategy of its own, a short hold, a short rest. */
+static void prompt_waiter(excl_worker *w, excl_section *s, int64_t ttl_lo,
+                          int64_t ttl_hi)
+{
+    basic(w, s, ttl_lo, ttl_hi);
+    s->prompt = 1;
+    /* Released in time: a late release is "possibly held" for seconds,
+     * which would hide the late grants these modes are for. */
+    s->hold = EXCL_H_FOR;
+    s->hold_ms = rnd(w, 0, 100);
+    /* Rests, so that the key is often free: a waiter that slept through
+     * a release then leaves it free, which the rule sees. */
+    s->rest_ms = rnd(w, 0, 300);
+    label(s, "plain");
+}
+
+/* The holder of those modes: a 2-6 s lease, then a rest of 1.3-2 s,
+ * so that the key it gives back stays free for longer than the
+ * liveness check's bound unless the waiter takes it. */
+static void rare_holder(excl_worker *w, excl_section *s)
+{
+    basic(w, s, 2000, 6000);
+    s->hold = EXCL_H_FOR;
+    s->rest_ms = rnd(w, 1300, 2000);
+}
+
 /* Worker 0 holds as another library does (foreign.c): leases of 2-6 s,
  * mostly given back after 100-600 ms (long enough for its waiters to
  * have their reads tracked), so that a waiter that missed the
@@ -504,29 +531,45 @@ static void pick_failover(excl_worker *w, excl_section *s)
 static void pick_foreign(excl_worker *w, excl_section *s)
 {
     if (w->idx != 0) {
-        basic(w, s, 150, 600);
+        prompt_waiter(w, s, 150, 600);
         /* All fair or none: a fair waiter blocks every waiter that is
          * not (live.c), and would excuse its lateness. */
         s->o.fair = strstr(w->m->name, "_fair") != NULL;
-        s->prompt = 1;
-        /* Released in time: a late release is "possibly held" for
-         * seconds, which would hide the late grants this mode is for. */
-        s->hold = EXCL_H_FOR;
-        s->hold_ms = rnd(w, 0, 100);
-        /* Rests, so that the key is often free: a waiter that slept
-         * through a release then leaves it free, which the rule sees. */
-        s->rest_ms = rnd(w, 0, 300);
         label(s, "plain");
         return;
     }
-    basic(w, s, 2000, 6000);
+    rare_holder(w, s);
     s->foreign = 1;
     s->writes = 0;
-    s->hold = EXCL_H_FOR;
     s->hold_ms = excl_rng_chance(&w->rng, 90) ? rnd(w, 100, 600)
                                               : s->o.ttl_ms + rnd(w, 0, 40);
-    s->rest_ms = rnd(w, 1300, 2000);
     label(s, "foreign");
+}
+
+/* Worker 0 takes key 0 and ends its hold as an operator or another tool
+ * might: the key deleted by hand (no script: nobody woken), then taken
+ * at its first try by a second handle, alone or as a set with key 1,
+ * held a moment and released (worker.c's retake). Its leases of 2-6 s
+ * outlast the waiter's wait, so a waiter that slept through that
+ * release would sleep past the liveness check's bound. Worker 1 waits
+ * behind it with no strategy of its own, held to the late-grant rule
+ * (live.c): one waiter only, as in the foreign modes. Its leases are
+ * as long: with those of 150-600 ms the foreign modes give, a waiter
+ * that slept through the release still held the key within the bound
+ * (the set's gap fixed in 3a543b9 went unseen; with these, 2 or 3 late
+ * grants a run). */
+static void pick_retaken(excl_worker *w, excl_section *s)
+{
+    if (w->idx != 0) {
+        prompt_waiter(w, s, 2000, 6000);
+        s->key = 0;
+        return;
+    }
+    rare_holder(w, s);
+    s->key = 0;
+    s->retake = (int)rnd(w, 1, 2);
+    s->hold_ms = rnd(w, 100, 600);
+    label(s, s->retake == 1 ? "del+take" : "del+take set");
 }
 
 static void pick_mix_fair(excl_worker *w, excl_section *s)
@@ -572,6 +615,9 @@ const excl_mode excl_modes[] = {
      0, 0},
     {"foreign_fair", EXCL_SINGLE, 1, 2, 0, 0, 0, 8000,
      pick_foreign, 0, 0, 0},
+    /* A key deleted by hand under a waiter, then taken at the first try
+     * (a lock or a set) and released: the waiter must be woken. */
+    {"retaken", EXCL_SINGLE, 2, 2, 0, 0, 0, 8000, pick_retaken, 0, 0, 0},
     {"proxy", EXCL_PROXIED, 1, 4, F_PROCS | F(DELAY) | F(RACE), 300, 900, 6000,
      pick_mix_fair, 0, 0, 0},
     {"sharded", EXCL_SHARDED, 3, 5, F_ALL1, 200, 700, 6000, pick_mix_fair, 0, 0,

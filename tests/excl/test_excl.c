@@ -225,6 +225,11 @@ void test_excl_foreign_fair(void)
     short_run("foreign_fair");
 }
 
+void test_excl_retaken(void)
+{
+    short_run("retaken");
+}
+
 void test_excl_loop_foreign(void)
 {
     short_run("loop_foreign");

@@ -157,6 +157,29 @@ static int truth_one(excl_worker *w, int i, const char *key, const char *id,
     return known;
 }
 
+int excl_truth_del(excl_worker *w, int key)
+{
+    char name[32];
+    const char *path;
+    redisContext *r;
+    redisReply *rep;
+    int i, ok = 0;
+
+    if (w->t->kind != EXCL_SINGLE ||
+        (path = truth_path(w, 0, &i)) == NULL ||
+        (r = truth_conn(w, i, path)) == NULL)
+        return 0;
+    excl_key_name(key, name, sizeof name);
+    rep = redisCommand(r, "DEL %s", name);
+    ok = rep != NULL && rep->type == REDIS_REPLY_INTEGER;
+    if (rep == NULL) {
+        redisFree(w->truth[i]);
+        w->truth[i] = NULL;
+    }
+    freeReplyObject(rep);
+    return ok;
+}
+
 static int by_desc(const void *a, const void *b)
 {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;

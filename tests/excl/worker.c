@@ -660,6 +660,47 @@ static redislock_lock *lock_for(excl_worker *w, const excl_section *s)
     return *l;
 }
 
+/* The end of a section with s->retake set (excl_section): the key
+ * deleted by hand, taken at once by a second handle on the second
+ * client (a set of the key and the next one when retake is 2) that does
+ * not wait, held a moment and released, as a release that wakes nobody
+ * followed by a first-try take would leave it. Returns what became of
+ * it: REDISLOCK_OK once the key was deleted and the take released or
+ * refused (a waiter got in first: its own section records its hold). */
+static redislock_err retake(excl_worker *w, const excl_section *s)
+{
+    char name[2][32];
+    const void *keys[2];
+    size_t lens[2];
+    redislock_acquire_options o;
+    redislock_lock *l = NULL;
+    int i, n = s->retake == 2 ? 2 : 1;
+    redislock_err err;
+
+    if (!excl_truth_del(w, s->key))
+        return REDISLOCK_EIO;
+    for (i = 0; i < n; i++) {
+        excl_key_name((s->key + i) % w->m->nkeys, name[i], sizeof name[i]);
+        keys[i] = name[i];
+        lens[i] = strlen(name[i]);
+    }
+    err = n == 2 ? redislock_lock_new_multi(w->c2, keys, lens, 2, &l)
+                 : redislock_lock_new(w->c2, name[0], lens[0], &l);
+    if (err != REDISLOCK_OK)
+        return err;
+    memset(&o, 0, sizeof o);
+    o.ttl_ms = s->o.ttl_ms;
+    err = redislock_acquire(l, &o);
+    if (err == REDISLOCK_OK) {
+        th_sleep_ms(excl_rng_range(&w->rng, 1, 20));
+        err = redislock_release(l);
+    } else if (err == REDISLOCK_EHELD) {
+        err = REDISLOCK_OK;
+    }
+    redislock_lock_free(l);
+    return err;
+}
+
 /* Releases what the section still holds: re-entries, then the last hold
  * (ending the claim when the first release call starts), late or not: a
  * release after the lease ran out must touch nobody's lock, not even one
@@ -680,7 +721,17 @@ static void finish(excl_worker *w, const excl_section *s, claim *c, plan *p)
         err = w_release(w, l, 0);
         p->nested--;
     }
-    if (err == REDISLOCK_OK && redislock_holds(l) > 0) {
+    if (s->retake && err == REDISLOCK_OK && redislock_holds(l) > 0) {
+        /* The key possibly held until the second handle's release
+         * returned: the record spans the deletion and the take. */
+        excl_fill(w, s, &r, EXCL_RELEASE);
+        r.t0 = excl_now_us();
+        r.x = retake(w, s);
+        r.t1 = excl_now_us();
+        r.belief = 0;
+        excl_history_add(w->t->hist_fd, &r);
+        drop = 1;
+    } else if (err == REDISLOCK_OK && redislock_holds(l) > 0) {
         excl_fill(w, s, &r, EXCL_RELEASE);
         r.t0 = excl_now_us();
         err = s->elect ? w_resign(w, l) : w_release(w, l, s->hold_after);
@@ -760,6 +811,7 @@ static void section(excl_worker *w, excl_section *s)
     err = s->elect ? w_campaign(w, l, s) : w_acquire(w, l, &s->o);
     a.t1 = excl_now_us();
     a.x = err;
+
     a.fence = err == REDISLOCK_OK ? redislock_fence(l) : 0;
     excl_history_add(w->t->hist_fd, &a);
     if (err != REDISLOCK_OK) {
