@@ -670,6 +670,8 @@ const excl_mode excl_modes[] = {
      * that refused it, woken by that key's release). */
     {"loop_foreign", EXCL_SINGLE, 1, 2, F_PROCS, 300, 1000, 8000,
      pick_foreign, 0, EXCL_ON_LOOP, 0},
+    {"loop_retaken", EXCL_SINGLE, 2, 2, 0, 0, 0, 8000, pick_retaken, 0,
+     EXCL_ON_LOOP, 0},
     {"loop_set", EXCL_SINGLE, 3, 6, F_ALL1, 200, 700, 6000, pick_set, 0, 1, 0},
     /* The same over several servers and over a cluster's slots on the
      * loop (agroup.c: group after group, each group's refusal giving back

@@ -235,6 +235,11 @@ void test_excl_loop_foreign(void)
     short_run("loop_foreign");
 }
 
+void test_excl_loop_retaken(void)
+{
+    short_run("loop_retaken");
+}
+
 void test_excl_loop_set(void)
 {
     short_run("loop_set");
