@@ -554,10 +554,11 @@ static void pick_foreign(excl_worker *w, excl_section *s)
  * release would sleep past the liveness check's bound. Worker 1 waits
  * behind it with no strategy of its own, held to the late-grant rule
  * (live.c): one waiter only, as in the foreign modes. Its leases are
- * as long: with those of 150-600 ms the foreign modes give, a waiter
- * that slept through the release still held the key within the bound
- * (the set's gap fixed in 3a543b9 went unseen; with these, 2 or 3 late
- * grants a run). */
+ * as long: a waiter blocks no longer than half its own TTL (the attempt
+ * behind its BLPOP takes a lease counted from its send; pause_blocked
+ * in alock.c), so with the foreign modes' 150-600 ms it tried again
+ * within the bound anyway, and the set's gap fixed in 3a543b9 went
+ * unseen (with 2-6 s, 2 or 3 late grants a run). */
 static void pick_retaken(excl_worker *w, excl_section *s)
 {
     if (w->idx != 0) {
