@@ -22,21 +22,9 @@ if last == nil then
     return {0, -2}
 end
 local locks = rl_set_keys(S, 'lock')
--- One EXISTS tells a free set nobody waits for (the common case) from
--- one where some key is held, which is then looked for key by key. A
--- token of the native prefix (a Redlock set's is not) may be released
--- by set_free.lua, which wakes nobody: its EXISTS takes the keys'
--- waiting markers too, and a second one tells waiters from holders.
-local native = string.sub(id, 1, #RL_NATIVE_PREFIX) == RL_NATIVE_PREFIX
-local probe = locks
-if native then
-    probe = rl_set_keys(S, 'waiting')
-    for i = 1, S.n do
-        probe[S.n + i] = locks[i]
-    end
-end
-local found = redis.call('EXISTS', unpack(probe)) > 0
-if found and (not native or redis.call('EXISTS', unpack(locks)) > 0) then
+-- One EXISTS tells a free set (the common case) from one where some key
+-- is held, which is then looked for key by key.
+if redis.call('EXISTS', unpack(locks)) > 0 then
     for i, lock in ipairs(locks) do
         if redis.call('EXISTS', lock) == 1 then
             local kind, holder = rl_holder(lock)
@@ -69,8 +57,12 @@ local fence = rl_count_all(fences, tonumber(ttl) + 1000, lasts,
 for i = 1, S.n do
     redis.call('SET', locks[i], id, 'PX', ttl)
 end
--- All were free: what the probe found (native only) were waiters.
-if found then
+-- Someone waits for one of the keys: a token of the native prefix (a
+-- Redlock set's is not) may be released by set_free.lua, which wakes
+-- nobody, so its holder is told. Read only once the set is taken, so
+-- that a refused attempt costs what it did.
+if string.sub(id, 1, #RL_NATIVE_PREFIX) == RL_NATIVE_PREFIX and
+        redis.call('EXISTS', unpack(rl_set_keys(S, 'waiting'))) > 0 then
     return {1, 1, fence, 0, 1}
 end
 return {1, 1, fence}
