@@ -19,7 +19,7 @@
  *
  * Files: history.c (records, random numbers), checker.c (the checks),
  * live.c (the liveness checks), worker.c (a holder process), truth.c
- * (the servers' own view of a lease), cliworker.c (a section run by the
+ * (the servers' own view of a lease; a key deleted by hand), cliworker.c (a section run by the
  * CLI), nemesis.c (faults), run.c (one run: servers, workers, nemesis,
  * check), modes.c (the modes), test_excl.c (the short runs of make
  * check), test_checker.c and test_live.c (the rules on made-up

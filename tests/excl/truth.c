@@ -4,7 +4,9 @@
  * rule compares beliefs with it, the false-loss rule losses. Under
  * Sentinel it is read on the node the sentinels name at that moment, so
  * that the rules follow a failover: a holder whose key the new master
- * lacks believes past that master's lease.
+ * lacks believes past that master's lease. The same connections delete
+ * a key by hand for the retaken modes (excl_truth_del), as an operator
+ * would, beside the client.
  */
 #include <pthread.h>
 #include <signal.h>
