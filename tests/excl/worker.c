@@ -710,7 +710,8 @@ static void finish(excl_worker *w, const excl_section *s, claim *c, plan *p)
 {
     redislock_lock *l = p->adopter != NULL ? p->adopter : c->src;
     redislock_err err = REDISLOCK_OK;
-    int drop = p->adopter != NULL;
+    /* A retaken key's handle still counts its hold: freed, not used. */
+    int drop = p->adopter != NULL || s->retake;
     char *id = redislock_token(l) ? strdup(redislock_token(l)) : NULL;
     excl_rec r;
 
@@ -721,25 +722,20 @@ static void finish(excl_worker *w, const excl_section *s, claim *c, plan *p)
         err = w_release(w, l, 0);
         p->nested--;
     }
-    if (s->retake && err == REDISLOCK_OK && redislock_holds(l) > 0) {
-        /* The key possibly held until the second handle's release
-         * returned: the record spans the deletion and the take. */
+    if (err == REDISLOCK_OK && redislock_holds(l) > 0) {
+        /* A retake's record spans the deletion and the take: the key is
+         * possibly held until the second handle's release returned. */
         excl_fill(w, s, &r, EXCL_RELEASE);
         r.t0 = excl_now_us();
-        r.x = retake(w, s);
-        r.t1 = excl_now_us();
-        r.belief = 0;
-        excl_history_add(w->t->hist_fd, &r);
-        drop = 1;
-    } else if (err == REDISLOCK_OK && redislock_holds(l) > 0) {
-        excl_fill(w, s, &r, EXCL_RELEASE);
-        r.t0 = excl_now_us();
-        err = s->elect ? w_resign(w, l) : w_release(w, l, s->hold_after);
+        err = s->retake  ? retake(w, s)
+              : s->elect ? w_resign(w, l)
+                         : w_release(w, l, s->hold_after);
         r.t1 = excl_now_us();
         r.x = err;
         r.belief = s->hold_after;
         excl_history_add(w->t->hist_fd, &r);
-        if (err == REDISLOCK_ELOST || err == REDISLOCK_EEXPIRED)
+        if (!s->retake &&
+            (err == REDISLOCK_ELOST || err == REDISLOCK_EEXPIRED))
             record_loss(w, s, id, c->r.fence, EXCL_L_RELEASE, err,
                         redislock_errdetail(), r.t1);
     }
@@ -811,7 +807,6 @@ static void section(excl_worker *w, excl_section *s)
     err = s->elect ? w_campaign(w, l, s) : w_acquire(w, l, &s->o);
     a.t1 = excl_now_us();
     a.x = err;
-
     a.fence = err == REDISLOCK_OK ? redislock_fence(l) : 0;
     excl_history_add(w->t->hist_fd, &a);
     if (err != REDISLOCK_OK) {
