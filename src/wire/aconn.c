@@ -1002,6 +1002,27 @@ int *rl__aconn_caps(const rl__aconn *c)
     return c->cfg.caps;
 }
 
+int *rl__aconn_copy(const rl__aconn *c)
+{
+    return c->cfg.copy;
+}
+
+/* Held as the I/O of a callback holds them (queue). */
+void rl__aconn_cork(rl__aconn *c)
+{
+    c->depth++;
+}
+
+/* A write that fails shows in the loop's I/O, as in queue. */
+void rl__aconn_uncork(rl__aconn *c)
+{
+    if (--c->depth > 0)
+        return;
+    write_some(c, 0);
+    rewatch(c);
+    redeadline(c);
+}
+
 int rl__aconn_broken(const rl__aconn *c)
 {
     return c->fail != REDISLOCK_OK;

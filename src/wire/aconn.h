@@ -151,6 +151,17 @@ int *rl__aconn_fn(const rl__aconn *c);
  * NULL. */
 int *rl__aconn_caps(const rl__aconn *c);
 
+/* The node's memo of COPY behind a release (rl__conn_cfg.copy), or
+ * NULL. */
+int *rl__aconn_copy(const rl__aconn *c);
+
+/* The requests sent on c from rl__aconn_cork to rl__aconn_uncork go out
+ * in one write (a request is written as it is sent otherwise, but from
+ * a callback of c's), so that the server reads them together. No
+ * callback runs in between. Pairs may nest. */
+void rl__aconn_cork(rl__aconn *c);
+void rl__aconn_uncork(rl__aconn *c);
+
 /* Closes the connection; pending requests get REDISLOCK_ECANCELED first.
  * May be called from a callback. NULL is a no-op. */
 void rl__aconn_close(rl__aconn *c);
