@@ -319,8 +319,12 @@ end
 -- Tells the releases that someone waits (see rl_wake and rl_mark_holder),
 -- for as long as this waiter may block: until the holder's lease ends
 -- (ttl ms; -1: no expiry) or the caller's deadline (mark ms; '0': it
--- will not wait). v: the lock key's value, as rl_mark_holder's.
-local function rl_mark_waiting(K, ttl, mark, v)
+-- will not wait). v: the lock key's value, as rl_mark_holder's. A set's
+-- waiter (set) marks 's', which the marks of other waiters keep for as
+-- long as the marker lives: woken by the key's release, a set may be
+-- refused by another of its keys and leave the wake unused, so a
+-- release that sees 's' wakes the readers itself (rl_handoff's copied).
+local function rl_mark_waiting(K, ttl, mark, v, set)
     mark = tonumber(mark)
     if mark > 0 then
         rl_mark_holder(K.lock, v)
@@ -328,7 +332,12 @@ local function rl_mark_waiting(K, ttl, mark, v)
             mark = ttl
         end
         if redis.call('PTTL', K.waiting) < mark + 1000 then
-            redis.call('SET', K.waiting, '1', 'PX', mark + 1000)
+            if redis.call('SET', K.waiting, set and 's' or '1', 'PX',
+                          mark + 1000, 'GET') == 's' then
+                redis.call('SET', K.waiting, 's', 'KEEPTTL')
+            end
+        elseif set then
+            redis.call('SET', K.waiting, 's', 'KEEPTTL')
         end
     end
 end
@@ -572,15 +581,18 @@ end
 -- to the channel of the list's name, for the waiters of an event loop,
 -- which listen rather than block (alock.c); PUBLISH, which a cluster's
 -- bus carries to every node. marker: the marker's PTTL when the caller
--- has read it.
-local function rl_wake(K, list, marker)
+-- has read it. With said set, the word goes to the channel only: the
+-- list's wake is left to the caller (rl_handoff's copied).
+local function rl_wake(K, list, marker, said)
     marker = marker or redis.call('PTTL', K.waiting)
     list = list or K.wake
     if marker > 0 then
-        if redis.call('LLEN', list) == 0 then
-            redis.call('LPUSH', list, 'wake')
+        if not said then
+            if redis.call('LLEN', list) == 0 then
+                redis.call('LPUSH', list, 'wake')
+            end
+            redis.call('PEXPIRE', list, marker)
         end
-        redis.call('PEXPIRE', list, marker)
         redis.call('PUBLISH', list, 'wake')
     end
 end
@@ -931,9 +943,19 @@ end
 -- (rl_handed, rl_share_handed) with its next attempt. With quiet set,
 -- nobody is woken (the key has no room for anyone but the queue's
 -- readers). queued: the caller has seen that the queue exists.
+-- copied: the caller sends COPY <wake> <rwake> right behind the script,
+-- in the same write (release.lua's ARGV[5]): the readers' list is then
+-- not pushed here. A writer blocked on K.wake takes the wake as soon as
+-- the script ends, before the COPY runs (Redis serves blocked clients
+-- after each command), and the attempt behind its BLPOP takes the key:
+-- the readers would only have been woken to be refused, the writer's
+-- attempt running first. With no writer blocked the wake is still in
+-- K.wake, and the COPY gives it to the readers' list (when that has
+-- none already: then no reader is blocked), which wakes one. Not while
+-- a set's waiter may be the one woken (its mark, see rl_mark_waiting).
 local RL_HAND_FIRST = 1
 local RL_HAND_BATCH = 16
-local function rl_handoff(K, quiet, st, queued)
+local function rl_handoff(K, quiet, st, queued, copied)
     local last, tries, batch = nil, 64, RL_HAND_FIRST
     local now, handed, empty, marker = nil, false, false, nil
     if not queued then
@@ -1010,8 +1032,11 @@ local function rl_handoff(K, quiet, st, queued)
     -- The ordinary waiters, when no fair one got in or none is left.
     if not quiet and (not handed or empty) then
         marker = marker or redis.call('PTTL', K.waiting)
+        if copied and marker > 0 and redis.call('GET', K.waiting) == 's' then
+            copied = false
+        end
         rl_wake(K, nil, marker)
-        rl_wake(K, K.rwake, marker)
+        rl_wake(K, K.rwake, marker, copied)
     end
     return handed
 end

@@ -9,7 +9,8 @@
 -- reader's share), which is given back (its waiters woken) and takes no
 -- hold-after (error RLNOHOLD). ARGV[4] the caller's last fencing token
 -- ('' when not known): a hash of a later life than the caller's hold
--- (rl_ours) is not the caller's.
+-- (rl_ours) is not the caller's. ARGV[5] 'c' when the caller sends COPY
+-- of the wake list to the readers' right behind (rl_handoff's copied).
 -- Returns -1 another owner's (untouched), 0 gone (expired: free, or a
 -- later life of the key, see rl_ours; a share: its lease ended), 1
 -- released, n > 1 still held by the owner with n - 1 holds left.
@@ -55,5 +56,5 @@ if ARGV[2] ~= '0' then
     return 1
 end
 redis.call('DEL', key)
-rl_handoff(K, false, {kind = 'none', held = 0})
+rl_handoff(K, false, {kind = 'none', held = 0}, nil, ARGV[5] == 'c')
 return 1

@@ -34,7 +34,7 @@ if redis.call('EXISTS', unpack(locks)) > 0 then
                 wakes = 1
             end
             local left = redis.call('PTTL', lock)
-            rl_mark_waiting(rl_set_lock(S, i), left, ARGV[5])
+            rl_mark_waiting(rl_set_lock(S, i), left, ARGV[5], nil, true)
             return {0, left, wakes, i}
         end
     end
