@@ -448,6 +448,7 @@ TEST_ENTRY(acl_select_nonzero_db, 30)
 TEST_ENTRY(acl_errdetail_hides_password, 30)
 TEST_ENTRY(acl_url_slash_password_hidden, 30)
 TEST_ENTRY(acl_elect_stream_commands, 30)
+TEST_ENTRY(acl_shared_reader_woken_without_copy, 30)
 
 /* An acquire held up in the network past its timeout: the ghost lock it
  * takes on arrival is freed by the abandon, or refused (test_ghost.c). */
@@ -553,6 +554,8 @@ TEST_ENTRY(shared_writer_preference, 30)
 TEST_ENTRY(shared_writer_record_ends_with_wait, 30)
 TEST_ENTRY(shared_writer_records_bounded_by_shares, 30)
 TEST_ENTRY(shared_waiters_woken_and_silent, 30)
+TEST_ENTRY(shared_writer_release_leaves_readers_asleep, 30)
+TEST_ENTRY(shared_set_waiter_refused_reader_woken, 30)
 TEST_ENTRY(shared_expired_share_not_released, 30)
 TEST_ENTRY(shared_adopted_share, 30)
 TEST_ENTRY(shared_watchdog_renews_own_share, 30)

@@ -3101,8 +3101,10 @@ static redislock_err owner_op(rl__alock *al, redislock_lock *l, int kind,
         rl__lock_owner_args(l, arg2, &a);
     op->script = q.s;
     q.native = kind == OP_RELEASE && rl__lock_native_release(l, q.s, ms);
-    if (kind == OP_RELEASE)
+    if (kind == OP_RELEASE) {
         rl__lock_lean_release(l, ms, &q);
+        rl__lock_copy_wake(l, ms, &a, &q);
+    }
     if (kind == OP_EXTEND && !l->algo->every)
         guard(l, &q, &op->gq, &op->acks);
     if (l->algo->every)

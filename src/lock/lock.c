@@ -114,6 +114,20 @@ void rl__lock_lean_release(const redislock_lock *l, int64_t hold_after_ms,
     q->lean_stride = s->neach;
 }
 
+void rl__lock_copy_wake(const redislock_lock *l, int64_t hold_after_ms,
+                        rl__owner_args *a, rl__request *q)
+{
+    if (q->s != &rl__script_release || q->nargs != RL_OWNER_NARGS ||
+        hold_after_ms != 0 || l->limit != 0 || l->nmore != 0 ||
+        l->algo->every || l->algo->groups || rl__lock_guarded(l) ||
+        rl__topo_moves(rl__client_topo(l->client)))
+        return;
+    a->args[RL_OWNER_NARGS] = "";
+    a->lens[RL_OWNER_NARGS] = 0;
+    q->nargs = RL_OWNER_NARGS + 1;
+    q->copy_wake = l->waited ? 1 : 2;
+}
+
 rl__lockname rl__lock_name(const redislock_lock *l)
 {
     return (rl__lockname){l->key,     l->keylen, l->base,

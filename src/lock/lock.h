@@ -162,8 +162,9 @@ void rl__lock_granted(redislock_lock *l, int64_t fence, int64_t gen);
  * from a later one of the same owner id (rl_ours in lib.lua). */
 #define RL_OWNER_NARGS 4
 typedef struct rl__owner_args {
-    const char *args[RL_OWNER_NARGS];
-    size_t lens[RL_OWNER_NARGS];
+    /* One more for a release's COPY flag (rl__lock_copy_wake). */
+    const char *args[RL_OWNER_NARGS + 1];
+    size_t lens[RL_OWNER_NARGS + 1];
     char fence[24];
     char ttl[24]; /* an extend's TTL (rl__lock_extend_args) */
 } rl__owner_args;
@@ -217,6 +218,19 @@ int rl__lock_native_release(const redislock_lock *l, const rl__script *s,
  * Else q is left as it was. */
 void rl__lock_lean_release(const redislock_lock *l, int64_t hold_after_ms,
                            rl__request *q);
+
+/* Lets q, l's release by release.lua with hold_after_ms (arguments in
+ * a, q's args), leave the wake of the readers' list to the COPY behind
+ * it (rl__request's copy_wake; rl_handoff in lib.lua), when it may: one
+ * key on a node that does not change (no Sentinel, no cluster: there a
+ * waiter's attempt does not ride behind its BLPOP, so a writer woken in
+ * the readers' place would attempt a round trip later), no guard (the
+ * same), no share, nothing held after. Taken after a wait, it rides
+ * behind every send of the script; else only behind one that follows a
+ * native try that waiters' marks refused. a gets the fifth argument,
+ * q's nargs with it. Else q is left as it was. */
+void rl__lock_copy_wake(const redislock_lock *l, int64_t hold_after_ms,
+                        rl__owner_args *a, rl__request *q);
 
 /* Whether l's client asks for the replica-sync or AOF guard. */
 int rl__lock_guarded(const redislock_lock *l);

@@ -48,6 +48,7 @@ static redislock_err pool_init(rl__pool *p, const char *url,
     p->cfg.url = &p->url;
     p->cfg.fn = &p->fn;
     p->cfg.caps = &p->caps;
+    p->cfg.copy = &p->copy;
     /* The options win over the URL's query, which wins over the
      * defaults. */
     p->cfg.connect_timeout_ms =

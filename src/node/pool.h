@@ -43,6 +43,9 @@ typedef struct rl__pool {
      * rl__conn_cfg.caps), from the checks' HELLO, or the probe's
      * (rl__pool_probe). */
     int caps;
+    /* Whether COPY runs there (cfg.copy points here; see
+     * rl__conn_cfg.copy). */
+    int copy;
 } rl__pool;
 
 /* Parses url and sets the pool up; opens nothing. The pool is cleaned up

@@ -68,6 +68,10 @@ typedef struct rl__conn_cfg {
      * (request.h's RL_CAP_*), from HELLO's name and version, -1 once
      * the node refused it (read and written with atomics). NULL: none. */
     int *caps;
+    /* Borrowed: the node's memo of COPY behind a release (request.h's
+     * copy_wake): 0 not yet seen to run, 1 it ran, -1 refused (an ACL
+     * without it, a server before 6.2); atomics. NULL: never sent. */
+    int *copy;
 } rl__conn_cfg;
 
 /* The TLS context for a rediss:// URL (NULL for others), from the

@@ -117,6 +117,12 @@ typedef struct async_req {
     /* 1: q's lean script goes in place of its script (rl__request's
      * lean), until an answer other than 1 sends the script. */
     int lean;
+    /* The node's memo of COPY (rl__conn_cfg.copy; NULL: no COPY), and
+     * the places of the COPY's keys in q's (copy_wake), -1 without;
+     * tried: a native try was answered with anything but "released". */
+    int *copy;
+    int copy_from, copy_to;
+    int tried;
     rl__aconn_cb cb;
     void *arg;
     int out;           /* commands sent whose callbacks are to come */
@@ -232,6 +238,7 @@ static int native_again(async_req *a, const rl__reply *r)
     if (r->type == REDIS_REPLY_ERROR && native_refused(r) && a->caps != NULL)
         __atomic_store_n(a->caps, -1, __ATOMIC_RELAXED);
     a->native = RL_CAP_NONE;
+    a->tried = 1;
     return 1;
 }
 
@@ -403,6 +410,52 @@ static int loadv(const async_req *a, const char *argv[3])
     return 3;
 }
 
+/* COPY's answer behind a release (rl__request's copy_wake): whether it
+ * runs on the node, for the memo. A refusal stops the node's COPYs; a
+ * failure of the connection, or any other error, tells nothing. */
+static void async_copy(void *arg, redislock_err err, const rl__reply *r)
+{
+    async_req *a = arg;
+
+    a->out--;
+    if (err == REDISLOCK_OK && a->copy != NULL) {
+        if (r->type == REDIS_REPLY_INTEGER)
+            __atomic_store_n(a->copy, 1, __ATOMIC_RELAXED);
+        else if (r->type == REDIS_REPLY_ERROR && native_refused(r))
+            __atomic_store_n(a->copy, -1, __ATOMIC_RELAXED);
+    }
+    async_end(a);
+}
+
+/* The place of role among s's keys, or -1. */
+static int role_at(const rl__script *s, unsigned char role)
+{
+    int i;
+
+    for (i = 0; s->keys != NULL && i < s->nkeys; i++)
+        if (s->keys[i] == role)
+            return i;
+    return -1;
+}
+
+/* Whether a's script, sent now, takes COPY behind it (copy_wake), and if
+ * the node has seen COPY run, its last argument "c" in argv (argc words,
+ * the argument last among them). */
+static int copy_behind(async_req *a, int argc, const char **argv, size_t *argl)
+{
+    int ran;
+
+    if (a->copy == NULL || a->native != RL_CAP_NONE || a->lean ||
+        (a->q.copy_wake == 2 && !a->tried) ||
+        (ran = __atomic_load_n(a->copy, __ATOMIC_RELAXED)) < 0)
+        return 0;
+    if (ran > 0 && argc > 0 && argl[argc - 1] == 0) {
+        argv[argc - 1] = "c";
+        argl[argc - 1] = 1;
+    }
+    return 1;
+}
+
 /* a's native compare-and-delete, in argv and argl; returns argc. */
 static int native_argv(const async_req *a, const char **argv, size_t *argl)
 {
@@ -433,7 +486,10 @@ static redislock_err send_words(async_req *a, int argc, const char **argv,
     const char *wv[4] = {"WAIT", n[0], ms, NULL};
     const char *av[4] = {"WAITAOF", n[0], n[1], ms};
     const char *lv[3];
+    const char *cv[3] = {"COPY", NULL, NULL};
+    size_t cl[3] = {4, 0, 0};
     const rl__request *q = &a->q;
+    int copy = 0;
     redislock_err err;
 
     if (q->s == NULL) {
@@ -449,8 +505,16 @@ static redislock_err send_words(async_req *a, int argc, const char **argv,
                                   a)) == REDISLOCK_OK)
             a->out++;
     }
-    if (err == REDISLOCK_OK)
+    if (err == REDISLOCK_OK) {
+        /* The script and its COPY in one write (see below). */
+        if ((copy = q->s != NULL && copy_behind(a, argc, argv, argl)))
+            rl__aconn_cork(a->c);
         err = rl__aconn_send(a->c, argc, argv, argl, async_reply, a);
+        if (err != REDISLOCK_OK && copy) {
+            rl__aconn_uncork(a->c);
+            copy = 0;
+        }
+    }
     if (err != REDISLOCK_OK) {
         if (a->out == 0)
             return err;
@@ -459,6 +523,20 @@ static redislock_err send_words(async_req *a, int argc, const char **argv,
         return REDISLOCK_OK;
     }
     a->out++;
+    /* The COPY right behind the script, in the same write: a releaser
+     * that died between two writes would leave the readers asleep. Not
+     * queued (out of memory), the script's flag was sent all the same:
+     * the readers then wake at their block's end, as behind a holder
+     * that died. */
+    if (copy) {
+        cv[1] = q->keys[a->copy_from];
+        cl[1] = q->klens[a->copy_from];
+        cv[2] = q->keys[a->copy_to];
+        cl[2] = q->klens[a->copy_to];
+        if (rl__aconn_send(a->c, 3, cv, cl, async_copy, a) == REDISLOCK_OK)
+            a->out++;
+        rl__aconn_uncork(a->c);
+    }
     if (a->q.wait_replicas > 0 || rl__request_waitaof(&a->q))
         snprintf(ms, sizeof ms, "%lld", (long long)a->q.wait_ms);
     /* The guards ride behind the script: a failure to queue them fails
@@ -582,6 +660,16 @@ redislock_err rl__request_send_async(rl__aconn *c, const rl__request *q,
     a->lean = a->native == RL_CAP_NONE && q->lean != NULL && q->s != NULL &&
               q->first == NULL && q->nargs > 0 && q->lean_stride > 0 &&
               q->nkeys / q->lean_stride < STACK_WORDS;
+    a->copy = NULL;
+    a->copy_from = a->copy_to = -1;
+    a->tried = 0;
+    if (q->copy_wake && q->s != NULL && q->nargs > 0 &&
+        q->lens[q->nargs - 1] == 0 && q->s->nkeys == q->nkeys) {
+        a->copy_from = role_at(q->s, RL_KEY_WAKE);
+        a->copy_to = role_at(q->s, RL_KEY_RWAKE);
+        if (a->copy_from >= 0 && a->copy_to >= 0)
+            a->copy = rl__aconn_copy(c);
+    }
     a->cb = cb;
     a->arg = arg;
     if ((err = async_send(a)) != REDISLOCK_OK)

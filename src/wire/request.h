@@ -89,6 +89,18 @@ typedef struct rl__request {
      * does, whose answer the caller gets. */
     const rl__script *lean;
     int lean_stride;
+    /* A release whose script may leave the readers' wake-up to a
+     * command behind it (release.lua, its last argument given as ""):
+     * COPY of its key of role RL_KEY_WAKE to its RL_KEY_RWAKE follows
+     * the script in the same write, 1 each time the script itself is
+     * sent (not a native or lean try), 2 only when it follows a native
+     * try that did not release (a waiter's mark: someone waits). Where
+     * the node's memo (rl__conn_cfg.copy) has seen COPY run, the last
+     * argument becomes "c"; until then the COPY goes with it left "",
+     * so that the script wakes the readers itself and the COPY (which
+     * then finds their list woken or none to copy) only tells the memo.
+     * A refusal (an ACL without COPY) stops it for the node. */
+    int copy_wake;
 } rl__request;
 
 /* What a node offers in place of the release script (rl__conn_cfg.caps):

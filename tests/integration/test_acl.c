@@ -858,3 +858,63 @@ void test_acl_elect_stream_commands(void)
     redislock_client_free(t.c);
     lc_teardown(&t);
 }
+
+/* A writer that takes key behind holder (both under o): its release is
+ * then by the script, with COPY behind it where the node runs COPY. */
+static void acl_writer_behind(lc *t, redislock_lock *holder, const char *key,
+                              const redislock_acquire_options *o,
+                              th_waiter *w)
+{
+    ASSERT_OK(redislock_acquire(holder, o));
+    th_waiter_start(w, t->c, key, o);
+    th_wait_blocked(t->r, 1, SETUP_MS);
+    ASSERT_OK(redislock_release(holder));
+    th_waiter_join_ok(w, 5000);
+}
+
+/* A writer's release may leave the readers' wake-up to the COPY it sends
+ * behind its script, where the node runs COPY: the rule does not give
+ * it, so the first such release hears the refusal and every release
+ * wakes the readers itself. A reader blocked behind a writer is woken
+ * at once by its release, each time, without COPY and with it (+copy,
+ * the optional addition docs/ACL.md names). */
+void test_acl_shared_reader_woken_without_copy(void)
+{
+    redislock_acquire_options x = th_aopts(10000, 5000, 0);
+    redislock_acquire_options ow = th_aopts(10000, 5000, 0);
+    th_waiter w, r;
+    int pass, i;
+
+    ow.shared = 1;
+    for (pass = 0; pass < 2; pass++) {
+        lc t = lc_setup(0);
+        redislock_lock *a;
+        char url[128];
+        int64_t t0;
+
+        if (pass == 1)
+            freeReplyObject(th_cmd(t.r, "ACL SETUSER locker +copy"));
+        user_url(t.s, url, sizeof url);
+        t.c = th_client_url(url, NULL);
+        a = th_lock(t.c, "locks:rw");
+        for (i = 0; i < 3; i++) {
+            acl_writer_behind(&t, a, "locks:rw", &x, &w);
+            th_waiter_start(&r, t.c, "locks:rw", &ow);
+            th_wait_blocked(t.r, 1, SETUP_MS);
+            t0 = th_now_us();
+            ASSERT_OK(redislock_release(w.l));
+            th_waiter_join_ok(&r, 5000);
+            test_log("%s COPY, release %d: the reader in %lld us",
+                     pass ? "with" : "without", i,
+                     (long long)(r.done_us - t0));
+            ASSERT_LE((r.done_us - t0) / 1000, REACH_MS);
+            ASSERT_OK(redislock_release(r.l));
+            redislock_lock_free(r.l);
+            redislock_lock_free(w.l);
+        }
+        ASSERT_EQ_INT(th_cmd_int(t.r, "EXISTS locks:rw"), 0);
+        redislock_lock_free(a);
+        redislock_client_free(t.c);
+        lc_teardown(&t);
+    }
+}

@@ -359,6 +359,139 @@ void test_shared_waiters_woken_and_silent(void)
     th_env_stop(&e);
 }
 
+/* A writer's release takes the lock itself only once another writer
+ * waited for it (rl__lock_copy_wake): a writer that takes KEY behind
+ * holder, waiting with o. */
+static void writer_behind(th_env *e, redislock_lock *holder,
+                          const redislock_acquire_options *o, th_waiter *w)
+{
+    ASSERT_OK(redislock_acquire(holder, o));
+    th_waiter_start(w, e->c, KEY, o);
+    th_wait_blocked(e->r, 1, 3000);
+    ASSERT_OK(redislock_release(holder));
+    th_waiter_join_ok(w, 5000);
+}
+
+/* Scripts the server has run (FCALL, EVALSHA, EVAL). */
+static long long scripts_run(redisContext *r)
+{
+    th_cmdstats *st = malloc(sizeof *st);
+    long long n;
+
+    ASSERT(st != NULL);
+    th_cmdstats_read(r, st);
+    n = th_cmdstats_scripts(st);
+    free(st);
+    return n;
+}
+
+/* How soon a release must wake a blocked waiter, against its 10 s wait:
+ * round trips and wake-ups on a loaded 2-core box under ASan. */
+#define WAKE_MAX_US (1000 * 1000)
+
+void test_shared_writer_release_leaves_readers_asleep(void)
+{
+    th_env e = th_env_start();
+    redislock_acquire_options x = th_aopts(30000, 10000, 0);
+    redislock_acquire_options ow = share(30000, 10000);
+    redislock_lock *a = th_lock(e.c, KEY);
+    th_waiter h, w, r;
+    long long s0, s1;
+    int64_t t0;
+
+    /* A release by a holder that waited carries COPY behind it, and the
+     * first one on the node only learns that COPY runs there: this one,
+     * with nobody waiting. */
+    writer_behind(&e, a, &x, &h);
+    ASSERT_OK(redislock_release(h.l));
+    redislock_lock_free(h.l);
+    /* h holds after a wait; a reader and a writer block behind it. */
+    writer_behind(&e, a, &x, &h);
+    th_waiter_start(&r, e.c, KEY, &ow);
+    th_wait_blocked(e.r, 1, 3000);
+    th_waiter_start(&w, e.c, KEY, &x);
+    th_wait_blocked(e.r, 2, 3000);
+    s0 = scripts_run(e.r);
+    ASSERT_OK(redislock_release(h.l));
+    th_waiter_join_ok(&w, 5000);
+    /* The writer's attempt ran behind its BLPOP, in the pass of the
+     * server's loop that served it: a woken reader's would have run in
+     * the same pass, before the writer heard. h's release and w's
+     * attempt, then; not the reader's, refused. */
+    s1 = scripts_run(e.r);
+    test_log("scripts run from the release to the writer's grant: %lld",
+             s1 - s0);
+    ASSERT_EQ_INT(s1 - s0, 2);
+    ASSERT_EQ_INT(th_blocked_clients(e.r), 1);
+    /* With no writer waiting, a writer's release wakes the reader at once
+     * (the COPY gives it the wake nobody took), not at the end of its
+     * 10 s wait. */
+    t0 = th_now_us();
+    ASSERT_OK(redislock_release(w.l));
+    th_waiter_join_ok(&r, 5000);
+    test_log("reader in %lld us after the writer's release",
+             (long long)(r.done_us - t0));
+    ASSERT_LT(r.done_us - t0, WAKE_MAX_US);
+    ASSERT_OK(redislock_release(r.l));
+    ASSERT_EQ_INT(th_cmd_int(e.r, "EXISTS %s", KEY), 0);
+    redislock_lock_free(r.l);
+    redislock_lock_free(w.l);
+    redislock_lock_free(h.l);
+    redislock_lock_free(a);
+    th_env_stop(&e);
+}
+
+/* A set's waiter may take the wake of a key a reader also waits for,
+ * and then be refused by another of its keys: the release must not leave
+ * that key's readers to the COPY, which finds the wake taken. Here a set
+ * of KEY and KEY2 waits behind KEY's holder (a writer that waited, whose
+ * release would leave the readers to the COPY), KEY2 is taken
+ * meanwhile; KEY's release wakes the set, which is refused by KEY2, and
+ * the reader behind KEY gets in at once all the same. */
+void test_shared_set_waiter_refused_reader_woken(void)
+{
+    th_env e = th_env_start();
+    redislock_acquire_options x = th_aopts(30000, 10000, 0);
+    redislock_acquire_options ow = share(30000, 10000);
+    const char *keys[2] = {KEY, KEY "2"};
+    size_t lens[2] = {strlen(KEY), strlen(KEY "2")};
+    redislock_lock *a = th_lock(e.c, KEY), *k2 = th_lock(e.c, KEY "2"), *set;
+    th_waiter h, sw, r;
+    int64_t t0;
+
+    ASSERT_OK(redislock_lock_new_multi(e.c, (const void *const *)keys, lens,
+                                       2, &set));
+    /* The node's COPY memo, as in the test above; then h holds KEY after
+     * a wait. */
+    writer_behind(&e, a, &x, &h);
+    ASSERT_OK(redislock_release(h.l));
+    redislock_lock_free(h.l);
+    writer_behind(&e, a, &x, &h);
+    th_waiter_start_lock(&sw, set, &x);
+    th_wait_blocked(e.r, 1, 3000);
+    th_waiter_start(&r, e.c, KEY, &ow);
+    th_wait_blocked(e.r, 2, 3000);
+    ASSERT_OK(redislock_acquire(k2, &x));
+    t0 = th_now_us();
+    ASSERT_OK(redislock_release(h.l));
+    th_waiter_join_ok(&r, 5000);
+    test_log("reader in %lld us after the release", (long long)(r.done_us - t0));
+    ASSERT_LT(r.done_us - t0, WAKE_MAX_US);
+    /* The set waits on, now behind KEY2 (its BLPOP a round trip after
+     * its refusal). */
+    th_wait_blocked(e.r, 1, 3000);
+    ASSERT_OK(redislock_release(r.l));
+    ASSERT_OK(redislock_release(k2));
+    th_waiter_join_ok(&sw, 5000);
+    ASSERT_OK(redislock_release(set));
+    redislock_lock_free(r.l);
+    redislock_lock_free(h.l);
+    redislock_lock_free(set);
+    redislock_lock_free(k2);
+    redislock_lock_free(a);
+    th_env_stop(&e);
+}
+
 void test_shared_expired_share_not_released(void)
 {
     th_env e = th_env_start();
