@@ -573,6 +573,34 @@ static void pick_retaken(excl_worker *w, excl_section *s)
     label(s, s->retake == 1 ? "del+take" : "del+take set");
 }
 
+/* A writer's release leaves the readers' wake-up to the COPY behind it
+ * when a writer waited for the lock (docs/ARCHITECTURE.md, "A writer's
+ * release and the readers"): worker 0 is that writer (2-6 s leases, held
+ * 100-600 ms, then a rest of 1.3-2 s, so that the key it gives back
+ * stays free past the liveness bound unless the reader takes it);
+ * worker 1 a reader, held to the late-grant rule (live.c), that holds its
+ * share 100-400 ms and rests at most 100 ms, so that the writer most
+ * often finds it in and waits, and its release then goes with the COPY.
+ * A reader the COPY failed to wake would sleep to its wait's end. One
+ * waiter held to the rule, as in the foreign modes. */
+static void pick_shared_prompt(excl_worker *w, excl_section *s)
+{
+    if (w->idx != 0) {
+        prompt_waiter(w, s, 2000, 6000);
+        s->key = 0;
+        s->o.shared = 1;
+        s->writes = 0;
+        s->hold_ms = rnd(w, 100, 400);
+        s->rest_ms = rnd(w, 0, 100);
+        label(s, "share");
+        return;
+    }
+    rare_holder(w, s);
+    s->key = 0;
+    s->hold_ms = rnd(w, 100, 600);
+    label(s, "excl");
+}
+
 static void pick_mix_fair(excl_worker *w, excl_section *s)
 {
     pick_mix(w, s, 1);
@@ -619,6 +647,8 @@ const excl_mode excl_modes[] = {
     /* A key deleted by hand under a waiter, then taken at the first try
      * (a lock or a set) and released: the waiter must be woken. */
     {"retaken", EXCL_SINGLE, 2, 2, 0, 0, 0, 8000, pick_retaken, 0, 0, 0},
+    {"shared_prompt", EXCL_SINGLE, 1, 2, 0, 0, 0, 8000, pick_shared_prompt, 0,
+     0, 0},
     {"proxy", EXCL_PROXIED, 1, 4, F_PROCS | F(DELAY) | F(RACE), 300, 900, 6000,
      pick_mix_fair, 0, 0, 0},
     {"sharded", EXCL_SHARDED, 3, 5, F_ALL1, 200, 700, 6000, pick_mix_fair, 0, 0,
@@ -671,6 +701,8 @@ const excl_mode excl_modes[] = {
      * that refused it, woken by that key's release). */
     {"loop_foreign", EXCL_SINGLE, 1, 2, F_PROCS, 300, 1000, 8000,
      pick_foreign, 0, EXCL_ON_LOOP, 0},
+    {"loop_shared_prompt", EXCL_SINGLE, 1, 2, 0, 0, 0, 8000,
+     pick_shared_prompt, 0, EXCL_ON_LOOP, 0},
     {"loop_retaken", EXCL_SINGLE, 2, 2, 0, 0, 0, 8000, pick_retaken, 0,
      EXCL_ON_LOOP, 0},
     {"loop_set", EXCL_SINGLE, 3, 6, F_ALL1, 200, 700, 6000, pick_set, 0, 1, 0},

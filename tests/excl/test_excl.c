@@ -235,6 +235,16 @@ void test_excl_loop_foreign(void)
     short_run("loop_foreign");
 }
 
+void test_excl_shared_prompt(void)
+{
+    short_run("shared_prompt");
+}
+
+void test_excl_loop_shared_prompt(void)
+{
+    short_run("loop_shared_prompt");
+}
+
 void test_excl_loop_retaken(void)
 {
     short_run("loop_retaken");
