@@ -119,8 +119,8 @@ void rl__lock_copy_wake(const redislock_lock *l, int64_t hold_after_ms,
 {
     if (q->s != &rl__script_release || q->nargs != RL_OWNER_NARGS ||
         hold_after_ms != 0 || l->limit != 0 || l->nmore != 0 ||
-        l->algo->every || l->algo->groups || rl__lock_guarded(l) ||
-        rl__topo_moves(rl__client_topo(l->client)))
+        l->fair_queued || l->algo->every || l->algo->groups ||
+        rl__lock_guarded(l) || rl__topo_moves(rl__client_topo(l->client)))
         return;
     a->args[RL_OWNER_NARGS] = "";
     a->lens[RL_OWNER_NARGS] = 0;

@@ -225,10 +225,13 @@ void rl__lock_lean_release(const redislock_lock *l, int64_t hold_after_ms,
  * key on a node that does not change (no Sentinel, no cluster: there a
  * waiter's attempt does not ride behind its BLPOP, so a writer woken in
  * the readers' place would attempt a round trip later), no guard (the
- * same), no share, nothing held after. Taken after a wait, it rides
- * behind every send of the script; else only behind one that follows a
- * native try that waiters' marks refused. a gets the fifth argument,
- * q's nargs with it. Else q is left as it was. */
+ * same), no share, nothing held after, not taken by a fair call that
+ * queued (its release most likely hands the lock to the queue and wakes
+ * no list: the COPY would cost every fair hand-off a command; such a
+ * release that wakes the lists wakes both, as before). Taken after a
+ * wait, it rides behind every send of the script; else only behind one
+ * that follows a native try that waiters' marks refused. a gets the
+ * fifth argument, q's nargs with it. Else q is left as it was. */
 void rl__lock_copy_wake(const redislock_lock *l, int64_t hold_after_ms,
                         rl__owner_args *a, rl__request *q);
 
