@@ -108,11 +108,19 @@ foreach(_name ${NAMES})
     else()
         message(FATAL_ERROR "${_name}.lua: more than one rl_keys_each call")
     endif()
+    # abandon runs rarely and right after a failure, set_pass rarely and
+    # after a refusal: sent whole, with EVAL.
+    if(_name STREQUAL "abandon" OR _name STREQUAL "set_abandon" OR
+       _name STREQUAL "set_pass")
+        set(_eval 1)
+    else()
+        set(_eval 0)
+    endif()
     # The script as a function of the library (below): its text runs in
     # a function that sets the library's KEYS and ARGV first. Not the
     # ones sent whole with EVAL, and none in a key-check build (whose
     # check wraps each script's own text).
-    if(NOT KEYCHECK AND NOT _name MATCHES "abandon$")
+    if(NOT KEYCHECK AND NOT _eval)
         string(APPEND _fns "redis.register_function('rl_${_name}_@RL_LIB@', "
                "function(k, a)\nKEYS, ARGV = k, a\nrl_begin()\n${_body}\nend)\n")
         set(_fname "\"rl_${_name}_@RL_LIB@\"")
@@ -127,12 +135,6 @@ foreach(_name ${NAMES})
     string(REPLACE "\\" "\\\\" _esc "${_src}")
     string(REPLACE "\"" "\\\"" _esc "${_esc}")
     string(REPLACE "\n" "\\n\"\n    \"" _esc "${_esc}")
-    # abandon runs rarely and right after a failure: sent whole, with EVAL.
-    if(_name STREQUAL "abandon" OR _name STREQUAL "set_abandon")
-        set(_eval 1)
-    else()
-        set(_eval 0)
-    endif()
     string(APPEND _c "const rl__script rl__script_${_name} = {\n")
     string(APPEND _c "    \"${_name}\",\n    \"${_sha}\",\n    \"${_esc}\",\n    ${_eval},\n    ${_keys},\n    ${_nroles},\n    ${_eachv},\n    ${_neach},\n    ${_fname}\n};\n\n")
     string(APPEND _all "    &rl__script_${_name},\n")

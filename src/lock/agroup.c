@@ -129,11 +129,15 @@ struct rl__agroup {
      * and what their guards confirmed; set_fence.lua's and, to give back
      * what it took, set_release.lua's arguments. */
     const rl__try *t;
-    char ttl[24], mark[24], floor[24], fence[24];
-    const char *args[7], *fargs[3];
-    size_t lens[7], flens[3];
+    char ttl[24], mark[24], floor[24], fence[24], woke[16];
+    const char *args[8], *fargs[3];
+    size_t lens[8], flens[3];
     rl__request q;
     int g; /* the group to take next; the number of groups once all are */
+    /* The key the set waited behind before this attempt (its wake list
+     * the one it may have taken a wake from): its group and its place in
+     * the set's names; -1 when none of them (never in a set's names). */
+    int woke_g, woke_k;
     int64_t fences[REDISLOCK_SET_MAX];
     rl__acks acks;
     /* An owner script's: the set's script, its arguments, and the
@@ -254,8 +258,43 @@ static void undo_done(void *arg, redislock_err err, const rl__reply *r)
         chain_end(gr);
 }
 
-/* The attempt failed (gr->err): the groups it took are given back, and
- * then the caller hears. */
+/* set_pass.lua's answer: nothing to do but count it (a wake that was
+ * not passed on leaves the key's waiters to their block's end, as
+ * before). */
+static void pass_done(void *arg, redislock_err err, const rl__reply *r)
+{
+    gslot *s = arg;
+
+    (void)err;
+    (void)r;
+    if (chain_reply(s) && s->gr->pending == 0)
+        chain_end(s->gr);
+}
+
+/* A refusal by a group before the one of the key the set waited behind:
+ * the set never came back to that key, whose wake it may have taken, so
+ * the key's other waiters are woken if it is free (set_pass.lua; a
+ * refusal within that group passes it in set_acquire.lua, and a group
+ * taken and given back wakes them by set_release.lua). On that group's
+ * slot, which this attempt did not use. */
+static void pass_wake(rl__agroup *gr)
+{
+    rl__request q = {.s = &rl__script_set_pass};
+    gslot *s;
+
+    if (gr->err != REDISLOCK_EHELD || gr->woke_g <= gr->g)
+        return;
+    s = &gr->slot[gr->woke_g];
+    s->gr = gr;
+    s->g = gr->woke_g;
+    s->gq = q;
+    if (gr->io.send(gr->io.ctx, &gr->l->spread->names[gr->woke_k], 1, NULL, &q,
+                    pass_done, s) == REDISLOCK_OK)
+        gr->pending++;
+}
+
+/* The attempt failed (gr->err): the groups it took are given back, a
+ * wake it took passed on, and then the caller hears. */
 static void undo(rl__agroup *gr)
 {
     rl__request q = {.s = &rl__script_set_release,
@@ -267,6 +306,7 @@ static void undo(rl__agroup *gr)
     for (g = 0; g < gr->g; g++)
         if (send_group(gr, g, q, NULL, 0, undo_done) != REDISLOCK_OK)
             sweep_group(&gr->io, gr->l, g, gr->t, 0);
+    pass_wake(gr);
     if (gr->pending == 0)
         chain_end(gr);
 }
@@ -341,6 +381,33 @@ static void fences(rl__agroup *gr)
         attempt_end(gr, gr->err);
 }
 
+/* Where the key the set waits behind is, as the attempt starts. */
+static void woke_find(rl__agroup *gr)
+{
+    const struct rl__spread *sp = gr->l->spread;
+    int g, k;
+
+    gr->woke_g = gr->woke_k = -1;
+    for (g = 0; g < sp->ngroups; g++)
+        for (k = sp->start[g]; k < sp->start[g + 1]; k++)
+            if (sp->names[k].key == gr->l->wait_name.key) {
+                gr->woke_g = g;
+                gr->woke_k = k;
+                return;
+            }
+}
+
+/* set_acquire.lua's ARGV[8] for group g: the place in it of the key the
+ * set waited behind, "" when that key is another group's. */
+static void woke_arg(rl__agroup *gr, int g)
+{
+    gr->woke[0] = '\0';
+    if (g == gr->woke_g)
+        snprintf(gr->woke, sizeof gr->woke, "%d",
+                 gr->woke_k - gr->l->spread->start[g] + 1);
+    gr->lens[7] = strlen(gr->woke);
+}
+
 /* A refusal by group g: the holder's TTL, whether its release wakes, and
  * the key to wait behind (the reply's fourth element: its place in the
  * group, 1 the first). */
@@ -387,10 +454,13 @@ static void group_done(void *arg, redislock_err err, const rl__reply *r)
     gr->fences[gr->g++] = a.fence;
     gr->lens[6] =
         (size_t)snprintf(gr->floor, sizeof gr->floor, "%" PRId64, a.fence);
-    if (gr->g == gr->l->spread->ngroups)
+    if (gr->g == gr->l->spread->ngroups) {
         fences(gr);
-    else if ((err = send_group(gr, gr->g, gr->q, gr->t->req, 1, group_done)) !=
-             REDISLOCK_OK)
+        return;
+    }
+    woke_arg(gr, gr->g);
+    if ((err = send_group(gr, gr->g, gr->q, gr->t->req, 1, group_done)) !=
+        REDISLOCK_OK)
         attempt_end(gr, err);
 }
 
@@ -413,6 +483,7 @@ redislock_err rl__agroup_attempt(const rl__agroup_io *io, redislock_lock *l,
     gr->args[4] = gr->mark;
     gr->args[5] = t->req;
     gr->args[6] = gr->floor;
+    gr->args[7] = gr->woke;
     gr->lens[0] = strlen(t->id);
     gr->lens[1] =
         (size_t)snprintf(gr->ttl, sizeof gr->ttl, "%" PRId64, t->ttl_ms);
@@ -422,8 +493,10 @@ redislock_err rl__agroup_attempt(const rl__agroup_io *io, redislock_lock *l,
         (size_t)snprintf(gr->mark, sizeof gr->mark, "%" PRId64, t->mark_ms);
     gr->lens[5] = strlen(t->req);
     gr->lens[6] = (size_t)snprintf(gr->floor, sizeof gr->floor, "0");
+    woke_find(gr);
+    woke_arg(gr, 0);
     gr->q = (rl__request){.s = &rl__script_set_acquire,
-                          .nargs = 7,
+                          .nargs = 8,
                           .args = gr->args,
                           .lens = gr->lens};
     if ((err = send_group(gr, 0, gr->q, t->req, 1, group_done)) !=

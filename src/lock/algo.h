@@ -34,7 +34,7 @@ typedef struct rl__try {
  * for a driver that sends it itself (the event loop's, alock.c). The
  * request's keys are left to the sender (rl__lock_send_async). */
 typedef struct rl__attempt_req {
-    char ttl[24], mark[24], limit[16];
+    char ttl[24], mark[24], limit[16], woke[16];
     const char *args[8];
     size_t lens[8];
     rl__request q;

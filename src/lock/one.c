@@ -16,13 +16,26 @@
 #include "reply.h"
 #include "wait.h"
 
+/* The place in the set l (1: its first key) of the key it waits behind
+ * (set_acquire.lua's ARGV[8]). */
+static int waited_place(const redislock_lock *l)
+{
+    int i;
+
+    for (i = 0; i < l->nmore; i++)
+        if (l->wait_name.key == l->more[i].key)
+            return i + 2;
+    return 1;
+}
+
 /* The acquire or fair script: {1, holds, fence} taken, {0, pttl, wakes}
  * held by another. One round trip when the lock is free. A fair waiter
  * names the channel a release tells it of a hand-off on. A share takes
  * share_acquire.lua, whose arguments and answers are acquire.lua's but for
  * the limit (or "shared") in the format's place (a fair one
  * share_fair.lua, whose answers are fair.lua's); a set set_acquire.lua,
- * which also says which of its keys refused. */
+ * which also says which of its keys refused, told which one it waited
+ * behind. */
 static redislock_err attempt_prepare(redislock_lock *l, const rl__try *t,
                                      rl__attempt_req *a)
 {
@@ -48,7 +61,15 @@ static redislock_err attempt_prepare(redislock_lock *l, const rl__try *t,
     a->lens[4] =
         (size_t)snprintf(a->mark, sizeof a->mark, "%" PRId64, t->mark_ms);
     a->lens[5] = strlen(t->req);
-    if (t->fair) {
+    if (l->nmore > 0) {
+        /* No floor; the key whose wake list it waited on (the set's first
+         * before any wait). */
+        n = 8;
+        a->args[6] = "";
+        a->args[7] = a->woke;
+        a->lens[7] =
+            (size_t)snprintf(a->woke, sizeof a->woke, "%d", waited_place(l));
+    } else if (t->fair) {
         if ((a->args[6] = rl__wait_channel(l, &a->lens[6])) == NULL)
             return rl__err(REDISLOCK_ENOMEM, "out of memory");
         a->args[7] = rl__wait_sharded(l) ? "S" : "P";

@@ -3,10 +3,13 @@
 -- one server (in a cluster, in one slot), so one script decides; a set
 -- over several takes one such group after another (agroup.c).
 -- KEYS: the first lock, its fencing counter, its waiting marker and the
--- void marker of this request (see abandon.lua); then for each further
--- lock, the lock, its fencing counter and its waiting marker. ARGV as
--- acquire.lua's (ARGV[3] 'plain'; ARGV[4] unused); ARGV[7], when given,
--- the least fencing token to give (the token of the set's group before).
+-- wake list waiters block on, and the void marker of this request (see
+-- abandon.lua); then for each further lock, the lock, its fencing
+-- counter, its waiting marker and its wake list. ARGV as acquire.lua's
+-- (ARGV[3] 'plain'; ARGV[4] unused); ARGV[7], when given (not ''), the
+-- least fencing token to give (the token of the set's group before);
+-- ARGV[8], when given, the place (1: the first) of the key whose wake
+-- list the caller waited on, whose wake a refusal passes on.
 -- Returns {1, 1, fence} when every key was taken, {1, 1, fence, 0, 1}
 -- when someone waits for one of them (as acquire.lua's: the set's values
 -- carry no waiter's mark then, so its release must be set_release.lua,
@@ -14,8 +17,8 @@
 -- when the set's i-th key (1: the first) is held, taking none: its
 -- waiting marker is set (as acquire.lua's) so that its release wakes the
 -- caller, which waits behind that key (wakes: rl_wakes).
-local K = rl_keys('lock fence waiting void')
-local S = rl_keys_each(4, 'lock fence waiting')
+local K = rl_keys('lock fence waiting wake void')
+local S = rl_keys_each(5, 'lock fence waiting wake')
 local id, ttl = ARGV[1], ARGV[2]
 local last = rl_request_last(K)
 if last == nil then
@@ -35,6 +38,16 @@ if redis.call('EXISTS', unpack(locks)) > 0 then
             end
             local left = redis.call('PTTL', lock)
             rl_mark_waiting(rl_set_lock(S, i), left, ARGV[5], nil, true)
+            -- Woken from the j-th key's list and refused by another: the
+            -- wake it took was its fellow waiters' too, who sleep on
+            -- behind that key, free now (the keys before the i-th are)
+            -- and released by a script that woke once. It is passed on.
+            local j = tonumber(ARGV[8])
+            if j and j ~= i and j >= 1 and j <= S.n and
+                    (j < i or redis.call('EXISTS', locks[j]) == 0) then
+                rl_wake({waiting = rl_set_key(S, j, 'waiting'),
+                         wake = rl_set_key(S, j, 'wake')})
+            end
             return {0, left, wakes, i}
         end
     end

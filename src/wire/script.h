@@ -58,6 +58,7 @@ extern const rl__script rl__script_set_free;
 extern const rl__script rl__script_set_extend;
 extern const rl__script rl__script_set_fence;
 extern const rl__script rl__script_set_abandon;
+extern const rl__script rl__script_set_pass;
 extern const rl__script rl__script_revoke;
 extern const rl__script rl__script_sequencer;
 extern const rl__script rl__script_seqcheck;

@@ -839,3 +839,68 @@ void test_set_taker_behind_waiters_wakes_them(void)
     redislock_lock_free(a);
     th_env_stop(&e);
 }
+
+/*
+ * A set's waiter and a lock's waiter blocked behind the same held key
+ * (the set first, so that the server serves its BLPOP first): the
+ * holder's release pushes one wake, which the set takes. Its attempt is
+ * refused by its other key, held all along, and it goes to wait behind
+ * that one. The lock's waiter must not sleep on behind a free key until
+ * its block ends (15 s here): the set's refused attempt passes the wake
+ * on (set_acquire.lua's ARGV[8], the key it was woken from), and the
+ * lock's waiter holds the key within LEAN_LATE_MS of the release. With
+ * keys in the other order the set is refused before it reaches the key
+ * it waited behind: the wake is passed on all the same.
+ */
+static void set_waiter_passes_wake(const char *held, const char *other,
+                                   int other_first)
+{
+    const char *k[2] = {other_first ? other : held, other_first ? held : other};
+    th_env e = th_env_start();
+    redislock_acquire_options ho = th_aopts(30000, 0, 0);
+    redislock_acquire_options wo = th_aopts(30000, 30000, 0);
+    redislock_lock *h = th_lock(e.c, held), *x = th_lock(e.c, other);
+    redislock_lock *s = th_lock_set(e.c, k, 2);
+    th_waiter ws, w;
+    int64_t t0, late;
+
+    ASSERT_OK(redislock_acquire(h, &ho));
+    th_waiter_start_lock(&ws, s, &wo);
+    th_wait_blocked(e.r, 1, LEAN_SETUP_MS);
+    th_waiter_start(&w, e.c, held, &wo);
+    th_wait_blocked(e.r, 2, LEAN_SETUP_MS);
+    /* The set's other key is taken while it waits behind the first. */
+    ASSERT_OK(redislock_acquire(x, &ho));
+    t0 = th_now_us();
+    ASSERT_OK(redislock_release(h));
+    th_waiter_join_ok(&w, LEAN_SETUP_MS + 20000);
+    late = (w.done_us - t0) / 1000;
+    test_log("the lock's waiter held %s %lld ms after the release", held,
+             (long long)late);
+    ASSERT_LE(late, LEAN_LATE_MS);
+    ASSERT_KEY(e.r, held, w.token);
+    /* The set waits on, behind the other key, and takes both once both
+     * are released. */
+    th_wait_blocked(e.r, 1, LEAN_SETUP_MS);
+    ASSERT_OK(redislock_release(x));
+    ASSERT_OK(redislock_release(w.l));
+    th_waiter_join_ok(&ws, LEAN_SETUP_MS);
+    ASSERT_EQ_INT(th_keys_holding(e.r, k, 2, redislock_token(s)), 2);
+    ASSERT_OK(redislock_release(s));
+    ASSERT_EQ_INT(th_keys_existing(e.r, k, 2), 0);
+    redislock_lock_free(w.l);
+    redislock_lock_free(s);
+    redislock_lock_free(x);
+    redislock_lock_free(h);
+    th_env_stop(&e);
+}
+
+void test_set_waiter_passes_wake_on(void)
+{
+    set_waiter_passes_wake("pw:held", "pw:other", 0);
+}
+
+void test_set_waiter_passes_wake_on_refused_first(void)
+{
+    set_waiter_passes_wake("pw:held", "pw:other", 1);
+}

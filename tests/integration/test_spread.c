@@ -476,3 +476,67 @@ void test_spread_taker_behind_waiters_wakes_them(void)
     redislock_client_free(c);
     th_servers_stop(&e);
 }
+
+/*
+ * A set over two servers, waiting behind its key on one of them with a
+ * lock's waiter blocked after it there; then its key on the other server
+ * is taken, and the first key's holder releases. The set takes the one
+ * wake and is refused by the other server's key: where that key's group
+ * comes first, the set never reached the group it was woken from, and
+ * passes the wake on there itself (agroup.c, wake.lua); where it comes
+ * second, the set took the first group and gave it back by
+ * set_release.lua, which woke the lock's waiter. Either way the lock's
+ * waiter holds its key within 1.5 s of the release, not at the end of
+ * its block (15 s).
+ */
+void test_spread_set_waiter_passes_wake_on(void)
+{
+    th_servers e = th_servers_start(2);
+    redislock_client *c = NULL;
+    redislock_acquire_options ho = th_aopts(30000, 0, 0);
+    redislock_acquire_options wo = th_aopts(30000, 30000, 0);
+    redislock_lock *s, *h, *x;
+    char keys[2][3][24];
+    const char *all[4], *two[2];
+    int at;
+    int64_t t0;
+    th_waiter ws, w;
+
+    s = four_over_two(&e, &c, "pw", keys, all);
+    redislock_lock_free(s);
+    for (at = 0; at < 2; at++) {
+        two[0] = keys[0][0];
+        two[1] = keys[1][0];
+        s = th_lock_set(c, two, 2);
+        h = th_lock(c, keys[at][0]);
+        x = th_lock(c, keys[1 - at][0]);
+        ASSERT_OK(redislock_acquire(h, &ho));
+        th_waiter_start_lock(&ws, s, &wo);
+        th_wait_blocked(e.r[at], 1, 5000);
+        th_waiter_start(&w, c, keys[at][0], &wo);
+        th_wait_blocked(e.r[at], 2, 5000);
+        ASSERT_OK(redislock_acquire(x, &ho));
+        t0 = th_now_us();
+        ASSERT_OK(redislock_release(h));
+        th_waiter_join_ok(&w, 25000);
+        test_log("waiting on server %d: the lock's waiter held its key %lld "
+                 "ms after the release",
+                 at, (long long)((w.done_us - t0) / 1000));
+        ASSERT_LE((w.done_us - t0) / 1000, 1500);
+        ASSERT_KEY(e.r[at], keys[at][0], w.token);
+        /* The set waits on behind the other server's key, and takes both
+         * once both are free. */
+        th_wait_blocked(e.r[1 - at], 1, 5000);
+        ASSERT_OK(redislock_release(w.l));
+        ASSERT_OK(redislock_release(x));
+        th_waiter_join_ok(&ws, 5000);
+        ASSERT_OK(redislock_release(s));
+        ASSERT_EQ_INT(th_lock_keys_anywhere(&e), 0);
+        redislock_lock_free(w.l);
+        redislock_lock_free(x);
+        redislock_lock_free(h);
+        redislock_lock_free(s);
+    }
+    redislock_client_free(c);
+    th_servers_stop(&e);
+}
