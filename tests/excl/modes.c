@@ -601,6 +601,52 @@ static void pick_shared_prompt(excl_worker *w, excl_section *s)
     label(s, "excl");
 }
 
+/* A set's waiter woken by its key's release and refused by its other
+ * key passes the wake on to that key's other waiters (set_acquire.lua's
+ * ARGV[8]). Worker 0 holds key 0 for 0.3-1 s at a time, then rests as
+ * rare_holder does; worker 1 waits for key 0, held to the late-grant
+ * rule (live.c), and rests 0.3-0.9 s, so that a set often blocks behind
+ * key 0 before it; workers 2 and 4 wait 0.5-1.5 s for the set of keys 0
+ * and 1, which worker 3 holds 6-7 s at a time: the sets are refused
+ * every time, woken behind key 0 or not, and give up (EHELD: they held
+ * nothing, and excuse no lateness). A wake a set took and kept would
+ * leave worker 1 asleep behind a free key 0 to its block's end; two sets
+ * also pass it from one to the other. With the pass undone, 6 runs of 10
+ * had a late or missed grant (2026-12-07). An event loop's waiters
+ * block the same way (BLPOP on the loop's blocker connections) and send
+ * the same attempt, so the blocking calls stand for both. */
+static void pick_set_prompt(excl_worker *w, excl_section *s)
+{
+    if (w->idx == 1) {
+        prompt_waiter(w, s, 2000, 6000);
+        s->key = 0;
+        s->rest_ms = rnd(w, 300, 900);
+        return;
+    }
+    if (w->idx >= 2 && w->idx != 3) {
+        basic(w, s, 2000, 6000);
+        s->key = 0;
+        s->set = 3u;
+        s->o.wait_ms = rnd(w, 500, 1500);
+        s->hold = EXCL_H_FOR;
+        s->hold_ms = rnd(w, 0, 100);
+        s->rest_ms = rnd(w, 0, 100);
+        label(s, "set");
+        return;
+    }
+    rare_holder(w, s);
+    if (w->idx == 0) {
+        s->key = 0;
+        s->hold_ms = rnd(w, 300, 1000);
+    } else {
+        s->key = 1;
+        s->o.ttl_ms = rnd(w, 9000, 10000);
+        s->hold_ms = rnd(w, 6000, 7000);
+        s->rest_ms = rnd(w, 0, 100);
+    }
+    label(s, "excl");
+}
+
 static void pick_mix_fair(excl_worker *w, excl_section *s)
 {
     pick_mix(w, s, 1);
@@ -649,6 +695,7 @@ const excl_mode excl_modes[] = {
     {"retaken", EXCL_SINGLE, 2, 2, 0, 0, 0, 8000, pick_retaken, 0, 0, 0},
     {"shared_prompt", EXCL_SINGLE, 1, 2, 0, 0, 0, 8000, pick_shared_prompt, 0,
      0, 0},
+    {"set_prompt", EXCL_SINGLE, 2, 5, 0, 0, 0, 8000, pick_set_prompt, 0, 0, 0},
     {"proxy", EXCL_PROXIED, 1, 4, F_PROCS | F(DELAY) | F(RACE), 300, 900, 6000,
      pick_mix_fair, 0, 0, 0},
     {"sharded", EXCL_SHARDED, 3, 5, F_ALL1, 200, 700, 6000, pick_mix_fair, 0, 0,

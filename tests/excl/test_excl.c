@@ -245,6 +245,11 @@ void test_excl_loop_shared_prompt(void)
     short_run("loop_shared_prompt");
 }
 
+void test_excl_set_prompt(void)
+{
+    short_run("set_prompt");
+}
+
 void test_excl_loop_retaken(void)
 {
     short_run("loop_retaken");
