@@ -161,6 +161,7 @@ static void fill_try(const rl__acq *a, int64_t deadline, rl__try *t)
     t->fair = a->o->fair;
     t->limit = a->o->shared ? RL_LIMIT_SHARED : a->o->limit;
     t->mark_ms = a->o->fair ? RL_FAIR_ALIVE_MS : a->waits ? left : 0;
+    t->waited = 0;
 }
 
 /* One attempt, sent at *sent_us. Where a failed attempt was undone
@@ -177,6 +178,7 @@ redislock_err rl__acq_try(redislock_lock *l, rl__acq *a, int tries,
                  : rl__lock_token_as(a->tok, a->native)) != 0)
         return rl__err(REDISLOCK_ERANDOM, "getrandom failed");
     fill_try(a, deadline, t);
+    t->waited = tries > 0;
     return REDISLOCK_OK;
 }
 

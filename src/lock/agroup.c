@@ -136,7 +136,7 @@ struct rl__agroup {
     int g; /* the group to take next; the number of groups once all are */
     /* The key the set waited behind before this attempt (its wake list
      * the one it may have taken a wake from): its group and its place in
-     * the set's names; -1 when none of them (never in a set's names). */
+     * the set's names; -1 for a first attempt, or when none of them. */
     int woke_g, woke_k;
     int64_t fences[REDISLOCK_SET_MAX];
     rl__acks acks;
@@ -381,14 +381,15 @@ static void fences(rl__agroup *gr)
         attempt_end(gr, gr->err);
 }
 
-/* Where the key the set waits behind is, as the attempt starts. */
+/* Where the key the set waits behind is, as a retry starts (a first
+ * attempt took no wake). */
 static void woke_find(rl__agroup *gr)
 {
     const struct rl__spread *sp = gr->l->spread;
     int g, k;
 
     gr->woke_g = gr->woke_k = -1;
-    for (g = 0; g < sp->ngroups; g++)
+    for (g = 0; g < sp->ngroups && gr->t->waited; g++)
         for (k = sp->start[g]; k < sp->start[g + 1]; k++)
             if (sp->names[k].key == gr->l->wait_name.key) {
                 gr->woke_g = g;

@@ -28,6 +28,8 @@ typedef struct rl__try {
     int limit; /* a share (share_acquire.lua): a semaphore's permit of this
                   limit, or RL_LIMIT_SHARED; 0: a lock */
     int64_t mark_ms; /* how long the caller may block (waiting marker) */
+    int waited;      /* a retry of its acquire: it may have waited behind the
+                        key l->wait_name names (and taken that key's wake) */
 } rl__try;
 
 /* An attempt as one script request, with the storage of its arguments:

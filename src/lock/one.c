@@ -62,13 +62,13 @@ static redislock_err attempt_prepare(redislock_lock *l, const rl__try *t,
         (size_t)snprintf(a->mark, sizeof a->mark, "%" PRId64, t->mark_ms);
     a->lens[5] = strlen(t->req);
     if (l->nmore > 0) {
-        /* No floor; the key whose wake list it waited on (the set's first
-         * before any wait). */
+        /* No floor; the key whose wake list it waited on, on a retry. */
         n = 8;
         a->args[6] = "";
         a->args[7] = a->woke;
-        a->lens[7] =
-            (size_t)snprintf(a->woke, sizeof a->woke, "%d", waited_place(l));
+        a->lens[7] = t->waited ? (size_t)snprintf(a->woke, sizeof a->woke, "%d",
+                                                  waited_place(l))
+                               : 0;
     } else if (t->fair) {
         if ((a->args[6] = rl__wait_channel(l, &a->lens[6])) == NULL)
             return rl__err(REDISLOCK_ENOMEM, "out of memory");
