@@ -1049,18 +1049,32 @@ end
 -- share is gone or its lease has ended: never reported as released, even
 -- before an acquire dropped it. score: the share's score when the caller
 -- has read it.
+-- The common release, the last share's with nobody waiting, stops after
+-- the ZCARD: with no queue, no hand-off record and no waiting marker
+-- there is nobody to hand to or wake, and a set of ours left with one
+-- member holds the kind's alone (a writer's record is written only
+-- beside it, and nothing but the key's end takes it): the key goes.
 local function rl_share_release(K, id, score)
     score = score or redis.call('ZSCORE', K.lock, id)
     local now = rl_now_ms()
     if not score then
         return 0
     end
-    local kind = rl_share_kind(K.lock)
+    local kept = tonumber(score) > now and 1 or 0
     redis.call('ZREM', K.lock, id)
-    -- A share's request id is its token: the record of a hand-off to it
-    -- (rl_share_handed) goes with it.
-    redis.call('HDEL', K.ws, '~' .. id)
-    local queued = redis.call('EXISTS', K.q) == 1
+    local others = redis.call('EXISTS', K.q, K.ws, K.waiting)
+    if others == 0 and redis.call('ZCARD', K.lock) == 1 then
+        redis.call('DEL', K.lock)
+        return kept
+    end
+    local kind = rl_share_kind(K.lock)
+    local queued = false
+    if others > 0 then
+        -- A share's request id is its token: the record of a hand-off to
+        -- it (rl_share_handed) goes with it.
+        redis.call('HDEL', K.ws, '~' .. id)
+        queued = redis.call('EXISTS', K.q) == 1
+    end
     local held, writer = rl_share_prune(K.lock, now)
     local readers_left = held > 0 and kind == RL_SHARED
     if queued then
@@ -1071,13 +1085,10 @@ local function rl_share_release(K, id, score)
             st = {kind = 'none', held = 0}
         end
         rl_handoff(K, readers_left, st, true)
-    elseif not readers_left then
+    elseif not readers_left and others > 0 then
         rl_wake(K)
     end
-    if tonumber(score) <= now then
-        return 0
-    end
-    return 1
+    return kept
 end
 
 -- Lengthens the lease of the share id of the set at key to at least ttl

@@ -20,7 +20,7 @@
 local K = rl_keys('lock fence waiting wake rwake void')
 local key, id, ttl = K.lock, ARGV[1], tonumber(ARGV[2])
 local mine, limit = rl_share_mine(ARGV[3])
-local last = rl_request_last(K)
+local last, waiting = rl_request_last(K, K.waiting)
 if last == nil then
     return {0, -2}
 end
@@ -29,8 +29,9 @@ local wait, wakes, held, kind, raw = rl_share_room(key, mine, limit, now)
 if wait == nil then
     rl_share_add(key, kind, mine, id, ttl, now)
     -- Room is left: the next waiter may get in too (a release wakes one):
-    -- for a lock held shared, the next reader.
-    if held + 1 < limit then
+    -- for a lock held shared, the next reader. No marker (read with the
+    -- counter): nobody waits to be woken.
+    if held + 1 < limit and waiting then
         rl_wake(K, ARGV[3] == 'shared' and K.rwake or K.wake)
     end
     return {1, 1, rl_fence(K.fence, ttl, last)}
