@@ -17,6 +17,8 @@ local rl_kc_script, rl_kc_strict = '@RL_KC_SCRIPT@', @RL_KC_STRICT@
 local rl_kc_spec = {
     DEL = {1, -1, 1}, EXISTS = {1, -1, 1}, UNLINK = {1, -1, 1},
     TOUCH = {1, -1, 1}, MGET = {1, -1, 1}, MSET = {1, -1, 2},
+    -- As the set scripts send it: numkeys, the pairs, then PX ms.
+    MSETEX = {2, -4, 2},
     GET = {1, 1, 1}, SET = {1, 1, 1}, GETDEL = {1, 1, 1},
     PSETEX = {1, 1, 1}, SETNX = {1, 1, 1}, STRLEN = {1, 1, 1},
     INCR = {1, 1, 1}, INCRBY = {1, 1, 1}, DECR = {1, 1, 1},

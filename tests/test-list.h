@@ -100,6 +100,8 @@ TEST_ENTRY(native_adopted_release_wakes, 60)
 TEST_ENTRY(native_taker_behind_waiters_wakes_them, 60)
 TEST_ENTRY(native_release_of_another_type, 30)
 TEST_ENTRY(native_refused_falls_back, 30)
+TEST_ENTRY(native_set_one_msetex, 30)
+TEST_ENTRY(native_set_msetex_refused_falls_back, 30)
 TEST_ENTRY(interop_redispy_after_our_release, 60)
 
 TEST_ENTRY(input_key_length, 30)

@@ -67,9 +67,7 @@ for i = 2, S.n do
 end
 local fence = rl_count_all(fences, tonumber(ttl) + 1000, lasts,
                            tonumber(ARGV[7]))
-for i = 1, S.n do
-    redis.call('SET', locks[i], id, 'PX', ttl)
-end
+rl_set_all(locks, id, ttl)
 -- Someone waits for one of the keys: a token of the native prefix (a
 -- Redlock set's is not) may be released by set_free.lua, which wakes
 -- nobody, so its holder is told. Read only once the set is taken, so

@@ -438,3 +438,101 @@ void test_native_refused_falls_back(void)
     redislock_client_free(c);
     th_env_stop(&e);
 }
+
+/* Whether the server has MSETEX (Redis 8.4+, Valkey 9.1+), by its own
+ * COMMAND INFO, logged. */
+static int has_msetex(redisContext *r)
+{
+    redisReply *rep = th_cmd(r, "COMMAND INFO MSETEX");
+    int has;
+
+    ASSERT(rep->type == REDIS_REPLY_ARRAY && rep->elements == 1);
+    has = rep->element[0]->type == REDIS_REPLY_ARRAY;
+    freeReplyObject(rep);
+    test_log("the server has MSETEX: %s", has ? "yes" : "no");
+    return has;
+}
+
+/* Acquires the set of 8 keys ms:0..ms:7 on c and checks that each holds
+ * its token with a lease of at most ttl ms, then releases it. */
+static void set_cycle(redislock_client *c, redisContext *r, int64_t ttl)
+{
+    static const char *const keys[] = {"ms:0", "ms:1", "ms:2", "ms:3",
+                                       "ms:4", "ms:5", "ms:6", "ms:7"};
+    redislock_lock *l = th_lock_set(c, keys, 8);
+    redislock_acquire_options o = th_aopts(ttl, 0, 0);
+    size_t i, n;
+    char *v;
+
+    ASSERT_OK(redislock_acquire(l, &o));
+    for (i = 0; i < 8; i++) {
+        long long left = th_cmd_int(r, "PTTL %s", keys[i]);
+
+        v = th_cmd_str(r, &n, "GET %s", keys[i]);
+        ASSERT_EQ_STR(v, redislock_token(l));
+        free(v);
+        ASSERT_GT(left, 0);
+        ASSERT_LE(left, ttl);
+    }
+    ASSERT_OK(redislock_release(l));
+    for (i = 0; i < 8; i++)
+        ASSERT_EQ_INT(th_cmd_int(r, "EXISTS %s", keys[i]), 0);
+    redislock_lock_free(l);
+}
+
+/*
+ * A set's keys are written by one MSETEX where the server has it, by a
+ * SET each elsewhere: per acquire of a set of 8, MSETEX once and SET once
+ * (the fencing counter), or SET nine times; the keys hold the token with
+ * the lease either way.
+ */
+void test_native_set_one_msetex(void)
+{
+    env e = th_env_start();
+    int has = has_msetex(e.r);
+    long long m0, s0;
+    int i;
+
+    set_cycle(e.c, e.r, 30000);
+    m0 = th_server_calls(e.r, "msetex");
+    s0 = th_server_calls(e.r, "set");
+    for (i = 0; i < 3; i++)
+        set_cycle(e.c, e.r, 20000);
+    test_log("3 set acquires: %lld MSETEX, %lld SET",
+             th_server_calls(e.r, "msetex") - m0,
+             th_server_calls(e.r, "set") - s0);
+    ASSERT_EQ_INT(th_server_calls(e.r, "msetex") - m0, has ? 3 : 0);
+    ASSERT_EQ_INT(th_server_calls(e.r, "set") - s0, has ? 3 : 27);
+    th_env_stop(&e);
+}
+
+/*
+ * A user whose ACL refuses MSETEX on a server that has it: every set is
+ * still taken whole, by the SETs, and the Functions library (this user
+ * may FCALL) remembers the refusal, so the server refuses MSETEX once,
+ * not on every acquire; scripts sent by EVALSHA (a key-check build sends
+ * no library) remember nothing between calls, and try each time.
+ */
+void test_native_set_msetex_refused_falls_back(void)
+{
+    env e = th_env_start();
+    int has = has_msetex(e.r), fn;
+    redislock_client *c;
+    char url[128];
+    int i;
+
+    freeReplyObject(th_cmd(e.r, "ACL SETUSER locker on >pw ~* &* +@all"));
+    if (has)
+        freeReplyObject(th_cmd(e.r, "ACL SETUSER locker -msetex"));
+    snprintf(url, sizeof url, "redis://locker:pw@127.0.0.1:%d", e.s->port);
+    c = th_client_url(url, NULL);
+    for (i = 0; i < 4; i++)
+        set_cycle(c, e.r, 20000);
+    fn = th_server_calls(e.r, "fcall") > 0;
+    test_log("MSETEX refused %lld times (scripts by %s)",
+             native_refusals(e.r, "msetex"), fn ? "FCALL" : "EVALSHA");
+    ASSERT_EQ_INT(native_refusals(e.r, "msetex"), !has ? 0 : fn ? 1 : 4);
+    ASSERT_EQ_INT(th_server_calls(e.r, "msetex"), 0);
+    redislock_client_free(c);
+    th_env_stop(&e);
+}
