@@ -315,13 +315,17 @@ local function rl_keep(key, ms)
     end
 end
 
--- Whether v, read from a counter key, is what redislock writes there: a
--- whole number from 0 up to 2^53 (what a script's numbers hold exactly).
--- Anything else was written by something other than redislock, and
--- counting on from it could go back.
+-- v as a number when, read from a counter key, it is what redislock
+-- writes there: a whole number from 0 up to 2^53 (what a script's
+-- numbers hold exactly); else nil. Anything else was written by
+-- something other than redislock, and counting on from it could go
+-- back.
 local function rl_counter_ok(v)
     local n = tonumber(v)
-    return n ~= nil and n >= 0 and n < 9007199254740992 and n == math.floor(n)
+    if n ~= nil and n >= 0 and n < 9007199254740992 and n == math.floor(n) then
+        return n
+    end
+    return nil
 end
 
 -- The number the counter key holds (v, read from it); else the script
@@ -330,19 +334,22 @@ end
 -- keeps what a script wrote before an error. Deleting the key is safe:
 -- counters go on from the server's clock (rl_count).
 local function rl_counter_value(key, v)
-    if not rl_counter_ok(v) then
+    local n = rl_counter_ok(v)
+    if not n then
         error({err = 'RLBADCOUNTER ' .. key .. ' holds "' ..
                      string.gsub(string.sub(v, 1, 40), '[^%w%p ]', '?') ..
                      '", not a number redislock wrote'})
     end
-    return tonumber(v)
+    return n
 end
 
 -- The start of every acquire: one read for two things, whether the
 -- sender gave up on this request (see abandon.lua: it then takes nothing)
 -- and the fencing counter's last value, checked before any write (Redis
 -- keeps what a script wrote before an error). Returns nil for a voided
--- request, else the counter's value (false: none) for rl_fence; with K.seq
+-- request, else the counter's value, as a number (false: none; parsed
+-- once here, a 16-digit number costing the server about 2k
+-- instructions each time), for rl_fence; with K.seq
 -- (a fair waiter's), second the queue's sequence as read in the same call,
 -- for rl_queue; with also (a key name), second that key's value instead.
 local function rl_request_last(K, also)
@@ -355,10 +362,11 @@ local function rl_request_last(K, also)
     if got[1] then
         return nil
     end
-    if got[2] then
-        rl_counter_value(K.fence, got[2])
+    local last = got[2]
+    if last then
+        last = rl_counter_value(K.fence, last)
     end
-    return got[2], got[3]
+    return last, got[3]
 end
 
 -- Tells the releases that someone waits (see rl_wake and rl_mark_holder),
@@ -388,10 +396,14 @@ local function rl_mark_waiting(K, ttl, mark, v, set)
 end
 
 -- v, raised past last, the value the counter key holds (false: none; a
--- value redislock did not write stops the script, see rl_counter_value).
+-- number: checked already, by rl_request_last; a value redislock did not
+-- write stops the script, see rl_counter_value).
 local function rl_count_past(key, last, v)
     if last then
-        local n = rl_counter_value(key, last) + 1
+        if type(last) ~= 'number' then
+            last = rl_counter_value(key, last)
+        end
+        local n = last + 1
         if n > v then
             return n
         end
@@ -1030,8 +1042,11 @@ local function rl_handoff(K, quiet, st, queued, copied)
             -- waiters meet the error with their next attempts. Read only
             -- when someone is queued: ordinary waiters need no token.
             last = redis.call('GET', K.fence)
-            if last and not rl_counter_ok(last) then
-                break
+            if last then
+                last = rl_counter_ok(last)
+                if not last then
+                    break
+                end
             end
             now = rl_now_ms()
         end
