@@ -88,6 +88,14 @@ AB_ROUNDS ?= 7
 bench-ab: deps
 	bench/ab.sh $(AB_BASE) $(AB_ROUNDS)
 
+# The server's instructions per uncontended cycle of each kind, counted by
+# callgrind (bench/instr.sh): figures that do not move with the load.
+.PHONY: bench-instr
+bench-instr: deps
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	cmake --build $(BUILD) -j$(JOBS) --target redislock_static
+	BUILD=$(BUILD) bench/instr.sh
+
 # Redlock over 3 and 5 servers against one server, in the same run, and
 # with two and three of five blackholed (make bench runs it too).
 .PHONY: bench-redlock
