@@ -389,7 +389,9 @@ static void woke_find(rl__agroup *gr)
     int g, k;
 
     gr->woke_g = gr->woke_k = -1;
-    for (g = 0; g < sp->ngroups && gr->t->waited; g++)
+    if (!gr->t->waited)
+        return;
+    for (g = 0; g < sp->ngroups; g++)
         for (k = sp->start[g]; k < sp->start[g + 1]; k++)
             if (sp->names[k].key == gr->l->wait_name.key) {
                 gr->woke_g = g;
