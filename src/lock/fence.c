@@ -13,7 +13,7 @@
 /* The largest token a fenced write takes, 2^53 - 1: the script compares
  * tokens as Lua numbers, doubles, which above it no longer tell every two
  * tokens apart, and its token key would then hold what every later write
- * refuses (lib.lua's rl_counter_ok). Fencing tokens never get there: they
+ * refuses (lib.lua's rl_counter_num). Fencing tokens never get there: they
  * follow the server's clock in microseconds, at 2^53 in the year 2255. */
 #define RL_FENCE_MAX INT64_C(9007199254740991)
 

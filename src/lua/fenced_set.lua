@@ -6,13 +6,14 @@
 -- Returns 1 written, 0 refused (stale token). A token that is not a whole
 -- number from 1 below 2^53 is refused with RLBADTOKEN, before any write:
 -- stored, it would stop every later write (rl_counter_value).
-if not rl_counter_ok(ARGV[2]) or tonumber(ARGV[2]) < 1 then
+local given = rl_counter_num(ARGV[2])
+if not given or given < 1 then
     return redis.error_reply('RLBADTOKEN fencing token ' ..
                              string.sub(ARGV[2], 1, 40) ..
                              ' is not a whole number from 1 below 2^53')
 end
 local seen = rl_counter_value(KEYS[2], redis.call('GET', KEYS[2]) or '0')
-if tonumber(ARGV[2]) < seen then
+if given < seen then
     return 0
 end
 redis.call('SET', KEYS[1], ARGV[1])

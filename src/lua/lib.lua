@@ -320,7 +320,7 @@ end
 -- numbers hold exactly); else nil. Anything else was written by
 -- something other than redislock, and counting on from it could go
 -- back.
-local function rl_counter_ok(v)
+local function rl_counter_num(v)
     local n = tonumber(v)
     if n ~= nil and n >= 0 and n < 9007199254740992 and n == math.floor(n) then
         return n
@@ -334,7 +334,7 @@ end
 -- keeps what a script wrote before an error. Deleting the key is safe:
 -- counters go on from the server's clock (rl_count).
 local function rl_counter_value(key, v)
-    local n = rl_counter_ok(v)
+    local n = rl_counter_num(v)
     if not n then
         error({err = 'RLBADCOUNTER ' .. key .. ' holds "' ..
                      string.gsub(string.sub(v, 1, 40), '[^%w%p ]', '?') ..
@@ -1043,7 +1043,7 @@ local function rl_handoff(K, quiet, st, queued, copied)
             -- when someone is queued: ordinary waiters need no token.
             last = redis.call('GET', K.fence)
             if last then
-                last = rl_counter_ok(last)
+                last = rl_counter_num(last)
                 if not last then
                     break
                 end
