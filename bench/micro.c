@@ -128,8 +128,13 @@ static void raw_send(redisContext *c, const rl__script *s, const char *req,
  * none. */
 static int raw_ep = -1;
 
-/* Reads one reply; dies unless it is what the variant expects: an array
- * of 3 (integer: 1) for an acquire (ok), 1 for a release. */
+/* expect's type for acquire.lua's answer to a plain lock taken: its
+ * fencing token, a positive integer. */
+#define ACQUIRED (-1)
+
+/* Reads one reply; dies unless it is what the variant expects: a
+ * positive integer for an acquire (ACQUIRED), 1 for a release (an
+ * integer), a status for SET. */
 static void expect(redisContext *c, int type, const char *what)
 {
     redisReply *r = NULL;
@@ -137,8 +142,8 @@ static void expect(redisContext *c, int type, const char *what)
     if (lb_get_reply(c, (c->flags & REDIS_BLOCK) ? -1 : raw_ep, &r) !=
             REDIS_OK ||
         r == NULL ||
-        r->type != type ||
-        (type == REDIS_REPLY_ARRAY && r->elements != 3) ||
+        r->type != (type == ACQUIRED ? REDIS_REPLY_INTEGER : type) ||
+        (type == ACQUIRED && r->integer <= 0) ||
         (type == REDIS_REPLY_INTEGER && r->integer != 1))
         lb_die("%s failed%s%s", what,
                r && r->type == REDIS_REPLY_ERROR ? ": " : "",
@@ -165,12 +170,12 @@ static void raw_cycle(redisContext *c, int n)
         raw_token(tok);
         raw_send(c, &rl__script_acquire, tok, 6, acq);
         if (n == 1)
-            expect(c, REDIS_REPLY_ARRAY, "raw EVALSHA acquire");
+            expect(c, ACQUIRED, "raw EVALSHA acquire");
         raw_send(c, &rl__script_release, NULL, 2, rel);
     }
     for (i = 0; i < n; i++) {
         if (n > 1)
-            expect(c, REDIS_REPLY_ARRAY, "raw EVALSHA acquire");
+            expect(c, ACQUIRED, "raw EVALSHA acquire");
         expect(c, REDIS_REPLY_INTEGER, "raw EVALSHA release");
     }
 }
@@ -270,9 +275,9 @@ static void loop_cycle(redislock_lock *l, loop_run *lr)
 }
 
 /* Runs variant v for ms; returns cycles per second. */
-static double run_variant(int v, int ms, redisContext *raw,
-                          redisContext *rawl, redislock_lock *l,
-                          loop_run *lr, lat *out, long long *cycles)
+static double run_variant(int v, int ms, redisContext *raw, redisContext *rawl,
+                          redislock_lock *l, loop_run *lr, lat *out,
+                          long long *cycles)
 {
     int64_t start = lb_now_ns(), end = start + (int64_t)ms * 1000000;
     int64_t t0, t1;
@@ -333,8 +338,7 @@ static void load_script(redisContext *c, const rl__script *s)
  * the rounds, per variant, from INFO before and after each run (nothing
  * else talks to the server meanwhile).
  */
-void lb_run_uncontended(const lb_env *e, lb_wire *m, int t, int rounds,
-                        int ms)
+void lb_run_uncontended(const lb_env *e, lb_wire *m, int t, int rounds, int ms)
 {
     redisContext *raw = lb_connect_over(e, t);
     redislock_client *cl = NULL;
@@ -377,8 +381,7 @@ void lb_run_uncontended(const lb_env *e, lb_wire *m, int t, int rounds,
             c0 = lb_server_calls(e->ctl);
             u0 = lb_server_cpu_us(e->ctl);
             rate[v][r] =
-                run_variant(v, ms, raw, rawl, l, &lr, &lats[v],
-                            &cycles[v]);
+                run_variant(v, ms, raw, rawl, l, &lr, &lats[v], &cycles[v]);
             cpu[v] += lb_server_cpu_us(e->ctl) - u0;
             calls[v] += lb_server_calls(e->ctl) - c0;
         }

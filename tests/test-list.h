@@ -268,6 +268,7 @@ TEST_ENTRY(watchdog_check_from_other_thread, 30)
  * timeout, no false success, bounded memory. */
 TEST_ENTRY(badserver_ok_to_everything, 60)
 TEST_ENTRY(badserver_wrong_reply_types, 60)
+TEST_ENTRY(badserver_plain_acquire_integers, 30)
 TEST_ENTRY(badserver_bad_lengths, 90)
 TEST_ENTRY(badserver_partial_then_silence, 90)
 TEST_ENTRY(badserver_close_mid_reply, 60)

@@ -65,8 +65,8 @@ typedef struct rl__algo {
      * NULL: the request goes to every server (below). */
     redislock_err (*attempt_prepare)(redislock_lock *l, const rl__try *t,
                                      rl__attempt_req *a);
-    redislock_err (*attempt_outcome)(redislock_lock *l, redislock_err err,
-                                     const rl__reply *r);
+    redislock_err (*attempt_outcome)(redislock_lock *l, const rl__try *t,
+                                     redislock_err err, const rl__reply *r);
     /* Requests that go to every server of the client at once (Redlock):
      * the event loop's driver sends each, attempt_prepare's included, as
      * a round (one reply or failure per server, quorum.h) and hands the

@@ -127,7 +127,7 @@ struct rl__aop {
      * it first pauses behind a holder; nrt of them. */
     struct rtrack *rtw;
     size_t nrt;
-    rl__try t; /* its attempt out as a round: what it asked */
+    rl__try t; /* its attempt out (one request or a round): what it asked */
     /* A fair waiter's messages heard while it was not paused, in order:
      * read at its next pause, as a blocked waiter reads them at its next
      * listen (a hand-off is judged against its place then). */
@@ -2699,7 +2699,8 @@ static void attempt_done(void *arg, redislock_err err, const rl__reply *r)
     rl__lock_acks(l, &op->gq, err);
     if (err == REDISLOCK_OK)
         err = rl__reply_check(r, op->script->name);
-    err = l->algo->attempt_outcome(l, err, err == REDISLOCK_OK ? r : NULL);
+    err = l->algo->attempt_outcome(l, &op->t, err,
+                                   err == REDISLOCK_OK ? r : NULL);
     op->a.piped = piped && err == REDISLOCK_OK;
     /* Its read was sent again (a cluster's redirection, a script
      * loaded first), untracked. */
@@ -2723,6 +2724,7 @@ static redislock_err send_attempt(aop *op, node *n, rl__aconn *c, rl__try *t,
     t->mark_ms = t->mark_ms > cut ? t->mark_ms - cut : 0;
     if ((err = l->algo->attempt_prepare(l, t, &req)) != REDISLOCK_OK)
         return err;
+    op->t = *t;
     op->script = req.q.s;
     guard(l, &req.q, &op->gq, &op->acks);
     op->sent_us = rl__now_us();

@@ -86,14 +86,18 @@ static redislock_err attempt_prepare(redislock_lock *l, const rl__try *t,
     return REDISLOCK_OK;
 }
 
-/* What the attempt's reply r (or its failure err) says. */
-static redislock_err attempt_outcome(redislock_lock *l, redislock_err err,
-                                     const rl__reply *r)
+/* What the reply r to attempt t (or its failure err) says. */
+static redislock_err attempt_outcome(redislock_lock *l, const rl__try *t,
+                                     redislock_err err, const rl__reply *r)
 {
     rl__acquired a;
+    /* Answered by a bare fence when taken: acquire.lua for a plain lock,
+     * share_acquire.lua and set_acquire.lua (attempt_prepare's choice). */
+    int bare = !t->fair &&
+               (l->nmore > 0 || t->limit != 0 || strcmp(t->fmt, "plain") == 0);
 
     if (err == REDISLOCK_OK)
-        err = rl__reply_acquired(r, &a);
+        err = rl__reply_acquired(r, bare, &a);
     if (err == REDISLOCK_OK && a.taken) {
         rl__lock_granted(l, a.fence, a.gen);
         l->met_waiters = a.waiters;

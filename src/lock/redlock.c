@@ -26,11 +26,12 @@ typedef struct votes {
     int64_t holder_ttl; /* the least a busy server reported, or -2 */
 } votes;
 
-/* Sorts server i's reply to the acquire script into the tally. */
-static redislock_err count_vote(const rl__reply *r, votes *v)
+/* Sorts server i's reply to the acquire script into the tally (bare: the
+ * attempt was a plain lock's, see rl__reply_acquired). */
+static redislock_err count_vote(const rl__reply *r, int bare, votes *v)
 {
     rl__acquired a;
-    redislock_err err = rl__reply_acquired(r, &a);
+    redislock_err err = rl__reply_acquired(r, bare, &a);
 
     if (err != REDISLOCK_OK)
         return err;
@@ -50,15 +51,17 @@ static redislock_err count_vote(const rl__reply *r, votes *v)
     return REDISLOCK_EHELD;
 }
 
-/* Each server's outcome into oc, and the votes into v. */
-static void tally(const rl__round *round, redislock_err *oc, votes *v)
+/* Each server's outcome into oc, and the votes into v, of attempt t. */
+static void tally(const rl__round *round, const rl__try *t, redislock_err *oc,
+                  votes *v)
 {
+    int bare = strcmp(t->fmt, "plain") == 0;
     size_t i;
 
     memset(v, 0, sizeof *v);
     v->holder_ttl = -2;
     for (i = 0; i < round->n; i++)
-        oc[i] = round->reply[i] != NULL ? count_vote(round->reply[i], v)
+        oc[i] = round->reply[i] != NULL ? count_vote(round->reply[i], bare, v)
                                         : round->err[i];
 }
 
@@ -123,7 +126,7 @@ static redislock_err round_attempt(redislock_lock *l, const rl__try *t,
     int64_t took;
     votes v;
 
-    tally(r, oc, &v);
+    tally(r, t, oc, &v);
     rl__lock_set_outcomes(l, oc, r->n);
     /* Validity counts from before the first send; the ceiling keeps a
      * round of 0.9 ms from being taken for free. */

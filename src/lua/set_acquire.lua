@@ -10,10 +10,10 @@
 -- least fencing token to give (the token of the set's group before);
 -- ARGV[8], when given, the place (1: the first) of the key whose wake
 -- list the caller waited on, whose wake a refusal passes on.
--- Returns {1, 1, fence} when every key was taken, {1, 1, fence, 0, 1}
--- when someone waits for one of them (as acquire.lua's: the set's values
--- carry no waiter's mark then, so its release must be set_release.lua,
--- which wakes them, not set_free.lua); {0, PTTL, wakes, i}
+-- Returns the fencing token, a number, when every key was taken; -fence
+-- when someone waits for one of them (as acquire.lua's plain lock: the
+-- set's values carry no waiter's mark then, so its release must be
+-- set_release.lua, which wakes them, not set_free.lua); {0, PTTL, wakes, i}
 -- when the set's i-th key (1: the first) is held, taking none: its
 -- waiting marker is set (as acquire.lua's) so that its release wakes the
 -- caller, which waits behind that key (wakes: rl_wakes).
@@ -74,6 +74,6 @@ rl_set_all(locks, id, ttl)
 -- that a refused attempt costs what it did.
 if string.sub(id, 1, #RL_NATIVE_PREFIX) == RL_NATIVE_PREFIX and
         redis.call('EXISTS', unpack(rl_set_keys(S, 'waiting'))) > 0 then
-    return {1, 1, fence, 0, 1}
+    return -fence
 end
-return {1, 1, fence}
+return fence

@@ -12,7 +12,8 @@
 -- ARGV[3] the limit or 'shared', ARGV[5] the most the caller will wait in
 -- ms ('0': it will not, so no marker); ARGV[4] and ARGV[6] unused (a
 -- share has no metadata; its token is its request's id).
--- Returns {1, 1, fence} when a share was taken; {0, ms, wakes} when it
+-- Returns the fencing token, a number, when a share was taken (as
+-- acquire.lua's plain lock; never negative); {0, ms, wakes} when it
 -- cannot be yet (ms until the first lease ends, or the waiting writer's
 -- wait, or another kind's PTTL; wakes as acquire.lua's); error RLLIMIT
 -- when the key is a semaphore of another limit or a lock of the other of
@@ -34,7 +35,7 @@ if wait == nil then
     if held + 1 < limit and waiting then
         rl_wake(K, ARGV[3] == 'shared' and K.rwake or K.wake)
     end
-    return {1, 1, rl_fence(K.fence, ttl, last)}
+    return rl_fence(K.fence, ttl, last)
 end
 rl_mark_waiting(K, wait, ARGV[5], raw)
 return {0, wait, wakes}

@@ -1,5 +1,6 @@
 #include "reply.h"
 
+#include <limits.h>
 #include <string.h>
 
 #include "error.h"
@@ -20,11 +21,20 @@ static int integer(const rl__reply *r)
     return r->type == REDIS_REPLY_INTEGER;
 }
 
-redislock_err rl__reply_acquired(const rl__reply *r, rl__acquired *a)
+redislock_err rl__reply_acquired(const rl__reply *r, int bare, rl__acquired *a)
 {
     const rl__reply *const *e = (const rl__reply *const *)r->element;
 
     memset(a, 0, sizeof *a);
+    if (bare && integer(r)) {
+        /* A plain lock taken: its fence, negated when someone waits. */
+        a->taken = 1;
+        a->holds = 1;
+        a->waiters = r->integer < 0;
+        a->fence =
+            r->integer < 0 && r->integer > LLONG_MIN ? -r->integer : r->integer;
+        return rl__check_fence(a->fence, "acquire");
+    }
     if (r->type != REDIS_REPLY_ARRAY || r->elements < 2 || !integer(e[0]) ||
         !integer(e[1]) ||
         (e[0]->integer == 1 &&

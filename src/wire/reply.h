@@ -11,11 +11,12 @@
 
 #include "conn.h"
 
-/* What acquire.lua and fair.lua answer: {1, holds, fence} when taken
- * (then a key's life, and acquire.lua's {1, 1, fence, 0, 1} for a plain
- * lock taken while someone waits), {0, pttl, wakes} when another owner
- * holds the lock, and fair.lua then the waiter's place in the queue as a
- * fourth. */
+/* What the acquire scripts answer: {1, holds, fence} when taken (then a
+ * key's life), but for a plain lock, a share or a set (acquire.lua,
+ * share_acquire.lua, set_acquire.lua), taken: its fence alone, as an
+ * integer, negated when someone waits; {0, pttl, wakes} when another
+ * owner holds the lock, and fair.lua then the waiter's place in the queue
+ * (set_acquire.lua the refusing key's) as a fourth. */
 typedef struct rl__acquired {
     int taken;
     int64_t holds;      /* taken: this owner's holds */
@@ -32,8 +33,10 @@ typedef struct rl__acquired {
 redislock_err rl__check_fence(long long fence, const char *what);
 
 /* Decodes an acquire script's reply into *a; REDISLOCK_EPROTOCOL for a
- * reply of another shape or a fencing token that is not positive. */
-redislock_err rl__reply_acquired(const rl__reply *r, rl__acquired *a);
+ * reply of another shape or a fencing token that is not positive. bare:
+ * the request was one of those that answer an integer when taken (any
+ * other acquire answering one is EPROTOCOL). */
+redislock_err rl__reply_acquired(const rl__reply *r, int bare, rl__acquired *a);
 
 /* Decodes an owner script's reply (release.lua, extend.lua: 1 or more
  * done, 0 gone, -1 another owner's; an extend's {1, reason}: done, but

@@ -5,11 +5,14 @@
  * tests run under ASan and UBSan), never report a success the server did
  * not give, and never allocate what a length header claims.
  *
- * The one lie no client can see through: "+OK" to SET NX PX is exactly
+ * The lies no client can see through: "+OK" to SET NX PX is exactly
  * what Redis answers when the lock is taken, so a server that says "+OK"
  * to everything makes a SET-based acquire report REDISLOCK_OK. The tests
  * allow that only when the call really sent SET (a script-based acquire
- * expects an array and must see through it). Everything else (release,
+ * must see through it). Likewise a positive integer is how acquire.lua
+ * answers a plain lock taken (its fencing token; negated when someone
+ * waits), so ":1" to a plain acquire is a lock taken with token 1; to a
+ * reentrant acquire it is not an answer. Everything else (release,
  * extend, ttl, inspect, reentrant acquire, list) expects an integer or an
  * array and must say REDISLOCK_EPROTOCOL.
  *
@@ -73,10 +76,14 @@ typedef struct bcase {
 typedef struct outcome {
     redislock_err err;
     int64_t ms;
-    long grew_kb; /* peak RSS added by the call */
-    long sets;    /* SET commands the server saw */
+    long grew_kb;  /* peak RSS added by the call */
+    long sets;     /* SET commands the server saw */
+    int64_t fence; /* an acquire taken: its token */
     char detail[512];
 } outcome;
+
+/* The token an acquire must report when taken (0: any), for judge. */
+static int64_t want_fence;
 
 static int64_t slack_ms(void)
 {
@@ -237,6 +244,7 @@ static outcome measure(const fs_server *s, op o, int tcp)
     snprintf(out.detail, sizeof out.detail, "%s", redislock_errdetail());
     out.grew_kb = status_kb("VmHWM") - before;
     out.sets = fs_calls(s, "SET");
+    out.fence = l != NULL && out.err == REDISLOCK_OK ? redislock_fence(l) : 0;
     redislock_lock_free(l);
     redislock_client_free(c);
     return out;
@@ -287,6 +295,11 @@ static int judge(const char *what, op o, const outcome *r, unsigned want,
         test_log("  MISMATCH: want %s", errnames(want, names, sizeof names));
         bad = 1;
     }
+    if (r->err == REDISLOCK_OK && want_fence != 0 && r->fence != want_fence) {
+        test_log("  MISMATCH: fence %lld, want %lld", (long long)r->fence,
+                 (long long)want_fence);
+        bad = 1;
+    }
     if (r->ms > bound_ms(o)) {
         test_log("  TOO SLOW: %lld ms, bound %lld ms", (long long)r->ms,
                  (long long)bound_ms(o));
@@ -330,7 +343,8 @@ static int run_case(const bcase *c, fs_action action, int param, int tcp)
 {
     /* HELLO, which a client's constructor asks with its PING, as a
      * server before Redis 6.2 answers it (see OLD_HELLO). */
-    fs_rule rules[3] = {FS_ALWAYS("PING", "+PONG\r\n"), OLD_HELLO,
+    fs_rule rules[3] = {FS_ALWAYS("PING", "+PONG\r\n"),
+                        OLD_HELLO,
                         {NULL, c->reply, action, param, 0, NULL}};
     static const char *const how[] = {"", " slow", " hang", " close", ""};
     char what[64];
@@ -401,15 +415,14 @@ void test_badserver_ok_to_everything(void)
 
 /* Replies of a type the call cannot use. None of them is a success in
  * any format the library has used (SET's "+OK", the acquire script's
- * {1, holds[, fence]}, the release and extend scripts' integers). */
+ * {1, holds[, fence]}, the release and extend scripts' integers); a
+ * plain acquire's integers are in test_badserver_plain_acquire_integers. */
 void test_badserver_wrong_reply_types(void)
 {
     static const bcase cases[] = {
-        {OP_ACQUIRE, ":1\r\n", EPROTO, ACQ},
         {OP_ACQUIRE, "*1\r\n+OK\r\n", EPROTO, ACQ},
         {OP_ACQUIRE, "$2\r\nOK\r\n", EPROTO, ACQ},
         {OP_ACQUIRE, "*3\r\n:1\r\n:1\r\n+7\r\n", EPROTO, ACQ},
-        {OP_ACQUIRE_WAIT, ":1\r\n", EPROTO, ACQ},
         {OP_ACQUIRE_RICH, ":1\r\n", EPROTO, "acquire"},
         {OP_ACQUIRE_RICH, "*2\r\n+OK\r\n:1\r\n", EPROTO, "acquire"},
         {OP_ACQUIRE_RICH, "*2\r\n:0\r\n$4\r\n5000\r\n", EPROTO, "acquire"},
@@ -450,6 +463,40 @@ void test_badserver_wrong_reply_types(void)
     };
 
     RUN_TABLE(cases);
+}
+
+/* An integer is how acquire.lua answers a plain lock taken: its fencing
+ * token, negated when someone waited. The token reported must be the
+ * integer's magnitude; 0 and the one integer that cannot be negated are
+ * no token. A reentrant acquire never answers so. */
+void test_badserver_plain_acquire_integers(void)
+{
+    static const struct {
+        op op;
+        const char *reply;
+        unsigned want;
+        int64_t fence;
+    } cases[] = {
+        {OP_ACQUIRE, ":1\r\n", W1(OK), 1},
+        {OP_ACQUIRE, ":-7\r\n", W1(OK), 7},
+        {OP_ACQUIRE, ":1765000000000000\r\n", W1(OK), 1765000000000000},
+        {OP_ACQUIRE_WAIT, ":-42\r\n", W1(OK), 42},
+        {OP_ACQUIRE, ":0\r\n", EPROTO, 0},
+        {OP_ACQUIRE, ":-9223372036854775808\r\n", EPROTO, 0},
+        {OP_ACQUIRE_RICH, ":1\r\n", EPROTO, 0},
+        {OP_ACQUIRE_RICH, ":-7\r\n", EPROTO, 0},
+    };
+    size_t i;
+    int bad = 0;
+
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        bcase c = {cases[i].op, cases[i].reply, cases[i].want, "acquire"};
+
+        want_fence = cases[i].fence;
+        bad += run_case(&c, FS_REPLY, 0, 0);
+    }
+    want_fence = 0;
+    expect_none(bad);
 }
 
 /*
@@ -870,7 +917,8 @@ void test_badserver_stream_bounded(void)
     int bad = 0;
 
     for (i = 0; i < FS_NFLOODS; i++) {
-        fs_rule rules[] = {FS_ALWAYS("PING", "+PONG\r\n"), OLD_HELLO,
+        fs_rule rules[] = {FS_ALWAYS("PING", "+PONG\r\n"),
+                           OLD_HELLO,
                            {NULL, floods[i].head, FS_STREAM, floods[i].mib, 0,
                             floods[i].fill}};
         char what[64];
