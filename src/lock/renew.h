@@ -15,8 +15,9 @@
 #include "request.h"
 
 /* The most keys one renewal request carries (a lock's key, each of a
- * set's): up to 20,480 words, a few milliseconds of a server's time
- * (docs/BENCHMARKS.md). */
+ * set's): up to 20,480 words, and 17-25 ms of a Redis 7.0 server's time
+ * on the shared VM the benchmarks ran on, during which its other clients
+ * wait: the trade docs/ARCHITECTURE.md's "Renewals by node" states. */
 #define RL_RENEW_BATCH 4096
 
 /* A renewal request of several locks: q, and the storage its keys and
