@@ -493,18 +493,21 @@ static redislock_err setup(redislock_lock *l,
     }
     /* Tokens of the native prefix, which waiters mark: one key, held
      * alone and not fair (fair waiters are most likely behind it, and
-     * their hand-off is the script's), on a client with a node whose own
-     * compare-and-delete may release it (rl__lock_native_release); and a
-     * set on any node (Redlock's aside), whose release tries a script of
-     * its lock keys alone (rl__lock_lean_release). A set takes no option
-     * that would stop it (rl__acq_begin's checks). */
+     * their hand-off is the script's), whose release may be a node's own
+     * compare-and-delete (rl__lock_native_release) or elsewhere a script
+     * of its key alone (rl__lock_lean_release), on any node; a Redlock
+     * quorum's only where some server has the command (it takes no lean
+     * script); and a set on any node (Redlock's aside), whose release
+     * tries a script of its lock keys alone. A set takes no option that
+     * would stop it (rl__acq_begin's checks). */
     if (l->nmore > 0)
         a->native = !l->algo->every;
     else
         a->native =
             !a->rich && !o->shared && o->limit == 0 && !o->fair &&
             l->spread == NULL &&
-            rl__topo_native(rl__client_topo(l->client), l->key, l->keylen);
+            (!l->algo->every ||
+             rl__topo_native(rl__client_topo(l->client), l->key, l->keylen));
     if (o->owner != NULL) {
         a->id = o->owner;
     } else if (a->rich) {

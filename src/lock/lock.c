@@ -103,6 +103,17 @@ void rl__lock_lean_release(const redislock_lock *l, int64_t hold_after_ms,
 {
     const rl__script *s = q->s;
 
+    /* A plain lock on a node without a compare-and-delete of its own (the
+     * request layer sends the lean script only there): release.lua's
+     * first key is the lock. */
+    if (s == &rl__script_release) {
+        if (!l->algo->every && s->keys[0] == RL_KEY_LOCK &&
+            rl__lock_native_release(l, s, hold_after_ms)) {
+            q->lean = &rl__script_set_free;
+            q->lean_stride = s->nkeys;
+        }
+        return;
+    }
     /* set_release.lua's keys: each lock's, the lock first in each. */
     if (s != &rl__script_set_release || s->nkeys != s->neach ||
         s->keys[0] != RL_KEY_LOCK || s->each[0] != RL_KEY_LOCK)

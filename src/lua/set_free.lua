@@ -1,6 +1,8 @@
 -- A set's release when nobody waits for any of its keys, tried before
 -- set_release.lua (rl__request's lean): the lock keys alone, no hand-off
--- looked for. Its tokens are of the native prefix, so a waiter that will
+-- looked for; and a plain lock's, its one key, tried before release.lua
+-- on a server without a compare-and-delete of its own (since
+-- 2026-12-07). Its tokens are of the native prefix, so a waiter that will
 -- block behind one of its keys marks that key's value (rl_mark_holder).
 -- Only when every key holds the token itself, unmarked, are they
 -- deleted: 1. Anything else (a key gone, another owner's, of another

@@ -237,12 +237,22 @@ void test_wake_one_release_one_waiter(void)
     int64_t deadline, t_rel;
     calls c0, c1;
     int i, k, cur = -1;
+    long long rel;
+    /* The first holder took the key before anyone waited: its release
+     * tries the server's own compare-and-delete, or elsewhere the lean
+     * script (one script call more), which fails on the waiters' mark
+     * before release.lua runs. The holders after it took the key after a
+     * wait and release by release.lua at once. */
+    long long first_scripts = th_native_release(e.r) ? 1 : 2;
 
-    /* The release script is loaded now, so that the count below is not
-     * thrown off by a NOSCRIPT and its EVAL. */
+    /* The release scripts are loaded now (the lean one by an uncontended
+     * release, release.lua by a hold-after's), so that the count below is
+     * not thrown off by a NOSCRIPT and its EVAL. */
     warm = th_lock(e.c, "wk:warm");
     ASSERT_OK(redislock_acquire(warm, NULL));
     ASSERT_OK(redislock_release(warm));
+    ASSERT_OK(redislock_acquire(warm, NULL));
+    ASSERT_OK(redislock_release_hold(warm, 1));
     redislock_lock_free(warm);
     memset(w, 0, sizeof w);
     for (i = 0; i < NHERD; i++) {
@@ -252,7 +262,7 @@ void test_wake_one_release_one_waiter(void)
     }
     th_wait_blocked(e.r, NHERD, SETUP_MS);
     for (k = 1; k <= NHERD; k++) {
-        /* The window takes in the release itself: one script call. */
+        /* The window takes in the release itself: its script calls. */
         c0 = read_calls(e.r);
         if (k == 1) {
             ASSERT_OK(redislock_release(e.holder));
@@ -268,13 +278,14 @@ void test_wake_one_release_one_waiter(void)
         wait_got(&got, k, SETUP_MS);
         th_sleep_ms(t_rel + 200 - th_now_ms());
         c1 = read_calls(e.r);
+        rel = k == 1 ? first_scripts : 1;
         test_log("release %d: %lld acquire attempts in 200 ms, %d of %d "
                  "waiters have had the lock, %lld still blocked",
-                 k, c1.script - c0.script - 1, atomic_load(&got), NHERD,
+                 k, c1.script - c0.script - rel, atomic_load(&got), NHERD,
                  th_blocked_clients(e.r));
         /* Exactly one more waiter got it; the others sleep on. */
         ASSERT_EQ_INT(atomic_load(&got), k);
-        ASSERT_LE(c1.script - c0.script - 1, 2);
+        ASSERT_LE(c1.script - c0.script - rel, 2);
         ASSERT_EQ_INT(th_blocked_clients(e.r), NHERD - k);
         cur = herd_holder(w, k);
     }
