@@ -441,7 +441,8 @@ static void group_done(void *arg, redislock_err err, const rl__reply *r)
     if (err == REDISLOCK_OK)
         err = rl__reply_check(r, rl__script_set_acquire.name);
     if (err == REDISLOCK_OK)
-        err = rl__reply_acquired(r, 1, &a);
+        err = rl__reply_acquired(
+            r, rl__acquire_bare(&rl__script_set_acquire, NULL), &a);
     if (err == REDISLOCK_OK && !a.taken) {
         refused(l, gr->g, &a);
         err = REDISLOCK_EHELD;

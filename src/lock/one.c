@@ -28,14 +28,24 @@ static int waited_place(const redislock_lock *l)
     return 1;
 }
 
-/* The acquire or fair script: {1, holds, fence} taken, {0, pttl, wakes}
- * held by another. One round trip when the lock is free. A fair waiter
- * names the channel a release tells it of a hand-off on. A share takes
- * share_acquire.lua, whose arguments and answers are acquire.lua's but for
- * the limit (or "shared") in the format's place (a fair one
- * share_fair.lua, whose answers are fair.lua's); a set set_acquire.lua,
- * which also says which of its keys refused, told which one it waited
- * behind. */
+/* The acquire or fair script: {1, holds, fence} taken (the fence alone
+ * from some, rl__acquire_bare), {0, pttl, wakes} held by another. One
+ * round trip when the lock is free. A fair waiter names the channel a
+ * release tells it of a hand-off on. A share takes share_acquire.lua,
+ * whose arguments and answers are acquire.lua's but for the limit (or
+ * "shared") in the format's place (a fair one share_fair.lua, whose
+ * answers are fair.lua's); a set set_acquire.lua, which also says which
+ * of its keys refused, told which one it waited behind. */
+static const rl__script *attempt_script(const redislock_lock *l,
+                                        const rl__try *t)
+{
+    return l->nmore > 0          ? &rl__script_set_acquire
+           : t->fair && t->limit ? &rl__script_share_fair
+           : t->fair             ? &rl__script_fair
+           : t->limit            ? &rl__script_share_acquire
+                                 : &rl__script_acquire;
+}
+
 static redislock_err attempt_prepare(redislock_lock *l, const rl__try *t,
                                      rl__attempt_req *a)
 {
@@ -75,11 +85,7 @@ static redislock_err attempt_prepare(redislock_lock *l, const rl__try *t,
         a->args[7] = rl__wait_sharded(l) ? "S" : "P";
         a->lens[7] = 1;
     }
-    a->q = (rl__request){.s = l->nmore > 0          ? &rl__script_set_acquire
-                              : t->fair && t->limit ? &rl__script_share_fair
-                              : t->fair             ? &rl__script_fair
-                              : t->limit            ? &rl__script_share_acquire
-                                                    : &rl__script_acquire,
+    a->q = (rl__request){.s = attempt_script(l, t),
                          .nargs = n,
                          .args = a->args,
                          .lens = a->lens};
@@ -91,13 +97,10 @@ static redislock_err attempt_outcome(redislock_lock *l, const rl__try *t,
                                      redislock_err err, const rl__reply *r)
 {
     rl__acquired a;
-    /* Answered by a bare fence when taken: acquire.lua for a plain lock,
-     * share_acquire.lua and set_acquire.lua (attempt_prepare's choice). */
-    int bare = !t->fair &&
-               (l->nmore > 0 || t->limit != 0 || strcmp(t->fmt, "plain") == 0);
 
     if (err == REDISLOCK_OK)
-        err = rl__reply_acquired(r, bare, &a);
+        err = rl__reply_acquired(
+            r, rl__acquire_bare(attempt_script(l, t), t->fmt), &a);
     if (err == REDISLOCK_OK && a.taken) {
         rl__lock_granted(l, a.fence, a.gen);
         l->met_waiters = a.waiters;

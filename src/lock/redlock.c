@@ -55,7 +55,7 @@ static redislock_err count_vote(const rl__reply *r, int bare, votes *v)
 static void tally(const rl__round *round, const rl__try *t, redislock_err *oc,
                   votes *v)
 {
-    int bare = strcmp(t->fmt, "plain") == 0;
+    int bare = rl__acquire_bare(&rl__script_acquire, t->fmt);
     size_t i;
 
     memset(v, 0, sizeof *v);

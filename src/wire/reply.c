@@ -21,6 +21,12 @@ static int integer(const rl__reply *r)
     return r->type == REDIS_REPLY_INTEGER;
 }
 
+int rl__acquire_bare(const rl__script *s, const char *fmt)
+{
+    return s == &rl__script_share_acquire || s == &rl__script_set_acquire ||
+           (s == &rl__script_acquire && strcmp(fmt, "plain") == 0);
+}
+
 redislock_err rl__reply_acquired(const rl__reply *r, int bare, rl__acquired *a)
 {
     const rl__reply *const *e = (const rl__reply *const *)r->element;

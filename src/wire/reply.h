@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "conn.h"
+#include "script.h"
 
 /* What the acquire scripts answer: {1, holds, fence} when taken (then a
  * key's life), but for a plain lock, a share or a set (acquire.lua,
@@ -32,10 +33,16 @@ typedef struct rl__acquired {
  * (naming what) for one that is not, else REDISLOCK_OK. */
 redislock_err rl__check_fence(long long fence, const char *what);
 
+/* Whether the acquire script s, asked for format fmt ("plain", "hash",
+ * "reentrant"; a share's and a set's is not read), answers a taken lock
+ * by a bare integer: acquire.lua for a plain lock, share_acquire.lua and
+ * set_acquire.lua. */
+int rl__acquire_bare(const rl__script *s, const char *fmt);
+
 /* Decodes an acquire script's reply into *a; REDISLOCK_EPROTOCOL for a
  * reply of another shape or a fencing token that is not positive. bare:
- * the request was one of those that answer an integer when taken (any
- * other acquire answering one is EPROTOCOL). */
+ * rl__acquire_bare of the request (any other acquire answering an
+ * integer is EPROTOCOL). */
 redislock_err rl__reply_acquired(const rl__reply *r, int bare, rl__acquired *a);
 
 /* Decodes an owner script's reply (release.lua, extend.lua: 1 or more
