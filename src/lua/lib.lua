@@ -682,6 +682,45 @@ local function rl_share_kind(key)
     return nil
 end
 
+-- The answer to a set's attempt (set_acquire.lua, set_take.lua) when one
+-- of its locks (S's; locks, their keys in order) is held, taking none:
+-- {0, PTTL, wakes, i} for the first held, the i-th (1: the first), whose
+-- waiting marker is then set (as acquire.lua's, mark: ARGV[5]) so that
+-- its release wakes the caller, which waits behind that key (wakes:
+-- rl_wakes). nil when every lock is free. j: the place of the key whose
+-- wake list the caller waited on (nil: it did not), whose wake is passed
+-- on (S then has the 'waiting' and 'wake' roles).
+local function rl_set_held(S, locks, mark, j)
+    -- One EXISTS tells a free set (the common case) from one where some
+    -- key is held, which is then looked for key by key.
+    if redis.call('EXISTS', unpack(locks)) == 0 then
+        return nil
+    end
+    for i, lock in ipairs(locks) do
+        if redis.call('EXISTS', lock) == 1 then
+            local kind, holder = rl_holder(lock)
+            local wakes = rl_wakes(kind, holder)
+            -- Held by many (readers, permits): their releases wake it too.
+            if kind == 'zset' and rl_share_kind(lock) then
+                wakes = 1
+            end
+            local left = redis.call('PTTL', lock)
+            rl_mark_waiting(rl_set_lock(S, i), left, mark, nil, true)
+            -- Woken from the j-th key's list and refused by another: the
+            -- wake it took was its fellow waiters' too, who sleep on
+            -- behind that key, free now (the keys before the i-th are)
+            -- and released by a script that woke once. It is passed on.
+            if j and j ~= i and j >= 1 and j <= S.n and
+                    (j < i or redis.call('EXISTS', locks[j]) == 0) then
+                rl_wake({waiting = rl_set_key(S, j, 'waiting'),
+                         wake = rl_set_key(S, j, 'wake')})
+            end
+            return {0, left, wakes, i}
+        end
+    end
+    return nil
+end
+
 -- How long a writer whose wait stops new readers has to come once the
 -- last share has gone: the release of that share woke it, and one that
 -- died while it waited holds the readers up no longer.

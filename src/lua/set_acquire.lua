@@ -25,32 +25,9 @@ if last == nil then
     return {0, -2}
 end
 local locks = rl_set_keys(S, 'lock')
--- One EXISTS tells a free set (the common case) from one where some key
--- is held, which is then looked for key by key.
-if redis.call('EXISTS', unpack(locks)) > 0 then
-    for i, lock in ipairs(locks) do
-        if redis.call('EXISTS', lock) == 1 then
-            local kind, holder = rl_holder(lock)
-            local wakes = rl_wakes(kind, holder)
-            -- Held by many (readers, permits): their releases wake it too.
-            if kind == 'zset' and rl_share_kind(lock) then
-                wakes = 1
-            end
-            local left = redis.call('PTTL', lock)
-            rl_mark_waiting(rl_set_lock(S, i), left, ARGV[5], nil, true)
-            -- Woken from the j-th key's list and refused by another: the
-            -- wake it took was its fellow waiters' too, who sleep on
-            -- behind that key, free now (the keys before the i-th are)
-            -- and released by a script that woke once. It is passed on.
-            local j = tonumber(ARGV[8])
-            if j and j ~= i and j >= 1 and j <= S.n and
-                    (j < i or redis.call('EXISTS', locks[j]) == 0) then
-                rl_wake({waiting = rl_set_key(S, j, 'waiting'),
-                         wake = rl_set_key(S, j, 'wake')})
-            end
-            return {0, left, wakes, i}
-        end
-    end
+local held = rl_set_held(S, locks, ARGV[5], tonumber(ARGV[8]))
+if held then
+    return held
 end
 -- All free. Every counter is read (and checked) before the first write;
 -- locks of one namespace share theirs (keys.c), so each distinct counter
