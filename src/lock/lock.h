@@ -90,6 +90,9 @@ struct redislock_lock {
      * key. */
     rl__lockname *more;
     int nmore;
+    /* A set whose keys share one fencing counter (one namespace): its
+     * first attempt takes set_take.lua, which names the counter once. */
+    int one_fence;
     /* The key a waiter waits behind (its node, its wake list, the
      * waiter's own list): the set's key that refused the last attempt,
      * else the key. Its strings are the handle's. Written by the owner

@@ -39,11 +39,12 @@ static int waited_place(const redislock_lock *l)
 static const rl__script *attempt_script(const redislock_lock *l,
                                         const rl__try *t)
 {
-    return l->nmore > 0          ? &rl__script_set_acquire
-           : t->fair && t->limit ? &rl__script_share_fair
-           : t->fair             ? &rl__script_fair
-           : t->limit            ? &rl__script_share_acquire
-                                 : &rl__script_acquire;
+    return l->nmore > 0 && l->one_fence && !t->waited ? &rl__script_set_take
+           : l->nmore > 0                             ? &rl__script_set_acquire
+           : t->fair && t->limit                      ? &rl__script_share_fair
+           : t->fair                                  ? &rl__script_fair
+           : t->limit ? &rl__script_share_acquire
+                      : &rl__script_acquire;
 }
 
 static redislock_err attempt_prepare(redislock_lock *l, const rl__try *t,
@@ -72,8 +73,9 @@ static redislock_err attempt_prepare(redislock_lock *l, const rl__try *t,
         (size_t)snprintf(a->mark, sizeof a->mark, "%" PRId64, t->mark_ms);
     a->lens[5] = strlen(t->req);
     if (l->nmore > 0) {
-        /* No floor; the key whose wake list it waited on, on a retry. */
-        n = 8;
+        /* No floor; the key whose wake list it waited on, on a retry
+         * (set_take.lua, a first attempt's, takes no eighth). */
+        n = attempt_script(l, t) == &rl__script_set_take ? 7 : 8;
         a->args[6] = "";
         a->args[7] = a->woke;
         a->lens[7] = t->waited ? (size_t)snprintf(a->woke, sizeof a->woke, "%d",

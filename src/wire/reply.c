@@ -24,6 +24,7 @@ static int integer(const rl__reply *r)
 int rl__acquire_bare(const rl__script *s, const char *fmt)
 {
     return s == &rl__script_share_acquire || s == &rl__script_set_acquire ||
+           s == &rl__script_set_take ||
            (s == &rl__script_acquire && strcmp(fmt, "plain") == 0);
 }
 

@@ -53,6 +53,7 @@ extern const rl__script rl__script_fenced_set;
 extern const rl__script rl__script_share_acquire;
 extern const rl__script rl__script_share_fair;
 extern const rl__script rl__script_set_acquire;
+extern const rl__script rl__script_set_take;
 extern const rl__script rl__script_set_release;
 extern const rl__script rl__script_set_free;
 extern const rl__script rl__script_set_extend;

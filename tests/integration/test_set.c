@@ -67,8 +67,8 @@ void test_set_all_or_none(void)
         fb = redislock_fence(b);
         ASSERT_OK(redislock_release(b));
     }
-    freeReplyObject(th_cmd(e.r, "SET %s %lld PX 60000",
-                           "{t}set:" TH_FENCE_COUNTER, AHEAD));
+    freeReplyObject(
+        th_cmd(e.r, "SET %s %lld PX 60000", "{t}set:" TH_FENCE_COUNTER, AHEAD));
     /* The last key held by another owner: nothing taken, nothing counted. */
     ASSERT_OK(redislock_acquire(d, &o));
     ASSERT_ERR(redislock_acquire(s, &o), REDISLOCK_EHELD);
@@ -640,9 +640,11 @@ void test_set_of_one_is_a_lock(void)
 #define LEAN_LATE_MS 1500
 #define LEAN_SETUP_MS 5000
 
-/* Three uncontended cycles of a set of 8 keys on c: each release is
- * set_free.lua alone, over the 8 lock keys (one script: two a cycle
- * with the acquire), its token of the native prefix, every key freed. */
+/* Three uncontended cycles of a set of 8 keys on c: each acquire is
+ * set_take.lua, its 18 keys (each lock and its marker, the one counter,
+ * the void marker), and each release set_free.lua alone, over the 8
+ * lock keys (one script: two a cycle), its token of the native prefix,
+ * every key freed. */
 static void lean_cycles(redislock_client *c, redisContext *r)
 {
     static const char *const k[8] = {"ln:0", "ln:1", "ln:2", "ln:3",
@@ -657,7 +659,11 @@ static void lean_cycles(redislock_client *c, redisContext *r)
     ASSERT_OK(redislock_release(s));
     n0 = th_script_calls(r);
     for (i = 0; i < 3; i++) {
+        th_slowlog_all(r);
         ASSERT_OK(redislock_acquire(s, &o));
+        ASSERT_EQ_INT(th_slowlog_runs(r, &rl__script_set_take, &nkeys), 1);
+        ASSERT_EQ_INT(nkeys, 18);
+        ASSERT_EQ_INT(th_slowlog_runs(r, &rl__script_set_acquire, &nkeys), 0);
         ASSERT_EQ_INT(strncmp(redislock_token(s), "rl2-", 4), 0);
         ASSERT_EQ_INT(th_keys_holding(r, k, 8, redislock_token(s)), 8);
         th_slowlog_all(r);
