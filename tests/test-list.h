@@ -643,6 +643,7 @@ TEST_ENTRY(excl_loop_set_cluster, 120)
 TEST_ENTRY(keys_slots, 5)
 TEST_ENTRY(keys_helper_names, 5)
 TEST_ENTRY(keys_fence_names, 5)
+TEST_ENTRY(keys_one_fence, 5)
 TEST_ENTRY(keys_script_keysets, 5)
 TEST_ENTRY(keys_set_keysets, 5)
 /* A command's bytes as the protocol has them (no server). */

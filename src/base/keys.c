@@ -341,6 +341,18 @@ size_t rl__lockname_size(const rl__lockname *names, int n)
     return size;
 }
 
+int rl__lockname_fence_is(const rl__lockname *names, int n, const char *fence,
+                          size_t fencelen)
+{
+    int i;
+
+    for (i = 0; i < n; i++)
+        if (names[i].fencelen != fencelen ||
+            memcmp(names[i].fence, fence, fencelen) != 0)
+            return 0;
+    return 1;
+}
+
 char *rl__lockname_copy(rl__lockname *to, const rl__lockname *names, int n,
                         char *at)
 {

@@ -91,6 +91,11 @@ typedef struct rl__lockname {
 /* The bytes n names' strings take. */
 size_t rl__lockname_size(const rl__lockname *names, int n);
 
+/* Whether each of the n names counts its fencing tokens on the counter
+ * fence (fencelen bytes): keys of one namespace share one. */
+int rl__lockname_fence_is(const rl__lockname *names, int n, const char *fence,
+                          size_t fencelen);
+
 /* Copies n names into to, their strings into at (rl__lockname_size
  * bytes); returns the end of what it wrote. */
 char *rl__lockname_copy(rl__lockname *to, const rl__lockname *names, int n,

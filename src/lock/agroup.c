@@ -400,15 +400,28 @@ static void woke_find(rl__agroup *gr)
             }
 }
 
-/* set_acquire.lua's ARGV[8] for group g: the place in it of the key the
- * set waited behind, "" when that key is another group's. */
-static void woke_arg(rl__agroup *gr, int g)
+/* Group g's script: set_acquire.lua, its ARGV[8] the place in the group
+ * of the key the set waited behind, when that key is the group's (its
+ * wake is passed on); else set_take.lua, which takes no ARGV[8], when
+ * the group's keys share one counter (as one.c's attempt_script). */
+static void group_script(rl__agroup *gr, int g)
 {
+    int n;
+    const rl__lockname *names = group_keys(gr->l, g, &n);
+
     gr->woke[0] = '\0';
     if (g == gr->woke_g)
         snprintf(gr->woke, sizeof gr->woke, "%d",
                  gr->woke_k - gr->l->spread->start[g] + 1);
     gr->lens[7] = strlen(gr->woke);
+    if (g != gr->woke_g &&
+        rl__lockname_fence_is(names, n, names[0].fence, names[0].fencelen)) {
+        gr->q.s = &rl__script_set_take;
+        gr->q.nargs = 7;
+    } else {
+        gr->q.s = &rl__script_set_acquire;
+        gr->q.nargs = 8;
+    }
 }
 
 /* A refusal by group g: the holder's TTL, whether its release wakes, and
@@ -439,10 +452,9 @@ static void group_done(void *arg, redislock_err err, const rl__reply *r)
         return;
     rl__lock_acks(l, &s->gq, err);
     if (err == REDISLOCK_OK)
-        err = rl__reply_check(r, rl__script_set_acquire.name);
+        err = rl__reply_check(r, s->gq.s->name);
     if (err == REDISLOCK_OK)
-        err = rl__reply_acquired(
-            r, rl__acquire_bare(&rl__script_set_acquire, NULL), &a);
+        err = rl__reply_acquired(r, rl__acquire_bare(s->gq.s, NULL), &a);
     if (err == REDISLOCK_OK && !a.taken) {
         refused(l, gr->g, &a);
         err = REDISLOCK_EHELD;
@@ -462,7 +474,7 @@ static void group_done(void *arg, redislock_err err, const rl__reply *r)
         fences(gr);
         return;
     }
-    woke_arg(gr, gr->g);
+    group_script(gr, gr->g);
     if ((err = send_group(gr, gr->g, gr->q, gr->t->req, 1, group_done)) !=
         REDISLOCK_OK)
         attempt_end(gr, err);
@@ -497,12 +509,9 @@ redislock_err rl__agroup_attempt(const rl__agroup_io *io, redislock_lock *l,
         (size_t)snprintf(gr->mark, sizeof gr->mark, "%" PRId64, t->mark_ms);
     gr->lens[5] = strlen(t->req);
     gr->lens[6] = (size_t)snprintf(gr->floor, sizeof gr->floor, "0");
+    gr->q = (rl__request){.args = gr->args, .lens = gr->lens};
     woke_find(gr);
-    woke_arg(gr, 0);
-    gr->q = (rl__request){.s = &rl__script_set_acquire,
-                          .nargs = 8,
-                          .args = gr->args,
-                          .lens = gr->lens};
+    group_script(gr, 0);
     if ((err = send_group(gr, 0, gr->q, t->req, 1, group_done)) !=
         REDISLOCK_OK) {
         free(gr);

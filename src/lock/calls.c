@@ -144,19 +144,6 @@ static redislock_err check_member(redislock_lock *l, const rl__lockname *n,
     return REDISLOCK_OK;
 }
 
-/* Whether every key of the set l counts its fencing tokens on the first
- * key's counter (keys of one namespace: rl__fence_name). */
-static int one_fence(const redislock_lock *l)
-{
-    int i;
-
-    for (i = 0; i < l->nmore; i++)
-        if (l->more[i].fencelen != l->fnamelen ||
-            memcmp(l->more[i].fence, l->fname, l->fnamelen) != 0)
-            return 0;
-    return 1;
-}
-
 redislock_err redislock_lock_new_multi(redislock_client *c,
                                        const void *const *keys,
                                        const size_t *keylens, size_t n,
@@ -194,7 +181,8 @@ redislock_err redislock_lock_new_multi(redislock_client *c,
         }
         l->nmore = (int)i;
     }
-    l->one_fence = one_fence(l);
+    l->one_fence =
+        rl__lockname_fence_is(l->more, l->nmore, l->fname, l->fnamelen);
     /* Keys that one script cannot reach together are taken group by
      * group (agroup.c). */
     if (rl__spread_needed(l) && (err = rl__spread_new(l)) != REDISLOCK_OK) {

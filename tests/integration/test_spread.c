@@ -337,11 +337,11 @@ void test_spread_lost_extend_holds_nothing(void)
 
 /* A sharded client of e's two servers (in *c), and a set of four keys
  * named from prefix, two on each server taken in turns (all; keys[i]
- * holds server i's); the set's release scripts are loaded on both, so
- * that a SLOWLOG counts each release's runs once. */
+ * holds server i's); the set's first attempt's and release's scripts are
+ * loaded on both, so that a SLOWLOG counts each one's runs once. */
 static redislock_lock *four_over_two(th_servers *e, redislock_client **c,
-                                     const char *prefix,
-                                     char keys[2][3][24], const char *all[4])
+                                     const char *prefix, char keys[2][3][24],
+                                     const char *all[4])
 {
     int got[2], i;
 
@@ -352,6 +352,7 @@ static redislock_lock *four_over_two(th_servers *e, redislock_client **c,
     all[2] = keys[0][1];
     all[3] = keys[1][1];
     for (i = 0; i < 2; i++) {
+        th_script_load(e->r[i], &rl__script_set_take);
         th_script_load(e->r[i], &rl__script_set_free);
         th_script_load(e->r[i], &rl__script_set_release);
     }
@@ -359,7 +360,9 @@ static redislock_lock *four_over_two(th_servers *e, redislock_client **c,
 }
 
 /*
- * A set over two servers releases each group by set_free.lua, the
+ * A set over two servers takes each group, its keys of one namespace, by
+ * set_take.lua (6 keys: each lock and its marker, the counter, the void
+ * marker), and releases each by set_free.lua, the
  * group's lock keys alone, when nobody waits (its token of the native
  * prefix); a waiter behind a key of one group marks it, and that group's
  * release falls to set_release.lua, which wakes the waiter within 1.5 s
@@ -381,10 +384,17 @@ void test_spread_lean_release(void)
     th_waiter w;
 
     s = four_over_two(&e, &c, "ln", keys, all);
-    ASSERT_OK(redislock_acquire(s, &o));
-    ASSERT_EQ_INT(strncmp(redislock_token(s), "rl2-", 4), 0);
     for (i = 0; i < 2; i++)
         th_slowlog_all(e.r[i]);
+    ASSERT_OK(redislock_acquire(s, &o));
+    ASSERT_EQ_INT(strncmp(redislock_token(s), "rl2-", 4), 0);
+    for (i = 0; i < 2; i++) {
+        ASSERT_EQ_INT(th_slowlog_runs(e.r[i], &rl__script_set_take, &nkeys), 1);
+        ASSERT_EQ_INT(nkeys, 6);
+        ASSERT_EQ_INT(th_slowlog_runs(e.r[i], &rl__script_set_acquire, &nkeys),
+                      0);
+        th_slowlog_all(e.r[i]);
+    }
     ASSERT_OK(redislock_release(s));
     ASSERT_EQ_INT(th_lock_keys_anywhere(&e), 0);
     for (i = 0; i < 2; i++) {
@@ -463,8 +473,8 @@ void test_spread_taker_behind_waiters_wakes_them(void)
         ASSERT_LE((w.done_us - t0) / 1000, 1500);
         ASSERT_EQ_INT(th_slowlog_runs(e.r[at], &rl__script_set_free, &nkeys),
                       0);
-        ASSERT_EQ_INT(
-            th_slowlog_runs(e.r[at], &rl__script_set_release, &nkeys), 1);
+        ASSERT_EQ_INT(th_slowlog_runs(e.r[at], &rl__script_set_release, &nkeys),
+                      1);
         ASSERT_KEY(e.r[at], keys[at][1], w.token);
         ASSERT_OK(redislock_release(w.l));
         ASSERT_EQ_INT(th_lock_keys_anywhere(&e), 0);

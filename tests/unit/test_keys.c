@@ -144,6 +144,32 @@ void test_keys_fence_names(void)
     assert_is_helper("edislock:rl-fence", 0);
 }
 
+/* Whether a set's keys share one counter (set_take.lua's condition):
+ * keys of one namespace do, keys of two or a key with a tag of its own
+ * across the last ':' do not; none to compare is trivially so. */
+void test_keys_one_fence(void)
+{
+    static const char *const keys[] = {"a:x", "a:y", "b:x", "a{b:c}d"};
+    rl__lockname n[4];
+    char *fence[4];
+    int i;
+
+    for (i = 0; i < 4; i++) {
+        n[i].key = keys[i];
+        n[i].keylen = strlen(keys[i]);
+        n[i].fence = fence[i] = rl__fence_name(keys[i], n[i].keylen, keys[i],
+                                               n[i].keylen, 0, &n[i].fencelen);
+        ASSERT(fence[i] != NULL);
+    }
+    ASSERT_EQ_INT(rl__lockname_fence_is(n, 2, fence[0], n[0].fencelen), 1);
+    ASSERT_EQ_INT(rl__lockname_fence_is(n, 3, fence[0], n[0].fencelen), 0);
+    ASSERT_EQ_INT(rl__lockname_fence_is(n + 2, 1, fence[0], n[0].fencelen), 0);
+    ASSERT_EQ_INT(rl__lockname_fence_is(&n[3], 1, fence[0], n[0].fencelen), 0);
+    ASSERT_EQ_INT(rl__lockname_fence_is(n, 0, fence[0], n[0].fencelen), 1);
+    for (i = 0; i < 4; i++)
+        free(fence[i]);
+}
+
 /* Asserts that ks holds the n names of want, in order. */
 static void assert_keyset(const rl__keyset *ks, const char *const *want, int n)
 {
