@@ -19,8 +19,9 @@ if last == nil then
 end
 -- Of KEYS, how many of the locks and waiting markers exist: the void
 -- marker does not (rl_request_last read it) and the counter does when it
--- had a value (last). Every key is named once (a set's keys are distinct,
--- calls.c, and so are their helpers).
+-- had a value (last). Every key is named once: a set's keys are
+-- distinct (calls.c), and none is another's helper, whose counter is of
+-- its own namespace ("K{K}" or K, keys.c) and so not the set's one.
 local busy = redis.call('EXISTS', unpack(KEYS))
 if last then
     busy = busy - 1
