@@ -798,32 +798,36 @@ void test_set_release_lean_wakes_waiters(void)
  * release script (deleted by hand here, as an operator or another tool
  * might, or released by a woken waiter's last attempt, which marks
  * nothing) still sleeps when a set takes the key: the set holds it
- * unmarked. Its acquire tells it that someone waits (set_acquire.lua's
- * fifth answer), so its release is set_release.lua, which wakes the
- * waiter within LEAN_LATE_MS; set_free.lua alone would leave it asleep
- * until its block ends (the first holder's lease, 20 s here). Sets take
- * tokens of the native prefix on every server, so this holds on each.
+ * unmarked. Its acquire tells it that someone waits (a negated fence),
+ * so its release is set_release.lua, which wakes the waiter within
+ * LEAN_LATE_MS; set_free.lua alone would leave it asleep until its
+ * block ends (the first holder's lease, 20 s here). Sets take tokens of
+ * the native prefix on every server, so this holds on each. The keys k
+ * (the waiter's is k[1]) are taken by first: set_take.lua for keys of
+ * one namespace, set_acquire.lua for keys of two (two counters).
  */
-void test_set_taker_behind_waiters_wakes_them(void)
+static void set_taker_wakes(const char *const k[3], const rl__script *first)
 {
-    static const char *const k[3] = {"lt:0", "lt:1", "lt:2"};
     th_env e = th_env_start();
     redislock_acquire_options ho = th_aopts(20000, 0, 0);
     redislock_acquire_options wo = th_aopts(30000, 30000, 0);
-    redislock_lock *a = th_lock(e.c, "lt:1");
+    redislock_lock *a = th_lock(e.c, k[1]);
     redislock_lock *s = th_lock_set(e.c, k, 3);
     long long nkeys = 0;
     int64_t t_rel;
     th_waiter w;
 
+    th_script_load(e.r, first);
     th_script_load(e.r, &rl__script_set_free);
     th_script_load(e.r, &rl__script_set_release);
     ASSERT_OK(redislock_acquire(a, &ho));
-    th_waiter_start(&w, e.c, "lt:1", &wo);
+    th_waiter_start(&w, e.c, k[1], &wo);
     th_wait_blocked(e.r, 1, LEAN_SETUP_MS);
     /* The holder's key goes, and nothing wakes the waiter. */
-    ASSERT_EQ_INT(th_cmd_int(e.r, "DEL lt:1"), 1);
+    ASSERT_EQ_INT(th_cmd_int(e.r, "DEL %s", k[1]), 1);
+    th_slowlog_all(e.r);
     ASSERT_OK(redislock_acquire(s, &ho));
+    ASSERT_EQ_INT(th_slowlog_runs(e.r, first, &nkeys), 1);
     ASSERT_EQ_INT(th_keys_holding(e.r, k, 3, redislock_token(s)), 3);
     th_wait_blocked(e.r, 1, LEAN_SETUP_MS);
     th_slowlog_all(e.r);
@@ -836,14 +840,23 @@ void test_set_taker_behind_waiters_wakes_them(void)
     /* The set knew someone waited: the full release alone. */
     ASSERT_EQ_INT(th_slowlog_runs(e.r, &rl__script_set_free, &nkeys), 0);
     ASSERT_EQ_INT(th_slowlog_runs(e.r, &rl__script_set_release, &nkeys), 1);
-    ASSERT_KEY(e.r, "lt:1", w.token);
-    ASSERT_EQ_INT(th_cmd_int(e.r, "EXISTS lt:0 lt:2"), 0);
+    ASSERT_KEY(e.r, k[1], w.token);
+    ASSERT_EQ_INT(th_cmd_int(e.r, "EXISTS %s %s", k[0], k[2]), 0);
     ASSERT_OK(redislock_release(w.l));
     ASSERT_ERR(redislock_release(a), REDISLOCK_EEXPIRED);
     redislock_lock_free(w.l);
     redislock_lock_free(s);
     redislock_lock_free(a);
     th_env_stop(&e);
+}
+
+void test_set_taker_behind_waiters_wakes_them(void)
+{
+    static const char *const one[3] = {"lt:0", "lt:1", "lt:2"};
+    static const char *const two[3] = {"lt:0", "lu:1", "lt:2"};
+
+    set_taker_wakes(one, &rl__script_set_take);
+    set_taker_wakes(two, &rl__script_set_acquire);
 }
 
 /*
