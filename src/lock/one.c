@@ -35,7 +35,9 @@ static int waited_place(const redislock_lock *l)
  * whose arguments and answers are acquire.lua's but for the limit (or
  * "shared") in the format's place (a fair one share_fair.lua, whose
  * answers are fair.lua's); a set set_acquire.lua, which also says which
- * of its keys refused, told which one it waited behind. */
+ * of its keys refused, told which one it waited behind, or on a first
+ * attempt, its keys of one counter, set_take.lua, which names each key
+ * once and has no wake to pass on. */
 static const rl__script *attempt_script(const redislock_lock *l,
                                         const rl__try *t)
 {

@@ -100,6 +100,13 @@ local function rl_our_token(v, whole)
         (#v == n + 32 and string.find(v, '^%x+$', n + 1) ~= nil)
 end
 
+-- Whether the plain-lock token v (a string) is of the native prefix:
+-- its holder may release by a command or a script that wakes nobody
+-- (a compare-and-delete, set_free.lua), so its waiters mark it.
+local function rl_native_token(v)
+    return string.sub(v, 1, #RL_NATIVE_PREFIX) == RL_NATIVE_PREFIX
+end
+
 -- Marks the plain lock at key, when its holder may release it natively
 -- and nobody has marked it yet, as waited for (RL_WAITED), its lease
 -- unchanged: the holder's compare-and-delete then fails and it releases
@@ -113,7 +120,7 @@ local function rl_mark_holder(key, v)
         v = redis.pcall('GET', key)
     end
     if type(v) ~= 'string' or #v ~= RL_TOKEN_LEN or
-            string.sub(v, 1, #RL_NATIVE_PREFIX) ~= RL_NATIVE_PREFIX then
+            not rl_native_token(v) then
         return
     end
     local ttl = redis.call('PTTL', key)
@@ -719,6 +726,23 @@ local function rl_set_held(S, locks, mark, j)
         end
     end
     return nil
+end
+
+-- Takes a set whose locks (their keys) were all found free, for id and
+-- ttl ms: one fencing token past each counter of fences (lasts: their
+-- values as read, each checked before the first write; floor: ARGV[7],
+-- the least token to give), written to all of them, and every lock set.
+-- Returns the token, negated when waits (someone waits for one of the
+-- keys and id is of the native prefix: set_free.lua, which wakes
+-- nobody, must not release such a set, so its holder is told).
+local function rl_set_grant(locks, id, ttl, fences, lasts, floor, waits)
+    local fence = rl_count_all(fences, tonumber(ttl) + 1000, lasts,
+                               tonumber(floor))
+    rl_set_all(locks, id, ttl)
+    if waits then
+        return -fence
+    end
+    return fence
 end
 
 -- How long a writer whose wait stops new readers has to come once the

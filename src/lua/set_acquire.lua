@@ -42,15 +42,10 @@ for i = 2, S.n do
         lasts[#fences] = redis.call('GET', f)
     end
 end
-local fence = rl_count_all(fences, tonumber(ttl) + 1000, lasts,
-                           tonumber(ARGV[7]))
-rl_set_all(locks, id, ttl)
--- Someone waits for one of the keys: a token of the native prefix (a
--- Redlock set's is not) may be released by set_free.lua, which wakes
--- nobody, so its holder is told. Read only once the set is taken, so
--- that a refused attempt costs what it did.
-if string.sub(id, 1, #RL_NATIVE_PREFIX) == RL_NATIVE_PREFIX and
-        redis.call('EXISTS', unpack(rl_set_keys(S, 'waiting'))) > 0 then
-    return -fence
-end
-return fence
+-- Whether someone waits for one of the keys: read only now that the set
+-- is free, so that a refused attempt costs what it did, and only for a
+-- token of the native prefix (rl_set_grant).
+return rl_set_grant(locks, id, ttl, fences, lasts, ARGV[7],
+                   rl_native_token(id) and
+                       redis.call('EXISTS',
+                                  unpack(rl_set_keys(S, 'waiting'))) > 0)

@@ -33,14 +33,7 @@ if busy > 0 then
         return held
     end
 end
-local fence = rl_count_all({K.fence}, tonumber(ttl) + 1000, {last},
-                           tonumber(ARGV[7]))
-rl_set_all(locks, id, ttl)
 -- No lock held, yet some key was there: a waiting marker, so someone
--- waits for one of the keys, and a token of the native prefix (a Redlock
--- set's is not) may be released by set_free.lua, which wakes nobody: its
--- holder is told, as set_acquire.lua does.
-if busy > 0 and string.sub(id, 1, #RL_NATIVE_PREFIX) == RL_NATIVE_PREFIX then
-    return -fence
-end
-return fence
+-- waits for one of the keys (rl_set_grant).
+return rl_set_grant(locks, id, ttl, {K.fence}, {last}, ARGV[7],
+                   busy > 0 and rl_native_token(id))
