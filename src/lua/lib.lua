@@ -1014,6 +1014,11 @@ local function rl_hand(K, st, w, head, now, last)
         redis.call('DEL', K.lock)
         st.kind, st.mine, st.writer = 'none', nil, nil
     end
+    if st.stale and (mine ~= nil or w.fmt ~= 'plain') then
+        -- The releaser's plain lock is still there (rl_handoff).
+        redis.call('DEL', K.lock)
+        st.stale = nil
+    end
     if mine == nil then
         if st.kind ~= 'none' then
             -- Readers hold the key: the writer's wait stops new readers,
@@ -1026,6 +1031,7 @@ local function rl_hand(K, st, w, head, now, last)
         end
         fence = rl_create(K.lock, w.owner, lease, w.fmt, w.meta, K.fence,
                           head, last)
+        st.stale = nil
         redis.call('HSET', K.ws, '~',
                    string.format('%s %d %d', head, fence, now + lease))
         st.kind = 'other'
@@ -1041,6 +1047,44 @@ local function rl_hand(K, st, w, head, now, last)
         st.kind, st.mine, st.held = 'zset', mine, st.held + 1
     end
     return fence, lease
+end
+
+-- Tells the fair waiter w (request head, at place seq in the queue) of
+-- the hand-off rl_hand made to it, on its channel: "handoff <request id>
+-- <seq> <fence> <lease ms>" (see rl_handoff).
+local function rl_tell(w, head, seq, fence, lease)
+    redis.call(w.publish, w.chan,
+               string.format('handoff %s %d %d %d', head, tonumber(seq),
+                             fence, lease))
+end
+
+-- A fair holder's release (release.lua's 'q'), rl_handoff's common case
+-- in fewer steps: the live waiter at the head of the queue wants the
+-- lock, not a share, and is handed it (rl_hand) in place of the
+-- releaser's plain lock, still in the key (st.stale). counter: the
+-- fencing counter's value as the caller read it (false: none). Returns
+-- false, having written nothing, in any other case: rl_handoff then does
+-- the whole work.
+local function rl_hand_head(K, counter)
+    local last = counter and rl_counter_num(counter)
+    if last == nil then
+        return false
+    end
+    local top = redis.call('ZRANGE', K.q, 0, 0, 'WITHSCORES')
+    local head = top[1]
+    if not head then
+        return false
+    end
+    local w = rl_waiter(redis.call('HGET', K.ws, head))
+    local now = rl_now_ms()
+    if not w or w.alive <= now or rl_share_wants(w) ~= nil then
+        return false
+    end
+    local fence, lease = rl_hand(K, {kind = 'none', held = 0, stale = true},
+                                 w, head, now, last)
+    rl_tell(w, head, top[2], fence, lease)
+    rl_queue_drop(K, {head})
+    return true
 end
 
 -- After the key K.lock was freed, or a share of it given back: hands it
@@ -1073,10 +1117,15 @@ end
 -- K.wake, and the COPY gives it to the readers' list (when that has
 -- none already: then no reader is blocked), which wakes one. Not while
 -- a set's waiter may be the one woken (its mark, see rl_mark_waiting).
+-- counter: the fencing counter's value when the caller has read it
+-- (false: there is none; nil: read here, once someone is queued). With
+-- st.stale the key still holds the caller's plain lock, which a lock
+-- handed to a plain waiter overwrites (SET), and which is deleted before
+-- anything else is made of the key, or when nobody is handed it.
 local RL_HAND_FIRST = 1
 local RL_HAND_BATCH = 16
-local function rl_handoff(K, quiet, st, queued, copied)
-    local last, tries, batch = nil, 64, RL_HAND_FIRST
+local function rl_handoff(K, quiet, st, queued, copied, counter)
+    local last, tries, batch = counter, 64, RL_HAND_FIRST
     local now, handed, empty, marker = nil, false, false, nil
     if not queued then
         -- Nobody waits: the common release stops here.
@@ -1104,7 +1153,9 @@ local function rl_handoff(K, quiet, st, queued, copied)
             -- no hand-off then (the release itself stands), and the
             -- waiters meet the error with their next attempts. Read only
             -- when someone is queued: ordinary waiters need no token.
-            last = redis.call('GET', K.fence)
+            if counter == nil then
+                last = redis.call('GET', K.fence)
+            end
             if last then
                 last = rl_counter_num(last)
                 if not last then
@@ -1125,10 +1176,7 @@ local function rl_handoff(K, quiet, st, queued, copied)
                 end
                 last = fence
                 handed = true
-                redis.call(w.publish, w.chan,
-                           string.format('handoff %s %d %d %d', head,
-                                         tonumber(seqs[i]),
-                                         fence, lease))
+                rl_tell(w, head, seqs[i], fence, lease)
             end
             done[#done + 1] = head
             -- A lock handed (st 'other') takes the key alone.
@@ -1147,6 +1195,10 @@ local function rl_handoff(K, quiet, st, queued, copied)
             break
         end
         batch = RL_HAND_BATCH
+    end
+    if st and st.stale then
+        redis.call('DEL', K.lock)
+        st.stale = nil
     end
     -- The records written (rl_hand) need no longer life for ws: each
     -- lease ends by its waiter's alive time, which ws outlives since the

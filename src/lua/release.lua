@@ -4,7 +4,9 @@
 -- KEYS: the lock and the helpers a hand-off uses (rl_handoff). ARGV[1]
 -- token or owner id. ARGV[2] hold-after in ms: '0' frees the lock (handing
 -- it to a waiter), more keeps it reserved that long. ARGV[3] 'h' when the
--- caller holds it in the hash format (a guess for rl_holder), 'z' a
+-- caller holds it in the hash format (a guess for rl_holder), 'q' a plain
+-- lock its holder queued for in fair mode (its waiters most likely
+-- queue: see below), 'p' any other plain lock, 'z' a
 -- share of a key held by many (share_acquire.lua: a semaphore's permit, a
 -- reader's share), which is given back (its waiters woken) and takes no
 -- hold-after (error RLNOHOLD). ARGV[4] the caller's last fencing token
@@ -19,6 +21,24 @@
 -- script never meets half of them.
 local K = rl_keys('lock fence q ws waiting wake rwake')
 local key, id = K.lock, ARGV[1]
+if ARGV[3] == 'q' and ARGV[2] == '0' then
+    -- A plain lock taken by a fair call that queued: fair waiters most
+    -- likely queue behind it, and a hand-off needs the fencing counter.
+    -- Both are read at once, the queue without a look first, and the key
+    -- is left for the hand-off to overwrite (rl_handoff's st.stale).
+    local got = redis.call('MGET', key, K.fence)
+    local v = got[1]
+    if v and v ~= 'redislock:hold-after' then
+        if rl_unmark(v) ~= id then
+            return -1
+        end
+        if not rl_hand_head(K, got[2]) then
+            rl_handoff(K, false, {kind = 'none', held = 0, stale = true},
+                       true, false, got[2])
+        end
+        return 1
+    end
+end
 if ARGV[3] == 'z' and ARGV[2] == '0' then
     -- A share, most likely: its score in one call (nil: the key or the
     -- share is gone). A key of another type answers WRONGTYPE and is read

@@ -403,12 +403,13 @@ static int mon_pinged_before(const mon_log *log, int i)
 }
 
 /* The line of tok's release (its token, then hold-after "0", format
- * "p"), -1 if none. */
-static int mon_release(const mon_log *log, const char *tok)
+ * how: 'p' plain, 'q' plain and taken by a fair call that queued), -1
+ * if none. */
+static int mon_release(const mon_log *log, const char *tok, char how)
 {
     char args[TOKLEN + 16];
 
-    snprintf(args, sizeof args, "\"%s\" \"0\" \"p\"", tok);
+    snprintf(args, sizeof args, "\"%s\" \"0\" \"%c\"", tok, how);
     return mon_find(log, 0, args);
 }
 
@@ -505,8 +506,9 @@ void test_fair_release_pings_first(void)
     waiter_join(&b, 3000, REDISLOCK_OK);
     mon_stop(m, e.r, log);
     ASSERT_EQ_STR(b.token, w2);
-    hl = mon_release(log, htok);
-    al = mon_release(log, w1);
+    hl = mon_release(log, htok, 'p');
+    /* A queued fair holder's release says so (release.lua's 'q'). */
+    al = mon_release(log, w1, 'q');
     ASSERT_GE(hl, 0);
     ASSERT_GE(al, 0);
     test_log("H's release: %s", log->line[hl]);
@@ -687,6 +689,66 @@ void test_fair_dead_waiter_bounded(void)
     }
     ASSERT_OK(redislock_release(w2.l));
     redislock_lock_free(w2.l);
+    free(now);
+    env_stop(&e);
+}
+
+/* The release of a fair holder that queued for its lock reads the queue
+ * first and leaves its key for the hand-off to overwrite (release.lua's
+ * 'q', lib.lua's rl_hand_head). A dead waiter at the head is skipped
+ * there as by any release: the next live one gets the lock from the
+ * release itself, and the dead one never holds it. D's alive time is put
+ * in the past after its SIGKILL, so that it is dead at once, not when
+ * its window ends. */
+void test_fair_queued_release_skips_dead_head(void)
+{
+    env e = env_start(30000);
+    char th[TOKLEN], td[TOKLEN], tw[TOKLEN], *now;
+    waiter h, w;
+    int64_t t_rel;
+    pid_t pid;
+    int st;
+
+    waiter_start(&h, e.c, fair_opts(30000, FOREVER), -1);
+    wait_queued(e.r, 1, th);
+    ASSERT_OK(redislock_release(e.holder));
+    waiter_join(&h, 3000, REDISLOCK_OK);
+    ASSERT_EQ_STR(h.token, th);
+    pid = spawn_fair_waiter(e.s);
+    wait_queued(e.r, 1, td);
+    waiter_start(&w, e.c, fair_opts(30000, FOREVER), -1);
+    wait_queued(e.r, 2, tw);
+    ASSERT_EQ_INT(kill(pid, SIGKILL), 0);
+    while (waitpid(pid, &st, 0) < 0)
+        ASSERT_EQ_INT(errno, EINTR);
+    ASSERT_EQ_INT(th_cmd_int(e.r, "EVAL %s 1 %s %s",
+                             "local v = redis.call('HGET', KEYS[1], ARGV[1]) "
+                             "return redis.call('HSET', KEYS[1], ARGV[1], "
+                             "'1' .. string.sub(v, (string.find(v, ' ', 1, "
+                             "true))))",
+                             WAITERS, td),
+                  0);
+    /* Its entry still reads, its alive time 1 ms after the epoch. */
+    ASSERT_EQ_INT(waiter_entry(e.r, td, NULL), 1);
+    t_rel = th_now_us();
+    ASSERT_OK(redislock_release(h.l));
+    now = th_cmd_str(e.r, NULL, "GET " KEY);
+    test_log("the release handed the lock to %s",
+             now && strcmp(now, tw) == 0   ? "W (the dead D skipped)"
+             : now && strcmp(now, td) == 0 ? "the dead D"
+                                           : "nobody");
+    ASSERT(now != NULL);
+    ASSERT_EQ_STR(now, tw);
+    waiter_join(&w, 3000, REDISLOCK_OK);
+    ASSERT_EQ_STR(w.token, tw);
+    ASSERT_LE((w.done_us - t_rel) / 1000, SLACK_MS);
+    /* D is gone from the queue, and the key is W's alone. */
+    ASSERT_EQ_INT(th_cmd_int(e.r, "EXISTS " QUEUE), 0);
+    ASSERT_EQ_INT(th_cmd_int(e.r, "HEXISTS " WAITERS " %s", td), 0);
+    ASSERT_OK(redislock_release(w.l));
+    ASSERT_EQ_INT(th_cmd_int(e.r, "EXISTS " KEY), 0);
+    redislock_lock_free(h.l);
+    redislock_lock_free(w.l);
     free(now);
     env_stop(&e);
 }
