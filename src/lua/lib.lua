@@ -1049,44 +1049,6 @@ local function rl_hand(K, st, w, head, now, last)
     return fence, lease
 end
 
--- Tells the fair waiter w (request head, at place seq in the queue) of
--- the hand-off rl_hand made to it, on its channel: "handoff <request id>
--- <seq> <fence> <lease ms>" (see rl_handoff).
-local function rl_tell(w, head, seq, fence, lease)
-    redis.call(w.publish, w.chan,
-               string.format('handoff %s %d %d %d', head, tonumber(seq),
-                             fence, lease))
-end
-
--- A fair holder's release (release.lua's 'q'), rl_handoff's common case
--- in fewer steps: the live waiter at the head of the queue wants the
--- lock, not a share, and is handed it (rl_hand) in place of the
--- releaser's plain lock, still in the key (st.stale). counter: the
--- fencing counter's value as the caller read it (false: none). Returns
--- false, having written nothing, in any other case: rl_handoff then does
--- the whole work.
-local function rl_hand_head(K, counter)
-    local last = counter and rl_counter_num(counter)
-    if last == nil then
-        return false
-    end
-    local top = redis.call('ZRANGE', K.q, 0, 0, 'WITHSCORES')
-    local head = top[1]
-    if not head then
-        return false
-    end
-    local w = rl_waiter(redis.call('HGET', K.ws, head))
-    local now = rl_now_ms()
-    if not w or w.alive <= now or rl_share_wants(w) ~= nil then
-        return false
-    end
-    local fence, lease = rl_hand(K, {kind = 'none', held = 0, stale = true},
-                                 w, head, now, last)
-    rl_tell(w, head, top[2], fence, lease)
-    rl_queue_drop(K, {head})
-    return true
-end
-
 -- After the key K.lock was freed, or a share of it given back: hands it
 -- to the longest-waiting live fair waiters it has room for, in the order
 -- they came (a lock's waiter takes the free key alone; the readers or
@@ -1176,7 +1138,10 @@ local function rl_handoff(K, quiet, st, queued, copied, counter)
                 end
                 last = fence
                 handed = true
-                rl_tell(w, head, seqs[i], fence, lease)
+                redis.call(w.publish, w.chan,
+                           string.format('handoff %s %d %d %d', head,
+                                         tonumber(seqs[i]),
+                                         fence, lease))
             end
             done[#done + 1] = head
             -- A lock handed (st 'other') takes the key alone.

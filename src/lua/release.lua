@@ -32,10 +32,8 @@ if ARGV[3] == 'q' and ARGV[2] == '0' then
         if rl_unmark(v) ~= id then
             return -1
         end
-        if not rl_hand_head(K, got[2]) then
-            rl_handoff(K, false, {kind = 'none', held = 0, stale = true},
-                       true, false, got[2])
-        end
+        rl_handoff(K, false, {kind = 'none', held = 0, stale = true}, true,
+                   false, got[2])
         return 1
     end
 end
