@@ -3101,13 +3101,10 @@ static redislock_err owner_op(rl__alock *al, redislock_lock *l, int kind,
         rl__lock_extend_args(l, ms, &a);
     else
         rl__lock_owner_args(l, arg2, &a);
-    /* A plain lock a fair call queued for: its release reads the queue
-     * first (release.lua's 'q'). */
-    if (kind == OP_RELEASE && l->fair_queued && a.args[2][0] == 'p')
-        a.args[2] = "q";
     op->script = q.s;
     q.native = kind == OP_RELEASE && rl__lock_native_release(l, q.s, ms);
     if (kind == OP_RELEASE) {
+        rl__lock_queued_release(l, &a);
         rl__lock_lean_release(l, ms, &q);
         rl__lock_copy_wake(l, ms, &a, &q);
     }

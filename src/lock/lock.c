@@ -125,6 +125,12 @@ void rl__lock_lean_release(const redislock_lock *l, int64_t hold_after_ms,
     q->lean_stride = s->neach;
 }
 
+void rl__lock_queued_release(const redislock_lock *l, rl__owner_args *a)
+{
+    if (l->fair_queued && a->args[2][0] == 'p')
+        a->args[2] = "q";
+}
+
 void rl__lock_copy_wake(const redislock_lock *l, int64_t hold_after_ms,
                         rl__owner_args *a, rl__request *q)
 {

@@ -222,6 +222,12 @@ int rl__lock_native_release(const redislock_lock *l, const rl__script *s,
 void rl__lock_lean_release(const redislock_lock *l, int64_t hold_after_ms,
                            rl__request *q);
 
+/* Gives l's release (arguments in a) the format 'q' for a plain lock
+ * that a fair call queued for: release.lua then reads the queue first
+ * and lets the hand-off overwrite the key (rl_handoff's st.stale in
+ * lib.lua). Else a is left as it was. */
+void rl__lock_queued_release(const redislock_lock *l, rl__owner_args *a);
+
 /* Lets q, l's release by release.lua with hold_after_ms (arguments in
  * a, q's args), leave the wake of the readers' list to the COPY behind
  * it (rl__request's copy_wake; rl_handoff in lib.lua), when it may: one
