@@ -31,7 +31,8 @@ alock_scenarios alock_redlock_* alock_cluster_* excl_loop_redlock
 excl_loop_cluster adapter_* alock_set_* alock_spread_*
 alock_sentinel_failover ghost_* wake_waiters_leave_pool_free
 wake_idle_connections_bounded ploop_* renew_* elect_observer_*
-fair_channel_kept_between_waits fair_metadata_handoff"
+fair_channel_kept_between_waits fair_metadata_handoff
+fair_freed_handle_unsubscribes"
 
 build() {
     cmake -S . -B "$1" -DCMAKE_BUILD_TYPE=Debug -DREDISLOCK_WERROR=ON \

@@ -3342,3 +3342,17 @@ void rl__alock_idle(rl__alock *al)
 {
     sweeps_hand_over(al);
 }
+
+void rl__alock_chan_unkeep(rl__alock *al, const char *name, size_t len)
+{
+    node *n;
+    chan *ch;
+
+    for (n = al->nodes; n != NULL; n = n->next)
+        for (ch = n->chans; ch != NULL; ch = ch->next)
+            if (ch->fair && ch->head == NULL && !ch->leaving &&
+                ch->len == len && memcmp(ch->name, name, len) == 0) {
+                chan_drop(ch);
+                return;
+            }
+}

@@ -212,6 +212,13 @@ int rl__alock_busy(const rl__alock *al);
  * its hand (a reply to come is ignored when the loop next runs). */
 void rl__alock_idle(rl__alock *al);
 
+/* The fair channel name (len bytes) that al, an idle private loop, kept
+ * subscribed for its handle's next wait (a handle's own channel), given
+ * up: the handle is being freed. Its UNSUBSCRIBE is written at once and
+ * its confirmation read when the loop next runs. Nothing when al keeps
+ * no such channel. */
+void rl__alock_chan_unkeep(rl__alock *al, const char *name, size_t len);
+
 /* Requests no handle owns (engine.h's blocking reads: a listing, a TTL,
  * a fenced write). rl__alock_send sends q (a script with its keys, or a
  * command: rl__request_send_async) on server p, or with p NULL on the

@@ -200,6 +200,7 @@ void redislock_lock_free(redislock_lock *l)
     if (l->aop != NULL)
         rl__alock_forget(l);
     rl__lock_unwatch(l);
+    rl__engine_chan_unkeep(l);
     pthread_mutex_destroy(&l->mu);
     free(l->default_owner);
     free(l->info_buf);

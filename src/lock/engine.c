@@ -249,6 +249,27 @@ void rl__engine_cancel(redislock_lock *l)
     pthread_mutex_unlock(&l->mu);
 }
 
+void rl__engine_chan_unkeep(redislock_lock *l)
+{
+    rl__env *env = rl__env_of(l->client);
+    rl__engine *e;
+    size_t i;
+
+    if (l->chan == NULL)
+        return;
+    pthread_mutex_lock(&env->mu);
+    e = env->engine;
+    pthread_mutex_unlock(&env->mu);
+    if (e == NULL)
+        return;
+    /* An idle loop is touched only by whoever takes it off the stack:
+     * under the stack's mutex, nobody can meanwhile. */
+    pthread_mutex_lock(&e->mu);
+    for (i = 0; i < e->n; i++)
+        rl__alock_chan_unkeep(e->stack[i].al, l->chan, l->chanlen);
+    pthread_mutex_unlock(&e->mu);
+}
+
 /* The engine of the client's blocking calls, made on first use
  * (engine.c). */
 static redislock_err rl__env_engine(redislock_client *c, rl__engine **out)

@@ -46,4 +46,11 @@ redislock_err rl__engine_round(redislock_client *c, const rl__request *q,
  * on, if any. */
 void rl__engine_cancel(redislock_lock *l);
 
+/* l is being freed: the fair channel an idle loop of its client's engine
+ * kept for l's next wait (rl__alock_chan_unkeep) is given up, so that no
+ * subscription outlives its handle. A loop that is running a call
+ * meanwhile keeps it until it subscribes another fair channel, or is
+ * freed (the client's free, or max_idle loops idle already). */
+void rl__engine_chan_unkeep(redislock_lock *l);
+
 #endif

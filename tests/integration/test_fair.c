@@ -1214,6 +1214,39 @@ void test_fair_no_leftovers(void)
     env_stop(&e);
 }
 
+/*
+ * No subscription outlives its handle: the fair channel a loop kept for
+ * its handle's next wait (test_fair_channel_kept_between_waits) is given
+ * up when the handle is freed, though that loop is idle (the holder's
+ * release ran on another of the client's loops, so which one the next
+ * call takes depends on which call gave its loop back last), and the
+ * client's next fair wait, whichever loop it takes, is handed the lock.
+ */
+void test_fair_freed_handle_unsubscribes(void)
+{
+    env e = env_start_as(30000, 1);
+    redislock_acquire_options o = th_aopts(30000, 0, 0);
+    waiter w;
+    int round;
+
+    o.fair = 1;
+    for (round = 0; round < 2; round++) {
+        if (round > 0)
+            ASSERT_OK(redislock_acquire(e.holder, &o));
+        waiter_start(&w, e.c, fair_opts(30000, FOREVER), -1);
+        wait_queued(e.r, 1, NULL);
+        wait_listening(e.r, 1);
+        ASSERT_OK(redislock_release(e.holder));
+        waiter_join(&w, 3000, REDISLOCK_OK);
+        ASSERT_OK(redislock_release(w.l));
+        /* Kept for the handle's next wait. */
+        ASSERT_EQ_INT(th_listening(e.r, BASE "c:*"), 1);
+        redislock_lock_free(w.l);
+        WAIT_FOR(th_listening(e.r, BASE "c:*") == 0, SETUP_MS);
+    }
+    env_stop(&e);
+}
+
 /* The waiter of test_fair_channel_kept_between_waits: each time it is let
  * go, one fair acquire of l (on this thread: the client's private loop
  * for its blocking calls) and its release. */
