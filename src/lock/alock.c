@@ -3352,7 +3352,11 @@ void rl__alock_chan_unkeep(rl__alock *al, const char *name, size_t len)
         for (ch = n->chans; ch != NULL; ch = ch->next)
             if (ch->fair && ch->head == NULL && !ch->leaving &&
                 ch->len == len && memcmp(ch->name, name, len) == 0) {
-                chan_drop(ch);
+                /* A connection that failed holds no subscription; the
+                 * loop finds that out when it next runs (and nothing
+                 * here may set the caller's error detail). */
+                if (ch->ended || !rl__aconn_broken(ch->on))
+                    chan_drop(ch);
                 return;
             }
 }
