@@ -1106,6 +1106,24 @@ static void chan_drop(chan *ch)
         ch->leaving = 1;
 }
 
+/* n's channel named name (len bytes), or NULL. */
+static chan *chan_find(const node *n, const char *name, size_t len)
+{
+    chan *ch;
+
+    for (ch = n->chans; ch != NULL; ch = ch->next)
+        if (ch->len == len && memcmp(ch->name, name, len) == 0)
+            return ch;
+    return NULL;
+}
+
+/* Whether ch is a fair channel a private loop kept subscribed after its
+ * waits (chan_leave), nobody on it and not already leaving. */
+static int chan_kept(const chan *ch)
+{
+    return ch->fair && ch->head == NULL && !ch->leaving;
+}
+
 /* The fair channels of n that a private loop kept subscribed after their
  * waits (chan_leave), but keep: unsubscribed, so that a loop holds one at
  * most, the last handle's that waited on it. */
@@ -1115,7 +1133,7 @@ static void chan_drop_kept(node *n, const chan *keep)
 
     for (ch = n->chans; ch != NULL; ch = next) {
         next = ch->next;
-        if (ch != keep && ch->fair && ch->head == NULL && !ch->leaving)
+        if (ch != keep && chan_kept(ch))
             chan_drop(ch);
     }
 }
@@ -1182,9 +1200,7 @@ static redislock_err chan_join(aop *op, node *n, int *fresh)
         memcpy(name, own, len);
         name[len] = '\0';
     }
-    for (ch = n->chans; ch != NULL; ch = ch->next)
-        if (ch->len == len && memcmp(ch->name, name, len) == 0)
-            break;
+    ch = chan_find(n, name, len);
     if (fair && op->al->private_loop)
         chan_drop_kept(n, ch);
     if (ch != NULL) {
@@ -3349,14 +3365,10 @@ void rl__alock_chan_unkeep(rl__alock *al, const char *name, size_t len)
     chan *ch;
 
     for (n = al->nodes; n != NULL; n = n->next)
-        for (ch = n->chans; ch != NULL; ch = ch->next)
-            if (ch->fair && ch->head == NULL && !ch->leaving &&
-                ch->len == len && memcmp(ch->name, name, len) == 0) {
-                /* A connection that failed holds no subscription; the
-                 * loop finds that out when it next runs (and nothing
-                 * here may set the caller's error detail). */
-                if (ch->ended || !rl__aconn_broken(ch->on))
-                    chan_drop(ch);
-                return;
-            }
+        /* A connection that failed holds no subscription; the loop finds
+         * that out when it next runs (and nothing here may set the
+         * caller's error detail). */
+        if ((ch = chan_find(n, name, len)) != NULL && chan_kept(ch) &&
+            (ch->ended || !rl__aconn_broken(ch->on)))
+            chan_drop(ch);
 }
